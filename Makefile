@@ -1,0 +1,201 @@
+# kdns build. `make` builds release binaries into build/bin/.
+#
+# Variants (each in its own directory, with header dependency tracking):
+#   release  build/bin, build/obj          (default)
+#   debug    build/debug/{bin,obj}
+#   asan     build/asan/{bin,obj}          ASan + UBSan
+#   tsan     build/tsan/{bin,obj}
+#   fuzz     build/fuzz/{bin,obj}          clang + libFuzzer (+ ASan, UBSan)
+#
+# Source rules: common/**.cc is the static library libkdns_common.a; <program>/*.cc minus
+# main.cc is lib<program>.a, so tests drive the program's classes without the process;
+# every *_test.cc under common/ and the programs, plus test/unit/*.cc, is the unit test
+# binary; test/integration/*.cc the integration test binary; test/fuzz/*_fuzzer.cc are
+# fuzz targets (replayed over their corpus in ordinary builds); test/bench/*_bench.cc are
+# benchmarks.
+
+VARIANT ?= release
+PROGRAMS ?= frontend-cache kubedns nanny sidecar
+
+ifeq ($(VARIANT),release)
+  OUT ?= build
+else
+  OUT ?= build/$(VARIANT)
+endif
+# Which parts of common/ go into the library and the unit tests (a subset lets work on one
+# module build while another is half-written): e.g. COMMON_DIRS="common/base common/dns".
+COMMON_DIRS ?= common
+BIN := $(OUT)/bin
+OBJ := $(OUT)/obj
+
+PKGS := libuv libcares libcurl gflags libglog
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CXX := g++
+CXXSTD := -std=c++20
+WARN := -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-unused-parameter
+ifneq ($(CI),)
+  WARN += -Werror
+endif
+ifneq ($(WERROR),)
+  WARN += -Werror
+endif
+OPT := -O2 -g -DNDEBUG
+LDEXTRA :=
+
+ifeq ($(VARIANT),debug)
+  OPT := -O0 -g3
+endif
+ifeq ($(VARIANT),asan)
+  OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+  LDEXTRA := -fsanitize=address,undefined
+endif
+ifeq ($(VARIANT),tsan)
+  OPT := -O1 -g -fsanitize=thread
+  LDEXTRA := -fsanitize=thread
+endif
+ifeq ($(VARIANT),fuzz)
+  CXX := clang++
+  WARN := -Wall -Wextra -Wno-unused-parameter
+  OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -DKDNS_FUZZING
+  LDEXTRA := -fsanitize=address,undefined
+endif
+
+CPPFLAGS := -I. -MMD -MP $(PKG_CFLAGS)
+CXXFLAGS := $(CXXSTD) $(WARN) $(OPT) -pthread
+LDFLAGS := -pthread $(LDEXTRA)
+LDLIBS := $(PKG_LIBS)
+
+find_cc = $(shell find $(1) -name '*.cc' 2>/dev/null | LC_ALL=C sort)
+
+COMMON_SRCS := $(filter-out %_test.cc,$(call find_cc,$(COMMON_DIRS)))
+COMMON_LIB := $(OBJ)/libkdns_common.a
+UNIT_SRCS := $(filter %_test.cc,$(call find_cc,$(COMMON_DIRS) $(PROGRAMS))) $(call find_cc,test/unit)
+INTEGRATION_SRCS := $(call find_cc,test/integration) test/unit/catch_main.cc
+FUZZ_SRCS := $(wildcard test/fuzz/*_fuzzer.cc)
+FUZZERS := $(patsubst test/fuzz/%_fuzzer.cc,%,$(FUZZ_SRCS))
+BENCH_SRCS := $(wildcard test/bench/*_bench.cc)
+BENCHES := $(patsubst test/bench/%_bench.cc,%_bench,$(BENCH_SRCS))
+
+objs = $(patsubst %.cc,$(OBJ)/%.o,$(1))
+prog_srcs = $(filter-out %_test.cc %/main.cc,$(call find_cc,$(1)))
+prog_lib = $(OBJ)/$(1)/lib$(1).a
+PROG_LIBS := $(foreach p,$(PROGRAMS),$(call prog_lib,$(p)))
+
+.DEFAULT_GOAL := all
+.PHONY: all deps build run test unit integration fuzz-replay bench fuzz asan tsan debug \
+        format lint clean check-format
+
+all: $(addprefix $(BIN)/,$(PROGRAMS))
+
+deps:
+	@mk/deps.sh
+
+build: deps
+	@$(MAKE) --no-print-directory all
+
+$(OBJ)/%.o: %.cc
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(COMMON_LIB): $(call objs,$(COMMON_SRCS))
+	@mkdir -p $(@D)
+	@rm -f $@
+	ar rcs $@ $^
+
+define PROGRAM_RULES
+$(call prog_lib,$(1)): $(call objs,$(call prog_srcs,$(1)))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	ar rcs $$@ $$^
+
+$(BIN)/$(1): $(OBJ)/$(1)/main.o $(call prog_lib,$(1)) $(COMMON_LIB)
+	@mkdir -p $$(@D)
+	$(CXX) $(LDFLAGS) $$^ $(LDLIBS) -o $$@
+endef
+$(foreach p,$(PROGRAMS),$(eval $(call PROGRAM_RULES,$(p))))
+
+# An archive with no members is not portable; every program library carries this object.
+$(OBJ)/empty.o:
+	@mkdir -p $(@D)
+	echo '' | $(CXX) -x c++ -c - -o $@
+
+$(PROG_LIBS): $(OBJ)/empty.o
+
+$(BIN)/unit_tests: $(call objs,$(UNIT_SRCS)) $(PROG_LIBS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BIN)/integration_tests: $(call objs,$(INTEGRATION_SRCS)) $(PROG_LIBS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Fuzz targets: real libFuzzer binaries in the fuzz variant, corpus replayers elsewhere.
+ifeq ($(VARIANT),fuzz)
+$(BIN)/%_fuzzer: $(OBJ)/test/fuzz/%_fuzzer.o $(PROG_LIBS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -fsanitize=fuzzer $^ $(LDLIBS) -o $@
+FUZZ_BINS := $(addprefix $(BIN)/,$(addsuffix _fuzzer,$(FUZZERS)))
+else
+$(BIN)/%_fuzzer: $(OBJ)/test/fuzz/%_fuzzer.o $(OBJ)/test/fuzz/replay_main.o $(PROG_LIBS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+FUZZ_BINS := $(addprefix $(BIN)/,$(addsuffix _fuzzer,$(FUZZERS)))
+endif
+
+$(BIN)/%_bench: $(OBJ)/test/bench/%_bench.o $(PROG_LIBS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+TEST_BINS := $(addprefix $(BIN)/,$(PROGRAMS)) $(BIN)/unit_tests $(BIN)/integration_tests \
+             $(FUZZ_BINS)
+
+test-binaries: $(TEST_BINS)
+
+# `make test`: install, build, run every suite, one closing line `N passed, M failed`.
+test: deps
+	@$(MAKE) --no-print-directory test-binaries
+	@test/run_suites.sh $(OUT)
+
+asan:
+	@$(MAKE) --no-print-directory VARIANT=asan test
+
+tsan:
+	@$(MAKE) --no-print-directory VARIANT=tsan test
+
+debug:
+	@$(MAKE) --no-print-directory VARIANT=debug all
+
+# `make fuzz`: build the libFuzzer targets; FUZZ_SECONDS=N runs each for N seconds.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@$(MAKE) --no-print-directory VARIANT=fuzz fuzz-binaries
+	@test/fuzz/run_fuzzers.sh build/fuzz/bin $(FUZZ_SECONDS)
+
+fuzz-binaries: $(FUZZ_BINS)
+
+bench: deps
+	@$(MAKE) --no-print-directory $(addprefix $(BIN)/,$(BENCHES)) all
+	@test/bench/run_benches.sh $(BIN)
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@mk/run.sh
+
+SOURCES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null || find common $(PROGRAMS) test -name '*.cc' -o -name '*.h')
+
+format:
+	@clang-format -i $(SOURCES)
+
+check-format:
+	@clang-format --dry-run --Werror $(SOURCES)
+
+# clang-tidy over every translation unit; the checks and which are errors live in .clang-tidy.
+lint: check-format
+	@mk/lint.sh $(OBJ)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(OUT)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,15 @@
+// kubedns: Authoritative DNS server for the cluster domain, fed by the Kubernetes API.
+// Flags and wiring only; the program's behaviour lives in classes that tests drive.
+#include <gflags/gflags.h>
+
+#include <string>
+
+#include "common/base/version.h"
+
+int main(int argc, char** argv) {
+  gflags::SetVersionString(kdns::kVersion);
+  gflags::SetUsageMessage(std::string("Authoritative DNS server for the cluster domain, fed by the Kubernetes API.\nUsage: ") + argv[0] + " [flags]");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  gflags::ShowUsageWithFlagsRestrict(argv[0], "kubedns/");
+  return 0;
+}
