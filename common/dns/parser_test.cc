@@ -1,0 +1,209 @@
+#include "common/dns/parser.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#include "common/dns/builder.h"
+#include "common/dns/testing.h"
+
+// Counts heap allocations in this test binary, so a test can prove that a code path
+// allocates nothing. Sanitizer runtimes own operator new and malloc, so under them the
+// count comes from their allocation hook; otherwise operator new is replaced by a
+// counting wrapper around malloc (the array, nothrow and sized forms default to it).
+namespace {
+std::atomic<size_t> g_allocations{0};
+}  // namespace
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// From <sanitizer/allocator_interface.h>, which GCC 12 does not ship.
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*,
+                                                                             size_t),
+                                                         void (*free_hook)(const volatile void*));
+
+namespace {
+void CountAllocation(const volatile void*, size_t) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+}
+void IgnoreFree(const volatile void*) {}
+const int g_hooks_installed =
+    __sanitizer_install_malloc_and_free_hooks(CountAllocation, IgnoreFree);
+}  // namespace
+#else
+void* operator new(size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* pointer = std::malloc(size == 0 ? 1 : size)) return pointer;
+  throw std::bad_alloc();
+}
+// GCC flags free() on memory from operator new; here operator new is malloc.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void operator delete(void* pointer) noexcept { std::free(pointer); }
+void operator delete(void* pointer, size_t) noexcept { std::free(pointer); }
+#pragma GCC diagnostic pop
+#endif
+
+namespace kdns::dns {
+namespace {
+
+using testing::N;
+using testing::Packet;
+
+std::vector<uint8_t> MakeQuery(std::string_view name, RrType type, bool edns = true,
+                               uint16_t payload = 1232) {
+  std::vector<uint8_t> buffer(512);
+  MessageBuilder builder(buffer);
+  builder.header().id = 0x4242;
+  builder.header().rd = true;
+  REQUIRE(builder.AddQuestion(N(name), type, RrClass::kIn) == BuildError::kOk);
+  if (edns) {
+    EdnsView view;
+    view.udp_payload_size = payload;
+    view.dnssec_ok = true;
+    REQUIRE(builder.SetEdns(view) == BuildError::kOk);
+  }
+  auto bytes = builder.Finish();
+  return {bytes.begin(), bytes.end()};
+}
+
+TEST_CASE("ParseQuery reads the header, the question and EDNS", "[dns][parser]") {
+  auto bytes = MakeQuery("Kubernetes.Default.svc.cluster.local.", RrType::kAaaa);
+  Query query;
+  REQUIRE(ParseQuery(bytes, &query) == ParseError::kOk);
+  CHECK(query.header.id == 0x4242);
+  CHECK(query.header.rd);
+  CHECK(query.qname.ToText() == "Kubernetes.Default.svc.cluster.local.");
+  CHECK(query.qtype == RrType::kAaaa);
+  CHECK(query.qclass == RrClass::kIn);
+  CHECK(query.question_end == 12 + query.qname.wire_length() + 4);
+  REQUIRE(query.edns.has_value());
+  CHECK(query.edns->udp_payload_size == 1232);
+  CHECK(query.edns->dnssec_ok);
+  CHECK(query.edns->version == 0);
+  CHECK(query.edns->options.empty());
+}
+
+TEST_CASE("ParseQuery clamps tiny EDNS payload sizes to 512", "[dns][parser]") {
+  auto bytes = MakeQuery("a.example.", RrType::kA, true, 100);
+  Query query;
+  REQUIRE(ParseQuery(bytes, &query) == ParseError::kOk);
+  CHECK(query.edns->PayloadSize() == 512);
+}
+
+TEST_CASE("ParseQuery without EDNS has no OPT", "[dns][parser]") {
+  auto bytes = MakeQuery("a.example.", RrType::kA, false);
+  Query query;
+  query.edns = EdnsView{};  // stale state from an earlier packet is cleared
+  REQUIRE(ParseQuery(bytes, &query) == ParseError::kOk);
+  CHECK_FALSE(query.edns.has_value());
+}
+
+TEST_CASE("ParseQuery allocates nothing", "[dns][parser]") {
+  auto bytes = MakeQuery("kubernetes.default.svc.cluster.local.", RrType::kA);
+  Query query;
+  size_t before = g_allocations.load();
+  ParseError error = ParseQuery(bytes, &query);
+  size_t after = g_allocations.load();
+  REQUIRE(error == ParseError::kOk);
+  CHECK(after == before);
+  // The counter works: a vector allocates.
+  std::vector<int> probe(4);
+  CHECK(g_allocations.load() > after);
+}
+
+TEST_CASE("ParseQuery asks for FORMERR on question counts other than one", "[dns][parser]") {
+  Query query;
+  Packet none;
+  none.Header(7, 0x0100, 0, 0, 0, 0);
+  CHECK(ParseQuery(none.bytes(), &query) == ParseError::kNoQuestion);
+  CHECK(query.header.id == 7);  // the header is there to echo in the FORMERR
+  Packet two;
+  two.Header(8, 0, 2, 0, 0, 0).Name("a.").U16(1).U16(1).Name("b.").U16(1).U16(1);
+  CHECK(ParseQuery(two.bytes(), &query) == ParseError::kTooManyQuestions);
+  CHECK(query.header.id == 8);
+}
+
+TEST_CASE("ParseQuery rejects truncated and lying packets", "[dns][parser]") {
+  auto bytes = MakeQuery("a.example.", RrType::kA);
+  Query query;
+  SECTION("every strict prefix fails") {
+    for (size_t size = 0; size < bytes.size(); ++size) {
+      INFO(size);
+      CHECK(ParseQuery(std::span<const uint8_t>(bytes.data(), size), &query) != ParseError::kOk);
+    }
+  }
+  SECTION("a header alone is a count mismatch; a cut question is truncated") {
+    CHECK(ParseQuery(std::span<const uint8_t>(bytes.data(), 12), &query) ==
+          ParseError::kCountMismatch);
+    CHECK(ParseQuery(std::span<const uint8_t>(bytes.data(), 20), &query) == ParseError::kTruncated);
+  }
+  SECTION("more additional records claimed than present") {
+    bytes[11] = 2;
+    CHECK(ParseQuery(bytes, &query) == ParseError::kCountMismatch);
+  }
+  SECTION("trailing bytes after the last record are tolerated") {
+    bytes.push_back(0);
+    bytes.push_back(0);
+    CHECK(ParseQuery(bytes, &query) == ParseError::kOk);
+  }
+}
+
+TEST_CASE("ParseQuery enforces the OPT rules of RFC 6891", "[dns][parser]") {
+  Query query;
+  auto opt = [](Packet& packet) -> Packet& { return packet.U8(0).Fixed(41, 1232, 0, 0); };
+  SECTION("two OPT records") {
+    Packet packet;
+    packet.Header(1, 0, 1, 0, 0, 2).Name("a.").U16(1).U16(1);
+    opt(opt(packet));
+    CHECK(ParseQuery(packet.bytes(), &query) == ParseError::kMultipleOpt);
+  }
+  SECTION("OPT in the answer or authority section") {
+    auto [an, ns] = GENERATE(table<uint16_t, uint16_t>({{1, 0}, {0, 1}}));
+    Packet packet;
+    packet.Header(1, 0, 1, an, ns, 0).Name("a.").U16(1).U16(1);
+    opt(packet);
+    CHECK(ParseQuery(packet.bytes(), &query) == ParseError::kOptNotInAdditional);
+  }
+  SECTION("OPT with a non-root owner") {
+    Packet packet;
+    packet.Header(1, 0, 1, 0, 0, 1).Name("a.").U16(1).U16(1).Name("x.").Fixed(41, 512, 0, 0);
+    CHECK(ParseQuery(packet.bytes(), &query) == ParseError::kBadOpt);
+  }
+  SECTION("OPT with malformed options") {
+    Packet packet;
+    packet.Header(1, 0, 1, 0, 0, 1).Name("a.").U16(1).U16(1).U8(0).Fixed(41, 512, 0, 3);
+    packet.U8(0).U8(1).U8(0);
+    CHECK(ParseQuery(packet.bytes(), &query) == ParseError::kBadRdata);
+  }
+  SECTION("OPT after other additional records, with extended rcode and options") {
+    Packet packet;
+    packet.Header(1, 0, 1, 0, 0, 2).Name("a.").U16(1).U16(1);
+    packet.Name("key.").Fixed(250, 255, 0, 2).U16(0);  // a TSIG-like record
+    packet.U8(0).Fixed(41, 4096, 0x02018000, 6).U16(10).U16(2).U16(0xABCD);
+    REQUIRE(ParseQuery(packet.bytes(), &query) == ParseError::kOk);
+    REQUIRE(query.edns);
+    CHECK(query.edns->extended_rcode == 2);
+    CHECK(query.edns->version == 1);
+    CHECK(query.edns->dnssec_ok);
+    CHECK(query.edns->options.size() == 6);
+  }
+  SECTION("answer and authority records are tolerated and skipped") {
+    Packet packet;
+    packet.Header(1, 0, 1, 1, 1, 0).Name("a.").U16(1).U16(1);
+    packet.Pointer(12).Fixed(1, 1, 30, 4).U32(0x0A000001);
+    packet.Pointer(12).Fixed(2, 1, 30, 2).Pointer(12);
+    CHECK(ParseQuery(packet.bytes(), &query) == ParseError::kOk);
+  }
+}
+
+TEST_CASE("ParseQuery reports bad names in the question", "[dns][parser]") {
+  Query query;
+  Packet packet;
+  packet.Header(1, 0, 1, 0, 0, 0).Pointer(12).U16(1).U16(1);
+  CHECK(ParseQuery(packet.bytes(), &query) == ParseError::kPointerLoop);
+}
+
+}  // namespace
+}  // namespace kdns::dns
