@@ -8,7 +8,8 @@
 namespace kdns::dns {
 namespace {
 
-constexpr char kHexDigits[] = "0123456789abcdef";
+// Upper case, as dig and kdig print RFC 3597 generic rdata.
+constexpr char kHexDigits[] = "0123456789ABCDEF";
 
 std::string HexOf(std::span<const uint8_t> bytes) {
   std::string text;

@@ -26,8 +26,8 @@ TEST_CASE("Records print the way dig prints them and parse back", "[dns][present
                "dns-version.cluster.local. 30 IN TXT \"1.1.0\"", "hits.bind. 0 CH TXT \"42\"",
                "t.example. 1 IN TXT \"a \\\"quoted\\\" \\\\ word\" \"\" \"\\007bell\"",
                "h.example. 1 IN HINFO \"amd64\" \"linux\"", "d.example. 1 IN DNAME other.example.",
-               "u.example. 1 IN TYPE65280 \\# 3 c0ffee", "e.example. 1 IN TYPE65281 \\# 0",
-               "c.example. 1 CH A \\# 4 0a000001", "Mixed.Case.Example. 1 IN A 1.2.3.4");
+               "u.example. 1 IN TYPE65280 \\# 3 C0FFEE", "e.example. 1 IN TYPE65281 \\# 0",
+               "c.example. 1 CH A \\# 4 0A000001", "Mixed.Case.Example. 1 IN A 1.2.3.4");
   ResourceRecord record;
   REQUIRE(RecordFromText(text, &record) == ParseError::kOk);
   CHECK(RecordToText(record) == text);
