@@ -99,16 +99,20 @@ $(OBJ)/%.o: %.cc
 	@mkdir -p $(@D)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
-$(COMMON_LIB): $(call objs,$(COMMON_SRCS))
+# An archive is rebuilt when its member list changes (a file added or removed, or another
+# COMMON_DIRS subset built into the same directory), not only when a member is newer.
+member_list = $(shell mkdir -p $(dir $(1)) && echo '$(2)' | cmp -s - $(1) || echo '$(2)' > $(1))$(1)
+
+$(COMMON_LIB): $(call objs,$(COMMON_SRCS)) $(call member_list,$(OBJ)/common.members,$(COMMON_SRCS))
 	@mkdir -p $(@D)
 	@rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(filter %.o,$^)
 
 define PROGRAM_RULES
-$(call prog_lib,$(1)): $(call objs,$(call prog_srcs,$(1)))
+$(call prog_lib,$(1)): $(call objs,$(call prog_srcs,$(1))) $$(call member_list,$(OBJ)/$(1)/members,$(call prog_srcs,$(1)))
 	@mkdir -p $$(@D)
 	@rm -f $$@
-	ar rcs $$@ $$^
+	ar rcs $$@ $$(filter %.o,$$^)
 
 $(BIN)/$(1): $(OBJ)/$(1)/main.o $(call prog_lib,$(1)) $(COMMON_LIB)
 	@mkdir -p $$(@D)
