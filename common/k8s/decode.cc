@@ -1,0 +1,407 @@
+#include "common/k8s/decode.h"
+
+#include <rapidjson/document.h>
+
+#include <array>
+#include <utility>
+
+#include "common/k8s/decode_objects.h"
+#include "common/k8s/json_fields.h"
+
+namespace kdns::k8s {
+namespace {
+
+using internal::FieldContext;
+using internal::FieldPath;
+using internal::JsonValue;
+
+// Decodes one object of a known kind from a parsed value into `out` (its alternative is
+// replaced). `location` prefixes messages ("items[4]").
+bool DecodeAs(Kind kind, const JsonValue& json, Warnings* warnings, std::string_view location,
+              Object* out, std::string* error) {
+  auto run = [&](auto decode, auto value) {
+    FieldContext ctx(kind, &value.meta, warnings, location);
+    if (!decode(ctx, json, &value)) {
+      *error = ctx.error();
+      return false;
+    }
+    *out = std::move(value);
+    return true;
+  };
+  switch (kind) {
+    case Kind::kService:
+      return run(internal::DecodeServiceInto, Service{});
+    case Kind::kEndpointSlice:
+      return run(internal::DecodeEndpointSliceInto, EndpointSlice{});
+    case Kind::kEndpoints:
+      return run(internal::DecodeEndpointsInto, Endpoints{});
+    case Kind::kPod:
+      return run(internal::DecodePodInto, Pod{});
+    case Kind::kStatus:
+      break;
+  }
+  *error = std::string(location) + ": cannot decode a " + std::string(ToString(kind));
+  return false;
+}
+
+template <typename T, typename DecodeInto>
+Result<T> DecodeOne(Kind kind, DecodeInto decode, const JsonValue& json, Warnings* warnings) {
+  T value;
+  FieldContext ctx(kind, &value.meta, warnings);
+  if (!decode(ctx, json, &value)) return Result<T>::Failure(ctx.error());
+  return value;
+}
+
+template <typename T, typename DecodeInto>
+Result<T> DecodeOneText(Kind kind, DecodeInto decode, std::string_view text, Warnings* warnings) {
+  internal::JsonDocument json;
+  std::string error;
+  if (!internal::ParseJson(text, &json, &error)) {
+    return Result<T>::Failure(std::string(ToString(kind)) + ": " + error);
+  }
+  return DecodeOne<T>(kind, decode, json.doc, warnings);
+}
+
+// The kind of a list's items from the list's kind: "ServiceList" → kService. nullopt for a
+// mixed "List" (each item names its kind); *supported false for lists we do not decode.
+std::optional<Kind> ItemKindOfList(std::string_view list_kind, bool* supported) {
+  *supported = true;
+  if (list_kind == "List") return std::nullopt;
+  constexpr std::string_view kSuffix = "List";
+  if (list_kind.size() > kSuffix.size() && list_kind.ends_with(kSuffix)) {
+    std::optional<Kind> kind = KindFromString(list_kind.substr(0, list_kind.size() - 4));
+    if (kind && *kind != Kind::kStatus) return kind;
+  }
+  *supported = false;
+  return std::nullopt;
+}
+
+// Reads an object's own `kind` (absent: empty). False when it is not a string.
+bool ReadKind(const JsonValue& object, std::string_view* kind) {
+  const JsonValue* value = internal::Member(object, "kind");
+  if (value == nullptr) return true;
+  if (!value->IsString()) return false;
+  *kind = internal::View(*value);
+  return true;
+}
+
+void AddItem(ObjectList* list, Object&& object) {
+  if (auto* service = std::get_if<Service>(&object)) {
+    list->services.push_back(std::move(*service));
+  } else if (auto* slice = std::get_if<EndpointSlice>(&object)) {
+    list->endpoint_slices.push_back(std::move(*slice));
+  } else if (auto* endpoints = std::get_if<Endpoints>(&object)) {
+    list->endpoints.push_back(std::move(*endpoints));
+  } else if (auto* pod = std::get_if<Pod>(&object)) {
+    list->pods.push_back(std::move(*pod));
+  }
+}
+
+void ReserveItems(ObjectList* list, std::optional<Kind> kind, size_t count) {
+  if (!kind) return;
+  switch (*kind) {
+    case Kind::kService:
+      list->services.reserve(count);
+      break;
+    case Kind::kEndpointSlice:
+      list->endpoint_slices.reserve(count);
+      break;
+    case Kind::kEndpoints:
+      list->endpoints.reserve(count);
+      break;
+    case Kind::kPod:
+      list->pods.reserve(count);
+      break;
+    case Kind::kStatus:
+      break;
+  }
+}
+
+bool DecodeListMeta(const JsonValue& json, std::string_view list_kind, ListMeta* meta,
+                    std::string* error) {
+  FieldContext ctx(list_kind);
+  const FieldPath root;
+  const JsonValue* metadata;
+  if (!internal::ReadObject(ctx, json, "metadata", root, &metadata)) {
+    *error = ctx.error();
+    return false;
+  }
+  if (metadata == nullptr) return true;
+  FieldPath path = root.Field("metadata");
+  std::string_view version;
+  std::optional<int64_t> remaining;
+  if (!internal::ReadStringView(ctx, *metadata, "resourceVersion", path, &version) ||
+      !internal::ReadString(ctx, *metadata, "continue", path, &meta->continue_token) ||
+      !internal::ReadInt(ctx, *metadata, "remainingItemCount", path, 0, INT64_MAX, &remaining)) {
+    *error = ctx.error();
+    return false;
+  }
+  meta->resource_version = ResourceVersion::FromText(version);
+  meta->remaining_item_count = remaining;
+  return true;
+}
+
+constexpr std::array<std::pair<EventType, std::string_view>, 5> kEventTypeNames{{
+    {EventType::kAdded, "ADDED"},
+    {EventType::kModified, "MODIFIED"},
+    {EventType::kDeleted, "DELETED"},
+    {EventType::kBookmark, "BOOKMARK"},
+    {EventType::kError, "ERROR"},
+}};
+
+std::optional<EventType> EventTypeFromString(std::string_view text) {
+  for (const auto& [type, name] : kEventTypeNames) {
+    if (name == text) return type;
+  }
+  return std::nullopt;
+}
+
+// A BOOKMARK's object: only metadata.resourceVersion counts; every other field may be null
+// or empty ({"metadata":{"resourceVersion":"117","creationTimestamp":null},"spec":{}}).
+bool DecodeBookmark(const JsonValue& object, Kind kind, ObjectMeta* meta, std::string* error) {
+  FieldContext ctx(kind, nullptr, nullptr, "BOOKMARK");
+  const FieldPath root;
+  const JsonValue* metadata;
+  std::string_view version;
+  if (!internal::ReadObject(ctx, object, "metadata", root, &metadata)) {
+    *error = ctx.error();
+    return false;
+  }
+  FieldPath path = root.Field("metadata");
+  if (metadata != nullptr &&
+      !internal::ReadStringView(ctx, *metadata, "resourceVersion", path, &version)) {
+    *error = ctx.error();
+    return false;
+  }
+  if (version.empty()) {
+    FieldPath field = path.Field("resourceVersion");
+    ctx.Fail(field, "missing");
+    *error = ctx.error();
+    return false;
+  }
+  meta->resource_version = ResourceVersion::FromText(version);
+  return true;
+}
+
+}  // namespace
+
+std::string_view ToString(EventType type) {
+  for (const auto& [entry, name] : kEventTypeNames) {
+    if (entry == type) return name;
+  }
+  return "?";
+}
+
+Result<Service> DecodeService(const rapidjson::Value& json, Warnings* warnings) {
+  return DecodeOne<Service>(Kind::kService, internal::DecodeServiceInto, json, warnings);
+}
+Result<EndpointSlice> DecodeEndpointSlice(const rapidjson::Value& json, Warnings* warnings) {
+  return DecodeOne<EndpointSlice>(Kind::kEndpointSlice, internal::DecodeEndpointSliceInto, json,
+                                  warnings);
+}
+Result<Endpoints> DecodeEndpoints(const rapidjson::Value& json, Warnings* warnings) {
+  return DecodeOne<Endpoints>(Kind::kEndpoints, internal::DecodeEndpointsInto, json, warnings);
+}
+Result<Pod> DecodePod(const rapidjson::Value& json, Warnings* warnings) {
+  return DecodeOne<Pod>(Kind::kPod, internal::DecodePodInto, json, warnings);
+}
+Result<Status> DecodeStatus(const rapidjson::Value& json) {
+  Status status;
+  FieldContext ctx("Status");
+  if (!internal::DecodeStatusInto(ctx, json, &status)) return Result<Status>::Failure(ctx.error());
+  return status;
+}
+
+Result<Service> DecodeService(std::string_view json_text, Warnings* warnings) {
+  return DecodeOneText<Service>(Kind::kService, internal::DecodeServiceInto, json_text, warnings);
+}
+Result<EndpointSlice> DecodeEndpointSlice(std::string_view json_text, Warnings* warnings) {
+  return DecodeOneText<EndpointSlice>(Kind::kEndpointSlice, internal::DecodeEndpointSliceInto,
+                                      json_text, warnings);
+}
+Result<Endpoints> DecodeEndpoints(std::string_view json_text, Warnings* warnings) {
+  return DecodeOneText<Endpoints>(Kind::kEndpoints, internal::DecodeEndpointsInto, json_text,
+                                  warnings);
+}
+Result<Pod> DecodePod(std::string_view json_text, Warnings* warnings) {
+  return DecodeOneText<Pod>(Kind::kPod, internal::DecodePodInto, json_text, warnings);
+}
+Result<Status> DecodeStatus(std::string_view json_text) {
+  internal::JsonDocument json;
+  std::string error;
+  if (!internal::ParseJson(json_text, &json, &error)) {
+    return Result<Status>::Failure("Status: " + error);
+  }
+  return DecodeStatus(static_cast<const JsonValue&>(json.doc));
+}
+
+Result<VersionInfo> DecodeVersion(std::string_view json_text) {
+  internal::JsonDocument json;
+  std::string error;
+  if (!internal::ParseJson(json_text, &json, &error)) {
+    return Result<VersionInfo>::Failure("version: " + error);
+  }
+  if (!json.doc.IsObject()) return Result<VersionInfo>::Failure("version: not an object");
+  VersionInfo version;
+  FieldContext ctx("version");
+  const FieldPath root;
+  if (!internal::ReadString(ctx, json.doc, "gitVersion", root, &version.git_version) ||
+      !internal::ReadString(ctx, json.doc, "major", root, &version.major) ||
+      !internal::ReadString(ctx, json.doc, "minor", root, &version.minor) ||
+      !internal::ReadString(ctx, json.doc, "platform", root, &version.platform)) {
+    return Result<VersionInfo>::Failure(ctx.error());
+  }
+  if (version.git_version.empty()) {
+    return Result<VersionInfo>::Failure("version: gitVersion: missing");
+  }
+  return version;
+}
+
+Result<ObjectList> DecodeList(std::string_view json_text) {
+  internal::JsonDocument json;
+  std::string error;
+  if (!internal::ParseJson(json_text, &json, &error)) {
+    return Result<ObjectList>::Failure("List: " + error);
+  }
+  if (!json.doc.IsObject()) {
+    return Result<ObjectList>::Failure("List: not an object: " + internal::Describe(json.doc));
+  }
+  ObjectList list;
+  std::string_view list_kind;
+  if (!ReadKind(json.doc, &list_kind)) {
+    return Result<ObjectList>::Failure("List: kind: not a string: " +
+                                       internal::Describe(json.doc["kind"]));
+  }
+  if (list_kind.empty()) return Result<ObjectList>::Failure("List: kind: missing");
+  if (list_kind == "Status") {
+    Result<Status> status = DecodeStatus(static_cast<const JsonValue&>(json.doc));
+    return Result<ObjectList>::Failure("List: got a Status instead: " +
+                                       (status.ok() ? status->Summary() : status.error()));
+  }
+  bool supported = true;
+  std::optional<Kind> list_item_kind = ItemKindOfList(list_kind, &supported);
+  if (!supported) {
+    return Result<ObjectList>::Failure("List: unsupported kind " + internal::Quote(list_kind));
+  }
+  list.kind.assign(list_kind);
+  if (!DecodeListMeta(json.doc, list.kind, &list.meta, &error)) {
+    return Result<ObjectList>::Failure(std::move(error));
+  }
+  const JsonValue* items = internal::Member(json.doc, "items");
+  if (items == nullptr) return list;
+  if (!items->IsArray()) {
+    return Result<ObjectList>::Failure(list.kind +
+                                       ": items: not an array: " + internal::Describe(*items));
+  }
+  ReserveItems(&list, list_item_kind, items->Size());
+
+  std::string location;
+  for (rapidjson::SizeType i = 0; i < items->Size(); ++i) {
+    const JsonValue& item = (*items)[i];
+    location.assign("items[").append(std::to_string(i)).append("]");
+    std::string_view item_kind_text;
+    if (!item.IsObject() || !ReadKind(item, &item_kind_text)) {
+      ++list.bad_items;
+      list.warnings.Add(
+          location + ": " +
+          (item.IsObject() ? "kind: not a string" : "not an object: " + internal::Describe(item)));
+      continue;
+    }
+    std::optional<Kind> item_kind = list_item_kind;
+    if (!item_kind_text.empty()) {
+      std::optional<Kind> named = KindFromString(item_kind_text);
+      if (list_item_kind && named != list_item_kind) {
+        ++list.bad_items;
+        list.warnings.Add(location + ": kind " + internal::Quote(item_kind_text) + " in a " +
+                          list.kind);
+        continue;
+      }
+      if (!named || *named == Kind::kStatus) {
+        ++list.other_items;
+        list.warnings.Add(location + ": kind " + internal::Quote(item_kind_text) + " ignored");
+        continue;
+      }
+      item_kind = named;
+    }
+    if (!item_kind) {
+      ++list.bad_items;
+      list.warnings.Add(location + ": kind: missing in a List");
+      continue;
+    }
+    Object object;
+    if (!DecodeAs(*item_kind, item, &list.warnings, location, &object, &error)) {
+      ++list.bad_items;
+      list.warnings.Add(std::move(error));
+      continue;
+    }
+    AddItem(&list, std::move(object));
+  }
+  return list;
+}
+
+Result<WatchEvent> DecodeWatchEvent(std::string_view line, std::optional<Kind> expected_kind) {
+  using R = Result<WatchEvent>;
+  internal::JsonDocument json;
+  std::string error;
+  if (!internal::ParseJson(line, &json, &error)) return R::Failure("watch event: " + error);
+  if (!json.doc.IsObject())
+    return R::Failure("watch event: not an object: " + internal::Describe(json.doc));
+  const JsonValue* type_value = internal::Member(json.doc, "type");
+  if (type_value == nullptr) return R::Failure("watch event: type: missing");
+  if (!type_value->IsString()) {
+    return R::Failure("watch event: type: not a string: " + internal::Describe(*type_value));
+  }
+  std::optional<EventType> type = EventTypeFromString(internal::View(*type_value));
+  if (!type) {
+    return R::Failure("watch event: unknown type " + internal::Describe(*type_value));
+  }
+  WatchEvent event;
+  event.type = *type;
+  const std::string type_name(ToString(event.type));
+  const JsonValue* object = internal::Member(json.doc, "object");
+  if (object == nullptr) return R::Failure(type_name + " event: object: missing");
+  if (!object->IsObject()) {
+    return R::Failure(type_name + " event: object: not an object: " + internal::Describe(*object));
+  }
+
+  std::string_view kind_text;
+  if (!ReadKind(*object, &kind_text)) {
+    return R::Failure(type_name + " event: object.kind: not a string");
+  }
+  if (event.type == EventType::kError) {
+    event.kind = Kind::kStatus;
+    Result<Status> status = DecodeStatus(*object);
+    if (!status.ok()) return R::Failure("ERROR event: " + status.error());
+    event.status = std::move(status).value();
+    return event;
+  }
+  std::optional<Kind> kind = expected_kind;
+  if (!kind_text.empty()) {
+    kind = KindFromString(kind_text);
+    if (!kind || *kind == Kind::kStatus) {
+      return R::Failure(type_name + " event: unsupported kind " + internal::Quote(kind_text));
+    }
+    if (expected_kind && *kind != *expected_kind) {
+      return R::Failure(type_name + " event: kind " + internal::Quote(kind_text) +
+                        " in a watch of " + std::string(ToString(*expected_kind)));
+    }
+  }
+  if (!kind) return R::Failure(type_name + " event: object.kind: missing");
+  event.kind = *kind;
+
+  if (event.type == EventType::kBookmark) {
+    if (!DecodeBookmark(*object, event.kind, &event.meta, &error)) return R::Failure(error);
+    return event;
+  }
+  // The metadata alone first, so that an object that fails to decode is still identified.
+  {
+    FieldContext ctx(event.kind, &event.meta, nullptr, type_name);
+    if (!internal::DecodeMeta(ctx, *object, &event.meta)) return R::Failure(ctx.error());
+  }
+  if (!DecodeAs(event.kind, *object, &event.warnings, type_name, &event.object, &error)) {
+    event.object_error = std::move(error);
+  }
+  return event;
+}
+
+}  // namespace kdns::k8s

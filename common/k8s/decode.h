@@ -1,0 +1,116 @@
+// Decoding Kubernetes API JSON into the compact model of objects.h: single objects (from a
+// RapidJSON value or from text), List responses, watch-stream lines, Status error bodies and
+// /version. Pure functions: no I/O, no logging, no globals; any thread.
+//
+// Error policy (everything here is outside input): nothing throws, aborts or CHECKs. A
+// failure is a one-line message with context, e.g.
+//   EndpointSlice default/headless-abc12: endpoints[2].addresses[0]: not a string: 7
+// Unknown fields are ignored and null is the same as absent. A field we need that has the
+// wrong JSON type, or a number out of range, fails the whole object. Smaller problems drop
+// only the part concerned and add a warning: an address that is not an IP of the slice's
+// family, a port with an unknown protocol.
+//
+// Lists: a List that is not JSON, not an object, or of a kind we do not decode is an error.
+// A bad item is skipped, counted in `bad_items` and described in the warnings; the other
+// items are kept, so one bad object cannot stop a sync. Items of kinds we do not use (a
+// Namespace in a `kubectl get -o json` file) are skipped and counted in `other_items`.
+//
+// Watch events: a line that is not a watch event (not JSON, unknown type, no object, bad
+// metadata) is an error. An event whose object fails to decode is returned with
+// `object_error` set and the metadata that could be read, so the caller can count it and drop
+// its cached copy of that object instead of keeping stale data.
+//
+// Parsing uses RapidJSON's DOM with its pool allocator (strings are copied into the pool, one
+// allocation per 64 KiB chunk); decoding reserves every vector at its final size.
+#pragma once
+
+#include <rapidjson/fwd.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/k8s/objects.h"
+#include "common/k8s/result.h"
+
+namespace kdns::k8s {
+
+// Single objects from a parsed value: an item of a List (which has no kind/apiVersion) or the
+// object of a watch event. `warnings` may be null. Metadata name and namespace are required.
+Result<Service> DecodeService(const rapidjson::Value& json, Warnings* warnings = nullptr);
+Result<EndpointSlice> DecodeEndpointSlice(const rapidjson::Value& json,
+                                          Warnings* warnings = nullptr);
+Result<Endpoints> DecodeEndpoints(const rapidjson::Value& json, Warnings* warnings = nullptr);
+Result<Pod> DecodePod(const rapidjson::Value& json, Warnings* warnings = nullptr);
+Result<Status> DecodeStatus(const rapidjson::Value& json);
+
+// The same from JSON text.
+Result<Service> DecodeService(std::string_view json_text, Warnings* warnings = nullptr);
+Result<EndpointSlice> DecodeEndpointSlice(std::string_view json_text, Warnings* warnings = nullptr);
+Result<Endpoints> DecodeEndpoints(std::string_view json_text, Warnings* warnings = nullptr);
+Result<Pod> DecodePod(std::string_view json_text, Warnings* warnings = nullptr);
+// An API error body (400, 401, 404, 410, 422, 500, 504 ...). A `kind` other than "Status"
+// is an error.
+Result<Status> DecodeStatus(std::string_view json_text);
+
+// The body of GET /version.
+Result<VersionInfo> DecodeVersion(std::string_view json_text);
+
+struct ListMeta {
+  // The list's resourceVersion: where a watch must start after this list (on every page of a
+  // paginated list it is the first page's; never the largest item RV).
+  ResourceVersion resource_version;
+  // metadata.continue: pass it back (URL-encoded) for the next page. Empty on the last page,
+  // where the server omits the key.
+  std::string continue_token;
+  std::optional<int64_t> remaining_item_count;  // absent on the last page
+};
+
+// One List response or `kubectl get ... -o json` file. Typed lists (ServiceList,
+// EndpointSliceList, EndpointsList, PodList) have items without kind; the item kind comes
+// from the list kind. A mixed `List` needs each item's own kind.
+struct ObjectList {
+  std::string kind;  // "ServiceList", "List", ...
+  ListMeta meta;
+  std::vector<Service> services;
+  std::vector<EndpointSlice> endpoint_slices;
+  std::vector<Endpoints> endpoints;
+  std::vector<Pod> pods;
+  size_t bad_items = 0;    // items skipped because they did not decode
+  size_t other_items = 0;  // items of kinds this module does not decode
+  Warnings warnings;       // messages start with "items[<i>]: "
+};
+
+Result<ObjectList> DecodeList(std::string_view json_text);
+
+enum class EventType : uint8_t { kAdded, kModified, kDeleted, kBookmark, kError };
+std::string_view ToString(EventType type);
+
+using Object = std::variant<std::monostate, Service, EndpointSlice, Endpoints, Pod>;
+
+// One line of a watch stream: {"type":"ADDED","object":{...}}.
+struct WatchEvent {
+  EventType type = EventType::kAdded;
+  Kind kind = Kind::kService;  // of the object; kStatus for ERROR
+  // ADDED, MODIFIED, DELETED: the object's metadata (DELETED carries the last state, with
+  // the resourceVersion of the deletion). BOOKMARK: only resource_version, the point the
+  // watch has reached; a bookmark is a stub object with null fields and must never be applied
+  // to a cache. ERROR: empty.
+  ObjectMeta meta;
+  // ADDED, MODIFIED, DELETED: the decoded object, or monostate when object_error is set.
+  // BOOKMARK, ERROR: monostate.
+  Object object;
+  std::string object_error;  // why the object did not decode; meta is still set
+  Status status;             // ERROR only: e.g. code 410, reason "Expired"
+  Warnings warnings;
+};
+
+// Decodes one line (a trailing "\n" or "\r\n" is fine). `expected_kind` is the kind being
+// watched: used when the object has no kind, and an object of another kind is an error.
+Result<WatchEvent> DecodeWatchEvent(std::string_view line,
+                                    std::optional<Kind> expected_kind = std::nullopt);
+
+}  // namespace kdns::k8s

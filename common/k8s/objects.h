@@ -1,0 +1,191 @@
+// The compact model of what cluster DNS needs from Kubernetes objects: Services,
+// EndpointSlices (v1 Endpoints are converted into the same shape), Pods, and the Status
+// objects the API server sends for errors. These are plain values, not API objects: every
+// field DNS does not use is dropped at decode time (see decode.h). Immutable once decoded;
+// safe to copy and share between threads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/base/ip_address.h"
+
+namespace kdns::k8s {
+
+// metadata.resourceVersion. The API contract is that resource versions are opaque strings
+// that clients compare only for equality and pass back to the server ("Clients must treat
+// these values as opaque", API concepts: resource versions). `text` is what the server sent
+// and the only thing ever sent back. `number` is the decimal value when the text is one
+// (it is etcd's revision on every server we know): use it only as an ordering hint, such as
+// "this bookmark is not older than our list", never for correctness.
+struct ResourceVersion {
+  std::string text;                // empty when the object carried none
+  std::optional<uint64_t> number;  // set when `text` is a decimal number that fits
+
+  static ResourceVersion FromText(std::string_view text);
+  bool empty() const { return text.empty(); }
+  friend bool operator==(const ResourceVersion& a, const ResourceVersion& b) {
+    return a.text == b.text;
+  }
+};
+
+struct ObjectMeta {
+  std::string ns;  // metadata.namespace
+  std::string name;
+  std::string uid;  // a delete followed by a create keeps the name but changes the uid
+  ResourceVersion resource_version;
+};
+
+// Kinds this module decodes. kStatus appears only in ERROR watch events and error bodies.
+enum class Kind : uint8_t { kService, kEndpointSlice, kEndpoints, kPod, kStatus };
+
+enum class Protocol : uint8_t { kTcp, kUdp, kSctp };
+
+// spec.type. An absent type defaults to ClusterIP, as the API server's defaulting does.
+enum class ServiceType : uint8_t { kClusterIP, kNodePort, kLoadBalancer, kExternalName };
+
+struct ServicePort {
+  std::string name;  // empty for a single unnamed port (no SRV record for it)
+  Protocol protocol = Protocol::kTcp;
+  uint16_t port = 0;  // 1..65535
+
+  friend bool operator==(const ServicePort&, const ServicePort&) = default;
+};
+
+struct Service {
+  ObjectMeta meta;
+  ServiceType type = ServiceType::kClusterIP;
+  // clusterIP "None": the service has no virtual IP and DNS answers with its endpoints.
+  bool headless = false;
+  // spec.clusterIPs (dual-stack, primary family first), or spec.clusterIP when clusterIPs is
+  // absent. Empty for headless services, ExternalName services, and services whose IP is
+  // not allocated yet. Entries that are not IP addresses are dropped with a warning.
+  std::vector<IpAddress> cluster_ips;
+  std::string external_name;  // spec.externalName; only meaningful for kExternalName
+  std::vector<ServicePort> ports;
+  bool publish_not_ready_addresses = false;
+};
+
+// An EndpointSlice's addressType. FQDN slices are decoded (metadata and ports only, no
+// addresses) so callers can see and ignore them: DNS does not serve them.
+enum class AddressType : uint8_t { kIPv4, kIPv6, kFqdn };
+
+struct Endpoint {
+  // Each address has the slice's family. An address that does not parse, or has the other
+  // family, is dropped with a warning; the endpoint is kept.
+  std::vector<IpAddress> addresses;
+  // conditions.ready with the discovery/v1 defaulting applied: absent or null means ready.
+  // From the EndpointConditions API reference: "ready indicates that this endpoint is
+  // prepared to receive traffic ... A nil value indicates an unknown state. In most cases
+  // consumers should interpret this unknown state as ready."
+  bool ready = true;
+  std::optional<bool> serving;      // conditions.serving as sent (nil: unknown)
+  std::optional<bool> terminating;  // conditions.terminating as sent (nil: not terminating)
+  std::string hostname;             // empty when absent
+  std::string node_name;            // empty when absent
+  std::string target_pod_ns;        // targetRef namespace when targetRef.kind is Pod
+  std::string target_pod_name;      // targetRef name when targetRef.kind is Pod
+};
+
+struct EndpointPort {
+  std::string name;
+  Protocol protocol = Protocol::kTcp;
+  // nullopt when absent or null: the API reference says "If this is not specified, ports
+  // are not restricted and must be interpreted in the context of the specific consumer."
+  std::optional<uint16_t> port;
+
+  friend bool operator==(const EndpointPort&, const EndpointPort&) = default;
+};
+
+// Where a slice came from: a discovery.k8s.io/v1 EndpointSlice, or one subset of a v1
+// Endpoints object (see Endpoints below).
+enum class SliceSource : uint8_t { kEndpointSlice, kEndpoints };
+
+struct EndpointSlice {
+  ObjectMeta meta;
+  // The `kubernetes.io/service-name` label. Empty: the slice belongs to no service.
+  std::string service_name;
+  AddressType address_type = AddressType::kIPv4;
+  std::vector<Endpoint> endpoints;
+  std::vector<EndpointPort> ports;
+  SliceSource source = SliceSource::kEndpointSlice;
+};
+
+// A v1 Endpoints object in slice form. A v1 Endpoints object has several subsets, each with
+// its own addresses and ports, and a subset may mix IPv4 and IPv6 addresses, while a slice has
+// one port list and one address family. So every (subset, family) pair that has at least one
+// address becomes one slice, in subset order, IPv4 before IPv6:
+//   meta.name     "<endpoints name>/subset-<i>-ipv4" or "...-ipv6" (i counts from 0); the
+//                 '/' cannot occur in real object names, so these never collide with them
+//   meta.ns, uid, resource_version   the Endpoints object's
+//   service_name  the Endpoints object's name (v1 Endpoints are named after their service)
+//   endpoints     subset.addresses (ready) then subset.notReadyAddresses (not ready), with
+//                 their hostname, nodeName and Pod targetRef; serving/terminating unset
+//   ports         subset.ports
+//   source        kEndpoints
+// A watch event for an Endpoints object replaces all slices derived from it at once.
+struct Endpoints {
+  ObjectMeta meta;
+  std::vector<EndpointSlice> slices;
+};
+
+enum class PodPhase : uint8_t { kUnknown, kPending, kRunning, kSucceeded, kFailed };
+
+// For `--pod-records=verified`: does a pod with this IP exist in this namespace.
+struct Pod {
+  ObjectMeta meta;
+  std::vector<IpAddress> pod_ips;       // status.podIPs, or status.podIP when podIPs is absent
+  PodPhase phase = PodPhase::kUnknown;  // absent or unrecognised: kUnknown
+};
+
+struct StatusCause {
+  std::string reason;  // e.g. "ResourceVersionTooLarge", "FieldValueForbidden"
+  std::string message;
+  std::string field;
+};
+
+// A meta/v1 Status: the body of every API error response, and the object of an ERROR watch
+// event. A watch from a too-old resourceVersion is an HTTP 200 stream whose ERROR event has
+// code 410 and reason "Expired"; the client must then re-list.
+struct Status {
+  int32_t code = 0;     // the HTTP status it stands for (410, 500, ...); 0 if absent
+  std::string status;   // "Failure" or "Success"
+  std::string reason;   // "Expired", "NotFound", ...; empty when absent (the 500s have none)
+  std::string message;  // human readable
+  // metadata.continue of a 410 on a paginated list: a token that continues the list
+  // *inconsistently* from the current state. Restarting the list is usually better.
+  std::string continue_token;
+  std::optional<int32_t> retry_after_seconds;  // details.retryAfterSeconds
+  std::vector<StatusCause> causes;             // details.causes
+
+  bool IsExpired() const { return code == 410; }
+  // "410 Expired: too old resource version: 142 (143)", for log lines.
+  std::string Summary() const;
+};
+
+// The /version document.
+struct VersionInfo {
+  std::string git_version;  // "v1.25.0-k3s1"
+  std::string major;
+  std::string minor;
+  std::string platform;
+};
+
+std::string_view ToString(Kind kind);
+std::string_view ToString(Protocol protocol);
+std::string_view ToString(ServiceType type);
+std::string_view ToString(AddressType type);
+std::string_view ToString(PodPhase phase);
+
+// Parses the API's spelling ("TCP", "ClusterIP", "IPv4", "Running", "EndpointSlice").
+// nullopt for anything else; case-sensitive, as the API is.
+std::optional<Kind> KindFromString(std::string_view text);
+std::optional<Protocol> ProtocolFromString(std::string_view text);
+std::optional<ServiceType> ServiceTypeFromString(std::string_view text);
+std::optional<AddressType> AddressTypeFromString(std::string_view text);
+std::optional<PodPhase> PodPhaseFromString(std::string_view text);
+
+}  // namespace kdns::k8s

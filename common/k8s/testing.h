@@ -1,0 +1,69 @@
+// Helpers for the k8s decoder's unit tests (header-only, not part of the library): fixture
+// files (read relative to the repository root, where the tests run), watch-stream lines,
+// and compact renderings of decoded objects for assertions.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/base/ip_address.h"
+#include "common/k8s/objects.h"
+
+namespace kdns::k8s::testing {
+
+// The bytes of test/<path>; fails the test when the file cannot be read.
+inline std::string ReadFixture(std::string_view path) {
+  std::string full = "test/" + std::string(path);
+  std::ifstream in(full, std::ios::binary);
+  INFO("fixture " << full << " (tests run from the repository root)");
+  REQUIRE(in.good());
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+inline std::string ReadCapture(std::string_view name) {
+  return ReadFixture("fixtures/k8s-api/" + std::string(name) + ".body");
+}
+
+// The lines of a watch-stream body, without their "\n". A last line without "\n" (a stream
+// cut short) is returned as it is.
+inline std::vector<std::string> Lines(std::string_view body) {
+  std::vector<std::string> lines;
+  while (!body.empty()) {
+    size_t end = body.find('\n');
+    if (end == std::string_view::npos) end = body.size();
+    lines.emplace_back(body.substr(0, end));
+    body.remove_prefix(end == body.size() ? end : end + 1);
+  }
+  return lines;
+}
+
+inline IpAddress Ip(std::string_view text) {
+  auto address = IpAddress::Parse(text);
+  INFO(text);
+  REQUIRE(address.has_value());
+  return *address;
+}
+
+inline std::vector<IpAddress> Ips(std::initializer_list<std::string_view> texts) {
+  std::vector<IpAddress> addresses;
+  for (std::string_view text : texts) addresses.push_back(Ip(text));
+  return addresses;
+}
+
+// "ns/name@rv".
+inline std::string Key(const ObjectMeta& meta) {
+  return meta.ns + "/" + meta.name + "@" + meta.resource_version.text;
+}
+
+template <typename T>
+std::vector<std::string> Keys(const std::vector<T>& objects) {
+  std::vector<std::string> keys;
+  for (const T& object : objects) keys.push_back(Key(object.meta));
+  return keys;
+}
+
+}  // namespace kdns::k8s::testing
