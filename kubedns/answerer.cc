@@ -1,0 +1,461 @@
+#include "kubedns/answerer.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/dns/builder.h"
+#include "common/dns/reverse.h"
+
+namespace kdns::kubedns {
+
+namespace {
+
+using dns::RrClass;
+using dns::RrType;
+using dns::Section;
+
+constexpr int kMaxChaseDepth = 8;
+constexpr uint32_t kVersionTtl = 28800;
+
+bool WantsAddress(RrType qtype, IpFamily family) {
+  if (qtype == RrType::kAny) return true;
+  return family == IpFamily::kV4 ? qtype == RrType::kA : qtype == RrType::kAaaa;
+}
+
+dns::Rdata AddressRdata(const IpAddress& ip) {
+  if (ip.is_v4()) return dns::RdataA{ip};
+  return dns::RdataAaaa{ip};
+}
+
+RrType AddressType(const IpAddress& ip) { return ip.is_v4() ? RrType::kA : RrType::kAaaa; }
+
+// "10-244-1-5" or "fd00-10-244--12" back to an address; nullopt for anything else.
+std::optional<IpAddress> ParseDashed(std::string_view dashed) {
+  if (dashed.empty() || dashed.size() > 45) return std::nullopt;
+  std::string text(dashed);
+  size_t dashes = std::count(text.begin(), text.end(), '-');
+  if (dashes == 3) {
+    std::replace(text.begin(), text.end(), '-', '.');
+    auto ip = IpAddress::Parse(text);
+    if (ip && ip->is_v4()) return ip;
+    return std::nullopt;
+  }
+  std::replace(text.begin(), text.end(), '-', ':');
+  auto ip = IpAddress::Parse(text);
+  if (ip && ip->is_v6()) return ip;
+  return std::nullopt;
+}
+
+}  // namespace
+
+// The response under construction: the builder plus what the answer rules need to know.
+class Answerer::Response {
+ public:
+  Response(std::span<uint8_t> buffer, size_t limit, const dns::Query& asked)
+      : builder(buffer, limit), query(asked) {}
+
+  // Adds one RRset to the answer section.
+  template <class F>
+  void AnswerRrset(F&& add) {
+    builder.BeginRrset(Section::kAnswer);
+    add();
+    (void)builder.EndRrset();
+  }
+  uint16_t answers() const { return builder.count(Section::kAnswer); }
+
+  dns::MessageBuilder builder;
+  const dns::Query& query;
+  dns::Rcode rcode = dns::Rcode::kNoError;
+};
+
+Answerer::Answerer(AnswerConfig config) : config_(std::move(config)) {
+  in_addr_arpa_ = *dns::Name::FromText("in-addr.arpa.");
+  ip6_arpa_ = *dns::Name::FromText("ip6.arpa.");
+  ns_name_ = *dns::Name::FromLabels({"ns", "dns"}, config_.zone);
+  hostmaster_ = *dns::Name::FromLabels({"hostmaster"}, config_.zone);
+  version_txt_.strings = {"1.1.0"};
+}
+
+dns::RdataSoa Answerer::Soa(const Snapshot& snapshot) const {
+  dns::RdataSoa soa;
+  soa.mname = ns_name_;
+  soa.rname = hostmaster_;
+  soa.serial = config_.soa_serial_base + static_cast<uint32_t>(snapshot.generation());
+  soa.refresh_s = config_.soa_refresh_s;
+  soa.retry_s = config_.soa_retry_s;
+  soa.expire_s = config_.soa_expire_s;
+  soa.minimum_s = config_.soa_minimum_s;
+  return soa;
+}
+
+AnswerResult Answerer::Answer(const Snapshot* snapshot, std::span<const uint8_t> packet,
+                              Transport transport, std::span<uint8_t> buffer) const {
+  AnswerResult result;
+  dns::Query query;
+  dns::ParseError error = dns::ParseQuery(packet, &query);
+  if (packet.size() < dns::kHeaderSize || query.header.qr) return result;  // dropped
+  if (error != dns::ParseError::kOk) {
+    // RFC 1035 4.1.1: FORMERR, echoing the ID; no question (we could not read one).
+    dns::MessageBuilder builder(buffer, dns::kMaxUdpSizeWithoutEdns);
+    builder.header().id = query.header.id;
+    builder.header().qr = true;
+    builder.header().opcode = query.header.opcode;
+    builder.header().rd = query.header.rd;
+    builder.header().rcode = dns::Rcode::kFormErr;
+    result.outcome = Outcome::kFormErr;
+    result.rcode = dns::Rcode::kFormErr;
+    result.response = builder.Finish();
+    return result;
+  }
+  result.qtype = query.qtype;
+
+  size_t limit = dns::kMaxMessageSize;
+  if (transport == Transport::kUdp) {
+    limit = query.edns ? std::min<size_t>(query.edns->PayloadSize(), config_.max_udp_size_bytes)
+                       : dns::kMaxUdpSizeWithoutEdns;
+  }
+  Response response(buffer, limit, query);
+  if (response.builder.StartResponse(query) != dns::BuildError::kOk) return result;
+  response.builder.header().ra = true;  // names outside the zone are resolved for clients
+  if (query.edns) (void)response.builder.SetEdns(dns::EdnsView{});
+  result.outcome = Outcome::kAnswered;
+
+  if (query.edns && query.edns->version != 0) {
+    response.rcode = dns::Rcode::kBadVers;  // RFC 6891 6.1.3
+  } else if (query.header.opcode != dns::Opcode::kQuery) {
+    response.rcode = dns::Rcode::kNotImp;
+  } else if (query.qclass != RrClass::kIn && query.qclass != RrClass::kAny) {
+    response.rcode = dns::Rcode::kRefused;
+  } else if (query.qtype == RrType::kAxfr || query.qtype == RrType::kIxfr) {
+    response.rcode = dns::Rcode::kRefused;  // no zone transfers of the cluster
+  } else {
+    dns::Name lower = query.qname.Lowercased();
+    if (lower.IsSubdomainOf(config_.zone)) {
+      response.builder.header().aa = true;
+      if (snapshot == nullptr || !snapshot->synced()) {
+        response.rcode = dns::Rcode::kServFail;  // not synced yet: no answer is better
+      } else {
+        AnswerZone(*snapshot, lower, response);
+      }
+    } else if ((lower.IsSubdomainOf(in_addr_arpa_) || lower.IsSubdomainOf(ip6_arpa_)) &&
+               snapshot != nullptr && snapshot->synced() &&
+               AnswerReverse(*snapshot, lower, response)) {
+      // answered from the reverse index
+    } else {
+      result.outcome = Outcome::kNotOurs;
+      response.rcode = dns::Rcode::kRefused;
+    }
+  }
+  response.builder.header().rcode = response.rcode;
+  result.rcode = response.rcode;
+  result.truncated = response.builder.truncated();
+  result.response = response.builder.Finish();
+  return result;
+}
+
+void Answerer::AnswerZone(const Snapshot& snapshot, const dns::Name& lower,
+                          Response& response) const {
+  const RrType qtype = response.query.qtype;
+  const size_t depth = lower.label_count() - config_.zone.label_count();
+  auto label = [&](size_t i) { return lower.label(i); };  // i-th label from the left
+  auto no_data = [&] { response.rcode = dns::Rcode::kNoError; };
+  auto nx_domain = [&] { response.rcode = dns::Rcode::kNxDomain; };
+  const dns::Name& owner = response.query.qname;
+
+  if (depth == 0) {
+    if (qtype == RrType::kSoa || qtype == RrType::kAny) {
+      response.AnswerRrset([&] {
+        response.builder.Add(owner, RrType::kSoa, RrClass::kIn, config_.ttl_s, Soa(snapshot));
+      });
+    } else if (qtype == RrType::kNs) {
+      response.AnswerRrset([&] {
+        response.builder.Add(owner, RrType::kNs, RrClass::kIn, config_.ttl_s,
+                             dns::RdataNs{ns_name_});
+      });
+    }
+  } else {
+    std::string_view top = label(depth - 1);
+    if (top == "dns-version" && depth == 1) {
+      if (qtype == RrType::kTxt || qtype == RrType::kAny) {
+        response.AnswerRrset([&] {
+          response.builder.Add(owner, RrType::kTxt, RrClass::kIn, kVersionTtl, version_txt_);
+        });
+      }
+    } else if (top == "svc") {
+      if (depth == 1) {
+        no_data();
+      } else if (depth == 2) {
+        snapshot.HasNamespace(label(0)) ? no_data() : nx_domain();
+      } else {
+        std::string_view ns = label(depth - 2);
+        std::string_view name = label(depth - 3);
+        const ServiceRecords* records = snapshot.FindService(ns, name);
+        if (records == nullptr || !records->answerable()) {
+          nx_domain();
+        } else if (depth == 3) {
+          AnswerService(snapshot, *records, owner, ns, name, response, 0);
+        } else if (depth == 4) {
+          std::string_view first = label(0);
+          if (first.size() > 1 && first[0] == '_' && records->HasSrvProtocol(first.substr(1))) {
+            no_data();  // _proto.svc.ns.svc.Z: a parent of SRV names
+          } else {
+            auto hosts = records->headless() ? records->FindHost(first)
+                                             : std::span<const ServiceRecords::Host>();
+            if (hosts.empty()) {
+              nx_domain();
+            } else {
+              AnswerHosts(hosts, owner, response);
+            }
+          }
+        } else if (depth == 5 && label(0).size() > 1 && label(0)[0] == '_' && label(1).size() > 1 &&
+                   label(1)[0] == '_') {
+          const auto* set = records->FindSrv(label(0).substr(1), label(1).substr(1));
+          if (set == nullptr) {
+            nx_domain();
+          } else if (qtype == RrType::kSrv || qtype == RrType::kAny) {
+            AnswerSrv(*records, set, ns, name, response);
+          }
+        } else {
+          nx_domain();
+        }
+      }
+    } else if (top == "pod" && config_.pod_records != PodRecords::kDisabled) {
+      if (depth <= 2) {
+        no_data();
+      } else if (depth == 3) {
+        AnswerPod(label(0), response);
+      } else {
+        nx_domain();
+      }
+    } else {
+      nx_domain();
+    }
+  }
+  bool negative = response.answers() == 0 || response.rcode == dns::Rcode::kNxDomain;
+  if (negative && !response.builder.truncated()) {
+    // NODATA or NXDOMAIN (also at the end of a CNAME chain): the SOA in the authority
+    // section, its TTL the negative TTL (RFC 2308 sections 2.1 and 3).
+    (void)response.builder.AddRecord(Section::kAuthority,
+                                     dns::ResourceRecord{config_.zone, RrType::kSoa, RrClass::kIn,
+                                                         config_.soa_minimum_s, Soa(snapshot)});
+  }
+}
+
+void Answerer::AnswerHosts(std::span<const ServiceRecords::Host> hosts, const dns::Name& owner,
+                           Response& response) const {
+  const RrType qtype = response.query.qtype;
+  for (IpFamily family : {IpFamily::kV4, IpFamily::kV6}) {
+    if (!WantsAddress(qtype, family)) continue;
+    bool any = std::any_of(hosts.begin(), hosts.end(),
+                           [&](const auto& host) { return host.ip.family() == family; });
+    if (!any) continue;
+    response.AnswerRrset([&] {
+      for (const auto& host : hosts) {
+        if (host.ip.family() == family) {
+          response.builder.Add(owner, AddressType(host.ip), RrClass::kIn, config_.ttl_s,
+                               AddressRdata(host.ip));
+        }
+      }
+    });
+  }
+}
+
+void Answerer::AnswerService(const Snapshot& snapshot, const ServiceRecords& records,
+                             const dns::Name& owner, std::string_view ns, std::string_view name,
+                             Response& response, int depth) const {
+  const ServiceInfo& service = *records.service();
+  const RrType qtype = response.query.qtype;
+  if (service.kind == ServiceInfo::Kind::kExternalName) {
+    auto target = dns::Name::FromText(service.external_name + ".");
+    if (!target) {
+      response.rcode = dns::Rcode::kServFail;  // an invalid externalName in the API
+      return;
+    }
+    response.AnswerRrset([&] {
+      response.builder.Add(owner, RrType::kCname, RrClass::kIn, config_.ttl_s,
+                           dns::RdataCname{*target});
+    });
+    if (qtype == RrType::kCname || qtype == RrType::kAny) return;
+    dns::Name lower = target->Lowercased();
+    if (lower.IsSubdomainOf(config_.zone)) Chase(snapshot, lower, response, depth + 1);
+    // Outside the zone: the CNAME alone; the client (or the cache) follows it.
+    return;
+  }
+
+  if (qtype == RrType::kSrv) {
+    // svc.ns.svc.Z SRV: one record per address entry, port 0 (kube-dns's behaviour, which
+    // the sidecar's SRV probe relies on).
+    AnswerSrv(records, nullptr, ns, name, response);
+    return;
+  }
+  if (service.kind == ServiceInfo::Kind::kClusterIP) {
+    for (IpFamily family : {IpFamily::kV4, IpFamily::kV6}) {
+      if (!WantsAddress(qtype, family)) continue;
+      bool any = std::any_of(service.cluster_ips.begin(), service.cluster_ips.end(),
+                             [&](const IpAddress& ip) { return ip.family() == family; });
+      if (!any) continue;
+      response.AnswerRrset([&] {
+        for (const auto& ip : service.cluster_ips) {
+          if (ip.family() == family) {
+            response.builder.Add(owner, AddressType(ip), RrClass::kIn, config_.ttl_s,
+                                 AddressRdata(ip));
+          }
+        }
+      });
+    }
+    return;
+  }
+  // Headless: the ready endpoints; a name with none at all does not exist.
+  if (records.hosts().empty()) {
+    response.rcode = dns::Rcode::kNxDomain;
+    return;
+  }
+  AnswerHosts(records.hosts(), owner, response);
+}
+
+void Answerer::AnswerSrv(const ServiceRecords& records, const ServiceRecords::SrvSet* set,
+                         std::string_view ns, std::string_view name, Response& response) const {
+  const dns::Name& owner = response.query.qname;
+  auto service_name = dns::Name::FromLabels({name, ns, "svc"}, config_.zone);
+  if (!service_name) return;
+  const ServiceInfo& service = *records.service();
+
+  // The targets: (host label or empty for the service name itself, port).
+  struct Target {
+    std::string_view label;
+    uint16_t port;
+  };
+  std::vector<Target> targets;
+  if (service.kind == ServiceInfo::Kind::kClusterIP) {
+    if (service.cluster_ips.empty()) return;
+    targets.push_back({{}, set ? set->port : uint16_t{0}});
+  } else if (set != nullptr) {
+    for (const auto& target : set->targets) {
+      targets.push_back({records.hosts()[target.host].label, target.port});
+    }
+  } else {
+    std::string_view last;
+    for (const auto& host : records.hosts()) {
+      if (host.label != last) targets.push_back({host.label, 0});
+      last = host.label;
+    }
+  }
+  if (targets.empty()) return;
+
+  const uint16_t weight = static_cast<uint16_t>(100 / targets.size());
+  auto target_name = [&](std::string_view label) {
+    if (label.empty()) return *service_name;
+    auto full = dns::Name::FromLabels({label}, *service_name);
+    return full ? *full : *service_name;
+  };
+  response.AnswerRrset([&] {
+    for (const auto& target : targets) {
+      response.builder.Add(owner, RrType::kSrv, RrClass::kIn, config_.ttl_s,
+                           dns::RdataSrv{10, weight, target.port, target_name(target.label)});
+    }
+  });
+  if (response.builder.truncated()) return;
+
+  // The targets' addresses in the additional section (each set omitted if it does not fit).
+  for (const auto& target : targets) {
+    dns::Name glue = target_name(target.label);
+    auto add_addresses = [&](auto&& ips) {
+      for (IpFamily family : {IpFamily::kV4, IpFamily::kV6}) {
+        response.builder.BeginRrset(Section::kAdditional);
+        for (const IpAddress& ip : ips) {
+          if (ip.family() == family) {
+            response.builder.Add(glue, AddressType(ip), RrClass::kIn, config_.ttl_s,
+                                 AddressRdata(ip));
+          }
+        }
+        (void)response.builder.EndRrset();
+      }
+    };
+    if (target.label.empty()) {
+      add_addresses(service.cluster_ips);
+    } else {
+      std::vector<IpAddress> ips;
+      for (const auto& host : records.FindHost(target.label)) ips.push_back(host.ip);
+      add_addresses(ips);
+    }
+  }
+}
+
+void Answerer::AnswerPod(std::string_view dashed, Response& response) const {
+  auto ip = ParseDashed(dashed);
+  if (!ip) {
+    response.rcode = dns::Rcode::kNxDomain;
+    return;
+  }
+  if (!WantsAddress(response.query.qtype, ip->family())) return;  // NODATA
+  response.AnswerRrset([&] {
+    response.builder.Add(response.query.qname, AddressType(*ip), RrClass::kIn, config_.ttl_s,
+                         AddressRdata(*ip));
+  });
+}
+
+bool Answerer::AnswerReverse(const Snapshot& snapshot, const dns::Name& lower,
+                             Response& response) const {
+  auto ip = dns::AddressFromReverseName(lower);
+  if (!ip) return false;
+  const std::string* names = snapshot.FindPtr(*ip);
+  if (names == nullptr) return false;
+  response.builder.header().aa = true;
+  const RrType qtype = response.query.qtype;
+  if (qtype != RrType::kPtr && qtype != RrType::kAny) return true;  // NODATA
+  auto svc_zone = dns::Name::FromLabels({"svc"}, config_.zone);
+  response.AnswerRrset([&] {
+    size_t start = 0;
+    while (start < names->size()) {
+      size_t end = names->find('\n', start);
+      if (end == std::string::npos) end = names->size();
+      auto relative = dns::Name::FromText(std::string_view(*names).substr(start, end - start));
+      if (relative) {
+        if (auto target = dns::Name::Concat(*relative, *svc_zone)) {
+          response.builder.Add(response.query.qname, RrType::kPtr, RrClass::kIn, config_.ttl_s,
+                               dns::RdataPtr{*target});
+        }
+      }
+      start = end + 1;
+    }
+  });
+  return true;
+}
+
+void Answerer::Chase(const Snapshot& snapshot, const dns::Name& target, Response& response,
+                     int depth) const {
+  if (depth > kMaxChaseDepth) return;  // a CNAME loop between ExternalName services
+  const size_t labels = target.label_count() - config_.zone.label_count();
+  if (labels == 3 && target.label(2) == "svc") {
+    std::string_view ns = target.label(1);
+    std::string_view name = target.label(0);
+    const ServiceRecords* records = snapshot.FindService(ns, name);
+    if (records != nullptr && records->answerable()) {
+      AnswerService(snapshot, *records, target, ns, name, response, depth);
+      return;
+    }
+  } else if (labels == 4 && target.label(3) == "svc") {
+    const ServiceRecords* records = snapshot.FindService(target.label(2), target.label(1));
+    if (records != nullptr && records->answerable() && records->headless()) {
+      auto hosts = records->FindHost(target.label(0));
+      if (!hosts.empty()) {
+        AnswerHosts(hosts, target, response);
+        return;
+      }
+    }
+  } else if (labels == 3 && target.label(2) == "pod" &&
+             config_.pod_records != PodRecords::kDisabled) {
+    auto ip = ParseDashed(target.label(0));
+    if (ip && WantsAddress(response.query.qtype, ip->family())) {
+      response.AnswerRrset([&] {
+        response.builder.Add(target, AddressType(*ip), RrClass::kIn, config_.ttl_s,
+                             AddressRdata(*ip));
+      });
+    }
+    return;
+  }
+  // The CNAME's target does not exist: NXDOMAIN describes the last name (RFC 6604).
+  response.rcode = dns::Rcode::kNxDomain;
+}
+
+}  // namespace kdns::kubedns

@@ -1,0 +1,100 @@
+// Answerer: the protocol logic of kubedns, with no I/O. Given a snapshot of the record
+// tree and a query, it writes the response bytes (Kubernetes DNS-Based Service Discovery
+// 1.1.0, see DESIGN.md section 3):
+//   dns-version.Z TXT, SOA and NS at the apex, svc.ns.svc.Z for ClusterIP (cluster IPs),
+//   headless (ready endpoints) and ExternalName (CNAME, chased inside Z) services,
+//   host.svc.ns.svc.Z, _port._proto.svc.ns.svc.Z SRV with the targets' addresses in the
+//   additional section, PTR for cluster IPs and headless endpoints, a-b-c-d.ns.pod.Z,
+//   NODATA for names that exist only as parents, NXDOMAIN with the SOA otherwise.
+// ANY gets an RFC 8482 minimal answer (the name's address records, or its one RRset).
+// Responses echo the question's case, carry OPT only when the query had one (advertising
+// 1232), and over UDP are cut at a whole RRset with TC set.
+//
+// Names outside Z and reverse names kubedns holds nothing for are not ours: the result
+// says so (Outcome::kNotOurs) so the server can forward them; until a forwarder is wired
+// in, they are answered REFUSED.
+//
+// Thread-safe: const after construction; every DNS thread calls it concurrently.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "common/dns/name.h"
+#include "common/dns/parser.h"
+#include "common/dns/rdata.h"
+#include "common/dns/types.h"
+#include "kubedns/record_tree.h"
+
+namespace kdns::kubedns {
+
+enum class PodRecords : uint8_t { kInsecure, kVerified, kDisabled };
+enum class Transport : uint8_t { kUdp, kTcp };
+
+struct AnswerConfig {
+  dns::Name zone;  // the cluster domain, e.g. cluster.local.
+  uint32_t ttl_s = 30;
+  PodRecords pod_records = PodRecords::kInsecure;
+  // SOA timers (kube-dns's): refresh, retry, expire, minimum (the negative TTL).
+  uint32_t soa_refresh_s = 28800;
+  uint32_t soa_retry_s = 7200;
+  uint32_t soa_expire_s = 604800;
+  uint32_t soa_minimum_s = 60;
+  uint32_t soa_serial_base = 0;  // the serial is this plus the snapshot generation
+  // Largest UDP response, whatever larger size the client offers (no IP fragmentation).
+  uint16_t max_udp_size_bytes = 1232;
+};
+
+enum class Outcome : uint8_t {
+  kAnswered,  // a response was written
+  kFormErr,   // malformed query answered FORMERR
+  kDropped,   // not worth an answer (no header, or a response): nothing written
+  kNotOurs,   // outside the zones kubedns serves: forward it (answered REFUSED for now)
+};
+
+struct AnswerResult {
+  Outcome outcome = Outcome::kDropped;
+  dns::Rcode rcode = dns::Rcode::kNoError;
+  dns::RrType qtype = dns::RrType::kA;
+  bool truncated = false;
+  std::span<const uint8_t> response;  // a view of the caller's buffer
+};
+
+class Answerer {
+ public:
+  explicit Answerer(AnswerConfig config);
+
+  // Parses `packet` and answers it into `buffer` (at least 65535 bytes for TCP; 1232 or
+  // more for UDP). `snapshot` may be null before the first publish. Never throws.
+  AnswerResult Answer(const Snapshot* snapshot, std::span<const uint8_t> packet,
+                      Transport transport, std::span<uint8_t> buffer) const;
+
+  const AnswerConfig& config() const { return config_; }
+
+ private:
+  class Response;
+
+  void AnswerZone(const Snapshot& snapshot, const dns::Name& lower, Response& response) const;
+  void AnswerService(const Snapshot& snapshot, const ServiceRecords& records,
+                     const dns::Name& owner, std::string_view ns, std::string_view name,
+                     Response& response, int depth) const;
+  void AnswerHosts(std::span<const ServiceRecords::Host> hosts, const dns::Name& owner,
+                   Response& response) const;
+  void AnswerSrv(const ServiceRecords& records, const ServiceRecords::SrvSet* set,
+                 std::string_view ns, std::string_view name, Response& response) const;
+  void AnswerPod(std::string_view dashed, Response& response) const;
+  bool AnswerReverse(const Snapshot& snapshot, const dns::Name& lower, Response& response) const;
+  // Answers `target` (lower case, inside Z) as a step of a CNAME chain.
+  void Chase(const Snapshot& snapshot, const dns::Name& target, Response& response,
+             int depth) const;
+  dns::RdataSoa Soa(const Snapshot& snapshot) const;
+
+  AnswerConfig config_;
+  dns::Name in_addr_arpa_;
+  dns::Name ip6_arpa_;
+  dns::Name ns_name_;     // ns.dns.Z
+  dns::Name hostmaster_;  // hostmaster.Z
+  dns::RdataTxt version_txt_;
+};
+
+}  // namespace kdns::kubedns

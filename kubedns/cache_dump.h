@@ -1,0 +1,23 @@
+// The /cache debugging endpoint: a JSON view of one snapshot of the record tree, bounded so
+// that a cluster of 100k services cannot produce a response of hundreds of megabytes.
+//
+//   {"generation": 7, "synced": true,
+//    "stats": {"services": 12, "endpoints": 1011, "reverse_entries": 30},
+//    "truncated": false,
+//    "services": [{"namespace": "default", "name": "kubernetes", "kind": "ClusterIP",
+//                  "clusterIPs": ["10.96.0.1"], "hosts": [], "srv": ["_https._tcp:443"]}, ...]}
+//
+// At most `max_services` services, and at most `max_hosts` hosts per service; "truncated"
+// says when anything was left out. Pure: reads the immutable snapshot only.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "kubedns/record_tree.h"
+
+namespace kdns::kubedns {
+
+std::string CacheJson(const Snapshot* snapshot, size_t max_services = 1000, size_t max_hosts = 100);
+
+}  // namespace kdns::kubedns

@@ -1,0 +1,64 @@
+#include "kubedns/cache_dump.h"
+
+#include <rapidjson/document.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "common/k8s/decode.h"
+
+namespace kdns::kubedns {
+namespace {
+
+std::shared_ptr<const Snapshot> Conformance() {
+  std::ifstream in("test/conformance/objects.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto list = k8s::DecodeList(text.str());
+  REQUIRE(list.ok());
+  RecordTreeWriter writer;
+  writer.ReplaceAll({list.value().services, list.value().endpoint_slices, list.value().endpoints});
+  writer.MarkSynced();
+  return writer.Publish();
+}
+
+}  // namespace
+
+TEST_CASE("the cache dump is valid JSON describing every service", "[kubedns][cache_dump]") {
+  auto snapshot = Conformance();
+  rapidjson::Document doc;
+  std::string json = CacheJson(snapshot.get(), 1000, 2000);
+  REQUIRE_FALSE(doc.Parse(json.c_str()).HasParseError());
+  CHECK(doc["synced"].GetBool());
+  CHECK(doc["generation"].GetUint64() == 1);
+  CHECK(doc["services"].Size() == 12);
+  CHECK(doc["stats"]["services"].GetUint64() == 12);
+  CHECK_FALSE(doc["truncated"].GetBool());
+  const auto& first = doc["services"][0];
+  CHECK(std::string(first["namespace"].GetString()) == "apps");
+  CHECK(std::string(first["name"].GetString()) == "noready");
+  CHECK(std::string(first["kind"].GetString()) == "Headless");
+}
+
+TEST_CASE("the cache dump is bounded in services and hosts", "[kubedns][cache_dump]") {
+  auto snapshot = Conformance();
+  rapidjson::Document doc;
+  std::string json = CacheJson(snapshot.get(), 3, 10);
+  REQUIRE_FALSE(doc.Parse(json.c_str()).HasParseError());
+  CHECK(doc["services"].Size() == 3);
+  CHECK(doc["truncated"].GetBool());
+  json = CacheJson(snapshot.get(), 1000, 10);
+  REQUIRE_FALSE(doc.Parse(json.c_str()).HasParseError());
+  for (const auto& service : doc["services"].GetArray()) CHECK(service["hosts"].Size() <= 10);
+  CHECK(doc["truncated"].GetBool());  // big.load has 1000 hosts
+}
+
+TEST_CASE("the cache dump before any snapshot says so", "[kubedns][cache_dump]") {
+  rapidjson::Document doc;
+  std::string json = CacheJson(nullptr);
+  REQUIRE_FALSE(doc.Parse(json.c_str()).HasParseError());
+  CHECK_FALSE(doc["synced"].GetBool());
+}
+
+}  // namespace kdns::kubedns

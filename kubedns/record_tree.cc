@@ -1,0 +1,284 @@
+#include "kubedns/record_tree.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace kdns::kubedns {
+
+namespace {
+
+std::string Key(std::string_view ns, std::string_view name) {
+  std::string key;
+  key.reserve(ns.size() + 1 + name.size());
+  key.append(ns).append("/").append(name);
+  return key;
+}
+
+// (ip, relative name) pairs a service's records contribute to the reverse index, sorted.
+std::vector<std::pair<IpAddress, std::string>> ReverseEntries(const std::string& ns,
+                                                              const std::string& name,
+                                                              const ServiceRecords& records) {
+  std::vector<std::pair<IpAddress, std::string>> entries;
+  const ServiceInfo* service = records.service();
+  if (service == nullptr) return entries;
+  std::string relative = name + "." + ns;
+  if (service->kind == ServiceInfo::Kind::kClusterIP) {
+    for (const auto& ip : service->cluster_ips) entries.emplace_back(ip, relative);
+  } else if (service->kind == ServiceInfo::Kind::kHeadless) {
+    for (const auto& host : records.hosts()) {
+      entries.emplace_back(host.ip, host.label + "." + relative);
+    }
+  }
+  std::sort(entries.begin(), entries.end());
+  return entries;
+}
+
+uint64_t AddressCount(const ServiceRecords& records) {
+  uint64_t count = 0;
+  for (const auto& [name, slice] : records.slices()) count += slice->addresses.size();
+  return count;
+}
+
+// Removes one '\n'-separated name from a reverse value; returns false if none is left.
+bool RemoveName(std::string* names, const std::string& name) {
+  size_t start = 0;
+  while (start <= names->size()) {
+    size_t end = names->find('\n', start);
+    if (end == std::string::npos) end = names->size();
+    if (names->compare(start, end - start, name) == 0) {
+      size_t erase_from = start == 0 ? 0 : start - 1;  // the separator before, if any
+      size_t erase_to = start == 0 && end < names->size() ? end + 1 : end;
+      names->erase(erase_from, erase_to - erase_from);
+      break;
+    }
+    start = end + 1;
+  }
+  return !names->empty();
+}
+
+}  // namespace
+
+const ServiceRecords* Snapshot::FindService(std::string_view ns, std::string_view name) const {
+  const auto* space = namespaces_.Find(ns);
+  if (space == nullptr) return nullptr;
+  const auto* records = (*space)->services.Find(name);
+  return records == nullptr ? nullptr : records->get();
+}
+
+bool Snapshot::HasNamespace(std::string_view ns) const {
+  const auto* space = namespaces_.Find(ns);
+  return space != nullptr && (*space)->answerable > 0;
+}
+
+const std::string* Snapshot::FindPtr(const IpAddress& ip) const { return reverse_.Find(ip); }
+
+const ServiceRecords* RecordTreeWriter::Find(const std::string& ns, const std::string& name) const {
+  const auto* space = namespaces_.Find(ns);
+  if (space == nullptr) return nullptr;
+  const auto* records = (*space)->services.Find(name);
+  return records == nullptr ? nullptr : records->get();
+}
+
+void RecordTreeWriter::Store(const std::string& ns, const std::string& name, ServicePtr records) {
+  const ServiceRecords* old = Find(ns, name);
+  // Reverse index: apply only the difference, so an endpoint change in a large headless
+  // service touches only that endpoint's entries.
+  std::vector<std::pair<IpAddress, std::string>> before, after, removed, added;
+  if (old != nullptr) before = ReverseEntries(ns, name, *old);
+  if (records != nullptr) after = ReverseEntries(ns, name, *records);
+  std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
+                      std::back_inserter(removed));
+  std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
+                      std::back_inserter(added));
+  for (const auto& [ip, relative] : removed) {
+    const std::string* names = reverse_.Find(ip);
+    if (names == nullptr) continue;
+    std::string left = *names;
+    reverse_ = RemoveName(&left, relative) ? reverse_.Set(ip, std::move(left)) : reverse_.Erase(ip);
+  }
+  for (const auto& [ip, relative] : added) {
+    const std::string* names = reverse_.Find(ip);
+    reverse_ = reverse_.Set(ip, names == nullptr ? relative : *names + "\n" + relative);
+  }
+  stats_.reverse_entries = reverse_.size();
+
+  Snapshot::Namespace space;
+  if (const auto* existing = namespaces_.Find(ns)) space = **existing;
+  if (old != nullptr) {
+    stats_.endpoints -= AddressCount(*old);
+    if (old->answerable()) {
+      --space.answerable;
+      --stats_.services;
+    }
+  }
+  if (records != nullptr) {
+    stats_.endpoints += AddressCount(*records);
+    if (records->answerable()) {
+      ++space.answerable;
+      ++stats_.services;
+    }
+    space.services = space.services.Set(name, std::move(records));
+  } else {
+    space.services = space.services.Erase(name);
+  }
+  if (space.services.empty()) {
+    namespaces_ = namespaces_.Erase(ns);
+  } else {
+    namespaces_ =
+        namespaces_.Set(ns, std::make_shared<const Snapshot::Namespace>(std::move(space)));
+  }
+}
+
+void RecordTreeWriter::UpsertService(const k8s::Service& service) {
+  auto info = std::make_shared<const ServiceInfo>(ServiceInfo::FromService(service));
+  const ServiceRecords* old = Find(service.meta.ns, service.meta.name);
+  Store(service.meta.ns, service.meta.name,
+        old != nullptr
+            ? old->WithService(std::move(info))
+            : std::make_shared<const ServiceRecords>(std::move(info), ServiceRecords::Slices{}));
+}
+
+void RecordTreeWriter::DeleteService(std::string_view ns_view, std::string_view name_view) {
+  std::string ns(ns_view), name(name_view);
+  const ServiceRecords* old = Find(ns, name);
+  if (old == nullptr) return;
+  // Its slices stay (they are deleted by their own events) until the service comes back.
+  Store(ns, name, old->slices().empty() ? nullptr : old->WithService(nullptr));
+}
+
+void RecordTreeWriter::SetSlice(const std::string& ns, const std::string& service,
+                                const std::string& slice, std::shared_ptr<const SliceInfo> info) {
+  const ServiceRecords* old = Find(ns, service);
+  if (old == nullptr) {
+    if (info == nullptr) return;
+    ServiceRecords::Slices slices;
+    slices.emplace_back(slice, std::move(info));
+    Store(ns, service, std::make_shared<const ServiceRecords>(nullptr, std::move(slices)));
+    return;
+  }
+  auto updated = old->WithSlice(slice, std::move(info));
+  if (!updated->answerable() && updated->slices().empty()) {
+    Store(ns, service, nullptr);
+  } else {
+    Store(ns, service, std::move(updated));
+  }
+}
+
+void RecordTreeWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
+  std::string key = Key(slice.meta.ns, slice.meta.name);
+  auto owner = slice_owner_.find(key);
+  if (owner != slice_owner_.end() && owner->second != slice.service_name) {
+    SetSlice(slice.meta.ns, owner->second, slice.meta.name, nullptr);  // moved away
+  }
+  if (slice.service_name.empty()) {
+    slice_owner_.erase(key);
+    return;
+  }
+  slice_owner_[key] = slice.service_name;
+  SetSlice(slice.meta.ns, slice.service_name, slice.meta.name,
+           std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice)));
+}
+
+void RecordTreeWriter::DeleteSlice(std::string_view ns, std::string_view name) {
+  auto owner = slice_owner_.find(Key(ns, name));
+  if (owner == slice_owner_.end()) return;
+  SetSlice(std::string(ns), owner->second, std::string(name), nullptr);
+  slice_owner_.erase(owner);
+}
+
+void RecordTreeWriter::UpsertEndpoints(const k8s::Endpoints& endpoints) {
+  DeleteEndpoints(endpoints.meta.ns, endpoints.meta.name);
+  std::vector<std::string> names;
+  for (const auto& slice : endpoints.slices) {
+    UpsertSlice(slice);
+    names.push_back(slice.meta.name);
+  }
+  endpoints_slices_[Key(endpoints.meta.ns, endpoints.meta.name)] = std::move(names);
+}
+
+void RecordTreeWriter::DeleteEndpoints(std::string_view ns, std::string_view name) {
+  auto it = endpoints_slices_.find(Key(ns, name));
+  if (it == endpoints_slices_.end()) return;
+  for (const auto& slice : it->second) DeleteSlice(ns, slice);
+  endpoints_slices_.erase(it);
+}
+
+void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
+  // Group everything by namespace/service, then build each level in one pass.
+  struct Pending {
+    std::shared_ptr<const ServiceInfo> service;
+    ServiceRecords::Slices slices;
+  };
+  std::map<std::pair<std::string, std::string>, Pending> pending;
+  for (const auto& service : objects.services) {
+    pending[{service.meta.ns, service.meta.name}].service =
+        std::make_shared<const ServiceInfo>(ServiceInfo::FromService(service));
+  }
+  slice_owner_.clear();
+  endpoints_slices_.clear();
+  auto add_slice = [&](const k8s::EndpointSlice& slice) {
+    if (slice.service_name.empty()) return;
+    slice_owner_[Key(slice.meta.ns, slice.meta.name)] = slice.service_name;
+    pending[{slice.meta.ns, slice.service_name}].slices.emplace_back(
+        slice.meta.name, std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice)));
+  };
+  for (const auto& slice : objects.slices) add_slice(slice);
+  for (const auto& endpoints : objects.endpoints) {
+    auto& names = endpoints_slices_[Key(endpoints.meta.ns, endpoints.meta.name)];
+    for (const auto& slice : endpoints.slices) {
+      add_slice(slice);
+      names.push_back(slice.meta.name);
+    }
+  }
+
+  stats_ = {};
+  std::vector<std::pair<std::string, std::shared_ptr<const Snapshot::Namespace>>> spaces;
+  std::unordered_map<IpAddress, std::string, IpAddressHash> reverse;
+  std::vector<std::pair<std::string, ServicePtr>> services;
+  uint32_t answerable = 0;
+  auto flush_namespace = [&](const std::string& ns) {
+    auto space = std::make_shared<Snapshot::Namespace>();
+    space->services = Snapshot::Services::FromEntries(std::move(services));
+    space->answerable = answerable;
+    spaces.emplace_back(ns, std::move(space));
+    services.clear();
+    answerable = 0;
+  };
+  std::string current_ns;
+  for (auto& [key, entry] : pending) {
+    const auto& [ns, name] = key;
+    if (!services.empty() && ns != current_ns) flush_namespace(current_ns);
+    current_ns = ns;
+    auto records =
+        std::make_shared<const ServiceRecords>(std::move(entry.service), std::move(entry.slices));
+    stats_.endpoints += AddressCount(*records);
+    if (records->answerable()) {
+      ++answerable;
+      ++stats_.services;
+    }
+    for (auto& [ip, relative] : ReverseEntries(ns, name, *records)) {
+      auto [it, inserted] = reverse.try_emplace(ip, relative);
+      if (!inserted) it->second += "\n" + relative;
+    }
+    services.emplace_back(name, std::move(records));
+  }
+  if (!services.empty()) flush_namespace(current_ns);
+  namespaces_ = Snapshot::Namespaces::FromEntries(std::move(spaces));
+  std::vector<std::pair<IpAddress, std::string>> reverse_entries(
+      std::make_move_iterator(reverse.begin()), std::make_move_iterator(reverse.end()));
+  reverse_ = Snapshot::Reverse::FromEntries(std::move(reverse_entries));
+  stats_.reverse_entries = reverse_.size();
+}
+
+std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {
+  auto snapshot = std::make_shared<Snapshot>();
+  snapshot->namespaces_ = namespaces_;
+  snapshot->reverse_ = reverse_;
+  snapshot->generation_ = ++generation_;
+  snapshot->synced_ = synced_;
+  snapshot->stats_ = stats_;
+  return snapshot;
+}
+
+}  // namespace kdns::kubedns

@@ -1,0 +1,123 @@
+// The record tree: what kubedns answers from, as immutable snapshots.
+//
+// Shape (reversed labels under the cluster domain Z):
+//   Z ─ svc ─ <namespace> ─ <service> ─ ServiceRecords (hosts, SRV sets, cluster IPs)
+//   reverse index: IP → the names that point at it (cluster IPs and headless endpoints)
+// Each level's children live in a PersistentMap, so publishing a change to one service
+// copies only that service's records and the few trie nodes on its path: the cost of an
+// update is proportional to the service, not to the cluster (see persistent_map.h).
+//
+// RecordTreeWriter lives on the thread that receives objects (the objects-file or API
+// watch thread). It applies object changes and Publish()es a new Snapshot into a
+// SnapshotHolder; DNS threads read the holder's current snapshot without locks (see
+// snapshot_holder.h). Object names in Kubernetes are lower-case DNS labels, so they are
+// used as keys as they are; the answerer lower-cases query names before looking up.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/base/ip_address.h"
+#include "common/base/persistent_map.h"
+#include "common/k8s/objects.h"
+#include "kubedns/service_records.h"
+
+namespace kdns::kubedns {
+
+class Snapshot {
+ public:
+  using Services = PersistentMap<std::string, std::shared_ptr<const ServiceRecords>,
+                                 TransparentStringHash, std::equal_to<>>;
+  struct Namespace {
+    Services services;
+    uint32_t answerable = 0;  // services with a Service object (not only orphan slices)
+  };
+  using Namespaces = PersistentMap<std::string, std::shared_ptr<const Namespace>,
+                                   TransparentStringHash, std::equal_to<>>;
+  // Relative names ("svc.ns" or "host.svc.ns"), several joined by '\n' in the rare case
+  // that two services share an IP: one string per IP keeps the index compact.
+  using Reverse = PersistentMap<IpAddress, std::string, IpAddressHash>;
+
+  struct Stats {
+    uint64_t services = 0;   // answerable services
+    uint64_t endpoints = 0;  // addresses held in slices
+    uint64_t reverse_entries = 0;
+  };
+
+  const ServiceRecords* FindService(std::string_view ns, std::string_view name) const;
+  // True when the namespace holds at least one answerable service (ns.svc.Z exists).
+  bool HasNamespace(std::string_view ns) const;
+  // The relative names for `ip`, '\n'-separated, or nullptr.
+  const std::string* FindPtr(const IpAddress& ip) const;
+
+  // 0 before the first Publish; grows by one with each.
+  uint64_t generation() const { return generation_; }
+  // The source has delivered a complete set at least once (readiness; before this,
+  // cluster-zone queries are answered SERVFAIL).
+  bool synced() const { return synced_; }
+  const Stats& stats() const { return stats_; }
+  const Namespaces& namespaces() const { return namespaces_; }
+
+ private:
+  friend class RecordTreeWriter;
+  Namespaces namespaces_;
+  Reverse reverse_;
+  uint64_t generation_ = 0;
+  bool synced_ = false;
+  Stats stats_;
+};
+
+class RecordTreeWriter {
+ public:
+  RecordTreeWriter() = default;
+
+  void UpsertService(const k8s::Service& service);
+  void DeleteService(std::string_view ns, std::string_view name);
+  // A slice whose service-name label changed moves to its new service.
+  void UpsertSlice(const k8s::EndpointSlice& slice);
+  void DeleteSlice(std::string_view ns, std::string_view name);
+  // v1 Endpoints: replaces every slice derived from this object at once.
+  void UpsertEndpoints(const k8s::Endpoints& endpoints);
+  void DeleteEndpoints(std::string_view ns, std::string_view name);
+
+  // Replaces the whole state (a file reload or a re-LIST): objects missing from the new
+  // set disappear. Built in one pass rather than as many updates.
+  struct ObjectSet {
+    std::vector<k8s::Service> services;
+    std::vector<k8s::EndpointSlice> slices;
+    std::vector<k8s::Endpoints> endpoints;
+  };
+  void ReplaceAll(const ObjectSet& objects);
+
+  void MarkSynced() { synced_ = true; }
+
+  // An immutable snapshot of the current state, with the next generation number.
+  std::shared_ptr<const Snapshot> Publish();
+
+ private:
+  using ServicePtr = std::shared_ptr<const ServiceRecords>;
+
+  const ServiceRecords* Find(const std::string& ns, const std::string& name) const;
+  // Installs `records` (null: remove) for ns/name and updates the reverse index and stats.
+  void Store(const std::string& ns, const std::string& name, ServicePtr records);
+  void AddReverse(const std::string& ns, const std::string& name, const ServiceRecords& records);
+  void RemoveReverse(const std::string& ns, const std::string& name, const ServiceRecords& records);
+  void SetSlice(const std::string& ns, const std::string& service, const std::string& slice,
+                std::shared_ptr<const SliceInfo> info);
+
+  Snapshot::Namespaces namespaces_;
+  Snapshot::Reverse reverse_;
+  Snapshot::Stats stats_;
+  uint64_t generation_ = 0;
+  bool synced_ = false;
+  // Writer-side indexes (not published): which service each slice belongs to
+  // ("ns/slice" → service name), and which slices each v1 Endpoints object produced.
+  std::unordered_map<std::string, std::string> slice_owner_;
+  std::unordered_map<std::string, std::vector<std::string>> endpoints_slices_;
+};
+
+}  // namespace kdns::kubedns

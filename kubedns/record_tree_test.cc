@@ -1,0 +1,177 @@
+#include "kubedns/record_tree.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "common/k8s/decode.h"
+
+namespace kdns::kubedns {
+namespace {
+
+k8s::Service ClusterIp(const std::string& ns, const std::string& name, const std::string& ip) {
+  auto service = k8s::DecodeService(R"({"metadata":{"name":")" + name + R"(","namespace":")" + ns +
+                                    R"("},"spec":{"clusterIP":")" + ip +
+                                    R"(","ports":[{"name":"http","port":80}]}})");
+  REQUIRE(service.ok());
+  return service.value();
+}
+
+k8s::Service Headless(const std::string& ns, const std::string& name) {
+  return ClusterIp(ns, name, "None");
+}
+
+k8s::EndpointSlice Slice(const std::string& ns, const std::string& name, const std::string& service,
+                         const std::vector<std::string>& ips) {
+  std::string endpoints;
+  for (const auto& ip : ips) {
+    if (!endpoints.empty()) endpoints += ",";
+    endpoints += R"({"addresses":[")" + ip + R"("]})";
+  }
+  auto slice = k8s::DecodeEndpointSlice(R"({"metadata":{"name":")" + name + R"(","namespace":")" +
+                                        ns + R"(","labels":{"kubernetes.io/service-name":")" +
+                                        service + R"("}},"addressType":"IPv4","endpoints":[)" +
+                                        endpoints + R"(],"ports":[{"name":"http","port":8080}]})");
+  REQUIRE(slice.ok());
+  return slice.value();
+}
+
+std::string Ptr(const Snapshot& snapshot, const std::string& ip) {
+  const std::string* names = snapshot.FindPtr(*IpAddress::Parse(ip));
+  return names == nullptr ? "" : *names;
+}
+
+}  // namespace
+
+TEST_CASE("a service appears, changes kind and disappears", "[kubedns][record_tree]") {
+  RecordTreeWriter writer;
+  writer.UpsertService(ClusterIp("ns", "web", "10.96.0.5"));
+  auto v1 = writer.Publish();
+  REQUIRE(v1->FindService("ns", "web") != nullptr);
+  CHECK(v1->FindService("ns", "web")->service()->cluster_ips.size() == 1);
+  CHECK(v1->HasNamespace("ns"));
+  CHECK(Ptr(*v1, "10.96.0.5") == "web.ns");
+
+  writer.UpsertSlice(Slice("ns", "web-1", "web", {"10.0.0.1", "10.0.0.2"}));
+  writer.UpsertService(Headless("ns", "web"));
+  auto v2 = writer.Publish();
+  CHECK(v2->FindService("ns", "web")->headless());
+  CHECK(v2->FindService("ns", "web")->hosts().size() == 2);
+  CHECK(Ptr(*v2, "10.96.0.5").empty());  // the cluster IP's PTR went with it
+  CHECK(Ptr(*v2, "10.0.0.1") == "10-0-0-1.web.ns");
+  CHECK(v2->generation() == v1->generation() + 1);
+
+  writer.DeleteService("ns", "web");
+  auto v3 = writer.Publish();
+  // The slice is still there (it has its own delete event), but nothing answers.
+  REQUIRE(v3->FindService("ns", "web") != nullptr);
+  CHECK_FALSE(v3->FindService("ns", "web")->answerable());
+  CHECK_FALSE(v3->HasNamespace("ns"));
+  CHECK(Ptr(*v3, "10.0.0.1").empty());
+  writer.DeleteSlice("ns", "web-1");
+  auto v4 = writer.Publish();
+  CHECK(v4->FindService("ns", "web") == nullptr);
+  CHECK(v4->stats().endpoints == 0);
+  // Older snapshots are untouched.
+  CHECK(v2->FindService("ns", "web")->hosts().size() == 2);
+}
+
+TEST_CASE("slices that arrive before their service are kept until it comes",
+          "[kubedns][record_tree]") {
+  RecordTreeWriter writer;
+  writer.UpsertSlice(Slice("ns", "db-1", "db", {"10.0.1.1"}));
+  auto before = writer.Publish();
+  CHECK_FALSE(before->HasNamespace("ns"));
+  writer.UpsertService(Headless("ns", "db"));
+  auto after = writer.Publish();
+  REQUIRE(after->FindService("ns", "db") != nullptr);
+  CHECK(after->FindService("ns", "db")->hosts().size() == 1);
+}
+
+TEST_CASE("a slice moving to another service leaves the first", "[kubedns][record_tree]") {
+  RecordTreeWriter writer;
+  writer.UpsertService(Headless("ns", "a"));
+  writer.UpsertService(Headless("ns", "b"));
+  writer.UpsertSlice(Slice("ns", "s", "a", {"10.0.2.1"}));
+  CHECK(writer.Publish()->FindService("ns", "a")->hosts().size() == 1);
+  writer.UpsertSlice(Slice("ns", "s", "b", {"10.0.2.1"}));
+  auto moved = writer.Publish();
+  CHECK(moved->FindService("ns", "a")->hosts().empty());
+  CHECK(moved->FindService("ns", "b")->hosts().size() == 1);
+  CHECK(Ptr(*moved, "10.0.2.1") == "10-0-2-1.b.ns");
+}
+
+TEST_CASE("an IP shared by two services has both PTR names", "[kubedns][record_tree]") {
+  RecordTreeWriter writer;
+  writer.UpsertService(Headless("ns", "a"));
+  writer.UpsertService(Headless("ns", "b"));
+  writer.UpsertSlice(Slice("ns", "sa", "a", {"10.0.3.1"}));
+  writer.UpsertSlice(Slice("ns", "sb", "b", {"10.0.3.1"}));
+  CHECK(Ptr(*writer.Publish(), "10.0.3.1") == "10-0-3-1.a.ns\n10-0-3-1.b.ns");
+  writer.DeleteSlice("ns", "sa");
+  CHECK(Ptr(*writer.Publish(), "10.0.3.1") == "10-0-3-1.b.ns");
+}
+
+TEST_CASE("an update shares every untouched service with the previous snapshot",
+          "[kubedns][record_tree]") {
+  RecordTreeWriter writer;
+  RecordTreeWriter::ObjectSet objects;
+  for (int i = 0; i < 2000; ++i) {
+    objects.services.push_back(
+        ClusterIp("big", "svc-" + std::to_string(i),
+                  "10.96." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1)));
+  }
+  writer.ReplaceAll(objects);
+  auto before = writer.Publish();
+  writer.UpsertService(ClusterIp("big", "svc-7", "10.97.0.7"));
+  auto after = writer.Publish();
+  size_t shared = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string name = "svc-" + std::to_string(i);
+    if (before->FindService("big", name) == after->FindService("big", name)) ++shared;
+  }
+  CHECK(shared == 1999);  // only svc-7's records were rebuilt
+  CHECK(after->stats().services == 2000);
+  CHECK(Ptr(*after, "10.97.0.7") == "svc-7.big");
+}
+
+TEST_CASE("ReplaceAll drops what the new set does not have", "[kubedns][record_tree]") {
+  RecordTreeWriter writer;
+  writer.UpsertService(ClusterIp("ns", "old", "10.96.9.9"));
+  writer.UpsertSlice(Slice("ns", "old-1", "old", {"10.0.9.9"}));
+  RecordTreeWriter::ObjectSet objects;
+  objects.services.push_back(ClusterIp("ns", "new", "10.96.8.8"));
+  writer.ReplaceAll(objects);
+  auto snapshot = writer.Publish();
+  CHECK(snapshot->FindService("ns", "old") == nullptr);
+  CHECK(snapshot->FindService("ns", "new") != nullptr);
+  CHECK(Ptr(*snapshot, "10.96.9.9").empty());
+  CHECK(Ptr(*snapshot, "10.96.8.8") == "new.ns");
+  CHECK(snapshot->stats().services == 1);
+  CHECK(snapshot->stats().endpoints == 0);
+  // The slice index was rebuilt too: deleting the old slice now is a no-op.
+  writer.DeleteSlice("ns", "old-1");
+  CHECK(writer.Publish()->FindService("ns", "new") != nullptr);
+}
+
+TEST_CASE("v1 Endpoints objects replace all the slices they produced at once",
+          "[kubedns][record_tree]") {
+  auto endpoints = k8s::DecodeEndpoints(R"({"metadata":{"name":"web","namespace":"ns"},
+    "subsets":[{"addresses":[{"ip":"10.0.4.1"}],"ports":[{"name":"http","port":80}]},
+               {"addresses":[{"ip":"10.0.4.2"}],"ports":[{"name":"alt","port":81}]}]})");
+  REQUIRE(endpoints.ok());
+  RecordTreeWriter writer;
+  writer.UpsertService(Headless("ns", "web"));
+  writer.UpsertEndpoints(endpoints.value());
+  CHECK(writer.Publish()->FindService("ns", "web")->hosts().size() == 2);
+  auto fewer = k8s::DecodeEndpoints(R"({"metadata":{"name":"web","namespace":"ns"},
+    "subsets":[{"addresses":[{"ip":"10.0.4.2"}],"ports":[{"name":"alt","port":81}]}]})");
+  REQUIRE(fewer.ok());
+  writer.UpsertEndpoints(fewer.value());
+  auto snapshot = writer.Publish();
+  REQUIRE(snapshot->FindService("ns", "web")->hosts().size() == 1);
+  CHECK(snapshot->FindService("ns", "web")->hosts()[0].label == "10-0-4-2");
+  writer.DeleteEndpoints("ns", "web");
+  CHECK(writer.Publish()->FindService("ns", "web")->hosts().empty());
+}
+
+}  // namespace kdns::kubedns

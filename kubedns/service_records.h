@@ -1,0 +1,109 @@
+// ServiceRecords: everything DNS answers for one Service, derived once from the Service
+// and its EndpointSlices when either changes, so queries only read it.
+//
+// The inputs are kept in compact form (ServiceInfo, SliceInfo: only what DNS uses) because
+// a later change to the Service (ClusterIP to headless, say) or to one slice must rebuild
+// the derived parts from all of them. The derived parts, for headless services:
+//   hosts   each distinct ready address (ready or not when publishNotReadyAddresses) with
+//           its host label: the endpoint's hostname, or the dashed IP (10-244-1-12,
+//           fd00-10-244--12). Sorted by label, so host.svc.ns.svc.Z is a binary search.
+//           An address in several slices (a slice being split or merged) appears once.
+//   srv     per named (port, protocol) of the slices, the distinct (host label, port) pairs:
+//           one SRV record each, so a host with a v4 and a v6 address appears once.
+// For ClusterIP services only the Service is used: its cluster IPs and its named ports.
+//
+// Immutable once built; shared between snapshots and read by every DNS thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/base/ip_address.h"
+#include "common/k8s/objects.h"
+
+namespace kdns::kubedns {
+
+// The parts of a Service that DNS uses.
+struct ServiceInfo {
+  enum class Kind : uint8_t { kClusterIP, kHeadless, kExternalName };
+  Kind kind = Kind::kClusterIP;
+  std::vector<IpAddress> cluster_ips;
+  std::string external_name;  // without a trailing dot, as in the API
+  std::vector<k8s::ServicePort> ports;
+  bool publish_not_ready_addresses = false;
+
+  static ServiceInfo FromService(const k8s::Service& service);
+};
+
+// The parts of an EndpointSlice that DNS uses.
+struct SliceInfo {
+  struct Address {
+    IpAddress ip;
+    bool ready = true;
+    std::string hostname;  // empty when the endpoint has none
+  };
+  std::vector<Address> addresses;  // one per endpoint address
+  std::vector<k8s::EndpointPort> ports;
+
+  // FQDN slices carry no addresses DNS can serve: their info has no addresses.
+  static SliceInfo FromSlice(const k8s::EndpointSlice& slice);
+};
+
+class ServiceRecords {
+ public:
+  struct Host {
+    std::string label;  // lower case
+    IpAddress ip;
+  };
+  struct SrvTarget {
+    uint32_t host;  // index into hosts()
+    uint16_t port;
+  };
+  struct SrvSet {
+    std::string port_name;  // lower case, without the underscore
+    k8s::Protocol protocol;
+    std::vector<SrvTarget> targets;  // headless only; ClusterIP uses `port`
+    uint16_t port = 0;               // ClusterIP: the service port
+  };
+  using Slices = std::vector<std::pair<std::string, std::shared_ptr<const SliceInfo>>>;
+
+  // `service` may be null: slices can arrive before their Service, and are kept until it
+  // comes (such a node answers nothing).
+  ServiceRecords(std::shared_ptr<const ServiceInfo> service, Slices slices);
+
+  // A copy with one slice replaced, added (info non-null) or removed (info null).
+  std::shared_ptr<const ServiceRecords> WithSlice(const std::string& slice_name,
+                                                  std::shared_ptr<const SliceInfo> info) const;
+  std::shared_ptr<const ServiceRecords> WithService(
+      std::shared_ptr<const ServiceInfo> service) const;
+
+  const ServiceInfo* service() const { return service_.get(); }
+  const Slices& slices() const { return slices_; }
+  bool answerable() const { return service_ != nullptr; }
+  bool headless() const { return service_ && service_->kind == ServiceInfo::Kind::kHeadless; }
+
+  const std::vector<Host>& hosts() const { return hosts_; }
+  // Hosts with this label, which must be in lower case (the answerer lower-cases the
+  // query name once, without allocating): a v4 and a v6 address may share one label.
+  std::span<const Host> FindHost(std::string_view label) const;
+  // The SRV set for _port._proto (labels without underscores), or nullptr.
+  const SrvSet* FindSrv(std::string_view port_name, std::string_view protocol) const;
+  const std::vector<SrvSet>& srv_sets() const { return srv_; }
+  // True when some SRV set has this protocol (so _proto.svc... is an empty non-terminal).
+  bool HasSrvProtocol(std::string_view protocol) const;
+
+ private:
+  void Derive();
+
+  std::shared_ptr<const ServiceInfo> service_;
+  Slices slices_;  // sorted by slice name
+  std::vector<Host> hosts_;
+  std::vector<SrvSet> srv_;
+};
+
+}  // namespace kdns::kubedns
