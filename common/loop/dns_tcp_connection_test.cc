@@ -1,0 +1,263 @@
+#include "common/loop/dns_tcp_connection.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/loop/loop_test_util.h"
+#include "common/loop/tcp_listener.h"
+
+namespace kdns::loop {
+namespace {
+
+using CloseReason = TcpConnection::CloseReason;
+
+// A 12+ byte "DNS message": two ID bytes then the text, padded to a header's size.
+std::string Message(uint16_t id, const std::string& text) {
+  std::string m{static_cast<char>(id >> 8), static_cast<char>(id & 0xff)};
+  m += text;
+  if (m.size() < 12) m.resize(12, '.');
+  return m;
+}
+
+std::string Framed(const std::string& message) {
+  std::string out{static_cast<char>(message.size() >> 8), static_cast<char>(message.size() & 0xff)};
+  return out + message;
+}
+
+// Splits a framed response stream into messages.
+std::vector<std::string> Unframe(const std::string& stream) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (stream.size() - at >= 2) {
+    size_t len = (static_cast<uint8_t>(stream[at]) << 8) | static_cast<uint8_t>(stream[at + 1]);
+    if (stream.size() - at < 2 + len) break;
+    out.push_back(stream.substr(at + 2, len));
+    at += 2 + len;
+  }
+  return out;
+}
+
+// A DNS/TCP server whose handler records queries; the test decides when to answer.
+struct Server {
+  explicit Server(Loop& loop, DnsTcpConnection::Options options = {},
+                  TcpListener::Options listener_options = {})
+      : loop_(loop), options_(options) {
+    std::string error;
+    listener = TcpListener::Bind(
+        loop, *SocketAddress::Parse("127.0.0.1:0"), listener_options,
+        [this](std::unique_ptr<TcpConnection> c) { Accept(std::move(c)); }, &error);
+    INFO(error);
+    REQUIRE(listener != nullptr);
+  }
+  void Accept(std::unique_ptr<TcpConnection> c) {
+    int id = next_id++;
+    connections[id] = std::make_unique<DnsTcpConnection>(
+        loop_, std::move(c), options_,
+        [this, id](std::span<const uint8_t> q) {
+          queries.push_back({id, std::string(q.begin(), q.end())});
+          if (answer_at_once) Answer(id, std::string(q.begin(), q.end()));
+        },
+        [this, id](CloseReason reason) {
+          reasons.push_back(reason);
+          connections.erase(id);
+        });
+  }
+  // Answers with the query's ID and "re:" + the query.
+  bool Answer(int connection, const std::string& query) {
+    auto it = connections.find(connection);
+    if (it == connections.end()) return false;
+    std::string reply = query.substr(0, 2) + "re:" + query.substr(2);
+    return it->second->Send(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(reply.data()), reply.size()));
+  }
+  SocketAddress address() const { return listener->GetLocalAddress(); }
+
+  Loop& loop_;
+  DnsTcpConnection::Options options_;
+  std::unique_ptr<TcpListener> listener;
+  std::map<int, std::unique_ptr<DnsTcpConnection>> connections;
+  std::vector<std::pair<int, std::string>> queries;
+  std::vector<CloseReason> reasons;
+  bool answer_at_once = false;
+  int next_id = 0;
+};
+
+TEST_CASE("DnsTcpConnection frames queries written one byte at a time", "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    Server server(loop);
+    server.answer_at_once = true;
+    testing::RawTcpClient client(server.address());
+    std::string stream = Framed(Message(1, "first")) + Framed(Message(2, "second-query"));
+    for (char byte : stream) {
+      client.Send(std::string(1, byte));
+      loop.RunNoWait();
+    }
+    REQUIRE(testing::RunUntil(loop, [&] { return Unframe(client.received()).size() == 2; }));
+    auto replies = Unframe(client.received());
+    CHECK(replies[0].substr(2, 3) == "re:");
+    CHECK(replies[1].find("second-query") != std::string::npos);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("DnsTcpConnection delivers two queries from one write", "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    Server server(loop);
+    testing::RawTcpClient client(server.address());
+    client.Send(Framed(Message(1, "a")) + Framed(Message(2, "b")));
+    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 2; }));
+    CHECK(server.queries[0].second == Message(1, "a"));
+    CHECK(server.queries[1].second == Message(2, "b"));
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("Pipelined queries may be answered out of order", "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    Server server(loop);
+    testing::RawTcpClient client(server.address());
+    client.Send(Framed(Message(1, "one")) + Framed(Message(2, "two")) +
+                Framed(Message(3, "three")));
+    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 3; }));
+    CHECK(server.connections.begin()->second->outstanding_queries() == 3);
+    REQUIRE(server.Answer(0, server.queries[2].second));
+    REQUIRE(server.Answer(0, server.queries[0].second));
+    REQUIRE(server.Answer(0, server.queries[1].second));
+    REQUIRE(testing::RunUntil(loop, [&] { return Unframe(client.received()).size() == 3; }));
+    auto replies = Unframe(client.received());
+    CHECK(replies[0][1] == 3);
+    CHECK(replies[1][1] == 1);
+    CHECK(replies[2][1] == 2);
+    CHECK(server.connections.begin()->second->outstanding_queries() == 0);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("A length shorter than a DNS header closes the connection", "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    Server server(loop);
+    testing::RawTcpClient client(server.address());
+    std::string garbage = GENERATE(std::string("\x00\x00", 2), std::string("\x00\x05hello", 7));
+    client.Send(garbage);
+    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
+    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
+    CHECK(server.reasons[0] == CloseReason::kProtocolError);
+    CHECK(server.queries.empty());
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("A maximum-size 65535-byte query is accepted", "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    Server server(loop);
+    testing::RawTcpClient client(server.address());
+    client.Send(Framed(Message(7, std::string(65533, 'q'))));
+    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 1; }));
+    CHECK(server.queries[0].second.size() == 65535);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("An idle DNS/TCP connection is closed, but not while a query is outstanding",
+          "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    DnsTcpConnection::Options options;
+    options.idle_timeout_ms = 50;
+    Server server(loop, options);
+    testing::RawTcpClient client(server.address());
+    client.Send(Framed(Message(1, "slow upstream")));
+    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 1; }));
+    // Well past the idle timeout with the query unanswered: still open.
+    bool waited = false;
+    Timer wait(loop);
+    wait.Start(150, [&] { waited = true; });
+    REQUIRE(testing::RunUntil(loop, [&] { return waited; }));
+    CHECK(server.connections.size() == 1);
+    REQUIRE(server.Answer(0, server.queries[0].second));
+    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
+    CHECK(Unframe(client.received()).size() == 1);
+    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
+    CHECK(server.reasons[0] == CloseReason::kIdleTimeout);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("The outstanding-query cap pauses reading until an answer goes out", "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    DnsTcpConnection::Options options;
+    options.max_outstanding_queries = 2;
+    Server server(loop, options);
+    testing::RawTcpClient client(server.address());
+    client.Send(Framed(Message(1, "a")) + Framed(Message(2, "b")) + Framed(Message(3, "c")) +
+                Framed(Message(4, "d")));
+    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 2; }));
+    for (int i = 0; i < 5; ++i) loop.RunNoWait();
+    CHECK(server.queries.size() == 2);
+    REQUIRE(server.Answer(0, server.queries[0].second));
+    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 3; }));
+    for (int i = 0; i < 5; ++i) loop.RunNoWait();
+    CHECK(server.queries.size() == 3);
+    REQUIRE(server.Answer(0, server.queries[1].second));
+    REQUIRE(server.Answer(0, server.queries[2].second));
+    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 4; }));
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("A client's half-close still gets its outstanding answers", "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    Server server(loop);
+    testing::RawTcpClient client(server.address());
+    client.Send(Framed(Message(1, "a")) + Framed(Message(2, "b")));
+    client.ShutdownWrite();
+    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 2; }));
+    for (int i = 0; i < 5; ++i) loop.RunNoWait();
+    REQUIRE(server.Answer(0, server.queries[1].second));
+    REQUIRE(server.Answer(0, server.queries[0].second));
+    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
+    CHECK(Unframe(client.received()).size() == 2);
+    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
+    CHECK(server.reasons[0] == CloseReason::kFlushed);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("A client that does not read is disconnected", "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    DnsTcpConnection::Options options;
+    options.max_pending_output_bytes = 100 * 1024;
+    options.max_outstanding_queries = 1000;
+    Server server(loop, options);
+    testing::RawTcpClient client(server.address());
+    int rcvbuf = 4096;
+    setsockopt(client.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    std::string queries;
+    for (int i = 0; i < 200; ++i) queries += Framed(Message(i, "q"));
+    client.Send(queries);
+    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 200; }));
+    // Big answers the client never reads.
+    auto& conn = *server.connections.begin()->second;
+    std::vector<uint8_t> big(60000, 'A');
+    bool refused = false;
+    for (int i = 0; i < 200 && !refused; ++i) refused = !conn.Send(big);
+    CHECK(refused);
+    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
+    CHECK(server.reasons[0] == CloseReason::kOutputOverflow);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+}  // namespace
+}  // namespace kdns::loop
