@@ -1,0 +1,213 @@
+#include "common/http/server.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "common/loop/timer.h"
+
+namespace kdns::http {
+
+using loop::TcpConnection;
+
+// Small request bodies (a stray POST) are read and discarded so the answer is a clean 405.
+constexpr size_t kMaxBodyBytes = 1024;
+
+class Server::Connection {
+ public:
+  Connection(Server& server, uint64_t id, std::unique_ptr<TcpConnection> tcp)
+      : server_(server), id_(id), tcp_(std::move(tcp)), timer_(server.loop_) {}
+
+  void Start() {
+    TcpConnection::Callbacks callbacks;
+    callbacks.on_data = [this](std::span<const uint8_t> bytes) { OnData(bytes); };
+    callbacks.on_drain = [this] { OnDrain(); };
+    // Destroys this Connection; TcpConnection allows that from its close callback.
+    callbacks.on_close = [this](TcpConnection::CloseReason) { server_.Remove(id_); };
+    tcp_->Start(std::move(callbacks));
+    SetTimer(server_.options_.idle_timeout_ms);
+  }
+
+ private:
+  enum class Phase {
+    kIdle,     // waiting for the first byte of a request: idle timeout
+    kReading,  // a request is arriving: request timeout from its first byte
+    kWriting,  // a response is draining: request timeout again
+    kClosing,  // last response queued, FIN pending: request timeout, then a hard close
+  };
+
+  void OnData(std::span<const uint8_t> bytes) {
+    if (phase_ == Phase::kClosing) return;
+    // The parser fails at max_request_bytes (+ a small body) anyway; never buffer more.
+    size_t room = server_.options_.max_request_bytes + kMaxBodyBytes + 1 - buffer_.size();
+    size_t take = std::min(room, bytes.size());
+    buffer_.append(reinterpret_cast<const char*>(bytes.data()), take);
+    if (phase_ != Phase::kWriting) Process();
+  }
+
+  void OnDrain() {
+    if (phase_ != Phase::kWriting) return;
+    phase_ = Phase::kIdle;
+    SetTimer(server_.options_.idle_timeout_ms);
+    tcp_->ResumeReading();
+    Process();
+  }
+
+  // Answers the requests in buffer_, one at a time, until one is incomplete or a response
+  // has to drain first.
+  void Process() {
+    while (phase_ == Phase::kIdle || phase_ == Phase::kReading) {
+      if (buffer_.empty()) return;  // kIdle, with the idle timer running
+      if (phase_ == Phase::kIdle) {
+        phase_ = Phase::kReading;
+        SetTimer(server_.options_.request_timeout_ms);
+      }
+      RequestParser::Result result = server_.parser_.Parse(buffer_);
+      if (result.status == RequestParser::Status::kIncomplete) return;
+      if (result.status == RequestParser::Status::kError) {
+        ++server_.stats_.bad_requests;
+        Respond(Response::Text(result.error_status,
+                               std::string(ReasonPhrase(result.error_status)) + "\n"),
+                BodyMode::kInclude, ConnectionMode::kClose);
+        return;
+      }
+      buffer_.erase(0, result.consumed);
+      ++server_.stats_.requests;
+      const Request& request = result.request;
+      Response response = server_.Dispatch(request);
+      Respond(response, request.method == "HEAD" ? BodyMode::kOmit : BodyMode::kInclude,
+              request.keep_alive ? ConnectionMode::kKeepAlive : ConnectionMode::kClose);
+      if (phase_ == Phase::kClosing) return;
+      if (tcp_->pending_output_bytes() > 0) {
+        // One response in flight at a time: pause reading until it drains.
+        phase_ = Phase::kWriting;
+        tcp_->PauseReading();
+        SetTimer(server_.options_.request_timeout_ms);
+        return;
+      }
+      phase_ = Phase::kIdle;
+      SetTimer(server_.options_.idle_timeout_ms);
+    }
+  }
+
+  void Respond(const Response& response, BodyMode body_mode, ConnectionMode connection_mode) {
+    std::string bytes = SerializeResponse(response, body_mode, connection_mode);
+    if (!tcp_->Write(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                              bytes.size()))) {
+      LOG_EVERY_N(WARNING, 100) << "HTTP response of " << bytes.size() << " bytes to "
+                                << tcp_->peer_address().ToString()
+                                << " exceeds the output bound; closing";
+      phase_ = Phase::kClosing;
+      tcp_->Close(TcpConnection::CloseReason::kOutputOverflow);
+      return;
+    }
+    if (connection_mode == ConnectionMode::kClose) {
+      phase_ = Phase::kClosing;
+      tcp_->CloseWhenFlushed();
+      SetTimer(server_.options_.request_timeout_ms);
+    }
+  }
+
+  void OnTimeout() {
+    switch (phase_) {
+      case Phase::kReading:
+        ++server_.stats_.timeouts;
+        Respond(Response::Text(408, "Request Timeout\n"), BodyMode::kInclude,
+                ConnectionMode::kClose);
+        return;
+      case Phase::kWriting:
+        ++server_.stats_.timeouts;
+        [[fallthrough]];
+      case Phase::kIdle:
+      case Phase::kClosing:
+        phase_ = Phase::kClosing;
+        tcp_->Close();
+        return;
+    }
+  }
+
+  void SetTimer(uint64_t ms) {
+    timer_.Start(ms, [this] { OnTimeout(); });
+  }
+
+  Server& server_;
+  const uint64_t id_;
+  std::unique_ptr<TcpConnection> tcp_;
+  loop::Timer timer_;
+  std::string buffer_;
+  Phase phase_ = Phase::kIdle;
+};
+
+Server::Server(loop::Loop& loop, const Options& options)
+    : loop_(loop),
+      options_(options),
+      parser_(RequestParser::Limits{options.max_request_bytes, 64, kMaxBodyBytes}) {}
+
+Server::~Server() = default;
+
+void Server::Handle(const std::string& path, Handler handler) { exact_[path] = std::move(handler); }
+
+void Server::HandlePrefix(const std::string& prefix, Handler handler) {
+  prefixes_[prefix] = std::move(handler);
+}
+
+bool Server::Start(std::string* error) {
+  loop::TcpListener::Options listener_options;
+  listener_options.max_connections = options_.max_connections;
+  listener_options.connection.max_pending_output_bytes = options_.max_response_bytes;
+  listener_ = loop::TcpListener::Bind(
+      loop_, options_.bind_address, listener_options,
+      [this](std::unique_ptr<TcpConnection> tcp) { Accept(std::move(tcp)); }, error);
+  if (listener_ == nullptr) {
+    *error = "HTTP server: " + *error;
+    return false;
+  }
+  return true;
+}
+
+loop::SocketAddress Server::GetLocalAddress() const {
+  return listener_ == nullptr ? loop::SocketAddress() : listener_->GetLocalAddress();
+}
+
+void Server::Accept(std::unique_ptr<TcpConnection> tcp) {
+  uint64_t id = next_id_++;
+  auto connection = std::make_unique<Connection>(*this, id, std::move(tcp));
+  Connection* raw = connection.get();
+  connections_[id] = std::move(connection);
+  raw->Start();
+}
+
+void Server::Remove(uint64_t id) { connections_.erase(id); }
+
+Response Server::Dispatch(const Request& request) {
+  if (request.method != "GET" && request.method != "HEAD") {
+    Response response = Response::Text(405, "Method Not Allowed\n");
+    response.headers.emplace_back("Allow", "GET, HEAD");
+    return response;
+  }
+  const Handler* handler = nullptr;
+  if (auto it = exact_.find(request.path); it != exact_.end()) {
+    handler = &it->second;
+  } else {
+    size_t best = 0;
+    for (const auto& [prefix, h] : prefixes_) {
+      if (request.path.compare(0, prefix.size(), prefix) == 0 && prefix.size() >= best) {
+        best = prefix.size();
+        handler = &h;
+      }
+    }
+  }
+  if (handler == nullptr) return Response::Text(404, "Not Found\n");
+  try {
+    return (*handler)(request);
+  } catch (const std::exception& e) {
+    LOG_EVERY_N(ERROR, 100) << "HTTP handler for " << request.path << " threw: " << e.what();
+  } catch (...) {
+    LOG_EVERY_N(ERROR, 100) << "HTTP handler for " << request.path << " threw";
+  }
+  return Response::Text(500, "Internal Server Error\n");
+}
+
+}  // namespace kdns::http

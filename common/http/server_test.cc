@@ -1,0 +1,302 @@
+#include "common/http/server.h"
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/http/server_thread.h"
+#include "common/loop/loop_test_util.h"
+#include "common/loop/timer.h"
+
+namespace kdns::http {
+namespace {
+
+using loop::testing::RawTcpClient;
+using loop::testing::RunUntil;
+
+Server::Options TestOptions() {
+  Server::Options options;
+  options.bind_address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  return options;
+}
+
+void AddRoutes(Server& server) {
+  server.Handle("/metrics", [](const Request&) {
+    Response r = Response::Text(200, "kdns_up 1\n");
+    r.content_type = "text/plain; version=0.0.4";
+    return r;
+  });
+  server.HandlePrefix("/healthcheck/", [](const Request& request) {
+    return Response::Text(200, "label=" + request.path.substr(13) + " query=" + request.query);
+  });
+  server.Handle("/throws", [](const Request&) -> Response { throw std::runtime_error("x"); });
+}
+
+// Counts complete responses ("HTTP/1.1 " status lines) received so far.
+size_t CountResponses(const std::string& received) {
+  size_t count = 0;
+  for (size_t at = received.find("HTTP/1.1 "); at != std::string::npos;
+       at = received.find("HTTP/1.1 ", at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+// A server on a fresh loop; its destructor checks that the loop closes with no handle left.
+struct Fixture {
+  explicit Fixture(Server::Options options = TestOptions())
+      : server(std::make_unique<Server>(loop, options)) {
+    AddRoutes(*server);
+    std::string error;
+    bool started = server->Start(&error);
+    INFO(error);
+    REQUIRE(started);
+  }
+  ~Fixture() {
+    server.reset();
+    bool closed = loop.Close();
+    INFO("open handles: " << loop::testing::OpenHandles(loop));
+    CHECK(closed);  // CHECK, not REQUIRE: never throw from a destructor
+  }
+  loop::SocketAddress address() const { return server->GetLocalAddress(); }
+
+  // Sends `request` on a new connection and waits for the server to close it.
+  std::string Exchange(const std::string& request) {
+    RawTcpClient client(address());
+    client.Send(request);
+    REQUIRE(RunUntil(loop, [&] { return client.closed(); }));
+    return client.received();
+  }
+
+  loop::Loop loop;
+  std::unique_ptr<Server> server;
+};
+
+TEST_CASE("Server answers a known path with 200 and its body", "[http][server]") {
+  Fixture f;
+  auto reply = f.Exchange("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(reply.find("HTTP/1.1 200 OK\r\n") == 0);
+  CHECK(reply.find("Content-Type: text/plain; version=0.0.4\r\n") != std::string::npos);
+  CHECK(reply.find("Content-Length: 10\r\n") != std::string::npos);
+  CHECK(reply.substr(reply.size() - 10) == "kdns_up 1\n");
+}
+
+TEST_CASE("Server routes by exact path, then by prefix, else 404", "[http][server]") {
+  Fixture f;
+  auto prefix = f.Exchange("GET /healthcheck/kubedns?v=1 HTTP/1.0\r\n\r\n");
+  CHECK(prefix.find("200 OK") != std::string::npos);
+  CHECK(prefix.find("label=kubedns query=v=1") != std::string::npos);
+  CHECK(f.Exchange("GET /nope HTTP/1.0\r\n\r\n").find("HTTP/1.1 404 Not Found") == 0);
+  CHECK(f.Exchange("GET /metrics/extra HTTP/1.0\r\n\r\n").find("404") != std::string::npos);
+  CHECK(f.Exchange("GET /throws HTTP/1.0\r\n\r\n").find("HTTP/1.1 500") == 0);
+}
+
+TEST_CASE("Server answers other methods with 405 and Allow", "[http][server]") {
+  Fixture f;
+  std::string method = GENERATE("POST", "PUT", "DELETE", "OPTIONS");
+  auto reply = f.Exchange(method + " /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(reply.find("HTTP/1.1 405 Method Not Allowed\r\n") == 0);
+  CHECK(reply.find("Allow: GET, HEAD\r\n") != std::string::npos);
+}
+
+TEST_CASE("Server answers HEAD with the headers only", "[http][server]") {
+  Fixture f;
+  auto reply = f.Exchange("HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(reply.find("HTTP/1.1 200 OK\r\n") == 0);
+  CHECK(reply.find("Content-Length: 10\r\n") != std::string::npos);
+  CHECK(reply.substr(reply.size() - 4) == "\r\n\r\n");
+}
+
+TEST_CASE("Server keeps a connection alive for a second request", "[http][server]") {
+  Fixture f;
+  RawTcpClient client(f.address());
+  client.Send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(RunUntil(f.loop, [&] { return CountResponses(client.received()) == 1; }));
+  CHECK(client.received().find("Connection: keep-alive") != std::string::npos);
+  CHECK_FALSE(client.closed());
+  client.Send("GET /healthcheck/two HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(
+      RunUntil(f.loop, [&] { return client.received().find("label=two") != std::string::npos; }));
+  CHECK(f.server->stats().requests == 2);
+  CHECK(f.server->open_connections() == 1);
+}
+
+TEST_CASE("Server answers pipelined requests in order", "[http][server]") {
+  Fixture f;
+  RawTcpClient client(f.address());
+  client.Send(
+      "GET /healthcheck/a HTTP/1.1\r\nHost: x\r\n\r\nGET /healthcheck/b HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /healthcheck/c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  REQUIRE(RunUntil(f.loop, [&] { return client.closed(); }));
+  const std::string& r = client.received();
+  size_t a = r.find("label=a"), b = r.find("label=b"), c = r.find("label=c");
+  REQUIRE(c != std::string::npos);
+  CHECK(a < b);
+  CHECK(b < c);
+}
+
+TEST_CASE("Server rejects malformed and oversized requests and closes", "[http][server]") {
+  Server::Options options = TestOptions();
+  options.max_request_bytes = 1024;
+  Fixture f(options);
+  CHECK(f.Exchange("BAD\r\n\r\n").find("HTTP/1.1 400 Bad Request") == 0);
+  CHECK(f.Exchange("GET /x HTTP/1.1\r\nHost: x\r\nX: " + std::string(2000, 'a') + "\r\n\r\n")
+            .find("HTTP/1.1 431") == 0);
+  CHECK(f.Exchange("GET /" + std::string(2000, 'a') + " HTTP/1.1\r\n\r\n").find("HTTP/1.1 414") ==
+        0);
+  CHECK(f.Exchange("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+            .find("HTTP/1.1 413") == 0);
+  CHECK(f.Exchange("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .find("HTTP/1.1 501") == 0);
+  CHECK(f.server->stats().bad_requests == 5);
+}
+
+TEST_CASE("Server answers 408 and closes when a request stalls (slowloris)", "[http][server]") {
+  Server::Options options = TestOptions();
+  options.request_timeout_ms = 200;
+  Fixture f(options);
+  RawTcpClient client(f.address());
+  client.Send("GET /metrics HTTP/1.1\r\nHost: x\r\n");
+  // Trickling more bytes does not extend the deadline: it runs from the first byte.
+  loop::Timer trickle(f.loop);
+  trickle.StartRepeating(50, [&] { client.Send("X-Slow: 1\r\n"); });
+  REQUIRE(RunUntil(
+      f.loop, [&] { return client.closed(); }, 3000));
+  trickle.Stop();
+  CHECK(client.received().find("HTTP/1.1 408 Request Timeout") == 0);
+  CHECK(f.server->stats().timeouts == 1);
+}
+
+TEST_CASE("Server closes a connection that stays idle", "[http][server]") {
+  Server::Options options = TestOptions();
+  options.idle_timeout_ms = 100;
+  Fixture f(options);
+  RawTcpClient client(f.address());
+  REQUIRE(RunUntil(f.loop, [&] { return client.closed(); }));
+  CHECK(client.received().empty());
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 0; }));
+}
+
+TEST_CASE("A keep-alive connection gets the idle timeout after a response", "[http][server]") {
+  Server::Options options = TestOptions();
+  options.request_timeout_ms = 50;
+  options.idle_timeout_ms = 60'000;
+  Fixture f(options);
+  RawTcpClient client(f.address());
+  client.Send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(RunUntil(f.loop, [&] { return CountResponses(client.received()) == 1; }));
+  // Well past the request timeout: an idle keep-alive connection stays open.
+  bool waited = false;
+  loop::Timer wait(f.loop);
+  wait.Start(200, [&] { waited = true; });
+  REQUIRE(RunUntil(f.loop, [&] { return waited; }));
+  CHECK_FALSE(client.closed());
+  CHECK(f.server->stats().timeouts == 0);
+}
+
+TEST_CASE("Server closes connections over its cap", "[http][server]") {
+  Server::Options options = TestOptions();
+  options.max_connections = 3;
+  Fixture f(options);
+  std::vector<std::unique_ptr<RawTcpClient>> clients;
+  for (int i = 0; i < 3; ++i) clients.push_back(std::make_unique<RawTcpClient>(f.address()));
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 3; }));
+  RawTcpClient extra(f.address());
+  REQUIRE(RunUntil(f.loop, [&] { return extra.closed(); }));
+  CHECK(extra.received().empty());
+  // The held connections are still served.
+  clients[0]->Send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(RunUntil(f.loop, [&] { return CountResponses(clients[0]->received()) == 1; }));
+}
+
+TEST_CASE("Server closes a client that does not read its response", "[http][server]") {
+  Server::Options options = TestOptions();
+  options.request_timeout_ms = 200;
+  Fixture f(options);
+  f.server->Handle("/big",
+                   [](const Request&) { return Response::Text(200, std::string(8 << 20, 'b')); });
+  RawTcpClient client(f.address());
+  int rcvbuf = 4096;
+  setsockopt(client.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  client.Send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(RunUntil(
+      f.loop, [&] { return f.server->stats().timeouts == 1; }, 3000));
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 0; }));
+}
+
+TEST_CASE("Server shuts down with connections open and leaves no handle", "[http][server]") {
+  loop::Loop loop;
+  {
+    Server server(loop, TestOptions());
+    AddRoutes(server);
+    std::string error;
+    REQUIRE(server.Start(&error));
+    RawTcpClient a(server.GetLocalAddress()), b(server.GetLocalAddress());
+    a.Send("GET /met");
+    REQUIRE(RunUntil(loop, [&] { return server.open_connections() == 2; }));
+  }
+  loop::testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("Starting on a port in use fails with a clear error", "[http][server]") {
+  loop::Loop loop;
+  {
+    Server first(loop, TestOptions());
+    std::string error;
+    REQUIRE(first.Start(&error));
+    Server::Options options = TestOptions();
+    options.bind_address = first.GetLocalAddress();
+    Server second(loop, options);
+    CHECK_FALSE(second.Start(&error));
+    CHECK_THAT(error, Catch::Contains("in use"));
+  }
+  loop::testing::RequireClosesClean(loop);
+}
+
+// Runs curl; returns "<body><http_code>".
+std::string Curl(const std::string& args) {
+  std::string command = "curl -s -m 5 -o - -w '%{http_code}' " + args + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  pclose(pipe);
+  return out;
+}
+
+TEST_CASE("ServerThread serves curl from its own thread and stops cleanly", "[http][server]") {
+  ServerThread thread(TestOptions());
+  thread.Handle("/metrics", [](const Request&) { return Response::Text(200, "kdns_up 1\n"); });
+  thread.HandlePrefix("/healthcheck/", [](const Request& r) {
+    return Response::Text(r.path == "/healthcheck/ok" ? 200 : 503, "checked\n");
+  });
+  std::string error;
+  REQUIRE(thread.Start(&error));
+  std::string base = "http://" + thread.local_address().ToString();
+  CHECK(Curl(base + "/metrics") == "kdns_up 1\n200");
+  CHECK(Curl(base + "/healthcheck/ok") == "checked\n200");
+  CHECK(Curl(base + "/healthcheck/bad") == "checked\n503");
+  CHECK(Curl(base + "/missing") == "Not Found\n404");
+  CHECK(Curl("-X POST " + base + "/metrics") == "Method Not Allowed\n405");
+  CHECK(Curl("-I " + base + "/metrics").find("Content-Length: 10") != std::string::npos);
+  thread.Stop();
+  thread.Stop();  // idempotent
+}
+
+TEST_CASE("ServerThread reports a bind failure from Start", "[http][server]") {
+  ServerThread first(TestOptions());
+  std::string error;
+  REQUIRE(first.Start(&error));
+  Server::Options options = TestOptions();
+  options.bind_address = first.local_address();
+  ServerThread second(options);
+  CHECK_FALSE(second.Start(&error));
+  CHECK_THAT(error, Catch::Contains("in use"));
+}
+
+}  // namespace
+}  // namespace kdns::http
