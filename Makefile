@@ -83,6 +83,11 @@ prog_srcs = $(filter-out %_test.cc %/main.cc,$(call find_cc,$(1)))
 prog_lib = $(OBJ)/$(1)/lib$(1).a
 PROG_LIBS := $(foreach p,$(PROGRAMS),$(call prog_lib,$(p)))
 
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+# Keep every object file: pattern-rule chains would otherwise delete fuzz and bench objects
+# as intermediates and relink them on every run.
+.SECONDARY:
+
 .DEFAULT_GOAL := all
 .PHONY: all deps build run test unit integration fuzz-replay bench fuzz asan tsan debug \
         format lint clean check-format
@@ -93,7 +98,7 @@ deps:
 	@mk/deps.sh
 
 build: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) all
 
 $(OBJ)/%.o: %.cc
 	@mkdir -p $(@D)
@@ -159,7 +164,7 @@ test-binaries: $(TEST_BINS)
 
 # `make test`: install, build, run every suite, one closing line `N passed, M failed`.
 test: deps
-	@$(MAKE) --no-print-directory test-binaries
+	@$(MAKE) --no-print-directory -j$(NPROC) test-binaries
 	@test/run_suites.sh $(OUT)
 
 asan:
@@ -174,17 +179,17 @@ debug:
 # `make fuzz`: build the libFuzzer targets; FUZZ_SECONDS=N runs each for N seconds.
 FUZZ_SECONDS ?= 60
 fuzz: deps
-	@$(MAKE) --no-print-directory VARIANT=fuzz fuzz-binaries
+	@$(MAKE) --no-print-directory -j$(NPROC) VARIANT=fuzz fuzz-binaries
 	@test/fuzz/run_fuzzers.sh build/fuzz/bin $(FUZZ_SECONDS)
 
 fuzz-binaries: $(FUZZ_BINS)
 
 bench: deps
-	@$(MAKE) --no-print-directory $(addprefix $(BIN)/,$(BENCHES)) all
+	@$(MAKE) --no-print-directory -j$(NPROC) $(addprefix $(BIN)/,$(BENCHES)) all
 	@test/bench/run_benches.sh $(BIN)
 
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@mk/run.sh
 
 SOURCES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null || find common $(PROGRAMS) test -name '*.cc' -o -name '*.h')
