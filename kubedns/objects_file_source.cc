@@ -1,0 +1,392 @@
+#include "kubedns/objects_file_source.h"
+
+#include <fcntl.h>
+#include <glog/logging.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <string_view>
+#include <utility>
+
+namespace kdns::kubedns {
+namespace {
+
+// The ConfigMap/Secret volume writer (kubelet's AtomicWriter) makes PATH a symlink through
+// "..data", and updates by renaming a new "..data" over the old one: PATH itself sees no event.
+constexpr std::string_view kAtomicWriterLink = "..data";
+
+constexpr uint32_t kWatchMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |
+                                IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+
+// How many decoder warnings one log line quotes.
+constexpr size_t kWarningsPerLogLine = 5;
+
+std::string ErrnoText(int error) { return std::strerror(error); }
+
+int64_t Nanoseconds(const struct timespec& ts) {
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+double WallClockSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+ObjectsFileSource::FileId ObjectsFileSource::IdFromStat(const struct stat& st) {
+  FileId id;
+  id.dev = st.st_dev;
+  id.ino = st.st_ino;
+  id.size = st.st_size;
+  id.mtime_ns = Nanoseconds(st.st_mtim);
+  id.ctime_ns = Nanoseconds(st.st_ctim);
+  return id;
+}
+
+ObjectsFileSource::FileId ObjectsFileSource::StatPath(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    FileId id;
+    id.error = errno;
+    return id;
+  }
+  return IdFromStat(st);
+}
+
+bool ObjectsFileSource::ReadFile(const std::string& path, uint64_t max_bytes, std::string* content,
+                                 FileId* id, std::string* error) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int open_errno = errno;
+    *id = StatPath(path);
+    *error = "cannot open: " + ErrnoText(open_errno);
+    return false;
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    *id = FileId{};
+    id->error = errno;
+    *error = "cannot stat: " + ErrnoText(errno);
+    return false;
+  }
+  *id = IdFromStat(st);
+  if (!S_ISREG(st.st_mode)) {
+    *error = "not a regular file";
+    return false;
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    *error = "file of " + std::to_string(st.st_size) + " bytes is larger than the limit of " +
+             std::to_string(max_bytes);
+    return false;
+  }
+  content->clear();
+  content->reserve(static_cast<size_t>(st.st_size));
+  char buffer[65536];
+  while (true) {
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = "cannot read: " + ErrnoText(errno);
+      return false;
+    }
+    if (n == 0) break;
+    content->append(buffer, static_cast<size_t>(n));
+    if (content->size() > max_bytes) {  // grew while we read
+      *error = "file is larger than the limit of " + std::to_string(max_bytes) + " bytes";
+      return false;
+    }
+  }
+  return true;
+}
+
+ObjectsFileSource::Metrics ObjectsFileSource::RegisterMetrics(metrics::Registry& registry) {
+  auto& reloads = registry.AddCounterFamily(
+      "kdns_objects_file_reloads_total",
+      "Reads of the --objects-file that changed content, by result; on error the last good "
+      "content is kept.",
+      {"result"});
+  auto& objects =
+      registry.AddGaugeFamily("kdns_objects_file_objects",
+                              "Objects of each kind in the last applied --objects-file.", {"kind"});
+  // Braced initialisation evaluates left to right, so registration order is fixed.
+  return Metrics{
+      .reloads_ok = reloads.WithLabels({"ok"}),
+      .reloads_error = reloads.WithLabels({"error"}),
+      .last_success_s = registry.AddGauge(
+          "kdns_objects_file_last_success_timestamp_seconds",
+          "Unix time of the last successful load of the --objects-file; 0 if none yet."),
+      .services = objects.WithLabels({"service"}),
+      .slices = objects.WithLabels({"endpointslice"}),
+      .endpoints = objects.WithLabels({"endpoints"}),
+      .pods = objects.WithLabels({"pod"}),
+      .bad_items = registry.AddCounter(
+          "kdns_objects_file_bad_items_total",
+          "Items of applied --objects-file Lists that failed to decode and were skipped."),
+  };
+}
+
+ObjectsFileSource::ObjectsFileSource(loop::Loop& loop, RecordSink& sink,
+                                     metrics::Registry& registry, Options options)
+    : loop_(loop),
+      sink_(sink),
+      options_(std::move(options)),
+      metrics_(RegisterMetrics(registry)),
+      poll_timer_(loop),
+      debounce_timer_(loop) {
+  CHECK(!options_.path.empty()) << "ObjectsFileSource needs a path";
+  size_t slash = options_.path.rfind('/');
+  if (slash == std::string::npos) {
+    directory_ = ".";
+    file_name_ = options_.path;
+  } else {
+    directory_ = slash == 0 ? "/" : options_.path.substr(0, slash);
+    file_name_ = options_.path.substr(slash + 1);
+  }
+}
+
+ObjectsFileSource::~ObjectsFileSource() { Stop(); }
+
+void ObjectsFileSource::Start() {
+  CHECK(!started_) << "ObjectsFileSource::Start called twice";
+  started_ = true;
+  LOG(INFO) << "objects file " << options_.path << ": watching with "
+            << (options_.watch == Watch::kInotify ? "inotify on " + directory_ + " and " : "")
+            << "a poll every " << options_.poll_interval_ms << " ms";
+  // Watch before the first read, so that a change right after the read is not missed.
+  if (options_.watch == Watch::kInotify) StartWatch();
+  Check();
+  if (stopped_) return;  // the sink stopped us from its callback
+  poll_timer_.StartRepeating(options_.poll_interval_ms, [this] { OnPollTick(); });
+}
+
+void ObjectsFileSource::Stop() {
+  stopped_ = true;
+  poll_timer_.Stop();
+  debounce_timer_.Stop();
+  StopWatch();
+}
+
+void ObjectsFileSource::StartWatch() {
+  inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd_ < 0) {
+    LOG(WARNING) << "objects file " << options_.path << ": inotify_init1: " << ErrnoText(errno)
+                 << "; changes are seen by the poll only";
+    return;
+  }
+  inotify_poll_ = new uv_poll_t{};
+  inotify_poll_->data = this;
+  int rc = uv_poll_init(loop_.get(), inotify_poll_, inotify_fd_);
+  if (rc != 0) {
+    delete inotify_poll_;  // never registered with the loop
+    inotify_poll_ = nullptr;
+    close(inotify_fd_);
+    inotify_fd_ = -1;
+    LOG(WARNING) << "objects file " << options_.path << ": uv_poll_init: " << uv_strerror(rc)
+                 << "; changes are seen by the poll only";
+    return;
+  }
+  CHECK_EQ(uv_poll_start(inotify_poll_, UV_READABLE, &ObjectsFileSource::OnInotify), 0);
+  AddWatch();
+}
+
+void ObjectsFileSource::AddWatch() {
+  watch_descriptor_ = inotify_add_watch(inotify_fd_, directory_.c_str(), kWatchMask);
+  if (watch_descriptor_ >= 0) {
+    if (watch_failed_) {
+      LOG(INFO) << "objects file " << options_.path << ": watching " << directory_ << " again";
+    }
+    watch_failed_ = false;
+    return;
+  }
+  // Logged once per outage: the poll tick retries every interval.
+  if (!watch_failed_) {
+    LOG(WARNING) << "objects file " << options_.path << ": cannot watch directory " << directory_
+                 << ": " << ErrnoText(errno) << "; retrying at every poll";
+  }
+  watch_failed_ = true;
+}
+
+void ObjectsFileSource::StopWatch() {
+  if (inotify_poll_ != nullptr) {
+    inotify_poll_->data = nullptr;
+    uv_close(reinterpret_cast<uv_handle_t*>(inotify_poll_),
+             [](uv_handle_t* handle) { delete reinterpret_cast<uv_poll_t*>(handle); });
+    inotify_poll_ = nullptr;
+  }
+  // uv_close has already removed the fd from epoll, so it may be closed now.
+  if (inotify_fd_ >= 0) close(inotify_fd_);
+  inotify_fd_ = -1;
+  watch_descriptor_ = -1;
+}
+
+void ObjectsFileSource::OnInotify(uv_poll_t* handle, int status, int events) noexcept {
+  auto* self = static_cast<ObjectsFileSource*>(handle->data);
+  if (self == nullptr) return;
+  if (status < 0) {
+    LOG_EVERY_N(WARNING, 100) << "objects file " << self->options_.path
+                              << ": inotify poll: " << uv_strerror(status);
+    return;
+  }
+  try {
+    self->ReadInotifyEvents();
+  } catch (const std::exception& e) {
+    LOG_EVERY_N(ERROR, 100) << "objects file " << self->options_.path << ": " << e.what();
+  }
+}
+
+void ObjectsFileSource::ReadInotifyEvents() {
+  alignas(struct inotify_event) char buffer[4096];  // holds at least one event of any size
+  bool relevant = false;
+  while (true) {
+    ssize_t n = read(inotify_fd_, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // EAGAIN: drained
+    for (char* p = buffer; p < buffer + n;) {
+      const auto* event = reinterpret_cast<const struct inotify_event*>(p);
+      p += sizeof(struct inotify_event) + event->len;
+      if ((event->mask & IN_Q_OVERFLOW) != 0) {
+        relevant = true;  // events were lost; look at the file
+        continue;
+      }
+      if (event->wd != watch_descriptor_ || watch_descriptor_ < 0) continue;
+      if ((event->mask & (IN_IGNORED | IN_MOVE_SELF)) != 0) {
+        // The directory was removed or moved away: drop the watch; the poll tick re-adds it
+        // when the directory is back at its path.
+        if ((event->mask & IN_MOVE_SELF) != 0) inotify_rm_watch(inotify_fd_, watch_descriptor_);
+        watch_descriptor_ = -1;
+        relevant = true;
+        continue;
+      }
+      if (event->len == 0) continue;
+      std::string_view name(event->name);  // NUL-padded
+      if (name == file_name_ || name == kAtomicWriterLink) relevant = true;
+    }
+  }
+  if (relevant) ScheduleCheck();
+}
+
+void ObjectsFileSource::ScheduleCheck() {
+  uint64_t now_ms = loop_.now_ms();
+  if (!debounce_timer_.IsActive()) {
+    first_event_ms_ = now_ms;
+  } else if (now_ms - first_event_ms_ >= kMaxDebounceFactor * options_.debounce_ms) {
+    return;  // a long burst: let the pending check run at its time
+  }
+  debounce_timer_.Start(options_.debounce_ms, [this] { Check(); });
+}
+
+void ObjectsFileSource::OnPollTick() {
+  if (inotify_fd_ >= 0 && watch_descriptor_ < 0) AddWatch();
+  if (last_id_.has_value() && *last_id_ == StatPath(options_.path)) return;
+  Check();
+}
+
+void ObjectsFileSource::Check() {
+  std::string content;
+  FileId id;
+  std::string error;
+  bool read = ReadFile(options_.path, options_.max_file_bytes, &content, &id, &error);
+  last_id_ = id;
+  if (!read) {
+    last_read_hash_.reset();  // whatever comes next is applied
+    Fail(error);
+    return;
+  }
+  // A 64-bit hash: a collision would only delay a reload until the next change.
+  size_t hash = std::hash<std::string_view>{}(content);
+  if (last_read_hash_ == hash) {
+    ++stats_.unchanged;
+    return;
+  }
+  last_read_hash_ = hash;
+
+  auto list = k8s::DecodeList(content);
+  if (!list.ok()) {
+    Fail(list.error());
+    return;
+  }
+  size_t usable = list->services.size() + list->endpoint_slices.size() + list->endpoints.size() +
+                  list->pods.size();
+  if (usable == 0 && list->bad_items > 0) {
+    std::string reason = "none of its " + std::to_string(list->bad_items) + " items decoded";
+    if (!list->warnings.messages().empty()) reason += "; " + list->warnings.messages().front();
+    Fail(reason);
+    return;
+  }
+  Apply(std::move(*list), content.size());
+}
+
+void ObjectsFileSource::Apply(k8s::ObjectList list, size_t bytes) {
+  const size_t services = list.services.size();
+  const size_t slices = list.endpoint_slices.size();
+  const size_t endpoints = list.endpoints.size();
+  const size_t pods = list.pods.size();
+
+  if (!list.warnings.empty()) {
+    // One line per reload: the count of skipped items and the first few reasons, which
+    // carry the item index ("items[3]: ...").
+    std::string quoted;
+    const auto& messages = list.warnings.messages();
+    for (size_t i = 0; i < messages.size() && i < kWarningsPerLogLine; ++i) {
+      quoted += (i == 0 ? "" : "; ") + messages[i];
+    }
+    size_t more = list.warnings.count() - std::min(messages.size(), kWarningsPerLogLine);
+    LOG(WARNING) << "objects file " << options_.path << ": " << list.bad_items
+                 << " bad item(s) skipped, " << list.warnings.count() << " warning(s): " << quoted
+                 << (more > 0 ? " (and " + std::to_string(more) + " more)" : "");
+  }
+  stats_.bad_items += list.bad_items;
+  metrics_.bad_items.Inc(list.bad_items);
+
+  RecordTreeWriter::ObjectSet objects;
+  objects.services = std::move(list.services);
+  objects.slices = std::move(list.endpoint_slices);
+  objects.endpoints = std::move(list.endpoints);
+
+  ++stats_.reloads_ok;
+  metrics_.reloads_ok.Inc();
+  metrics_.last_success_s.Set(WallClockSeconds());
+  metrics_.services.Set(static_cast<double>(services));
+  metrics_.slices.Set(static_cast<double>(slices));
+  metrics_.endpoints.Set(static_cast<double>(endpoints));
+  metrics_.pods.Set(static_cast<double>(pods));
+  LOG(INFO) << "objects file " << options_.path << ": loaded " << services << " services, "
+            << slices << " endpointslices, " << endpoints << " endpoints, " << pods << " pods ("
+            << bytes << " bytes)";
+
+  sink_.ReplacePods(std::move(list.pods));
+  sink_.ReplaceAll(std::move(objects));
+  if (!stats_.synced) {
+    stats_.synced = true;
+    sink_.Synced();
+  }
+}
+
+void ObjectsFileSource::Fail(const std::string& reason) {
+  ++stats_.reloads_failed;
+  stats_.last_error = reason;
+  metrics_.reloads_error.Inc();
+  uint64_t now_ms = loop_.now_ms();
+  bool repeat = logged_error_ && reason == last_logged_error_ &&
+                now_ms - last_error_log_ms_ < options_.error_log_interval_ms;
+  if (repeat) return;
+  LOG(WARNING) << "objects file " << options_.path << ": " << reason << "; "
+               << (stats_.synced ? "keeping the last good content"
+                                 : "nothing to serve until it loads");
+  logged_error_ = true;
+  last_logged_error_ = reason;
+  last_error_log_ms_ = now_ms;
+}
+
+}  // namespace kdns::kubedns

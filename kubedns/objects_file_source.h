@@ -1,0 +1,157 @@
+// ObjectsFileSource: the offline record source (`--objects-file=PATH`). It serves a
+// `kubectl get services,endpointslices -A -o json` style List (Services, EndpointSlices,
+// v1 Endpoints, Pods) and reloads it when it changes, so kubedns runs without a cluster.
+//
+// Change detection: inotify on the file's directory, not on the file, because editors,
+// `kubectl ... > tmp && mv tmp PATH` and the kubelet's ConfigMap writer replace the file by a
+// rename (a watch on the old inode would never fire again). Events for PATH's name, and for
+// "..data" (the symlink the ConfigMap writer swaps), start a debounce timer; a burst of
+// events gives one reload. A poll timer is the safety net (a lost watch, a directory that
+// did not exist, a symlink to elsewhere): it stats PATH and reads it only when device,
+// inode, size, mtime or ctime changed. Every read is hashed, and content equal to the last
+// read is not applied again (a `touch`, a rewrite with the same bytes).
+//
+// Error policy (the file is outside input): a file that is missing, unreadable, not a List
+// we decode, or whose items all failed to decode, is not applied; kubedns keeps serving the
+// last good content. Each such attempt is counted and logged in one line (the same reason
+// at most once per error_log_interval_ms). Bad items inside a good List are skipped,
+// counted, and logged in one line per reload; the good items are applied.
+//
+// Metrics (registered on the Registry given to the constructor, so one source per registry):
+//   kdns_objects_file_reloads_total{result="ok|error"}
+//   kdns_objects_file_last_success_timestamp_seconds
+//   kdns_objects_file_objects{kind="service|endpointslice|endpoints|pod"}
+//   kdns_objects_file_bad_items_total
+//
+// Thread: lives on the given loop's thread (which the caller runs), and calls the sink there.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/k8s/decode.h"
+#include "common/loop/loop.h"
+#include "common/loop/timer.h"
+#include "common/metrics/registry.h"
+#include "kubedns/source.h"
+
+namespace kdns::kubedns {
+
+class ObjectsFileSource final : public RecordSource {
+ public:
+  enum class Watch : uint8_t {
+    kInotify,   // inotify on the directory plus the poll timer
+    kPollOnly,  // the poll timer alone (tests of the fallback; filesystems without inotify)
+  };
+
+  struct Options {
+    std::string path;
+    Watch watch = Watch::kInotify;
+    uint64_t poll_interval_ms = 2000;
+    // Quiet time after the last inotify event before the file is read; a steady stream of
+    // events delays the read by at most kMaxDebounceFactor * debounce_ms.
+    uint64_t debounce_ms = 75;
+    uint64_t error_log_interval_ms = 60'000;
+    // A larger file is an error (protects the process from a runaway writer).
+    uint64_t max_file_bytes = 256ull << 20;
+  };
+  static constexpr uint64_t kMaxDebounceFactor = 10;
+
+  // For tests and status pages. `last_error` is the reason of the most recent failed
+  // attempt (kept after later successes; compare the counters to see which came last).
+  struct Stats {
+    uint64_t reloads_ok = 0;      // contents delivered with ReplaceAll
+    uint64_t reloads_failed = 0;  // attempts that kept the last good content
+    uint64_t unchanged = 0;       // reads whose content equalled the last read
+    uint64_t bad_items = 0;       // items skipped inside applied Lists, in total
+    bool synced = false;          // Synced() has been delivered
+    std::string last_error;
+  };
+
+  // `sink` and `registry` must outlive the source.
+  ObjectsFileSource(loop::Loop& loop, RecordSink& sink, metrics::Registry& registry,
+                    Options options);
+  ~ObjectsFileSource() override;
+  ObjectsFileSource(const ObjectsFileSource&) = delete;
+  ObjectsFileSource& operator=(const ObjectsFileSource&) = delete;
+
+  // Reads the file once before returning (delivering ReplaceAll and Synced if it is good),
+  // then watches it. Call once.
+  void Start() override;
+  void Stop() override;
+
+  const Stats& stats() const { return stats_; }
+  const Options& options() const { return options_; }
+
+ private:
+  // What stat(2) says about PATH; equal identities mean "not changed" to the poll timer.
+  struct FileId {
+    int error = 0;  // errno of a failed stat; 0 when the rest is valid
+    dev_t dev = 0;
+    ino_t ino = 0;
+    off_t size = 0;
+    int64_t mtime_ns = 0;
+    int64_t ctime_ns = 0;
+    friend bool operator==(const FileId&, const FileId&) = default;
+  };
+  static FileId IdFromStat(const struct stat& st);
+  static FileId StatPath(const std::string& path);
+  // Reads a whole regular file of at most max_bytes. On failure returns false with a one-line
+  // reason. `id` is always set: from the opened file, or from stat(2) when it could not be
+  // opened, so that a lasting failure looks unchanged to the poll timer.
+  [[nodiscard]] static bool ReadFile(const std::string& path, uint64_t max_bytes,
+                                     std::string* content, FileId* id, std::string* error);
+  struct Metrics {
+    metrics::Counter& reloads_ok;
+    metrics::Counter& reloads_error;
+    metrics::Gauge& last_success_s;
+    metrics::Gauge& services;
+    metrics::Gauge& slices;
+    metrics::Gauge& endpoints;
+    metrics::Gauge& pods;
+    metrics::Counter& bad_items;
+  };
+  static Metrics RegisterMetrics(metrics::Registry& registry);
+
+  void StartWatch();
+  void AddWatch();
+  void StopWatch();
+  static void OnInotify(uv_poll_t* handle, int status, int events) noexcept;
+  void ReadInotifyEvents();
+  void ScheduleCheck();
+  void OnPollTick();
+  // Reads PATH and applies it if its content differs from the last read.
+  void Check();
+  void Apply(k8s::ObjectList list, size_t bytes);
+  void Fail(const std::string& reason);
+
+  loop::Loop& loop_;
+  RecordSink& sink_;
+  const Options options_;
+  std::string directory_;  // where the inotify watch goes
+  std::string file_name_;  // PATH's last component, matched against event names
+  const Metrics metrics_;  // references into the registry
+  loop::Timer poll_timer_;
+  loop::Timer debounce_timer_;
+  uint64_t first_event_ms_ = 0;  // loop time of the first event of the pending burst
+  int inotify_fd_ = -1;
+  int watch_descriptor_ = -1;  // -1: no watch on the directory (the poll tick retries)
+  bool watch_failed_ = false;  // the last inotify_add_watch failed (logged once)
+  uv_poll_t* inotify_poll_ = nullptr;
+  bool started_ = false;
+  bool stopped_ = false;
+
+  std::optional<FileId> last_id_;         // identity at the last read attempt
+  std::optional<size_t> last_read_hash_;  // content hash of the last successful read
+  bool logged_error_ = false;
+  std::string last_logged_error_;
+  uint64_t last_error_log_ms_ = 0;
+  Stats stats_;
+};
+
+}  // namespace kdns::kubedns

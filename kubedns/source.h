@@ -1,0 +1,62 @@
+// Where kubedns gets its Kubernetes objects from. A RecordSource (the objects file today, the
+// API server watch later) produces objects; a RecordSink (in main.cc: a RecordTreeWriter that
+// publishes snapshots to the DNS threads) receives them. The answer code only ever sees the
+// snapshots, so a new source plugs in without touching it.
+//
+// Protocol: a source delivers a complete set with ReplaceAll (a file load, a LIST or a
+// re-LIST after 410 Gone), and between complete sets, if it can, single changes with the
+// Upsert*/Delete* calls (watch events). It calls Synced() once, after the first complete set:
+// that is when cluster-zone answers and readiness may start. Later complete sets do not call
+// Synced() again.
+//
+// Threads: a source lives on one loop thread, which the caller owns and runs. Start(),
+// Stop() and the destructor are called on that thread, and the source calls every sink
+// method on that thread too, never concurrently. The sink must not destroy the source from
+// inside one of its calls.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "common/k8s/objects.h"
+#include "kubedns/record_tree.h"
+
+namespace kdns::kubedns {
+
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+
+  // The whole state: objects missing from `objects` are gone.
+  virtual void ReplaceAll(RecordTreeWriter::ObjectSet objects) = 0;
+
+  // Pods of the same complete set, for `--pod-records=verified`. ObjectSet has no field for
+  // them yet, so they travel beside it: a source calls ReplacePods right before the
+  // ReplaceAll of the same set. Sinks that do not verify pod records ignore them.
+  virtual void ReplacePods(std::vector<k8s::Pod> pods) {}
+
+  // Single changes between complete sets (watch events). Names are the object's namespace
+  // and name; for v1 Endpoints, every slice derived from the object is replaced at once.
+  virtual void UpsertService(const k8s::Service& service) = 0;
+  virtual void DeleteService(std::string_view ns, std::string_view name) = 0;
+  virtual void UpsertSlice(const k8s::EndpointSlice& slice) = 0;
+  virtual void DeleteSlice(std::string_view ns, std::string_view name) = 0;
+  virtual void UpsertEndpoints(const k8s::Endpoints& endpoints) = 0;
+  virtual void DeleteEndpoints(std::string_view ns, std::string_view name) = 0;
+
+  // A complete set has been delivered (once per source lifetime).
+  virtual void Synced() = 0;
+};
+
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+
+  // Begins delivering to the sink. May deliver synchronously, before returning.
+  virtual void Start() = 0;
+  // Stops all activity; no sink call happens after it returns. Idempotent. The destructor
+  // stops too.
+  virtual void Stop() = 0;
+};
+
+}  // namespace kdns::kubedns
