@@ -1,0 +1,231 @@
+#include "common/server/loop_server.h"
+
+#include <glog/logging.h>
+#include <unistd.h>
+
+#include <exception>
+#include <utility>
+
+namespace kdns::server {
+namespace {
+
+constexpr uint64_t kMirrorIntervalMs = 1000;
+// Binding port 0: how many UDP ports to try before giving up on finding one free for TCP.
+constexpr int kPortZeroAttempts = 16;
+
+void CloseIfOpen(int fd) {
+  if (fd >= 0) close(fd);
+}
+
+}  // namespace
+
+std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& options,
+                                               const HandlerFactory& factory, ThreadStats& stats,
+                                               std::string* error, Failure* failure) {
+  Failure ignored;
+  if (failure == nullptr) failure = &ignored;
+  *failure = Failure::kNone;
+  const bool adopt = options.adopt_udp_fd >= 0 || options.adopt_tcp_fd >= 0;
+  if (adopt && (options.adopt_udp_fd < 0 || options.adopt_tcp_fd < 0)) {
+    CloseIfOpen(options.adopt_udp_fd);
+    CloseIfOpen(options.adopt_tcp_fd);
+    *error = "inherited DNS sockets: need both a UDP and a TCP fd";
+    *failure = Failure::kUdp;
+    return nullptr;
+  }
+  std::unique_ptr<LoopServer> server(new LoopServer(loop, options, stats));
+  LoopServer* self = server.get();
+
+  // Bind first, then make the handler: no datagram is delivered before the loop runs, and
+  // the factory then runs once per thread even when a port-0 bind is retried.
+  loop::UdpSocket::Options udp;
+  udp.reuse_port = options.reuse_port;
+  udp.receive_buffer_bytes = options.udp.receive_buffer_bytes;
+  udp.send_buffer_bytes = options.udp.send_buffer_bytes;
+  udp.max_pending_sends = options.udp.max_pending_sends;
+  auto on_datagram = [self](std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
+                            const loop::UdpReplyContext& reply_context) {
+    self->OnDatagram(datagram, peer, reply_context);
+  };
+  std::string socket_error;
+  if (adopt) {
+    server->udp_ =
+        loop::UdpSocket::Adopt(loop, options.adopt_udp_fd, udp, on_datagram, &socket_error);
+  } else {
+    server->udp_ = loop::UdpSocket::Bind(loop, options.address, udp, on_datagram, &socket_error);
+  }
+  if (server->udp_ == nullptr) {
+    if (adopt) CloseIfOpen(options.adopt_tcp_fd);
+    *error = "UDP: " + socket_error;
+    *failure = Failure::kUdp;
+    return nullptr;
+  }
+
+  loop::TcpListener::Options tcp;
+  tcp.reuse_port = options.reuse_port;
+  tcp.backlog = options.tcp.backlog;
+  tcp.max_connections = options.tcp.max_connections;
+  tcp.connection.idle_timeout_ms = options.tcp.idle_timeout_ms;
+  tcp.connection.max_pending_output_bytes = options.tcp.max_pending_output_bytes;
+  auto on_accept = [self](std::unique_ptr<loop::TcpConnection> connection) {
+    self->OnAccept(std::move(connection));
+  };
+  if (adopt) {
+    server->tcp_ =
+        loop::TcpListener::Adopt(loop, options.adopt_tcp_fd, tcp, on_accept, &socket_error);
+  } else {
+    // With port 0, TCP takes the port the kernel gave UDP, so both share one port. That
+    // port may be taken for TCP (a listener, or the local end of some connection): then
+    // let the kernel pick another UDP port and try again.
+    for (int attempt = 0; attempt < kPortZeroAttempts; ++attempt) {
+      loop::SocketAddress address = options.address;
+      address.set_port(server->udp_->GetLocalAddress().port());
+      server->tcp_ = loop::TcpListener::Bind(loop, address, tcp, on_accept, &socket_error);
+      if (server->tcp_ != nullptr || options.address.port() != 0) break;
+      server->udp_ = loop::UdpSocket::Bind(loop, options.address, udp, on_datagram, &socket_error);
+      if (server->udp_ == nullptr) {
+        *error = "UDP: " + socket_error;
+        *failure = Failure::kUdp;
+        return nullptr;
+      }
+    }
+  }
+  if (server->tcp_ == nullptr) {
+    *error = "TCP: " + socket_error;
+    *failure = Failure::kTcp;
+    return nullptr;
+  }
+
+  std::string handler_error = "the handler factory returned no handler";
+  try {
+    server->handler_ = factory(server->context_);
+  } catch (const std::exception& e) {
+    handler_error = std::string("the handler factory threw: ") + e.what();
+  }
+  if (server->handler_ == nullptr) {
+    *error = handler_error;
+    *failure = Failure::kHandler;
+    return nullptr;
+  }
+  server->mirror_timer_.StartRepeating(kMirrorIntervalMs, [self] { self->MirrorSocketStats(); });
+  return server;
+}
+
+LoopServer::LoopServer(loop::Loop& loop, const Options& options, ThreadStats& stats)
+    : loop_(loop),
+      options_(options),
+      stats_(stats),
+      response_buffer_(kResponseBufferBytes),
+      context_{loop, options.thread_index, std::span<uint8_t>(response_buffer_)},
+      mirror_timer_(loop) {}
+
+LoopServer::~LoopServer() {
+  // Responders the handler holds drop into connections that still exist.
+  handler_.reset();
+  MirrorSocketStats();
+  connections_.clear();  // no close callback follows a destroyed connection
+  tcp_.reset();
+  udp_.reset();
+  ThreadStats::Set(stats_.tcp_open, 0);
+}
+
+void LoopServer::OnDatagram(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
+                            const loop::UdpReplyContext& reply_context) {
+  ThreadStats::Increment(stats_.udp_queries);
+  Request request(context_, datagram, Responder(this, Transport::kUdp, peer, reply_context, 0));
+  Handle(request);
+}
+
+void LoopServer::OnAccept(std::unique_ptr<loop::TcpConnection> connection) {
+  const uint64_t id = next_connection_id_++;
+  loop::DnsTcpConnection::Options dns;
+  dns.idle_timeout_ms = options_.tcp.idle_timeout_ms;
+  dns.max_outstanding_queries = options_.tcp.max_outstanding_queries;
+  dns.max_pending_output_bytes = options_.tcp.max_pending_output_bytes;
+  Connection entry;
+  entry.dns = std::make_unique<loop::DnsTcpConnection>(
+      loop_, std::move(connection), dns,
+      [this, id](std::span<const uint8_t> query) { OnTcpQuery(id, query); },
+      [this, id](loop::TcpConnection::CloseReason) { OnTcpClosed(id); });
+  connections_.emplace(id, std::move(entry));
+  ThreadStats::Increment(stats_.tcp_accepted);
+  ThreadStats::Set(stats_.tcp_open, connections_.size());
+  MirrorSocketStats();
+}
+
+void LoopServer::OnTcpQuery(uint64_t id, std::span<const uint8_t> query) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;  // cannot happen: closed connections deliver nothing
+  ++it->second.unanswered;
+  ThreadStats::Increment(stats_.tcp_queries);
+  Request request(context_, query,
+                  Responder(this, Transport::kTcp, it->second.dns->peer_address(),
+                            loop::UdpReplyContext(), id));
+  Handle(request);
+}
+
+void LoopServer::OnTcpClosed(uint64_t id) {
+  // Destroys the DnsTcpConnection from its close callback, as it allows. Late Responders
+  // for it find no entry and drop their reply.
+  connections_.erase(id);
+  ThreadStats::Set(stats_.tcp_open, connections_.size());
+}
+
+void LoopServer::Handle(Request& request) {
+  try {
+    handler_->HandleQuery(request);
+  } catch (const std::exception& e) {
+    LOG_EVERY_N(ERROR, 1000) << "DNS handler threw on a " << TransportName(request.transport())
+                             << " query from " << request.peer().ToString() << ": " << e.what();
+  } catch (...) {
+    LOG_EVERY_N(ERROR, 1000) << "DNS handler threw a non-std exception on a "
+                             << TransportName(request.transport()) << " query";
+  }
+  // A still pending request is dropped when it goes out of scope in the caller.
+}
+
+bool LoopServer::Reply(const Responder& responder, std::span<const uint8_t> response) {
+  if (responder.transport_ == Transport::kUdp) {
+    if (udp_ != nullptr && udp_->Send(response, responder.peer_, responder.reply_context_)) {
+      ThreadStats::Increment(stats_.udp_replies);
+      return true;
+    }
+    ThreadStats::Increment(stats_.dropped_replies);
+    return false;
+  }
+  auto it = connections_.find(responder.connection_id_);
+  if (it == connections_.end()) {
+    ThreadStats::Increment(stats_.dropped_replies);  // the client went away
+    return false;
+  }
+  Connection& connection = it->second;
+  if (connection.unanswered > 0) --connection.unanswered;
+  // Send never calls back into us (DnsTcpConnection closes from a later libuv callback).
+  const bool sent = connection.dns->Send(response);
+  ThreadStats::Increment(sent ? stats_.tcp_replies : stats_.dropped_replies);
+  if (connection.dropped && connection.unanswered == 0) connection.dns->Close();
+  return sent;
+}
+
+void LoopServer::Drop(const Responder& responder) {
+  ThreadStats::Increment(stats_.unanswered);
+  if (responder.transport_ == Transport::kUdp) return;
+  auto it = connections_.find(responder.connection_id_);
+  if (it == connections_.end()) return;
+  Connection& connection = it->second;
+  if (connection.unanswered > 0) --connection.unanswered;
+  // DnsTcpConnection counts the query as outstanding until a response is sent, which
+  // would keep the connection open forever; close it once the other queries are answered.
+  connection.dropped = true;
+  if (connection.unanswered == 0) connection.dns->Close();
+}
+
+void LoopServer::MirrorSocketStats() {
+  if (udp_ != nullptr) {
+    ThreadStats::Set(stats_.udp_truncated, udp_->stats().truncated);
+    ThreadStats::Set(stats_.udp_errors, udp_->stats().errors);
+  }
+  if (tcp_ != nullptr) ThreadStats::Set(stats_.tcp_rejected, tcp_->stats().rejected);
+}
+
+}  // namespace kdns::server

@@ -1,0 +1,132 @@
+// LoopServer: DNS over UDP and TCP on one libuv loop. It owns one UdpSocket, one
+// TcpListener, the table of open DNS/TCP connections (by id, so late replies find out
+// safely that their connection is gone), the thread's 64 KiB response buffer and the
+// QueryHandler that the factory made for it. DnsServer runs one per thread, all bound to
+// the same address with SO_REUSEPORT (or all on dup()s of inherited sockets); a LoopServer
+// can also be used alone on any loop (tests, single-threaded tools).
+//
+// Counters go to a ThreadStats the caller owns (it outlives the LoopServer, so metrics can
+// still be read after shutdown). The sockets keep some counters of their own on the loop
+// thread (truncated datagrams, full send queue, refused connections); these are mirrored
+// into the ThreadStats on every accepted connection and once a second.
+//
+// Destruction (on the loop thread, never from inside a handler call) destroys the handler
+// first, so Responders it holds drop cleanly while the connections still exist; then the
+// connections (no callback follows), the listener and the socket. After that the loop has
+// no handle of this server left.
+//
+// Thread: the loop's thread only, except that the ThreadStats may be read from anywhere.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/loop/dns_tcp_connection.h"
+#include "common/loop/loop.h"
+#include "common/loop/socket_address.h"
+#include "common/loop/socket_util.h"
+#include "common/loop/tcp_connection.h"
+#include "common/loop/tcp_listener.h"
+#include "common/loop/timer.h"
+#include "common/loop/udp_socket.h"
+#include "common/server/query_handler.h"
+#include "common/server/stats.h"
+
+namespace kdns::server {
+
+struct UdpOptions {
+  // SO_RCVBUF / SO_SNDBUF, 0 for the system default (see loop::UdpSocket::Options).
+  int receive_buffer_bytes = 0;
+  int send_buffer_bytes = 0;
+  // Replies held while the socket would block; beyond this they are dropped.
+  size_t max_pending_sends = 1024;
+};
+
+struct TcpOptions {
+  // RFC 7766 6.2.3: seconds, not minutes. Runs only while no query is outstanding.
+  uint64_t idle_timeout_ms = 10'000;
+  // Per thread: beyond this, new connections are accepted and closed at once.
+  size_t max_connections = 1024;
+  // Per connection: queries delivered and not yet answered before reading pauses.
+  size_t max_outstanding_queries = 32;
+  // Per connection: output waiting for a client that does not read, before closing it.
+  size_t max_pending_output_bytes = 4 * (65535 + 2);
+  int backlog = 511;
+};
+
+class LoopServer {
+ public:
+  struct Options {
+    // Where to bind, when not adopting. Port 0 picks a port free for both UDP and TCP.
+    loop::SocketAddress address;
+    loop::ReusePort reuse_port = loop::ReusePort::kNo;
+    // Inherited sockets to serve instead of binding: a bound UDP socket and a bound
+    // (possibly listening) TCP socket, both or neither. Consumed (closed) by Create,
+    // also on failure.
+    int adopt_udp_fd = -1;
+    int adopt_tcp_fd = -1;
+    size_t thread_index = 0;
+    UdpOptions udp;
+    TcpOptions tcp;
+  };
+
+  // What failed in Create.
+  enum class Failure { kNone, kHandler, kUdp, kTcp };
+
+  // Makes the handler, then binds (or adopts) the UDP and the TCP socket. nullptr with a
+  // one-line *error (and *failure) on failure. `stats` must outlive the LoopServer.
+  [[nodiscard]] static std::unique_ptr<LoopServer> Create(loop::Loop& loop, const Options& options,
+                                                          const HandlerFactory& factory,
+                                                          ThreadStats& stats, std::string* error,
+                                                          Failure* failure = nullptr);
+  ~LoopServer();
+  LoopServer(const LoopServer&) = delete;
+  LoopServer& operator=(const LoopServer&) = delete;
+
+  loop::SocketAddress udp_address() const { return udp_->GetLocalAddress(); }
+  loop::SocketAddress tcp_address() const { return tcp_->GetLocalAddress(); }
+  size_t open_connections() const { return connections_.size(); }
+  const ThreadContext& context() const { return context_; }
+
+ private:
+  friend class Responder;
+
+  struct Connection {
+    std::unique_ptr<loop::DnsTcpConnection> dns;
+    uint32_t unanswered = 0;  // delivered, not yet replied to or dropped
+    bool dropped = false;     // a query was dropped: close once `unanswered` is 0
+  };
+
+  LoopServer(loop::Loop& loop, const Options& options, ThreadStats& stats);
+  void OnDatagram(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
+                  const loop::UdpReplyContext& reply_context);
+  void OnAccept(std::unique_ptr<loop::TcpConnection> connection);
+  void OnTcpQuery(uint64_t id, std::span<const uint8_t> query);
+  void OnTcpClosed(uint64_t id);
+  void Handle(Request& request);
+  // For Responder: sends or drops; `responder` is pending and belongs to this server.
+  bool Reply(const Responder& responder, std::span<const uint8_t> response);
+  void Drop(const Responder& responder);
+  // Copies the sockets' loop-thread counters into stats_.
+  void MirrorSocketStats();
+
+  loop::Loop& loop_;
+  Options options_;
+  ThreadStats& stats_;
+  std::vector<uint8_t> response_buffer_;
+  ThreadContext context_;
+  std::unique_ptr<loop::UdpSocket> udp_;
+  std::unique_ptr<loop::TcpListener> tcp_;
+  std::unordered_map<uint64_t, Connection> connections_;
+  uint64_t next_connection_id_ = 1;
+  loop::Timer mirror_timer_;
+  // Destroyed first (see the destructor).
+  std::unique_ptr<QueryHandler> handler_;
+};
+
+}  // namespace kdns::server

@@ -1,0 +1,316 @@
+#include "common/server/loop_server.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/loop/loop_test_util.h"
+#include "common/loop/timer.h"
+#include "common/server/server_test_util.h"
+
+namespace kdns::server {
+namespace {
+
+using loop::testing::RequireClosesClean;
+using loop::testing::RunUntil;
+using testing::EchoFactory;
+using testing::IdOf;
+using testing::IsResponse;
+using testing::MakeQuery;
+using testing::TcpClient;
+using testing::UdpClient;
+
+// Takes every query's Responder and keeps it, so the test decides when to answer.
+class HoldingHandler : public QueryHandler {
+ public:
+  void HandleQuery(Request& request) override {
+    queries.emplace_back(request.query().begin(), request.query().end());
+    transports.push_back(request.transport());
+    held.push_back(request.TakeResponder());
+  }
+  std::vector<std::vector<uint8_t>> queries;
+  std::vector<Transport> transports;
+  std::vector<Responder> held;
+};
+
+// Replies to `responder` with an echo of `query`, built in a buffer of its own.
+bool ReplyEcho(Responder& responder, const std::vector<uint8_t>& query) {
+  std::vector<uint8_t> buffer(query.size());
+  return responder.Reply(testing::EchoResponse(query, buffer));
+}
+
+struct Harness {
+  explicit Harness(const HandlerFactory& factory, size_t thread_index = 0) {
+    LoopServer::Options options;
+    options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+    options.thread_index = thread_index;
+    options.tcp.idle_timeout_ms = 60'000;
+    std::string error;
+    server = LoopServer::Create(loop, options, factory, stats, &error);
+    INFO(error);
+    REQUIRE(server != nullptr);
+  }
+  void Finish() {
+    server.reset();
+    RequireClosesClean(loop);
+  }
+
+  loop::Loop loop;
+  ThreadStats stats;
+  std::unique_ptr<LoopServer> server;
+};
+
+HandlerFactory HoldingFactory(HoldingHandler** out) {
+  return [out](const ThreadContext&) {
+    auto handler = std::make_unique<HoldingHandler>();
+    *out = handler.get();
+    return handler;
+  };
+}
+
+TEST_CASE("LoopServer answers UDP and TCP on one port and tells the handler who asked",
+          "[server]") {
+  std::vector<Transport> transports;
+  std::vector<uint16_t> peer_ports;
+  std::vector<size_t> thread_indexes;
+  Harness h(
+      [&](const ThreadContext& context) {
+        CHECK(context.response_buffer.size() == kResponseBufferBytes);
+        return std::make_unique<testing::FunctionHandler>([&](Request& request) {
+          transports.push_back(request.transport());
+          peer_ports.push_back(request.peer().port());
+          thread_indexes.push_back(request.thread_index());
+          CHECK(testing::ReplyEcho(request));
+          CHECK_FALSE(request.pending());
+        });
+      },
+      3);
+  REQUIRE(h.server->udp_address().port() != 0);
+  REQUIRE(h.server->udp_address().port() == h.server->tcp_address().port());
+
+  UdpClient udp(h.server->udp_address());
+  REQUIRE(udp.Send(MakeQuery(7)));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(h.loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 7);
+  CHECK(IsResponse(*reply));
+
+  TcpClient tcp(h.server->tcp_address());
+  REQUIRE(tcp.Send(MakeQuery(8)));
+  REQUIRE(RunUntil(h.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 8);
+  CHECK(IsResponse(*reply));
+
+  REQUIRE(transports == std::vector<Transport>{Transport::kUdp, Transport::kTcp});
+  CHECK(thread_indexes == std::vector<size_t>{3, 3});
+  CHECK(peer_ports[0] != 0);
+  CHECK(peer_ports[1] != 0);
+  ServerStats s = h.stats.Read();
+  CHECK(s.udp_queries == 1);
+  CHECK(s.tcp_queries == 1);
+  CHECK(s.udp_replies == 1);
+  CHECK(s.tcp_replies == 1);
+  CHECK(s.tcp_accepted == 1);
+  CHECK(s.tcp_open == 1);
+  CHECK(s.unanswered == 0);
+  h.Finish();
+  CHECK(h.stats.Read().tcp_open == 0);
+}
+
+TEST_CASE("LoopServer lets a handler answer later through a Responder", "[server]") {
+  HoldingHandler* handler = nullptr;
+  Harness h(HoldingFactory(&handler));
+  auto timer = std::make_unique<loop::Timer>(h.loop);
+  std::optional<std::vector<uint8_t>> reply;
+
+  SECTION("over UDP") {
+    UdpClient udp(h.server->udp_address());
+    REQUIRE(udp.Send(MakeQuery(21)));
+    REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
+    CHECK(handler->held[0].pending());
+    CHECK(handler->held[0].transport() == Transport::kUdp);
+    timer->Start(1, [&] { CHECK(ReplyEcho(handler->held[0], handler->queries[0])); });
+    REQUIRE(RunUntil(h.loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
+    CHECK(h.stats.Read().udp_replies == 1);
+  }
+  SECTION("over TCP") {
+    TcpClient tcp(h.server->tcp_address());
+    REQUIRE(tcp.Send(MakeQuery(21)));
+    REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
+    CHECK(handler->held[0].transport() == Transport::kTcp);
+    timer->Start(1, [&] { CHECK(ReplyEcho(handler->held[0], handler->queries[0])); });
+    REQUIRE(RunUntil(h.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
+    CHECK(h.stats.Read().tcp_replies == 1);
+  }
+  CHECK(IdOf(*reply) == 21);
+  CHECK(IsResponse(*reply));
+  CHECK_FALSE(handler->held[0].pending());
+  CHECK(h.stats.Read().unanswered == 0);
+  timer.reset();
+  h.Finish();
+}
+
+TEST_CASE("A late reply to a TCP connection the client closed is dropped safely", "[server]") {
+  HoldingHandler* handler = nullptr;
+  Harness h(HoldingFactory(&handler));
+  TcpClient tcp(h.server->tcp_address());
+  REQUIRE(tcp.Send(MakeQuery(5)));
+  REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
+  // A FIN alone would not do: it may be a half-close, after which the client still expects
+  // its answers (RFC 7766 6.2.1). A reset closes the server's side.
+  tcp.Reset();
+  REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
+  CHECK_FALSE(ReplyEcho(handler->held[0], handler->queries[0]));
+  CHECK_FALSE(handler->held[0].pending());
+  ServerStats s = h.stats.Read();
+  CHECK(s.dropped_replies == 1);
+  CHECK(s.tcp_replies == 0);
+  CHECK(s.tcp_open == 0);
+  h.Finish();
+}
+
+TEST_CASE("A client that half-closes after its query still gets the answer", "[server]") {
+  HoldingHandler* handler = nullptr;
+  Harness h(HoldingFactory(&handler));
+  TcpClient tcp(h.server->tcp_address());
+  REQUIRE(tcp.Send(MakeQuery(5)));
+  tcp.ShutdownWrite();
+  REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
+  h.loop.RunNoWait();
+  CHECK(h.server->open_connections() == 1);
+  CHECK(ReplyEcho(handler->held[0], handler->queries[0]));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(h.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 5);
+  REQUIRE(RunUntil(h.loop, [&] { return tcp.closed(); }));
+  REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
+  h.Finish();
+}
+
+TEST_CASE("A dropped UDP query gets no reply and is counted", "[server]") {
+  Harness h([](const ThreadContext&) {
+    return std::make_unique<testing::FunctionHandler>([](Request& request) {
+      if (IdOf(request.query()) % 2 == 0) testing::ReplyEcho(request);  // odd IDs: drop
+    });
+  });
+  UdpClient udp(h.server->udp_address());
+  REQUIRE(udp.Send(MakeQuery(1)));
+  REQUIRE(udp.Send(MakeQuery(2)));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(h.loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
+  // Loopback keeps the order: a reply to query 1 would have come first.
+  CHECK(IdOf(*reply) == 2);
+  CHECK_FALSE(udp.TryReceive().has_value());
+  ServerStats s = h.stats.Read();
+  CHECK(s.udp_queries == 2);
+  CHECK(s.udp_replies == 1);
+  CHECK(s.unanswered == 1);
+  h.Finish();
+}
+
+TEST_CASE("A dropped TCP query closes the connection once the other queries are answered",
+          "[server]") {
+  HoldingHandler* handler = nullptr;
+  Harness h(HoldingFactory(&handler));
+  TcpClient tcp(h.server->tcp_address());
+  std::vector<uint8_t> both = TcpClient::Frame(MakeQuery(1));
+  std::vector<uint8_t> second = TcpClient::Frame(MakeQuery(2));
+  both.insert(both.end(), second.begin(), second.end());
+  REQUIRE(tcp.SendRaw(both));
+  REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 2; }));
+  handler->held[1].Drop();
+  CHECK_FALSE(handler->held[1].pending());
+  h.loop.RunNoWait();
+  CHECK_FALSE(tcp.closed());  // query 1 still waits for its answer
+  CHECK(ReplyEcho(handler->held[0], handler->queries[0]));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(h.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 1);
+  REQUIRE(RunUntil(h.loop, [&] { return tcp.closed(); }));
+  REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
+  ServerStats s = h.stats.Read();
+  CHECK(s.tcp_queries == 2);
+  CHECK(s.tcp_replies == 1);
+  CHECK(s.unanswered == 1);
+  h.Finish();
+}
+
+TEST_CASE("Pipelined TCP queries on one connection are answered in any order", "[server]") {
+  HoldingHandler* handler = nullptr;
+  Harness h(HoldingFactory(&handler));
+  TcpClient tcp(h.server->tcp_address());
+  std::vector<uint8_t> all;
+  for (uint16_t id = 1; id <= 5; ++id) {
+    std::vector<uint8_t> framed = TcpClient::Frame(MakeQuery(id));
+    all.insert(all.end(), framed.begin(), framed.end());
+  }
+  REQUIRE(tcp.SendRaw(all));  // one write: the server frames five queries from it
+  REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 5; }));
+  for (size_t i = 5; i-- > 0;) CHECK(ReplyEcho(handler->held[i], handler->queries[i]));
+  std::vector<uint16_t> ids;
+  REQUIRE(RunUntil(h.loop, [&] {
+    while (auto reply = tcp.TryReceive()) ids.push_back(IdOf(*reply));
+    return ids.size() == 5;
+  }));
+  CHECK(ids == std::vector<uint16_t>{5, 4, 3, 2, 1});
+  CHECK(h.stats.Read().tcp_replies == 5);
+  CHECK(h.server->open_connections() == 1);
+  h.Finish();
+}
+
+TEST_CASE("Destroying a LoopServer drops the Responders its handler still holds", "[server]") {
+  HoldingHandler* handler = nullptr;
+  Harness h(HoldingFactory(&handler));
+  UdpClient udp(h.server->udp_address());
+  TcpClient tcp(h.server->tcp_address());
+  REQUIRE(udp.Send(MakeQuery(1)));
+  REQUIRE(tcp.Send(MakeQuery(2)));
+  REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 2; }));
+  h.Finish();  // the handler goes first, its Responders drop into a live connection table
+  ServerStats s = h.stats.Read();
+  CHECK(s.unanswered == 2);
+  CHECK(s.tcp_open == 0);
+  CHECK(tcp.WaitClosed());
+}
+
+TEST_CASE("LoopServer reports what failed when it cannot bind or adopt", "[server]") {
+  loop::Loop loop;
+  ThreadStats stats;
+  std::string error;
+  LoopServer::Failure failure = LoopServer::Failure::kNone;
+
+  SECTION("a UDP port taken by another socket") {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    auto address = *loop::SocketAddress::Parse("127.0.0.1:0");
+    REQUIRE(bind(fd, address.sockaddr_ptr(), address.sockaddr_len()) == 0);
+    LoopServer::Options options;
+    options.address = loop::internal::LocalAddressOf(fd);
+    options.reuse_port = loop::ReusePort::kYes;
+    CHECK(LoopServer::Create(loop, options, EchoFactory(), stats, &error, &failure) == nullptr);
+    CHECK(failure == LoopServer::Failure::kUdp);
+    CHECK_THAT(error, Catch::Contains("Address already in use"));
+    close(fd);
+  }
+  SECTION("only one inherited fd") {
+    LoopServer::Options options;
+    options.adopt_udp_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    CHECK(LoopServer::Create(loop, options, EchoFactory(), stats, &error, &failure) == nullptr);
+    CHECK_THAT(error, Catch::Contains("both"));
+  }
+  SECTION("a factory that makes no handler") {
+    LoopServer::Options options;
+    options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+    auto factory = [](const ThreadContext&) { return std::unique_ptr<QueryHandler>(); };
+    CHECK(LoopServer::Create(loop, options, factory, stats, &error, &failure) == nullptr);
+    CHECK(failure == LoopServer::Failure::kHandler);
+    CHECK_THAT(error, Catch::Contains("no handler"));
+  }
+  RequireClosesClean(loop);
+}
+
+}  // namespace
+}  // namespace kdns::server

@@ -1,0 +1,51 @@
+#include "common/server/query_handler.h"
+
+#include <utility>
+
+#include "common/server/loop_server.h"
+
+namespace kdns::server {
+
+const char* TransportName(Transport transport) {
+  switch (transport) {
+    case Transport::kUdp:
+      return "udp";
+    case Transport::kTcp:
+      return "tcp";
+  }
+  return "?";
+}
+
+Responder::Responder(Responder&& other) noexcept
+    : server_(std::exchange(other.server_, nullptr)),
+      transport_(other.transport_),
+      connection_id_(other.connection_id_),
+      peer_(other.peer_),
+      reply_context_(other.reply_context_) {}
+
+Responder& Responder::operator=(Responder&& other) noexcept {
+  if (this != &other) {
+    Drop();
+    server_ = std::exchange(other.server_, nullptr);
+    transport_ = other.transport_;
+    connection_id_ = other.connection_id_;
+    peer_ = other.peer_;
+    reply_context_ = other.reply_context_;
+  }
+  return *this;
+}
+
+Responder::~Responder() { Drop(); }
+
+bool Responder::Reply(std::span<const uint8_t> response) {
+  LoopServer* server = std::exchange(server_, nullptr);
+  if (server == nullptr) return false;
+  return server->Reply(*this, response);
+}
+
+void Responder::Drop() {
+  LoopServer* server = std::exchange(server_, nullptr);
+  if (server != nullptr) server->Drop(*this);
+}
+
+}  // namespace kdns::server

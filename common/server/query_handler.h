@@ -1,0 +1,145 @@
+// The interface between the DNS serving skeleton (LoopServer, DnsServer) and the protocol
+// logic: a QueryHandler per serving thread receives each query as a Request and answers it
+// now (Request::Reply), later (Request::TakeResponder, then Responder::Reply from the same
+// thread), or not at all (a drop).
+//
+//   - A synchronous authoritative server writes its answer into
+//     Request::response_buffer() and calls Reply() before returning.
+//   - An asynchronous forwarder takes the Responder, keeps it with its upstream query and
+//     replies when the upstream answers or times out.
+//
+// Replies are copied (into the UDP send queue or the TCP output) before Reply returns, so
+// the thread's response buffer can be reused at once. A reply may fail and is then counted
+// in ServerStats::dropped_replies: the UDP send queue is full or the datagram is over 65507
+// bytes, or the TCP connection has closed (a late answer to a client that went away: the
+// Responder holds the connection's id, not a pointer, so this is safe) or its output is
+// over its bound. UDP replies are sent as given: fitting the client's buffer size and
+// setting TC is the handler's job.
+//
+// A query neither replied to nor taken when HandleQuery returns, or a Responder destroyed
+// without replying, is a drop (ServerStats::unanswered). Over UDP nothing is sent. Over TCP
+// the connection is closed once its other queries are answered: a server that does not
+// answer a stream query has decided the client is broken, and an unanswered query would
+// otherwise keep the connection's idle timeout from ever running.
+//
+// Thread: a QueryHandler, its Requests and Responders live on one serving thread. A
+// Responder must be used and destroyed on that thread, before the handler is destroyed
+// (handlers own their pending Responders; the server destroys the handler first at
+// shutdown, while connections and sockets still exist).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "common/loop/loop.h"
+#include "common/loop/socket_address.h"
+#include "common/loop/udp_socket.h"
+
+namespace kdns::server {
+
+class LoopServer;
+
+enum class Transport : uint8_t { kUdp, kTcp };
+const char* TransportName(Transport transport);
+
+// Size of each thread's reusable response buffer: the largest DNS message (TCP) fits.
+inline constexpr size_t kResponseBufferBytes = 64 * 1024;
+
+// What a handler gets to know about the thread it serves; valid as long as the handler.
+struct ThreadContext {
+  loop::Loop& loop;     // for timers and upstream sockets owned by the handler
+  size_t thread_index;  // 0 .. threads-1
+  // kResponseBufferBytes, reused by every query of the thread: write a response here and
+  // Reply() it before the next query is handled.
+  std::span<uint8_t> response_buffer;
+};
+
+// The right to answer one query, possibly later. Movable, not copyable; empty once it
+// replied, dropped or was moved from.
+class Responder {
+ public:
+  Responder() = default;
+  Responder(Responder&& other) noexcept;
+  Responder& operator=(Responder&& other) noexcept;
+  // Drops the query if it was not answered.
+  ~Responder();
+  Responder(const Responder&) = delete;
+  Responder& operator=(const Responder&) = delete;
+
+  // Sends the response (copied before returning) and empties the Responder. False if it
+  // was empty or the reply could not be sent (see the header comment).
+  bool Reply(std::span<const uint8_t> response);
+  // Gives up on the query without answering (see the header comment). No-op when empty.
+  void Drop();
+
+  // True until Reply, Drop or a move.
+  bool pending() const { return server_ != nullptr; }
+  Transport transport() const { return transport_; }
+  const loop::SocketAddress& peer() const { return peer_; }
+
+ private:
+  friend class LoopServer;
+  Responder(LoopServer* server, Transport transport, const loop::SocketAddress& peer,
+            const loop::UdpReplyContext& reply_context, uint64_t connection_id)
+      : server_(server),
+        transport_(transport),
+        connection_id_(connection_id),
+        peer_(peer),
+        reply_context_(reply_context) {}
+
+  LoopServer* server_ = nullptr;
+  Transport transport_ = Transport::kUdp;
+  uint64_t connection_id_ = 0;  // TCP: the key in the thread's connection table
+  loop::SocketAddress peer_;
+  loop::UdpReplyContext reply_context_;  // UDP: the local address the query came to
+};
+
+// One query being handled. Lives on the stack for the duration of HandleQuery.
+class Request {
+ public:
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  // The query message (without a TCP length prefix), valid only during HandleQuery.
+  std::span<const uint8_t> query() const { return query_; }
+  Transport transport() const { return responder_.transport(); }
+  const loop::SocketAddress& peer() const { return responder_.peer(); }
+  size_t thread_index() const { return context_.thread_index; }
+  // The thread's reusable buffer (ThreadContext::response_buffer).
+  std::span<uint8_t> response_buffer() const { return context_.response_buffer; }
+  const ThreadContext& context() const { return context_; }
+
+  // Answers now. False if already answered or taken, or if the reply could not be sent.
+  bool Reply(std::span<const uint8_t> response) { return responder_.Reply(response); }
+  // Moves the right to answer out, to reply later from this thread. Empty if already
+  // answered or taken.
+  Responder TakeResponder() { return std::move(responder_); }
+  // Neither answered nor taken yet.
+  bool pending() const { return responder_.pending(); }
+
+ private:
+  friend class LoopServer;
+  Request(const ThreadContext& context, std::span<const uint8_t> query, Responder responder)
+      : context_(context), query_(query), responder_(std::move(responder)) {}
+
+  const ThreadContext& context_;
+  std::span<const uint8_t> query_;
+  Responder responder_;  // dropped at destruction if still pending
+};
+
+class QueryHandler {
+ public:
+  virtual ~QueryHandler() = default;
+  // Called on the serving thread for every query, UDP or TCP. Must not block, and must
+  // not throw (an exception is caught, logged rate-limited and the query dropped).
+  virtual void HandleQuery(Request& request) = 0;
+};
+
+// Makes the handler of one thread. Called on that thread, before it serves, one thread at
+// a time; it may create loop objects (timers, sockets) on context.loop.
+using HandlerFactory = std::function<std::unique_ptr<QueryHandler>(const ThreadContext& context)>;
+
+}  // namespace kdns::server

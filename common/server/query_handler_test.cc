@@ -1,0 +1,160 @@
+#include "common/server/query_handler.h"
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/loop/loop_test_util.h"
+#include "common/server/loop_server.h"
+#include "common/server/server_test_util.h"
+
+namespace kdns::server {
+namespace {
+
+using loop::testing::RequireClosesClean;
+using loop::testing::RunUntil;
+using testing::IdOf;
+using testing::MakeQuery;
+using testing::UdpClient;
+
+// A LoopServer on the test's loop whose handler is `fn`; sends one UDP query and runs the
+// loop until the handler has run. Returns the counters once the server is gone.
+ServerStats HandleOneQuery(const std::function<void(Request&, ThreadStats&)>& fn) {
+  loop::Loop loop;
+  ThreadStats stats;
+  bool handled = false;
+  {
+    LoopServer::Options options;
+    options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+    std::string error;
+    auto server = LoopServer::Create(
+        loop, options,
+        [&](const ThreadContext&) {
+          return std::make_unique<testing::FunctionHandler>([&](Request& request) {
+            fn(request, stats);
+            handled = true;
+          });
+        },
+        stats, &error);
+    REQUIRE(server != nullptr);
+    UdpClient udp(server->udp_address());
+    REQUIRE(udp.Send(MakeQuery(1)));
+    REQUIRE(RunUntil(loop, [&] { return handled; }));
+  }
+  RequireClosesClean(loop);
+  return stats.Read();
+}
+
+TEST_CASE("TransportName names both transports", "[server]") {
+  CHECK(std::string(TransportName(Transport::kUdp)) == "udp");
+  CHECK(std::string(TransportName(Transport::kTcp)) == "tcp");
+}
+
+TEST_CASE("An empty Responder replies nothing", "[server]") {
+  Responder responder;
+  CHECK_FALSE(responder.pending());
+  const uint8_t bytes[12] = {};
+  CHECK_FALSE(responder.Reply(bytes));
+  responder.Drop();  // no-op
+}
+
+TEST_CASE("A request is answered at most once", "[server]") {
+  HandleOneQuery([](Request& request, ThreadStats& stats) {
+    CHECK(request.pending());
+    CHECK(testing::ReplyEcho(request));
+    CHECK_FALSE(request.pending());
+    CHECK_FALSE(testing::ReplyEcho(request));
+    Responder late = request.TakeResponder();
+    CHECK_FALSE(late.pending());
+    CHECK(stats.udp_replies.load() == 1);
+  });
+}
+
+TEST_CASE("A taken Responder leaves the request unable to reply", "[server]") {
+  HandleOneQuery([](Request& request, ThreadStats& stats) {
+    Responder responder = request.TakeResponder();
+    CHECK(responder.pending());
+    CHECK_FALSE(request.pending());
+    CHECK_FALSE(testing::ReplyEcho(request));
+    CHECK(responder.Reply(testing::EchoResponse(request.query(), request.response_buffer())));
+    CHECK_FALSE(responder.pending());
+    CHECK(stats.udp_replies.load() == 1);
+  });
+}
+
+TEST_CASE("Moving a Responder moves the right to answer", "[server]") {
+  HandleOneQuery([](Request& request, ThreadStats& stats) {
+    Responder first = request.TakeResponder();
+    Responder second = std::move(first);
+    CHECK_FALSE(first.pending());  // NOLINT(bugprone-use-after-move): checking moved-from state
+    CHECK(second.pending());
+    Responder third;
+    third = std::move(second);
+    CHECK(third.pending());
+    CHECK(third.peer().port() != 0);
+    CHECK(third.transport() == Transport::kUdp);
+    CHECK(stats.unanswered.load() == 0);
+  });
+}
+
+TEST_CASE("A Responder destroyed or reassigned unanswered counts as a drop", "[server]") {
+  SECTION("destroyed") {
+    ServerStats s = HandleOneQuery([](Request& request, ThreadStats& stats) {
+      { Responder gone = request.TakeResponder(); }
+      CHECK(stats.unanswered.load() == 1);
+    });
+    CHECK(s.unanswered == 1);
+  }
+  SECTION("reassigned") {
+    ServerStats s = HandleOneQuery([](Request& request, ThreadStats& stats) {
+      Responder held = request.TakeResponder();
+      held = Responder();
+      CHECK_FALSE(held.pending());
+      CHECK(stats.unanswered.load() == 1);
+    });
+    CHECK(s.unanswered == 1);
+  }
+}
+
+TEST_CASE("A request the handler neither answers nor takes is dropped", "[server]") {
+  std::optional<uint64_t> unanswered_during;
+  ServerStats s = HandleOneQuery(
+      [&](Request&, ThreadStats& stats) { unanswered_during = stats.unanswered.load(); });
+  CHECK(unanswered_during == 0u);
+  CHECK(s.unanswered == 1);
+  CHECK(s.udp_replies == 0);
+}
+
+TEST_CASE("A handler that throws has its query dropped and the server keeps serving", "[server]") {
+  loop::Loop loop;
+  ThreadStats stats;
+  {
+    LoopServer::Options options;
+    options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+    std::string error;
+    auto server = LoopServer::Create(
+        loop, options,
+        [](const ThreadContext&) {
+          return std::make_unique<testing::FunctionHandler>([](Request& request) {
+            if (IdOf(request.query()) == 1) throw std::runtime_error("boom");
+            testing::ReplyEcho(request);
+          });
+        },
+        stats, &error);
+    REQUIRE(server != nullptr);
+    UdpClient udp(server->udp_address());
+    REQUIRE(udp.Send(MakeQuery(1)));
+    REQUIRE(udp.Send(MakeQuery(2)));
+    std::optional<std::vector<uint8_t>> reply;
+    REQUIRE(RunUntil(loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
+    CHECK(IdOf(*reply) == 2);
+    CHECK(stats.unanswered.load() == 1);
+  }
+  RequireClosesClean(loop);
+}
+
+}  // namespace
+}  // namespace kdns::server

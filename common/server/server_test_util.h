@@ -1,0 +1,204 @@
+// Test helpers for kdns::server: DNS query bytes, an echo handler (the query back with QR
+// set), a handler built from a lambda, and plain-socket UDP and TCP clients that either
+// wait with a poll() timeout (servers on other threads) or never block (a server on the
+// test's own loop, driven with loop::testing::RunUntil). Header-only; tests only.
+#pragma once
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "common/loop/socket_address.h"
+#include "common/server/query_handler.h"
+
+namespace kdns::server::testing {
+
+// A query for `example. A IN` with the given ID and RD set.
+inline std::vector<uint8_t> MakeQuery(uint16_t id) {
+  std::vector<uint8_t> q = {
+      static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+  const uint8_t question[] = {7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 0, 0, 1, 0, 1};
+  q.insert(q.end(), std::begin(question), std::end(question));
+  return q;
+}
+
+inline uint16_t IdOf(std::span<const uint8_t> message) {
+  return message.size() < 2 ? 0 : static_cast<uint16_t>(message[0] << 8 | message[1]);
+}
+
+inline bool IsResponse(std::span<const uint8_t> message) {
+  return message.size() >= 3 && (message[2] & 0x80) != 0;
+}
+
+// The query with QR set, written into `buffer` (cut to its size). Runs on serving
+// threads, so no Catch2 macro here: they are not thread-safe.
+inline std::span<const uint8_t> EchoResponse(std::span<const uint8_t> query,
+                                             std::span<uint8_t> buffer) {
+  size_t size = std::min(query.size(), buffer.size());
+  std::copy_n(query.begin(), size, buffer.begin());
+  if (size >= 3) buffer[2] |= 0x80;
+  return buffer.first(size);
+}
+
+inline bool ReplyEcho(Request& request) {
+  return request.Reply(EchoResponse(request.query(), request.response_buffer()));
+}
+
+// Runs a lambda for every query.
+class FunctionHandler : public QueryHandler {
+ public:
+  explicit FunctionHandler(std::function<void(Request&)> fn) : fn_(std::move(fn)) {}
+  void HandleQuery(Request& request) override { fn_(request); }
+
+ private:
+  std::function<void(Request&)> fn_;
+};
+
+inline HandlerFactory EchoFactory() {
+  return [](const ThreadContext&) {
+    return std::make_unique<FunctionHandler>([](Request& r) { ReplyEcho(r); });
+  };
+}
+
+// Waits until fd is readable; false on timeout.
+inline bool WaitReadable(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  int rc;
+  do {
+    rc = poll(&p, 1, timeout_ms);
+  } while (rc < 0 && errno == EINTR);
+  return rc > 0;
+}
+
+class UdpClient {
+ public:
+  explicit UdpClient(const loop::SocketAddress& server) {
+    fd_ = socket(server.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    REQUIRE(connect(fd_, server.sockaddr_ptr(), server.sockaddr_len()) == 0);
+  }
+  ~UdpClient() { close(fd_); }
+  UdpClient(const UdpClient&) = delete;
+  UdpClient& operator=(const UdpClient&) = delete;
+
+  bool Send(const std::vector<uint8_t>& message) {
+    return send(fd_, message.data(), message.size(), 0) == static_cast<ssize_t>(message.size());
+  }
+  std::optional<std::vector<uint8_t>> TryReceive() {
+    std::vector<uint8_t> buf(65536);
+    ssize_t n = recv(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
+    if (n < 0) return std::nullopt;
+    buf.resize(static_cast<size_t>(n));
+    return buf;
+  }
+  std::optional<std::vector<uint8_t>> Receive(int timeout_ms = 5000) {
+    if (!WaitReadable(fd_, timeout_ms)) return std::nullopt;
+    return TryReceive();
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+// DNS over TCP: two-byte length prefixes (RFC 1035 4.2.2).
+class TcpClient {
+ public:
+  explicit TcpClient(const loop::SocketAddress& server) {
+    fd_ = socket(server.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    // Loopback connect completes in the kernel's backlog, even if the server's loop is not
+    // running yet.
+    REQUIRE(connect(fd_, server.sockaddr_ptr(), server.sockaddr_len()) == 0);
+  }
+  ~TcpClient() { Close(); }
+  TcpClient(const TcpClient&) = delete;
+  TcpClient& operator=(const TcpClient&) = delete;
+
+  static std::vector<uint8_t> Frame(const std::vector<uint8_t>& message) {
+    std::vector<uint8_t> framed = {static_cast<uint8_t>(message.size() >> 8),
+                                   static_cast<uint8_t>(message.size())};
+    framed.insert(framed.end(), message.begin(), message.end());
+    return framed;
+  }
+  // Small test payloads fit the socket buffer: the blocking send never waits.
+  bool SendRaw(const std::vector<uint8_t>& bytes) {
+    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  bool Send(const std::vector<uint8_t>& message) { return SendRaw(Frame(message)); }
+
+  // Reads what is available without blocking; false once the server closed (EOF/reset).
+  bool Poll() {
+    uint8_t buf[16384];
+    while (open_) {
+      ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n > 0) {
+        received_.insert(received_.end(), buf, buf + n);
+      } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        open_ = false;
+      } else {
+        break;
+      }
+    }
+    return open_;
+  }
+  // The next complete message, if one has arrived.
+  std::optional<std::vector<uint8_t>> TryReceive() {
+    Poll();
+    if (received_.size() < 2) return std::nullopt;
+    size_t length = static_cast<size_t>(received_[0]) << 8 | received_[1];
+    if (received_.size() < 2 + length) return std::nullopt;
+    std::vector<uint8_t> message(received_.begin() + 2, received_.begin() + 2 + length);
+    received_.erase(received_.begin(), received_.begin() + 2 + length);
+    return message;
+  }
+  std::optional<std::vector<uint8_t>> Receive(int timeout_ms = 5000) {
+    for (;;) {
+      if (auto message = TryReceive()) return message;
+      if (!open_ || !WaitReadable(fd_, timeout_ms)) return std::nullopt;
+    }
+  }
+  // Waits until the server closes the connection; false on timeout.
+  bool WaitClosed(int timeout_ms = 5000) {
+    while (Poll()) {
+      if (!WaitReadable(fd_, timeout_ms)) return false;
+    }
+    return true;
+  }
+  bool closed() {
+    Poll();
+    return !open_;
+  }
+  // Closes with a RST (SO_LINGER 0) instead of a FIN: the server's next read fails, as
+  // with a client that crashed or went away.
+  void Reset() {
+    linger hard{1, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_LINGER, &hard, sizeof(hard));
+    Close();
+  }
+  void ShutdownWrite() { shutdown(fd_, SHUT_WR); }
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+    open_ = false;
+  }
+
+ private:
+  int fd_ = -1;
+  bool open_ = true;
+  std::vector<uint8_t> received_;
+};
+
+}  // namespace kdns::server::testing

@@ -1,0 +1,60 @@
+// Counters of a DNS server, kept per thread and summed when metrics are scraped (the shape
+// of PowerDNS's tcounters): each serving thread is the only writer of its ThreadStats, so
+// an increment is a relaxed load and store (no locked instruction on the query path), and
+// a scrape on another thread reads every counter with a relaxed load. A scrape is not a
+// consistent cut across counters, which Prometheus does not need.
+//
+// ServerStats is the plain snapshot: the sum over threads, or one thread's values.
+//
+// Thread: ThreadStats is written by one loop thread and read from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace kdns::server {
+
+struct ServerStats {
+  uint64_t udp_queries = 0;      // datagrams handed to the handler
+  uint64_t tcp_queries = 0;      // TCP messages handed to the handler
+  uint64_t udp_replies = 0;      // replies the UDP socket accepted
+  uint64_t tcp_replies = 0;      // replies written to a TCP connection
+  uint64_t unanswered = 0;       // queries the handler dropped (never replied to)
+  uint64_t dropped_replies = 0;  // replies that could not be sent (see Responder::Reply)
+  uint64_t udp_truncated = 0;    // datagrams over the receive size, dropped by the socket
+  uint64_t udp_errors = 0;       // failed receive/send system calls
+  uint64_t tcp_accepted = 0;     // connections accepted and served
+  uint64_t tcp_rejected = 0;     // connections refused at the per-thread cap
+  uint64_t tcp_open = 0;         // gauge: connections open now
+
+  ServerStats& operator+=(const ServerStats& other);
+};
+
+class ThreadStats {
+ public:
+  // Single writer: a relaxed load and store, not a read-modify-write.
+  static void Increment(std::atomic<uint64_t>& counter, uint64_t by = 1) {
+    counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
+  static void Set(std::atomic<uint64_t>& counter, uint64_t value) {
+    counter.store(value, std::memory_order_relaxed);
+  }
+
+  // From any thread.
+  ServerStats Read() const;
+
+  std::atomic<uint64_t> udp_queries{0};
+  std::atomic<uint64_t> tcp_queries{0};
+  std::atomic<uint64_t> udp_replies{0};
+  std::atomic<uint64_t> tcp_replies{0};
+  std::atomic<uint64_t> unanswered{0};
+  std::atomic<uint64_t> dropped_replies{0};
+  // Mirrored from the sockets' own (loop-thread) counters; see LoopServer.
+  std::atomic<uint64_t> udp_truncated{0};
+  std::atomic<uint64_t> udp_errors{0};
+  std::atomic<uint64_t> tcp_accepted{0};
+  std::atomic<uint64_t> tcp_rejected{0};
+  std::atomic<uint64_t> tcp_open{0};
+};
+
+}  // namespace kdns::server
