@@ -137,7 +137,8 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, std::span<const uint8_t>
       } else {
         AnswerZone(*snapshot, lower, response);
       }
-    } else if ((lower.IsSubdomainOf(in_addr_arpa_) || lower.IsSubdomainOf(ip6_arpa_)) &&
+    } else if ((result.reverse =
+                    lower.IsSubdomainOf(in_addr_arpa_) || lower.IsSubdomainOf(ip6_arpa_)) &&
                snapshot != nullptr && snapshot->synced() &&
                AnswerReverse(*snapshot, lower, response)) {
       // answered from the reverse index

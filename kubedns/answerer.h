@@ -57,6 +57,7 @@ struct AnswerResult {
   dns::Rcode rcode = dns::Rcode::kNoError;
   dns::RrType qtype = dns::RrType::kA;
   bool truncated = false;
+  bool reverse = false;               // the question was under in-addr.arpa or ip6.arpa
   std::span<const uint8_t> response;  // a view of the caller's buffer
 };
 

@@ -1,15 +1,161 @@
-// kubedns: Authoritative DNS server for the cluster domain, fed by the Kubernetes API.
-// Flags and wiring only; the program's behaviour lives in classes that tests drive.
+// kubedns: authoritative DNS server for the cluster domain, fed by Kubernetes objects.
+// Flags and wiring only; the program's behaviour lives in KubednsServer and the classes it
+// wires (see README.md, "life of a query").
 #include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <signal.h>
 
+#include <cstdlib>
 #include <string>
+#include <thread>
 
+#include "common/base/duration.h"
 #include "common/base/version.h"
+#include "kubedns/kubedns_server.h"
+
+// kube-dns's flags, same names and meanings.
+DEFINE_string(domain, "cluster.local.", "Cluster domain served (kube-dns --domain).");
+DEFINE_int32(dns_port, 10053, "Port to serve DNS on, UDP and TCP.");
+DEFINE_string(dns_bind_address, "0.0.0.0", "Address to serve DNS on.");
+DEFINE_int32(healthz_port, 8081, "Port for /readiness and /healthz.");
+DEFINE_string(config_dir, "",
+              "Directory of the kube-dns ConfigMap (stubDomains, "
+              "upstreamNameservers); read by the forwarder (not yet used).");
+DEFINE_string(config_period, "10s", "How often to re-read --config-dir (Go duration).");
+DEFINE_string(initial_sync_timeout, "60s",
+              "Log loudly when the first full sync has not finished after this long; "
+              "serving and retrying go on.");
+DEFINE_string(nameservers, "",
+              "Upstream servers for names outside the cluster domain, "
+              "comma-separated ip[:port] (not yet used: such names are answered REFUSED).");
+DEFINE_string(kubecfg_file, "", "kubeconfig file for the Kubernetes API (API watch: not yet).");
+DEFINE_string(kube_master_url, "", "URL of the Kubernetes API server (API watch: not yet).");
+// Ours.
+DEFINE_string(objects_file, "",
+              "Serve the objects of this `kubectl get services,endpointslices -A -o json` "
+              "List, reloading it when it changes.");
+DEFINE_int32(ttl, 30, "TTL of the records served, in seconds.");
+DEFINE_int32(dns_threads, 0, "DNS serving threads; 0: one per core.");
+DEFINE_string(pod_records, "insecure",
+              "a-b-c-d.ns.pod.<domain> records: insecure (any IP), verified (not yet), "
+              "disabled.");
+DEFINE_int32(metrics_port, -1,
+             "Port for /metrics and /cache; default: $PROMETHEUS_PORT, else 10055.");
+DEFINE_string(http_bind_address, "0.0.0.0", "Address for the healthz and metrics ports.");
+DEFINE_string(lameduck, "0s",
+              "On SIGTERM, fail readiness and keep answering this long before exiting.");
+DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
+
+namespace {
+
+[[noreturn]] void Fail(const std::string& message) {
+  LOG(ERROR) << message;
+  std::fprintf(stderr, "kubedns: %s\n", message.c_str());
+  std::exit(2);
+}
+
+uint64_t DurationFlag(const char* name, const std::string& value) {
+  auto ms = kdns::ParseDurationMs(value);
+  if (!ms) Fail(std::string("--") + name + ": not a duration: \"" + value + "\"");
+  return *ms;
+}
+
+uint16_t PortFlag(const char* name, int value) {
+  if (value < 0 || value > 65535) Fail(std::string("--") + name + ": not a port");
+  return static_cast<uint16_t>(value);
+}
+
+kdns::loop::SocketAddress Address(const char* name, const std::string& host, uint16_t port) {
+  auto address = kdns::loop::SocketAddress::FromHostPort(host, port);
+  if (!address) Fail(std::string("--") + name + ": not an IP address: \"" + host + "\"");
+  return *address;
+}
+
+kdns::kubedns::KubednsServer::Options OptionsFromFlags() {
+  kdns::kubedns::KubednsServer::Options options;
+  std::string domain = FLAGS_domain;
+  if (domain.empty() || domain.back() != '.') domain += '.';
+  auto zone = kdns::dns::Name::FromText(domain);
+  if (!zone || zone->IsRoot()) Fail("--domain: not a domain name: \"" + FLAGS_domain + "\"");
+  options.answer.zone = *zone;
+  if (FLAGS_ttl < 0) Fail("--ttl: must not be negative");
+  options.answer.ttl_s = static_cast<uint32_t>(FLAGS_ttl);
+  options.answer.soa_serial_base = static_cast<uint32_t>(std::time(nullptr));
+  if (FLAGS_pod_records == "insecure") {
+    options.answer.pod_records = kdns::kubedns::PodRecords::kInsecure;
+  } else if (FLAGS_pod_records == "disabled") {
+    options.answer.pod_records = kdns::kubedns::PodRecords::kDisabled;
+  } else if (FLAGS_pod_records == "verified") {
+    Fail("--pod-records=verified needs the Pod watch, which is not implemented yet");
+  } else {
+    Fail("--pod-records: insecure, verified or disabled, not \"" + FLAGS_pod_records + "\"");
+  }
+  options.dns_address =
+      Address("dns-bind-address", FLAGS_dns_bind_address, PortFlag("dns-port", FLAGS_dns_port));
+  if (FLAGS_dns_threads < 0) Fail("--dns-threads: must not be negative");
+  options.dns_threads = static_cast<size_t>(FLAGS_dns_threads);
+  options.healthz_address = Address("http-bind-address", FLAGS_http_bind_address,
+                                    PortFlag("healthz-port", FLAGS_healthz_port));
+  int metrics_port = FLAGS_metrics_port;
+  if (metrics_port < 0) {
+    const char* env = std::getenv("PROMETHEUS_PORT");  // kube-dns's way to set it
+    metrics_port = env != nullptr && *env != '\0' ? std::atoi(env) : 10055;
+  }
+  options.metrics_address =
+      Address("http-bind-address", FLAGS_http_bind_address, PortFlag("metrics-port", metrics_port));
+  options.metrics_prefix = kdns::kubedns::DnsMetrics::SkydnsPrefixFromEnvironment();
+  options.objects_file = FLAGS_objects_file;
+  DurationFlag("config-period", FLAGS_config_period);
+  if (options.objects_file.empty()) {
+    Fail(
+        "no record source: the Kubernetes API watch (--kubecfg-file, --kube-master-url, "
+        "in-cluster) is not implemented yet; pass --objects-file=PATH");
+  }
+  return options;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   gflags::SetVersionString(kdns::kVersion);
-  gflags::SetUsageMessage(std::string("Authoritative DNS server for the cluster domain, fed by the Kubernetes API.\nUsage: ") + argv[0] + " [flags]");
+  gflags::SetUsageMessage(
+      "Authoritative DNS for the Kubernetes cluster domain.\nUsage: kubedns [flags]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  gflags::ShowUsageWithFlagsRestrict(argv[0], "kubedns/");
+  google::InitGoogleLogging(argv[0]);
+  google::InstallFailureSignalHandler();
+
+  kdns::kubedns::KubednsServer::Options options = OptionsFromFlags();
+  uint64_t sync_timeout_ms = DurationFlag("initial-sync-timeout", FLAGS_initial_sync_timeout);
+  uint64_t lameduck_ms = DurationFlag("lameduck", FLAGS_lameduck);
+  if (FLAGS_check_flags) return 0;
+
+  // Signals are taken synchronously by this thread; every other thread blocks them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  kdns::kubedns::KubednsServer server(options);
+  std::string error;
+  if (!server.Start(&error)) Fail(error);
+  LOG(INFO) << "kubedns " << kdns::kVersion << " serving " << options.answer.zone.ToText() << " on "
+            << server.dns_address().ToString() << " (UDP, TCP), readiness on "
+            << server.healthz_address().ToString() << ", metrics on "
+            << server.metrics_address().ToString();
+
+  timespec wait{static_cast<time_t>(sync_timeout_ms / 1000),
+                static_cast<long>(sync_timeout_ms % 1000) * 1000000};
+  int signal_number = sigtimedwait(&signals, nullptr, &wait);
+  if (signal_number < 0 && !server.ready()) {
+    LOG(ERROR) << "initial sync not done after " << FLAGS_initial_sync_timeout
+               << ": cluster names are answered SERVFAIL until it is; still trying";
+  }
+  while (signal_number < 0) signal_number = sigwaitinfo(&signals, nullptr);
+  LOG(INFO) << "signal " << signal_number << ": failing readiness, lameduck for " << FLAGS_lameduck;
+  server.StartLameduck();
+  if (lameduck_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(lameduck_ms));
+  server.Stop();
+  LOG(INFO) << "kubedns stopped";
   return 0;
 }

@@ -70,14 +70,15 @@ DnsMetrics::DnsMetrics(metrics::Registry& registry, const std::string& prefix) {
       &registry.AddCounter("kdns_kubedns_truncated_total", "UDP responses truncated (TC set).");
 }
 
-void DnsMetrics::Record(const AnswerResult& result, bool reverse, size_t response_bytes,
-                        double seconds) {
+void DnsMetrics::Record(const AnswerResult& result, size_t response_bytes, double seconds) {
   if (result.outcome == Outcome::kDropped) {
     dropped_->Inc();
     return;
   }
   if (result.outcome == Outcome::kFormErr) malformed_->Inc();
-  System system = result.outcome == Outcome::kNotOurs ? kRecursive : reverse ? kReverse : kAuth;
+  System system = result.outcome == Outcome::kNotOurs ? kRecursive
+                  : result.reverse                    ? kReverse
+                                                      : kAuth;
   PerSystem& per = systems_[system];
   per.requests->Inc();
   per.duration->Observe(seconds);

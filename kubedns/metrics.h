@@ -41,8 +41,8 @@ class DnsMetrics {
   // `prefix` is "<namespace>_<subsystem>", normally from SkydnsPrefixFromEnvironment().
   DnsMetrics(metrics::Registry& registry, const std::string& prefix);
 
-  // One answered (or dropped) query. `reverse`: the question was a reverse name.
-  void Record(const AnswerResult& result, bool reverse, size_t response_bytes, double seconds);
+  // One answered (or dropped) query.
+  void Record(const AnswerResult& result, size_t response_bytes, double seconds);
 
   static std::string SkydnsPrefixFromEnvironment();
 

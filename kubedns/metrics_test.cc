@@ -20,11 +20,13 @@ TEST_CASE("answered queries are counted in the skydns and kdns families", "[kube
   forwarded.outcome = Outcome::kNotOurs;
   forwarded.rcode = dns::Rcode::kRefused;
   AnswerResult dropped;
-  dns_metrics.Record(ok, false, 100, 0.00002);
-  dns_metrics.Record(ok, true, 100, 0.00002);
-  dns_metrics.Record(nx, false, 90, 0.00002);
-  dns_metrics.Record(forwarded, false, 40, 0.00001);
-  dns_metrics.Record(dropped, false, 0, 0);
+  AnswerResult reverse = ok;
+  reverse.reverse = true;
+  dns_metrics.Record(ok, 100, 0.00002);
+  dns_metrics.Record(reverse, 100, 0.00002);
+  dns_metrics.Record(nx, 90, 0.00002);
+  dns_metrics.Record(forwarded, 40, 0.00001);
+  dns_metrics.Record(dropped, 0, 0);
 
   std::string error;
   auto parsed = metrics::ParseText(registry.Render(), &error);

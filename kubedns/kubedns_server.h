@@ -1,0 +1,91 @@
+// KubednsServer: the kubedns program without its flags, so tests can run it in-process.
+//
+// Threads:
+//   source thread   owns a loop, the record source (the objects file today) and the
+//                   RecordTreeWriter; every change is published as a new Snapshot
+//   DNS threads     server::DnsServer, one loop each; every query reads the current
+//                   snapshot through a SnapshotHolder::Reader (no lock) and is answered by
+//                   the Answerer into the thread's buffer
+//   HTTP thread(s)  /readiness and /healthz on the healthz port, /metrics and /cache on
+//                   the metrics port (one thread when the ports are equal)
+// Data crosses threads only as immutable snapshots, per-thread metric counters and the
+// atomic ready flag.
+//
+// Readiness turns on after the source's first complete set; until then cluster-zone
+// queries are answered SERVFAIL. Liveness (/healthz) never depends on the source.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/base/snapshot_holder.h"
+#include "common/http/server_thread.h"
+#include "common/loop/socket_address.h"
+#include "common/metrics/registry.h"
+#include "common/server/dns_server.h"
+#include "kubedns/answerer.h"
+#include "kubedns/metrics.h"
+#include "kubedns/record_tree.h"
+
+namespace kdns::kubedns {
+
+class KubednsServer {
+ public:
+  struct Options {
+    AnswerConfig answer;
+    loop::SocketAddress dns_address;      // --dns-bind-address, --dns-port
+    size_t dns_threads = 0;               // 0: one per core
+    loop::SocketAddress healthz_address;  // /readiness, /healthz
+    loop::SocketAddress metrics_address;  // /metrics, /cache
+    std::string objects_file;             // the offline source
+    uint64_t objects_poll_ms = 2000;
+    std::string metrics_prefix = "skydns_skydns";
+  };
+
+  explicit KubednsServer(Options options);
+  ~KubednsServer();
+  KubednsServer(const KubednsServer&) = delete;
+  KubednsServer& operator=(const KubednsServer&) = delete;
+
+  // Binds every port and starts every thread; false with a one-line *error otherwise.
+  [[nodiscard]] bool Start(std::string* error);
+  // Fails readiness from now on (the first step of a graceful shutdown).
+  void StartLameduck() { lameduck_ = true; }
+  void Stop();
+
+  bool ready() const { return synced_.load() && !lameduck_.load(); }
+  const loop::SocketAddress& dns_address() const { return dns_server_->local_address(); }
+  const loop::SocketAddress& healthz_address() const { return healthz_http_->local_address(); }
+  const loop::SocketAddress& metrics_address() const;
+  std::shared_ptr<const Snapshot> snapshot() const { return snapshots_.Current(); }
+  metrics::Registry& registry() { return registry_; }
+
+ private:
+  class Publisher;
+  class Handler;
+
+  void RunSource(std::promise<void>* started);
+  void RegisterMetrics();
+
+  Options options_;
+  metrics::Registry registry_;
+  Answerer answerer_;
+  DnsMetrics dns_metrics_;
+  SnapshotHolder<Snapshot> snapshots_;
+  std::atomic<bool> synced_{false};
+  std::atomic<bool> lameduck_{false};
+  std::atomic<uint64_t> last_publish_unix_ms_{0};
+
+  std::unique_ptr<server::DnsServer> dns_server_;
+  std::unique_ptr<http::ServerThread> healthz_http_;
+  std::unique_ptr<http::ServerThread> metrics_http_;  // null when it shares healthz_http_
+
+  std::thread source_thread_;
+  loop::TaskQueue::Poster source_poster_;
+  std::atomic<bool> source_running_{false};
+};
+
+}  // namespace kdns::kubedns

@@ -1,0 +1,205 @@
+#!/usr/bin/python3
+"""Runs every case of test/conformance/cases.json against the real kubedns binary.
+
+kubedns serves test/conformance/objects.json from the objects-file source on a free
+loopback port; each case is asked with real dig (BIND) and real kdig (Knot), over UDP and,
+where the case says so, over TCP, and the answer is checked as test/conformance/README.md
+describes (exact answer sets, types, SOA fields, flags, the question echoed, no
+duplicates). Prints one line per failure and closes with `N passed, M failed`.
+"""
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("KDNS_BIN", os.path.join(ROOT, "build", "bin"))
+
+
+def free_port():
+    """A port free for both UDP and TCP on 127.0.0.1."""
+    for _ in range(50):
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind(("127.0.0.1", 0))
+        port = udp.getsockname()[1]
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            tcp.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            udp.close()
+            tcp.close()
+    raise RuntimeError("no free port")
+
+
+def fold(line):
+    """Folds white space outside quoted strings, as the expected records are written."""
+    out, quoted, space = [], False, False
+    for ch in line:
+        if ch == '"':
+            quoted = not quoted
+        if ch in " \t" and not quoted:
+            space = True
+            continue
+        if space and out:
+            out.append(" ")
+        space = False
+        out.append(ch)
+    return "".join(out)
+
+
+def parse(output):
+    """Header fields and sections of dig's or kdig's full output."""
+    result = {"status": None, "flags": [], "sections": {}, "edns": False}
+    section = None
+    for raw in output.splitlines():
+        line = raw.strip()
+        m = re.search(r"status: ([A-Z]+)", line)
+        if m:
+            result["status"] = m.group(1)
+        m = re.match(r";; [Ff]lags: ([a-z ]*);", line)
+        if m:
+            result["flags"] = m.group(1).split()
+        if "OPT PSEUDOSECTION" in line or "EDNS PSEUDOSECTION" in line:
+            result["edns"] = True
+        m = re.match(r";; ([A-Z]+) SECTION:", line)
+        if m:
+            section = m.group(1)
+            result["sections"].setdefault(section, [])
+            continue
+        if not line or line.startswith(";"):
+            if not line:
+                section = None
+            continue
+        if section in ("ANSWER", "AUTHORITY", "ADDITIONAL"):
+            result["sections"][section].append(fold(line))
+    return result
+
+
+def ask(client, port, case):
+    args = [client, "@127.0.0.1", "-p", str(port), case["q"], case["t"]]
+    if client == "dig":
+        args += ["+time=5", "+tries=1", "+ignore", "+nocookie", "+nostats"]
+    else:
+        args += ["+time=5", "+retry=0", "+ignore", "+nostats"]
+    args.append("+tcp" if case.get("tcp") else "+notcp")
+    if "edns" in case:
+        args += ["+edns=%d" % case["edns"], "+bufsize=%d" % case.get("payload", 4096)]
+    else:
+        args.append("+noedns")
+    run = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    got = parse(run.stdout)
+    got["question_lowered"] = client == "kdig" and case["q"] != case["q"].lower()
+    return got, run.stdout
+
+
+def rr_type(record):
+    return record.split(" ")[3]
+
+
+def check(case, got, zone_ttl):
+    """A list of what is wrong with `got` for `case`."""
+    problems = []
+    answer = got["sections"].get("ANSWER", [])
+    authority = got["sections"].get("AUTHORITY", [])
+    additional = got["sections"].get("ADDITIONAL", [])
+    if got["status"] != case["rcode"]:
+        problems.append("rcode %s, want %s" % (got["status"], case["rcode"]))
+    if "aa" not in got["flags"]:
+        problems.append("AA not set")
+    if "ra" not in got["flags"]:
+        problems.append("RA not set")
+    if ("tc" in got["flags"]) != bool(case.get("tc")):
+        problems.append("TC is %s" % ("tc" in got["flags"]))
+    if got["edns"] != ("edns" in case):
+        problems.append("OPT present: %s" % got["edns"])
+    if len(set(answer)) != len(answer):
+        problems.append("duplicate records in the answer")
+    if "answer" in case:
+        want = [fold(r) for r in case["answer"]]
+        if got["question_lowered"]:
+            # kdig lower-cases the names it sends, so only dig can show the case echoed.
+            want = [w.split(" ", 1)[0].lower() + " " + w.split(" ", 1)[1] for w in want]
+        if case.get("ordered"):
+            if answer != want:
+                problems.append("answer %s, want %s" % (answer, want))
+        elif sorted(answer) != sorted(want):
+            problems.append("answer %s, want %s" % (sorted(answer), sorted(want)))
+    else:
+        for record in answer:
+            if rr_type(record) != "SOA" and record.split(" ")[1] != str(zone_ttl):
+                problems.append("TTL of %s is not %d" % (record, zone_ttl))
+    if "answer_count" in case and len(answer) != case["answer_count"]:
+        problems.append("%d answers, want %d" % (len(answer), case["answer_count"]))
+    if "answer_types" in case and {rr_type(r) for r in answer} != set(case["answer_types"]):
+        problems.append("answer types %s" % {rr_type(r) for r in answer})
+    if "authority_types" in case and {rr_type(r) for r in authority} != set(
+            case["authority_types"]):
+        problems.append("authority types %s" % {rr_type(r) for r in authority})
+    soa = [r for r in answer + authority if rr_type(r) == "SOA"]
+    for field, index in (("soa_mname", 4), ("soa_rname", 5), ("soa_minimum", 10)):
+        if field in case:
+            if not soa or soa[0].split(" ")[index] != str(case[field]):
+                problems.append("%s of %s, want %s" % (field, soa, case[field]))
+    for record in case.get("additional_contains", []):
+        if fold(record) not in additional:
+            problems.append("additional lacks %s" % record)
+    return problems
+
+
+def main():
+    with open(os.path.join(ROOT, "test", "conformance", "cases.json")) as f:
+        spec = json.load(f)
+    port, healthz, metrics = free_port(), free_port(), free_port()
+    log = open(os.path.join(BIN, "..", "kubedns-conformance.log"), "w")
+    server = subprocess.Popen(
+        [os.path.join(BIN, "kubedns"),
+         "--objects-file=" + os.path.join(ROOT, "test", "conformance", spec["objects_file"]),
+         "--dns-bind-address=127.0.0.1", "--dns-port=%d" % port,
+         "--healthz-port=%d" % healthz, "--metrics-port=%d" % metrics,
+         "--domain=" + spec["zone"], "--dns-threads=2", "--logtostderr"],
+        stdout=log, stderr=subprocess.STDOUT)
+    passed = failed = 0
+    try:
+        deadline = time.time() + 20
+        while True:
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/readiness" % healthz,
+                                            timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except Exception:
+                pass
+            if time.time() > deadline or server.poll() is not None:
+                print("kubedns did not become ready")
+                print("0 passed, 1 failed")
+                return 1
+            time.sleep(0.05)
+        for case in spec["cases"]:
+            for client in ("dig", "kdig"):
+                got, raw = ask(client, port, case)
+                problems = check(case, got, spec["ttl"])
+                if problems:
+                    failed += 1
+                    print("FAIL %s (%s): %s" % (case["id"], client, "; ".join(problems)))
+                    print("    " + raw.replace("\n", "\n    "))
+                else:
+                    passed += 1
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
