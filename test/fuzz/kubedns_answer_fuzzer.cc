@@ -1,0 +1,70 @@
+// Arbitrary packets into kubedns's query handler (Answerer::Answer) over UDP and TCP,
+// against the conformance cluster. Never a crash; the result is a drop (nothing written) or
+// a well-formed response: it parses, has QR set, echoes the ID, fits the transport's limit,
+// and counts no more than it holds.
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "common/dns/builder.h"
+#include "common/dns/header.h"
+#include "common/dns/message.h"
+#include "common/k8s/decode.h"
+#include "kubedns/answerer.h"
+#include "kubedns/record_tree.h"
+
+namespace {
+
+const kdns::kubedns::Snapshot& Cluster() {
+  static const std::shared_ptr<const kdns::kubedns::Snapshot> snapshot = [] {
+    std::ifstream in("test/conformance/objects.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto list = kdns::k8s::DecodeList(text.str());
+    if (!list.ok()) __builtin_trap();  // run from the repository root
+    kdns::kubedns::RecordTreeWriter writer;
+    writer.ReplaceAll(
+        {list.value().services, list.value().endpoint_slices, list.value().endpoints});
+    writer.MarkSynced();
+    return writer.Publish();
+  }();
+  return *snapshot;
+}
+
+const kdns::kubedns::Answerer& TheAnswerer() {
+  static const kdns::kubedns::Answerer answerer([] {
+    kdns::kubedns::AnswerConfig config;
+    config.zone = *kdns::dns::Name::FromText("cluster.local.");
+    return config;
+  }());
+  return answerer;
+}
+
+void Check(bool condition) {
+  if (!condition) __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::span<const uint8_t> packet(data, size);
+  static std::vector<uint8_t> buffer(kdns::dns::kMaxMessageSize);
+  for (auto transport : {kdns::kubedns::Transport::kUdp, kdns::kubedns::Transport::kTcp}) {
+    auto result = TheAnswerer().Answer(&Cluster(), packet, transport, buffer);
+    if (result.outcome == kdns::kubedns::Outcome::kDropped) {
+      Check(result.response.empty());
+      continue;
+    }
+    Check(!result.response.empty());
+    Check(result.response.size() <=
+          (transport == kdns::kubedns::Transport::kUdp ? 1232u : kdns::dns::kMaxMessageSize));
+    kdns::dns::Message message;
+    Check(kdns::dns::ParseMessage(result.response, &message) == kdns::dns::ParseError::kOk);
+    Check(message.header.qr);
+    Check(size >= 2 && result.response[0] == data[0] && result.response[1] == data[1]);
+  }
+  return 0;
+}
