@@ -68,7 +68,7 @@ class Answerer::Response {
   dns::Rcode rcode = dns::Rcode::kNoError;
 };
 
-Answerer::Answerer(AnswerConfig config) : config_(std::move(config)) {
+Answerer::Answerer(const AnswerConfig& config) : config_(config) {
   in_addr_arpa_ = *dns::Name::FromText("in-addr.arpa.");
   ip6_arpa_ = *dns::Name::FromText("ip6.arpa.");
   ns_name_ = *dns::Name::FromLabels({"ns", "dns"}, config_.zone);
@@ -124,10 +124,9 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, std::span<const uint8_t>
     response.rcode = dns::Rcode::kBadVers;  // RFC 6891 6.1.3
   } else if (query.header.opcode != dns::Opcode::kQuery) {
     response.rcode = dns::Rcode::kNotImp;
-  } else if (query.qclass != RrClass::kIn && query.qclass != RrClass::kAny) {
-    response.rcode = dns::Rcode::kRefused;
-  } else if (query.qtype == RrType::kAxfr || query.qtype == RrType::kIxfr) {
-    response.rcode = dns::Rcode::kRefused;  // no zone transfers of the cluster
+  } else if ((query.qclass != RrClass::kIn && query.qclass != RrClass::kAny) ||
+             query.qtype == RrType::kAxfr || query.qtype == RrType::kIxfr) {
+    response.rcode = dns::Rcode::kRefused;  // other classes; no zone transfers of the cluster
   } else {
     dns::Name lower = query.qname.Lowercased();
     if (lower.IsSubdomainOf(config_.zone)) {
@@ -191,7 +190,11 @@ void Answerer::AnswerZone(const Snapshot& snapshot, const dns::Name& lower,
         std::string_view ns = label(depth - 2);
         std::string_view name = label(depth - 3);
         const ServiceRecords* records = snapshot.FindService(ns, name);
-        if (records == nullptr || !records->answerable()) {
+        // _port._proto.svc.ns.svc.Z is the deepest name; anything else that deep is not.
+        bool srv_name = depth == 5 && label(0).size() > 1 && label(0)[0] == '_' &&
+                        label(1).size() > 1 && label(1)[0] == '_';
+        if (records == nullptr || !records->answerable() || depth > 5 ||
+            (depth == 5 && !srv_name)) {
           nx_domain();
         } else if (depth == 3) {
           AnswerService(snapshot, *records, owner, ns, name, response, 0);
@@ -208,16 +211,13 @@ void Answerer::AnswerZone(const Snapshot& snapshot, const dns::Name& lower,
               AnswerHosts(hosts, owner, response);
             }
           }
-        } else if (depth == 5 && label(0).size() > 1 && label(0)[0] == '_' && label(1).size() > 1 &&
-                   label(1)[0] == '_') {
+        } else {
           const auto* set = records->FindSrv(label(0).substr(1), label(1).substr(1));
           if (set == nullptr) {
             nx_domain();
           } else if (qtype == RrType::kSrv || qtype == RrType::kAny) {
             AnswerSrv(*records, set, ns, name, response);
           }
-        } else {
-          nx_domain();
         }
       }
     } else if (top == "pod" && config_.pod_records != PodRecords::kDisabled) {

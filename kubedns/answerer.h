@@ -63,7 +63,7 @@ struct AnswerResult {
 
 class Answerer {
  public:
-  explicit Answerer(AnswerConfig config);
+  explicit Answerer(const AnswerConfig& config);
 
   // Parses `packet` and answers it into `buffer` (at least 65535 bytes for TCP; 1232 or
   // more for UDP). `snapshot` may be null before the first publish. Never throws.
