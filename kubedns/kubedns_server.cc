@@ -33,6 +33,18 @@ class KubednsServer::Publisher final : public RecordSink {
     writer_.ReplaceAll(objects);
     Publish();
   }
+  void ReplaceServices(std::vector<k8s::Service> services) override {
+    writer_.ReplaceServices(services);
+    Publish();
+  }
+  void ReplaceSlices(std::vector<k8s::EndpointSlice> slices) override {
+    writer_.ReplaceSlices(slices);
+    Publish();
+  }
+  void ReplaceEndpoints(std::vector<k8s::Endpoints> endpoints) override {
+    writer_.ReplaceEndpoints(endpoints);
+    Publish();
+  }
   void UpsertService(const k8s::Service& service) override {
     writer_.UpsertService(service);
     Publish();

@@ -271,6 +271,67 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
   stats_.reverse_entries = reverse_.size();
 }
 
+void RecordTreeWriter::ReplaceServices(const std::vector<k8s::Service>& services) {
+  std::unordered_map<std::string, const k8s::Service*> wanted;
+  for (const auto& service : services) wanted[Key(service.meta.ns, service.meta.name)] = &service;
+  std::vector<std::pair<std::string, std::string>> gone;
+  namespaces_.ForEach([&](const std::string& ns, const auto& space) {
+    space->services.ForEach([&](const std::string& name, const ServicePtr& records) {
+      if (records->answerable() && !wanted.count(Key(ns, name))) gone.emplace_back(ns, name);
+    });
+  });
+  for (const auto& [ns, name] : gone) DeleteService(ns, name);
+  for (const auto& service : services) {
+    const ServiceRecords* old = Find(service.meta.ns, service.meta.name);
+    if (old != nullptr && old->service() != nullptr &&
+        *old->service() == ServiceInfo::FromService(service)) {
+      continue;  // unchanged: keep sharing its records
+    }
+    UpsertService(service);
+  }
+}
+
+void RecordTreeWriter::ReplaceSlices(const std::vector<k8s::EndpointSlice>& slices) {
+  std::unordered_map<std::string, const k8s::EndpointSlice*> wanted;
+  for (const auto& slice : slices) wanted[Key(slice.meta.ns, slice.meta.name)] = &slice;
+  std::vector<std::pair<std::string, std::string>> gone;
+  for (const auto& [key, service] : slice_owner_) {
+    if (wanted.count(key)) continue;
+    // Slices of v1 Endpoints objects are named "<endpoints>/subset-..." and replaced with
+    // their Endpoints object, not here.
+    size_t slash = key.find('/');
+    if (key.find('/', slash + 1) != std::string::npos) continue;
+    gone.emplace_back(key.substr(0, slash), key.substr(slash + 1));
+  }
+  for (const auto& [ns, name] : gone) DeleteSlice(ns, name);
+  for (const auto& slice : slices) {
+    auto owner = slice_owner_.find(Key(slice.meta.ns, slice.meta.name));
+    if (owner != slice_owner_.end() && owner->second == slice.service_name) {
+      const ServiceRecords* records = Find(slice.meta.ns, slice.service_name);
+      if (records != nullptr) {
+        auto it = std::find_if(records->slices().begin(), records->slices().end(),
+                               [&](const auto& entry) { return entry.first == slice.meta.name; });
+        if (it != records->slices().end() && *it->second == SliceInfo::FromSlice(slice)) continue;
+      }
+    }
+    UpsertSlice(slice);
+  }
+}
+
+void RecordTreeWriter::ReplaceEndpoints(const std::vector<k8s::Endpoints>& endpoints) {
+  std::unordered_map<std::string, const k8s::Endpoints*> wanted;
+  for (const auto& object : endpoints) wanted[Key(object.meta.ns, object.meta.name)] = &object;
+  std::vector<std::string> gone;
+  for (const auto& [key, names] : endpoints_slices_) {
+    if (!wanted.count(key)) gone.push_back(key);
+  }
+  for (const auto& key : gone) {
+    size_t slash = key.find('/');
+    DeleteEndpoints(key.substr(0, slash), key.substr(slash + 1));
+  }
+  for (const auto& object : endpoints) UpsertEndpoints(object);
+}
+
 std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {
   auto snapshot = std::make_shared<Snapshot>();
   snapshot->namespaces_ = namespaces_;

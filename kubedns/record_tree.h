@@ -93,6 +93,14 @@ class RecordTreeWriter {
   };
   void ReplaceAll(const ObjectSet& objects);
 
+  // Replaces every object of one kind (a re-LIST of that resource): objects of the kind
+  // missing from the list are deleted, new and changed ones applied, unchanged ones left
+  // alone, so a re-LIST costs what changed and the tree is never built twice. Publish
+  // afterwards to swap the new state in at once.
+  void ReplaceServices(const std::vector<k8s::Service>& services);
+  void ReplaceSlices(const std::vector<k8s::EndpointSlice>& slices);
+  void ReplaceEndpoints(const std::vector<k8s::Endpoints>& endpoints);
+
   void MarkSynced() { synced_ = true; }
 
   // An immutable snapshot of the current state, with the next generation number.

@@ -175,3 +175,50 @@ TEST_CASE("v1 Endpoints objects replace all the slices they produced at once",
 }
 
 }  // namespace kdns::kubedns
+
+namespace kdns::kubedns {
+
+TEST_CASE("a re-LIST of one kind replaces only that kind and keeps unchanged records shared",
+          "[kubedns][record_tree]") {
+  RecordTreeWriter writer;
+  writer.UpsertService(Headless("ns", "keep"));
+  writer.UpsertService(ClusterIp("ns", "gone", "10.96.1.1"));
+  writer.UpsertService(ClusterIp("ns", "changes", "10.96.1.2"));
+  writer.UpsertSlice(Slice("ns", "keep-1", "keep", {"10.0.5.1"}));
+  writer.UpsertSlice(Slice("ns", "keep-2", "keep", {"10.0.5.2"}));
+  auto before = writer.Publish();
+
+  writer.ReplaceServices({Headless("ns", "keep"), ClusterIp("ns", "changes", "10.96.1.3"),
+                          ClusterIp("ns", "new", "10.96.1.4")});
+  auto services = writer.Publish();
+  CHECK(services->FindService("ns", "keep") == before->FindService("ns", "keep"));
+  CHECK(services->FindService("ns", "gone") == nullptr);
+  CHECK(Ptr(*services, "10.96.1.1").empty());
+  CHECK(Ptr(*services, "10.96.1.3") == "changes.ns");
+  CHECK(services->FindService("ns", "new") != nullptr);
+  CHECK(services->FindService("ns", "keep")->hosts().size() == 2);  // slices untouched
+
+  writer.ReplaceSlices({Slice("ns", "keep-2", "keep", {"10.0.5.2"})});
+  auto slices = writer.Publish();
+  REQUIRE(slices->FindService("ns", "keep")->hosts().size() == 1);
+  CHECK(slices->FindService("ns", "keep")->hosts()[0].label == "10-0-5-2");
+  CHECK(Ptr(*slices, "10.0.5.1").empty());
+  // The same list again changes nothing.
+  writer.ReplaceSlices({Slice("ns", "keep-2", "keep", {"10.0.5.2"})});
+  CHECK(writer.Publish()->FindService("ns", "keep") == slices->FindService("ns", "keep"));
+}
+
+TEST_CASE("a re-LIST of slices leaves the slices of v1 Endpoints alone", "[kubedns][record_tree]") {
+  auto endpoints = k8s::DecodeEndpoints(R"({"metadata":{"name":"legacy","namespace":"ns"},
+    "subsets":[{"addresses":[{"ip":"10.0.6.1"}]}]})");
+  REQUIRE(endpoints.ok());
+  RecordTreeWriter writer;
+  writer.UpsertService(Headless("ns", "legacy"));
+  writer.UpsertEndpoints(endpoints.value());
+  writer.ReplaceSlices({});
+  CHECK(writer.Publish()->FindService("ns", "legacy")->hosts().size() == 1);
+  writer.ReplaceEndpoints({});
+  CHECK(writer.Publish()->FindService("ns", "legacy")->hosts().empty());
+}
+
+}  // namespace kdns::kubedns

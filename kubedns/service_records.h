@@ -38,6 +38,7 @@ struct ServiceInfo {
   bool publish_not_ready_addresses = false;
 
   static ServiceInfo FromService(const k8s::Service& service);
+  friend bool operator==(const ServiceInfo&, const ServiceInfo&) = default;
 };
 
 // The parts of an EndpointSlice that DNS uses.
@@ -46,12 +47,14 @@ struct SliceInfo {
     IpAddress ip;
     bool ready = true;
     std::string hostname;  // empty when the endpoint has none
+    friend bool operator==(const Address&, const Address&) = default;
   };
   std::vector<Address> addresses;  // one per endpoint address
   std::vector<k8s::EndpointPort> ports;
 
   // FQDN slices carry no addresses DNS can serve: their info has no addresses.
   static SliceInfo FromSlice(const k8s::EndpointSlice& slice);
+  friend bool operator==(const SliceInfo&, const SliceInfo&) = default;
 };
 
 class ServiceRecords {

@@ -35,6 +35,13 @@ class RecordSink {
   // ReplaceAll of the same set. Sinks that do not verify pod records ignore them.
   virtual void ReplacePods(std::vector<k8s::Pod> pods) {}
 
+  // A complete list of one kind (a re-LIST of that resource after 410 Gone, or one
+  // resource's first LIST): objects of that kind missing from it are gone. The API source
+  // uses these, since each resource is listed and watched on its own.
+  virtual void ReplaceServices(std::vector<k8s::Service> services) = 0;
+  virtual void ReplaceSlices(std::vector<k8s::EndpointSlice> slices) = 0;
+  virtual void ReplaceEndpoints(std::vector<k8s::Endpoints> endpoints) = 0;
+
   // Single changes between complete sets (watch events). Names are the object's namespace
   // and name; for v1 Endpoints, every slice derived from the object is replaced at once.
   virtual void UpsertService(const k8s::Service& service) = 0;
