@@ -8,10 +8,10 @@ packages=(
   build-essential g++ make pkg-config clang clang-format clang-tidy libclang-rt-14-dev
   # libraries
   libuv1-dev libc-ares-dev libcurl4-openssl-dev rapidjson-dev libgflags-dev
-  libgoogle-glog-dev catch2
+  libgoogle-glog-dev catch2 libyaml-cpp-dev
   # test peers and clients
   bind9-dnsutils knot-dnsutils dnsperf nsd unbound dnsmasq-base iproute2 procps
-  util-linux python3 curl
+  util-linux python3 curl openssl
 )
 
 missing=()

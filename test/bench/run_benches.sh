@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Runs every benchmark binary in $1. Benchmarks print figures and ratios; none of them pass
-# or fail on timing.
+# Runs every benchmark: the binaries in $1 and the test/bench/*_bench.sh scripts (which get
+# the binary directory as their argument). Benchmarks print figures and ratios; none of
+# them pass or fail on timing.
 set -euo pipefail
 bin=$1
 for bench in "$bin"/*_bench; do
   [[ -x $bench ]] || continue
   echo "== $(basename "$bench")"
   "$bench"
+done
+for script in "$(dirname "$0")"/*_bench.sh; do
+  [[ -x $script ]] || continue
+  echo "== $(basename "$script")"
+  "$script" "$bin"
 done
