@@ -205,6 +205,14 @@ void RecordTreeWriter::DeleteEndpoints(std::string_view ns, std::string_view nam
 }
 
 void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
+  if (!namespaces_.empty() || !slice_owner_.empty()) {
+    // A reload over a tree: apply the difference. Unchanged services keep their records,
+    // so memory is not churned (and fragmented) by a second copy of the whole tree.
+    ReplaceServices(objects.services);
+    ReplaceSlices(objects.slices);
+    ReplaceEndpoints(objects.endpoints);
+    return;
+  }
   // Group everything by namespace/service, then build each level in one pass.
   struct Pending {
     std::shared_ptr<const ServiceInfo> service;

@@ -85,7 +85,8 @@ class RecordTreeWriter {
   void DeleteEndpoints(std::string_view ns, std::string_view name);
 
   // Replaces the whole state (a file reload or a re-LIST): objects missing from the new
-  // set disappear. Built in one pass rather than as many updates.
+  // set disappear. Into an empty tree it is built in one pass; over an existing one only the
+  // difference is applied (see ReplaceServices).
   struct ObjectSet {
     std::vector<k8s::Service> services;
     std::vector<k8s::EndpointSlice> slices;
