@@ -321,65 +321,63 @@ void Answerer::AnswerSrv(const ServiceRecords& records, const ServiceRecords::Sr
   if (!service_name) return;
   const ServiceInfo& service = *records.service();
 
-  // The targets: (host label or empty for the service name itself, port).
-  struct Target {
-    std::string_view label;
-    uint16_t port;
+  // The targets, (host label, or empty for the service name itself; port), visited without
+  // building a list: this runs per query.
+  auto for_each_target = [&](auto&& visit) {
+    if (service.kind == ServiceInfo::Kind::kClusterIP) {
+      if (!service.cluster_ips.empty()) visit(std::string_view(), set ? set->port : uint16_t{0});
+    } else if (set != nullptr) {
+      for (const auto& target : set->targets) {
+        visit(std::string_view(records.hosts()[target.host].label), target.port);
+      }
+    } else {
+      std::string_view last;
+      for (const auto& host : records.hosts()) {
+        if (host.label != last) visit(std::string_view(host.label), uint16_t{0});
+        last = host.label;
+      }
+    }
   };
-  std::vector<Target> targets;
-  if (service.kind == ServiceInfo::Kind::kClusterIP) {
-    if (service.cluster_ips.empty()) return;
-    targets.push_back({{}, set ? set->port : uint16_t{0}});
-  } else if (set != nullptr) {
-    for (const auto& target : set->targets) {
-      targets.push_back({records.hosts()[target.host].label, target.port});
-    }
-  } else {
-    std::string_view last;
-    for (const auto& host : records.hosts()) {
-      if (host.label != last) targets.push_back({host.label, 0});
-      last = host.label;
-    }
-  }
-  if (targets.empty()) return;
+  size_t count = 0;
+  for_each_target([&](std::string_view, uint16_t) { ++count; });
+  if (count == 0) return;
 
-  const uint16_t weight = static_cast<uint16_t>(100 / targets.size());
+  const uint16_t weight = static_cast<uint16_t>(100 / count);
   auto target_name = [&](std::string_view label) {
     if (label.empty()) return *service_name;
     auto full = dns::Name::FromLabels({label}, *service_name);
     return full ? *full : *service_name;
   };
   response.AnswerRrset([&] {
-    for (const auto& target : targets) {
+    for_each_target([&](std::string_view label, uint16_t port) {
       response.builder.Add(owner, RrType::kSrv, RrClass::kIn, config_.ttl_s,
-                           dns::RdataSrv{10, weight, target.port, target_name(target.label)});
-    }
+                           dns::RdataSrv{10, weight, port, target_name(label)});
+    });
   });
   if (response.builder.truncated()) return;
 
   // The targets' addresses in the additional section (each set omitted if it does not fit).
-  for (const auto& target : targets) {
-    dns::Name glue = target_name(target.label);
-    auto add_addresses = [&](auto&& ips) {
-      for (IpFamily family : {IpFamily::kV4, IpFamily::kV6}) {
-        response.builder.BeginRrset(Section::kAdditional);
-        for (const IpAddress& ip : ips) {
-          if (ip.family() == family) {
-            response.builder.Add(glue, AddressType(ip), RrClass::kIn, config_.ttl_s,
-                                 AddressRdata(ip));
-          }
+  auto add_addresses = [&](const dns::Name& glue, auto&& items, auto&& ip_of) {
+    for (IpFamily family : {IpFamily::kV4, IpFamily::kV6}) {
+      response.builder.BeginRrset(Section::kAdditional);
+      for (const auto& item : items) {
+        const IpAddress& ip = ip_of(item);
+        if (ip.family() == family) {
+          response.builder.Add(glue, AddressType(ip), RrClass::kIn, config_.ttl_s,
+                               AddressRdata(ip));
         }
-        (void)response.builder.EndRrset();
       }
-    };
-    if (target.label.empty()) {
-      add_addresses(service.cluster_ips);
-    } else {
-      std::vector<IpAddress> ips;
-      for (const auto& host : records.FindHost(target.label)) ips.push_back(host.ip);
-      add_addresses(ips);
+      (void)response.builder.EndRrset();
     }
-  }
+  };
+  for_each_target([&](std::string_view label, uint16_t) {
+    if (label.empty()) {
+      add_addresses(*service_name, service.cluster_ips, [](const IpAddress& ip) { return ip; });
+    } else {
+      add_addresses(target_name(label), records.FindHost(label),
+                    [](const ServiceRecords::Host& host) { return host.ip; });
+    }
+  });
 }
 
 void Answerer::AnswerPod(std::string_view dashed, Response& response) const {
