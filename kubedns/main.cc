@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <thread>
 
@@ -121,6 +122,7 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "Authoritative DNS for the Kubernetes cluster domain.\nUsage: kubedns [flags]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
+  tzset();  // before any thread: glibc sets its time zone state up lazily, unlocked
   google::InitGoogleLogging(argv[0]);
   google::InstallFailureSignalHandler();
 
