@@ -8,7 +8,9 @@
 
 int main(int argc, char** argv) {
   gflags::SetVersionString(kdns::kVersion);
-  gflags::SetUsageMessage(std::string("Supervises frontend-cache and applies the kube-dns ConfigMap.\nUsage: ") + argv[0] + " [flags]");
+  gflags::SetUsageMessage(
+      std::string("Supervises frontend-cache and applies the kube-dns ConfigMap.\nUsage: ") +
+      argv[0] + " [flags]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   gflags::ShowUsageWithFlagsRestrict(argv[0], "nanny/");
   return 0;
