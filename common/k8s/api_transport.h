@@ -20,10 +20,10 @@
 namespace kdns::k8s {
 
 struct ApiResponseHead {
-  int status = 0;                           // HTTP status: 200, 410, 429, 500, ...
-  std::string http_version;                 // "1.1", "2"
+  int status = 0;            // HTTP status: 200, 410, 429, 500, ...
+  std::string http_version;  // "1.1", "2"
   std::string content_type;
-  std::optional<uint32_t> retry_after_s;    // Retry-After in seconds (429, 503)
+  std::optional<uint32_t> retry_after_s;  // Retry-After in seconds (429, 503)
 };
 
 struct ApiResult {
