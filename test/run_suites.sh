@@ -4,8 +4,8 @@
 # any test failed or any suite did not run to completion.
 #
 # Suites: the Catch2 unit and integration binaries (counted in test cases), the fuzz corpus
-# replays (counted in inputs), and every executable test/e2e/*_test.* script (which must
-# print its own `N passed, M failed` line). Logs go to $OUT/test-logs/.
+# replays (counted in inputs), the fake API server's self-test, and every executable
+# test/e2e/*_test.* script (each prints its own `N passed, M failed` line). Logs go to $OUT/test-logs/.
 set -uo pipefail
 
 out=${1:-build}
@@ -61,7 +61,7 @@ for fuzzer in "$bin"/*_fuzzer; do
   run "fuzz-replay-$name" "$fuzzer" "test/fuzz/corpus/$name"
 done
 
-for script in test/e2e/*_test.*; do
+for script in test/fake_apiserver/*_test.py test/e2e/*_test.*; do
   [[ -x $script ]] || continue
   run "e2e-$(basename "${script%.*}")" "$script"
 done
