@@ -98,12 +98,14 @@ std::string Normalize(const std::string& text) {
 
 std::vector<std::string> Texts(const std::vector<dns::ResourceRecord>& records) {
   std::vector<std::string> out;
+  out.reserve(records.size());
   for (const auto& record : records) out.push_back(dns::RecordToText(record));
   return out;
 }
 
 std::vector<std::string> Types(const std::vector<dns::ResourceRecord>& records) {
   std::vector<std::string> out;
+  out.reserve(records.size());
   for (const auto& record : records) out.emplace_back(dns::RrTypeToText(record.type));
   return out;
 }

@@ -39,6 +39,7 @@ TEST_CASE("readers on other threads always see a whole, increasing value", "[sna
   std::atomic<bool> done{false};
   std::atomic<int> failures{0};
   std::vector<std::thread> readers;
+  readers.reserve(3);
   for (int t = 0; t < 3; ++t) {
     readers.emplace_back([&] {
       SnapshotHolder<Pair>::Reader reader(holder);

@@ -162,6 +162,7 @@ TEST_CASE("Builder omits an additional RRset that does not fit, without TC", "[d
                             RR("_http._tcp.web.ns.svc.cluster.local. 30 IN SRV 10 100 80 "
                                "web.ns.svc.cluster.local.")) == BuildError::kOk);
   std::vector<ResourceRecord> big;
+  big.reserve(40);
   for (int i = 0; i < 40; ++i) {
     big.push_back(RR("web.ns.svc.cluster.local. 30 IN AAAA 2001:db8::" + std::to_string(i)));
   }

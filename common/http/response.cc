@@ -78,7 +78,7 @@ std::string SerializeResponse(const Response& response, BodyMode body_mode,
                                                    : "Connection: keep-alive\r\n";
   for (const auto& [name, value] : response.headers) {
     if (name.empty() || !SafeHeaderText(name) || !SafeHeaderText(value)) continue;
-    out += name + ": " + value + "\r\n";
+    out.append(name).append(": ").append(value).append("\r\n");
   }
   out += "\r\n";
   if (body_mode == BodyMode::kInclude) out += response.body;

@@ -201,6 +201,7 @@ TEST_CASE("Server closes connections over its cap", "[http][server]") {
   options.max_connections = 3;
   Fixture f(options);
   std::vector<std::unique_ptr<RawTcpClient>> clients;
+  clients.reserve(3);
   for (int i = 0; i < 3; ++i) clients.push_back(std::make_unique<RawTcpClient>(f.address()));
   REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 3; }));
   RawTcpClient extra(f.address());

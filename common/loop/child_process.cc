@@ -41,10 +41,12 @@ std::unique_ptr<ChildProcess> ChildProcess::Spawn(Loop& loop, const Options& opt
       new ChildProcess(loop, options, std::move(on_line), std::move(on_exit)));
 
   std::vector<char*> argv;
+  argv.reserve(options.argv.size() + 1);
   for (const auto& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   std::vector<std::string> env_strings = BuildEnvironment(options.env_additions);
   std::vector<char*> env;
+  env.reserve(env_strings.size() + 1);
   for (const auto& entry : env_strings) env.push_back(const_cast<char*>(entry.c_str()));
   env.push_back(nullptr);
 

@@ -20,7 +20,7 @@ struct Result {
   int signal = -1;
 };
 
-std::unique_ptr<ChildProcess> Run(Loop& loop, ChildProcess::Options options, Result& r) {
+std::unique_ptr<ChildProcess> Run(Loop& loop, const ChildProcess::Options& options, Result& r) {
   std::string error;
   auto child = ChildProcess::Spawn(
       loop, options,

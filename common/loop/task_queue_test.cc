@@ -23,6 +23,7 @@ TEST_CASE("TaskQueue runs tasks posted from other threads in order on the loop t
   {
     TaskQueue queue(loop);
     std::vector<std::thread> threads;
+    threads.reserve(kThreads);
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t, poster = queue.poster()] {
         for (int i = 0; i < kTasksPerThread; ++i) {

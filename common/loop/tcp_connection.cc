@@ -194,7 +194,7 @@ bool TcpConnection::Write(std::initializer_list<std::span<const uint8_t>> pieces
     return false;
   }
   pending_output_bytes_ += request->size;
-  request.release();  // owned by libuv until OnWrite
+  (void)request.release();  // owned by libuv until OnWrite
   return true;
 }
 

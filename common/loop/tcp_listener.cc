@@ -69,7 +69,11 @@ void TcpListener::OnConnection(uv_stream_t* server, int status) noexcept {
                                << uv_strerror(status);
     return;
   }
-  auto* client = new uv_tcp_t{};
+  auto* client = new (std::nothrow) uv_tcp_t{};  // no exception may leave a libuv callback
+  if (client == nullptr) {
+    ++self->stats_.errors;
+    return;
+  }
   CHECK_EQ(uv_tcp_init(self->loop_.get(), client), 0);
   int rc = uv_accept(server, reinterpret_cast<uv_stream_t*>(client));
   if (rc != 0 || *self->open_connections_ >= self->options_.max_connections) {

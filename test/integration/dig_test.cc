@@ -31,9 +31,13 @@ dns::ResourceRecord Rr(const std::string& text) {
 
 std::vector<dns::ResourceRecord> Rrs(const std::vector<std::string>& texts) {
   std::vector<dns::ResourceRecord> records;
+  records.reserve(texts.size());
   for (const auto& text : texts) records.push_back(Rr(text));
   return records;
 }
+
+constexpr const char* kAllSoa =
+    "all.kdns.test. 3600 IN SOA ns.dns.kdns.test. hostmaster.kdns.test. 1 28800 7200 604800 60";
 
 std::map<std::string, ResponderEntry> Table() {
   std::map<std::string, ResponderEntry> table;
@@ -48,8 +52,7 @@ std::map<std::string, ResponderEntry> Table() {
           R"(all.kdns.test. 30 IN TXT "1.1.0" "say \"hi\" \\ there" "bell\007")",
           R"(all.kdns.test. 30 IN HINFO "x86_64" "Linux")",
           "all.kdns.test. 30 IN PTR host.kdns.test.",
-          "all.kdns.test. 3600 IN SOA ns.dns.kdns.test. hostmaster.kdns.test. 1 28800 7200 "
-          "604800 60",
+          kAllSoa,
           R"(all.kdns.test. 30 IN TYPE65280 \# 3 0A0B0C)",
       }),
       Rrs({"all.kdns.test. 60 IN NS ns1.kdns.test."}),

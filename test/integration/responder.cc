@@ -20,12 +20,12 @@ std::string Key(const dns::Name& name) { return name.Lowercased().ToText(); }
 
 }  // namespace
 
-Responder::Responder(std::map<std::string, ResponderEntry> table, dns::ResourceRecord soa)
+Responder::Responder(const std::map<std::string, ResponderEntry>& table, dns::ResourceRecord soa)
     : soa_(std::move(soa)) {
-  for (auto& [owner, entry] : table) {
+  for (const auto& [owner, entry] : table) {
     auto name = dns::Name::FromText(owner);
     CHECK(name) << owner;
-    table_[Key(*name)] = std::move(entry);
+    table_[Key(*name)] = entry;
   }
   thread_ = std::thread([this] { Serve(); });
   std::unique_lock lock(mutex_);

@@ -41,7 +41,7 @@ struct ResponderEntry {
 class Responder {
  public:
   // `soa` is the record put in the authority section of NXDOMAIN answers.
-  Responder(std::map<std::string, ResponderEntry> table, dns::ResourceRecord soa);
+  Responder(const std::map<std::string, ResponderEntry>& table, dns::ResourceRecord soa);
   ~Responder();
   Responder(const Responder&) = delete;
   Responder& operator=(const Responder&) = delete;
