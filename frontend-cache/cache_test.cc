@@ -1,0 +1,501 @@
+#include "frontend-cache/cache.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/base/clock.h"
+#include "frontend-cache/testing.h"
+
+// Counts heap allocations so a test can prove a cache hit allocates nothing. The unit
+// binary's operator new is already replaced (common/dns/parser_test.cc) by a wrapper around
+// malloc, so this counts malloc: by wrapping glibc's malloc in plain builds, and with a
+// sanitizer allocation hook (up to five may be installed) under ASan and TSan.
+namespace {
+std::atomic<size_t> g_mallocs{0};
+}  // namespace
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*,
+                                                                             size_t),
+                                                         void (*free_hook)(const volatile void*));
+namespace {
+void CountMalloc(const volatile void*, size_t) {
+  g_mallocs.fetch_add(1, std::memory_order_relaxed);
+}
+void IgnoreFree(const volatile void*) {}
+const int g_hooks_installed = __sanitizer_install_malloc_and_free_hooks(CountMalloc, IgnoreFree);
+}  // namespace
+#else
+extern "C" void* __libc_malloc(size_t size);
+extern "C" void* malloc(size_t size) {
+  g_mallocs.fetch_add(1, std::memory_order_relaxed);
+  return __libc_malloc(size);
+}
+#endif
+
+namespace kdns::frontend {
+namespace {
+
+using dns::Rcode;
+using dns::RrType;
+using dns::testing::N;
+using testing::Edns;
+using testing::MakeQuery;
+using testing::MakeReply;
+using testing::Parse;
+using testing::Reply;
+
+constexpr size_t kUdp = 512;
+
+struct Fixture {
+  explicit Fixture(CacheOptions options = CacheOptions()) : cache(options, clock) {}
+
+  InsertOutcome Insert(const Reply& reply, Edns edns = Edns::kNone) {
+    auto query = MakeQuery(reply.qname, reply.type, 1, edns);
+    return cache.Insert(CacheKey::FromQuery(query.query), MakeReply(reply));
+  }
+  // Looks `name` up as a client would and returns the parsed reply (or nullopt on a miss).
+  std::optional<dns::Message> Get(std::string_view name, RrType type = RrType::kA,
+                                  Edns edns = Edns::kNone, uint16_t id = 0x4242,
+                                  LookupResult* result_out = nullptr, bool stale = false) {
+    auto query = MakeQuery(name, type, id, edns);
+    CacheKey key = CacheKey::FromQuery(query.query);
+    LookupResult result = stale ? cache.LookupStale(key, query.query, buffer, kUdp)
+                                : cache.Lookup(key, query.query, buffer, kUdp);
+    if (result_out != nullptr) *result_out = result;
+    if (result.status == LookupStatus::kMiss) return std::nullopt;
+    return Parse(std::span(buffer.data(), result.size));
+  }
+
+  ManualClock clock{1'000'000};
+  Cache cache;
+  std::vector<uint8_t> buffer = std::vector<uint8_t>(65535);
+};
+
+Reply Answer(std::string name, std::vector<std::string> answers, RrType type = RrType::kA) {
+  Reply reply;
+  reply.qname = std::move(name);
+  reply.type = type;
+  reply.answers = std::move(answers);
+  return reply;
+}
+
+// NXDOMAIN, or NODATA with rcode NOERROR; without an SOA when soa_ttl is nullopt.
+Reply Negative(std::string name, std::optional<uint32_t> soa_ttl, uint32_t minimum,
+               Rcode rcode = Rcode::kNxDomain, RrType type = RrType::kA) {
+  Reply reply;
+  reply.qname = std::move(name);
+  reply.type = type;
+  reply.rcode = rcode;
+  if (soa_ttl) {
+    reply.authorities = {"example.com. " + std::to_string(*soa_ttl) +
+                         " IN SOA ns.example.com. host.example.com. 1 7200 3600 86400 " +
+                         std::to_string(minimum)};
+  }
+  return reply;
+}
+
+Reply Nxdomain(std::string name, uint32_t soa_ttl, uint32_t minimum) {
+  return Negative(std::move(name), soa_ttl, minimum);
+}
+
+Reply NoData(std::string name, RrType type) {
+  return Negative(std::move(name), std::nullopt, 0, Rcode::kNoError, type);
+}
+
+const Reply kWww = Answer("www.example.com.", {"www.example.com. 300 IN A 192.0.2.1",
+                                               "www.example.com. 300 IN A 192.0.2.2"});
+
+TEST_CASE("A hit carries the client's ID and name case and the remaining TTL",
+          "[frontend][cache]") {
+  Fixture f;
+  REQUIRE(f.Insert(kWww).result == InsertResult::kInserted);
+  auto reply = f.Get("WwW.ExAmple.COM.", RrType::kA, Edns::kNone, 0x4242);
+  REQUIRE(reply);
+  CHECK(reply->header.id == 0x4242);
+  CHECK(reply->header.qr);
+  CHECK(reply->header.ra);
+  CHECK_FALSE(reply->header.aa);
+  CHECK_FALSE(reply->header.tc);
+  CHECK(reply->questions[0].name.IdenticalTo(N("WwW.ExAmple.COM.")));
+  REQUIRE(reply->answers.size() == 2);
+  // The builder compressed the owners to the question, so they echo the client's case.
+  CHECK(reply->answers[0].owner.IdenticalTo(N("WwW.ExAmple.COM.")));
+  CHECK(reply->answers[0].ttl_s == 300);
+  CHECK_FALSE(reply->edns);  // the upstream's OPT (and its NSID) is not passed on
+
+  f.clock.AdvanceMs(10'500);
+  reply = f.Get("www.example.com.");
+  REQUIRE(reply);
+  CHECK(reply->answers[0].ttl_s == 290);
+  CHECK(reply->answers[1].ttl_s == 290);
+  CHECK(f.cache.Stats().hits == 2);
+}
+
+TEST_CASE("An entry expires with its smallest answer TTL", "[frontend][cache]") {
+  Fixture f;
+  Reply reply = kWww;
+  reply.answers = {"www.example.com. 300 IN CNAME web.example.com.",
+                   "web.example.com. 60 IN A 192.0.2.1"};
+  REQUIRE(f.Insert(reply).result == InsertResult::kInserted);
+  f.clock.AdvanceMs(59'999);
+  auto hit = f.Get("www.example.com.");
+  REQUIRE(hit);
+  CHECK(hit->answers[0].ttl_s == 241);
+  CHECK(hit->answers[1].ttl_s == 1);
+  f.clock.AdvanceMs(1);
+  CHECK_FALSE(f.Get("www.example.com."));
+  CHECK(f.cache.Stats().misses == 1);
+}
+
+TEST_CASE("TTLs are capped by --max-cache-ttl and raised by --min-cache-ttl", "[frontend][cache]") {
+  SECTION("max") {
+    CacheOptions options;
+    options.policy.max_ttl_s = 60;
+    Fixture f(options);
+    REQUIRE(f.Insert(kWww).result == InsertResult::kInserted);
+    CHECK(f.Get("www.example.com.")->answers[0].ttl_s == 60);
+    f.clock.AdvanceMs(60'000);
+    CHECK_FALSE(f.Get("www.example.com."));
+  }
+  SECTION("min") {
+    CacheOptions options;
+    options.policy.min_ttl_s = 100;
+    Fixture f(options);
+    Reply reply = kWww;
+    reply.answers = {"www.example.com. 5 IN A 192.0.2.1"};
+    REQUIRE(f.Insert(reply).result == InsertResult::kInserted);
+    f.clock.AdvanceMs(50'000);
+    auto hit = f.Get("www.example.com.");
+    REQUIRE(hit);
+    CHECK(hit->answers[0].ttl_s == 50);
+  }
+  SECTION("TTL 0 is not cached") {
+    Fixture f;
+    Reply reply = kWww;
+    reply.answers = {"www.example.com. 0 IN A 192.0.2.1"};
+    CHECK(f.Insert(reply).reason == Cacheability::kZeroTtl);
+  }
+}
+
+TEST_CASE("NXDOMAIN is cached for min(SOA TTL, SOA MINIMUM)", "[frontend][cache]") {
+  Fixture f;
+  REQUIRE(f.Insert(Nxdomain("nope.example.com.", 3600, 60)).result == InsertResult::kInserted);
+  LookupResult result;
+  auto reply = f.Get("nope.example.com.", RrType::kA, Edns::kNone, 1, &result);
+  REQUIRE(reply);
+  CHECK(result.negative);
+  CHECK(reply->header.rcode == Rcode::kNxDomain);
+  REQUIRE(reply->authorities.size() == 1);
+  CHECK(reply->authorities[0].ttl_s == 60);  // RFC 2308 §5: the SOA carries the negative TTL
+  f.clock.AdvanceMs(30'000);
+  CHECK(f.Get("nope.example.com.")->authorities[0].ttl_s == 30);
+  f.clock.AdvanceMs(30'000);
+  CHECK_FALSE(f.Get("nope.example.com."));
+
+  SECTION("the SOA's own TTL when it is smaller") {
+    REQUIRE(f.Insert(Nxdomain("nope.example.com.", 10, 60)).result == InsertResult::kInserted);
+    CHECK(f.Get("nope.example.com.")->authorities[0].ttl_s == 10);
+  }
+}
+
+TEST_CASE("--neg-ttl caps the negative TTL and is used without an SOA", "[frontend][cache]") {
+  CacheOptions options;
+  options.policy.neg_ttl_s = 20;
+  Fixture f(options);
+  REQUIRE(f.Insert(Nxdomain("nope.example.com.", 3600, 600)).result == InsertResult::kInserted);
+  CHECK(f.Get("nope.example.com.")->authorities[0].ttl_s == 20);
+  f.clock.AdvanceMs(20'000);
+  CHECK_FALSE(f.Get("nope.example.com."));
+
+  Reply nodata = NoData("www.example.com.", RrType::kAaaa);
+  REQUIRE(f.Insert(nodata).result == InsertResult::kInserted);
+  auto reply = f.Get("www.example.com.", RrType::kAaaa);
+  REQUIRE(reply);
+  CHECK(reply->header.rcode == Rcode::kNoError);
+  CHECK(reply->answers.empty());
+  f.clock.AdvanceMs(20'000);
+  CHECK_FALSE(f.Get("www.example.com.", RrType::kAaaa));
+}
+
+TEST_CASE("A negative answer without SOA or --neg-ttl is not cached", "[frontend][cache]") {
+  Fixture f;
+  CHECK(f.Insert(NoData("www.example.com.", RrType::kAaaa)).reason == Cacheability::kZeroTtl);
+  CHECK(f.Insert(Negative("x.example.com.", std::nullopt, 0)).reason == Cacheability::kZeroTtl);
+}
+
+TEST_CASE("--no-negcache caches positive answers only", "[frontend][cache]") {
+  CacheOptions options;
+  options.policy.negative_caching = false;
+  Fixture f(options);
+  CHECK(f.Insert(Nxdomain("nope.example.com.", 3600, 60)).reason ==
+        Cacheability::kNegativeDisabled);
+  CHECK(f.Insert(kWww).result == InsertResult::kInserted);
+  CHECK(f.cache.Stats().size == 1);
+}
+
+TEST_CASE("SERVFAIL, other errors and truncated replies are not cached", "[frontend][cache]") {
+  Fixture f;
+  for (Rcode rcode : {Rcode::kServFail, Rcode::kRefused, Rcode::kFormErr, Rcode::kNotImp}) {
+    Reply reply = kWww;
+    reply.rcode = rcode;
+    CHECK(f.Insert(reply).reason == Cacheability::kUncachedRcode);
+  }
+  Reply truncated = kWww;
+  truncated.tc = true;
+  CHECK(f.Insert(truncated).reason == Cacheability::kTruncated);
+  CHECK(f.cache.Stats().size == 0);
+  CHECK(f.cache.Stats().insertions == 0);
+}
+
+TEST_CASE("A reply to another question is not cached", "[frontend][cache]") {
+  Fixture f;
+  auto query = MakeQuery("other.example.com.", RrType::kA);
+  CHECK(f.cache.Insert(CacheKey::FromQuery(query.query), MakeReply(kWww)).reason ==
+        Cacheability::kQuestionMismatch);
+  const std::vector<uint8_t> garbage = {1, 2, 3};
+  CHECK(f.cache.Insert(CacheKey::FromQuery(query.query), garbage).reason ==
+        Cacheability::kMalformed);
+}
+
+TEST_CASE("The DO bit keys entries separately and EDNS follows the client", "[frontend][cache]") {
+  Fixture f;
+  Reply signed_reply = kWww;
+  signed_reply.ad = true;
+  REQUIRE(f.Insert(signed_reply, Edns::kDnssecOk).result == InsertResult::kInserted);
+  CHECK_FALSE(f.Get("www.example.com.", RrType::kA, Edns::kNone));
+  CHECK_FALSE(f.Get("www.example.com.", RrType::kA, Edns::kPlain));
+  auto reply = f.Get("www.example.com.", RrType::kA, Edns::kDnssecOk);
+  REQUIRE(reply);
+  REQUIRE(reply->edns);
+  CHECK(reply->edns->dnssec_ok);
+  CHECK(reply->edns->udp_payload_size == dns::kDefaultUdpPayloadSize);
+  CHECK(reply->edns->options.empty());
+  CHECK(reply->header.ad);
+
+  REQUIRE(f.Insert(kWww, Edns::kNone).result == InsertResult::kInserted);
+  reply = f.Get("www.example.com.", RrType::kA, Edns::kPlain);
+  REQUIRE(reply);
+  REQUIRE(reply->edns);
+  CHECK_FALSE(reply->edns->dnssec_ok);
+  reply = f.Get("www.example.com.", RrType::kA, Edns::kNone);
+  REQUIRE(reply);
+  CHECK_FALSE(reply->edns);
+  CHECK(f.cache.Stats().size == 2);
+}
+
+TEST_CASE("A reply too big for the client's UDP limit is sent truncated", "[frontend][cache]") {
+  Fixture f;
+  Reply big = Answer("big.example.com.", {}, RrType::kAaaa);
+  for (int i = 0; i < 40; ++i) {
+    big.answers.push_back("big.example.com. 300 IN AAAA 2001:db8::" + std::to_string(i + 1));
+  }
+  REQUIRE(f.Insert(big).result == InsertResult::kInserted);
+  auto query = MakeQuery("big.example.com.", RrType::kAaaa);
+  CacheKey key = CacheKey::FromQuery(query.query);
+  LookupResult result = f.cache.Lookup(key, query.query, f.buffer, kUdp);
+  REQUIRE(result.status == LookupStatus::kHit);
+  dns::Message reply = Parse(std::span(f.buffer.data(), result.size));
+  CHECK(reply.header.tc);
+  CHECK(reply.answers.empty());
+  // Over TCP it fits.
+  result = f.cache.Lookup(key, query.query, f.buffer, dns::kMaxMessageSize);
+  reply = Parse(std::span(f.buffer.data(), result.size));
+  CHECK_FALSE(reply.header.tc);
+  CHECK(reply.answers.size() == 40);
+}
+
+CacheOptions OneShard(size_t capacity) {
+  CacheOptions options;
+  options.capacity = capacity;
+  options.shard_count = 1;
+  return options;
+}
+
+Reply Host(int i, uint32_t ttl = 300) {
+  std::string name = "h" + std::to_string(i) + ".example.com.";
+  return Answer(name, {name + " " + std::to_string(ttl) + " IN A 192.0.2.1"});
+}
+
+TEST_CASE("Evictions count only entries removed before their expiry", "[frontend][cache]") {
+  Fixture f(OneShard(4));
+  for (int i = 0; i < 4; ++i) REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
+  CHECK(f.cache.Stats().size == 4);
+  CHECK(f.cache.Stats().evictions == 0);
+
+  SECTION("a full cache evicts a live entry, sparing the recently hit") {
+    REQUIRE(f.Get("h0.example.com."));
+    REQUIRE(f.Insert(Host(4)).result == InsertResult::kInserted);
+    CHECK(f.cache.Stats().evictions == 1);
+    CHECK(f.cache.Stats().size == 4);
+    CHECK(f.Get("h0.example.com."));
+    CHECK_FALSE(f.Get("h1.example.com."));
+  }
+  SECTION("expired entries make room without an eviction") {
+    f.clock.AdvanceMs(300'000);
+    for (int i = 10; i < 14; ++i) REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
+    CHECK(f.cache.Stats().evictions == 0);
+    CHECK(f.cache.Stats().insertions == 8);
+  }
+  SECTION("replacing an entry is not an eviction") {
+    REQUIRE(f.Insert(Host(0, 600)).result == InsertResult::kInserted);
+    CHECK(f.cache.Stats().size == 4);
+    CHECK(f.cache.Stats().evictions == 0);
+    CHECK(f.Get("h0.example.com.")->answers[0].ttl_s == 600);
+  }
+}
+
+TEST_CASE("Capacity 0 disables the cache", "[frontend][cache]") {
+  Fixture f(OneShard(0));
+  CHECK(f.Insert(kWww).result == InsertResult::kDisabled);
+  CHECK_FALSE(f.Get("www.example.com."));
+  CHECK(f.cache.Stats().capacity == 0);
+  CHECK(f.cache.Flush() == 0);
+}
+
+TEST_CASE("Expired entries are served stale with TTL 30 within --stale-max", "[frontend][cache]") {
+  CacheOptions options;
+  options.stale_max_s = 3600;
+  Fixture f(options);
+  REQUIRE(f.Insert(Nxdomain("nope.example.com.", 60, 60)).result == InsertResult::kInserted);
+  REQUIRE(f.Insert(kWww).result == InsertResult::kInserted);
+  f.clock.AdvanceMs(400'000);
+  CHECK_FALSE(f.Get("www.example.com."));
+  LookupResult result;
+  auto reply = f.Get("www.example.com.", RrType::kA, Edns::kNone, 7, &result, /*stale=*/true);
+  REQUIRE(reply);
+  CHECK(result.status == LookupStatus::kStale);
+  CHECK(reply->header.id == 7);
+  CHECK(reply->answers[0].ttl_s == kStaleTtlS);
+  CHECK(reply->answers[1].ttl_s == kStaleTtlS);
+  CHECK(
+      f.Get("nope.example.com.", RrType::kA, Edns::kNone, 7, nullptr, true)->authorities[0].ttl_s ==
+      kStaleTtlS);
+  CHECK(f.cache.Stats().stale_hits == 2);
+
+  f.clock.AdvanceMs(3600'000);
+  CHECK_FALSE(f.Get("www.example.com.", RrType::kA, Edns::kNone, 7, nullptr, true));
+  CHECK(f.cache.Stats().size == 1);  // dropped when found past the stale window
+}
+
+TEST_CASE("--stale-max=0 serves nothing stale", "[frontend][cache]") {
+  CacheOptions options;
+  options.stale_max_s = 0;
+  Fixture f(options);
+  REQUIRE(f.Insert(kWww).result == InsertResult::kInserted);
+  CHECK(f.Get("www.example.com.", RrType::kA, Edns::kNone, 7, nullptr, true));  // still fresh
+  f.clock.AdvanceMs(300'000);
+  CHECK_FALSE(f.Get("www.example.com.", RrType::kA, Edns::kNone, 7, nullptr, true));
+}
+
+TEST_CASE("A popular entry near its expiry asks once for a prefetch", "[frontend][cache]") {
+  Fixture f;
+  Reply reply = kWww;
+  reply.answers = {"www.example.com. 100 IN A 192.0.2.1"};
+  REQUIRE(f.Insert(reply).result == InsertResult::kInserted);
+  LookupResult result;
+  REQUIRE(f.Get("www.example.com.", RrType::kA, Edns::kNone, 1, &result));
+  CHECK_FALSE(result.prefetch);  // fresh
+  f.clock.AdvanceMs(85'000);
+  REQUIRE(f.Get("www.example.com.", RrType::kA, Edns::kNone, 1, &result));
+  CHECK_FALSE(result.prefetch);  // 15% left
+  f.clock.AdvanceMs(6'000);
+  REQUIRE(f.Get("www.example.com.", RrType::kA, Edns::kNone, 1, &result));
+  CHECK(result.prefetch);  // 9% left, third hit
+  REQUIRE(f.Get("www.example.com.", RrType::kA, Edns::kNone, 1, &result));
+  CHECK_FALSE(result.prefetch);  // asked already
+  CHECK(f.cache.Stats().prefetches == 1);
+
+  SECTION("not for an entry hit only once") {
+    REQUIRE(f.Insert(reply).result == InsertResult::kInserted);
+    f.clock.AdvanceMs(95'000);
+    REQUIRE(f.Get("www.example.com.", RrType::kA, Edns::kNone, 1, &result));
+    CHECK_FALSE(result.prefetch);
+    REQUIRE(f.Get("www.example.com.", RrType::kA, Edns::kNone, 1, &result));
+    CHECK(result.prefetch);
+  }
+}
+
+TEST_CASE("Flush drops everything and FlushDomain a subtree", "[frontend][cache]") {
+  Fixture f;
+  REQUIRE(f.Insert(kWww).result == InsertResult::kInserted);
+  REQUIRE(f.Insert(Host(1)).result == InsertResult::kInserted);
+  REQUIRE(f.Insert(Answer("example.org.", {"example.org. 300 IN A 192.0.2.9"})).result ==
+          InsertResult::kInserted);
+  CHECK(f.cache.FlushDomain(N("Example.COM.")) == 2);
+  CHECK_FALSE(f.Get("www.example.com."));
+  CHECK(f.Get("example.org."));
+  CHECK(f.cache.Flush() == 1);
+  CHECK(f.cache.Stats().size == 0);
+  CHECK(f.cache.Stats().evictions == 0);
+}
+
+TEST_CASE("The shard count follows the capacity", "[frontend][cache]") {
+  ManualClock clock;
+  auto shards = [&](size_t capacity) {
+    CacheOptions options;
+    options.capacity = capacity;
+    return Cache(options, clock).shard_count();
+  };
+  CHECK(shards(150) == 4);
+  CHECK(shards(1000) == 16);
+  CHECK(shards(100000) == 64);
+  CHECK(shards(10) == 1);
+}
+
+TEST_CASE("Four threads share the cache's hits", "[frontend][cache]") {
+  CacheOptions options;
+  options.capacity = 1000;
+  Fixture f(options);
+  constexpr int kNames = 200;
+  for (int i = 0; i < kNames; ++i) REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
+  std::vector<testing::TestQuery> queries;
+  for (int i = 0; i < kNames; ++i) {
+    queries.push_back(
+        MakeQuery("h" + std::to_string(i) + ".example.com.", RrType::kA, static_cast<uint16_t>(i)));
+  }
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 20;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      std::vector<uint8_t> out(kUdp);
+      for (int round = 0; round < kRounds; ++round) {
+        for (const auto& query : queries) {
+          LookupResult result =
+              f.cache.Lookup(CacheKey::FromQuery(query.query), query.query, out, kUdp);
+          const uint16_t id = static_cast<uint16_t>((out[0] << 8) | out[1]);
+          if (result.status != LookupStatus::kHit || id != query.query.header.id) ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(wrong == 0);
+  CHECK(f.cache.Stats().hits == uint64_t{kThreads} * kRounds * kNames);
+}
+
+TEST_CASE("A cache hit allocates nothing", "[frontend][cache]") {
+  Fixture f;
+  REQUIRE(f.Insert(kWww, Edns::kPlain).result == InsertResult::kInserted);
+  auto query = MakeQuery("WWW.example.com.", RrType::kA, 0x77, Edns::kPlain);
+  std::vector<uint8_t> out(kUdp);
+  const size_t before = g_mallocs.load();
+  CacheKey key = CacheKey::FromQuery(query.query);
+  LookupResult result = f.cache.Lookup(key, query.query, out, kUdp);
+  const size_t after = g_mallocs.load();
+  REQUIRE(result.status == LookupStatus::kHit);
+  CHECK(after == before);
+  // The counter works.
+  auto* vector = new std::vector<int>(100);
+  CHECK(g_mallocs.load() > after);
+  delete vector;
+}
+
+}  // namespace
+}  // namespace kdns::frontend

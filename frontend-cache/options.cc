@@ -1,0 +1,291 @@
+#include "frontend-cache/options.h"
+
+#include <charconv>
+#include <functional>
+
+#include "common/base/duration.h"
+
+namespace kdns::frontend {
+namespace {
+
+using Setter = std::function<bool(std::string_view value, Options* options, std::string* error)>;
+
+struct OptionSpec {
+  std::string_view name;  // long form, without "--"
+  char short_name;        // dnsmasq's short form, or 0
+  bool takes_value;
+  Setter set;
+};
+
+bool ParseUint(std::string_view text, uint64_t max, uint64_t* value) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, *value);
+  return !text.empty() && ec == std::errc() && ptr == end && *value <= max;
+}
+
+// A setter for an unsigned field in [min, max].
+template <typename T>
+Setter Uint(T Options::*field, uint64_t min, uint64_t max, std::string_view name) {
+  return [=](std::string_view value, Options* options, std::string* error) {
+    uint64_t number = 0;
+    if (!ParseUint(value, max, &number) || number < min) {
+      *error = "--" + std::string(name) + ": \"" + std::string(value) + "\" is not a number in " +
+               std::to_string(min) + ".." + std::to_string(max);
+      return false;
+    }
+    options->*field = static_cast<T>(number);
+    return true;
+  };
+}
+
+Setter OptionalUint(std::optional<uint32_t> Options::*field, std::string_view name) {
+  return [=](std::string_view value, Options* options, std::string* error) {
+    uint64_t number = 0;
+    if (!ParseUint(value, UINT32_MAX, &number)) {
+      *error = "--" + std::string(name) + ": \"" + std::string(value) +
+               "\" is not a number of seconds in 0.." + std::to_string(UINT32_MAX);
+      return false;
+    }
+    options->*field = static_cast<uint32_t>(number);
+    return true;
+  };
+}
+
+Setter Flag(bool Options::*field) {
+  return [=](std::string_view, Options* options, std::string*) {
+    options->*field = true;
+    return true;
+  };
+}
+
+std::string_view Trim(std::string_view text) {
+  size_t start = text.find_first_not_of(' ');
+  if (start == std::string_view::npos) return {};
+  return text.substr(start, text.find_last_not_of(' ') - start + 1);
+}
+
+const std::vector<OptionSpec>& Specs() {
+  static const std::vector<OptionSpec> specs = {
+      {"server", 'S', true,
+       [](std::string_view value, Options* options, std::string* error) {
+         ServerOption server;
+         if (!ParseServerOption(value, &server, error)) {
+           *error = "--server=" + std::string(value) + ": " + *error;
+           return false;
+         }
+         options->servers.push_back(std::move(server));
+         return true;
+       }},
+      {"cache-size", 'c', true, Uint(&Options::cache_size, 0, kMaxCacheSize, "cache-size")},
+      {"no-negcache", 'N', false, Flag(&Options::no_negcache)},
+      {"neg-ttl", 0, true, OptionalUint(&Options::neg_ttl_s, "neg-ttl")},
+      {"dns-loop-detect", 0, false, Flag(&Options::dns_loop_detect)},
+      {"log-facility", '8', true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (value.empty()) {
+           *error = "--log-facility: empty value (use - for stderr)";
+           return false;
+         }
+         options->log_facility = value;
+         return true;
+       }},
+      {"no-resolv", 'R', false, Flag(&Options::no_resolv)},
+      {"resolv-file", 'r', true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (value.empty()) {
+           *error = "--resolv-file: empty path";
+           return false;
+         }
+         options->resolv_file = value;
+         return true;
+       }},
+      {"dns-forward-max", '0', true,
+       Uint(&Options::dns_forward_max, 1, 1'000'000, "dns-forward-max")},
+      {"listen-address", 'a', true,
+       [](std::string_view value, Options* options, std::string* error) {
+         // dnsmasq takes a comma-separated list.
+         while (true) {
+           size_t comma = value.find(',');
+           std::string_view item = Trim(value.substr(0, comma));
+           std::optional<IpAddress> address = IpAddress::Parse(item);
+           if (!address) {
+             *error = "--listen-address: \"" + std::string(item) + "\" is not an IP address";
+             return false;
+           }
+           options->listen_addresses.push_back(*address);
+           if (comma == std::string_view::npos) return true;
+           value = value.substr(comma + 1);
+         }
+       }},
+      {"port", 'p', true, Uint(&Options::port, 0, 65535, "port")},
+      {"keep-in-foreground", 'k', false, Flag(&Options::keep_in_foreground)},
+      {"threads", 0, true, Uint(&Options::threads, 0, 1024, "threads")},
+      {"max-cache-ttl", 0, true, OptionalUint(&Options::max_cache_ttl_s, "max-cache-ttl")},
+      {"min-cache-ttl", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (!Uint(&Options::min_cache_ttl_s, 0, UINT32_MAX, "min-cache-ttl")(value, options,
+                                                                              error)) {
+           return false;
+         }
+         options->min_cache_ttl_s = std::min(options->min_cache_ttl_s, kMinCacheTtlLimitS);
+         return true;
+       }},
+      {"stale-max", 0, true, Uint(&Options::stale_max_s, 0, UINT32_MAX, "stale-max")},
+      {"lameduck", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         uint64_t seconds = 0;
+         if (ParseUint(value, UINT32_MAX, &seconds)) {
+           options->lameduck_ms = seconds * 1000;
+           return true;
+         }
+         std::optional<uint64_t> ms = ParseDurationMs(value);
+         if (!ms) {
+           *error = "--lameduck: \"" + std::string(value) +
+                    "\" is not a duration (e.g. 5s, 500ms, or seconds)";
+           return false;
+         }
+         options->lameduck_ms = *ms;
+         return true;
+       }},
+      {"prometheus-port", 0, true, Uint(&Options::prometheus_port, 0, 65535, "prometheus-port")},
+  };
+  return specs;
+}
+
+const OptionSpec* FindLong(std::string_view name) {
+  for (const OptionSpec& spec : Specs()) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+const OptionSpec* FindShort(char name) {
+  for (const OptionSpec& spec : Specs()) {
+    if (spec.short_name == name) return &spec;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool ParseServerOption(std::string_view value, ServerOption* server, std::string* error) {
+  *server = ServerOption();
+  if (value.empty()) {
+    *error = "empty value";
+    return false;
+  }
+  std::string_view target = value;
+  if (value.front() == '/') {
+    const size_t last = value.rfind('/');
+    if (last == 0) {
+      *error = "missing '/' after the domain";
+      return false;
+    }
+    std::string_view domains = value.substr(1, last - 1);
+    target = value.substr(last + 1);
+    while (true) {
+      const size_t slash = domains.find('/');
+      std::string_view domain = domains.substr(0, slash);
+      if (domain.empty()) {
+        *error = "empty domain (dnsmasq's // for unqualified names is not supported)";
+        return false;
+      }
+      if (domain.find('*') != std::string_view::npos ||
+          domain.find('#') != std::string_view::npos) {
+        *error = "wildcard domain \"" + std::string(domain) + "\" is not supported";
+        return false;
+      }
+      std::optional<dns::Name> name = dns::Name::FromText(domain);
+      if (!name) {
+        *error = "bad domain \"" + std::string(domain) + "\"";
+        return false;
+      }
+      server->domains.push_back(name->Lowercased());
+      if (slash == std::string_view::npos) break;
+      domains = domains.substr(slash + 1);
+    }
+    if (target.empty()) {
+      server->target = ServerOption::Target::kLocal;
+      return true;
+    }
+    if (target == "#") {
+      server->target = ServerOption::Target::kDefaultUpstreams;
+      return true;
+    }
+  }
+  std::optional<UpstreamAddress> upstream = ParseUpstreamAddress(target, error);
+  if (!upstream) return false;
+  server->target = ServerOption::Target::kUpstream;
+  server->upstream = *upstream;
+  return true;
+}
+
+bool ParseOptions(std::span<const std::string_view> args, Options* options,
+                  std::vector<std::string>* rest, std::string* error) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    if (arg == "--") {
+      rest->insert(rest->end(), args.begin() + i, args.end());
+      break;
+    }
+    const OptionSpec* spec = nullptr;
+    std::string display;  // the option as the user wrote it, for errors
+    std::optional<std::string_view> value;
+    if (arg.starts_with("--")) {
+      std::string_view name = arg.substr(2);
+      if (size_t equals = name.find('='); equals != std::string_view::npos) {
+        value = name.substr(equals + 1);
+        name = name.substr(0, equals);
+      }
+      spec = FindLong(name);
+      display = "--" + std::string(name);
+    } else if (arg.size() >= 2 && arg[0] == '-') {
+      spec = FindShort(arg[1]);
+      // dnsmasq's getopt forms: "-k", "-c 1000", "-c1000". A flag takes nothing attached,
+      // so "-kubecfg" stays for gflags.
+      if (spec != nullptr && arg.size() > 2) {
+        if (spec->takes_value) {
+          value = arg.substr(2);
+        } else {
+          spec = nullptr;
+        }
+      }
+      display = std::string(arg.substr(0, 2));
+    }
+    if (spec == nullptr) {
+      rest->emplace_back(arg);
+      continue;
+    }
+    if (!spec->takes_value && value) {
+      *error = display + " takes no value";
+      return false;
+    }
+    if (spec->takes_value && !value) {
+      if (i + 1 == args.size()) {
+        *error = display + " needs a value";
+        return false;
+      }
+      value = args[++i];
+    }
+    if (!spec->set(value.value_or(""), options, error)) return false;
+  }
+  if (options->max_cache_ttl_s && *options->max_cache_ttl_s < options->min_cache_ttl_s) {
+    *error = "--min-cache-ttl (" + std::to_string(options->min_cache_ttl_s) +
+             ") is above --max-cache-ttl (" + std::to_string(*options->max_cache_ttl_s) + ")";
+    return false;
+  }
+  return true;
+}
+
+CacheOptions ToCacheOptions(const Options& options) {
+  CacheOptions cache;
+  cache.capacity = options.cache_size;
+  cache.policy.min_ttl_s = options.min_cache_ttl_s;
+  cache.policy.max_ttl_s = options.max_cache_ttl_s;
+  cache.policy.negative_caching = !options.no_negcache;
+  if (options.neg_ttl_s && *options.neg_ttl_s > 0) cache.policy.neg_ttl_s = options.neg_ttl_s;
+  cache.stale_max_s = options.stale_max_s;
+  return cache;
+}
+
+}  // namespace kdns::frontend

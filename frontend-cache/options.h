@@ -1,0 +1,76 @@
+// frontend-cache's command line: the dnsmasq options a kube-dns Deployment passes (through
+// the nanny) plus our own. gflags cannot repeat a flag (--server is repeated), so this is a
+// small parser of its own: `--opt=value` and `--opt value`, dnsmasq's short forms, and
+// every malformed value rejected with one line naming the flag. Arguments it does not know
+// are handed back in order for gflags (--v, --logtostderr, ...). Pure: reads no file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/base/ip_address.h"
+#include "common/dns/name.h"
+#include "frontend-cache/cache.h"
+#include "frontend-cache/upstream_address.h"
+
+namespace kdns::frontend {
+
+// One --server value.
+//   --server=ip[#port]             a default upstream (also [ipv6], [ipv6]#port, [ipv6]:port)
+//   --server=/d1/d2/.../ip[#port]  upstream for those domains and the names below them
+//   --server=/domain/              local only: never forwarded, answered NXDOMAIN (as
+//                                  dnsmasq answers a local domain it has no data for)
+//   --server=/domain/#             forwarded to the default upstreams (an exception under a
+//                                  less specific --server=/parent/ip)
+struct ServerOption {
+  enum class Target : uint8_t { kUpstream, kLocal, kDefaultUpstreams };
+  std::vector<dns::Name> domains;  // empty: a default upstream
+  Target target = Target::kUpstream;
+  UpstreamAddress upstream;  // for kUpstream
+
+  friend bool operator==(const ServerOption&, const ServerOption&) = default;
+};
+
+[[nodiscard]] bool ParseServerOption(std::string_view value, ServerOption* server,
+                                     std::string* error);
+
+inline constexpr uint32_t kMaxCacheSize = 1'000'000;
+// dnsmasq caps --min-cache-ttl at one hour (TTL_FLOOR_LIMIT), silently; so do we.
+inline constexpr uint32_t kMinCacheTtlLimitS = 3600;
+
+struct Options {
+  std::vector<ServerOption> servers;             // --server, -S (repeatable)
+  uint32_t cache_size = 150;                     // --cache-size, -c (dnsmasq's default)
+  bool no_negcache = false;                      // --no-negcache, -N
+  std::optional<uint32_t> neg_ttl_s;             // --neg-ttl
+  bool dns_loop_detect = false;                  // --dns-loop-detect
+  std::string log_facility;                      // --log-facility, -8 ("-": stderr)
+  bool no_resolv = false;                        // --no-resolv, -R
+  std::string resolv_file = "/etc/resolv.conf";  // --resolv-file, -r
+  uint32_t dns_forward_max = 150;                // --dns-forward-max, -0
+  std::vector<IpAddress> listen_addresses;       // --listen-address, -a (empty: all)
+  uint16_t port = kDnsPort;                      // --port, -p (0: any free port)
+  bool keep_in_foreground = false;               // -k, --keep-in-foreground (always)
+  // Ours.
+  uint32_t threads = 1;                     // --threads (0: one per CPU)
+  std::optional<uint32_t> max_cache_ttl_s;  // --max-cache-ttl
+  uint32_t min_cache_ttl_s = 0;             // --min-cache-ttl
+  uint32_t stale_max_s = 86400;             // --stale-max (0: no stale answers)
+  uint64_t lameduck_ms = 5000;              // --lameduck (Go duration or seconds)
+  uint16_t prometheus_port = 0;             // --prometheus-port (0: off)
+};
+
+// Parses `args` (without the program name). Unknown arguments go to `rest`, in order, and
+// everything after a "--". False with a one-line `error` on the first bad option.
+[[nodiscard]] bool ParseOptions(std::span<const std::string_view> args, Options* options,
+                                std::vector<std::string>* rest, std::string* error);
+
+// The cache's settings from the options. --neg-ttl=0 counts as unset (dnsmasq's default),
+// not as "cache negative answers for 0 seconds".
+CacheOptions ToCacheOptions(const Options& options);
+
+}  // namespace kdns::frontend

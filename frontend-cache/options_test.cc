@@ -1,0 +1,214 @@
+#include "frontend-cache/options.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/dns/testing.h"
+
+namespace kdns::frontend {
+namespace {
+
+using dns::testing::N;
+
+struct Parsed {
+  bool ok = false;
+  Options options;
+  std::vector<std::string> rest;
+  std::string error;
+};
+
+Parsed Parse(std::vector<std::string_view> args) {
+  Parsed parsed;
+  parsed.ok = ParseOptions(args, &parsed.options, &parsed.rest, &parsed.error);
+  return parsed;
+}
+
+UpstreamAddress Up(std::string_view ip, uint16_t port = 53) {
+  return UpstreamAddress{*IpAddress::Parse(ip), port};
+}
+
+TEST_CASE("Defaults are dnsmasq's", "[frontend][options]") {
+  Parsed parsed = Parse({});
+  REQUIRE(parsed.ok);
+  CHECK(parsed.options.cache_size == 150);
+  CHECK(parsed.options.port == 53);
+  CHECK(parsed.options.dns_forward_max == 150);
+  CHECK_FALSE(parsed.options.neg_ttl_s);
+  CHECK(parsed.options.servers.empty());
+  CHECK(parsed.options.resolv_file == "/etc/resolv.conf");
+}
+
+TEST_CASE("The kube-dns manifest's dnsmasq arguments parse", "[frontend][options]") {
+  Parsed parsed =
+      Parse({"-k", "--cache-size=1000", "--no-negcache", "--dns-loop-detect", "--log-facility=-",
+             "--server=/cluster.local/127.0.0.1#10053", "--server=/in-addr.arpa/127.0.0.1#10053",
+             "--server=/ip6.arpa/127.0.0.1#10053"});
+  REQUIRE(parsed.ok);
+  const Options& options = parsed.options;
+  CHECK(options.keep_in_foreground);
+  CHECK(options.cache_size == 1000);
+  CHECK(options.no_negcache);
+  CHECK(options.dns_loop_detect);
+  CHECK(options.log_facility == "-");
+  REQUIRE(options.servers.size() == 3);
+  CHECK(options.servers[0].domains == std::vector{N("cluster.local.")});
+  CHECK(options.servers[0].upstream == Up("127.0.0.1", 10053));
+  CHECK(parsed.rest.empty());
+}
+
+TEST_CASE("Options take --opt=value, --opt value and dnsmasq's short forms",
+          "[frontend][options]") {
+  auto [args, check] = GENERATE(table<std::vector<std::string_view>, uint32_t>({
+      {{"--cache-size=10"}, 10},
+      {{"--cache-size", "10"}, 10},
+      {{"-c", "10"}, 10},
+      {{"-c10"}, 10},
+      {{"--cache-size=0"}, 0},
+  }));
+  Parsed parsed = Parse(args);
+  REQUIRE(parsed.ok);
+  CHECK(parsed.options.cache_size == check);
+}
+
+TEST_CASE("Every option is read", "[frontend][options]") {
+  Parsed parsed =
+      Parse({"--neg-ttl=30", "--no-resolv", "--resolv-file", "/tmp/r.conf", "--dns-forward-max=500",
+             "--listen-address=127.0.0.1,::1", "-a", "10.0.0.1", "--port=5353", "--threads=4",
+             "--max-cache-ttl=600", "--min-cache-ttl=5", "--stale-max=0", "--lameduck=2s",
+             "--prometheus-port=9153", "-S", "8.8.8.8", "-N", "-R"});
+  REQUIRE(parsed.ok);
+  const Options& options = parsed.options;
+  CHECK(options.neg_ttl_s == 30u);
+  CHECK(options.no_resolv);
+  CHECK(options.resolv_file == "/tmp/r.conf");
+  CHECK(options.dns_forward_max == 500);
+  CHECK(options.listen_addresses == std::vector{*IpAddress::Parse("127.0.0.1"),
+                                                *IpAddress::Parse("::1"),
+                                                *IpAddress::Parse("10.0.0.1")});
+  CHECK(options.port == 5353);
+  CHECK(options.threads == 4);
+  CHECK(options.max_cache_ttl_s == 600u);
+  CHECK(options.min_cache_ttl_s == 5);
+  CHECK(options.stale_max_s == 0);
+  CHECK(options.lameduck_ms == 2000);
+  CHECK(options.prometheus_port == 9153);
+  REQUIRE(options.servers.size() == 1);
+  CHECK(options.servers[0].upstream == Up("8.8.8.8"));
+  CHECK(options.no_negcache);
+
+  CHECK(Parse({"--lameduck=7"}).options.lameduck_ms == 7000);
+  CHECK(Parse({"--min-cache-ttl=86400"}).options.min_cache_ttl_s == kMinCacheTtlLimitS);
+}
+
+TEST_CASE("Unknown arguments are left for gflags, in order", "[frontend][options]") {
+  Parsed parsed = Parse(
+      {"--v=2", "-k", "--logtostderr", "-kubecfg", "x", "--cache-size=5", "--", "--cache-size=9"});
+  REQUIRE(parsed.ok);
+  CHECK(parsed.options.cache_size == 5);
+  CHECK(parsed.rest == std::vector<std::string>{"--v=2", "--logtostderr", "-kubecfg", "x", "--",
+                                                "--cache-size=9"});
+}
+
+TEST_CASE("Malformed options fail with one line naming the option", "[frontend][options]") {
+  auto [args, expected] = GENERATE(table<std::vector<std::string_view>, std::string>({
+      {{"--cache-size=abc"}, "--cache-size: \"abc\" is not a number in 0..1000000"},
+      {{"--cache-size=-1"}, "--cache-size: \"-1\" is not a number in 0..1000000"},
+      {{"--cache-size=2000000"}, "--cache-size: \"2000000\" is not a number in 0..1000000"},
+      {{"--cache-size"}, "--cache-size needs a value"},
+      {{"-c"}, "-c needs a value"},
+      {{"--no-negcache=yes"}, "--no-negcache takes no value"},
+      {{"--no-resolv=1"}, "--no-resolv takes no value"},
+      {{"--dns-loop-detect=1"}, "--dns-loop-detect takes no value"},
+      {{"--neg-ttl=1h"}, "--neg-ttl: \"1h\" is not a number of seconds in 0..4294967295"},
+      {{"--neg-ttl="}, "--neg-ttl: \"\" is not a number of seconds in 0..4294967295"},
+      {{"--log-facility="}, "--log-facility: empty value (use - for stderr)"},
+      {{"--resolv-file="}, "--resolv-file: empty path"},
+      {{"--dns-forward-max=0"}, "--dns-forward-max: \"0\" is not a number in 1..1000000"},
+      {{"--listen-address=localhost"}, "--listen-address: \"localhost\" is not an IP address"},
+      {{"--listen-address=1.2.3.4,"}, "--listen-address: \"\" is not an IP address"},
+      {{"--port=65536"}, "--port: \"65536\" is not a number in 0..65535"},
+      {{"-p", "x"}, "--port: \"x\" is not a number in 0..65535"},
+      {{"--threads=2000"}, "--threads: \"2000\" is not a number in 0..1024"},
+      {{"--max-cache-ttl=x"}, "--max-cache-ttl: \"x\" is not a number of seconds in 0..4294967295"},
+      {{"--min-cache-ttl=x"}, "--min-cache-ttl: \"x\" is not a number in 0..4294967295"},
+      {{"--max-cache-ttl=10", "--min-cache-ttl=20"},
+       "--min-cache-ttl (20) is above --max-cache-ttl (10)"},
+      {{"--stale-max=1d"}, "--stale-max: \"1d\" is not a number in 0..4294967295"},
+      {{"--lameduck=soon"}, "--lameduck: \"soon\" is not a duration (e.g. 5s, 500ms, or seconds)"},
+      {{"--prometheus-port=99999"}, "--prometheus-port: \"99999\" is not a number in 0..65535"},
+      {{"--server="}, "--server=: empty value"},
+      {{"--server=1.2.3"}, "--server=1.2.3: \"1.2.3\" is not an IP address"},
+      {{"--server=1.2.3.4#0"}, "--server=1.2.3.4#0: bad port \"0\" in \"1.2.3.4#0\" (1..65535)"},
+      {{"--server=1.2.3.4#x"}, "--server=1.2.3.4#x: bad port \"x\" in \"1.2.3.4#x\" (1..65535)"},
+      {{"--server=1.2.3.4#53@eth0"},
+       "--server=1.2.3.4#53@eth0: source address or interface ('@') is not supported in "
+       "\"1.2.3.4#53@eth0\""},
+      {{"--server=[fd00::1"}, "--server=[fd00::1: missing ']' in \"[fd00::1\""},
+      {{"--server=[fd00::1]53"},
+       "--server=[fd00::1]53: expected '#port' after ']' in \"[fd00::1]53\""},
+      {{"--server=/cluster.local"}, "--server=/cluster.local: missing '/' after the domain"},
+      {{"--server=//1.2.3.4"},
+       "--server=//1.2.3.4: empty domain (dnsmasq's // for unqualified names is not supported)"},
+      {{"--server=/a//b/1.2.3.4"},
+       "--server=/a//b/1.2.3.4: empty domain (dnsmasq's // for unqualified names is not "
+       "supported)"},
+      {{"--server=/*.example/1.2.3.4"},
+       "--server=/*.example/1.2.3.4: wildcard domain \"*.example\" is not supported"},
+      {{"--server=/a..b/1.2.3.4"}, "--server=/a..b/1.2.3.4: bad domain \"a..b\""},
+      {{"--server=/example/host.name"},
+       "--server=/example/host.name: \"host.name\" is not an IP address"},
+  }));
+  Parsed parsed = Parse(args);
+  CHECK_FALSE(parsed.ok);
+  CHECK(parsed.error == expected);
+}
+
+TEST_CASE("--server forms", "[frontend][options]") {
+  ServerOption server;
+  std::string error;
+  SECTION("default upstreams") {
+    REQUIRE(ParseServerOption("10.0.0.10", &server, &error));
+    CHECK(server.domains.empty());
+    CHECK(server.upstream == Up("10.0.0.10"));
+    REQUIRE(ParseServerOption("10.0.0.10#5353", &server, &error));
+    CHECK(server.upstream == Up("10.0.0.10", 5353));
+    REQUIRE(ParseServerOption("fd00::1#54", &server, &error));
+    CHECK(server.upstream == Up("fd00::1", 54));
+    REQUIRE(ParseServerOption("[fd00::1]#54", &server, &error));
+    CHECK(server.upstream == Up("fd00::1", 54));
+    REQUIRE(ParseServerOption("[fd00::1]:55", &server, &error));
+    CHECK(server.upstream == Up("fd00::1", 55));
+    REQUIRE(ParseServerOption("[fd00::1]", &server, &error));
+    CHECK(server.upstream == Up("fd00::1", 53));
+  }
+  SECTION("domains") {
+    REQUIRE(ParseServerOption("/Example.COM/corp.local./10.0.0.1#53", &server, &error));
+    CHECK(server.target == ServerOption::Target::kUpstream);
+    REQUIRE(server.domains.size() == 2);
+    CHECK(server.domains[0].IdenticalTo(N("example.com.")));  // lower-cased
+    CHECK(server.domains[1].IdenticalTo(N("corp.local.")));
+  }
+  SECTION("local and default-server domains") {
+    REQUIRE(ParseServerOption("/local.lan/", &server, &error));
+    CHECK(server.target == ServerOption::Target::kLocal);
+    REQUIRE(ParseServerOption("/public.corp.example/#", &server, &error));
+    CHECK(server.target == ServerOption::Target::kDefaultUpstreams);
+    CHECK(server.domains == std::vector{N("public.corp.example.")});
+  }
+}
+
+TEST_CASE("Cache options follow the flags", "[frontend][options]") {
+  Parsed parsed = Parse({"--cache-size=10", "--no-negcache", "--neg-ttl=0", "--max-cache-ttl=9"});
+  REQUIRE(parsed.ok);
+  CacheOptions cache = ToCacheOptions(parsed.options);
+  CHECK(cache.capacity == 10);
+  CHECK_FALSE(cache.policy.negative_caching);
+  CHECK_FALSE(cache.policy.neg_ttl_s);  // 0 is unset
+  CHECK(cache.policy.max_ttl_s == 9u);
+  CHECK(ToCacheOptions(Parse({"--neg-ttl=60"}).options).policy.neg_ttl_s == 60u);
+}
+
+}  // namespace
+}  // namespace kdns::frontend
