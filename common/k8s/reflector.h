@@ -1,0 +1,251 @@
+// Reflector: keeps one Kubernetes resource (a list path such as /api/v1/services or
+// /apis/discovery.k8s.io/v1/endpointslices) in step with the API server, the way client-go's
+// reflector does, and hands what it learns to a ReflectorHandler.
+//
+// Life cycle (shared/k8s-api/README.md has the captures behind every rule):
+//   LIST   GET <path>?limit=<page_size>[&continue=<token, URL-encoded>], page after page. The
+//          watch starts from the LIST's metadata.resourceVersion (every page reports the first
+//          page's), never from the largest item RV. The pages are joined and delivered as one
+//          OnList(): the whole state of the resource. A 410 on a continue token restarts the
+//          LIST from page 1; the "inconsistent" token the 410 Status offers is not used, since
+//          mixing snapshots would break the list-then-watch contract.
+//   WATCH  GET <path>?watch=1&allowWatchBookmarks=true&resourceVersion=<rv>&timeoutSeconds=<t>
+//          with t drawn in [watch_timeout_min_s, watch_timeout_max_s]. The body is split into
+//          lines (a line may span many pieces, a piece may hold many lines; a line longer than
+//          max_line_bytes is an error), each decoded with DecodeWatchEvent. ADDED, MODIFIED and
+//          DELETED go to OnEvent(); the RV of every event and bookmark is remembered.
+//
+// How a watch ends, and what follows:
+//   clean close (timeoutSeconds)          re-WATCH from the last RV at once (after backoff if
+//                                          the watch lasted under min_watch_ms with no line, so
+//                                          a server that closes at once is not hammered)
+//   transport error, cut mid-line         re-WATCH from the last RV after backoff; the partial
+//                                          line is dropped
+//   HTTP 410, or an ERROR event code 410  re-LIST (a new OnList replaces the state at once);
+//                                          at once the first time, after backoff if it repeats
+//   other HTTP status or ERROR event      backoff, then re-WATCH (the transport re-reads the
+//                                          token, so 401/403 heal when it rotates)
+//   Retry-After on any error response     wait that long (at most max_retry_after_ms) instead
+//   (429, 503, 504)                        of the backoff delay
+//   a line that is not a watch event      count, log (rate-limited), re-LIST after backoff: we
+//                                          cannot know what we missed
+//   no byte for stall_timeout_ms          cancel and re-WATCH from the last RV at once; when two
+//                                          watches in a row stall without a single line, re-LIST
+//                                          (a watch from an RV the server has not reached, e.g.
+//                                          after an etcd restore, hangs silently)
+// LIST failures retry the same page after backoff (a 410 restarts from page 1). A page that
+// does not decode restarts the LIST after backoff.
+//
+// An event whose object failed to decode (DecodeWatchEvent's object_error) is delivered as a
+// DELETED of that namespace/name, counted as a "decode" error and logged. A re-LIST would
+// reach the same state (DecodeList skips an item that does not decode), so deleting avoids a
+// LIST storm while an object stays undecodable, and never serves its stale copy.
+//
+// Backoff: exponential with full jitter (see backoff.h), reset after a stable period.
+//
+// Thread: everything, including every handler call, happens on the thread of the loop that
+// drives the transport and the timers. The handler may call Stop() from inside a callback but
+// must not destroy the Reflector there.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/base/clock.h"
+#include "common/k8s/api_transport.h"
+#include "common/k8s/backoff.h"
+#include "common/k8s/decode.h"
+#include "common/k8s/objects.h"
+#include "common/k8s/reflector_timers.h"
+
+namespace kdns::k8s {
+
+// Why a watch was restarted (or the resource re-listed). Metric label values in ToString().
+enum class RestartReason : uint8_t {
+  kClosed,      // "closed": the server ended the watch cleanly (timeoutSeconds)
+  kTransport,   // "transport": connection failed or was cut
+  kExpired,     // "expired": HTTP 410 or an ERROR event with code 410; re-LIST
+  kHttpError,   // "http_error": a status other than 200 and 410 when the watch was opened
+  kErrorEvent,  // "error_event": an ERROR event other than 410
+  kStall,       // "stall": no byte for stall_timeout_ms
+  kMalformed,   // "malformed": a line that is not a watch event, or too long; re-LIST
+};
+inline constexpr size_t kRestartReasonCount = 7;
+std::string_view ToString(RestartReason reason);
+
+enum class ReflectorPhase : uint8_t { kList, kWatch };
+
+// One failed request or bad input, for metrics and logs.
+struct ReflectorError {
+  ReflectorPhase phase = ReflectorPhase::kList;
+  // Metric label: the HTTP status ("500", "404"; also the code of an ERROR event),
+  // "transport", or "decode" (a body, line or object that did not decode).
+  std::string code;
+  int http_status = 0;  // 0 unless code is an HTTP status
+  std::string message;  // one line with context
+};
+
+// Called on the loop thread. OnList and OnEvent are the data; the rest is observability.
+class ReflectorHandler {
+ public:
+  virtual ~ReflectorHandler() = default;
+
+  // The complete state of the resource (the first LIST, and every re-LIST): every object
+  // delivered before and missing here is gone. `list.meta.resource_version` is the list RV.
+  virtual void OnList(ObjectList list) = 0;
+  // ADDED, MODIFIED or DELETED (never BOOKMARK or ERROR). The object is decoded, except for a
+  // DELETED with object_error set (see above), which carries only its metadata.
+  // `received` is when the line's last byte arrived.
+  virtual void OnEvent(const WatchEvent& event, std::chrono::steady_clock::time_point received) = 0;
+
+  virtual void OnBookmark(const ResourceVersion& resource_version) {}
+  virtual void OnError(const ReflectorError& error) {}
+  // A watch restart; kExpired and kMalformed restarts are re-LISTs.
+  virtual void OnRestart(RestartReason reason) {}
+  // The first success (a complete LIST, or a watch that got its 200) after a failure or at
+  // start.
+  virtual void OnHealthy() {}
+};
+
+struct ReflectorOptions {
+  std::string path;  // "/api/v1/services": no query, no trailing slash
+  Kind kind = Kind::kService;
+  uint32_t page_size = 500;
+  uint64_t list_timeout_ms = 60'000;  // per page
+  uint32_t watch_timeout_min_s = 300;
+  uint32_t watch_timeout_max_s = 600;
+  // The real server sends a bookmark about once a minute on an idle watch.
+  uint64_t stall_timeout_ms = 90'000;
+  uint64_t min_watch_ms = 1'000;
+  uint64_t max_line_bytes = 16ull << 20;
+  uint64_t max_list_page_bytes = 512ull << 20;
+  uint64_t max_retry_after_ms = 60'000;
+  uint64_t error_log_interval_ms = 30'000;
+  Backoff::Options backoff;
+  Backoff::Random random;  // empty: seeded PRNG; also jitters timeoutSeconds
+};
+
+class Reflector {
+ public:
+  enum class State : uint8_t { kIdle, kListing, kWatching, kWaiting, kStopped };
+
+  struct Stats {
+    bool synced = false;                   // a complete list has been delivered
+    std::optional<uint64_t> last_sync_ms;  // clock time of the last complete list
+    // clock time of the last complete list, event or bookmark: how stale we may be
+    std::optional<uint64_t> last_progress_ms;
+    ResourceVersion resource_version;  // where the next watch starts
+    uint64_t lists = 0;                // complete lists delivered
+    uint64_t list_pages = 0;
+    uint64_t relists = 0;  // 410 (HTTP or ERROR event)
+    std::array<uint64_t, kRestartReasonCount> restarts{};
+    uint64_t added = 0;
+    uint64_t modified = 0;
+    uint64_t deleted = 0;
+    uint64_t bookmarks = 0;
+    std::map<std::string, uint64_t> errors;  // by ReflectorError::code
+    uint64_t malformed_lines = 0;
+    uint64_t watches = 0;  // watch requests sent
+
+    uint64_t restarts_for(RestartReason reason) const {
+      return restarts[static_cast<size_t>(reason)];
+    }
+  };
+
+  // `transport`, `timers`, `clock` and `handler` must outlive the reflector.
+  Reflector(ApiTransport& transport, TimerFactory& timers, const Clock& clock,
+            ReflectorHandler& handler, ReflectorOptions options);
+  ~Reflector();
+  Reflector(const Reflector&) = delete;
+  Reflector& operator=(const Reflector&) = delete;
+
+  // Sends the first LIST. Call once.
+  void Start();
+  // Cancels the request and the timers; no handler call afterwards. Idempotent.
+  void Stop();
+
+  State state() const { return state_; }
+  const Stats& stats() const { return stats_; }
+  const ReflectorOptions& options() const { return options_; }
+  // The delay of the pending retry (while kWaiting), for tests and logs.
+  uint64_t retry_delay_ms() const { return retry_delay_ms_; }
+
+ private:
+  enum class Next : uint8_t { kList, kListPage, kWatch };
+
+  void BeginList();
+  void SendListPage();
+  void OnListDone(const ApiResult& result);
+  void CompleteList();
+  void StartWatch();
+  void OnWatchHead(const ApiResponseHead& head);
+  void OnWatchBody(std::string_view piece);
+  void OnWatchDone(const ApiResult& result);
+  // Returns false when the watch was ended (by the line or by the handler).
+  bool ProcessLine(std::string_view line);
+  void OnStallTimer();
+
+  // How long Retry() waits: not at all, the backoff delay, or the backoff delay except for
+  // the first failure after a stable period (re-LISTs after 410).
+  enum class Delay : uint8_t { kNow, kBackoff, kFirstFree };
+
+  void CancelRequest();
+  // Ends the current attempt: counts the restart (if any), then runs `next` after the delay
+  // (Retry-After, bounded, when the server gave one).
+  void Retry(Next next, Delay delay, std::optional<RestartReason> reason,
+             std::optional<uint32_t> retry_after_s);
+  void RunNext(Next next);
+  // A complete LIST or a watch's 200: feeds the backoff, tells the handler after a failure.
+  void Healthy();
+  // Counts, logs (rate-limited) and reports one failure; marks us unhealthy.
+  void Error(const ReflectorError& error);
+  std::string Describe() const;  // "k8s services", the prefix of log lines
+
+  ApiTransport& transport_;
+  const Clock& clock_;
+  ReflectorHandler& handler_;
+  const ReflectorOptions options_;
+  Backoff::Random random_;
+  Backoff backoff_;
+  std::unique_ptr<OneShotTimer> retry_timer_;
+  std::unique_ptr<OneShotTimer> stall_timer_;
+
+  State state_ = State::kIdle;
+  std::optional<ApiTransport::RequestId> request_;
+  // Incremented whenever the current request ends, so callbacks of an ended one (and code
+  // after a handler call that stopped us) can tell.
+  uint64_t attempt_ = 0;
+  bool healthy_ = false;
+  uint64_t retry_delay_ms_ = 0;
+
+  // The response being received.
+  ApiResponseHead head_;
+  std::string body_;  // a LIST page, or the error body of a watch
+
+  // LIST in progress.
+  ObjectList pending_list_;
+  std::string continue_token_;
+
+  // WATCH in progress.
+  std::string line_;  // a partial line carried over between pieces
+  uint64_t watch_started_ms_ = 0;
+  uint64_t last_byte_ms_ = 0;
+  uint64_t watch_lines_ = 0;
+  uint32_t silent_stalls_ = 0;  // consecutive stalled watches that got no line at all
+
+  uint64_t last_error_log_ms_ = 0;
+  bool error_logged_ = false;
+  uint64_t errors_not_logged_ = 0;
+  Stats stats_;
+};
+
+// Percent-encodes everything but RFC 3986 unreserved characters, for a query value.
+std::string UrlEncode(std::string_view text);
+
+}  // namespace kdns::k8s

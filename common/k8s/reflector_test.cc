@@ -1,0 +1,521 @@
+#include "common/k8s/reflector.h"
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/k8s/reflector_testing.h"
+#include "common/k8s/testing.h"
+#include "common/loop/loop.h"
+#include "common/loop/loop_test_util.h"
+
+namespace kdns::k8s {
+namespace {
+
+using testing::FakeApiTransport;
+using testing::FakeTimers;
+using testing::Key;
+using testing::ReadCapture;
+using Request = FakeApiTransport::Request;
+
+// Records every handler call, in order, as one line each in `calls`.
+class Recorder final : public ReflectorHandler {
+ public:
+  void OnList(ObjectList list) override {
+    calls.push_back("LIST " + list.meta.resource_version.text);
+    lists.push_back(std::move(list));
+    if (stop_on_list) reflector->Stop();
+  }
+  void OnEvent(const WatchEvent& event, std::chrono::steady_clock::time_point) override {
+    std::string line = std::string(ToString(event.type)) + " " + Key(event.meta);
+    calls.push_back(line);
+    events.push_back(line);
+  }
+  void OnBookmark(const ResourceVersion& rv) override { calls.push_back("BOOKMARK " + rv.text); }
+  void OnError(const ReflectorError& error) override {
+    calls.push_back("ERROR " + error.code);
+    errors.push_back(error);
+  }
+  void OnRestart(RestartReason reason) override {
+    calls.push_back("RESTART " + std::string(ToString(reason)));
+  }
+  void OnHealthy() override { calls.push_back("HEALTHY"); }
+
+  std::vector<std::string> calls;
+  std::vector<std::string> events;
+  std::vector<ObjectList> lists;
+  std::vector<ReflectorError> errors;
+  bool stop_on_list = false;
+  Reflector* reflector = nullptr;
+};
+
+// The services reflector on simulated time, with the jitter pinned to the middle.
+struct Harness {
+  explicit Harness(ReflectorOptions options = Services()) {
+    reflector = std::make_unique<Reflector>(transport, timers, clock, handler, std::move(options));
+    handler.reflector = reflector.get();
+  }
+  static ReflectorOptions Services() {
+    ReflectorOptions options;
+    options.path = "/api/v1/services";
+    options.kind = Kind::kService;
+    options.random = [] { return 0.5; };
+    return options;
+  }
+
+  // Answers the four captured pages of the paginated LIST, checking the continue tokens.
+  void ListServices() {
+    std::string token;
+    for (int page = 1; page <= 4; ++page) {
+      Request& request = transport.Active();
+      INFO("page " << page << ": " << request.path);
+      REQUIRE_FALSE(request.IsWatch());
+      REQUIRE(request.Path() == "/api/v1/services");
+      REQUIRE(request.Param("limit") == "500");
+      REQUIRE(request.Param("continue") == token);
+      std::string body = ReadCapture("01-list-services-p" + std::to_string(page));
+      FakeApiTransport::Respond(request, 200, body);
+      auto decoded = DecodeList(body);
+      REQUIRE(decoded.ok());
+      token = UrlEncode(decoded->meta.continue_token);
+    }
+  }
+  Request& Watch() {
+    Request& request = transport.Active();
+    REQUIRE(request.IsWatch());
+    return request;
+  }
+
+  ManualClock clock{1'000'000};
+  FakeTimers timers{clock};
+  FakeApiTransport transport;
+  Recorder handler;
+  std::unique_ptr<Reflector> reflector;  // after what it uses
+};
+
+const std::vector<std::string> kWatchEvents = {
+    "ADDED default/web@110",   "MODIFIED default/web@111", "MODIFIED default/web@113",
+    "DELETED default/web@114", "ADDED default/web@116",    "DELETED default/unnamed@117",
+};
+
+TEST_CASE("a paginated LIST is delivered once, whole, and the watch starts from the list RV",
+          "[reflector]") {
+  Harness h;
+  h.reflector->Start();
+  CHECK(h.reflector->state() == Reflector::State::kListing);
+  h.ListServices();
+
+  REQUIRE(h.handler.lists.size() == 1);
+  const ObjectList& list = h.handler.lists[0];
+  CHECK(list.services.size() == 12);
+  CHECK(list.meta.resource_version.text == "107");
+  CHECK(Key(list.services.front().meta) == "apps/noready@90");
+  CHECK(Key(list.services.back().meta) == "load/big@94");
+  CHECK(h.handler.calls == std::vector<std::string>{"HEALTHY", "LIST 107"});
+
+  Request& watch = h.Watch();
+  CHECK(watch.Path() == "/api/v1/services");
+  CHECK(watch.Param("resourceVersion") == "107");  // not 94, the largest item RV
+  CHECK(watch.Param("allowWatchBookmarks") == "true");
+  CHECK(watch.Param("timeoutSeconds") == "450");  // 300 + 0.5 * 301
+  CHECK(watch.timeout_ms == 0);
+  const auto& stats = h.reflector->stats();
+  CHECK(stats.synced);
+  CHECK(stats.lists == 1);
+  CHECK(stats.list_pages == 4);
+  CHECK(stats.last_sync_ms == h.clock.NowMs());
+  CHECK(h.reflector->state() == Reflector::State::kWatching);
+}
+
+TEST_CASE("continue tokens and resource versions are URL-encoded", "[reflector]") {
+  CHECK(UrlEncode("eyJ2Ijo-_.~") == "eyJ2Ijo-_.~");
+  CHECK(UrlEncode("a+b/c=d e&") == "a%2Bb%2Fc%3Dd%20e%26");
+
+  Harness h;
+  h.reflector->Start();
+  std::string page = ReadCapture("01-list-services-p1");
+  auto decoded = DecodeList(page);
+  REQUIRE(decoded.ok());
+  const std::string token = decoded->meta.continue_token;
+  size_t at = page.find(token);
+  REQUIRE(at != std::string::npos);
+  page.replace(at, token.size(), "a+b/c==");
+  FakeApiTransport::Respond(h.transport.Active(), 200, page);
+  CHECK(h.transport.Active().Param("continue") == "a%2Bb%2Fc%3D%3D");
+}
+
+TEST_CASE("a watch stream split at every point gives the same events in order", "[reflector]") {
+  Harness h;
+  h.reflector->Start();
+  h.ListServices();
+  const std::string body = ReadCapture("03-watch-services");
+
+  std::vector<std::string> expected;
+  for (size_t split = 0; split <= body.size(); ++split) {
+    Request& watch = h.Watch();
+    FakeApiTransport::Head(watch, 200);
+    FakeApiTransport::Body(watch, std::string_view(body).substr(0, split));
+    FakeApiTransport::Body(watch, std::string_view(body).substr(split));
+    h.clock.AdvanceMs(40'000);
+    FakeApiTransport::Done(watch);  // the server's clean close at timeoutSeconds
+    expected.insert(expected.end(), kWatchEvents.begin(), kWatchEvents.end());
+    if (h.handler.events != expected) {
+      FAIL("split at " << split);
+    }
+    REQUIRE(h.reflector->stats().resource_version.text == "117");
+    REQUIRE(h.Watch().Param("resourceVersion") == "117");
+  }
+  CHECK(h.handler.errors.empty());
+  CHECK(h.reflector->stats().bookmarks == body.size() + 1);
+}
+
+TEST_CASE("a watch stream in random-sized pieces gives the same events", "[reflector]") {
+  Harness h;
+  h.reflector->Start();
+  h.ListServices();
+  const std::string body = ReadCapture("03-watch-services");
+  std::mt19937 random(42);
+  for (int round = 0; round < 200; ++round) {
+    Request& watch = h.Watch();
+    FakeApiTransport::Head(watch, 200);
+    std::uniform_int_distribution<size_t> size(1, 1 + random() % 3000);
+    for (size_t at = 0; at < body.size();) {
+      size_t n = std::min(size(random), body.size() - at);
+      FakeApiTransport::Body(watch, std::string_view(body).substr(at, n));
+      at += n;
+    }
+    h.clock.AdvanceMs(40'000);
+    FakeApiTransport::Done(watch);
+    REQUIRE(h.handler.events.size() == kWatchEvents.size() * (round + 1));
+    REQUIRE(std::equal(kWatchEvents.begin(), kWatchEvents.end(),
+                       h.handler.events.end() - kWatchEvents.size()));
+  }
+}
+
+TEST_CASE("bookmarks advance the resource version without events", "[reflector]") {
+  ReflectorOptions options;
+  options.path = "/apis/discovery.k8s.io/v1/endpointslices";
+  options.kind = Kind::kEndpointSlice;
+  options.random = [] { return 0.0; };
+  Harness h(options);
+  h.reflector->Start();
+  Request& list = h.transport.Active();
+  CHECK(list.path == "/apis/discovery.k8s.io/v1/endpointslices?limit=500");
+  FakeApiTransport::Respond(list, 200, ReadCapture("02-list-endpointslices"));
+  REQUIRE(h.handler.lists.size() == 1);
+  CHECK(h.handler.lists[0].endpoint_slices.size() == 8);
+
+  Request& watch = h.Watch();
+  CHECK(watch.Param("timeoutSeconds") == "300");
+  const std::string body = ReadCapture("04-watch-endpointslices");
+  auto lines = testing::Lines(body);
+  REQUIRE(lines.size() == 8);
+  FakeApiTransport::Head(watch, 200);
+  // Six events, then the two bookmarks (both RV 129), each line with its "\n".
+  for (size_t i = 0; i < 6; ++i) FakeApiTransport::Body(watch, lines[i] + "\n");
+  size_t calls = h.handler.calls.size();
+  FakeApiTransport::Body(watch, lines[6] + "\n" + lines[7] + "\n");
+  CHECK(h.handler.events.size() == 6);
+  CHECK(std::vector<std::string>(h.handler.calls.begin() + calls, h.handler.calls.end()) ==
+        std::vector<std::string>{"BOOKMARK 129", "BOOKMARK 129"});
+  CHECK(h.reflector->stats().bookmarks == 2);
+  CHECK(h.reflector->stats().resource_version.text == "129");
+  CHECK(h.handler.events.back() == "MODIFIED load/big-1@129");
+
+  SECTION("a bookmark alone moves where the next watch starts") {
+    FakeApiTransport::Body(
+        watch,
+        R"({"type":"BOOKMARK","object":{"kind":"EndpointSlice","apiVersion":"discovery.k8s.io/v1","metadata":{"resourceVersion":"140","creationTimestamp":null},"addressType":"","endpoints":null,"ports":null}})"
+        "\n");
+    FakeApiTransport::Done(watch);
+    CHECK(h.Watch().Param("resourceVersion") == "140");
+    CHECK(h.handler.events.size() == 6);
+  }
+}
+
+TEST_CASE("a 410 on a continue token restarts the LIST from page 1", "[reflector]") {
+  Harness h;
+  h.reflector->Start();
+  FakeApiTransport::Respond(h.transport.Active(), 200, ReadCapture("01-list-services-p1"));
+  Request& page2 = h.transport.Active();
+  REQUIRE_FALSE(page2.Param("continue").empty());
+  FakeApiTransport::Respond(page2, 410, ReadCapture("05a-list-continue-expired"));
+
+  // At once (the first re-LIST is free), without the inconsistent token the Status offered.
+  CHECK(h.reflector->state() == Reflector::State::kListing);
+  Request& again = h.transport.Active();
+  CHECK(again.path == "/api/v1/services?limit=500");
+  CHECK(h.reflector->stats().relists == 1);
+  CHECK(h.reflector->stats().restarts_for(RestartReason::kExpired) == 1);
+  CHECK(h.handler.errors.empty());  // a 410 is the protocol, not an error
+
+  h.ListServices();
+  REQUIRE(h.handler.lists.size() == 1);
+  CHECK(h.handler.lists[0].services.size() == 12);
+  CHECK(h.Watch().Param("resourceVersion") == "107");
+}
+
+TEST_CASE("an ERROR event with code 410 on a 200 watch makes a new LIST", "[reflector]") {
+  Harness h;
+  h.reflector->Start();
+  h.ListServices();
+  Request& watch = h.Watch();
+  FakeApiTransport::Head(watch, 200);
+  FakeApiTransport::Body(watch, ReadCapture("05b-watch-services-old-rv-after-restart"));
+  CHECK(watch.cancelled);
+  CHECK(h.reflector->state() == Reflector::State::kListing);
+  CHECK(h.reflector->stats().relists == 1);
+  CHECK(h.handler.calls.back() == "RESTART expired");
+
+  h.ListServices();
+  CHECK(h.handler.lists.size() == 2);  // the handler replaces its state with the new list
+
+  SECTION("a 410 that repeats at once backs off") {
+    Request& again = h.Watch();
+    FakeApiTransport::Head(again, 200);
+    FakeApiTransport::Body(again, ReadCapture("05b-watch-services-old-rv-after-restart"));
+    CHECK(h.reflector->state() == Reflector::State::kWaiting);
+    CHECK(h.reflector->retry_delay_ms() == 500);  // 0.5 * the second ceiling (1000)
+    h.timers.AdvanceMs(499);
+    CHECK(h.transport.ActiveCount() == 0);
+    h.timers.AdvanceMs(1);
+    CHECK_FALSE(h.transport.Active().IsWatch());
+  }
+  SECTION("an HTTP 410 on the watch does the same") {
+    FakeApiTransport::Respond(h.Watch(), 410, R"({"kind":"Status","code":410})");
+    CHECK(h.reflector->stats().relists == 2);
+    CHECK(h.transport.ActiveCount() + h.timers.ActiveCount() > 0);
+  }
+}
+
+TEST_CASE("a watch the server closes is resumed at once from the last RV", "[reflector]") {
+  Harness h;
+  h.reflector->Start();
+  h.ListServices();
+  Request& watch = h.Watch();
+  FakeApiTransport::Head(watch, 200);
+  FakeApiTransport::Body(watch, ReadCapture("03-watch-services"));
+  h.timers.AdvanceMs(40'020);
+  FakeApiTransport::Done(watch);
+  CHECK(h.Watch().Param("resourceVersion") == "117");
+  CHECK(h.reflector->stats().restarts_for(RestartReason::kClosed) == 1);
+  CHECK(h.handler.errors.empty());
+
+  SECTION("but a watch closed at once with no line backs off") {
+    Request& quick = h.Watch();
+    FakeApiTransport::Respond(quick, 200, "");
+    CHECK(h.reflector->state() == Reflector::State::kWaiting);
+    h.timers.AdvanceMs(*h.timers.NextDueInMs());
+    CHECK(h.Watch().Param("resourceVersion") == "117");
+  }
+}
+
+TEST_CASE("a transport error mid-line re-watches from the last RV after backoff", "[reflector]") {
+  Harness h;
+  h.reflector->Start();
+  h.ListServices();
+  const std::string body = ReadCapture("03-watch-services");
+  auto lines = testing::Lines(body);
+  Request& watch = h.Watch();
+  FakeApiTransport::Head(watch, 200);
+  FakeApiTransport::Body(watch, lines[0] + "\n" + lines[1].substr(0, 100));
+  FakeApiTransport::Done(watch, "connection closed mid-body");
+  CHECK(h.handler.events == std::vector<std::string>{"ADDED default/web@110"});
+  CHECK(h.reflector->state() == Reflector::State::kWaiting);
+  CHECK(h.reflector->retry_delay_ms() == 250);  // 0.5 * 500
+  REQUIRE(h.handler.errors.size() == 1);
+  CHECK(h.handler.errors[0].code == "transport");
+  CHECK(h.handler.errors[0].message.find("partial line of 100 bytes") != std::string::npos);
+
+  h.timers.AdvanceMs(250);
+  Request& resumed = h.Watch();
+  CHECK(resumed.Param("resourceVersion") == "110");
+  // The server resends from 110 on; the dropped fragment must not be glued to it.
+  FakeApiTransport::Head(resumed, 200);
+  for (size_t i = 1; i < lines.size(); ++i) FakeApiTransport::Body(resumed, lines[i] + "\n");
+  CHECK(h.handler.events == kWatchEvents);
+  CHECK(h.reflector->stats().restarts_for(RestartReason::kTransport) == 1);
+  CHECK(h.reflector->stats().errors.at("transport") == 1);
+}
+
+TEST_CASE("a 429 waits as long as Retry-After says, within a bound", "[reflector]") {
+  Harness h;
+  h.reflector->Start();
+  h.ListServices();
+  const std::string status =
+      R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429})";
+
+  SECTION("seven seconds") {
+    FakeApiTransport::Respond(h.Watch(), 429, status, 7);
+    CHECK(h.reflector->retry_delay_ms() == 7'000);
+    h.timers.AdvanceMs(6'999);
+    CHECK(h.transport.ActiveCount() == 0);
+    h.timers.AdvanceMs(1);
+    CHECK(h.Watch().Param("resourceVersion") == "107");
+    CHECK(h.reflector->stats().errors.at("429") == 1);
+    CHECK(h.reflector->stats().restarts_for(RestartReason::kHttpError) == 1);
+  }
+  SECTION("an hour is cut to max_retry_after_ms") {
+    FakeApiTransport::Respond(h.Watch(), 429, status, 3600);
+    CHECK(h.reflector->retry_delay_ms() == 60'000);
+  }
+  SECTION("without Retry-After, the backoff") {
+    FakeApiTransport::Respond(h.Watch(), 429, status);
+    CHECK(h.reflector->retry_delay_ms() == 250);
+  }
+  SECTION("retryAfterSeconds in the Status body counts too (the 504 of a too-large RV)") {
+    FakeApiTransport::Respond(
+        h.Watch(), 504,
+        R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Timeout","details":{"retryAfterSeconds":3},"code":504})");
+    CHECK(h.reflector->retry_delay_ms() == 3'000);
+  }
+}
+
+TEST_CASE("a watch with no byte for the stall timeout is cancelled and resumed", "[reflector]") {
+  Harness h;
+  h.reflector->Start();
+  h.ListServices();
+  Request& watch = h.Watch();
+  FakeApiTransport::Head(watch, 200);
+  auto lines = testing::Lines(ReadCapture("03-watch-services"));
+  h.timers.AdvanceMs(60'000);
+  FakeApiTransport::Body(watch, lines[0] + "\n");  // bytes push the deadline back
+  h.timers.AdvanceMs(89'999);
+  CHECK(watch.active());
+  h.timers.AdvanceMs(1);
+  CHECK(watch.cancelled);
+  Request& resumed = h.Watch();
+  CHECK(resumed.Param("resourceVersion") == "110");
+  CHECK(h.reflector->stats().restarts_for(RestartReason::kStall) == 1);
+
+  SECTION("two silent watches in a row make a new LIST") {
+    FakeApiTransport::Head(resumed, 200);
+    h.timers.AdvanceMs(90'000);
+    CHECK(resumed.cancelled);
+    Request& third = h.Watch();  // one silent stall: watch again
+    h.timers.AdvanceMs(90'000);
+    CHECK(third.cancelled);
+    CHECK_FALSE(h.transport.Active().IsWatch());
+    CHECK(h.reflector->stats().restarts_for(RestartReason::kStall) == 3);
+  }
+}
+
+TEST_CASE("a malformed watch line is counted and makes a new LIST after backoff", "[reflector]") {
+  Harness h;
+  h.reflector->Start();
+  h.ListServices();
+  Request& watch = h.Watch();
+  FakeApiTransport::Head(watch, 200);
+
+  SECTION("not JSON") { FakeApiTransport::Body(watch, "<html>proxy error</html>\n"); }
+  SECTION("longer than max_line_bytes, before its newline") {
+    FakeApiTransport::Body(watch, std::string(16u << 20, 'x'));
+    CHECK(watch.active());
+    FakeApiTransport::Body(watch, "x");
+  }
+  CHECK(watch.cancelled);
+  CHECK(h.reflector->stats().malformed_lines == 1);
+  CHECK(h.reflector->stats().errors.at("decode") == 1);
+  CHECK(h.reflector->stats().restarts_for(RestartReason::kMalformed) == 1);
+  CHECK(h.reflector->state() == Reflector::State::kWaiting);
+  h.timers.AdvanceMs(h.reflector->retry_delay_ms());
+  CHECK(h.transport.Active().path == "/api/v1/services?limit=500");
+}
+
+TEST_CASE("an event whose object does not decode is delivered as a delete", "[reflector]") {
+  Harness h;
+  h.reflector->Start();
+  h.ListServices();
+  Request& watch = h.Watch();
+  FakeApiTransport::Head(watch, 200);
+  FakeApiTransport::Body(
+      watch,
+      R"({"type":"MODIFIED","object":{"kind":"Service","apiVersion":"v1","metadata":{"name":"dual","namespace":"default","uid":"u","resourceVersion":"120"},"spec":{"ports":[{"port":"eighty"}]}}})"
+      "\n");
+  CHECK(h.handler.events == std::vector<std::string>{"DELETED default/dual@120"});
+  CHECK(h.reflector->stats().errors.at("decode") == 1);
+  CHECK(h.reflector->stats().resource_version.text == "120");
+  CHECK(watch.active());  // the watch goes on
+}
+
+TEST_CASE("HTTP errors back off exponentially with jitter within bounds", "[reflector]") {
+  std::mt19937_64 engine(7);
+  ReflectorOptions options = Harness::Services();
+  std::vector<double> draws;
+  options.random = [&] {
+    draws.push_back(std::uniform_real_distribution<double>(0, 1)(engine));
+    return draws.back();
+  };
+  Harness h(options);
+  h.reflector->Start();
+  uint64_t ceiling = 500;
+  for (int i = 0; i < 10; ++i) {
+    Request& list = h.transport.Active();
+    CHECK(list.path == "/api/v1/services?limit=500");  // the same page again
+    FakeApiTransport::Respond(list, 500, ReadCapture("06-list-rv-not-a-number"));
+    uint64_t delay = h.reflector->retry_delay_ms();
+    INFO("attempt " << i << " delay " << delay);
+    CHECK(delay <= ceiling);
+    CHECK(delay == static_cast<uint64_t>(draws.back() * (ceiling + 1)));
+    h.timers.AdvanceMs(delay);
+    ceiling = std::min<uint64_t>(ceiling * 2, 30'000);
+  }
+  CHECK(h.reflector->stats().errors.at("500") == 10);
+  REQUIRE(h.handler.errors.size() == 10);
+  CHECK(h.handler.errors[0].message.find("strconv.ParseUint") != std::string::npos);
+
+  SECTION("401 and 403 retry the same way (the transport re-reads the token)") {
+    FakeApiTransport::Respond(h.transport.Active(), 401, ReadCapture("06-bad-token"));
+    CHECK(h.reflector->state() == Reflector::State::kWaiting);
+    CHECK(h.reflector->stats().errors.at("401") == 1);
+  }
+  SECTION("a success lasting the reset period starts the backoff from the base again") {
+    h.ListServices();
+    h.timers.AdvanceMs(120'000);
+    FakeApiTransport::Done(h.Watch(), "connection reset by peer");
+    CHECK(h.reflector->retry_delay_ms() <= 500);
+  }
+}
+
+TEST_CASE("the handler may stop the reflector from inside a callback", "[reflector]") {
+  Harness h;
+  h.handler.stop_on_list = true;
+  h.reflector->Start();
+  h.ListServices();
+  CHECK(h.reflector->state() == Reflector::State::kStopped);
+  CHECK(h.transport.ActiveCount() == 0);
+  CHECK(h.timers.ActiveCount() == 0);
+}
+
+TEST_CASE("destroying a reflector cancels its request", "[reflector]") {
+  Harness h;
+  h.reflector->Start();
+  Request& list = h.transport.Active();
+  h.reflector.reset();
+  CHECK(list.cancelled);
+}
+
+TEST_CASE("on a real loop, the retry timer fires and every handle closes", "[reflector]") {
+  loop::Loop loop;
+  {
+    LoopTimers timers(loop);
+    FakeApiTransport transport;
+    Recorder handler;
+    ReflectorOptions options = Harness::Services();
+    options.backoff.base_ms = 5;
+    options.backoff.cap_ms = 5;
+    Reflector reflector(transport, timers, SteadyClock::Instance(), handler, options);
+    reflector.Start();
+    FakeApiTransport::Done(transport.Active(), "connection refused");
+    CHECK(transport.ActiveCount() == 0);
+    REQUIRE(loop::testing::RunUntil(loop, [&] { return transport.ActiveCount() == 1; }));
+    CHECK(transport.requests().size() == 2);
+  }
+  loop::testing::RequireClosesClean(loop);
+}
+
+}  // namespace
+}  // namespace kdns::k8s
