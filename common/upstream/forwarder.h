@@ -1,0 +1,234 @@
+// Forwarder: the upstream forwarding client shared by frontend-cache and kubedns. One per
+// loop thread; nothing on the query path takes a lock. The caller routes (picks the
+// UpstreamSet for a name) and answers the client; the Forwarder gets an answer from one
+// of the set's servers or says why it could not.
+//
+// Life of a query (Resolve):
+//   1. Identical in-flight queries (same name ignoring case, type, class, DO, CD and set)
+//      are coalesced: they wait for the one upstream query already under way.
+//   2. Beyond Options::max_in_flight distinct upstream queries (`--dns-forward-max`), the
+//      query fails at once with kOverloaded (the caller answers SERVFAIL): no queue.
+//   3. The set's servers are ordered: healthy ones by smoothed RTT (never-measured ones
+//      count as 0, ties keep the configured order), then failed ones; loop-disabled ones
+//      are left out. Each try goes to the next server in that order, round robin, at most
+//      max_tries_per_upstream tries each, within total_timeout_ms.
+//   4. A UDP try uses a fresh socket (random ephemeral port, connect()ed to the server) and
+//      a random ID from the kernel's CSPRNG; a client that came over TCP is forwarded over
+//      TCP on a reused, pipelined connection per server (RFC 7766). Every query carries
+//      EDNS0 (payload Options::edns_payload_bytes, the client's DO bit) and the client's CD.
+//   5. A reply counts only if it matches (wire.h: source, ID, QR, question); others are
+//      dropped and counted, and the try keeps waiting. A try whose timeout (RFC 6298 RTO
+//      from the server's SRTT, see upstream_health.h) expires moves the query on to the
+//      next server, but its socket keeps listening: a late answer still wins.
+//   6. TC over UDP: the same server again over TCP. FORMERR to a query with EDNS: the same
+//      server once more without EDNS (RFC 6891 §7). SERVFAIL, REFUSED, NOTIMP (and FORMERR
+//      without EDNS): the next server. Anything else (NOERROR, NXDOMAIN, ...) is the answer.
+//   7. Timeouts and network errors count against the server; failure_threshold in a row
+//      mark it failed, and a background probe (probe_name/probe_type every
+//      probe_interval_ms) restores it as soon as it answers.
+//
+// The callback is called exactly once per Resolve, never from inside Resolve (results
+// known at once are delivered on the next loop iteration), with a Result shared by all
+// coalesced waiters. It may call Resolve again; it must not destroy the Forwarder.
+// Destroying the Forwarder drops pending callbacks without calling them; call CancelAll()
+// first to have them answered with kServFail/kShutdown.
+//
+// Usage (frontend-cache, on a cache miss):
+//   auto request = upstream::Request::FromQuery(query, upstream::Transport::kUdp);
+//   forwarder.Resolve(request, route.upstreams, [responder = std::move(responder),
+//                                                id = query.header.id, qname = query.qname](
+//                                                   const upstream::Result& result) mutable {
+//     if (result.outcome != upstream::Outcome::kAnswer) return responder.ServFail();
+//     std::vector<uint8_t> reply = result.reply;  // shared by coalesced waiters: copy
+//     upstream::RewriteForClient(reply, id, qname);
+//     responder.Reply(reply);  // or re-encode result.message to fit the client's buffer
+//   });
+//
+// Thread: the loop's thread only; counters() may be read from any thread. The
+// UpstreamTable may be shared with the Forwarders of other threads.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "common/base/clock.h"
+#include "common/dns/edns.h"
+#include "common/dns/message.h"
+#include "common/dns/name.h"
+#include "common/loop/loop.h"
+#include "common/loop/socket_address.h"
+#include "common/loop/timer.h"
+#include "common/upstream/random.h"
+#include "common/upstream/tcp_client.h"
+#include "common/upstream/udp_client.h"
+#include "common/upstream/upstream_health.h"
+#include "common/upstream/upstream_set.h"
+#include "common/upstream/upstream_table.h"
+#include "common/upstream/wire.h"
+
+namespace kdns::upstream {
+
+enum class Outcome : uint8_t {
+  kAnswer,      // `reply` is the upstream's answer (any rcode but the failover ones)
+  kServFail,    // no usable answer; `reason` says why
+  kOverloaded,  // over max_in_flight: answer SERVFAIL without forwarding
+};
+enum class FailReason : uint8_t {
+  kNone,
+  kTimeout,        // no reply within the time budget
+  kUpstreamError,  // every server replied SERVFAIL/REFUSED/NOTIMP/FORMERR (`reply` is the last)
+  kNetworkError,   // sockets failed or connections were refused
+  kNoUpstreams,    // the set is empty, or every server in it is loop-disabled
+  kShutdown,       // CancelAll()
+};
+const char* OutcomeName(Outcome outcome);
+const char* FailReasonName(FailReason reason);
+
+struct Result {
+  Outcome outcome = Outcome::kServFail;
+  FailReason reason = FailReason::kNone;
+  // The reply as received (the upstream's ID and name case; see RewriteForClient) and its
+  // parse. kAnswer: always set. kServFail/kUpstreamError: the last error reply.
+  std::vector<uint8_t> reply;
+  dns::Message message;
+  loop::SocketAddress upstream;  // who sent `reply`
+  Transport transport = Transport::kUdp;
+  uint64_t rtt_ms = 0;
+  uint32_t tries = 0;  // upstream queries sent, TCP and EDNS retries included
+};
+
+// Forwarder-wide counters; any thread may read them.
+struct ForwarderCounters {
+  std::atomic<uint64_t> requests{0};         // Resolve calls
+  std::atomic<uint64_t> coalesced{0};        // joined an identical query in flight
+  std::atomic<uint64_t> overloaded{0};       // refused at max_in_flight
+  std::atomic<uint64_t> answers{0};          // kAnswer results (per upstream query)
+  std::atomic<uint64_t> servfails{0};        // kServFail results (per upstream query)
+  std::atomic<uint64_t> tries{0};            // upstream queries sent
+  std::atomic<uint64_t> timeouts{0};         // tries that timed out
+  std::atomic<uint64_t> failovers{0};        // tries sent to another server after a failure
+  std::atomic<uint64_t> mismatched{0};       // replies dropped: wrong ID, question or QR
+  std::atomic<uint64_t> malformed{0};        // replies dropped: not parseable
+  std::atomic<uint64_t> tcp_retries{0};      // truncated UDP replies retried over TCP
+  std::atomic<uint64_t> edns_fallbacks{0};   // FORMERR to EDNS, retried without
+  std::atomic<uint64_t> tcp_connections{0};  // connections opened
+  std::atomic<uint64_t> in_flight{0};        // distinct upstream queries now (a gauge)
+};
+
+class Forwarder {
+ public:
+  struct Options {
+    uint64_t min_try_timeout_ms = 100;
+    uint64_t max_try_timeout_ms = 1500;  // also the first try to a server never measured
+    uint64_t total_timeout_ms = 5000;
+    uint32_t max_tries_per_upstream = 2;
+    uint32_t failure_threshold = 3;
+    size_t max_in_flight = 150;  // --dns-forward-max
+    size_t max_waiters_per_query = 1024;
+    uint16_t edns_payload_bytes = dns::kDefaultUdpPayloadSize;
+    uint64_t tcp_idle_timeout_ms = 10'000;
+    uint64_t probe_interval_ms = 5'000;
+    dns::Name probe_name = dns::Name::Root();  // ". NS" by default
+    dns::RrType probe_type = dns::RrType::kNs;
+  };
+  using Callback = std::function<void(const Result& result)>;
+
+  // `table` may be shared with the Forwarders of other threads; one is made if null.
+  Forwarder(loop::Loop& loop, const Options& options,
+            std::shared_ptr<UpstreamTable> table = nullptr,
+            const Clock& clock = SteadyClock::Instance());
+  ~Forwarder();
+  Forwarder(const Forwarder&) = delete;
+  Forwarder& operator=(const Forwarder&) = delete;
+
+  void Resolve(const Request& request, const UpstreamSet& upstreams, Callback callback);
+
+  // Loop detection: sends `upstream` a TXT query for a fresh name registered in the table
+  // and returns the name. See upstream_table.h for the receiving side.
+  dns::Name ProbeForLoop(const loop::SocketAddress& upstream);
+
+  // Completes every pending query with kServFail/kShutdown (callbacks run inside).
+  void CancelAll();
+
+  const ForwarderCounters& counters() const { return counters_; }
+  UpstreamTable& table() { return *table_; }
+  const std::shared_ptr<UpstreamTable>& shared_table() const { return table_; }
+  // What this Forwarder knows about `upstream`; nullptr before its first use.
+  const UpstreamHealth* health(const loop::SocketAddress& upstream) const;
+  size_t in_flight() const { return client_jobs_; }
+  size_t open_tcp_connections() const { return tcp_.size(); }
+
+ private:
+  struct Job;
+  struct Attempt;
+  struct Server;
+  struct TcpSlot;
+  struct Key {
+    dns::Name qname;
+    dns::RrType qtype;
+    dns::RrClass qclass;
+    bool dnssec_ok;
+    bool checking_disabled;
+    UpstreamSet upstreams;
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
+  enum class JobKind : uint8_t { kClient, kHealthProbe, kLoopProbe };
+
+  Server& GetServer(const loop::SocketAddress& address);
+  Job* StartJob(JobKind kind, const Request& request, std::vector<Server*> candidates);
+  void StartNextTry(Job* job);
+  void SendTry(Job* job, size_t candidate, Transport transport, EdnsMode edns);
+  void SendUdp(Attempt* attempt, std::span<const uint8_t> query);
+  void SendTcp(Attempt* attempt, std::span<const uint8_t> query);
+  void OnTryTimeout(Job* job);
+  void OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram);
+  void OnTcpMessage(const loop::SocketAddress& peer, std::span<const uint8_t> message);
+  void OnTcpClosed(const loop::SocketAddress& peer, const std::string& reason);
+  void OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::Message message);
+  void OnAttemptFailed(Attempt* attempt, bool timeout, const char* why);
+  void CloseAttempt(Attempt* attempt);
+  void FinishAnswer(Job* job, Attempt* attempt, std::span<const uint8_t> bytes,
+                    dns::Message message);
+  void FinishFailed(Job* job, FailReason reason);
+  void Finish(Job* job, Result result);
+  void Deliver(std::vector<Callback> waiters, std::shared_ptr<const Result> result);
+  void SchedulePost();
+  void RunPosted();
+  void ProbeFailedServers();
+  void UpdateProbeTimer();
+
+  loop::Loop& loop_;
+  Options options_;
+  std::shared_ptr<UpstreamTable> table_;
+  const Clock& clock_;
+  SecureRandom random_;
+  ForwarderCounters counters_;
+  std::vector<uint8_t> receive_buffer_;  // shared by every UdpClient of this Forwarder
+
+  std::unordered_map<loop::SocketAddress, std::unique_ptr<Server>> servers_;
+  std::unordered_map<Job*, std::unique_ptr<Job>> jobs_;
+  std::unordered_map<Key, Job*, KeyHash> coalesce_;
+  size_t client_jobs_ = 0;
+  std::unordered_map<loop::SocketAddress, std::unique_ptr<TcpSlot>> tcp_;
+
+  // Finished jobs and closed connections, destroyed on the next loop iteration (they may
+  // be finished from inside their own callbacks); results to deliver outside Resolve.
+  std::vector<std::unique_ptr<Job>> graveyard_;
+  std::vector<std::unique_ptr<TcpSlot>> closed_tcp_;
+  std::vector<std::pair<std::vector<Callback>, std::shared_ptr<const Result>>> deferred_;
+  int resolve_depth_ = 0;
+  loop::Timer post_timer_;
+  loop::Timer probe_timer_;
+};
+
+}  // namespace kdns::upstream

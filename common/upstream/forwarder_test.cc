@@ -1,0 +1,514 @@
+#include "common/upstream/forwarder.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/dns/testing.h"
+#include "common/loop/loop.h"
+#include "common/loop/loop_test_util.h"
+#include "common/loop/socket_util.h"
+#include "common/upstream/testing.h"
+
+namespace kdns::upstream {
+namespace {
+
+using dns::testing::N;
+using loop::testing::RequireClosesClean;
+using loop::testing::RunUntil;
+using testing::Behaviour;
+using testing::FakeUpstream;
+
+Forwarder::Options TestOptions() {
+  Forwarder::Options options;
+  options.min_try_timeout_ms = 100;
+  options.max_try_timeout_ms = 100;
+  options.total_timeout_ms = 2000;
+  options.max_tries_per_upstream = 1;
+  options.probe_interval_ms = 50;
+  return options;
+}
+
+Request Req(std::string_view name, Transport transport = Transport::kUdp) {
+  Request request;
+  request.qname = N(name);
+  request.client_transport = transport;
+  return request;
+}
+
+// Resolves and runs the loop until the callback ran.
+Result ResolveAndWait(loop::Loop& loop, Forwarder& forwarder, const Request& request,
+                      const UpstreamSet& set) {
+  std::optional<Result> result;
+  forwarder.Resolve(request, set, [&](const Result& r) { result = r; });
+  REQUIRE(RunUntil(loop, [&] { return result.has_value(); }));
+  return *result;
+}
+
+std::string AnswerAddress(const Result& result) {
+  REQUIRE(result.outcome == Outcome::kAnswer);
+  REQUIRE(result.message.answers.size() == 1);
+  return std::get<dns::RdataA>(result.message.answers[0].rdata).address.ToString();
+}
+
+TEST_CASE("A query is answered by the upstream, sent with the client's case and EDNS 1232",
+          "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    Forwarder forwarder(loop, TestOptions());
+    Request request = Req("WwW.Example.");
+    request.dnssec_ok = GENERATE(false, true);
+    request.checking_disabled = request.dnssec_ok;
+    Result result = ResolveAndWait(loop, forwarder, request, {a.address()});
+    CHECK(AnswerAddress(result) == "192.0.2.1");
+    CHECK(result.upstream == a.address());
+    CHECK(result.transport == Transport::kUdp);
+    CHECK(result.tries == 1);
+    REQUIRE(a.queries().size() == 1);
+    const dns::Message& sent = a.queries()[0].message;
+    CHECK(sent.questions[0].name.IdenticalTo(N("WwW.Example.")));
+    CHECK(sent.header.rd);
+    CHECK(sent.header.cd == request.checking_disabled);
+    REQUIRE(sent.edns.has_value());
+    CHECK(sent.edns->udp_payload_size == 1232);
+    CHECK(sent.edns->dnssec_ok == request.dnssec_ok);
+    CHECK(forwarder.counters().answers == 1);
+    CHECK(forwarder.counters().in_flight == 0);
+    CHECK(forwarder.table().Get(a.address()).sent.Value() == 1);
+    CHECK(forwarder.health(a.address())->srtt_ms().has_value());
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("Replies with a wrong ID, question or source, or garbage, are dropped", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    const Behaviour behaviour = GENERATE(Behaviour::kWrongIdFirst, Behaviour::kWrongQuestionFirst,
+                                         Behaviour::kSpoofFirst, Behaviour::kGarbageFirst);
+    a.set_behaviour(behaviour);
+    Forwarder forwarder(loop, TestOptions());
+    Result result = ResolveAndWait(loop, forwarder, Req("www.example."), {a.address()});
+    CHECK(AnswerAddress(result) == "192.0.2.1");
+    CHECK(result.tries == 1);
+    switch (behaviour) {
+      case Behaviour::kGarbageFirst:
+        CHECK(forwarder.counters().malformed == 1);
+        break;
+      case Behaviour::kSpoofFirst:
+        // The connected socket never even sees the forged datagram.
+        CHECK(forwarder.counters().mismatched == 0);
+        break;
+      default:
+        CHECK(forwarder.counters().mismatched == 1);
+    }
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A timeout fails over to the next upstream", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    a.set_behaviour(Behaviour::kSilent);
+    Forwarder forwarder(loop, TestOptions());
+    Result result =
+        ResolveAndWait(loop, forwarder, Req("www.example."), {a.address(), b.address()});
+    CHECK(AnswerAddress(result) == "192.0.2.2");
+    CHECK(result.upstream == b.address());
+    CHECK(result.tries == 2);
+    CHECK(a.queries().size() == 1);
+    CHECK(forwarder.counters().timeouts == 1);
+    CHECK(forwarder.counters().failovers == 1);
+    CHECK(forwarder.table().Get(a.address()).failed.Value() == 1);
+    CHECK(UpstreamTable::ServersBindText(forwarder.table().Get(a.address())) ==
+          FormatUpstreamAddress(a.address()) + " 1 1");
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("SERVFAIL and REFUSED fail over to the next upstream", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    a.set_behaviour(GENERATE(Behaviour::kServFail, Behaviour::kRefused));
+    Forwarder forwarder(loop, TestOptions());
+    Result result =
+        ResolveAndWait(loop, forwarder, Req("www.example."), {a.address(), b.address()});
+    CHECK(AnswerAddress(result) == "192.0.2.2");
+    CHECK(forwarder.counters().timeouts == 0);
+    // An upstream that answers, even SERVFAIL, is not failed.
+    CHECK_FALSE(forwarder.health(a.address())->failed());
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("When every upstream fails the result is SERVFAIL with the reason", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    Forwarder forwarder(loop, TestOptions());
+    SECTION("error replies") {
+      a.set_behaviour(Behaviour::kServFail);
+      b.set_behaviour(Behaviour::kRefused);
+      Result result =
+          ResolveAndWait(loop, forwarder, Req("www.example."), {a.address(), b.address()});
+      CHECK(result.outcome == Outcome::kServFail);
+      CHECK(result.reason == FailReason::kUpstreamError);
+      CHECK(result.message.rcode() == dns::Rcode::kRefused);
+      CHECK(result.upstream == b.address());
+    }
+    SECTION("silence") {
+      a.set_behaviour(Behaviour::kSilent);
+      b.set_behaviour(Behaviour::kSilent);
+      Result result =
+          ResolveAndWait(loop, forwarder, Req("www.example."), {a.address(), b.address()});
+      CHECK(result.outcome == Outcome::kServFail);
+      CHECK(result.reason == FailReason::kTimeout);
+      CHECK(result.tries == 2);
+      CHECK(forwarder.counters().servfails == 1);
+    }
+    SECTION("the time budget ends the query even with tries left") {
+      Forwarder::Options options = TestOptions();
+      options.max_tries_per_upstream = 100;
+      options.total_timeout_ms = 250;
+      Forwarder patient(loop, options);
+      a.set_behaviour(Behaviour::kSilent);
+      Result result = ResolveAndWait(loop, patient, Req("www.example."), {a.address()});
+      CHECK(result.outcome == Outcome::kServFail);
+      CHECK(result.reason == FailReason::kTimeout);
+      CHECK(result.tries >= 2);
+      CHECK(result.tries <= 3);
+    }
+    SECTION("an empty set") {
+      Result result = ResolveAndWait(loop, forwarder, Req("www.example."), UpstreamSet());
+      CHECK(result.reason == FailReason::kNoUpstreams);
+    }
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A closed port fails over at once, without waiting for a timeout", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream b(loop, 2);
+    loop::SocketAddress dead;
+    {
+      FakeUpstream gone(loop, 9);
+      dead = gone.address();
+    }
+    Forwarder::Options options = TestOptions();
+    options.max_try_timeout_ms = options.min_try_timeout_ms = 1500;
+    Forwarder forwarder(loop, options);
+    Result result = ResolveAndWait(loop, forwarder, Req("www.example."), {dead, b.address()});
+    CHECK(AnswerAddress(result) == "192.0.2.2");
+    CHECK(forwarder.counters().timeouts == 0);
+    CHECK(forwarder.table().Get(dead).failed.Value() == 1);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A late answer to an earlier try still wins", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    a.set_delay_ms(150);
+    b.set_behaviour(Behaviour::kSilent);
+    Forwarder forwarder(loop, TestOptions());
+    Result result =
+        ResolveAndWait(loop, forwarder, Req("www.example."), {a.address(), b.address()});
+    CHECK(AnswerAddress(result) == "192.0.2.1");
+    CHECK(b.queries().size() == 1);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A truncated UDP reply is retried over TCP to the same upstream", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    a.set_behaviour(Behaviour::kTruncate);
+    Forwarder forwarder(loop, TestOptions());
+    Result result =
+        ResolveAndWait(loop, forwarder, Req("big.example."), {a.address(), b.address()});
+    CHECK(AnswerAddress(result) == "192.0.2.1");
+    CHECK(result.transport == Transport::kTcp);
+    CHECK(a.CountQueries(Transport::kUdp) == 1);
+    CHECK(a.CountQueries(Transport::kTcp) == 1);
+    CHECK(b.queries().empty());
+    CHECK(forwarder.counters().tcp_retries == 1);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("Client TCP queries go upstream over one reused TCP connection", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    Forwarder forwarder(loop, TestOptions());
+    Result first =
+        ResolveAndWait(loop, forwarder, Req("one.example.", Transport::kTcp), {a.address()});
+    CHECK(AnswerAddress(first) == "192.0.2.1");
+    CHECK(first.transport == Transport::kTcp);
+    Result second =
+        ResolveAndWait(loop, forwarder, Req("two.example.", Transport::kTcp), {a.address()});
+    CHECK(AnswerAddress(second) == "192.0.2.1");
+    // Two more at once: pipelined on the same connection.
+    int done = 0;
+    for (const char* name : {"three.example.", "four.example."}) {
+      forwarder.Resolve(Req(name, Transport::kTcp), {a.address()}, [&](const Result& r) {
+        CHECK(r.outcome == Outcome::kAnswer);
+        ++done;
+      });
+    }
+    REQUIRE(RunUntil(loop, [&] { return done == 2; }));
+    CHECK(a.CountQueries(Transport::kTcp) == 4);
+    CHECK(a.CountQueries(Transport::kUdp) == 0);
+    CHECK(a.tcp_connections_accepted() == 1);
+    CHECK(forwarder.counters().tcp_connections == 1);
+    CHECK(forwarder.open_tcp_connections() == 1);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A closed idle TCP connection is replaced on the next query", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    Forwarder::Options options = TestOptions();
+    options.tcp_idle_timeout_ms = 50;
+    Forwarder forwarder(loop, options);
+    CHECK(ResolveAndWait(loop, forwarder, Req("one.example.", Transport::kTcp), {a.address()})
+              .outcome == Outcome::kAnswer);
+    REQUIRE(RunUntil(loop, [&] { return forwarder.open_tcp_connections() == 0; }));
+    CHECK(ResolveAndWait(loop, forwarder, Req("two.example.", Transport::kTcp), {a.address()})
+              .outcome == Outcome::kAnswer);
+    CHECK(a.tcp_connections_accepted() == 2);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A reused TCP connection closed under a query is retried on a new one", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    a.set_tcp_queries_per_connection(1);
+    Forwarder forwarder(loop, TestOptions());
+    CHECK(ResolveAndWait(loop, forwarder, Req("one.example.", Transport::kTcp), {a.address()})
+              .outcome == Outcome::kAnswer);
+    Result second =
+        ResolveAndWait(loop, forwarder, Req("two.example.", Transport::kTcp), {a.address()});
+    CHECK(AnswerAddress(second) == "192.0.2.1");
+    CHECK(a.tcp_connections_accepted() == 2);
+    CHECK_FALSE(forwarder.health(a.address())->failed());
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("Identical queries in flight share one upstream query", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    a.set_delay_ms(30);
+    Forwarder forwarder(loop, TestOptions());
+    std::vector<Result> results;
+    for (int i = 0; i < 10; ++i) {
+      // Case differs, the query is the same.
+      forwarder.Resolve(Req(i % 2 == 0 ? "www.example." : "WWW.EXAMPLE."), {a.address()},
+                        [&](const Result& r) { results.push_back(r); });
+    }
+    // A different type, DO bit or upstream set is another query.
+    Request aaaa = Req("www.example.");
+    aaaa.qtype = dns::RrType::kAaaa;
+    Request with_do = Req("www.example.");
+    with_do.dnssec_ok = true;
+    int others = 0;
+    forwarder.Resolve(aaaa, {a.address()}, [&](const Result&) { ++others; });
+    forwarder.Resolve(with_do, {a.address()}, [&](const Result&) { ++others; });
+    CHECK(forwarder.in_flight() == 3);
+    REQUIRE(RunUntil(loop, [&] { return results.size() == 10 && others == 2; }));
+    CHECK(a.queries().size() == 3);
+    for (const Result& r : results) CHECK(AnswerAddress(r) == "192.0.2.1");
+    CHECK(forwarder.counters().coalesced == 9);
+    CHECK(forwarder.counters().requests == 12);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("Beyond max_in_flight queries are refused at once, never inside Resolve", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    a.set_delay_ms(50);
+    Forwarder::Options options = TestOptions();
+    options.max_in_flight = 2;
+    Forwarder forwarder(loop, options);
+    std::vector<Outcome> outcomes;
+    bool inside_resolve = false;
+    for (const char* name : {"a.example.", "b.example.", "c.example."}) {
+      inside_resolve = true;
+      forwarder.Resolve(Req(name), {a.address()}, [&](const Result& r) {
+        CHECK_FALSE(inside_resolve);
+        outcomes.push_back(r.outcome);
+      });
+      inside_resolve = false;
+    }
+    CHECK(outcomes.empty());
+    REQUIRE(RunUntil(loop, [&] { return outcomes.size() == 1; }));
+    CHECK(outcomes[0] == Outcome::kOverloaded);  // long before the 50 ms answers
+    // Joining a query in flight costs no upstream query, so it is not refused.
+    forwarder.Resolve(Req("a.example."), {a.address()},
+                      [&](const Result& r) { outcomes.push_back(r.outcome); });
+    REQUIRE(RunUntil(loop, [&] { return outcomes.size() == 4; }));
+    CHECK(outcomes[1] == Outcome::kAnswer);
+    CHECK(forwarder.counters().overloaded == 1);
+    CHECK(a.queries().size() == 2);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A failed upstream is skipped until a background probe restores it", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    a.set_behaviour(Behaviour::kSilent);
+    Forwarder::Options options = TestOptions();
+    options.failure_threshold = 1;
+    options.probe_interval_ms = 200;
+    Forwarder forwarder(loop, options);
+    const UpstreamSet set{a.address(), b.address()};
+    CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("one.example."), set)) == "192.0.2.2");
+    CHECK(forwarder.health(a.address())->failed());
+    CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("two.example."), set)) == "192.0.2.2");
+    CHECK(a.queries().size() == 1);  // skipped
+
+    a.set_behaviour(Behaviour::kAnswer);
+    REQUIRE(RunUntil(loop, [&] { return !forwarder.health(a.address())->failed(); }));
+    REQUIRE(a.queries().size() == 2);
+    const dns::Message& probe = a.queries()[1].message;
+    CHECK(probe.questions[0].name.IsRoot());
+    CHECK(probe.questions[0].type == dns::RrType::kNs);
+    // Probes are not client queries: servers.bind does not count them.
+    CHECK(forwarder.table().Get(a.address()).sent.Value() == 1);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("FORMERR to an EDNS query is retried once without EDNS", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    a.set_behaviour(Behaviour::kFormErrToEdns);
+    Forwarder forwarder(loop, TestOptions());
+    Result result = ResolveAndWait(loop, forwarder, Req("old.example."), {a.address()});
+    CHECK(AnswerAddress(result) == "192.0.2.1");
+    REQUIRE(a.queries().size() == 2);
+    CHECK(a.queries()[0].message.edns.has_value());
+    CHECK_FALSE(a.queries()[1].message.edns.has_value());
+    CHECK(forwarder.counters().edns_fallbacks == 1);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("Source ports and IDs are random", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    Forwarder forwarder(loop, TestOptions());
+    constexpr int kQueries = 20;
+    for (int i = 0; i < kQueries; ++i) {
+      ResolveAndWait(loop, forwarder, Req("q" + std::to_string(i) + ".example."), {a.address()});
+    }
+    std::set<uint16_t> ports, ids;
+    int sequential = 0;
+    for (size_t i = 0; i < a.queries().size(); ++i) {
+      ports.insert(a.queries()[i].from.port());
+      ids.insert(a.queries()[i].message.header.id);
+      if (i > 0 && a.queries()[i].message.header.id ==
+                       static_cast<uint16_t>(a.queries()[i - 1].message.header.id + 1)) {
+        ++sequential;
+      }
+    }
+    // Collisions among 20 draws from ~28000 ports or 65536 IDs are rare, not impossible.
+    CHECK(ports.size() >= kQueries - 2);
+    CHECK(ids.size() >= kQueries - 2);
+    CHECK(sequential <= 1);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A loop probe that comes back disables its upstream", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    a.set_behaviour(Behaviour::kSilent);
+    auto table = std::make_shared<UpstreamTable>();
+    Forwarder forwarder(loop, TestOptions(), table);
+    Forwarder other_thread(loop, TestOptions(), table);  // another thread's, sharing the table
+    dns::Name probe = forwarder.ProbeForLoop(a.address());
+    REQUIRE(RunUntil(loop, [&] { return a.queries().size() == 1; }));
+    const dns::Question& question = a.queries()[0].message.questions[0];
+    CHECK(question.name == probe);
+    CHECK(question.type == dns::RrType::kTxt);
+
+    // The frontend receives that query on its listening socket: it is ours.
+    auto looped = table->MatchLoopProbe(question.name);
+    REQUIRE(looped.has_value());
+    CHECK(*looped == a.address());
+    CHECK(table->Disable(*looped, "loop probe came back"));
+    CHECK_FALSE(table->Disable(*looped, "again"));
+
+    const UpstreamSet set{a.address(), b.address()};
+    CHECK(AnswerAddress(ResolveAndWait(loop, other_thread, Req("x.example."), set)) == "192.0.2.2");
+    CHECK(a.queries().size() == 1);
+    Result none = ResolveAndWait(loop, other_thread, Req("x.example."), {a.address()});
+    CHECK(none.outcome == Outcome::kServFail);
+    CHECK(none.reason == FailReason::kNoUpstreams);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("CancelAll answers every pending query with a shutdown SERVFAIL", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    a.set_behaviour(Behaviour::kSilent);
+    Forwarder forwarder(loop, TestOptions());
+    std::vector<FailReason> reasons;
+    forwarder.Resolve(Req("a.example."), {a.address()},
+                      [&](const Result& r) { reasons.push_back(r.reason); });
+    forwarder.Resolve(Req("b.example.", Transport::kTcp), {a.address()},
+                      [&](const Result& r) { reasons.push_back(r.reason); });
+    REQUIRE(RunUntil(loop, [&] { return a.queries().size() == 2; }));
+    forwarder.CancelAll();
+    CHECK(reasons == std::vector<FailReason>{FailReason::kShutdown, FailReason::kShutdown});
+    CHECK(forwarder.in_flight() == 0);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("Destroying the Forwarder with queries in flight leaks nothing", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    a.set_behaviour(Behaviour::kSilent);
+    auto forwarder = std::make_unique<Forwarder>(loop, TestOptions());
+    bool called = false;
+    forwarder->Resolve(Req("a.example."), {a.address()}, [&](const Result&) { called = true; });
+    forwarder->Resolve(Req("b.example.", Transport::kTcp), {a.address()},
+                       [&](const Result&) { called = true; });
+    REQUIRE(RunUntil(loop, [&] { return a.queries().size() == 2; }));
+    forwarder.reset();
+    CHECK_FALSE(called);
+  }
+  RequireClosesClean(loop);
+}
+
+}  // namespace
+}  // namespace kdns::upstream

@@ -1,0 +1,67 @@
+// UdpClient: one connected UDP socket for one upstream try. Each try gets a fresh socket
+// with a kernel-chosen ephemeral port (Linux picks it at random), so the source port is as
+// unpredictable as the query ID (RFC 5452 §9.2). The socket is connect()ed to the upstream:
+// the kernel then drops datagrams from any other address or port, and an ICMP "port
+// unreachable" comes back as an error, so a dead upstream fails over at once instead of
+// after a timeout. The source is still checked again on every datagram.
+//
+// Built on uv_udp_t rather than loop::UdpSocket: that class is a server socket with a
+// 32-slot recvmmsg buffer (128 KiB) per socket, too heavy for one socket per query. Here
+// every UdpClient of a Forwarder receives into one shared buffer (the loop is
+// single-threaded and the datagram is consumed inside the callback).
+//
+// Thread: the loop's thread only. Destroying the UdpClient (also from inside its callback)
+// closes the socket; no callback follows.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "common/loop/loop.h"
+#include "common/loop/socket_address.h"
+
+namespace kdns::upstream {
+
+class UdpClient {
+ public:
+  // A datagram from the connected peer; valid during the call only.
+  using DatagramCallback = std::function<void(std::span<const uint8_t> datagram)>;
+  // A receive error (negative libuv code, e.g. UV_ECONNREFUSED) or a datagram cut short
+  // by the receive buffer (UV_EMSGSIZE).
+  using ErrorCallback = std::function<void(int status)>;
+
+  // `receive_buffer` must outlive the UdpClient. nullptr with *error on failure.
+  [[nodiscard]] static std::unique_ptr<UdpClient> Open(loop::Loop& loop,
+                                                       const loop::SocketAddress& peer,
+                                                       std::span<uint8_t> receive_buffer,
+                                                       DatagramCallback on_datagram,
+                                                       ErrorCallback on_error, std::string* error);
+  ~UdpClient();
+  UdpClient(const UdpClient&) = delete;
+  UdpClient& operator=(const UdpClient&) = delete;
+
+  // Sends one datagram at once (uv_udp_try_send). 0 or a negative libuv code.
+  [[nodiscard]] int Send(std::span<const uint8_t> bytes);
+  uint16_t local_port() const { return local_port_; }
+
+ private:
+  UdpClient(const loop::SocketAddress& peer, std::span<uint8_t> receive_buffer,
+            DatagramCallback on_datagram, ErrorCallback on_error);
+  static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) noexcept;
+  static void OnReceive(uv_udp_t* handle, ssize_t nread, const uv_buf_t* buf, const sockaddr* addr,
+                        unsigned flags) noexcept;
+
+  uv_udp_t* handle_ = nullptr;
+  loop::SocketAddress peer_;
+  std::span<uint8_t> receive_buffer_;
+  DatagramCallback on_datagram_;
+  ErrorCallback on_error_;
+  uint16_t local_port_ = 0;
+};
+
+}  // namespace kdns::upstream

@@ -1,0 +1,59 @@
+// UpstreamHealth: what one Forwarder has learnt about one upstream server: its smoothed
+// round-trip time, the retransmission timeout derived from it, and whether it is failed.
+// Pure logic, driven by the Forwarder; times are milliseconds.
+//
+// RTT: RFC 6298 §2 (as unbound's rtt_update does): the first sample sets SRTT = R and
+// RTTVAR = R/2, later ones SRTT += (R - SRTT)/8 and RTTVAR += (|SRTT - R| - RTTVAR)/4; the
+// try timeout is SRTT + 4*RTTVAR clamped to [min_try_timeout_ms, max_try_timeout_ms], and
+// max_try_timeout_ms before the first sample. Each timeout doubles the next try timeout
+// (up to the maximum) until a reply arrives.
+//
+// Failure: `failure_threshold` consecutive tries without a usable reply (timeouts and
+// network errors; not SERVFAIL, which is usually about one name) mark the upstream failed.
+// A failed upstream is tried only after the healthy ones; the Forwarder probes it in the
+// background and any reply marks it healthy again.
+//
+// Thread: the owning Forwarder's loop thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace kdns::upstream {
+
+class UpstreamHealth {
+ public:
+  struct Options {
+    uint64_t min_try_timeout_ms = 100;
+    uint64_t max_try_timeout_ms = 1500;
+    uint32_t failure_threshold = 3;
+  };
+
+  explicit UpstreamHealth(const Options& options) : options_(options) {}
+
+  void OnReply(uint64_t rtt_ms);
+  // A try that timed out or failed on the network.
+  void OnFailure();
+  // A background probe got an answer: healthy again, with a fresh RTT sample.
+  void OnProbeSuccess(uint64_t rtt_ms) { OnReply(rtt_ms); }
+
+  uint64_t TryTimeoutMs() const;
+  // Smoothed RTT; nullopt before the first reply.
+  std::optional<uint64_t> srtt_ms() const;
+  // The order key: SRTT, with 0 for an upstream never measured (so each one is measured
+  // once before the fastest wins).
+  uint64_t SelectionRttMs() const { return srtt_ms().value_or(0); }
+  bool failed() const { return consecutive_failures_ >= options_.failure_threshold; }
+  uint32_t consecutive_failures() const { return consecutive_failures_; }
+
+ private:
+  Options options_;
+  bool measured_ = false;
+  // In 1/8 ms (SRTT) and 1/4 ms (RTTVAR) fixed point, as in RFC 6298's reference code.
+  uint64_t srtt_x8_ = 0;
+  uint64_t rttvar_x4_ = 0;
+  uint32_t backoff_shift_ = 0;
+  uint32_t consecutive_failures_ = 0;
+};
+
+}  // namespace kdns::upstream

@@ -1,0 +1,55 @@
+#include "common/upstream/upstream_health.h"
+
+#include <catch2/catch.hpp>
+
+namespace kdns::upstream {
+namespace {
+
+UpstreamHealth::Options Opts() {
+  UpstreamHealth::Options options;
+  options.min_try_timeout_ms = 100;
+  options.max_try_timeout_ms = 1500;
+  options.failure_threshold = 2;
+  return options;
+}
+
+TEST_CASE("An unmeasured upstream gets the longest try timeout and sorts first", "[upstream]") {
+  UpstreamHealth health(Opts());
+  CHECK_FALSE(health.srtt_ms().has_value());
+  CHECK(health.TryTimeoutMs() == 1500);
+  CHECK(health.SelectionRttMs() == 0);
+  CHECK_FALSE(health.failed());
+}
+
+TEST_CASE("The try timeout follows RFC 6298 from the smoothed RTT", "[upstream]") {
+  UpstreamHealth health(Opts());
+  health.OnReply(40);
+  CHECK(health.srtt_ms() == 40);
+  CHECK(health.TryTimeoutMs() == 120);  // 40 + 4 * 20
+  for (int i = 0; i < 50; ++i) health.OnReply(40);
+  CHECK(health.srtt_ms() == 40);
+  CHECK(health.TryTimeoutMs() == 100);  // variance gone: clamped to the minimum
+  health.OnReply(400);
+  CHECK(*health.srtt_ms() == 85);  // 40 + (400 - 40) / 8
+  CHECK(health.TryTimeoutMs() > 85);
+}
+
+TEST_CASE("Failures back the timeout off and mark the upstream failed until it answers",
+          "[upstream]") {
+  UpstreamHealth health(Opts());
+  health.OnReply(100);
+  const uint64_t base = health.TryTimeoutMs();
+  health.OnFailure();
+  CHECK(health.TryTimeoutMs() == std::min<uint64_t>(base * 2, 1500));
+  CHECK_FALSE(health.failed());
+  health.OnFailure();
+  CHECK(health.failed());
+  for (int i = 0; i < 20; ++i) health.OnFailure();
+  CHECK(health.TryTimeoutMs() == 1500);
+  health.OnProbeSuccess(10);
+  CHECK_FALSE(health.failed());
+  CHECK(health.consecutive_failures() == 0);
+}
+
+}  // namespace
+}  // namespace kdns::upstream

@@ -1,0 +1,54 @@
+// UpstreamSet: the ordered list of upstream DNS servers that serves one route (the default
+// upstreams, or one `--server=/domain/ip#port` stub). Which set serves which name is the
+// caller's routing decision; the Forwarder only receives the set with each query.
+//
+// Addresses are written the dnsmasq way, `ip#port` (`10.0.0.10#53`, `fd00::10#5353`), with
+// port 53 when `#port` is missing. A set is a value: compare and hash it to coalesce
+// identical queries sent to the same servers. No thread affinity.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/loop/socket_address.h"
+
+namespace kdns::upstream {
+
+inline constexpr uint16_t kDnsPort = 53;
+
+// `1.2.3.4`, `1.2.3.4#5353`, `::1`, `::1#5353` (no brackets, no names). nullopt otherwise.
+std::optional<loop::SocketAddress> ParseUpstreamAddress(std::string_view text);
+// The dnsmasq form used by `servers.bind`: `1.2.3.4#53`, `::1#53`.
+std::string FormatUpstreamAddress(const loop::SocketAddress& address);
+
+class UpstreamSet {
+ public:
+  UpstreamSet() = default;
+  explicit UpstreamSet(std::vector<loop::SocketAddress> addresses);
+  UpstreamSet(std::initializer_list<loop::SocketAddress> addresses)
+      : UpstreamSet(std::vector<loop::SocketAddress>(addresses)) {}
+
+  // Comma- or space-separated ParseUpstreamAddress forms; nullopt if any is invalid.
+  static std::optional<UpstreamSet> Parse(std::string_view text);
+
+  const std::vector<loop::SocketAddress>& addresses() const { return addresses_; }
+  size_t size() const { return addresses_.size(); }
+  bool empty() const { return addresses_.empty(); }
+  size_t Hash() const { return hash_; }
+  std::string ToString() const;
+
+  friend bool operator==(const UpstreamSet& a, const UpstreamSet& b) {
+    return a.hash_ == b.hash_ && a.addresses_ == b.addresses_;
+  }
+
+ private:
+  std::vector<loop::SocketAddress> addresses_;
+  size_t hash_ = 0;
+};
+
+}  // namespace kdns::upstream

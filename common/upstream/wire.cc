@@ -1,0 +1,113 @@
+#include "common/upstream/wire.h"
+
+#include <algorithm>
+#include <array>
+
+#include "common/dns/builder.h"
+#include "common/dns/header.h"
+
+namespace kdns::upstream {
+
+const char* TransportName(Transport transport) {
+  return transport == Transport::kTcp ? "tcp" : "udp";
+}
+
+const char* MatchName(Match match) {
+  switch (match) {
+    case Match::kOk:
+      return "ok";
+    case Match::kMalformed:
+      return "malformed";
+    case Match::kNotResponse:
+      return "not a response";
+    case Match::kWrongId:
+      return "wrong id";
+    case Match::kWrongQuestion:
+      return "wrong question";
+  }
+  return "?";
+}
+
+Request Request::FromQuery(const dns::Query& query, Transport client_transport) {
+  Request request;
+  request.qname = query.qname;
+  request.qtype = query.qtype;
+  request.qclass = query.qclass;
+  request.dnssec_ok = query.edns && query.edns->dnssec_ok;
+  request.checking_disabled = query.header.cd;
+  request.client_transport = client_transport;
+  return request;
+}
+
+bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns, uint16_t udp_payload_bytes,
+                std::vector<uint8_t>* out) {
+  // Header, the longest name, type and class, and the OPT record.
+  std::array<uint8_t, dns::kHeaderSize + dns::Name::kMaxWireLength + 4 + dns::kOptFixedSize> buffer;
+  dns::MessageBuilder builder(buffer);
+  builder.header().id = id;
+  builder.header().rd = true;
+  builder.header().cd = request.checking_disabled;
+  if (edns == EdnsMode::kWithEdns) {
+    dns::EdnsView view;
+    view.udp_payload_size = udp_payload_bytes;
+    view.dnssec_ok = request.dnssec_ok;
+    if (builder.SetEdns(view) != dns::BuildError::kOk) return false;
+  }
+  if (builder.AddQuestion(request.qname, request.qtype, request.qclass) != dns::BuildError::kOk) {
+    return false;
+  }
+  std::span<const uint8_t> packet = builder.Finish();
+  out->assign(packet.begin(), packet.end());
+  return true;
+}
+
+namespace {
+
+bool MayOmitQuestion(dns::Rcode rcode) {
+  return rcode == dns::Rcode::kFormErr || rcode == dns::Rcode::kServFail ||
+         rcode == dns::Rcode::kNotImp || rcode == dns::Rcode::kRefused;
+}
+
+}  // namespace
+
+Match MatchReply(std::span<const uint8_t> reply, uint16_t id, const Request& request,
+                 dns::Message* parsed) {
+  dns::Header header;
+  if (dns::ParseHeader(reply, &header) != dns::ParseError::kOk) return Match::kMalformed;
+  if (!header.qr || header.opcode != dns::Opcode::kQuery) return Match::kNotResponse;
+  if (header.id != id) return Match::kWrongId;
+  if (header.qdcount > 1) return Match::kWrongQuestion;
+  // Bytes after the last record are tolerated, as some servers pad.
+  if (dns::ParseMessage(reply, parsed, dns::TrailingData::kIgnore) != dns::ParseError::kOk) {
+    return Match::kMalformed;
+  }
+  if (parsed->questions.empty()) {
+    return MayOmitQuestion(parsed->rcode()) ? Match::kOk : Match::kWrongQuestion;
+  }
+  const dns::Question& question = parsed->questions.front();
+  if (question.type != request.qtype || question.cls != request.qclass ||
+      !(question.name == request.qname)) {
+    return Match::kWrongQuestion;
+  }
+  return Match::kOk;
+}
+
+bool RewriteForClient(std::span<uint8_t> reply, uint16_t client_id, const dns::Name& client_qname) {
+  if (reply.size() < dns::kHeaderSize) return false;
+  reply[0] = static_cast<uint8_t>(client_id >> 8);
+  reply[1] = static_cast<uint8_t>(client_id & 0xFF);
+  const uint16_t qdcount = static_cast<uint16_t>(reply[4] << 8 | reply[5]);
+  if (qdcount == 0) return true;
+  std::span<const uint8_t> wire = client_qname.wire();
+  if (reply.size() < dns::kHeaderSize + wire.size()) return true;
+  std::span<uint8_t> name = reply.subspan(dns::kHeaderSize, wire.size());
+  // Same label lengths at the same places (so no compression pointer) and the same
+  // letters ignoring case: then only the case differs and the client's spelling fits.
+  for (size_t i = 0; i < wire.size(); ++i) {
+    if (dns::ToLowerAscii(name[i]) != dns::ToLowerAscii(wire[i])) return true;
+  }
+  std::copy(wire.begin(), wire.end(), name.begin());
+  return true;
+}
+
+}  // namespace kdns::upstream

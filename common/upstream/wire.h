@@ -1,0 +1,72 @@
+// The upstream client's wire logic, with no I/O: the query it sends, whether a reply
+// belongs to that query, and the rewrite that turns a shared upstream reply into one
+// client's answer.
+//
+// Matching (compare dnsdist's responseContentMatches): a reply is ours only if it comes
+// from the address and port we sent to (checked by the caller, which owns the socket), has
+// QR set, our 16-bit ID and a question equal to ours (name case-insensitively, type and
+// class). Everything else is dropped and counted, and the query keeps waiting: an off-path
+// attacker must guess port and ID and question, an honest but confused server cannot
+// poison us with an answer to another query. One exception, as in dnsdist: a reply with no
+// question section is accepted when its rcode is FORMERR, SERVFAIL, NOTIMP or REFUSED,
+// because servers that cannot parse a query often drop the question; such a reply is
+// never handed to a client as an answer, it only moves the query on (EDNS fallback or
+// failover). Matching IDs are checked before anything is parsed, so spoofed floods cost
+// little.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/dns/edns.h"
+#include "common/dns/message.h"
+#include "common/dns/name.h"
+#include "common/dns/parser.h"
+#include "common/dns/types.h"
+
+namespace kdns::upstream {
+
+enum class Transport : uint8_t { kUdp, kTcp };
+const char* TransportName(Transport transport);
+
+enum class EdnsMode : uint8_t { kWithEdns, kWithoutEdns };
+
+// What a client asked, as far as forwarding is concerned.
+struct Request {
+  dns::Name qname;  // as the client asked: sent upstream with the same case
+  dns::RrType qtype = dns::RrType::kA;
+  dns::RrClass qclass = dns::RrClass::kIn;
+  bool dnssec_ok = false;          // the client's EDNS DO bit (RFC 3225)
+  bool checking_disabled = false;  // the client's CD bit (RFC 4035 §3.2.2)
+  Transport client_transport = Transport::kUdp;
+
+  static Request FromQuery(const dns::Query& query, Transport client_transport);
+};
+
+// Writes the upstream query: our ID, RD set, CD copied, the question as asked and, with
+// kWithEdns, an OPT record advertising `udp_payload_bytes` with the client's DO bit.
+// False only if the question does not fit (it always does for a parsed name).
+[[nodiscard]] bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns,
+                              uint16_t udp_payload_bytes, std::vector<uint8_t>* out);
+
+enum class Match : uint8_t {
+  kOk,
+  kMalformed,      // not a DNS message (fails to parse)
+  kNotResponse,    // QR clear or an opcode other than QUERY
+  kWrongId,        // another query's ID: spoofed, or a late reply to an earlier try
+  kWrongQuestion,  // our ID but another question, or no question with a NOERROR/NXDOMAIN
+};
+const char* MatchName(Match match);
+
+// Checks `reply` against the query sent with `id` for `request`; fills *parsed on kOk.
+[[nodiscard]] Match MatchReply(std::span<const uint8_t> reply, uint16_t id, const Request& request,
+                               dns::Message* parsed);
+
+// Turns a reply into the answer for one client: writes the client's ID and, when the
+// reply's first question is written uncompressed with the same labels, the client's
+// spelling of the name (answers echo the question's case). False if `reply` is shorter
+// than a header; the ID is written whenever it returns true.
+bool RewriteForClient(std::span<uint8_t> reply, uint16_t client_id, const dns::Name& client_qname);
+
+}  // namespace kdns::upstream

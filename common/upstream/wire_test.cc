@@ -1,0 +1,128 @@
+#include "common/upstream/wire.h"
+
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "common/dns/message.h"
+#include "common/dns/testing.h"
+#include "common/upstream/testing.h"
+
+namespace kdns::upstream {
+namespace {
+
+using dns::testing::N;
+using testing::FakeUpstream;
+
+Request MakeRequest(std::string_view name, dns::RrType type = dns::RrType::kA) {
+  Request request;
+  request.qname = N(name);
+  request.qtype = type;
+  return request;
+}
+
+dns::Message Parse(const std::vector<uint8_t>& bytes) {
+  dns::Message message;
+  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
+  return message;
+}
+
+TEST_CASE("An upstream query carries our ID, RD, CD, the question as asked and EDNS 1232",
+          "[upstream]") {
+  Request request = MakeRequest("WwW.Example.");
+  request.dnssec_ok = true;
+  request.checking_disabled = true;
+  std::vector<uint8_t> bytes;
+  REQUIRE(BuildQuery(request, 0xBEEF, EdnsMode::kWithEdns, 1232, &bytes));
+  dns::Message query = Parse(bytes);
+  CHECK(query.header.id == 0xBEEF);
+  CHECK_FALSE(query.header.qr);
+  CHECK(query.header.rd);
+  CHECK(query.header.cd);
+  REQUIRE(query.questions.size() == 1);
+  CHECK(query.questions[0].name.IdenticalTo(N("WwW.Example.")));
+  REQUIRE(query.edns.has_value());
+  CHECK(query.edns->udp_payload_size == 1232);
+  CHECK(query.edns->dnssec_ok);
+
+  REQUIRE(BuildQuery(request, 1, EdnsMode::kWithoutEdns, 1232, &bytes));
+  CHECK_FALSE(Parse(bytes).edns.has_value());
+}
+
+TEST_CASE("A reply matches only with QR, our ID and our question", "[upstream]") {
+  Request request = MakeRequest("www.example.");
+  std::vector<uint8_t> query_bytes;
+  REQUIRE(BuildQuery(request, 77, EdnsMode::kWithEdns, 1232, &query_bytes));
+  dns::Message query = Parse(query_bytes);
+  const auto address = FakeUpstream::A(192, 0, 2, 1);
+  dns::Message parsed;
+
+  SECTION("the real answer, whatever the case of the echoed name") {
+    dns::Message upper = query;
+    upper.questions[0].name = N("WWW.EXAMPLE.");
+    CHECK(MatchReply(FakeUpstream::Answer(upper, address), 77, request, &parsed) == Match::kOk);
+    CHECK(parsed.answers.size() == 1);
+  }
+  SECTION("another ID") {
+    CHECK(MatchReply(FakeUpstream::Answer(query, address), 78, request, &parsed) ==
+          Match::kWrongId);
+  }
+  SECTION("our own query echoed back") {
+    CHECK(MatchReply(query_bytes, 77, request, &parsed) == Match::kNotResponse);
+  }
+  SECTION("another name, type or class") {
+    dns::Message other = query;
+    other.questions[0].name = N("www.example.org.");
+    CHECK(MatchReply(FakeUpstream::Answer(other, address), 77, request, &parsed) ==
+          Match::kWrongQuestion);
+    other = query;
+    other.questions[0].type = dns::RrType::kAaaa;
+    CHECK(MatchReply(FakeUpstream::Answer(other, address), 77, request, &parsed) ==
+          Match::kWrongQuestion);
+    other = query;
+    other.questions[0].cls = dns::RrClass::kCh;
+    CHECK(MatchReply(FakeUpstream::Answer(other, address), 77, request, &parsed) ==
+          Match::kWrongQuestion);
+  }
+  SECTION("no question: accepted for an error rcode only") {
+    dns::Message empty = query;
+    empty.questions.clear();
+    CHECK(MatchReply(FakeUpstream::Answer(empty, address, dns::Rcode::kFormErr), 77, request,
+                     &parsed) == Match::kOk);
+    CHECK(MatchReply(FakeUpstream::Answer(empty, address, dns::Rcode::kServFail), 77, request,
+                     &parsed) == Match::kOk);
+    CHECK(MatchReply(FakeUpstream::Answer(empty, address, dns::Rcode::kNxDomain), 77, request,
+                     &parsed) == Match::kWrongQuestion);
+  }
+  SECTION("malformed") {
+    std::vector<uint8_t> bytes = FakeUpstream::Answer(query, address);
+    bytes.resize(bytes.size() - 3);
+    CHECK(MatchReply(bytes, 77, request, &parsed) == Match::kMalformed);
+    CHECK(MatchReply(std::vector<uint8_t>{0, 77, 0x81}, 77, request, &parsed) == Match::kMalformed);
+  }
+}
+
+TEST_CASE("A shared reply is rewritten with each client's ID and name case", "[upstream]") {
+  Request request = MakeRequest("www.example.");
+  std::vector<uint8_t> query_bytes;
+  REQUIRE(BuildQuery(request, 5, EdnsMode::kWithEdns, 1232, &query_bytes));
+  std::vector<uint8_t> reply =
+      FakeUpstream::Answer(Parse(query_bytes), FakeUpstream::A(192, 0, 2, 1));
+  REQUIRE(RewriteForClient(reply, 0x1234, N("WWW.example.")));
+  dns::Message rewritten = Parse(reply);
+  CHECK(rewritten.header.id == 0x1234);
+  CHECK(rewritten.questions[0].name.IdenticalTo(N("WWW.example.")));
+  // The answer's owner is compressed to the question: it follows the new case.
+  CHECK(rewritten.answers[0].owner.IdenticalTo(N("WWW.example.")));
+
+  SECTION("another name is left alone") {
+    REQUIRE(RewriteForClient(reply, 1, N("xxx.example.")));
+    CHECK(Parse(reply).questions[0].name.IdenticalTo(N("WWW.example.")));
+  }
+  SECTION("a short packet") {
+    std::vector<uint8_t> tiny = {1, 2, 3};
+    CHECK_FALSE(RewriteForClient(tiny, 1, N("a.")));
+  }
+}
+
+}  // namespace
+}  // namespace kdns::upstream
