@@ -84,9 +84,10 @@ prog_lib = $(OBJ)/$(1)/lib$(1).a
 PROG_LIBS := $(foreach p,$(PROGRAMS),$(call prog_lib,$(p)))
 
 NPROC := $(shell nproc 2>/dev/null || echo 2)
-# Keep every object file: pattern-rule chains would otherwise delete fuzz and bench objects
-# as intermediates and relink them on every run.
-.SECONDARY:
+# Keep the objects that pattern-rule chains build (fuzz and bench targets): as intermediates
+# they would be deleted and relinked on every run. (Not .SECONDARY: with no prerequisites,
+# which would also let make skip a new test object older than its binary.)
+.PRECIOUS: $(OBJ)/%.o
 
 .DEFAULT_GOAL := all
 .PHONY: all deps build run test unit integration fuzz-replay bench fuzz asan tsan debug \
