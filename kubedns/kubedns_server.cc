@@ -5,6 +5,7 @@
 #include <chrono>
 #include <future>
 
+#include "common/k8s/curl_transport.h"
 #include "common/loop/loop.h"
 #include "common/loop/task_queue.h"
 #include "kubedns/cache_dump.h"
@@ -213,12 +214,17 @@ void KubednsServer::RunSource(std::promise<void>* started) {
   {
     loop::TaskQueue tasks(loop);
     Publisher publisher(*this);
+    std::unique_ptr<k8s::CurlTransport> transport;  // before the source, which uses it
     std::unique_ptr<RecordSource> source;
     if (!options_.objects_file.empty()) {
       ObjectsFileSource::Options file;
       file.path = options_.objects_file;
       file.poll_interval_ms = options_.objects_poll_ms;
       source = std::make_unique<ObjectsFileSource>(loop, publisher, registry_, file);
+    } else if (options_.api_config) {
+      LOG(INFO) << "following the Kubernetes API at " << options_.api_config->server;
+      transport = std::make_unique<k8s::CurlTransport>(loop, *options_.api_config);
+      source = std::make_unique<ApiSource>(loop, *transport, publisher, registry_, options_.api);
     }
     source_poster_ = tasks.poster();
     if (source) source->Start();

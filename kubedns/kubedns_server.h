@@ -1,8 +1,9 @@
 // KubednsServer: the kubedns program without its flags, so tests can run it in-process.
 //
 // Threads:
-//   source thread   owns a loop, the record source (the objects file today) and the
-//                   RecordTreeWriter; every change is published as a new Snapshot
+//   source thread   owns a loop, the record source (the objects file, or the Kubernetes API
+//                   through libcurl) and the RecordTreeWriter; every change is published as
+//                   a new Snapshot
 //   DNS threads     server::DnsServer, one loop each; every query reads the current
 //                   snapshot through a SnapshotHolder::Reader (no lock) and is answered by
 //                   the Answerer into the thread's buffer
@@ -18,15 +19,18 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "common/base/snapshot_holder.h"
 #include "common/http/server_thread.h"
+#include "common/k8s/api_config.h"
 #include "common/loop/socket_address.h"
 #include "common/metrics/registry.h"
 #include "common/server/dns_server.h"
 #include "kubedns/answerer.h"
+#include "kubedns/api_source.h"
 #include "kubedns/metrics.h"
 #include "kubedns/record_tree.h"
 
@@ -40,8 +44,10 @@ class KubednsServer {
     size_t dns_threads = 0;               // 0: one per core
     loop::SocketAddress healthz_address;  // /readiness, /healthz
     loop::SocketAddress metrics_address;  // /metrics, /cache
-    std::string objects_file;             // the offline source
+    std::string objects_file;             // the offline source, if set
     uint64_t objects_poll_ms = 2000;
+    std::optional<k8s::ApiConfig> api_config;  // otherwise the Kubernetes API
+    ApiSource::Options api;
     std::string metrics_prefix = "skydns_skydns";
   };
 

@@ -1,6 +1,7 @@
 // kubedns: authoritative DNS server for the cluster domain, fed by Kubernetes objects.
 // Flags and wiring only; the program's behaviour lives in KubednsServer and the classes it
 // wires (see README.md, "life of a query").
+#include <curl/curl.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <signal.h>
@@ -29,8 +30,18 @@ DEFINE_string(initial_sync_timeout, "60s",
 DEFINE_string(nameservers, "",
               "Upstream servers for names outside the cluster domain, "
               "comma-separated ip[:port] (not yet used: such names are answered REFUSED).");
-DEFINE_string(kubecfg_file, "", "kubeconfig file for the Kubernetes API (API watch: not yet).");
-DEFINE_string(kube_master_url, "", "URL of the Kubernetes API server (API watch: not yet).");
+DEFINE_string(kubecfg_file, "",
+              "kubeconfig file for the Kubernetes API; without it and without "
+              "--kube-master-url, the in-cluster service account is used.");
+DEFINE_string(kube_master_url, "",
+              "URL of the Kubernetes API server (e.g. http://127.0.0.1:8080); with "
+              "--kubecfg-file it overrides the kubeconfig's server.");
+DEFINE_string(endpoints_source, "endpointslices",
+              "endpointslices (discovery.k8s.io/v1, falling back to v1 Endpoints when the "
+              "cluster does not serve slices) or endpoints (v1 Endpoints only).");
+DEFINE_string(api_backoff_max, "30s", "Longest wait between retries of the Kubernetes API.");
+DEFINE_string(api_stall_timeout, "90s",
+              "A watch that sends nothing (not even a bookmark) this long is restarted.");
 // Ours.
 DEFINE_string(objects_file, "",
               "Serve the objects of this `kubectl get services,endpointslices -A -o json` "
@@ -108,9 +119,29 @@ kdns::kubedns::KubednsServer::Options OptionsFromFlags() {
   options.objects_file = FLAGS_objects_file;
   DurationFlag("config-period", FLAGS_config_period);
   if (options.objects_file.empty()) {
-    Fail(
-        "no record source: the Kubernetes API watch (--kubecfg-file, --kube-master-url, "
-        "in-cluster) is not implemented yet; pass --objects-file=PATH");
+    kdns::k8s::Result<kdns::k8s::ApiConfig> config =
+        !FLAGS_kubecfg_file.empty()
+            ? kdns::k8s::FromKubeconfig(FLAGS_kubecfg_file)
+            : (!FLAGS_kube_master_url.empty() ? kdns::k8s::FromMasterUrl(FLAGS_kube_master_url)
+                                              : kdns::k8s::FromInCluster(kdns::k8s::ProcessEnv()));
+    if (!config.ok()) Fail("Kubernetes API: " + config.error());
+    if (!FLAGS_kubecfg_file.empty() && !FLAGS_kube_master_url.empty()) {
+      config.value().server = FLAGS_kube_master_url;  // as kube-dns: the URL overrides
+      while (!config.value().server.empty() && config.value().server.back() == '/') {
+        config.value().server.pop_back();
+      }
+    }
+    options.api_config = std::move(config.value());
+    if (FLAGS_endpoints_source == "endpoints") {
+      options.api.endpoints_source = kdns::kubedns::ApiSource::EndpointsSource::kEndpoints;
+    } else if (FLAGS_endpoints_source != "endpointslices") {
+      Fail("--endpoints-source: endpointslices or endpoints, not \"" + FLAGS_endpoints_source +
+           "\"");
+    }
+    options.api.initial_sync_timeout_ms =
+        DurationFlag("initial-sync-timeout", FLAGS_initial_sync_timeout);
+    options.api.backoff.cap_ms = DurationFlag("api-backoff-max", FLAGS_api_backoff_max);
+    options.api.stall_timeout_ms = DurationFlag("api-stall-timeout", FLAGS_api_stall_timeout);
   }
   return options;
 }
@@ -123,6 +154,7 @@ int main(int argc, char** argv) {
       "Authoritative DNS for the Kubernetes cluster domain.\nUsage: kubedns [flags]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   tzset();  // before any thread: glibc sets its time zone state up lazily, unlocked
+  curl_global_init(CURL_GLOBAL_DEFAULT);  // not thread-safe: before the API thread starts
   google::InitGoogleLogging(argv[0]);
   google::InstallFailureSignalHandler();
 
@@ -149,7 +181,7 @@ int main(int argc, char** argv) {
   timespec wait{static_cast<time_t>(sync_timeout_ms / 1000),
                 static_cast<long>(sync_timeout_ms % 1000) * 1000000};
   int signal_number = sigtimedwait(&signals, nullptr, &wait);
-  if (signal_number < 0 && !server.ready()) {
+  if (signal_number < 0 && !server.ready() && !options.objects_file.empty()) {
     LOG(ERROR) << "initial sync not done after " << FLAGS_initial_sync_timeout
                << ": cluster names are answered SERVFAIL until it is; still trying";
   }

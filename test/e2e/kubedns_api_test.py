@@ -1,0 +1,491 @@
+#!/usr/bin/python3
+"""kubedns following a (fake) Kubernetes API server, end to end.
+
+Starts test/fake_apiserver (HTTPS, its own CA, bearer tokens) with the conformance
+objects and the real kubedns binary pointed at it with a kubeconfig, then checks with real
+dig: every conformance case; every kind of change (added, updated, deleted, ClusterIP <->
+headless <-> ExternalName, endpoint churn, a slice moving between services, a namespace
+emptied); each failure path (a watch cut mid-line, 410 in both forms, 500s, 429, stalls,
+malformed lines, an API server restart and an outage, a bad token and token rotation, a
+wrong CA); and a randomized model test: random mutations and faults, and after each quiet
+period every name answers exactly as the fake's objects say. Closes with
+`N passed, M failed`.
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kubedns_conformance_test as conformance  # noqa: E402
+
+ROOT = conformance.ROOT
+BIN = conformance.BIN
+PYTHON = "/usr/bin/python3"
+ZONE = "cluster.local."
+
+
+class Fake:
+    """The fake API server as a subprocess, and its control port."""
+
+    def __init__(self, workdir, *extra):
+        self.dir = os.path.join(workdir, "fake")
+        os.makedirs(self.dir, exist_ok=True)
+        ready = os.path.join(self.dir, "ready.json")
+        self.log = open(os.path.join(self.dir, "fake.log"), "w")
+        self.proc = subprocess.Popen(
+            [PYTHON, os.path.join(ROOT, "test", "fake_apiserver", "fake_apiserver.py"),
+             "--pki-dir", self.dir, "--ready-file", ready,
+             "--objects", os.path.join(ROOT, "test", "conformance", "objects.json"),
+             "--bookmark-interval", "0.5", *extra],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while not os.path.exists(ready):
+            if time.time() > deadline or self.proc.poll() is not None:
+                raise RuntimeError("fake API server did not start")
+            time.sleep(0.05)
+        time.sleep(0.05)
+        with open(ready) as f:
+            self.info = json.load(f)
+
+    def control(self, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.info["control_url"] + path, data=data,
+                                         method="GET" if body is None else "POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class Kubedns:
+    def __init__(self, workdir, kubeconfig, name="kubedns", *extra):
+        self.port = conformance.free_port()
+        self.healthz = conformance.free_port()
+        self.metrics = conformance.free_port()
+        self.log_path = os.path.join(workdir, name + ".log")
+        self.proc = subprocess.Popen(
+            [os.path.join(BIN, "kubedns"), "--kubecfg-file=" + kubeconfig,
+             "--dns-bind-address=127.0.0.1", "--dns-port=%d" % self.port,
+             "--http-bind-address=127.0.0.1", "--healthz-port=%d" % self.healthz,
+             "--metrics-port=%d" % self.metrics, "--domain=" + ZONE, "--dns-threads=2",
+             "--api-backoff-max=1s", "--api-stall-timeout=4s", "--logtostderr", *extra],
+            stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT)
+
+    def get(self, port, path):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path),
+                                        timeout=2) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except Exception as e:  # not listening yet
+            return 0, str(e)
+
+    def ready(self):
+        return self.get(self.healthz, "/readiness")[0] == 200
+
+    def metric(self, name):
+        """Sum of the samples of a metric family (by exact series prefix)."""
+        status, text = self.get(self.metrics, "/metrics")
+        total = 0.0
+        for line in text.splitlines():
+            if line.startswith(name) and not line.startswith("#"):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def dig(server, name, qtype="A"):
+    """(rcode, sorted answer rdata) for name/qtype."""
+    run = subprocess.run(["dig", "@127.0.0.1", "-p", str(server.port), name, qtype,
+                          "+time=2", "+tries=1", "+nocookie", "+noall", "+comments",
+                          "+answer"], capture_output=True, text=True, timeout=20)
+    got = conformance.parse(run.stdout)
+    answers = sorted(r.split(" ", 4)[4] for r in got["sections"].get("ANSWER", [])
+                     if r.split(" ")[3] == qtype)
+    return got["status"], answers
+
+
+def eventually(check, timeout=15.0):
+    """Polls check() until it returns a falsy problem; returns the last problem."""
+    deadline = time.time() + timeout
+    problem = "never checked"
+    while time.time() < deadline:
+        problem = check()
+        if not problem:
+            return None
+        time.sleep(0.1)
+    return problem
+
+
+def expect(server, name, qtype, rcode, answers=None, timeout=15.0):
+    def check():
+        got_rcode, got = dig(server, name, qtype)
+        if got_rcode != rcode or (answers is not None and got != sorted(answers)):
+            return "%s %s: %s %s, want %s %s" % (name, qtype, got_rcode, got, rcode, answers)
+        return None
+    return eventually(check, timeout)
+
+
+def service(ns, name, cluster_ip=None, external=None, ports=(("http", 80),), rv_free=True):
+    spec = {"ports": [{"name": n, "port": p, "protocol": "TCP"} for n, p in ports]}
+    if external:
+        spec = {"type": "ExternalName", "externalName": external}
+    else:
+        spec["type"] = "ClusterIP"
+        spec["clusterIP"] = cluster_ip or "None"
+        spec["clusterIPs"] = [cluster_ip or "None"]
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def slice_(ns, name, svc, ips, ready=True):
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": name, "namespace": ns,
+                         "labels": {"kubernetes.io/service-name": svc}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [ip], "conditions": {"ready": ready}} for ip in ips],
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}
+
+
+def delete(fake, kind, ns, name):
+    fake.control("/control/delete", {"kind": kind, "metadata": {"namespace": ns, "name": name}})
+
+
+# ---------------------------------------------------------------------------------------
+# The tests. Each returns a list of problems (empty: passed).
+
+def test_ready_and_conformance(env):
+    fake, dns = env["fake"], env["dns"]
+    problems = []
+    if eventually(lambda: None if dns.ready() else "not ready", 30):
+        return ["kubedns never became ready: " + dns.log()[-2000:]]
+    with open(os.path.join(ROOT, "test", "conformance", "cases.json")) as f:
+        spec = json.load(f)
+    for case in spec["cases"]:
+        got, _ = conformance.ask("dig", dns.port, case)
+        for p in conformance.check(case, got, spec["ttl"]):
+            problems.append("%s: %s" % (case["id"], p))
+    return problems
+
+
+def test_changes(env):
+    fake, dns = env["fake"], env["dns"]
+    p = []
+    fake.control("/control/objects", service("chg", "web", "10.96.50.1"))
+    p.append(expect(dns, "web.chg.svc.cluster.local.", "A", "NOERROR", ["10.96.50.1"]))
+    fake.control("/control/objects", service("chg", "web", "10.96.50.2"))
+    p.append(expect(dns, "web.chg.svc.cluster.local.", "A", "NOERROR", ["10.96.50.2"]))
+    # ClusterIP -> headless (with endpoints) -> ExternalName -> deleted
+    fake.control("/control/objects", [service("chg", "web"),
+                                      slice_("chg", "web-a", "web", ["10.244.50.1", "10.244.50.2"])])
+    p.append(expect(dns, "web.chg.svc.cluster.local.", "A", "NOERROR",
+                    ["10.244.50.1", "10.244.50.2"]))
+    fake.control("/control/objects", slice_("chg", "web-a", "web", ["10.244.50.3"]))
+    p.append(expect(dns, "web.chg.svc.cluster.local.", "A", "NOERROR", ["10.244.50.3"]))
+    fake.control("/control/objects", service("chg", "web", external="example.org"))
+    p.append(expect(dns, "web.chg.svc.cluster.local.", "CNAME", "NOERROR", ["example.org."]))
+    # A slice moving to another service.
+    fake.control("/control/objects", [service("chg", "other"),
+                                      slice_("chg", "web-a", "other", ["10.244.50.3"])])
+    p.append(expect(dns, "other.chg.svc.cluster.local.", "A", "NOERROR", ["10.244.50.3"]))
+    # A namespace emptied.
+    delete(fake, "Service", "chg", "web")
+    delete(fake, "Service", "chg", "other")
+    delete(fake, "EndpointSlice", "chg", "web-a")
+    p.append(expect(dns, "web.chg.svc.cluster.local.", "A", "NXDOMAIN"))
+    p.append(expect(dns, "chg.svc.cluster.local.", "A", "NXDOMAIN"))
+    return [x for x in p if x]
+
+
+def test_watch_cut_resumes_from_last_rv(env):
+    fake, dns = env["fake"], env["dns"]
+    lists_before = dns.metric("kdns_kubedns_api_lists_total")
+    relists_before = dns.metric("kdns_kubedns_api_relists_total")
+    fake.control("/control/fault/drop", {"count": 1})
+    fake.control("/control/objects", service("cut", "a", "10.96.51.1"))
+    p = [expect(dns, "a.cut.svc.cluster.local.", "A", "NOERROR", ["10.96.51.1"])]
+    fake.control("/control/fault/drop", {"now": True})
+    fake.control("/control/objects", service("cut", "b", "10.96.51.2"))
+    p.append(expect(dns, "b.cut.svc.cluster.local.", "A", "NOERROR", ["10.96.51.2"]))
+    if dns.metric("kdns_kubedns_api_relists_total") != relists_before:
+        p.append("a dropped watch caused a re-LIST instead of resuming")
+    if dns.metric("kdns_kubedns_api_lists_total") != lists_before:
+        p.append("a dropped watch caused a LIST")
+    return [x for x in p if x]
+
+
+def test_410_relists_and_keeps_answering(env):
+    fake, dns = env["fake"], env["dns"]
+    p = []
+    relists_before = dns.metric("kdns_kubedns_api_relists_total")
+    # History forgotten + watches cut: the resumed watch gets the 200 + ERROR 410 form.
+    fake.control("/control/restart", {"silence_s": 0, "down_s": 0})
+    fake.control("/control/objects", service("gone", "x", "10.96.52.1"))
+    p.append(expect(dns, "x.gone.svc.cluster.local.", "A", "NOERROR", ["10.96.52.1"], 20))
+    p.append(expect(dns, "kubernetes.default.svc.cluster.local.", "A", "NOERROR", ["10.96.0.1"]))
+    if dns.metric("kdns_kubedns_api_relists_total") <= relists_before:
+        p.append("no re-LIST counted after a 410")
+    # An object deleted while the watch could not see it disappears after the re-LIST.
+    fake.control("/control/compact", {})
+    delete(fake, "Service", "gone", "x")
+    fake.control("/control/fault/drop", {"now": True})
+    p.append(expect(dns, "x.gone.svc.cluster.local.", "A", "NXDOMAIN", None, 20))
+    return [x for x in p if x]
+
+
+def test_errors_backoff_and_recovery(env):
+    fake, dns = env["fake"], env["dns"]
+    p = []
+    fake.control("/control/fault/http", {"status": 500, "count": 4, "verb": "any"})
+    fake.control("/control/fault/http", {"status": 429, "count": 2, "verb": "any",
+                                         "retry_after_s": 1})
+    fake.control("/control/fault/drop", {"now": True})
+    fake.control("/control/objects", service("err", "a", "10.96.53.1"))
+    p.append(expect(dns, "a.err.svc.cluster.local.", "A", "NOERROR", ["10.96.53.1"], 30))
+    fake.control("/control/fault/malformed", {"count": 1})
+    fake.control("/control/objects", service("err", "b", "10.96.53.2"))
+    p.append(expect(dns, "b.err.svc.cluster.local.", "A", "NOERROR", ["10.96.53.2"], 30))
+    fake.control("/control/fault/stall", {"seconds": 6})
+    fake.control("/control/objects", service("err", "c", "10.96.53.3"))
+    p.append(expect(dns, "c.err.svc.cluster.local.", "A", "NOERROR", ["10.96.53.3"], 30))
+    if not dns.ready():
+        p.append("readiness failed during API errors")
+    if dns.metric("kdns_kubedns_api_errors_total") <= 0:
+        p.append("API errors were not counted")
+    return [x for x in p if x]
+
+
+def test_outage_keeps_answering(env):
+    fake, dns = env["fake"], env["dns"]
+    p = []
+    fake.control("/control/restart", {"silence_s": 0, "down_s": 8})
+    deadline = time.time() + 6
+    while time.time() < deadline:
+        problem = expect(dns, "kubernetes.default.svc.cluster.local.", "A", "NOERROR",
+                         ["10.96.0.1"], 2)
+        if problem:
+            p.append("during the outage: " + problem)
+            break
+        if not dns.ready():
+            p.append("readiness failed during the outage")
+            break
+        time.sleep(0.5)
+    fake.control("/control/objects", service("after", "a", "10.96.54.1"))
+    p.append(expect(dns, "a.after.svc.cluster.local.", "A", "NOERROR", ["10.96.54.1"], 30))
+    return [x for x in p if x]
+
+
+def test_bad_token_and_rotation(env):
+    fake, workdir = env["fake"], env["workdir"]
+    token_file = os.path.join(workdir, "token")
+    with open(token_file, "w") as f:
+        f.write("rotating-1")
+    kubeconfig = os.path.join(workdir, "rotating.kubeconfig")
+    with open(kubeconfig, "w") as f:
+        f.write(KUBECONFIG_TOKEN_FILE % (fake.info["api_url"], fake.info["ca_file"], token_file))
+    fake.control("/control/tokens", {"tokens": ["test-token", "rotating-1"]})
+    dns = Kubedns(workdir, kubeconfig, "kubedns-rotation")
+    p = []
+    try:
+        if eventually(lambda: None if dns.ready() else "not ready", 30):
+            return ["not ready with a token file: " + dns.log()[-1500:]]
+        # Rotate: the old token stops working; kubedns must re-read the file.
+        with open(token_file + ".new", "w") as f:
+            f.write("rotating-2")
+        os.rename(token_file + ".new", token_file)
+        fake.control("/control/tokens", {"tokens": ["test-token", "rotating-2"]})
+        fake.control("/control/fault/drop", {"now": True})
+        fake.control("/control/objects", service("rot", "a", "10.96.55.1"))
+        p.append(expect(dns, "a.rot.svc.cluster.local.", "A", "NOERROR", ["10.96.55.1"], 30))
+        # A bad token: answers go on from the last snapshot.
+        fake.control("/control/tokens", {"tokens": ["test-token"]})
+        fake.control("/control/fault/drop", {"now": True})
+        time.sleep(2)
+        p.append(expect(dns, "a.rot.svc.cluster.local.", "A", "NOERROR", ["10.96.55.1"], 5))
+        if dns.metric('kdns_kubedns_api_errors_total{resource="services",code="401"}') <= 0:
+            p.append("401s were not counted")
+    finally:
+        dns.stop()
+        fake.control("/control/tokens", {"tokens": ["test-token"]})
+    return [x for x in p if x]
+
+
+def test_wrong_ca_is_refused(env):
+    fake, workdir = env["fake"], env["workdir"]
+    kubeconfig = os.path.join(workdir, "wrong-ca.kubeconfig")
+    with open(kubeconfig, "w") as f:
+        f.write(KUBECONFIG_TOKEN % (fake.info["api_url"], fake.info["other_ca_file"],
+                                    fake.info["token"]))
+    dns = Kubedns(workdir, kubeconfig, "kubedns-wrong-ca")
+    p = []
+    try:
+        time.sleep(3)
+        if dns.ready():
+            p.append("ready although the server's certificate is not trusted")
+        rcode, _ = dig(dns, "kubernetes.default.svc.cluster.local.")
+        if rcode != "SERVFAIL":
+            p.append("answered %s before any sync" % rcode)
+        log = dns.log().lower()
+        if "certificate" not in log and "tls" not in log and "ssl" not in log:
+            p.append("the log does not say the certificate was refused")
+    finally:
+        dns.stop()
+    return p
+
+
+def test_random_model(env):
+    """Random mutations and faults; after each quiet period, every name matches the model."""
+    fake, dns = env["fake"], env["dns"]
+    rng = random.Random(int(os.environ.get("KDNS_MODEL_SEED", "1")))
+    model = {}  # name -> ("clusterip", ip) | ("headless", [ips]) ; namespace "model"
+    p = []
+    for round_ in range(4):
+        for _ in range(12):
+            name = "s%d" % rng.randrange(8)
+            action = rng.random()
+            if action < 0.4:
+                ip = "10.96.60.%d" % rng.randrange(1, 250)
+                fake.control("/control/objects", service("model", name, ip))
+                fake.control("/control/delete", {"items": [
+                    {"kind": "EndpointSlice", "metadata": {"namespace": "model", "name": name + "-s"}}]})
+                model[name] = ("clusterip", [ip])
+            elif action < 0.75:
+                ips = sorted({"10.244.60.%d" % rng.randrange(1, 250)
+                              for _ in range(rng.randrange(1, 4))})
+                fake.control("/control/objects", [service("model", name),
+                                                  slice_("model", name + "-s", name, ips)])
+                model[name] = ("headless", ips)
+            elif name in model:
+                delete(fake, "Service", "model", name)
+                fake.control("/control/delete", {"items": [
+                    {"kind": "EndpointSlice", "metadata": {"namespace": "model", "name": name + "-s"}}]})
+                del model[name]
+            fault = rng.random()
+            if fault < 0.1:
+                fake.control("/control/fault/drop", {"now": True})
+            elif fault < 0.15:
+                fake.control("/control/fault/http", {"status": 500, "count": 1})
+            elif fault < 0.18:
+                fake.control("/control/compact", {})
+                fake.control("/control/fault/drop", {"now": True})
+        # Quiet period: everything must converge.
+        for i in range(8):
+            name = "s%d" % i
+            fqdn = "%s.model.svc.cluster.local." % name
+            if name in model:
+                problem = expect(dns, fqdn, "A", "NOERROR", model[name][1], 30)
+            else:
+                problem = expect(dns, fqdn, "A", "NXDOMAIN", None, 30)
+            if problem:
+                p.append("round %d: %s" % (round_, problem))
+    return p
+
+
+KUBECONFIG_TOKEN = """apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: u
+  user:
+    token: %s
+contexts:
+- name: c
+  context: {cluster: fake, user: u}
+current-context: c
+"""
+
+KUBECONFIG_TOKEN_FILE = """apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: u
+  user:
+    tokenFile: %s
+contexts:
+- name: c
+  context: {cluster: fake, user: u}
+current-context: c
+"""
+
+TESTS = [test_ready_and_conformance, test_changes, test_watch_cut_resumes_from_last_rv,
+         test_410_relists_and_keeps_answering, test_errors_backoff_and_recovery,
+         test_outage_keeps_answering, test_bad_token_and_rotation, test_wrong_ca_is_refused,
+         test_random_model]
+
+
+def main():
+    workdir = tempfile.mkdtemp(prefix="kdns-api-e2e-")
+    passed = failed = 0
+    fake = dns = None
+    try:
+        fake = Fake(workdir, "--history-size", "50")
+        dns = Kubedns(workdir, fake.info["kubeconfig"])
+        env = {"fake": fake, "dns": dns, "workdir": workdir}
+        only = os.environ.get("KDNS_ONLY")
+        for test in TESTS:
+            if only and only not in test.__name__:
+                continue
+            started = time.time()
+            try:
+                problems = test(env)
+            except Exception:
+                problems = ["raised: " + traceback.format_exc()]
+            took = time.time() - started
+            if problems:
+                failed += 1
+                print("FAIL %s (%.1fs)" % (test.__name__, took))
+                for problem in problems:
+                    print("    " + problem)
+            else:
+                passed += 1
+                print("ok   %s (%.1fs)" % (test.__name__, took))
+            fake.control("/control/fault/clear", {})
+    except Exception:
+        traceback.print_exc()
+        failed += 1
+    finally:
+        if dns:
+            dns.stop()
+        if fake:
+            fake.stop()
+        if failed and os.environ.get("KDNS_KEEP_TMP"):
+            print("kept " + workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
