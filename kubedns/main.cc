@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/base/duration.h"
+#include "common/base/time_zone.h"
 #include "common/base/version.h"
 #include "kubedns/kubedns_server.h"
 
@@ -153,7 +154,7 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "Authoritative DNS for the Kubernetes cluster domain.\nUsage: kubedns [flags]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  tzset();  // before any thread: glibc sets its time zone state up lazily, unlocked
+  kdns::InitTimeZoneBeforeThreads();
   curl_global_init(CURL_GLOBAL_DEFAULT);  // not thread-safe: before the API thread starts
   google::InitGoogleLogging(argv[0]);
   google::InstallFailureSignalHandler();

@@ -5,13 +5,11 @@
 #include <glog/logging.h>
 
 #include <catch2/catch.hpp>
-#include <ctime>
+
+#include "common/base/time_zone.h"
 
 int main(int argc, char** argv) {
-  // glibc initializes its time zone state lazily on the first localtime() (glog calls it
-  // for every log line), without a lock the sanitizers can see: do it once, here, while
-  // there is a single thread.
-  tzset();
+  kdns::InitTimeZoneBeforeThreads();
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   return Catch::Session().run(argc, argv);
