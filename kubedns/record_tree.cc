@@ -15,23 +15,31 @@ std::string Key(std::string_view ns, std::string_view name) {
   return key;
 }
 
-// (ip, relative name) pairs a service's records contribute to the reverse index, sorted.
-std::vector<std::pair<IpAddress, std::string>> ReverseEntries(const std::string& ns,
-                                                              const std::string& name,
-                                                              const ServiceRecords& records) {
-  std::vector<std::pair<IpAddress, std::string>> entries;
+// The (ip, host label) pairs a service's records contribute to the reverse index, sorted;
+// an empty label stands for the service name itself (a cluster IP). The labels are views
+// into `records`, so diffing two versions of a service allocates no string per host.
+std::vector<std::pair<IpAddress, std::string_view>> ReverseKeys(const ServiceRecords& records) {
+  std::vector<std::pair<IpAddress, std::string_view>> keys;
   const ServiceInfo* service = records.service();
-  if (service == nullptr) return entries;
-  std::string relative = name + "." + ns;
+  if (service == nullptr) return keys;
   if (service->kind == ServiceInfo::Kind::kClusterIP) {
-    for (const auto& ip : service->cluster_ips) entries.emplace_back(ip, relative);
+    keys.reserve(service->cluster_ips.size());
+    for (const auto& ip : service->cluster_ips) keys.emplace_back(ip, std::string_view());
   } else if (service->kind == ServiceInfo::Kind::kHeadless) {
-    for (const auto& host : records.hosts()) {
-      entries.emplace_back(host.ip, host.label + "." + relative);
-    }
+    keys.reserve(records.hosts().size());
+    for (const auto& host : records.hosts()) keys.emplace_back(host.ip, host.label);
   }
-  std::sort(entries.begin(), entries.end());
-  return entries;
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+// "svc.ns" or "host.svc.ns": the PTR target relative to svc.<zone>.
+std::string RelativeName(std::string_view label, const std::string& name, const std::string& ns) {
+  std::string relative;
+  relative.reserve(label.size() + name.size() + ns.size() + 2);
+  if (!label.empty()) relative.append(label).append(".");
+  relative.append(name).append(".").append(ns);
+  return relative;
 }
 
 uint64_t AddressCount(const ServiceRecords& records) {
@@ -84,20 +92,23 @@ void RecordTreeWriter::Store(const std::string& ns, const std::string& name, Ser
   const ServiceRecords* old = Find(ns, name);
   // Reverse index: apply only the difference, so an endpoint change in a large headless
   // service touches only that endpoint's entries.
-  std::vector<std::pair<IpAddress, std::string>> before, after, removed, added;
-  if (old != nullptr) before = ReverseEntries(ns, name, *old);
-  if (records != nullptr) after = ReverseEntries(ns, name, *records);
+  // Both versions stay alive until the end of this function, so their label views do too.
+  std::vector<std::pair<IpAddress, std::string_view>> before, after, removed, added;
+  if (old != nullptr) before = ReverseKeys(*old);
+  if (records != nullptr) after = ReverseKeys(*records);
   std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
                       std::back_inserter(removed));
   std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
                       std::back_inserter(added));
-  for (const auto& [ip, relative] : removed) {
+  for (const auto& [ip, label] : removed) {
     const std::string* names = reverse_.Find(ip);
     if (names == nullptr) continue;
     std::string left = *names;
-    reverse_ = RemoveName(&left, relative) ? reverse_.Set(ip, std::move(left)) : reverse_.Erase(ip);
+    reverse_ = RemoveName(&left, RelativeName(label, name, ns)) ? reverse_.Set(ip, std::move(left))
+                                                                : reverse_.Erase(ip);
   }
-  for (const auto& [ip, relative] : added) {
+  for (const auto& [ip, label] : added) {
+    std::string relative = RelativeName(label, name, ns);
     const std::string* names = reverse_.Find(ip);
     reverse_ = reverse_.Set(ip, names == nullptr ? relative : *names + "\n" + relative);
   }
@@ -265,7 +276,8 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
       ++answerable;
       ++stats_.services;
     }
-    for (auto& [ip, relative] : ReverseEntries(ns, name, *records)) {
+    for (const auto& [ip, label] : ReverseKeys(*records)) {
+      std::string relative = RelativeName(label, name, ns);
       auto [it, inserted] = reverse.try_emplace(ip, relative);
       if (!inserted) it->second += "\n" + relative;
     }
