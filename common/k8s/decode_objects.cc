@@ -44,9 +44,12 @@ bool ReadProtocol(FieldContext& ctx, const JsonValue& port, const FieldPath& pat
   return true;
 }
 
-// ports[] of an EndpointSlice or a v1 Endpoints subset; `port_required` for the latter.
-bool DecodeEndpointPorts(FieldContext& ctx, const JsonValue& parent, const FieldPath& path,
-                         bool port_required, std::vector<EndpointPort>* out) {
+// ports[] of a Service's spec (ServicePort, port required), an EndpointSlice (EndpointPort,
+// port optional) or a v1 Endpoints subset (EndpointPort, port required). A port with an
+// unknown protocol is dropped with a warning; the rest are kept.
+template <class Port>
+bool DecodePorts(FieldContext& ctx, const JsonValue& parent, const FieldPath& path,
+                 bool port_required, std::vector<Port>* out) {
   const JsonValue* ports;
   if (!ReadArray(ctx, parent, "ports", path, &ports)) return false;
   if (ports == nullptr) return true;
@@ -56,7 +59,7 @@ bool DecodeEndpointPorts(FieldContext& ctx, const JsonValue& parent, const Field
     const JsonValue& port = (*ports)[i];
     FieldPath port_path = ports_path.Index(i);
     if (!port.IsObject()) return NotAnObject(ctx, port_path, port);
-    EndpointPort decoded;
+    Port decoded;
     bool known = true;
     std::optional<int64_t> number;
     if (!ReadString(ctx, port, "name", port_path, &decoded.name) ||
@@ -253,31 +256,7 @@ bool DecodeServiceInto(FieldContext& ctx, const JsonValue& json, Service* out) {
     return ctx.Fail(field, "missing for an ExternalName service");
   }
 
-  const JsonValue* ports;
-  if (!ReadArray(ctx, *spec, "ports", spec_path, &ports)) return false;
-  if (ports == nullptr) return true;
-  FieldPath ports_path = spec_path.Field("ports");
-  out->ports.reserve(ports->Size());
-  for (rapidjson::SizeType i = 0; i < ports->Size(); ++i) {
-    const JsonValue& port = (*ports)[i];
-    FieldPath port_path = ports_path.Index(i);
-    if (!port.IsObject()) return NotAnObject(ctx, port_path, port);
-    ServicePort decoded;
-    bool known = true;
-    std::optional<int64_t> number;
-    if (!ReadString(ctx, port, "name", port_path, &decoded.name) ||
-        !ReadProtocol(ctx, port, port_path, &decoded.protocol, &known) ||
-        !ReadInt(ctx, port, "port", port_path, kMinPort, kMaxPort, &number)) {
-      return false;
-    }
-    if (!number) {
-      FieldPath field = port_path.Field("port");
-      return ctx.Fail(field, "missing");
-    }
-    decoded.port = static_cast<uint16_t>(*number);
-    if (known) out->ports.push_back(std::move(decoded));
-  }
-  return true;
+  return DecodePorts(ctx, *spec, spec_path, /*port_required=*/true, &out->ports);
 }
 
 bool DecodeEndpointSliceInto(FieldContext& ctx, const JsonValue& json, EndpointSlice* out) {
@@ -307,7 +286,7 @@ bool DecodeEndpointSliceInto(FieldContext& ctx, const JsonValue& json, EndpointS
       }
     }
   }
-  return DecodeEndpointPorts(ctx, json, root, /*port_required=*/false, &out->ports);
+  return DecodePorts(ctx, json, root, /*port_required=*/false, &out->ports);
 }
 
 bool DecodeEndpointsInto(FieldContext& ctx, const JsonValue& json, Endpoints* out) {
@@ -340,7 +319,7 @@ bool DecodeEndpointsInto(FieldContext& ctx, const JsonValue& json, Endpoints* ou
       }
     }
     std::vector<EndpointPort> ports;
-    if (!DecodeEndpointPorts(ctx, subset, subset_path, /*port_required=*/true, &ports)) {
+    if (!DecodePorts(ctx, subset, subset_path, /*port_required=*/true, &ports)) {
       return false;
     }
     for (EndpointSlice* slice : {&v4, &v6}) {
