@@ -9,33 +9,7 @@
 
 #include "common/base/clock.h"
 #include "frontend-cache/testing.h"
-
-// Counts heap allocations so a test can prove a cache hit allocates nothing. The unit
-// binary's operator new is already replaced (common/dns/parser_test.cc) by a wrapper around
-// malloc, so this counts malloc: by wrapping glibc's malloc in plain builds, and with a
-// sanitizer allocation hook (up to five may be installed) under ASan and TSan.
-namespace {
-std::atomic<size_t> g_mallocs{0};
-}  // namespace
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*,
-                                                                             size_t),
-                                                         void (*free_hook)(const volatile void*));
-namespace {
-void CountMalloc(const volatile void*, size_t) {
-  g_mallocs.fetch_add(1, std::memory_order_relaxed);
-}
-void IgnoreFree(const volatile void*) {}
-const int g_hooks_installed = __sanitizer_install_malloc_and_free_hooks(CountMalloc, IgnoreFree);
-}  // namespace
-#else
-extern "C" void* __libc_malloc(size_t size);
-extern "C" void* malloc(size_t size) {
-  g_mallocs.fetch_add(1, std::memory_order_relaxed);
-  return __libc_malloc(size);
-}
-#endif
+#include "test/unit/allocation_counter.h"
 
 namespace kdns::frontend {
 namespace {
@@ -454,6 +428,7 @@ TEST_CASE("Four threads share the cache's hits", "[frontend][cache]") {
   constexpr int kNames = 200;
   for (int i = 0; i < kNames; ++i) REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
   std::vector<testing::TestQuery> queries;
+  queries.reserve(kNames);
   for (int i = 0; i < kNames; ++i) {
     queries.push_back(
         MakeQuery("h" + std::to_string(i) + ".example.com.", RrType::kA, static_cast<uint16_t>(i)));
@@ -462,6 +437,7 @@ TEST_CASE("Four threads share the cache's hits", "[frontend][cache]") {
   constexpr int kRounds = 20;
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       std::vector<uint8_t> out(kUdp);
@@ -485,15 +461,15 @@ TEST_CASE("A cache hit allocates nothing", "[frontend][cache]") {
   REQUIRE(f.Insert(kWww, Edns::kPlain).result == InsertResult::kInserted);
   auto query = MakeQuery("WWW.example.com.", RrType::kA, 0x77, Edns::kPlain);
   std::vector<uint8_t> out(kUdp);
-  const size_t before = g_mallocs.load();
+  const size_t before = kdns::testing::AllocationCount();
   CacheKey key = CacheKey::FromQuery(query.query);
   LookupResult result = f.cache.Lookup(key, query.query, out, kUdp);
-  const size_t after = g_mallocs.load();
+  const size_t after = kdns::testing::AllocationCount();
   REQUIRE(result.status == LookupStatus::kHit);
   CHECK(after == before);
   // The counter works.
   auto* vector = new std::vector<int>(100);
-  CHECK(g_mallocs.load() > after);
+  CHECK(kdns::testing::AllocationCount() > after);
   delete vector;
 }
 

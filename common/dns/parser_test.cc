@@ -1,49 +1,11 @@
 #include "common/dns/parser.h"
 
-#include <atomic>
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <new>
 #include <vector>
 
 #include "common/dns/builder.h"
 #include "common/dns/testing.h"
-
-// Counts heap allocations in this test binary, so a test can prove that a code path
-// allocates nothing. Sanitizer runtimes own operator new and malloc, so under them the
-// count comes from their allocation hook; otherwise operator new is replaced by a
-// counting wrapper around malloc (the array, nothrow and sized forms default to it).
-namespace {
-std::atomic<size_t> g_allocations{0};
-}  // namespace
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-// From <sanitizer/allocator_interface.h>, which GCC 12 does not ship.
-extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*,
-                                                                             size_t),
-                                                         void (*free_hook)(const volatile void*));
-
-namespace {
-void CountAllocation(const volatile void*, size_t) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-}
-void IgnoreFree(const volatile void*) {}
-const int g_hooks_installed =
-    __sanitizer_install_malloc_and_free_hooks(CountAllocation, IgnoreFree);
-}  // namespace
-#else
-void* operator new(size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* pointer = std::malloc(size == 0 ? 1 : size)) return pointer;
-  throw std::bad_alloc();
-}
-// GCC flags free() on memory from operator new; here operator new is malloc.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void operator delete(void* pointer) noexcept { std::free(pointer); }
-void operator delete(void* pointer, size_t) noexcept { std::free(pointer); }
-#pragma GCC diagnostic pop
-#endif
+#include "test/unit/allocation_counter.h"
 
 namespace kdns::dns {
 namespace {
@@ -103,14 +65,14 @@ TEST_CASE("ParseQuery without EDNS has no OPT", "[dns][parser]") {
 TEST_CASE("ParseQuery allocates nothing", "[dns][parser]") {
   auto bytes = MakeQuery("kubernetes.default.svc.cluster.local.", RrType::kA);
   Query query;
-  size_t before = g_allocations.load();
+  size_t before = kdns::testing::AllocationCount();
   ParseError error = ParseQuery(bytes, &query);
-  size_t after = g_allocations.load();
+  size_t after = kdns::testing::AllocationCount();
   REQUIRE(error == ParseError::kOk);
   CHECK(after == before);
   // The counter works: a vector allocates.
   std::vector<int> probe(4);
-  CHECK(g_allocations.load() > after);
+  CHECK(kdns::testing::AllocationCount() > after);
 }
 
 TEST_CASE("ParseQuery asks for FORMERR on question counts other than one", "[dns][parser]") {
