@@ -14,9 +14,12 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
+#include "test/unit/temp_dir.h"
 
 namespace kdns::kubedns {
 namespace {
+
+using kdns::testing::TempDir;
 
 // Polls `done` for up to 10 s of wall time (the server runs on its own threads).
 template <class F>
@@ -70,16 +73,6 @@ std::string Get(const loop::SocketAddress& server, const std::string& path) {
   return response.substr(9, 3) + " " + response.substr(body + 4);
 }
 
-struct TempDir {
-  TempDir() {
-    char pattern[] = "/tmp/kdns-kubedns-XXXXXX";
-    REQUIRE(mkdtemp(pattern) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
-
 KubednsServer::Options Options(const std::string& objects_file) {
   KubednsServer::Options options;
   options.answer.zone = *dns::Name::FromText("cluster.local.");
@@ -130,7 +123,7 @@ TEST_CASE("kubedns serves the objects file and reports ready", "[kubedns][server
 TEST_CASE("kubedns answers SERVFAIL and is not ready until its source has loaded",
           "[kubedns][server]") {
   TempDir dir;
-  std::string file = dir.path + "/objects.json";
+  std::string file = dir.File("objects.json");
   KubednsServer server(Options(file));
   std::string error;
   REQUIRE(server.Start(&error));
@@ -149,7 +142,7 @@ TEST_CASE("kubedns answers SERVFAIL and is not ready until its source has loaded
 TEST_CASE("kubedns picks up a changed objects file and keeps the last good one",
           "[kubedns][server]") {
   TempDir dir;
-  std::string file = dir.path + "/objects.json";
+  std::string file = dir.File("objects.json");
   Copy("test/conformance/objects.json", file);
   KubednsServer server(Options(file));
   std::string error;

@@ -19,9 +19,12 @@
 #include "common/loop/loop_test_util.h"
 #include "common/metrics/registry.h"
 #include "kubedns/record_tree.h"
+#include "test/unit/temp_dir.h"
 
 namespace kdns::kubedns {
 namespace {
+
+using kdns::testing::TempDir;
 
 // Waits stay far above what the work needs; RunUntil returns as soon as it is done.
 constexpr int kWaitMs = 5000;
@@ -75,28 +78,6 @@ class RecordingSink final : public RecordSink {
   int synced = 0;
   RecordTreeWriter::ObjectSet last;
   std::vector<k8s::Pod> pods;
-};
-
-// A fresh directory under /tmp, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    char name[] = "/tmp/kdns-objects-file-XXXXXX";
-    REQUIRE(mkdtemp(name) != nullptr);
-    path_ = name;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string File(std::string_view name) const { return path_ + "/" + std::string(name); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 // Truncates and rewrites the file (same inode): IN_CLOSE_WRITE.

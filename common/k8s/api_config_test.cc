@@ -9,32 +9,15 @@
 #include <string>
 
 #include "common/base/clock.h"
+#include "test/unit/temp_dir.h"
 
 namespace kdns::k8s {
 namespace {
 
+using kdns::testing::TempDir;
+
 // Kubeconfig fixtures, relative to the repository root where the tests run.
 const std::string kDir = "test/fixtures/kubeconfig/";
-
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/kdns-api-config-test-XXXXXX";
-    REQUIRE(mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::trunc);

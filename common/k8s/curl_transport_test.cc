@@ -26,36 +26,19 @@
 #include "common/k8s/api_config.h"
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
+#include "test/unit/temp_dir.h"
 
 extern char** environ;
 
 namespace kdns::k8s {
 namespace {
 
+using kdns::testing::TempDir;
+
 using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
 
 constexpr int kWaitMs = 10'000;
-
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/kdns-curl-test-XXXXXX";
-    REQUIRE(mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

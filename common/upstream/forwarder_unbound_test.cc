@@ -18,6 +18,7 @@
 #include "common/loop/loop_test_util.h"
 #include "common/loop/udp_socket.h"
 #include "common/upstream/forwarder.h"
+#include "test/unit/temp_dir.h"
 
 namespace kdns::upstream {
 namespace {
@@ -53,9 +54,8 @@ TEST_CASE("The Forwarder gets answers from a real unbound over UDP and TCP", "[u
     WARN("skipped: " << kUnbound << " is not installed (apt-get install unbound)");
     return;
   }
-  char dir_template[] = "/tmp/kdns-unbound-XXXXXX";
-  REQUIRE(mkdtemp(dir_template) != nullptr);
-  const std::filesystem::path dir(dir_template);
+  kdns::testing::TempDir temp;  // removed even when a REQUIRE fails
+  const std::filesystem::path dir(temp.path());
   loop::Loop loop;
   {
     // The port is free when picked but may be taken before unbound binds it (for TCP, by
@@ -162,7 +162,6 @@ TEST_CASE("The Forwarder gets answers from a real unbound over UDP and TCP", "[u
     unbound.reset();
   }
   RequireClosesClean(loop);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
