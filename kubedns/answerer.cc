@@ -129,6 +129,7 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, std::span<const uint8_t>
     response.rcode = dns::Rcode::kRefused;  // other classes; no zone transfers of the cluster
   } else {
     dns::Name lower = query.qname.Lowercased();
+    result.reverse = lower.IsSubdomainOf(in_addr_arpa_) || lower.IsSubdomainOf(ip6_arpa_);
     if (lower.IsSubdomainOf(config_.zone)) {
       response.builder.header().aa = true;
       if (snapshot == nullptr || !snapshot->synced()) {
@@ -136,9 +137,7 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, std::span<const uint8_t>
       } else {
         AnswerZone(*snapshot, lower, response);
       }
-    } else if ((result.reverse =
-                    lower.IsSubdomainOf(in_addr_arpa_) || lower.IsSubdomainOf(ip6_arpa_)) &&
-               snapshot != nullptr && snapshot->synced() &&
+    } else if (result.reverse && snapshot != nullptr && snapshot->synced() &&
                AnswerReverse(*snapshot, lower, response)) {
       // answered from the reverse index
     } else {

@@ -74,8 +74,8 @@ class KubednsServer::Publisher final : public RecordSink {
     writer_.MarkSynced();
     Publish();
     server_.synced_ = true;
-    LOG(INFO) << "initial sync done: " << server_.snapshots_.Current()->stats().services
-              << " services, " << server_.snapshots_.Current()->stats().endpoints
+    const Snapshot::Stats stats = server_.snapshots_.Current()->stats();
+    LOG(INFO) << "initial sync done: " << stats.services << " services, " << stats.endpoints
               << " endpoint addresses";
   }
 
