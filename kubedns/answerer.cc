@@ -33,12 +33,12 @@ RrType AddressType(const IpAddress& ip) { return ip.is_v4() ? RrType::kA : RrTyp
 std::optional<IpAddress> ParseDashed(std::string_view dashed) {
   if (dashed.empty() || dashed.size() > 45) return std::nullopt;
   std::string text(dashed);
-  size_t dashes = std::count(text.begin(), text.end(), '-');
-  if (dashes == 3) {
+  // Three dashes usually mean v4, but a short v6 form has three too ("fd00--7-1").
+  if (std::count(text.begin(), text.end(), '-') == 3) {
     std::replace(text.begin(), text.end(), '-', '.');
     auto ip = IpAddress::Parse(text);
     if (ip && ip->is_v4()) return ip;
-    return std::nullopt;
+    text = dashed;
   }
   std::replace(text.begin(), text.end(), '-', ':');
   auto ip = IpAddress::Parse(text);
@@ -223,7 +223,7 @@ void Answerer::AnswerZone(const Snapshot& snapshot, const dns::Name& lower,
       if (depth <= 2) {
         no_data();
       } else if (depth == 3) {
-        AnswerPod(label(0), response);
+        AnswerPod(snapshot, label(1), label(0), owner, response);
       } else {
         nx_domain();
       }
@@ -379,16 +379,25 @@ void Answerer::AnswerSrv(const ServiceRecords& records, const ServiceRecords::Sr
   });
 }
 
-void Answerer::AnswerPod(std::string_view dashed, Response& response) const {
+std::optional<IpAddress> Answerer::PodAddress(const Snapshot& snapshot, std::string_view ns,
+                                              std::string_view dashed) const {
   auto ip = ParseDashed(dashed);
+  if (ip && config_.pod_records == PodRecords::kVerified && !snapshot.HasPodIp(ns, *ip)) {
+    return std::nullopt;
+  }
+  return ip;
+}
+
+void Answerer::AnswerPod(const Snapshot& snapshot, std::string_view ns, std::string_view dashed,
+                         const dns::Name& owner, Response& response) const {
+  auto ip = PodAddress(snapshot, ns, dashed);
   if (!ip) {
     response.rcode = dns::Rcode::kNxDomain;
     return;
   }
   if (!WantsAddress(response.query.qtype, ip->family())) return;  // NODATA
   response.AnswerRrset([&] {
-    response.builder.Add(response.query.qname, AddressType(*ip), RrClass::kIn, config_.ttl_s,
-                         AddressRdata(*ip));
+    response.builder.Add(owner, AddressType(*ip), RrClass::kIn, config_.ttl_s, AddressRdata(*ip));
   });
 }
 
@@ -443,13 +452,7 @@ void Answerer::Chase(const Snapshot& snapshot, const dns::Name& target, Response
     }
   } else if (labels == 3 && target.label(2) == "pod" &&
              config_.pod_records != PodRecords::kDisabled) {
-    auto ip = ParseDashed(target.label(0));
-    if (ip && WantsAddress(response.query.qtype, ip->family())) {
-      response.AnswerRrset([&] {
-        response.builder.Add(target, AddressType(*ip), RrClass::kIn, config_.ttl_s,
-                             AddressRdata(*ip));
-      });
-    }
+    AnswerPod(snapshot, target.label(1), target.label(0), target, response);
     return;
   }
   // The CNAME's target does not exist: NXDOMAIN describes the last name (RFC 6604).

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "common/dns/name.h"
@@ -83,7 +84,12 @@ class Answerer {
                    Response& response) const;
   void AnswerSrv(const ServiceRecords& records, const ServiceRecords::SrvSet* set,
                  std::string_view ns, std::string_view name, Response& response) const;
-  void AnswerPod(std::string_view dashed, Response& response) const;
+  // The address a-b-c-d.ns.pod.Z stands for, or nullopt when that name does not exist (not
+  // an address, or under kVerified no live pod of `ns` has it).
+  std::optional<IpAddress> PodAddress(const Snapshot& snapshot, std::string_view ns,
+                                      std::string_view dashed) const;
+  void AnswerPod(const Snapshot& snapshot, std::string_view ns, std::string_view dashed,
+                 const dns::Name& owner, Response& response) const;
   bool AnswerReverse(const Snapshot& snapshot, const dns::Name& lower, Response& response) const;
   // Answers `target` (lower case, inside Z) as a step of a CNAME chain.
   void Chase(const Snapshot& snapshot, const dns::Name& target, Response& response,

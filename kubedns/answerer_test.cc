@@ -314,12 +314,50 @@ TEST_CASE("pod records follow --pod-records", "[kubedns]") {
     CHECK(Texts(Ask(answerer, snapshot.get(), {"fd00--1.any.pod.cluster.local.", "AAAA"})
                     .message.answers) ==
           std::vector<std::string>{"fd00--1.any.pod.cluster.local. 30 IN AAAA fd00::1"});
+    // Three dashes, yet v6.
+    CHECK(Texts(Ask(answerer, snapshot.get(), {"fd00--7-1.any.pod.cluster.local.", "AAAA"})
+                    .message.answers) ==
+          std::vector<std::string>{"fd00--7-1.any.pod.cluster.local. 30 IN AAAA fd00::7:1"});
     CHECK(
         Ask(answerer, snapshot.get(), {"1-2-3-4.any.pod.cluster.local.", "AAAA"}).message.rcode() ==
         dns::Rcode::kNoError);
     CHECK(
         Ask(answerer, snapshot.get(), {"1-2-3-999.any.pod.cluster.local.", "A"}).message.rcode() ==
         dns::Rcode::kNxDomain);
+  }
+  SECTION("verified answers only the IPs of live pods in the namespace asked") {
+    AnswerConfig config = Config();
+    config.pod_records = PodRecords::kVerified;
+    Answerer answerer(config);
+    auto pod = k8s::DecodePod(R"({"metadata":{"name":"p","namespace":"default"},
+      "status":{"phase":"Running","podIP":"10.244.1.5","podIPs":[{"ip":"10.244.1.5"}]}})");
+    auto alias = k8s::DecodeService(R"({"metadata":{"name":"alias","namespace":"default"},
+      "spec":{"type":"ExternalName","externalName":"10-244-1-5.default.pod.cluster.local"}})");
+    REQUIRE(pod.ok());
+    REQUIRE(alias.ok());
+    RecordTreeWriter writer;
+    writer.UpsertPod(pod.value());
+    writer.UpsertService(alias.value());
+    writer.MarkSynced();
+    auto verified = writer.Publish();
+    CHECK(Texts(Ask(answerer, verified.get(), {"10-244-1-5.default.pod.cluster.local.", "A"})
+                    .message.answers) ==
+          std::vector<std::string>{"10-244-1-5.default.pod.cluster.local. 30 IN A 10.244.1.5"});
+    CHECK(Types(Ask(answerer, verified.get(), {"alias.default.svc.cluster.local.", "A"})
+                    .message.answers) == std::vector<std::string>{"CNAME", "A"});
+    // The IP in another namespace, and an IP no pod has: the names do not exist.
+    CHECK(Ask(answerer, verified.get(), {"10-244-1-5.other.pod.cluster.local.", "A"})
+              .message.rcode() == dns::Rcode::kNxDomain);
+    CHECK(Ask(answerer, verified.get(), {"10-244-1-6.default.pod.cluster.local.", "A"})
+              .message.rcode() == dns::Rcode::kNxDomain);
+    writer.DeletePod("default", "p");
+    auto gone = writer.Publish();
+    CHECK(
+        Ask(answerer, gone.get(), {"10-244-1-5.default.pod.cluster.local.", "A"}).message.rcode() ==
+        dns::Rcode::kNxDomain);
+    auto chased = Ask(answerer, gone.get(), {"alias.default.svc.cluster.local.", "A"});
+    CHECK(chased.message.rcode() == dns::Rcode::kNxDomain);
+    CHECK(Types(chased.message.answers) == std::vector<std::string>{"CNAME"});
   }
   SECTION("disabled answers NXDOMAIN") {
     AnswerConfig config = Config();

@@ -179,7 +179,6 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
                std::chrono::steady_clock::time_point received) override {
     events_[static_cast<size_t>(event.type)]->Inc();
     Progressed();
-    if (resource_ == Resource::kPods) return;  // see the header: no per-pod sink call yet
     RecordSink& sink = source_.sink_;
     const bool remove = event.type == k8s::EventType::kDeleted ||
                         std::holds_alternative<std::monostate>(event.object);
@@ -197,6 +196,7 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
           sink.DeleteEndpoints(ns, name);
           break;
         case Resource::kPods:
+          sink.DeletePod(ns, name);
           break;
       }
     } else if (const auto* service = std::get_if<k8s::Service>(&event.object)) {
@@ -205,6 +205,8 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
       sink.UpsertSlice(*slice);
     } else if (const auto* endpoints = std::get_if<k8s::Endpoints>(&event.object)) {
       sink.UpsertEndpoints(*endpoints);
+    } else if (const auto* pod = std::get_if<k8s::Pod>(&event.object)) {
+      sink.UpsertPod(*pod);
     }
     source_.metrics_->event_to_publish.Observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());

@@ -13,10 +13,8 @@
 // Upsert* / Delete*. Synced() is called once, when every watched resource has delivered its
 // first complete list; until then cluster names are answered SERVFAIL and readiness fails.
 //
-// Pods: only complete lists are applied (ReplacePods). Pod watch events are counted and
-// dropped, because RecordSink has no per-pod call yet, so pod records are as fresh as the last
-// Pod LIST (the first one, and re-LISTs after 410 Gone, which etcd compaction makes happen
-// every few minutes to hours).
+// Pods are watched like the rest (UpsertPod / DeletePod); the sink keeps only each live
+// pod's namespace and IPs, for `a-b-c-d.ns.pod.Z` answers under --pod-records=verified.
 //
 // Logs: an ERROR when the first sync has not finished after initial_sync_timeout_ms, repeated
 // at that interval while it goes on. After the first sync, when the API server cannot be

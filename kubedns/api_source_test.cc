@@ -68,6 +68,10 @@ class RecordingSink final : public RecordSink {
   void DeleteEndpoints(std::string_view ns, std::string_view name) override {
     calls.push_back("DeleteEndpoints " + std::string(ns) + "/" + std::string(name));
   }
+  void UpsertPod(const k8s::Pod& pod) override { calls.push_back("UpsertPod " + Name(pod.meta)); }
+  void DeletePod(std::string_view ns, std::string_view name) override {
+    calls.push_back("DeletePod " + std::string(ns) + "/" + std::string(name));
+  }
   void Synced() override { calls.push_back("Synced"); }
 
   static std::string Name(const k8s::ObjectMeta& meta) { return meta.ns + "/" + meta.name; }
@@ -281,8 +285,7 @@ TEST_CASE("a 404 on EndpointSlices with endpoints_source=endpointslices after a 
   CHECK(h.Active(kSlices).Param("watch") == "1");
 }
 
-TEST_CASE("pods are listed only for verified pod records, and their events dropped",
-          "[api_source]") {
+TEST_CASE("pods are listed and watched for verified pod records", "[api_source]") {
   ApiSource::Options options;
   options.watch_pods = true;
   Harness h(options);
@@ -301,9 +304,13 @@ TEST_CASE("pods are listed only for verified pod records, and their events dropp
   FakeApiTransport::Head(watch, 200);
   FakeApiTransport::Body(
       watch,
+      R"({"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web-1","namespace":"default","uid":"p2","resourceVersion":"300"},"status":{"phase":"Running","podIP":"10.1.0.9"}}})"
+      "\n"
       R"({"type":"DELETED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web-0","namespace":"default","uid":"p1","resourceVersion":"301"}}})"
       "\n");
-  CHECK(h.sink.calls.size() == 4);
+  CHECK(h.sink.calls ==
+        std::vector<std::string>{"ReplaceSlices 8", "ReplaceServices 12", "ReplacePods 1", "Synced",
+                                 "UpsertPod default/web-1", "DeletePod default/web-0"});
   CHECK(h.Renders(R"(kdns_kubedns_api_events_total{resource="pods",type="DELETED"} 1)"));
 }
 

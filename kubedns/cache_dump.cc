@@ -52,6 +52,8 @@ std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_
   writer.Uint64(snapshot->stats().endpoints);
   writer.Key("reverse_entries");
   writer.Uint64(snapshot->stats().reverse_entries);
+  writer.Key("pod_ips");
+  writer.Uint64(snapshot->stats().pod_ips);
   writer.EndObject();
 
   // Sorted by namespace and name so the output is stable; only the first max_services.

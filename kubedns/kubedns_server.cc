@@ -70,6 +70,18 @@ class KubednsServer::Publisher final : public RecordSink {
     writer_.DeleteEndpoints(ns, name);
     Publish();
   }
+  void ReplacePods(std::vector<k8s::Pod> pods) override {
+    writer_.ReplacePods(pods);
+    Publish();
+  }
+  void UpsertPod(const k8s::Pod& pod) override {
+    writer_.UpsertPod(pod);
+    Publish();
+  }
+  void DeletePod(std::string_view ns, std::string_view name) override {
+    writer_.DeletePod(ns, name);
+    Publish();
+  }
   void Synced() override {
     writer_.MarkSynced();
     Publish();
@@ -143,6 +155,10 @@ void KubednsServer::RegisterMetrics() {
                              stat(&Snapshot::Stats::endpoints));
   registry_.AddCallbackGauge("kdns_kubedns_reverse_entries", "IPs with PTR records.",
                              stat(&Snapshot::Stats::reverse_entries));
+  registry_.AddCallbackGauge(
+      "kdns_kubedns_pod_ips",
+      "Distinct (namespace, IP) pairs of live pods (--pod-records=verified).",
+      stat(&Snapshot::Stats::pod_ips));
 }
 
 bool KubednsServer::Start(std::string* error) {

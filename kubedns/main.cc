@@ -50,8 +50,8 @@ DEFINE_string(objects_file, "",
 DEFINE_int32(ttl, 30, "TTL of the records served, in seconds.");
 DEFINE_int32(dns_threads, 0, "DNS serving threads; 0: one per core.");
 DEFINE_string(pod_records, "insecure",
-              "a-b-c-d.ns.pod.<domain> records: insecure (any IP), verified (not yet), "
-              "disabled.");
+              "a-b-c-d.ns.pod.<domain> records: insecure (any IP), verified (only the IP "
+              "of a live pod in that namespace; watches Pods), disabled.");
 DEFINE_int32(metrics_port, -1,
              "Port for /metrics and /cache; default: $PROMETHEUS_PORT, else 10055.");
 DEFINE_string(http_bind_address, "0.0.0.0", "Address for the healthz and metrics ports.");
@@ -99,7 +99,8 @@ kdns::kubedns::KubednsServer::Options OptionsFromFlags() {
   } else if (FLAGS_pod_records == "disabled") {
     options.answer.pod_records = kdns::kubedns::PodRecords::kDisabled;
   } else if (FLAGS_pod_records == "verified") {
-    Fail("--pod-records=verified needs the Pod watch, which is not implemented yet");
+    options.answer.pod_records = kdns::kubedns::PodRecords::kVerified;
+    options.api.watch_pods = true;
   } else {
     Fail("--pod-records: insecure, verified or disabled, not \"" + FLAGS_pod_records + "\"");
   }

@@ -1,7 +1,9 @@
 #include "kubedns/record_tree.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <unordered_set>
 #include <utility>
 
 namespace kdns::kubedns {
@@ -13,6 +15,27 @@ std::string Key(std::string_view ns, std::string_view name) {
   key.reserve(ns.size() + 1 + name.size());
   key.append(ns).append("/").append(name);
   return key;
+}
+
+// The pod index key: the namespace, '/', then the address's 4 or 16 network-order bytes (the
+// length tells the family). Written into `out`, which must hold ns.size() + 17 bytes;
+// returns the key's length.
+size_t WritePodIpKey(std::string_view ns, const IpAddress& ip, char* out) {
+  auto bytes = ip.bytes();
+  char* end = std::copy(ns.begin(), ns.end(), out);
+  *end++ = '/';
+  end = std::copy(bytes.begin(), bytes.end(), end);
+  return static_cast<size_t>(end - out);
+}
+
+std::string PodIpKey(std::string_view ns, const IpAddress& ip) {
+  std::string key(ns.size() + 17, '\0');
+  key.resize(WritePodIpKey(ns, ip, key.data()));
+  return key;
+}
+
+bool PodIsLive(const k8s::Pod& pod) {
+  return pod.phase != k8s::PodPhase::kSucceeded && pod.phase != k8s::PodPhase::kFailed;
 }
 
 // The (ip, host label) pairs a service's records contribute to the reverse index, sorted;
@@ -80,6 +103,14 @@ bool Snapshot::HasNamespace(std::string_view ns) const {
 }
 
 const std::string* Snapshot::FindPtr(const IpAddress& ip) const { return reverse_.Find(ip); }
+
+bool Snapshot::HasPodIp(std::string_view ns, const IpAddress& ip) const {
+  // A queried namespace is one DNS label, at most 63 bytes.
+  std::array<char, 63 + 17> key;
+  if (ns.size() > 63) return false;
+  size_t size = WritePodIpKey(ns, ip, key.data());
+  return pod_ips_.Find(std::string_view(key.data(), size)) != nullptr;
+}
 
 const ServiceRecords* RecordTreeWriter::Find(const std::string& ns, const std::string& name) const {
   const auto* space = namespaces_.Find(ns);
@@ -213,6 +244,65 @@ void RecordTreeWriter::DeleteEndpoints(std::string_view ns, std::string_view nam
   if (it == endpoints_slices_.end()) return;
   for (const auto& slice : it->second) DeleteSlice(ns, slice);
   endpoints_slices_.erase(it);
+}
+
+void RecordTreeWriter::CountPodIp(const std::string& ns, const IpAddress& ip, int delta) {
+  std::string key = PodIpKey(ns, ip);
+  const uint32_t* count = pod_ips_.Find(key);
+  const uint32_t now = (count == nullptr ? 0 : *count) + delta;
+  if (now == 0) {
+    pod_ips_ = pod_ips_.Erase(key);
+  } else {
+    pod_ips_ = pod_ips_.Set(std::move(key), now);
+  }
+  stats_.pod_ips = pod_ips_.size();
+}
+
+void RecordTreeWriter::UpsertPod(const k8s::Pod& pod) {
+  std::vector<IpAddress> ips;
+  if (PodIsLive(pod)) {
+    ips = pod.pod_ips;
+    std::sort(ips.begin(), ips.end());
+    ips.erase(std::unique(ips.begin(), ips.end()), ips.end());
+  }
+  std::string key = Key(pod.meta.ns, pod.meta.name);
+  auto it = pods_.find(key);
+  if (it != pods_.end() && it->second == ips) return;  // the common status-only update
+  // Count the new IPs before dropping the old ones, so an IP both have never reaches zero.
+  for (const auto& ip : ips) CountPodIp(pod.meta.ns, ip, +1);
+  if (it != pods_.end()) {
+    for (const auto& ip : it->second) CountPodIp(pod.meta.ns, ip, -1);
+  }
+  if (ips.empty()) {
+    if (it != pods_.end()) pods_.erase(it);
+  } else if (it != pods_.end()) {
+    it->second = std::move(ips);
+  } else {
+    pods_.emplace(std::move(key), std::move(ips));
+  }
+}
+
+void RecordTreeWriter::DeletePod(std::string_view ns, std::string_view name) {
+  auto it = pods_.find(Key(ns, name));
+  if (it == pods_.end()) return;
+  const std::string ns_string(ns);
+  for (const auto& ip : it->second) CountPodIp(ns_string, ip, -1);
+  pods_.erase(it);
+}
+
+void RecordTreeWriter::ReplacePods(const std::vector<k8s::Pod>& pods) {
+  std::unordered_set<std::string> wanted;
+  wanted.reserve(pods.size());
+  for (const auto& pod : pods) wanted.insert(Key(pod.meta.ns, pod.meta.name));
+  std::vector<std::string> gone;
+  for (const auto& [key, ips] : pods_) {
+    if (!wanted.count(key)) gone.push_back(key);
+  }
+  for (const auto& key : gone) {
+    size_t slash = key.find('/');
+    DeletePod(std::string_view(key).substr(0, slash), std::string_view(key).substr(slash + 1));
+  }
+  for (const auto& pod : pods) UpsertPod(pod);
 }
 
 void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
@@ -356,6 +446,7 @@ std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {
   auto snapshot = std::make_shared<Snapshot>();
   snapshot->namespaces_ = namespaces_;
   snapshot->reverse_ = reverse_;
+  snapshot->pod_ips_ = pod_ips_;
   snapshot->generation_ = ++generation_;
   snapshot->synced_ = synced_;
   snapshot->stats_ = stats_;

@@ -41,11 +41,16 @@ class Snapshot {
   // Relative names ("svc.ns" or "host.svc.ns"), several joined by '\n' in the rare case
   // that two services share an IP: one string per IP keeps the index compact.
   using Reverse = PersistentMap<IpAddress, std::string, IpAddressHash>;
+  // Pod IPs by namespace, for `--pod-records=verified`: the key is PodIpKey(ns, ip), the
+  // value how many live pods of the namespace have that IP (hostNetwork pods share their
+  // node's). Only a Pod watch fills it.
+  using PodIps = PersistentMap<std::string, uint32_t, TransparentStringHash, std::equal_to<>>;
 
   struct Stats {
     uint64_t services = 0;   // answerable services
     uint64_t endpoints = 0;  // addresses held in slices
     uint64_t reverse_entries = 0;
+    uint64_t pod_ips = 0;  // distinct (namespace, IP) pairs of live pods
   };
 
   const ServiceRecords* FindService(std::string_view ns, std::string_view name) const;
@@ -53,6 +58,8 @@ class Snapshot {
   bool HasNamespace(std::string_view ns) const;
   // The relative names for `ip`, '\n'-separated, or nullptr.
   const std::string* FindPtr(const IpAddress& ip) const;
+  // True when a live pod (not Succeeded or Failed) in `ns` has `ip`. No allocation.
+  bool HasPodIp(std::string_view ns, const IpAddress& ip) const;
 
   // 0 before the first Publish; grows by one with each.
   uint64_t generation() const { return generation_; }
@@ -66,6 +73,7 @@ class Snapshot {
   friend class RecordTreeWriter;
   Namespaces namespaces_;
   Reverse reverse_;
+  PodIps pod_ips_;
   uint64_t generation_ = 0;
   bool synced_ = false;
   Stats stats_;
@@ -83,6 +91,10 @@ class RecordTreeWriter {
   // v1 Endpoints: replaces every slice derived from this object at once.
   void UpsertEndpoints(const k8s::Endpoints& endpoints);
   void DeleteEndpoints(std::string_view ns, std::string_view name);
+  // Pods (`--pod-records=verified`): a pod counts while it has IPs and is neither Succeeded
+  // nor Failed, since a finished pod's IP may already belong to another pod.
+  void UpsertPod(const k8s::Pod& pod);
+  void DeletePod(std::string_view ns, std::string_view name);
 
   // Replaces the whole state (a file reload or a re-LIST): objects missing from the new
   // set disappear. Into an empty tree it is built in one pass; over an existing one only the
@@ -101,6 +113,7 @@ class RecordTreeWriter {
   void ReplaceServices(const std::vector<k8s::Service>& services);
   void ReplaceSlices(const std::vector<k8s::EndpointSlice>& slices);
   void ReplaceEndpoints(const std::vector<k8s::Endpoints>& endpoints);
+  void ReplacePods(const std::vector<k8s::Pod>& pods);
 
   void MarkSynced() { synced_ = true; }
 
@@ -117,9 +130,11 @@ class RecordTreeWriter {
   void RemoveReverse(const std::string& ns, const std::string& name, const ServiceRecords& records);
   void SetSlice(const std::string& ns, const std::string& service, const std::string& slice,
                 std::shared_ptr<const SliceInfo> info);
+  void CountPodIp(const std::string& ns, const IpAddress& ip, int delta);
 
   Snapshot::Namespaces namespaces_;
   Snapshot::Reverse reverse_;
+  Snapshot::PodIps pod_ips_;
   Snapshot::Stats stats_;
   uint64_t generation_ = 0;
   bool synced_ = false;
@@ -127,6 +142,8 @@ class RecordTreeWriter {
   // ("ns/slice" → service name), and which slices each v1 Endpoints object produced.
   std::unordered_map<std::string, std::string> slice_owner_;
   std::unordered_map<std::string, std::vector<std::string>> endpoints_slices_;
+  // "ns/pod" → the IPs that pod adds to pod_ips_.
+  std::unordered_map<std::string, std::vector<IpAddress>> pods_;
 };
 
 }  // namespace kdns::kubedns

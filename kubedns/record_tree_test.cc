@@ -35,6 +35,24 @@ k8s::EndpointSlice Slice(const std::string& ns, const std::string& name, const s
   return slice.value();
 }
 
+k8s::Pod MakePod(const std::string& ns, const std::string& name, const std::string& phase,
+                 const std::vector<std::string>& ips) {
+  std::string pod_ips;
+  for (const auto& ip : ips) {
+    if (!pod_ips.empty()) pod_ips += ",";
+    pod_ips += R"({"ip":")" + ip + R"("})";
+  }
+  auto pod =
+      k8s::DecodePod(R"({"metadata":{"name":")" + name + R"(","namespace":")" + ns +
+                     R"("},"status":{"phase":")" + phase + R"(","podIPs":[)" + pod_ips + "]}}");
+  REQUIRE(pod.ok());
+  return pod.value();
+}
+
+bool HasPod(const Snapshot& snapshot, const std::string& ns, const std::string& ip) {
+  return snapshot.HasPodIp(ns, *IpAddress::Parse(ip));
+}
+
 std::string Ptr(const Snapshot& snapshot, const std::string& ip) {
   const std::string* names = snapshot.FindPtr(*IpAddress::Parse(ip));
   return names == nullptr ? "" : *names;
@@ -219,6 +237,58 @@ TEST_CASE("a re-LIST of slices leaves the slices of v1 Endpoints alone", "[kubed
   CHECK(writer.Publish()->FindService("ns", "legacy")->hosts().size() == 1);
   writer.ReplaceEndpoints({});
   CHECK(writer.Publish()->FindService("ns", "legacy")->hosts().empty());
+}
+
+}  // namespace kdns::kubedns
+
+namespace kdns::kubedns {
+
+TEST_CASE("the pod index holds the IPs of live pods by namespace", "[kubedns][record_tree]") {
+  RecordTreeWriter writer;
+  writer.UpsertPod(MakePod("a", "web-1", "Running", {"10.1.0.5", "fd00::5"}));
+  writer.UpsertPod(MakePod("a", "web-2", "Pending", {}));  // no IP yet: nothing to index
+  auto first = writer.Publish();
+  CHECK(HasPod(*first, "a", "10.1.0.5"));
+  CHECK(HasPod(*first, "a", "fd00::5"));
+  CHECK_FALSE(HasPod(*first, "b", "10.1.0.5"));  // the namespace is part of the key
+  CHECK_FALSE(HasPod(*first, "a", "10.1.0.6"));
+  CHECK(first->stats().pod_ips == 2);
+
+  SECTION("an IP shared by two pods stays until the last one goes") {
+    writer.UpsertPod(MakePod("a", "host-net", "Running", {"10.1.0.5"}));
+    writer.DeletePod("a", "web-1");
+    auto snapshot = writer.Publish();
+    CHECK(HasPod(*snapshot, "a", "10.1.0.5"));
+    CHECK_FALSE(HasPod(*snapshot, "a", "fd00::5"));
+    writer.DeletePod("a", "host-net");
+    CHECK_FALSE(HasPod(*writer.Publish(), "a", "10.1.0.5"));
+    CHECK(HasPod(*first, "a", "10.1.0.5"));  // published snapshots never change
+  }
+  SECTION("a pod that gets a new IP or finishes drops its old one") {
+    writer.UpsertPod(MakePod("a", "web-2", "Running", {"10.1.0.7"}));
+    writer.UpsertPod(MakePod("a", "web-1", "Running", {"10.1.0.5"}));  // lost its v6 address
+    auto snapshot = writer.Publish();
+    CHECK(HasPod(*snapshot, "a", "10.1.0.7"));
+    CHECK(HasPod(*snapshot, "a", "10.1.0.5"));
+    CHECK_FALSE(HasPod(*snapshot, "a", "fd00::5"));
+    writer.UpsertPod(MakePod("a", "web-1", "Succeeded", {"10.1.0.5"}));
+    writer.UpsertPod(MakePod("a", "web-2", "Failed", {"10.1.0.7"}));
+    snapshot = writer.Publish();
+    CHECK_FALSE(HasPod(*snapshot, "a", "10.1.0.5"));
+    CHECK_FALSE(HasPod(*snapshot, "a", "10.1.0.7"));
+    CHECK(snapshot->stats().pod_ips == 0);
+  }
+  SECTION("a complete list removes the pods missing from it") {
+    writer.ReplacePods({MakePod("a", "web-2", "Running", {"10.1.0.9"}),
+                        MakePod("b", "db", "Running", {"10.1.0.5"})});
+    auto snapshot = writer.Publish();
+    CHECK_FALSE(HasPod(*snapshot, "a", "10.1.0.5"));
+    CHECK(HasPod(*snapshot, "a", "10.1.0.9"));
+    CHECK(HasPod(*snapshot, "b", "10.1.0.5"));
+    CHECK(snapshot->stats().pod_ips == 2);
+    writer.DeletePod("a", "missing");  // deleting an unknown pod changes nothing
+    CHECK(writer.Publish()->stats().pod_ips == 2);
+  }
 }
 
 }  // namespace kdns::kubedns

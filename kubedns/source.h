@@ -50,6 +50,9 @@ class RecordSink {
   virtual void DeleteSlice(std::string_view ns, std::string_view name) = 0;
   virtual void UpsertEndpoints(const k8s::Endpoints& endpoints) = 0;
   virtual void DeleteEndpoints(std::string_view ns, std::string_view name) = 0;
+  // Pod watch events (`--pod-records=verified`); sinks that do not verify ignore them.
+  virtual void UpsertPod(const k8s::Pod& pod) {}
+  virtual void DeletePod(std::string_view ns, std::string_view name) {}
 
   // A complete set has been delivered (once per source lifetime).
   virtual void Synced() = 0;
