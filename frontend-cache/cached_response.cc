@@ -162,12 +162,16 @@ ResponseAnalysis AnalyzeResponse(std::span<const uint8_t> response, const dns::N
 
 void PrepareStoredResponse(std::span<uint8_t> stored, const ResponseAnalysis& analysis,
                            std::span<const uint16_t> ttl_offsets, const CachePolicy& policy) {
-  DCHECK(analysis.result == Cacheability::kCacheable);
+  DCHECK_GT(analysis.stored_size, 0u);
   DCHECK_EQ(stored.size(), analysis.stored_size);
   for (uint16_t offset : ttl_offsets) {
     StoreU32(&stored[offset], CapTtl(LoadU32(&stored[offset]), policy));
   }
-  if (analysis.soa_ttl_offset) StoreU32(&stored[*analysis.soa_ttl_offset], analysis.lifetime_s);
+  // A negative entry's SOA tells clients how long the entry lives (only cached entries have
+  // a lifetime; a reply passed through keeps its own SOA TTL).
+  if (analysis.result == Cacheability::kCacheable && analysis.soa_ttl_offset) {
+    StoreU32(&stored[*analysis.soa_ttl_offset], analysis.lifetime_s);
+  }
   // The records kept are those with a TTL offset: fix ARCOUNT when the OPT record went.
   const uint16_t kept_additional =
       static_cast<uint16_t>(ttl_offsets.size() - LoadU16(&stored[6]) - LoadU16(&stored[8]));
@@ -220,6 +224,23 @@ size_t WriteCachedResponse(std::span<const uint8_t> stored, size_t question_end,
     StoreU16(p + 10, static_cast<uint16_t>(LoadU16(p + 10) + 1));
   }
   return copy_size + opt_size;
+}
+
+size_t WriteForwardedResponse(std::span<const uint8_t> reply, const dns::Query& query,
+                              const CachePolicy& policy, std::vector<uint8_t>* scratch,
+                              std::vector<uint16_t>* ttl_offsets, std::span<uint8_t> out,
+                              size_t max_size_bytes) {
+  const ResponseAnalysis analysis =
+      AnalyzeResponse(reply, query.qname, query.qtype, query.qclass, policy, ttl_offsets);
+  // stored_size is set once the whole reply was walked, whatever its cacheability.
+  if (analysis.stored_size == 0) return 0;
+  scratch->assign(reply.begin(), reply.begin() + static_cast<ptrdiff_t>(analysis.stored_size));
+  PrepareStoredResponse(*scratch, analysis, *ttl_offsets, policy);
+  const size_t size = WriteCachedResponse(*scratch, analysis.question_end, *ttl_offsets, query,
+                                          TtlRewrite{}, out, max_size_bytes);
+  // The upstream's own TC stays: what it sent is partial, the client must retry over TCP.
+  if (size > 0 && analysis.result == Cacheability::kTruncated) out[2] |= kTcBit;
+  return size;
 }
 
 }  // namespace kdns::frontend

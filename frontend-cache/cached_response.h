@@ -89,4 +89,14 @@ size_t WriteCachedResponse(std::span<const uint8_t> stored, size_t question_end,
                            std::span<const uint16_t> ttl_offsets, const dns::Query& query,
                            const TtlRewrite& ttl, std::span<uint8_t> out, size_t max_size_bytes);
 
+// Writes an upstream reply that is not (or not yet) cached for a client, the same way as a
+// cached one (the client's ID, flags and name case, TTLs capped by `policy`, the upstream's
+// OPT replaced by ours when the client sent EDNS, TC with no records when it does not fit
+// max_size_bytes). `scratch` and `ttl_offsets` are caller-owned buffers reused across calls.
+// Returns the size written, 0 when `reply` is not a whole reply to the query's question.
+size_t WriteForwardedResponse(std::span<const uint8_t> reply, const dns::Query& query,
+                              const CachePolicy& policy, std::vector<uint8_t>* scratch,
+                              std::vector<uint16_t>* ttl_offsets, std::span<uint8_t> out,
+                              size_t max_size_bytes);
+
 }  // namespace kdns::frontend

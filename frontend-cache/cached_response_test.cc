@@ -64,5 +64,46 @@ TEST_CASE("Records cut short are malformed", "[frontend][cached_response]") {
         Cacheability::kMalformed);
 }
 
+TEST_CASE("Uncached replies reach the client like cached ones", "[frontend][cached_response]") {
+  testing::TestQuery client = testing::MakeQuery("WWW.Example.com.", RrType::kA, 0x7777);
+  std::vector<uint8_t> scratch;
+  std::vector<uint16_t> offsets;
+  std::vector<uint8_t> out(512);
+  testing::Reply reply;
+  reply.qname = "www.example.com.";
+
+  SECTION("TTL 0: the client's ID and case, no OPT for a client without EDNS") {
+    reply.answers = {"www.example.com. 0 IN A 192.0.2.1"};
+    size_t size = WriteForwardedResponse(testing::MakeReply(reply), client.query, {}, &scratch,
+                                         &offsets, out, 512);
+    REQUIRE(size > 0);
+    dns::Message message = testing::Parse(std::span(out.data(), size));
+    CHECK(message.header.id == 0x7777);
+    CHECK(message.questions[0].name.IdenticalTo(N("WWW.Example.com.")));
+    CHECK_FALSE(message.edns);
+    CHECK(message.answers.size() == 1);
+  }
+  SECTION("an upstream's TC stays set, with what it sent") {
+    reply.answers = {"www.example.com. 60 IN A 192.0.2.1"};
+    reply.tc = true;
+    size_t size = WriteForwardedResponse(testing::MakeReply(reply), client.query, {}, &scratch,
+                                         &offsets, out, 512);
+    REQUIRE(size > 0);
+    CHECK(testing::Parse(std::span(out.data(), size)).header.tc);
+  }
+  SECTION("a rcode that is never cached passes through") {
+    reply.rcode = dns::Rcode::kNotImp;
+    size_t size = WriteForwardedResponse(testing::MakeReply(reply), client.query, {}, &scratch,
+                                         &offsets, out, 512);
+    REQUIRE(size > 0);
+    CHECK(testing::Parse(std::span(out.data(), size)).rcode() == dns::Rcode::kNotImp);
+  }
+  SECTION("a reply to another question is refused") {
+    reply.qname = "other.example.com.";
+    CHECK(WriteForwardedResponse(testing::MakeReply(reply), client.query, {}, &scratch, &offsets,
+                                 out, 512) == 0);
+  }
+}
+
 }  // namespace
 }  // namespace kdns::frontend

@@ -1,18 +1,159 @@
 // frontend-cache: Caching DNS forwarder for the cluster (the dnsmasq role in a kube-dns pod).
-// Flags and wiring only; the program's behaviour lives in classes that tests drive.
+// Flags and wiring only; the program's behaviour lives in FrontendServer, which tests drive.
+//
+// The dnsmasq options come first (our own parser: gflags cannot repeat --server); what it
+// does not know goes to gflags (--v, --log_dir, ...).
+//
+// Signals: SIGTERM/SIGINT start the lameduck period (keep answering for --lameduck, then
+// exit; a second signal exits at once); SIGHUP re-reads --servers-file and the resolv.conf
+// file in place; SIGUSR1 logs the cache and upstream statistics.
+//
+// Inherited sockets (the nanny hands port 53 to a new child this way): the systemd
+// protocol, LISTEN_PID = our pid and LISTEN_FDS = N bound sockets from fd 3, paired in order
+// as one UDP and one TCP socket per address.
 #include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <csignal>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "common/base/time_zone.h"
 #include "common/base/version.h"
+#include "frontend-cache/frontend_server.h"
+#include "frontend-cache/options.h"
+
+namespace {
+
+[[noreturn]] void Fail(const std::string& message) {
+  std::cerr << "frontend-cache: " << message << "\n";
+  std::exit(2);
+}
+
+// The host's interface addresses, for the check that no upstream is ourselves.
+std::vector<kdns::IpAddress> LocalAddresses() {
+  std::vector<kdns::IpAddress> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return out;
+  for (ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+    if (entry->ifa_addr == nullptr) continue;
+    socklen_t len =
+        entry->ifa_addr->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    if (auto address = kdns::loop::SocketAddress::FromSockaddr(entry->ifa_addr, len)) {
+      if (auto ip = kdns::IpAddress::Parse(address->HostString())) out.push_back(*ip);
+    }
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+// sd_listen_fds(3)'s protocol. Empty when nothing was handed over.
+std::vector<kdns::server::DnsServer::InheritedSockets> InheritedSockets() {
+  std::vector<kdns::server::DnsServer::InheritedSockets> out;
+  const char* pid = std::getenv("LISTEN_PID");
+  const char* fds = std::getenv("LISTEN_FDS");
+  if (pid == nullptr || fds == nullptr || std::atol(pid) != getpid()) return out;
+  const int count = std::atoi(fds);
+  std::vector<int> udp;
+  std::vector<int> tcp;
+  for (int fd = 3; fd < 3 + count; ++fd) {
+    int type = 0;
+    socklen_t len = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) {
+      Fail("LISTEN_FDS: fd " + std::to_string(fd) + " is not a socket");
+    }
+    (type == SOCK_DGRAM ? udp : tcp).push_back(fd);
+  }
+  if (udp.size() != tcp.size()) {
+    Fail("LISTEN_FDS: " + std::to_string(udp.size()) + " UDP and " + std::to_string(tcp.size()) +
+         " TCP sockets; one of each per address is needed");
+  }
+  for (size_t i = 0; i < udp.size(); ++i) out.push_back({udp[i], tcp[i]});
+  unsetenv("LISTEN_PID");  // not for our children
+  unsetenv("LISTEN_FDS");
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  kdns::frontend::FrontendServer::Options options;
+  std::vector<std::string> rest;
+  std::string error;
+  if (!kdns::frontend::ParseOptions(args, &options.flags, &rest, &error)) Fail(error);
+
+  std::vector<char*> gflags_argv = {argv[0]};
+  for (auto& arg : rest) gflags_argv.push_back(arg.data());
+  int gflags_argc = static_cast<int>(gflags_argv.size());
+  char** gflags_args = gflags_argv.data();
   gflags::SetVersionString(kdns::kVersion);
   gflags::SetUsageMessage(
-      std::string(
-          "Caching DNS forwarder for the cluster (the dnsmasq role in a kube-dns pod).\nUsage: ") +
-      argv[0] + " [flags]");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  gflags::ShowUsageWithFlagsRestrict(argv[0], "frontend-cache/");
+      "Caching DNS forwarder for the cluster (the dnsmasq role in a kube-dns pod).\n"
+      "Usage: frontend-cache [dnsmasq options: -k --cache-size=N --no-negcache --neg-ttl=S "
+      "--dns-loop-detect --log-facility=- --no-resolv --resolv-file=F --dns-forward-max=N "
+      "--listen-address=IP --port=N --server=[/domain/]ip[#port] --servers-file=F] "
+      "[ours: --threads=N --max-cache-ttl=S --min-cache-ttl=S --stale-max=S --lameduck=D "
+      "--prometheus-port=N]");
+  FLAGS_logtostderr = true;  // a container logs to stderr (--log-facility=- or not)
+  gflags::ParseCommandLineFlags(&gflags_argc, &gflags_args, true);
+  if (gflags_argc > 1) Fail(std::string("unknown argument: ") + gflags_args[1]);
+  kdns::InitTimeZoneBeforeThreads();
+  google::InitGoogleLogging(argv[0]);
+  google::InstallFailureSignalHandler();
+
+  options.inherited = InheritedSockets();
+  options.local_addresses = LocalAddresses();
+
+  // Signals are taken synchronously by this thread; every other thread blocks them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int number : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) sigaddset(&signals, number);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const uint64_t lameduck_ms = options.flags.lameduck_ms;
+  kdns::frontend::FrontendServer server(std::move(options));
+  if (!server.Start(&error)) Fail(error);
+  std::string addresses;
+  for (const auto& address : server.addresses()) {
+    addresses += (addresses.empty() ? "" : ", ") + address.ToString();
+  }
+  LOG(INFO) << "frontend-cache " << kdns::kVersion << " serving DNS on " << addresses
+            << " (UDP, TCP)"
+            << (server.metrics_address().family() == AF_UNSPEC
+                    ? std::string()
+                    : ", metrics on " + server.metrics_address().ToString());
+
+  while (true) {
+    const int number = sigwaitinfo(&signals, nullptr);
+    if (number == SIGHUP) {
+      if (!server.Reload(&error)) LOG(ERROR) << "reload rejected, configuration kept: " << error;
+    } else if (number == SIGUSR1) {
+      LOG(INFO) << server.StatsText();
+    } else if (number == SIGTERM || number == SIGINT) {
+      break;
+    }
+  }
+  LOG(INFO) << "lameduck: answering for " << lameduck_ms << " ms more, then exiting";
+  timespec wait{static_cast<time_t>(lameduck_ms / 1000),
+                static_cast<long>(lameduck_ms % 1000) * 1000000};
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  if (lameduck_ms > 0 && sigtimedwait(&stop, nullptr, &wait) > 0) {
+    LOG(INFO) << "second signal: exiting now";
+  }
+  server.Stop();
+  LOG(INFO) << server.StatsText();
+  LOG(INFO) << "frontend-cache stopped";
   return 0;
 }

@@ -147,6 +147,15 @@ const std::vector<OptionSpec>& Specs() {
          options->lameduck_ms = *ms;
          return true;
        }},
+      {"servers-file", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (value.empty()) {
+           *error = "--servers-file: empty path";
+           return false;
+         }
+         options->servers_file = value;
+         return true;
+       }},
       {"prometheus-port", 0, true, Uint(&Options::prometheus_port, 0, 65535, "prometheus-port")},
   };
   return specs;
@@ -273,6 +282,33 @@ bool ParseOptions(std::span<const std::string_view> args, Options* options,
     *error = "--min-cache-ttl (" + std::to_string(options->min_cache_ttl_s) +
              ") is above --max-cache-ttl (" + std::to_string(*options->max_cache_ttl_s) + ")";
     return false;
+  }
+  return true;
+}
+
+bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers,
+                      std::string* error) {
+  size_t number = 0;
+  while (!text.empty()) {
+    ++number;
+    const size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    line = Trim(line);
+    if (line.empty() || line.front() == '#') continue;
+    constexpr std::string_view kServer = "server=";
+    if (!line.starts_with(kServer)) {
+      *error = "line " + std::to_string(number) + ": \"" + std::string(line) +
+               "\": only server=... lines are allowed";
+      return false;
+    }
+    ServerOption server;
+    if (!ParseServerOption(line.substr(kServer.size()), &server, error)) {
+      *error = "line " + std::to_string(number) + ": " + std::string(line) + ": " + *error;
+      return false;
+    }
+    servers->push_back(std::move(server));
   }
   return true;
 }

@@ -56,7 +56,8 @@ struct Options {
   uint16_t port = kDnsPort;                      // --port, -p (0: any free port)
   bool keep_in_foreground = false;               // -k, --keep-in-foreground (always)
   // Ours.
-  uint32_t threads = 1;                     // --threads (0: one per CPU)
+  std::string servers_file;  // --servers-file: more --server lines, re-read on SIGHUP
+  uint32_t threads = 0;      // --threads (0: one per CPU)
   std::optional<uint32_t> max_cache_ttl_s;  // --max-cache-ttl
   uint32_t min_cache_ttl_s = 0;             // --min-cache-ttl
   uint32_t stale_max_s = 86400;             // --stale-max (0: no stale answers)
@@ -68,6 +69,12 @@ struct Options {
 // everything after a "--". False with a one-line `error` on the first bad option.
 [[nodiscard]] bool ParseOptions(std::span<const std::string_view> args, Options* options,
                                 std::vector<std::string>* rest, std::string* error);
+
+// A --servers-file (dnsmasq's format): one `server=...` per line (the --server value
+// syntax), blank lines and `#` comments ignored, nothing else allowed. Appends to `servers`.
+// False with a one-line error naming the line.
+[[nodiscard]] bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers,
+                                    std::string* error);
 
 // The cache's settings from the options. --neg-ttl=0 counts as unset (dnsmasq's default),
 // not as "cache negative answers for 0 seconds".

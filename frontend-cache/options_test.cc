@@ -212,3 +212,27 @@ TEST_CASE("Cache options follow the flags", "[frontend][options]") {
 
 }  // namespace
 }  // namespace kdns::frontend
+
+namespace kdns::frontend {
+
+TEST_CASE("a servers file holds server lines and comments only", "[frontend][options]") {
+  std::vector<ServerOption> servers;
+  std::string error;
+  REQUIRE(
+      ParseServersFile("# stub domains\r\nserver=/acme.local/10.0.0.1#5353\n\n"
+                       "  server=10.0.0.53  \nserver=/corp/\n",
+                       &servers, &error));
+  REQUIRE(servers.size() == 3);
+  CHECK(servers[0].domains.size() == 1);
+  CHECK(servers[0].upstream.port == 5353);
+  CHECK(servers[1].domains.empty());
+  CHECK(servers[2].target == ServerOption::Target::kLocal);
+
+  servers.clear();
+  CHECK_FALSE(ParseServersFile("server=10.0.0.1\ncache-size=5\n", &servers, &error));
+  CHECK(error == "line 2: \"cache-size=5\": only server=... lines are allowed");
+  CHECK_FALSE(ParseServersFile("server=/x/10.0.0.300\n", &servers, &error));
+  CHECK(error.starts_with("line 1: server=/x/10.0.0.300: "));
+}
+
+}  // namespace kdns::frontend

@@ -144,6 +144,35 @@ class CollectorEntry final : public Entry {
   const std::shared_ptr<const Collector> collector_;
 };
 
+class HistogramCollectorEntry final : public Entry {
+ public:
+  HistogramCollectorEntry(std::string name, std::string help, std::vector<std::string> labels,
+                          std::function<void(const Registry::HistogramVisitor&)> for_each)
+      : Entry(std::move(name), std::move(help), MetricType::kHistogram, std::move(labels)),
+        for_each_(std::move(for_each)) {
+    CHECK(for_each_) << "histogram collector for " << this->name() << " has no function";
+  }
+
+  void AppendSamples(std::string& out) const override {
+    std::vector<std::pair<std::vector<std::string>, const Histogram*>> series;
+    for_each_([&](const std::vector<std::string>& values, const Histogram& histogram) {
+      if (values.size() != labels().size()) {
+        LOG_FIRST_N(ERROR, 5) << "histogram collector for " << name() << " gave " << values.size()
+                              << " label values for " << labels().size();
+        DCHECK(false) << "histogram collector label count mismatch for " << name();
+        return;
+      }
+      series.emplace_back(values, &histogram);
+    });
+    std::sort(series.begin(), series.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [values, histogram] : series) AppendSeries(*this, values, *histogram, out);
+  }
+
+ private:
+  const std::function<void(const Registry::HistogramVisitor&)> for_each_;
+};
+
 void CheckLabelNames(const std::string& name, const std::vector<std::string>& labels,
                      MetricType type) {
   for (size_t i = 0; i < labels.size(); ++i) {
@@ -249,6 +278,13 @@ void Registry::AddCollector(std::string name, std::string help, MetricType type,
                             std::shared_ptr<const Collector> collector) {
   Add(std::make_unique<CollectorEntry>(std::move(name), std::move(help), type,
                                        std::move(label_names), std::move(collector)));
+}
+
+void Registry::AddHistogramCollector(std::string name, std::string help,
+                                     std::vector<std::string> label_names,
+                                     std::function<void(const HistogramVisitor&)> for_each) {
+  Add(std::make_unique<HistogramCollectorEntry>(std::move(name), std::move(help),
+                                                std::move(label_names), std::move(for_each)));
 }
 
 std::string Registry::Render() const {

@@ -66,6 +66,15 @@ class Registry {
                     std::vector<std::string> label_names,
                     std::shared_ptr<const Collector> collector);
 
+  // A histogram family whose series live elsewhere (e.g. one per upstream server in a
+  // table shared by threads): at every Render(), `for_each` calls its argument once per
+  // series with the label values and the histogram. The histograms must outlive the call.
+  using HistogramVisitor =
+      std::function<void(const std::vector<std::string>& label_values, const Histogram&)>;
+  void AddHistogramCollector(std::string name, std::string help,
+                             std::vector<std::string> label_names,
+                             std::function<void(const HistogramVisitor&)> for_each);
+
   std::string Render() const;
 
  private:

@@ -54,6 +54,30 @@ TEST_CASE("a histogram renders cumulative buckets, sum and count", "[metrics]") 
         "kubedns_probe_kubedns_latency_ms_count 3\n");
 }
 
+TEST_CASE("a histogram collector renders series it does not own, sorted", "[metrics]") {
+  Registry registry;
+  Histogram b({0.5});
+  Histogram a({0.5});
+  a.Observe(0.25);
+  b.Observe(2);
+  registry.AddHistogramCollector("rtt_seconds", "RTT.", {"upstream"},
+                                 [&](const Registry::HistogramVisitor& visit) {
+                                   visit({"10.0.0.2#53"}, b);
+                                   visit({"10.0.0.1#53"}, a);
+                                 });
+  CHECK(registry.Render() ==
+        "# HELP rtt_seconds RTT.\n"
+        "# TYPE rtt_seconds histogram\n"
+        "rtt_seconds_bucket{upstream=\"10.0.0.1#53\",le=\"0.5\"} 1\n"
+        "rtt_seconds_bucket{upstream=\"10.0.0.1#53\",le=\"+Inf\"} 1\n"
+        "rtt_seconds_sum{upstream=\"10.0.0.1#53\"} 0.25\n"
+        "rtt_seconds_count{upstream=\"10.0.0.1#53\"} 1\n"
+        "rtt_seconds_bucket{upstream=\"10.0.0.2#53\",le=\"0.5\"} 0\n"
+        "rtt_seconds_bucket{upstream=\"10.0.0.2#53\",le=\"+Inf\"} 1\n"
+        "rtt_seconds_sum{upstream=\"10.0.0.2#53\"} 2\n"
+        "rtt_seconds_count{upstream=\"10.0.0.2#53\"} 1\n");
+}
+
 TEST_CASE("the sidecar's latency buckets are labelled 0.25 to 8192", "[metrics]") {
   Registry registry;
   registry.AddHistogram("lat_ms", "h", ExponentialBuckets(0.25, 2, 16));

@@ -83,4 +83,9 @@ bool UpstreamTable::IsDisabled(const loop::SocketAddress& upstream) {
   return Get(upstream).loop_disabled.load(std::memory_order_relaxed);
 }
 
+void UpstreamTable::ClearLoopDisabled() {
+  std::lock_guard lock(mu_);
+  for (auto& entry : entries_) entry->loop_disabled.store(false, std::memory_order_relaxed);
+}
+
 }  // namespace kdns::upstream

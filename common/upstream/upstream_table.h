@@ -85,6 +85,8 @@ class UpstreamTable {
   // returns true the first time.
   bool Disable(const loop::SocketAddress& upstream, std::string_view reason);
   bool IsDisabled(const loop::SocketAddress& upstream);
+  // Forgets every loop verdict (a reconfiguration: the servers are probed again).
+  void ClearLoopDisabled();
 
  private:
   mutable std::mutex mu_;

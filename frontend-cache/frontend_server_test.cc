@@ -1,0 +1,330 @@
+// FrontendServer in-process: real sockets on loopback, a scripted upstream (a DnsServer of
+// its own whose answers depend on the name asked), and plain-socket clients.
+#include "frontend-cache/frontend_server.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/dns/builder.h"
+#include "common/dns/message.h"
+#include "common/dns/testing.h"
+#include "common/server/server_test_util.h"
+#include "test/unit/temp_dir.h"
+
+namespace kdns::frontend {
+namespace {
+
+using dns::testing::N;
+using dns::testing::RR;
+using server::testing::TcpClient;
+using server::testing::UdpClient;
+
+// Answers by name: `<x>.nx.test.` NXDOMAIN with an SOA (negative TTL 5); `fail.test.`
+// SERVFAIL; `ttl1.test.` A with TTL 1; anything else A 192.0.2.<tag> with TTL 60. While
+// `down`, it answers nothing. `loop_to`, when set, makes it forward our loop probes back
+// to that address (an upstream that forwards to us). Counts queries by transport.
+class ScriptedUpstream {
+ public:
+  explicit ScriptedUpstream(uint8_t tag) : tag_(tag) {
+    server::DnsServer::Options options;
+    options.listen_address = *loop::SocketAddress::Parse("127.0.0.1:0");
+    options.threads = 1;
+    server_ = std::make_unique<server::DnsServer>(options, [this](const server::ThreadContext&) {
+      return std::make_unique<server::testing::FunctionHandler>(
+          [this](server::Request& request) { Handle(request); });
+    });
+    std::string error;
+    REQUIRE(server_->Start(&error));
+  }
+  ~ScriptedUpstream() { server_->Stop(); }
+
+  std::string address() const {
+    return "127.0.0.1#" + std::to_string(server_->local_address().port());
+  }
+  int udp_queries() const { return udp_.load(); }
+  int tcp_queries() const { return tcp_.load(); }
+  void set_down(bool down) { down_ = down; }
+  void set_loop_to(const loop::SocketAddress& address) {
+    std::lock_guard lock(mu_);
+    loop_to_ = address;
+  }
+
+ private:
+  void Handle(server::Request& request) {
+    dns::Message query;
+    if (dns::ParseMessage(request.query(), &query) != dns::ParseError::kOk) return;
+    const std::string name = query.questions[0].name.Lowercased().ToText();
+    if (name.ends_with("kdns-loop-check.")) {  // not counted: only client queries are
+      std::lock_guard lock(mu_);
+      if (loop_to_.family() != AF_UNSPEC) {
+        UdpClient back(loop_to_);
+        (void)back.Send(std::vector<uint8_t>(request.query().begin(), request.query().end()));
+      }
+      return;
+    }
+    (request.transport() == server::Transport::kTcp ? tcp_ : udp_)++;
+    if (down_) return;
+    dns::Message reply;
+    reply.header = query.header;
+    reply.header.qr = true;
+    reply.header.ra = true;
+    reply.questions = query.questions;
+    reply.edns = query.edns;
+    if (name.ends_with(".nx.test.")) {
+      reply.header.rcode = dns::Rcode::kNxDomain;
+      reply.authorities.push_back(RR("test. 300 IN SOA ns.test. host.test. 1 60 60 60 5"));
+    } else if (name == "fail.test.") {
+      reply.header.rcode = dns::Rcode::kServFail;
+    } else if (query.questions[0].type == dns::RrType::kA) {
+      const std::string ttl = name == "ttl1.test." ? "1" : "60";
+      auto record = RR(name + " " + ttl + " IN A 192.0.2." + std::to_string(tag_));
+      record.owner = query.questions[0].name;
+      reply.answers.push_back(record);
+    }
+    std::vector<uint8_t> bytes;
+    if (dns::BuildMessage(reply, 65535, &bytes) == dns::BuildError::kOk) {
+      (void)request.Reply(bytes);
+    }
+  }
+
+  const uint8_t tag_;
+  std::unique_ptr<server::DnsServer> server_;
+  std::atomic<int> udp_{0};
+  std::atomic<int> tcp_{0};
+  std::atomic<bool> down_{false};
+  std::mutex mu_;
+  loop::SocketAddress loop_to_;  // Guarded by mu_.
+};
+
+std::vector<uint8_t> Query(std::string_view name, dns::RrType type = dns::RrType::kA,
+                           uint16_t id = 0x4242, dns::RrClass cls = dns::RrClass::kIn) {
+  std::vector<uint8_t> bytes(512);
+  dns::MessageBuilder builder(bytes);
+  builder.header().id = id;
+  builder.header().rd = true;
+  REQUIRE(builder.AddQuestion(N(name), type, cls) == dns::BuildError::kOk);
+  bytes.resize(builder.Finish().size());
+  return bytes;
+}
+
+dns::Message Ask(const loop::SocketAddress& server, std::string_view name,
+                 dns::RrType type = dns::RrType::kA, uint16_t id = 0x4242,
+                 dns::RrClass cls = dns::RrClass::kIn) {
+  UdpClient client(server);
+  REQUIRE(client.Send(Query(name, type, id, cls)));
+  auto reply = client.Receive(5000);
+  REQUIRE(reply.has_value());
+  dns::Message message;
+  REQUIRE(dns::ParseMessage(*reply, &message) == dns::ParseError::kOk);
+  CHECK(message.header.id == id);
+  return message;
+}
+
+std::string Txt(const dns::Message& message) {
+  REQUIRE(message.answers.size() == 1);
+  const auto& txt = std::get<dns::RdataTxt>(message.answers[0].rdata);
+  std::string out;
+  for (const auto& s : txt.strings) out += (out.empty() ? "" : " ") + s;
+  return out;
+}
+
+struct Harness {
+  explicit Harness(std::vector<std::string> servers, uint32_t forward_max = 150) {
+    FrontendServer::Options options;
+    options.flags.no_resolv = true;
+    options.flags.listen_addresses = {*IpAddress::Parse("127.0.0.1")};
+    options.flags.port = 0;
+    options.flags.threads = 2;
+    options.flags.cache_size = 1000;
+    options.flags.dns_forward_max = forward_max;
+    options.flags.dns_loop_detect = true;
+    options.flags.servers_file = temp.path() + "/servers";
+    WriteServers(servers);
+    options.forwarder.total_timeout_ms = 400;
+    options.forwarder.max_try_timeout_ms = 200;
+    server = std::make_unique<FrontendServer>(options);
+    std::string error;
+    REQUIRE(server->Start(&error));
+    address = server->addresses().at(0);
+  }
+  ~Harness() { server->Stop(); }
+
+  void WriteServers(const std::vector<std::string>& servers) {
+    std::ofstream file(temp.path() + "/servers.tmp");
+    for (const auto& line : servers) file << "server=" << line << "\n";
+    file.close();
+    std::rename((temp.path() + "/servers.tmp").c_str(), (temp.path() + "/servers").c_str());
+  }
+
+  kdns::testing::TempDir temp;
+  std::unique_ptr<FrontendServer> server;
+  loop::SocketAddress address;
+};
+
+}  // namespace
+
+TEST_CASE("misses are forwarded and answered again from the cache", "[frontend]") {
+  ScriptedUpstream upstream(7);
+  Harness h({upstream.address()});
+  dns::Message first = Ask(h.address, "WWW.Example.TEST.", dns::RrType::kA, 0x1111);
+  CHECK(first.rcode() == dns::Rcode::kNoError);
+  REQUIRE(first.answers.size() == 1);
+  CHECK(first.questions[0].name.IdenticalTo(N("WWW.Example.TEST.")));
+  CHECK(first.header.ra);
+  dns::Message second = Ask(h.address, "www.example.test.", dns::RrType::kA, 0x2222);
+  REQUIRE(second.answers.size() == 1);
+  CHECK(second.answers[0].ttl_s <= 60);
+  CHECK(upstream.udp_queries() == 1);  // the second came from the cache
+  CHECK(h.server->cache().Stats().hits == 1);
+
+  SECTION("negative answers are cached for the SOA's negative TTL") {
+    CHECK(Ask(h.address, "a.nx.test.").rcode() == dns::Rcode::kNxDomain);
+    dns::Message again = Ask(h.address, "a.nx.test.");
+    CHECK(again.rcode() == dns::Rcode::kNxDomain);
+    REQUIRE(again.authorities.size() == 1);
+    CHECK(again.authorities[0].ttl_s <= 5);
+    CHECK(upstream.udp_queries() == 2);
+  }
+  SECTION("an upstream SERVFAIL is not cached and is answered SERVFAIL") {
+    CHECK(Ask(h.address, "fail.test.").rcode() == dns::Rcode::kServFail);
+    CHECK(Ask(h.address, "fail.test.").rcode() == dns::Rcode::kServFail);
+    CHECK(h.server->cache().Stats().size == 1);
+  }
+  SECTION("TCP clients are forwarded over TCP") {
+    TcpClient client(h.address);
+    REQUIRE(client.Send(Query("tcp.test.", dns::RrType::kA, 0x3333)));
+    auto reply = client.Receive();
+    REQUIRE(reply.has_value());
+    dns::Message message;
+    REQUIRE(dns::ParseMessage(*reply, &message) == dns::ParseError::kOk);
+    CHECK(message.answers.size() == 1);
+    CHECK(upstream.tcp_queries() >= 1);
+  }
+}
+
+TEST_CASE("routing picks the most specific server, local domains and no upstream", "[frontend]") {
+  ScriptedUpstream fallback(1);
+  ScriptedUpstream stub(2);
+  Harness h({fallback.address(), "/corp.test/" + stub.address(), "/private.test/"});
+  auto a = [](const dns::Message& m) {
+    REQUIRE(m.answers.size() == 1);
+    return std::get<dns::RdataA>(m.answers[0].rdata).address.ToString();
+  };
+  CHECK(a(Ask(h.address, "host.corp.test.")) == "192.0.2.2");
+  CHECK(a(Ask(h.address, "host.elsewhere.test.")) == "192.0.2.1");
+  dns::Message local = Ask(h.address, "x.private.test.");
+  CHECK(local.rcode() == dns::Rcode::kNxDomain);
+  CHECK(fallback.udp_queries() + stub.udp_queries() == 2);
+
+  SECTION("a reload swaps the routing and keeps the cache of unchanged domains") {
+    h.WriteServers({fallback.address(), "/corp.test/" + fallback.address()});
+    std::string error;
+    REQUIRE(h.server->Reload(&error));
+    CHECK(h.server->routing()->generation == 2);
+    CHECK(a(Ask(h.address, "host.corp.test.")) == "192.0.2.1");  // flushed, asked anew
+    CHECK(a(Ask(h.address, "host.elsewhere.test.")) == "192.0.2.1");
+    CHECK(fallback.udp_queries() == 2);  // elsewhere still cached
+  }
+  SECTION("a bad servers file is rejected and the running routing kept") {
+    h.WriteServers({"/corp.test/300.1.1.1"});
+    std::string error;
+    CHECK_FALSE(h.server->Reload(&error));
+    CHECK(error.find("servers") != std::string::npos);
+    CHECK(h.server->routing()->generation == 1);
+    CHECK(a(Ask(h.address, "other.corp.test.")) == "192.0.2.2");
+  }
+}
+
+TEST_CASE("CHAOS queries are answered with dnsmasq's statistics, never forwarded", "[frontend]") {
+  ScriptedUpstream upstream(3);
+  Harness h({upstream.address()});
+  (void)Ask(h.address, "one.test.");
+  (void)Ask(h.address, "one.test.");
+  const auto ch = dns::RrClass::kCh;
+  CHECK(Txt(Ask(h.address, "cachesize.bind.", dns::RrType::kTxt, 1, ch)) == "1000");
+  CHECK(Txt(Ask(h.address, "hits.bind.", dns::RrType::kTxt, 1, ch)) == "1");
+  CHECK(Txt(Ask(h.address, "misses.bind.", dns::RrType::kTxt, 1, ch)) == "1");
+  CHECK(Txt(Ask(h.address, "insertions.bind.", dns::RrType::kTxt, 1, ch)) == "1");
+  CHECK(Txt(Ask(h.address, "servers.bind.", dns::RrType::kTxt, 1, ch)) ==
+        upstream.address() + " 1 0");
+  CHECK(Ask(h.address, "other.bind.", dns::RrType::kA, 1, ch).rcode() == dns::Rcode::kNotImp);
+  CHECK(upstream.udp_queries() == 1);
+}
+
+TEST_CASE("when every upstream fails, an expired answer is served stale", "[frontend]") {
+  ScriptedUpstream upstream(4);
+  Harness h({upstream.address()});
+  REQUIRE(Ask(h.address, "ttl1.test.").answers.size() == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  upstream.set_down(true);
+  dns::Message stale = Ask(h.address, "ttl1.test.");
+  CHECK(stale.rcode() == dns::Rcode::kNoError);
+  REQUIRE(stale.answers.size() == 1);
+  CHECK(stale.answers[0].ttl_s == 30);  // RFC 8767 §4
+  CHECK(Ask(h.address, "never-seen.test.").rcode() == dns::Rcode::kServFail);
+  CHECK(h.server->cache().Stats().stale_hits == 1);
+  CHECK(h.server->registry().Render().find("kdns_frontend_servfail_total{reason=\"timeout\"} 1") !=
+        std::string::npos);
+}
+
+TEST_CASE("beyond --dns-forward-max queries get SERVFAIL at once", "[frontend]") {
+  ScriptedUpstream upstream(5);
+  upstream.set_down(true);
+  Harness h({upstream.address()}, /*forward_max=*/1);
+  // Both threads' caps are 1; send enough distinct names that one thread gets two.
+  std::vector<std::unique_ptr<UdpClient>> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.push_back(std::make_unique<UdpClient>(h.address));
+    REQUIRE(clients.back()->Send(Query("q" + std::to_string(i) + ".test.")));
+  }
+  for (auto& client : clients) {
+    auto reply = client->Receive(5000);
+    REQUIRE(reply.has_value());
+  }
+  CHECK(h.server->forward_totals().overloaded >= 1);
+  CHECK(h.server->registry().Render().find("kdns_frontend_forward_rejected_total") !=
+        std::string::npos);
+}
+
+TEST_CASE("an upstream that sends our queries back to us is disabled", "[frontend]") {
+  ScriptedUpstream looping(6);
+  ScriptedUpstream good(8);
+  Harness h({"/loop.test/" + looping.address(), good.address()});
+  looping.set_loop_to(h.address);
+  std::string error;
+  REQUIRE(h.server->Reload(&error));  // probes again, now that the upstream loops
+  for (int i = 0; i < 100 && !h.server->upstream_table().IsDisabled(*loop::SocketAddress::Parse(
+                                 "127.0.0.1:" + looping.address().substr(10)));
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(Ask(h.address, "x.loop.test.").rcode() == dns::Rcode::kServFail);
+  CHECK(Ask(h.address, "x.fine.test.").rcode() == dns::Rcode::kNoError);
+  CHECK(h.server->registry().Render().find("kdns_frontend_upstreams_loop_disabled 1") !=
+        std::string::npos);
+}
+
+TEST_CASE("malformed queries get FORMERR, responses are dropped", "[frontend]") {
+  ScriptedUpstream upstream(9);
+  Harness h({upstream.address()});
+  UdpClient client(h.address);
+  std::vector<uint8_t> bad = Query("x.test.");
+  bad[5] = 2;  // QDCOUNT 2 with one question
+  REQUIRE(client.Send(bad));
+  auto reply = client.Receive(5000);
+  REQUIRE(reply.has_value());
+  CHECK(((*reply)[3] & 0x0f) == static_cast<int>(dns::Rcode::kFormErr));
+  std::vector<uint8_t> response = Query("x.test.");
+  response[2] |= 0x80;  // QR
+  REQUIRE(client.Send(response));
+  CHECK_FALSE(client.Receive(300).has_value());
+  CHECK(h.server->registry().Render().find("kdns_frontend_malformed_total 2") != std::string::npos);
+}
+
+}  // namespace kdns::frontend

@@ -1,0 +1,75 @@
+#include "frontend-cache/metrics.h"
+
+#include <string>
+
+namespace kdns::frontend {
+
+FrontendMetrics::FrontendMetrics(metrics::Registry& registry) {
+  auto& queries = registry.AddCounterFamily(
+      "kdns_frontend_queries_total", "DNS queries answered, by question type and response code.",
+      {"type", "rcode"});
+  for (size_t t = 0; t <= kTypes.size(); ++t) {
+    const std::string type = t < kTypes.size() ? dns::RrTypeToText(kTypes[t]) : "other";
+    for (size_t r = 0; r <= kRcodes.size(); ++r) {
+      const std::string rcode = r < kRcodes.size() ? dns::RcodeToText(kRcodes[r]) : "other";
+      queries_[t][r] = &queries.WithLabels({type, rcode});
+    }
+  }
+  malformed_ = &registry.AddCounter("kdns_frontend_malformed_total",
+                                    "Queries that did not parse: answered FORMERR or dropped.");
+  auto& servfail = registry.AddCounterFamily(
+      "kdns_frontend_servfail_total",
+      "SERVFAIL answers made here because no upstream gave a usable answer, by reason.",
+      {"reason"});
+  // FailReason order from kTimeout; the last slot is the forward cap.
+  const char* reasons[] = {"timeout",      "upstream_error", "network_error",
+                           "no_upstreams", "shutdown",       "overloaded"};
+  for (size_t i = 0; i < servfail_.size(); ++i) servfail_[i] = &servfail.WithLabels({reasons[i]});
+  servfail_bad_reply_ = &servfail.WithLabels({"bad_reply"});
+  auto& local = registry.AddCounterFamily(
+      "kdns_frontend_local_answers_total",
+      "Queries answered without asking an upstream (cache hits aside), by kind.", {"kind"});
+  const char* kinds[] = {"chaos", "nxdomain", "refused", "loop_probe"};
+  for (size_t i = 0; i < local_.size(); ++i) local_[i] = &local.WithLabels({kinds[i]});
+}
+
+void FrontendMetrics::ServFail(upstream::Outcome outcome, upstream::FailReason reason) {
+  if (outcome == upstream::Outcome::kOverloaded) {
+    servfail_[5]->Inc();
+    return;
+  }
+  switch (reason) {
+    case upstream::FailReason::kTimeout:
+      servfail_[0]->Inc();
+      break;
+    case upstream::FailReason::kUpstreamError:
+      servfail_[1]->Inc();
+      break;
+    case upstream::FailReason::kNetworkError:
+      servfail_[2]->Inc();
+      break;
+    case upstream::FailReason::kNoUpstreams:
+      servfail_[3]->Inc();
+      break;
+    case upstream::FailReason::kShutdown:
+    case upstream::FailReason::kNone:
+      servfail_[4]->Inc();
+      break;
+  }
+}
+
+size_t FrontendMetrics::TypeIndex(dns::RrType type) {
+  for (size_t i = 0; i < kTypes.size(); ++i) {
+    if (kTypes[i] == type) return i;
+  }
+  return kTypes.size();
+}
+
+size_t FrontendMetrics::RcodeIndex(dns::Rcode rcode) {
+  for (size_t i = 0; i < kRcodes.size(); ++i) {
+    if (kRcodes[i] == rcode) return i;
+  }
+  return kRcodes.size();
+}
+
+}  // namespace kdns::frontend

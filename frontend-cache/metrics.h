@@ -1,0 +1,63 @@
+// The metrics frontend-cache's DNS threads record per query, registered on the program's
+// Registry. Everything else (cache, upstream and forwarder figures) is read from its owner
+// at scrape time by callbacks FrontendServer registers.
+//
+//   kdns_frontend_queries_total{type,rcode}   answered queries; both labels from small fixed
+//                                             sets ("other" beyond them)
+//   kdns_frontend_malformed_total             queries answered FORMERR or dropped unparsed
+//   kdns_frontend_servfail_total{reason}      SERVFAILs we made: timeout, upstream_error,
+//                                             network_error, no_upstreams, overloaded,
+//                                             bad_reply, shutdown
+//   kdns_frontend_local_answers_total{kind}   answered without upstream: chaos, nxdomain
+//                                             (a local-only --server=/domain/), refused
+//                                             (no upstream), loop_probe
+//
+// Every counter is resolved at construction, so recording is a per-thread increment with no
+// lookup. Thread-safe.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+#include "common/dns/types.h"
+#include "common/metrics/counter.h"
+#include "common/metrics/registry.h"
+#include "common/upstream/forwarder.h"
+
+namespace kdns::frontend {
+
+class FrontendMetrics {
+ public:
+  static constexpr std::array<dns::RrType, 10> kTypes = {
+      dns::RrType::kA,   dns::RrType::kAaaa,  dns::RrType::kPtr, dns::RrType::kSrv,
+      dns::RrType::kTxt, dns::RrType::kCname, dns::RrType::kMx,  dns::RrType::kNs,
+      dns::RrType::kSoa, dns::RrType::kAny};
+  static constexpr std::array<dns::Rcode, 6> kRcodes = {
+      dns::Rcode::kNoError, dns::Rcode::kNxDomain, dns::Rcode::kServFail,
+      dns::Rcode::kRefused, dns::Rcode::kFormErr,  dns::Rcode::kNotImp};
+  enum class Local : uint8_t { kChaos, kNxDomain, kRefused, kLoopProbe, kCount };
+
+  explicit FrontendMetrics(metrics::Registry& registry);
+
+  void Answered(dns::RrType type, dns::Rcode rcode) {
+    queries_[TypeIndex(type)][RcodeIndex(rcode)]->Inc();
+  }
+  void Malformed() { malformed_->Inc(); }
+  // A SERVFAIL we answered because the forwarder gave no answer.
+  void ServFail(upstream::Outcome outcome, upstream::FailReason reason);
+  void BadReply() { servfail_bad_reply_->Inc(); }
+  void LocalAnswer(Local kind) { local_[static_cast<size_t>(kind)]->Inc(); }
+
+ private:
+  static size_t TypeIndex(dns::RrType type);
+  static size_t RcodeIndex(dns::Rcode rcode);
+
+  // [type index (kTypes.size() = other)][rcode index (kRcodes.size() = other)]
+  std::array<std::array<metrics::Counter*, kRcodes.size() + 1>, kTypes.size() + 1> queries_{};
+  metrics::Counter* malformed_ = nullptr;
+  std::array<metrics::Counter*, 6> servfail_{};  // by FailReason - 1, then overloaded
+  metrics::Counter* servfail_bad_reply_ = nullptr;
+  std::array<metrics::Counter*, static_cast<size_t>(Local::kCount)> local_{};
+};
+
+}  // namespace kdns::frontend
