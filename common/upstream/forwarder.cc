@@ -245,6 +245,12 @@ void Forwarder::StartNextTry(Job* job) {
             job->no_edns[candidate] ? EdnsMode::kWithoutEdns : EdnsMode::kWithEdns);
     return;
   }
+  // Nothing left to send. A try that timed out keeps listening: a slow upstream (a
+  // recursive resolver working on an uncached name) may still answer, so wait for it until
+  // the time budget is spent (the deadline timer), unless every try has definitively failed.
+  const bool listening = std::any_of(job->attempts.begin(), job->attempts.end(),
+                                     [](const auto& attempt) { return !attempt->closed; });
+  if (listening) return;
   FinishFailed(job, job->error_attempt != nullptr ? FailReason::kUpstreamError
                     : job->any_timeout            ? FailReason::kTimeout
                                                   : FailReason::kNetworkError);
@@ -441,7 +447,9 @@ void Forwarder::OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::M
   server->health.OnReply(rtt_ms);  // it answered: reachable, whatever the rcode
   server->entry.rtt_seconds.Observe(static_cast<double>(rtt_ms) / 1000.0);
   UpdateProbeTimer();
-  const bool is_current = attempt == job->current;
+  // With no try in flight (all sent, waiting for a late answer), a late reply is as good as
+  // the current one.
+  const bool is_current = attempt == job->current || job->current == nullptr;
   const dns::Rcode rcode = message.rcode();
 
   if (job->kind == JobKind::kHealthProbe) {
@@ -500,7 +508,11 @@ void Forwarder::OnAttemptFailed(Attempt* attempt, bool timeout, const char* why)
   VLOG(1) << "upstream " << attempt->server->address.ToString() << " failed for "
           << job->request.qname.ToText() << ": " << why;
   UpdateProbeTimer();
-  if (attempt != job->current) return;
+  if (attempt != job->current) {
+    // Waiting for late answers only: this was one of them, maybe the last.
+    if (job->current == nullptr) StartNextTry(job);
+    return;
+  }
   job->current = nullptr;
   if (timeout) return;  // the deadline timer finishes the job
   StartNextTry(job);

@@ -229,6 +229,22 @@ TEST_CASE("A late answer to an earlier try still wins", "[upstream]") {
   RequireClosesClean(loop);
 }
 
+TEST_CASE("An answer slower than every try's timeout still wins within the budget", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    a.set_delay_ms(600);  // a recursive resolver on an uncached name
+    Forwarder::Options options = TestOptions();
+    options.max_tries_per_upstream = 2;
+    Forwarder forwarder(loop, options);
+    Result result = ResolveAndWait(loop, forwarder, Req("slow.example."), {a.address()});
+    CHECK(AnswerAddress(result) == "192.0.2.1");
+    CHECK(result.tries == 2);  // both sent at the 100 ms try timeout, then waited
+    CHECK(forwarder.counters().timeouts == 2);
+  }
+  RequireClosesClean(loop);
+}
+
 TEST_CASE("A truncated UDP reply is retried over TCP to the same upstream", "[upstream]") {
   loop::Loop loop;
   {
