@@ -262,7 +262,8 @@ FrontendServer::FrontendServer(Options options, const Clock& clock)
       cache_(ToCacheOptions(options_.flags), clock),
       cache_policy_(ToCacheOptions(options_.flags).policy),
       upstream_table_(std::make_shared<upstream::UpstreamTable>()) {
-  options_.forwarder.max_in_flight = options_.flags.dns_forward_max;
+  options_.forwarder.max_in_flight = options_.flags.dns_forward_max;  // for the process
+  options_.forwarder.shared_in_flight = std::make_shared<std::atomic<size_t>>(0);
   RegisterMetrics();
 }
 
@@ -299,6 +300,17 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
     }
   }
   state->table = RoutingTable::Build(servers, resolv);
+  state->listing_order.clear();
+  auto list = [&](const UpstreamAddress& address) {
+    if (std::find(state->listing_order.begin(), state->listing_order.end(), address) ==
+        state->listing_order.end()) {
+      state->listing_order.push_back(address);
+    }
+  };
+  for (const ServerOption& server : servers) {
+    if (server.target == ServerOption::Target::kUpstream) list(server.upstream);
+  }
+  for (const UpstreamAddress& address : state->table.AllUpstreams()) list(address);
   if (o.inherited.empty()) {
     std::vector<IpAddress> listen = o.flags.listen_addresses;
     if (!CheckNoSelfLoop(state->table, listen, o.flags.port, o.local_addresses, error)) {
@@ -352,8 +364,8 @@ bool FrontendServer::Start(std::string* error) {
 
   if (options_.flags.prometheus_port != 0) {
     http::Server::Options http_options;
-    http_options.bind_address = *loop::SocketAddress::FromHostPort(options_.metrics_bind_host,
-                                                                   options_.flags.prometheus_port);
+    http_options.bind_address = *loop::SocketAddress::FromHostPort(
+        options_.flags.prometheus_address.ToString(), options_.flags.prometheus_port);
     metrics_http_ = std::make_unique<http::ServerThread>(http_options);
     metrics_http_->Handle("/metrics", [this](const http::Request&) {
       http::Response response = http::Response::Text(200, registry_.Render());
@@ -502,7 +514,7 @@ ChaosStats FrontendServer::ChaosStatsNow() const {
   chaos.misses = stats.misses;
   chaos.hits = stats.hits;
   // dnsmasq lists the servers it is configured with, in order.
-  for (const UpstreamAddress& address : routing_.Current()->table.AllUpstreams()) {
+  for (const UpstreamAddress& address : routing_.Current()->listing_order) {
     UpstreamCounters counters;
     counters.address = address;
     if (auto socket = loop::SocketAddress::FromHostPort(address.address.ToString(), address.port)) {

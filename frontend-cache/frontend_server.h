@@ -47,6 +47,9 @@ struct RoutingState {
   // The Forwarder's form of each route's upstreams: [i] for table.domain_routes()[i].
   std::vector<upstream::UpstreamSet> domain_sets;
   upstream::UpstreamSet default_set;
+  // Every upstream once, in the order dnsmasq lists them in servers.bind: the --server
+  // options as given (command line, then --servers-file), then resolv.conf's.
+  std::vector<UpstreamAddress> listing_order;
   uint64_t generation = 0;
 
   const upstream::UpstreamSet& SetFor(const Route& route) const;
@@ -62,7 +65,6 @@ class FrontendServer {
     // The host's interface addresses, for the start-up check that no upstream is us.
     std::vector<IpAddress> local_addresses;
     upstream::Forwarder::Options forwarder;
-    std::string metrics_bind_host = "0.0.0.0";  // with flags.prometheus_port
   };
 
   explicit FrontendServer(Options options, const Clock& clock = SteadyClock::Instance());

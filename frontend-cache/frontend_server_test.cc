@@ -243,7 +243,8 @@ TEST_CASE("routing picks the most specific server, local domains and no upstream
 
 TEST_CASE("CHAOS queries are answered with dnsmasq's statistics, never forwarded", "[frontend]") {
   ScriptedUpstream upstream(3);
-  Harness h({upstream.address()});
+  ScriptedUpstream stub(10);
+  Harness h({"/stub.test/" + stub.address(), upstream.address()});
   (void)Ask(h.address, "one.test.");
   (void)Ask(h.address, "one.test.");
   const auto ch = dns::RrClass::kCh;
@@ -251,8 +252,9 @@ TEST_CASE("CHAOS queries are answered with dnsmasq's statistics, never forwarded
   CHECK(Txt(Ask(h.address, "hits.bind.", dns::RrType::kTxt, 1, ch)) == "1");
   CHECK(Txt(Ask(h.address, "misses.bind.", dns::RrType::kTxt, 1, ch)) == "1");
   CHECK(Txt(Ask(h.address, "insertions.bind.", dns::RrType::kTxt, 1, ch)) == "1");
+  // In configuration order, as dnsmasq lists them.
   CHECK(Txt(Ask(h.address, "servers.bind.", dns::RrType::kTxt, 1, ch)) ==
-        upstream.address() + " 1 0");
+        stub.address() + " 0 0 " + upstream.address() + " 1 0");
   CHECK(Ask(h.address, "other.bind.", dns::RrType::kA, 1, ch).rcode() == dns::Rcode::kNotImp);
   CHECK(upstream.udp_queries() == 1);
 }

@@ -156,6 +156,16 @@ const std::vector<OptionSpec>& Specs() {
          options->servers_file = value;
          return true;
        }},
+      {"prometheus-address", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         std::optional<IpAddress> address = IpAddress::Parse(value);
+         if (!address) {
+           *error = "--prometheus-address: \"" + std::string(value) + "\" is not an IP address";
+           return false;
+         }
+         options->prometheus_address = *address;
+         return true;
+       }},
       {"prometheus-port", 0, true, Uint(&Options::prometheus_port, 0, 65535, "prometheus-port")},
   };
   return specs;

@@ -63,6 +63,7 @@ struct Options {
   uint32_t stale_max_s = 86400;             // --stale-max (0: no stale answers)
   uint64_t lameduck_ms = 5000;              // --lameduck (Go duration or seconds)
   uint16_t prometheus_port = 0;             // --prometheus-port (0: off)
+  IpAddress prometheus_address = *IpAddress::Parse("0.0.0.0");  // --prometheus-address
 };
 
 // Parses `args` (without the program name). Unknown arguments go to `rest`, in order, and

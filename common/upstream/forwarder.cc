@@ -172,7 +172,10 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
     --resolve_depth_;
     return;
   }
-  if (client_jobs_ >= options_.max_in_flight) {
+  const size_t in_flight = options_.shared_in_flight
+                               ? options_.shared_in_flight->load(std::memory_order_relaxed)
+                               : client_jobs_;
+  if (in_flight >= options_.max_in_flight) {
     counters_.overloaded.fetch_add(1, std::memory_order_relaxed);
     fail_now(Outcome::kOverloaded, FailReason::kNone);
     --resolve_depth_;
@@ -195,6 +198,7 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
     if (a->health.failed() != b->health.failed()) return !a->health.failed();
     return a->health.SelectionRttMs() < b->health.SelectionRttMs();
   });
+  if (options_.shared_in_flight) options_.shared_in_flight->fetch_add(1, std::memory_order_relaxed);
   Job* job = StartJob(JobKind::kClient, request, std::move(candidates));
   job->waiters.push_back(std::move(callback));
   job->key = std::move(key);
@@ -566,6 +570,9 @@ void Forwarder::Finish(Job* job, Result result) {
   if (job->kind == JobKind::kClient) {
     --client_jobs_;
     counters_.in_flight.store(client_jobs_, std::memory_order_relaxed);
+    if (options_.shared_in_flight) {
+      options_.shared_in_flight->fetch_sub(1, std::memory_order_relaxed);
+    }
     (result.outcome == Outcome::kAnswer ? counters_.answers : counters_.servfails)
         .fetch_add(1, std::memory_order_relaxed);
   } else if (job->kind == JobKind::kHealthProbe && !job->candidates.empty()) {

@@ -131,6 +131,10 @@ class Forwarder {
     uint32_t max_tries_per_upstream = 2;
     uint32_t failure_threshold = 3;
     size_t max_in_flight = 150;  // --dns-forward-max
+    // When set, max_in_flight caps the sum over every Forwarder sharing this counter (one
+    // per serving thread), as dnsmasq's cap is per process. Checked without a lock, so
+    // threads racing at the cap may overshoot it by at most one query each.
+    std::shared_ptr<std::atomic<size_t>> shared_in_flight;
     size_t max_waiters_per_query = 1024;
     uint16_t edns_payload_bytes = dns::kDefaultUdpPayloadSize;
     uint64_t tcp_idle_timeout_ms = 10'000;

@@ -389,6 +389,30 @@ TEST_CASE("Beyond max_in_flight queries are refused at once, never inside Resolv
   RequireClosesClean(loop);
 }
 
+TEST_CASE("Forwarders sharing an in-flight counter share the cap", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    a.set_behaviour(Behaviour::kSilent);
+    Forwarder::Options options = TestOptions();
+    options.max_in_flight = 2;
+    options.total_timeout_ms = 300;
+    options.shared_in_flight = std::make_shared<std::atomic<size_t>>(0);
+    Forwarder first(loop, options);
+    Forwarder second(loop, options);
+    std::vector<Result> results;
+    auto keep = [&](const Result& r) { results.push_back(r); };
+    first.Resolve(Req("a.example."), {a.address()}, keep);
+    second.Resolve(Req("b.example."), {a.address()}, keep);
+    second.Resolve(Req("c.example."), {a.address()}, keep);  // the third overall: refused
+    REQUIRE(RunUntil(loop, [&] { return results.size() == 3; }));
+    CHECK(results[0].outcome == Outcome::kOverloaded);
+    CHECK(second.counters().overloaded == 1);
+    CHECK(*options.shared_in_flight == 0);  // every finished query gave its slot back
+  }
+  RequireClosesClean(loop);
+}
+
 TEST_CASE("A failed upstream is skipped until a background probe restores it", "[upstream]") {
   loop::Loop loop;
   {
