@@ -10,8 +10,8 @@ packages=(
   libuv1-dev libc-ares-dev libcurl4-openssl-dev rapidjson-dev libgflags-dev
   libgoogle-glog-dev catch2 libyaml-cpp-dev
   # test peers and clients
-  bind9-dnsutils knot-dnsutils dnsperf nsd unbound dnsmasq-base iproute2 procps
-  util-linux python3 curl openssl
+  bind9-dnsutils knot-dnsutils dnsperf nsd unbound dnsmasq-base dnsdist iproute2 procps
+  util-linux python3 python3-h2 curl openssl
 )
 
 missing=()

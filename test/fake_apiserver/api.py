@@ -1,8 +1,12 @@
 """The Kubernetes API side of the fake: authentication, injected HTTP errors, discovery,
 and GET/LIST/WATCH of the served resources, answered with the captured byte shapes.
 
-One handler thread per connection (HTTP/1.1 keep-alive). State is read under the shared
-lock; response bodies are encoded and written outside it.
+The logic here does not depend on the protocol. `Api.handle(request)` turns a `Request`
+into a `Reply`: a status, the headers, and either a whole body or a stream (a generator
+of lines and markers, for WATCH). Each protocol writes a Reply its own way:
+`ApiHandler` below for HTTP/1.1 (one handler thread per connection, keep-alive,
+Content-Length or chunked), and `h2server.py` for HTTP/2 (one thread per stream, DATA
+frames). State is read under the shared lock; bodies are encoded and written outside it.
 """
 import email.utils
 import gzip
@@ -39,75 +43,91 @@ def _first(query, name):
     return values[0] if values else None
 
 
-class ApiHandler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = 300  # idle keep-alive and stuck writes
-    server_version = "kdns-fake-apiserver"
+def http_date():
+    return email.utils.formatdate(usegmt=True)
 
-    def log_message(self, fmt, *args):
-        if self.server.verbose:
-            super().log_message(fmt, *args)
+
+# ---- the protocol-neutral request and reply -----------------------------------------------
+
+class Request:
+    """One API request as the logic sees it, whatever the protocol.
+
+    `headers` needs a case-insensitive `get(name, default)`; `has_client_cert()` says
+    whether the TLS peer presented a certificate the CA verified; `gone()` whether the
+    client has hung up (polled by watches about twice a second). `conn` numbers the TCP
+    connection (from 1, in accept order), so a test can see which requests shared one.
+    """
+
+    def __init__(self, method, target, headers, proto, has_client_cert, gone, conn=0,
+                 host=None):
+        self.method = method
+        self.target = target  # path and query, as sent
+        self.headers = headers
+        self.proto = proto    # "HTTP/1.1" or "HTTP/2"
+        self.has_client_cert = has_client_cert
+        self.gone = gone
+        self.conn = conn
+        self.host = host if host is not None else headers.get("Host", "127.0.0.1")
+
+
+class Reply:
+    """What to send. `headers` is the sorted list of (Canonical-Name, value) without Date
+    and framing headers, which each protocol adds its own way. Exactly one of `body`
+    (bytes) and `stream` (a generator, see `Api._watch_stream`) is set, unless `abort`:
+    then the connection is closed at once with nothing sent."""
+
+    def __init__(self, status=0, headers=(), body=None, stream=None, abort=False, close=False):
+        self.status = status
+        self.headers = list(headers)
+        self.body = body
+        self.stream = stream
+        self.abort = abort
+        self.close = close  # HTTP/1.1: close the connection after this reply
+
+
+# Items a watch stream yields besides data lines (bytes, one line each):
+HEAD = "head"  # first item: send the status and headers now
+END = "end"    # a clean end: HTTP/1.1's 0 chunk, HTTP/2's END_STREAM
+
+
+class Cut:
+    """An abrupt end. `line`: a whole line of which the first half (and, over HTTP/1.1,
+    the chunk header for the whole line) goes out first; the drop faults set it.
+    `restart`: the cut stands for the apiserver going away (POST /control/restart),
+    which over HTTP/2 takes the whole connection with it; other cuts end one stream."""
+
+    def __init__(self, line=None, restart=False):
+        self.line = line
+        self.restart = restart
 
     @property
-    def state(self):
-        return self.server.state
+    def partial(self):
+        return self.line is not None
 
-    # ---- response writing ---------------------------------------------------------------
 
-    def _start(self, code, headers, flow=True, content_type="application/json"):
-        self.send_response_only(code)
-        all_headers = {"Audit-Id": str(uuid.uuid4()), "Cache-Control": "no-cache, private",
-                       "Content-Type": content_type}
-        if flow:
-            all_headers["X-Kubernetes-Pf-Flowschema-Uid"] = FLOW_SCHEMA_UID
-            all_headers["X-Kubernetes-Pf-Prioritylevel-Uid"] = PRIORITY_LEVEL_UID
-        all_headers.update(headers or {})
-        for name in sorted(all_headers):
-            self.send_header(name, all_headers[name])
-        self.send_header("Date", email.utils.formatdate(usegmt=True))
+def _headers(headers, flow=True, content_type="application/json"):
+    all_headers = {"Audit-Id": str(uuid.uuid4()), "Cache-Control": "no-cache, private",
+                   "Content-Type": content_type}
+    if flow:
+        all_headers["X-Kubernetes-Pf-Flowschema-Uid"] = FLOW_SCHEMA_UID
+        all_headers["X-Kubernetes-Pf-Prioritylevel-Uid"] = PRIORITY_LEVEL_UID
+    all_headers.update(headers or {})
+    return [(name, all_headers[name]) for name in sorted(all_headers)]
 
-    def _write(self, data):
-        try:
-            self.wfile.write(data)
-        except (OSError, ssl.SSLError, ValueError) as e:
-            self.close_connection = True
-            raise ClientGone() from e
 
-    def _chunk(self, data):
-        self._write(b"%x\r\n%s\r\n" % (len(data), data))
+# ---- the API logic ------------------------------------------------------------------------
 
-    def send_bytes(self, code, body, headers=None, flow=True, content_type="application/json"):
-        headers = dict(headers or {})
-        if len(body) > GZIP_THRESHOLD_BYTES and "gzip" in self.headers.get("Accept-Encoding", ""):
-            body = gzip.compress(body)  # as the apiserver does above 128 KiB
-            headers.update({"Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
-        self._start(code, headers, flow, content_type)
-        if len(body) <= GO_BUFFER_BYTES:
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self._write(body)
-            return
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for i in range(0, len(body), LIST_CHUNK_BYTES):
-            self._chunk(body[i:i + LIST_CHUNK_BYTES])
-        self._write(b"0\r\n\r\n")
+class Api:
+    def __init__(self, state):
+        self.state = state
 
-    def send_json(self, code, obj, headers=None, flow=True):
-        self.send_bytes(code, shapes.encode(obj) + b"\n", headers, flow)  # Go json.Encoder
-
-    def abort_connection(self):
-        """Closes the TCP connection at once: no final chunk, no TLS close_notify."""
-        self.close_connection = True
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-    # ---- request entry ------------------------------------------------------------------
-
-    def do_GET(self):
-        url = urllib.parse.urlsplit(self.path)
+    def handle(self, req):
+        """The Reply for one request (never raises for a well-formed request)."""
+        if req.method != "GET":
+            return self._bytes_reply(req, 405, _json(shapes.status(
+                405, "the server does not allow this method on the requested resource",
+                "MethodNotAllowed", {})), close=True)  # the body is not read
+        url = urllib.parse.urlsplit(req.target)
         path = url.path
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
         qflat = {k: v[0] for k, v in query.items()}
@@ -115,37 +135,37 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         with self.state.lock:
             if time.monotonic() < self.state.down_until:
                 self.state.dropped_while_down += 1
-                self.abort_connection()
-                return
-        auth = self._authenticate()
-        try:
-            if auth is None:
-                self._finish_record(path, qflat, verb, 401, "none")
-                self.send_json(401, shapes.status_unauthorized(), flow=False)
-                return
-            with self.state.lock:
-                rule = self.state.faults.take_http_error(path, verb)
-            if rule is not None:
-                self._finish_record(path, qflat, verb, rule.status, auth)
-                self._send_fault(rule)
-                return
-            self._route(path, query, qflat, verb, auth)
-        except ClientGone:
-            pass
+                return Reply(abort=True)
+        auth = self._authenticate(req)
+        if auth is None:
+            self._record(req, path, qflat, verb, 401, "none")
+            return self._json_reply(req, 401, shapes.status_unauthorized(), flow=False)
+        with self.state.lock:
+            rule = self.state.faults.take_http_error(path, verb)
+        if rule is not None:
+            self._record(req, path, qflat, verb, rule.status, auth)
+            return self._fault_reply(req, rule)
+        return self._route(req, path, query, qflat, verb, auth)
 
-    def do_POST(self):
-        self._not_allowed()
+    # ---- replies ----------------------------------------------------------------------
 
-    do_PUT = do_PATCH = do_DELETE = do_POST
+    @staticmethod
+    def _bytes_reply(req, code, body, headers=None, flow=True,
+                     content_type="application/json", close=False):
+        headers = dict(headers or {})
+        if len(body) > GZIP_THRESHOLD_BYTES and "gzip" in req.headers.get("Accept-Encoding", ""):
+            body = gzip.compress(body, 1)  # as the apiserver does above 128 KiB (level 1)
+            headers.update({"Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
+        return Reply(code, _headers(headers, flow, content_type), body=body, close=close)
 
-    def _not_allowed(self):
-        self.close_connection = True  # the body is not read
-        try:
-            self.send_json(405, shapes.status(
-                405, "the server does not allow this method on the requested resource",
-                "MethodNotAllowed", {}))
-        except ClientGone:
-            pass
+    def _json_reply(self, req, code, obj, headers=None, flow=True):
+        return self._bytes_reply(req, code, _json(obj), headers, flow)
+
+    def _record(self, req, path, qflat, verb, status, auth):
+        with self.state.lock:
+            entry = self.state.record("GET", path, qflat, verb, status, auth)
+            entry.update(proto=req.proto, conn=req.conn)
+            return entry
 
     def _verb(self, path, query):
         m = RESOURCE_PATH.fullmatch(path)
@@ -159,86 +179,69 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             return "discovery"
         return "other"
 
-    def _authenticate(self):
+    def _authenticate(self, req):
         """"token", "client-cert", or None (401)."""
-        header = self.headers.get("Authorization", "")
+        header = req.headers.get("Authorization", "") or ""
         if header.startswith("Bearer "):
             with self.state.lock:
                 if header[len("Bearer "):].strip() in self.state.tokens:
                     return "token"
             return None  # a bad token is refused even with a good client cert
-        if isinstance(self.connection, ssl.SSLSocket):
-            try:
-                if self.connection.getpeercert():
-                    return "client-cert"
-            except (ValueError, ssl.SSLError):
-                pass
+        if req.has_client_cert():
+            return "client-cert"
         return None
 
-    def _finish_record(self, path, qflat, verb, status, auth):
-        with self.state.lock:
-            return self.state.record("GET", path, qflat, verb, status, auth)
-
-    def _send_fault(self, rule):
+    def _fault_reply(self, req, rule):
         headers = {}
         if rule.retry_after_s is not None:
             headers["Retry-After"] = str(rule.retry_after_s)
         if rule.status == 429:
             # The max-in-flight / APF filters answer with Go's http.Error: plain text.
             headers["X-Content-Type-Options"] = "nosniff"
-            self.send_bytes(429, b"Too many requests, please try again later.\n", headers,
-                            content_type="text/plain; charset=utf-8")
-            return
-        self.send_json(rule.status, shapes.status_fault(rule.status), headers)
+            return self._bytes_reply(req, 429, b"Too many requests, please try again later.\n",
+                                     headers, content_type="text/plain; charset=utf-8")
+        return self._json_reply(req, rule.status, shapes.status_fault(rule.status), headers)
 
-    def _route(self, path, query, qflat, verb, auth):
+    def _route(self, req, path, query, qflat, verb, auth):
         def reply(code, obj, headers=None):
-            self._finish_record(path, qflat, verb, code, auth)
-            self.send_json(code, obj, headers)
+            self._record(req, path, qflat, verb, code, auth)
+            return self._json_reply(req, code, obj, headers)
 
         with self.state.lock:
             slices = self.state.slices_served
         if path == "/version":
-            self._finish_record(path, qflat, verb, 200, auth)
-            self.send_bytes(200, shapes.VERSION_BODY)
-        elif path == "/api":
-            reply(200, shapes.api_versions(self.headers.get("Host", "127.0.0.1")))
-        elif path == "/api/v1":
-            reply(200, shapes.resource_list("v1"))
-        elif path == "/apis":
-            reply(200, shapes.api_group_list(slices))
-        elif path == "/apis/discovery.k8s.io" and slices:
-            reply(200, shapes.discovery_group())
-        elif path == "/apis/discovery.k8s.io/v1" and slices:
-            reply(200, shapes.resource_list("discovery.k8s.io/v1"))
-        else:
-            m = RESOURCE_PATH.fullmatch(path)
-            res = shapes.RESOURCES.get(m.group(3)) if m else None
-            if res is None or res.prefix() != "/" + m.group(1) or (res.group and not slices):
-                reply(404, shapes.status_not_found_generic())
-            elif m.group(4):
-                self._get_one(res, m.group(2), m.group(4), reply)
-            elif verb == "watch":
-                self._watch(res, m.group(2), path, query, qflat, auth)
-            else:
-                self._list(res, m.group(2), query, reply)
+            self._record(req, path, qflat, verb, 200, auth)
+            return self._bytes_reply(req, 200, shapes.VERSION_BODY)
+        if path == "/api":
+            return reply(200, shapes.api_versions(req.host))
+        if path == "/api/v1":
+            return reply(200, shapes.resource_list("v1"))
+        if path == "/apis":
+            return reply(200, shapes.api_group_list(slices))
+        if path == "/apis/discovery.k8s.io" and slices:
+            return reply(200, shapes.discovery_group())
+        if path == "/apis/discovery.k8s.io/v1" and slices:
+            return reply(200, shapes.resource_list("discovery.k8s.io/v1"))
+        m = RESOURCE_PATH.fullmatch(path)
+        res = shapes.RESOURCES.get(m.group(3)) if m else None
+        if res is None or res.prefix() != "/" + m.group(1) or (res.group and not slices):
+            return reply(404, shapes.status_not_found_generic())
+        if m.group(4):
+            return self._get_one(res, m.group(2), m.group(4), reply)
+        if verb == "watch":
+            return self._watch(req, res, m.group(2), path, query, qflat, auth)
+        return reply(*self._list_result(res, m.group(2), query))
 
     def _get_one(self, res, namespace, name, reply):
         if namespace is None:
-            reply(404, shapes.status_not_found_generic())
-            return
+            return reply(404, shapes.status_not_found_generic())
         with self.state.lock:
             obj = self.state.store.objects[res.plural].get(f"{namespace}/{name}")
         if obj is None:
-            reply(404, shapes.status_not_found_object(res, name))
-        else:
-            reply(200, obj)
+            return reply(404, shapes.status_not_found_object(res, name))
+        return reply(200, obj)
 
-    # ---- LIST ---------------------------------------------------------------------------
-
-    def _list(self, res, namespace, query, reply):
-        code, obj, headers = self._list_result(res, namespace, query)
-        reply(code, obj, headers)
+    # ---- LIST -------------------------------------------------------------------------
 
     def _list_result(self, res, namespace, query):
         """(status, body, extra headers) of a LIST, with the apiserver's RV semantics."""
@@ -299,6 +302,8 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         if namespace is not None:
             prefix = namespace + "/"
             rel = [(k[len(prefix):], o) for k, o in snap.items() if k.startswith(prefix)]
+        elif sort and isinstance(snap, store.ObjectMap):  # sorted once, binary search
+            rel, sort, start = snap.sorted_from(start), False, ""
         else:
             rel = list(snap.items())
         if sort:
@@ -313,23 +318,14 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         return {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta,
                 "items": [shapes.list_item(o) for _, o in rel]}
 
-    # ---- WATCH --------------------------------------------------------------------------
+    # ---- WATCH ------------------------------------------------------------------------
 
-    def _peer_closed(self):
-        try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            if readable:
-                return socket.socket.recv(self.connection, 1, socket.MSG_PEEK) == b""
-        except (OSError, ValueError):
-            return True
-        return False
-
-    def _watch(self, res, namespace, path, query, qflat, auth):
+    def _watch(self, req, res, namespace, path, query, qflat, auth):
         st = self.state
         rv_s = _first(query, "resourceVersion") or None
         if rv_s is not None and not rv_s.isdigit():
-            self._finish_record(path, qflat, "watch", 500, auth)
-            return self.send_json(500, shapes.status_rv_not_a_number(rv_s))
+            self._record(req, path, qflat, "watch", 500, auth)
+            return self._json_reply(req, 500, shapes.status_rv_not_a_number(rv_s))
         bookmarks = _first(query, "allowWatchBookmarks") in ("1", "true")
         try:
             timeout_s = float(_first(query, "timeoutSeconds") or st.default_watch_timeout_s)
@@ -337,6 +333,22 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             timeout_s = st.default_watch_timeout_s
         if timeout_s <= 0:
             timeout_s = st.default_watch_timeout_s
+        cap = getattr(st, "max_watch_timeout_s", 0)  # --max-watch-timeout
+        if cap and timeout_s > cap:
+            timeout_s = cap
+        return Reply(200, _headers({}), stream=self._watch_stream(
+            req, res, namespace, path, rv_s, qflat, auth, bookmarks, timeout_s))
+
+    def _watch_stream(self, req, res, namespace, path, rv_s, qflat, auth, bookmarks,
+                      timeout_s):
+        """A generator: HEAD, then data lines (bytes), then END or a Cut.
+
+        The writer sends each item as it comes. If the client is gone it raises
+        ClientGone into its own code and closes this generator, so the `finally` below
+        records the end of the watch either way; the reason is set only after the yield
+        that ends the stream has returned (the bytes went out).
+        """
+        st = self.state
         prefix = None if namespace is None else namespace + "/"
 
         def wanted(ev):
@@ -345,6 +357,8 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         with st.lock:
             w = st.open_watch(path, qflat)
             w.log_entry = st.record("GET", path, qflat, "watch", 200, auth)
+            w.log_entry.update(proto=req.proto, conn=req.conn)
+            epoch = st.store.epoch  # a restart bumps it
             first_lines, expired = [], None
             if rv_s is None or rv_s == "0":
                 snap = st.store.snapshot(res.plural)
@@ -360,26 +374,23 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                     expired = e
         reason = "client-gone"
         try:
-            self._start(200, {})
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
+            yield HEAD
             if expired is not None:
-                self._chunk(shapes.watch_line("ERROR", shapes.status_too_old_watch(
-                    expired.rv, expired.horizon)))
-                self._write(b"0\r\n\r\n")
+                yield shapes.watch_line("ERROR", shapes.status_too_old_watch(
+                    expired.rv, expired.horizon))
+                yield END
                 reason = "expired"
                 return
             for line in first_lines:
-                self._chunk(line)
-            reason = self._stream(res, w, path, wanted, bookmarks, time.monotonic() + timeout_s)
-        except ClientGone:
-            pass
+                yield line
+            reason = yield from self._stream(req, res, w, path, wanted, bookmarks,
+                                             time.monotonic() + timeout_s, epoch)
         finally:
             with st.lock:
                 st.close_watch(w, reason)
 
-    def _stream(self, res, w, path, wanted, bookmarks, deadline):
-        """Sends events until the deadline or a fault; returns why the stream ended."""
+    def _stream(self, req, res, w, path, wanted, bookmarks, deadline, epoch):
+        """Yields events until the deadline or a fault; returns why the stream ended."""
         st = self.state
         last_send = time.monotonic()
         while True:
@@ -389,7 +400,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                     now = time.monotonic()
                     if w.cut_at is not None:
                         if now >= w.cut_at:
-                            action = "cut"
+                            action, restart = "cut", st.store.epoch != epoch
                             break
                         st.cond.wait(min(w.cut_at - now, 0.5))
                         continue
@@ -424,29 +435,154 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                     if bookmarks:
                         wait = min(wait, last_send + st.bookmark_interval_s - now)
                     st.cond.wait(max(0.005, min(wait, 0.5)))
-                    if self._peer_closed():
+                    # A connection another watch's cut just closed (HTTP/2: one connection
+                    # carries many watches) still ends this one as a cut.
+                    if req.gone() and w.cut_at is None:
                         return "client-gone"
             if action == "cut":
+                line = None
                 if w.cut_partial:
                     line = shapes.watch_line("BOOKMARK", shapes.bookmark(res, w.cursor))
-                    self._write(b"%x\r\n%s" % (len(line), line[:len(line) // 2]))
-                self.abort_connection()
+                yield Cut(line, restart)
                 return "cut"
             if action == "timeout":
-                self._write(b"0\r\n\r\n")
+                yield END
                 return "timeout"
             if action == "expired":
-                self._chunk(shapes.watch_line("ERROR", shapes.status_too_old_watch(
-                    expired.rv, expired.horizon)))
-                self._write(b"0\r\n\r\n")
+                yield shapes.watch_line("ERROR", shapes.status_too_old_watch(
+                    expired.rv, expired.horizon))
+                yield END
                 return "expired"
             for kind, line in lines:
                 if kind == "event":
                     with st.lock:
                         drop = st.faults.take_drop(path)
                     if drop:
-                        self._write(b"%x\r\n%s" % (len(line), line[:len(line) // 2]))
-                        self.abort_connection()
+                        yield Cut(line)
                         return "dropped"
-                self._chunk(line)
+                yield line
             last_send = time.monotonic()
+
+
+def _json(obj):
+    return shapes.encode(obj) + b"\n"  # Go's json.Encoder ends with a newline
+
+
+# ---- HTTP/1.1 -----------------------------------------------------------------------------
+
+class ApiHandler(http.server.BaseHTTPRequestHandler):
+    """HTTP/1.1: writes Replies with Content-Length (up to 2048 bytes) or chunked."""
+    protocol_version = "HTTP/1.1"
+    timeout = 300  # idle keep-alive and stuck writes
+    server_version = "kdns-fake-apiserver"
+    disable_nagle_algorithm = True  # TCP_NODELAY, as Go sets it on every TCP connection
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            super().log_message(fmt, *args)
+
+    def setup(self):
+        super().setup()
+        self.conn_id = self.server.next_conn_id()
+
+    def do_GET(self):
+        self._serve("GET")
+
+    def do_POST(self):
+        self._serve(self.command)
+
+    do_PUT = do_PATCH = do_DELETE = do_POST
+
+    def _serve(self, method):
+        req = Request(method, self.path, self.headers, "HTTP/1.1", self._has_client_cert,
+                      self._peer_closed, self.conn_id)
+        reply = self.server.api.handle(req)
+        if reply.close:
+            self.close_connection = True
+        if reply.abort:
+            self.abort_connection()
+            return
+        try:
+            if reply.stream is None:
+                self._send_body(reply)
+            else:
+                self._send_stream(reply)
+        except ClientGone:
+            pass
+
+    def _has_client_cert(self):
+        if isinstance(self.connection, ssl.SSLSocket):
+            try:
+                return bool(self.connection.getpeercert())
+            except (ValueError, ssl.SSLError):
+                pass
+        return False
+
+    # ---- writing ----------------------------------------------------------------------
+
+    def _head(self, reply):
+        self.send_response_only(reply.status)
+        for name, value in reply.headers:
+            self.send_header(name, value)
+        self.send_header("Date", http_date())
+
+    def _write(self, data):
+        try:
+            self.wfile.write(data)
+        except (OSError, ssl.SSLError, ValueError) as e:
+            self.close_connection = True
+            raise ClientGone() from e
+
+    def _chunk(self, data):
+        self._write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _send_body(self, reply):
+        body = reply.body
+        self._head(reply)
+        if len(body) <= GO_BUFFER_BYTES:
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self._write(body)
+            return
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for i in range(0, len(body), LIST_CHUNK_BYTES):
+            self._chunk(body[i:i + LIST_CHUNK_BYTES])
+        self._write(b"0\r\n\r\n")
+
+    def _send_stream(self, reply):
+        items = reply.stream
+        try:
+            for item in items:
+                if item is HEAD:
+                    self._head(reply)
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                elif item is END:
+                    self._write(b"0\r\n\r\n")
+                elif isinstance(item, Cut):
+                    if item.line is not None:
+                        line = item.line
+                        self._write(b"%x\r\n%s" % (len(line), line[:len(line) // 2]))
+                    self.abort_connection()
+                else:
+                    self._chunk(item)
+        finally:
+            items.close()
+
+    def abort_connection(self):
+        """Closes the TCP connection at once: no final chunk, no TLS close_notify."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _peer_closed(self):
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if readable:
+                return socket.socket.recv(self.connection, 1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+        return False

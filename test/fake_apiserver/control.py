@@ -7,6 +7,7 @@ import time
 import urllib.parse
 
 import faults
+import generate
 import shapes
 
 MAX_BODY_BYTES = 64 << 20
@@ -37,6 +38,7 @@ def _num(body, name, default, kind=float):
 class ControlHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 60
+    disable_nagle_algorithm = True  # no delayed-ACK stall between headers and body
 
     def log_message(self, fmt, *args):
         if self.server.verbose:
@@ -76,6 +78,10 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                 out = st.stats()
             elif url.path == "/control/requests":
                 out = {"requests": st.requests_since(int(query.get("since", 0)))}
+            elif url.path == "/control/churn":
+                churn, since = st.churn, query.get("since", "0")
+                out = {"running": False} if churn is None else churn.describe(
+                    query.get("log", "") in ("1", "true"), int(since) if since.isdigit() else 0)
             elif url.path == "/control/objects":
                 res = shapes.RESOURCE_BY_KIND.get(query.get("kind", "Service"))
                 if res is None:
@@ -243,6 +249,47 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                 "too_large_wait_s": st.too_large_wait_s,
                 "history_size": st.store.history_size}
 
+    def generate_cluster(self, body, query):
+        if not isinstance(body, dict):
+            raise BadRequest("generate needs a JSON object")
+        try:
+            spec = generate.parse_spec(body)
+        except ValueError as e:
+            raise BadRequest(str(e)) from None
+        return generate.generate(self.state.store, spec)
+
+    def churn(self, body, query):
+        if not isinstance(body, dict):
+            raise BadRequest("churn needs a JSON object")
+        rate = _num(body, "rate", 1000)
+        seconds = _num(body, "seconds", 10)
+        probe_rate = _num(body, "probe_rate", 0)
+        tick_s = _num(body, "tick_s", 0.005)
+        probe_ns = body.get("probe_namespace", "")
+        ns_prefix = body.get("namespace_prefix", "")
+        if not 0 < rate <= generate.MAX_CHURN_RATE or seconds <= 0 or probe_rate < 0:
+            raise BadRequest(f"rate must be in (0, {generate.MAX_CHURN_RATE}], seconds > 0 "
+                             "and probe_rate >= 0")
+        if not 0.001 <= tick_s <= 1 or not isinstance(probe_ns, str) or not isinstance(
+                ns_prefix, str):
+            raise BadRequest("tick_s must be in [0.001, 1], probe_namespace and "
+                             "namespace_prefix strings")
+        previous = self.state.churn
+        if previous is not None:
+            previous.stop()
+        self.state.churn = generate.Churn(self.state, rate, seconds, probe_ns, probe_rate,
+                                          _num(body, "seed", 1, int), tick_s, ns_prefix,
+                                          previous)
+        self.state.churn.start()
+        return self.state.churn.describe()
+
+    def churn_stop(self, body, query):
+        churn = self.state.churn
+        if churn is None:
+            return {"running": False}
+        churn.stop()
+        return churn.describe()
+
     def reset_stats(self, body, query):
         self.state.reset_stats()
         return {}
@@ -254,5 +301,6 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
         "/control/fault/malformed": fault_malformed, "/control/fault/clear": fault_clear,
         "/control/restart": restart, "/control/compact": compact,
         "/control/discovery": discovery, "/control/config": config,
-        "/control/reset-stats": reset_stats,
+        "/control/reset-stats": reset_stats, "/control/generate": generate_cluster,
+        "/control/churn": churn, "/control/churn/stop": churn_stop,
     }

@@ -2,11 +2,15 @@
 """A fake kube-apiserver (v1.25 shapes) for kdns's tests. See README.md.
 
 Starts two listeners on 127.0.0.1: the API (HTTPS with a throw-away CA, or plain HTTP
-with --plain-http) and the control port (plain HTTP). Once both listen, prints one JSON
-line with the ports and file paths and writes the same JSON to --ready-file.
-Python 3.11 standard library only; run it with /usr/bin/python3.
+with --plain-http; HTTP/1.1, and HTTP/2 too with --http2) and the control port (plain
+HTTP). Once both listen, prints one JSON line with the ports and file paths and writes
+the same JSON to --ready-file.
+Python 3.11 standard library only, plus Debian's python3-h2 for --http2; run it with
+/usr/bin/python3.
 """
 import argparse
+import importlib
+import itertools
 import json
 import os
 import signal
@@ -34,8 +38,12 @@ class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, address, handler, state, ssl_context, max_connections, verbose):
+    def __init__(self, address, handler, state, ssl_context, max_connections, verbose,
+                 http2_drop="stream"):
         self.state = state
+        self.api = api.Api(state)
+        self.http2_drop = http2_drop
+        self.next_conn_id = itertools.count(1).__next__  # atomic under the GIL
         self.ssl_context = ssl_context
         self.verbose = verbose
         self.slots = threading.BoundedSemaphore(max_connections)
@@ -69,7 +77,11 @@ class Server(http.server.ThreadingHTTPServer):
             return
         try:
             conn.settimeout(None)
-            self.RequestHandlerClass(conn, client_address, self)
+            if conn.selected_alpn_protocol() == "h2":
+                import h2server  # only with --http2, which offers h2
+                h2server.serve(conn, client_address=client_address, server=self)
+            else:
+                self.RequestHandlerClass(conn, client_address, self)
         finally:
             try:
                 conn.close()
@@ -84,6 +96,11 @@ class Server(http.server.ThreadingHTTPServer):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--plain-http", action="store_true", help="serve the API over plain HTTP")
+    p.add_argument("--http2", action="store_true",
+                   help="offer HTTP/2 too (TLS ALPN h2,http/1.1); needs python3-h2")
+    p.add_argument("--http2-drop", choices=("stream", "connection"), default="stream",
+                   help="how a drop fault cuts an HTTP/2 watch: RST_STREAM on that stream "
+                        "(default) or GOAWAY and the TCP connection closed")
     p.add_argument("--pki-dir", help="where to write the CA, certs and kubeconfigs "
                                      "(default: a new temporary directory)")
     p.add_argument("--ready-file", help="write the ports and paths here as JSON once ready")
@@ -99,6 +116,9 @@ def parse_args(argv):
                    help="seconds between bookmarks on quiet watches (default 1)")
     p.add_argument("--default-watch-timeout", type=float, default=1800,
                    help="watch length when the client sends no timeoutSeconds")
+    p.add_argument("--max-watch-timeout", type=float, default=0,
+                   help="end every watch cleanly after at most this many seconds, whatever "
+                        "its timeoutSeconds (default 0: no cap)")
     p.add_argument("--too-large-wait", type=float, default=3.0,
                    help="how long a LIST with a future resourceVersion waits before 504")
     p.add_argument("--initial-rv", type=int, default=1, help="the starting revision")
@@ -113,9 +133,17 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
+    if args.http2 and args.plain_http:
+        sys.exit("fake_apiserver: --http2 needs TLS (no h2c): drop --plain-http")
+    if args.http2:
+        try:
+            importlib.import_module("h2server")  # fails early if python3-h2 is missing
+        except ImportError as e:
+            sys.exit(f"fake_apiserver: --http2 needs the h2 module (python3-h2): {e}")
     tokens = args.token or ["test-token"]
     st = state_mod.State(args.history_size, args.initial_rv, tokens, args.bookmark_interval,
                          args.default_watch_timeout, args.too_large_wait, not args.no_slices)
+    st.max_watch_timeout_s = args.max_watch_timeout
     for path in args.objects:
         try:
             with open(path) as f:
@@ -136,14 +164,15 @@ def main(argv):
             sys.exit(f"fake_apiserver: cannot create the test PKI in {pki_dir}: {e}")
         ssl_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ssl_context.load_cert_chain(files["server.crt"], files["server.key"])
-        ssl_context.set_alpn_protocols(["http/1.1"])  # no HTTP/2: clients fall back
+        # Without --http2, ALPN offers only http/1.1 and HTTP/2 clients fall back.
+        ssl_context.set_alpn_protocols(["h2", "http/1.1"] if args.http2 else ["http/1.1"])
         if args.client_cert_auth:
             ssl_context.verify_mode = ssl.CERT_OPTIONAL
             ssl_context.load_verify_locations(files["ca.crt"])
 
     try:
         api_server = Server(("127.0.0.1", args.api_port), api.ApiHandler, st, ssl_context,
-                            args.max_connections, args.verbose)
+                            args.max_connections, args.verbose, args.http2_drop)
         control_server = Server(("127.0.0.1", args.control_port), control.ControlHandler, st,
                                 None, 64, args.verbose)
     except OSError as e:
@@ -155,7 +184,7 @@ def main(argv):
              "control_port": control_server.server_address[1],
              "api_url": f"{scheme}://127.0.0.1:{api_port}",
              "control_url": f"http://127.0.0.1:{control_server.server_address[1]}",
-             "scheme": scheme, "token": tokens[0], "pki_dir": pki_dir}
+             "scheme": scheme, "http2": args.http2, "token": tokens[0], "pki_dir": pki_dir}
     if files:
         ready.update(ca_file=files["ca.crt"], client_cert_file=files["client.crt"],
                      client_key_file=files["client.key"], other_ca_file=files["other-ca.crt"])

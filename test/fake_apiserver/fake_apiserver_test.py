@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """Self-test of the fake kube-apiserver: starts it as a subprocess and checks, over real
 HTTPS (http.client, ssl) and a raw chunk-level client, that it behaves like the captures
-in test/fixtures/k8s-api. Prints one line per failure and closes with `N passed, M failed`.
+in test/fixtures/k8s-api. A second instance runs with --http2 for the test_h2_* cases,
+which use the h2 library as a frame-level client (and curl --http2). Prints one line per
+failure and closes with `N passed, M failed`.
 """
 import base64
+import inspect
 import gzip
 import http.client
 import json
@@ -16,6 +19,11 @@ import sys
 import tempfile
 import time
 import traceback
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -161,6 +169,169 @@ class RawWatch:
             return str(e)
 
     def close(self):
+        self.sock.close()
+
+
+class H2Response:
+    """One HTTP/2 stream as the client saw it: the headers, each DATA frame's payload, and
+    how it ended (END_STREAM; RST_STREAM with its error code; or "eof", the connection
+    closed)."""
+
+    def __init__(self, client, stream_id):
+        self.client = client
+        self.id = stream_id
+        self.headers = None  # [(name, value)] in wire order
+        self.frames = []
+        self.ended = False
+        self.reset_code = None
+        self.read = 0  # bytes of `body` handed out by next_line
+
+    @property
+    def status(self):
+        return int(dict(self.headers)[":status"])
+
+    def header(self, name):
+        return dict(self.headers).get(name)
+
+    @property
+    def body(self):
+        return b"".join(self.frames)
+
+    def _end(self):
+        if self.ended:
+            return "clean"
+        return "eof" if self.reset_code == "eof" else "reset"
+
+    def wait_headers(self, timeout=5):
+        self.client.wait(lambda: self.headers is not None or self.reset_code is not None,
+                         timeout)
+        return self
+
+    def wait_end(self, timeout=5):
+        """"clean" (END_STREAM), "reset" (RST_STREAM) or "eof" (the connection closed)."""
+        self.client.wait(lambda: self.ended or self.reset_code is not None, timeout)
+        return self._end()
+
+    def next_line(self, timeout=5, skip_bookmarks=False):
+        """The next whole line; EOFError(how) if the stream ends first, TimeoutError."""
+        while True:
+            self.client.wait(lambda: (b"\n" in self.body[self.read:] or self.ended or
+                                      self.reset_code is not None), timeout)
+            rest = self.body[self.read:]
+            if b"\n" not in rest:
+                raise EOFError(self._end())
+            line = rest[:rest.index(b"\n") + 1]
+            self.read += len(line)
+            if not (skip_bookmarks and json.loads(line)["type"] == "BOOKMARK"):
+                return line
+
+
+class H2Client:
+    """A small HTTP/2 client on the h2 library: TLS with ALPN h2, one connection, many
+    streams. It reads only inside wait() and pump(), so a test decides when frames are
+    taken in. `window` sets the client's SETTINGS_INITIAL_WINDOW_SIZE (per stream); with
+    `auto_ack=False` received DATA is acknowledged only by ack(), so windows close."""
+
+    def __init__(self, fake, window=None, auto_ack=True):
+        ctx = ssl.create_default_context(cafile=fake.info["ca_file"])
+        ctx.set_alpn_protocols(["h2", "http/1.1"])
+        raw = socket.create_connection(("127.0.0.1", fake.info["api_port"]), timeout=10)
+        self.sock = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+        self.alpn = self.sock.selected_alpn_protocol()
+        self.port = fake.info["api_port"]
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(
+            client_side=True, header_encoding="utf-8"))
+        if window is not None:
+            self.conn.local_settings = h2.settings.Settings(client=True, initial_values={
+                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window})
+        self.conn.initiate_connection()
+        self.auto_ack = auto_ack
+        self.streams = {}
+        self.goaway = None  # the error code of a GOAWAY from the server
+        self.eof = False
+        self.unacked = []   # (stream_id, length) while not auto_ack
+        self._flush()
+
+    def _flush(self):
+        data = self.conn.data_to_send()
+        if data:
+            self.sock.sendall(data)
+
+    def request(self, path, token=TOKEN, headers=()):
+        sid = self.conn.get_next_available_stream_id()
+        hs = [(":method", "GET"), (":path", path), (":scheme", "https"),
+              (":authority", f"127.0.0.1:{self.port}"), ("accept", "application/json"),
+              ("user-agent", "fake-apiserver-test")]
+        if token:
+            hs.append(("authorization", "Bearer " + token))
+        self.conn.send_headers(sid, hs + list(headers), end_stream=True)
+        self._flush()
+        self.streams[sid] = H2Response(self, sid)
+        return self.streams[sid]
+
+    def get(self, path, timeout=10, **kw):
+        r = self.request(path, **kw)
+        check(r.wait_end(timeout) == "clean", f"{path}: the stream did not end cleanly")
+        return r
+
+    def ack(self):
+        for sid, n in self.unacked:
+            self.conn.acknowledge_received_data(n, sid)
+        self.unacked = []
+        self._flush()
+
+    def pump(self, timeout):
+        """Reads once (waiting up to `timeout` s) and handles the frames; False if nothing."""
+        if self.eof:
+            return False
+        self.sock.settimeout(max(0.01, timeout))
+        try:
+            data = self.sock.recv(65536)
+        except socket.timeout:
+            return False
+        except OSError:  # reset, TLS error
+            data = b""
+        if not data:
+            self.eof = True
+            for r in self.streams.values():
+                if not r.ended and r.reset_code is None:
+                    r.reset_code = "eof"
+            return True
+        for ev in self.conn.receive_data(data):
+            r = self.streams.get(getattr(ev, "stream_id", None))
+            if isinstance(ev, h2.events.ResponseReceived):
+                r.headers = ev.headers
+            elif isinstance(ev, h2.events.DataReceived):
+                r.frames.append(ev.data)
+                if self.auto_ack:
+                    self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                else:
+                    self.unacked.append((ev.stream_id, ev.flow_controlled_length))
+            elif isinstance(ev, h2.events.StreamEnded):
+                r.ended = True
+            elif isinstance(ev, h2.events.StreamReset):
+                r.reset_code = ev.error_code
+            elif isinstance(ev, h2.events.ConnectionTerminated):
+                self.goaway = ev.error_code
+        self._flush()
+        return True
+
+    def wait(self, cond, timeout):
+        deadline = time.monotonic() + timeout
+        while not cond():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError()
+            if not self.pump(left) and self.eof:
+                raise EOFError("eof")
+
+    def close(self):
+        try:
+            if not self.eof:
+                self.conn.close_connection()
+                self._flush()
+        except Exception:
+            pass
         self.sock.close()
 
 
@@ -581,7 +752,532 @@ def test_stats_and_request_log(f):
     log = f.ctl("/control/requests?since=0")["requests"]
     check([e["verb"] for e in log] == ["list", "list", "watch"], f"log {log}")
     check(log[2]["query"]["resourceVersion"] == "0", "log keeps the query")
+    check([e["proto"] for e in log] == ["HTTP/1.1"] * 3, f"proto in the log {log}")
+    check(len({e["conn"] for e in log}) == 3, f"a connection each: {log}")
     w.close()
+
+
+# ---- HTTP/2 (the second instance, started with --http2) -----------------------------------
+
+def endpoint_slice(name, svc, ip, ns="default"):
+    return {"kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
+            "metadata": {"name": name, "namespace": ns,
+                         "labels": {"kubernetes.io/service-name": svc}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [ip], "conditions": {"ready": True}}],
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}
+
+
+def last_seq(f):
+    log = f.ctl("/control/requests?since=0")["requests"]
+    return log[-1]["seq"] if log else 0
+
+
+def list_rv(f, path="/api/v1/services"):
+    return f.get_json(path)[1]["metadata"]["resourceVersion"]
+
+
+def test_alpn_http11_only_without_flag(f):
+    ctx = ssl.create_default_context(cafile=f.info["ca_file"])
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    with socket.create_connection(("127.0.0.1", f.info["api_port"]), timeout=5) as raw:
+        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            check(tls.selected_alpn_protocol() == "http/1.1",
+                  f"ALPN without --http2: {tls.selected_alpn_protocol()}")
+    check(f.info.get("http2") is False, "ready file says no http2")
+
+
+def test_h2_alpn_and_http11_clients(f):
+    c = H2Client(f)
+    check(c.alpn == "h2", f"ALPN chose {c.alpn}")
+    c.close()
+    check(f.info.get("http2") is True, "ready file says http2")
+    # HTTP/1.1 clients (ALPN http/1.1, or no ALPN at all) still get HTTP/1.1.
+    seq = last_seq(f)
+    ctx = ssl.create_default_context(cafile=f.info["ca_file"])
+    ctx.set_alpn_protocols(["http/1.1"])
+    status, headers, body = f.get("/version", ctx=ctx)
+    check(status == 200 and body == fixture("08-version.body"), "HTTP/1.1 with ALPN")
+    status, headers, body = f.get("/api/v1/services?limit=3")
+    check(status == 200 and headers["Content-Length"] == str(len(body)), "HTTP/1.1 no ALPN")
+    w = f.watch("resourceVersion=0&timeoutSeconds=1")
+    check(w.status == 200 and "Transfer-Encoding: chunked" in w.head, "HTTP/1.1 watch")
+    check(w.end(3) == "clean", "HTTP/1.1 watch ends with the 0 chunk")
+    w.close()
+    log = f.ctl(f"/control/requests?since={seq}")["requests"]
+    check([e["proto"] for e in log] == ["HTTP/1.1"] * 3, f"protos {log}")
+
+
+def test_h2_list_and_headers(f):
+    c = H2Client(f)
+    seq = last_seq(f)
+    r = c.get("/api/v1/services?limit=3")
+    # As in the capture 01h2 (which had its date removed): Go's order, lowercase names.
+    names = [n for n, _ in r.headers]
+    check(names == [":status", "audit-id", "cache-control", "content-type",
+                    "x-kubernetes-pf-flowschema-uid", "x-kubernetes-pf-prioritylevel-uid",
+                    "content-length", "date"], f"h2 LIST headers {names}")
+    check(r.status == 200 and r.header("content-length") == str(len(r.body)), "length")
+    page = json.loads(r.body)
+    check(len(page["items"]) == 3 and "continue" in page["metadata"], "a page")
+    status, _, body11 = f.get("/api/v1/services?limit=3")
+    check(body11 == r.body, "the same bytes as over HTTP/1.1")
+    r2 = c.get("/api/v1/services?limit=3&continue=" + page["metadata"]["continue"])
+    check(json.loads(r2.body)["metadata"]["resourceVersion"] ==
+          page["metadata"]["resourceVersion"], "page 2 over h2 keeps the RV")
+    check(c.get("/apis/discovery.k8s.io/v1").body == fixture("08-discovery-v1.body"),
+          "discovery bytes over h2")
+    r = c.get("/apis/discovery.k8s.io/v1/endpointslices")
+    for name in ("content-length", "transfer-encoding", "connection"):
+        check(r.header(name) is None, f"a big h2 LIST has no {name}")
+    check(json.loads(r.body)["kind"] == "EndpointSliceList" and len(r.frames) > 2,
+          f"big list over {len(r.frames)} DATA frames")
+    r = c.get("/api/v1/services?limit=3", token="bad")
+    check(r.status == 401 and r.body == fixture("06-bad-token.body"), "401 over h2")
+    check(r.header("x-kubernetes-pf-flowschema-uid") is None, "401 has no flow headers")
+    r = c.get("/api/v1/servicez")
+    check(r.status == 404 and r.body == fixture("06-notfound-resource.body"), "404 over h2")
+    check(c.get("/api/v1/services?resourceVersion=abc").status == 500, "500 over h2")
+    c.close()
+    log = f.ctl(f"/control/requests?since={seq}")["requests"]
+    protos = [e["proto"] for e in log]
+    check(protos == ["HTTP/2"] + ["HTTP/1.1"] + ["HTTP/2"] * (len(log) - 2),
+          f"request log protos {protos}")
+    curl = shutil.which("curl")
+    if curl:  # an independent client: curl's nghttp2
+        run = subprocess.run([curl, "-sS", "--http2", "--cacert", f.info["ca_file"], "-H",
+                              "Authorization: Bearer " + TOKEN, "-o", "/dev/null", "-w",
+                              "%{http_version} %{http_code}",
+                              f.info["api_url"] + "/api/v1/services?limit=1"],
+                             capture_output=True, text=True, timeout=20)
+        check(run.stdout == "2 200", f"curl --http2: {run.stdout!r} {run.stderr!r}")
+
+
+def test_h2_flow_control_big_list(f):
+    big = json.loads(f.get("/apis/discovery.k8s.io/v1/namespaces/load/endpointslices/big-1")[2])
+    for name in ("big-2", "big-3"):
+        f.ctl("/control/objects", dict(big, metadata={"name": name, "namespace": "load",
+                                                      "labels": big["metadata"]["labels"]}))
+    try:
+        # About 190 KB: more than the connection's 64 KiB window and many 16 KiB windows.
+        c = H2Client(f, window=16384)
+        r = c.get("/apis/discovery.k8s.io/v1/endpointslices", timeout=20)
+        check(len(r.body) > 2 * 65535 and len(json.loads(r.body)["items"]) == 9,
+              f"big list: {len(r.body)} bytes")
+        r = c.get("/apis/discovery.k8s.io/v1/endpointslices",
+                  headers=[("accept-encoding", "gzip")])
+        check(r.header("content-encoding") == "gzip", "gzip over h2 above 128 KiB")
+        check(len(json.loads(gzip.decompress(r.body))["items"]) == 9, "gzip body decodes")
+        c.close()
+        # A client that stops acknowledging: the server stops at the stream's window ...
+        c = H2Client(f, window=16384, auto_ack=False)
+        r = c.request("/apis/discovery.k8s.io/v1/endpointslices")
+        try:
+            c.wait(lambda: False, 1.0)
+        except TimeoutError:
+            pass
+        check(len(r.body) == 16384 and not r.ended, f"stopped at the window: {len(r.body)}")
+        # ... other streams go on meanwhile ...
+        v = c.request("/version")
+        c.wait(lambda: v.ended, 5)
+        check(v.body == fixture("08-version.body"), "another stream while one waits")
+        # ... and WINDOW_UPDATE lets it finish.
+        deadline = time.monotonic() + 20
+        while not r.ended and time.monotonic() < deadline:
+            c.ack()
+            c.pump(1)
+        check(r.ended and len(json.loads(r.body)["items"]) == 9, "finished after updates")
+        c.close()
+    finally:
+        f.ctl("/control/delete", {"items": [
+            {"kind": "EndpointSlice", "metadata": {"namespace": "load", "name": n}}
+            for n in ("big-2", "big-3")]})
+
+
+def test_h2_watch_events_bookmark_timeout(f):
+    c = H2Client(f)
+    rv = int(json.loads(c.get("/api/v1/services").body)["metadata"]["resourceVersion"])
+    seq = last_seq(f)
+    w = c.request(f"/api/v1/services?watch=1&resourceVersion={rv}&allowWatchBookmarks=true"
+                  "&timeoutSeconds=2").wait_headers()
+    check(w.status == 200, f"watch status {w.status}")
+    for name in ("content-length", "transfer-encoding", "connection"):
+        check(w.header(name) is None, f"an h2 watch has no {name}")
+    started = time.monotonic()
+    f.ctl("/control/objects", service("web", labels={"app": "web"}))
+    f.ctl("/control/objects", service("web", labels={"app": "web-v2"}))
+    f.ctl("/control/delete", {"kind": "Service", "metadata": {"name": "web"}})
+    events = [json.loads(w.next_line(skip_bookmarks=True)) for _ in range(3)]
+    check([e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"], "event types")
+    rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    check(rvs == [rv + 1, rv + 2, rv + 3], f"event RVs {rvs} after {rv}")
+    bookmark = w.next_line(3)
+    want = ('{"type":"BOOKMARK","object":{"kind":"Service","apiVersion":"v1","metadata":'
+            '{"resourceVersion":"%d","creationTimestamp":null},"spec":{},"status":'
+            '{"loadBalancer":{}}}}\n' % (rv + 3)).encode()
+    check(bookmark == want, f"bookmark bytes {bookmark!r}")
+    check(w.wait_end(3) == "clean", "END_STREAM at timeoutSeconds")
+    elapsed = time.monotonic() - started
+    check(1.5 < elapsed < 3.5, f"timeout after {elapsed:.2f} s")
+    lines = [fr for fr in w.frames if fr]
+    check(all(fr.endswith(b"\n") and fr.count(b"\n") == 1 for fr in lines),
+          "one line a DATA frame")
+    check(w.frames[-1] == b"", "the end is an empty DATA frame with END_STREAM")
+    check(c.get("/version").status == 200, "the connection stays open after the watch")
+    entry = [e for e in f.ctl(f"/control/requests?since={seq}")["requests"]
+             if e["verb"] == "watch"][0]
+    check(entry["proto"] == "HTTP/2" and entry["end"] == "timeout", f"log {entry}")
+    c.close()
+
+
+def test_h2_watch_without_rv_and_too_old(f):
+    c = H2Client(f)
+    n_services = len(json.loads(c.get("/api/v1/services").body)["items"])
+    w = c.request("/api/v1/services?watch=1&timeoutSeconds=1")
+    n = 0
+    try:
+        while True:
+            check(json.loads(w.next_line(3))["type"] == "ADDED", "synthetic ADDED")
+            n += 1
+    except EOFError as e:
+        check(str(e) == "clean", f"end {e}")
+    check(n == n_services, f"{n} synthetic events for {n_services}")
+    rv = int(list_rv(f))
+    f.ctl("/control/objects", service("too-old"))
+    f.ctl("/control/compact", {})
+    f.ctl("/control/delete", {"kind": "Service", "metadata": {"name": "too-old"}})
+    w = c.request(f"/api/v1/services?watch=1&resourceVersion={rv}&timeoutSeconds=5")
+    ev = json.loads(w.next_line(3))
+    check(ev["type"] == "ERROR" and ev["object"]["code"] == 410, f"too old over h2: {ev}")
+    check(w.wait_end(3) == "clean", "clean end after the ERROR")
+    c.close()
+
+
+def test_h2_concurrent_streams(f):
+    c = H2Client(f)
+    rv = list_rv(f)
+    srv = list_rv(f, "/apis/discovery.k8s.io/v1/endpointslices")
+    seq = last_seq(f)
+    ws = c.request(f"/api/v1/services?watch=1&resourceVersion={rv}&allowWatchBookmarks=true"
+                   "&timeoutSeconds=10").wait_headers()
+    we = c.request(f"/apis/discovery.k8s.io/v1/endpointslices?watch=1&resourceVersion={srv}"
+                   "&allowWatchBookmarks=true&timeoutSeconds=10").wait_headers()
+    try:
+        f.ctl("/control/objects", [service("conc", ip="10.96.7.7"),
+                                   endpoint_slice("conc-a", "conc", "10.244.7.7")])
+        lst = c.request("/api/v1/services?limit=2")  # a LIST while both watches stream
+        ev_s = json.loads(ws.next_line(skip_bookmarks=True))
+        ev_e = json.loads(we.next_line(skip_bookmarks=True))
+        check(ev_s["object"]["kind"] == "Service" and
+              ev_s["object"]["metadata"]["name"] == "conc", f"service stream: {ev_s}")
+        check(ev_e["object"]["kind"] == "EndpointSlice" and
+              ev_e["object"]["metadata"]["name"] == "conc-a", f"slice stream: {ev_e}")
+        c.wait(lambda: lst.ended, 5)
+        check(lst.status == 200 and len(json.loads(lst.body)["items"]) == 2, "the LIST")
+        check(f.ctl("/control/stats")["open_watch_count"] >= 2, "two open watches")
+        log = f.ctl(f"/control/requests?since={seq}")["requests"]
+        check(sorted((e["verb"], e["proto"]) for e in log) ==
+              [("list", "HTTP/2"), ("watch", "HTTP/2"), ("watch", "HTTP/2")], f"log {log}")
+        check(len({e["conn"] for e in log}) == 1, f"one connection: {log}")
+        # The client resets one stream: only that watch ends, the other goes on.
+        c.conn.reset_stream(ws.id, 8)  # CANCEL
+        c._flush()
+        f.ctl("/control/objects", endpoint_slice("conc-a", "conc", "10.244.7.8"))
+        ev_e = json.loads(we.next_line(skip_bookmarks=True))
+        check(ev_e["type"] == "MODIFIED", f"the other stream goes on: {ev_e}")
+
+        def ended():
+            entry = [e for e in f.ctl(f"/control/requests?since={seq}")["requests"]
+                     if e.get("path") == "/api/v1/services" and e["verb"] == "watch"][0]
+            return entry.get("end")
+        deadline = time.monotonic() + 3
+        while ended() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(ended() == "client-gone", f"a reset stream is a client gone: {ended()}")
+    finally:
+        c.close()
+        f.ctl("/control/delete", {"items": [
+            {"kind": "Service", "metadata": {"name": "conc"}},
+            {"kind": "EndpointSlice", "metadata": {"name": "conc-a"}}]})
+
+
+def test_h2_fault_drop(f):
+    c = H2Client(f)
+    rv = list_rv(f)
+    srv = list_rv(f, "/apis/discovery.k8s.io/v1/endpointslices")
+    f.ctl("/control/fault/drop", {"count": 1, "path_prefix": "/api/v1/services"})
+    ws = c.request(f"/api/v1/services?watch=1&resourceVersion={rv}&timeoutSeconds=10")
+    we = c.request(f"/apis/discovery.k8s.io/v1/endpointslices?watch=1&resourceVersion={srv}"
+                   "&timeoutSeconds=10")
+    ws.wait_headers()
+    we.wait_headers()
+    try:
+        f.ctl("/control/objects", service("dropme"))
+        try:
+            ws.next_line(3)
+            raise AssertionError("the event arrived whole")
+        except EOFError as e:
+            check(str(e) == "reset" and ws.reset_code == 2, f"RST_STREAM INTERNAL_ERROR: "
+                  f"{e} {ws.reset_code}")
+        check(ws.body and not ws.body.endswith(b"\n"), f"half a line: {ws.body[-20:]!r}")
+        # The connection and its other stream carry on.
+        f.ctl("/control/objects", endpoint_slice("dropme-a", "dropme", "10.244.8.8"))
+        check(json.loads(we.next_line(3))["object"]["metadata"]["name"] == "dropme-a",
+              "the other stream on the connection")
+        w2 = c.request(f"/api/v1/services?watch=1&resourceVersion={rv}&timeoutSeconds=5")
+        ev = json.loads(w2.next_line(3))
+        check(ev["type"] == "ADDED" and ev["object"]["metadata"]["name"] == "dropme",
+              "resumed on the same connection")
+        # drop now: every open watch is cut mid-line, each with its own RST_STREAM.
+        time.sleep(0.1)
+        check(f.ctl("/control/fault/drop", {"now": True})["watches_cut"] >= 2, "cut now")
+        check(we.wait_end(3) == "reset" and w2.wait_end(3) == "reset", "both reset")
+        check(not c.eof and c.goaway is None, "no GOAWAY, the connection stays")
+        check(c.get("/version").status == 200, "the connection still serves")
+        check(f.ctl("/control/stats")["watch_ends"].get("dropped", 0) >= 1, "counted")
+    finally:
+        c.close()
+        f.ctl("/control/delete", {"items": [
+            {"kind": "Service", "metadata": {"name": "dropme"}},
+            {"kind": "EndpointSlice", "metadata": {"name": "dropme-a"}}]})
+
+
+def test_h2_faults_stall_malformed_http(f):
+    c = H2Client(f)
+    f.ctl("/control/fault/http", {"status": 429, "count": 1, "retry_after_s": 2,
+                                  "path_prefix": "/api/v1/services", "verb": "list"})
+    r = c.get("/api/v1/services")
+    check(r.status == 429 and r.header("retry-after") == "2" and
+          r.header("content-type").startswith("text/plain"), f"429 over h2 {r.headers}")
+    check(c.get("/api/v1/services").status == 200, "then 200")
+    rv = list_rv(f)
+    w = c.request(f"/api/v1/services?watch=1&resourceVersion={rv}&timeoutSeconds=10")
+    w.wait_headers()
+    f.ctl("/control/fault/stall", {"seconds": 1.0, "path_prefix": "/api/v1/services"})
+    started = time.monotonic()
+    f.ctl("/control/objects", service("stalled"))
+    try:
+        w.next_line(0.6)
+        raise AssertionError("an event arrived during the stall")
+    except TimeoutError:
+        pass
+    v = c.request("/version")  # the stall holds one stream, not the connection
+    c.wait(lambda: v.ended, 0.3)
+    ev = json.loads(w.next_line(3))
+    check(ev["object"]["metadata"]["name"] == "stalled", "event after the stall")
+    check(time.monotonic() - started >= 0.9, "held back for the stall")
+    f.ctl("/control/fault/malformed", {"count": 1})
+    line = w.next_line(3)
+    try:
+        json.loads(line)
+        raise AssertionError("the malformed line parsed")
+    except ValueError:
+        pass
+    c.close()
+    f.ctl("/control/delete", {"kind": "Service", "metadata": {"name": "stalled"}})
+
+
+def test_h2_restart_and_down(f):
+    c = H2Client(f)
+    rv = int(list_rv(f))
+    w = c.request(f"/api/v1/services?watch=1&resourceVersion={rv}&allowWatchBookmarks=true"
+                  "&timeoutSeconds=30")
+    w.next_line(3)  # a bookmark: the watch is up
+    check(f.ctl("/control/restart", {})["watches_cut"] >= 1, "restart cut the watch")
+    check(w.wait_end(3) == "eof" and c.goaway is None,
+          f"restart closes the connection without GOAWAY: {w.reset_code} {c.goaway}")
+    c.close()
+    c = H2Client(f)
+    w = c.request(f"/api/v1/services?watch=1&resourceVersion={rv}&timeoutSeconds=5")
+    want = fixture("05b-watch-services-old-rv-after-restart.body").replace(
+        b"142 (143)", f"{rv} ({rv + 1})".encode())
+    check(w.next_line(3) == want, "the 05b ERROR line over h2")
+    check(w.wait_end(3) == "clean", "clean end after ERROR")
+    c.close()
+    f.ctl("/control/restart", {"down_s": 0.5})
+    c = H2Client(f)
+    r = c.request("/version")
+    check(r.wait_end(3) == "eof", "down: the connection closes at the first request")
+    c.close()
+    time.sleep(0.6)
+    c = H2Client(f)
+    check(c.get("/version").status == 200, "back after down_s")
+    c.close()
+
+
+def test_h2_discovery_switch(f):
+    c = H2Client(f)
+    rv = list_rv(f)
+    srv = list_rv(f, "/apis/discovery.k8s.io/v1/endpointslices")
+    ws = c.request(f"/api/v1/services?watch=1&resourceVersion={rv}&timeoutSeconds=10")
+    we = c.request(f"/apis/discovery.k8s.io/v1/endpointslices?watch=1&resourceVersion={srv}"
+                   "&timeoutSeconds=10")
+    ws.wait_headers()
+    we.wait_headers()
+    f.ctl("/control/discovery", {"enabled": False})
+    try:
+        check(we.wait_end(3) == "reset" and we.reset_code == 2, "the slice watch is reset")
+        check(c.get("/apis/discovery.k8s.io/v1/endpointslices").status == 404, "404 now")
+        f.ctl("/control/objects", service("after-switch"))
+        ev = json.loads(ws.next_line(3))
+        check(ev["object"]["metadata"]["name"] == "after-switch", "services watch goes on")
+    finally:
+        f.ctl("/control/discovery", {"enabled": True})
+        c.close()
+        f.ctl("/control/delete", {"kind": "Service", "metadata": {"name": "after-switch"}})
+
+
+def test_h2_drop_connection_mode():
+    f = Fake("--objects", OBJECTS, "--http2", "--http2-drop", "connection")
+    try:
+        c = H2Client(f)
+        rv = list_rv(f)
+        srv = list_rv(f, "/apis/discovery.k8s.io/v1/endpointslices")
+        f.ctl("/control/fault/drop", {"count": 1, "path_prefix": "/api/v1/services"})
+        ws = c.request(f"/api/v1/services?watch=1&resourceVersion={rv}&timeoutSeconds=10")
+        we = c.request(f"/apis/discovery.k8s.io/v1/endpointslices?watch=1&resourceVersion="
+                       f"{srv}&timeoutSeconds=10")
+        ws.wait_headers()
+        we.wait_headers()
+        f.ctl("/control/objects", service("dropme"))
+        check(ws.wait_end(3) == "eof" and we.wait_end(3) == "eof", "the connection closed")
+        check(c.goaway == 2, f"GOAWAY INTERNAL_ERROR first: {c.goaway}")
+        check(ws.body and not ws.body.endswith(b"\n"), f"half a line: {ws.body[-20:]!r}")
+        c.close()
+        check(f.ctl("/control/stats")["watch_ends"].get("dropped") == 1, "counted")
+    finally:
+        f.stop()
+
+
+def _ctl_status(f, path, body):
+    c = http.client.HTTPConnection("127.0.0.1", f.info["control_port"], timeout=10)
+    c.request("POST", path, body=json.dumps(body))
+    r = c.getresponse()
+    r.read()
+    c.close()
+    return r.status
+
+
+def _generated_cleanup(f, prefixes):
+    items = []
+    for kind in ("Service", "EndpointSlice"):
+        for o in f.ctl(f"/control/objects?kind={kind}")["items"]:
+            if o["metadata"]["namespace"].startswith(prefixes):
+                items.append({"kind": kind, "metadata": {"namespace": o["metadata"]["namespace"],
+                                                         "name": o["metadata"]["name"]}})
+    f.ctl("/control/delete", {"items": items})
+
+
+def test_generate(f):
+    spec = {"services": 12, "endpoints_per_service": 10, "namespace_prefix": "gentest",
+            "services_per_namespace": 5, "max_endpoints_per_slice": 8}
+    counts = [6 + (i * 7) % 9 for i in range(12)]
+    try:
+        out = f.ctl("/control/generate", spec)
+        check(out["services"] == 12 and out["headless"] == 3, f"generate: {out}")
+        check(out["endpoints"] == sum(counts), f"endpoints {out['endpoints']}")
+        check(out["endpoint_slices"] == sum((c + 7) // 8 for c in counts), f"slices {out}")
+        status, svc = f.get_json("/api/v1/namespaces/gentest-1/services/svc-5")
+        check(status == 200 and svc["spec"]["clusterIP"] == "None", "svc-5 is headless")
+        status, svc = f.get_json("/api/v1/namespaces/gentest-1/services/svc-6")
+        check(svc["spec"]["clusterIP"] == "10.96.1.6", f"svc-6 {svc['spec']}")
+        check(svc["spec"]["sessionAffinity"] == "None", "defaults filled in")
+        status, sl = f.get_json("/apis/discovery.k8s.io/v1/namespaces/gentest-0/"
+                                "endpointslices/svc-1-0")
+        check([e["addresses"][0] for e in sl["endpoints"]] ==
+              ["10.128.0.%d" % n for n in range(counts[0], counts[0] + 8)], "svc-1-0 addresses")
+        check(sl["metadata"]["labels"]["kubernetes.io/service-name"] == "svc-1", "slice label")
+        # LIST pages join cached encodings: the bytes must be what encoding the page gives.
+        for path in ("/apis/discovery.k8s.io/v1/endpointslices?limit=7",
+                     "/apis/discovery.k8s.io/v1/namespaces/gentest-2/endpointslices",
+                     "/api/v1/services?limit=500"):
+            status, headers, body = f.get(path)
+            doc = json.loads(body)
+            again = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+            check(status == 200 and body == again, f"{path}: canonical bytes")
+            check(list(doc) == ["kind", "apiVersion", "metadata", "items"], f"{path}: keys")
+        status, doc = f.get_json("/apis/discovery.k8s.io/v1/namespaces/gentest-2/endpointslices")
+        check(len(doc["items"]) == sum((c + 7) // 8 for c in counts[10:]), "namespaced list")
+        again = f.ctl("/control/generate", spec)
+        check(again["unchanged"] == out["services"] + out["endpoint_slices"], "idempotent")
+        for bad in ({"services": -1}, {"servces": 1}, {"namespace_prefix": "a/b"}):
+            check(_ctl_status(f, "/control/generate", bad) == 400, f"generate {bad}")
+    finally:
+        _generated_cleanup(f, ("gentest-",))
+
+
+def test_churn(f):
+    f.ctl("/control/generate", {"services": 20, "namespace_prefix": "churntest"})
+    f.ctl("/control/objects", [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "p", "namespace": "probe"},
+         "spec": {"clusterIP": "None", "ports": [{"name": "http", "port": 80}]}},
+        {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+         "metadata": {"name": "p-1", "namespace": "probe",
+                      "labels": {"kubernetes.io/service-name": "p"}},
+         "addressType": "IPv4", "endpoints": [{"addresses": ["10.1.1.1"]}], "ports": []}])
+    f.ctl("/control/config", {"history_size": 5000})
+    try:
+        rv0 = int(f.ctl("/control/health")["revision"])
+        w = f.watch(f"resourceVersion={rv0}", "/apis/discovery.k8s.io/v1/endpointslices")
+        out = f.ctl("/control/churn", {"rate": 400, "seconds": 1, "probe_namespace": "probe",
+                                       "probe_rate": 40, "namespace_prefix": "churntest-"})
+        check(out["running"] and out["slices"] == 20 and out["probe_slices"] == 1, f"{out}")
+        # A paginated LIST while the churn writes: one pinned snapshot, every slice once.
+        names, token, rvs = [], None, set()
+        while True:
+            path = "/apis/discovery.k8s.io/v1/endpointslices?limit=3" + (
+                f"&continue={token}" if token else "")
+            status, page = f.get_json(path)
+            check(status == 200, f"page status {status}")
+            rvs.add(page["metadata"]["resourceVersion"])
+            for item in page["items"]:
+                check(int(item["metadata"]["resourceVersion"]) <=
+                      int(page["metadata"]["resourceVersion"]), "item newer than the list")
+                names.append(item["metadata"]["namespace"] + "/" + item["metadata"]["name"])
+            token = page["metadata"].get("continue")
+            if token is None:
+                break
+            time.sleep(0.02)
+        check(len(rvs) == 1, f"pages at one RV: {rvs}")
+        check(names == sorted(names) and len(set(names)) == len(names), "sorted, no repeats")
+        check(sum(n.startswith("churntest-") for n in names) == 20, "every slice listed")
+        deadline = time.monotonic() + 5
+        while f.ctl("/control/churn")["running"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        st = f.ctl("/control/churn?log=1")
+        check(not st["running"] and st["error"] is None, f"churn ended: {st}")
+        check(st["applied"] == 400 and st["probe_applied"] == 40, f"applied {st}")
+        log = st["probe_log"]
+        check(len(log) == 40 and len({e["ip"] for e in log}) == 40, "40 distinct probe IPs")
+        check(all(a["t"] <= b["t"] for a, b in zip(log, log[1:])), "probe times in order")
+        check(log[0]["service"] == "p" and log[0]["ip"] == "10.240.0.0", f"probe {log[0]}")
+        status, sl = f.get_json("/apis/discovery.k8s.io/v1/namespaces/probe/endpointslices/p-1")
+        check(sl["endpoints"] == [{"addresses": [log[-1]["ip"]], "conditions": {"ready": True}}],
+              f"probe slice {sl['endpoints']}")
+        events = 0
+        try:
+            while events < 400:
+                ev = w.next_event(2)
+                check(ev["type"] == "MODIFIED", f"churn event {ev['type']}")
+                events += 1
+        except (TimeoutError, EOFError):
+            pass
+        w.close()
+        check(events == 400 - st["unchanged"], f"watch saw {events} events")
+        check(f.ctl("/control/churn?log=1&since=39")["probe_log"] == log[39:], "since")
+        out = f.ctl("/control/churn", {"rate": 100, "seconds": 30,
+                                       "namespace_prefix": "churntest-"})
+        check(f.ctl("/control/churn/stop", {})["running"] in (True, False), "stop answers")
+        time.sleep(0.1)
+        st = f.ctl("/control/churn")
+        check(not st["running"] and st["applied"] < 100, f"stopped: {st}")
+        check(st["unchanged"] == 0, f"a second churn repeats addresses: {st}")
+        for bad in ({"rate": 0}, {"rate": 10, "probe_rate": 5, "probe_namespace": "none"}):
+            check(_ctl_status(f, "/control/churn", bad) == 400, f"churn {bad}")
+    finally:
+        f.ctl("/control/churn/stop", {})
+        f.ctl("/control/config", {"history_size": 20})
+        _generated_cleanup(f, ("churntest-", "probe"))
 
 
 def test_plain_http_mode():
@@ -599,14 +1295,22 @@ def test_plain_http_mode():
 
 def main():
     passed = failed = 0
-    fake = Fake("--objects", OBJECTS, "--history-size", "20", "--bookmark-interval", "0.3",
-                "--client-cert-auth", "--too-large-wait", "0.3")
+    flags = ["--objects", OBJECTS, "--history-size", "20", "--bookmark-interval", "0.3",
+             "--client-cert-auth", "--too-large-wait", "0.3"]
+    fake = Fake(*flags)
+    fake_h2 = Fake(*flags, "--http2")
     tests = [(name, fn) for name, fn in globals().items()
              if name.startswith("test_") and callable(fn)]
+    only = os.environ.get("FAKE_TEST_ONLY")  # run only the tests whose name has this
     try:
         for name, fn in tests:
+            if only and only not in name:
+                continue
             try:
-                fn() if name == "test_plain_http_mode" else fn(fake)
+                if not inspect.signature(fn).parameters:
+                    fn()  # starts its own instance
+                else:
+                    fn(fake_h2 if name.startswith("test_h2_") else fake)
                 passed += 1
             except Exception as e:  # one failing check must not stop the others
                 failed += 1
@@ -616,8 +1320,10 @@ def main():
                     traceback.print_exc()
             finally:
                 fake.ctl("/control/fault/clear", {})
+                fake_h2.ctl("/control/fault/clear", {})
     finally:
         fake.stop()
+        fake_h2.stop()
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -60,8 +60,33 @@ SLICE_PORT_ORDER = ["name", "protocol", "port", "appProtocol"]
 CONTINUE_VERSION = "meta.k8s.io/v1"
 
 
+class Stored(dict):
+    """An object as the store keeps it. Stored objects are never changed in place (a write
+    stores a new one), so each caches its encoding as a list item (see list_item)."""
+    __slots__ = ("item_bytes",)
+
+
+class EncodedItem(bytes):
+    """A list item already encoded; encode() splices it into the list's bytes."""
+    __slots__ = ()
+
+
 def encode(obj):
-    """Compact JSON as Go's encoding/json writes it (HTML-safe escapes, UTF-8 kept)."""
+    """Compact JSON as Go's encoding/json writes it (HTML-safe escapes, UTF-8 kept).
+
+    A List whose items were given by list_item() is joined from their cached bytes: the
+    same bytes, without encoding every stored object again for every page."""
+    items = obj.get("items") if type(obj) is dict else None
+    if (type(items) is list and items and next(reversed(obj)) == "items"
+            and any(type(item) is EncodedItem for item in items)):
+        head = _encode({k: v for k, v in obj.items() if k != "items"})
+        parts = [item if type(item) is EncodedItem else _encode(item) for item in items]
+        return b"".join((head[:-1], b',"items":[' if len(obj) > 1 else b'"items":[',
+                         b",".join(parts), b"]}"))
+    return _encode(obj)
+
+
+def _encode(obj):
     text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
     for raw, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                      ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
@@ -161,8 +186,18 @@ def content_equal(a, b):
 
 
 def list_item(obj):
-    """An object as it appears inside a …List: without kind and apiVersion."""
-    return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+    """An object as it appears inside a …List: without kind and apiVersion. For a Stored
+    object, its encoding (an EncodedItem, computed once)."""
+    if type(obj) is Stored:
+        try:
+            return obj.item_bytes
+        except AttributeError:
+            pass
+    item = {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+    if type(obj) is not Stored:
+        return item
+    obj.item_bytes = EncodedItem(_encode(item))
+    return obj.item_bytes
 
 
 def bookmark(res, rv):

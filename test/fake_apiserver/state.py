@@ -46,6 +46,7 @@ class State:
         self.too_large_wait_s = too_large_wait_s
         self.slices_served = slices_served
         self.down_until = 0.0
+        self.churn = None  # the running or last generate.Churn
         self.watches = {}
         self._watch_ids = itertools.count(1)
         self._log_seq = itertools.count(1)

@@ -12,12 +12,63 @@ Like etcd plus the apiserver's watch cache, reduced to what a list/watch client 
 
 No I/O. All methods must be called with `lock` held (it is the `cond`'s lock): the HTTP
 side waits on `cond` for new events, and every write notifies it.
+
+Large clusters (benchmarks hold 100k objects per resource): a snapshot of the current state
+is the live ObjectMap itself, copied only when the next write to that resource comes
+(copy on write), and an ObjectMap that no longer changes keeps its keys sorted once, so a
+LIST page is a binary search plus `limit` items (see ObjectMap.sorted_from). The last
+rebuilt older snapshot per resource is kept, since every page of a paginated LIST asks for
+the same one.
 """
+import bisect
 import collections
 import copy
 import threading
 
 import shapes
+
+
+class ObjectMap(dict):
+    """{key: object} of one resource. Once handed out as a snapshot it is never written
+    again (the store copies it first), so its sorted keys can be cached."""
+    __slots__ = ("sorted_keys",)
+
+    def sorted_from(self, start):
+        """The (key, object) pairs with key >= start, in key order (byte order of UTF-8,
+        which is code point order), as a read-only sequence."""
+        try:
+            keys = self.sorted_keys
+        except AttributeError:
+            keys = self.sorted_keys = sorted(self)
+        return SortedItems(self, keys, bisect.bisect_left(keys, start) if start else 0)
+
+
+class SortedItems:
+    """A sequence of (key, object) pairs over an ObjectMap's sorted keys from `begin`."""
+    __slots__ = ("map", "keys", "begin")
+
+    def __init__(self, objects, keys, begin):
+        self.map, self.keys, self.begin = objects, keys, begin
+
+    def __len__(self):
+        return len(self.keys) - self.begin
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            return [(k, self.map[k]) for k in
+                    self.keys[self.begin + start:self.begin + stop:step]]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        k = self.keys[self.begin + i]
+        return k, self.map[k]
+
+    def __iter__(self):
+        m = self.map
+        for k in self.keys[self.begin:]:
+            yield k, m[k]
 
 
 class Expired(Exception):
@@ -51,7 +102,9 @@ class Store:
         self.cond = threading.Condition(self.lock)
         self.revision = initial_rv
         self.history_size = max(1, history_size)
-        self.objects = {name: {} for name in shapes.RESOURCES}
+        self.objects = {name: ObjectMap() for name in shapes.RESOURCES}
+        self.shared = {name: False for name in shapes.RESOURCES}  # handed out as a snapshot
+        self.memo = {name: None for name in shapes.RESOURCES}  # (rv, ObjectMap) rebuilt
         self.history = {name: collections.deque() for name in shapes.RESOURCES}
         self.horizon = {name: initial_rv for name in shapes.RESOURCES}
         self.epoch = 0  # bumped on restart, so open watches notice
@@ -75,8 +128,8 @@ class Store:
         if res.kind == "EndpointSlice":
             gen = old["metadata"].get("generation", 0) if old is not None else 0
             new["metadata"]["generation"] = gen + 1
-        new = shapes.normalize(new, res)
-        self.objects[res.plural][key] = new
+        new = shapes.Stored(shapes.normalize(new, res))
+        self._writable(res.plural, same_keys=old is not None)[key] = new
         return self._record(res, Event(self.revision, "MODIFIED" if old else "ADDED", key,
                                        new, old))
 
@@ -86,13 +139,26 @@ class Store:
         if res is None:
             raise ValueError(f"unsupported kind {kind!r}")
         key = f"{namespace or 'default'}/{name}"
-        old = self.objects[res.plural].pop(key, None)
-        if old is None:
+        if key not in self.objects[res.plural]:
             return None
+        old = self._writable(res.plural, same_keys=False).pop(key)
         self.revision += 1
-        last = copy.deepcopy(old)
+        last = copy.deepcopy(dict(old))  # a plain dict: its encoding is not cached
         last["metadata"]["resourceVersion"] = str(self.revision)
         return self._record(res, Event(self.revision, "DELETED", key, last, old))
+
+    def _writable(self, plural, same_keys):
+        """The resource's map, copied first when a snapshot holds it."""
+        current = self.objects[plural]
+        if self.shared[plural]:
+            copied = ObjectMap(current)
+            if same_keys and hasattr(current, "sorted_keys"):
+                copied.sorted_keys = current.sorted_keys
+            self.objects[plural] = current = copied
+            self.shared[plural] = False
+        elif not same_keys and hasattr(current, "sorted_keys"):
+            del current.sorted_keys
+        return current
 
     def _record(self, res, event):
         hist = self.history[res.plural]
@@ -107,6 +173,7 @@ class Store:
         for name in self.history:
             self.history[name].clear()
             self.horizon[name] = self.revision
+            self.memo[name] = None
         self.cond.notify_all()
 
     def restart(self):
@@ -119,13 +186,18 @@ class Store:
     # ---- reads --------------------------------------------------------------------------
 
     def snapshot(self, plural, rv=None):
-        """{key: object} at revision `rv` (None: now). Raises Expired beyond the history."""
+        """{key: object} at revision `rv` (None: now), an ObjectMap the caller must not
+        change. Raises Expired beyond the history."""
         current = self.objects[plural]
         if rv is None or rv >= self.revision:
-            return dict(current)
+            self.shared[plural] = True
+            return current
         if rv < self.horizon[plural]:
             raise Expired(rv, self.horizon[plural])
-        state = dict(current)
+        memo = self.memo[plural]
+        if memo is not None and memo[0] == rv:
+            return memo[1]
+        state = ObjectMap(current)
         for ev in reversed(self.history[plural]):
             if ev.rv <= rv:
                 break
@@ -133,6 +205,7 @@ class Store:
                 state.pop(ev.key, None)
             else:
                 state[ev.key] = ev.prev
+        self.memo[plural] = (rv, state)
         return state
 
     def events_after(self, plural, rv):
