@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <optional>
 #include <utility>
 
 namespace kdns::k8s {
@@ -12,14 +14,24 @@ namespace {
 // Error bodies (Status objects) are small; a larger one is cut, only its message matters.
 constexpr size_t kMaxErrorBodyBytes = 64 * 1024;
 
+// Adds a LIST page's items. Growth is geometric (insert), never an exact reserve per page,
+// which would move the whole list on every page: quadratic over a 1M-item LIST.
 template <typename T>
 void Append(std::vector<T>& to, std::vector<T>& from) {
   if (to.empty()) {
     to = std::move(from);
     return;
   }
-  to.reserve(to.size() + from.size());
-  std::move(from.begin(), from.end(), std::back_inserter(to));
+  to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+}
+
+// On the first page, room for the items the server says remain (remainingItemCount), so a
+// long LIST is allocated once. Capped: the count comes from the network.
+template <typename T>
+void ReserveRemaining(std::vector<T>& items, std::optional<int64_t> remaining) {
+  constexpr int64_t kMaxReserve = int64_t{1} << 22;
+  if (items.empty() || !remaining || *remaining <= 0) return;
+  items.reserve(items.size() + static_cast<size_t>(std::min(*remaining, kMaxReserve)));
 }
 
 // "500 InternalError: ..." from a Status body, or the status alone when it is not one.
@@ -193,6 +205,11 @@ void Reflector::OnListDone(const ApiResult& result) {
     std::string next_token = page->meta.continue_token;
     if (continue_token_.empty()) {
       pending_list_ = std::move(*page);
+      const std::optional<int64_t> remaining = pending_list_.meta.remaining_item_count;
+      ReserveRemaining(pending_list_.services, remaining);
+      ReserveRemaining(pending_list_.endpoint_slices, remaining);
+      ReserveRemaining(pending_list_.endpoints, remaining);
+      ReserveRemaining(pending_list_.pods, remaining);
     } else {
       // Every page carries the first page's RV; keep the first page's meta.
       Append(pending_list_.services, page->services);
