@@ -12,6 +12,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/parser.h"
 #include "common/http/response.h"
+#include "common/metrics/text_parser.h"
 #include "frontend-cache/cached_response.h"
 #include "frontend-cache/chaos.h"
 #include "frontend-cache/resolv_conf.h"
@@ -368,7 +369,7 @@ bool FrontendServer::Start(std::string* error) {
         options_.flags.prometheus_address.ToString(), options_.flags.prometheus_port);
     metrics_http_ = std::make_unique<http::ServerThread>(http_options);
     metrics_http_->Handle("/metrics", [this](const http::Request&) {
-      http::Response response = http::Response::Text(200, registry_.Render());
+      http::Response response = http::Response::Text(200, RenderMetrics());
       response.content_type = "text/plain; version=0.0.4; charset=utf-8";
       return response;
     });
@@ -525,6 +526,31 @@ ChaosStats FrontendServer::ChaosStatsNow() const {
     chaos.servers.push_back(counters);
   }
   return chaos;
+}
+
+std::string FrontendServer::RenderMetrics() const {
+  std::string text = registry_.Render();
+  const std::string& path = options_.flags.metrics_textfile;
+  if (path.empty()) return text;
+  // Bounded, and only appended whole when it parses: a half-written or broken file must
+  // not break the scrape of everything else.
+  constexpr size_t kMaxTextfileBytes = 256 * 1024;
+  std::ifstream file(path);
+  if (!file) return text;  // not written yet
+  std::string extra(kMaxTextfileBytes + 1, '\0');
+  file.read(extra.data(), static_cast<std::streamsize>(extra.size()));
+  extra.resize(static_cast<size_t>(file.gcount()));
+  std::string error;
+  if (extra.size() > kMaxTextfileBytes) {
+    LOG_EVERY_N(WARNING, 100) << "--metrics-textfile " << path << ": over " << kMaxTextfileBytes
+                              << " bytes, not exported";
+  } else if (!metrics::ParseText(extra, &error)) {
+    LOG_EVERY_N(WARNING, 100) << "--metrics-textfile " << path << ": not exported: " << error;
+  } else {
+    if (!extra.empty() && extra.back() != '\n') extra += '\n';
+    text += extra;
+  }
+  return text;
 }
 
 std::string FrontendServer::StatsText() const {

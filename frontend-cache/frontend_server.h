@@ -81,6 +81,9 @@ class FrontendServer {
   bool Reload(std::string* error);
   void Stop();
 
+  // The /metrics body: our registry, then --metrics-textfile when it is valid.
+  std::string RenderMetrics() const;
+
   // SIGUSR1: cache and per-upstream statistics, several lines.
   std::string StatsText() const;
 

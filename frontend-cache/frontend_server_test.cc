@@ -312,6 +312,22 @@ TEST_CASE("an upstream that sends our queries back to us is disabled", "[fronten
         std::string::npos);
 }
 
+TEST_CASE("a metrics text file is appended to /metrics only when it parses", "[frontend]") {
+  kdns::testing::TempDir temp;
+  const std::string path = temp.path() + "/nanny.prom";
+  FrontendServer::Options options;
+  options.flags.no_resolv = true;
+  options.flags.metrics_textfile = path;
+  FrontendServer server(options);
+  CHECK(server.RenderMetrics() == server.registry().Render());  // no file yet
+  std::ofstream(path) << "# HELP kdns_nanny_config_generation Configs applied.\n"
+                         "# TYPE kdns_nanny_config_generation gauge\n"
+                         "kdns_nanny_config_generation 3\n";
+  CHECK(server.RenderMetrics().ends_with("kdns_nanny_config_generation 3\n"));
+  std::ofstream(path) << "kdns_nanny_config_generation{ 3\n";  // broken: left out
+  CHECK(server.RenderMetrics() == server.registry().Render());
+}
+
 TEST_CASE("malformed queries get FORMERR, responses are dropped", "[frontend]") {
   ScriptedUpstream upstream(9);
   Harness h({upstream.address()});

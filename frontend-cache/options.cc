@@ -166,6 +166,15 @@ const std::vector<OptionSpec>& Specs() {
          options->prometheus_address = *address;
          return true;
        }},
+      {"metrics-textfile", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (value.empty()) {
+           *error = "--metrics-textfile: empty path";
+           return false;
+         }
+         options->metrics_textfile = value;
+         return true;
+       }},
       {"prometheus-port", 0, true, Uint(&Options::prometheus_port, 0, 65535, "prometheus-port")},
   };
   return specs;

@@ -64,6 +64,9 @@ struct Options {
   uint64_t lameduck_ms = 5000;              // --lameduck (Go duration or seconds)
   uint16_t prometheus_port = 0;             // --prometheus-port (0: off)
   IpAddress prometheus_address = *IpAddress::Parse("0.0.0.0");  // --prometheus-address
+  // --metrics-textfile: Prometheus text appended to /metrics at every scrape (node
+  // exporter's textfile idea); the nanny writes its own figures there.
+  std::string metrics_textfile;
 };
 
 // Parses `args` (without the program name). Unknown arguments go to `rest`, in order, and
