@@ -31,6 +31,9 @@
 #include "frontend-cache/frontend_server.h"
 #include "frontend-cache/options.h"
 
+DEFINE_bool(check_flags, false,
+            "Validate the command line and exit 0 (for manifest checks); binds nothing.");
+
 namespace {
 
 [[noreturn]] void Fail(const std::string& message) {
@@ -106,6 +109,7 @@ int main(int argc, char** argv) {
   FLAGS_logtostderr = true;  // a container logs to stderr (--log-facility=- or not)
   gflags::ParseCommandLineFlags(&gflags_argc, &gflags_args, true);
   if (gflags_argc > 1) Fail(std::string("unknown argument: ") + gflags_args[1]);
+  if (FLAGS_check_flags) return 0;
   kdns::InitTimeZoneBeforeThreads();
   google::InitGoogleLogging(argv[0]);
   google::InstallFailureSignalHandler();
