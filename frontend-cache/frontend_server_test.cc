@@ -13,6 +13,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
+#include "common/dns/presentation.h"
 #include "common/dns/testing.h"
 #include "common/server/server_test_util.h"
 #include "test/unit/temp_dir.h"
@@ -21,9 +22,16 @@ namespace kdns::frontend {
 namespace {
 
 using dns::testing::N;
-using dns::testing::RR;
 using server::testing::TcpClient;
 using server::testing::UdpClient;
+
+// A record from its presentation form, without Catch: the upstream runs on its own thread,
+// and Catch's assertion macros are for the test's thread only.
+std::optional<dns::ResourceRecord> Record(std::string_view text) {
+  dns::ResourceRecord record;
+  if (dns::RecordFromText(text, &record) != dns::ParseError::kOk) return std::nullopt;
+  return record;
+}
 
 // Answers by name: `<x>.nx.test.` NXDOMAIN with an SOA (negative TTL 5); `fail.test.`
 // SERVFAIL; `ttl1.test.` A with TTL 1; anything else A 192.0.2.<tag> with TTL 60. While
@@ -78,14 +86,17 @@ class ScriptedUpstream {
     reply.edns = query.edns;
     if (name.ends_with(".nx.test.")) {
       reply.header.rcode = dns::Rcode::kNxDomain;
-      reply.authorities.push_back(RR("test. 300 IN SOA ns.test. host.test. 1 60 60 60 5"));
+      if (auto soa = Record("test. 300 IN SOA ns.test. host.test. 1 60 60 60 5")) {
+        reply.authorities.push_back(*soa);
+      }
     } else if (name == "fail.test.") {
       reply.header.rcode = dns::Rcode::kServFail;
     } else if (query.questions[0].type == dns::RrType::kA) {
       const std::string ttl = name == "ttl1.test." ? "1" : "60";
-      auto record = RR(name + " " + ttl + " IN A 192.0.2." + std::to_string(tag_));
-      record.owner = query.questions[0].name;
-      reply.answers.push_back(record);
+      if (auto record = Record(name + " " + ttl + " IN A 192.0.2." + std::to_string(tag_))) {
+        record->owner = query.questions[0].name;
+        reply.answers.push_back(*record);
+      }
     }
     std::vector<uint8_t> bytes;
     if (dns::BuildMessage(reply, 65535, &bytes) == dns::BuildError::kOk) {
@@ -146,8 +157,9 @@ struct Harness {
     options.flags.dns_loop_detect = true;
     options.flags.servers_file = temp.path() + "/servers";
     WriteServers(servers);
-    options.forwarder.total_timeout_ms = 400;
-    options.forwarder.max_try_timeout_ms = 200;
+    // Generous for sanitizer builds; the tests never depend on how long a failure takes.
+    options.forwarder.total_timeout_ms = 1500;
+    options.forwarder.max_try_timeout_ms = 500;
     server = std::make_unique<FrontendServer>(options);
     std::string error;
     REQUIRE(server->Start(&error));
