@@ -91,7 +91,7 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 .DEFAULT_GOAL := all
 .PHONY: all deps build run test unit integration fuzz-replay bench fuzz asan tsan debug \
-        format lint clean check-format
+        format lint clean check-format images
 
 all: $(addprefix $(BIN)/,$(PROGRAMS))
 
@@ -192,6 +192,10 @@ bench: deps
 run: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@mk/run.sh
+
+# Container images (images/Dockerfile); needs docker or podman with a running engine.
+images:
+	@images/build.sh
 
 SOURCES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null || find common $(PROGRAMS) test -name '*.cc' -o -name '*.h')
 

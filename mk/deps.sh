@@ -11,7 +11,7 @@ packages=(
   libgoogle-glog-dev catch2 libyaml-cpp-dev
   # test peers and clients
   bind9-dnsutils knot-dnsutils dnsperf nsd unbound dnsmasq-base dnsdist iproute2 procps
-  util-linux python3 python3-h2 curl openssl
+  util-linux python3 python3-h2 python3-yaml curl openssl
 )
 
 missing=()
