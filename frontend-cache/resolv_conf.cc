@@ -1,61 +1,29 @@
 #include "frontend-cache/resolv_conf.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <utility>
+
+#include "common/upstream/resolv_conf.h"
 
 namespace kdns::frontend {
 namespace {
 
-constexpr std::string_view kSpace = " \t\r";
-
-std::string_view NextWord(std::string_view* line) {
-  size_t start = line->find_first_not_of(kSpace);
-  if (start == std::string_view::npos) {
-    *line = {};
-    return {};
+ResolvConf Adapt(upstream::ResolvConf parsed) {
+  ResolvConf conf;
+  for (const IpAddress& address : parsed.nameservers) {
+    conf.nameservers.push_back(UpstreamAddress{address, kDnsPort});
   }
-  size_t end = line->find_first_of(kSpace, start);
-  std::string_view word = line->substr(start, end - start);
-  *line = end == std::string_view::npos ? std::string_view() : line->substr(end);
-  return word;
+  conf.skipped_lines = std::move(parsed.skipped_lines);
+  return conf;
 }
 
 }  // namespace
 
-ResolvConf ParseResolvConf(std::string_view text) {
-  ResolvConf conf;
-  while (!text.empty()) {
-    size_t newline = text.find('\n');
-    std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
-    if (size_t comment = line.find_first_of("#;"); comment != std::string_view::npos) {
-      line = line.substr(0, comment);
-    }
-    std::string_view rest = line;
-    if (NextWord(&rest) != "nameserver") continue;
-    std::string_view address_text = NextWord(&rest);
-    // A link-local IPv6 server carries a zone ("fe80::1%eth0"), which we cannot use.
-    std::optional<IpAddress> address = IpAddress::Parse(address_text);
-    if (!address || !NextWord(&rest).empty()) {
-      conf.skipped_lines.emplace_back(line);
-      continue;
-    }
-    conf.nameservers.push_back(UpstreamAddress{*address, kDnsPort});
-  }
-  return conf;
-}
+ResolvConf ParseResolvConf(std::string_view text) { return Adapt(upstream::ParseResolvConf(text)); }
 
 bool LoadResolvConf(const std::string& path, ResolvConf* conf, std::string* error) {
-  std::ifstream file(path);
-  if (!file) {
-    *error = "cannot read " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  *conf = ParseResolvConf(text.str());
+  upstream::ResolvConf parsed;
+  if (!upstream::LoadResolvConf(path, &parsed, error)) return false;
+  *conf = Adapt(std::move(parsed));
   return true;
 }
 

@@ -1,7 +1,6 @@
-// Reads the default upstreams from a resolv.conf(5) file, as dnsmasq does without
-// --no-resolv: every `nameserver` line (IPv4 or IPv6, port 53); search, options, domain and
-// comments are ignored. Like the C library, a malformed nameserver line is skipped, not
-// fatal; its text is reported so the caller can log it. Start-up only, no thread affinity.
+// frontend-cache's view of resolv.conf(5): the parser lives in common/upstream/resolv_conf.h
+// (kubedns reads the same file); this adapts its nameservers to UpstreamAddress (port 53).
+// Start-up and reload paths only; no thread affinity.
 #pragma once
 
 #include <string>

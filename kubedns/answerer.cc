@@ -66,6 +66,7 @@ class Answerer::Response {
   dns::MessageBuilder builder;
   const dns::Query& query;
   dns::Rcode rcode = dns::Rcode::kNoError;
+  std::optional<dns::Name> chase_target;  // an ExternalName chain left the zone here
 };
 
 Answerer::Answerer(const AnswerConfig& config) : config_(config) {
@@ -137,8 +138,9 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, std::span<const uint8_t>
       } else {
         AnswerZone(*snapshot, lower, response);
       }
-    } else if (result.reverse && snapshot != nullptr && snapshot->synced() &&
-               AnswerReverse(*snapshot, lower, response)) {
+    } else if (result.reverse && (snapshot == nullptr || !snapshot->synced())) {
+      response.rcode = dns::Rcode::kServFail;  // is the IP a cluster's? Not known yet.
+    } else if (result.reverse && AnswerReverse(*snapshot, lower, response)) {
       // answered from the reverse index
     } else {
       result.outcome = Outcome::kNotOurs;
@@ -149,6 +151,13 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, std::span<const uint8_t>
   result.rcode = response.rcode;
   result.truncated = response.builder.truncated();
   result.response = response.builder.Finish();
+  if (response.chase_target && !result.truncated && response.rcode == dns::Rcode::kNoError) {
+    result.outcome = Outcome::kExternalTarget;
+    result.chase_target = *response.chase_target;
+  }
+  if (result.outcome == Outcome::kNotOurs || result.outcome == Outcome::kExternalTarget) {
+    result.query = query;
+  }
   return result;
 }
 
@@ -277,8 +286,11 @@ void Answerer::AnswerService(const Snapshot& snapshot, const ServiceRecords& rec
     });
     if (qtype == RrType::kCname || qtype == RrType::kAny) return;
     dns::Name lower = target->Lowercased();
-    if (lower.IsSubdomainOf(config_.zone)) Chase(snapshot, lower, response, depth + 1);
-    // Outside the zone: the CNAME alone; the client (or the cache) follows it.
+    if (lower.IsSubdomainOf(config_.zone)) {
+      Chase(snapshot, lower, response, depth + 1);
+    } else if (!response.builder.truncated()) {
+      response.chase_target = *target;  // the server asks an upstream for the rest
+    }
     return;
   }
 

@@ -10,9 +10,15 @@
 // Responses echo the question's case, carry OPT only when the query had one (advertising
 // 1232), and over UDP are cut at a whole RRset with TC set.
 //
-// Names outside Z and reverse names kubedns holds nothing for are not ours: the result
-// says so (Outcome::kNotOurs) so the server can forward them; until a forwarder is wired
-// in, they are answered REFUSED.
+// Names outside Z and reverse names of IPs kubedns holds nothing for are not ours: the
+// result says so (Outcome::kNotOurs) and the server forwards them (skydns forwards a
+// reverse name it cannot answer, too). Before the first full sync a reverse name gets
+// SERVFAIL like the cluster zone: it cannot yet tell whether the IP is a cluster's.
+//
+// An ExternalName service whose CNAME chain leaves Z (`www.example.com`) is answered as far
+// as kubedns can: the CNAME records, then Outcome::kExternalTarget with the name the chain
+// ends at, so the server can ask an upstream for it and append the answer. CNAME and ANY
+// queries get the CNAME alone (kAnswered), as before.
 //
 // Thread-safe: const after construction; every DNS thread calls it concurrently.
 #pragma once
@@ -47,10 +53,13 @@ struct AnswerConfig {
 };
 
 enum class Outcome : uint8_t {
-  kAnswered,  // a response was written
-  kFormErr,   // malformed query answered FORMERR
-  kDropped,   // not worth an answer (no header, or a response): nothing written
-  kNotOurs,   // outside the zones kubedns serves: forward it (answered REFUSED for now)
+  kAnswered,        // a response was written
+  kFormErr,         // malformed query answered FORMERR
+  kDropped,         // not worth an answer (no header, or a response): nothing written
+  kNotOurs,         // outside the zones kubedns serves: forward it (the response written is
+                    // REFUSED, for a server that does not forward)
+  kExternalTarget,  // the response holds a CNAME chain that leaves Z at `chase_target`
+                    // (NOERROR, the CNAMEs in the answer section); the server completes it
 };
 
 struct AnswerResult {
@@ -60,6 +69,10 @@ struct AnswerResult {
   bool truncated = false;
   bool reverse = false;               // the question was under in-addr.arpa or ip6.arpa
   std::span<const uint8_t> response;  // a view of the caller's buffer
+  // kNotOurs and kExternalTarget only: the parsed query (its EDNS options point into the
+  // packet) and, for kExternalTarget, the CNAME target outside Z, as the service spells it.
+  dns::Query query;
+  dns::Name chase_target;
 };
 
 class Answerer {

@@ -236,6 +236,68 @@ TEST_CASE("names kubedns does not own are marked for forwarding", "[kubedns]") {
   }
 }
 
+TEST_CASE(
+    "reverse names get SERVFAIL until the first full sync, then unknown ones are "
+    "forwarded",
+    "[kubedns]") {
+  Answerer answerer(Config());
+  RecordTreeWriter writer;
+  auto unsynced = writer.Publish();
+  for (const Snapshot* snapshot : {static_cast<const Snapshot*>(nullptr), unsynced.get()}) {
+    Answered got = Ask(answerer, snapshot, {"1.0.96.10.in-addr.arpa.", "PTR"});
+    CHECK(got.result.outcome == Outcome::kAnswered);
+    CHECK(got.message.rcode() == dns::Rcode::kServFail);
+  }
+  auto synced = ConformanceSnapshot();
+  CHECK(Ask(answerer, synced.get(), {"1.0.96.10.in-addr.arpa.", "PTR"}).result.outcome ==
+        Outcome::kAnswered);
+  Answered unknown = Ask(answerer, synced.get(), {"9.9.96.10.in-addr.arpa.", "PTR"});
+  CHECK(unknown.result.outcome == Outcome::kNotOurs);
+  CHECK(unknown.result.reverse);
+  CHECK(unknown.result.query.qname.ToText() == "9.9.96.10.in-addr.arpa.");
+  CHECK(unknown.result.query.qtype == dns::RrType::kPtr);
+}
+
+TEST_CASE("an ExternalName chain that leaves the zone is handed over with its target",
+          "[kubedns]") {
+  auto outside = k8s::DecodeService(R"({"metadata":{"name":"out","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"WWW.Example.com"}})");
+  auto alias = k8s::DecodeService(R"({"metadata":{"name":"alias","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"out.x.svc.cluster.local"}})");
+  REQUIRE(outside.ok());
+  REQUIRE(alias.ok());
+  RecordTreeWriter writer;
+  writer.UpsertService(outside.value());
+  writer.UpsertService(alias.value());
+  writer.MarkSynced();
+  auto snapshot = writer.Publish();
+  Answerer answerer(Config());
+
+  Answered direct = Ask(answerer, snapshot.get(), {"Out.x.svc.cluster.local.", "A", false, 0});
+  CHECK(direct.result.outcome == Outcome::kExternalTarget);
+  CHECK(direct.result.chase_target.IdenticalTo(*dns::Name::FromText("WWW.Example.com.")));
+  CHECK(direct.result.query.qname.ToText() == "Out.x.svc.cluster.local.");
+  CHECK(direct.result.query.edns.has_value());
+  CHECK(direct.message.rcode() == dns::Rcode::kNoError);
+  CHECK(direct.message.header.aa);
+  CHECK(Texts(direct.message.answers) ==
+        std::vector<std::string>{"Out.x.svc.cluster.local. 30 IN CNAME WWW.Example.com."});
+  CHECK(direct.message.authorities.empty());
+
+  Answered chained = Ask(answerer, snapshot.get(), {"alias.x.svc.cluster.local.", "AAAA"});
+  CHECK(chained.result.outcome == Outcome::kExternalTarget);
+  CHECK(chained.result.chase_target.ToText() == "WWW.Example.com.");
+  CHECK(Types(chained.message.answers) == std::vector<std::string>{"CNAME", "CNAME"});
+
+  // CNAME and ANY questions are answered by the CNAME itself.
+  for (const char* type : {"CNAME", "ANY"}) {
+    CAPTURE(type);
+    Answered cname = Ask(answerer, snapshot.get(), {"out.x.svc.cluster.local.", type});
+    CHECK(cname.result.outcome == Outcome::kAnswered);
+    CHECK(Types(cname.message.answers) == std::vector<std::string>{"CNAME"});
+  }
+}
+
 TEST_CASE("malformed queries are answered FORMERR or dropped", "[kubedns]") {
   auto snapshot = ConformanceSnapshot();
   Answerer answerer(Config());

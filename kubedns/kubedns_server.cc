@@ -101,32 +101,33 @@ class KubednsServer::Publisher final : public RecordSink {
   RecordTreeWriter writer_;
 };
 
-// One per DNS thread: reads the current snapshot and answers.
+// One per DNS thread: a DnsHandler, registered so that new routes can reach it.
 class KubednsServer::Handler final : public server::QueryHandler {
  public:
-  explicit Handler(KubednsServer& server) : server_(server), reader_(server.snapshots_) {}
-
-  void HandleQuery(server::Request& request) override {
-    auto start = std::chrono::steady_clock::now();
-    AnswerResult result = server_.answerer_.Answer(
-        reader_.Get(), request.query(),
-        request.transport() == server::Transport::kTcp ? Transport::kTcp : Transport::kUdp,
-        request.response_buffer());
-    if (!result.response.empty()) request.Reply(result.response);
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    server_.dns_metrics_.Record(result, result.response.size(), seconds);
+  Handler(KubednsServer& server, const server::ThreadContext& context)
+      : server_(server),
+        thread_index_(context.thread_index),
+        handler_(context, server.handler_shared_, server.routes()) {
+    server_.RegisterHandler(thread_index_, &handler_);
   }
+  ~Handler() override { server_.RegisterHandler(thread_index_, nullptr); }
+
+  void HandleQuery(server::Request& request) override { handler_.HandleQuery(request); }
 
  private:
   KubednsServer& server_;
-  SnapshotHolder<Snapshot>::Reader reader_;
+  const size_t thread_index_;
+  DnsHandler handler_;
 };
 
 KubednsServer::KubednsServer(Options options)
     : options_(std::move(options)),
       answerer_(options_.answer),
-      dns_metrics_(registry_, options_.metrics_prefix) {
+      dns_metrics_(registry_, options_.metrics_prefix),
+      upstream_table_(std::make_shared<upstream::UpstreamTable>()),
+      forward_metrics_(registry_, upstream_table_),
+      handler_shared_{answerer_,        snapshots_,      dns_metrics_,
+                      forward_metrics_, upstream_table_, options_.forwarder} {
   RegisterMetrics();
 }
 
@@ -168,16 +169,38 @@ bool KubednsServer::Start(std::string* error) {
   source_thread_ = std::thread([this, &started] { RunSource(&started); });
   started.get_future().wait();
 
+  // The forwarding routes before the first query; stub host names are resolved (through
+  // our own DNS port) once the config thread runs.
+  ForwardConfig::Options forward;
+  forward.config_dir = options_.config_dir;
+  forward.period_ms = options_.config_period_ms;
+  forward.cluster_zone = options_.answer.zone;
+  forward.flag_nameservers = options_.nameservers;
+  forward.resolv_conf = options_.resolv_conf;
+  forward_config_ = std::make_unique<ForwardConfig>(
+      forward, forward_metrics_,
+      [this](const std::shared_ptr<const UpstreamRoutes>& routes) { PublishRoutes(routes); });
+  forward_config_->Poll(HostResolver());
+
   server::DnsServer::Options dns;
   dns.listen_address = options_.dns_address;
   dns.threads = options_.dns_threads;
-  dns_server_ = std::make_unique<server::DnsServer>(
-      dns, [this](const server::ThreadContext&) { return std::make_unique<Handler>(*this); });
+  dns_server_ =
+      std::make_unique<server::DnsServer>(dns, [this](const server::ThreadContext& context) {
+        return std::make_unique<Handler>(*this, context);
+      });
   if (!dns_server_->Start(error)) {
     *error = "DNS on " + options_.dns_address.ToString() + ": " + *error;
     Stop();
     return false;
   }
+  loop::SocketAddress self = dns_server_->local_address();
+  if (self.IsWildcard()) {
+    self = *loop::SocketAddress::FromHostPort(self.is_v4() ? "127.0.0.1" : "::1", self.port());
+  }
+  forward_config_->Start([self](const dns::Name& host, std::string* resolve_error) {
+    return ResolveThrough(self, host, 2000, resolve_error);
+  });
 
   http::Server::Options healthz;
   healthz.bind_address = options_.healthz_address;
@@ -251,7 +274,37 @@ void KubednsServer::RunSource(std::promise<void>* started) {
   if (!loop.Close()) LOG(ERROR) << "source loop closed with open handles";
 }
 
+std::shared_ptr<const UpstreamRoutes> KubednsServer::routes() const {
+  std::lock_guard lock(handlers_mu_);
+  return routes_ ? routes_ : std::make_shared<const UpstreamRoutes>();
+}
+
+void KubednsServer::PublishRoutes(const std::shared_ptr<const UpstreamRoutes>& routes) {
+  {
+    std::lock_guard lock(handlers_mu_);
+    routes_ = routes;
+  }
+  if (!dns_server_) return;  // the first pass, before the DNS threads: they start with it
+  for (size_t i = 0; i < dns_server_->thread_count(); ++i) {
+    dns_server_->Post(i, [this, i, routes] {
+      if (DnsHandler* handler = FindHandler(i)) handler->SetRoutes(routes);
+    });
+  }
+}
+
+void KubednsServer::RegisterHandler(size_t thread_index, DnsHandler* handler) {
+  std::lock_guard lock(handlers_mu_);
+  if (handlers_.size() <= thread_index) handlers_.resize(thread_index + 1, nullptr);
+  handlers_[thread_index] = handler;
+}
+
+DnsHandler* KubednsServer::FindHandler(size_t thread_index) {
+  std::lock_guard lock(handlers_mu_);
+  return thread_index < handlers_.size() ? handlers_[thread_index] : nullptr;
+}
+
 void KubednsServer::Stop() {
+  if (forward_config_) forward_config_->Stop();  // posts nothing more
   if (healthz_http_) healthz_http_->Stop();
   if (metrics_http_) metrics_http_->Stop();
   if (dns_server_) dns_server_->Stop();

@@ -4,13 +4,18 @@
 //   source thread   owns a loop, the record source (the objects file, or the Kubernetes API
 //                   through libcurl) and the RecordTreeWriter; every change is published as
 //                   a new Snapshot
-//   DNS threads     server::DnsServer, one loop each; every query reads the current
-//                   snapshot through a SnapshotHolder::Reader (no lock) and is answered by
-//                   the Answerer into the thread's buffer
+//   DNS threads     server::DnsServer, one loop each, with a DnsHandler: every query reads
+//                   the current snapshot through a SnapshotHolder::Reader (no lock) and is
+//                   answered by the Answerer into the thread's buffer; names kubedns does
+//                   not own go to the upstreams through the thread's upstream::Forwarder
+//                   (all Forwarders share one UpstreamTable)
+//   config thread   ForwardConfig: re-reads --config-dir and resolv.conf every
+//                   --config-period and, on a change, posts the new UpstreamRoutes to every
+//                   DNS thread (DnsServer::Post)
 //   HTTP thread(s)  /readiness and /healthz on the healthz port, /metrics and /cache on
 //                   the metrics port (one thread when the ports are equal)
-// Data crosses threads only as immutable snapshots, per-thread metric counters and the
-// atomic ready flag.
+// Data crosses threads only as immutable snapshots (records, routes), per-thread metric
+// counters and the atomic ready flag.
 //
 // Readiness turns on after the source's first complete set; until then cluster-zone
 // queries are answered SERVFAIL. Liveness (/healthz) never depends on the source.
@@ -19,9 +24,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/base/snapshot_holder.h"
 #include "common/http/server_thread.h"
@@ -29,10 +36,16 @@
 #include "common/loop/socket_address.h"
 #include "common/metrics/registry.h"
 #include "common/server/dns_server.h"
+#include "common/upstream/forwarder.h"
+#include "common/upstream/upstream_table.h"
 #include "kubedns/answerer.h"
 #include "kubedns/api_source.h"
+#include "kubedns/dns_handler.h"
+#include "kubedns/forward_config.h"
+#include "kubedns/forward_metrics.h"
 #include "kubedns/metrics.h"
 #include "kubedns/record_tree.h"
+#include "kubedns/upstream_routes.h"
 
 namespace kdns::kubedns {
 
@@ -49,6 +62,12 @@ class KubednsServer {
     std::optional<k8s::ApiConfig> api_config;  // otherwise the Kubernetes API
     ApiSource::Options api;
     std::string metrics_prefix = "skydns_skydns";
+    // Forwarding (names kubedns does not own).
+    std::string config_dir;  // --config-dir: the kube-dns ConfigMap; empty: none
+    uint64_t config_period_ms = 10'000;
+    std::vector<loop::SocketAddress> nameservers;  // --nameservers
+    std::string resolv_conf = "/etc/resolv.conf";
+    upstream::Forwarder::Options forwarder;  // max_in_flight per DNS thread (--forward-max)
   };
 
   explicit KubednsServer(Options options);
@@ -68,6 +87,8 @@ class KubednsServer {
   const loop::SocketAddress& metrics_address() const;
   std::shared_ptr<const Snapshot> snapshot() const { return snapshots_.Current(); }
   metrics::Registry& registry() { return registry_; }
+  // The forwarding routes last handed to the DNS threads.
+  std::shared_ptr<const UpstreamRoutes> routes() const;
 
  private:
   class Publisher;
@@ -75,12 +96,24 @@ class KubednsServer {
 
   void RunSource(std::promise<void>* started);
   void RegisterMetrics();
+  // Hands `routes` to every DNS thread (from the config thread, or Start's first pass).
+  void PublishRoutes(const std::shared_ptr<const UpstreamRoutes>& routes);
+  void RegisterHandler(size_t thread_index, DnsHandler* handler);
+  DnsHandler* FindHandler(size_t thread_index);
 
   Options options_;
   metrics::Registry registry_;
   Answerer answerer_;
   DnsMetrics dns_metrics_;
+  std::shared_ptr<upstream::UpstreamTable> upstream_table_;
+  ForwardMetrics forward_metrics_;
   SnapshotHolder<Snapshot> snapshots_;
+  DnsHandler::Shared handler_shared_;
+  std::unique_ptr<ForwardConfig> forward_config_;
+
+  mutable std::mutex handlers_mu_;
+  std::vector<DnsHandler*> handlers_;             // Guarded by handlers_mu_; by thread index.
+  std::shared_ptr<const UpstreamRoutes> routes_;  // Guarded by handlers_mu_.
   std::atomic<bool> synced_{false};
   std::atomic<bool> lameduck_{false};
   std::atomic<uint64_t> last_publish_unix_ms_{0};

@@ -15,6 +15,7 @@
 #include "common/base/time_zone.h"
 #include "common/base/version.h"
 #include "kubedns/kubedns_server.h"
+#include "kubedns/upstream_routes.h"
 
 // kube-dns's flags, same names and meanings.
 DEFINE_string(domain, "cluster.local.", "Cluster domain served (kube-dns --domain).");
@@ -22,15 +23,18 @@ DEFINE_int32(dns_port, 10053, "Port to serve DNS on, UDP and TCP.");
 DEFINE_string(dns_bind_address, "0.0.0.0", "Address to serve DNS on.");
 DEFINE_int32(healthz_port, 8081, "Port for /readiness and /healthz.");
 DEFINE_string(config_dir, "",
-              "Directory of the kube-dns ConfigMap (stubDomains, "
-              "upstreamNameservers); read by the forwarder (not yet used).");
-DEFINE_string(config_period, "10s", "How often to re-read --config-dir (Go duration).");
+              "Directory of the mounted kube-dns ConfigMap: stubDomains and "
+              "upstreamNameservers route the names kubedns forwards. An invalid version is "
+              "logged and ignored (the previous one stays).");
+DEFINE_string(config_period, "10s",
+              "How often to re-read --config-dir and resolv.conf (Go duration).");
 DEFINE_string(initial_sync_timeout, "60s",
               "Log loudly when the first full sync has not finished after this long; "
               "serving and retrying go on.");
 DEFINE_string(nameservers, "",
-              "Upstream servers for names outside the cluster domain, "
-              "comma-separated ip[:port] (not yet used: such names are answered REFUSED).");
+              "Upstream servers for names outside the cluster domain, comma-separated "
+              "ip, ip:port or [ipv6]:port; the ConfigMap's upstreamNameservers take "
+              "precedence; without either, the nameservers of --resolv-conf.");
 DEFINE_string(kubecfg_file, "",
               "kubeconfig file for the Kubernetes API; without it and without "
               "--kube-master-url, the in-cluster service account is used.");
@@ -57,6 +61,12 @@ DEFINE_int32(metrics_port, -1,
 DEFINE_string(http_bind_address, "0.0.0.0", "Address for the healthz and metrics ports.");
 DEFINE_string(lameduck, "0s",
               "On SIGTERM, fail readiness and keep answering this long before exiting.");
+DEFINE_string(resolv_conf, "/etc/resolv.conf",
+              "Where the default upstreams come from when neither upstreamNameservers nor "
+              "--nameservers gives any (re-read every --config-period).");
+DEFINE_int32(forward_max, 150,
+             "Distinct upstream queries in flight per DNS thread; beyond it, forwarded "
+             "queries are answered SERVFAIL at once.");
 DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
 
 namespace {
@@ -119,7 +129,24 @@ kdns::kubedns::KubednsServer::Options OptionsFromFlags() {
       Address("http-bind-address", FLAGS_http_bind_address, PortFlag("metrics-port", metrics_port));
   options.metrics_prefix = kdns::kubedns::DnsMetrics::SkydnsPrefixFromEnvironment();
   options.objects_file = FLAGS_objects_file;
-  DurationFlag("config-period", FLAGS_config_period);
+  options.config_dir = FLAGS_config_dir;
+  options.config_period_ms = DurationFlag("config-period", FLAGS_config_period);
+  if (options.config_period_ms == 0) Fail("--config-period: must be positive");
+  std::string nameservers_error;
+  auto nameservers = kdns::kubedns::ParseNameserversFlag(FLAGS_nameservers, &nameservers_error);
+  if (!nameservers) Fail("--nameservers: " + nameservers_error);
+  for (const auto& nameserver : *nameservers) {
+    // Forwarding to ourselves would loop every outside name until it times out.
+    bool ours = nameserver.port() == options.dns_address.port() &&
+                (nameserver == options.dns_address ||
+                 (options.dns_address.IsWildcard() &&
+                  (nameserver.HostString() == "127.0.0.1" || nameserver.HostString() == "::1")));
+    if (ours) Fail("--nameservers: " + nameserver.ToString() + " is this kubedns itself");
+  }
+  options.nameservers = std::move(*nameservers);
+  options.resolv_conf = FLAGS_resolv_conf;
+  if (FLAGS_forward_max < 1) Fail("--forward-max: must be at least 1");
+  options.forwarder.max_in_flight = static_cast<size_t>(FLAGS_forward_max);
   if (options.objects_file.empty()) {
     kdns::k8s::Result<kdns::k8s::ApiConfig> config =
         !FLAGS_kubecfg_file.empty()

@@ -76,9 +76,11 @@ void DnsMetrics::Record(const AnswerResult& result, size_t response_bytes, doubl
     return;
   }
   if (result.outcome == Outcome::kFormErr) malformed_->Inc();
-  System system = result.outcome == Outcome::kNotOurs ? kRecursive
-                  : result.reverse                    ? kReverse
-                                                      : kAuth;
+  // skydns: reverse names are "reverse" also when forwarded (ServeDNSReverse forwards what
+  // it cannot answer); other names it does not own are "recursive"; the rest, ExternalName
+  // chains completed upstream included, "auth".
+  const bool forwarded = result.outcome == Outcome::kNotOurs;
+  System system = result.reverse ? kReverse : forwarded ? kRecursive : kAuth;
   PerSystem& per = systems_[system];
   per.requests->Inc();
   per.duration->Observe(seconds);
@@ -98,7 +100,9 @@ void DnsMetrics::Record(const AnswerResult& result, size_t response_bytes, doubl
   size_t r = 0;
   while (r < kRcodes.size() && kRcodes[r] != result.rcode) ++r;
   queries_[t][r]->Inc();
-  query_duration_->Observe(seconds);
+  // Answered here, from the records; forwarded and chased queries are timed in
+  // kdns_kubedns_forward_duration_seconds.
+  if (!forwarded && result.outcome != Outcome::kExternalTarget) query_duration_->Observe(seconds);
 }
 
 }  // namespace kdns::kubedns

@@ -9,9 +9,14 @@
 //   <ns>_<sub>_dns_error_count_total{system,cause}     cause: nxdomain, servfail, refused,
 //                                                      truncated
 //   <ns>_<sub>_dns_cachemiss_count_total{cache}        (kubedns has no cache: no series)
+// A query is counted once, when it is answered: "reverse" for every name under
+// in-addr.arpa and ip6.arpa (forwarded ones too, as skydns counts them), "recursive" for
+// the other names forwarded to upstreams, "auth" for the rest (an ExternalName chain
+// completed upstream included); response size and errors are those of the answer sent.
 // Our own, with Prometheus naming: kdns_kubedns_queries_total{type,rcode} (both labels from
-// small fixed sets), kdns_kubedns_query_duration_seconds, kdns_kubedns_malformed_total,
-// kdns_kubedns_dropped_total, kdns_kubedns_truncated_total.
+// small fixed sets, every answered query), kdns_kubedns_query_duration_seconds (queries
+// answered from the records; see forward_metrics.h for the others),
+// kdns_kubedns_malformed_total, kdns_kubedns_dropped_total, kdns_kubedns_truncated_total.
 //
 // Every counter the DNS threads touch is resolved once here, so recording a query is a few
 // per-thread increments with no lookup. Thread-safe: Record() from any DNS thread.

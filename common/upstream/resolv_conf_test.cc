@@ -1,0 +1,39 @@
+#include "common/upstream/resolv_conf.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+namespace kdns::upstream {
+namespace {
+
+TEST_CASE("resolv.conf gives nameserver lines, v4 and v6", "[upstream][resolv]") {
+  ResolvConf conf = ParseResolvConf(
+      "# generated\n"
+      "search default.svc.cluster.local svc.cluster.local\n"
+      "nameserver 10.96.0.10\n"
+      "  nameserver\t2001:db8::53   # comment\n"
+      "options ndots:5\n"
+      "; nameserver 9.9.9.9\n"
+      "nameserver fe80::1%eth0\n"
+      "nameserver dns.example\n"
+      "nameserver 1.1.1.1 extra\n"
+      "domain example\r\n"
+      "nameserver 8.8.8.8");
+  REQUIRE(conf.nameservers.size() == 3);
+  CHECK(conf.nameservers[0].ToString() == "10.96.0.10");
+  CHECK(conf.nameservers[1].ToString() == "2001:db8::53");
+  CHECK(conf.nameservers[2].ToString() == "8.8.8.8");
+  CHECK(conf.skipped_lines == std::vector<std::string>{"nameserver fe80::1%eth0",
+                                                       "nameserver dns.example",
+                                                       "nameserver 1.1.1.1 extra"});
+}
+
+TEST_CASE("A missing resolv.conf is an error", "[upstream][resolv]") {
+  ResolvConf conf;
+  std::string error;
+  CHECK_FALSE(LoadResolvConf("/nonexistent/resolv.conf", &conf, &error));
+  CHECK(error == "cannot read /nonexistent/resolv.conf: No such file or directory");
+}
+
+}  // namespace
+}  // namespace kdns::upstream

@@ -1,0 +1,336 @@
+#include "kubedns/dns_handler.h"
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/dns/builder.h"
+#include "common/dns/message.h"
+#include "common/dns/testing.h"
+#include "common/k8s/decode.h"
+#include "common/loop/loop.h"
+#include "common/loop/loop_test_util.h"
+#include "common/metrics/text_parser.h"
+#include "common/server/loop_server.h"
+#include "common/server/server_test_util.h"
+#include "common/upstream/testing.h"
+
+namespace kdns::kubedns {
+namespace {
+
+using dns::testing::N;
+using loop::testing::RequireClosesClean;
+using loop::testing::RunUntil;
+using upstream::testing::Behaviour;
+using upstream::testing::FakeUpstream;
+
+std::shared_ptr<const Snapshot> TestSnapshot() {
+  RecordTreeWriter writer;
+  for (const char* json : {
+           R"({"metadata":{"name":"kubernetes","namespace":"default"},
+               "spec":{"clusterIP":"10.96.0.1","clusterIPs":["10.96.0.1"]}})",
+           R"({"metadata":{"name":"ext","namespace":"default"},
+               "spec":{"type":"ExternalName","externalName":"www.example.com"}})",
+           R"({"metadata":{"name":"stubby","namespace":"default"},
+               "spec":{"type":"ExternalName","externalName":"host.acme.local"}})",
+       }) {
+    auto service = k8s::DecodeService(json);
+    REQUIRE(service.ok());
+    writer.UpsertService(service.value());
+  }
+  writer.MarkSynced();
+  return writer.Publish();
+}
+
+struct Query {
+  std::string name;
+  dns::RrType type = dns::RrType::kA;
+  uint16_t id = 0x4242;
+  bool edns = true;
+};
+
+std::vector<uint8_t> Bytes(const Query& q) {
+  std::vector<uint8_t> buffer(512);
+  dns::MessageBuilder builder(buffer);
+  builder.header().id = q.id;
+  builder.header().rd = true;
+  REQUIRE(builder.AddQuestion(N(q.name), q.type, dns::RrClass::kIn) == dns::BuildError::kOk);
+  if (q.edns) REQUIRE(builder.SetEdns(dns::EdnsView{}) == dns::BuildError::kOk);
+  auto bytes = builder.Finish();
+  return {bytes.begin(), bytes.end()};
+}
+
+dns::Message Parse(const std::vector<uint8_t>& bytes) {
+  dns::Message message;
+  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
+  return message;
+}
+
+// kubedns's DNS path on the test's own loop: a LoopServer with a DnsHandler, two fake
+// upstreams, and routes the test sets.
+class Fixture {
+ public:
+  Fixture() {
+    snapshots_.Publish(TestSnapshot());
+    shared_.forwarder.min_try_timeout_ms = 50;
+    shared_.forwarder.max_try_timeout_ms = 100;
+    shared_.forwarder.total_timeout_ms = 400;
+    a = std::make_unique<FakeUpstream>(loop, 1);
+    b = std::make_unique<FakeUpstream>(loop, 2);
+  }
+  ~Fixture() {
+    server_.reset();
+    a.reset();
+    b.reset();
+    RequireClosesClean(loop);
+  }
+
+  // Starts serving with `routes`.
+  void Serve(const std::shared_ptr<const UpstreamRoutes>& routes, size_t max_in_flight = 150) {
+    shared_.forwarder.max_in_flight = max_in_flight;
+    server::LoopServer::Options options;
+    options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+    std::string error;
+    server_ = server::LoopServer::Create(
+        loop, options,
+        [this, routes](const server::ThreadContext& context) {
+          auto handler = std::make_unique<DnsHandler>(context, shared_, routes);
+          handler_ = handler.get();
+          return handler;
+        },
+        stats_, &error);
+    INFO(error);
+    REQUIRE(server_ != nullptr);
+  }
+
+  // Routes: stub acme.local. to b (when `stub`), everything else to a.
+  std::shared_ptr<const UpstreamRoutes> Routes(bool stub = true) const {
+    std::vector<UpstreamRoute> stubs;
+    if (stub) stubs.push_back({N("acme.local."), RouteKind::kStub, {b->address()}});
+    return std::make_shared<const UpstreamRoutes>(
+        std::move(stubs), upstream::UpstreamSet{a->address()}, DefaultSource::kFlag);
+  }
+
+  dns::Message Ask(const Query& q) {
+    server::testing::UdpClient client(server_->udp_address());
+    REQUIRE(client.Send(Bytes(q)));
+    std::optional<std::vector<uint8_t>> reply;
+    REQUIRE(RunUntil(loop, [&] { return (reply = client.TryReceive()).has_value(); }));
+    return Parse(*reply);
+  }
+
+  dns::Message AskTcp(const Query& q) {
+    server::testing::TcpClient client(server_->tcp_address());
+    REQUIRE(client.Send(Bytes(q)));
+    std::optional<std::vector<uint8_t>> reply;
+    REQUIRE(RunUntil(loop, [&] { return (reply = client.TryReceive()).has_value(); }));
+    return Parse(*reply);
+  }
+
+  double Metric(const std::string& sample) {
+    std::string error;
+    auto parsed = metrics::ParseText(registry_.Render(), &error);
+    INFO(error);
+    REQUIRE(parsed);
+    auto it = parsed->samples.find(sample);
+    return it == parsed->samples.end() ? 0 : it->second;
+  }
+
+  DnsHandler& handler() { return *handler_; }
+  upstream::Forwarder::Options& forwarder_options() { return shared_.forwarder; }
+  loop::SocketAddress udp_address() const { return server_->udp_address(); }
+
+  loop::Loop loop;
+  std::unique_ptr<FakeUpstream> a;
+  std::unique_ptr<FakeUpstream> b;
+
+ private:
+  metrics::Registry registry_;
+  AnswerConfig Config() {
+    AnswerConfig config;
+    config.zone = N("cluster.local.");
+    return config;
+  }
+  Answerer answerer_{Config()};
+  SnapshotHolder<Snapshot> snapshots_;
+  DnsMetrics dns_metrics_{registry_, "skydns_skydns"};
+  std::shared_ptr<upstream::UpstreamTable> table_ = std::make_shared<upstream::UpstreamTable>();
+  ForwardMetrics forward_metrics_{registry_, table_};
+  DnsHandler::Shared shared_{answerer_, snapshots_, dns_metrics_, forward_metrics_, table_, {}};
+  server::ThreadStats stats_;
+  std::unique_ptr<server::LoopServer> server_;
+  DnsHandler* handler_ = nullptr;
+};
+
+bool IsA(const dns::ResourceRecord& record, uint8_t tag) {
+  const auto* a = std::get_if<dns::RdataA>(&record.rdata);
+  return a != nullptr && a->address == FakeUpstream::A(192, 0, 2, tag).address;
+}
+
+}  // namespace
+
+TEST_CASE("a name outside the cluster is forwarded and answered with the client's ID and case",
+          "[kubedns][handler]") {
+  Fixture f;
+  f.Serve(f.Routes());
+  for (bool edns : {true, false}) {
+    CAPTURE(edns);
+    dns::Message reply = f.Ask({"WwW.Example.COM.", dns::RrType::kA, 0x4242, edns});
+    CHECK(reply.header.id == 0x4242);
+    CHECK(reply.rcode() == dns::Rcode::kNoError);
+    REQUIRE(reply.questions.size() == 1);
+    CHECK(reply.questions[0].name.IdenticalTo(N("WwW.Example.COM.")));
+    REQUIRE(reply.answers.size() == 1);
+    CHECK(IsA(reply.answers[0], 1));
+    CHECK(reply.edns.has_value() == edns);  // the upstream's OPT is not passed to a client
+  }
+  CHECK(f.a->queries().size() == 2);
+  CHECK(f.b->queries().empty());
+  CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="recursive"})") == 2);
+  CHECK(f.Metric(R"(kdns_kubedns_forward_queries_total{route="default",kind="forward"})") == 2);
+  CHECK(f.Metric("kdns_kubedns_forward_duration_seconds_count") == 2);
+  CHECK(f.Metric("kdns_kubedns_forward_in_flight") == 0);
+  CHECK(f.Metric(R"(kdns_kubedns_upstream_queries_total{upstream=")" +
+                 upstream::FormatUpstreamAddress(f.a->address()) + R"("})") >= 1);
+}
+
+TEST_CASE("cluster names are answered locally; unknown reverse names are forwarded",
+          "[kubedns][handler]") {
+  Fixture f;
+  f.Serve(f.Routes());
+  CHECK(f.Ask({"nope.default.svc.cluster.local."}).rcode() == dns::Rcode::kNxDomain);
+  CHECK(f.Ask({"kubernetes.default.svc.cluster.local."}).answers.size() == 1);
+  dns::Message known = f.Ask({"1.0.96.10.in-addr.arpa.", dns::RrType::kPtr});
+  CHECK(known.header.aa);
+  REQUIRE(known.answers.size() == 1);
+  CHECK(known.answers[0].type == dns::RrType::kPtr);
+  CHECK(f.a->queries().empty());
+
+  dns::Message unknown = f.Ask({"9.9.9.9.in-addr.arpa.", dns::RrType::kPtr});
+  CHECK(unknown.rcode() == dns::Rcode::kNoError);
+  CHECK_FALSE(unknown.header.aa);
+  REQUIRE(f.a->queries().size() == 1);
+  CHECK(f.a->queries()[0].message.questions[0].name == N("9.9.9.9.in-addr.arpa."));
+  CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="reverse"})") == 2);
+  CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="auth"})") == 2);
+  CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="recursive"})") == 0);
+}
+
+TEST_CASE("stub domains go to their servers; new routes apply to new queries",
+          "[kubedns][handler]") {
+  Fixture f;
+  f.Serve(f.Routes());
+  dns::Message stub = f.Ask({"Host.ACME.local."});
+  REQUIRE(stub.answers.size() == 1);
+  CHECK(IsA(stub.answers[0], 2));
+  dns::Message other = f.Ask({"host.acme.example."});
+  REQUIRE(other.answers.size() == 1);
+  CHECK(IsA(other.answers[0], 1));
+  CHECK(f.Metric(R"(kdns_kubedns_forward_queries_total{route="stub",kind="forward"})") == 1);
+
+  f.handler().SetRoutes(f.Routes(/*stub=*/false));
+  dns::Message now_default = f.Ask({"other.acme.local."});
+  REQUIRE(now_default.answers.size() == 1);
+  CHECK(IsA(now_default.answers[0], 1));
+  CHECK(f.b->queries().size() == 1);
+}
+
+TEST_CASE("TCP clients are forwarded over TCP", "[kubedns][handler]") {
+  Fixture f;
+  f.Serve(f.Routes());
+  dns::Message reply = f.AskTcp({"www.example.com.", dns::RrType::kA, 7});
+  CHECK(reply.header.id == 7);
+  REQUIRE(reply.answers.size() == 1);
+  CHECK(f.a->CountQueries(upstream::Transport::kTcp) == 1);
+  CHECK(f.a->CountQueries(upstream::Transport::kUdp) == 0);
+}
+
+TEST_CASE("an ExternalName target outside the zone is chased through the upstreams",
+          "[kubedns][handler]") {
+  Fixture f;
+  f.Serve(f.Routes());
+  dns::Message reply = f.Ask({"Ext.default.svc.cluster.local.", dns::RrType::kA, 99});
+  CHECK(reply.header.id == 99);
+  CHECK(reply.rcode() == dns::Rcode::kNoError);
+  CHECK(reply.header.aa);
+  CHECK(reply.questions[0].name.IdenticalTo(N("Ext.default.svc.cluster.local.")));
+  REQUIRE(reply.answers.size() == 2);
+  CHECK(reply.answers[0].type == dns::RrType::kCname);
+  CHECK(reply.answers[0].owner.IdenticalTo(N("Ext.default.svc.cluster.local.")));
+  CHECK(reply.answers[1].owner == N("www.example.com."));
+  CHECK(IsA(reply.answers[1], 1));
+  REQUIRE(f.a->queries().size() == 1);
+  CHECK(f.a->queries()[0].message.questions[0].name == N("www.example.com."));
+
+  // A target under a stub domain goes to the stub's server.
+  dns::Message stub = f.Ask({"stubby.default.svc.cluster.local."});
+  REQUIRE(stub.answers.size() == 2);
+  CHECK(IsA(stub.answers[1], 2));
+  CHECK(f.Metric(R"(kdns_kubedns_forward_queries_total{route="stub",kind="chase"})") == 1);
+  CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="auth"})") == 2);
+
+  // The CNAME question is answered without asking anyone.
+  CHECK(f.Ask({"ext.default.svc.cluster.local.", dns::RrType::kCname}).answers.size() == 1);
+  CHECK(f.a->queries().size() == 1);
+}
+
+TEST_CASE("upstream failures and a missing upstream are answered SERVFAIL", "[kubedns][handler]") {
+  Fixture f;
+  SECTION("silent upstream: forward and chase time out") {
+    f.Serve(f.Routes());
+    f.a->set_behaviour(Behaviour::kSilent);
+    dns::Message forwarded = f.Ask({"www.example.com.", dns::RrType::kA, 1});
+    CHECK(forwarded.rcode() == dns::Rcode::kServFail);
+    CHECK(forwarded.header.id == 1);
+    CHECK(forwarded.header.ra);
+    CHECK(forwarded.answers.empty());
+    dns::Message chased = f.Ask({"ext.default.svc.cluster.local.", dns::RrType::kA, 2});
+    CHECK(chased.rcode() == dns::Rcode::kServFail);
+    CHECK(chased.answers.empty());
+    CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="timeout"})") == 2);
+    CHECK(f.Metric(R"(skydns_skydns_dns_error_count_total{system="recursive",cause="servfail"})") ==
+          1);
+  }
+  SECTION("every upstream answering SERVFAIL") {
+    f.Serve(f.Routes());
+    f.a->set_behaviour(Behaviour::kServFail);
+    CHECK(f.Ask({"www.example.com."}).rcode() == dns::Rcode::kServFail);
+    CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="upstream_error"})") == 1);
+  }
+  SECTION("no upstream configured at all") {
+    f.Serve(std::make_shared<const UpstreamRoutes>());
+    CHECK(f.Ask({"www.example.com."}).rcode() == dns::Rcode::kServFail);
+    CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="no_upstreams"})") == 1);
+    // Cluster names do not need upstreams.
+    CHECK(f.Ask({"kubernetes.default.svc.cluster.local."}).rcode() == dns::Rcode::kNoError);
+  }
+}
+
+TEST_CASE("beyond the in-flight cap a forwarded query gets SERVFAIL at once",
+          "[kubedns][handler]") {
+  Fixture f;
+  f.forwarder_options().min_try_timeout_ms = 1000;
+  f.forwarder_options().max_try_timeout_ms = 1000;
+  f.forwarder_options().total_timeout_ms = 2000;
+  f.Serve(f.Routes(), /*max_in_flight=*/1);
+  f.a->set_delay_ms(200);
+  server::testing::UdpClient first(f.udp_address());
+  server::testing::UdpClient second(f.udp_address());
+  REQUIRE(first.Send(Bytes({"one.example.", dns::RrType::kA, 1})));
+  REQUIRE(RunUntil(f.loop, [&] { return f.handler().forwarder().in_flight() == 1; }));
+  REQUIRE(second.Send(Bytes({"two.example.", dns::RrType::kA, 2})));
+  std::optional<std::vector<uint8_t>> r1;
+  std::optional<std::vector<uint8_t>> r2;
+  REQUIRE(RunUntil(f.loop, [&] { return (r2 = second.TryReceive()).has_value(); }));
+  CHECK_FALSE(first.TryReceive().has_value());  // still waiting for the slow upstream
+  CHECK(Parse(*r2).rcode() == dns::Rcode::kServFail);
+  CHECK(Parse(*r2).header.id == 2);
+  REQUIRE(RunUntil(f.loop, [&] { return (r1 = first.TryReceive()).has_value(); }));
+  CHECK(Parse(*r1).rcode() == dns::Rcode::kNoError);
+  CHECK(f.a->queries().size() == 1);
+  CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="overloaded"})") == 1);
+}
+
+}  // namespace kdns::kubedns

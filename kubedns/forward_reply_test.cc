@@ -1,0 +1,212 @@
+#include "kubedns/forward_reply.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "common/dns/builder.h"
+#include "common/dns/testing.h"
+
+namespace kdns::kubedns {
+namespace {
+
+using dns::testing::N;
+using dns::testing::RR;
+
+ClientQuery Client(const char* name, dns::RrType type, std::optional<uint16_t> edns_payload,
+                   upstream::Transport transport = upstream::Transport::kUdp) {
+  std::vector<uint8_t> buffer(512);
+  dns::MessageBuilder builder(buffer);
+  builder.header().id = 0xbeef;
+  builder.header().rd = true;
+  REQUIRE(builder.AddQuestion(N(name), type, dns::RrClass::kIn) == dns::BuildError::kOk);
+  if (edns_payload) {
+    dns::EdnsView edns;
+    edns.udp_payload_size = *edns_payload;
+    REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
+  }
+  auto bytes = builder.Finish();
+  dns::Query query;
+  REQUIRE(dns::ParseQuery(bytes, &query) == dns::ParseError::kOk);
+  return ClientQuery::From(query, transport, 1232);
+}
+
+// An upstream's reply to `name` (as the upstream spelt it), with `records` as its answers.
+upstream::Result Upstream(const char* name, dns::RrType type,
+                          std::vector<dns::ResourceRecord> records, bool edns,
+                          dns::Rcode rcode = dns::Rcode::kNoError,
+                          std::vector<dns::ResourceRecord> authorities = {}) {
+  upstream::Result result;
+  result.outcome = upstream::Outcome::kAnswer;
+  dns::Message& m = result.message;
+  m.header.id = 0x1111;
+  m.header.qr = true;
+  m.header.rd = true;
+  m.header.ra = true;
+  m.header.rcode = rcode;
+  m.questions.push_back({N(name), type, dns::RrClass::kIn});
+  m.answers = std::move(records);
+  m.authorities = std::move(authorities);
+  if (edns) m.edns = dns::Edns{};
+  REQUIRE(dns::BuildMessage(m, dns::kMaxMessageSize, &result.reply) == dns::BuildError::kOk);
+  REQUIRE(dns::ParseMessage(result.reply, &m) == dns::ParseError::kOk);
+  return result;
+}
+
+dns::Message Parse(std::span<const uint8_t> bytes) {
+  dns::Message message;
+  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
+  return message;
+}
+
+std::vector<dns::ResourceRecord> ManyA(const char* owner, int count) {
+  std::vector<dns::ResourceRecord> records;
+  records.reserve(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    records.push_back(RR(std::string(owner) + " 60 IN A 198.51.100." + std::to_string(i)));
+  }
+  return records;
+}
+
+}  // namespace
+
+TEST_CASE("a forwarded reply gets the client's ID and question case", "[kubedns][forward]") {
+  ClientQuery client = Client("WwW.Example.COM.", dns::RrType::kA, 1232);
+  upstream::Result result = Upstream("www.example.com.", dns::RrType::kA,
+                                     {RR("www.example.com. 60 IN A 192.0.2.1")}, true);
+  std::vector<uint8_t> out;
+  REQUIRE(ClientReply(result, client, &out));
+  CHECK(out.size() == result.reply.size());  // the bytes as received, rewritten in place
+  dns::Message reply = Parse(out);
+  CHECK(reply.header.id == 0xbeef);
+  CHECK(reply.questions[0].name.IdenticalTo(N("WwW.Example.COM.")));
+  CHECK(reply.answers.size() == 1);
+  CHECK(reply.edns.has_value());
+}
+
+TEST_CASE("a forwarded reply carries OPT only when the client sent it", "[kubedns][forward]") {
+  SECTION("the upstream's OPT is removed for a client without EDNS") {
+    ClientQuery client = Client("www.example.com.", dns::RrType::kA, std::nullopt);
+    std::vector<uint8_t> out;
+    REQUIRE(ClientReply(Upstream("www.example.com.", dns::RrType::kA,
+                                 {RR("www.example.com. 60 IN A 192.0.2.1")}, true),
+                        client, &out));
+    dns::Message reply = Parse(out);
+    CHECK_FALSE(reply.edns.has_value());
+    CHECK(reply.header.id == 0xbeef);
+    CHECK(reply.answers.size() == 1);
+  }
+  SECTION("ours is added for a client with EDNS when the upstream sent none") {
+    ClientQuery client = Client("www.example.com.", dns::RrType::kA, 4096);
+    std::vector<uint8_t> out;
+    REQUIRE(ClientReply(Upstream("www.example.com.", dns::RrType::kA,
+                                 {RR("www.example.com. 60 IN A 192.0.2.1")}, false),
+                        client, &out));
+    dns::Message reply = Parse(out);
+    REQUIRE(reply.edns.has_value());
+    CHECK(reply.edns->udp_payload_size == 1232);
+  }
+}
+
+TEST_CASE("a forwarded reply too big for the client's UDP buffer is cut at an RRset with TC",
+          "[kubedns][forward]") {
+  std::vector<dns::ResourceRecord> records = {RR("big.example.com. 60 IN CNAME pool.example.com.")};
+  for (auto& record : ManyA("pool.example.com.", 100)) records.push_back(record);
+  upstream::Result result = Upstream("big.example.com.", dns::RrType::kA, records, true);
+  REQUIRE(result.reply.size() > 1232);
+  struct Case {
+    std::optional<uint16_t> payload;
+    upstream::Transport transport;
+    bool truncated;
+  };
+  auto c = GENERATE(Case{std::nullopt, upstream::Transport::kUdp, true},  // 512
+                    Case{4096, upstream::Transport::kUdp, true},          // capped at 1232
+                    Case{std::nullopt, upstream::Transport::kTcp, false});
+  ClientQuery client = Client("BIG.example.com.", dns::RrType::kA, c.payload, c.transport);
+  std::vector<uint8_t> out;
+  REQUIRE(ClientReply(result, client, &out));
+  CHECK(out.size() <= client.limit_bytes);
+  dns::Message reply = Parse(out);
+  CHECK(reply.header.tc == c.truncated);
+  CHECK(reply.header.id == 0xbeef);
+  CHECK(reply.questions[0].name.IdenticalTo(N("BIG.example.com.")));
+  if (c.truncated) {
+    REQUIRE(reply.answers.size() == 1);  // the CNAME fits, the A RRset does not
+    CHECK(reply.answers[0].owner.IdenticalTo(N("BIG.example.com.")));
+  } else {
+    CHECK(reply.answers.size() == 101);
+  }
+}
+
+TEST_CASE("error replies echo the question, set RA and OPT as asked", "[kubedns][forward]") {
+  std::vector<uint8_t> buffer(512);
+  for (bool edns : {false, true}) {
+    ClientQuery client = Client("Www.Example.com.", dns::RrType::kAaaa,
+                                edns ? std::optional<uint16_t>(1232) : std::nullopt);
+    dns::Message reply = Parse(ErrorReply(client, dns::Rcode::kServFail, buffer));
+    CHECK(reply.rcode() == dns::Rcode::kServFail);
+    CHECK(reply.header.id == 0xbeef);
+    CHECK(reply.header.qr);
+    CHECK(reply.header.ra);
+    CHECK(reply.header.rd);
+    CHECK_FALSE(reply.header.aa);
+    REQUIRE(reply.questions.size() == 1);
+    CHECK(reply.questions[0].name.IdenticalTo(N("Www.Example.com.")));
+    CHECK(reply.questions[0].type == dns::RrType::kAaaa);
+    CHECK(reply.edns.has_value() == edns);
+  }
+}
+
+TEST_CASE("a chase appends the upstream's answer to the CNAME chain", "[kubedns][forward]") {
+  dns::Message partial;
+  partial.header.qr = true;
+  partial.header.aa = true;
+  partial.questions.push_back({N("ext.default.svc.cluster.local."), dns::RrType::kA});
+  partial.answers.push_back(RR("ext.default.svc.cluster.local. 30 IN CNAME www.example.com."));
+  const dns::Name target = N("www.example.com.");
+  dns::Name next;
+  SECTION("the records asked for: done") {
+    auto reply = Upstream("www.example.com.", dns::RrType::kA,
+                          {RR("www.example.com. 60 IN CNAME cdn.example.net."),
+                           RR("cdn.example.net. 20 IN A 192.0.2.7")},
+                          true);
+    CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) == ChaseStep::kDone);
+    CHECK(partial.answers.size() == 3);
+    CHECK(partial.rcode() == dns::Rcode::kNoError);
+    CHECK(partial.authorities.empty());
+  }
+  SECTION("NXDOMAIN describes the last name and keeps its SOA") {
+    auto reply = Upstream("www.example.com.", dns::RrType::kA, {}, true, dns::Rcode::kNxDomain,
+                          {RR("example.com. 300 IN SOA ns.example.com. h.example.com. 1 2 3 4 "
+                              "60"),
+                           RR("example.com. 300 IN NS ns.example.com.")});
+    CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) == ChaseStep::kDone);
+    CHECK(partial.rcode() == dns::Rcode::kNxDomain);
+    CHECK(partial.answers.size() == 1);
+    REQUIRE(partial.authorities.size() == 1);
+    CHECK(partial.authorities[0].type == dns::RrType::kSoa);
+  }
+  SECTION("NODATA keeps the SOA too") {
+    auto reply = Upstream("www.example.com.", dns::RrType::kA, {}, true, dns::Rcode::kNoError,
+                          {RR("example.com. 300 IN SOA ns.example.com. h.example.com. 1 2 3 4 "
+                              "60")});
+    CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) == ChaseStep::kDone);
+    CHECK(partial.rcode() == dns::Rcode::kNoError);
+    CHECK(partial.authorities.size() == 1);
+  }
+  SECTION("an authoritative server's CNAME out of its zone is followed") {
+    auto reply = Upstream("www.example.com.", dns::RrType::kA,
+                          {RR("www.example.com. 60 IN CNAME elsewhere.example.org.")}, true);
+    CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) ==
+          ChaseStep::kFollow);
+    CHECK(next == N("elsewhere.example.org."));
+    CHECK(CountCnames(partial) == 2);
+  }
+  SECTION("an rcode that cannot end a chain fails it") {
+    auto reply = Upstream("www.example.com.", dns::RrType::kA, {}, true, dns::Rcode::kYxDomain);
+    CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) ==
+          ChaseStep::kFailed);
+  }
+}
+
+}  // namespace kdns::kubedns

@@ -1,0 +1,101 @@
+// Where kubedns sends the names it does not own (see answerer.h): the routing built from
+// the kube-dns ConfigMap, --nameservers and /etc/resolv.conf.
+//
+//   - A name under a stubDomain goes to that stub's servers; the most specific domain wins
+//     (longest match by labels, case-insensitive). A stub whose host names all failed to
+//     resolve keeps its route with no server: its names get SERVFAIL rather than leak to the
+//     default upstreams. A stub listed with no server at all is no route (kube-dns's nanny
+//     writes no --server for it either).
+//   - Every other name goes to the default upstreams: the ConfigMap's upstreamNameservers
+//     when set, else --nameservers, else the nameservers of /etc/resolv.conf (skydns reads
+//     resolv.conf when it has no nameservers). None at all: SERVFAIL, as skydns answers
+//     ("can not forward, no nameservers defined").
+//
+// An UpstreamRoutes is immutable once built; the config thread builds a new one on every
+// change and hands it to each DNS thread. Lookup allocates nothing. No thread affinity.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/base/ip_address.h"
+#include "common/config/kube_dns_config.h"
+#include "common/dns/name.h"
+#include "common/loop/socket_address.h"
+#include "common/upstream/upstream_set.h"
+
+namespace kdns::kubedns {
+
+enum class RouteKind : uint8_t { kStub, kDefault };
+const char* RouteKindName(RouteKind kind);  // "stub", "default"
+
+// Where the default upstreams came from.
+enum class DefaultSource : uint8_t { kNone, kConfigMap, kFlag, kResolvConf };
+const char* DefaultSourceName(DefaultSource source);
+
+struct UpstreamRoute {
+  dns::Name domain;  // lower case; the root for the default route
+  RouteKind kind = RouteKind::kDefault;
+  upstream::UpstreamSet upstreams;
+
+  friend bool operator==(const UpstreamRoute& a, const UpstreamRoute& b) {
+    return a.domain.IdenticalTo(b.domain) && a.kind == b.kind && a.upstreams == b.upstreams;
+  }
+};
+
+class UpstreamRoutes {
+ public:
+  // No stub domain and no default upstream: everything gets SERVFAIL.
+  UpstreamRoutes() = default;
+  UpstreamRoutes(std::vector<UpstreamRoute> stubs, upstream::UpstreamSet defaults,
+                 DefaultSource source);
+
+  // The most specific stub route `qname` is under, else the default route.
+  const UpstreamRoute& Lookup(const dns::Name& qname) const;
+
+  const UpstreamRoute& default_route() const { return default_; }
+  DefaultSource default_source() const { return source_; }
+  // Most labels first.
+  std::span<const UpstreamRoute> stubs() const { return stubs_; }
+  // One line for logs: `stubs: acme.local.=[10.0.0.10#53]; default (resolv.conf): [...]`.
+  std::string ToString() const;
+
+  friend bool operator==(const UpstreamRoutes& a, const UpstreamRoutes& b) {
+    return a.stubs_ == b.stubs_ && a.default_ == b.default_ && a.source_ == b.source_;
+  }
+
+ private:
+  std::vector<UpstreamRoute> stubs_;
+  UpstreamRoute default_;
+  DefaultSource source_ = DefaultSource::kNone;
+};
+
+// What the routes are built from.
+struct RoutingInputs {
+  dns::Name cluster_zone;                             // for a warning only
+  config::KubeDnsConfig config;                       // the ConfigMap in effect
+  std::vector<loop::SocketAddress> flag_nameservers;  // --nameservers
+  std::vector<IpAddress> resolv_conf;                 // /etc/resolv.conf (port 53)
+};
+
+// Resolves a stub server's host name; an empty list with *error when it cannot.
+using HostResolver =
+    std::function<std::vector<IpAddress>(const dns::Name& host, std::string* error)>;
+
+// Builds the routes. Host names of stub servers go through `resolve` (port 53); what could
+// not be resolved, and stub domains inside the cluster domain (never forwarded, since
+// kubedns answers those names itself), are reported in *warnings, one line each.
+UpstreamRoutes BuildRoutes(const RoutingInputs& inputs, const HostResolver& resolve,
+                           std::vector<std::string>* warnings);
+
+// kube-dns's --nameservers: comma-separated `ip`, `ip:port` or `[ipv6]:port` (and, ours, a
+// bare IPv6 address). nullopt with a one-line *error naming the bad entry.
+std::optional<std::vector<loop::SocketAddress>> ParseNameserversFlag(std::string_view text,
+                                                                     std::string* error);
+
+}  // namespace kdns::kubedns

@@ -1,0 +1,446 @@
+#!/usr/bin/python3
+"""kubedns forwarding what it does not own, end to end, against real upstreams.
+
+Starts, unprivileged on free loopback ports: two unbound servers from Debian (the default
+upstreams; each serves example.test with its own address for www, and a reverse zone) and
+NSD (authoritative for acme.test, a stub domain, with a CNAME out of its zone), then the
+real kubedns binary with an objects file, --nameservers naming the first unbound and a
+--config-dir laid out as the kubelet mounts a ConfigMap (timestamped directories behind an
+atomically swapped `..data` link). Checks with real dig: forwarding over UDP and TCP with
+the client's ID and name case, EDNS, reverse names (ours answered, unknown ones
+forwarded), NXDOMAIN passed through, ExternalName chains completed through the upstreams
+(and through a stub domain, and an authoritative out-of-zone CNAME followed); then
+ConfigMap changes at run time: stubDomains routing to NSD, upstreamNameservers overriding
+--nameservers, an invalid change rejected with the previous configuration kept, and the
+return to --nameservers; the metrics; and SERVFAIL from a kubedns with no upstream at all.
+Closes with `N passed, M failed`.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kubedns_conformance_test as conformance  # noqa: E402
+
+BIN = conformance.BIN
+UNBOUND = "/usr/sbin/unbound"
+NSD = "/usr/sbin/nsd"
+
+OBJECTS = {
+    "apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Service",
+         "metadata": {"name": "kubernetes", "namespace": "default"},
+         "spec": {"clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
+                  "ports": [{"name": "https", "port": 443, "protocol": "TCP"}]}},
+    ] + [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
+         "spec": {"type": "ExternalName", "externalName": target}}
+        for name, target in (("ext", "www.example.test"), ("stubext", "host.acme.test"),
+                             ("chain", "out.acme.test"), ("missing", "nope.example.test"))
+    ],
+}
+
+
+class Processes:
+    """Every process started in its own session, stopped by its process group."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, args, log):
+        proc = subprocess.Popen(args, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self):
+        for proc in self.procs:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def wait_until(check, timeout=15.0):
+    deadline = time.time() + timeout
+    while True:
+        try:
+            if check():
+                return True
+        except Exception:  # a server still starting
+            pass
+        if time.time() > deadline:
+            return False
+        time.sleep(0.05)
+
+
+def dig(port, name, qtype="A", *options):
+    args = ["dig", "@127.0.0.1", "-p", str(port), name, qtype, "+time=3", "+tries=1",
+            "+nocookie", "+nostats"] + list(options)
+    run = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    got = conformance.parse(run.stdout)
+    got["raw"] = run.stdout
+    lines = run.stdout.splitlines()
+    got["question"] = None
+    for i, line in enumerate(lines):
+        if line.startswith(";; QUESTION SECTION:") and i + 1 < len(lines):
+            got["question"] = lines[i + 1].lstrip(";").split()[0]
+    got["answer"] = got["sections"].get("ANSWER", [])
+    got["authority"] = got["sections"].get("AUTHORITY", [])
+    return got
+
+
+def rrs(records):
+    """(owner, type, rdata) of each folded record line."""
+    out = []
+    for record in records:
+        parts = record.split(" ", 4)
+        out.append((parts[0], parts[3], parts[4] if len(parts) > 4 else ""))
+    return out
+
+
+def start_unbound(procs, tmp, name, www):
+    port = conformance.free_port()
+    conf = os.path.join(tmp, name + ".conf")
+    with open(conf, "w") as f:
+        f.write(f"""server:
+  interface: 127.0.0.1@{port}
+  port: {port}
+  do-daemonize: no
+  username: ""
+  chroot: ""
+  directory: "{tmp}"
+  pidfile: "{tmp}/{name}.pid"
+  use-syslog: no
+  logfile: ""
+  num-threads: 1
+  do-ip6: no
+  do-not-query-localhost: no
+  access-control: 127.0.0.0/8 allow
+  module-config: "iterator"
+  local-zone: "example.test." static
+  local-data: "example.test. 300 IN SOA ns.example.test. hostmaster.example.test. 1 3600 600 86400 60"
+  local-data: "www.example.test. 60 IN A {www}"
+  local-data: "www.example.test. 60 IN AAAA 2001:db8::10"
+  local-zone: "2.0.192.in-addr.arpa." static
+  local-data-ptr: "192.0.2.10 www.example.test."
+remote-control:
+  control-enable: no
+""")
+    procs.start([UNBOUND, "-d", "-c", conf], os.path.join(tmp, name + ".log"))
+    if not wait_until(lambda: www in dig(port, "www.example.test.")["raw"]):
+        raise RuntimeError(name + " did not answer; see " + os.path.join(tmp, name + ".log"))
+    return port
+
+
+def start_nsd(procs, tmp):
+    port = conformance.free_port()
+    with open(os.path.join(tmp, "acme.test.zone"), "w") as f:
+        f.write("""$ORIGIN acme.test.
+$TTL 60
+@ IN SOA ns.acme.test. hostmaster.acme.test. 1 3600 600 86400 60
+@ IN NS ns.acme.test.
+ns IN A 127.0.0.1
+host IN A 198.51.100.5
+out IN CNAME www.example.test.
+""")
+    conf = os.path.join(tmp, "nsd.conf")
+    with open(conf, "w") as f:
+        f.write(f"""server:
+  ip-address: 127.0.0.1@{port}
+  server-count: 1
+  do-ip6: no
+  username: ""
+  chroot: ""
+  zonesdir: "{tmp}"
+  pidfile: "{tmp}/nsd.pid"
+  database: ""
+  zonelistfile: "{tmp}/zone.list"
+  xfrdfile: "{tmp}/xfrd.state"
+  logfile: "{tmp}/nsd.log"
+  rrl-ratelimit: 0
+  rrl-whitelist-ratelimit: 0
+remote-control:
+  control-enable: no
+zone:
+  name: "acme.test"
+  zonefile: "acme.test.zone"
+""")
+    procs.start([NSD, "-d", "-c", conf], os.path.join(tmp, "nsd.stdout"))
+    if not wait_until(lambda: "198.51.100.5" in dig(port, "host.acme.test.")["raw"]):
+        raise RuntimeError("nsd did not answer; see " + os.path.join(tmp, "nsd.log"))
+    return port
+
+
+class ConfigMapDir:
+    """A directory laid out as the kubelet mounts a ConfigMap volume."""
+
+    def __init__(self, path):
+        self.path = path
+        self.version = 0
+        self.current = None
+        os.makedirs(path)
+
+    def publish(self, data):
+        self.version += 1
+        name = "..2024_01_01_00_00_%02d.%d" % (self.version, os.getpid())
+        os.mkdir(os.path.join(self.path, name))
+        for key, value in data.items():
+            with open(os.path.join(self.path, name, key), "w") as f:
+                f.write(value)
+        tmp_link = os.path.join(self.path, "..data_tmp")
+        os.symlink(name, tmp_link)
+        os.rename(tmp_link, os.path.join(self.path, "..data"))
+        for entry in os.listdir(self.path):
+            if entry.startswith("."):
+                continue
+            if entry not in data:
+                os.remove(os.path.join(self.path, entry))
+        for key in data:
+            link = os.path.join(self.path, key)
+            if not os.path.islink(link):
+                os.symlink(os.path.join("..data", key), link)
+        if self.current:
+            shutil.rmtree(os.path.join(self.path, self.current))
+        self.current = name
+
+
+class Kubedns:
+    def __init__(self, procs, tmp, name, *flags):
+        self.port = conformance.free_port()
+        self.healthz = conformance.free_port()
+        self.metrics_port = conformance.free_port()
+        self.log = os.path.join(tmp, name + ".log")
+        procs.start([os.path.join(BIN, "kubedns"),
+                     "--objects-file=" + os.path.join(tmp, "objects.json"),
+                     "--dns-bind-address=127.0.0.1", "--dns-port=%d" % self.port,
+                     "--healthz-port=%d" % self.healthz, "--metrics-port=%d" % self.metrics_port,
+                     "--dns-threads=2", "--logtostderr"] + list(flags), self.log)
+
+        def ready():
+            with urllib.request.urlopen("http://127.0.0.1:%d/readiness" % self.healthz,
+                                        timeout=1) as r:
+                return r.status == 200
+
+        if not wait_until(ready, 20):
+            raise RuntimeError("kubedns did not become ready; see " + self.log)
+
+    def metrics(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port,
+                                    timeout=5) as r:
+            text = r.read().decode()
+        samples = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                key, _, value = line.rpartition(" ")
+                samples[key] = float(value)
+        return samples
+
+
+class Results:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL %s%s" % (name, (": " + detail) if detail else ""))
+        return ok
+
+
+def run(results, tmp):
+    procs = Processes()
+    try:
+        unbound_a = start_unbound(procs, tmp, "unbound-a", "192.0.2.10")
+        unbound_b = start_unbound(procs, tmp, "unbound-b", "192.0.2.20")
+        nsd = start_nsd(procs, tmp)
+        with open(os.path.join(tmp, "objects.json"), "w") as f:
+            import json
+            json.dump(OBJECTS, f)
+        with open(os.path.join(tmp, "resolv.conf"), "w") as f:
+            f.write("# no nameserver: only --nameservers and the ConfigMap give upstreams\n")
+        config = ConfigMapDir(os.path.join(tmp, "config"))
+        kd = Kubedns(procs, tmp, "kubedns", "--nameservers=127.0.0.1:%d" % unbound_a,
+                     "--config-dir=" + config.path, "--config-period=100ms",
+                     "--resolv-conf=" + os.path.join(tmp, "resolv.conf"))
+        check = results.check
+
+        def www(got):
+            return [r for o, t, r in rrs(got["answer"]) if t == "A"]
+
+        # --- forwarding with --nameservers -----------------------------------------------
+        got = dig(kd.port, "www.example.test.")
+        check("a name outside the cluster is forwarded to --nameservers",
+              got["status"] == "NOERROR" and www(got) == ["192.0.2.10"], got["raw"])
+        check("RA is set on forwarded answers", "ra" in got["flags"], got["raw"])
+        got = dig(kd.port, "WwW.Example.TEST.")
+        check("the client's name case comes back in the question and the answer",
+              got["question"] == "WwW.Example.TEST." and got["answer"] and
+              got["answer"][0].startswith("WwW.Example.TEST. "), got["raw"])
+        got = dig(kd.port, "www.example.test.", "A", "+tcp")
+        check("a TCP client is answered over TCP", www(got) == ["192.0.2.10"], got["raw"])
+        got = dig(kd.port, "www.example.test.", "AAAA", "+noedns")
+        check("no OPT for a client without EDNS", got["status"] == "NOERROR" and
+              not got["edns"] and "2001:db8::10" in got["raw"], got["raw"])
+        got = dig(kd.port, "www.example.test.", "A", "+edns=0")
+        check("OPT for a client with EDNS", got["edns"], got["raw"])
+        got = dig(kd.port, "nope.example.test.")
+        check("NXDOMAIN from the upstream is passed on with its SOA",
+              got["status"] == "NXDOMAIN" and
+              any(t == "SOA" and o == "example.test." for o, t, _ in rrs(got["authority"])),
+              got["raw"])
+
+        # --- reverse names ---------------------------------------------------------------
+        got = dig(kd.port, "10.2.0.192.in-addr.arpa.", "PTR")
+        check("the reverse name of an unknown IP is forwarded",
+              rrs(got["answer"]) == [("10.2.0.192.in-addr.arpa.", "PTR", "www.example.test.")],
+              got["raw"])
+        got = dig(kd.port, "1.0.96.10.in-addr.arpa.", "PTR")
+        check("the reverse name of a ClusterIP is kubedns's own",
+              "aa" in got["flags"] and rrs(got["answer"]) ==
+              [("1.0.96.10.in-addr.arpa.", "PTR", "kubernetes.default.svc.cluster.local.")],
+              got["raw"])
+        got = dig(kd.port, "nope.default.svc.cluster.local.")
+        check("a missing cluster name is NXDOMAIN from kubedns, never forwarded",
+              got["status"] == "NXDOMAIN" and "aa" in got["flags"] and
+              any(o == "cluster.local." for o, t, _ in rrs(got["authority"])), got["raw"])
+
+        # --- ExternalName chains -----------------------------------------------------------
+        got = dig(kd.port, "ext.default.svc.cluster.local.")
+        check("an ExternalName outside the zone is chased through the upstream",
+              got["status"] == "NOERROR" and rrs(got["answer"]) == [
+                  ("ext.default.svc.cluster.local.", "CNAME", "www.example.test."),
+                  ("www.example.test.", "A", "192.0.2.10")], got["raw"])
+        got = dig(kd.port, "ext.default.svc.cluster.local.", "AAAA")
+        check("the chase asks for the client's type",
+              [t for _, t, _ in rrs(got["answer"])] == ["CNAME", "AAAA"], got["raw"])
+        got = dig(kd.port, "ext.default.svc.cluster.local.", "A", "+tcp")
+        check("a chase for a TCP client", www(got) == ["192.0.2.10"], got["raw"])
+        got = dig(kd.port, "missing.default.svc.cluster.local.")
+        check("a chase to a missing name: the CNAME, NXDOMAIN and the target zone's SOA",
+              got["status"] == "NXDOMAIN" and
+              [t for _, t, _ in rrs(got["answer"])] == ["CNAME"] and
+              any(o == "example.test." for o, t, _ in rrs(got["authority"])), got["raw"])
+        got = dig(kd.port, "ext.default.svc.cluster.local.", "CNAME")
+        check("a CNAME question gets the CNAME alone",
+              [t for _, t, _ in rrs(got["answer"])] == ["CNAME"], got["raw"])
+
+        # --- stubDomains from the ConfigMap --------------------------------------------------
+        config.publish({"stubDomains": '{"acme.test": ["127.0.0.1:%d"]}' % nsd})
+        ok = wait_until(lambda: "198.51.100.5" in dig(kd.port, "host.acme.test.")["raw"], 10)
+        check("stubDomains route a domain to its server", ok)
+        got = dig(kd.port, "Host.Acme.Test.", "A", "+tcp")
+        check("a stub domain over TCP, in the client's case",
+              got["question"] == "Host.Acme.Test." and "198.51.100.5" in got["raw"], got["raw"])
+        got = dig(kd.port, "nothere.acme.test.")
+        check("a stub domain's NXDOMAIN comes from the stub server",
+              got["status"] == "NXDOMAIN" and
+              any(o == "acme.test." for o, t, _ in rrs(got["authority"])), got["raw"])
+        got = dig(kd.port, "stubext.default.svc.cluster.local.")
+        check("an ExternalName target in a stub domain is chased through the stub server",
+              rrs(got["answer"]) == [
+                  ("stubext.default.svc.cluster.local.", "CNAME", "host.acme.test."),
+                  ("host.acme.test.", "A", "198.51.100.5")], got["raw"])
+        got = dig(kd.port, "chain.default.svc.cluster.local.")
+        check("an authoritative server's out-of-zone CNAME is followed",
+              rrs(got["answer"]) == [
+                  ("chain.default.svc.cluster.local.", "CNAME", "out.acme.test."),
+                  ("out.acme.test.", "CNAME", "www.example.test."),
+                  ("www.example.test.", "A", "192.0.2.10")], got["raw"])
+
+        # --- upstreamNameservers, an invalid change, and back -------------------------------
+        stubs = '{"acme.test": ["127.0.0.1:%d"]}' % nsd
+        config.publish({"stubDomains": stubs,
+                        "upstreamNameservers": '["127.0.0.1:%d"]' % unbound_b})
+        ok = wait_until(lambda: www(dig(kd.port, "www.example.test.")) == ["192.0.2.20"], 10)
+        check("upstreamNameservers take over from --nameservers", ok)
+        config.publish({"stubDomains": stubs,
+                        "upstreamNameservers": '["1.1.1.1", "1.1.1.2", "1.1.1.3", "1.1.1.4"]'})
+        key = 'kdns_kubedns_forward_config_reloads_total{result="rejected"}'
+        ok = wait_until(lambda: kd.metrics().get(key) == 1, 10)
+        check("an invalid ConfigMap is rejected and counted", ok)
+        check("the rejection is visible in kdns_kubedns_forward_config_error",
+              kd.metrics().get("kdns_kubedns_forward_config_error") == 1)
+        with open(kd.log) as f:
+            log = f.read()
+        check("the rejection is logged with the reason",
+              "invalid configuration rejected" in log and "more than three entries" in log)
+        got = dig(kd.port, "www.example.test.")
+        check("after the rejection the previous configuration still serves",
+              www(got) == ["192.0.2.20"] and "198.51.100.5" in
+              dig(kd.port, "host.acme.test.")["raw"], got["raw"])
+        config.publish({"stubDomains": stubs})
+        ok = wait_until(lambda: www(dig(kd.port, "www.example.test.")) == ["192.0.2.10"], 10)
+        check("without upstreamNameservers, --nameservers serves again", ok)
+        check("the error clears once a valid version is applied",
+              kd.metrics().get("kdns_kubedns_forward_config_error") == 0)
+
+        # --- metrics -----------------------------------------------------------------------
+        m = kd.metrics()
+        check("skydns counts forwarded names as recursive",
+              m.get('skydns_skydns_dns_request_count_total{system="recursive"}', 0) >= 10)
+        check("skydns counts reverse names, forwarded or not, as reverse",
+              m.get('skydns_skydns_dns_request_count_total{system="reverse"}', 0) == 2)
+        check("forwarded and chased queries are counted by route",
+              m.get('kdns_kubedns_forward_queries_total{route="stub",kind="forward"}', 0) >= 3 and
+              m.get('kdns_kubedns_forward_queries_total{route="default",kind="chase"}', 0) >= 4
+              and m.get('kdns_kubedns_forward_queries_total{route="stub",kind="chase"}', 0) >= 2)
+        check("forwarding latency is measured",
+              m.get("kdns_kubedns_forward_duration_seconds_count", 0) >= 15)
+        check("per-upstream counters",
+              m.get('kdns_kubedns_upstream_queries_total{upstream="127.0.0.1#%d"}' % nsd, 0) >= 3)
+        check("config reloads are counted",
+              m.get('kdns_kubedns_forward_config_reloads_total{result="applied"}', 0) >= 4)
+
+        # --- no upstream at all --------------------------------------------------------------
+        lone = Kubedns(procs, tmp, "kubedns-lone",
+                       "--resolv-conf=" + os.path.join(tmp, "resolv.conf"))
+        got = dig(lone.port, "www.example.test.")
+        check("with no upstream at all a forwarded name gets SERVFAIL",
+              got["status"] == "SERVFAIL" and "ra" in got["flags"], got["raw"])
+        got = dig(lone.port, "kubernetes.default.svc.cluster.local.")
+        check("... while cluster names are answered", got["status"] == "NOERROR", got["raw"])
+        got = dig(lone.port, "ext.default.svc.cluster.local.")
+        check("... and an ExternalName chase gets SERVFAIL too",
+              got["status"] == "SERVFAIL", got["raw"])
+    finally:
+        procs.stop_all()
+
+
+def main():
+    for tool in (UNBOUND, NSD, "/usr/bin/dig", os.path.join(BIN, "kubedns")):
+        if not os.access(tool, os.X_OK):
+            print("kubedns_forward_test: skipped: %s is missing" % tool)
+            print("0 passed, 0 failed")
+            return 0
+    results = Results()
+    tmp = tempfile.mkdtemp(prefix="kdns-forward-e2e.")
+    try:
+        run(results, tmp)
+    except Exception as e:  # a server that did not start
+        results.check("set-up", False, str(e))
+    finally:
+        if os.environ.get("KEEP_TMP") == "1":
+            print("kept " + tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("%d passed, %d failed" % (results.passed, results.failed))
+    return 1 if results.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
