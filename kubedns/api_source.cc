@@ -221,7 +221,8 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
     source_.metrics_->errors.WithLabels({label_, error.code}).Inc();
     last_error_ = error.message;
     if (resource_ == Resource::kEndpointSlices && !listed_ &&
-        error.phase == k8s::ReflectorPhase::kList && error.http_status == 404 &&
+        error.phase == k8s::ReflectorPhase::kList &&
+        (error.http_status == 404 || error.http_status == 403) &&
         source_.options_.endpoints_source == EndpointsSource::kEndpointSlices) {
       source_.FallBackToEndpoints(error.message);  // stops this reflector
       return;
@@ -370,7 +371,7 @@ bool ApiSource::using_endpoints() const {
 void ApiSource::FallBackToEndpoints(const std::string& why) {
   if (fell_back_ || stopped_) return;
   fell_back_ = true;
-  LOG(WARNING) << "Kubernetes API does not serve EndpointSlices (" << why
+  LOG(WARNING) << "Kubernetes API does not serve EndpointSlices to us (" << why
                << "); using v1 Endpoints (/api/v1/endpoints) instead";
   for (auto& watcher : watchers_) {
     if (watcher->resource() == Resource::kEndpointSlices) watcher->Retire();

@@ -3,8 +3,10 @@
 //   Services        /api/v1/services                            always
 //   EndpointSlices  /apis/discovery.k8s.io/v1/endpointslices    by default
 //   Endpoints (v1)  /api/v1/endpoints                           with EndpointsSource::kEndpoints,
-//                   or when the EndpointSlice LIST answers 404 before it ever succeeded (a
-//                   server without discovery.k8s.io/v1): logged once, then used instead
+//                   or when the EndpointSlice LIST answers 404 (a server without
+//                   discovery.k8s.io/v1) or 403 (kube-dns's own ClusterRole, which has no
+//                   endpointslices, kept when only the images were swapped) before it ever
+//                   succeeded: logged once, then used instead
 //   Pods            /api/v1/pods                                only with watch_pods
 //                   (--pod-records=verified)
 // A resource's complete list (first LIST, re-LIST after 410) goes to the sink's per-kind
@@ -63,7 +65,7 @@ namespace kdns::kubedns {
 class ApiSource final : public RecordSource {
  public:
   enum class EndpointsSource : uint8_t {
-    kEndpointSlices,  // discovery.k8s.io/v1, falling back to v1 Endpoints on a 404
+    kEndpointSlices,  // discovery.k8s.io/v1, falling back to v1 Endpoints on a 404 or 403
     kEndpoints,       // v1 Endpoints only
   };
   enum class Resource : uint8_t { kServices, kEndpointSlices, kEndpoints, kPods };

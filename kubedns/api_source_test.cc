@@ -260,6 +260,21 @@ TEST_CASE("a 404 on the EndpointSlice LIST switches to v1 Endpoints", "[api_sour
   CHECK(h.sink.calls.back() == "DeleteEndpoints default/web");
 }
 
+TEST_CASE("a 403 on the EndpointSlice LIST (kube-dns's own role) switches to v1 Endpoints",
+          "[api_source]") {
+  LogCapture logs;
+  Harness h;
+  h.source->Start();
+  FakeApiTransport::Respond(
+      h.Active(kSlices), 403,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"endpointslices.discovery.k8s.io is forbidden: User \"system:serviceaccount:kube-system:kube-dns\" cannot list resource \"endpointslices\" in API group \"discovery.k8s.io\" at the cluster scope","reason":"Forbidden","details":{"group":"discovery.k8s.io","kind":"endpointslices"},"code":403})");
+  CHECK(h.source->using_endpoints());
+  CHECK(logs.Count("does not serve EndpointSlices") == 1);
+  h.ListServices();
+  FakeApiTransport::Respond(h.Active(kEndpoints), 200, kEndpointsList);
+  CHECK(h.source->synced());
+}
+
 TEST_CASE("endpoints_source=endpoints watches v1 Endpoints only", "[api_source]") {
   ApiSource::Options options;
   options.endpoints_source = ApiSource::EndpointsSource::kEndpoints;

@@ -147,7 +147,9 @@ kdns::kubedns::KubednsServer::Options OptionsFromFlags() {
   options.resolv_conf = FLAGS_resolv_conf;
   if (FLAGS_forward_max < 1) Fail("--forward-max: must be at least 1");
   options.forwarder.max_in_flight = static_cast<size_t>(FLAGS_forward_max);
-  if (options.objects_file.empty()) {
+  // --check-flags checks flags: the in-cluster environment comes from the pod, not from them.
+  const bool in_cluster = FLAGS_kubecfg_file.empty() && FLAGS_kube_master_url.empty();
+  if (options.objects_file.empty() && !(FLAGS_check_flags && in_cluster)) {
     kdns::k8s::Result<kdns::k8s::ApiConfig> config =
         !FLAGS_kubecfg_file.empty()
             ? kdns::k8s::FromKubeconfig(FLAGS_kubecfg_file)
@@ -181,6 +183,7 @@ int main(int argc, char** argv) {
   gflags::SetVersionString(kdns::kVersion);
   gflags::SetUsageMessage(
       "Authoritative DNS for the Kubernetes cluster domain.\nUsage: kubedns [flags]");
+  FLAGS_logtostderr = true;  // a container logs to stderr, as kube-dns did
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   kdns::InitTimeZoneBeforeThreads();
   curl_global_init(CURL_GLOBAL_DEFAULT);  // not thread-safe: before the API thread starts
