@@ -335,11 +335,15 @@ bool FrontendServer::Start(std::string* error) {
   server::HandlerFactory factory = [this](const server::ThreadContext& context) {
     return std::make_unique<Handler>(*this, context);
   };
+  // A burst waits in the socket, not on the floor, while a thread is off the CPU (the
+  // kernel caps this at net.core.rmem_max).
+  constexpr int kReceiveBufferBytes = 4 << 20;
   std::vector<server::DnsServer::Options> configs;
   if (!options_.inherited.empty()) {
     for (const auto& sockets : options_.inherited) {
       server::DnsServer::Options config;
       config.threads = options_.flags.threads;
+      config.udp.receive_buffer_bytes = kReceiveBufferBytes;
       config.inherited = sockets;
       configs.push_back(config);
     }
@@ -349,6 +353,7 @@ bool FrontendServer::Start(std::string* error) {
     for (const auto& ip : listen) {
       server::DnsServer::Options config;
       config.threads = options_.flags.threads;
+      config.udp.receive_buffer_bytes = kReceiveBufferBytes;
       config.listen_address =
           *loop::SocketAddress::FromHostPort(ip.ToString(), options_.flags.port);
       configs.push_back(config);

@@ -73,9 +73,13 @@ bool UdpSocket::Init(std::string* error) {
   SocketAddress local = internal::LocalAddressOf(fd_);
   wildcard_ = local.IsWildcard();
   int one = 1;
-  // Ask for each datagram's destination address. A v6 socket that is not V6ONLY (an
-  // adopted one) also receives v4 datagrams, which report it through IP_PKTINFO.
-  if (local.is_v6()) {
+  // Ask for each datagram's destination address, which a reply must come from; only a
+  // wildcard socket needs it (one bound to an address replies from it anyway), and it
+  // costs a control message per datagram. A v6 socket that is not V6ONLY (an adopted one)
+  // also receives v4 datagrams, which report it through IP_PKTINFO.
+  if (!wildcard_) {
+    // nothing to ask for
+  } else if (local.is_v6()) {
     if (setsockopt(fd_, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one)) != 0) {
       *error = internal::ErrnoMessage("IPV6_RECVPKTINFO", errno);
       return false;

@@ -54,7 +54,8 @@ namespace kdns::loop {
 class UdpReplyContext {
  public:
   UdpReplyContext() = default;
-  // The local address (port 0) the datagram was sent to, when the kernel reported it.
+  // The local address (port 0) the datagram was sent to, when the kernel reported it:
+  // only on a wildcard-bound socket (one bound to an address already knows it).
   std::optional<SocketAddress> destination() const;
 
  private:
@@ -67,7 +68,7 @@ class UdpReplyContext {
 
 class UdpSocket {
  public:
-  static constexpr size_t kBatchSize = 32;
+  static constexpr size_t kBatchSize = 64;
   static constexpr int kMaxBatchesPerWakeup = 4;
 
   struct Options {

@@ -33,17 +33,20 @@ std::unique_ptr<UdpClient> UdpClient::Open(loop::Loop& loop, const loop::SocketA
   // Binds the wildcard address with an ephemeral port, then connects.
   status = uv_udp_connect(handle, peer.sockaddr_ptr());
   if (status != 0) return fail("udp connect to", status);
-  loop::SocketAddress local;
-  int length = static_cast<int>(sizeof(sockaddr_storage));
-  if (uv_udp_getsockname(handle, local.mutable_sockaddr_ptr(), &length) == 0) {
-    client->local_port_ = local.port();
-  }
   status = uv_udp_recv_start(handle, &UdpClient::OnAlloc, &UdpClient::OnReceive);
   if (status != 0) return fail("udp receive from", status);
   return client;
 }
 
 UdpClient::~UdpClient() { loop::internal::CloseHandle(handle_); }
+
+uint16_t UdpClient::local_port() const {
+  // Asked for only by tests: not worth a system call per upstream query.
+  loop::SocketAddress local;
+  int length = static_cast<int>(sizeof(sockaddr_storage));
+  if (uv_udp_getsockname(handle_, local.mutable_sockaddr_ptr(), &length) != 0) return 0;
+  return local.port();
+}
 
 int UdpClient::Send(std::span<const uint8_t> bytes) {
   uv_buf_t buf = uv_buf_init(const_cast<char*>(reinterpret_cast<const char*>(bytes.data())),

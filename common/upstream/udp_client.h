@@ -47,7 +47,7 @@ class UdpClient {
 
   // Sends one datagram at once (uv_udp_try_send). 0 or a negative libuv code.
   [[nodiscard]] int Send(std::span<const uint8_t> bytes);
-  uint16_t local_port() const { return local_port_; }
+  uint16_t local_port() const;
 
  private:
   UdpClient(const loop::SocketAddress& peer, std::span<uint8_t> receive_buffer,
@@ -61,7 +61,6 @@ class UdpClient {
   std::span<uint8_t> receive_buffer_;
   DatagramCallback on_datagram_;
   ErrorCallback on_error_;
-  uint16_t local_port_ = 0;
 };
 
 }  // namespace kdns::upstream
