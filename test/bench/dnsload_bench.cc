@@ -61,10 +61,10 @@ namespace {
 using kdns::IpAddress;
 namespace dns = kdns::dns;
 
-constexpr size_t kBatch = 64;             // datagrams per recvmmsg/sendmmsg call
-constexpr size_t kMaxDatagram = 4096;     // receive buffer per datagram
-constexpr size_t kMaxAnswer = 1232;       // what the responder writes at most
-constexpr size_t kIdSpace = 65536;        // DNS IDs per socket
+constexpr size_t kBatch = 64;          // datagrams per recvmmsg/sendmmsg call
+constexpr size_t kMaxDatagram = 4096;  // receive buffer per datagram
+constexpr size_t kMaxAnswer = 1232;    // what the responder writes at most
+constexpr size_t kIdSpace = 65536;     // DNS IDs per socket
 constexpr int kSocketBufferBytes = 4 << 20;
 
 [[noreturn]] void Fail(const std::string& message) {
@@ -114,7 +114,8 @@ class Arguments {
       arg.remove_prefix(2);
       size_t equals = arg.find('=');
       if (equals != std::string_view::npos) {
-        values_.emplace_back(std::string(arg.substr(0, equals)), std::string(arg.substr(equals + 1)));
+        values_.emplace_back(std::string(arg.substr(0, equals)),
+                             std::string(arg.substr(equals + 1)));
       } else if (IsFlag(arg) || i + 1 == argc) {
         values_.emplace_back(std::string(arg), "");
       } else {
@@ -164,8 +165,8 @@ class FixedAnswer {
   size_t Write(std::span<const uint8_t> packet, std::span<uint8_t> out) const {
     dns::Query query;
     if (dns::ParseQuery(packet, &query) != dns::ParseError::kOk || query.header.qr) return 0;
-    dns::MessageBuilder builder(out, query.edns ? query.edns->PayloadSize()
-                                                : dns::kMaxUdpSizeWithoutEdns);
+    dns::MessageBuilder builder(
+        out, query.edns ? query.edns->PayloadSize() : dns::kMaxUdpSizeWithoutEdns);
     if (builder.StartResponse(query) != dns::BuildError::kOk) return 0;
     builder.header().aa = true;
     if (query.edns && builder.SetEdns(dns::EdnsView{}) != dns::BuildError::kOk) return 0;
@@ -253,7 +254,8 @@ int Serve(const Arguments& args) {
               threads);
   std::fflush(stdout);
   std::vector<std::thread> workers;
-  for (size_t i = 1; i < fds.size(); ++i) workers.emplace_back(ServeSocket, fds[i], std::cref(answer));
+  for (size_t i = 1; i < fds.size(); ++i)
+    workers.emplace_back(ServeSocket, fds[i], std::cref(answer));
   ServeSocket(fds[0], answer);  // until killed
   return 0;
 }
@@ -439,7 +441,8 @@ class Flow {
     ++tally_->answered;
     ++tally_->rcodes[reply[3] & 0x0f];
     if (reply[2] & 0x02) ++tally_->truncated;
-    tally_->latencies_ns.push_back(static_cast<uint32_t>(std::min<uint64_t>(now_ns - slot.sent_ns, UINT32_MAX)));
+    tally_->latencies_ns.push_back(
+        static_cast<uint32_t>(std::min<uint64_t>(now_ns - slot.sent_ns, UINT32_MAX)));
   }
 
   // The reply's question is ours (QDCOUNT aside), ignoring ASCII case.
@@ -493,11 +496,12 @@ class LoadGenerator {
     uint64_t sending_done_ns = 0;
     while (true) {
       uint64_t now_ns = NowNs();
-      const bool sending = now_ns < deadline_ns && !(options_.once && next_query_ >= queries_.size());
+      const bool sending =
+          now_ns < deadline_ns && !(options_.once && next_query_ >= queries_.size());
       if (!sending && sending_done_ns == 0) sending_done_ns = std::min(now_ns, deadline_ns);
       // A timed closed loop ends at the deadline; the others wait for the last answers.
-      if (!sending && (!drain || InFlight() == 0 ||
-                       now_ns >= sending_done_ns + options_.timeout_ns)) {
+      if (!sending &&
+          (!drain || InFlight() == 0 || now_ns >= sending_done_ns + options_.timeout_ns)) {
         break;
       }
       if (sending) SendDue(now_ns, start_ns);
@@ -599,8 +603,8 @@ LoadOptions ParseLoadOptions(const Arguments& args) {
     if (*end != '\0') port = 0;
   }
   if (port <= 0 || port > 65535 ||
-      inet_pton(AF_INET, options.target_text.substr(0, colon).c_str(),
-                &options.target.sin_addr) != 1) {
+      inet_pton(AF_INET, options.target_text.substr(0, colon).c_str(), &options.target.sin_addr) !=
+          1) {
     Fail("--load: \"" + options.target_text + "\" is not IPv4:PORT");
   }
   options.target.sin_family = AF_INET;
@@ -629,9 +633,9 @@ int Load(const Arguments& args) {
   const uint64_t other_rcodes = tally.answered - rcode(dns::Rcode::kNoError) -
                                 rcode(dns::Rcode::kNxDomain) - rcode(dns::Rcode::kServFail);
   std::printf(
-      "dnsload: target=%s mode=%s seconds=%.2f sent=%" PRIu64 " answered=%" PRIu64
-      " lost=%" PRIu64 " mismatched=%" PRIu64 " qps=%.0f noerror=%" PRIu64 " nxdomain=%" PRIu64
-      " servfail=%" PRIu64 " other_rcode=%" PRIu64 " truncated=%" PRIu64
+      "dnsload: target=%s mode=%s seconds=%.2f sent=%" PRIu64 " answered=%" PRIu64 " lost=%" PRIu64
+      " mismatched=%" PRIu64 " qps=%.0f noerror=%" PRIu64 " nxdomain=%" PRIu64 " servfail=%" PRIu64
+      " other_rcode=%" PRIu64 " truncated=%" PRIu64
       " p50_us=%.1f p99_us=%.1f p999_us=%.1f client_cpu_s=%.2f client_us_per_query=%.2f\n",
       options.target_text.c_str(), options.qps == 0 ? "closed" : "rate", elapsed_s, tally.sent,
       tally.answered, tally.lost, tally.mismatched, elapsed_s > 0 ? tally.answered / elapsed_s : 0,

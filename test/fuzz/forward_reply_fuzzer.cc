@@ -9,8 +9,8 @@
 // Input: byte 0 picks the question type, the client's EDNS and DO bits and transport, and
 // whether the reply's ID is forced to ours (so the fuzzer need not guess 16 bits); the rest
 // is the upstream's reply.
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -73,8 +73,7 @@ void CheckServed(std::span<const uint8_t> served, const kdns::dns::Query& query,
 
 // The weaker property for replies the Forwarder would have dropped as malformed (whose
 // records may not parse): still the client's ID and exactly the client's question.
-void CheckServedQuestion(std::span<const uint8_t> served, const ClientQuery& client,
-                         size_t limit) {
+void CheckServedQuestion(std::span<const uint8_t> served, const ClientQuery& client, size_t limit) {
   Check(served.size() <= limit);
   Check(served.size() >= client.query.question_end);
   Check(served[0] == (kClientId >> 8) && served[1] == (kClientId & 0xff));
