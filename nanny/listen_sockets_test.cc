@@ -1,0 +1,58 @@
+#include "nanny/listen_sockets.h"
+
+#include <sys/socket.h>
+
+#include <catch2/catch.hpp>
+
+namespace kdns::nanny {
+namespace {
+
+int SocketType(int fd) {
+  int type = 0;
+  socklen_t len = sizeof(type);
+  REQUIRE(getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0);
+  return type;
+}
+
+bool Listening(int fd) {
+  int on = 0;
+  socklen_t len = sizeof(on);
+  REQUIRE(getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0);
+  return on != 0;
+}
+
+}  // namespace
+
+TEST_CASE("one UDP and one listening TCP socket per address, on the same port", "[nanny]") {
+  ListenSockets sockets;
+  std::string error;
+  REQUIRE(sockets.Bind(
+      {*loop::SocketAddress::Parse("127.0.0.1:0"), *loop::SocketAddress::Parse("127.0.0.2:0")},
+      &error));
+  REQUIRE(sockets.fds().size() == 4);
+  REQUIRE(sockets.addresses().size() == 2);
+  CHECK(SocketType(sockets.fds()[0]) == SOCK_DGRAM);
+  CHECK(SocketType(sockets.fds()[1]) == SOCK_STREAM);
+  CHECK(SocketType(sockets.fds()[2]) == SOCK_DGRAM);
+  CHECK(Listening(sockets.fds()[1]));
+  CHECK(Listening(sockets.fds()[3]));
+  CHECK(sockets.addresses()[0].port() != 0);
+  CHECK(sockets.addresses()[0].HostString() == "127.0.0.1");
+  // The receive buffer was raised above Linux's usual 208 KiB default.
+  CHECK(sockets.udp_receive_buffer_bytes() > 212992);
+
+  SECTION("a port already held is a start-up error, and nothing stays bound") {
+    ListenSockets again;
+    CHECK_FALSE(again.Bind({sockets.addresses()[0]}, &error));
+    CHECK_THAT(error, Catch::StartsWith("bind 127.0.0.1:"));
+    CHECK_THAT(error, Catch::EndsWith("(udp): Address already in use"));
+    CHECK(again.fds().empty());
+  }
+  SECTION("moving hands the fds over") {
+    ListenSockets moved = std::move(sockets);
+    CHECK(moved.fds().size() == 4);
+    CHECK(sockets.fds().empty());  // NOLINT(bugprone-use-after-move): checking the move
+  }
+}
+
+}  // namespace kdns::nanny

@@ -1,0 +1,65 @@
+#include "nanny/nanny_metrics.h"
+
+#include <span>
+#include <vector>
+
+#include "common/metrics/text_format.h"
+
+namespace kdns::nanny {
+namespace {
+
+void Family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  metrics::AppendFamilyHeader(out, name, help, type);
+}
+
+void Sample(std::string& out, std::string_view name, double value,
+            const std::vector<std::string>& label_names = {},
+            const std::vector<std::string>& label_values = {}) {
+  metrics::AppendSampleLine(out, name, label_names, label_values, metrics::FormatValue(value));
+}
+
+}  // namespace
+
+std::string NannyMetrics::Render() const {
+  std::string out;
+  Family(out, "kdns_nanny_config_generation", "gauge",
+         "Configurations the nanny applied to the child since it started (the first is 1).");
+  Sample(out, "kdns_nanny_config_generation", static_cast<double>(config_generation));
+  Family(out, "kdns_nanny_config_info", "gauge",
+         "The version (a hash of the ConfigMap values) of the configuration applied last.");
+  Sample(out, "kdns_nanny_config_info", 1, {"version"}, {config_version});
+  Family(out, "kdns_nanny_config_last_applied_timestamp_seconds", "gauge",
+         "When the configuration was applied last (Unix time).");
+  Sample(out, "kdns_nanny_config_last_applied_timestamp_seconds", config_last_applied_unix_s);
+  Family(out, "kdns_nanny_config_error", "gauge",
+         "1 while the newest ConfigMap values are rejected and the previous ones serve.");
+  Sample(out, "kdns_nanny_config_error", config_error ? 1 : 0);
+  Family(out, "kdns_nanny_config_updates_rejected_total", "counter",
+         "ConfigMap updates rejected as invalid (each version counted once).");
+  Sample(out, "kdns_nanny_config_updates_rejected_total",
+         static_cast<double>(config_updates_rejected));
+  Family(out, "kdns_nanny_config_read_errors_total", "counter",
+         "Reads of the ConfigMap directory that failed.");
+  Sample(out, "kdns_nanny_config_read_errors_total", static_cast<double>(config_read_errors));
+  Family(out, "kdns_nanny_child_restarts_total", "counter",
+         "Child restarts: crash (it exited unasked), config (restart mode, to apply a change).");
+  Sample(out, "kdns_nanny_child_restarts_total", static_cast<double>(restarts_config), {"reason"},
+         {"config"});
+  Sample(out, "kdns_nanny_child_restarts_total", static_cast<double>(restarts_crash), {"reason"},
+         {"crash"});
+  Family(out, "kdns_nanny_child_reloads_total", "counter",
+         "Configurations handed to the running child in place (SIGHUP).");
+  Sample(out, "kdns_nanny_child_reloads_total", static_cast<double>(reloads));
+  Family(out, "kdns_nanny_stub_lookups_total", "counter",
+         "Lookups of stub servers given as host names, by result.");
+  Sample(out, "kdns_nanny_stub_lookups_total", static_cast<double>(stub_lookups_failed), {"result"},
+         {"failed"});
+  Sample(out, "kdns_nanny_stub_lookups_total", static_cast<double>(stub_lookups_ok), {"result"},
+         {"ok"});
+  Family(out, "kdns_nanny_stub_hosts_unresolved", "gauge",
+         "Stub servers given as host names with no address known (left out of the routing).");
+  Sample(out, "kdns_nanny_stub_hosts_unresolved", static_cast<double>(stub_hosts_unresolved));
+  return out;
+}
+
+}  // namespace kdns::nanny

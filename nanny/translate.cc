@@ -1,0 +1,155 @@
+#include "nanny/translate.h"
+
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+
+namespace kdns::nanny {
+namespace {
+
+bool ParseJson(const std::string& text, rapidjson::Document* doc) {
+  doc->Parse(text.data(), text.size());
+  return !doc->HasParseError();
+}
+
+bool StringList(const rapidjson::Value& value, std::vector<std::string>* out) {
+  out->clear();
+  if (value.IsNull()) return true;
+  if (!value.IsArray()) return false;
+  for (const auto& entry : value.GetArray()) {
+    if (!entry.IsString()) return false;
+    out->emplace_back(entry.GetString(), entry.GetStringLength());
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ExtractRawConfig(const config::ConfigDirData& data, RawConfig* raw, std::string* error) {
+  RawConfig result;
+  if (data.stub_domains) {
+    rapidjson::Document doc;
+    if (!ParseJson(*data.stub_domains, &doc) || !(doc.IsObject() || doc.IsNull())) {
+      *error = "stubDomains: not a JSON object";
+      return false;
+    }
+    if (doc.IsObject()) {
+      std::map<std::string, std::vector<std::string>> domains;  // repeated key: last wins
+      for (const auto& member : doc.GetObject()) {
+        std::vector<std::string> servers;
+        if (!StringList(member.value, &servers)) {
+          *error = "stubDomains: not a list of nameservers";
+          return false;
+        }
+        domains[std::string(member.name.GetString(), member.name.GetStringLength())] =
+            std::move(servers);
+      }
+      result.stub_domains.assign(domains.begin(), domains.end());
+    }
+  }
+  if (data.upstream_nameservers) {
+    rapidjson::Document doc;
+    if (!ParseJson(*data.upstream_nameservers, &doc) ||
+        !StringList(doc, &result.upstream_nameservers)) {
+      *error = "upstreamNameservers: not a JSON list of strings";
+      return false;
+    }
+  }
+  *raw = std::move(result);
+  return true;
+}
+
+std::string ConfigVersion(const config::ConfigDirData& data) {
+  uint64_t hash = 14695981039346656037ULL;
+  auto add = [&hash](std::string_view bytes) {
+    for (unsigned char c : bytes) {
+      hash ^= c;
+      hash *= 1099511628211ULL;
+    }
+  };
+  for (const auto& [key, value] :
+       {std::pair{config::kStubDomainsKey, &data.stub_domains},
+        std::pair{config::kUpstreamNameserversKey, &data.upstream_nameservers}}) {
+    if (!value->has_value()) continue;
+    add(key);
+    add(std::string_view("\0", 1));
+    add(**value);
+    add(std::string_view("\0", 1));
+  }
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+std::string MungeAddress(std::string_view address) {
+  std::string s(address);
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos) return s;
+  const size_t bracket = s.find(']');
+  const bool is_v4 = std::count(s.begin(), s.end(), ':') == 1;
+  const bool is_bracketed_v6 = bracket != std::string::npos;
+  if (is_v4 || (is_bracketed_v6 && colon > bracket)) s[colon] = '#';
+  return s;
+}
+
+bool IsHostName(std::string_view server) {
+  return !config::ParseNameserverAddress(server).has_value();
+}
+
+std::vector<std::string> HostNames(const RawConfig& raw) {
+  std::vector<std::string> names;
+  for (const auto& [domain, servers] : raw.stub_domains) {
+    for (const auto& server : servers) {
+      if (IsHostName(server)) names.push_back(server);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+ChildConfig Translate(const RawConfig& raw, const HostAddresses& hosts) {
+  ChildConfig out;
+  for (const auto& [domain, servers] : raw.stub_domains) {
+    size_t added = 0;
+    for (const auto& server : servers) {
+      std::string address = server;
+      if (IsHostName(server)) {
+        auto known = hosts.find(server);
+        if (known == hosts.end()) {
+          out.unresolved.push_back(server);
+          continue;
+        }
+        address = known->second.ToString();
+      }
+      out.servers.push_back("/" + domain + "/" + MungeAddress(address));
+      ++added;
+    }
+    if (added == 0 && !servers.empty()) out.servers.push_back("/" + domain + "/");
+  }
+  for (const auto& server : raw.upstream_nameservers) out.servers.push_back(MungeAddress(server));
+  out.no_resolv = !raw.upstream_nameservers.empty();
+  std::sort(out.unresolved.begin(), out.unresolved.end());
+  out.unresolved.erase(std::unique(out.unresolved.begin(), out.unresolved.end()),
+                       out.unresolved.end());
+  return out;
+}
+
+std::vector<std::string> ToArguments(const ChildConfig& config) {
+  std::vector<std::string> args;
+  for (const auto& server : config.servers) args.push_back("--server=" + server);
+  if (config.no_resolv) args.push_back("--no-resolv");
+  return args;
+}
+
+std::string ToServersFile(const ChildConfig& config, std::string_view version) {
+  std::string text = "# Written by the nanny from the kube-dns ConfigMap, version ";
+  text += version;
+  text += ".\n";
+  for (const auto& server : config.servers) text += "server=" + server + "\n";
+  return text;
+}
+
+}  // namespace kdns::nanny
