@@ -88,6 +88,14 @@ std::vector<kdns::server::DnsServer::InheritedSockets> InheritedSockets() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Signals are taken synchronously by this thread, and every thread started later inherits
+  // the mask. Blocked first thing, so a SIGHUP from the nanny while we start is queued, not
+  // fatal.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int number : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) sigaddset(&signals, number);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
   std::vector<std::string_view> args(argv + 1, argv + argc);
   kdns::frontend::FrontendServer::Options options;
   std::vector<std::string> rest;
@@ -116,12 +124,6 @@ int main(int argc, char** argv) {
 
   options.inherited = InheritedSockets();
   options.local_addresses = LocalAddresses();
-
-  // Signals are taken synchronously by this thread; every other thread blocks them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  for (int number : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) sigaddset(&signals, number);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const uint64_t lameduck_ms = options.flags.lameduck_ms;
   kdns::frontend::FrontendServer server(std::move(options));
