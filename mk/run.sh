@@ -1,17 +1,42 @@
 #!/usr/bin/env bash
-# `make run`: starts the pod locally on loopback against the demo cluster
-# (kubedns/demo-cluster.json), or against a real cluster when KUBECONFIG is set. Today that
-# is kubedns alone: frontend-cache, nanny and the sidecar are not wired yet (see the
-# README's status table). Ctrl-C stops everything.
-# Ports can be moved with KDNS_DNS_PORT, KDNS_HEALTHZ_PORT and KDNS_METRICS_PORT.
+# `make run`: the whole pod on loopback, as in a cluster:
+#   kubedns         127.0.0.1:10053, the demo cluster (kubedns/demo-cluster.json), or the
+#                   cluster of $KUBECONFIG when it is set; readiness :8081, metrics :10055
+#   nanny           holds the cache's port (53 when root, else a free high port) and runs
+#                   frontend-cache with kube-dns's arguments; the ConfigMap directory is
+#                   build/run/kube-dns-config (edit stubDomains/upstreamNameservers there)
+#   frontend-cache  cluster names to kubedns, the rest to /etc/resolv.conf's servers;
+#                   metrics :10056
+#   sidecar         probes both every 5 s; /healthcheck/<label> and metrics on :10054
+# Ctrl-C stops everything. Ports can be moved with KDNS_DNS_PORT (the cache's) and
+# KDNS_OBJECTS_FILE picks another objects file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dns_port=${KDNS_DNS_PORT:-10053}
-healthz_port=${KDNS_HEALTHZ_PORT:-8081}
-metrics_port=${KDNS_METRICS_PORT:-10055}
+bin=build/bin
+run=build/run
+mkdir -p "$run"
 objects=${KDNS_OBJECTS_FILE:-kubedns/demo-cluster.json}
-log=build/run-kubedns.log
+config=$run/kube-dns-config
+mkdir -p "$config"
+
+port_free() {  # UDP and TCP on 127.0.0.1
+  ! ss -Hlnu "sport = :$1" | grep -q . && ! ss -Hlnt "sport = :$1" | grep -q .
+}
+if [[ -n ${KDNS_DNS_PORT:-} ]]; then
+  dns_port=$KDNS_DNS_PORT
+elif [[ $(id -u) -eq 0 ]] && port_free 53; then
+  dns_port=53
+else
+  dns_port=10153
+  while ! port_free "$dns_port"; do dns_port=$((dns_port + 1)); done
+fi
+for port in 10053 8081 10054 10055 10056; do
+  if ! port_free "$port"; then
+    echo "make run: port $port is in use on this machine; stop what holds it and retry"
+    exit 1
+  fi
+done
 
 if [[ -n ${KUBECONFIG:-} ]]; then
   source_flag=--kubecfg-file="${KUBECONFIG%%:*}"
@@ -21,34 +46,87 @@ else
   what="the demo cluster ($objects)"
 fi
 
-build/bin/kubedns "$source_flag" --domain=cluster.local. \
-  --dns-bind-address=127.0.0.1 --dns-port="$dns_port" \
-  --http-bind-address=127.0.0.1 --healthz-port="$healthz_port" --metrics-port="$metrics_port" \
-  --logtostderr >"$log" 2>&1 &
-kubedns=$!
-trap 'kill $kubedns 2>/dev/null; wait $kubedns 2>/dev/null; echo; echo "stopped"' EXIT
+# Names outside the cluster go to this machine's resolvers, unless one of them is the
+# very address we listen on (a loop): then they are refused.
+resolv_flag=
+if grep -Eq '^\s*nameserver\s+127\.0\.0\.1\s*$' /etc/resolv.conf 2>/dev/null && ((dns_port == 53)); then
+  resolv_flag=--no-resolv
+fi
+
+pids=()
+stop() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  echo
+  echo "stopped"
+}
+trap stop EXIT
 trap 'exit 0' INT TERM
 
+"$bin/kubedns" "$source_flag" --domain=cluster.local. \
+  --dns-bind-address=127.0.0.1 --dns-port=10053 --config-dir="$config" \
+  --http-bind-address=127.0.0.1 --healthz-port=8081 --metrics-port=10055 \
+  >"$run/kubedns.log" 2>&1 &
+pids+=($!)
+
+"$bin/nanny" -v=2 -logtostderr -configDir="$config" -restartDnsmasq=true \
+  -dnsmasqExec="$PWD/$bin/frontend-cache" -runDir="$run/nanny" -- \
+  -k --cache-size=1000 --no-negcache --dns-loop-detect --log-facility=- \
+  --server=/cluster.local/127.0.0.1#10053 --server=/in-addr.arpa/127.0.0.1#10053 \
+  --server=/ip6.arpa/127.0.0.1#10053 --listen-address=127.0.0.1 --port="$dns_port" \
+  --prometheus-address=127.0.0.1 --prometheus-port=10056 $resolv_flag \
+  >"$run/nanny.log" 2>&1 &
+pids+=($!)
+
+"$bin/sidecar" --v=2 --logtostderr \
+  --probe=kubedns,127.0.0.1:10053,kubernetes.default.svc.cluster.local,5,SRV \
+  --probe=dnsmasq,127.0.0.1:"$dns_port",kubernetes.default.svc.cluster.local,5,SRV \
+  --dnsmasq-addr=127.0.0.1 --dnsmasq-port="$dns_port" \
+  --prometheus-addr=127.0.0.1 --prometheus-port=10054 \
+  >"$run/sidecar.log" 2>&1 &
+pids+=($!)
+
+ready() {
+  curl -fs http://127.0.0.1:8081/readiness >/dev/null 2>&1 &&
+    dig @127.0.0.1 -p "$dns_port" kubernetes.default.svc.cluster.local +short +time=1 +tries=1 2>/dev/null | grep -q .
+}
 for _ in $(seq 300); do
-  if curl -fs "http://127.0.0.1:$healthz_port/readiness" >/dev/null 2>&1; then break; fi
-  if ! kill -0 $kubedns 2>/dev/null; then
-    echo "kubedns failed to start:"; cat "$log"; exit 1
-  fi
+  ready && break
+  for pid in "${pids[@]}"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "the pod failed to start; logs:"
+      tail -n 20 "$run"/*.log
+      exit 1
+    fi
+  done
   sleep 0.1
 done
+if ! ready; then
+  echo "the pod did not answer within 30 s; logs:"
+  tail -n 20 "$run"/*.log
+  exit 1
+fi
 
+p=$([[ $dns_port == 53 ]] && echo "" || echo " -p $dns_port")
 cat <<TXT
-kubedns is serving $what on 127.0.0.1:$dns_port (UDP and TCP).
-Try:
-  dig @127.0.0.1 -p $dns_port kubernetes.default.svc.cluster.local
-  dig @127.0.0.1 -p $dns_port frontend.shop.svc.cluster.local AAAA
-  dig @127.0.0.1 -p $dns_port redis.shop.svc.cluster.local
-  dig @127.0.0.1 -p $dns_port _dns._udp.kube-dns.kube-system.svc.cluster.local SRV
-  dig @127.0.0.1 -p $dns_port -x 10.96.0.10
-  dig @127.0.0.1 -p $dns_port 10-244-1-5.default.pod.cluster.local
-Readiness: curl http://127.0.0.1:$healthz_port/readiness
-Metrics:   curl http://127.0.0.1:$metrics_port/metrics
-Records:   curl http://127.0.0.1:$metrics_port/cache
-Edit $objects and the answers follow. Log: $log. Ctrl-C stops.
+The pod is serving $what.
+DNS (frontend-cache under the nanny) on 127.0.0.1:$dns_port, UDP and TCP. Try:
+  dig @127.0.0.1$p kubernetes.default.svc.cluster.local
+  dig @127.0.0.1$p frontend.shop.svc.cluster.local AAAA
+  dig @127.0.0.1$p redis.shop.svc.cluster.local
+  dig @127.0.0.1$p _dns._udp.kube-dns.kube-system.svc.cluster.local SRV
+  dig @127.0.0.1$p -x 10.96.0.10
+  dig @127.0.0.1$p CH TXT hits.bind
+Health:  curl http://127.0.0.1:10054/healthcheck/kubedns   (and /healthcheck/dnsmasq)
+         curl http://127.0.0.1:8081/readiness
+Metrics: curl http://127.0.0.1:10054/metrics   (sidecar: kubedns_dnsmasq_*, kubedns_probe_*)
+         curl http://127.0.0.1:10055/metrics   (kubedns: skydns_*, kdns_kubedns_*)
+         curl http://127.0.0.1:10056/metrics   (frontend-cache and nanny: kdns_frontend_*, kdns_nanny_*)
+Records: curl http://127.0.0.1:10055/cache
+Edit $objects and the answers follow; put stubDomains / upstreamNameservers JSON files in
+$config and the cache applies them without dropping a query.
+Logs: $run/{kubedns,nanny,sidecar}.log. Ctrl-C stops.
 TXT
-wait $kubedns
+wait -n "${pids[@]}" || true
+echo "a process of the pod exited; logs:"
+tail -n 20 "$run"/*.log

@@ -1,0 +1,424 @@
+#!/usr/bin/python3
+"""The whole pod, end to end, inside a network and mount namespace this test creates.
+
+Port 53 is free there and nothing leaves the machine. The pod runs as in a cluster: kubedns
+on 10053 (the conformance objects), the nanny holding port 53 and supervising
+frontend-cache with kube-dns's arguments, the sidecar probing both on 10054; NSD and
+unbound stand in for the world outside (example.test, other.test) behind the kube-dns
+ConfigMap's stubDomains, written the way the kubelet writes a ConfigMap volume. A pod-like
+/etc/resolv.conf (search default.svc.cluster.local svc.cluster.local cluster.local,
+ndots:5) is bind-mounted in the mount namespace, so the C library resolver (getent) and
+`dig +search` see what a pod sees.
+
+Checks: getent hosts/ahosts for kubernetes, kubernetes.default, a headless service, a
+pod's hostname.subdomain and an external name; dig +search SRV and PTR; a stub domain
+added by a ConfigMap edit; ConfigMap edits under load with zero failed queries; kill -9 of
+each process in turn, with the time to recover reported; the sidecar's health red while
+kubedns is down and green after. Needs root (for the namespaces); prints `N passed, M
+failed` last.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dns_fixtures as fx  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.path.abspath(os.environ.get("KDNS_BIN", os.path.join(ROOT, "build", "bin")))
+INSIDE = "KDNS_POD_NAMESPACES"
+POD_RESOLV_CONF = """search default.svc.cluster.local svc.cluster.local cluster.local
+nameserver 127.0.0.1
+options ndots:5
+"""
+CACHE_ARGS = ["-k", "--cache-size=1000", "--no-negcache", "--dns-loop-detect",
+              "--log-facility=-", "--server=/cluster.local/127.0.0.1#10053",
+              "--server=/in-addr.arpa/127.0.0.1#10053", "--server=/ip6.arpa/127.0.0.1#10053",
+              "--listen-address=127.0.0.1", "--port=53", "--no-resolv", "--lameduck=1s",
+              "--prometheus-port=10056", "--prometheus-address=127.0.0.1"]
+MEASURED = []  # (what, value) lines for the summary
+
+
+def measured(what, value):
+    MEASURED.append((what, value))
+    print("     measured: %s: %s" % (what, value))
+
+
+class ConfigMapDir:
+    """A ConfigMap volume as the kubelet writes it: timestamped data directories behind a
+    `..data` symlink swapped with a rename, and one symlink per key into `..data`."""
+
+    def __init__(self, path):
+        self.path = path
+        self.version = 0
+        os.makedirs(path, exist_ok=True)
+
+    def write(self, data):
+        self.version += 1
+        stamp = "..%s_%d" % (time.strftime("%Y_%m_%d_%H_%M_%S"), self.version)
+        target = os.path.join(self.path, stamp)
+        os.makedirs(target)
+        for key, value in data.items():
+            with open(os.path.join(target, key), "w") as f:
+                f.write(value)
+        old = os.path.realpath(os.path.join(self.path, "..data"))
+        tmp = os.path.join(self.path, "..data_tmp")
+        os.symlink(stamp, tmp)
+        os.rename(tmp, os.path.join(self.path, "..data"))
+        for key in data:
+            link = os.path.join(self.path, key)
+            if not os.path.islink(link):
+                os.symlink(os.path.join("..data", key), link)
+        for key in os.listdir(self.path):
+            link = os.path.join(self.path, key)
+            if os.path.islink(link) and not key.startswith("..") and key not in data:
+                os.unlink(link)
+        if os.path.isdir(old) and os.path.basename(old).startswith("..") and old != target:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+class Pod:
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.nsd = fx.Nsd(workdir)
+        self.unbound = fx.Unbound(workdir)
+        self.config = ConfigMapDir(os.path.join(workdir, "kube-dns-config"))
+        self.config.write(self.stub_domains(["example.test"]))
+        self.kubedns = None
+        self.nanny = None
+        self.sidecar = None
+        self.start_kubedns()
+        self.start_nanny()
+        self.start_sidecar()
+
+    def stub_domains(self, domains):
+        servers = {"example.test": self.nsd.port, "big.test": self.nsd.port,
+                   "other.test": self.unbound.port}
+        stubs = {d: ["127.0.0.1:%d" % servers[d]] for d in domains}
+        return {"stubDomains": json.dumps(stubs)}
+
+    def start_kubedns(self):
+        self.kubedns = fx.Process(
+            [os.path.join(BIN, "kubedns"),
+             "--objects-file=" + os.path.join(ROOT, "test", "conformance", "objects.json"),
+             "--domain=cluster.local.", "--dns-bind-address=127.0.0.1", "--dns-port=10053",
+             "--http-bind-address=127.0.0.1", "--healthz-port=8081", "--metrics-port=10055",
+             "--config-dir=" + self.config.path, "--lameduck=0s", "--logtostderr",
+             # The node's resolver, as dnsPolicy: Default gives the kube-dns pod; never the
+             # cache in front of us (a loop, which --dns-loop-detect would rightly cut).
+             "--nameservers=127.0.0.1:%d" % self.nsd.port],
+            os.path.join(self.workdir, "kubedns.log"))
+        if not fx.wait_until(lambda: http_status(8081, "/readiness") == 200, 30):
+            raise RuntimeError("kubedns not ready:\n" + self.kubedns.log()[-2000:])
+
+    def start_nanny(self):
+        self.nanny = fx.Process(
+            [os.path.join(BIN, "nanny"), "-v=2", "-logtostderr",
+             "-configDir=" + self.config.path, "-restartDnsmasq=true",
+             "-dnsmasqExec=" + os.path.join(BIN, "frontend-cache"), "--"] + CACHE_ARGS,
+            os.path.join(self.workdir, "nanny.log"))
+        if not fx.wait_until(lambda: self.answers("kubernetes.default.svc.cluster.local"), 30):
+            raise RuntimeError("the cache is not answering:\n" + self.nanny.log()[-3000:])
+
+    def start_sidecar(self):
+        self.sidecar = fx.Process(
+            [os.path.join(BIN, "sidecar"), "--v=2", "--logtostderr",
+             "--probe=kubedns,127.0.0.1:10053,kubernetes.default.svc.cluster.local,1,SRV",
+             "--probe=dnsmasq,127.0.0.1:53,kubernetes.default.svc.cluster.local,1,SRV",
+             "--dnsmasq-addr=127.0.0.1", "--dnsmasq-port=53", "--dnsmasq-poll-interval-ms=500",
+             "--prometheus-addr=127.0.0.1", "--prometheus-port=10054"],
+            os.path.join(self.workdir, "sidecar.log"))
+        if not fx.wait_until(lambda: http_status(10054, "/healthcheck/dnsmasq") == 200, 30):
+            raise RuntimeError("the sidecar is not healthy:\n" + self.sidecar.log()[-2000:])
+
+    def cache_pid(self):
+        """frontend-cache: the nanny's child."""
+        run = subprocess.run(["pgrep", "-P", str(self.nanny.pid)], capture_output=True,
+                             text=True)
+        pids = [int(p) for p in run.stdout.split()]
+        return pids[0] if pids else None
+
+    @staticmethod
+    def answers(name, qtype="A", port=53):
+        answer = fx.dig(port, name, qtype, timeout=1)
+        return answer.status == "NOERROR" and bool(answer.answer)
+
+    def stop(self):
+        for process in (self.sidecar, self.nanny, self.kubedns):
+            if process is not None:
+                process.stop()
+        self.unbound.stop()
+        self.nsd.stop()
+
+
+def http_status(port, path):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=2) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except Exception:
+        return 0
+
+
+def getent(database, name):
+    run = subprocess.run(["getent", database, name], capture_output=True, text=True,
+                         timeout=30)
+    return sorted({line.split()[0] for line in run.stdout.splitlines() if line.strip()})
+
+
+def kubedns_addresses(name, qtype="A"):
+    return sorted(fx.dig(10053, name, qtype).rdatas(qtype))
+
+
+def kubedns_all_addresses(name):
+    """A and AAAA: `getent hosts` prints one address, of either family."""
+    return sorted(set(kubedns_addresses(name)) | set(kubedns_addresses(name, "AAAA")))
+
+
+def time_until(check, timeout=30.0, interval=0.005):
+    """Seconds until check() is true, or None."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if check():
+            return time.monotonic() - start
+        time.sleep(interval)
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+
+def test_libc_resolver(pod):
+    p = []
+    cases = [
+        ("hosts", "kubernetes", kubedns_all_addresses("kubernetes.default.svc.cluster.local")),
+        ("hosts", "kubernetes.default",
+         kubedns_all_addresses("kubernetes.default.svc.cluster.local")),
+        ("ahosts", "headless", kubedns_all_addresses("headless.default.svc.cluster.local")),
+        ("hosts", "my-pet.headless",
+         kubedns_all_addresses("my-pet.headless.default.svc.cluster.local")),
+        ("ahosts", "www.example.test", ["192.0.2.10", "192.0.2.11", "2001:db8::10"]),
+    ]
+    for database, name, want in cases:
+        if not want:
+            p.append("%s: kubedns itself has no answer to compare with" % name)
+            continue
+        got = getent(database, name)
+        if database == "hosts":
+            ok = len(got) == 1 and got[0] in want
+        else:
+            ok = got == sorted(want)
+        if not ok:
+            p.append("getent %s %s: %s, want %s" % (database, name, got, want))
+    return p
+
+
+def test_dig_search_srv_and_ptr(pod):
+    p = []
+    run = subprocess.run(["dig", "+search", "+short", "_https._tcp.kubernetes", "SRV"],
+                         capture_output=True, text=True, timeout=30)
+    if "kubernetes.default.svc.cluster.local." not in run.stdout:
+        p.append("dig +search _https._tcp.kubernetes SRV: %r" % run.stdout)
+    run = subprocess.run(["dig", "+short", "-x", "10.96.0.1"], capture_output=True, text=True,
+                         timeout=30)
+    if run.stdout.strip() != "kubernetes.default.svc.cluster.local.":
+        p.append("dig -x 10.96.0.1: %r" % run.stdout)
+    return p
+
+
+def test_stub_domain_added_by_configmap(pod):
+    p = []
+    if pod.answers("www.other.test"):
+        p.append("www.other.test answered before its stub domain exists")
+    start = time.monotonic()
+    pod.config.write(pod.stub_domains(["example.test", "other.test"]))
+    took = time_until(lambda: pod.answers("www.other.test"), 10, 0.02)
+    if took is None:
+        p.append("www.other.test not answered after the ConfigMap gained other.test")
+    else:
+        measured("ConfigMap swap to a new stub domain answering", "%.0f ms" % (took * 1000))
+        if time.monotonic() - start > 1.5:
+            p.append("the change took %.2f s (want within about 1 s)" % took)
+    if not pod.answers("www.example.test"):
+        p.append("www.example.test stopped answering after the change")
+    # An invalid update is ignored: the old config keeps serving.
+    pod.config.write({"stubDomains": '{"bad domain!": ["127.0.0.1"]}'})
+    time.sleep(1.5)
+    if not pod.answers("www.other.test") or not pod.answers("www.example.test"):
+        p.append("an invalid ConfigMap broke the running stub domains")
+    return p
+
+
+def test_configmap_edits_under_load(pod):
+    p = []
+    queries = os.path.join(pod.workdir, "queries.txt")
+    with open(queries, "w") as f:
+        for name in ("kubernetes.default.svc.cluster.local A", "www.example.test A",
+                     "headless.default.svc.cluster.local A", "mail.example.test A",
+                     "kube-dns.kube-system.svc.cluster.local A"):
+            f.write(name + "\n")
+    duration = 8
+    perf = subprocess.Popen(
+        ["dnsperf", "-s", "127.0.0.1", "-p", "53", "-d", queries, "-l", str(duration),
+         "-Q", "5000", "-c", "4", "-t", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    changes = 0
+    time.sleep(0.5)
+    while perf.poll() is None and changes < 20:
+        domains = ["example.test"] + (["other.test"] if changes % 2 == 0 else [])
+        pod.config.write(pod.stub_domains(domains))
+        changes += 1
+        time.sleep(0.3)
+    out, _ = perf.communicate(timeout=duration + 30)
+    pod.config.write(pod.stub_domains(["example.test", "other.test"]))
+    sent = completed = lost = 0
+    rcodes = {}
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("Queries sent:"):
+            sent = int(line.split()[2])
+        elif line.startswith("Queries completed:"):
+            completed = int(line.split()[2])
+        elif line.startswith("Queries lost:"):
+            lost = int(line.split()[2])
+        elif line.startswith("Response codes:"):
+            for part in line[len("Response codes:"):].split(","):
+                bits = part.split()
+                if len(bits) >= 2:
+                    rcodes[bits[0]] = int(bits[1])
+    measured("load during %d ConfigMap changes" % changes,
+             "%d sent, %d completed, %d lost, rcodes %s" % (sent, completed, lost, rcodes))
+    if changes < 20:
+        p.append("only %d ConfigMap changes happened during the load" % changes)
+    if sent == 0 or lost != 0 or set(rcodes) != {"NOERROR"}:
+        p.append("queries failed during ConfigMap edits: sent %d, lost %d, rcodes %s" %
+                 (sent, lost, rcodes))
+    return p
+
+
+def test_kill_each_process(pod):
+    p = []
+    name = "kubernetes.default.svc.cluster.local"
+    # frontend-cache: the nanny restarts it on the sockets it holds.
+    pid = pod.cache_pid()
+    if pid is None:
+        return ["no frontend-cache under the nanny"]
+    os.kill(pid, signal.SIGKILL)
+    took = time_until(lambda: pod.cache_pid() not in (None, pid) and pod.answers(name), 10)
+    if took is None:
+        p.append("no answers after kill -9 of frontend-cache")
+    else:
+        measured("kill -9 frontend-cache -> answering again", "%.0f ms" % (took * 1000))
+    # kubedns: the sidecar's kubedns health turns red, the cache keeps answering what it
+    # holds, and after a restart (the kubelet's job) health is green again.
+    os.kill(pod.kubedns.pid, signal.SIGKILL)
+    pod.kubedns.wait(10)
+    red = time_until(lambda: http_status(10054, "/healthcheck/kubedns") == 503, 10, 0.05)
+    if red is None:
+        p.append("/healthcheck/kubedns stayed 200 with kubedns down")
+    else:
+        measured("kubedns down -> /healthcheck/kubedns 503", "%.1f s" % red)
+    if not pod.answers(name):
+        p.append("a cached cluster name was not answered while kubedns was down")
+    pod.kubedns.stop()
+    pod.start_kubedns()
+    green = time_until(lambda: http_status(10054, "/healthcheck/kubedns") == 200, 10, 0.05)
+    if green is None:
+        p.append("/healthcheck/kubedns did not turn 200 after kubedns came back")
+    else:
+        measured("kubedns back -> /healthcheck/kubedns 200", "%.1f s" % green)
+    # The sidecar: DNS does not notice; a new one is healthy.
+    os.kill(pod.sidecar.pid, signal.SIGKILL)
+    pod.sidecar.wait(10)
+    if not pod.answers(name):
+        p.append("DNS failed while the sidecar was down")
+    pod.sidecar.stop()
+    pod.start_sidecar()
+    # The nanny: a container restart (the kubelet kills what is left of the container and
+    # starts it again); answers resume once the new nanny's child serves.
+    os.kill(pod.nanny.pid, signal.SIGKILL)
+    pod.nanny.stop()
+    subprocess.run(["pkill", "-9", "-f", os.path.join(BIN, "frontend-cache")])
+    start = time.monotonic()
+    pod.start_nanny()
+    measured("cache container restart (nanny and frontend-cache) -> answering",
+             "%.0f ms" % ((time.monotonic() - start) * 1000))
+    return p
+
+
+TESTS = [test_libc_resolver, test_dig_search_srv_and_ptr, test_stub_domain_added_by_configmap,
+         test_configmap_edits_under_load, test_kill_each_process]
+
+
+def run_inside():
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    workdir = tempfile.mkdtemp(prefix="kdns-pod-e2e-")
+    resolv = os.path.join(workdir, "resolv.conf")
+    with open(resolv, "w") as f:
+        f.write(POD_RESOLV_CONF)
+    subprocess.run(["mount", "--bind", resolv, "/etc/resolv.conf"], check=True)
+    passed = failed = 0
+    pod = None
+    try:
+        pod = Pod(workdir)
+        only = os.environ.get("KDNS_ONLY")
+        for test in TESTS:
+            if only and only not in test.__name__:
+                continue
+            started = time.time()
+            try:
+                problems = test(pod)
+            except Exception:
+                problems = ["raised: " + traceback.format_exc()]
+            took = time.time() - started
+            if problems:
+                failed += 1
+                print("FAIL %s (%.1fs)" % (test.__name__, took))
+                for problem in problems:
+                    print("    " + problem)
+            else:
+                passed += 1
+                print("ok   %s (%.1fs)" % (test.__name__, took))
+    except Exception:
+        failed += 1
+        print("FAIL setup: " + traceback.format_exc())
+    finally:
+        if pod is not None:
+            if failed:
+                for name in ("kubedns", "nanny", "sidecar"):
+                    path = os.path.join(workdir, name + ".log")
+                    if os.path.exists(path):
+                        with open(path, errors="replace") as f:
+                            print("--- %s log (tail) ---\n%s" % (name, f.read()[-2500:]))
+            pod.stop()
+        if not os.environ.get("KEEP_TMP"):
+            shutil.rmtree(workdir, ignore_errors=True)
+    if MEASURED:
+        print("measured:")
+        for what, value in MEASURED:
+            print("  %-60s %s" % (what, value))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+def main():
+    if os.environ.get(INSIDE):
+        return run_inside()
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        print("pod_test: needs root and unshare(1) for its namespaces")
+        print("0 passed, 1 failed")
+        return 1
+    env = dict(os.environ, **{INSIDE: "1", "KDNS_BIN": BIN})
+    return subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "--",
+                           sys.executable, os.path.abspath(__file__)], env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
