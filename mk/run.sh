@@ -18,7 +18,7 @@ run=build/run
 mkdir -p "$run"
 objects=${KDNS_OBJECTS_FILE:-kubedns/demo-cluster.json}
 config=$run/kube-dns-config
-mkdir -p "$config"
+mkdir -p "$config" "$run/nanny"
 
 port_free() {  # UDP and TCP on 127.0.0.1
   ! ss -Hlnu "sport = :$1" | grep -q . && ! ss -Hlnt "sport = :$1" | grep -q .

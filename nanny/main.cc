@@ -205,6 +205,11 @@ int main(int argc, char** argv) {
   }
   const bool own_run_dir = FLAGS_runDir.empty();
   options.run_dir = own_run_dir ? MakeRunDir() : FLAGS_runDir;
+  if (!own_run_dir) {
+    std::error_code made;
+    std::filesystem::create_directories(options.run_dir, made);
+    if (made) Fail("-runDir " + options.run_dir + ": cannot create it: " + made.message());
+  }
 
   int exit_code = 0;
   {
