@@ -114,13 +114,12 @@ class FrontendServer::Handler final : public server::QueryHandler {
     CacheKey key;
   };
 
-  void Reply(server::Responder& responder, const dns::Query& query,
-             std::span<const uint8_t> response);
-  void ReplyEmpty(server::Responder& responder, const dns::Query& query, dns::Rcode rcode,
-                  bool aa = false);
-  void AnswerChaos(server::Request& request, const dns::Query& query);
-  void Forward(server::Request& request, const dns::Query& query, CacheKey key,
-               const upstream::UpstreamSet& upstreams);
+  // `to` is the Request (answered now, the common case: no Responder is moved) or a kept
+  // Responder (answered later).
+  template <class To>
+  void Reply(To& to, const dns::Query& query, std::span<const uint8_t> response);
+  template <class To>
+  void ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, bool aa = false);
   void Prefetch(const dns::Query& query, const CacheKey& key,
                 const upstream::UpstreamSet& upstreams);
   void Complete(uint64_t id, const upstream::Result& result);
@@ -149,20 +148,19 @@ void FrontendServer::Handler::HandleQuery(server::Request& request) {
     (void)request.Reply(FormErr(query.header, request.response_buffer()));
     return;
   }
-  server::Responder responder = request.TakeResponder();
   if (query.edns && query.edns->version != 0) {
-    return ReplyEmpty(responder, query, dns::Rcode::kBadVers);  // RFC 6891 §6.1.3
+    return ReplyEmpty(request, query, dns::Rcode::kBadVers);  // RFC 6891 §6.1.3
   }
   if (query.header.opcode != dns::Opcode::kQuery) {
-    return ReplyEmpty(responder, query, dns::Rcode::kNotImp);
+    return ReplyEmpty(request, query, dns::Rcode::kNotImp);
   }
   if (query.qclass == dns::RrClass::kCh) {
     server_.metrics_.LocalAnswer(FrontendMetrics::Local::kChaos);
-    const size_t limit = ClientLimit(query, responder.transport());
+    const size_t limit = ClientLimit(query, request.transport());
     const size_t size =
         frontend::AnswerChaos(query, server_.ChaosStatsNow(), request.response_buffer(), limit);
-    if (size == 0) return ReplyEmpty(responder, query, dns::Rcode::kServFail);
-    return Reply(responder, query, request.response_buffer().first(size));
+    if (size == 0) return ReplyEmpty(request, query, dns::Rcode::kServFail);
+    return Reply(request, query, request.response_buffer().first(size));
   }
   if (upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
     // Our own loop probe came back: that upstream forwards to us. Never forward it again.
@@ -170,29 +168,30 @@ void FrontendServer::Handler::HandleQuery(server::Request& request) {
     if (auto upstream = server_.upstream_table_->MatchLoopProbe(query.qname)) {
       server_.upstream_table_->Disable(*upstream, "its queries come back to us (a loop)");
     }
-    return ReplyEmpty(responder, query, dns::Rcode::kRefused);
+    return ReplyEmpty(request, query, dns::Rcode::kRefused);
   }
   const RoutingState* routing = routing_.Get();
   const Route& route = routing->table.Lookup(query.qname);
   if (route.action == RouteAction::kNxDomain) {
     server_.metrics_.LocalAnswer(FrontendMetrics::Local::kNxDomain);
-    return ReplyEmpty(responder, query, dns::Rcode::kNxDomain, /*aa=*/true);
+    return ReplyEmpty(request, query, dns::Rcode::kNxDomain, /*aa=*/true);
   }
   if (route.action == RouteAction::kRefused) {
     server_.metrics_.LocalAnswer(FrontendMetrics::Local::kRefused);
-    return ReplyEmpty(responder, query, dns::Rcode::kRefused);
+    return ReplyEmpty(request, query, dns::Rcode::kRefused);
   }
   const upstream::UpstreamSet& upstreams = routing->SetFor(route);
   CacheKey key = CacheKey::FromQuery(query);
-  const size_t limit = ClientLimit(query, responder.transport());
+  const size_t limit = ClientLimit(query, request.transport());
   const LookupResult hit = server_.cache_.Lookup(key, query, request.response_buffer(), limit);
   if (hit.status == LookupStatus::kHit) {
-    Reply(responder, query, request.response_buffer().first(hit.size));
+    Reply(request, query, request.response_buffer().first(hit.size));
     if (hit.prefetch) Prefetch(query, key, upstreams);
     return;
   }
+  // A miss: the right to answer is kept until the upstream's answer.
   uint64_t id = next_id_++;
-  pending_.emplace(id, Pending{std::move(responder),
+  pending_.emplace(id, Pending{request.TakeResponder(),
                                std::vector<uint8_t>(request.query().begin(), request.query().end()),
                                std::move(key)});
   forwarder_.Resolve(upstream::Request::FromQuery(query, ToUpstream(request.transport())),
@@ -239,21 +238,23 @@ void FrontendServer::Handler::Complete(uint64_t id, const upstream::Result& resu
   ReplyEmpty(pending.responder, query, dns::Rcode::kServFail);
 }
 
-void FrontendServer::Handler::Reply(server::Responder& responder, const dns::Query& query,
+template <class To>
+void FrontendServer::Handler::Reply(To& to, const dns::Query& query,
                                     std::span<const uint8_t> response) {
   const auto rcode = response.size() >= dns::kHeaderSize
                          ? static_cast<dns::Rcode>(response[3] & 0x0f)
                          : dns::Rcode::kServFail;
   server_.metrics_.Answered(query.qtype, rcode);
-  (void)responder.Reply(response);
+  (void)to.Reply(response);
 }
 
-void FrontendServer::Handler::ReplyEmpty(server::Responder& responder, const dns::Query& query,
-                                         dns::Rcode rcode, bool aa) {
+template <class To>
+void FrontendServer::Handler::ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode,
+                                         bool aa) {
   std::span<const uint8_t> response = EmptyResponse(query, rcode, aa, context_.response_buffer);
   if (response.empty()) return;  // cannot happen for a parsed query; the client retries
   server_.metrics_.Answered(query.qtype, rcode);
-  (void)responder.Reply(response);
+  (void)to.Reply(response);
 }
 
 FrontendServer::FrontendServer(Options options, const Clock& clock)
