@@ -41,6 +41,7 @@ std::optional<std::vector<std::string>> StatStrings(const Name& qname, const Cha
       }
     }
     std::vector<std::string> strings;
+    strings.reserve(servers.size());
     for (const UpstreamCounters& server : servers) {
       strings.push_back(server.address.ToString() + " " + std::to_string(server.sent) + " " +
                         std::to_string(server.failed));

@@ -181,7 +181,7 @@ void FrontendServer::Handler::HandleQuery(server::Request& request) {
     return ReplyEmpty(request, query, dns::Rcode::kRefused);
   }
   const upstream::UpstreamSet& upstreams = routing->SetFor(route);
-  CacheKey key = CacheKey::FromQuery(query);
+  const CacheKey key = CacheKey::FromQuery(query);
   const size_t limit = ClientLimit(query, request.transport());
   const LookupResult hit = server_.cache_.Lookup(key, query, request.response_buffer(), limit);
   if (hit.status == LookupStatus::kHit) {
@@ -191,9 +191,9 @@ void FrontendServer::Handler::HandleQuery(server::Request& request) {
   }
   // A miss: the right to answer is kept until the upstream's answer.
   uint64_t id = next_id_++;
-  pending_.emplace(id, Pending{request.TakeResponder(),
-                               std::vector<uint8_t>(request.query().begin(), request.query().end()),
-                               std::move(key)});
+  pending_.emplace(
+      id, Pending{request.TakeResponder(),
+                  std::vector<uint8_t>(request.query().begin(), request.query().end()), key});
   forwarder_.Resolve(upstream::Request::FromQuery(query, ToUpstream(request.transport())),
                      upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });

@@ -146,7 +146,7 @@ std::string Txt(const dns::Message& message) {
 }
 
 struct Harness {
-  explicit Harness(std::vector<std::string> servers, uint32_t forward_max = 150) {
+  explicit Harness(const std::vector<std::string>& servers, uint32_t forward_max = 150) {
     FrontendServer::Options options;
     options.flags.no_resolv = true;
     options.flags.listen_addresses = {*IpAddress::Parse("127.0.0.1")};

@@ -16,7 +16,7 @@ UpstreamAddress Up(std::string_view ip, uint16_t port = 53) {
   return UpstreamAddress{*IpAddress::Parse(ip), port};
 }
 
-std::vector<ServerOption> Servers(std::vector<std::string_view> values) {
+std::vector<ServerOption> Servers(const std::vector<std::string_view>& values) {
   std::vector<ServerOption> servers;
   for (std::string_view value : values) {
     ServerOption server;
@@ -28,8 +28,8 @@ std::vector<ServerOption> Servers(std::vector<std::string_view> values) {
   return servers;
 }
 
-RoutingTable Table(std::vector<std::string_view> values,
-                   std::vector<UpstreamAddress> resolv_conf = {}) {
+RoutingTable Table(const std::vector<std::string_view>& values,
+                   const std::vector<UpstreamAddress>& resolv_conf = {}) {
   return RoutingTable::Build(Servers(values), resolv_conf);
 }
 
