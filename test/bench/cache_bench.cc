@@ -85,6 +85,7 @@ Timing Run(Cache& cache, const std::vector<BenchQuery>& queries, int threads, in
   std::atomic<bool> go{false};
   std::atomic<uint64_t> misses{0};
   std::vector<std::thread> workers;
+  workers.reserve(static_cast<size_t>(threads));
   std::vector<Timing> timings(threads);
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
@@ -126,6 +127,7 @@ Timing Run(Cache& cache, const std::vector<BenchQuery>& queries, int threads, in
 
 int main() {
   std::vector<BenchQuery> queries;
+  queries.reserve(kNames);
   for (int i = 0; i < kNames; ++i) queries.push_back(MakeQuery(i));
   const SteadyClock& clock = SteadyClock::Instance();
   for (size_t shards : {size_t{0}, size_t{1}}) {

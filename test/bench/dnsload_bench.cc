@@ -125,7 +125,7 @@ class Arguments {
   }
 
   bool Has(std::string_view name) const { return Find(name) != nullptr; }
-  std::string String(std::string_view name, std::string fallback = "") const {
+  std::string String(std::string_view name, const std::string& fallback = "") const {
     const std::string* value = Find(name);
     return value ? *value : fallback;
   }
@@ -278,11 +278,11 @@ class QuerySet {
       words >> type_text;
       std::optional<dns::Name> name = dns::Name::FromText(name_text);
       std::optional<dns::RrType> type = dns::RrTypeFromText(type_text);
-      if (!name || !type) Fail(path + ": bad line \"" + line + "\"");
+      if (!name || !type) Fail(std::string(path).append(": bad line \"").append(line).append("\""));
       dns::MessageBuilder builder(buffer);
       builder.header().rd = true;
       if (builder.AddQuestion(*name, *type, dns::RrClass::kIn) != dns::BuildError::kOk) {
-        Fail(path + ": cannot encode \"" + line + "\"");
+        Fail(std::string(path).append(": cannot encode \"").append(line).append("\""));
       }
       std::span<const uint8_t> wire = builder.Finish();
       set.offsets_.push_back(set.bytes_.size());
