@@ -88,15 +88,23 @@ class Pod:
     def __init__(self, workdir):
         self.workdir = workdir
         self.nsd = fx.Nsd(workdir)
-        self.unbound = fx.Unbound(workdir)
+        try:
+            self.unbound = fx.Unbound(workdir)
+        except Exception:
+            self.nsd.stop()
+            raise
         self.config = ConfigMapDir(os.path.join(workdir, "kube-dns-config"))
         self.config.write(self.stub_domains(["example.test"]))
         self.kubedns = None
         self.nanny = None
         self.sidecar = None
-        self.start_kubedns()
-        self.start_nanny()
-        self.start_sidecar()
+        try:
+            self.start_kubedns()
+            self.start_nanny()
+            self.start_sidecar()
+        except Exception:
+            self.stop()  # what did start must not outlive a failed start
+            raise
 
     def stub_domains(self, domains):
         servers = {"example.test": self.nsd.port, "big.test": self.nsd.port,
