@@ -11,7 +11,9 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
+import traceback
 import urllib.error
 import urllib.request
 
@@ -38,6 +40,46 @@ def free_port(host="127.0.0.1"):
             udp.close()
             tcp.close()
     raise RuntimeError("no free port")
+
+
+def run_tests(tests, env, after_each=None):
+    """Runs each test(env), which returns its problems (empty: passed), honouring
+    KDNS_ONLY (a substring of the names to run); prints an ok or FAIL line per test, with
+    the problems indented, and returns (passed, failed). after_each(), if given, runs after
+    every test (e.g. to clear injected faults)."""
+    only = os.environ.get("KDNS_ONLY")
+    passed = failed = 0
+    for test in tests:
+        if only and only not in test.__name__:
+            continue
+        started = time.monotonic()
+        try:
+            problems = test(env)
+        except Exception:
+            problems = ["raised: " + traceback.format_exc()]
+        took = time.monotonic() - started
+        if problems:
+            failed += 1
+            print("FAIL %s (%.1fs)" % (test.__name__, took))
+            for problem in problems:
+                print("    " + str(problem).replace("\n", "\n    "))
+        else:
+            passed += 1
+            print("ok   %s (%.1fs)" % (test.__name__, took))
+        sys.stdout.flush()
+        if after_each is not None:
+            after_each()
+    return passed, failed
+
+
+def stop_all(owned):
+    """Stops what a suite started, last first; one that fails to stop does not keep the
+    others running."""
+    for thing in reversed(owned):
+        try:
+            thing.stop()
+        except Exception:
+            traceback.print_exc()
 
 
 def wait_until(check, timeout=15.0, interval=0.05):

@@ -392,11 +392,7 @@ def main():
         traceback.print_exc()
         failed += 1
     finally:
-        for thing in reversed(owned):
-            try:
-                thing.stop()
-            except Exception:
-                traceback.print_exc()
+        fx.stop_all(owned)
         if failed and os.environ.get("KDNS_KEEP_TMP"):
             print("kept " + workdir)
         else:

@@ -681,25 +681,9 @@ def main():
                "all_upstreams": [nsd.address, unbound.address, fake.address,
                                  f_timeout.address, f_servfail.address, f_ok.address,
                                  f_stale.address]}
-        only = os.environ.get("KDNS_ONLY")
-        for test in TESTS:
-            if only and only not in test.__name__:
-                continue
-            started = time.time()
-            try:
-                problems = test(env)
-            except Exception:
-                problems = ["raised: " + traceback.format_exc()]
-            took = time.time() - started
-            if problems:
-                failed += 1
-                print("FAIL %s (%.1fs)" % (test.__name__, took))
-                for problem in problems:
-                    print("    " + str(problem).replace("\n", "\n    "))
-            else:
-                passed += 1
-                print("ok   %s (%.1fs)" % (test.__name__, took))
-            sys.stdout.flush()
+        p, f = fx.run_tests(TESTS, env)
+        passed += p
+        failed += f
         if not fe.process.alive():
             failed += 1
             print("FAIL the main frontend-cache exited: " + fe.process.log()[-1500:])
@@ -707,11 +691,7 @@ def main():
         traceback.print_exc()
         failed += 1
     finally:
-        for thing in reversed(owned):
-            try:
-                thing.stop()
-            except Exception:
-                traceback.print_exc()
+        fx.stop_all(owned)
         if failed and os.environ.get("KDNS_KEEP_TMP"):
             print("kept " + workdir)
         else:

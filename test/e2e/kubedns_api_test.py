@@ -27,6 +27,7 @@ import traceback
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dns_fixtures as fx  # noqa: E402
 import kubedns_conformance_test as conformance  # noqa: E402
 
 ROOT = conformance.ROOT
@@ -618,25 +619,10 @@ def main():
         fake = Fake(workdir, "--history-size", "50", *(["--http2"] if MAIN_HTTP2 else []))
         dns = Kubedns(workdir, fake.info["kubeconfig"])
         env = {"fake": fake, "dns": dns, "workdir": workdir}
-        only = os.environ.get("KDNS_ONLY")
-        for test in TESTS:
-            if only and only not in test.__name__:
-                continue
-            started = time.time()
-            try:
-                problems = test(env)
-            except Exception:
-                problems = ["raised: " + traceback.format_exc()]
-            took = time.time() - started
-            if problems:
-                failed += 1
-                print("FAIL %s (%.1fs)" % (test.__name__, took))
-                for problem in problems:
-                    print("    " + problem)
-            else:
-                passed += 1
-                print("ok   %s (%.1fs)" % (test.__name__, took))
-            fake.control("/control/fault/clear", {})
+        p, f = fx.run_tests(TESTS, env,
+                            after_each=lambda: fake.control("/control/fault/clear", {}))
+        passed += p
+        failed += f
     except Exception:
         traceback.print_exc()
         failed += 1

@@ -14,6 +14,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dns_fixtures as fx  # noqa: E402
 import kubedns_api_test as api  # noqa: E402
 
 
@@ -108,21 +109,9 @@ def main():
         if api.eventually(lambda: not dns.ready() and "not ready", 30):
             raise RuntimeError("kubedns did not become ready:\n" + dns.log()[-3000:])
         env = {"fake": fake, "dns": dns, "workdir": workdir}
-        for test in TESTS:
-            started = time.time()
-            try:
-                problems = test(env)
-            except Exception:
-                problems = ["raised: " + traceback.format_exc()]
-            took = time.time() - started
-            if problems:
-                failed += 1
-                print("FAIL %s (%.1fs)" % (test.__name__, took))
-                for problem in problems:
-                    print("    " + problem)
-            else:
-                passed += 1
-                print("ok   %s (%.1fs)" % (test.__name__, took))
+        p, f = fx.run_tests(TESTS, env)
+        passed += p
+        failed += f
     except Exception:
         failed += 1
         print("FAIL setup: " + traceback.format_exc())

@@ -842,7 +842,6 @@ def main():
             print("nanny_test: %s is missing" % tool)
             print("0 passed, 1 failed")
             return 1
-    only = os.environ.get("KDNS_ONLY", "")
     tmp = tempfile.mkdtemp(prefix="kdns-nanny-e2e-")
     env = {"tmp": tmp}
     servers = []
@@ -861,24 +860,9 @@ def main():
         os.makedirs(os.path.join(tmp, "kd"), exist_ok=True)
         env["kd"] = Kubedns(os.path.join(tmp, "kd"))
         servers.append(env["kd"])
-        for test in TESTS:
-            if only and only not in test.__name__:
-                continue
-            start = time.monotonic()
-            try:
-                problems = test(env)
-            except Exception:
-                problems = ["exception:\n" + traceback.format_exc()]
-            took = time.monotonic() - start
-            if problems:
-                failed += 1
-                print("FAIL %s (%.1fs)" % (test.__name__, took))
-                for problem in problems:
-                    print("    " + problem.replace("\n", "\n    "))
-            else:
-                passed += 1
-                print("ok   %s (%.1fs)" % (test.__name__, took))
-            sys.stdout.flush()
+        p, f = fx.run_tests(TESTS, env)
+        passed += p
+        failed += f
     finally:
         for server in reversed(servers):
             try:

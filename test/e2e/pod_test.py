@@ -376,24 +376,9 @@ def run_inside():
     pod = None
     try:
         pod = Pod(workdir)
-        only = os.environ.get("KDNS_ONLY")
-        for test in TESTS:
-            if only and only not in test.__name__:
-                continue
-            started = time.time()
-            try:
-                problems = test(pod)
-            except Exception:
-                problems = ["raised: " + traceback.format_exc()]
-            took = time.time() - started
-            if problems:
-                failed += 1
-                print("FAIL %s (%.1fs)" % (test.__name__, took))
-                for problem in problems:
-                    print("    " + problem)
-            else:
-                passed += 1
-                print("ok   %s (%.1fs)" % (test.__name__, took))
+        p, f = fx.run_tests(TESTS, pod)
+        passed += p
+        failed += f
     except Exception:
         failed += 1
         print("FAIL setup: " + traceback.format_exc())

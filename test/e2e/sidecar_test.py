@@ -491,25 +491,9 @@ def main():
         env["frontend"] = Pod(workdir, "frontend-cache", nsd, cache_size=700, ok_type="A",
                               extra_probes=["srv,127.0.0.1:%d,_http._tcp.example.test,1,SRV"])
         owned.append(env["frontend"])
-        only = os.environ.get("KDNS_ONLY")
-        for test in TESTS:
-            if only and only not in test.__name__:
-                continue
-            started = time.time()
-            try:
-                problems = test(env)
-            except Exception:
-                problems = ["raised: " + traceback.format_exc()]
-            took = time.time() - started
-            if problems:
-                failed += 1
-                print("FAIL %s (%.1fs)" % (test.__name__, took))
-                for problem in problems:
-                    print("    " + str(problem).replace("\n", "\n    "))
-            else:
-                passed += 1
-                print("ok   %s (%.1fs)" % (test.__name__, took))
-            sys.stdout.flush()
+        p, f = fx.run_tests(TESTS, env)
+        passed += p
+        failed += f
         for pod in (env["dnsmasq"], env["frontend"]):
             if not pod.sidecar.process.alive():
                 failed += 1
@@ -519,11 +503,7 @@ def main():
         traceback.print_exc()
         failed += 1
     finally:
-        for thing in reversed(owned):
-            try:
-                thing.stop()
-            except Exception:
-                traceback.print_exc()
+        fx.stop_all(owned)
         if failed and os.environ.get("KDNS_KEEP_TMP"):
             print("kept " + workdir)
         else:
