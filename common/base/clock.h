@@ -3,6 +3,7 @@
 // ManualClock is meant for single-threaded tests.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 
@@ -28,15 +29,16 @@ class SteadyClock final : public Clock {
   }
 };
 
+// Thread-safe: tests move it while server threads read it.
 class ManualClock final : public Clock {
  public:
   explicit ManualClock(uint64_t now_ms = 0) : now_ms_(now_ms) {}
-  uint64_t NowMs() const override { return now_ms_; }
-  void AdvanceMs(uint64_t ms) { now_ms_ += ms; }
-  void SetMs(uint64_t ms) { now_ms_ = ms; }
+  uint64_t NowMs() const override { return now_ms_.load(std::memory_order_relaxed); }
+  void AdvanceMs(uint64_t ms) { now_ms_.fetch_add(ms, std::memory_order_relaxed); }
+  void SetMs(uint64_t ms) { now_ms_.store(ms, std::memory_order_relaxed); }
 
  private:
-  uint64_t now_ms_;
+  std::atomic<uint64_t> now_ms_;
 };
 
 }  // namespace kdns

@@ -1,11 +1,15 @@
 #include "common/loop/udp_socket.h"
 
+#include <fcntl.h>
 #include <glog/logging.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 namespace kdns::loop {
@@ -23,7 +27,64 @@ void SetBufferSize(int fd, int option, int bytes, const char* name) {
   }
 }
 
+// A relaxed load and store: each receiver counter has one writer, the receiver thread.
+void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
+  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+uint64_t Get(const std::atomic<uint64_t>& counter) {
+  return counter.load(std::memory_order_relaxed);
+}
+
 }  // namespace
+
+// The receiver thread's state. The handoff queue is two vectors of slots that keep their
+// buffers: the thread fills `queue` under the mutex, the loop swaps it with `draining`.
+struct UdpSocket::Receiver {
+  struct Handoff {
+    std::vector<uint8_t> bytes;
+    SocketAddress peer;
+    ReplyContext ctx;
+  };
+
+  FastPath fast_path;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+
+  std::mutex mutex;
+  std::vector<Handoff> queue;     // guarded by mutex; the first `queued` slots are live
+  size_t queued = 0;              // guarded by mutex
+  std::vector<Handoff> draining;  // the loop thread's
+
+  // Written by the receiver thread only.
+  std::atomic<uint64_t> received{0};
+  std::atomic<uint64_t> sent{0};
+  std::atomic<uint64_t> truncated{0};
+  std::atomic<uint64_t> errors{0};
+  std::atomic<uint64_t> fast_answered{0};
+  std::atomic<uint64_t> handoff_dropped{0};
+};
+
+UdpReplyContext UdpSocket::ContextOf(const msghdr& hdr) {
+  ReplyContext ctx;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&hdr); c != nullptr;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(&hdr), c)) {
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+      in_pktinfo info;
+      std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+      ctx.family_ = AF_INET;
+      ctx.v4_ = info.ipi_addr;
+      ctx.ifindex_ = info.ipi_ifindex;
+    } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+      in6_pktinfo info;
+      std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+      ctx.family_ = AF_INET6;
+      ctx.v6_ = info.ipi6_addr;
+      ctx.ifindex_ = info.ipi6_ifindex;
+    }
+  }
+  return ctx;
+}
 
 std::optional<SocketAddress> UdpReplyContext::destination() const {
   if (family_ == AF_INET) {
@@ -59,6 +120,7 @@ std::unique_ptr<UdpSocket> UdpSocket::Adopt(Loop& loop, int fd, const Options& o
     return nullptr;
   }
   std::unique_ptr<UdpSocket> socket(new UdpSocket(loop, fd, options, std::move(callback)));
+  socket->adopted_ = true;
   if (!socket->Init(error)) return nullptr;  // the destructor closes fd
   return socket;
 }
@@ -67,6 +129,7 @@ UdpSocket::UdpSocket(Loop& loop, int fd, const Options& options, ReceiveCallback
     : loop_(loop), fd_(fd), options_(options), callback_(std::move(callback)) {
   options_.max_datagram_bytes = std::clamp<size_t>(options_.max_datagram_bytes, 512, 65535);
   options_.max_pending_sends = std::max<size_t>(options_.max_pending_sends, 1);
+  options_.receiver_wake_ms = std::max(options_.receiver_wake_ms, 1);  // 0 would never wake
 }
 
 bool UdpSocket::Init(std::string* error) {
@@ -116,6 +179,7 @@ bool UdpSocket::Init(std::string* error) {
 }
 
 UdpSocket::~UdpSocket() {
+  StopReceiverThread();
   internal::CloseHandle(idle_);
   internal::CloseHandle(check_);
   internal::CloseHandle(poll_);
@@ -134,10 +198,224 @@ void UdpSocket::PauseReceiving() {
 void UdpSocket::ResumeReceiving() {
   receiving_ = true;
   UpdatePollEvents();
+  if (handoff_async_ != nullptr) uv_async_send(handoff_async_);  // deliver what queued
+}
+
+UdpSocket::Stats UdpSocket::stats() const {
+  Stats stats = stats_;
+  if (receiver_ != nullptr) {
+    const Receiver& r = *receiver_;
+    stats.received += Get(r.received);
+    stats.sent += Get(r.sent);
+    stats.truncated += Get(r.truncated);
+    stats.errors += Get(r.errors);
+    stats.fast_answered += Get(r.fast_answered);
+    stats.handoff_dropped += Get(r.handoff_dropped);
+  }
+  return stats;
+}
+
+bool UdpSocket::StartReceiverThread(FastPath fast_path, std::string* error) {
+  if (receiver_ != nullptr) {
+    *error = "the receiver thread is already running";
+    return false;
+  }
+  timeval wake{};
+  wake.tv_sec = options_.receiver_wake_ms / 1000;
+  wake.tv_usec = static_cast<suseconds_t>(options_.receiver_wake_ms % 1000) * 1000;
+  if (setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &wake, sizeof(wake)) != 0) {
+    *error = internal::ErrnoMessage("SO_RCVTIMEO", errno);
+    return false;
+  }
+  const int flags = fcntl(fd_, F_GETFL);
+  if (flags < 0 || fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    *error = internal::ErrnoMessage("fcntl O_NONBLOCK", errno);
+    return false;
+  }
+  handoff_async_ = internal::NewHandle<uv_async_t>(this);
+  CHECK_EQ(uv_async_init(loop_.get(), handoff_async_, &UdpSocket::OnHandoff), 0);
+  receiver_ = std::make_unique<Receiver>();
+  receiver_->fast_path = std::move(fast_path);
+  UpdatePollEvents();  // the loop no longer polls for datagrams
+  receiver_->thread = std::thread([this] { ReceiveOnThread(); });
+  return true;
+}
+
+void UdpSocket::StopReceiverThread() {
+  if (receiver_ == nullptr || !receiver_->thread.joinable()) return;
+  receiver_->stop.store(true, std::memory_order_release);
+  // A socket bound here is ours alone: shutting down its read side wakes the thread now.
+  // An adopted one may be shared (the nanny keeps it for the next child): the thread
+  // notices within receiver_wake_ms.
+  if (!adopted_) (void)shutdown(fd_, SHUT_RD);  // ENOTCONN for UDP, and it still wakes
+  receiver_->thread.join();
+  internal::CloseHandle(handoff_async_);
+  handoff_async_ = nullptr;
+  std::lock_guard lock(receiver_->mutex);
+  Bump(receiver_->handoff_dropped, receiver_->queued);  // never delivered now
+  receiver_->queued = 0;
+}
+
+void UdpSocket::ReceiveOnThread() {
+  Receiver& r = *receiver_;
+  const size_t slot_bytes = options_.max_datagram_bytes;
+  // Uninitialised: a page becomes resident only once a batch that large has used it.
+  const auto in = std::make_unique_for_overwrite<uint8_t[]>(kBatchSize * slot_bytes);
+  const auto out = std::make_unique_for_overwrite<uint8_t[]>(kBatchSize * kFastReplyBytes);
+  std::array<mmsghdr, kBatchSize> in_headers{};
+  std::array<iovec, kBatchSize> in_iovecs{};
+  std::array<sockaddr_storage, kBatchSize> peers{};
+  alignas(cmsghdr) std::array<std::array<char, kControlBytes>, kBatchSize> in_control{};
+  std::array<mmsghdr, kBatchSize> out_headers{};
+  std::array<iovec, kBatchSize> out_iovecs{};
+  alignas(cmsghdr) std::array<std::array<char, kControlBytes>, kBatchSize> out_control{};
+  std::array<std::optional<SocketAddress>, kBatchSize> handoff_peers;
+  std::array<ReplyContext, kBatchSize> handoff_contexts;
+  std::array<size_t, kBatchSize> handoff_index{};
+
+  while (!r.stop.load(std::memory_order_acquire)) {
+    for (size_t i = 0; i < kBatchSize; ++i) {
+      in_iovecs[i] = {in.get() + i * slot_bytes, slot_bytes};
+      msghdr& hdr = in_headers[i].msg_hdr;
+      hdr.msg_name = &peers[i];
+      hdr.msg_namelen = sizeof(sockaddr_storage);
+      hdr.msg_iov = &in_iovecs[i];
+      hdr.msg_iovlen = 1;
+      hdr.msg_control = in_control[i].data();
+      hdr.msg_controllen = kControlBytes;
+      hdr.msg_flags = 0;
+    }
+    // Blocks for the first datagram (up to SO_RCVTIMEO), then takes what is queued.
+    const int n = recvmmsg(fd_, in_headers.data(), kBatchSize, MSG_WAITFORONE, nullptr);
+    if (r.stop.load(std::memory_order_acquire)) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (WouldBlock(errno)) {
+        // The wake-up timeout, or an adopting sibling (in this process or a parent's) made
+        // the shared file description non-blocking again: undo that.
+        const int flags = fcntl(fd_, F_GETFL);
+        if (flags >= 0 && (flags & O_NONBLOCK) != 0) fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
+        continue;
+      }
+      Bump(r.errors);
+      LOG_EVERY_N(WARNING, 1000) << "recvmmsg on " << GetLocalAddress().ToString() << ": "
+                                 << std::strerror(errno);
+      continue;
+    }
+    size_t replies = 0;
+    size_t handoffs = 0;
+    for (int i = 0; i < n; ++i) {
+      msghdr& hdr = in_headers[i].msg_hdr;
+      if ((hdr.msg_flags & MSG_TRUNC) != 0) {
+        Bump(r.truncated);
+        continue;
+      }
+      auto peer =
+          SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(hdr.msg_name), hdr.msg_namelen);
+      if (!peer) continue;
+      Bump(r.received);
+      const std::span<const uint8_t> datagram(in.get() + i * slot_bytes, in_headers[i].msg_len);
+      const std::span<uint8_t> reply(out.get() + replies * kFastReplyBytes, kFastReplyBytes);
+      size_t size = 0;
+      try {
+        size = r.fast_path(datagram, *peer, reply);
+      } catch (const std::exception& e) {
+        LOG_EVERY_N(ERROR, 100) << "UdpSocket fast path threw: " << e.what();
+      } catch (...) {
+        LOG_EVERY_N(ERROR, 100) << "UdpSocket fast path threw a non-std exception";
+      }
+      const ReplyContext ctx = ContextOf(hdr);
+      if (size == 0 || size > kFastReplyBytes) {
+        handoff_index[handoffs] = static_cast<size_t>(i);
+        handoff_peers[handoffs] = peer;
+        handoff_contexts[handoffs] = ctx;
+        ++handoffs;
+        continue;
+      }
+      out_iovecs[replies] = {reply.data(), size};
+      msghdr& out_hdr = out_headers[replies].msg_hdr;
+      out_hdr = {};
+      out_hdr.msg_name = hdr.msg_name;
+      out_hdr.msg_namelen = hdr.msg_namelen;
+      out_hdr.msg_iov = &out_iovecs[replies];
+      out_hdr.msg_iovlen = 1;
+      const size_t control_len = FillControl(ctx, out_control[replies].data());
+      if (control_len > 0) {
+        out_hdr.msg_control = out_control[replies].data();
+        out_hdr.msg_controllen = control_len;
+      }
+      ++replies;
+    }
+    Bump(r.fast_answered, replies);
+    for (size_t sent = 0; sent < replies;) {
+      const int k = sendmmsg(fd_, out_headers.data() + sent, replies - sent, MSG_DONTWAIT);
+      if (k > 0) {
+        Bump(r.sent, k);
+        sent += static_cast<size_t>(k);
+        continue;
+      }
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0 && !WouldBlock(errno)) {
+        // The first datagram failed (an unreachable peer): drop it, go on with the rest.
+        Bump(r.errors);
+        ++sent;
+        continue;
+      }
+      Bump(r.errors, replies - sent);  // the send buffer is full: UDP drops, as the kernel would
+      break;
+    }
+    if (handoffs == 0) continue;
+    bool wake = false;
+    {
+      std::lock_guard lock(r.mutex);
+      wake = r.queued == 0;
+      for (size_t h = 0; h < handoffs; ++h) {
+        if (r.queued == options_.max_handoff) {
+          Bump(r.handoff_dropped, handoffs - h);
+          break;
+        }
+        if (r.queued == r.queue.size()) r.queue.emplace_back();
+        Receiver::Handoff& slot = r.queue[r.queued++];
+        const size_t i = handoff_index[h];
+        const uint8_t* bytes = in.get() + i * slot_bytes;
+        slot.bytes.assign(bytes, bytes + in_headers[i].msg_len);
+        slot.peer = *handoff_peers[h];
+        slot.ctx = handoff_contexts[h];
+      }
+    }
+    if (wake) uv_async_send(handoff_async_);
+  }
+}
+
+void UdpSocket::OnHandoff(uv_async_t* handle) noexcept {
+  auto* self = static_cast<UdpSocket*>(handle->data);
+  if (self != nullptr) self->DeliverHandoff();
+}
+
+void UdpSocket::DeliverHandoff() {
+  if (receiver_ == nullptr || !receiving_) return;
+  Receiver& r = *receiver_;
+  size_t count = 0;
+  {
+    std::lock_guard lock(r.mutex);
+    std::swap(r.queue, r.draining);
+    count = r.queued;
+    r.queued = 0;
+  }
+  in_batch_ = true;
+  internal::DeathWatch::Scope scope(death_watch_);
+  for (size_t i = 0; i < count; ++i) {
+    const Receiver::Handoff& item = r.draining[i];
+    internal::CallUser("UdpSocket receive", [&] { callback_(item.bytes, item.peer, item.ctx); });
+    if (scope.dead()) return;
+  }
+  in_batch_ = false;
+  Flush();
 }
 
 void UdpSocket::UpdatePollEvents() {
-  int events = (receiving_ ? UV_READABLE : 0) | (waiting_writable_ ? UV_WRITABLE : 0);
+  const bool poll_readable = receiving_ && receiver_ == nullptr;
+  int events = (poll_readable ? UV_READABLE : 0) | (waiting_writable_ ? UV_WRITABLE : 0);
   if (events == poll_events_) return;
   poll_events_ = events;
   if (events == 0) {
@@ -202,22 +480,7 @@ bool UdpSocket::ReceiveBatches() {
       auto peer =
           SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(hdr.msg_name), hdr.msg_namelen);
       if (!peer) continue;
-      ReplyContext ctx;
-      for (cmsghdr* c = CMSG_FIRSTHDR(&hdr); c != nullptr; c = CMSG_NXTHDR(&hdr, c)) {
-        if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
-          in_pktinfo info;
-          std::memcpy(&info, CMSG_DATA(c), sizeof(info));
-          ctx.family_ = AF_INET;
-          ctx.v4_ = info.ipi_addr;
-          ctx.ifindex_ = info.ipi_ifindex;
-        } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
-          in6_pktinfo info;
-          std::memcpy(&info, CMSG_DATA(c), sizeof(info));
-          ctx.family_ = AF_INET6;
-          ctx.v6_ = info.ipi6_addr;
-          ctx.ifindex_ = info.ipi6_ifindex;
-        }
-      }
+      const ReplyContext ctx = ContextOf(hdr);
       ++stats_.received;
       std::span<const uint8_t> datagram(receive_buffer_.data() + i * slot_bytes,
                                         receive_headers_[i].msg_len);

@@ -24,8 +24,24 @@
 // and counted in stats().truncated. Queued replies reuse their slots' buffers, so the
 // steady state allocates nothing per datagram.
 //
-// Thread: the loop's thread only, including stats(). The socket owns its fd (also an
-// adopted one) and closes it on destruction; the callback may destroy the UdpSocket.
+// Receiver thread (StartReceiverThread, for a server's listening socket). An event loop
+// pays for every datagram batch with a readiness wait (epoll_wait) before the recvmmsg;
+// a thread that sleeps in recvmmsg itself does not, and on a loaded server that wait is the
+// largest cost per query after the kernel's own UDP path (measured: +1 us per query on a
+// fixed-answer responder, see frontend-cache/README.md). So the socket can move its
+// receiving onto a dedicated thread that loops: recvmmsg (blocking for the first
+// datagram, MSG_WAITFORONE), each datagram offered to a FastPath that may answer it on the
+// spot, the answers sent with one sendmmsg. Datagrams the FastPath declines are handed to
+// the loop thread (a bounded queue and a uv_async_t) and reach the ReceiveCallback there
+// as usual, so replies to them go through Send(). The fd becomes blocking with a short
+// SO_RCVTIMEO, so the thread sees a stop request within Options::receiver_wake_ms (at once
+// for a socket bound here, which is shut down for reading to wake it; an adopted socket
+// may be shared with another process, so it is left alone). Loop-thread sends always use
+// MSG_DONTWAIT.
+//
+// Thread: the loop's thread only, including stats(), except the FastPath. The socket owns
+// its fd (also an adopted one) and closes it on destruction; the callback may destroy the
+// UdpSocket.
 #pragma once
 
 #include <netinet/in.h>
@@ -81,22 +97,39 @@ class UdpSocket {
     size_t max_datagram_bytes = 4096;
     // Replies held while the socket would block; beyond this they are dropped.
     size_t max_pending_sends = 1024;
+    // Receiver thread: datagrams waiting for the loop thread; beyond this they are dropped
+    // (the loop is the bottleneck then, as a full receive buffer would be).
+    size_t max_handoff = 1024;
+    // Receiver thread: how often a blocked recvmmsg of an adopted socket looks for a stop
+    // request (SO_RCVTIMEO).
+    int receiver_wake_ms = 50;
   };
 
   using ReplyContext = UdpReplyContext;
 
-  // Counters; plain members, read them on the loop thread.
+  // Counters, read on the loop thread. With a receiver thread they include its own.
   struct Stats {
-    uint64_t received = 0;   // datagrams handed to the callback
-    uint64_t sent = 0;       // datagrams the kernel accepted
-    uint64_t dropped = 0;    // replies dropped because the send queue was full
-    uint64_t truncated = 0;  // received datagrams longer than max_datagram_bytes
-    uint64_t errors = 0;     // failed receive/send system calls (the datagram is lost)
+    uint64_t received = 0;         // datagrams handed to the callback or answered by the FastPath
+    uint64_t sent = 0;             // datagrams the kernel accepted
+    uint64_t dropped = 0;          // replies dropped because the send queue was full
+    uint64_t truncated = 0;        // received datagrams longer than max_datagram_bytes
+    uint64_t errors = 0;           // failed receive/send system calls (the datagram is lost)
+    uint64_t fast_answered = 0;    // datagrams the FastPath answered (receiver thread)
+    uint64_t handoff_dropped = 0;  // datagrams lost because the handoff queue was full
   };
 
   // `datagram` is valid only during the call. Send() may be called from inside.
   using ReceiveCallback = std::function<void(std::span<const uint8_t> datagram,
                                              const SocketAddress& peer, const ReplyContext& ctx)>;
+
+  // Answers `datagram` on the receiver thread: writes the whole reply into `out` and
+  // returns its size, or returns 0 to hand the datagram to the ReceiveCallback on the loop
+  // thread. Runs concurrently with the loop thread, so it may use only thread-safe state;
+  // it must not block. An exception counts as 0.
+  using FastPath = std::function<size_t(std::span<const uint8_t> datagram,
+                                        const SocketAddress& peer, std::span<uint8_t> out)>;
+  // Room for one FastPath reply.
+  static constexpr size_t kFastReplyBytes = 4096;
 
   // Binds `address` (port 0 for an ephemeral port). nullptr with *error on failure.
   [[nodiscard]] static std::unique_ptr<UdpSocket> Bind(Loop& loop, const SocketAddress& address,
@@ -118,13 +151,23 @@ class UdpSocket {
   bool Send(std::span<const uint8_t> bytes, const SocketAddress& to,
             const ReplyContext& ctx = ReplyContext());
 
-  // Stops/resumes delivering datagrams (they queue in the kernel's receive buffer).
+  // Stops/resumes delivering datagrams to the callback (they queue in the kernel's
+  // receive buffer, or with a receiver thread in the handoff queue, while the FastPath
+  // goes on answering).
   void PauseReceiving();
   void ResumeReceiving();
 
+  // Moves receiving from the loop onto a receiver thread (see the header comment), which
+  // offers every datagram to `fast_path` first. False with *error if the socket cannot be
+  // made blocking. Once; the thread runs until StopReceiverThread or destruction.
+  [[nodiscard]] bool StartReceiverThread(FastPath fast_path, std::string* error);
+  // Stops and joins the receiver thread; nothing is received after it (datagrams still in
+  // the handoff queue are dropped). Before destroying what the FastPath uses. Idempotent.
+  void StopReceiverThread();
+
   SocketAddress GetLocalAddress() const;
   int fd() const { return fd_; }
-  const Stats& stats() const { return stats_; }
+  Stats stats() const;
   size_t pending_sends() const { return pending_count_; }
 
  private:
@@ -133,6 +176,7 @@ class UdpSocket {
     SocketAddress to;
     ReplyContext ctx;
   };
+  struct Receiver;
   // Per receive slot: peer address and control messages (one pktinfo of either family).
   static constexpr size_t kControlBytes =
       CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(in_pktinfo));
@@ -142,11 +186,17 @@ class UdpSocket {
   static void OnPoll(uv_poll_t* handle, int status, int events) noexcept;
   static void OnCheck(uv_check_t* handle) noexcept;
   static void OnIdle(uv_idle_t* handle) noexcept;
+  static void OnHandoff(uv_async_t* handle) noexcept;
   // Returns false if the callback destroyed this socket.
   [[nodiscard]] bool ReceiveBatches();
+  // The receiver thread's body, and the loop thread's delivery of what it handed off.
+  void ReceiveOnThread();
+  void DeliverHandoff();
   void Flush();
   void UpdatePollEvents();
   size_t FillControl(const ReplyContext& ctx, char* control) const;
+  // The destination address a received datagram's control messages report.
+  static ReplyContext ContextOf(const msghdr& hdr);
 
   Loop& loop_;
   int fd_;
@@ -161,7 +211,10 @@ class UdpSocket {
   uv_check_t* check_ = nullptr;
   uv_idle_t* idle_ = nullptr;
   bool flush_scheduled_ = false;
+  bool adopted_ = false;
   Stats stats_;
+  std::unique_ptr<Receiver> receiver_;
+  uv_async_t* handoff_async_ = nullptr;
 
   std::vector<uint8_t> receive_buffer_;  // kBatchSize * max_datagram_bytes
   std::array<mmsghdr, kBatchSize> receive_headers_{};

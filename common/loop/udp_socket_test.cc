@@ -3,10 +3,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/loop/loop_test_util.h"
@@ -331,6 +335,171 @@ TEST_CASE("A UdpSocket may be destroyed from its own receive callback", "[loop][
     REQUIRE(testing::RunUntil(loop, [&] { return server == nullptr; }));
   }
   CHECK(calls == 1);
+  testing::RequireClosesClean(loop);
+}
+
+// The receiver thread's fast path for these tests: answers "f..." with "fast:f...", throws
+// for "t...", and leaves everything else to the loop (the echo callback).
+struct FastPathProbe {
+  std::atomic<int> calls{0};
+  std::atomic<bool> on_loop_thread{false};
+  std::thread::id loop_thread = std::this_thread::get_id();
+
+  UdpSocket::FastPath Make() {
+    return [this](std::span<const uint8_t> datagram, const SocketAddress&,
+                  std::span<uint8_t> out) -> size_t {
+      ++calls;
+      if (std::this_thread::get_id() == loop_thread) on_loop_thread = true;
+      const std::string text = Text(datagram);
+      if (!text.empty() && text[0] == 't') throw std::runtime_error("a test exception");
+      if (text.empty() || text[0] != 'f') return 0;
+      const std::string reply = "fast:" + text;
+      std::memcpy(out.data(), reply.data(), reply.size());
+      return reply.size();
+    };
+  }
+};
+
+TEST_CASE("A receiver thread answers what its fast path can and hands the rest to the loop",
+          "[loop][udp]") {
+  Loop loop;
+  {
+    UdpSocket* server_ptr = nullptr;
+    auto server = BindEcho(loop, "127.0.0.1:0", server_ptr);
+    FastPathProbe probe;
+    std::string error;
+    REQUIRE(server->StartReceiverThread(probe.Make(), &error));
+    CHECK_FALSE(server->StartReceiverThread(probe.Make(), &error));  // once only
+    const SocketAddress server_address = server->GetLocalAddress();
+
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+    for (int i = 0; i < 60; ++i) {
+      REQUIRE(client->Send(Bytes((i % 3 == 0   ? "q"
+                                  : i % 3 == 1 ? "f"
+                                               : "t") +
+                                 std::to_string(i)),
+                           server_address));
+    }
+    REQUIRE(testing::RunUntil(loop, [&] { return received.size() == 60; }));
+    std::map<std::string, int> texts;
+    for (const auto& r : received) {
+      ++texts[r.text];
+      CHECK(r.from == server_address);
+    }
+    CHECK(texts.size() == 60);
+    CHECK(texts.count("echo:q0") == 1);
+    CHECK(texts.count("fast:f1") == 1);
+    CHECK(texts.count("echo:t2") == 1);  // the fast path threw: the loop answered
+    CHECK(probe.calls == 60);
+    CHECK_FALSE(probe.on_loop_thread);
+    const UdpSocket::Stats stats = server->stats();
+    CHECK(stats.received == 60);
+    CHECK(stats.fast_answered == 20);
+    CHECK(stats.sent == 60);
+    CHECK(stats.handoff_dropped == 0);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("A wildcard-bound receiver thread replies from the address the client queried",
+          "[loop][udp]") {
+  Loop loop;
+  {
+    UdpSocket* server_ptr = nullptr;
+    auto server = BindEcho(loop, "0.0.0.0:0", server_ptr);
+    FastPathProbe probe;
+    std::string error;
+    REQUIRE(server->StartReceiverThread(probe.Make(), &error));
+    const uint16_t port = server->GetLocalAddress().port();
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+    auto target = GENERATE("127.0.0.2", "127.1.2.3");
+    auto to = *SocketAddress::FromHostPort(target, port);
+    REQUIRE(client->Send(Bytes("fast"), to));  // answered on the receiver thread
+    REQUIRE(client->Send(Bytes("slow"), to));  // answered by the loop
+    REQUIRE(testing::RunUntil(loop, [&] { return received.size() == 2; }));
+    for (const auto& r : received) CHECK(r.from == to);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("An adopted socket's receiver thread serves and stops without shutting it down",
+          "[loop][udp]") {
+  Loop loop;
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  REQUIRE(fd >= 0);
+  auto bind_to = *SocketAddress::Parse("127.0.0.1:0");
+  REQUIRE(bind(fd, bind_to.sockaddr_ptr(), bind_to.sockaddr_len()) == 0);
+  const int kept = dup(fd);  // what a supervisor keeps for the next child
+  REQUIRE(kept >= 0);
+  const SocketAddress address = internal::LocalAddressOf(fd);
+  {
+    std::string error;
+    UdpSocket* server_ptr = nullptr;
+    UdpSocket::Options options;
+    options.receiver_wake_ms = 20;
+    auto server = UdpSocket::Adopt(
+        loop, fd, options,
+        [&](std::span<const uint8_t> d, const SocketAddress& peer,
+            const UdpSocket::ReplyContext& ctx) { server_ptr->Send(d, peer, ctx); },
+        &error);
+    REQUIRE(server != nullptr);
+    server_ptr = server.get();
+    FastPathProbe probe;
+    REQUIRE(server->StartReceiverThread(probe.Make(), &error));
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+    REQUIRE(client->Send(Bytes("fast"), address));
+    REQUIRE(client->Send(Bytes("loop"), address));
+    REQUIRE(testing::RunUntil(loop, [&] { return received.size() == 2; }));
+    server.reset();  // joins the thread once it sees the stop request
+
+    // The kept socket still receives: the next owner gets a working socket.
+    REQUIRE(client->Send(Bytes("still there"), address));
+    REQUIRE(testing::RunUntil(loop, [&] { return client->stats().sent == 3; }));
+    char buffer[64];
+    timeval wait{2, 0};
+    REQUIRE(setsockopt(kept, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait)) == 0);
+    const ssize_t n = recv(kept, buffer, sizeof(buffer), 0);
+    REQUIRE(n == 11);
+    CHECK(std::string(buffer, 11) == "still there");
+  }
+  close(kept);
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("Handoffs wait while receiving is paused, beyond the bound they are dropped",
+          "[loop][udp]") {
+  Loop loop;
+  {
+    std::string error;
+    UdpSocket* server_ptr = nullptr;
+    UdpSocket::Options options;
+    options.max_handoff = 4;
+    auto server = UdpSocket::Bind(
+        loop, *SocketAddress::Parse("127.0.0.1:0"), options,
+        [&](std::span<const uint8_t> d, const SocketAddress& peer,
+            const UdpSocket::ReplyContext& ctx) { server_ptr->Send(d, peer, ctx); },
+        &error);
+    REQUIRE(server != nullptr);
+    server_ptr = server.get();
+    FastPathProbe probe;
+    REQUIRE(server->StartReceiverThread(probe.Make(), &error));
+    server->PauseReceiving();
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+    for (int i = 0; i < 10; ++i)
+      REQUIRE(client->Send(Bytes("q" + std::to_string(i)), server->GetLocalAddress()));
+    REQUIRE(client->Send(Bytes("fast while paused"), server->GetLocalAddress()));
+    REQUIRE(testing::RunUntil(loop, [&] { return server->stats().received == 11; }));
+    REQUIRE(testing::RunUntil(loop, [&] { return received.size() == 1; }));
+    CHECK(received[0].text == "fast:fast while paused");
+    CHECK(server->stats().handoff_dropped == 6);
+    server->ResumeReceiving();
+    REQUIRE(testing::RunUntil(loop, [&] { return received.size() == 5; }));
+    CHECK(server->stats().sent == 5);
+  }
   testing::RequireClosesClean(loop);
 }
 

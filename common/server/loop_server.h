@@ -5,6 +5,10 @@
 // the same address with SO_REUSEPORT (or all on dup()s of inherited sockets); a LoopServer
 // can also be used alone on any loop (tests, single-threaded tools).
 //
+// With UdpOptions::receiver_thread, the UDP socket receives on a thread of its own, which
+// answers what the handler's AnswerOnReceiverThread can answer and hands the rest to this
+// loop; the destructor stops that thread before anything else.
+//
 // Counters go to a ThreadStats the caller owns (it outlives the LoopServer, so metrics can
 // still be read after shutdown). The sockets keep some counters of their own on the loop
 // thread (truncated datagrams, full send queue, refused connections); these are mirrored
@@ -45,6 +49,9 @@ struct UdpOptions {
   int send_buffer_bytes = 0;
   // Replies held while the socket would block; beyond this they are dropped.
   size_t max_pending_sends = 1024;
+  // Receive on a thread of its own that offers every datagram to the handler's
+  // AnswerOnReceiverThread first (loop::UdpSocket::StartReceiverThread).
+  bool receiver_thread = false;
 };
 
 struct TcpOptions {

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -119,6 +120,69 @@ TEST_CASE("LoopServer answers UDP and TCP on one port and tells the handler who 
   CHECK(s.unanswered == 0);
   h.Finish();
   CHECK(h.stats.Read().tcp_open == 0);
+}
+
+// Answers even query IDs on the receiver thread and leaves odd ones to HandleQuery.
+class ReceiverThreadHandler : public QueryHandler {
+ public:
+  void HandleQuery(Request& request) override {
+    ++loop_thread_queries;
+    CHECK(testing::ReplyEcho(request));
+  }
+  size_t AnswerOnReceiverThread(std::span<const uint8_t> query, const loop::SocketAddress& peer,
+                                std::span<uint8_t> out) override {
+    // No CHECK here: Catch's assertions are not thread-safe.
+    if (peer.port() == 0) peer_port_zero = true;
+    if (query.size() < 2 || query[1] % 2 != 0) return 0;
+    ++receiver_thread_queries;
+    return testing::EchoResponse(query, out).size();
+  }
+  int loop_thread_queries = 0;  // the loop thread's
+  std::atomic<int> receiver_thread_queries{0};
+  std::atomic<bool> peer_port_zero{false};
+};
+
+TEST_CASE("With a receiver thread, the handler answers on it first and the loop gets the rest",
+          "[server]") {
+  loop::Loop loop;
+  ThreadStats stats;
+  ReceiverThreadHandler* handler = nullptr;
+  LoopServer::Options options;
+  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  options.udp.receiver_thread = true;
+  std::string error;
+  auto server = LoopServer::Create(
+      loop, options,
+      [&](const ThreadContext&) {
+        auto made = std::make_unique<ReceiverThreadHandler>();
+        handler = made.get();
+        return made;
+      },
+      stats, &error);
+  INFO(error);
+  REQUIRE(server != nullptr);
+  UdpClient udp(server->udp_address());
+  for (uint16_t id = 1; id <= 10; ++id) REQUIRE(udp.Send(MakeQuery(id)));
+  std::vector<uint16_t> ids;
+  REQUIRE(RunUntil(loop, [&] {
+    while (auto reply = udp.TryReceive()) ids.push_back(IdOf(*reply));
+    return ids.size() == 10;
+  }));
+  CHECK(handler->receiver_thread_queries == 5);
+  CHECK(handler->loop_thread_queries == 5);
+  CHECK_FALSE(handler->peer_port_zero);
+  // TCP never takes the fast path.
+  TcpClient tcp(server->tcp_address());
+  REQUIRE(tcp.Send(MakeQuery(12)));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
+  CHECK(handler->loop_thread_queries == 6);
+  const ServerStats s = stats.Read();
+  CHECK(s.udp_queries == 10);
+  CHECK(s.udp_replies == 10);
+  CHECK(s.tcp_queries == 1);
+  server.reset();  // stops the receiver thread before the handler goes
+  RequireClosesClean(loop);
 }
 
 TEST_CASE("LoopServer lets a handler answer later through a Responder", "[server]") {

@@ -136,6 +136,19 @@ class QueryHandler {
   // Called on the serving thread for every query, UDP or TCP. Must not block, and must
   // not throw (an exception is caught, logged rate-limited and the query dropped).
   virtual void HandleQuery(Request& request) = 0;
+
+  // The UDP fast path, with UdpOptions::receiver_thread: called on the UDP socket's
+  // receiver thread for every datagram before the serving thread sees it, concurrently
+  // with HandleQuery. Writes a whole reply to `query` into `out` and returns its size, or
+  // returns 0 to leave the query to HandleQuery (which then gets it as usual). May use
+  // only state that is safe to share with the serving thread; must not block or throw.
+  virtual size_t AnswerOnReceiverThread(std::span<const uint8_t> query,
+                                        const loop::SocketAddress& peer, std::span<uint8_t> out) {
+    (void)query;
+    (void)peer;
+    (void)out;
+    return 0;
+  }
 };
 
 // Makes the handler of one thread. Called on that thread, before it serves, one thread at

@@ -14,6 +14,7 @@ ServerStats& ServerStats::operator+=(const ServerStats& other) {
   tcp_accepted += other.tcp_accepted;
   tcp_rejected += other.tcp_rejected;
   tcp_open += other.tcp_open;
+  udp_fast_answers += other.udp_fast_answers;
   return *this;
 }
 
@@ -31,6 +32,9 @@ ServerStats ThreadStats::Read() const {
   s.tcp_accepted = get(tcp_accepted);
   s.tcp_rejected = get(tcp_rejected);
   s.tcp_open = get(tcp_open);
+  s.udp_fast_answers = get(udp_fast_answers);
+  s.udp_queries += s.udp_fast_answers;
+  s.udp_replies += s.udp_fast_answers;
   return s;
 }
 

@@ -6,7 +6,8 @@
 //
 // ServerStats is the plain snapshot: the sum over threads, or one thread's values.
 //
-// Thread: ThreadStats is written by one loop thread and read from any thread.
+// Thread: ThreadStats is written by one loop thread (udp_fast_answers by the UDP socket's
+// receiver thread) and read from any thread.
 #pragma once
 
 #include <atomic>
@@ -15,17 +16,18 @@
 namespace kdns::server {
 
 struct ServerStats {
-  uint64_t udp_queries = 0;      // datagrams handed to the handler
-  uint64_t tcp_queries = 0;      // TCP messages handed to the handler
-  uint64_t udp_replies = 0;      // replies the UDP socket accepted
-  uint64_t tcp_replies = 0;      // replies written to a TCP connection
-  uint64_t unanswered = 0;       // queries the handler dropped (never replied to)
-  uint64_t dropped_replies = 0;  // replies that could not be sent (see Responder::Reply)
-  uint64_t udp_truncated = 0;    // datagrams over the receive size, dropped by the socket
-  uint64_t udp_errors = 0;       // failed receive/send system calls
-  uint64_t tcp_accepted = 0;     // connections accepted and served
-  uint64_t tcp_rejected = 0;     // connections refused at the per-thread cap
-  uint64_t tcp_open = 0;         // gauge: connections open now
+  uint64_t udp_queries = 0;       // datagrams handed to the handler
+  uint64_t tcp_queries = 0;       // TCP messages handed to the handler
+  uint64_t udp_replies = 0;       // replies the UDP socket accepted
+  uint64_t tcp_replies = 0;       // replies written to a TCP connection
+  uint64_t unanswered = 0;        // queries the handler dropped (never replied to)
+  uint64_t dropped_replies = 0;   // replies that could not be sent (see Responder::Reply)
+  uint64_t udp_truncated = 0;     // datagrams over the receive size, dropped by the socket
+  uint64_t udp_errors = 0;        // failed receive/send system calls
+  uint64_t tcp_accepted = 0;      // connections accepted and served
+  uint64_t tcp_rejected = 0;      // connections refused at the per-thread cap
+  uint64_t tcp_open = 0;          // gauge: connections open now
+  uint64_t udp_fast_answers = 0;  // of udp_queries, answered on the UDP receiver thread
 
   ServerStats& operator+=(const ServerStats& other);
 };
@@ -55,6 +57,9 @@ class ThreadStats {
   std::atomic<uint64_t> tcp_accepted{0};
   std::atomic<uint64_t> tcp_rejected{0};
   std::atomic<uint64_t> tcp_open{0};
+  // Queries the UDP receiver thread answered (its only writer); counted in udp_queries and
+  // udp_replies by Read().
+  std::atomic<uint64_t> udp_fast_answers{0};
 };
 
 }  // namespace kdns::server
