@@ -12,6 +12,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/parser.h"
 #include "common/http/response.h"
+#include "common/loop/task_queue.h"
 #include "common/metrics/text_parser.h"
 #include "frontend-cache/cached_response.h"
 #include "frontend-cache/chaos.h"
@@ -92,7 +93,9 @@ class FrontendServer::Handler final : public server::QueryHandler {
         context_(context),
         thread_(std::this_thread::get_id()),
         routing_(server.routing_),
-        forwarder_(context.loop, server.options_.forwarder, server.upstream_table_, server.clock_) {
+        receiver_routing_(server.routing_),
+        forwarder_(context.loop, server.options_.forwarder, server.upstream_table_, server.clock_),
+        tasks_(context.loop) {
     server_.AddHandler(this);
   }
 
@@ -102,6 +105,9 @@ class FrontendServer::Handler final : public server::QueryHandler {
   }
 
   void HandleQuery(server::Request& request) override;
+  // Cache hits of plain queries; everything else is left to HandleQuery.
+  size_t AnswerOnReceiverThread(std::span<const uint8_t> query_bytes,
+                                const loop::SocketAddress& peer, std::span<uint8_t> out) override;
 
   upstream::Forwarder& forwarder() { return forwarder_; }
   // The serving thread (handlers are made on it).
@@ -128,12 +134,18 @@ class FrontendServer::Handler final : public server::QueryHandler {
   const server::ThreadContext& context_;
   const std::thread::id thread_;
   SnapshotHolder<RoutingState>::Reader routing_;
+  // The receiver thread's own reader (a Reader is not shared between threads).
+  SnapshotHolder<RoutingState>::Reader receiver_routing_;
   std::unordered_map<uint64_t, Pending> pending_;
   uint64_t next_id_ = 1;
   std::vector<uint8_t> scratch_;
   std::vector<uint16_t> ttl_offsets_;
-  // Last: destroyed first, so no callback can reach pending_ once it is gone.
+  // Destroyed before everything but tasks_, so no callback can reach pending_ once it is
+  // gone.
   upstream::Forwarder forwarder_;
+  // Prefetches asked for on the receiver thread run here. Last: destroyed first, dropping
+  // any task not run yet.
+  loop::TaskQueue tasks_;
 };
 
 void FrontendServer::Handler::HandleQuery(server::Request& request) {
@@ -197,6 +209,40 @@ void FrontendServer::Handler::HandleQuery(server::Request& request) {
   forwarder_.Resolve(upstream::Request::FromQuery(query, ToUpstream(request.transport())),
                      upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
+}
+
+size_t FrontendServer::Handler::AnswerOnReceiverThread(std::span<const uint8_t> query_bytes,
+                                                       const loop::SocketAddress& peer,
+                                                       std::span<uint8_t> out) {
+  (void)peer;
+  dns::Query query;
+  if (dns::ParseQuery(query_bytes, &query) != dns::ParseError::kOk || query.header.qr ||
+      query.header.opcode != dns::Opcode::kQuery || query.qclass == dns::RrClass::kCh ||
+      (query.edns && query.edns->version != 0) ||
+      upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
+    return 0;
+  }
+  const RoutingState* routing = receiver_routing_.Get();
+  if (routing == nullptr || routing->table.Lookup(query.qname).action != RouteAction::kForward) {
+    return 0;
+  }
+  const CacheKey key = CacheKey::FromQuery(query);
+  const size_t limit = std::min(ClientLimit(query, server::Transport::kUdp), out.size());
+  const LookupResult hit = server_.cache_.Peek(key, query, out, limit);
+  if (hit.status != LookupStatus::kHit) return 0;  // HandleQuery looks again and counts it
+  server_.metrics_.Answered(query.qtype, static_cast<dns::Rcode>(out[3] & 0x0f));
+  if (hit.prefetch) {
+    // The forwarder lives on the serving thread: refresh the entry from there.
+    tasks_.Post([this, bytes = std::vector<uint8_t>(query_bytes.begin(), query_bytes.end())] {
+      dns::Query again;
+      if (dns::ParseQuery(bytes, &again) != dns::ParseError::kOk) return;
+      const RoutingState* state = routing_.Get();
+      const Route& route = state->table.Lookup(again.qname);
+      if (route.action != RouteAction::kForward) return;  // the routing changed meanwhile
+      Prefetch(again, CacheKey::FromQuery(again), state->SetFor(route));
+    });
+  }
+  return hit.size;
 }
 
 void FrontendServer::Handler::Prefetch(const dns::Query& query, const CacheKey& key,
@@ -345,6 +391,7 @@ bool FrontendServer::Start(std::string* error) {
       server::DnsServer::Options config;
       config.threads = options_.flags.threads;
       config.udp.receive_buffer_bytes = kReceiveBufferBytes;
+      config.udp.receiver_thread = !options_.flags.no_receiver_threads;
       config.inherited = sockets;
       configs.push_back(config);
     }
@@ -355,6 +402,7 @@ bool FrontendServer::Start(std::string* error) {
       server::DnsServer::Options config;
       config.threads = options_.flags.threads;
       config.udp.receive_buffer_bytes = kReceiveBufferBytes;
+      config.udp.receiver_thread = !options_.flags.no_receiver_threads;
       config.listen_address =
           *loop::SocketAddress::FromHostPort(ip.ToString(), options_.flags.port);
       configs.push_back(config);
@@ -459,6 +507,12 @@ void FrontendServer::Stop() {
   if (metrics_http_) metrics_http_->Stop();
   for (auto& server : servers_) server->Stop();
   servers_.clear();
+}
+
+server::ServerStats FrontendServer::server_stats() const {
+  server::ServerStats total;
+  for (const auto& server : servers_) total += server->stats();
+  return total;
 }
 
 std::vector<loop::SocketAddress> FrontendServer::addresses() const {

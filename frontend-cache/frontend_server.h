@@ -87,6 +87,8 @@ class FrontendServer {
   // SIGUSR1: cache and per-upstream statistics, several lines.
   std::string StatsText() const;
 
+  // Summed over every DnsServer and thread.
+  server::ServerStats server_stats() const;
   // The addresses served (after Start), one per DnsServer.
   std::vector<loop::SocketAddress> addresses() const;
   const loop::SocketAddress& metrics_address() const;

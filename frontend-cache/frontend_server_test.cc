@@ -2,10 +2,14 @@
 // its own whose answers depend on the name asked), and plain-socket clients.
 #include "frontend-cache/frontend_server.h"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -71,8 +75,13 @@ class ScriptedUpstream {
     if (name.ends_with("kdns-loop-check.")) {  // not counted: only client queries are
       std::lock_guard lock(mu_);
       if (loop_to_.family() != AF_UNSPEC) {
-        UdpClient back(loop_to_);
-        (void)back.Send(std::vector<uint8_t>(request.query().begin(), request.query().end()));
+        // A plain socket: UdpClient REQUIREs, and Catch is for the test's thread only.
+        const int fd = socket(loop_to_.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0) {
+          (void)sendto(fd, request.query().data(), request.query().size(), 0,
+                       loop_to_.sockaddr_ptr(), loop_to_.sockaddr_len());
+          close(fd);
+        }
       }
       return;
     }
@@ -146,7 +155,8 @@ std::string Txt(const dns::Message& message) {
 }
 
 struct Harness {
-  explicit Harness(const std::vector<std::string>& servers, uint32_t forward_max = 150) {
+  explicit Harness(const std::vector<std::string>& servers, uint32_t forward_max = 150,
+                   const Clock& clock = SteadyClock::Instance(), bool receiver_threads = true) {
     FrontendServer::Options options;
     options.flags.no_resolv = true;
     options.flags.listen_addresses = {*IpAddress::Parse("127.0.0.1")};
@@ -156,11 +166,12 @@ struct Harness {
     options.flags.dns_forward_max = forward_max;
     options.flags.dns_loop_detect = true;
     options.flags.servers_file = temp.path() + "/servers";
+    options.flags.no_receiver_threads = !receiver_threads;
     WriteServers(servers);
     // Generous for sanitizer builds; the tests never depend on how long a failure takes.
     options.forwarder.total_timeout_ms = 1500;
     options.forwarder.max_try_timeout_ms = 500;
-    server = std::make_unique<FrontendServer>(options);
+    server = std::make_unique<FrontendServer>(options, clock);
     std::string error;
     REQUIRE(server->Start(&error));
     address = server->addresses().at(0);
@@ -218,6 +229,50 @@ TEST_CASE("misses are forwarded and answered again from the cache", "[frontend]"
     CHECK(message.answers.size() == 1);
     CHECK(upstream.tcp_queries() >= 1);
   }
+}
+
+// Polls `done` (another thread's work) for up to five seconds.
+bool WaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+TEST_CASE("hits are answered on the receiver threads, counted once, and prefetched from there",
+          "[frontend]") {
+  const bool receiver_threads = GENERATE(true, false);
+  INFO("receiver threads: " << receiver_threads);
+  ManualClock clock(1'000'000);
+  ScriptedUpstream upstream(9);
+  Harness h({upstream.address()}, 150, clock, receiver_threads);
+  CHECK(Ask(h.address, "p.test.").answers.size() == 1);  // a miss, forwarded
+  CHECK(Ask(h.address, "P.Test.", dns::RrType::kA, 0x0101)
+            .questions[0]
+            .name.IdenticalTo(N("P.Test.")));  // a hit, in the client's case
+  CacheStats stats = h.server->cache().Stats();
+  CHECK(stats.hits == 1);
+  CHECK(stats.misses == 1);  // the receiver thread's look before the forward is not a miss
+  server::ServerStats served = h.server->server_stats();
+  CHECK(served.udp_queries == 2);
+  CHECK(served.udp_fast_answers == (receiver_threads ? 1 : 0));
+  CHECK(h.server->RenderMetrics().find(
+            "kdns_frontend_queries_total{type=\"A\",rcode=\"NOERROR\"} 2") != std::string::npos);
+
+  // 55 s into the 60 s lifetime, a hit asks for a refresh, which the serving thread sends.
+  clock.AdvanceMs(55'000);
+  dns::Message late = Ask(h.address, "p.test.");
+  REQUIRE(late.answers.size() == 1);
+  CHECK(late.answers[0].ttl_s == 5);
+  CHECK(WaitFor([&] { return upstream.udp_queries() == 2; }));
+  CHECK(WaitFor([&] { return h.server->cache().Stats().insertions == 2; }));
+  CHECK(h.server->cache().Stats().prefetches == 1);
+  // Past the old expiry, the refreshed entry answers.
+  clock.AdvanceMs(10'000);
+  CHECK(Ask(h.address, "p.test.").answers.size() == 1);
+  CHECK(upstream.udp_queries() == 2);
 }
 
 TEST_CASE("routing picks the most specific server, local domains and no upstream", "[frontend]") {

@@ -58,6 +58,9 @@ struct Options {
   // Ours.
   std::string servers_file;  // --servers-file: more --server lines, re-read on SIGHUP
   uint32_t threads = 0;      // --threads (0: one per CPU)
+  // --no-receiver-threads: receive UDP on the serving loops (epoll) instead of a receiver
+  // thread per socket that answers cache hits itself (see README.md).
+  bool no_receiver_threads = false;
   std::optional<uint32_t> max_cache_ttl_s;  // --max-cache-ttl
   uint32_t min_cache_ttl_s = 0;             // --min-cache-ttl
   uint32_t stale_max_s = 86400;             // --stale-max (0: no stale answers)
