@@ -17,7 +17,9 @@
 #   (a)     cache hits over the first NAMES of those names, for DURATION s with dnsperf and
 #           for DURATION s with dnsload: queries/s and server CPU per answered query;
 #   (d)     p50/p99 latency at a fixed RATE (dnsload, open loop).
-# (b) The ceiling responder gets the same hit runs and the same fixed rate.
+# (b) The ceiling responder gets the same hit runs and the same fixed rate, and so does
+#     fc-loop: frontend-cache with --no-receiver-threads (UDP received on its libuv loop),
+#     to show what the receiver thread saves.
 # Then two serving threads (frontend-cache --threads=2, unbound num-threads: 2, dnsdist with
 # two listeners, the ceiling with two): warm, the same hit runs, CPU per query against one
 # thread's.
@@ -208,10 +210,11 @@ start_server() {
     ceiling)
       "$dnsload" --serve "$port" --threads "$threads" >"$dir/log" 2>&1 &
       ;;
-    frontend-cache)
+    frontend-cache | fc-loop)  # fc-loop: receiving on the serving loop (epoll), for contrast
       "$frontend_cache" -k --no-resolv --listen-address=127.0.0.1 --port="$port" \
         --threads="$threads" --cache-size="$entries" --server="127.0.0.1#$upstream_port" \
-        --lameduck=0 --log-facility=- >"$dir/log" 2>&1 &
+        --lameduck=0 --log-facility=- $([[ $kind == fc-loop ]] && echo --no-receiver-threads) \
+        >"$dir/log" 2>&1 &
       ;;
     dnsmasq)  # single-threaded by design
       /usr/sbin/dnsmasq -k -C /dev/null --no-resolv --no-hosts --port="$port" \
@@ -389,12 +392,16 @@ echo "frontend_cache_bench: ${duration}s per timed run; $names hit names, $miss_
   "$outstanding outstanding; fixed rate $rate q/s; $(nproc) cores"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "one serving thread:"
-for kind in ceiling frontend-cache "${available[@]}"; do
+for kind in ceiling frontend-cache fc-loop "${available[@]}"; do
   port=$(free_port)
   start_server "$kind" 1 "$port" || continue
   pid=$server_pid
   order+=("$kind")
-  if [[ $kind != ceiling ]]; then
+  if [[ $kind == fc-loop ]]; then
+    # Only the hit runs: misses and memory are frontend-cache's.
+    "$dnsload" --load "127.0.0.1:$port" --names "$tmp/hit.txt" --once --sockets "$sockets" \
+      --concurrency "$outstanding" >/dev/null
+  elif [[ $kind != ceiling ]]; then
     # (e) and (c): RSS empty, every miss name once, RSS full. The baseline is the same
     # server with a 1000-entry cache: what a full-size empty cache adds (allocated up front
     # by dnsmasq and dnsdist) is part of the cost of its entries.
@@ -496,6 +503,7 @@ for c in dnsperf dnsload; do
   printf '    CPU/hit  dnsmasq / frontend-cache  %5s   (target >= 1.60)\n' "$(ratio dnsmasq frontend-cache ${c}_us)"
   printf '    CPU/hit  dnsdist / frontend-cache  %5s   (target >= 1.25)\n' "$(ratio dnsdist frontend-cache ${c}_us)"
   printf '    CPU/hit  unbound / frontend-cache  %5s\n' "$(ratio unbound frontend-cache ${c}_us)"
+  printf '    CPU/hit  fc-loop / ceiling         %5s   (frontend-cache --no-receiver-threads)\n' "$(ratio fc-loop ceiling ${c}_us)"
   printf '    q/s      frontend-cache / ceiling  %5s   (target >= 0.80 when the client is not the limit)\n' "$(ratio frontend-cache ceiling ${c}_qps)"
   printf '    q/s      frontend-cache / dnsmasq  %5s   (target >= 1.60 when the client is not the limit)\n' "$(ratio frontend-cache dnsmasq ${c}_qps)"
   printf '    q/s      frontend-cache / dnsdist  %5s   (target >= 1.25 when the client is not the limit)\n' "$(ratio frontend-cache dnsdist ${c}_qps)"
