@@ -65,6 +65,24 @@ struct UdpSocket::Receiver {
   std::atomic<uint64_t> handoff_dropped{0};
 };
 
+void UdpSocket::PrepareReceive(uint8_t* buffer, size_t slot_bytes,
+                               std::array<mmsghdr, kBatchSize>& headers,
+                               std::array<iovec, kBatchSize>& iovecs,
+                               std::array<sockaddr_storage, kBatchSize>& peers,
+                               ControlSlots& control) {
+  for (size_t i = 0; i < kBatchSize; ++i) {
+    iovecs[i] = {buffer + i * slot_bytes, slot_bytes};
+    msghdr& hdr = headers[i].msg_hdr;
+    hdr.msg_name = &peers[i];
+    hdr.msg_namelen = sizeof(sockaddr_storage);
+    hdr.msg_iov = &iovecs[i];
+    hdr.msg_iovlen = 1;
+    hdr.msg_control = control[i].data();
+    hdr.msg_controllen = kControlBytes;
+    hdr.msg_flags = 0;
+  }
+}
+
 UdpReplyContext UdpSocket::ContextOf(const msghdr& hdr) {
   ReplyContext ctx;
   for (cmsghdr* c = CMSG_FIRSTHDR(&hdr); c != nullptr;
@@ -265,26 +283,16 @@ void UdpSocket::ReceiveOnThread() {
   std::array<mmsghdr, kBatchSize> in_headers{};
   std::array<iovec, kBatchSize> in_iovecs{};
   std::array<sockaddr_storage, kBatchSize> peers{};
-  alignas(cmsghdr) std::array<std::array<char, kControlBytes>, kBatchSize> in_control{};
+  alignas(cmsghdr) ControlSlots in_control{};
   std::array<mmsghdr, kBatchSize> out_headers{};
   std::array<iovec, kBatchSize> out_iovecs{};
-  alignas(cmsghdr) std::array<std::array<char, kControlBytes>, kBatchSize> out_control{};
+  alignas(cmsghdr) ControlSlots out_control{};
   std::array<std::optional<SocketAddress>, kBatchSize> handoff_peers;
   std::array<ReplyContext, kBatchSize> handoff_contexts;
   std::array<size_t, kBatchSize> handoff_index{};
 
   while (!r.stop.load(std::memory_order_acquire)) {
-    for (size_t i = 0; i < kBatchSize; ++i) {
-      in_iovecs[i] = {in.get() + i * slot_bytes, slot_bytes};
-      msghdr& hdr = in_headers[i].msg_hdr;
-      hdr.msg_name = &peers[i];
-      hdr.msg_namelen = sizeof(sockaddr_storage);
-      hdr.msg_iov = &in_iovecs[i];
-      hdr.msg_iovlen = 1;
-      hdr.msg_control = in_control[i].data();
-      hdr.msg_controllen = kControlBytes;
-      hdr.msg_flags = 0;
-    }
+    PrepareReceive(in.get(), slot_bytes, in_headers, in_iovecs, peers, in_control);
     // Blocks for the first datagram (up to SO_RCVTIMEO), then takes what is queued.
     const int n = recvmmsg(fd_, in_headers.data(), kBatchSize, MSG_WAITFORONE, nullptr);
     if (r.stop.load(std::memory_order_acquire)) break;
@@ -447,17 +455,8 @@ void UdpSocket::OnPoll(uv_poll_t* handle, int status, int events) noexcept {
 bool UdpSocket::ReceiveBatches() {
   const size_t slot_bytes = options_.max_datagram_bytes;
   for (int batch = 0; batch < kMaxBatchesPerWakeup && receiving_; ++batch) {
-    for (size_t i = 0; i < kBatchSize; ++i) {
-      receive_iovecs_[i] = {receive_buffer_.data() + i * slot_bytes, slot_bytes};
-      msghdr& hdr = receive_headers_[i].msg_hdr;
-      hdr.msg_name = &receive_peers_[i];
-      hdr.msg_namelen = sizeof(sockaddr_storage);
-      hdr.msg_iov = &receive_iovecs_[i];
-      hdr.msg_iovlen = 1;
-      hdr.msg_control = receive_control_[i].data();
-      hdr.msg_controllen = kControlBytes;
-      hdr.msg_flags = 0;
-    }
+    PrepareReceive(receive_buffer_.data(), slot_bytes, receive_headers_, receive_iovecs_,
+                   receive_peers_, receive_control_);
     int n = recvmmsg(fd_, receive_headers_.data(), kBatchSize, MSG_DONTWAIT, nullptr);
     if (n < 0) {
       if (errno == EINTR) continue;

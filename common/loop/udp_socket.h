@@ -180,6 +180,7 @@ class UdpSocket {
   // Per receive slot: peer address and control messages (one pktinfo of either family).
   static constexpr size_t kControlBytes =
       CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(in_pktinfo));
+  using ControlSlots = std::array<std::array<char, kControlBytes>, kBatchSize>;
 
   UdpSocket(Loop& loop, int fd, const Options& options, ReceiveCallback callback);
   [[nodiscard]] bool Init(std::string* error);
@@ -197,6 +198,13 @@ class UdpSocket {
   size_t FillControl(const ReplyContext& ctx, char* control) const;
   // The destination address a received datagram's control messages report.
   static ReplyContext ContextOf(const msghdr& hdr);
+  // Points each header of a recvmmsg batch at its slot of `buffer`, its peer and its
+  // control buffer.
+  static void PrepareReceive(uint8_t* buffer, size_t slot_bytes,
+                             std::array<mmsghdr, kBatchSize>& headers,
+                             std::array<iovec, kBatchSize>& iovecs,
+                             std::array<sockaddr_storage, kBatchSize>& peers,
+                             ControlSlots& control);
 
   Loop& loop_;
   int fd_;
@@ -220,13 +228,13 @@ class UdpSocket {
   std::array<mmsghdr, kBatchSize> receive_headers_{};
   std::array<iovec, kBatchSize> receive_iovecs_{};
   std::array<sockaddr_storage, kBatchSize> receive_peers_{};
-  alignas(cmsghdr) std::array<std::array<char, kControlBytes>, kBatchSize> receive_control_{};
+  alignas(cmsghdr) ControlSlots receive_control_{};
 
   // Ring of queued replies; slots keep their buffers' capacity.
   std::vector<Pending> pending_;
   size_t pending_head_ = 0;
   size_t pending_count_ = 0;
-  alignas(cmsghdr) std::array<std::array<char, kControlBytes>, kBatchSize> send_control_{};
+  alignas(cmsghdr) ControlSlots send_control_{};
 
   internal::DeathWatch death_watch_;
 };
