@@ -65,6 +65,27 @@ struct UdpSocket::Receiver {
   std::atomic<uint64_t> handoff_dropped{0};
 };
 
+bool UdpReceiverGroup::Lead(const std::atomic<bool>& stop) {
+  std::unique_lock lock(mutex_);
+  followers_.wait(lock, [&] { return !led_ || stop.load(std::memory_order_acquire); });
+  if (stop.load(std::memory_order_acquire)) return false;
+  led_ = true;
+  return true;
+}
+
+void UdpReceiverGroup::StepDown() {
+  {
+    std::lock_guard lock(mutex_);
+    led_ = false;
+  }
+  followers_.notify_one();
+}
+
+void UdpReceiverGroup::WakeAll() {
+  { std::lock_guard lock(mutex_); }  // a follower between its check and its wait sees it
+  followers_.notify_all();
+}
+
 void UdpSocket::PrepareReceive(uint8_t* buffer, size_t slot_bytes,
                                std::array<mmsghdr, kBatchSize>& headers,
                                std::array<iovec, kBatchSize>& iovecs,
@@ -262,6 +283,7 @@ bool UdpSocket::StartReceiverThread(FastPath fast_path, std::string* error) {
 void UdpSocket::StopReceiverThread() {
   if (receiver_ == nullptr || !receiver_->thread.joinable()) return;
   receiver_->stop.store(true, std::memory_order_release);
+  if (options_.receiver_group != nullptr) options_.receiver_group->WakeAll();
   // A socket bound here is ours alone: shutting down its read side wakes the thread now.
   // An adopted one may be shared (the nanny keeps it for the next child): the thread
   // notices within receiver_wake_ms.
@@ -291,11 +313,21 @@ void UdpSocket::ReceiveOnThread() {
   std::array<ReplyContext, kBatchSize> handoff_contexts;
   std::array<size_t, kBatchSize> handoff_index{};
 
+  UdpReceiverGroup* const group = options_.receiver_group.get();
+  bool leading = false;
   while (!r.stop.load(std::memory_order_acquire)) {
+    if (group != nullptr && !leading) {
+      if (!group->Lead(r.stop)) break;
+      leading = true;
+    }
     PrepareReceive(in.get(), slot_bytes, in_headers, in_iovecs, peers, in_control);
     // Blocks for the first datagram (up to SO_RCVTIMEO), then takes what is queued.
     const int n = recvmmsg(fd_, in_headers.data(), kBatchSize, MSG_WAITFORONE, nullptr);
     if (r.stop.load(std::memory_order_acquire)) break;
+    if (leading && static_cast<size_t>(std::max(n, 0)) == kBatchSize) {
+      group->StepDown();  // a backlog: a follower reads the next batch while we answer
+      leading = false;
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
       if (WouldBlock(errno)) {
@@ -393,6 +425,7 @@ void UdpSocket::ReceiveOnThread() {
     }
     if (wake) uv_async_send(handoff_async_);
   }
+  if (leading) group->StepDown();  // to a sibling that is still serving
 }
 
 void UdpSocket::OnHandoff(uv_async_t* handle) noexcept {

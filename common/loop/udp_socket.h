@@ -48,10 +48,13 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -82,6 +85,27 @@ class UdpReplyContext {
   unsigned ifindex_ = 0;
 };
 
+// Receiver threads of several UdpSockets that serve dups of one socket (one receive queue)
+// take turns, leader/followers style: only the leader waits in recvmmsg, and it hands the
+// lead to a waiting follower only when a batch comes back full (a backlog). A light load
+// so stays on one thread with batches as large as they get, instead of being dealt out
+// datagram by datagram to every thread the kernel wakes in turn (each wake-up and system
+// call then serving fewer queries); a heavy one spreads over all of them. Thread-safe.
+class UdpReceiverGroup {
+ public:
+  // Blocks until the caller leads, or until `stop` is set (then false).
+  bool Lead(const std::atomic<bool>& stop);
+  // Gives up the lead, waking one follower.
+  void StepDown();
+  // Wakes every follower to look at its stop flag.
+  void WakeAll();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable followers_;
+  bool led_ = false;  // guarded by mutex_
+};
+
 class UdpSocket {
  public:
   static constexpr size_t kBatchSize = 64;
@@ -103,6 +127,9 @@ class UdpSocket {
     // Receiver thread: how often a blocked recvmmsg of an adopted socket looks for a stop
     // request (SO_RCVTIMEO).
     int receiver_wake_ms = 50;
+    // Receiver thread: the group it takes turns with, when this socket is one of several
+    // dups of one socket; null to receive on its own.
+    std::shared_ptr<UdpReceiverGroup> receiver_group;
   };
 
   using ReplyContext = UdpReplyContext;

@@ -49,6 +49,29 @@ std::optional<loop::SocketAddress> ClaimAddress(const loop::SocketAddress& addre
   return std::nullopt;
 }
 
+// Options::shared_sockets: one UDP and one TCP socket on `address` (the same port when 0),
+// both plain (no SO_REUSEPORT), kept open for the threads to dup. False with *error.
+bool BindShared(const loop::SocketAddress& address, int* udp_fd, int* tcp_fd, std::string* error) {
+  for (int attempt = 0; attempt < kPortZeroAttempts; ++attempt) {
+    int udp = loop::internal::CreateBoundSocket(SOCK_DGRAM, address, loop::ReusePort::kNo, error);
+    if (udp < 0) {
+      *error = "UDP: " + *error;
+      return false;
+    }
+    const loop::SocketAddress bound = loop::internal::LocalAddressOf(udp);
+    int tcp = loop::internal::CreateBoundSocket(SOCK_STREAM, bound, loop::ReusePort::kNo, error);
+    if (tcp >= 0) {
+      *udp_fd = udp;
+      *tcp_fd = tcp;
+      return true;
+    }
+    close(udp);
+    if (address.port() != 0) break;  // with port 0, try another port free for both
+  }
+  *error = "TCP: " + *error;
+  return false;
+}
+
 }  // namespace
 
 DnsServer::DnsServer(const Options& options, HandlerFactory factory)
@@ -59,11 +82,25 @@ DnsServer::~DnsServer() { Stop(); }
 bool DnsServer::Start(std::string* error) {
   CHECK(!started_) << "DnsServer::Start called twice";
   started_ = true;
+  const bool shared = options_.shared_sockets && !options_.inherited.has_value();
+  if (shared) {
+    if (!options_.listen_address.is_v4() && !options_.listen_address.is_v6()) {
+      *error = "DNS server: the listen address is not IPv4 or IPv6";
+      return false;
+    }
+    InheritedSockets sockets;
+    if (!BindShared(options_.listen_address, &sockets.udp_fd, &sockets.tcp_fd, error)) {
+      *error = "DNS server on " + options_.listen_address.ToString() + ": " + *error;
+      return false;
+    }
+    options_.inherited = sockets;  // from here on served exactly as inherited sockets are
+  }
   const bool adopt = options_.inherited.has_value();
-  const std::string where = adopt ? "inherited DNS sockets (fds " +
-                                        std::to_string(options_.inherited->udp_fd) + ", " +
-                                        std::to_string(options_.inherited->tcp_fd) + ")"
-                                  : "DNS server on " + options_.listen_address.ToString();
+  const std::string where = adopt && !shared
+                                ? "inherited DNS sockets (fds " +
+                                      std::to_string(options_.inherited->udp_fd) + ", " +
+                                      std::to_string(options_.inherited->tcp_fd) + ")"
+                                : "DNS server on " + options_.listen_address.ToString();
   if (adopt && (options_.inherited->udp_fd < 0 || options_.inherited->tcp_fd < 0)) {
     if (options_.inherited->udp_fd >= 0) close(options_.inherited->udp_fd);
     if (options_.inherited->tcp_fd >= 0) close(options_.inherited->tcp_fd);
@@ -90,6 +127,9 @@ bool DnsServer::Start(std::string* error) {
 
   size_t count = options_.threads;
   if (count == 0) count = std::max(1u, std::thread::hardware_concurrency());
+  if (adopt && count > 1 && base.udp.receiver_thread) {
+    base.udp.receiver_group = std::make_shared<loop::UdpReceiverGroup>();
+  }
   for (size_t i = 0; i < count; ++i) {
     threads_.push_back(std::make_unique<Thread>());
     threads_.back()->index = i;
@@ -132,7 +172,9 @@ bool DnsServer::Start(std::string* error) {
   tcp_address_ = threads_[0]->tcp_address;
   LOG(INFO) << "serving DNS on udp " << udp_address_.ToString() << " and tcp "
             << tcp_address_.ToString() << " with " << count << " thread(s)"
-            << (adopt ? " (inherited sockets)" : "");
+            << (shared  ? " (shared sockets)"
+                : adopt ? " (inherited sockets)"
+                        : "");
   return true;
 }
 

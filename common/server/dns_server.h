@@ -17,6 +17,9 @@
 // thread's epoll (no EPOLLEXCLUSIVE in libuv), the first recvmmsg/accept takes it and the
 // others get EAGAIN. Load spreads to whichever thread is free, at the cost of those
 // spurious wake-ups; there is no per-flow affinity. Start() consumes the inherited fds.
+// Options::shared_sockets serves the same way from sockets bound here. With UDP receiver
+// threads (UdpOptions::receiver_thread) on one shared socket, the threads' receivers take
+// turns as leader and followers (loop::UdpReceiverGroup) rather than all waiting on it.
 //
 // Shutdown: Stop() asks every loop to stop, then each thread destroys its LoopServer (the
 // handler first) and closes its loop, which must end with no handle left (logged at ERROR
@@ -59,6 +62,9 @@ class DnsServer {
     UdpOptions udp;
     TcpOptions tcp;
     std::optional<InheritedSockets> inherited;
+    // Bind one UDP and one TCP socket and serve dups of them from every thread, as with
+    // inherited sockets, instead of a SO_REUSEPORT pair per thread.
+    bool shared_sockets = false;
   };
 
   DnsServer(const Options& options, HandlerFactory factory);

@@ -375,6 +375,55 @@ TEST_CASE("DnsServer serves inherited sockets on every thread", "[server]") {
   CHECK(CanBind(SOCK_STREAM, tcp_address));
 }
 
+// Answers every UDP query on the receiver thread (an echo) and counts where answers came
+// from; TCP goes to HandleQuery.
+class ReceiverEchoHandler : public QueryHandler {
+ public:
+  explicit ReceiverEchoHandler(std::atomic<int>& receiver_answers)
+      : receiver_answers_(receiver_answers) {}
+  void HandleQuery(Request& request) override { (void)testing::ReplyEcho(request); }
+  size_t AnswerOnReceiverThread(std::span<const uint8_t> query, const loop::SocketAddress&,
+                                std::span<uint8_t> out) override {
+    ++receiver_answers_;
+    return testing::EchoResponse(query, out).size();
+  }
+
+ private:
+  std::atomic<int>& receiver_answers_;
+};
+
+TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]") {
+  const bool receiver_threads = GENERATE(false, true);
+  INFO("receiver threads: " << receiver_threads);
+  std::atomic<int> receiver_answers{0};
+  DnsServer::Options options = LocalOptions(3);
+  options.shared_sockets = true;
+  options.udp.receiver_thread = receiver_threads;
+  DnsServer server(options, [&](const ThreadContext&) {
+    return std::make_unique<ReceiverEchoHandler>(receiver_answers);
+  });
+  RequireStart(server);
+  const loop::SocketAddress address = server.local_address();
+  CHECK(server.tcp_address() == address);
+  CHECK(address.port() != 0);
+  // One socket, not a SO_REUSEPORT group: nobody can join it.
+  CHECK_FALSE(CanBind(SOCK_DGRAM, address));
+  for (uint16_t i = 0; i < 32; ++i) {
+    UdpClient udp(address);
+    RequireUdpEcho(udp, i);
+  }
+  TcpClient tcp(address);
+  RequireTcpEcho(tcp, 1);
+  CHECK(receiver_answers == (receiver_threads ? 32 : 0));
+  RequireStopsClean(server);
+  const ServerStats s = server.stats();
+  CHECK(s.udp_replies == 32);
+  CHECK(s.udp_fast_answers == (receiver_threads ? 32 : 0));
+  CHECK(s.tcp_replies == 1);
+  CHECK(CanBind(SOCK_DGRAM, address));
+  CHECK(CanBind(SOCK_STREAM, address));
+}
+
 TEST_CASE("DnsServer rejects only one inherited socket", "[server]") {
   int udp_fd = BoundSocket(SOCK_DGRAM, false);
   REQUIRE(udp_fd >= 0);

@@ -52,6 +52,8 @@ struct UdpOptions {
   // Receive on a thread of its own that offers every datagram to the handler's
   // AnswerOnReceiverThread first (loop::UdpSocket::StartReceiverThread).
   bool receiver_thread = false;
+  // The receiver threads serving dups of the same socket take turns (DnsServer sets it).
+  std::shared_ptr<loop::UdpReceiverGroup> receiver_group;
 };
 
 struct TcpOptions {
