@@ -391,7 +391,10 @@ bool FrontendServer::Start(std::string* error) {
       server::DnsServer::Options config;
       config.threads = options_.flags.threads;
       config.udp.receive_buffer_bytes = kReceiveBufferBytes;
-      config.udp.receiver_thread = !options_.flags.no_receiver_threads;
+      // Off by default: a receiver thread asleep in recvmmsg when the process is killed can
+      // take datagrams with it that the next owner of the socket (the nanny's next child)
+      // would have answered; a loop that waits in epoll_wait leaves them queued.
+      config.udp.receiver_thread = options_.flags.receiver_threads == ReceiverThreads::kOn;
       config.inherited = sockets;
       configs.push_back(config);
     }
@@ -402,7 +405,9 @@ bool FrontendServer::Start(std::string* error) {
       server::DnsServer::Options config;
       config.threads = options_.flags.threads;
       config.udp.receive_buffer_bytes = kReceiveBufferBytes;
-      config.udp.receiver_thread = !options_.flags.no_receiver_threads;
+      config.udp.receiver_thread = options_.flags.receiver_threads != ReceiverThreads::kOff;
+      // One socket for all threads, so their receivers take turns (see DnsServer).
+      config.shared_sockets = config.udp.receiver_thread;
       config.listen_address =
           *loop::SocketAddress::FromHostPort(ip.ToString(), options_.flags.port);
       configs.push_back(config);

@@ -166,7 +166,8 @@ struct Harness {
     options.flags.dns_forward_max = forward_max;
     options.flags.dns_loop_detect = true;
     options.flags.servers_file = temp.path() + "/servers";
-    options.flags.no_receiver_threads = !receiver_threads;
+    options.flags.receiver_threads =
+        receiver_threads ? ReceiverThreads::kOn : ReceiverThreads::kOff;
     WriteServers(servers);
     // Generous for sanitizer builds; the tests never depend on how long a failure takes.
     options.forwarder.total_timeout_ms = 1500;

@@ -112,7 +112,8 @@ int main(int argc, char** argv) {
       "Usage: frontend-cache [dnsmasq options: -k --cache-size=N --no-negcache --neg-ttl=S "
       "--dns-loop-detect --log-facility=- --no-resolv --resolv-file=F --dns-forward-max=N "
       "--listen-address=IP --port=N --server=[/domain/]ip[#port] --servers-file=F] "
-      "[ours: --threads=N --no-receiver-threads --max-cache-ttl=S --min-cache-ttl=S --stale-max=S "
+      "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
+      "--stale-max=S "
       "--lameduck=D "
       "--prometheus-port=N --prometheus-address=IP]");
   FLAGS_logtostderr = true;  // a container logs to stderr (--log-facility=- or not)

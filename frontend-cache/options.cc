@@ -120,7 +120,20 @@ const std::vector<OptionSpec>& Specs() {
       {"port", 'p', true, Uint(&Options::port, 0, 65535, "port")},
       {"keep-in-foreground", 'k', false, Flag(&Options::keep_in_foreground)},
       {"threads", 0, true, Uint(&Options::threads, 0, 1024, "threads")},
-      {"no-receiver-threads", 0, false, Flag(&Options::no_receiver_threads)},
+      {"receiver-threads", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (value == "auto") {
+           options->receiver_threads = ReceiverThreads::kAuto;
+         } else if (value == "on") {
+           options->receiver_threads = ReceiverThreads::kOn;
+         } else if (value == "off") {
+           options->receiver_threads = ReceiverThreads::kOff;
+         } else {
+           *error = "--receiver-threads: \"" + std::string(value) + "\" is not auto, on or off";
+           return false;
+         }
+         return true;
+       }},
       {"max-cache-ttl", 0, true, OptionalUint(&Options::max_cache_ttl_s, "max-cache-ttl")},
       {"min-cache-ttl", 0, true,
        [](std::string_view value, Options* options, std::string* error) {

@@ -42,6 +42,8 @@ inline constexpr uint32_t kMaxCacheSize = 1'000'000;
 // dnsmasq caps --min-cache-ttl at one hour (TTL_FLOOR_LIMIT), silently; so do we.
 inline constexpr uint32_t kMinCacheTtlLimitS = 3600;
 
+enum class ReceiverThreads : uint8_t { kAuto, kOn, kOff };
+
 struct Options {
   std::vector<ServerOption> servers;             // --server, -S (repeatable)
   uint32_t cache_size = 150;                     // --cache-size, -c (dnsmasq's default)
@@ -58,9 +60,10 @@ struct Options {
   // Ours.
   std::string servers_file;  // --servers-file: more --server lines, re-read on SIGHUP
   uint32_t threads = 0;      // --threads (0: one per CPU)
-  // --no-receiver-threads: receive UDP on the serving loops (epoll) instead of a receiver
-  // thread per socket that answers cache hits itself (see README.md).
-  bool no_receiver_threads = false;
+  // --receiver-threads=auto|on|off: a receiver thread per UDP socket that answers cache
+  // hits itself, or UDP received on the serving loops (epoll). auto: on for sockets bound
+  // here, off for inherited ones (see README.md).
+  ReceiverThreads receiver_threads = ReceiverThreads::kAuto;
   std::optional<uint32_t> max_cache_ttl_s;  // --max-cache-ttl
   uint32_t min_cache_ttl_s = 0;             // --min-cache-ttl
   uint32_t stale_max_s = 86400;             // --stale-max (0: no stale answers)

@@ -38,6 +38,13 @@ TEST_CASE("Defaults are dnsmasq's", "[frontend][options]") {
   CHECK_FALSE(parsed.options.neg_ttl_s);
   CHECK(parsed.options.servers.empty());
   CHECK(parsed.options.resolv_file == "/etc/resolv.conf");
+  CHECK(parsed.options.receiver_threads == ReceiverThreads::kAuto);
+}
+
+TEST_CASE("--receiver-threads takes auto, on and off", "[frontend][options]") {
+  CHECK(Parse({"--receiver-threads=on"}).options.receiver_threads == ReceiverThreads::kOn);
+  CHECK(Parse({"--receiver-threads", "off"}).options.receiver_threads == ReceiverThreads::kOff);
+  CHECK(Parse({"--receiver-threads=auto"}).options.receiver_threads == ReceiverThreads::kAuto);
 }
 
 TEST_CASE("The kube-dns manifest's dnsmasq arguments parse", "[frontend][options]") {
@@ -131,6 +138,7 @@ TEST_CASE("Malformed options fail with one line naming the option", "[frontend][
       {{"--port=65536"}, "--port: \"65536\" is not a number in 0..65535"},
       {{"-p", "x"}, "--port: \"x\" is not a number in 0..65535"},
       {{"--threads=2000"}, "--threads: \"2000\" is not a number in 0..1024"},
+      {{"--receiver-threads=yes"}, "--receiver-threads: \"yes\" is not auto, on or off"},
       {{"--max-cache-ttl=x"}, "--max-cache-ttl: \"x\" is not a number of seconds in 0..4294967295"},
       {{"--min-cache-ttl=x"}, "--min-cache-ttl: \"x\" is not a number in 0..4294967295"},
       {{"--max-cache-ttl=10", "--min-cache-ttl=20"},

@@ -18,7 +18,7 @@
 #           for DURATION s with dnsload: queries/s and server CPU per answered query;
 #   (d)     p50/p99 latency at a fixed RATE (dnsload, open loop).
 # (b) The ceiling responder gets the same hit runs and the same fixed rate, and so does
-#     fc-loop: frontend-cache with --no-receiver-threads (UDP received on its libuv loop),
+#     fc-loop: frontend-cache with --receiver-threads=off (UDP received on its libuv loop),
 #     to show what the receiver thread saves.
 # Then two serving threads (frontend-cache --threads=2, unbound num-threads: 2, dnsdist with
 # two listeners, the ceiling with two): warm, the same hit runs, CPU per query against one
@@ -213,7 +213,7 @@ start_server() {
     frontend-cache | fc-loop)  # fc-loop: receiving on the serving loop (epoll), for contrast
       "$frontend_cache" -k --no-resolv --listen-address=127.0.0.1 --port="$port" \
         --threads="$threads" --cache-size="$entries" --server="127.0.0.1#$upstream_port" \
-        --lameduck=0 --log-facility=- $([[ $kind == fc-loop ]] && echo --no-receiver-threads) \
+        --lameduck=0 --log-facility=- $([[ $kind == fc-loop ]] && echo --receiver-threads=off) \
         >"$dir/log" 2>&1 &
       ;;
     dnsmasq)  # single-threaded by design
@@ -503,7 +503,7 @@ for c in dnsperf dnsload; do
   printf '    CPU/hit  dnsmasq / frontend-cache  %5s   (target >= 1.60)\n' "$(ratio dnsmasq frontend-cache ${c}_us)"
   printf '    CPU/hit  dnsdist / frontend-cache  %5s   (target >= 1.25)\n' "$(ratio dnsdist frontend-cache ${c}_us)"
   printf '    CPU/hit  unbound / frontend-cache  %5s\n' "$(ratio unbound frontend-cache ${c}_us)"
-  printf '    CPU/hit  fc-loop / ceiling         %5s   (frontend-cache --no-receiver-threads)\n' "$(ratio fc-loop ceiling ${c}_us)"
+  printf '    CPU/hit  fc-loop / ceiling         %5s   (frontend-cache --receiver-threads=off)\n' "$(ratio fc-loop ceiling ${c}_us)"
   printf '    q/s      frontend-cache / ceiling  %5s   (target >= 0.80 when the client is not the limit)\n' "$(ratio frontend-cache ceiling ${c}_qps)"
   printf '    q/s      frontend-cache / dnsmasq  %5s   (target >= 1.60 when the client is not the limit)\n' "$(ratio frontend-cache dnsmasq ${c}_qps)"
   printf '    q/s      frontend-cache / dnsdist  %5s   (target >= 1.25 when the client is not the limit)\n' "$(ratio frontend-cache dnsdist ${c}_qps)"
