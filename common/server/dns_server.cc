@@ -188,7 +188,7 @@ DnsServer::StartResult DnsServer::StartThread(Thread& thread, const LoopServer::
   return result;
 }
 
-void DnsServer::Run(Thread* thread, LoopServer::Options options,
+void DnsServer::Run(Thread* thread, const LoopServer::Options& options,
                     std::promise<StartResult>* started) {
   serving_server = this;
   loop::Loop loop;

@@ -119,7 +119,7 @@ class DnsServer {
 
   // Starts `thread` and waits until it serves or has failed (and then joins it).
   [[nodiscard]] StartResult StartThread(Thread& thread, const LoopServer::Options& options);
-  void Run(Thread* thread, LoopServer::Options options, std::promise<StartResult>* started);
+  void Run(Thread* thread, const LoopServer::Options& options, std::promise<StartResult>* started);
   void JoinAll();
 
   Options options_;
