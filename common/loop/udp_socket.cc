@@ -12,6 +12,8 @@
 #include <thread>
 #include <utility>
 
+#include "common/base/single_writer.h"
+
 namespace kdns::loop {
 namespace {
 
@@ -25,15 +27,6 @@ void SetBufferSize(int fd, int option, int bytes, const char* name) {
   if (setsockopt(fd, SOL_SOCKET, option, &bytes, sizeof(bytes)) != 0) {
     LOG(WARNING) << "UDP " << name << "=" << bytes << ": " << std::strerror(errno);
   }
-}
-
-// A relaxed load and store: each receiver counter has one writer, the receiver thread.
-void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
-  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-}
-
-uint64_t Get(const std::atomic<uint64_t>& counter) {
-  return counter.load(std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -244,12 +237,12 @@ UdpSocket::Stats UdpSocket::stats() const {
   Stats stats = stats_;
   if (receiver_ != nullptr) {
     const Receiver& r = *receiver_;
-    stats.received += Get(r.received);
-    stats.sent += Get(r.sent);
-    stats.truncated += Get(r.truncated);
-    stats.errors += Get(r.errors);
-    stats.fast_answered += Get(r.fast_answered);
-    stats.handoff_dropped += Get(r.handoff_dropped);
+    stats.received += LoadRelaxed(r.received);
+    stats.sent += LoadRelaxed(r.sent);
+    stats.truncated += LoadRelaxed(r.truncated);
+    stats.errors += LoadRelaxed(r.errors);
+    stats.fast_answered += LoadRelaxed(r.fast_answered);
+    stats.handoff_dropped += LoadRelaxed(r.handoff_dropped);
   }
   return stats;
 }
@@ -292,7 +285,7 @@ void UdpSocket::StopReceiverThread() {
   internal::CloseHandle(handoff_async_);
   handoff_async_ = nullptr;
   std::lock_guard lock(receiver_->mutex);
-  Bump(receiver_->handoff_dropped, receiver_->queued);  // never delivered now
+  AddSingleWriter(receiver_->handoff_dropped, receiver_->queued);  // never delivered now
   receiver_->queued = 0;
 }
 
@@ -309,7 +302,7 @@ void UdpSocket::ReceiveOnThread() {
   std::array<mmsghdr, kBatchSize> out_headers{};
   std::array<iovec, kBatchSize> out_iovecs{};
   alignas(cmsghdr) ControlSlots out_control{};
-  std::array<std::optional<SocketAddress>, kBatchSize> handoff_peers;
+  std::array<SocketAddress, kBatchSize> handoff_peers;
   std::array<ReplyContext, kBatchSize> handoff_contexts;
   std::array<size_t, kBatchSize> handoff_index{};
 
@@ -337,7 +330,7 @@ void UdpSocket::ReceiveOnThread() {
         if (flags >= 0 && (flags & O_NONBLOCK) != 0) fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
         continue;
       }
-      Bump(r.errors);
+      AddSingleWriter(r.errors);
       LOG_EVERY_N(WARNING, 1000) << "recvmmsg on " << GetLocalAddress().ToString() << ": "
                                  << std::strerror(errno);
       continue;
@@ -347,13 +340,13 @@ void UdpSocket::ReceiveOnThread() {
     for (int i = 0; i < n; ++i) {
       msghdr& hdr = in_headers[i].msg_hdr;
       if ((hdr.msg_flags & MSG_TRUNC) != 0) {
-        Bump(r.truncated);
+        AddSingleWriter(r.truncated);
         continue;
       }
       auto peer =
           SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(hdr.msg_name), hdr.msg_namelen);
       if (!peer) continue;
-      Bump(r.received);
+      AddSingleWriter(r.received);
       const std::span<const uint8_t> datagram(in.get() + i * slot_bytes, in_headers[i].msg_len);
       const std::span<uint8_t> reply(out.get() + replies * kFastReplyBytes, kFastReplyBytes);
       size_t size = 0;
@@ -367,7 +360,7 @@ void UdpSocket::ReceiveOnThread() {
       const ReplyContext ctx = ContextOf(hdr);
       if (size == 0 || size > kFastReplyBytes) {
         handoff_index[handoffs] = static_cast<size_t>(i);
-        handoff_peers[handoffs] = peer;
+        handoff_peers[handoffs] = *peer;
         handoff_contexts[handoffs] = ctx;
         ++handoffs;
         continue;
@@ -386,22 +379,23 @@ void UdpSocket::ReceiveOnThread() {
       }
       ++replies;
     }
-    Bump(r.fast_answered, replies);
+    AddSingleWriter(r.fast_answered, replies);
     for (size_t sent = 0; sent < replies;) {
       const int k = sendmmsg(fd_, out_headers.data() + sent, replies - sent, MSG_DONTWAIT);
       if (k > 0) {
-        Bump(r.sent, k);
+        AddSingleWriter(r.sent, k);
         sent += static_cast<size_t>(k);
         continue;
       }
       if (k < 0 && errno == EINTR) continue;
       if (k < 0 && !WouldBlock(errno)) {
         // The first datagram failed (an unreachable peer): drop it, go on with the rest.
-        Bump(r.errors);
+        AddSingleWriter(r.errors);
         ++sent;
         continue;
       }
-      Bump(r.errors, replies - sent);  // the send buffer is full: UDP drops, as the kernel would
+      AddSingleWriter(r.errors,
+                      replies - sent);  // the send buffer is full: UDP drops, as the kernel would
       break;
     }
     if (handoffs == 0) continue;
@@ -411,7 +405,7 @@ void UdpSocket::ReceiveOnThread() {
       wake = r.queued == 0;
       for (size_t h = 0; h < handoffs; ++h) {
         if (r.queued == options_.max_handoff) {
-          Bump(r.handoff_dropped, handoffs - h);
+          AddSingleWriter(r.handoff_dropped, handoffs - h);
           break;
         }
         if (r.queued == r.queue.size()) r.queue.emplace_back();
@@ -419,7 +413,7 @@ void UdpSocket::ReceiveOnThread() {
         const size_t i = handoff_index[h];
         const uint8_t* bytes = in.get() + i * slot_bytes;
         slot.bytes.assign(bytes, bytes + in_headers[i].msg_len);
-        slot.peer = *handoff_peers[h];
+        slot.peer = handoff_peers[h];
         slot.ctx = handoff_contexts[h];
       }
     }

@@ -19,20 +19,19 @@ ServerStats& ServerStats::operator+=(const ServerStats& other) {
 }
 
 ServerStats ThreadStats::Read() const {
-  auto get = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
   ServerStats s;
-  s.udp_queries = get(udp_queries);
-  s.tcp_queries = get(tcp_queries);
-  s.udp_replies = get(udp_replies);
-  s.tcp_replies = get(tcp_replies);
-  s.unanswered = get(unanswered);
-  s.dropped_replies = get(dropped_replies);
-  s.udp_truncated = get(udp_truncated);
-  s.udp_errors = get(udp_errors);
-  s.tcp_accepted = get(tcp_accepted);
-  s.tcp_rejected = get(tcp_rejected);
-  s.tcp_open = get(tcp_open);
-  s.udp_fast_answers = get(udp_fast_answers);
+  s.udp_queries = LoadRelaxed(udp_queries);
+  s.tcp_queries = LoadRelaxed(tcp_queries);
+  s.udp_replies = LoadRelaxed(udp_replies);
+  s.tcp_replies = LoadRelaxed(tcp_replies);
+  s.unanswered = LoadRelaxed(unanswered);
+  s.dropped_replies = LoadRelaxed(dropped_replies);
+  s.udp_truncated = LoadRelaxed(udp_truncated);
+  s.udp_errors = LoadRelaxed(udp_errors);
+  s.tcp_accepted = LoadRelaxed(tcp_accepted);
+  s.tcp_rejected = LoadRelaxed(tcp_rejected);
+  s.tcp_open = LoadRelaxed(tcp_open);
+  s.udp_fast_answers = LoadRelaxed(udp_fast_answers);
   s.udp_queries += s.udp_fast_answers;
   s.udp_replies += s.udp_fast_answers;
   return s;

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/base/single_writer.h"
+
 namespace kdns::server {
 
 struct ServerStats {
@@ -36,7 +38,7 @@ class ThreadStats {
  public:
   // Single writer: a relaxed load and store, not a read-modify-write.
   static void Increment(std::atomic<uint64_t>& counter, uint64_t by = 1) {
-    counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+    AddSingleWriter(counter, by);
   }
   static void Set(std::atomic<uint64_t>& counter, uint64_t value) {
     counter.store(value, std::memory_order_relaxed);
