@@ -69,6 +69,12 @@ upstream::UpstreamSet ToSet(const std::vector<UpstreamAddress>& upstreams) {
   return upstream::UpstreamSet(std::move(addresses));
 }
 
+// The (non-extended) rcode of a response we built; SERVFAIL for one too short to have it.
+dns::Rcode RcodeOf(std::span<const uint8_t> response) {
+  return response.size() >= dns::kHeaderSize ? static_cast<dns::Rcode>(response[3] & 0x0f)
+                                             : dns::Rcode::kServFail;
+}
+
 upstream::Transport ToUpstream(server::Transport transport) {
   return transport == server::Transport::kTcp ? upstream::Transport::kTcp
                                               : upstream::Transport::kUdp;
@@ -230,7 +236,7 @@ size_t FrontendServer::Handler::AnswerOnReceiverThread(std::span<const uint8_t> 
   const size_t limit = std::min(ClientLimit(query, server::Transport::kUdp), out.size());
   const LookupResult hit = server_.cache_.Peek(key, query, out, limit);
   if (hit.status != LookupStatus::kHit) return 0;  // HandleQuery looks again and counts it
-  server_.metrics_.Answered(query.qtype, static_cast<dns::Rcode>(out[3] & 0x0f));
+  server_.metrics_.Answered(query.qtype, RcodeOf(out.first(hit.size)));
   if (hit.prefetch) {
     // The forwarder lives on the serving thread: refresh the entry from there.
     tasks_.Post([this, bytes = std::vector<uint8_t>(query_bytes.begin(), query_bytes.end())] {
@@ -287,10 +293,7 @@ void FrontendServer::Handler::Complete(uint64_t id, const upstream::Result& resu
 template <class To>
 void FrontendServer::Handler::Reply(To& to, const dns::Query& query,
                                     std::span<const uint8_t> response) {
-  const auto rcode = response.size() >= dns::kHeaderSize
-                         ? static_cast<dns::Rcode>(response[3] & 0x0f)
-                         : dns::Rcode::kServFail;
-  server_.metrics_.Answered(query.qtype, rcode);
+  server_.metrics_.Answered(query.qtype, RcodeOf(response));
   (void)to.Reply(response);
 }
 
