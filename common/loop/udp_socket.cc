@@ -60,18 +60,45 @@ struct UdpSocket::Receiver {
 
 bool UdpReceiverGroup::Lead(const std::atomic<bool>& stop) {
   std::unique_lock lock(mutex_);
+  ++waiting_;
   followers_.wait(lock, [&] { return !led_ || stop.load(std::memory_order_acquire); });
+  --waiting_;
   if (stop.load(std::memory_order_acquire)) return false;
   led_ = true;
+  judging_ = std::exchange(judge_next_, false);
+  full_streak_ = 0;
   return true;
 }
 
+bool UdpReceiverGroup::ShouldStepDown(size_t received, size_t capacity) {
+  const bool full = received >= capacity;
+  if (judging_) {
+    judging_ = false;
+    const uint32_t patience = patience_.load(std::memory_order_relaxed);
+    patience_.store(full ? 1 : std::min(patience * 2, kMaxPatience), std::memory_order_relaxed);
+  }
+  if (!full) {
+    full_streak_ = 0;
+    return false;
+  }
+  return ++full_streak_ >= patience_.load(std::memory_order_relaxed);
+}
+
 void UdpReceiverGroup::StepDown() {
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     led_ = false;
+    wake = waiting_ > 0;
+    judge_next_ = wake;  // with nobody waiting, the leader itself comes back: nothing split
+    if (wake) AddSingleWriter(handovers_);
   }
-  followers_.notify_one();
+  if (wake) followers_.notify_one();
+}
+
+size_t UdpReceiverGroup::followers() const {
+  std::lock_guard lock(mutex_);
+  return waiting_;
 }
 
 void UdpReceiverGroup::WakeAll() {
@@ -317,7 +344,7 @@ void UdpSocket::ReceiveOnThread() {
     // Blocks for the first datagram (up to SO_RCVTIMEO), then takes what is queued.
     const int n = recvmmsg(fd_, in_headers.data(), kBatchSize, MSG_WAITFORONE, nullptr);
     if (r.stop.load(std::memory_order_acquire)) break;
-    if (leading && static_cast<size_t>(std::max(n, 0)) == kBatchSize) {
+    if (leading && n > 0 && group->ShouldStepDown(static_cast<size_t>(n), kBatchSize)) {
       group->StepDown();  // a backlog: a follower reads the next batch while we answer
       leading = false;
     }
