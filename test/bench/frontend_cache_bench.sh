@@ -16,13 +16,16 @@
 #           whole cache at start-up; that memory belongs to the entries too);
 #   (a)     cache hits over the first NAMES of those names, for DURATION s with dnsperf and
 #           for DURATION s with dnsload: queries/s and server CPU per answered query;
-#   (d)     p50/p99 latency at a fixed RATE (dnsload, open loop).
-# (b) The ceiling responder gets the same hit runs and the same fixed rate, and so does
+#   (d)     p50/p99 latency and server CPU per query at each fixed rate in RATES (dnsload,
+#           open loop).
+# (b) The ceiling responder gets the same hit runs and the same fixed rates, and so does
 #     fc-loop: frontend-cache with --receiver-threads=off (UDP received on its libuv loop),
 #     to show what the receiver thread saves.
 # Then two serving threads (frontend-cache --threads=2, unbound num-threads: 2, dnsdist with
-# two listeners, the ceiling with two): warm, the same hit runs, CPU per query against one
-# thread's.
+# two listeners, the ceiling with two): warm, the same hit runs and fixed rates, CPU per
+# query against one thread's. At a fixed rate the client leaves the server's share of the
+# machine alone; at saturation, on a 2-core machine, a second server thread can only take
+# CPU from the client (the ceiling shows what that costs).
 #
 # CPU per query is the comparable figure: utime+stime of the server's process tree from
 # /proc/PID/stat (its own accounting), before and after, over the queries answered. On a
@@ -36,8 +39,8 @@
 # Usage: test/bench/frontend_cache_bench.sh [BIN_DIR]
 #        (BIN_DIR holds frontend-cache and dnsload_bench; default build/bin)
 # Environment: DURATION (s per timed run, default 10), NAMES (hit set, default 10000),
-#   MISS_NAMES (distinct names for the miss run and RSS, default 100000), RATE (fixed rate
-#   for the latency run, default 20000), CLIENTS (dnsperf -c, default 8), OUTSTANDING
+#   MISS_NAMES (distinct names for the miss run and RSS, default 100000), RATES (fixed
+#   rates for the latency runs, default "20000 100000"; RATE sets a single one), CLIENTS (dnsperf -c, default 8), OUTSTANDING
 #   (dnsperf -q and dnsload --concurrency, default 100), SOCKETS (dnsload --sockets,
 #   default 8), PEERS (default "dnsmasq unbound dnsdist"), TWO_THREADS=0 to skip the
 #   two-thread runs, PERF=1 to profile the ceiling and frontend-cache in an extra hit run,
@@ -50,7 +53,7 @@ dnsload=$bin_dir/dnsload_bench
 duration=${DURATION:-10}
 names=${NAMES:-10000}
 miss_names=${MISS_NAMES:-100000}
-rate=${RATE:-20000}
+rates=${RATES:-${RATE:-20000 100000}}
 clients=${CLIENTS:-8}
 outstanding=${OUTSTANDING:-100}
 sockets=${SOCKETS:-8}
@@ -372,6 +375,15 @@ hit_runs() {
     --concurrency "$outstanding"
 }
 
+# (d) latency and CPU per query at each fixed rate, open loop.
+rate_runs() {
+  local label=$1 pid=$2 port=$3 threads=$4 rate
+  for rate in $rates; do
+    run_dnsload "$label/rate/$rate" "$pid" "$port" "$tmp/hit.txt" "$threads" --seconds "$duration" \
+      --qps "$rate"
+  done
+}
+
 # PERF=1: one more dnsload hit run (not counted: perf costs the server CPU) under perf
 # record; the top symbols by self time go into $tmp/perf-NAME.txt.
 profile_hits() {
@@ -389,7 +401,7 @@ profile_hits() {
 # --- one thread ---------------------------------------------------------------------------------
 echo "frontend_cache_bench: ${duration}s per timed run; $names hit names, $miss_names miss names," \
   "cache size $cache_size; dnsperf -c $clients -q $outstanding; dnsload $sockets sockets," \
-  "$outstanding outstanding; fixed rate $rate q/s; $(nproc) cores"
+  "$outstanding outstanding; fixed rates $rates q/s; $(nproc) cores"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "one serving thread:"
 for kind in ceiling frontend-cache fc-loop "${available[@]}"; do
@@ -417,8 +429,7 @@ for kind in ceiling frontend-cache fc-loop "${available[@]}"; do
   fi
   hit_runs "$kind" "$pid" "$port" 1
   [[ $kind == frontend-cache || $kind == ceiling ]] && profile_hits "$kind" "$pid" "$port"
-  # (d) latency at a fixed rate, open loop.
-  run_dnsload "$kind/rate" "$pid" "$port" "$tmp/hit.txt" 1 --seconds "$duration" --qps "$rate"
+  rate_runs "$kind" "$pid" "$port" 1
   stop "$pid"
 done
 
@@ -435,6 +446,7 @@ if [[ $two_threads == 1 ]]; then
     "$dnsload" --load "127.0.0.1:$port" --names "$tmp/hit.txt" --once --sockets "$sockets" \
       --concurrency "$outstanding" >/dev/null
     hit_runs "$kind/2" "$pid" "$port" 2
+    rate_runs "$kind/2" "$pid" "$port" 2
     stop "$pid"
   done
 fi
@@ -474,13 +486,17 @@ for l in "${order[@]}"; do
 done
 
 echo
-echo "(d) latency at a fixed $rate q/s (dnsload, open loop, $sockets sockets)"
-printf '  %-16s %9s %8s %9s %9s %9s %10s\n' server "q/s" lost "p50_us" "p99_us" "p99.9_us" "srv_us/q"
-for l in "${order[@]}"; do
-  [[ -n ${R[$l/rate,dnsload_qps]:-} ]] || continue
-  printf '  %-16s %9s %8s %9s %9s %9s %10s\n' "$l" "${R[$l/rate,dnsload_qps]}" \
-    "${R[$l/rate,dnsload_lost]}" "${R[$l/rate,dnsload_p50]}" "${R[$l/rate,dnsload_p99]}" \
-    "${R[$l/rate,dnsload_p999]}" "${R[$l/rate,dnsload_us]}"
+echo "(d) latency and server CPU per query at fixed rates (dnsload, open loop, $sockets sockets)"
+printf '  %-16s %9s %9s %8s %9s %9s %9s %10s\n' server rate "q/s" lost "p50_us" "p99_us" "p99.9_us" \
+  "srv_us/q"
+for rate in $rates; do
+  for l in "${order[@]}"; do
+    r=$l/rate/$rate
+    [[ -n ${R[$r,dnsload_qps]:-} ]] || continue
+    printf '  %-16s %9s %9s %8s %9s %9s %9s %10s\n' "$l" "$rate" "${R[$r,dnsload_qps]}" \
+      "${R[$r,dnsload_lost]}" "${R[$r,dnsload_p50]}" "${R[$r,dnsload_p99]}" \
+      "${R[$r,dnsload_p999]}" "${R[$r,dnsload_us]}"
+  done
 done
 
 echo
@@ -508,11 +524,16 @@ for c in dnsperf dnsload; do
   printf '    q/s      frontend-cache / dnsmasq  %5s   (target >= 1.60 when the client is not the limit)\n' "$(ratio frontend-cache dnsmasq ${c}_qps)"
   printf '    q/s      frontend-cache / dnsdist  %5s   (target >= 1.25 when the client is not the limit)\n' "$(ratio frontend-cache dnsdist ${c}_qps)"
 done
-echo "  two threads vs one, CPU per hit (target for frontend-cache: <= 1.00):"
+echo "  two threads vs one, CPU per hit (target for frontend-cache: <= 1.00); saturated, then"
+echo "  at each fixed rate:"
 for kind in ceiling frontend-cache unbound dnsdist; do
   [[ -n ${R[$kind/2,dnsload_us]:-} ]] || continue
-  printf '    %-16s dnsperf %5s  dnsload %5s\n' "$kind" "$(ratio "$kind/2" "$kind" dnsperf_us)" \
-    "$(ratio "$kind/2" "$kind" dnsload_us)"
+  line=$(printf '    %-16s dnsperf %5s  dnsload %5s' "$kind" "$(ratio "$kind/2" "$kind" dnsperf_us)" \
+    "$(ratio "$kind/2" "$kind" dnsload_us)")
+  for rate in $rates; do
+    line+=$(printf '  %s q/s %5s' "$rate" "$(ratio "$kind/2/rate/$rate" "$kind/rate/$rate" dnsload_us)")
+  done
+  echo "$line"
 done
 for name in ceiling frontend-cache; do
   if [[ -s $tmp/perf-$name.txt ]]; then
