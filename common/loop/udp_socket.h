@@ -33,11 +33,13 @@
 // datagram, MSG_WAITFORONE), each datagram offered to a FastPath that may answer it on the
 // spot, the answers sent with one sendmmsg. Datagrams the FastPath declines are handed to
 // the loop thread (a bounded queue and a uv_async_t) and reach the ReceiveCallback there
-// as usual, so replies to them go through Send(). The fd becomes blocking with a short
-// SO_RCVTIMEO, so the thread sees a stop request within Options::receiver_wake_ms (at once
-// for a socket bound here, which is shut down for reading to wake it; an adopted socket
-// may be shared with another process, so it is left alone). Loop-thread sends always use
-// MSG_DONTWAIT.
+// as usual, so replies to them go through Send(). A socket bound here becomes blocking
+// with a short SO_RCVTIMEO; stopping shuts it down for reading, which wakes the thread at
+// once. An adopted socket may outlive us (a parent keeps it for our successor): its thread
+// reads with MSG_DONTWAIT and sleeps in poll when the socket is empty, since a thread
+// killed in recvmmsg can take datagrams with it (see ReceiveOnThread); it is left
+// non-blocking and not shut down, and the thread sees a stop request within
+// Options::receiver_wake_ms. Loop-thread sends always use MSG_DONTWAIT.
 //
 // Thread: the loop's thread only, including stats(), except the FastPath. The socket owns
 // its fd (also an adopted one) and closes it on destruction; the callback may destroy the
@@ -152,8 +154,8 @@ class UdpSocket {
     // Receiver thread: datagrams waiting for the loop thread; beyond this they are dropped
     // (the loop is the bottleneck then, as a full receive buffer would be).
     size_t max_handoff = 1024;
-    // Receiver thread: how often a blocked recvmmsg of an adopted socket looks for a stop
-    // request (SO_RCVTIMEO).
+    // Receiver thread: how often a sleeping receiver looks for a stop request (SO_RCVTIMEO
+    // of a blocking recvmmsg, the timeout of an adopted socket's poll).
     int receiver_wake_ms = 50;
     // Receiver thread: the group it takes turns with, when this socket is one of several
     // dups of one socket; null to receive on its own.
@@ -213,8 +215,8 @@ class UdpSocket {
   void ResumeReceiving();
 
   // Moves receiving from the loop onto a receiver thread (see the header comment), which
-  // offers every datagram to `fast_path` first. False with *error if the socket cannot be
-  // made blocking. Once; the thread runs until StopReceiverThread or destruction.
+  // offers every datagram to `fast_path` first. False with *error if a socket bound here
+  // cannot be made blocking. Once; the thread runs until StopReceiverThread or destruction.
   [[nodiscard]] bool StartReceiverThread(FastPath fast_path, std::string* error);
   // Stops and joins the receiver thread; nothing is received after it (datagrams still in
   // the handoff queue are dropped). Before destroying what the FastPath uses. Idempotent.
