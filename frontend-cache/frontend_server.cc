@@ -394,10 +394,9 @@ bool FrontendServer::Start(std::string* error) {
       server::DnsServer::Options config;
       config.threads = options_.flags.threads;
       config.udp.receive_buffer_bytes = kReceiveBufferBytes;
-      // Off by default: a receiver thread asleep in recvmmsg when the process is killed can
-      // take datagrams with it that the next owner of the socket (the nanny's next child)
-      // would have answered; a loop that waits in epoll_wait leaves them queued.
-      config.udp.receiver_thread = options_.flags.receiver_threads == ReceiverThreads::kOn;
+      // The receivers of an inherited socket wait in poll, not in recvmmsg, so a kill -9
+      // leaves the queue to the socket's next owner (loop::UdpSocket::ReceiveOnThread).
+      config.udp.receiver_thread = options_.flags.receiver_threads != ReceiverThreads::kOff;
       config.inherited = sockets;
       configs.push_back(config);
     }

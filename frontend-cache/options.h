@@ -61,8 +61,8 @@ struct Options {
   std::string servers_file;  // --servers-file: more --server lines, re-read on SIGHUP
   uint32_t threads = 0;      // --threads (0: one per CPU)
   // --receiver-threads=auto|on|off: a receiver thread per UDP socket that answers cache
-  // hits itself, or UDP received on the serving loops (epoll). auto: on for sockets bound
-  // here, off for inherited ones (see README.md).
+  // hits itself, or UDP received on the serving loops (epoll). auto (the default) is on,
+  // for sockets bound here and inherited ones alike (see README.md).
   ReceiverThreads receiver_threads = ReceiverThreads::kAuto;
   std::optional<uint32_t> max_cache_ttl_s;  // --max-cache-ttl
   uint32_t min_cache_ttl_s = 0;             // --min-cache-ttl
