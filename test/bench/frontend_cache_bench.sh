@@ -27,6 +27,16 @@
 # machine alone; at saturation, on a 2-core machine, a second server thread can only take
 # CPU from the client (the ceiling shows what that costs).
 #
+# (f) frontend-cache alone, one thread and two in turn, THREAD_ROUNDS times: the same hit
+#     runs and fixed-rate runs at THREAD_RATES, and each round's two-thread/one-thread ratio
+#     of CPU per query, with their mean. Single runs of one configuration vary by 10% and
+#     more on a VM; alternating and averaging is what tells a thread's cost from that.
+#     THREAD_RATES leave out low rates: there a query costs mostly the wake-up of a sleeping
+#     server thread, and on a VM that depends on where the scheduler puts the thread. At
+#     20,000 q/s, measured with taskset: 9 us per query with the server on the client's
+#     vCPU, 20 us on the other one (an idle vCPU is woken through the hypervisor), whatever
+#     the thread count; unpinned runs land on either.
+#
 # CPU per query is the comparable figure: utime+stime of the server's process tree from
 # /proc/PID/stat (its own accounting), before and after, over the queries answered. On a
 # 2-core machine the client can saturate before the server; each hit run prints the
@@ -43,7 +53,8 @@
 #   rates for the latency runs, default "20000 100000"; RATE sets a single one), CLIENTS (dnsperf -c, default 8), OUTSTANDING
 #   (dnsperf -q and dnsload --concurrency, default 100), SOCKETS (dnsload --sockets,
 #   default 8), PEERS (default "dnsmasq unbound dnsdist"), TWO_THREADS=0 to skip the
-#   two-thread runs, PERF=1 to profile the ceiling and frontend-cache in an extra hit run,
+#   two-thread runs, THREAD_ROUNDS (rounds of (f), default 3; 0 skips them), THREAD_RATES
+#   (fixed rates of (f), default "100000 200000"), PERF=1 to profile the ceiling and frontend-cache in an extra hit run,
 #   KEEP_TMP=1 to keep the temporary directory.
 set -euo pipefail
 
@@ -59,6 +70,8 @@ outstanding=${OUTSTANDING:-100}
 sockets=${SOCKETS:-8}
 peers=${PEERS:-dnsmasq unbound dnsdist}
 two_threads=${TWO_THREADS:-1}
+thread_rounds=${THREAD_ROUNDS:-3}
+thread_rates=${THREAD_RATES:-100000 200000}
 # Room for every miss name and 10% more (so no shard or table evicts), not much more: dnsmasq
 # and dnsdist allocate their whole cache at start-up.
 cache_size=$((miss_names + miss_names / 10 > names ? miss_names + miss_names / 10 : names))
@@ -451,6 +464,25 @@ if [[ $two_threads == 1 ]]; then
   done
 fi
 
+# --- (f) frontend-cache: one thread and two, alternating ---------------------------------------
+thread_labels=()
+if [[ $two_threads == 1 && $thread_rounds -gt 0 ]]; then
+  echo "frontend-cache, one serving thread and two in turn ($thread_rounds rounds):"
+  for ((round = 1; round <= thread_rounds; round++)); do
+    for threads in 1 2; do
+      port=$(free_port)
+      start_server frontend-cache "$threads" "$port" || continue
+      pid=$server_pid
+      "$dnsload" --load "127.0.0.1:$port" --names "$tmp/hit.txt" --once --sockets "$sockets" \
+        --concurrency "$outstanding" >/dev/null
+      hit_runs "fc-t$threads/$round" "$pid" "$port" "$threads"
+      rates=$thread_rates rate_runs "fc-t$threads/$round" "$pid" "$port" "$threads"
+      stop "$pid"
+    done
+    thread_labels+=("$round")
+  done
+fi
+
 # --- tables ---------------------------------------------------------------------------------------
 echo
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -535,6 +567,37 @@ for kind in ceiling frontend-cache unbound dnsdist; do
   done
   echo "$line"
 done
+if [[ ${#thread_labels[@]} -gt 0 ]]; then
+  echo
+  echo "(f) frontend-cache, two threads / one, CPU per query, alternating rounds (target <= 1.00):"
+  keys=(dnsperf_us dnsload_us)
+  for rate in $thread_rates; do keys+=("rate/$rate"); done
+  printf '    %-6s' round
+  for key in "${keys[@]}"; do printf ' %12s' "${key%_us}"; done
+  echo
+  declare -A sums=() counts=()
+  for round in "${thread_labels[@]}"; do
+    printf '    %-6s' "$round"
+    for key in "${keys[@]}"; do
+      if [[ $key == rate/* ]]; then
+        value=$(ratio "fc-t2/$round/$key" "fc-t1/$round/$key" dnsload_us)
+      else
+        value=$(ratio "fc-t2/$round" "fc-t1/$round" "$key")
+      fi
+      printf ' %12s' "$value"
+      if [[ $value != - ]]; then
+        sums[$key]=$(calc %.4f "${sums[$key]:-0} + $value")
+        counts[$key]=$((${counts[$key]:-0} + 1))
+      fi
+    done
+    echo
+  done
+  printf '    %-6s' mean
+  for key in "${keys[@]}"; do
+    printf ' %12s' "$(calc %.2f "(${counts[$key]:-0} > 0 ? ${sums[$key]:-0} / ${counts[$key]:-1} : 0)")"
+  done
+  echo
+fi
 for name in ceiling frontend-cache; do
   if [[ -s $tmp/perf-$name.txt ]]; then
     echo
