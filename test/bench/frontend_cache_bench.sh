@@ -27,10 +27,12 @@
 # machine alone; at saturation, on a 2-core machine, a second server thread can only take
 # CPU from the client (the ceiling shows what that costs).
 #
-# (f) frontend-cache alone, one thread and two in turn, THREAD_ROUNDS times: the same hit
-#     runs and fixed-rate runs at THREAD_RATES, and each round's two-thread/one-thread ratio
-#     of CPU per query, with their mean. Single runs of one configuration vary by 10% and
-#     more on a VM; alternating and averaging is what tells a thread's cost from that.
+# (f) The ceiling, frontend-cache on one thread and on two, in turn, THREAD_ROUNDS times:
+#     the same hit runs and fixed-rate runs at THREAD_RATES, each round's ratios of CPU per
+#     query (frontend-cache / ceiling on one thread; two threads / one), and their means.
+#     Single runs of one configuration vary by 10% and more on a VM (a run now and then
+#     costs a third more throughout); alternating and averaging is what tells a
+#     server's own cost from that.
 #     THREAD_RATES leave out low rates: there a query costs mostly the wake-up of a sleeping
 #     server thread, and on a VM that depends on where the scheduler puts the thread. At
 #     20,000 q/s, measured with taskset: 9 us per query with the server on the client's
@@ -467,16 +469,17 @@ fi
 # --- (f) frontend-cache: one thread and two, alternating ---------------------------------------
 thread_labels=()
 if [[ $two_threads == 1 && $thread_rounds -gt 0 ]]; then
-  echo "frontend-cache, one serving thread and two in turn ($thread_rounds rounds):"
+  echo "the ceiling, frontend-cache on one serving thread and on two, in turn ($thread_rounds rounds):"
   for ((round = 1; round <= thread_rounds; round++)); do
-    for threads in 1 2; do
+    for run in ceiling:1:ceil-t1 frontend-cache:1:fc-t1 frontend-cache:2:fc-t2; do
+      IFS=: read -r kind threads label <<<"$run"
       port=$(free_port)
-      start_server frontend-cache "$threads" "$port" || continue
+      start_server "$kind" "$threads" "$port" || continue
       pid=$server_pid
       "$dnsload" --load "127.0.0.1:$port" --names "$tmp/hit.txt" --once --sockets "$sockets" \
         --concurrency "$outstanding" >/dev/null
-      hit_runs "fc-t$threads/$round" "$pid" "$port" "$threads"
-      rates=$thread_rates rate_runs "fc-t$threads/$round" "$pid" "$port" "$threads"
+      hit_runs "$label/$round" "$pid" "$port" "$threads"
+      rates=$thread_rates rate_runs "$label/$round" "$pid" "$port" "$threads"
       stop "$pid"
     done
     thread_labels+=("$round")
@@ -567,22 +570,24 @@ for kind in ceiling frontend-cache unbound dnsdist; do
   done
   echo "$line"
 done
-if [[ ${#thread_labels[@]} -gt 0 ]]; then
+# round_ratios TITLE NUMERATOR DENOMINATOR KEY...: per round of (f), NUMERATOR's figure over
+# DENOMINATOR's (labels without the round), then the mean over the rounds.
+round_ratios() {
+  local title=$1 num=$2 den=$3 key round value
+  shift 3
+  local -A sums=() counts=()
   echo
-  echo "(f) frontend-cache, two threads / one, CPU per query, alternating rounds (target <= 1.00):"
-  keys=(dnsperf_us dnsload_us)
-  for rate in $thread_rates; do keys+=("rate/$rate"); done
+  echo "$title"
   printf '    %-6s' round
-  for key in "${keys[@]}"; do printf ' %12s' "${key%_us}"; done
+  for key in "$@"; do printf ' %12s' "${key%_us}"; done
   echo
-  declare -A sums=() counts=()
   for round in "${thread_labels[@]}"; do
     printf '    %-6s' "$round"
-    for key in "${keys[@]}"; do
+    for key in "$@"; do
       if [[ $key == rate/* ]]; then
-        value=$(ratio "fc-t2/$round/$key" "fc-t1/$round/$key" dnsload_us)
+        value=$(ratio "$num/$round/$key" "$den/$round/$key" dnsload_us)
       else
-        value=$(ratio "fc-t2/$round" "fc-t1/$round" "$key")
+        value=$(ratio "$num/$round" "$den/$round" "$key")
       fi
       printf ' %12s' "$value"
       if [[ $value != - ]]; then
@@ -593,10 +598,18 @@ if [[ ${#thread_labels[@]} -gt 0 ]]; then
     echo
   done
   printf '    %-6s' mean
-  for key in "${keys[@]}"; do
+  for key in "$@"; do
     printf ' %12s' "$(calc %.2f "(${counts[$key]:-0} > 0 ? ${sums[$key]:-0} / ${counts[$key]:-1} : 0)")"
   done
   echo
+}
+if [[ ${#thread_labels[@]} -gt 0 ]]; then
+  rate_keys=()
+  for rate in $thread_rates; do rate_keys+=("rate/$rate"); done
+  round_ratios "(f) frontend-cache / ceiling, one thread, CPU per query, alternating rounds (target <= 1.25):" \
+    fc-t1 ceil-t1 dnsperf_us dnsload_us "${rate_keys[@]}"
+  round_ratios "(f) frontend-cache, two threads / one, CPU per query, alternating rounds (target <= 1.00):" \
+    fc-t2 fc-t1 dnsperf_us dnsload_us "${rate_keys[@]}"
 fi
 for name in ceiling frontend-cache; do
   if [[ -s $tmp/perf-$name.txt ]]; then
