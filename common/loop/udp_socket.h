@@ -88,7 +88,7 @@ class UdpReplyContext {
 };
 
 // Receiver threads of several UdpSockets that serve dups of one socket (one receive queue)
-// take turns, leader/followers style: only the leader waits in recvmmsg, and it hands the
+// take turns, leader/followers style: only the leader waits for datagrams, and it hands the
 // lead to a waiting follower only when there is a backlog. A light load so stays on one
 // thread with batches as large as they get, instead of being dealt out datagram by datagram
 // to every thread the kernel wakes in turn (each wake-up and system call then serving fewer
