@@ -46,6 +46,7 @@ struct UdpSocket::Receiver {
   std::thread thread;
 
   std::mutex mutex;
+  std::condition_variable room;   // the loop took the queue, or stop
   std::vector<Handoff> queue;     // guarded by mutex; the first `queued` slots are live
   size_t queued = 0;              // guarded by mutex
   std::vector<Handoff> draining;  // the loop thread's
@@ -307,6 +308,10 @@ void UdpSocket::StopReceiverThread() {
   if (receiver_ == nullptr || !receiver_->thread.joinable()) return;
   receiver_->stop.store(true, std::memory_order_release);
   if (options_.receiver_group != nullptr) options_.receiver_group->WakeAll();
+  {
+    std::lock_guard lock(receiver_->mutex);  // a receiver between its check and its wait sees it
+  }
+  receiver_->room.notify_all();
   // A socket bound here is ours alone: shutting down its read side wakes the thread now.
   // An adopted one may be shared (the nanny keeps it for the next child): the thread
   // notices within receiver_wake_ms.
@@ -447,15 +452,29 @@ void UdpSocket::ReceiveOnThread() {
       break;
     }
     if (handoffs == 0) continue;
+    // The loop falls behind (a burst of misses into a cold cache after a restart, say):
+    // wait for it rather than drop. What is not read meanwhile waits in the socket, whose
+    // buffer is far larger, as it would for a server without a receiver thread; a sibling
+    // takes the lead and reads on for its own loop.
+    const auto has_room = [&] {
+      return r.queued == 0 || r.queued + handoffs <= options_.max_handoff;
+    };
     bool wake = false;
     {
-      std::lock_guard lock(r.mutex);
-      wake = r.queued == 0;
-      for (size_t h = 0; h < handoffs; ++h) {
-        if (r.queued == options_.max_handoff) {
-          AddSingleWriter(r.handoff_dropped, handoffs - h);
+      std::unique_lock lock(r.mutex);
+      if (!has_room()) {
+        if (leading) {
+          group->StepDown();
+          leading = false;
+        }
+        r.room.wait(lock, [&] { return has_room() || r.stop.load(std::memory_order_acquire); });
+        if (!has_room()) {  // stopping: the loop takes no more
+          AddSingleWriter(r.handoff_dropped, handoffs);
           break;
         }
+      }
+      wake = r.queued == 0;
+      for (size_t h = 0; h < handoffs; ++h) {
         if (r.queued == r.queue.size()) r.queue.emplace_back();
         Receiver::Handoff& slot = r.queue[r.queued++];
         const size_t i = handoff_index[h];
@@ -485,6 +504,7 @@ void UdpSocket::DeliverHandoff() {
     count = r.queued;
     r.queued = 0;
   }
+  r.room.notify_one();
   in_batch_ = true;
   internal::DeathWatch::Scope scope(death_watch_);
   for (size_t i = 0; i < count; ++i) {

@@ -151,8 +151,9 @@ class UdpSocket {
     size_t max_datagram_bytes = 4096;
     // Replies held while the socket would block; beyond this they are dropped.
     size_t max_pending_sends = 1024;
-    // Receiver thread: datagrams waiting for the loop thread; beyond this they are dropped
-    // (the loop is the bottleneck then, as a full receive buffer would be).
+    // Receiver thread: datagrams waiting for the loop thread. Beyond this the receiver
+    // thread waits for the loop, and what arrives meanwhile waits in the socket (an empty
+    // queue takes a whole batch, however large).
     size_t max_handoff = 1024;
     // Receiver thread: how often a sleeping receiver looks for a stop request (SO_RCVTIMEO
     // of a blocking recvmmsg, the timeout of an adopted socket's poll).
@@ -172,7 +173,7 @@ class UdpSocket {
     uint64_t truncated = 0;        // received datagrams longer than max_datagram_bytes
     uint64_t errors = 0;           // failed receive/send system calls (the datagram is lost)
     uint64_t fast_answered = 0;    // datagrams the FastPath answered (receiver thread)
-    uint64_t handoff_dropped = 0;  // datagrams lost because the handoff queue was full
+    uint64_t handoff_dropped = 0;  // datagrams read but never handed over (a stop came first)
   };
 
   // `datagram` is valid only during the call. Send() may be called from inside.
