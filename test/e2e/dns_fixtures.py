@@ -209,6 +209,25 @@ def dig_async(port, name, qtype="A", *options, timeout=5):
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+def parse_dnsperf(text):
+    """dnsperf's summary: sent, completed, lost and qps (floats, None when missing) and
+    codes (response code -> count)."""
+    out = {}
+    for key, pattern in (("sent", r"Queries sent:\s+(\d+)"),
+                         ("completed", r"Queries completed:\s+(\d+)"),
+                         ("lost", r"Queries lost:\s+(\d+)"),
+                         ("qps", r"Queries per second:\s+([\d.]+)")):
+        m = re.search(pattern, text)
+        out[key] = float(m.group(1)) if m else None
+    m = re.search(r"Response codes:\s+(.*)", text)
+    codes = {}
+    if m:
+        for code, count in re.findall(r"([A-Z]+) (\d+)", m.group(1)):
+            codes[code] = int(count)
+    out["codes"] = codes
+    return out
+
+
 # -- processes ----------------------------------------------------------------------------
 
 class Process:

@@ -19,7 +19,6 @@ KDNS_KEEP_TMP=1 keeps the temporary directory (logs of every process) after a fa
 import fcntl
 import os
 import random
-import re
 import shutil
 import signal
 import socket
@@ -644,7 +643,7 @@ def test_refuses_itself_as_upstream(env):
 def kill_series(workdir, nsd, kills, rate):
     """frontend-cache on sockets this process keeps, as the nanny does, killed -9 `kills`
     times under `rate` q/s from dnsperf, each time started again at once. Returns (queries
-    sent, queries lost, dnsperf's response codes, problems)."""
+    sent, queries lost, dnsperf's response codes and their counts, problems)."""
     port = fx.free_port()
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
@@ -680,7 +679,7 @@ def kill_series(workdir, nsd, kills, rate):
     perf = None
     try:
         if not fx.wait_until(answers, 20):
-            return 0, 0, "", ["frontend-cache did not answer: %s" % open(log.name).read()[-800:]]
+            return 0, 0, {}, ["frontend-cache did not answer: %s" % open(log.name).read()[-800:]]
         seconds = int(kills * 0.4 + 4)
         perf = subprocess.Popen(["/usr/bin/dnsperf", "-s", "127.0.0.1", "-p", str(port),
                                  "-d", names, "-l", str(seconds), "-Q", str(rate), "-q", "2000",
@@ -708,16 +707,13 @@ def kill_series(workdir, nsd, kills, rate):
         udp.close()
         tcp.close()
 
-    def figure(pattern):
-        m = re.search(pattern, out)
-        return int(m.group(1)) if m else None
-    sent, lost = figure(r"Queries sent:\s+(\d+)"), figure(r"Queries lost:\s+(\d+)")
-    codes = re.search(r"Response codes:\s+(.*)", out)
-    if sent is None or lost is None or codes is None:
-        return 0, 0, "", p + ["dnsperf printed no figures: %s" % out[-800:]]
+    result = fx.parse_dnsperf(out)
+    if result["sent"] is None or result["lost"] is None or not result["codes"]:
+        return 0, 0, {}, p + ["dnsperf printed no figures: %s" % out[-800:]]
+    sent, lost = int(result["sent"]), int(result["lost"])
     if sent < rate * (seconds - 1):
         p.append("dnsperf sent only %d queries in %d s" % (sent, seconds))
-    return sent, lost, codes.group(1), p
+    return sent, lost, result["codes"], p
 
 
 def test_kill_leaves_queued_queries(env):

@@ -29,7 +29,6 @@ import json
 import os
 import pwd
 import random
-import re
 import shutil
 import signal
 import socket
@@ -530,23 +529,6 @@ class Prober(threading.Thread):
                 len(self.sent) - len(self.answered))
 
 
-def parse_dnsperf(text):
-    out = {}
-    for key, pattern in (("sent", r"Queries sent:\s+(\d+)"),
-                         ("completed", r"Queries completed:\s+(\d+)"),
-                         ("lost", r"Queries lost:\s+(\d+)"),
-                         ("qps", r"Queries per second:\s+([\d.]+)")):
-        m = re.search(pattern, text)
-        out[key] = float(m.group(1)) if m else None
-    m = re.search(r"Response codes:\s+(.*)", text)
-    codes = {}
-    if m:
-        for code, count in re.findall(r"([A-Z]+) (\d+)", m.group(1)):
-            codes[code] = int(count)
-    out["codes"] = codes
-    return out
-
-
 def test_load_changes_and_kill(env):
     """>= 5000 q/s through nanny + frontend-cache, 20 changes, then kill -9 of the child."""
     p = []
@@ -615,7 +597,7 @@ def test_load_changes_and_kill(env):
             perf.kill()
     with open(perf_log) as f:
         text = f.read()
-    result = parse_dnsperf(text)
+    result = fx.parse_dnsperf(text)
     resume_ms, longest_ms, unanswered = prober.resume_after(t_kill)
     FIGURES.append(("dnsperf queries/s (target >= 5000)", "%s" % result["qps"]))
     FIGURES.append(("dnsperf queries sent / completed / lost",
