@@ -390,10 +390,18 @@ hit_runs() {
     --concurrency "$outstanding"
 }
 
-# (d) latency and CPU per query at each fixed rate, open loop.
+# Warms a server's cache: every hit name once (the upstream answers).
+warm() {
+  "$dnsload" --load "127.0.0.1:$1" --names "$tmp/hit.txt" --once --sockets "$sockets" \
+    --concurrency "$outstanding" >/dev/null
+}
+
+# (d) latency and CPU per query at each fixed rate (default: RATES), open loop.
+# rate_runs LABEL PID PORT THREADS [RATE...]
 rate_runs() {
   local label=$1 pid=$2 port=$3 threads=$4 rate
-  for rate in $rates; do
+  shift 4
+  for rate in ${@:-$rates}; do
     run_dnsload "$label/rate/$rate" "$pid" "$port" "$tmp/hit.txt" "$threads" --seconds "$duration" \
       --qps "$rate"
   done
@@ -426,8 +434,7 @@ for kind in ceiling frontend-cache fc-loop "${available[@]}"; do
   order+=("$kind")
   if [[ $kind == fc-loop ]]; then
     # Only the hit runs: misses and memory are frontend-cache's.
-    "$dnsload" --load "127.0.0.1:$port" --names "$tmp/hit.txt" --once --sockets "$sockets" \
-      --concurrency "$outstanding" >/dev/null
+    warm "$port"
   elif [[ $kind != ceiling ]]; then
     # (e) and (c): RSS empty, every miss name once, RSS full. The baseline is the same
     # server with a 1000-entry cache: what a full-size empty cache adds (allocated up front
@@ -457,9 +464,7 @@ if [[ $two_threads == 1 ]]; then
     start_server "$kind" 2 "$port" || continue
     pid=$server_pid
     order+=("$kind/2")
-    # Warm: every hit name once (the upstream answers).
-    "$dnsload" --load "127.0.0.1:$port" --names "$tmp/hit.txt" --once --sockets "$sockets" \
-      --concurrency "$outstanding" >/dev/null
+    warm "$port"
     hit_runs "$kind/2" "$pid" "$port" 2
     rate_runs "$kind/2" "$pid" "$port" 2
     stop "$pid"
@@ -476,10 +481,9 @@ if [[ $two_threads == 1 && $thread_rounds -gt 0 ]]; then
       port=$(free_port)
       start_server "$kind" "$threads" "$port" || continue
       pid=$server_pid
-      "$dnsload" --load "127.0.0.1:$port" --names "$tmp/hit.txt" --once --sockets "$sockets" \
-        --concurrency "$outstanding" >/dev/null
+      warm "$port"
       hit_runs "$label/$round" "$pid" "$port" "$threads"
-      rates=$thread_rates rate_runs "$label/$round" "$pid" "$port" "$threads"
+      rate_runs "$label/$round" "$pid" "$port" "$threads" $thread_rates
       stop "$pid"
     done
     thread_labels+=("$round")
