@@ -47,26 +47,26 @@ int CreateBoundSocket(int type, const SocketAddress& address, ReusePort reuse_po
   return fd;
 }
 
-bool PrepareAdoptedSocket(int fd, int type, std::string* error) {
+bool PrepareSocketFd(int fd, int type, std::string* error) {
   int actual_type = 0;
   socklen_t len = sizeof(actual_type);
   if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &actual_type, &len) != 0) {
-    *error = ErrnoMessage("adopted fd " + std::to_string(fd), errno);
+    *error = ErrnoMessage("socket fd " + std::to_string(fd), errno);
     return false;
   }
   if (actual_type != type) {
-    *error = "adopted fd " + std::to_string(fd) + " has the wrong socket type";
+    *error = "socket fd " + std::to_string(fd) + " has the wrong socket type";
     return false;
   }
   SocketAddress local = LocalAddressOf(fd);
   if (!local.is_v4() && !local.is_v6()) {
-    *error = "adopted fd " + std::to_string(fd) + " is not an IPv4/IPv6 socket";
+    *error = "socket fd " + std::to_string(fd) + " is not an IPv4/IPv6 socket";
     return false;
   }
   int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0 ||
       fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
-    *error = ErrnoMessage("fcntl on adopted fd " + std::to_string(fd), errno);
+    *error = ErrnoMessage("fcntl on socket fd " + std::to_string(fd), errno);
     return false;
   }
   return true;

@@ -205,7 +205,7 @@ TEST_CASE("Destroying a connecting TcpConnection cancels the attempt", "[loop][t
   testing::RequireClosesClean(loop);
 }
 
-TEST_CASE("TcpListener adopts an inherited listening fd", "[loop][tcp]") {
+TEST_CASE("TcpListener listens on an inherited listening fd", "[loop][tcp]") {
   Loop loop;
   {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -215,7 +215,7 @@ TEST_CASE("TcpListener adopts an inherited listening fd", "[loop][tcp]") {
     REQUIRE(listen(fd, 16) == 0);
     std::string error;
     std::vector<std::unique_ptr<TcpConnection>> accepted;
-    auto listener = TcpListener::Adopt(
+    auto listener = TcpListener::FromFd(
         loop, fd, TcpListener::Options(),
         [&](std::unique_ptr<TcpConnection> c) { accepted.push_back(std::move(c)); }, &error);
     INFO(error);

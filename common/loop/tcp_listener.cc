@@ -17,9 +17,9 @@ std::unique_ptr<TcpListener> TcpListener::Bind(Loop& loop, const SocketAddress& 
   return listener;
 }
 
-std::unique_ptr<TcpListener> TcpListener::Adopt(Loop& loop, int fd, const Options& options,
-                                                AcceptCallback callback, std::string* error) {
-  if (!internal::PrepareAdoptedSocket(fd, SOCK_STREAM, error)) {
+std::unique_ptr<TcpListener> TcpListener::FromFd(Loop& loop, int fd, const Options& options,
+                                                 AcceptCallback callback, std::string* error) {
+  if (!internal::PrepareSocketFd(fd, SOCK_STREAM, error)) {
     close(fd);
     return nullptr;
   }

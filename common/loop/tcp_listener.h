@@ -2,7 +2,8 @@
 // as a TcpConnection the callback takes ownership of.
 //
 // Binds itself (so that SO_REUSEPORT and IPV6_V6ONLY can be set before bind, which libuv
-// 1.44 cannot do) or adopts a listening fd inherited from a parent process. At most
+// 1.44 cannot do) or takes a bound fd handed over (inherited from a parent process, or a
+// dup shared with other threads: a listener behaves the same either way). At most
 // Options::max_connections accepted connections are open at a time: beyond that, new
 // connections are accepted and closed at once (counted in stats().rejected), so a flood
 // costs neither memory nor a full backlog that would stall legitimate clients.
@@ -48,10 +49,10 @@ class TcpListener {
                                                          std::string* error);
   // Takes ownership of a bound (possibly already listening) TCP socket and listens on it.
   // The fd is consumed even on failure (closed).
-  [[nodiscard]] static std::unique_ptr<TcpListener> Adopt(Loop& loop, int fd,
-                                                          const Options& options,
-                                                          AcceptCallback callback,
-                                                          std::string* error);
+  [[nodiscard]] static std::unique_ptr<TcpListener> FromFd(Loop& loop, int fd,
+                                                           const Options& options,
+                                                           AcceptCallback callback,
+                                                           std::string* error);
   ~TcpListener();
   TcpListener(const TcpListener&) = delete;
   TcpListener& operator=(const TcpListener&) = delete;

@@ -174,14 +174,15 @@ std::unique_ptr<UdpSocket> UdpSocket::Bind(Loop& loop, const SocketAddress& addr
   return socket;
 }
 
-std::unique_ptr<UdpSocket> UdpSocket::Adopt(Loop& loop, int fd, const Options& options,
-                                            ReceiveCallback callback, std::string* error) {
-  if (!internal::PrepareAdoptedSocket(fd, SOCK_DGRAM, error)) {
+std::unique_ptr<UdpSocket> UdpSocket::FromFd(Loop& loop, int fd, SocketSharing sharing,
+                                             const Options& options, ReceiveCallback callback,
+                                             std::string* error) {
+  if (!internal::PrepareSocketFd(fd, SOCK_DGRAM, error)) {
     close(fd);
     return nullptr;
   }
   std::unique_ptr<UdpSocket> socket(new UdpSocket(loop, fd, options, std::move(callback)));
-  socket->adopted_ = true;
+  socket->sharing_ = sharing;
   if (!socket->Init(error)) return nullptr;  // the destructor closes fd
   return socket;
 }
@@ -199,7 +200,7 @@ bool UdpSocket::Init(std::string* error) {
   int one = 1;
   // Ask for each datagram's destination address, which a reply must come from; only a
   // wildcard socket needs it (one bound to an address replies from it anyway), and it
-  // costs a control message per datagram. A v6 socket that is not V6ONLY (an adopted one)
+  // costs a control message per datagram. A v6 socket that is not V6ONLY (an inherited one)
   // also receives v4 datagrams, which report it through IP_PKTINFO.
   if (!wildcard_) {
     // nothing to ask for
@@ -281,7 +282,7 @@ bool UdpSocket::StartReceiverThread(FastPath fast_path, std::string* error) {
     *error = "the receiver thread is already running";
     return false;
   }
-  if (!adopted_) {  // sleeps in recvmmsg; an adopted socket's thread sleeps in poll
+  if (sharing_.inherited == Inherited::kNo) {  // sleeps in recvmmsg; see ReceiveOnThread
     timeval wake{};
     wake.tv_sec = options_.receiver_wake_ms / 1000;
     wake.tv_usec = static_cast<suseconds_t>(options_.receiver_wake_ms % 1000) * 1000;
@@ -312,10 +313,13 @@ void UdpSocket::StopReceiverThread() {
     std::lock_guard lock(receiver_->mutex);  // a receiver between its check and its wait sees it
   }
   receiver_->room.notify_all();
-  // A socket bound here is ours alone: shutting down its read side wakes the thread now.
-  // An adopted one may be shared (the nanny keeps it for the next child): the thread
-  // notices within receiver_wake_ms.
-  if (!adopted_) (void)shutdown(fd_, SHUT_RD);  // ENOTCONN for UDP, and it still wakes
+  // A socket that is ours alone: shutting down its read side wakes the thread now. One that
+  // others hold too (a parent keeping it for our successor, or sibling threads serving
+  // dups of it) must go on serving them: the thread notices within receiver_wake_ms.
+  if (sharing_.inherited == Inherited::kNo &&
+      sharing_.between_threads == SharedBetweenThreads::kNo) {
+    (void)shutdown(fd_, SHUT_RD);  // ENOTCONN for UDP, and it still wakes
+  }
   receiver_->thread.join();
   internal::CloseHandle(handoff_async_);
   handoff_async_ = nullptr;
@@ -342,15 +346,16 @@ void UdpSocket::ReceiveOnThread() {
   std::array<size_t, kBatchSize> handoff_index{};
 
   UdpReceiverGroup* const group = options_.receiver_group.get();
-  // An adopted socket outlives us (the nanny keeps it for the next child), so its datagrams
+  // An inherited socket outlives us (the nanny keeps it for the next child), so its datagrams
   // must stay in the socket until we can answer them. A thread asleep in recvmmsg does not
   // ensure that: woken by a SIGKILL, it first looks for datagrams that arrived meanwhile,
   // takes them, and dies with them (measured: 0.3-0.6 queries lost per kill -9 at 8,000
   // q/s, against 0-0.1 on the loop). So it reads with a non-blocking recvmmsg, and only
   // when that finds nothing, it sleeps in poll, which only reports. Under load the socket
   // is rarely empty and the poll rarely needed. A socket bound here dies with us, queue and
-  // all: it sleeps in recvmmsg, a system call less per wake-up.
-  const bool wait_in_poll = adopted_;
+  // all (also when dups of it are shared between our threads): it sleeps in recvmmsg, a
+  // system call less per wake-up.
+  const bool wait_in_poll = sharing_.inherited == Inherited::kYes;
   bool poll_next = wait_in_poll;
   bool leading = false;
   while (!r.stop.load(std::memory_order_acquire)) {

@@ -35,15 +35,17 @@
 // the loop thread (a bounded queue and a uv_async_t) and reach the ReceiveCallback there
 // as usual, so replies to them go through Send(). A socket bound here becomes blocking
 // with a short SO_RCVTIMEO; stopping shuts it down for reading, which wakes the thread at
-// once. An adopted socket may outlive us (a parent keeps it for our successor): its thread
-// reads with MSG_DONTWAIT and sleeps in poll when the socket is empty, since a thread
-// killed in recvmmsg can take datagrams with it (see ReceiveOnThread); it is left
-// non-blocking and not shut down, and the thread sees a stop request within
-// Options::receiver_wake_ms. Loop-thread sends always use MSG_DONTWAIT.
+// once. An inherited socket (Inherited::kYes) outlives us (a parent keeps it for our
+// successor): its thread reads with MSG_DONTWAIT and sleeps in poll when the socket is
+// empty, since a thread killed in recvmmsg can take datagrams with it (see
+// ReceiveOnThread); it is left non-blocking. A socket that others hold too (inherited, or
+// SharedBetweenThreads::kYes: dups served by sibling threads) is not shut down, and the
+// thread sees a stop request within Options::receiver_wake_ms. Loop-thread sends always
+// use MSG_DONTWAIT.
 //
 // Thread: the loop's thread only, including stats(), except the FastPath. The socket owns
-// its fd (also an adopted one) and closes it on destruction; the callback may destroy the
-// UdpSocket.
+// its fd (also one handed over by FromFd) and closes it on destruction; the callback may
+// destroy the UdpSocket.
 #pragma once
 
 #include <netinet/in.h>
@@ -156,7 +158,7 @@ class UdpSocket {
     // queue takes a whole batch, however large).
     size_t max_handoff = 1024;
     // Receiver thread: how often a sleeping receiver looks for a stop request (SO_RCVTIMEO
-    // of a blocking recvmmsg, the timeout of an adopted socket's poll).
+    // of a blocking recvmmsg, the timeout of an inherited socket's poll).
     int receiver_wake_ms = 50;
     // Receiver thread: the group it takes turns with, when this socket is one of several
     // dups of one socket; null to receive on its own.
@@ -194,12 +196,15 @@ class UdpSocket {
                                                        const Options& options,
                                                        ReceiveCallback callback,
                                                        std::string* error);
-  // Takes ownership of an open, bound UDP socket (inherited from a parent process).
-  // reuse_port is ignored (it must be set before bind). nullptr with *error on failure;
-  // the fd is consumed (closed) either way.
-  [[nodiscard]] static std::unique_ptr<UdpSocket> Adopt(Loop& loop, int fd, const Options& options,
-                                                        ReceiveCallback callback,
-                                                        std::string* error);
+  // Takes ownership of an open, bound UDP socket handed over as an fd (inherited from a
+  // parent process, or a dup shared between threads); `sharing` says who else holds it,
+  // which decides how a receiver thread waits and stops. reuse_port is ignored (it must
+  // be set before bind). nullptr with *error on failure; the fd is consumed (closed)
+  // either way.
+  [[nodiscard]] static std::unique_ptr<UdpSocket> FromFd(Loop& loop, int fd, SocketSharing sharing,
+                                                         const Options& options,
+                                                         ReceiveCallback callback,
+                                                         std::string* error);
   ~UdpSocket();
   UdpSocket(const UdpSocket&) = delete;
   UdpSocket& operator=(const UdpSocket&) = delete;
@@ -277,7 +282,7 @@ class UdpSocket {
   uv_check_t* check_ = nullptr;
   uv_idle_t* idle_ = nullptr;
   bool flush_scheduled_ = false;
-  bool adopted_ = false;
+  SocketSharing sharing_;  // Bind: ours alone
   Stats stats_;
   std::unique_ptr<Receiver> receiver_;
   uv_async_t* handoff_async_ = nullptr;

@@ -244,7 +244,7 @@ TEST_CASE("UdpSocket drops and counts datagrams longer than its slots", "[loop][
   testing::RequireClosesClean(loop);
 }
 
-TEST_CASE("UdpSocket adopts an inherited fd", "[loop][udp]") {
+TEST_CASE("UdpSocket serves an inherited fd", "[loop][udp]") {
   Loop loop;
   {
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -253,8 +253,8 @@ TEST_CASE("UdpSocket adopts an inherited fd", "[loop][udp]") {
     REQUIRE(bind(fd, bind_to.sockaddr_ptr(), bind_to.sockaddr_len()) == 0);
     std::string error;
     UdpSocket* server_ptr = nullptr;
-    auto server = UdpSocket::Adopt(
-        loop, fd, UdpSocket::Options(),
+    auto server = UdpSocket::FromFd(
+        loop, fd, SocketSharing{.inherited = Inherited::kYes}, UdpSocket::Options(),
         [&](std::span<const uint8_t> d, const SocketAddress& peer,
             const UdpSocket::ReplyContext& ctx) { server_ptr->Send(d, peer, ctx); },
         &error);
@@ -264,20 +264,20 @@ TEST_CASE("UdpSocket adopts an inherited fd", "[loop][udp]") {
     CHECK(server->fd() == fd);
     std::vector<Received> received;
     auto client = BindClient(loop, received);
-    REQUIRE(client->Send(Bytes("adopted"), server->GetLocalAddress()));
+    REQUIRE(client->Send(Bytes("inherited"), server->GetLocalAddress()));
     REQUIRE(testing::RunUntil(loop, [&] { return received.size() == 1; }));
-    CHECK(received[0].text == "adopted");
+    CHECK(received[0].text == "inherited");
   }
   testing::RequireClosesClean(loop);
 }
 
-TEST_CASE("UdpSocket refuses to adopt a TCP socket", "[loop][udp]") {
+TEST_CASE("UdpSocket refuses to serve a TCP socket's fd", "[loop][udp]") {
   Loop loop;
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
   std::string error;
-  auto socket = UdpSocket::Adopt(
-      loop, fd, UdpSocket::Options(),
+  auto socket = UdpSocket::FromFd(
+      loop, fd, SocketSharing{.inherited = Inherited::kYes}, UdpSocket::Options(),
       [](std::span<const uint8_t>, const SocketAddress&, const UdpSocket::ReplyContext&) {},
       &error);
   CHECK(socket == nullptr);
@@ -429,7 +429,7 @@ TEST_CASE("A wildcard-bound receiver thread replies from the address the client 
   testing::RequireClosesClean(loop);
 }
 
-TEST_CASE("An adopted socket's receiver thread serves and stops without shutting it down",
+TEST_CASE("An inherited socket's receiver thread serves and stops without shutting it down",
           "[loop][udp]") {
   Loop loop;
   int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -444,8 +444,8 @@ TEST_CASE("An adopted socket's receiver thread serves and stops without shutting
     UdpSocket* server_ptr = nullptr;
     UdpSocket::Options options;
     options.receiver_wake_ms = 20;
-    auto server = UdpSocket::Adopt(
-        loop, fd, options,
+    auto server = UdpSocket::FromFd(
+        loop, fd, SocketSharing{.inherited = Inherited::kYes}, options,
         [&](std::span<const uint8_t> d, const SocketAddress& peer,
             const UdpSocket::ReplyContext& ctx) { server_ptr->Send(d, peer, ctx); },
         &error);
@@ -565,6 +565,11 @@ TEST_CASE("UdpReceiverGroup hands the lead on after a backlog and learns patienc
 
 TEST_CASE("Receiver threads on dups of one socket take turns and answer everything",
           "[loop][udp]") {
+  // Dups of a socket bound here (DnsServer's shared sockets: receivers sleep in recvmmsg)
+  // or of one inherited from a parent (receivers sleep in poll).
+  const Inherited inherited = GENERATE(Inherited::kNo, Inherited::kYes);
+  const SocketSharing sharing{.inherited = inherited,
+                              .between_threads = SharedBetweenThreads::kYes};
   Loop loop;
   {
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -572,6 +577,8 @@ TEST_CASE("Receiver threads on dups of one socket take turns and answer everythi
     auto bind_to = *SocketAddress::Parse("127.0.0.1:0");
     REQUIRE(bind(fd, bind_to.sockaddr_ptr(), bind_to.sockaddr_len()) == 0);
     const SocketAddress address = internal::LocalAddressOf(fd);
+    const int kept = dup(fd);  // to look at the shared file description after the stop
+    REQUIRE(kept >= 0);
     UdpSocket::Options options;
     options.receiver_wake_ms = 20;
     options.receiver_group = std::make_shared<UdpReceiverGroup>();
@@ -581,8 +588,8 @@ TEST_CASE("Receiver threads on dups of one socket take turns and answer everythi
     FastPathProbe probe;
     for (size_t i = 0; i < 3; ++i) {
       const int copy = i == 0 ? fd : dup(fd);
-      servers.push_back(UdpSocket::Adopt(
-          loop, copy, options,
+      servers.push_back(UdpSocket::FromFd(
+          loop, copy, sharing, options,
           [&raw, i](std::span<const uint8_t> d, const SocketAddress& peer,
                     const UdpSocket::ReplyContext& ctx) { raw[i]->Send(d, peer, ctx); },
           &error));
@@ -610,7 +617,16 @@ TEST_CASE("Receiver threads on dups of one socket take turns and answer everythi
     }
     CHECK(answered == 300);
     CHECK(fast == 150);
+    // Only an inherited socket is left non-blocking, for its receivers to sleep in poll.
+    CHECK(((fcntl(kept, F_GETFL) & O_NONBLOCK) != 0) == (inherited == Inherited::kYes));
     servers.clear();  // every thread stops, the leader and the followers alike
+    // None shut the socket down: a dup still receives.
+    REQUIRE(client->Send(Bytes("still there"), address));
+    pollfd ready{.fd = kept, .events = POLLIN, .revents = 0};
+    REQUIRE(testing::RunUntil(loop, [&] { return poll(&ready, 1, 0) == 1; }));
+    char buffer[64];
+    CHECK(recv(kept, buffer, sizeof(buffer), MSG_DONTWAIT) == 11);
+    close(kept);
   }
   testing::RequireClosesClean(loop);
 }

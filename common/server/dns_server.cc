@@ -93,27 +93,27 @@ bool DnsServer::Start(std::string* error) {
       *error = "DNS server on " + options_.listen_address.ToString() + ": " + *error;
       return false;
     }
-    options_.inherited = sockets;  // from here on served exactly as inherited sockets are
+    options_.inherited = sockets;  // from here on served from fds, as inherited sockets are
   }
-  const bool adopt = options_.inherited.has_value();
-  const std::string where = adopt && !shared
+  const bool from_fds = options_.inherited.has_value();
+  const std::string where = from_fds && !shared
                                 ? "inherited DNS sockets (fds " +
                                       std::to_string(options_.inherited->udp_fd) + ", " +
                                       std::to_string(options_.inherited->tcp_fd) + ")"
                                 : "DNS server on " + options_.listen_address.ToString();
-  if (adopt && (options_.inherited->udp_fd < 0 || options_.inherited->tcp_fd < 0)) {
+  if (from_fds && (options_.inherited->udp_fd < 0 || options_.inherited->tcp_fd < 0)) {
     if (options_.inherited->udp_fd >= 0) close(options_.inherited->udp_fd);
     if (options_.inherited->tcp_fd >= 0) close(options_.inherited->tcp_fd);
     *error = where + ": need both a UDP and a TCP fd";
     return false;
   }
-  if (!adopt && !options_.listen_address.is_v4() && !options_.listen_address.is_v6()) {
+  if (!from_fds && !options_.listen_address.is_v4() && !options_.listen_address.is_v6()) {
     *error = "DNS server: the listen address is not IPv4 or IPv6";
     return false;
   }
 
   LoopServer::Options base;
-  if (!adopt) {
+  if (!from_fds) {
     std::optional<loop::SocketAddress> claimed = ClaimAddress(options_.listen_address, error);
     if (!claimed) {
       *error = where + ": " + *error;
@@ -121,15 +121,20 @@ bool DnsServer::Start(std::string* error) {
     }
     base.address = *claimed;
   }
-  base.reuse_port = adopt ? loop::ReusePort::kNo : loop::ReusePort::kYes;
+  base.reuse_port = from_fds ? loop::ReusePort::kNo : loop::ReusePort::kYes;
   base.udp = options_.udp;
   base.tcp = options_.tcp;
 
   size_t count = options_.threads;
   if (count == 0) count = std::max(1u, std::thread::hardware_concurrency());
-  if (adopt && count > 1 && base.udp.receiver_thread) {
+  if (from_fds && count > 1 && base.udp.receiver_thread) {
     base.udp.receiver_group = std::make_shared<loop::UdpReceiverGroup>();
   }
+  // Sockets bound here die with us (their receivers may sleep in recvmmsg); inherited ones
+  // outlive us (see loop::Inherited). Either way, several threads serve dups of them.
+  base.fd_sharing.inherited = shared ? loop::Inherited::kNo : loop::Inherited::kYes;
+  base.fd_sharing.between_threads =
+      count > 1 ? loop::SharedBetweenThreads::kYes : loop::SharedBetweenThreads::kNo;
   for (size_t i = 0; i < count; ++i) {
     threads_.push_back(std::make_unique<Thread>());
     threads_.back()->index = i;
@@ -140,13 +145,13 @@ bool DnsServer::Start(std::string* error) {
     LoopServer::Options options = base;
     options.thread_index = i;
     StartResult result;
-    if (adopt) {
-      options.adopt_udp_fd = fcntl(options_.inherited->udp_fd, F_DUPFD_CLOEXEC, 0);
-      options.adopt_tcp_fd = fcntl(options_.inherited->tcp_fd, F_DUPFD_CLOEXEC, 0);
-      if (options.adopt_udp_fd < 0 || options.adopt_tcp_fd < 0) {
+    if (from_fds) {
+      options.udp_fd = fcntl(options_.inherited->udp_fd, F_DUPFD_CLOEXEC, 0);
+      options.tcp_fd = fcntl(options_.inherited->tcp_fd, F_DUPFD_CLOEXEC, 0);
+      if (options.udp_fd < 0 || options.tcp_fd < 0) {
         result.error = loop::internal::ErrnoMessage("dup", errno);
-        if (options.adopt_udp_fd >= 0) close(options.adopt_udp_fd);
-        if (options.adopt_tcp_fd >= 0) close(options.adopt_tcp_fd);
+        if (options.udp_fd >= 0) close(options.udp_fd);
+        if (options.tcp_fd >= 0) close(options.tcp_fd);
       } else {
         result = StartThread(*threads_[i], options);
       }
@@ -158,7 +163,7 @@ bool DnsServer::Start(std::string* error) {
                result.error;
     }
   }
-  if (adopt) {
+  if (from_fds) {
     close(options_.inherited->udp_fd);
     close(options_.inherited->tcp_fd);
   }
@@ -172,9 +177,9 @@ bool DnsServer::Start(std::string* error) {
   tcp_address_ = threads_[0]->tcp_address;
   LOG(INFO) << "serving DNS on udp " << udp_address_.ToString() << " and tcp "
             << tcp_address_.ToString() << " with " << count << " thread(s)"
-            << (shared  ? " (shared sockets)"
-                : adopt ? " (inherited sockets)"
-                        : "");
+            << (shared     ? " (shared sockets)"
+                : from_fds ? " (inherited sockets)"
+                           : "");
   return true;
 }
 

@@ -25,10 +25,10 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
   Failure ignored;
   if (failure == nullptr) failure = &ignored;
   *failure = Failure::kNone;
-  const bool adopt = options.adopt_udp_fd >= 0 || options.adopt_tcp_fd >= 0;
-  if (adopt && (options.adopt_udp_fd < 0 || options.adopt_tcp_fd < 0)) {
-    CloseIfOpen(options.adopt_udp_fd);
-    CloseIfOpen(options.adopt_tcp_fd);
+  const bool from_fds = options.udp_fd >= 0 || options.tcp_fd >= 0;
+  if (from_fds && (options.udp_fd < 0 || options.tcp_fd < 0)) {
+    CloseIfOpen(options.udp_fd);
+    CloseIfOpen(options.tcp_fd);
     *error = "inherited DNS sockets: need both a UDP and a TCP fd";
     *failure = Failure::kUdp;
     return nullptr;
@@ -49,14 +49,14 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
     self->OnDatagram(datagram, peer, reply_context);
   };
   std::string socket_error;
-  if (adopt) {
-    server->udp_ =
-        loop::UdpSocket::Adopt(loop, options.adopt_udp_fd, udp, on_datagram, &socket_error);
+  if (from_fds) {
+    server->udp_ = loop::UdpSocket::FromFd(loop, options.udp_fd, options.fd_sharing, udp,
+                                           on_datagram, &socket_error);
   } else {
     server->udp_ = loop::UdpSocket::Bind(loop, options.address, udp, on_datagram, &socket_error);
   }
   if (server->udp_ == nullptr) {
-    if (adopt) CloseIfOpen(options.adopt_tcp_fd);
+    if (from_fds) CloseIfOpen(options.tcp_fd);
     *error = "UDP: " + socket_error;
     *failure = Failure::kUdp;
     return nullptr;
@@ -71,9 +71,8 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
   auto on_accept = [self](std::unique_ptr<loop::TcpConnection> connection) {
     self->OnAccept(std::move(connection));
   };
-  if (adopt) {
-    server->tcp_ =
-        loop::TcpListener::Adopt(loop, options.adopt_tcp_fd, tcp, on_accept, &socket_error);
+  if (from_fds) {
+    server->tcp_ = loop::TcpListener::FromFd(loop, options.tcp_fd, tcp, on_accept, &socket_error);
   } else {
     // With port 0, TCP takes the port the kernel gave UDP, so both share one port. That
     // port may be taken for TCP (a listener, or the local end of some connection): then

@@ -71,14 +71,15 @@ struct TcpOptions {
 class LoopServer {
  public:
   struct Options {
-    // Where to bind, when not adopting. Port 0 picks a port free for both UDP and TCP.
+    // Where to bind, when not serving fds. Port 0 picks a port free for both UDP and TCP.
     loop::SocketAddress address;
     loop::ReusePort reuse_port = loop::ReusePort::kNo;
-    // Inherited sockets to serve instead of binding: a bound UDP socket and a bound
-    // (possibly listening) TCP socket, both or neither. Consumed (closed) by Create,
-    // also on failure.
-    int adopt_udp_fd = -1;
-    int adopt_tcp_fd = -1;
+    // Sockets to serve instead of binding (inherited, or dups shared between threads): a
+    // bound UDP socket and a bound (possibly listening) TCP socket, both or neither, and
+    // who else holds them. Consumed (closed) by Create, also on failure.
+    int udp_fd = -1;
+    int tcp_fd = -1;
+    loop::SocketSharing fd_sharing;
     size_t thread_index = 0;
     UdpOptions udp;
     TcpOptions tcp;
@@ -87,7 +88,7 @@ class LoopServer {
   // What failed in Create.
   enum class Failure { kNone, kHandler, kUdp, kTcp };
 
-  // Makes the handler, then binds (or adopts) the UDP and the TCP socket. nullptr with a
+  // Makes the handler, then binds (or takes the fds of) the UDP and the TCP socket. nullptr with a
   // one-line *error (and *failure) on failure. `stats` must outlive the LoopServer.
   [[nodiscard]] static std::unique_ptr<LoopServer> Create(loop::Loop& loop, const Options& options,
                                                           const HandlerFactory& factory,

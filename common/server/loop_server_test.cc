@@ -341,7 +341,7 @@ TEST_CASE("Destroying a LoopServer drops the Responders its handler still holds"
   CHECK(tcp.WaitClosed());
 }
 
-TEST_CASE("LoopServer reports what failed when it cannot bind or adopt", "[server]") {
+TEST_CASE("LoopServer reports what failed when it cannot bind or serve an fd", "[server]") {
   loop::Loop loop;
   ThreadStats stats;
   std::string error;
@@ -361,7 +361,7 @@ TEST_CASE("LoopServer reports what failed when it cannot bind or adopt", "[serve
   }
   SECTION("only one inherited fd") {
     LoopServer::Options options;
-    options.adopt_udp_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    options.udp_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     CHECK(LoopServer::Create(loop, options, EchoFactory(), stats, &error, &failure) == nullptr);
     CHECK_THAT(error, Catch::Contains("both"));
   }
