@@ -395,7 +395,7 @@ bool FrontendServer::Start(std::string* error) {
       config.threads = options_.flags.threads;
       config.udp.receive_buffer_bytes = kReceiveBufferBytes;
       // The receivers of an inherited socket wait in poll, not in recvmmsg, so a kill -9
-      // leaves the queue to the socket's next owner (loop::UdpSocket::ReceiveOnThread).
+      // leaves the queue to the socket's next owner (loop::UdpReceiverThread::Run).
       config.udp.receiver_thread = options_.flags.receiver_threads != ReceiverThreads::kOff;
       config.inherited = sockets;
       configs.push_back(config);

@@ -1,0 +1,163 @@
+// Datagram batches: the one receive loop and the one send path of UdpSocket, shared by the
+// loop thread (UdpSocket) and a receiver thread (UdpReceiverThread), which differ in where
+// they run and in what they do with each datagram, not in how they batch it.
+//
+// UdpReceiveBatch holds kUdpBatchSize receive slots with their peer addresses and control
+// messages; Receive() fills them with one recvmmsg, and ForEachDatagram() walks the
+// datagrams that arrived whole, each with its peer and its UdpReplyContext (the local
+// address it was sent to: IP_PKTINFO / IPV6_RECVPKTINFO). UdpSendBatch collects up to
+// kUdpBatchSize outgoing datagrams, each with its source address when the socket must
+// choose one, and Send() hands them to sendmmsg.
+//
+// Both allocate only when made: per datagram they fill preallocated headers, and the
+// per-datagram visitor is a template argument (inlined, no std::function or virtual call),
+// because this is the hottest code of the servers (a cache hit costs a few µs in all).
+//
+// Ownership and thread: a batch belongs to one thread (the socket's loop thread, or a
+// receiver thread) and holds no fd; the caller passes its socket's fd.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "common/loop/socket_address.h"
+
+namespace kdns::loop {
+
+// Datagrams moved per recvmmsg / sendmmsg.
+inline constexpr size_t kUdpBatchSize = 64;
+
+namespace internal {
+class UdpReceiveBatch;
+class UdpSendBatch;
+}  // namespace internal
+
+// Where a datagram was received: lets a reply leave from the address the client sent
+// to. Opaque and copyable; keep it with a query to reply later. A default-constructed
+// context lets the kernel choose the source (client use).
+class UdpReplyContext {
+ public:
+  UdpReplyContext() = default;
+  // The local address (port 0) the datagram was sent to, when the kernel reported it:
+  // only on a wildcard-bound socket (one bound to an address already knows it).
+  std::optional<SocketAddress> destination() const;
+
+ private:
+  friend class internal::UdpReceiveBatch;
+  friend class internal::UdpSendBatch;
+  int family_ = AF_UNSPEC;  // AF_INET: v4_ is set; AF_INET6: v6_ and ifindex_
+  in_addr v4_{};
+  in6_addr v6_{};
+  unsigned ifindex_ = 0;
+};
+
+namespace internal {
+
+// Per slot: one pktinfo control message of either family.
+inline constexpr size_t kUdpControlBytes =
+    CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(in_pktinfo));
+
+class UdpReceiveBatch {
+ public:
+  // kUdpBatchSize slots of `slot_bytes` each. The buffer is left uninitialised: a page
+  // becomes resident only once a batch that large has used it.
+  explicit UdpReceiveBatch(size_t slot_bytes);
+  UdpReceiveBatch(const UdpReceiveBatch&) = delete;
+  UdpReceiveBatch& operator=(const UdpReceiveBatch&) = delete;
+
+  // One recvmmsg of up to kUdpBatchSize datagrams with `flags` (MSG_DONTWAIT,
+  // MSG_WAITFORONE). Returns the count, or -1 with errno set.
+  int Receive(int fd, int flags);
+
+  // Calls visit(index, datagram, peer, ctx) for each of the first `count` datagrams of
+  // the last batch that arrived whole from an IP peer, in order, and truncated() for each
+  // one the kernel cut to the slot size (dropped). `datagram` stays valid until the next
+  // Receive. visit returns false to stop at once (it destroyed the batch's owner: nothing
+  // of this object is touched after); then ForEachDatagram returns false.
+  template <typename Visit, typename Truncated>
+  bool ForEachDatagram(int count, Visit&& visit, Truncated&& truncated);
+
+  // The raw peer address of datagram `index`, to send a reply to without conversion.
+  const sockaddr* peer(size_t index) const {
+    return reinterpret_cast<const sockaddr*>(&peers_[index]);
+  }
+  socklen_t peer_length(size_t index) const { return headers_[index].msg_hdr.msg_namelen; }
+  std::span<const uint8_t> datagram(size_t index) const {
+    return {buffer_.get() + index * slot_bytes_, headers_[index].msg_len};
+  }
+
+ private:
+  // The destination address a received datagram's control messages report.
+  static UdpReplyContext ContextOf(const msghdr& hdr);
+
+  const size_t slot_bytes_;
+  const std::unique_ptr<uint8_t[]> buffer_;  // kUdpBatchSize * slot_bytes_
+  std::array<mmsghdr, kUdpBatchSize> headers_{};
+  std::array<iovec, kUdpBatchSize> iovecs_{};
+  std::array<sockaddr_storage, kUdpBatchSize> peers_{};
+  alignas(cmsghdr) std::array<std::array<char, kUdpControlBytes>, kUdpBatchSize> control_{};
+};
+
+// What one UdpSendBatch::Send did with the batch.
+struct UdpSendResult {
+  size_t sent = 0;    // datagrams the kernel accepted
+  size_t failed = 0;  // datagrams that failed on their own (an unreachable peer): dropped
+  size_t unsent = 0;  // the rest, left when the socket would block
+};
+
+class UdpSendBatch {
+ public:
+  UdpSendBatch() = default;
+  UdpSendBatch(const UdpSendBatch&) = delete;
+  UdpSendBatch& operator=(const UdpSendBatch&) = delete;
+
+  size_t size() const { return count_; }
+  bool full() const { return count_ == kUdpBatchSize; }
+  void Clear() { count_ = 0; }
+
+  // Adds one datagram to `to`. `bytes` and `to` must stay valid until Send. With a
+  // `source` context that reports an address, the datagram leaves from it (a wildcard-bound
+  // socket answering from the address the client queried); with none, the kernel chooses.
+  void Add(std::span<const uint8_t> bytes, const sockaddr* to, socklen_t to_length,
+           const UdpReplyContext* source);
+
+  // sendmmsg of the batch with MSG_DONTWAIT, retried on EINTR. A datagram that fails on its
+  // own is dropped (counted, logged rate-limited) and the rest go on; when the socket
+  // would block, the rest stay unsent. The batch is empty after.
+  UdpSendResult Send(int fd);
+
+ private:
+  size_t count_ = 0;
+  std::array<mmsghdr, kUdpBatchSize> headers_{};
+  std::array<iovec, kUdpBatchSize> iovecs_{};
+  alignas(cmsghdr) std::array<std::array<char, kUdpControlBytes>, kUdpBatchSize> control_{};
+};
+
+template <typename Visit, typename Truncated>
+bool UdpReceiveBatch::ForEachDatagram(int count, Visit&& visit, Truncated&& truncated) {
+  for (int i = 0; i < count; ++i) {
+    const msghdr& hdr = headers_[i].msg_hdr;
+    if ((hdr.msg_flags & MSG_TRUNC) != 0) {
+      truncated();
+      continue;
+    }
+    const std::optional<SocketAddress> peer =
+        SocketAddress::FromSockaddr(static_cast<const sockaddr*>(hdr.msg_name), hdr.msg_namelen);
+    if (!peer) continue;
+    const UdpReplyContext ctx = ContextOf(hdr);
+    if (!visit(static_cast<size_t>(i), datagram(static_cast<size_t>(i)), *peer, ctx)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace internal
+}  // namespace kdns::loop

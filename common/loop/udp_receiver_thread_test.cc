@@ -1,0 +1,266 @@
+#include "common/loop/udp_receiver_thread.h"
+
+// clang-format off
+// glog (through udp_socket.h) and Catch both define CHECK, and the last definition wins:
+// glog first, so that the tests' CHECKs are Catch's.
+#include "common/loop/udp_socket.h"
+// clang-format on
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/loop/loop_test_util.h"
+#include "common/loop/udp_test_util.h"
+
+namespace kdns::loop {
+namespace {
+
+using testing::BindClient;
+using testing::BindEcho;
+using testing::Bytes;
+using testing::FastPathProbe;
+using testing::Received;
+using testing::Text;
+
+TEST_CASE("A receiver thread answers what its fast path can and hands the rest to the loop",
+          "[loop][udp]") {
+  Loop loop;
+  {
+    UdpSocket* server_ptr = nullptr;
+    auto server = BindEcho(loop, "127.0.0.1:0", server_ptr);
+    FastPathProbe probe;
+    std::string error;
+    REQUIRE(server->StartReceiverThread(probe.Make(), &error));
+    CHECK_FALSE(server->StartReceiverThread(probe.Make(), &error));  // once only
+    const SocketAddress server_address = server->GetLocalAddress();
+
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+    for (int i = 0; i < 60; ++i) {
+      REQUIRE(client->Send(Bytes((i % 3 == 0   ? "q"
+                                  : i % 3 == 1 ? "f"
+                                               : "t") +
+                                 std::to_string(i)),
+                           server_address));
+    }
+    REQUIRE(testing::RunUntil(loop, [&] { return received.size() == 60; }));
+    std::map<std::string, int> texts;
+    for (const auto& r : received) {
+      ++texts[r.text];
+      CHECK(r.from == server_address);
+    }
+    CHECK(texts.size() == 60);
+    CHECK(texts.count("echo:q0") == 1);
+    CHECK(texts.count("fast:f1") == 1);
+    CHECK(texts.count("echo:t2") == 1);  // the fast path threw: the loop answered
+    CHECK(probe.calls == 60);
+    CHECK_FALSE(probe.on_loop_thread);
+    // The receiver thread counts a send once sendmmsg returns, which may be after the
+    // client read the reply.
+    REQUIRE(testing::RunUntil(loop, [&] { return server->stats().sent == 60; }));
+    const UdpSocket::Stats stats = server->stats();
+    CHECK(stats.received == 60);
+    CHECK(stats.fast_answered == 20);
+    CHECK(stats.handoff_dropped == 0);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("A wildcard-bound receiver thread replies from the address the client queried",
+          "[loop][udp]") {
+  Loop loop;
+  {
+    UdpSocket* server_ptr = nullptr;
+    auto server = BindEcho(loop, "0.0.0.0:0", server_ptr);
+    FastPathProbe probe;
+    std::string error;
+    REQUIRE(server->StartReceiverThread(probe.Make(), &error));
+    const uint16_t port = server->GetLocalAddress().port();
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+    auto target = GENERATE("127.0.0.2", "127.1.2.3");
+    auto to = *SocketAddress::FromHostPort(target, port);
+    REQUIRE(client->Send(Bytes("fast"), to));  // answered on the receiver thread
+    REQUIRE(client->Send(Bytes("slow"), to));  // answered by the loop
+    REQUIRE(testing::RunUntil(loop, [&] { return received.size() == 2; }));
+    for (const auto& r : received) CHECK(r.from == to);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("An inherited socket's receiver thread serves and stops without shutting it down",
+          "[loop][udp]") {
+  Loop loop;
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  REQUIRE(fd >= 0);
+  auto bind_to = *SocketAddress::Parse("127.0.0.1:0");
+  REQUIRE(bind(fd, bind_to.sockaddr_ptr(), bind_to.sockaddr_len()) == 0);
+  const int kept = dup(fd);  // what a supervisor keeps for the next child
+  REQUIRE(kept >= 0);
+  const SocketAddress address = internal::LocalAddressOf(fd);
+  {
+    std::string error;
+    UdpSocket* server_ptr = nullptr;
+    UdpSocket::Options options;
+    options.receiver_wake_ms = 20;
+    auto server = UdpSocket::FromFd(
+        loop, fd, SocketSharing{.inherited = Inherited::kYes}, options,
+        [&](std::span<const uint8_t> d, const SocketAddress& peer,
+            const UdpSocket::ReplyContext& ctx) { server_ptr->Send(d, peer, ctx); },
+        &error);
+    REQUIRE(server != nullptr);
+    server_ptr = server.get();
+    FastPathProbe probe;
+    REQUIRE(server->StartReceiverThread(probe.Make(), &error));
+    // Left non-blocking: the thread sleeps in poll, never in a recvmmsg that a kill -9
+    // could end with datagrams taken from the socket's next owner.
+    CHECK((fcntl(kept, F_GETFL) & O_NONBLOCK) != 0);
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+    REQUIRE(client->Send(Bytes("fast"), address));
+    REQUIRE(client->Send(Bytes("loop"), address));
+    REQUIRE(testing::RunUntil(loop, [&] { return received.size() == 2; }));
+    CHECK(server->stats().fast_answered == 1);
+    server.reset();  // joins the thread once it sees the stop request
+
+    // The kept socket still receives: the next owner gets a working socket.
+    REQUIRE(client->Send(Bytes("still there"), address));
+    REQUIRE(testing::RunUntil(loop, [&] { return client->stats().sent == 3; }));
+    char buffer[64];
+    pollfd ready{.fd = kept, .events = POLLIN, .revents = 0};
+    REQUIRE(poll(&ready, 1, 2000) == 1);
+    const ssize_t n = recv(kept, buffer, sizeof(buffer), MSG_DONTWAIT);
+    REQUIRE(n == 11);
+    CHECK(std::string(buffer, 11) == "still there");
+  }
+  close(kept);
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("Receiver threads on dups of one socket take turns and answer everything",
+          "[loop][udp]") {
+  // Dups of a socket bound here (DnsServer's shared sockets: receivers sleep in recvmmsg)
+  // or of one inherited from a parent (receivers sleep in poll).
+  const Inherited inherited = GENERATE(Inherited::kNo, Inherited::kYes);
+  const SocketSharing sharing{.inherited = inherited,
+                              .between_threads = SharedBetweenThreads::kYes};
+  Loop loop;
+  {
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    REQUIRE(fd >= 0);
+    auto bind_to = *SocketAddress::Parse("127.0.0.1:0");
+    REQUIRE(bind(fd, bind_to.sockaddr_ptr(), bind_to.sockaddr_len()) == 0);
+    const SocketAddress address = internal::LocalAddressOf(fd);
+    const int kept = dup(fd);  // to look at the shared file description after the stop
+    REQUIRE(kept >= 0);
+    UdpSocket::Options options;
+    options.receiver_wake_ms = 20;
+    options.receiver_group = std::make_shared<UdpReceiverGroup>();
+    std::string error;
+    std::vector<std::unique_ptr<UdpSocket>> servers;
+    std::vector<UdpSocket*> raw(3, nullptr);
+    FastPathProbe probe;
+    for (size_t i = 0; i < 3; ++i) {
+      const int copy = i == 0 ? fd : dup(fd);
+      servers.push_back(UdpSocket::FromFd(
+          loop, copy, sharing, options,
+          [&raw, i](std::span<const uint8_t> d, const SocketAddress& peer,
+                    const UdpSocket::ReplyContext& ctx) { raw[i]->Send(d, peer, ctx); },
+          &error));
+      REQUIRE(servers.back() != nullptr);
+      raw[i] = servers.back().get();
+      REQUIRE(servers.back()->StartReceiverThread(probe.Make(), &error));
+    }
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+    // Rounds of 30, so the socket's default receive buffer never overflows.
+    for (int round = 0; round < 10; ++round) {
+      for (int i = round * 30; i < round * 30 + 30; ++i) {
+        REQUIRE(client->Send(Bytes((i % 2 == 0 ? "f" : "q") + std::to_string(i)), address));
+      }
+      REQUIRE(testing::RunUntil(loop, [&] { return received.size() == size_t(round) * 30 + 30; }));
+    }
+    std::map<std::string, int> texts;
+    for (const auto& r : received) ++texts[r.text];
+    CHECK(texts.size() == 300);
+    uint64_t answered = 0;
+    uint64_t fast = 0;
+    for (const auto& server : servers) {
+      answered += server->stats().received;
+      fast += server->stats().fast_answered;
+    }
+    CHECK(answered == 300);
+    CHECK(fast == 150);
+    // Only an inherited socket is left non-blocking, for its receivers to sleep in poll.
+    CHECK(((fcntl(kept, F_GETFL) & O_NONBLOCK) != 0) == (inherited == Inherited::kYes));
+    servers.clear();  // every thread stops, the leader and the followers alike
+    // None shut the socket down: a dup still receives.
+    REQUIRE(client->Send(Bytes("still there"), address));
+    pollfd ready{.fd = kept, .events = POLLIN, .revents = 0};
+    REQUIRE(testing::RunUntil(loop, [&] { return poll(&ready, 1, 0) == 1; }));
+    char buffer[64];
+    CHECK(recv(kept, buffer, sizeof(buffer), MSG_DONTWAIT) == 11);
+    close(kept);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("Handoffs wait while receiving is paused; beyond the bound, datagrams wait in the socket",
+          "[loop][udp]") {
+  Loop loop;
+  {
+    std::string error;
+    UdpSocket* server_ptr = nullptr;
+    UdpSocket::Options options;
+    options.max_handoff = 4;
+    options.receive_buffer_bytes = 1 << 20;  // room in the socket for all of them
+    auto server = UdpSocket::Bind(
+        loop, *SocketAddress::Parse("127.0.0.1:0"), options,
+        [&](std::span<const uint8_t> d, const SocketAddress& peer,
+            const UdpSocket::ReplyContext& ctx) { server_ptr->Send(d, peer, ctx); },
+        &error);
+    REQUIRE(server != nullptr);
+    server_ptr = server.get();
+    FastPathProbe probe;
+    REQUIRE(server->StartReceiverThread(probe.Make(), &error));
+    server->PauseReceiving();
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+    constexpr int kQueries = 150;
+    for (int i = 0; i < kQueries; ++i)
+      REQUIRE(client->Send(Bytes("q" + std::to_string(i)), server->GetLocalAddress()));
+    REQUIRE(client->Send(Bytes("fast last"), server->GetLocalAddress()));
+    // Paused, nothing drains the queue: the receiver stops once it holds the bound (or one
+    // whole batch) and a batch more; the rest, the fast one last among them, wait unread.
+    REQUIRE(testing::RunUntil(loop, [&] { return server->stats().received >= 5; }));
+    (void)testing::RunUntil(
+        loop, [] { return false; }, 100);  // time to read on, if it would
+    CHECK(server->stats().received <= 4 + 2 * UdpSocket::kBatchSize);
+    CHECK(received.empty());
+    CHECK(server->stats().handoff_dropped == 0);
+    server->ResumeReceiving();
+    REQUIRE(testing::RunUntil(loop, [&] { return received.size() == kQueries + 1; }));
+    CHECK(server->stats().received == kQueries + 1);
+    CHECK(server->stats().fast_answered == 1);
+    CHECK(server->stats().handoff_dropped == 0);
+    std::map<std::string, int> texts;
+    for (const auto& r : received) ++texts[r.text];
+    CHECK(texts.size() == kQueries + 1);
+    CHECK(texts.count("fast:fast last") == 1);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+}  // namespace
+}  // namespace kdns::loop
