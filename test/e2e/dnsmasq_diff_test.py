@@ -26,7 +26,7 @@ import tempfile
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import dns_fixtures as fx  # noqa: E402
+import harness  # noqa: E402
 import fake_upstream as fu  # noqa: E402
 
 FLAGS = ("aa", "tc", "rd", "ra", "ad", "cd")
@@ -258,7 +258,7 @@ def reference_ttls(env, q):
     if q["route"] in ("nsd", "unbound") and q["class"] is None:
         port = env[q["route"]].port
         opts = [o for o in q["opts"] if o not in ("+ignore",)] + ["+norec"]
-        got = fx.dig(port, q["name"], q["type"], None, *opts)
+        got = harness.dig(port, q["name"], q["type"], None, *opts)
         out = {}
         for r in got.answer + got.authority + got.additional:
             key = (r.name.lower(), r.type)
@@ -317,7 +317,7 @@ def compare(q, ours, theirs, ref):
 
 
 def main():
-    for tool in (os.path.join(fx.BIN, "frontend-cache"), fx.NSD, fx.UNBOUND, fx.DNSMASQ,
+    for tool in (os.path.join(harness.BIN, "frontend-cache"), harness.NSD, harness.UNBOUND, harness.DNSMASQ,
                  "/usr/bin/dig", "/usr/bin/kdig"):
         if not os.access(tool, os.X_OK):
             print("missing %s" % tool)
@@ -328,9 +328,9 @@ def main():
     owned = []
     seen = {}
     try:
-        nsd = fx.Nsd(workdir)
+        nsd = harness.Nsd(workdir)
         owned.append(nsd)
-        unbound = fx.Unbound(workdir)
+        unbound = harness.Unbound(workdir)
         owned.append(unbound)
         fake = fu.FakeUpstream(name="diff")
         owned.append(fake)
@@ -339,9 +339,9 @@ def main():
         common = ["--cache-size=1000", "--server=/other.test/" + unbound.address,
                   "--server=" + nsd.address,
                   "--server=/fake.test/" + fake.address, "--server=/local.test/"]
-        ours = fx.FrontendCache(workdir, "frontend-cache", *common, metrics=False)
+        ours = harness.FrontendCache(workdir, "frontend-cache", *common, metrics=False)
         owned.append(ours)
-        theirs = fx.Dnsmasq(workdir, "dnsmasq", *common)
+        theirs = harness.Dnsmasq(workdir, "dnsmasq", *common)
         owned.append(theirs)
         env = {"nsd": nsd, "unbound": unbound}
         print("frontend-cache on %d, dnsmasq on %d; nsd %s, unbound %s, fake %s" % (
@@ -353,7 +353,7 @@ def main():
                 ref = reference_ttls(env, q)
                 procs = [ask(ours.port, q), ask(theirs.port, q)]
                 outs = [p.communicate(timeout=q["timeout"] * 3 + 30)[0] for p in procs]
-                a, b = fx.Answer(outs[0], procs[0].returncode), fx.Answer(
+                a, b = harness.Answer(outs[0], procs[0].returncode), harness.Answer(
                     outs[1], procs[1].returncode)
                 diffs, ttl_problems = compare(q, a, b, ref)
                 undeclared, declared = [], []
@@ -392,7 +392,7 @@ def main():
         traceback.print_exc()
         failed += 1
     finally:
-        fx.stop_all(owned)
+        harness.stop_all(owned)
         if failed and os.environ.get("KDNS_KEEP_TMP"):
             print("kept " + workdir)
         else:

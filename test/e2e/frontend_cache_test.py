@@ -29,7 +29,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import dns_fixtures as fx  # noqa: E402
+import harness  # noqa: E402
 import fake_upstream as fu  # noqa: E402
 
 NEG_TTL = 3
@@ -189,7 +189,7 @@ def test_no_negcache(env):
     fe = None
     p = []
     try:
-        fe = fx.FrontendCache(workdir, "fe-noneg", "--no-negcache", "--neg-ttl=60",
+        fe = harness.FrontendCache(workdir, "fe-noneg", "--no-negcache", "--neg-ttl=60",
                               "--server=" + fake.address)
         for name, status, cached in (("nxdomain-nn.test", "NXDOMAIN", False),
                                      ("nodata-nn.test", "NOERROR", False),
@@ -319,9 +319,9 @@ def test_forward_cap(env):
     p = []
     held = []
     try:
-        fe = fx.FrontendCache(workdir, "fe-cap", "--dns-forward-max=2",
+        fe = harness.FrontendCache(workdir, "fe-cap", "--dns-forward-max=2",
                               "--server=" + fake.address, threads=1)
-        held = [fx.dig_async(fe.port, "hold-%d.cap.test" % i, timeout=15) for i in (1, 2)]
+        held = [harness.dig_async(fe.port, "hold-%d.cap.test" % i, timeout=15) for i in (1, 2)]
         for i in (1, 2):
             if not fake.wait_for("hold-%d.cap.test" % i, 1, 15):
                 p.append("hold-%d.cap.test never reached the upstream" % i)
@@ -335,9 +335,9 @@ def test_forward_cap(env):
         if fake.received("third.cap.test"):
             p.append("the query over the cap was forwarded")
         # A query identical to one in flight (in another case) joins it, even at the cap.
-        joined = fx.dig_async(fe.port, "HOLD-1.CAP.TEST", "A", timeout=15)
+        joined = harness.dig_async(fe.port, "HOLD-1.CAP.TEST", "A", timeout=15)
         held.append(joined)
-        if not fx.wait_until(
+        if not harness.wait_until(
                 lambda: fe.metric("kdns_frontend_forward_coalesced_total") >= 1, 5):
             p.append("a query identical to one in flight was not coalesced")
         if joined.poll() is not None:
@@ -351,7 +351,7 @@ def test_forward_cap(env):
         fake.release()
         for i, proc in enumerate(held, 1):
             out, _ = proc.communicate(timeout=30)
-            got = fx.Answer(out, proc.returncode)
+            got = harness.Answer(out, proc.returncode)
             p += expect(got, "NOERROR", ["192.0.2.1"], what="held query %d once released" % i)
             if proc is joined and [r.name for r in got.answer] != ["HOLD-1.CAP.TEST."]:
                 p.append("the coalesced answer does not echo its own case: %s" % got)
@@ -429,7 +429,7 @@ def test_chaos_statistics(env):
     fe = None
     p = []
     try:
-        fe = fx.FrontendCache(workdir, "fe-chaos", "--cache-size=4", "--server=" + nsd.address,
+        fe = harness.FrontendCache(workdir, "fe-chaos", "--cache-size=4", "--server=" + nsd.address,
                               "--server=/fake.test/" + fake.address,
                               "--server=/local.test/")
         for i in range(1, 7):  # 6 misses, 6 insertions; capacity 4: 2 evictions
@@ -497,14 +497,14 @@ def test_chaos_statistics(env):
 
 def test_loop_detect(env):
     workdir, nsd = env["workdir"], env["nsd"]
-    port = fx.free_port()
+    port = harness.free_port()
     looper = fu.FakeUpstream(name="looper", loop_to=("127.0.0.1", port))
     fe = None
     p = []
     try:
-        fe = fx.FrontendCache(workdir, "fe-loop", "--dns-loop-detect", "--server=" + nsd.address,
+        fe = harness.FrontendCache(workdir, "fe-loop", "--dns-loop-detect", "--server=" + nsd.address,
                               "--server=/loop.test/" + looper.address, port=port)
-        disabled = fx.wait_until(
+        disabled = harness.wait_until(
             lambda: fe.metric("kdns_frontend_upstreams_loop_disabled") >= 1, 15)
         if not disabled:
             return ["the looping upstream was not disabled: " + fe.process.log()[-1500:]]
@@ -546,7 +546,7 @@ def test_sighup_reload(env):
     fe = None
     p = []
     try:
-        fe = fx.FrontendCache(workdir, "fe-reload", "--servers-file=" + servers_file,
+        fe = harness.FrontendCache(workdir, "fe-reload", "--servers-file=" + servers_file,
                               "--server=" + nsd.address)
         p += expect(fe.dig("www.reload.test"), "NOERROR", ["192.0.2.1"], what="before")
         p += expect(fe.dig("www.example.test"), "NOERROR", ["192.0.2.10", "192.0.2.11"],
@@ -554,7 +554,7 @@ def test_sighup_reload(env):
         write("server=/reload.test/%s\n\nserver=/new.test/%s\n" % (fake_b.address,
                                                                     fake_a.address))
         fe.process.signal(signal.SIGHUP)
-        if not fx.wait_until(lambda: fe.metric("kdns_frontend_config_reloads_total") == 1, 15):
+        if not harness.wait_until(lambda: fe.metric("kdns_frontend_config_reloads_total") == 1, 15):
             return p + ["the reload was not applied: " + fe.process.log()[-1500:]]
         p += expect(fe.dig("www.reload.test"), "NOERROR", ["198.51.100.9"],
                     what="after the reload (cache of the re-routed domain dropped)")
@@ -567,7 +567,7 @@ def test_sighup_reload(env):
         # A bad file: rejected, the running routing kept.
         write("server=/reload.test/%s\nserver=/reload.test/not-an-address\n" % fake_a.address)
         fe.process.signal(signal.SIGHUP)
-        if not fx.wait_until(
+        if not harness.wait_until(
                 lambda: fe.metric("kdns_frontend_config_reload_rejected_total") == 1, 15):
             return p + ["the bad file was not rejected: " + fe.process.log()[-1500:]]
         p += expect(fe.dig("www2.reload.test"), "NOERROR", ["198.51.100.9"],
@@ -591,7 +591,7 @@ def test_sighup_reload(env):
 
 def test_sigterm_lameduck(env):
     workdir, nsd = env["workdir"], env["nsd"]
-    fe = fx.FrontendCache(workdir, "fe-lameduck", "--server=" + nsd.address, lameduck="1s")
+    fe = harness.FrontendCache(workdir, "fe-lameduck", "--server=" + nsd.address, lameduck="1s")
     p = []
     try:
         p += expect(fe.dig("www.example.test"), "NOERROR", ["192.0.2.10", "192.0.2.11"],
@@ -625,8 +625,8 @@ def test_refuses_itself_as_upstream(env):
     workdir = env["workdir"]
     p = []
     for server in ("--server=127.0.0.1#%d", "--server=/x.test/127.0.0.1#%d"):
-        port = fx.free_port()
-        fe = fx.FrontendCache(workdir, "fe-self", server % port, port=port, wait=False,
+        port = harness.free_port()
+        fe = harness.FrontendCache(workdir, "fe-self", server % port, port=port, wait=False,
                               metrics=False)
         rc = fe.process.wait(20)
         log = fe.process.log()
@@ -644,7 +644,7 @@ def kill_series(workdir, nsd, kills, rate):
     """frontend-cache on sockets this process keeps, as the nanny does, killed -9 `kills`
     times under `rate` q/s from dnsperf, each time started again at once. Returns (queries
     sent, queries lost, dnsperf's response codes and their counts, problems)."""
-    port = fx.free_port()
+    port = harness.free_port()
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     udp.bind(("127.0.0.1", port))
@@ -654,7 +654,7 @@ def kill_series(workdir, nsd, kills, rate):
     tcp.listen(128)
     # From 10 up, so the child's shell can put them on 3 and 4 without clobbering either.
     kept = [fcntl.fcntl(s.fileno(), fcntl.F_DUPFD, 10) for s in (udp, tcp)]
-    argv = [os.path.join(fx.BIN, "frontend-cache"), "-k", "--no-resolv", "--threads=2",
+    argv = [os.path.join(harness.BIN, "frontend-cache"), "-k", "--no-resolv", "--threads=2",
             "--lameduck=0", "--log-facility=-", "--server=" + nsd.address]
     # LISTEN_PID must be the child's own pid: bash sets it, then execs in place (dash takes
     # no descriptor above 9).
@@ -668,7 +668,7 @@ def kill_series(workdir, nsd, kills, rate):
                                 stdin=subprocess.DEVNULL)
 
     def answers():
-        return fx.dig(port, "mail.example.test").status == "NOERROR"
+        return harness.dig(port, "mail.example.test").status == "NOERROR"
 
     names = os.path.join(workdir, "kill-names.txt")
     with open(names, "w") as f:
@@ -678,7 +678,7 @@ def kill_series(workdir, nsd, kills, rate):
     child = spawn()
     perf = None
     try:
-        if not fx.wait_until(answers, 20):
+        if not harness.wait_until(answers, 20):
             return 0, 0, {}, ["frontend-cache did not answer: %s" % open(log.name).read()[-800:]]
         seconds = int(kills * 0.4 + 4)
         perf = subprocess.Popen(["/usr/bin/dnsperf", "-s", "127.0.0.1", "-p", str(port),
@@ -688,7 +688,7 @@ def kill_series(workdir, nsd, kills, rate):
         time.sleep(1)
         for _ in range(kills):
             # Killed in its stride, not while it starts: answering, its cache warm.
-            if not fx.wait_until(answers, 20):
+            if not harness.wait_until(answers, 20):
                 p.append("a restarted frontend-cache did not answer")
                 break
             time.sleep(0.2 + random.random() * 0.1)
@@ -707,7 +707,7 @@ def kill_series(workdir, nsd, kills, rate):
         udp.close()
         tcp.close()
 
-    result = fx.parse_dnsperf(out)
+    result = harness.parse_dnsperf(out)
     if result["sent"] is None or result["lost"] is None or not result["codes"]:
         return 0, 0, {}, p + ["dnsperf printed no figures: %s" % out[-800:]]
     sent, lost = int(result["sent"]), int(result["lost"])
@@ -756,7 +756,7 @@ TESTS = [test_routing_by_zone, test_ttl_decreases_in_cached_answers,
 
 
 def main():
-    for tool in (os.path.join(fx.BIN, "frontend-cache"), fx.NSD, fx.UNBOUND, "/usr/bin/dig",
+    for tool in (os.path.join(harness.BIN, "frontend-cache"), harness.NSD, harness.UNBOUND, "/usr/bin/dig",
                  "/usr/bin/kdig"):
         if not os.access(tool, os.X_OK):
             print("missing %s" % tool)
@@ -766,9 +766,9 @@ def main():
     passed = failed = 0
     owned = []
     try:
-        nsd = fx.Nsd(workdir)
+        nsd = harness.Nsd(workdir)
         owned.append(nsd)
-        unbound = fx.Unbound(workdir)
+        unbound = harness.Unbound(workdir)
         owned.append(unbound)
         fake = fu.FakeUpstream(name="main")
         f_timeout = fu.FakeUpstream(name="timeout", default="silent")
@@ -776,7 +776,7 @@ def main():
         f_ok = fu.FakeUpstream(name="ok", answer_ip=OK_IP)
         f_stale = fu.FakeUpstream(name="stale", answer_ip=STALE_IP)
         owned += [fake, f_timeout, f_servfail, f_ok, f_stale]
-        fe = fx.FrontendCache(
+        fe = harness.FrontendCache(
             workdir, "fe-main", "--cache-size=1000", "--neg-ttl=%d" % NEG_TTL,
             "--server=" + nsd.address,
             "--server=/other.test/" + unbound.address,
@@ -794,7 +794,7 @@ def main():
                "all_upstreams": [nsd.address, unbound.address, fake.address,
                                  f_timeout.address, f_servfail.address, f_ok.address,
                                  f_stale.address]}
-        p, f = fx.run_tests(TESTS, env)
+        p, f = harness.run_tests(TESTS, env)
         passed += p
         failed += f
         if not fe.process.alive():
@@ -804,7 +804,7 @@ def main():
         traceback.print_exc()
         failed += 1
     finally:
-        fx.stop_all(owned)
+        harness.stop_all(owned)
         if failed and os.environ.get("KDNS_KEEP_TMP"):
             print("kept " + workdir)
         else:

@@ -24,103 +24,50 @@ import sys
 import tempfile
 import time
 import traceback
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import dns_fixtures as fx  # noqa: E402
+import harness  # noqa: E402
 import kubedns_conformance_test as conformance  # noqa: E402
 
-ROOT = conformance.ROOT
-BIN = conformance.BIN
-PYTHON = "/usr/bin/python3"
+ROOT = harness.ROOT
+BIN = harness.BIN
 ZONE = "cluster.local."
 MAIN_HTTP2 = bool(os.environ.get("KDNS_API_HTTP2"))  # the main fake offers h2 too
 
 
-class Fake:
-    """The fake API server as a subprocess, and its control port."""
-
-    def __init__(self, workdir, *extra):
-        self.dir = os.path.join(workdir, "fake")
-        os.makedirs(self.dir, exist_ok=True)
-        ready = os.path.join(self.dir, "ready.json")
-        self.log = open(os.path.join(self.dir, "fake.log"), "w")
-        self.proc = subprocess.Popen(
-            [PYTHON, os.path.join(ROOT, "test", "fake_apiserver", "fake_apiserver.py"),
-             "--pki-dir", self.dir, "--ready-file", ready,
-             "--objects", os.path.join(ROOT, "test", "conformance", "objects.json"),
-             "--bookmark-interval", "0.5", *extra],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while not os.path.exists(ready):
-            if time.time() > deadline or self.proc.poll() is not None:
-                raise RuntimeError("fake API server did not start")
-            time.sleep(0.05)
-        time.sleep(0.05)
-        with open(ready) as f:
-            self.info = json.load(f)
-
-    def control(self, path, body=None):
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.info["control_url"] + path, data=data,
-                                         method="GET" if body is None else "POST")
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.load(response)
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+def start_fake(workdir, *extra):
+    """The fake API server serving the conformance objects."""
+    return harness.FakeApiserver(
+        os.path.join(workdir, "fake"),
+        "--objects", os.path.join(ROOT, "test", "conformance", "objects.json"),
+        "--bookmark-interval", "0.5", *extra)
 
 
 class Kubedns:
     def __init__(self, workdir, kubeconfig, name="kubedns", *extra):
-        self.port = conformance.free_port()
-        self.healthz = conformance.free_port()
-        self.metrics = conformance.free_port()
-        self.log_path = os.path.join(workdir, name + ".log")
-        self.proc = subprocess.Popen(
+        self.port = harness.free_port()
+        self.healthz = harness.free_port()
+        self.metrics = harness.free_port()
+        self.process = harness.Process(
             [os.path.join(BIN, "kubedns"), "--kubecfg-file=" + kubeconfig,
              "--dns-bind-address=127.0.0.1", "--dns-port=%d" % self.port,
              "--http-bind-address=127.0.0.1", "--healthz-port=%d" % self.healthz,
              "--metrics-port=%d" % self.metrics, "--domain=" + ZONE, "--dns-threads=2",
              "--api-backoff-max=1s", "--api-stall-timeout=4s", "--logtostderr", *extra],
-            stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT)
-
-    def get(self, port, path):
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path),
-                                        timeout=2) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-        except Exception as e:  # not listening yet
-            return 0, str(e)
+            os.path.join(workdir, name + ".log"))
 
     def ready(self):
-        return self.get(self.healthz, "/readiness")[0] == 200
+        return harness.http_status(self.healthz, "/readiness") == 200
 
-    def metric(self, name):
-        """Sum of the samples of a metric family (by exact series prefix)."""
-        status, text = self.get(self.metrics, "/metrics")
-        total = 0.0
-        for line in text.splitlines():
-            if line.startswith(name) and not line.startswith("#"):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
+    def metric(self, series):
+        """The sample `series`, or the sum over a family's labels."""
+        return harness.metric_sum(harness.scrape_metrics(self.metrics), series)
 
     def log(self):
-        with open(self.log_path) as f:
-            return f.read()
+        return self.process.log()
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        return self.process.stop()
 
 
 def dig(server, name, qtype="A"):
@@ -134,25 +81,13 @@ def dig(server, name, qtype="A"):
     return got["status"], answers
 
 
-def eventually(check, timeout=15.0):
-    """Polls check() until it returns a falsy problem; returns the last problem."""
-    deadline = time.time() + timeout
-    problem = "never checked"
-    while time.time() < deadline:
-        problem = check()
-        if not problem:
-            return None
-        time.sleep(0.1)
-    return problem
-
-
 def expect(server, name, qtype, rcode, answers=None, timeout=15.0):
     def check():
         got_rcode, got = dig(server, name, qtype)
         if got_rcode != rcode or (answers is not None and got != sorted(answers)):
             return "%s %s: %s %s, want %s %s" % (name, qtype, got_rcode, got, rcode, answers)
         return None
-    return eventually(check, timeout)
+    return harness.eventually(check, timeout)
 
 
 def service(ns, name, cluster_ip=None, external=None, ports=(("http", 80),), rv_free=True):
@@ -202,7 +137,7 @@ def conformance_problems(dns):
 
 def test_ready_and_conformance(env):
     fake, dns = env["fake"], env["dns"]
-    if eventually(lambda: None if dns.ready() else "not ready", 30):
+    if harness.eventually(lambda: None if dns.ready() else "not ready", 30):
         return ["kubedns never became ready: " + dns.log()[-2000:]]
     problems = conformance_problems(dns)
     # Without --http2 the fake offers only http/1.1 (ALPN), so kubedns's HTTP/2-capable
@@ -335,7 +270,7 @@ def test_bad_token_and_rotation(env):
     dns = Kubedns(workdir, kubeconfig, "kubedns-rotation")
     p = []
     try:
-        if eventually(lambda: None if dns.ready() else "not ready", 30):
+        if harness.eventually(lambda: None if dns.ready() else "not ready", 30):
             return ["not ready with a token file: " + dns.log()[-1500:]]
         # Rotate: the old token stops working; kubedns must re-read the file.
         with open(token_file + ".new", "w") as f:
@@ -386,11 +321,11 @@ def test_http2(env):
     follows changes, re-watches after clean ends (END_STREAM), and recovers from stream
     resets and a restart as over HTTP/1.1."""
     workdir = os.path.join(env["workdir"], "h2")
-    fake = Fake(workdir, "--http2", "--history-size", "50", "--max-watch-timeout", "3")
+    fake = start_fake(workdir, "--http2", "--history-size", "50", "--max-watch-timeout", "3")
     dns = Kubedns(workdir, fake.info["kubeconfig"], "kubedns-h2")
     p = []
     try:
-        if eventually(lambda: None if dns.ready() else "not ready", 30):
+        if harness.eventually(lambda: None if dns.ready() else "not ready", 30):
             return ["not ready against an HTTP/2 fake: " + dns.log()[-2000:]]
         p += ["over HTTP/2: " + x for x in conformance_problems(dns)]
         # Changes: create, update, headless with endpoints, delete.
@@ -425,7 +360,7 @@ def test_http2(env):
         def clean_ends():
             done = [e for e in api_requests(fake) if e.get("end") == "timeout"]
             return None if {e["path"] for e in done} == resources else "no clean end yet"
-        p.append(eventually(clean_ends, 10))
+        p.append(harness.eventually(clean_ends, 10))
         fake.control("/control/objects", service("h2", "after-end", "10.96.70.9"))
         p.append(expect(dns, "after-end.h2.svc.cluster.local.", "A", "NOERROR",
                         ["10.96.70.9"]))
@@ -496,11 +431,11 @@ def test_http2_goaway(env):
     """Drops as GOAWAY and a closed connection (every stream on it ends mid-body):
     kubedns reconnects and resumes both watches from their last RVs, with no LIST."""
     workdir = os.path.join(env["workdir"], "h2-goaway")
-    fake = Fake(workdir, "--http2", "--http2-drop", "connection")
+    fake = start_fake(workdir, "--http2", "--http2-drop", "connection")
     dns = Kubedns(workdir, fake.info["kubeconfig"], "kubedns-h2-goaway")
     p = []
     try:
-        if eventually(lambda: None if dns.ready() else "not ready", 30):
+        if harness.eventually(lambda: None if dns.ready() else "not ready", 30):
             return ["not ready against an HTTP/2 fake: " + dns.log()[-2000:]]
         lists_before = dns.metric("kdns_kubedns_api_lists_total")
         since = api_requests(fake)[-1]["seq"]
@@ -616,10 +551,10 @@ def main():
     passed = failed = 0
     fake = dns = None
     try:
-        fake = Fake(workdir, "--history-size", "50", *(["--http2"] if MAIN_HTTP2 else []))
+        fake = start_fake(workdir, "--history-size", "50", *(["--http2"] if MAIN_HTTP2 else []))
         dns = Kubedns(workdir, fake.info["kubeconfig"])
         env = {"fake": fake, "dns": dns, "workdir": workdir}
-        p, f = fx.run_tests(TESTS, env,
+        p, f = harness.run_tests(TESTS, env,
                             after_each=lambda: fake.control("/control/fault/clear", {}))
         passed += p
         failed += f

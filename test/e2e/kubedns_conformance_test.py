@@ -10,48 +10,15 @@ duplicates). Prints one line per failure and closes with `N passed, M failed`.
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.environ.get("KDNS_BIN", os.path.join(ROOT, "build", "bin"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import fold  # noqa: E402
 
-
-def free_port():
-    """A port free for both UDP and TCP on 127.0.0.1."""
-    for _ in range(50):
-        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        udp.bind(("127.0.0.1", 0))
-        port = udp.getsockname()[1]
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            tcp.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            udp.close()
-            tcp.close()
-    raise RuntimeError("no free port")
-
-
-def fold(line):
-    """Folds white space outside quoted strings, as the expected records are written."""
-    out, quoted, space = [], False, False
-    for ch in line:
-        if ch == '"':
-            quoted = not quoted
-        if ch in " \t" and not quoted:
-            space = True
-            continue
-        if space and out:
-            out.append(" ")
-        space = False
-        out.append(ch)
-    return "".join(out)
+ROOT = harness.ROOT
+BIN = harness.BIN
 
 
 def parse(output):
@@ -156,49 +123,30 @@ def check(case, got, zone_ttl):
 def main():
     with open(os.path.join(ROOT, "test", "conformance", "cases.json")) as f:
         spec = json.load(f)
-    port, healthz, metrics = free_port(), free_port(), free_port()
-    log = open(os.path.join(BIN, "..", "kubedns-conformance.log"), "w")
-    server = subprocess.Popen(
+    port, healthz, metrics = harness.free_port(), harness.free_port(), harness.free_port()
+    server = harness.Process(
         [os.path.join(BIN, "kubedns"),
          "--objects-file=" + os.path.join(ROOT, "test", "conformance", spec["objects_file"]),
          "--dns-bind-address=127.0.0.1", "--dns-port=%d" % port,
          "--healthz-port=%d" % healthz, "--metrics-port=%d" % metrics,
          "--domain=" + spec["zone"], "--dns-threads=2", "--logtostderr"],
-        stdout=log, stderr=subprocess.STDOUT)
-    passed = failed = 0
+        os.path.join(BIN, "..", "kubedns-conformance.log"))
+    checks = harness.Checks()
     try:
-        deadline = time.time() + 20
-        while True:
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/readiness" % healthz,
-                                            timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except Exception:
-                pass
-            if time.time() > deadline or server.poll() is not None:
-                print("kubedns did not become ready")
-                print("0 passed, 1 failed")
-                return 1
-            time.sleep(0.05)
+        if not harness.wait_until(lambda: not server.alive() or harness.http_status(
+                healthz, "/readiness", timeout=1) == 200, 20) or not server.alive():
+            print("kubedns did not become ready")
+            return harness.finish(0, 1)
         for case in spec["cases"]:
             for client in ("dig", "kdig"):
                 got, raw = ask(client, port, case)
                 problems = check(case, got, spec["ttl"])
-                if problems:
-                    failed += 1
-                    print("FAIL %s (%s): %s" % (case["id"], client, "; ".join(problems)))
+                if not checks.check("%s (%s)" % (case["id"], client), not problems,
+                                    "; ".join(problems)):
                     print("    " + raw.replace("\n", "\n    "))
-                else:
-                    passed += 1
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+        server.stop()
+    return checks.finish()
 
 
 if __name__ == "__main__":

@@ -15,21 +15,25 @@ ConfigMap changes at run time: stubDomains routing to NSD, upstreamNameservers o
 return to --nameservers; the metrics; and SERVFAIL from a kubedns with no upstream at all.
 Closes with `N passed, M failed`.
 """
+import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 import kubedns_conformance_test as conformance  # noqa: E402
 
-BIN = conformance.BIN
-UNBOUND = "/usr/sbin/unbound"
-NSD = "/usr/sbin/nsd"
+BIN = harness.BIN
+UNBOUND = harness.UNBOUND
+NSD = harness.NSD
+
+
+def wait_until(check, timeout=15.0):
+    """harness.wait_until, a server that does not answer yet counting as "not yet"."""
+    return harness.wait_until(check, timeout, ignore=(Exception,))
 
 OBJECTS = {
     "apiVersion": "v1", "kind": "List", "items": [
@@ -44,45 +48,6 @@ OBJECTS = {
                              ("chain", "out.acme.test"), ("missing", "nope.example.test"))
     ],
 }
-
-
-class Processes:
-    """Every process started in its own session, stopped by its process group."""
-
-    def __init__(self):
-        self.procs = []
-
-    def start(self, args, log):
-        proc = subprocess.Popen(args, stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        self.procs.append(proc)
-        return proc
-
-    def stop_all(self):
-        for proc in self.procs:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-
-def wait_until(check, timeout=15.0):
-    deadline = time.time() + timeout
-    while True:
-        try:
-            if check():
-                return True
-        except Exception:  # a server still starting
-            pass
-        if time.time() > deadline:
-            return False
-        time.sleep(0.05)
 
 
 def dig(port, name, qtype="A", *options):
@@ -111,7 +76,7 @@ def rrs(records):
 
 
 def start_unbound(procs, tmp, name, www):
-    port = conformance.free_port()
+    port = harness.free_port()
     conf = os.path.join(tmp, name + ".conf")
     with open(conf, "w") as f:
         f.write(f"""server:
@@ -138,14 +103,14 @@ def start_unbound(procs, tmp, name, www):
 remote-control:
   control-enable: no
 """)
-    procs.start([UNBOUND, "-d", "-c", conf], os.path.join(tmp, name + ".log"))
+    procs.append(harness.Process([UNBOUND, "-d", "-c", conf], os.path.join(tmp, name + ".log")))
     if not wait_until(lambda: www in dig(port, "www.example.test.")["raw"]):
         raise RuntimeError(name + " did not answer; see " + os.path.join(tmp, name + ".log"))
     return port
 
 
 def start_nsd(procs, tmp):
-    port = conformance.free_port()
+    port = harness.free_port()
     with open(os.path.join(tmp, "acme.test.zone"), "w") as f:
         f.write("""$ORIGIN acme.test.
 $TTL 60
@@ -177,103 +142,42 @@ zone:
   name: "acme.test"
   zonefile: "acme.test.zone"
 """)
-    procs.start([NSD, "-d", "-c", conf], os.path.join(tmp, "nsd.stdout"))
+    procs.append(harness.Process([NSD, "-d", "-c", conf], os.path.join(tmp, "nsd.stdout")))
     if not wait_until(lambda: "198.51.100.5" in dig(port, "host.acme.test.")["raw"]):
         raise RuntimeError("nsd did not answer; see " + os.path.join(tmp, "nsd.log"))
     return port
 
 
-class ConfigMapDir:
-    """A directory laid out as the kubelet mounts a ConfigMap volume."""
-
-    def __init__(self, path):
-        self.path = path
-        self.version = 0
-        self.current = None
-        os.makedirs(path)
-
-    def publish(self, data):
-        self.version += 1
-        name = "..2024_01_01_00_00_%02d.%d" % (self.version, os.getpid())
-        os.mkdir(os.path.join(self.path, name))
-        for key, value in data.items():
-            with open(os.path.join(self.path, name, key), "w") as f:
-                f.write(value)
-        tmp_link = os.path.join(self.path, "..data_tmp")
-        os.symlink(name, tmp_link)
-        os.rename(tmp_link, os.path.join(self.path, "..data"))
-        for entry in os.listdir(self.path):
-            if entry.startswith("."):
-                continue
-            if entry not in data:
-                os.remove(os.path.join(self.path, entry))
-        for key in data:
-            link = os.path.join(self.path, key)
-            if not os.path.islink(link):
-                os.symlink(os.path.join("..data", key), link)
-        if self.current:
-            shutil.rmtree(os.path.join(self.path, self.current))
-        self.current = name
-
-
 class Kubedns:
     def __init__(self, procs, tmp, name, *flags):
-        self.port = conformance.free_port()
-        self.healthz = conformance.free_port()
-        self.metrics_port = conformance.free_port()
+        self.port = harness.free_port()
+        self.healthz = harness.free_port()
+        self.metrics_port = harness.free_port()
         self.log = os.path.join(tmp, name + ".log")
-        procs.start([os.path.join(BIN, "kubedns"),
+        procs.append(harness.Process([os.path.join(BIN, "kubedns"),
                      "--objects-file=" + os.path.join(tmp, "objects.json"),
                      "--dns-bind-address=127.0.0.1", "--dns-port=%d" % self.port,
                      "--healthz-port=%d" % self.healthz, "--metrics-port=%d" % self.metrics_port,
-                     "--dns-threads=2", "--logtostderr"] + list(flags), self.log)
-
-        def ready():
-            with urllib.request.urlopen("http://127.0.0.1:%d/readiness" % self.healthz,
-                                        timeout=1) as r:
-                return r.status == 200
-
-        if not wait_until(ready, 20):
+                     "--dns-threads=2", "--logtostderr"] + list(flags), self.log))
+        if not wait_until(lambda: harness.http_status(self.healthz, "/readiness", 1) == 200,
+                          20):
             raise RuntimeError("kubedns did not become ready; see " + self.log)
 
     def metrics(self):
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port,
-                                    timeout=5) as r:
-            text = r.read().decode()
-        samples = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                key, _, value = line.rpartition(" ")
-                samples[key] = float(value)
-        return samples
-
-
-class Results:
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, name, ok, detail=""):
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print("FAIL %s%s" % (name, (": " + detail) if detail else ""))
-        return ok
+        return harness.scrape_metrics(self.metrics_port)
 
 
 def run(results, tmp):
-    procs = Processes()
+    procs = []
     try:
         unbound_a = start_unbound(procs, tmp, "unbound-a", "192.0.2.10")
         unbound_b = start_unbound(procs, tmp, "unbound-b", "192.0.2.20")
         nsd = start_nsd(procs, tmp)
         with open(os.path.join(tmp, "objects.json"), "w") as f:
-            import json
             json.dump(OBJECTS, f)
         with open(os.path.join(tmp, "resolv.conf"), "w") as f:
             f.write("# no nameserver: only --nameservers and the ConfigMap give upstreams\n")
-        config = ConfigMapDir(os.path.join(tmp, "config"))
+        config = harness.ConfigMapDir(os.path.join(tmp, "config"))
         kd = Kubedns(procs, tmp, "kubedns", "--nameservers=127.0.0.1:%d" % unbound_a,
                      "--config-dir=" + config.path, "--config-period=100ms",
                      "--resolv-conf=" + os.path.join(tmp, "resolv.conf"))
@@ -418,7 +322,7 @@ def run(results, tmp):
         check("... and an ExternalName chase gets SERVFAIL too",
               got["status"] == "SERVFAIL", got["raw"])
     finally:
-        procs.stop_all()
+        harness.stop_all(procs)
 
 
 def main():
@@ -427,7 +331,7 @@ def main():
             print("kubedns_forward_test: skipped: %s is missing" % tool)
             print("0 passed, 0 failed")
             return 0
-    results = Results()
+    results = harness.Checks()
     tmp = tempfile.mkdtemp(prefix="kdns-forward-e2e.")
     try:
         run(results, tmp)
@@ -438,8 +342,7 @@ def main():
             print("kept " + tmp)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (results.passed, results.failed))
-    return 1 if results.failed else 0
+    return results.finish()
 
 
 if __name__ == "__main__":

@@ -10,11 +10,10 @@ import os
 import sys
 import tempfile
 import shutil
-import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import dns_fixtures as fx  # noqa: E402
+import harness  # noqa: E402
 import kubedns_api_test as api  # noqa: E402
 
 
@@ -82,7 +81,7 @@ def test_relist_after_410_drops_pods_deleted_meanwhile(env):
                              [ip] if rcode == "NOERROR" else None, 30)
         if problem:
             p.append(problem)
-    if api.eventually(lambda: dns.metric('kdns_kubedns_api_relists_total{resource="pods"}')
+    if harness.eventually(lambda: dns.metric('kdns_kubedns_api_relists_total{resource="pods"}')
                       <= relists and "no re-LIST of pods", 15):
         p.append("no pod re-LIST counted after the 410")
     api.delete(fake, "Pod", "relist", "b")
@@ -104,12 +103,12 @@ def main():
     passed = failed = 0
     fake = dns = None
     try:
-        fake = api.Fake(workdir, "--history-size", "50")
+        fake = api.start_fake(workdir, "--history-size", "50")
         dns = api.Kubedns(workdir, fake.info["kubeconfig"], "kubedns", "--pod-records=verified")
-        if api.eventually(lambda: not dns.ready() and "not ready", 30):
+        if harness.eventually(lambda: not dns.ready() and "not ready", 30):
             raise RuntimeError("kubedns did not become ready:\n" + dns.log()[-3000:])
         env = {"fake": fake, "dns": dns, "workdir": workdir}
-        p, f = fx.run_tests(TESTS, env)
+        p, f = harness.run_tests(TESTS, env)
         passed += p
         failed += f
     except Exception:

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The nanny end to end: the real nanny, frontend-cache, kubedns and Debian's dnsmasq.
 
-Real servers run unprivileged on free loopback ports (dns_fixtures: NSD with example.test,
+Real servers run unprivileged on free loopback ports (harness: NSD with example.test,
 unbound with other.test, dnsmasq instances answering swap.test with different addresses),
 kubedns serves an objects file, and the nanny ($KDNS_BIN, default build/bin) supervises
 frontend-cache on a free port it binds itself (the child's --port/--listen-address after
@@ -28,23 +28,19 @@ KDNS_KEEP_TMP=1 keeps the temporary directory (every process's log).
 import json
 import os
 import pwd
-import random
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import traceback
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import dns_fixtures as fx  # noqa: E402
+import harness  # noqa: E402
 
-BIN = fx.BIN
+BIN = harness.BIN
 NANNY = os.path.join(BIN, "nanny")
 FRONTEND = os.path.join(BIN, "frontend-cache")
 KUBEDNS = os.path.join(BIN, "kubedns")
@@ -53,96 +49,12 @@ SWAP_B = "203.0.113.2"
 FIGURES = []  # (what, value) printed at the end
 
 
-# -- a small DNS client (fast enough to poll every few milliseconds) ------------------------
-
-def build_query(name, qtype=1, qclass=1, qid=None):
-    qid = random.randrange(65536) if qid is None else qid
-    labels = [l for l in name.rstrip(".").split(".") if l]
-    qname = b"".join(bytes([len(l)]) + l.encode() for l in labels) + b"\0"
-    return qid, struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + qname + struct.pack(
-        ">HH", qtype, qclass)
-
-
-def skip_name(data, pos):
-    while True:
-        length = data[pos]
-        if length & 0xC0 == 0xC0:
-            return pos + 2
-        if length == 0:
-            return pos + 1
-        pos += 1 + length
-
-
-def parse_reply(data):
-    """(id, rcode, [A addresses and TXT strings of the answer section])."""
-    qid, flags, qd, an = struct.unpack(">HHHH", data[:8])
-    pos = 12
-    for _ in range(qd):
-        pos = skip_name(data, pos) + 4
-    out = []
-    for _ in range(an):
-        pos = skip_name(data, pos)
-        rtype, _, _, rdlen = struct.unpack(">HHIH", data[pos:pos + 10])
-        pos += 10
-        rdata = data[pos:pos + rdlen]
-        pos += rdlen
-        if rtype == 1 and rdlen == 4:
-            out.append(socket.inet_ntoa(rdata))
-        elif rtype == 16:
-            i = 0
-            while i < len(rdata):
-                out.append(rdata[i + 1:i + 1 + rdata[i]].decode(errors="replace"))
-                i += 1 + rdata[i]
-    return qid, flags & 0xF, out
-
-
-RCODES = {0: "NOERROR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
-
-
-def ask(port, name, qtype=1, qclass=1, timeout=1.0):
-    """(rcode name, records) from 127.0.0.1:port, or (None, []) on timeout."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        sock.settimeout(timeout)
-        qid, packet = build_query(name, qtype, qclass)
-        sock.sendto(packet, ("127.0.0.1", port))
-        deadline = time.monotonic() + timeout
-        while True:
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            data = sock.recv(4096)
-            rid, rcode, records = parse_reply(data)
-            if rid == qid:
-                return RCODES.get(rcode, str(rcode)), records
-    except (socket.timeout, ConnectionRefusedError, OSError):
-        return None, []
-    finally:
-        sock.close()
-
+# -- what the servers tell --------------------------------------------------------------
 
 def servers_bind(port):
     """The upstreams frontend-cache lists (CHAOS servers.bind), as 'addr#port'."""
-    _, records = ask(port, "servers.bind", 16, 3)
+    _, records = harness.ask_udp(port, "servers.bind", 16, 3)
     return sorted(r.split()[0] for r in records)
-
-
-def wait_for(check, timeout=10.0, interval=0.01):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
-
-
-def metrics_of(port):
-    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
-        text = r.read().decode()
-    samples = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            key, _, value = line.rpartition(" ")
-            samples[key] = float(value)
-    return samples
 
 
 def children_of(pid):
@@ -169,41 +81,7 @@ def alive(pid):
         return False
 
 
-# -- the ConfigMap volume, kubedns, the nanny ----------------------------------------------
-
-class ConfigMapDir:
-    """A ConfigMap volume written as the kubelet's atomic writer does."""
-
-    def __init__(self, path):
-        self.path = path
-        os.makedirs(path, exist_ok=True)
-        self.version = 0
-        self.current = None
-
-    def publish(self, data):
-        """Writes a new version; returns the monotonic time of the `..data` swap."""
-        self.version += 1
-        name = "..%s_%06d.%d" % (time.strftime("%Y_%m_%d_%H_%M_%S"), self.version, os.getpid())
-        os.mkdir(os.path.join(self.path, name))
-        for key, value in data.items():
-            with open(os.path.join(self.path, name, key), "w") as f:
-                f.write(value)
-        tmp_link = os.path.join(self.path, "..data_tmp")
-        os.symlink(name, tmp_link)
-        os.rename(tmp_link, os.path.join(self.path, "..data"))
-        swapped = time.monotonic()
-        for entry in os.listdir(self.path):
-            if not entry.startswith(".") and entry not in data:
-                os.remove(os.path.join(self.path, entry))
-        for key in data:
-            link = os.path.join(self.path, key)
-            if not os.path.islink(link):
-                os.symlink(os.path.join("..data", key), link)
-        if self.current:
-            shutil.rmtree(os.path.join(self.path, self.current))
-        self.current = name
-        return swapped
-
+# -- kubedns, the nanny ----------------------------------------------
 
 def objects(stub_ip):
     return {"apiVersion": "v1", "kind": "List", "items": [
@@ -222,14 +100,14 @@ class Kubedns:
     def __init__(self, workdir, stub_ip="10.0.0.53"):
         self.objects_path = os.path.join(workdir, "objects.json")
         self.write_objects(stub_ip)
-        self.port = fx.free_port()
-        healthz = fx.free_port()
+        self.port = harness.free_port()
+        healthz = harness.free_port()
         argv = [KUBEDNS, "--objects-file=" + self.objects_path, "--dns-bind-address=127.0.0.1",
                 "--dns-port=%d" % self.port, "--healthz-port=%d" % healthz,
-                "--metrics-port=%d" % fx.free_port(),
+                "--metrics-port=%d" % harness.free_port(),
                 "--http-bind-address=127.0.0.1", "--dns-threads=1", "--logtostderr"]
-        self.process = fx.Process(argv, os.path.join(workdir, "kubedns.log"))
-        if not wait_for(lambda: ask(self.port, "kubernetes.default.svc.cluster.local")[1], 20):
+        self.process = harness.Process(argv, os.path.join(workdir, "kubedns.log"))
+        if not harness.wait_until(lambda: harness.ask_udp(self.port, "kubernetes.default.svc.cluster.local")[1], 20):
             raise RuntimeError("kubedns did not start: " + self.process.log()[-1500:])
 
     def write_objects(self, stub_ip):
@@ -247,8 +125,8 @@ class Nanny:
 
     def __init__(self, workdir, name, config_dir, flags=(), child_args=None, kubedns=None,
                  port=None, metrics=True, wait=True, lameduck="0s", threads=2):
-        self.port = port or fx.free_port()
-        self.metrics_port = fx.free_port() if metrics else None
+        self.port = port or harness.free_port()
+        self.metrics_port = harness.free_port() if metrics else None
         self.run_dir = os.path.join(workdir, name + "-run")
         os.makedirs(self.run_dir, exist_ok=True)
         argv = [NANNY, "-configDir=" + config_dir, "--runDir=" + self.run_dir]
@@ -266,8 +144,8 @@ class Nanny:
                                "--prometheus-address=127.0.0.1"]
         self.argv = argv + child_args
         self.log_path = os.path.join(workdir, name + ".log")
-        self.process = fx.Process(self.argv, self.log_path)
-        if wait and not wait_for(lambda: not self.process.alive() or ask(
+        self.process = harness.Process(self.argv, self.log_path)
+        if wait and not harness.wait_until(lambda: not self.process.alive() or harness.ask_udp(
                 self.port, "version.bind", 16, 3, timeout=0.2)[0] == "NOERROR", 20):
             raise RuntimeError("%s: no answer: %s" % (name, self.process.log()[-2000:]))
         if wait and not self.process.alive():
@@ -285,7 +163,7 @@ class Nanny:
         return self.process.log()
 
     def metrics(self):
-        return metrics_of(self.metrics_port)
+        return harness.scrape_metrics(self.metrics_port)
 
     def stop(self):
         return self.process.stop()
@@ -297,7 +175,7 @@ def apply_latency(port, name, want, swapped, timeout=3.0):
     """Seconds from the swap until `name` answers `want` (None: not within timeout)."""
     deadline = swapped + timeout
     while time.monotonic() < deadline:
-        rcode, records = ask(port, name, timeout=0.05)
+        rcode, records = harness.ask_udp(port, name, timeout=0.05)
         if want in records:
             return time.monotonic() - swapped
         time.sleep(0.005)
@@ -309,7 +187,7 @@ def test_changes_apply_within_a_second(env):
     p = []
     tmp, nsd, unbound, stub_a, stub_b = (env["tmp"], env["nsd"], env["unbound"], env["stub_a"],
                                          env["stub_b"])
-    cfg = ConfigMapDir(os.path.join(tmp, "cfg-apply"))
+    cfg = harness.ConfigMapDir(os.path.join(tmp, "cfg-apply"))
     base = {"upstreamNameservers": json.dumps(["127.0.0.1:%d" % unbound.port])}
 
     def stubs(swap_port):
@@ -321,16 +199,16 @@ def test_changes_apply_within_a_second(env):
     nanny = Nanny(tmp, "nanny-apply", cfg.path, flags=["--syncInterval=30s"], kubedns=env["kd"])
     try:
         child = nanny.child()
-        if ask(nanny.port, "www.example.test")[1] != ["192.0.2.10", "192.0.2.11"]:
+        if harness.ask_udp(nanny.port, "www.example.test")[1] != ["192.0.2.10", "192.0.2.11"]:
             p.append("stub domain example.test not served by nsd")
-        if ask(nanny.port, "www.other.test")[1] != ["198.51.100.7"]:
+        if harness.ask_udp(nanny.port, "www.other.test")[1] != ["198.51.100.7"]:
             p.append("upstreamNameservers (unbound) not used")
-        if ask(nanny.port, "swap.test")[1] != [SWAP_A]:
+        if harness.ask_udp(nanny.port, "swap.test")[1] != [SWAP_A]:
             p.append("swap.test not routed to stub-a")
-        if ask(nanny.port, "kubernetes.default.svc.cluster.local")[1] != ["10.96.0.1"]:
+        if harness.ask_udp(nanny.port, "kubernetes.default.svc.cluster.local")[1] != ["10.96.0.1"]:
             p.append("cluster.local (the child's own --server) not routed to kubedns")
         # Warm a cached answer outside swap.test: it must survive every change.
-        ask(nanny.port, "www.example.test")
+        harness.ask_udp(nanny.port, "www.example.test")
         hits = nanny.metrics().get("kdns_frontend_cache_hits_total", 0)
 
         latencies = []
@@ -347,7 +225,7 @@ def test_changes_apply_within_a_second(env):
                             len(latencies), "%.1f ms" % (max(latencies) * 1000)))
         if nanny.child() != child:
             p.append("the child was restarted by a change (in-place mode must not restart)")
-        ask(nanny.port, "www.example.test")
+        harness.ask_udp(nanny.port, "www.example.test")
         if nanny.metrics().get("kdns_frontend_cache_hits_total", 0) <= hits:
             p.append("the cache of an unchanged domain did not survive the changes")
 
@@ -365,10 +243,10 @@ def test_changes_apply_within_a_second(env):
         bad = dict(base, stubDomains=stubs(stub_b.port),
                    upstreamNameservers=json.dumps(["1.1.1.1", "1.1.1.2", "1.1.1.3", "1.1.1.4"]))
         cfg.publish(bad)
-        if not wait_for(lambda: nanny.metrics().get(
+        if not harness.wait_until(lambda: nanny.metrics().get(
                 "kdns_nanny_config_updates_rejected_total") == 1, 3):
             p.append("the invalid update was not counted as rejected")
-        if ask(nanny.port, "swap.test")[1] != [SWAP_A]:
+        if harness.ask_udp(nanny.port, "swap.test")[1] != [SWAP_A]:
             p.append("after an invalid update swap.test no longer answered by the old route")
         if servers_bind(nanny.port) != before:
             p.append("the invalid update changed the upstreams: %s" % servers_bind(nanny.port))
@@ -377,10 +255,10 @@ def test_changes_apply_within_a_second(env):
         if "more than three entries" not in nanny.log():
             p.append("the rejection's reason is not in the nanny's log")
         cfg.publish(dict(base, stubDomains=json.dumps({"swap.test": ["not_an_ip"]})))
-        if not wait_for(lambda: nanny.metrics().get(
+        if not harness.wait_until(lambda: nanny.metrics().get(
                 "kdns_nanny_config_updates_rejected_total") == 2, 3):
             p.append("the second invalid update was not counted")
-        if ask(nanny.port, "swap.test")[1] != [SWAP_A]:
+        if harness.ask_udp(nanny.port, "swap.test")[1] != [SWAP_A]:
             p.append("after the second invalid update swap.test changed")
         # A valid update clears the error.
         swapped = cfg.publish(dict(base, stubDomains=stubs(stub_b.port)))
@@ -408,16 +286,16 @@ def test_change_during_child_start(env):
     p = []
     tmp, stub_a, stub_b = env["tmp"], env["stub_a"], env["stub_b"]
     for attempt in range(5):
-        cfg = ConfigMapDir(os.path.join(tmp, "cfg-early-%d" % attempt))
+        cfg = harness.ConfigMapDir(os.path.join(tmp, "cfg-early-%d" % attempt))
         cfg.publish({"stubDomains": json.dumps({"swap.test": ["127.0.0.1:%d" % stub_a.port]})})
         nanny = Nanny(tmp, "nanny-early-%d" % attempt, cfg.path, wait=False, threads=1)
         try:
-            child = wait_for(nanny.child, 5, 0.0005)
+            child = harness.wait_until(nanny.child, 5, 0.0005)
             # The child is still in the trampoline or frontend-cache's start-up.
             cfg.publish({"stubDomains": json.dumps({"swap.test": ["127.0.0.1:%d" % stub_b.port]})})
-            if not wait_for(lambda: ask(nanny.port, "swap.test", timeout=0.2)[1] == [SWAP_B], 5):
+            if not harness.wait_until(lambda: harness.ask_udp(nanny.port, "swap.test", timeout=0.2)[1] == [SWAP_B], 5):
                 p.append("attempt %d: the early change was lost: %s" %
-                         (attempt, ask(nanny.port, "swap.test")))
+                         (attempt, harness.ask_udp(nanny.port, "swap.test")))
             if nanny.child() != child:
                 p.append("attempt %d: the child was replaced (killed by the early SIGHUP?)" %
                          attempt)
@@ -435,7 +313,7 @@ def test_stub_host_names_resolved(env):
     workdir = os.path.join(tmp, "kd-hosts")
     os.makedirs(workdir, exist_ok=True)
     kd = Kubedns(workdir)
-    cfg = ConfigMapDir(os.path.join(tmp, "cfg-hosts"))
+    cfg = harness.ConfigMapDir(os.path.join(tmp, "cfg-hosts"))
     cfg.publish({"stubDomains": json.dumps({
         "corp.test": ["stubdns.kube-system.svc.cluster.local"],
         "local.test": ["localhost"],
@@ -451,7 +329,7 @@ def test_stub_host_names_resolved(env):
             p.append("the unresolvable stub server is not logged")
         # The Service's ClusterIP changes: the next lookup brings the new address.
         kd.write_objects("10.0.0.54")
-        if not wait_for(lambda: "10.0.0.54#53" in servers_bind(nanny.port), 5):
+        if not harness.wait_until(lambda: "10.0.0.54#53" in servers_bind(nanny.port), 5):
             p.append("the new ClusterIP did not reach frontend-cache: %s" %
                      servers_bind(nanny.port))
         # kubedns goes away: lookups fail, the last address stays.
@@ -497,7 +375,7 @@ class Prober(threading.Thread):
                 drain_until = now + 0.5  # stop sending; answers still on their way count
             if drain_until is None and now >= next_send:
                 qid = (qid + 1) % 65536
-                _, packet = build_query(self.name, self.qtype, self.qclass, qid=qid)
+                _, packet = harness.build_query(self.name, self.qtype, self.qclass, qid=qid)
                 self.sent[qid] = now
                 try:
                     self.sock.sendto(packet, ("127.0.0.1", self.port))
@@ -509,7 +387,7 @@ class Prober(threading.Thread):
                     data = self.sock.recv(4096)
                 except OSError:
                     break
-                rid, rcode, _ = parse_reply(data)
+                rid, rcode, _, _ = harness.parse_reply(data)
                 if rid in self.sent and rid not in self.answered:
                     self.answered[rid] = (time.monotonic(), rcode)
             time.sleep(0.0002)
@@ -534,7 +412,7 @@ def test_load_changes_and_kill(env):
     p = []
     tmp, nsd, unbound, stub_a, stub_b, kd = (env["tmp"], env["nsd"], env["unbound"],
                                              env["stub_a"], env["stub_b"], env["kd"])
-    cfg = ConfigMapDir(os.path.join(tmp, "cfg-load"))
+    cfg = harness.ConfigMapDir(os.path.join(tmp, "cfg-load"))
 
     def config(i):
         target = stub_a if i % 2 == 0 else stub_b
@@ -555,7 +433,7 @@ def test_load_changes_and_kill(env):
         f.write("\n".join(names) + "\n")
     for line in names:  # warm the cache
         name, qtype = line.split()
-        ask(nanny.port, name, {"A": 1, "TXT": 16, "MX": 15, "AAAA": 28}[qtype])
+        harness.ask_udp(nanny.port, name, {"A": 1, "TXT": 16, "MX": 15, "AAAA": 28}[qtype])
     duration = 12
     perf_log = os.path.join(tmp, "dnsperf.out")
     perf = subprocess.Popen(["dnsperf", "-s", "127.0.0.1", "-p", str(nanny.port), "-d", queries,
@@ -586,7 +464,7 @@ def test_load_changes_and_kill(env):
         child = nanny.child()
         t_kill = time.monotonic()
         os.kill(child, signal.SIGKILL)
-        new_child = wait_for(lambda: nanny.child() not in (None, child) and nanny.child(), 5)
+        new_child = harness.wait_until(lambda: nanny.child() not in (None, child) and nanny.child(), 5)
         if not new_child:
             p.append("no new frontend-cache after kill -9")
         perf.wait(timeout=duration + 30)
@@ -597,7 +475,7 @@ def test_load_changes_and_kill(env):
             perf.kill()
     with open(perf_log) as f:
         text = f.read()
-    result = fx.parse_dnsperf(text)
+    result = harness.parse_dnsperf(text)
     resume_ms, longest_ms, unanswered = prober.resume_after(t_kill)
     FIGURES.append(("dnsperf queries/s (target >= 5000)", "%s" % result["qps"]))
     FIGURES.append(("dnsperf queries sent / completed / lost",
@@ -637,17 +515,17 @@ def test_restart_mode_with_dnsmasq(env):
     p = []
     tmp, nsd, unbound, stub_a, stub_b = (env["tmp"], env["nsd"], env["unbound"], env["stub_a"],
                                          env["stub_b"])
-    cfg = ConfigMapDir(os.path.join(tmp, "cfg-dnsmasq"))
+    cfg = harness.ConfigMapDir(os.path.join(tmp, "cfg-dnsmasq"))
     cfg.publish({"stubDomains": json.dumps({"example.test": ["127.0.0.1:%d" % nsd.port],
                                             "swap.test": ["127.0.0.1:%d" % stub_a.port]}),
                  "upstreamNameservers": json.dumps(["127.0.0.1:%d" % unbound.port])})
-    port = fx.free_port()
+    port = harness.free_port()
     user_args = ["-k", "-C", "/dev/null", "--no-hosts", "--port=%d" % port,
                  "--listen-address=127.0.0.1", "--bind-interfaces",
                  "--user=" + pwd.getpwuid(os.getuid()).pw_name, "--pid-file=",
                  "--log-facility=-", "--cache-size=1000"]
     nanny = Nanny(tmp, "nanny-dnsmasq", cfg.path, port=port, metrics=False,
-                  flags=["-dnsmasqExec=" + fx.DNSMASQ, "-restartDnsmasq=true",
+                  flags=["-dnsmasqExec=" + harness.DNSMASQ, "-restartDnsmasq=true",
                          "-syncInterval=30s"], child_args=user_args)
     seen, overlap = set(), [0]
     stop_watch = [False]
@@ -655,7 +533,7 @@ def test_restart_mode_with_dnsmasq(env):
     def watch():  # never two dnsmasq at once
         while not stop_watch[0]:
             # (By its command line: a sanitizer build's exit-time helper is a child too.)
-            kids = [k for k in children_of(nanny.pid) if alive(k) and fx.DNSMASQ in cmdline(k)]
+            kids = [k for k in children_of(nanny.pid) if alive(k) and harness.DNSMASQ in cmdline(k)]
             seen.update(kids)
             overlap[0] = max(overlap[0], len(kids))
             time.sleep(0.001)
@@ -665,17 +543,17 @@ def test_restart_mode_with_dnsmasq(env):
     try:
         first = nanny.child()
         args = cmdline(first)
-        want = [fx.DNSMASQ] + user_args + [
+        want = [harness.DNSMASQ] + user_args + [
             "--server=/example.test/127.0.0.1#%d" % nsd.port,
             "--server=/swap.test/127.0.0.1#%d" % stub_a.port,
             "--server=127.0.0.1#%d" % unbound.port, "--no-resolv"]
         if args != want:
             p.append("dnsmasq's arguments:\n  %s\nwant\n  %s" % (args, want))
-        if ask(port, "www.example.test")[1] != ["192.0.2.10", "192.0.2.11"]:
+        if harness.ask_udp(port, "www.example.test")[1] != ["192.0.2.10", "192.0.2.11"]:
             p.append("dnsmasq does not route example.test to nsd")
-        if ask(port, "www.other.test")[1] != ["198.51.100.7"]:
+        if harness.ask_udp(port, "www.other.test")[1] != ["198.51.100.7"]:
             p.append("dnsmasq does not use the upstream")
-        if ask(port, "swap.test")[1] != [SWAP_A]:
+        if harness.ask_udp(port, "swap.test")[1] != [SWAP_A]:
             p.append("dnsmasq does not route swap.test to stub-a")
 
         # A change: dnsmasq is stopped, reaped, started again with the new arguments. (A
@@ -700,26 +578,26 @@ def test_restart_mode_with_dnsmasq(env):
         second = nanny.child()
         if second == first or alive(first):
             p.append("dnsmasq was not replaced (%s -> %s)" % (first, second))
-        if cmdline(second) != [fx.DNSMASQ] + user_args + [
+        if cmdline(second) != [harness.DNSMASQ] + user_args + [
                 "--server=/swap.test/127.0.0.1#%d" % stub_b.port]:
             p.append("new dnsmasq arguments: %s" % cmdline(second))
 
         # An invalid update: dnsmasq is left alone.
         cfg.publish({"upstreamNameservers": "[\"dns.example\"]"})
-        wait_for(lambda: "rejected" in nanny.log(), 3)
+        harness.wait_until(lambda: "rejected" in nanny.log(), 3)
         if nanny.child() != second:
             p.append("an invalid update restarted dnsmasq")
 
         # kill -9: restarted at once with the same arguments.
         second_args = cmdline(second)
         os.kill(second, signal.SIGKILL)
-        third = wait_for(lambda: nanny.child() not in (None, second) and nanny.child(), 5)
+        third = harness.wait_until(lambda: nanny.child() not in (None, second) and nanny.child(), 5)
         if not third:
             p.append("dnsmasq not restarted after kill -9")
-        elif not wait_for(lambda: cmdline(third)[:1] == [fx.DNSMASQ], 5) or \
+        elif not harness.wait_until(lambda: cmdline(third)[:1] == [harness.DNSMASQ], 5) or \
                 cmdline(third) != second_args:
             p.append("restarted dnsmasq has other arguments: %s" % cmdline(third))
-        if not wait_for(lambda: ask(port, "swap.test", timeout=0.2)[1] == [SWAP_B], 5):
+        if not harness.wait_until(lambda: harness.ask_udp(port, "swap.test", timeout=0.2)[1] == [SWAP_B], 5):
             p.append("the restarted dnsmasq does not answer")
 
         with open(os.path.join(nanny.run_dir, "nanny.prom")) as f:
@@ -752,20 +630,20 @@ def test_restart_mode_with_dnsmasq(env):
 def test_sigterm_lameduck_then_exit(env):
     p = []
     tmp = env["tmp"]
-    cfg = ConfigMapDir(os.path.join(tmp, "cfg-term"))
+    cfg = harness.ConfigMapDir(os.path.join(tmp, "cfg-term"))
     cfg.publish({"stubDomains": json.dumps({"example.test": ["127.0.0.1:%d" % env["nsd"].port]})})
     nanny = Nanny(tmp, "nanny-term", cfg.path, lameduck="1s", metrics=False,
                   flags=["-logInterval=100ms"])
     child = nanny.child()
     # -logInterval: SIGUSR1 makes frontend-cache log its statistics, into the nanny's log.
-    if not wait_for(lambda: nanny.log().count("queries forwarded") >= 2, 5):
+    if not harness.wait_until(lambda: nanny.log().count("queries forwarded") >= 2, 5):
         p.append("-logInterval: no statistics lines from the child")
     if nanny.child() != child:
         p.append("SIGUSR1 killed the child")
     t0 = time.monotonic()
     nanny.process.signal(signal.SIGTERM)
     time.sleep(0.4)
-    if ask(nanny.port, "www.example.test", timeout=0.3)[1] != ["192.0.2.10", "192.0.2.11"]:
+    if harness.ask_udp(nanny.port, "www.example.test", timeout=0.3)[1] != ["192.0.2.10", "192.0.2.11"]:
         p.append("no answer during the lameduck period")
     if not nanny.process.alive():
         p.append("the nanny exited before the child's lameduck ended")
@@ -786,8 +664,8 @@ def test_sigterm_lameduck_then_exit(env):
 def test_crash_loop_exits_nonzero(env):
     p = []
     tmp = env["tmp"]
-    cfg = ConfigMapDir(os.path.join(tmp, "cfg-crash"))
-    port = fx.free_port()
+    cfg = harness.ConfigMapDir(os.path.join(tmp, "cfg-crash"))
+    port = harness.free_port()
     nanny = Nanny(tmp, "nanny-crash", cfg.path, port=port, wait=False, metrics=False,
                   flags=["-crashLoopRestarts=3"],
                   child_args=["--port=%d" % port, "--listen-address=127.0.0.1",
@@ -819,7 +697,7 @@ TESTS = [test_changes_apply_within_a_second, test_change_during_child_start,
 
 
 def main():
-    for tool in (NANNY, FRONTEND, KUBEDNS, fx.NSD, fx.UNBOUND, fx.DNSMASQ, "/usr/bin/dnsperf"):
+    for tool in (NANNY, FRONTEND, KUBEDNS, harness.NSD, harness.UNBOUND, harness.DNSMASQ, "/usr/bin/dnsperf"):
         if not os.path.exists(tool):
             print("nanny_test: %s is missing" % tool)
             print("0 passed, 1 failed")
@@ -829,20 +707,20 @@ def main():
     servers = []
     passed = failed = 0
     try:
-        env["nsd"] = fx.Nsd(tmp)
+        env["nsd"] = harness.Nsd(tmp)
         servers.append(env["nsd"])
-        env["unbound"] = fx.Unbound(tmp)
+        env["unbound"] = harness.Unbound(tmp)
         servers.append(env["unbound"])
-        env["stub_a"] = fx.Dnsmasq(tmp, "stub-a", "--address=/swap.test/" + SWAP_A,
+        env["stub_a"] = harness.Dnsmasq(tmp, "stub-a", "--address=/swap.test/" + SWAP_A,
                                    "--local-ttl=300")
         servers.append(env["stub_a"])
-        env["stub_b"] = fx.Dnsmasq(tmp, "stub-b", "--address=/swap.test/" + SWAP_B,
+        env["stub_b"] = harness.Dnsmasq(tmp, "stub-b", "--address=/swap.test/" + SWAP_B,
                                    "--local-ttl=300")
         servers.append(env["stub_b"])
         os.makedirs(os.path.join(tmp, "kd"), exist_ok=True)
         env["kd"] = Kubedns(os.path.join(tmp, "kd"))
         servers.append(env["kd"])
-        p, f = fx.run_tests(TESTS, env)
+        p, f = harness.run_tests(TESTS, env)
         passed += p
         failed += f
     finally:

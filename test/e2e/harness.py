@@ -1,17 +1,28 @@
-"""Processes and clients shared by the frontend-cache end-to-end tests.
+"""The one end-to-end test harness: everything the suites in test/e2e/ (and the fake API
+server's self-test) share, so that no suite carries its own copy.
 
-Real servers from Debian started unprivileged on free loopback ports in a temporary
-directory (NSD with the example.test zones, unbound with other.test as local data,
-dnsmasq), frontend-cache itself, and dig/kdig wrappers that parse what a client sees.
-Every process is started in its own session and stopped by its process group, so nothing
-outlives the test (NSD forks).
+- the runner: run_tests() (one ok/FAIL line per test, closing `N passed, M failed` via
+  finish()) and Checks for suites that count checks rather than test functions;
+- free ports, the real binaries and Debian's servers started in their own session and
+  stopped by their process group (NSD forks), so nothing outlives a suite;
+- a ConfigMap directory written as the kubelet writes it (the `..data` symlink swap);
+- waits on a condition (wait_until, time_until, eventually) instead of fixed sleeps, and
+  the one helper for a bounded observation window where no positive signal exists;
+- dig/kdig wrappers that parse what a client sees, and a small raw-UDP DNS client fast
+  enough to poll every few milliseconds;
+- Prometheus text scraping and parsing, and dnsperf's summary.
 """
+import json
 import os
+import random
 import re
+import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import http.client
 import time
 import traceback
 import urllib.error
@@ -22,6 +33,7 @@ BIN = os.environ.get("KDNS_BIN", os.path.join(ROOT, "build", "bin"))
 NSD = "/usr/sbin/nsd"
 UNBOUND = "/usr/sbin/unbound"
 DNSMASQ = "/usr/sbin/dnsmasq"
+PYTHON = "/usr/bin/python3"  # sees Debian's packages (yaml, h2)
 
 
 def free_port(host="127.0.0.1"):
@@ -42,11 +54,16 @@ def free_port(host="127.0.0.1"):
     raise RuntimeError("no free port")
 
 
+class Skip(Exception):
+    """Raised by a test that cannot run here (a tool missing): SKIP, counted in neither."""
+
+
 def run_tests(tests, env, after_each=None):
-    """Runs each test(env), which returns its problems (empty: passed), honouring
-    KDNS_ONLY (a substring of the names to run); prints an ok or FAIL line per test, with
-    the problems indented, and returns (passed, failed). after_each(), if given, runs after
-    every test (e.g. to clear injected faults)."""
+    """Runs each test(env), which returns its problems (empty or None: passed; a raised
+    exception fails it, Skip skips it), honouring KDNS_ONLY (a substring of the names to
+    run); prints an ok, FAIL or SKIP line per test, with the problems indented, and returns
+    (passed, failed). after_each(), if given, runs after every test (e.g. to clear injected
+    faults)."""
     only = os.environ.get("KDNS_ONLY")
     passed = failed = 0
     for test in tests:
@@ -55,6 +72,10 @@ def run_tests(tests, env, after_each=None):
         started = time.monotonic()
         try:
             problems = test(env)
+        except Skip as e:
+            print("SKIP %s: %s" % (test.__name__, e))
+            sys.stdout.flush()
+            continue
         except Exception:
             problems = ["raised: " + traceback.format_exc()]
         took = time.monotonic() - started
@@ -82,14 +103,165 @@ def stop_all(owned):
             traceback.print_exc()
 
 
-def wait_until(check, timeout=15.0, interval=0.05):
-    """Polls check() until it is truthy; returns its last value."""
-    deadline = time.time() + timeout
+def finish(passed, failed):
+    """Prints the closing `N passed, M failed` line; returns the exit code."""
+    print("%d passed, %d failed" % (passed, failed))
+    sys.stdout.flush()
+    return 0 if failed == 0 else 1
+
+
+class Checks:
+    """Counts named checks for suites that run one long scenario (each check a test):
+    check() prints FAIL with the detail when `ok` is false and returns `ok`."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL %s%s" % (name, (": " + detail) if detail else ""))
+            sys.stdout.flush()
+        return ok
+
+    def finish(self):
+        return finish(self.passed, self.failed)
+
+
+# -- waits on a condition -------------------------------------------------------------------
+
+def wait_until(check, timeout=15.0, interval=0.05, ignore=()):
+    """Polls check() until it is truthy or `timeout` seconds pass; returns its last value.
+    Exceptions of the types in `ignore` count as "not yet" (e.g. a server still starting)."""
+    deadline = time.monotonic() + timeout
     while True:
-        value = check()
-        if value or time.time() > deadline:
+        try:
+            value = check()
+        except ignore:
+            value = None
+        if value or time.monotonic() > deadline:
             return value
         time.sleep(interval)
+
+
+def time_until(check, timeout=30.0, interval=0.005, start=None):
+    """Seconds from `start` (monotonic; default now) until check() is true, or None."""
+    start = time.monotonic() if start is None else start
+    while time.monotonic() - start < timeout:
+        if check():
+            return time.monotonic() - start
+        time.sleep(interval)
+    return None
+
+
+def eventually(check, timeout=15.0, interval=0.1):
+    """Polls check(), which returns a problem (falsy: none), until it has none; returns
+    None or the last problem."""
+    deadline = time.monotonic() + timeout
+    problem = "never checked"
+    while time.monotonic() < deadline:
+        problem = check()
+        if not problem:
+            return None
+        time.sleep(interval)
+    return problem
+
+
+def observation_window(seconds):
+    """Waits out a bounded window in which something must NOT happen, for the few checks
+    where the program gives no positive signal that it would have happened by now (every
+    caller says why in a comment). Everything else waits on a condition."""
+    time.sleep(seconds)
+
+
+# -- a ConfigMap volume ---------------------------------------------------------------------
+
+class ConfigMapDir:
+    """A ConfigMap volume written as the kubelet's atomic writer does: timestamped data
+    directories behind a `..data` symlink swapped with a rename, one symlink per key into
+    `..data`, the previous data directory removed after the swap."""
+
+    def __init__(self, path):
+        self.path = path
+        os.makedirs(path, exist_ok=True)
+        self.version = 0
+        self.current = None
+
+    def publish(self, data):
+        """Writes a new version ({key: text}); returns the monotonic time of the swap."""
+        self.version += 1
+        name = "..%s_%06d.%d" % (time.strftime("%Y_%m_%d_%H_%M_%S"), self.version, os.getpid())
+        os.mkdir(os.path.join(self.path, name))
+        for key, value in data.items():
+            with open(os.path.join(self.path, name, key), "w") as f:
+                f.write(value)
+        tmp_link = os.path.join(self.path, "..data_tmp")
+        os.symlink(name, tmp_link)
+        os.rename(tmp_link, os.path.join(self.path, "..data"))
+        swapped = time.monotonic()
+        for entry in os.listdir(self.path):
+            if not entry.startswith(".") and entry not in data:
+                os.remove(os.path.join(self.path, entry))
+        for key in data:
+            link = os.path.join(self.path, key)
+            if not os.path.islink(link):
+                os.symlink(os.path.join("..data", key), link)
+        if self.current:
+            shutil.rmtree(os.path.join(self.path, self.current))
+        self.current = name
+        return swapped
+
+
+# -- HTTP and metrics -----------------------------------------------------------------------
+
+def http_get(port, path, method="GET", timeout=5):
+    """(status, headers, body text) of one request to 127.0.0.1:port; (0, {}, error) when
+    nothing answers (not listening yet)."""
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+    except (OSError, http.client.HTTPException) as e:
+        return 0, {}, str(e)
+
+
+def http_status(port, path, timeout=2):
+    return http_get(port, path, timeout=timeout)[0]
+
+
+def parse_metrics(text):
+    """{series: value} from Prometheus text; a series is `name{labels}` as printed."""
+    samples = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        series, _, value = line.rpartition(" ")
+        samples[series] = float(value)
+    return samples
+
+
+def scrape_metrics(port):
+    """The samples 127.0.0.1:port/metrics serves (raises when it does not answer)."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+        return parse_metrics(r.read().decode())
+
+
+def metric_sum(samples, series):
+    """The sample `series` (name{labels} exactly), or the sum over a family's labels (a
+    bare name), or over the samples whose labels begin so (`name{label="v"`, unclosed)."""
+    if "{" not in series:
+        prefix = series + "{"
+    elif not series.endswith("}"):
+        prefix = series
+    else:
+        prefix = None
+    return sum(value for name, value in samples.items()
+               if name == series or (prefix is not None and name.startswith(prefix)))
 
 
 # -- what a client sees -------------------------------------------------------------------
@@ -207,6 +379,76 @@ def dig_async(port, name, qtype="A", *options, timeout=5):
     args = ["dig", "@127.0.0.1", "-p", str(port), name, qtype, "+time=%d" % timeout,
             "+tries=1", "+nocookie", "+nostats"] + list(options)
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+# -- a raw-UDP DNS client, fast enough to poll every few milliseconds ----------------------
+
+RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP",
+          5: "REFUSED"}
+
+
+def build_query(name, qtype=1, qclass=1, qid=None):
+    """(id, packet) of a query with RD set and no EDNS."""
+    qid = random.randrange(65536) if qid is None else qid
+    labels = [label for label in name.rstrip(".").split(".") if label]
+    qname = b"".join(bytes([len(label)]) + label.encode() for label in labels) + b"\0"
+    return qid, struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + qname + struct.pack(
+        ">HH", qtype, qclass)
+
+
+def _skip_name(data, pos):
+    while True:
+        length = data[pos]
+        if length & 0xC0 == 0xC0:
+            return pos + 2
+        if length == 0:
+            return pos + 1
+        pos += 1 + length
+
+
+def parse_reply(data):
+    """(id, rcode, answer count, [A addresses and TXT strings of the answer section])."""
+    qid, flags, qd, an = struct.unpack(">HHHH", data[:8])
+    pos = 12
+    for _ in range(qd):
+        pos = _skip_name(data, pos) + 4
+    out = []
+    for _ in range(an):
+        pos = _skip_name(data, pos)
+        rtype, _, _, rdlen = struct.unpack(">HHIH", data[pos:pos + 10])
+        pos += 10
+        rdata = data[pos:pos + rdlen]
+        pos += rdlen
+        if rtype == 1 and rdlen == 4:
+            out.append(socket.inet_ntoa(rdata))
+        elif rtype == 16:
+            i = 0
+            while i < len(rdata):
+                out.append(rdata[i + 1:i + 1 + rdata[i]].decode(errors="replace"))
+                i += 1 + rdata[i]
+    return qid, flags & 0xF, an, out
+
+
+def ask_udp(port, name, qtype=1, qclass=1, timeout=1.0, full=False):
+    """(rcode name, records) from 127.0.0.1:port, or (None, []) on timeout; with full,
+    (rcode number, answer count, records), or None on timeout."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        qid, packet = build_query(name, qtype, qclass)
+        sock.sendto(packet, ("127.0.0.1", port))
+        deadline = time.monotonic() + timeout
+        while True:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            data = sock.recv(4096)
+            rid, rcode, count, records = parse_reply(data)
+            if rid == qid:
+                if full:
+                    return rcode, count, records
+                return RCODES.get(rcode, str(rcode)), records
+    except (socket.timeout, ConnectionRefusedError, OSError):
+        return None if full else (None, [])
+    finally:
+        sock.close()
 
 
 def parse_dnsperf(text):
@@ -469,21 +711,12 @@ class FrontendCache:
         if wait and not self.process.alive():
             raise RuntimeError("%s exited: %s" % (name, self.process.log()[-1500:]))
 
-    def metrics_text(self):
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port,
-                                    timeout=5) as r:
-            return r.read().decode()
+    def metrics(self):
+        return scrape_metrics(self.metrics_port)
 
     def metric(self, series):
         """The sample `series` (name{labels} exactly), or the sum over a family's labels."""
-        total = 0.0
-        for line in self.metrics_text().splitlines():
-            if line.startswith("#"):
-                continue
-            name = line.rsplit(" ", 1)[0]
-            if name == series or ("{" not in series and name.startswith(series + "{")):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
+        return metric_sum(self.metrics(), series)
 
     def dig(self, name, qtype="A", *options, **kw):
         return dig(self.port, name, qtype, None, *options, **kw)
@@ -516,6 +749,38 @@ class Dnsmasq:
             last = self.process.log()
             self.process.stop()
         raise RuntimeError("dnsmasq did not start: " + last[-1500:])
+
+    def stop(self):
+        return self.process.stop()
+
+
+class FakeApiserver:
+    """test/fake_apiserver as a subprocess in `workdir` (its PKI, kubeconfigs, log), ready
+    once it has written its ready file (atomically, after its servers listen); `info` is
+    that file's JSON (ports, URLs, kubeconfig paths)."""
+
+    def __init__(self, workdir, *args, log_name="fake.log"):
+        self.dir = workdir
+        os.makedirs(self.dir, exist_ok=True)
+        ready = os.path.join(self.dir, "ready.json")
+        self.process = Process(
+            [PYTHON, os.path.join(ROOT, "test", "fake_apiserver", "fake_apiserver.py"),
+             "--pki-dir", self.dir, "--ready-file", ready] + list(args),
+            os.path.join(self.dir, log_name))
+        if not wait_until(lambda: not self.process.alive() or os.path.exists(ready), 30,
+                          0.02) or not self.process.alive():
+            raise RuntimeError("fake API server did not start: " + self.process.log()[-1500:])
+        with open(ready) as f:
+            self.info = json.load(f)
+
+    def control(self, path, body=None):
+        """GET (no body) or POST a control request; its JSON reply (raises on an error)."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.info["control_url"] + path, data=data,
+                                         method="GET" if body is None else "POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)
 
     def stop(self):
         return self.process.stop()
