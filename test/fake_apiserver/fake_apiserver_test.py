@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 import h2.config
 import h2.connection
@@ -27,6 +26,8 @@ import h2.settings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+import harness  # noqa: E402
 FIXTURES = os.path.join(ROOT, "test", "fixtures", "k8s-api")
 OBJECTS = os.path.join(ROOT, "test", "conformance", "objects.json")
 TOKEN = "test-token"
@@ -37,36 +38,20 @@ def fixture(name):
         return f.read()
 
 
-class Fake:
-    """One fake apiserver subprocess."""
+class Fake(harness.FakeApiserver):
+    """One fake apiserver subprocess in a temporary directory of its own."""
 
     def __init__(self, *extra):
-        self.dir = tempfile.mkdtemp(prefix="fake-apiserver-test-")
-        ready = os.path.join(self.dir, "ready.json")
-        self.proc = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "fake_apiserver.py"), "--pki-dir", self.dir,
-             "--ready-file", ready, "--token", TOKEN] + list(extra),
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 15
-        while not os.path.exists(ready):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("fake did not start: " + self.proc.stderr.read().decode())
-            time.sleep(0.02)
-        with open(ready) as f:
-            self.info = json.load(f)
+        self.tmp = tempfile.mkdtemp(prefix="fake-apiserver-test-")
+        super().__init__(self.tmp, "--token", TOKEN, *extra)
         self.tls = self.info["scheme"] == "https"
         self.ctx = None
         if self.tls:
             self.ctx = ssl.create_default_context(cafile=self.info["ca_file"])
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        super().stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def conn(self, ctx=None, timeout=10):
         if self.tls:
@@ -616,8 +601,8 @@ def test_restart_down_period(f):
         raise AssertionError(f"answered while down: {status}")
     except (ConnectionError, ssl.SSLError, http.client.HTTPException, OSError):
         pass
-    time.sleep(0.6)
-    check(f.get("/version")[0] == 200, "back after down_s")
+    check(harness.wait_until(lambda: f.get("/version")[0] == 200, 5, ignore=(
+        ConnectionError, ssl.SSLError, http.client.HTTPException, OSError)), "back after down_s")
     check(f.ctl("/control/stats")["dropped_while_down"] >= 1, "counted")
 
 
@@ -666,7 +651,8 @@ def test_fault_drop_mid_line(f):
 def test_fault_drop_now(f):
     w = f.watch("resourceVersion=0&allowWatchBookmarks=true&timeoutSeconds=10")
     w.next_chunk(3)
-    time.sleep(0.1)
+    check(harness.wait_until(lambda: f.ctl("/control/stats")["open_watch_count"] >= 1, 3),
+          "the watch is open")
     check(f.ctl("/control/fault/drop", {"now": True})["watches_cut"] >= 1, "cut now")
     check(w.end(3) == "abrupt", "abrupt")
     w.close()
@@ -738,9 +724,8 @@ def test_discovery_switch(f):
 
 
 def test_stats_and_request_log(f):
-    deadline = time.monotonic() + 3
-    while f.ctl("/control/stats")["open_watch_count"] and time.monotonic() < deadline:
-        time.sleep(0.05)  # watches closed by earlier tests are noticed within 0.5 s
+    # watches closed by earlier tests are noticed within 0.5 s
+    harness.wait_until(lambda: not f.ctl("/control/stats")["open_watch_count"], 3)
     f.ctl("/control/reset-stats", {})
     f.get("/api/v1/services?limit=1")
     f.get("/api/v1/services", token="bad")
@@ -990,9 +975,7 @@ def test_h2_concurrent_streams(f):
             entry = [e for e in f.ctl(f"/control/requests?since={seq}")["requests"]
                      if e.get("path") == "/api/v1/services" and e["verb"] == "watch"][0]
             return entry.get("end")
-        deadline = time.monotonic() + 3
-        while ended() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        harness.wait_until(lambda: ended() is not None, 3)
         check(ended() == "client-gone", f"a reset stream is a client gone: {ended()}")
     finally:
         c.close()
@@ -1029,7 +1012,7 @@ def test_h2_fault_drop(f):
         check(ev["type"] == "ADDED" and ev["object"]["metadata"]["name"] == "dropme",
               "resumed on the same connection")
         # drop now: every open watch is cut mid-line, each with its own RST_STREAM.
-        time.sleep(0.1)
+        harness.wait_until(lambda: f.ctl("/control/stats")["open_watch_count"] >= 2, 3)
         check(f.ctl("/control/fault/drop", {"now": True})["watches_cut"] >= 2, "cut now")
         check(we.wait_end(3) == "reset" and w2.wait_end(3) == "reset", "both reset")
         check(not c.eof and c.goaway is None, "no GOAWAY, the connection stays")
@@ -1099,10 +1082,16 @@ def test_h2_restart_and_down(f):
     r = c.request("/version")
     check(r.wait_end(3) == "eof", "down: the connection closes at the first request")
     c.close()
-    time.sleep(0.6)
-    c = H2Client(f)
-    check(c.get("/version").status == 200, "back after down_s")
-    c.close()
+
+    def back():
+        c = H2Client(f)
+        try:
+            return c.get("/version").status == 200
+        finally:
+            c.close()
+    check(harness.wait_until(back, 5, ignore=(AssertionError, ConnectionError, ssl.SSLError,
+                                              OSError)),
+          "back after down_s")
 
 
 def test_h2_discovery_switch(f):
@@ -1237,13 +1226,11 @@ def test_churn(f):
             token = page["metadata"].get("continue")
             if token is None:
                 break
-            time.sleep(0.02)
+            time.sleep(0.02)  # pacing, not a wait: the churn writes between the pages
         check(len(rvs) == 1, f"pages at one RV: {rvs}")
         check(names == sorted(names) and len(set(names)) == len(names), "sorted, no repeats")
         check(sum(n.startswith("churntest-") for n in names) == 20, "every slice listed")
-        deadline = time.monotonic() + 5
-        while f.ctl("/control/churn")["running"] and time.monotonic() < deadline:
-            time.sleep(0.05)
+        harness.wait_until(lambda: not f.ctl("/control/churn")["running"], 5)
         st = f.ctl("/control/churn?log=1")
         check(not st["running"] and st["error"] is None, f"churn ended: {st}")
         check(st["applied"] == 400 and st["probe_applied"] == 40, f"applied {st}")
@@ -1268,7 +1255,7 @@ def test_churn(f):
         out = f.ctl("/control/churn", {"rate": 100, "seconds": 30,
                                        "namespace_prefix": "churntest-"})
         check(f.ctl("/control/churn/stop", {})["running"] in (True, False), "stop answers")
-        time.sleep(0.1)
+        harness.wait_until(lambda: not f.ctl("/control/churn")["running"], 5)
         st = f.ctl("/control/churn")
         check(not st["running"] and st["applied"] < 100, f"stopped: {st}")
         check(st["unchanged"] == 0, f"a second churn repeats addresses: {st}")
@@ -1294,38 +1281,35 @@ def test_plain_http_mode():
 
 
 def main():
-    passed = failed = 0
     flags = ["--objects", OBJECTS, "--history-size", "20", "--bookmark-interval", "0.3",
              "--client-cert-auth", "--too-large-wait", "0.3"]
     fake = Fake(*flags)
-    fake_h2 = Fake(*flags, "--http2")
-    tests = [(name, fn) for name, fn in globals().items()
-             if name.startswith("test_") and callable(fn)]
-    only = os.environ.get("FAKE_TEST_ONLY")  # run only the tests whose name has this
+    fake_h2 = None
     try:
-        for name, fn in tests:
-            if only and only not in name:
-                continue
-            try:
+        fake_h2 = Fake(*flags, "--http2")
+
+        def bound(name, fn):
+            """test(env) for the runner: a test without parameters starts its own
+            instance; test_h2_* get the fake that offers h2. A failing check raises."""
+            def run(_):
                 if not inspect.signature(fn).parameters:
-                    fn()  # starts its own instance
-                else:
-                    fn(fake_h2 if name.startswith("test_h2_") else fake)
-                passed += 1
-            except Exception as e:  # one failing check must not stop the others
-                failed += 1
-                detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-                print(f"FAIL {name}: {detail}")
-                if not isinstance(e, AssertionError):
-                    traceback.print_exc()
-            finally:
-                fake.ctl("/control/fault/clear", {})
-                fake_h2.ctl("/control/fault/clear", {})
+                    return fn()
+                return fn(fake_h2 if name.startswith("test_h2_") else fake)
+            run.__name__ = name
+            return run
+
+        def clear_faults():
+            fake.ctl("/control/fault/clear", {})
+            fake_h2.ctl("/control/fault/clear", {})
+
+        tests = [bound(name, fn) for name, fn in globals().items()
+                 if name.startswith("test_") and callable(fn)]
+        passed, failed = harness.run_tests(tests, None, after_each=clear_faults)
     finally:
+        if fake_h2:
+            fake_h2.stop()
         fake.stop()
-        fake_h2.stop()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return harness.finish(passed, failed)
 
 
 if __name__ == "__main__":
