@@ -28,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
 import frontend_cache  # noqa: E402
 import harness  # noqa: E402
+import servers  # noqa: E402
 
 
 def kill_series(workdir, nsd, kills, rate):
@@ -71,14 +72,14 @@ def main():
     kills = int(os.environ.get("KILLS", "20"))
     rate = int(os.environ.get("RATE", "8000"))
     series = int(os.environ.get("SERIES", "2"))
-    for tool in ("/usr/bin/dnsperf", harness.NSD, os.path.join(harness.BIN, "frontend-cache")):
+    for tool in ("/usr/bin/dnsperf", servers.NSD, os.path.join(harness.BIN, "frontend-cache")):
         if not os.access(tool, os.X_OK):
             print("frontend_cache_kill_bench: skipped: %s is missing" % tool)
             return 0
     workdir = tempfile.mkdtemp(prefix="kdns-kill-bench-")
     nsd = None
     try:
-        nsd = harness.Nsd(workdir)
+        nsd = servers.Nsd(workdir)
         print("kill -9 of frontend-cache on kept sockets, %d kills under %d q/s" % (kills, rate))
         for i in range(series):
             sent, lost, codes = kill_series(workdir, nsd, kills, rate)

@@ -27,6 +27,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import servers  # noqa: E402
 import fake_upstream as fu  # noqa: E402
 
 FLAGS = ("aa", "tc", "rd", "ra", "ad", "cd")
@@ -317,7 +318,7 @@ def compare(q, ours, theirs, ref):
 
 
 def main():
-    for tool in (os.path.join(harness.BIN, "frontend-cache"), harness.NSD, harness.UNBOUND, harness.DNSMASQ,
+    for tool in (os.path.join(harness.BIN, "frontend-cache"), servers.NSD, servers.UNBOUND, servers.DNSMASQ,
                  "/usr/bin/dig", "/usr/bin/kdig"):
         if not os.access(tool, os.X_OK):
             print("missing %s" % tool)
@@ -328,9 +329,9 @@ def main():
     owned = []
     seen = {}
     try:
-        nsd = harness.Nsd(workdir)
+        nsd = servers.Nsd(workdir)
         owned.append(nsd)
-        unbound = harness.Unbound(workdir)
+        unbound = servers.Unbound(workdir)
         owned.append(unbound)
         fake = fu.FakeUpstream(name="diff")
         owned.append(fake)
@@ -339,9 +340,9 @@ def main():
         common = ["--cache-size=1000", "--server=/other.test/" + unbound.address,
                   "--server=" + nsd.address,
                   "--server=/fake.test/" + fake.address, "--server=/local.test/"]
-        ours = harness.FrontendCache(workdir, "frontend-cache", *common, metrics=False)
+        ours = servers.FrontendCache(workdir, "frontend-cache", *common, metrics=False)
         owned.append(ours)
-        theirs = harness.Dnsmasq(workdir, "dnsmasq", *common)
+        theirs = servers.Dnsmasq(workdir, "dnsmasq", *common)
         owned.append(theirs)
         env = {"nsd": nsd, "unbound": unbound}
         print("frontend-cache on %d, dnsmasq on %d; nsd %s, unbound %s, fake %s" % (

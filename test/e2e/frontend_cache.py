@@ -22,6 +22,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import servers  # noqa: E402
 import fake_upstream as fu  # noqa: E402
 
 NEG_TTL = 3
@@ -123,7 +124,7 @@ class KeptSockets:
 def main(tests, main_instance=True):
     """Starts the upstreams (and, with main_instance, the main frontend-cache routing to
     all of them), runs the tests, stops everything; the exit code."""
-    for tool in (os.path.join(harness.BIN, "frontend-cache"), harness.NSD, harness.UNBOUND,
+    for tool in (os.path.join(harness.BIN, "frontend-cache"), servers.NSD, servers.UNBOUND,
                  "/usr/bin/dig", "/usr/bin/kdig"):
         if not os.access(tool, os.X_OK):
             print("missing %s" % tool)
@@ -132,12 +133,12 @@ def main(tests, main_instance=True):
     passed = failed = 0
     owned = []
     try:
-        nsd = harness.Nsd(workdir)
+        nsd = servers.Nsd(workdir)
         owned.append(nsd)
         env = {"workdir": workdir, "nsd": nsd}
         fe = None
         if main_instance:
-            unbound = harness.Unbound(workdir)
+            unbound = servers.Unbound(workdir)
             owned.append(unbound)
             fake = fu.FakeUpstream(name="main")
             f_timeout = fu.FakeUpstream(name="timeout", default="silent")
@@ -145,7 +146,7 @@ def main(tests, main_instance=True):
             f_ok = fu.FakeUpstream(name="ok", answer_ip=OK_IP)
             f_stale = fu.FakeUpstream(name="stale", answer_ip=STALE_IP)
             owned += [fake, f_timeout, f_servfail, f_ok, f_stale]
-            fe = harness.FrontendCache(
+            fe = servers.FrontendCache(
                 workdir, "fe-main", "--cache-size=1000", "--neg-ttl=%d" % NEG_TTL,
                 "--server=" + nsd.address,
                 "--server=/other.test/" + unbound.address,

@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_upstream as fu  # noqa: E402
 import frontend_cache  # noqa: E402
 import harness  # noqa: E402
+import servers  # noqa: E402
 from frontend_cache import (  # noqa: E402
     NEG_TTL,
     expect,
@@ -148,7 +149,7 @@ def test_no_negcache(env):
     fe = None
     p = []
     try:
-        fe = harness.FrontendCache(workdir, "fe-noneg", "--no-negcache", "--neg-ttl=60",
+        fe = servers.FrontendCache(workdir, "fe-noneg", "--no-negcache", "--neg-ttl=60",
                               "--server=" + fake.address)
         for name, status, cached in (("nxdomain-nn.test", "NXDOMAIN", False),
                                      ("nodata-nn.test", "NOERROR", False),
@@ -257,7 +258,7 @@ def test_chaos_statistics(env):
     fe = None
     p = []
     try:
-        fe = harness.FrontendCache(workdir, "fe-chaos", "--cache-size=4", "--server=" + nsd.address,
+        fe = servers.FrontendCache(workdir, "fe-chaos", "--cache-size=4", "--server=" + nsd.address,
                               "--server=/fake.test/" + fake.address,
                               "--server=/local.test/")
         for i in range(1, 7):  # 6 misses, 6 insertions; capacity 4: 2 evictions

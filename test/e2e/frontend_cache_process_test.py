@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_upstream as fu  # noqa: E402
 import frontend_cache  # noqa: E402
 import harness  # noqa: E402
+import servers  # noqa: E402
 from frontend_cache import (  # noqa: E402
     KeptSockets,
     expect,
@@ -40,7 +41,7 @@ def test_sighup_reload(env):
     fe = None
     p = []
     try:
-        fe = harness.FrontendCache(workdir, "fe-reload", "--servers-file=" + servers_file,
+        fe = servers.FrontendCache(workdir, "fe-reload", "--servers-file=" + servers_file,
                               "--server=" + nsd.address)
         p += expect(fe.dig("www.reload.test"), "NOERROR", ["192.0.2.1"], what="before")
         p += expect(fe.dig("www.example.test"), "NOERROR", ["192.0.2.10", "192.0.2.11"],
@@ -85,7 +86,7 @@ def test_sighup_reload(env):
 
 def test_sigterm_lameduck(env):
     workdir, nsd = env["workdir"], env["nsd"]
-    fe = harness.FrontendCache(workdir, "fe-lameduck", "--server=" + nsd.address, lameduck="1s")
+    fe = servers.FrontendCache(workdir, "fe-lameduck", "--server=" + nsd.address, lameduck="1s")
     p = []
     try:
         p += expect(fe.dig("www.example.test"), "NOERROR", ["192.0.2.10", "192.0.2.11"],
@@ -120,7 +121,7 @@ def test_refuses_itself_as_upstream(env):
     p = []
     for server in ("--server=127.0.0.1#%d", "--server=/x.test/127.0.0.1#%d"):
         port = harness.free_port()
-        fe = harness.FrontendCache(workdir, "fe-self", server % port, port=port, wait=False,
+        fe = servers.FrontendCache(workdir, "fe-self", server % port, port=port, wait=False,
                               metrics=False)
         rc = fe.process.wait(20)
         log = fe.process.log()

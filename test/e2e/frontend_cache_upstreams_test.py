@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_upstream as fu  # noqa: E402
 import frontend_cache  # noqa: E402
 import harness  # noqa: E402
+import servers  # noqa: E402
 from frontend_cache import (  # noqa: E402
     OK_IP,
     STALE_IP,
@@ -102,7 +103,7 @@ def test_forward_cap(env):
     p = []
     held = []
     try:
-        fe = harness.FrontendCache(workdir, "fe-cap", "--dns-forward-max=2",
+        fe = servers.FrontendCache(workdir, "fe-cap", "--dns-forward-max=2",
                               "--server=" + fake.address, threads=1)
         held = [harness.dig_async(fe.port, "hold-%d.cap.test" % i, timeout=15) for i in (1, 2)]
         for i in (1, 2):
@@ -161,7 +162,7 @@ def test_loop_detect(env):
     fe = None
     p = []
     try:
-        fe = harness.FrontendCache(workdir, "fe-loop", "--dns-loop-detect", "--server=" + nsd.address,
+        fe = servers.FrontendCache(workdir, "fe-loop", "--dns-loop-detect", "--server=" + nsd.address,
                               "--server=/loop.test/" + looper.address, port=port)
         disabled = harness.wait_until(
             lambda: fe.metric("kdns_frontend_upstreams_loop_disabled") >= 1, 15)

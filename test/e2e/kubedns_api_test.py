@@ -27,6 +27,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import servers  # noqa: E402
 import kubedns_conformance_test as conformance  # noqa: E402
 
 ROOT = harness.ROOT
@@ -37,7 +38,7 @@ MAIN_HTTP2 = bool(os.environ.get("KDNS_API_HTTP2"))  # the main fake offers h2 t
 
 def start_fake(workdir, *extra):
     """The fake API server serving the conformance objects."""
-    return harness.FakeApiserver(
+    return servers.FakeApiserver(
         os.path.join(workdir, "fake"),
         "--objects", os.path.join(ROOT, "test", "conformance", "objects.json"),
         "--bookmark-interval", "0.5", *extra)

@@ -24,11 +24,12 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import servers  # noqa: E402
 import kubedns_conformance_test as conformance  # noqa: E402
 
 BIN = harness.BIN
-UNBOUND = harness.UNBOUND
-NSD = harness.NSD
+UNBOUND = servers.UNBOUND
+NSD = servers.NSD
 
 
 def wait_until(check, timeout=15.0):

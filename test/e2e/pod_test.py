@@ -29,6 +29,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import servers  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.abspath(os.environ.get("KDNS_BIN", os.path.join(ROOT, "build", "bin")))
@@ -53,9 +54,9 @@ def measured(what, value):
 class Pod:
     def __init__(self, workdir):
         self.workdir = workdir
-        self.nsd = harness.Nsd(workdir)
+        self.nsd = servers.Nsd(workdir)
         try:
-            self.unbound = harness.Unbound(workdir)
+            self.unbound = servers.Unbound(workdir)
         except Exception:
             self.nsd.stop()
             raise

@@ -33,6 +33,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import servers  # noqa: E402
 
 SIDECAR = os.path.join(harness.BIN, "sidecar")
 INTERVAL_S = 1
@@ -95,10 +96,10 @@ class Pod:
         self.workdir, self.kind, self.cache_size = workdir, kind, cache_size
         self.restarts = 0
         if kind == "dnsmasq":
-            self.cache = harness.Dnsmasq(workdir, "dnsmasq", "--server=" + nsd.address,
+            self.cache = servers.Dnsmasq(workdir, "dnsmasq", "--server=" + nsd.address,
                                     "--cache-size=%d" % cache_size)
         else:
-            self.cache = harness.FrontendCache(workdir, "frontend-cache", "--server=" + nsd.address,
+            self.cache = servers.FrontendCache(workdir, "frontend-cache", "--server=" + nsd.address,
                                           "--cache-size=%d" % cache_size, metrics=False)
         self.cache_port = self.cache.port
         self.cache_argv = self.cache.process.argv
@@ -425,7 +426,7 @@ TESTS = [
 
 
 def main():
-    for tool in (SIDECAR, os.path.join(harness.BIN, "frontend-cache"), harness.NSD, harness.DNSMASQ,
+    for tool in (SIDECAR, os.path.join(harness.BIN, "frontend-cache"), servers.NSD, servers.DNSMASQ,
                  "/usr/bin/dig"):
         if not os.access(tool, os.X_OK):
             print("missing %s" % tool)
@@ -435,7 +436,7 @@ def main():
     passed = failed = 0
     owned = []
     try:
-        nsd = harness.Nsd(workdir)
+        nsd = servers.Nsd(workdir)
         owned.append(nsd)
         env = {"nsd": nsd}
         env["dnsmasq"] = Pod(workdir, "dnsmasq", nsd, cache_size=500)

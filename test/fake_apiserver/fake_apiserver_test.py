@@ -28,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
 import harness  # noqa: E402
+import servers  # noqa: E402
 FIXTURES = os.path.join(ROOT, "test", "fixtures", "k8s-api")
 OBJECTS = os.path.join(ROOT, "test", "conformance", "objects.json")
 TOKEN = "test-token"
@@ -38,7 +39,7 @@ def fixture(name):
         return f.read()
 
 
-class Fake(harness.FakeApiserver):
+class Fake(servers.FakeApiserver):
     """One fake apiserver subprocess in a temporary directory of its own."""
 
     def __init__(self, *extra):
