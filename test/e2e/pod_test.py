@@ -203,9 +203,15 @@ def test_stub_domain_added_by_configmap(pod):
             p.append("the change took %.2f s (want within about 1 s)" % took)
     if not pod.answers("www.example.test"):
         p.append("www.example.test stopped answering after the change")
-    # An invalid update is ignored: the old config keeps serving.
+    # An invalid update is ignored: the old config keeps serving, once both readers
+    # (kubedns and the nanny) have logged that they rejected it.
+    rejected = (pod.kubedns.log().count("invalid configuration rejected"),
+                pod.nanny.log().count("rejected"))
     pod.config.publish({"stubDomains": '{"bad domain!": ["127.0.0.1"]}'})
-    time.sleep(1.5)
+    if not harness.wait_until(lambda: pod.kubedns.log().count(
+            "invalid configuration rejected") > rejected[0] and pod.nanny.log().count(
+            "rejected") > rejected[1], 15):
+        p.append("the invalid ConfigMap was not rejected by both kubedns and the nanny")
     if not pod.answers("www.other.test") or not pod.answers("www.example.test"):
         p.append("an invalid ConfigMap broke the running stub domains")
     return p
@@ -225,12 +231,12 @@ def test_configmap_edits_under_load(pod):
          "-Q", "5000", "-c", "4", "-t", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
     changes = 0
-    time.sleep(0.5)
+    time.sleep(0.5)  # pacing, not a wait: the load runs before the first change
     while perf.poll() is None and changes < 20:
         domains = ["example.test"] + (["other.test"] if changes % 2 == 0 else [])
         pod.config.publish(pod.stub_domains(domains))
         changes += 1
-        time.sleep(0.3)
+        time.sleep(0.3)  # pacing: about 20 changes spread over the load
     out, _ = perf.communicate(timeout=duration + 30)
     pod.config.publish(pod.stub_domains(["example.test", "other.test"]))
     sent = completed = lost = 0
