@@ -6,12 +6,14 @@ server's self-test) share, so that no suite carries its own copy.
 - free ports, processes started in their own session and stopped by their process group
   (NSD forks), so nothing outlives a suite (the servers themselves: servers.py);
 - a ConfigMap directory written as the kubelet writes it (the `..data` symlink swap);
-- waits on a condition (wait_until, time_until, eventually) instead of fixed sleeps, and
-  the one helper for a bounded observation window where no positive signal exists;
+- waits on a condition (wait_until, time_until, eventually) instead of fixed sleeps: a
+  check that something did not happen first waits for a positive sign that it would have
+  by then (a later answer, a counter or log line that moved);
 - dig/kdig wrappers that parse what a client sees, and a small raw-UDP DNS client fast
   enough to poll every few milliseconds;
 - Prometheus text scraping and parsing, and dnsperf's summary.
 """
+import http.client
 import os
 import random
 import re
@@ -21,7 +23,6 @@ import socket
 import struct
 import subprocess
 import sys
-import http.client
 import time
 import traceback
 import urllib.error
@@ -166,13 +167,6 @@ def eventually(check, timeout=15.0, interval=0.1):
     return problem
 
 
-def observation_window(seconds):
-    """Waits out a bounded window in which something must NOT happen, for the few checks
-    where the program gives no positive signal that it would have happened by now (every
-    caller says why in a comment). Everything else waits on a condition."""
-    time.sleep(seconds)
-
-
 # -- a ConfigMap volume ---------------------------------------------------------------------
 
 class ConfigMapDir:
@@ -282,6 +276,7 @@ class Record:
     """One record as dig prints it."""
 
     def __init__(self, line):
+        self.text = line  # folded, as the conformance cases write records
         parts = line.split(" ", 4)
         self.name, self.ttl, self.cls, self.type = parts[0], int(parts[1]), parts[2], parts[3]
         self.rdata = parts[4] if len(parts) > 4 else ""

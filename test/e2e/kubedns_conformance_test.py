@@ -9,7 +9,6 @@ duplicates). Prints one line per failure and closes with `N passed, M failed`.
 """
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -22,31 +21,11 @@ BIN = harness.BIN
 
 
 def parse(output):
-    """Header fields and sections of dig's or kdig's full output."""
-    result = {"status": None, "flags": [], "sections": {}, "edns": False}
-    section = None
-    for raw in output.splitlines():
-        line = raw.strip()
-        m = re.search(r"status: ([A-Z]+)", line)
-        if m:
-            result["status"] = m.group(1)
-        m = re.match(r";; [Ff]lags: ([a-z ]*);", line)
-        if m:
-            result["flags"] = m.group(1).split()
-        if "OPT PSEUDOSECTION" in line or "EDNS PSEUDOSECTION" in line:
-            result["edns"] = True
-        m = re.match(r";; ([A-Z]+) SECTION:", line)
-        if m:
-            section = m.group(1)
-            result["sections"].setdefault(section, [])
-            continue
-        if not line or line.startswith(";"):
-            if not line:
-                section = None
-            continue
-        if section in ("ANSWER", "AUTHORITY", "ADDITIONAL"):
-            result["sections"][section].append(fold(line))
-    return result
+    """Status, flags, EDNS and sections (folded record lines) of dig's or kdig's output."""
+    answer = harness.Answer(output, 0)
+    return {"status": answer.status, "flags": answer.flags, "edns": answer.edns,
+            "sections": {name: [r.text for r in records]
+                         for name, records in answer.sections.items()}}
 
 
 def ask(client, port, case):
