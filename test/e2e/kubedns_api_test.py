@@ -44,31 +44,11 @@ def start_fake(workdir, *extra):
         "--bookmark-interval", "0.5", *extra)
 
 
-class Kubedns:
-    def __init__(self, workdir, kubeconfig, name="kubedns", *extra):
-        self.port = harness.free_port()
-        self.healthz = harness.free_port()
-        self.metrics = harness.free_port()
-        self.process = harness.Process(
-            [os.path.join(BIN, "kubedns"), "--kubecfg-file=" + kubeconfig,
-             "--dns-bind-address=127.0.0.1", "--dns-port=%d" % self.port,
-             "--http-bind-address=127.0.0.1", "--healthz-port=%d" % self.healthz,
-             "--metrics-port=%d" % self.metrics, "--domain=" + ZONE, "--dns-threads=2",
-             "--api-backoff-max=1s", "--api-stall-timeout=4s", "--logtostderr", *extra],
-            os.path.join(workdir, name + ".log"))
-
-    def ready(self):
-        return harness.http_status(self.healthz, "/readiness") == 200
-
-    def metric(self, series):
-        """The sample `series`, or the sum over a family's labels."""
-        return harness.metric_sum(harness.scrape_metrics(self.metrics), series)
-
-    def log(self):
-        return self.process.log()
-
-    def stop(self):
-        return self.process.stop()
+def Kubedns(workdir, kubeconfig, name="kubedns", *extra):
+    """kubedns following the fake API server through `kubeconfig`, not waited for."""
+    return servers.Kubedns(workdir, name, "--kubecfg-file=" + kubeconfig, "--domain=" + ZONE,
+                           "--api-backoff-max=1s", "--api-stall-timeout=4s", *extra,
+                           wait=False)
 
 
 def dig(server, name, qtype="A"):

@@ -14,6 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import servers  # noqa: E402
 from harness import fold  # noqa: E402
 
 ROOT = harness.ROOT
@@ -102,29 +103,28 @@ def check(case, got, zone_ttl):
 def main():
     with open(os.path.join(ROOT, "test", "conformance", "cases.json")) as f:
         spec = json.load(f)
-    port, healthz, metrics = harness.free_port(), harness.free_port(), harness.free_port()
-    server = harness.Process(
-        [os.path.join(BIN, "kubedns"),
-         "--objects-file=" + os.path.join(ROOT, "test", "conformance", spec["objects_file"]),
-         "--dns-bind-address=127.0.0.1", "--dns-port=%d" % port,
-         "--healthz-port=%d" % healthz, "--metrics-port=%d" % metrics,
-         "--domain=" + spec["zone"], "--dns-threads=2", "--logtostderr"],
-        os.path.join(BIN, "..", "kubedns-conformance.log"))
+    server = None
     checks = harness.Checks()
     try:
-        if not harness.wait_until(lambda: not server.alive() or harness.http_status(
-                healthz, "/readiness", timeout=1) == 200, 20) or not server.alive():
-            print("kubedns did not become ready")
+        try:
+            server = servers.Kubedns(
+                os.path.join(BIN, ".."), "kubedns-conformance",
+                "--objects-file=" + os.path.join(ROOT, "test", "conformance",
+                                                 spec["objects_file"]),
+                "--domain=" + spec["zone"])
+        except RuntimeError as e:
+            print(e)
             return harness.finish(0, 1)
         for case in spec["cases"]:
             for client in ("dig", "kdig"):
-                got, raw = ask(client, port, case)
+                got, raw = ask(client, server.port, case)
                 problems = check(case, got, spec["ttl"])
                 if not checks.check("%s (%s)" % (case["id"], client), not problems,
                                     "; ".join(problems)):
                     print("    " + raw.replace("\n", "\n    "))
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
     return checks.finish()
 
 

@@ -28,8 +28,6 @@ import servers  # noqa: E402
 import kubedns_conformance_test as conformance  # noqa: E402
 
 BIN = harness.BIN
-UNBOUND = servers.UNBOUND
-NSD = servers.NSD
 
 
 def wait_until(check, timeout=15.0):
@@ -77,95 +75,41 @@ def rrs(records):
 
 
 def start_unbound(procs, tmp, name, www):
-    port = harness.free_port()
-    conf = os.path.join(tmp, name + ".conf")
-    with open(conf, "w") as f:
-        f.write(f"""server:
-  interface: 127.0.0.1@{port}
-  port: {port}
-  do-daemonize: no
-  username: ""
-  chroot: ""
-  directory: "{tmp}"
-  pidfile: "{tmp}/{name}.pid"
-  use-syslog: no
-  logfile: ""
-  num-threads: 1
-  do-ip6: no
-  do-not-query-localhost: no
-  access-control: 127.0.0.0/8 allow
-  module-config: "iterator"
-  local-zone: "example.test." static
+    """unbound serving example.test with `www` as www's address, and a reverse zone."""
+    unbound = servers.Unbound(tmp, name, local=f"""  local-zone: "example.test." static
   local-data: "example.test. 300 IN SOA ns.example.test. hostmaster.example.test. 1 3600 600 86400 60"
   local-data: "www.example.test. 60 IN A {www}"
   local-data: "www.example.test. 60 IN AAAA 2001:db8::10"
   local-zone: "2.0.192.in-addr.arpa." static
   local-data-ptr: "192.0.2.10 www.example.test."
-remote-control:
-  control-enable: no
-""")
-    procs.append(harness.Process([UNBOUND, "-d", "-c", conf], os.path.join(tmp, name + ".log")))
-    if not wait_until(lambda: www in dig(port, "www.example.test.")["raw"]):
-        raise RuntimeError(name + " did not answer; see " + os.path.join(tmp, name + ".log"))
-    return port
+""", probe="www.example.test")
+    procs.append(unbound)
+    return unbound.port
 
 
-def start_nsd(procs, tmp):
-    port = harness.free_port()
-    with open(os.path.join(tmp, "acme.test.zone"), "w") as f:
-        f.write("""$ORIGIN acme.test.
+ACME_ZONE = """$ORIGIN acme.test.
 $TTL 60
 @ IN SOA ns.acme.test. hostmaster.acme.test. 1 3600 600 86400 60
 @ IN NS ns.acme.test.
 ns IN A 127.0.0.1
 host IN A 198.51.100.5
 out IN CNAME www.example.test.
-""")
-    conf = os.path.join(tmp, "nsd.conf")
-    with open(conf, "w") as f:
-        f.write(f"""server:
-  ip-address: 127.0.0.1@{port}
-  server-count: 1
-  do-ip6: no
-  username: ""
-  chroot: ""
-  zonesdir: "{tmp}"
-  pidfile: "{tmp}/nsd.pid"
-  database: ""
-  zonelistfile: "{tmp}/zone.list"
-  xfrdfile: "{tmp}/xfrd.state"
-  logfile: "{tmp}/nsd.log"
-  rrl-ratelimit: 0
-  rrl-whitelist-ratelimit: 0
-remote-control:
-  control-enable: no
-zone:
-  name: "acme.test"
-  zonefile: "acme.test.zone"
-""")
-    procs.append(harness.Process([NSD, "-d", "-c", conf], os.path.join(tmp, "nsd.stdout")))
-    if not wait_until(lambda: "198.51.100.5" in dig(port, "host.acme.test.")["raw"]):
-        raise RuntimeError("nsd did not answer; see " + os.path.join(tmp, "nsd.log"))
-    return port
+"""
 
 
-class Kubedns:
-    def __init__(self, procs, tmp, name, *flags):
-        self.port = harness.free_port()
-        self.healthz = harness.free_port()
-        self.metrics_port = harness.free_port()
-        self.log = os.path.join(tmp, name + ".log")
-        procs.append(harness.Process([os.path.join(BIN, "kubedns"),
-                     "--objects-file=" + os.path.join(tmp, "objects.json"),
-                     "--dns-bind-address=127.0.0.1", "--dns-port=%d" % self.port,
-                     "--healthz-port=%d" % self.healthz, "--metrics-port=%d" % self.metrics_port,
-                     "--dns-threads=2", "--logtostderr"] + list(flags), self.log))
-        if not wait_until(lambda: harness.http_status(self.healthz, "/readiness", 1) == 200,
-                          20):
-            raise RuntimeError("kubedns did not become ready; see " + self.log)
+def start_nsd(procs, tmp):
+    """NSD authoritative for acme.test, with a CNAME out of its zone."""
+    nsd = servers.Nsd(tmp, zones=[("acme.test", ACME_ZONE)])
+    procs.append(nsd)
+    return nsd.port
 
-    def metrics(self):
-        return harness.scrape_metrics(self.metrics_port)
+
+def Kubedns(procs, tmp, name, *flags):
+    """kubedns serving tmp/objects.json, ready, owned by `procs`."""
+    kd = servers.Kubedns(tmp, name, "--objects-file=" + os.path.join(tmp, "objects.json"),
+                         *flags)
+    procs.append(kd)
+    return kd
 
 
 def run(results, tmp):
@@ -280,8 +224,7 @@ def run(results, tmp):
         check("an invalid ConfigMap is rejected and counted", ok)
         check("the rejection is visible in kdns_kubedns_forward_config_error",
               kd.metrics().get("kdns_kubedns_forward_config_error") == 1)
-        with open(kd.log) as f:
-            log = f.read()
+        log = kd.log()
         check("the rejection is logged with the reason",
               "invalid configuration rejected" in log and "more than three entries" in log)
         got = dig(kd.port, "www.example.test.")
@@ -327,7 +270,7 @@ def run(results, tmp):
 
 
 def main():
-    for tool in (UNBOUND, NSD, "/usr/bin/dig", os.path.join(BIN, "kubedns")):
+    for tool in (servers.UNBOUND, servers.NSD, "/usr/bin/dig", os.path.join(BIN, "kubedns")):
         if not os.access(tool, os.X_OK):
             print("kubedns_forward_test: skipped: %s is missing" % tool)
             print("0 passed, 0 failed")

@@ -78,28 +78,19 @@ def objects(stub_ip):
     ]}
 
 
-class Kubedns:
+class Kubedns(servers.Kubedns):
+    """kubedns serving objects(stub_ip) from a file that write_objects() replaces."""
+
     def __init__(self, workdir, stub_ip="10.0.0.53"):
         self.objects_path = os.path.join(workdir, "objects.json")
         self.write_objects(stub_ip)
-        self.port = harness.free_port()
-        healthz = harness.free_port()
-        argv = [KUBEDNS, "--objects-file=" + self.objects_path, "--dns-bind-address=127.0.0.1",
-                "--dns-port=%d" % self.port, "--healthz-port=%d" % healthz,
-                "--metrics-port=%d" % harness.free_port(),
-                "--http-bind-address=127.0.0.1", "--dns-threads=1", "--logtostderr"]
-        self.process = harness.Process(argv, os.path.join(workdir, "kubedns.log"))
-        if not harness.wait_until(lambda: harness.ask_udp(self.port, "kubernetes.default.svc.cluster.local")[1], 20):
-            raise RuntimeError("kubedns did not start: " + self.process.log()[-1500:])
+        super().__init__(workdir, "kubedns", "--objects-file=" + self.objects_path, threads=1)
 
     def write_objects(self, stub_ip):
         tmp = self.objects_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(objects(stub_ip), f)
         os.rename(tmp, self.objects_path)
-
-    def stop(self):
-        return self.process.stop()
 
 
 class Nanny:

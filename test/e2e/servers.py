@@ -1,16 +1,16 @@
 """The servers the end-to-end suites start, on top of harness.py: Debian's NSD (the
 example.test, reverse and big.test zones), unbound (other.test as local data) and
 dnsmasq, unprivileged on free loopback ports in a temporary directory; frontend-cache
-itself; and the fake Kubernetes API server (test/fake_apiserver). Each is ready when its
-constructor returns (it answers), and stop() stops its whole process group.
+and kubedns themselves; and the fake Kubernetes API server (test/fake_apiserver). Each is
+ready when its constructor returns (it answers), and stop() stops its process group.
 """
 import json
 import os
 import pwd
 import urllib.request
 
-from harness import BIN, PYTHON, ROOT, Process, dig, free_port, metric_sum, scrape_metrics, \
-    wait_until
+from harness import BIN, PYTHON, ROOT, Process, dig, free_port, http_status, metric_sum, \
+    scrape_metrics, wait_until
 
 NSD = "/usr/sbin/nsd"
 UNBOUND = "/usr/sbin/unbound"
@@ -62,25 +62,34 @@ def big_zone():
     return "\n".join(lines) + "\n"
 
 
-class Nsd:
-    """NSD serving example.test, 2.0.192.in-addr.arpa and big.test."""
+def default_zones():
+    """(zone, zone file text) of the default NSD: example.test, its reverse, big.test."""
+    return [("example.test", EXAMPLE_ZONE), ("2.0.192.in-addr.arpa", REVERSE_ZONE),
+            ("big.test", big_zone())]
 
-    def __init__(self, workdir):
-        self.dir = os.path.join(workdir, "nsd")
+
+class Nsd:
+    """NSD serving `zones` ((name, zone file text); default: default_zones()), ready once
+    it answers the first zone's SOA."""
+
+    def __init__(self, workdir, zones=None, name="nsd"):
+        zones = zones or default_zones()
+        self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir, exist_ok=True)
-        for name, text in (("example.test.zone", EXAMPLE_ZONE),
-                           ("reverse.zone", REVERSE_ZONE), ("big.test.zone", big_zone())):
-            with open(os.path.join(self.dir, name), "w") as f:
+        stanzas = ""
+        for zone, text in zones:
+            with open(os.path.join(self.dir, zone + ".zone"), "w") as f:
                 f.write(text)
+            stanzas += 'zone:\n  name: "%s"\n  zonefile: "%s.zone"\n' % (zone, zone)
         last = ""
         for _ in range(5):
             self.port = free_port()
             conf = os.path.join(self.dir, "nsd.conf")
             with open(conf, "w") as f:
-                f.write(NSD_CONF.format(port=self.port, dir=self.dir))
+                f.write(NSD_CONF.format(port=self.port, dir=self.dir) + stanzas)
             self.process = Process([NSD, "-d", "-c", conf], os.path.join(self.dir, "nsd.out"))
             if wait_until(lambda: not self.process.alive() or dig(
-                    self.port, "example.test", "SOA", timeout=1).status == "NOERROR", 20):
+                    self.port, zones[0][0], "SOA", timeout=1).status == "NOERROR", 20):
                 if self.process.alive():
                     return
             last = self.process.log()
@@ -113,34 +122,36 @@ NSD_CONF = """server:
   rrl-whitelist-ratelimit: 0
 remote-control:
   control-enable: no
-zone:
-  name: "example.test"
-  zonefile: "example.test.zone"
-zone:
-  name: "2.0.192.in-addr.arpa"
-  zonefile: "reverse.zone"
-zone:
-  name: "big.test"
-  zonefile: "big.test.zone"
+"""
+
+# unbound's local data by default: other.test.
+OTHER_TEST = """  local-zone: "other.test." static
+  local-data: "other.test. 3600 IN SOA ns.other.test. hostmaster.other.test. 1 7200 3600 1209600 300"
+  local-data: "other.test. 3600 IN NS ns.other.test."
+  local-data: "ns.other.test. 3600 IN A 127.0.0.1"
+  local-data: "www.other.test. 600 IN A 198.51.100.7"
+  local-data: "www.other.test. 600 IN AAAA 2001:db8::7"
+  local-data: 'other.test. 600 IN TXT "served by unbound"'
 """
 
 
 class Unbound:
-    """unbound with other.test as static local data."""
+    """unbound serving `local` (local-zone and local-data lines; default: other.test),
+    ready once it answers `probe` (an A query)."""
 
-    def __init__(self, workdir):
-        self.dir = os.path.join(workdir, "unbound")
+    def __init__(self, workdir, name="unbound", local=OTHER_TEST, probe="www.other.test"):
+        self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir, exist_ok=True)
         last = ""
         for _ in range(5):
             self.port = free_port()
             conf = os.path.join(self.dir, "unbound.conf")
             with open(conf, "w") as f:
-                f.write(UNBOUND_CONF.format(port=self.port, dir=self.dir))
+                f.write(UNBOUND_CONF.format(port=self.port, dir=self.dir, local=local))
             self.process = Process([UNBOUND, "-d", "-c", conf],
                                    os.path.join(self.dir, "unbound.out"))
             if wait_until(lambda: not self.process.alive() or dig(
-                    self.port, "www.other.test", timeout=1).status == "NOERROR", 20):
+                    self.port, probe, timeout=1).status == "NOERROR", 20):
                 if self.process.alive():
                     return
             last = self.process.log()
@@ -170,14 +181,7 @@ UNBOUND_CONF = """server:
   do-not-query-localhost: no
   access-control: 127.0.0.0/8 allow
   module-config: "iterator"
-  local-zone: "other.test." static
-  local-data: "other.test. 3600 IN SOA ns.other.test. hostmaster.other.test. 1 7200 3600 1209600 300"
-  local-data: "other.test. 3600 IN NS ns.other.test."
-  local-data: "ns.other.test. 3600 IN A 127.0.0.1"
-  local-data: "www.other.test. 600 IN A 198.51.100.7"
-  local-data: "www.other.test. 600 IN AAAA 2001:db8::7"
-  local-data: 'other.test. 600 IN TXT "served by unbound"'
-remote-control:
+{local}remote-control:
   control-enable: no
 """
 
@@ -214,6 +218,41 @@ class FrontendCache:
 
     def chaos(self, name, qtype="TXT", *options):
         return dig(self.port, name, qtype, "CH", *options)
+
+    def stop(self):
+        return self.process.stop()
+
+
+class Kubedns:
+    """kubedns on 127.0.0.1, DNS, healthz and metrics on free ports, `flags` (its source:
+    --objects-file or --kubecfg-file, and whatever the test needs) after ours. With
+    `wait`, ready (/readiness 200) when the constructor returns."""
+
+    def __init__(self, workdir, name, *flags, threads=2, wait=True):
+        self.port = free_port()
+        self.healthz = free_port()
+        self.metrics_port = free_port()
+        argv = [os.path.join(BIN, "kubedns"), "--dns-bind-address=127.0.0.1",
+                "--dns-port=%d" % self.port, "--http-bind-address=127.0.0.1",
+                "--healthz-port=%d" % self.healthz, "--metrics-port=%d" % self.metrics_port,
+                "--dns-threads=%d" % threads, "--logtostderr"] + list(flags)
+        self.process = Process(argv, os.path.join(workdir, name + ".log"))
+        if wait and not (wait_until(lambda: not self.process.alive() or self.ready(), 30) and
+                         self.process.alive()):
+            raise RuntimeError("%s did not become ready: %s" % (name, self.log()[-1500:]))
+
+    def ready(self):
+        return http_status(self.healthz, "/readiness", 1) == 200
+
+    def metrics(self):
+        return scrape_metrics(self.metrics_port)
+
+    def metric(self, series):
+        """The sample `series`, the sum over a family's labels, or over a label prefix."""
+        return metric_sum(self.metrics(), series)
+
+    def log(self):
+        return self.process.log()
 
     def stop(self):
         return self.process.stop()
