@@ -8,13 +8,10 @@ after it). Closes with `N passed, M failed`.
 """
 import os
 import sys
-import tempfile
-import shutil
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-import kubedns_api_test as api  # noqa: E402
+import kubedns_api as api  # noqa: E402
 
 
 def pod(ns, name, ips, phase="Running"):
@@ -98,35 +95,5 @@ TESTS = [test_pods_come_change_finish_and_go, test_relist_after_410_drops_pods_d
          test_metrics_count_pod_events]
 
 
-def main():
-    workdir = tempfile.mkdtemp(prefix="kdns-pods-e2e-")
-    passed = failed = 0
-    fake = dns = None
-    try:
-        fake = api.start_fake(workdir, "--history-size", "50")
-        dns = api.Kubedns(workdir, fake.info["kubeconfig"], "kubedns", "--pod-records=verified")
-        if harness.eventually(lambda: not dns.ready() and "not ready", 30):
-            raise RuntimeError("kubedns did not become ready:\n" + dns.log()[-3000:])
-        env = {"fake": fake, "dns": dns, "workdir": workdir}
-        p, f = harness.run_tests(TESTS, env)
-        passed += p
-        failed += f
-    except Exception:
-        failed += 1
-        print("FAIL setup: " + traceback.format_exc())
-    finally:
-        if dns:
-            dns.stop()
-        if fake:
-            fake.stop()
-        if failed and dns:
-            print("--- kubedns log (tail) ---")
-            print(dns.log()[-4000:])
-        if not os.environ.get("KEEP_TMP"):
-            shutil.rmtree(workdir, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(api.main(TESTS, kubedns_flags=("--pod-records=verified",)))
