@@ -144,13 +144,8 @@ class Nanny:
 
 def apply_latency(port, name, want, swapped, timeout=3.0):
     """Seconds from the swap until `name` answers `want` (None: not within timeout)."""
-    deadline = swapped + timeout
-    while time.monotonic() < deadline:
-        rcode, records = harness.ask_udp(port, name, timeout=0.05)
-        if want in records:
-            return time.monotonic() - swapped
-        time.sleep(0.005)
-    return None
+    return harness.time_until(lambda: want in harness.ask_udp(port, name, timeout=0.05)[1],
+                              timeout, 0.005, start=swapped)
 
 
 class Prober(threading.Thread):
