@@ -239,21 +239,9 @@ def test_configmap_edits_under_load(pod):
         time.sleep(0.3)  # pacing: about 20 changes spread over the load
     out, _ = perf.communicate(timeout=duration + 30)
     pod.config.publish(pod.stub_domains(["example.test", "other.test"]))
-    sent = completed = lost = 0
-    rcodes = {}
-    for line in out.splitlines():
-        line = line.strip()
-        if line.startswith("Queries sent:"):
-            sent = int(line.split()[2])
-        elif line.startswith("Queries completed:"):
-            completed = int(line.split()[2])
-        elif line.startswith("Queries lost:"):
-            lost = int(line.split()[2])
-        elif line.startswith("Response codes:"):
-            for part in line[len("Response codes:"):].split(","):
-                bits = part.split()
-                if len(bits) >= 2:
-                    rcodes[bits[0]] = int(bits[1])
+    result = harness.parse_dnsperf(out)
+    sent, completed, lost = (int(result[key] or 0) for key in ("sent", "completed", "lost"))
+    rcodes = result["codes"]
     measured("load during %d ConfigMap changes" % changes,
              "%d sent, %d completed, %d lost, rcodes %s" % (sent, completed, lost, rcodes))
     if changes < 20:
