@@ -8,7 +8,6 @@ the main fake offer HTTP/2 as well; KDNS_KEEP_TMP=1 keeps the temporary director
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import traceback
@@ -41,13 +40,9 @@ def Kubedns(workdir, kubeconfig, name="kubedns", *extra):
 
 def dig(server, name, qtype="A"):
     """(rcode, sorted answer rdata) for name/qtype."""
-    run = subprocess.run(["dig", "@127.0.0.1", "-p", str(server.port), name, qtype,
-                          "+time=2", "+tries=1", "+nocookie", "+noall", "+comments",
-                          "+answer"], capture_output=True, text=True, timeout=20)
-    got = conformance.parse(run.stdout)
-    answers = sorted(r.split(" ", 4)[4] for r in got["sections"].get("ANSWER", [])
-                     if r.split(" ")[3] == qtype)
-    return got["status"], answers
+    got = harness.dig(server.port, name, qtype, None, "+noall", "+comments", "+answer",
+                      timeout=2)
+    return got.status, sorted(r.rdata for r in got.answer if r.type == qtype)
 
 
 def expect(server, name, qtype, rcode, answers=None, timeout=15.0):

@@ -9,7 +9,6 @@ duplicates). Prints one line per failure and closes with `N passed, M failed`.
 """
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -21,29 +20,24 @@ ROOT = harness.ROOT
 BIN = harness.BIN
 
 
-def parse(output):
-    """Status, flags, EDNS and sections (folded record lines) of dig's or kdig's output."""
-    answer = harness.Answer(output, 0)
+def sections_of(answer):
+    """Status, flags, EDNS and sections (folded record lines) of a harness.Answer."""
     return {"status": answer.status, "flags": answer.flags, "edns": answer.edns,
             "sections": {name: [r.text for r in records]
                          for name, records in answer.sections.items()}}
 
 
 def ask(client, port, case):
-    args = [client, "@127.0.0.1", "-p", str(port), case["q"], case["t"]]
-    if client == "dig":
-        args += ["+time=5", "+tries=1", "+ignore", "+nocookie", "+nostats"]
-    else:
-        args += ["+time=5", "+retry=0", "+ignore", "+nostats"]
-    args.append("+tcp" if case.get("tcp") else "+notcp")
+    """(what `check` reads, the raw output) of `case` asked with dig or kdig."""
+    options = ["+ignore", "+tcp" if case.get("tcp") else "+notcp"]
     if "edns" in case:
-        args += ["+edns=%d" % case["edns"], "+bufsize=%d" % case.get("payload", 4096)]
+        options += ["+edns=%d" % case["edns"], "+bufsize=%d" % case.get("payload", 4096)]
     else:
-        args.append("+noedns")
-    run = subprocess.run(args, capture_output=True, text=True, timeout=30)
-    got = parse(run.stdout)
+        options.append("+noedns")
+    answer = harness.dig(port, case["q"], case["t"], None, *options, timeout=5, client=client)
+    got = sections_of(answer)
     got["question_lowered"] = client == "kdig" and case["q"] != case["q"].lower()
-    return got, run.stdout
+    return got, answer.raw
 
 
 def rr_type(record):

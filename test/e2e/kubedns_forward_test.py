@@ -18,7 +18,6 @@ Closes with `N passed, M failed`.
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -50,18 +49,14 @@ OBJECTS = {
 
 
 def dig(port, name, qtype="A", *options):
-    args = ["dig", "@127.0.0.1", "-p", str(port), name, qtype, "+time=3", "+tries=1",
-            "+nocookie", "+nostats"] + list(options)
-    run = subprocess.run(args, capture_output=True, text=True, timeout=30)
-    got = conformance.parse(run.stdout)
-    got["raw"] = run.stdout
-    lines = run.stdout.splitlines()
-    got["question"] = None
-    for i, line in enumerate(lines):
-        if line.startswith(";; QUESTION SECTION:") and i + 1 < len(lines):
-            got["question"] = lines[i + 1].lstrip(";").split()[0]
-    got["answer"] = got["sections"].get("ANSWER", [])
-    got["authority"] = got["sections"].get("AUTHORITY", [])
+    """What dig sees, as conformance.sections_of reads it, with the raw output, the
+    question's name and the answer and authority record lines."""
+    answer = harness.dig(port, name, qtype, None, *options, timeout=3)
+    got = conformance.sections_of(answer)
+    got["raw"] = answer.raw
+    got["question"] = answer.question.split()[0] if answer.question else None
+    got["answer"] = got["sections"]["ANSWER"]
+    got["authority"] = got["sections"]["AUTHORITY"]
     return got
 
 
