@@ -20,7 +20,6 @@ KDNS_KEEP_TMP=1 keeps the temporary directory (logs of every process) after a fa
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import traceback
@@ -239,15 +238,8 @@ DECLARED = [
 # -- comparison ---------------------------------------------------------------------------
 
 def ask(port, q):
-    args = [q["client"], "@127.0.0.1", "-p", str(port), q["name"], q["type"]]
-    if q["class"]:
-        args.append(q["class"])
-    if q["client"] == "dig":
-        args += ["+time=%d" % q["timeout"], "+tries=1", "+nocookie", "+nostats"]
-    else:
-        args += ["+time=%d" % q["timeout"], "+retry=0", "+nostats"]
-    return subprocess.Popen(args + q["opts"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    return harness.dig_async(port, q["name"], q["type"], q["class"], *q["opts"],
+                             timeout=q["timeout"], client=q["client"])
 
 
 def rrset(records):

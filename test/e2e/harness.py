@@ -353,23 +353,29 @@ class Answer:
                                                  self.authority)
 
 
+def dig_argv(port, name, qtype="A", qclass=None, *options, timeout=5, client="dig"):
+    """The command line of real dig (or kdig) asking 127.0.0.1:port once."""
+    argv = [client, "@127.0.0.1", "-p", str(port), name, qtype] + ([qclass] if qclass else [])
+    if client == "dig":
+        argv += ["+time=%d" % timeout, "+tries=1", "+nocookie", "+nostats"]
+    else:
+        argv += ["+time=%d" % timeout, "+retry=0", "+nostats"]
+    return argv + list(options)
+
+
 def dig(port, name, qtype="A", qclass=None, *options, timeout=5, client="dig"):
     """Asks 127.0.0.1:port with real dig (or kdig) and parses the reply."""
-    args = [client, "@127.0.0.1", "-p", str(port), name, qtype] + ([qclass] if qclass else [])
-    if client == "dig":
-        args += ["+time=%d" % timeout, "+tries=1", "+nocookie", "+nostats"]
-    else:
-        args += ["+time=%d" % timeout, "+retry=0", "+nostats"]
-    args += list(options)
-    run = subprocess.run(args, capture_output=True, text=True, timeout=timeout * 3 + 30)
+    run = subprocess.run(dig_argv(port, name, qtype, qclass, *options, timeout=timeout,
+                                  client=client),
+                         capture_output=True, text=True, timeout=timeout * 3 + 30)
     return Answer(run.stdout, run.returncode)
 
 
-def dig_async(port, name, qtype="A", *options, timeout=5):
-    """Starts dig in the background; finish with Popen.communicate and Answer."""
-    args = ["dig", "@127.0.0.1", "-p", str(port), name, qtype, "+time=%d" % timeout,
-            "+tries=1", "+nocookie", "+nostats"] + list(options)
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def dig_async(port, name, qtype="A", qclass=None, *options, timeout=5, client="dig"):
+    """Starts dig (or kdig) in the background; finish with Popen.communicate and Answer."""
+    return subprocess.Popen(dig_argv(port, name, qtype, qclass, *options, timeout=timeout,
+                                     client=client),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 # -- a raw-UDP DNS client, fast enough to poll every few milliseconds ----------------------
