@@ -16,6 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dns_wire  # noqa: E402
 import fake_upstream as fu  # noqa: E402
 import frontend_cache  # noqa: E402
 import harness  # noqa: E402
@@ -94,13 +95,13 @@ def test_sigterm_lameduck(env):
         fe.process.signal(signal.SIGTERM)
         signalled = time.time()
         for name, ident in (("www.example.test", 0x1111), ("mail.example.test", 0x2222)):
-            reply = fu.udp_exchange(fe.port, fu.build_query(name, ident=ident), timeout=0.8)
+            reply = dns_wire.udp_exchange(fe.port, dns_wire.build_query(name, ident=ident), timeout=0.8)
             if reply is None:
                 p.append("no answer to %s %.2f s into the lameduck period"
                          % (name, time.time() - signalled))
                 continue
-            msg = fu.parse_message(reply)
-            if msg["id"] != ident or msg["rcode"] != fu.NOERROR or not msg["answers"]:
+            msg = dns_wire.parse_message(reply)
+            if msg["id"] != ident or msg["rcode"] != dns_wire.NOERROR or not msg["answers"]:
                 p.append("lameduck answer to %s: %s" % (name, msg))
         if not fe.process.alive():
             p.append("exited before the lameduck period was over")
@@ -109,7 +110,7 @@ def test_sigterm_lameduck(env):
             p.append("exit code %s after the lameduck period, want 0" % rc)
         if "lameduck" not in fe.process.log():
             p.append("no lameduck log line")
-        if fu.udp_exchange(fe.port, fu.build_query("www.example.test"), timeout=0.5):
+        if dns_wire.udp_exchange(fe.port, dns_wire.build_query("www.example.test"), timeout=0.5):
             p.append("still answering after the exit")
     finally:
         fe.stop()
@@ -169,8 +170,9 @@ def test_kill_leaves_queued_queries(env):
                 return p + ["round %d: frontend-cache did not stop" % round_]
             sent = {}
             for i in range(60):
-                qid, packet = harness.build_query(names[i % 3], 1 if i % 3 != 2 else 15,
-                                                  qid=round_ * 1000 + i)
+                qid = round_ * 1000 + i
+                packet = dns_wire.build_query(names[i % 3], "A" if i % 3 != 2 else "MX",
+                                              ident=qid, edns=False)
                 client.sendto(packet, ("127.0.0.1", sockets.port))
                 sent[qid] = names[i % 3]
             sockets.kill()
@@ -183,8 +185,8 @@ def test_kill_leaves_queued_queries(env):
                     data = client.recv(4096)
                 except socket.timeout:
                     continue
-                qid, rcode, count, _ = harness.parse_reply(data)
-                replies[qid] = (rcode, count)
+                reply = dns_wire.parse_message(data)
+                replies[reply["id"]] = (reply["rcode"], reply["counts"][1])
             missing = sorted(set(sent) - set(replies))
             if missing:
                 p.append("round %d: %d of %d queries queued at the kill -9 unanswered (ids "

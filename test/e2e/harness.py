@@ -9,18 +9,15 @@ server's self-test) share, so that no suite carries its own copy.
 - waits on a condition (wait_until, time_until, eventually) instead of fixed sleeps: a
   check that something did not happen first waits for a positive sign that it would have
   by then (a later answer, a counter or log line that moved);
-- dig/kdig wrappers that parse what a client sees, and a small raw-UDP DNS client fast
-  enough to poll every few milliseconds;
+- dig/kdig wrappers that parse what a client sees (a raw-UDP client: dns_wire.py);
 - Prometheus text scraping and parsing, and dnsperf's summary.
 """
 import http.client
 import os
-import random
 import re
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -376,76 +373,6 @@ def dig_async(port, name, qtype="A", qclass=None, *options, timeout=5, client="d
     return subprocess.Popen(dig_argv(port, name, qtype, qclass, *options, timeout=timeout,
                                      client=client),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-# -- a raw-UDP DNS client, fast enough to poll every few milliseconds ----------------------
-
-RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP",
-          5: "REFUSED"}
-
-
-def build_query(name, qtype=1, qclass=1, qid=None):
-    """(id, packet) of a query with RD set and no EDNS."""
-    qid = random.randrange(65536) if qid is None else qid
-    labels = [label for label in name.rstrip(".").split(".") if label]
-    qname = b"".join(bytes([len(label)]) + label.encode() for label in labels) + b"\0"
-    return qid, struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + qname + struct.pack(
-        ">HH", qtype, qclass)
-
-
-def _skip_name(data, pos):
-    while True:
-        length = data[pos]
-        if length & 0xC0 == 0xC0:
-            return pos + 2
-        if length == 0:
-            return pos + 1
-        pos += 1 + length
-
-
-def parse_reply(data):
-    """(id, rcode, answer count, [A addresses and TXT strings of the answer section])."""
-    qid, flags, qd, an = struct.unpack(">HHHH", data[:8])
-    pos = 12
-    for _ in range(qd):
-        pos = _skip_name(data, pos) + 4
-    out = []
-    for _ in range(an):
-        pos = _skip_name(data, pos)
-        rtype, _, _, rdlen = struct.unpack(">HHIH", data[pos:pos + 10])
-        pos += 10
-        rdata = data[pos:pos + rdlen]
-        pos += rdlen
-        if rtype == 1 and rdlen == 4:
-            out.append(socket.inet_ntoa(rdata))
-        elif rtype == 16:
-            i = 0
-            while i < len(rdata):
-                out.append(rdata[i + 1:i + 1 + rdata[i]].decode(errors="replace"))
-                i += 1 + rdata[i]
-    return qid, flags & 0xF, an, out
-
-
-def ask_udp(port, name, qtype=1, qclass=1, timeout=1.0, full=False):
-    """(rcode name, records) from 127.0.0.1:port, or (None, []) on timeout; with full,
-    (rcode number, answer count, records), or None on timeout."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        qid, packet = build_query(name, qtype, qclass)
-        sock.sendto(packet, ("127.0.0.1", port))
-        deadline = time.monotonic() + timeout
-        while True:
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            data = sock.recv(4096)
-            rid, rcode, count, records = parse_reply(data)
-            if rid == qid:
-                if full:
-                    return rcode, count, records
-                return RCODES.get(rcode, str(rcode)), records
-    except (socket.timeout, ConnectionRefusedError, OSError):
-        return None if full else (None, [])
-    finally:
-        sock.close()
 
 
 def parse_dnsperf(text):

@@ -24,6 +24,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dns_wire  # noqa: E402
 import harness  # noqa: E402
 import nanny_env  # noqa: E402
 import servers  # noqa: E402
@@ -66,7 +67,7 @@ def test_load_changes_and_kill(env):
         f.write("\n".join(names) + "\n")
     for line in names:  # warm the cache
         name, qtype = line.split()
-        harness.ask_udp(nanny.port, name, {"A": 1, "TXT": 16, "MX": 15, "AAAA": 28}[qtype])
+        dns_wire.ask_udp(nanny.port, name, qtype)
     duration = 12
     perf_log = os.path.join(tmp, "dnsperf.out")
     perf = subprocess.Popen(["dnsperf", "-s", "127.0.0.1", "-p", str(nanny.port), "-d", queries,
@@ -182,11 +183,11 @@ def test_restart_mode_with_dnsmasq(env):
             "--server=127.0.0.1#%d" % unbound.port, "--no-resolv"]
         if args != want:
             p.append("dnsmasq's arguments:\n  %s\nwant\n  %s" % (args, want))
-        if harness.ask_udp(port, "www.example.test")[1] != ["192.0.2.10", "192.0.2.11"]:
+        if dns_wire.ask_udp(port, "www.example.test")[1] != ["192.0.2.10", "192.0.2.11"]:
             p.append("dnsmasq does not route example.test to nsd")
-        if harness.ask_udp(port, "www.other.test")[1] != ["198.51.100.7"]:
+        if dns_wire.ask_udp(port, "www.other.test")[1] != ["198.51.100.7"]:
             p.append("dnsmasq does not use the upstream")
-        if harness.ask_udp(port, "swap.test")[1] != [SWAP_A]:
+        if dns_wire.ask_udp(port, "swap.test")[1] != [SWAP_A]:
             p.append("dnsmasq does not route swap.test to stub-a")
 
         # A change: dnsmasq is stopped, reaped, started again with the new arguments. (A
@@ -230,7 +231,7 @@ def test_restart_mode_with_dnsmasq(env):
         elif not harness.wait_until(lambda: cmdline(third)[:1] == [servers.DNSMASQ], 5) or \
                 cmdline(third) != second_args:
             p.append("restarted dnsmasq has other arguments: %s" % cmdline(third))
-        if not harness.wait_until(lambda: harness.ask_udp(port, "swap.test", timeout=0.2)[1] == [SWAP_B], 5):
+        if not harness.wait_until(lambda: dns_wire.ask_udp(port, "swap.test", timeout=0.2)[1] == [SWAP_B], 5):
             p.append("the restarted dnsmasq does not answer")
 
         with open(os.path.join(nanny.run_dir, "nanny.prom")) as f:
@@ -278,7 +279,7 @@ def test_sigterm_lameduck_then_exit(env):
     if not harness.wait_until(lambda: "lameduck: answering for 1000 ms more" in nanny.log(),
                               0.9, 0.01):
         p.append("no lameduck line in the nanny's log within 0.9 s of SIGTERM")
-    if harness.ask_udp(nanny.port, "www.example.test", timeout=0.3)[1] != ["192.0.2.10", "192.0.2.11"]:
+    if dns_wire.ask_udp(nanny.port, "www.example.test", timeout=0.3)[1] != ["192.0.2.10", "192.0.2.11"]:
         p.append("no answer during the lameduck period")
     if not nanny.process.alive():
         p.append("the nanny exited before the child's lameduck ended")

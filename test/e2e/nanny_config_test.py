@@ -21,6 +21,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dns_wire  # noqa: E402
 import harness  # noqa: E402
 import nanny_env  # noqa: E402
 from nanny_env import (  # noqa: E402
@@ -50,16 +51,16 @@ def test_changes_apply_within_a_second(env):
     nanny = Nanny(tmp, "nanny-apply", cfg.path, flags=["--syncInterval=30s"], kubedns=env["kd"])
     try:
         child = nanny.child()
-        if harness.ask_udp(nanny.port, "www.example.test")[1] != ["192.0.2.10", "192.0.2.11"]:
+        if dns_wire.ask_udp(nanny.port, "www.example.test")[1] != ["192.0.2.10", "192.0.2.11"]:
             p.append("stub domain example.test not served by nsd")
-        if harness.ask_udp(nanny.port, "www.other.test")[1] != ["198.51.100.7"]:
+        if dns_wire.ask_udp(nanny.port, "www.other.test")[1] != ["198.51.100.7"]:
             p.append("upstreamNameservers (unbound) not used")
-        if harness.ask_udp(nanny.port, "swap.test")[1] != [SWAP_A]:
+        if dns_wire.ask_udp(nanny.port, "swap.test")[1] != [SWAP_A]:
             p.append("swap.test not routed to stub-a")
-        if harness.ask_udp(nanny.port, "kubernetes.default.svc.cluster.local")[1] != ["10.96.0.1"]:
+        if dns_wire.ask_udp(nanny.port, "kubernetes.default.svc.cluster.local")[1] != ["10.96.0.1"]:
             p.append("cluster.local (the child's own --server) not routed to kubedns")
         # Warm a cached answer outside swap.test: it must survive every change.
-        harness.ask_udp(nanny.port, "www.example.test")
+        dns_wire.ask_udp(nanny.port, "www.example.test")
         hits = nanny.metrics().get("kdns_frontend_cache_hits_total", 0)
 
         latencies = []
@@ -76,7 +77,7 @@ def test_changes_apply_within_a_second(env):
                             len(latencies), "%.1f ms" % (max(latencies) * 1000)))
         if nanny.child() != child:
             p.append("the child was restarted by a change (in-place mode must not restart)")
-        harness.ask_udp(nanny.port, "www.example.test")
+        dns_wire.ask_udp(nanny.port, "www.example.test")
         if nanny.metrics().get("kdns_frontend_cache_hits_total", 0) <= hits:
             p.append("the cache of an unchanged domain did not survive the changes")
 
@@ -97,7 +98,7 @@ def test_changes_apply_within_a_second(env):
         if not harness.wait_until(lambda: nanny.metrics().get(
                 "kdns_nanny_config_updates_rejected_total") == 1, 3):
             p.append("the invalid update was not counted as rejected")
-        if harness.ask_udp(nanny.port, "swap.test")[1] != [SWAP_A]:
+        if dns_wire.ask_udp(nanny.port, "swap.test")[1] != [SWAP_A]:
             p.append("after an invalid update swap.test no longer answered by the old route")
         if servers_bind(nanny.port) != before:
             p.append("the invalid update changed the upstreams: %s" % servers_bind(nanny.port))
@@ -109,7 +110,7 @@ def test_changes_apply_within_a_second(env):
         if not harness.wait_until(lambda: nanny.metrics().get(
                 "kdns_nanny_config_updates_rejected_total") == 2, 3):
             p.append("the second invalid update was not counted")
-        if harness.ask_udp(nanny.port, "swap.test")[1] != [SWAP_A]:
+        if dns_wire.ask_udp(nanny.port, "swap.test")[1] != [SWAP_A]:
             p.append("after the second invalid update swap.test changed")
         # A valid update clears the error.
         swapped = cfg.publish(dict(base, stubDomains=stubs(stub_b.port)))
@@ -144,9 +145,9 @@ def test_change_during_child_start(env):
             child = harness.wait_until(nanny.child, 5, 0.0005)
             # The child is still in the trampoline or frontend-cache's start-up.
             cfg.publish({"stubDomains": json.dumps({"swap.test": ["127.0.0.1:%d" % stub_b.port]})})
-            if not harness.wait_until(lambda: harness.ask_udp(nanny.port, "swap.test", timeout=0.2)[1] == [SWAP_B], 5):
+            if not harness.wait_until(lambda: dns_wire.ask_udp(nanny.port, "swap.test", timeout=0.2)[1] == [SWAP_B], 5):
                 p.append("attempt %d: the early change was lost: %s" %
-                         (attempt, harness.ask_udp(nanny.port, "swap.test")))
+                         (attempt, dns_wire.ask_udp(nanny.port, "swap.test")))
             if nanny.child() != child:
                 p.append("attempt %d: the child was replaced (killed by the early SIGHUP?)" %
                          attempt)

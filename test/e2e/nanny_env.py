@@ -19,6 +19,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dns_wire  # noqa: E402
 import harness  # noqa: E402
 import servers  # noqa: E402
 
@@ -35,7 +36,7 @@ FIGURES = []  # (what, value) printed at the end
 
 def servers_bind(port):
     """The upstreams frontend-cache lists (CHAOS servers.bind), as 'addr#port'."""
-    _, records = harness.ask_udp(port, "servers.bind", 16, 3)
+    _, records = dns_wire.ask_udp(port, "servers.bind", "TXT", dns_wire.CLASS_CH)
     return sorted(r.split()[0] for r in records)
 
 
@@ -118,8 +119,9 @@ class Nanny:
         self.argv = argv + child_args
         self.log_path = os.path.join(workdir, name + ".log")
         self.process = harness.Process(self.argv, self.log_path)
-        if wait and not harness.wait_until(lambda: not self.process.alive() or harness.ask_udp(
-                self.port, "version.bind", 16, 3, timeout=0.2)[0] == "NOERROR", 20):
+        if wait and not harness.wait_until(lambda: not self.process.alive() or dns_wire.ask_udp(
+                self.port, "version.bind", "TXT", dns_wire.CLASS_CH, timeout=0.2)[0] == "NOERROR",
+                20):
             raise RuntimeError("%s: no answer: %s" % (name, self.process.log()[-2000:]))
         if wait and not self.process.alive():
             raise RuntimeError("%s exited: %s" % (name, self.process.log()[-2000:]))
@@ -144,7 +146,7 @@ class Nanny:
 
 def apply_latency(port, name, want, swapped, timeout=3.0):
     """Seconds from the swap until `name` answers `want` (None: not within timeout)."""
-    return harness.time_until(lambda: want in harness.ask_udp(port, name, timeout=0.05)[1],
+    return harness.time_until(lambda: want in dns_wire.ask_udp(port, name, timeout=0.05)[1],
                               timeout, 0.005, start=swapped)
 
 
@@ -172,7 +174,8 @@ class Prober(threading.Thread):
                 drain_until = now + 0.5  # stop sending; answers still on their way count
             if drain_until is None and now >= next_send:
                 qid = (qid + 1) % 65536
-                _, packet = harness.build_query(self.name, self.qtype, self.qclass, qid=qid)
+                packet = dns_wire.build_query(self.name, self.qtype, self.qclass, ident=qid,
+                                              edns=False)
                 self.sent[qid] = now
                 try:
                     self.sock.sendto(packet, ("127.0.0.1", self.port))
@@ -184,7 +187,8 @@ class Prober(threading.Thread):
                     data = self.sock.recv(4096)
                 except OSError:
                     break
-                rid, rcode, _, _ = harness.parse_reply(data)
+                reply = dns_wire.parse_message(data)
+                rid, rcode = reply["id"], reply["rcode"]
                 if rid in self.sent and rid not in self.answered:
                     self.answered[rid] = (time.monotonic(), rcode)
             time.sleep(0.0002)

@@ -32,6 +32,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dns_wire  # noqa: E402
 import harness  # noqa: E402
 import servers  # noqa: E402
 
@@ -195,9 +196,9 @@ def test_bad_flags_stop_the_start(env):
 def check_pod_after_100_queries(pod):
     p = []
     for i in range(100):
-        reply = harness.ask_udp(pod.cache_port, "www.example.test", timeout=3.0, full=True)
-        if reply is None or reply[0] != 0 or reply[1] < 1:
-            p.append("query %d through %s: (rcode, answers, records) %s" % (i, pod.kind, reply))
+        reply = dns_wire.ask_udp(pod.cache_port, "www.example.test", timeout=3.0, full=True)
+        if reply is None or reply["rcode"] != 0 or reply["counts"][1] < 1:
+            p.append("query %d through %s: %s" % (i, pod.kind, reply or "no answer"))
             break
     answer = harness.dig(pod.cache_port, "www.example.test")
     if answer.rdatas("A") != ["192.0.2.10", "192.0.2.11"]:
@@ -353,10 +354,9 @@ def restart(pod):
         problems.append("%s back: /healthcheck/ok not 200 within %d s" % (pod.kind,
                                                                           2 * INTERVAL_S))
     for i in range(20):
-        reply = harness.ask_udp(pod.cache_port, "www.example.test", timeout=3.0, full=True)
-        if reply is None or reply[0] != 0 or reply[1] < 1:
-            problems.append("%s back: query %d: (rcode, answers, records) %s" % (pod.kind, i,
-                                                                              reply))
+        reply = dns_wire.ask_udp(pod.cache_port, "www.example.test", timeout=3.0, full=True)
+        if reply is None or reply["rcode"] != 0 or reply["counts"][1] < 1:
+            problems.append("%s back: query %d: %s" % (pod.kind, i, reply or "no answer"))
             break
     if not harness.wait_until(lambda: pod.sidecar.metrics().get(
             "kdns_sidecar_dnsmasq_restarts_total", 0) >= 1, 5):
