@@ -310,7 +310,8 @@ def compare(q, ours, theirs, ref):
 
 
 def main():
-    for tool in (os.path.join(harness.BIN, "frontend-cache"), servers.NSD, servers.UNBOUND, servers.DNSMASQ,
+    for tool in (os.path.join(harness.BIN, "frontend-cache"), servers.NSD, servers.UNBOUND,
+                 servers.DNSMASQ,
                  "/usr/bin/dig", "/usr/bin/kdig"):
         if not os.access(tool, os.X_OK):
             print("missing %s" % tool)

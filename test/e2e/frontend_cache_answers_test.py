@@ -150,7 +150,7 @@ def test_no_negcache(env):
     p = []
     try:
         fe = servers.FrontendCache(workdir, "fe-noneg", "--no-negcache", "--neg-ttl=60",
-                              "--server=" + fake.address)
+                                   "--server=" + fake.address)
         for name, status, cached in (("nxdomain-nn.test", "NXDOMAIN", False),
                                      ("nodata-nn.test", "NOERROR", False),
                                      ("answer-nn.test", "NOERROR", True)):
@@ -258,9 +258,10 @@ def test_chaos_statistics(env):
     fe = None
     p = []
     try:
-        fe = servers.FrontendCache(workdir, "fe-chaos", "--cache-size=4", "--server=" + nsd.address,
-                              "--server=/fake.test/" + fake.address,
-                              "--server=/local.test/")
+        fe = servers.FrontendCache(workdir, "fe-chaos", "--cache-size=4",
+                                   "--server=" + nsd.address,
+                                   "--server=/fake.test/" + fake.address,
+                                   "--server=/local.test/")
         for i in range(1, 7):  # 6 misses, 6 insertions; capacity 4: 2 evictions
             p += expect(fe.dig("c%d.fake.test" % i), "NOERROR", ["192.0.2.1"], what="c%d" % i)
         for _ in range(2):  # 2 hits

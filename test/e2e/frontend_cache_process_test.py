@@ -43,7 +43,7 @@ def test_sighup_reload(env):
     p = []
     try:
         fe = servers.FrontendCache(workdir, "fe-reload", "--servers-file=" + servers_file,
-                              "--server=" + nsd.address)
+                                   "--server=" + nsd.address)
         p += expect(fe.dig("www.reload.test"), "NOERROR", ["192.0.2.1"], what="before")
         p += expect(fe.dig("www.example.test"), "NOERROR", ["192.0.2.10", "192.0.2.11"],
                     what="default before")
@@ -95,7 +95,8 @@ def test_sigterm_lameduck(env):
         fe.process.signal(signal.SIGTERM)
         signalled = time.time()
         for name, ident in (("www.example.test", 0x1111), ("mail.example.test", 0x2222)):
-            reply = dns_wire.udp_exchange(fe.port, dns_wire.build_query(name, ident=ident), timeout=0.8)
+            reply = dns_wire.udp_exchange(fe.port, dns_wire.build_query(name, ident=ident),
+                                          timeout=0.8)
             if reply is None:
                 p.append("no answer to %s %.2f s into the lameduck period"
                          % (name, time.time() - signalled))
@@ -123,7 +124,7 @@ def test_refuses_itself_as_upstream(env):
     for server in ("--server=127.0.0.1#%d", "--server=/x.test/127.0.0.1#%d"):
         port = harness.free_port()
         fe = servers.FrontendCache(workdir, "fe-self", server % port, port=port, wait=False,
-                              metrics=False)
+                                   metrics=False)
         rc = fe.process.wait(20)
         log = fe.process.log()
         fe.stop()

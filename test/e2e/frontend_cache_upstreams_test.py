@@ -104,7 +104,7 @@ def test_forward_cap(env):
     held = []
     try:
         fe = servers.FrontendCache(workdir, "fe-cap", "--dns-forward-max=2",
-                              "--server=" + fake.address, threads=1)
+                                   "--server=" + fake.address, threads=1)
         held = [harness.dig_async(fe.port, "hold-%d.cap.test" % i, timeout=15) for i in (1, 2)]
         for i in (1, 2):
             if not fake.wait_for("hold-%d.cap.test" % i, 1, 15):
@@ -162,8 +162,9 @@ def test_loop_detect(env):
     fe = None
     p = []
     try:
-        fe = servers.FrontendCache(workdir, "fe-loop", "--dns-loop-detect", "--server=" + nsd.address,
-                              "--server=/loop.test/" + looper.address, port=port)
+        fe = servers.FrontendCache(workdir, "fe-loop", "--dns-loop-detect",
+                                   "--server=" + nsd.address,
+                                   "--server=/loop.test/" + looper.address, port=port)
         disabled = harness.wait_until(
             lambda: fe.metric("kdns_frontend_upstreams_loop_disabled") >= 1, 15)
         if not disabled:

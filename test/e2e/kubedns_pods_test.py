@@ -79,7 +79,7 @@ def test_relist_after_410_drops_pods_deleted_meanwhile(env):
         if problem:
             p.append(problem)
     if harness.eventually(lambda: dns.metric('kdns_kubedns_api_relists_total{resource="pods"}')
-                      <= relists and "no re-LIST of pods", 15):
+                          <= relists and "no re-LIST of pods", 15):
         p.append("no pod re-LIST counted after the 410")
     api.delete(fake, "Pod", "relist", "b")
     return p

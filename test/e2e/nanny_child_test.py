@@ -98,7 +98,8 @@ def test_load_changes_and_kill(env):
         child = nanny.child()
         t_kill = time.monotonic()
         os.kill(child, signal.SIGKILL)
-        new_child = harness.wait_until(lambda: nanny.child() not in (None, child) and nanny.child(), 5)
+        new_child = harness.wait_until(
+            lambda: nanny.child() not in (None, child) and nanny.child(), 5)
         if not new_child:
             p.append("no new frontend-cache after kill -9")
         perf.wait(timeout=duration + 30)
@@ -231,7 +232,8 @@ def test_restart_mode_with_dnsmasq(env):
         elif not harness.wait_until(lambda: cmdline(third)[:1] == [servers.DNSMASQ], 5) or \
                 cmdline(third) != second_args:
             p.append("restarted dnsmasq has other arguments: %s" % cmdline(third))
-        if not harness.wait_until(lambda: dns_wire.ask_udp(port, "swap.test", timeout=0.2)[1] == [SWAP_B], 5):
+        if not harness.wait_until(
+                lambda: dns_wire.ask_udp(port, "swap.test", timeout=0.2)[1] == [SWAP_B], 5):
             p.append("the restarted dnsmasq does not answer")
 
         with open(os.path.join(nanny.run_dir, "nanny.prom")) as f:
@@ -279,7 +281,8 @@ def test_sigterm_lameduck_then_exit(env):
     if not harness.wait_until(lambda: "lameduck: answering for 1000 ms more" in nanny.log(),
                               0.9, 0.01):
         p.append("no lameduck line in the nanny's log within 0.9 s of SIGTERM")
-    if dns_wire.ask_udp(nanny.port, "www.example.test", timeout=0.3)[1] != ["192.0.2.10", "192.0.2.11"]:
+    if dns_wire.ask_udp(nanny.port, "www.example.test", timeout=0.3)[1] != [
+            "192.0.2.10", "192.0.2.11"]:
         p.append("no answer during the lameduck period")
     if not nanny.process.alive():
         p.append("the nanny exited before the child's lameduck ended")

@@ -145,7 +145,8 @@ def test_change_during_child_start(env):
             child = harness.wait_until(nanny.child, 5, 0.0005)
             # The child is still in the trampoline or frontend-cache's start-up.
             cfg.publish({"stubDomains": json.dumps({"swap.test": ["127.0.0.1:%d" % stub_b.port]})})
-            if not harness.wait_until(lambda: dns_wire.ask_udp(nanny.port, "swap.test", timeout=0.2)[1] == [SWAP_B], 5):
+            if not harness.wait_until(lambda: dns_wire.ask_udp(
+                    nanny.port, "swap.test", timeout=0.2)[1] == [SWAP_B], 5):
                 p.append("attempt %d: the early change was lost: %s" %
                          (attempt, dns_wire.ask_udp(nanny.port, "swap.test")))
             if nanny.child() != child:

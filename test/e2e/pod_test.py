@@ -110,7 +110,8 @@ class Pod:
              "--dnsmasq-addr=127.0.0.1", "--dnsmasq-port=53", "--dnsmasq-poll-interval-ms=500",
              "--prometheus-addr=127.0.0.1", "--prometheus-port=10054"],
             os.path.join(self.workdir, "sidecar.log"))
-        if not harness.wait_until(lambda: harness.http_status(10054, "/healthcheck/dnsmasq") == 200, 30):
+        if not harness.wait_until(
+                lambda: harness.http_status(10054, "/healthcheck/dnsmasq") == 200, 30):
             raise RuntimeError("the sidecar is not healthy:\n" + self.sidecar.log()[-2000:])
 
     def cache_pid(self):
@@ -269,7 +270,8 @@ def test_kill_each_process(pod):
     # holds, and after a restart (the kubelet's job) health is green again.
     os.kill(pod.kubedns.pid, signal.SIGKILL)
     pod.kubedns.wait(10)
-    red = harness.time_until(lambda: harness.http_status(10054, "/healthcheck/kubedns") == 503, 10, 0.05)
+    red = harness.time_until(
+        lambda: harness.http_status(10054, "/healthcheck/kubedns") == 503, 10, 0.05)
     if red is None:
         p.append("/healthcheck/kubedns stayed 200 with kubedns down")
     else:
@@ -278,7 +280,8 @@ def test_kill_each_process(pod):
         p.append("a cached cluster name was not answered while kubedns was down")
     pod.kubedns.stop()
     pod.start_kubedns()
-    green = harness.time_until(lambda: harness.http_status(10054, "/healthcheck/kubedns") == 200, 10, 0.05)
+    green = harness.time_until(
+        lambda: harness.http_status(10054, "/healthcheck/kubedns") == 200, 10, 0.05)
     if green is None:
         p.append("/healthcheck/kubedns did not turn 200 after kubedns came back")
     else:

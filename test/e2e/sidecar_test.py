@@ -71,7 +71,7 @@ class Sidecar:
                 "--v=0"] + args
         self.process = harness.Process(argv, os.path.join(workdir, name + ".log"))
         if not harness.wait_until(lambda: not self.process.alive() or
-                             "serving HTTP on" in self.process.log(), 20):
+                                  "serving HTTP on" in self.process.log(), 20):
             raise RuntimeError("%s did not start: %s" % (name, self.process.log()[-1500:]))
         if not self.process.alive():
             raise RuntimeError("%s exited: %s" % (name, self.process.log()[-1500:]))
@@ -98,10 +98,10 @@ class Pod:
         self.restarts = 0
         if kind == "dnsmasq":
             self.cache = servers.Dnsmasq(workdir, "dnsmasq", "--server=" + nsd.address,
-                                    "--cache-size=%d" % cache_size)
+                                         "--cache-size=%d" % cache_size)
         else:
             self.cache = servers.FrontendCache(workdir, "frontend-cache", "--server=" + nsd.address,
-                                          "--cache-size=%d" % cache_size, metrics=False)
+                                               "--cache-size=%d" % cache_size, metrics=False)
         self.cache_port = self.cache.port
         self.cache_argv = self.cache.process.argv
         self.absent_port = harness.free_port()
@@ -145,10 +145,11 @@ class Pod:
         """The same cache again, same arguments and port (a restarted container)."""
         self.restarts += 1
         name = "%s-restart%d" % (self.kind, self.restarts)
-        self.cache.process = harness.Process(self.cache_argv, os.path.join(self.workdir, name + ".log"))
+        self.cache.process = harness.Process(self.cache_argv,
+                                             os.path.join(self.workdir, name + ".log"))
         ready = harness.wait_until(lambda: not self.cache.process.alive() or
-                              harness.dig(self.cache_port, "version.bind", "TXT", "CH",
-                                     timeout=1).status == "NOERROR", 20)
+                                   harness.dig(self.cache_port, "version.bind", "TXT", "CH",
+                                               timeout=1).status == "NOERROR", 20)
         if not ready or not self.cache.process.alive():
             raise RuntimeError("%s did not come back: %s" % (name, self.cache.process.log()[-1500:]))
 
@@ -344,7 +345,7 @@ def restart(pod):
     # Statistics cannot be read meanwhile: errors count, counters stay.
     errors = pod.sidecar.metrics().get("kubedns_dnsmasq_errors", 0)
     if not harness.wait_until(lambda: pod.sidecar.metrics().get("kubedns_dnsmasq_errors", 0) > errors,
-                         5):
+                              5):
         problems.append("%s stopped: no poll errors counted" % pod.kind)
     pod.start_cache()
     took = wait_health(pod, "ok", 200, 2 * INTERVAL_S)
