@@ -4,7 +4,7 @@
 # any test failed or any suite did not run to completion.
 #
 # Suites: the Catch2 unit and integration binaries (counted in test cases), the fuzz corpus
-# replays (counted in inputs), the fake API server's self-test, and every executable
+# replays (counted in inputs), the fake API server's self-test suites, and every executable
 # test/e2e/*_test.* script (each prints its own `N passed, M failed` line). Logs go to $OUT/test-logs/.
 set -uo pipefail
 

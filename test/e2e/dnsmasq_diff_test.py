@@ -20,13 +20,13 @@ KDNS_KEEP_TMP=1 keeps the temporary directory (logs of every process) after a fa
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import dns_fixtures as fx  # noqa: E402
+import harness  # noqa: E402
+import servers  # noqa: E402
 import fake_upstream as fu  # noqa: E402
 
 FLAGS = ("aa", "tc", "rd", "ra", "ad", "cd")
@@ -238,15 +238,8 @@ DECLARED = [
 # -- comparison ---------------------------------------------------------------------------
 
 def ask(port, q):
-    args = [q["client"], "@127.0.0.1", "-p", str(port), q["name"], q["type"]]
-    if q["class"]:
-        args.append(q["class"])
-    if q["client"] == "dig":
-        args += ["+time=%d" % q["timeout"], "+tries=1", "+nocookie", "+nostats"]
-    else:
-        args += ["+time=%d" % q["timeout"], "+retry=0", "+nostats"]
-    return subprocess.Popen(args + q["opts"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    return harness.dig_async(port, q["name"], q["type"], q["class"], *q["opts"],
+                             timeout=q["timeout"], client=q["client"])
 
 
 def rrset(records):
@@ -258,7 +251,7 @@ def reference_ttls(env, q):
     if q["route"] in ("nsd", "unbound") and q["class"] is None:
         port = env[q["route"]].port
         opts = [o for o in q["opts"] if o not in ("+ignore",)] + ["+norec"]
-        got = fx.dig(port, q["name"], q["type"], None, *opts)
+        got = harness.dig(port, q["name"], q["type"], None, *opts)
         out = {}
         for r in got.answer + got.authority + got.additional:
             key = (r.name.lower(), r.type)
@@ -317,7 +310,8 @@ def compare(q, ours, theirs, ref):
 
 
 def main():
-    for tool in (os.path.join(fx.BIN, "frontend-cache"), fx.NSD, fx.UNBOUND, fx.DNSMASQ,
+    for tool in (os.path.join(harness.BIN, "frontend-cache"), servers.NSD, servers.UNBOUND,
+                 servers.DNSMASQ,
                  "/usr/bin/dig", "/usr/bin/kdig"):
         if not os.access(tool, os.X_OK):
             print("missing %s" % tool)
@@ -328,9 +322,9 @@ def main():
     owned = []
     seen = {}
     try:
-        nsd = fx.Nsd(workdir)
+        nsd = servers.Nsd(workdir)
         owned.append(nsd)
-        unbound = fx.Unbound(workdir)
+        unbound = servers.Unbound(workdir)
         owned.append(unbound)
         fake = fu.FakeUpstream(name="diff")
         owned.append(fake)
@@ -339,9 +333,9 @@ def main():
         common = ["--cache-size=1000", "--server=/other.test/" + unbound.address,
                   "--server=" + nsd.address,
                   "--server=/fake.test/" + fake.address, "--server=/local.test/"]
-        ours = fx.FrontendCache(workdir, "frontend-cache", *common, metrics=False)
+        ours = servers.FrontendCache(workdir, "frontend-cache", *common, metrics=False)
         owned.append(ours)
-        theirs = fx.Dnsmasq(workdir, "dnsmasq", *common)
+        theirs = servers.Dnsmasq(workdir, "dnsmasq", *common)
         owned.append(theirs)
         env = {"nsd": nsd, "unbound": unbound}
         print("frontend-cache on %d, dnsmasq on %d; nsd %s, unbound %s, fake %s" % (
@@ -353,7 +347,7 @@ def main():
                 ref = reference_ttls(env, q)
                 procs = [ask(ours.port, q), ask(theirs.port, q)]
                 outs = [p.communicate(timeout=q["timeout"] * 3 + 30)[0] for p in procs]
-                a, b = fx.Answer(outs[0], procs[0].returncode), fx.Answer(
+                a, b = harness.Answer(outs[0], procs[0].returncode), harness.Answer(
                     outs[1], procs[1].returncode)
                 diffs, ttl_problems = compare(q, a, b, ref)
                 undeclared, declared = [], []
@@ -392,7 +386,7 @@ def main():
         traceback.print_exc()
         failed += 1
     finally:
-        fx.stop_all(owned)
+        harness.stop_all(owned)
         if failed and os.environ.get("KDNS_KEEP_TMP"):
             print("kept " + workdir)
         else:

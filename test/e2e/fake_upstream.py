@@ -30,76 +30,18 @@ every query, as is, to that server and its reply back (a forwarder that forwards
 Every query received is logged (`queries`): name as received, type, transport, ID, EDNS
 and DO bit, source. Replies echo the question as received (its case too).
 """
+import os
 import socket
 import struct
+import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dns_wire import (  # noqa: E402
+    CLASS_IN, NOERROR, NXDOMAIN, REFUSED, SERVFAIL, TYPES, encode_name, parse_message)
+
 POISON_IP = "6.6.6.6"
-
-TYPES = {"A": 1, "NS": 2, "CNAME": 5, "SOA": 6, "PTR": 12, "MX": 15, "TXT": 16,
-         "AAAA": 28, "SRV": 33, "OPT": 41, "ANY": 255}
-TYPE_NAMES = {v: k for k, v in TYPES.items()}
-CLASS_IN, CLASS_CH = 1, 3
-NOERROR, FORMERR, SERVFAIL, NXDOMAIN, NOTIMP, REFUSED = 0, 1, 2, 3, 4, 5
-
-
-def encode_name(name):
-    out = b""
-    for label in name.rstrip(".").split("."):
-        if label:
-            out += bytes([len(label)]) + label.encode()
-    return out + b"\0"
-
-
-def read_name(data, offset):
-    """(name text with a trailing dot, offset after the name); follows pointers."""
-    labels, jumped, end = [], False, offset
-    for _ in range(128):
-        length = data[offset]
-        if length >= 0xC0:
-            if not jumped:
-                end = offset + 2
-            offset = ((length & 0x3F) << 8) | data[offset + 1]
-            jumped = True
-            continue
-        offset += 1
-        if length == 0:
-            break
-        labels.append(data[offset:offset + length].decode("latin-1"))
-        offset += length
-    if not jumped:
-        end = offset
-    return ".".join(labels) + ".", end
-
-
-def parse_message(data):
-    """Header fields, the first question and whether an OPT (and DO) is present."""
-    ident, flags, qd, an, ns, ar = struct.unpack("!HHHHHH", data[:12])
-    msg = {"id": ident, "flags": flags, "qr": bool(flags & 0x8000), "rcode": flags & 0xF,
-           "tc": bool(flags & 0x0200), "aa": bool(flags & 0x0400), "rd": bool(flags & 0x0100),
-           "counts": (qd, an, ns, ar), "edns": False, "do": False, "payload": None,
-           "answers": []}
-    offset = 12
-    if qd:
-        name, offset = read_name(data, offset)
-        qtype, qclass = struct.unpack("!HH", data[offset:offset + 4])
-        offset += 4
-        msg.update(qname=name, qtype=qtype, qclass=qclass, question_end=offset)
-    for section, count in (("an", an), ("ns", ns), ("ar", ar)):
-        for _ in range(count):
-            owner, offset = read_name(data, offset)
-            rtype, rclass, ttl, rdlen = struct.unpack("!HHIH", data[offset:offset + 10])
-            rdata = data[offset + 10:offset + 10 + rdlen]
-            offset += 10 + rdlen
-            if rtype == TYPES["OPT"]:
-                msg["edns"] = True
-                msg["payload"] = rclass
-                msg["do"] = bool(ttl & 0x8000)
-            elif section == "an":
-                msg["answers"].append((owner, rtype, ttl, rdata))
-    return msg
-
 
 def rr(owner_wire, rtype, ttl, rdata, rclass=CLASS_IN):
     return owner_wire + struct.pack("!HHIH", rtype, rclass, ttl, len(rdata)) + rdata
@@ -129,30 +71,6 @@ def build_reply(query, rcode=NOERROR, answers=(), authority=(), tc=False, ident=
     header = struct.pack("!HHHHHH", q["id"] if ident is None else ident, flags, 1,
                          len(answers), len(authority), len(additional))
     return header + qwire + b"".join(answers) + b"".join(authority) + b"".join(additional)
-
-
-def build_query(name, qtype="A", qclass=CLASS_IN, ident=0x1234, edns=True, do=False, rd=True):
-    """A query, as a client (for direct checks, not for what dig already shows)."""
-    flags = 0x0100 if rd else 0
-    header = struct.pack("!HHHHHH", ident, flags, 1, 0, 0, 1 if edns else 0)
-    body = encode_name(name) + struct.pack("!HH", TYPES.get(qtype, qtype) if isinstance(
-        qtype, str) else qtype, qclass)
-    if edns:
-        body += b"\0" + struct.pack("!HHIH", TYPES["OPT"], 1232, 0x8000 if do else 0, 0)
-    return header + body
-
-
-def udp_exchange(port, payload, timeout=5.0, host="127.0.0.1"):
-    """Sends one datagram and returns the first reply (or None on timeout)."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.settimeout(timeout)
-    try:
-        s.sendto(payload, (host, port))
-        return s.recvfrom(65535)[0]
-    except OSError:
-        return None
-    finally:
-        s.close()
 
 
 class FakeUpstream:

@@ -9,94 +9,35 @@ duplicates). Prints one line per failure and closes with `N passed, M failed`.
 """
 import json
 import os
-import re
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.environ.get("KDNS_BIN", os.path.join(ROOT, "build", "bin"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import servers  # noqa: E402
+from harness import fold  # noqa: E402
 
-
-def free_port():
-    """A port free for both UDP and TCP on 127.0.0.1."""
-    for _ in range(50):
-        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        udp.bind(("127.0.0.1", 0))
-        port = udp.getsockname()[1]
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            tcp.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            udp.close()
-            tcp.close()
-    raise RuntimeError("no free port")
+ROOT = harness.ROOT
+BIN = harness.BIN
 
 
-def fold(line):
-    """Folds white space outside quoted strings, as the expected records are written."""
-    out, quoted, space = [], False, False
-    for ch in line:
-        if ch == '"':
-            quoted = not quoted
-        if ch in " \t" and not quoted:
-            space = True
-            continue
-        if space and out:
-            out.append(" ")
-        space = False
-        out.append(ch)
-    return "".join(out)
-
-
-def parse(output):
-    """Header fields and sections of dig's or kdig's full output."""
-    result = {"status": None, "flags": [], "sections": {}, "edns": False}
-    section = None
-    for raw in output.splitlines():
-        line = raw.strip()
-        m = re.search(r"status: ([A-Z]+)", line)
-        if m:
-            result["status"] = m.group(1)
-        m = re.match(r";; [Ff]lags: ([a-z ]*);", line)
-        if m:
-            result["flags"] = m.group(1).split()
-        if "OPT PSEUDOSECTION" in line or "EDNS PSEUDOSECTION" in line:
-            result["edns"] = True
-        m = re.match(r";; ([A-Z]+) SECTION:", line)
-        if m:
-            section = m.group(1)
-            result["sections"].setdefault(section, [])
-            continue
-        if not line or line.startswith(";"):
-            if not line:
-                section = None
-            continue
-        if section in ("ANSWER", "AUTHORITY", "ADDITIONAL"):
-            result["sections"][section].append(fold(line))
-    return result
+def sections_of(answer):
+    """Status, flags, EDNS and sections (folded record lines) of a harness.Answer."""
+    return {"status": answer.status, "flags": answer.flags, "edns": answer.edns,
+            "sections": {name: [r.text for r in records]
+                         for name, records in answer.sections.items()}}
 
 
 def ask(client, port, case):
-    args = [client, "@127.0.0.1", "-p", str(port), case["q"], case["t"]]
-    if client == "dig":
-        args += ["+time=5", "+tries=1", "+ignore", "+nocookie", "+nostats"]
-    else:
-        args += ["+time=5", "+retry=0", "+ignore", "+nostats"]
-    args.append("+tcp" if case.get("tcp") else "+notcp")
+    """(what `check` reads, the raw output) of `case` asked with dig or kdig."""
+    options = ["+ignore", "+tcp" if case.get("tcp") else "+notcp"]
     if "edns" in case:
-        args += ["+edns=%d" % case["edns"], "+bufsize=%d" % case.get("payload", 4096)]
+        options += ["+edns=%d" % case["edns"], "+bufsize=%d" % case.get("payload", 4096)]
     else:
-        args.append("+noedns")
-    run = subprocess.run(args, capture_output=True, text=True, timeout=30)
-    got = parse(run.stdout)
+        options.append("+noedns")
+    answer = harness.dig(port, case["q"], case["t"], None, *options, timeout=5, client=client)
+    got = sections_of(answer)
     got["question_lowered"] = client == "kdig" and case["q"] != case["q"].lower()
-    return got, run.stdout
+    return got, answer.raw
 
 
 def rr_type(record):
@@ -156,49 +97,29 @@ def check(case, got, zone_ttl):
 def main():
     with open(os.path.join(ROOT, "test", "conformance", "cases.json")) as f:
         spec = json.load(f)
-    port, healthz, metrics = free_port(), free_port(), free_port()
-    log = open(os.path.join(BIN, "..", "kubedns-conformance.log"), "w")
-    server = subprocess.Popen(
-        [os.path.join(BIN, "kubedns"),
-         "--objects-file=" + os.path.join(ROOT, "test", "conformance", spec["objects_file"]),
-         "--dns-bind-address=127.0.0.1", "--dns-port=%d" % port,
-         "--healthz-port=%d" % healthz, "--metrics-port=%d" % metrics,
-         "--domain=" + spec["zone"], "--dns-threads=2", "--logtostderr"],
-        stdout=log, stderr=subprocess.STDOUT)
-    passed = failed = 0
+    server = None
+    checks = harness.Checks()
     try:
-        deadline = time.time() + 20
-        while True:
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/readiness" % healthz,
-                                            timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except Exception:
-                pass
-            if time.time() > deadline or server.poll() is not None:
-                print("kubedns did not become ready")
-                print("0 passed, 1 failed")
-                return 1
-            time.sleep(0.05)
+        try:
+            server = servers.Kubedns(
+                os.path.join(BIN, ".."), "kubedns-conformance",
+                "--objects-file=" + os.path.join(ROOT, "test", "conformance",
+                                                 spec["objects_file"]),
+                "--domain=" + spec["zone"])
+        except RuntimeError as e:
+            print(e)
+            return harness.finish(0, 1)
         for case in spec["cases"]:
             for client in ("dig", "kdig"):
-                got, raw = ask(client, port, case)
+                got, raw = ask(client, server.port, case)
                 problems = check(case, got, spec["ttl"])
-                if problems:
-                    failed += 1
-                    print("FAIL %s (%s): %s" % (case["id"], client, "; ".join(problems)))
+                if not checks.check("%s (%s)" % (case["id"], client), not problems,
+                                    "; ".join(problems)):
                     print("    " + raw.replace("\n", "\n    "))
-                else:
-                    passed += 1
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+        if server is not None:
+            server.stop()
+    return checks.finish()
 
 
 if __name__ == "__main__":

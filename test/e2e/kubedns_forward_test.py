@@ -15,21 +15,23 @@ ConfigMap changes at run time: stubDomains routing to NSD, upstreamNameservers o
 return to --nameservers; the metrics; and SERVFAIL from a kubedns with no upstream at all.
 Closes with `N passed, M failed`.
 """
+import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import servers  # noqa: E402
 import kubedns_conformance_test as conformance  # noqa: E402
 
-BIN = conformance.BIN
-UNBOUND = "/usr/sbin/unbound"
-NSD = "/usr/sbin/nsd"
+BIN = harness.BIN
+
+
+def wait_until(check, timeout=15.0):
+    """harness.wait_until, a server that does not answer yet counting as "not yet"."""
+    return harness.wait_until(check, timeout, ignore=(Exception,))
 
 OBJECTS = {
     "apiVersion": "v1", "kind": "List", "items": [
@@ -46,58 +48,15 @@ OBJECTS = {
 }
 
 
-class Processes:
-    """Every process started in its own session, stopped by its process group."""
-
-    def __init__(self):
-        self.procs = []
-
-    def start(self, args, log):
-        proc = subprocess.Popen(args, stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        self.procs.append(proc)
-        return proc
-
-    def stop_all(self):
-        for proc in self.procs:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-
-def wait_until(check, timeout=15.0):
-    deadline = time.time() + timeout
-    while True:
-        try:
-            if check():
-                return True
-        except Exception:  # a server still starting
-            pass
-        if time.time() > deadline:
-            return False
-        time.sleep(0.05)
-
-
 def dig(port, name, qtype="A", *options):
-    args = ["dig", "@127.0.0.1", "-p", str(port), name, qtype, "+time=3", "+tries=1",
-            "+nocookie", "+nostats"] + list(options)
-    run = subprocess.run(args, capture_output=True, text=True, timeout=30)
-    got = conformance.parse(run.stdout)
-    got["raw"] = run.stdout
-    lines = run.stdout.splitlines()
-    got["question"] = None
-    for i, line in enumerate(lines):
-        if line.startswith(";; QUESTION SECTION:") and i + 1 < len(lines):
-            got["question"] = lines[i + 1].lstrip(";").split()[0]
-    got["answer"] = got["sections"].get("ANSWER", [])
-    got["authority"] = got["sections"].get("AUTHORITY", [])
+    """What dig sees, as conformance.sections_of reads it, with the raw output, the
+    question's name and the answer and authority record lines."""
+    answer = harness.dig(port, name, qtype, None, *options, timeout=3)
+    got = conformance.sections_of(answer)
+    got["raw"] = answer.raw
+    got["question"] = answer.question.split()[0] if answer.question else None
+    got["answer"] = got["sections"]["ANSWER"]
+    got["authority"] = got["sections"]["AUTHORITY"]
     return got
 
 
@@ -111,169 +70,54 @@ def rrs(records):
 
 
 def start_unbound(procs, tmp, name, www):
-    port = conformance.free_port()
-    conf = os.path.join(tmp, name + ".conf")
-    with open(conf, "w") as f:
-        f.write(f"""server:
-  interface: 127.0.0.1@{port}
-  port: {port}
-  do-daemonize: no
-  username: ""
-  chroot: ""
-  directory: "{tmp}"
-  pidfile: "{tmp}/{name}.pid"
-  use-syslog: no
-  logfile: ""
-  num-threads: 1
-  do-ip6: no
-  do-not-query-localhost: no
-  access-control: 127.0.0.0/8 allow
-  module-config: "iterator"
-  local-zone: "example.test." static
+    """unbound serving example.test with `www` as www's address, and a reverse zone."""
+    unbound = servers.Unbound(tmp, name, local=f"""  local-zone: "example.test." static
   local-data: "example.test. 300 IN SOA ns.example.test. hostmaster.example.test. 1 3600 600 86400 60"
   local-data: "www.example.test. 60 IN A {www}"
   local-data: "www.example.test. 60 IN AAAA 2001:db8::10"
   local-zone: "2.0.192.in-addr.arpa." static
   local-data-ptr: "192.0.2.10 www.example.test."
-remote-control:
-  control-enable: no
-""")
-    procs.start([UNBOUND, "-d", "-c", conf], os.path.join(tmp, name + ".log"))
-    if not wait_until(lambda: www in dig(port, "www.example.test.")["raw"]):
-        raise RuntimeError(name + " did not answer; see " + os.path.join(tmp, name + ".log"))
-    return port
+""", probe="www.example.test")
+    procs.append(unbound)
+    return unbound.port
 
 
-def start_nsd(procs, tmp):
-    port = conformance.free_port()
-    with open(os.path.join(tmp, "acme.test.zone"), "w") as f:
-        f.write("""$ORIGIN acme.test.
+ACME_ZONE = """$ORIGIN acme.test.
 $TTL 60
 @ IN SOA ns.acme.test. hostmaster.acme.test. 1 3600 600 86400 60
 @ IN NS ns.acme.test.
 ns IN A 127.0.0.1
 host IN A 198.51.100.5
 out IN CNAME www.example.test.
-""")
-    conf = os.path.join(tmp, "nsd.conf")
-    with open(conf, "w") as f:
-        f.write(f"""server:
-  ip-address: 127.0.0.1@{port}
-  server-count: 1
-  do-ip6: no
-  username: ""
-  chroot: ""
-  zonesdir: "{tmp}"
-  pidfile: "{tmp}/nsd.pid"
-  database: ""
-  zonelistfile: "{tmp}/zone.list"
-  xfrdfile: "{tmp}/xfrd.state"
-  logfile: "{tmp}/nsd.log"
-  rrl-ratelimit: 0
-  rrl-whitelist-ratelimit: 0
-remote-control:
-  control-enable: no
-zone:
-  name: "acme.test"
-  zonefile: "acme.test.zone"
-""")
-    procs.start([NSD, "-d", "-c", conf], os.path.join(tmp, "nsd.stdout"))
-    if not wait_until(lambda: "198.51.100.5" in dig(port, "host.acme.test.")["raw"]):
-        raise RuntimeError("nsd did not answer; see " + os.path.join(tmp, "nsd.log"))
-    return port
+"""
 
 
-class ConfigMapDir:
-    """A directory laid out as the kubelet mounts a ConfigMap volume."""
-
-    def __init__(self, path):
-        self.path = path
-        self.version = 0
-        self.current = None
-        os.makedirs(path)
-
-    def publish(self, data):
-        self.version += 1
-        name = "..2024_01_01_00_00_%02d.%d" % (self.version, os.getpid())
-        os.mkdir(os.path.join(self.path, name))
-        for key, value in data.items():
-            with open(os.path.join(self.path, name, key), "w") as f:
-                f.write(value)
-        tmp_link = os.path.join(self.path, "..data_tmp")
-        os.symlink(name, tmp_link)
-        os.rename(tmp_link, os.path.join(self.path, "..data"))
-        for entry in os.listdir(self.path):
-            if entry.startswith("."):
-                continue
-            if entry not in data:
-                os.remove(os.path.join(self.path, entry))
-        for key in data:
-            link = os.path.join(self.path, key)
-            if not os.path.islink(link):
-                os.symlink(os.path.join("..data", key), link)
-        if self.current:
-            shutil.rmtree(os.path.join(self.path, self.current))
-        self.current = name
+def start_nsd(procs, tmp):
+    """NSD authoritative for acme.test, with a CNAME out of its zone."""
+    nsd = servers.Nsd(tmp, zones=[("acme.test", ACME_ZONE)])
+    procs.append(nsd)
+    return nsd.port
 
 
-class Kubedns:
-    def __init__(self, procs, tmp, name, *flags):
-        self.port = conformance.free_port()
-        self.healthz = conformance.free_port()
-        self.metrics_port = conformance.free_port()
-        self.log = os.path.join(tmp, name + ".log")
-        procs.start([os.path.join(BIN, "kubedns"),
-                     "--objects-file=" + os.path.join(tmp, "objects.json"),
-                     "--dns-bind-address=127.0.0.1", "--dns-port=%d" % self.port,
-                     "--healthz-port=%d" % self.healthz, "--metrics-port=%d" % self.metrics_port,
-                     "--dns-threads=2", "--logtostderr"] + list(flags), self.log)
-
-        def ready():
-            with urllib.request.urlopen("http://127.0.0.1:%d/readiness" % self.healthz,
-                                        timeout=1) as r:
-                return r.status == 200
-
-        if not wait_until(ready, 20):
-            raise RuntimeError("kubedns did not become ready; see " + self.log)
-
-    def metrics(self):
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port,
-                                    timeout=5) as r:
-            text = r.read().decode()
-        samples = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                key, _, value = line.rpartition(" ")
-                samples[key] = float(value)
-        return samples
-
-
-class Results:
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, name, ok, detail=""):
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print("FAIL %s%s" % (name, (": " + detail) if detail else ""))
-        return ok
+def Kubedns(procs, tmp, name, *flags):
+    """kubedns serving tmp/objects.json, ready, owned by `procs`."""
+    kd = servers.Kubedns(tmp, name, "--objects-file=" + os.path.join(tmp, "objects.json"),
+                         *flags)
+    procs.append(kd)
+    return kd
 
 
 def run(results, tmp):
-    procs = Processes()
+    procs = []
     try:
         unbound_a = start_unbound(procs, tmp, "unbound-a", "192.0.2.10")
         unbound_b = start_unbound(procs, tmp, "unbound-b", "192.0.2.20")
         nsd = start_nsd(procs, tmp)
         with open(os.path.join(tmp, "objects.json"), "w") as f:
-            import json
             json.dump(OBJECTS, f)
         with open(os.path.join(tmp, "resolv.conf"), "w") as f:
             f.write("# no nameserver: only --nameservers and the ConfigMap give upstreams\n")
-        config = ConfigMapDir(os.path.join(tmp, "config"))
+        config = harness.ConfigMapDir(os.path.join(tmp, "config"))
         kd = Kubedns(procs, tmp, "kubedns", "--nameservers=127.0.0.1:%d" % unbound_a,
                      "--config-dir=" + config.path, "--config-period=100ms",
                      "--resolv-conf=" + os.path.join(tmp, "resolv.conf"))
@@ -375,8 +219,7 @@ def run(results, tmp):
         check("an invalid ConfigMap is rejected and counted", ok)
         check("the rejection is visible in kdns_kubedns_forward_config_error",
               kd.metrics().get("kdns_kubedns_forward_config_error") == 1)
-        with open(kd.log) as f:
-            log = f.read()
+        log = kd.log()
         check("the rejection is logged with the reason",
               "invalid configuration rejected" in log and "more than three entries" in log)
         got = dig(kd.port, "www.example.test.")
@@ -418,16 +261,16 @@ def run(results, tmp):
         check("... and an ExternalName chase gets SERVFAIL too",
               got["status"] == "SERVFAIL", got["raw"])
     finally:
-        procs.stop_all()
+        harness.stop_all(procs)
 
 
 def main():
-    for tool in (UNBOUND, NSD, "/usr/bin/dig", os.path.join(BIN, "kubedns")):
+    for tool in (servers.UNBOUND, servers.NSD, "/usr/bin/dig", os.path.join(BIN, "kubedns")):
         if not os.access(tool, os.X_OK):
             print("kubedns_forward_test: skipped: %s is missing" % tool)
             print("0 passed, 0 failed")
             return 0
-    results = Results()
+    results = harness.Checks()
     tmp = tempfile.mkdtemp(prefix="kdns-forward-e2e.")
     try:
         run(results, tmp)
@@ -438,8 +281,7 @@ def main():
             print("kept " + tmp)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (results.passed, results.failed))
-    return 1 if results.failed else 0
+    return results.finish()
 
 
 if __name__ == "__main__":

@@ -8,14 +8,10 @@ after it). Closes with `N passed, M failed`.
 """
 import os
 import sys
-import tempfile
-import shutil
-import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import dns_fixtures as fx  # noqa: E402
-import kubedns_api_test as api  # noqa: E402
+import harness  # noqa: E402
+import kubedns_api as api  # noqa: E402
 
 
 def pod(ns, name, ips, phase="Running"):
@@ -82,8 +78,8 @@ def test_relist_after_410_drops_pods_deleted_meanwhile(env):
                              [ip] if rcode == "NOERROR" else None, 30)
         if problem:
             p.append(problem)
-    if api.eventually(lambda: dns.metric('kdns_kubedns_api_relists_total{resource="pods"}')
-                      <= relists and "no re-LIST of pods", 15):
+    if harness.eventually(lambda: dns.metric('kdns_kubedns_api_relists_total{resource="pods"}')
+                          <= relists and "no re-LIST of pods", 15):
         p.append("no pod re-LIST counted after the 410")
     api.delete(fake, "Pod", "relist", "b")
     return p
@@ -99,35 +95,5 @@ TESTS = [test_pods_come_change_finish_and_go, test_relist_after_410_drops_pods_d
          test_metrics_count_pod_events]
 
 
-def main():
-    workdir = tempfile.mkdtemp(prefix="kdns-pods-e2e-")
-    passed = failed = 0
-    fake = dns = None
-    try:
-        fake = api.Fake(workdir, "--history-size", "50")
-        dns = api.Kubedns(workdir, fake.info["kubeconfig"], "kubedns", "--pod-records=verified")
-        if api.eventually(lambda: not dns.ready() and "not ready", 30):
-            raise RuntimeError("kubedns did not become ready:\n" + dns.log()[-3000:])
-        env = {"fake": fake, "dns": dns, "workdir": workdir}
-        p, f = fx.run_tests(TESTS, env)
-        passed += p
-        failed += f
-    except Exception:
-        failed += 1
-        print("FAIL setup: " + traceback.format_exc())
-    finally:
-        if dns:
-            dns.stop()
-        if fake:
-            fake.stop()
-        if failed and dns:
-            print("--- kubedns log (tail) ---")
-            print(dns.log()[-4000:])
-        if not os.environ.get("KEEP_TMP"):
-            shutil.rmtree(workdir, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(api.main(TESTS, kubedns_flags=("--pod-records=verified",)))

@@ -26,10 +26,10 @@ import sys
 import tempfile
 import time
 import traceback
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import dns_fixtures as fx  # noqa: E402
+import harness  # noqa: E402
+import servers  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.abspath(os.environ.get("KDNS_BIN", os.path.join(ROOT, "build", "bin")))
@@ -51,50 +51,17 @@ def measured(what, value):
     print("     measured: %s: %s" % (what, value))
 
 
-class ConfigMapDir:
-    """A ConfigMap volume as the kubelet writes it: timestamped data directories behind a
-    `..data` symlink swapped with a rename, and one symlink per key into `..data`."""
-
-    def __init__(self, path):
-        self.path = path
-        self.version = 0
-        os.makedirs(path, exist_ok=True)
-
-    def write(self, data):
-        self.version += 1
-        stamp = "..%s_%d" % (time.strftime("%Y_%m_%d_%H_%M_%S"), self.version)
-        target = os.path.join(self.path, stamp)
-        os.makedirs(target)
-        for key, value in data.items():
-            with open(os.path.join(target, key), "w") as f:
-                f.write(value)
-        old = os.path.realpath(os.path.join(self.path, "..data"))
-        tmp = os.path.join(self.path, "..data_tmp")
-        os.symlink(stamp, tmp)
-        os.rename(tmp, os.path.join(self.path, "..data"))
-        for key in data:
-            link = os.path.join(self.path, key)
-            if not os.path.islink(link):
-                os.symlink(os.path.join("..data", key), link)
-        for key in os.listdir(self.path):
-            link = os.path.join(self.path, key)
-            if os.path.islink(link) and not key.startswith("..") and key not in data:
-                os.unlink(link)
-        if os.path.isdir(old) and os.path.basename(old).startswith("..") and old != target:
-            shutil.rmtree(old, ignore_errors=True)
-
-
 class Pod:
     def __init__(self, workdir):
         self.workdir = workdir
-        self.nsd = fx.Nsd(workdir)
+        self.nsd = servers.Nsd(workdir)
         try:
-            self.unbound = fx.Unbound(workdir)
+            self.unbound = servers.Unbound(workdir)
         except Exception:
             self.nsd.stop()
             raise
-        self.config = ConfigMapDir(os.path.join(workdir, "kube-dns-config"))
-        self.config.write(self.stub_domains(["example.test"]))
+        self.config = harness.ConfigMapDir(os.path.join(workdir, "kube-dns-config"))
+        self.config.publish(self.stub_domains(["example.test"]))
         self.kubedns = None
         self.nanny = None
         self.sidecar = None
@@ -113,7 +80,7 @@ class Pod:
         return {"stubDomains": json.dumps(stubs)}
 
     def start_kubedns(self):
-        self.kubedns = fx.Process(
+        self.kubedns = harness.Process(
             [os.path.join(BIN, "kubedns"),
              "--objects-file=" + os.path.join(ROOT, "test", "conformance", "objects.json"),
              "--domain=cluster.local.", "--dns-bind-address=127.0.0.1", "--dns-port=10053",
@@ -123,27 +90,28 @@ class Pod:
              # cache in front of us (a loop, which --dns-loop-detect would rightly cut).
              "--nameservers=127.0.0.1:%d" % self.nsd.port],
             os.path.join(self.workdir, "kubedns.log"))
-        if not fx.wait_until(lambda: http_status(8081, "/readiness") == 200, 30):
+        if not harness.wait_until(lambda: harness.http_status(8081, "/readiness") == 200, 30):
             raise RuntimeError("kubedns not ready:\n" + self.kubedns.log()[-2000:])
 
     def start_nanny(self):
-        self.nanny = fx.Process(
+        self.nanny = harness.Process(
             [os.path.join(BIN, "nanny"), "-v=2", "-logtostderr",
              "-configDir=" + self.config.path, "-restartDnsmasq=true",
              "-dnsmasqExec=" + os.path.join(BIN, "frontend-cache"), "--"] + CACHE_ARGS,
             os.path.join(self.workdir, "nanny.log"))
-        if not fx.wait_until(lambda: self.answers("kubernetes.default.svc.cluster.local"), 30):
+        if not harness.wait_until(lambda: self.answers("kubernetes.default.svc.cluster.local"), 30):
             raise RuntimeError("the cache is not answering:\n" + self.nanny.log()[-3000:])
 
     def start_sidecar(self):
-        self.sidecar = fx.Process(
+        self.sidecar = harness.Process(
             [os.path.join(BIN, "sidecar"), "--v=2", "--logtostderr",
              "--probe=kubedns,127.0.0.1:10053,kubernetes.default.svc.cluster.local,1,SRV",
              "--probe=dnsmasq,127.0.0.1:53,kubernetes.default.svc.cluster.local,1,SRV",
              "--dnsmasq-addr=127.0.0.1", "--dnsmasq-port=53", "--dnsmasq-poll-interval-ms=500",
              "--prometheus-addr=127.0.0.1", "--prometheus-port=10054"],
             os.path.join(self.workdir, "sidecar.log"))
-        if not fx.wait_until(lambda: http_status(10054, "/healthcheck/dnsmasq") == 200, 30):
+        if not harness.wait_until(
+                lambda: harness.http_status(10054, "/healthcheck/dnsmasq") == 200, 30):
             raise RuntimeError("the sidecar is not healthy:\n" + self.sidecar.log()[-2000:])
 
     def cache_pid(self):
@@ -155,7 +123,7 @@ class Pod:
 
     @staticmethod
     def answers(name, qtype="A", port=53):
-        answer = fx.dig(port, name, qtype, timeout=1)
+        answer = harness.dig(port, name, qtype, timeout=1)
         return answer.status == "NOERROR" and bool(answer.answer)
 
     def stop(self):
@@ -166,16 +134,6 @@ class Pod:
         self.nsd.stop()
 
 
-def http_status(port, path):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=2) as r:
-            return r.status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except Exception:
-        return 0
-
-
 def getent(database, name):
     run = subprocess.run(["getent", database, name], capture_output=True, text=True,
                          timeout=30)
@@ -183,22 +141,12 @@ def getent(database, name):
 
 
 def kubedns_addresses(name, qtype="A"):
-    return sorted(fx.dig(10053, name, qtype).rdatas(qtype))
+    return sorted(harness.dig(10053, name, qtype).rdatas(qtype))
 
 
 def kubedns_all_addresses(name):
     """A and AAAA: `getent hosts` prints one address, of either family."""
     return sorted(set(kubedns_addresses(name)) | set(kubedns_addresses(name, "AAAA")))
-
-
-def time_until(check, timeout=30.0, interval=0.005):
-    """Seconds until check() is true, or None."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if check():
-            return time.monotonic() - start
-        time.sleep(interval)
-    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -246,8 +194,8 @@ def test_stub_domain_added_by_configmap(pod):
     if pod.answers("www.other.test"):
         p.append("www.other.test answered before its stub domain exists")
     start = time.monotonic()
-    pod.config.write(pod.stub_domains(["example.test", "other.test"]))
-    took = time_until(lambda: pod.answers("www.other.test"), 10, 0.02)
+    pod.config.publish(pod.stub_domains(["example.test", "other.test"]))
+    took = harness.time_until(lambda: pod.answers("www.other.test"), 10, 0.02)
     if took is None:
         p.append("www.other.test not answered after the ConfigMap gained other.test")
     else:
@@ -256,9 +204,15 @@ def test_stub_domain_added_by_configmap(pod):
             p.append("the change took %.2f s (want within about 1 s)" % took)
     if not pod.answers("www.example.test"):
         p.append("www.example.test stopped answering after the change")
-    # An invalid update is ignored: the old config keeps serving.
-    pod.config.write({"stubDomains": '{"bad domain!": ["127.0.0.1"]}'})
-    time.sleep(1.5)
+    # An invalid update is ignored: the old config keeps serving, once both readers
+    # (kubedns and the nanny) have logged that they rejected it.
+    rejected = (pod.kubedns.log().count("invalid configuration rejected"),
+                pod.nanny.log().count("rejected"))
+    pod.config.publish({"stubDomains": '{"bad domain!": ["127.0.0.1"]}'})
+    if not harness.wait_until(lambda: pod.kubedns.log().count(
+            "invalid configuration rejected") > rejected[0] and pod.nanny.log().count(
+            "rejected") > rejected[1], 15):
+        p.append("the invalid ConfigMap was not rejected by both kubedns and the nanny")
     if not pod.answers("www.other.test") or not pod.answers("www.example.test"):
         p.append("an invalid ConfigMap broke the running stub domains")
     return p
@@ -278,29 +232,17 @@ def test_configmap_edits_under_load(pod):
          "-Q", "5000", "-c", "4", "-t", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
     changes = 0
-    time.sleep(0.5)
+    time.sleep(0.5)  # pacing, not a wait: the load runs before the first change
     while perf.poll() is None and changes < 20:
         domains = ["example.test"] + (["other.test"] if changes % 2 == 0 else [])
-        pod.config.write(pod.stub_domains(domains))
+        pod.config.publish(pod.stub_domains(domains))
         changes += 1
-        time.sleep(0.3)
+        time.sleep(0.3)  # pacing: about 20 changes spread over the load
     out, _ = perf.communicate(timeout=duration + 30)
-    pod.config.write(pod.stub_domains(["example.test", "other.test"]))
-    sent = completed = lost = 0
-    rcodes = {}
-    for line in out.splitlines():
-        line = line.strip()
-        if line.startswith("Queries sent:"):
-            sent = int(line.split()[2])
-        elif line.startswith("Queries completed:"):
-            completed = int(line.split()[2])
-        elif line.startswith("Queries lost:"):
-            lost = int(line.split()[2])
-        elif line.startswith("Response codes:"):
-            for part in line[len("Response codes:"):].split(","):
-                bits = part.split()
-                if len(bits) >= 2:
-                    rcodes[bits[0]] = int(bits[1])
+    pod.config.publish(pod.stub_domains(["example.test", "other.test"]))
+    result = harness.parse_dnsperf(out)
+    sent, completed, lost = (int(result[key] or 0) for key in ("sent", "completed", "lost"))
+    rcodes = result["codes"]
     measured("load during %d ConfigMap changes" % changes,
              "%d sent, %d completed, %d lost, rcodes %s" % (sent, completed, lost, rcodes))
     if changes < 20:
@@ -319,7 +261,7 @@ def test_kill_each_process(pod):
     if pid is None:
         return ["no frontend-cache under the nanny"]
     os.kill(pid, signal.SIGKILL)
-    took = time_until(lambda: pod.cache_pid() not in (None, pid) and pod.answers(name), 10)
+    took = harness.time_until(lambda: pod.cache_pid() not in (None, pid) and pod.answers(name), 10)
     if took is None:
         p.append("no answers after kill -9 of frontend-cache")
     else:
@@ -328,7 +270,8 @@ def test_kill_each_process(pod):
     # holds, and after a restart (the kubelet's job) health is green again.
     os.kill(pod.kubedns.pid, signal.SIGKILL)
     pod.kubedns.wait(10)
-    red = time_until(lambda: http_status(10054, "/healthcheck/kubedns") == 503, 10, 0.05)
+    red = harness.time_until(
+        lambda: harness.http_status(10054, "/healthcheck/kubedns") == 503, 10, 0.05)
     if red is None:
         p.append("/healthcheck/kubedns stayed 200 with kubedns down")
     else:
@@ -337,7 +280,8 @@ def test_kill_each_process(pod):
         p.append("a cached cluster name was not answered while kubedns was down")
     pod.kubedns.stop()
     pod.start_kubedns()
-    green = time_until(lambda: http_status(10054, "/healthcheck/kubedns") == 200, 10, 0.05)
+    green = harness.time_until(
+        lambda: harness.http_status(10054, "/healthcheck/kubedns") == 200, 10, 0.05)
     if green is None:
         p.append("/healthcheck/kubedns did not turn 200 after kubedns came back")
     else:
@@ -376,7 +320,7 @@ def run_inside():
     pod = None
     try:
         pod = Pod(workdir)
-        p, f = fx.run_tests(TESTS, pod)
+        p, f = harness.run_tests(TESTS, pod)
         passed += p
         failed += f
     except Exception:

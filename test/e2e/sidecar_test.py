@@ -21,24 +21,22 @@ KDNS_KEEP_TMP=1 keeps the temporary directory (logs of every process) after a fa
 """
 import json
 import os
-import random
 import re
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import traceback
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import dns_fixtures as fx  # noqa: E402
+import dns_wire  # noqa: E402
+import harness  # noqa: E402
+import servers  # noqa: E402
 
-SIDECAR = os.path.join(fx.BIN, "sidecar")
+SIDECAR = os.path.join(harness.BIN, "sidecar")
 INTERVAL_S = 1
 POLL_MS = 300
 COUNTERS = ["kubedns_dnsmasq_hits", "kubedns_dnsmasq_misses", "kubedns_dnsmasq_evictions",
@@ -64,68 +62,28 @@ BUCKETS = ["0.25", "0.5", "1", "2", "4", "8", "16", "32", "64", "128", "256", "5
            "2048", "4096", "8192", "+Inf"]
 
 
-# -- clients --------------------------------------------------------------------------------
-
-def udp_query(port, name, qtype=1, timeout=3.0):
-    """One query to 127.0.0.1:port over UDP; returns (rcode, answer count)."""
-    qid = random.randint(0, 0xFFFF)
-    question = b"".join(bytes([len(label)]) + label.encode()
-                        for label in name.rstrip(".").split("."))
-    packet = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + question + b"\0" + \
-        struct.pack(">HH", qtype, 1)
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.settimeout(timeout)
-        s.sendto(packet, ("127.0.0.1", port))
-        while True:
-            data = s.recv(4096)
-            if len(data) >= 12 and struct.unpack(">H", data[:2])[0] == qid:
-                flags, _, ancount = struct.unpack(">HHH", data[2:8])
-                return flags & 0xF, ancount
-
-
-def http(port, path, method="GET"):
-    """(status, headers, body) of one request to the sidecar."""
-    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=5) as r:
-            return r.status, dict(r.headers), r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read().decode()
-
-
-def parse_metrics(text):
-    """{series: value} from Prometheus text."""
-    samples = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        series, value = line.rsplit(" ", 1)
-        samples[series] = float(value)
-    return samples
-
-
 # -- the pods -------------------------------------------------------------------------------
 
 class Sidecar:
     def __init__(self, workdir, name, args):
-        self.port = fx.free_port()
+        self.port = harness.free_port()
         argv = [SIDECAR, "--prometheus-addr=127.0.0.1", "--prometheus-port=%d" % self.port,
                 "--v=0"] + args
-        self.process = fx.Process(argv, os.path.join(workdir, name + ".log"))
-        if not fx.wait_until(lambda: not self.process.alive() or
-                             "serving HTTP on" in self.process.log(), 20):
+        self.process = harness.Process(argv, os.path.join(workdir, name + ".log"))
+        if not harness.wait_until(lambda: not self.process.alive() or
+                                  "serving HTTP on" in self.process.log(), 20):
             raise RuntimeError("%s did not start: %s" % (name, self.process.log()[-1500:]))
         if not self.process.alive():
             raise RuntimeError("%s exited: %s" % (name, self.process.log()[-1500:]))
 
     def metrics_text(self):
-        return http(self.port, "/metrics")[2]
+        return harness.http_get(self.port, "/metrics")[2]
 
     def metrics(self):
-        return parse_metrics(self.metrics_text())
+        return harness.parse_metrics(self.metrics_text())
 
     def health(self, label):
-        status, _, body = http(self.port, "/healthcheck/" + label)
+        status, _, body = harness.http_get(self.port, "/healthcheck/" + label)
         return status, body
 
     def stop(self):
@@ -139,14 +97,14 @@ class Pod:
         self.workdir, self.kind, self.cache_size = workdir, kind, cache_size
         self.restarts = 0
         if kind == "dnsmasq":
-            self.cache = fx.Dnsmasq(workdir, "dnsmasq", "--server=" + nsd.address,
-                                    "--cache-size=%d" % cache_size)
+            self.cache = servers.Dnsmasq(workdir, "dnsmasq", "--server=" + nsd.address,
+                                         "--cache-size=%d" % cache_size)
         else:
-            self.cache = fx.FrontendCache(workdir, "frontend-cache", "--server=" + nsd.address,
-                                          "--cache-size=%d" % cache_size, metrics=False)
+            self.cache = servers.FrontendCache(workdir, "frontend-cache", "--server=" + nsd.address,
+                                               "--cache-size=%d" % cache_size, metrics=False)
         self.cache_port = self.cache.port
         self.cache_argv = self.cache.process.argv
-        self.absent_port = fx.free_port()
+        self.absent_port = harness.free_port()
         ok = "ok,127.0.0.1:%d,www.example.test,%d" % (self.cache_port, INTERVAL_S)
         if ok_type:
             ok += "," + ok_type
@@ -187,10 +145,11 @@ class Pod:
         """The same cache again, same arguments and port (a restarted container)."""
         self.restarts += 1
         name = "%s-restart%d" % (self.kind, self.restarts)
-        self.cache.process = fx.Process(self.cache_argv, os.path.join(self.workdir, name + ".log"))
-        ready = fx.wait_until(lambda: not self.cache.process.alive() or
-                              fx.dig(self.cache_port, "version.bind", "TXT", "CH",
-                                     timeout=1).status == "NOERROR", 20)
+        self.cache.process = harness.Process(self.cache_argv,
+                                             os.path.join(self.workdir, name + ".log"))
+        ready = harness.wait_until(lambda: not self.cache.process.alive() or
+                                   harness.dig(self.cache_port, "version.bind", "TXT", "CH",
+                                               timeout=1).status == "NOERROR", 20)
         if not ready or not self.cache.process.alive():
             raise RuntimeError("%s did not come back: %s" % (name, self.cache.process.log()[-1500:]))
 
@@ -238,11 +197,11 @@ def test_bad_flags_stop_the_start(env):
 def check_pod_after_100_queries(pod):
     p = []
     for i in range(100):
-        rcode, ancount = udp_query(pod.cache_port, "www.example.test")
-        if rcode != 0 or ancount < 1:
-            p.append("query %d through %s: rcode %d, %d answers" % (i, pod.kind, rcode, ancount))
+        reply = dns_wire.ask_udp(pod.cache_port, "www.example.test", timeout=3.0, full=True)
+        if reply is None or reply["rcode"] != 0 or reply["counts"][1] < 1:
+            p.append("query %d through %s: %s" % (i, pod.kind, reply or "no answer"))
             break
-    answer = fx.dig(pod.cache_port, "www.example.test")
+    answer = harness.dig(pod.cache_port, "www.example.test")
     if answer.rdatas("A") != ["192.0.2.10", "192.0.2.11"]:
         p.append("dig through %s: %s" % (pod.kind, answer))
 
@@ -253,7 +212,7 @@ def check_pod_after_100_queries(pod):
                 m.get("kubedns_probe_nxdomain_errors", 0) >= 5 and
                 m.get("kubedns_probe_ok_latency_ms_count", 0) >= 5 and m)
 
-    m = fx.wait_until(settled, 30, 0.2) or pod.sidecar.metrics()
+    m = harness.wait_until(settled, 30, 0.2) or pod.sidecar.metrics()
     if not m.get("kubedns_dnsmasq_hits", 0) > 100:
         p.append("hits %s, want > 100" % m.get("kubedns_dnsmasq_hits"))
     if m.get("kubedns_dnsmasq_max_size") != pod.cache_size:
@@ -331,22 +290,22 @@ def test_metric_names_types_and_help(env):
 def test_http_endpoints(env):
     problems = []
     pod = env["frontend"]
-    status, headers, body = http(pod.sidecar.port, "/healthz")
+    status, headers, body = harness.http_get(pod.sidecar.port, "/healthz")
     if status != 200 or not re.fullmatch(r"ok \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? "
                                          r"\+0000 UTC\)\n", body):
         problems.append("/healthz: %d %r" % (status, body))
-    status, headers, _ = http(pod.sidecar.port, "/metrics")
+    status, headers, _ = harness.http_get(pod.sidecar.port, "/metrics")
     if status != 200 or not headers.get("Content-Type", "").startswith("text/plain; version=0.0.4"):
         problems.append("/metrics: %d %s" % (status, headers.get("Content-Type")))
-    status, headers, _ = http(pod.sidecar.port, "/healthcheck/ok")
+    status, headers, _ = harness.http_get(pod.sidecar.port, "/healthcheck/ok")
     if headers.get("Content-Type") != "application/json":
         problems.append("/healthcheck/ok Content-Type %s" % headers.get("Content-Type"))
     for path in ("/healthcheck/unknown", "/healthcheck/", "/", "/metrics/x", "/healthcheck/ok/x"):
-        status = http(pod.sidecar.port, path)[0]
+        status = harness.http_get(pod.sidecar.port, path)[0]
         if status != 404:
             problems.append("GET %s: %d, want 404" % (path, status))
     for method, path in (("POST", "/healthcheck/ok"), ("PUT", "/metrics"), ("DELETE", "/healthz")):
-        status, headers, _ = http(pod.sidecar.port, path, method)
+        status, headers, _ = harness.http_get(pod.sidecar.port, path, method)
         if status != 405 or headers.get("Allow") != "GET, HEAD":
             problems.append("%s %s: %d Allow=%s, want 405" % (method, path, status,
                                                               headers.get("Allow")))
@@ -358,19 +317,14 @@ def test_http_endpoints(env):
             problems.append("oversized request: %r" % reply)
     with socket.create_connection(("127.0.0.1", pod.sidecar.port), timeout=5) as slow:
         slow.sendall(b"GET /healthz HTTP/1.1\r\n")  # and nothing more
-        if http(pod.sidecar.port, "/healthz")[0] != 200:
+        if harness.http_get(pod.sidecar.port, "/healthz")[0] != 200:
             problems.append("a half-sent request blocked other clients")
     return problems
 
 
 def wait_health(pod, label, want, limit_s):
     """Seconds until /healthcheck/<label> returns `want`, or None past limit_s."""
-    started = time.time()
-    while time.time() - started <= limit_s:
-        if pod.sidecar.health(label)[0] == want:
-            return time.time() - started
-        time.sleep(0.05)
-    return None
+    return harness.time_until(lambda: pod.sidecar.health(label)[0] == want, limit_s, 0.05)
 
 
 def restart(pod):
@@ -390,8 +344,8 @@ def restart(pod):
         problems.append("%s stopped: ok %d %s" % (pod.kind, status, body))
     # Statistics cannot be read meanwhile: errors count, counters stay.
     errors = pod.sidecar.metrics().get("kubedns_dnsmasq_errors", 0)
-    if not fx.wait_until(lambda: pod.sidecar.metrics().get("kubedns_dnsmasq_errors", 0) > errors,
-                         5):
+    if not harness.wait_until(lambda: pod.sidecar.metrics().get("kubedns_dnsmasq_errors", 0) > errors,
+                              5):
         problems.append("%s stopped: no poll errors counted" % pod.kind)
     pod.start_cache()
     took = wait_health(pod, "ok", 200, 2 * INTERVAL_S)
@@ -401,19 +355,19 @@ def restart(pod):
         problems.append("%s back: /healthcheck/ok not 200 within %d s" % (pod.kind,
                                                                           2 * INTERVAL_S))
     for i in range(20):
-        rcode, ancount = udp_query(pod.cache_port, "www.example.test")
-        if rcode != 0 or ancount < 1:
-            problems.append("%s back: query %d rcode %d" % (pod.kind, i, rcode))
+        reply = dns_wire.ask_udp(pod.cache_port, "www.example.test", timeout=3.0, full=True)
+        if reply is None or reply["rcode"] != 0 or reply["counts"][1] < 1:
+            problems.append("%s back: query %d: %s" % (pod.kind, i, reply or "no answer"))
             break
-    if not fx.wait_until(lambda: pod.sidecar.metrics().get(
+    if not harness.wait_until(lambda: pod.sidecar.metrics().get(
             "kdns_sidecar_dnsmasq_restarts_total", 0) >= 1, 5):
         problems.append("%s: the restart was not recognised" % pod.kind)
     def grown():
         m = pod.sidecar.metrics()
         return m if m["kubedns_dnsmasq_hits"] > before["kubedns_dnsmasq_hits"] + 10 else None
 
-    after = fx.wait_until(grown, 5) or pod.sidecar.metrics()
-    raw = fx.dig(pod.cache_port, "hits.bind", "TXT", "CH").rdatas("TXT")
+    after = harness.wait_until(grown, 5) or pod.sidecar.metrics()
+    raw = harness.dig(pod.cache_port, "hits.bind", "TXT", "CH").rdatas("TXT")
     print("    %s: hits %d before the restart, %d after; the new process says %s" % (
         pod.kind, before["kubedns_dnsmasq_hits"], after["kubedns_dnsmasq_hits"], raw))
     if not raw or int(raw[0].strip('"')) >= after["kubedns_dnsmasq_hits"]:
@@ -473,7 +427,7 @@ TESTS = [
 
 
 def main():
-    for tool in (SIDECAR, os.path.join(fx.BIN, "frontend-cache"), fx.NSD, fx.DNSMASQ,
+    for tool in (SIDECAR, os.path.join(harness.BIN, "frontend-cache"), servers.NSD, servers.DNSMASQ,
                  "/usr/bin/dig"):
         if not os.access(tool, os.X_OK):
             print("missing %s" % tool)
@@ -483,7 +437,7 @@ def main():
     passed = failed = 0
     owned = []
     try:
-        nsd = fx.Nsd(workdir)
+        nsd = servers.Nsd(workdir)
         owned.append(nsd)
         env = {"nsd": nsd}
         env["dnsmasq"] = Pod(workdir, "dnsmasq", nsd, cache_size=500)
@@ -491,7 +445,7 @@ def main():
         env["frontend"] = Pod(workdir, "frontend-cache", nsd, cache_size=700, ok_type="A",
                               extra_probes=["srv,127.0.0.1:%d,_http._tcp.example.test,1,SRV"])
         owned.append(env["frontend"])
-        p, f = fx.run_tests(TESTS, env)
+        p, f = harness.run_tests(TESTS, env)
         passed += p
         failed += f
         for pod in (env["dnsmasq"], env["frontend"]):
@@ -503,7 +457,7 @@ def main():
         traceback.print_exc()
         failed += 1
     finally:
-        fx.stop_all(owned)
+        harness.stop_all(owned)
         if failed and os.environ.get("KDNS_KEEP_TMP"):
             print("kept " + workdir)
         else:

@@ -1,0 +1,133 @@
+"""DNS messages on the wire, for the end-to-end suites' own clients and the scripted fake
+upstream (fake_upstream.py): names, queries, a parse of any message, and a raw-UDP client
+fast enough to poll every few milliseconds (ask_udp). Standard library only.
+"""
+import random
+import socket
+import struct
+import time
+
+TYPES = {"A": 1, "NS": 2, "CNAME": 5, "SOA": 6, "PTR": 12, "MX": 15, "TXT": 16,
+         "AAAA": 28, "SRV": 33, "OPT": 41, "ANY": 255}
+CLASS_IN, CLASS_CH = 1, 3
+NOERROR, FORMERR, SERVFAIL, NXDOMAIN, NOTIMP, REFUSED = 0, 1, 2, 3, 4, 5
+RCODE_NAMES = {NOERROR: "NOERROR", FORMERR: "FORMERR", SERVFAIL: "SERVFAIL",
+               NXDOMAIN: "NXDOMAIN", NOTIMP: "NOTIMP", REFUSED: "REFUSED"}
+
+
+def encode_name(name):
+    out = b""
+    for label in name.rstrip(".").split("."):
+        if label:
+            out += bytes([len(label)]) + label.encode()
+    return out + b"\0"
+
+
+def read_name(data, offset):
+    """(name text with a trailing dot, offset after the name); follows pointers."""
+    labels, jumped, end = [], False, offset
+    for _ in range(128):
+        length = data[offset]
+        if length >= 0xC0:
+            if not jumped:
+                end = offset + 2
+            offset = ((length & 0x3F) << 8) | data[offset + 1]
+            jumped = True
+            continue
+        offset += 1
+        if length == 0:
+            break
+        labels.append(data[offset:offset + length].decode("latin-1"))
+        offset += length
+    if not jumped:
+        end = offset
+    return ".".join(labels) + ".", end
+
+
+def parse_message(data):
+    """Header fields, the first question and whether an OPT (and DO) is present."""
+    ident, flags, qd, an, ns, ar = struct.unpack("!HHHHHH", data[:12])
+    msg = {"id": ident, "flags": flags, "qr": bool(flags & 0x8000), "rcode": flags & 0xF,
+           "tc": bool(flags & 0x0200), "aa": bool(flags & 0x0400), "rd": bool(flags & 0x0100),
+           "counts": (qd, an, ns, ar), "edns": False, "do": False, "payload": None,
+           "answers": []}
+    offset = 12
+    if qd:
+        name, offset = read_name(data, offset)
+        qtype, qclass = struct.unpack("!HH", data[offset:offset + 4])
+        offset += 4
+        msg.update(qname=name, qtype=qtype, qclass=qclass, question_end=offset)
+    for section, count in (("an", an), ("ns", ns), ("ar", ar)):
+        for _ in range(count):
+            owner, offset = read_name(data, offset)
+            rtype, rclass, ttl, rdlen = struct.unpack("!HHIH", data[offset:offset + 10])
+            rdata = data[offset + 10:offset + 10 + rdlen]
+            offset += 10 + rdlen
+            if rtype == TYPES["OPT"]:
+                msg["edns"] = True
+                msg["payload"] = rclass
+                msg["do"] = bool(ttl & 0x8000)
+            elif section == "an":
+                msg["answers"].append((owner, rtype, ttl, rdata))
+    return msg
+
+
+def build_query(name, qtype="A", qclass=CLASS_IN, ident=0x1234, edns=True, do=False, rd=True):
+    """A query, as a client (for direct checks, not for what dig already shows); `qtype`
+    a type name or number."""
+    flags = 0x0100 if rd else 0
+    header = struct.pack("!HHHHHH", ident, flags, 1, 0, 0, 1 if edns else 0)
+    body = encode_name(name) + struct.pack("!HH", TYPES.get(qtype, qtype) if isinstance(
+        qtype, str) else qtype, qclass)
+    if edns:
+        body += b"\0" + struct.pack("!HHIH", TYPES["OPT"], 1232, 0x8000 if do else 0, 0)
+    return header + body
+
+
+def udp_exchange(port, payload, timeout=5.0, host="127.0.0.1"):
+    """Sends one datagram and returns the first reply (or None on timeout)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(timeout)
+    try:
+        s.sendto(payload, (host, port))
+        return s.recvfrom(65535)[0]
+    except OSError:
+        return None
+    finally:
+        s.close()
+
+
+def records_of(msg):
+    """The A addresses and TXT strings of a parsed message's answer section."""
+    out = []
+    for _, rtype, _, rdata in msg["answers"]:
+        if rtype == TYPES["A"] and len(rdata) == 4:
+            out.append(socket.inet_ntoa(rdata))
+        elif rtype == TYPES["TXT"]:
+            i = 0
+            while i < len(rdata):
+                out.append(rdata[i + 1:i + 1 + rdata[i]].decode(errors="replace"))
+                i += 1 + rdata[i]
+    return out
+
+
+def ask_udp(port, name, qtype="A", qclass=CLASS_IN, timeout=1.0, full=False):
+    """One query (RD, no EDNS) to 127.0.0.1:port: (rcode name, records_of the reply), or
+    (None, []) on timeout; with full, the parsed reply (parse_message), or None."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        ident = random.randrange(65536)
+        sock.sendto(build_query(name, qtype, qclass, ident=ident, edns=False),
+                    ("127.0.0.1", port))
+        deadline = time.monotonic() + timeout
+        while True:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            msg = parse_message(sock.recv(4096))
+            if msg["id"] == ident:
+                if full:
+                    return msg
+                return RCODE_NAMES.get(msg["rcode"], str(msg["rcode"])), records_of(msg)
+    except OSError:  # a timeout, or nothing listening
+        return None if full else (None, [])
+    finally:
+        sock.close()

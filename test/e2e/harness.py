@@ -1,0 +1,450 @@
+"""The one end-to-end test harness: everything the suites in test/e2e/ (and the fake API
+server's self-test) share, so that no suite carries its own copy.
+
+- the runner: run_tests() (one ok/FAIL line per test, closing `N passed, M failed` via
+  finish()) and Checks for suites that count checks rather than test functions;
+- free ports, processes started in their own session and stopped by their process group
+  (NSD forks), so nothing outlives a suite (the servers themselves: servers.py);
+- a ConfigMap directory written as the kubelet writes it (the `..data` symlink swap);
+- waits on a condition (wait_until, time_until, eventually) instead of fixed sleeps: a
+  check that something did not happen first waits for a positive sign that it would have
+  by then (a later answer, a counter or log line that moved);
+- dig/kdig wrappers that parse what a client sees (a raw-UDP client: dns_wire.py);
+- Prometheus text scraping and parsing, and dnsperf's summary.
+"""
+import http.client
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("KDNS_BIN", os.path.join(ROOT, "build", "bin"))
+PYTHON = "/usr/bin/python3"  # sees Debian's packages (yaml, h2)
+
+
+def free_port(host="127.0.0.1"):
+    """A port free for both UDP and TCP on `host` (0.0.0.0: on every address)."""
+    for _ in range(50):
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind((host, 0))
+        port = udp.getsockname()[1]
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            tcp.bind((host, port))
+            return port
+        except OSError:
+            continue
+        finally:
+            udp.close()
+            tcp.close()
+    raise RuntimeError("no free port")
+
+
+class Skip(Exception):
+    """Raised by a test that cannot run here (a tool missing): SKIP, counted in neither."""
+
+
+def run_tests(tests, env, after_each=None):
+    """Runs each test(env), which returns its problems (empty or None: passed; a raised
+    exception fails it, Skip skips it), honouring KDNS_ONLY (a substring of the names to
+    run); prints an ok, FAIL or SKIP line per test, with the problems indented, and returns
+    (passed, failed). after_each(), if given, runs after every test (e.g. to clear injected
+    faults)."""
+    only = os.environ.get("KDNS_ONLY")
+    passed = failed = 0
+    for test in tests:
+        if only and only not in test.__name__:
+            continue
+        started = time.monotonic()
+        try:
+            problems = test(env)
+        except Skip as e:
+            print("SKIP %s: %s" % (test.__name__, e))
+            sys.stdout.flush()
+            continue
+        except Exception:
+            problems = ["raised: " + traceback.format_exc()]
+        took = time.monotonic() - started
+        if problems:
+            failed += 1
+            print("FAIL %s (%.1fs)" % (test.__name__, took))
+            for problem in problems:
+                print("    " + str(problem).replace("\n", "\n    "))
+        else:
+            passed += 1
+            print("ok   %s (%.1fs)" % (test.__name__, took))
+        sys.stdout.flush()
+        if after_each is not None:
+            after_each()
+    return passed, failed
+
+
+def stop_all(owned):
+    """Stops what a suite started, last first; one that fails to stop does not keep the
+    others running."""
+    for thing in reversed(owned):
+        try:
+            thing.stop()
+        except Exception:
+            traceback.print_exc()
+
+
+def finish(passed, failed):
+    """Prints the closing `N passed, M failed` line; returns the exit code."""
+    print("%d passed, %d failed" % (passed, failed))
+    sys.stdout.flush()
+    return 0 if failed == 0 else 1
+
+
+class Checks:
+    """Counts named checks for suites that run one long scenario (each check a test):
+    check() prints FAIL with the detail when `ok` is false and returns `ok`."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL %s%s" % (name, (": " + detail) if detail else ""))
+            sys.stdout.flush()
+        return ok
+
+    def finish(self):
+        return finish(self.passed, self.failed)
+
+
+# -- waits on a condition -------------------------------------------------------------------
+
+def wait_until(check, timeout=15.0, interval=0.05, ignore=()):
+    """Polls check() until it is truthy or `timeout` seconds pass; returns its last value.
+    Exceptions of the types in `ignore` count as "not yet" (e.g. a server still starting)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = check()
+        except ignore:
+            value = None
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+def time_until(check, timeout=30.0, interval=0.005, start=None):
+    """Seconds from `start` (monotonic; default now) until check() is true, or None."""
+    start = time.monotonic() if start is None else start
+    while time.monotonic() - start < timeout:
+        if check():
+            return time.monotonic() - start
+        time.sleep(interval)
+    return None
+
+
+def eventually(check, timeout=15.0, interval=0.1):
+    """Polls check(), which returns a problem (falsy: none), until it has none; returns
+    None or the last problem."""
+    deadline = time.monotonic() + timeout
+    problem = "never checked"
+    while time.monotonic() < deadline:
+        problem = check()
+        if not problem:
+            return None
+        time.sleep(interval)
+    return problem
+
+
+# -- a ConfigMap volume ---------------------------------------------------------------------
+
+class ConfigMapDir:
+    """A ConfigMap volume written as the kubelet's atomic writer does: timestamped data
+    directories behind a `..data` symlink swapped with a rename, one symlink per key into
+    `..data`, the previous data directory removed after the swap."""
+
+    def __init__(self, path):
+        self.path = path
+        os.makedirs(path, exist_ok=True)
+        self.version = 0
+        self.current = None
+
+    def publish(self, data):
+        """Writes a new version ({key: text}); returns the monotonic time of the swap."""
+        self.version += 1
+        name = "..%s_%06d.%d" % (time.strftime("%Y_%m_%d_%H_%M_%S"), self.version, os.getpid())
+        os.mkdir(os.path.join(self.path, name))
+        for key, value in data.items():
+            with open(os.path.join(self.path, name, key), "w") as f:
+                f.write(value)
+        tmp_link = os.path.join(self.path, "..data_tmp")
+        os.symlink(name, tmp_link)
+        os.rename(tmp_link, os.path.join(self.path, "..data"))
+        swapped = time.monotonic()
+        for entry in os.listdir(self.path):
+            if not entry.startswith(".") and entry not in data:
+                os.remove(os.path.join(self.path, entry))
+        for key in data:
+            link = os.path.join(self.path, key)
+            if not os.path.islink(link):
+                os.symlink(os.path.join("..data", key), link)
+        if self.current:
+            shutil.rmtree(os.path.join(self.path, self.current))
+        self.current = name
+        return swapped
+
+
+# -- HTTP and metrics -----------------------------------------------------------------------
+
+def http_get(port, path, method="GET", timeout=5):
+    """(status, headers, body text) of one request to 127.0.0.1:port; (0, {}, error) when
+    nothing answers (not listening yet)."""
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+    except (OSError, http.client.HTTPException) as e:
+        return 0, {}, str(e)
+
+
+def http_status(port, path, timeout=2):
+    return http_get(port, path, timeout=timeout)[0]
+
+
+def parse_metrics(text):
+    """{series: value} from Prometheus text; a series is `name{labels}` as printed."""
+    samples = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        series, _, value = line.rpartition(" ")
+        samples[series] = float(value)
+    return samples
+
+
+def scrape_metrics(port):
+    """The samples 127.0.0.1:port/metrics serves (raises when it does not answer)."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+        return parse_metrics(r.read().decode())
+
+
+def metric_sum(samples, series):
+    """The sample `series` (name{labels} exactly), or the sum over a family's labels (a
+    bare name), or over the samples whose labels begin so (`name{label="v"`, unclosed)."""
+    if "{" not in series:
+        prefix = series + "{"
+    elif not series.endswith("}"):
+        prefix = series
+    else:
+        prefix = None
+    return sum(value for name, value in samples.items()
+               if name == series or (prefix is not None and name.startswith(prefix)))
+
+
+# -- what a client sees -------------------------------------------------------------------
+
+def fold(line):
+    """Folds white space outside quoted strings."""
+    out, quoted, space = [], False, False
+    for ch in line:
+        if ch == '"':
+            quoted = not quoted
+        if ch in " \t" and not quoted:
+            space = True
+            continue
+        if space and out:
+            out.append(" ")
+        space = False
+        out.append(ch)
+    return "".join(out)
+
+
+class Record:
+    """One record as dig prints it."""
+
+    def __init__(self, line):
+        self.text = line  # folded, as the conformance cases write records
+        parts = line.split(" ", 4)
+        self.name, self.ttl, self.cls, self.type = parts[0], int(parts[1]), parts[2], parts[3]
+        self.rdata = parts[4] if len(parts) > 4 else ""
+
+    def key(self):
+        """Without the TTL, the name lower-cased."""
+        return (self.name.lower(), self.cls, self.type, self.rdata.lower())
+
+    def __repr__(self):
+        return "%s %d %s %s %s" % (self.name, self.ttl, self.cls, self.type, self.rdata)
+
+
+class Answer:
+    def __init__(self, output, returncode):
+        self.raw = output
+        self.returncode = returncode
+        self.status = None
+        self.flags = []
+        self.edns = False
+        self.edns_udp = None
+        self.edns_flags = []
+        self.question = None
+        self.sections = {"ANSWER": [], "AUTHORITY": [], "ADDITIONAL": []}
+        section = None
+        for raw in output.splitlines():
+            line = raw.strip()
+            m = re.search(r"status: ([A-Z0-9]+)", line)
+            if m and self.status is None:
+                self.status = m.group(1)
+            m = re.match(r";; [Ff]lags: ([a-z ]*);", line)
+            if m:
+                self.flags = m.group(1).split()
+            m = re.match(r"; EDNS: version: \d+, flags:([a-z ]*); udp: (\d+)", line)
+            if m:  # dig
+                self.edns = True
+                self.edns_flags = m.group(1).split()
+                self.edns_udp = int(m.group(2))
+            m = re.match(r";; Version: \d+; flags:([a-z ]*); UDP size: (\d+)", line)
+            if m:  # kdig
+                self.edns = True
+                self.edns_flags = m.group(1).split()
+                self.edns_udp = int(m.group(2))
+            m = re.match(r";; ([A-Z]+) SECTION:", line)
+            if m:
+                section = m.group(1)
+                continue
+            if section == "QUESTION" and line.startswith(";") and self.question is None:
+                self.question = fold(line[1:])
+                continue
+            if not line or line.startswith(";"):
+                if not line:
+                    section = None
+                continue
+            if section in self.sections:
+                self.sections[section].append(Record(fold(line)))
+
+    @property
+    def answer(self):
+        return self.sections["ANSWER"]
+
+    @property
+    def authority(self):
+        return self.sections["AUTHORITY"]
+
+    @property
+    def additional(self):
+        return self.sections["ADDITIONAL"]
+
+    def rdatas(self, rtype=None):
+        return sorted(r.rdata for r in self.answer if rtype is None or r.type == rtype)
+
+    def __repr__(self):
+        return "%s %s answer=%s authority=%s" % (self.status, self.flags, self.answer,
+                                                 self.authority)
+
+
+def dig_argv(port, name, qtype="A", qclass=None, *options, timeout=5, client="dig"):
+    """The command line of real dig (or kdig) asking 127.0.0.1:port once."""
+    argv = [client, "@127.0.0.1", "-p", str(port), name, qtype] + ([qclass] if qclass else [])
+    if client == "dig":
+        argv += ["+time=%d" % timeout, "+tries=1", "+nocookie", "+nostats"]
+    else:
+        argv += ["+time=%d" % timeout, "+retry=0", "+nostats"]
+    return argv + list(options)
+
+
+def dig(port, name, qtype="A", qclass=None, *options, timeout=5, client="dig"):
+    """Asks 127.0.0.1:port with real dig (or kdig) and parses the reply."""
+    run = subprocess.run(dig_argv(port, name, qtype, qclass, *options, timeout=timeout,
+                                  client=client),
+                         capture_output=True, text=True, timeout=timeout * 3 + 30)
+    return Answer(run.stdout, run.returncode)
+
+
+def dig_async(port, name, qtype="A", qclass=None, *options, timeout=5, client="dig"):
+    """Starts dig (or kdig) in the background; finish with Popen.communicate and Answer."""
+    return subprocess.Popen(dig_argv(port, name, qtype, qclass, *options, timeout=timeout,
+                                     client=client),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def parse_dnsperf(text):
+    """dnsperf's summary: sent, completed, lost and qps (floats, None when missing) and
+    codes (response code -> count)."""
+    out = {}
+    for key, pattern in (("sent", r"Queries sent:\s+(\d+)"),
+                         ("completed", r"Queries completed:\s+(\d+)"),
+                         ("lost", r"Queries lost:\s+(\d+)"),
+                         ("qps", r"Queries per second:\s+([\d.]+)")):
+        m = re.search(pattern, text)
+        out[key] = float(m.group(1)) if m else None
+    m = re.search(r"Response codes:\s+(.*)", text)
+    codes = {}
+    if m:
+        for code, count in re.findall(r"([A-Z]+) (\d+)", m.group(1)):
+            codes[code] = int(count)
+    out["codes"] = codes
+    return out
+
+
+# -- processes ----------------------------------------------------------------------------
+
+class Process:
+    """A child in its own process group, with its output in a log file."""
+
+    def __init__(self, argv, log_path, env=None):
+        self.argv = argv
+        self.log_path = log_path
+        self.log_file = open(log_path, "w")
+        self.proc = subprocess.Popen(argv, stdout=self.log_file, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     env=env)
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def signal(self, number):
+        if self.alive():
+            os.kill(self.proc.pid, number)
+
+    def wait(self, timeout):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, timeout=10):
+        """SIGTERM to the group, SIGKILL after `timeout`; returns the exit code."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.wait(timeout) is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait(timeout=10)
+        else:
+            # The leader is gone; its children (NSD's servers) may not be yet.
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.log_file.close()
+        return self.proc.returncode

@@ -1,0 +1,360 @@
+#!/usr/bin/python3
+"""The objects around the kube-dns pod: ports, Service, RBAC, autoscaler, security.
+
+  - every port a probe, annotation or Service names is declared by the pod;
+  - RBAC: kubedns may only list and watch Services, Endpoints, EndpointSlices (and Pods for
+    --pod-records=verified); the autoscaler writes only the kube-dns scale;
+  - security: non-root, read-only root file system, no privilege escalation, capabilities
+    dropped, NET_BIND_SERVICE only where a port below 1024 is bound;
+  - the pods are selected, spread and protected; the autoscaler's target, ConfigMap and
+    default parameters agree; the kube-dns ConfigMap is valid.
+Closes with `N passed, M failed`.
+"""
+import ipaddress
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import manifests  # noqa: E402
+from manifests import (  # noqa: E402
+    KUBEDNS_POD_READ,
+    KUBEDNS_READS,
+    NAMESPACE,
+    SERVICE_ACCOUNT_DIR,
+    all_containers,
+    declared_ports,
+    gflags,
+    labels_match,
+    pod_spec,
+    probes)
+
+
+def test_every_named_port_exists(r):
+    p = []
+    deployment = r.kube_dns()
+    for doc in r.docs:
+        spec = pod_spec(doc)
+        if not spec:
+            continue
+        ports = declared_ports(spec)
+        where = doc["metadata"]["name"]
+        names = [name for _, name, _, _ in ports if name]
+        for name in sorted({x for x in names if names.count(x) > 1}):
+            p.append("%s: port name %s used twice in the pod" % (where, name))
+        for name in names:
+            if len(name) > 15 or not re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", name):
+                p.append("%s: port name %r is not an IANA service name" % (where, name))
+        for container in all_containers(spec):
+            for kind, handler, action in probes(container):
+                port = action.get("port")
+                if isinstance(port, str):
+                    if not any(c == container["name"] and n == port for c, n, _, _ in ports):
+                        p.append("%s/%s %s: port %s is not declared by that container"
+                                 % (where, container["name"], kind, port))
+                elif not any(number == port and proto == "TCP" for _, _, number, proto in ports):
+                    p.append("%s/%s %s: port %s is declared by no container of the pod"
+                             % (where, container["name"], kind, port))
+        annotations = (doc["spec"].get("template", {}).get("metadata", {})
+                       .get("annotations", {}))
+        if "prometheus.io/port" in annotations:
+            port = int(annotations["prometheus.io/port"])
+            if not any(number == port and proto == "TCP" for _, _, number, proto in ports):
+                p.append("%s: prometheus.io/port %d is declared by no container" % (where, port))
+    # Services: select the kube-dns pods, target declared ports, annotate their own ports.
+    template = deployment["spec"]["template"]
+    spec = pod_spec(deployment)
+    ports = declared_ports(spec)
+    for service in r.find("Service"):
+        name = service["metadata"]["name"]
+        selector = service["spec"].get("selector", {})
+        if not selector or not labels_match({"matchLabels": selector},
+                                            template["metadata"]["labels"]):
+            p.append("Service %s does not select the kube-dns pods" % name)
+            continue
+        for port in service["spec"]["ports"]:
+            target = port.get("targetPort", port["port"])
+            proto = port.get("protocol", "TCP")
+            if not any((n == target if isinstance(target, str) else number == target) and
+                       pr == proto for _, n, number, pr in ports):
+                p.append("Service %s port %s/%s targets %s, declared by no container"
+                         % (name, port["port"], proto, target))
+        annotated = service["metadata"].get("annotations", {}).get("prometheus.io/port")
+        if annotated and not any(pt["port"] == int(annotated) for pt in service["spec"]["ports"]):
+            p.append("Service %s: prometheus.io/port %s is not one of its ports" % (name,
+                                                                                     annotated))
+    return p
+
+
+def test_kube_dns_service(r):
+    p = []
+    service = r.one("Service", "kube-dns")
+    cluster_ip = service["spec"].get("clusterIP")
+    try:
+        ipaddress.ip_address(cluster_ip)
+    except (TypeError, ValueError):
+        p.append("Service kube-dns: clusterIP %r is not an IP (set it in kustomization.yaml)"
+                 % cluster_ip)
+    dns = {(pt["port"], pt.get("protocol", "TCP")) for pt in service["spec"]["ports"]}
+    for want in ((53, "UDP"), (53, "TCP")):
+        if want not in dns:
+            p.append("Service kube-dns lacks port %d/%s" % want)
+    return p
+
+
+def rbac_of(r, account, namespace):
+    """The rules granted to a service account: [(binding kind, role kind, role name, rule)]."""
+    out = []
+    for kind in ("ClusterRoleBinding", "RoleBinding"):
+        for binding in r.find(kind):
+            if not any(s.get("kind") == "ServiceAccount" and s.get("name") == account and
+                       s.get("namespace", binding["metadata"].get("namespace")) == namespace
+                       for s in binding.get("subjects", [])):
+                continue
+            ref = binding["roleRef"]
+            roles = r.find(ref["kind"], ref["name"])
+            if not roles:
+                raise AssertionError("%s %s refers to %s %s, which is not here"
+                                     % (kind, binding["metadata"]["name"], ref["kind"],
+                                        ref["name"]))
+            for rule in roles[0].get("rules", []):
+                out.append((kind, ref["kind"], ref["name"], rule))
+    return out
+
+
+def test_kubedns_may_only_list_and_watch(r):
+    p = []
+    deployment = r.kube_dns()
+    spec = pod_spec(deployment)
+    account = spec.get("serviceAccountName", "default")
+    if not r.find("ServiceAccount", account):
+        p.append("ServiceAccount %s (the Deployment's) is not in the manifests" % account)
+    granted = set()
+    for binding_kind, role_kind, role, rule in rbac_of(r, account, NAMESPACE):
+        verbs = set(rule.get("verbs", []))
+        if not verbs <= {"list", "watch"}:
+            p.append("%s %s grants %s: kubedns only lists and watches"
+                     % (role_kind, role, sorted(verbs - {"list", "watch"})))
+        if rule.get("nonResourceURLs"):
+            p.append("%s %s grants nonResourceURLs" % (role_kind, role))
+        for group in rule.get("apiGroups", []):
+            for resource in rule.get("resources", []):
+                if (group, resource) not in KUBEDNS_READS | {KUBEDNS_POD_READ}:
+                    p.append("%s %s grants %s/%s, which kubedns does not read"
+                             % (role_kind, role, group or "core", resource))
+                if verbs >= {"list", "watch"}:
+                    granted.add((group, resource))
+    for need in sorted(KUBEDNS_READS - granted):
+        p.append("kubedns cannot list and watch %s/%s" % (need[0] or "core", need[1]))
+    verified = any(gflags(r.argv(c)[1:]).get("pod-records") == "verified"
+                   for c in r.containers_running("kubedns"))
+    if verified and KUBEDNS_POD_READ not in granted:
+        p.append("--pod-records=verified needs list and watch on pods")
+    if not verified and KUBEDNS_POD_READ in granted:
+        p.append("pods are readable, but --pod-records is not verified: drop the rule")
+    # Only the kubedns container holds the token.
+    if spec.get("automountServiceAccountToken", True):
+        p.append("automountServiceAccountToken is on: every container gets the token")
+    for container in spec["containers"]:
+        mounts = any(m.get("mountPath") == SERVICE_ACCOUNT_DIR
+                     for m in container.get("volumeMounts", []))
+        if mounts != (r.program_of(container) == "kubedns"):
+            p.append("container %s %s the service account token" % (
+                container["name"], "mounts" if mounts else "does not mount"))
+    return p
+
+
+def test_autoscaler(r):
+    p = []
+    deployments = [d for d in r.find("Deployment")
+                   if any("cluster-proportional-autoscaler" in c["image"]
+                          for c in pod_spec(d)["containers"])]
+    if len(deployments) != 1:
+        return ["expected one cluster-proportional-autoscaler Deployment, found %d"
+                % len(deployments)]
+    autoscaler = deployments[0]
+    spec = pod_spec(autoscaler)
+    container = spec["containers"][0]
+    flags = gflags(container.get("command", [])[1:] + container.get("args", []))
+    kind, _, name = flags.get("target", "").partition("/")
+    namespace = flags.get("namespace", NAMESPACE)
+    if kind != "deployment" or name != "kube-dns" or namespace != NAMESPACE:
+        p.append("--target=%s --namespace=%s must be deployment/kube-dns in %s"
+                 % (flags.get("target"), namespace, NAMESPACE))
+    configmaps = r.find("ConfigMap", flags.get("configmap"))
+    if not configmaps:
+        p.append("--configmap=%s is not in the manifests" % flags.get("configmap"))
+    else:
+        data = configmaps[0].get("data", {})
+        try:
+            params = {key: json.loads(value) for key, value in data.items()}
+        except ValueError as e:
+            return p + ["ConfigMap %s: %s" % (flags.get("configmap"), e)]
+        if set(params) - {"linear", "ladder"} or len(params) != 1:
+            p.append("ConfigMap %s must hold one of linear or ladder, not %s"
+                     % (flags.get("configmap"), sorted(params)))
+        linear = params.get("linear", {})
+        for key in ("coresPerReplica", "nodesPerReplica"):
+            if key in linear and not (isinstance(linear[key], (int, float)) and linear[key] > 0):
+                p.append("linear.%s must be positive" % key)
+        if "default-params" in flags and json.loads(flags["default-params"]) != params:
+            p.append("--default-params differ from ConfigMap %s" % flags.get("configmap"))
+    account = spec.get("serviceAccountName", "default")
+    for binding_kind, role_kind, role, rule in rbac_of(r, account, NAMESPACE):
+        verbs = set(rule.get("verbs", []))
+        resources = set(rule.get("resources", []))
+        if "*" in verbs or "*" in resources or "*" in rule.get("apiGroups", []):
+            p.append("%s %s uses a wildcard" % (role_kind, role))
+        writes = verbs - {"get", "list", "watch"}
+        if not writes:
+            continue
+        if resources == {"deployments/scale"}:
+            if role_kind != "Role" or rule.get("resourceNames") != ["kube-dns"]:
+                p.append("%s %s: writes to deployments/scale must be a Role limited to "
+                         "kube-dns" % (role_kind, role))
+        elif resources == {"configmaps"} and writes == {"create"}:
+            if role_kind != "Role":
+                p.append("%s %s: creating ConfigMaps must stay in %s" % (role_kind, role,
+                                                                        NAMESPACE))
+        else:
+            p.append("%s %s grants %s on %s" % (role_kind, role, sorted(writes),
+                                                sorted(resources)))
+    return p
+
+
+def test_security_contexts(r):
+    p = []
+    for doc in r.docs:
+        spec = pod_spec(doc)
+        if not spec:
+            continue
+        where = doc["metadata"]["name"]
+        pod = spec.get("securityContext", {})
+        if pod.get("seccompProfile", {}).get("type") != "RuntimeDefault":
+            p.append("%s: pod seccompProfile must be RuntimeDefault" % where)
+        for key in ("hostNetwork", "hostPID", "hostIPC"):
+            if spec.get(key):
+                p.append("%s: %s" % (where, key))
+        unprivileged_start = None
+        for sysctl in pod.get("sysctls", []):
+            if sysctl["name"] == "net.ipv4.ip_unprivileged_port_start":
+                unprivileged_start = int(sysctl["value"])
+            else:
+                p.append("%s: sysctl %s is not needed" % (where, sysctl["name"]))
+        for container in all_containers(spec):
+            name = "%s/%s" % (where, container["name"])
+            sc = container.get("securityContext", {})
+            merged = dict(pod)
+            merged.update(sc)
+            if merged.get("runAsNonRoot") is not True:
+                p.append("%s: runAsNonRoot is not true" % name)
+            uid = merged.get("runAsUser")
+            if not isinstance(uid, int) or uid <= 0:
+                p.append("%s: runAsUser must be a non-zero uid (got %r)" % (name, uid))
+            if sc.get("readOnlyRootFilesystem") is not True:
+                p.append("%s: readOnlyRootFilesystem is not true" % name)
+            if sc.get("allowPrivilegeEscalation") is not False:
+                p.append("%s: allowPrivilegeEscalation is not false" % name)
+            if sc.get("privileged"):
+                p.append("%s: privileged" % name)
+            caps = sc.get("capabilities", {})
+            if "ALL" not in caps.get("drop", []):
+                p.append("%s: capabilities.drop must hold ALL" % name)
+            added = set(caps.get("add", []))
+            low_ports = sorted({port["containerPort"] for port in container.get("ports", [])
+                                if port["containerPort"] < 1024})
+            if added - {"NET_BIND_SERVICE"}:
+                p.append("%s: adds %s; only NET_BIND_SERVICE may be added"
+                         % (name, sorted(added - {"NET_BIND_SERVICE"})))
+            if low_ports and "NET_BIND_SERVICE" not in added:
+                p.append("%s: binds %s as uid %s without NET_BIND_SERVICE" % (name, low_ports,
+                                                                             uid))
+            if not low_ports and "NET_BIND_SERVICE" in added:
+                p.append("%s: NET_BIND_SERVICE but no port below 1024" % name)
+            if low_ports and unprivileged_start is not None and \
+                    unprivileged_start > low_ports[0]:
+                p.append("%s: ip_unprivileged_port_start %d is above port %d"
+                         % (name, unprivileged_start, low_ports[0]))
+            resources = container.get("resources", {})
+            if not resources.get("requests", {}).get("cpu") or \
+                    not resources.get("requests", {}).get("memory"):
+                p.append("%s: no cpu and memory requests" % name)
+            if not resources.get("limits", {}).get("memory"):
+                p.append("%s: no memory limit" % name)
+    return p
+
+
+def test_pods_are_selected_spread_and_protected(r):
+    p = []
+    deployment = r.kube_dns()
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    spec = pod_spec(deployment)
+    for doc in r.find("Deployment"):
+        if not labels_match(doc["spec"]["selector"], doc["spec"]["template"]["metadata"]
+                            ["labels"]):
+            p.append("Deployment %s: selector does not match its pods" % doc["metadata"]["name"])
+    if spec.get("priorityClassName") != "system-cluster-critical":
+        p.append("kube-dns pods must be system-cluster-critical")
+    if spec.get("dnsPolicy") != "Default":
+        p.append("kube-dns pods must use dnsPolicy Default (never resolve through themselves)")
+    if "replicas" in deployment["spec"]:
+        p.append("kube-dns replicas are the autoscaler's: every apply would reset them")
+    rolling = deployment["spec"].get("strategy", {}).get("rollingUpdate", {})
+    if rolling.get("maxUnavailable") not in (0, "0", "0%"):
+        p.append("a rolling update must not take a DNS pod away before its replacement is up")
+    constraints = spec.get("topologySpreadConstraints", [])
+    if not constraints:
+        p.append("kube-dns pods have no topologySpreadConstraints")
+    for c in constraints:
+        if not labels_match(c.get("labelSelector", {}), labels):
+            p.append("topology spread on %s does not select the kube-dns pods"
+                     % c.get("topologyKey"))
+    pdbs = [d for d in r.find("PodDisruptionBudget")
+            if labels_match(d["spec"].get("selector", {}), labels)]
+    if len(pdbs) != 1:
+        p.append("expected one PodDisruptionBudget for the kube-dns pods, found %d" % len(pdbs))
+    elif pdbs[0]["spec"].get("minAvailable") not in (None, 0) and \
+            "maxUnavailable" not in pdbs[0]["spec"]:
+        p.append("the PodDisruptionBudget should use maxUnavailable, so one replica can be "
+                 "drained")
+    tolerations = {t.get("key") for t in spec.get("tolerations", [])}
+    if "CriticalAddonsOnly" not in tolerations:
+        p.append("kube-dns pods must tolerate CriticalAddonsOnly (as kube-dns does)")
+    return p
+
+
+def test_kube_dns_configmap(r):
+    p = []
+    configmaps = r.find("ConfigMap", "kube-dns")
+    if len(configmaps) != 1:
+        return ["expected the kube-dns ConfigMap once, found %d" % len(configmaps)]
+    data = configmaps[0].get("data") or {}
+    for key in set(data) - {"stubDomains", "upstreamNameservers"}:
+        p.append("kube-dns ConfigMap: unknown key %s" % key)
+    try:
+        if "stubDomains" in data:
+            stubs = json.loads(data["stubDomains"])
+            if not isinstance(stubs, dict) or not all(isinstance(v, list) and v
+                                                      for v in stubs.values()):
+                p.append("stubDomains must be a JSON object of non-empty lists")
+        if "upstreamNameservers" in data:
+            upstreams = json.loads(data["upstreamNameservers"])
+            if not isinstance(upstreams, list) or len(upstreams) > 3:
+                p.append("upstreamNameservers must be a JSON list of at most 3")
+    except ValueError as e:
+        p.append("kube-dns ConfigMap: %s" % e)
+    return p
+
+
+TESTS = [test_every_named_port_exists,
+         test_kube_dns_service,
+         test_kubedns_may_only_list_and_watch,
+         test_autoscaler,
+         test_security_contexts,
+         test_pods_are_selected_spread_and_protected,
+         test_kube_dns_configmap]
+
+
+if __name__ == "__main__":
+    sys.exit(manifests.main(TESTS))

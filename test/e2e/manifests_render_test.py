@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""The manifests render and name what this tree builds.
+
+manifests/ is rendered (checked against `kubectl kustomize` or `kustomize build` when
+either is installed, SKIP otherwise); every file parses, is listed in kustomization.yaml,
+and every object sits in kube-system, once; every image has an entry in the
+kustomization's images, a tag, and, for kdns images, a target of images/Dockerfile at the
+code's version. Closes with `N passed, M failed`.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import manifests  # noqa: E402
+from manifests import (  # noqa: E402
+    CLUSTER_SCOPED,
+    MANIFESTS,
+    NAMESPACE,
+    ROOT,
+    all_containers,
+    load_docs,
+    pod_spec,
+    split_image)
+
+
+def test_every_file_is_listed_and_parses(r):
+    p = []
+    listed = set(r.kustomization.get("resources", []))
+    present = {f for f in os.listdir(MANIFESTS)
+               if f.endswith((".yaml", ".yml")) and f != "kustomization.yaml"}
+    for f in sorted(present - listed):
+        p.append("%s is not in kustomization.yaml's resources" % f)
+    for f in sorted(listed - present):
+        p.append("kustomization.yaml lists %s, which does not exist" % f)
+    for f in sorted(present):
+        try:
+            docs = load_docs(os.path.join(MANIFESTS, f))
+        except yaml.YAMLError as e:
+            p.append("%s: %s" % (f, e))
+            continue
+        if not docs:
+            p.append("%s holds no object" % f)
+    for doc in r.docs:
+        what = "%s %s" % (doc.get("kind"), doc.get("metadata", {}).get("name"))
+        for key in ("apiVersion", "kind", "metadata"):
+            if key not in doc:
+                p.append("%s: no %s" % (what, key))
+        namespace = doc.get("metadata", {}).get("namespace")
+        if doc.get("kind") in CLUSTER_SCOPED:
+            if namespace is not None:
+                p.append("%s is cluster-scoped but has namespace %s" % (what, namespace))
+        elif namespace != NAMESPACE:
+            p.append("%s: namespace %r, not %s" % (what, namespace, NAMESPACE))
+    names = [(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"])
+             for d in r.docs]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        p.append("defined twice: %s %s/%s" % dup)
+    return p
+
+
+def test_kustomize_renders_the_same(r):
+    kubectl = shutil.which("kubectl")
+    kustomize = shutil.which("kustomize")
+    if kustomize:
+        command = [kustomize, "build", MANIFESTS]
+    elif kubectl:
+        command = [kubectl, "kustomize", MANIFESTS]
+    else:
+        raise harness.Skip("neither kustomize nor kubectl is installed")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        return ["`%s` failed: %s" % (" ".join(command), result.stderr.strip())]
+    theirs = [d for d in yaml.safe_load_all(result.stdout) if d is not None]
+    key = lambda d: json.dumps(d, sort_keys=True)  # noqa: E731
+    ours = sorted(map(key, r.docs))
+    theirs = sorted(map(key, theirs))
+    if ours == theirs:
+        return []
+    only_ours = set(ours) - set(theirs)
+    only_theirs = set(theirs) - set(ours)
+    return ["kustomize renders differently; only here: %s; only in kustomize's: %s"
+            % ([json.loads(x)["metadata"]["name"] for x in only_ours],
+               [json.loads(x)["metadata"]["name"] for x in only_theirs])]
+
+
+def test_images_are_retargetable_and_built_here(r):
+    p = []
+    names = {entry["name"] for entry in r.kustomization.get("images", [])}
+    entrypoints = r.entrypoints()
+    version = None
+    with open(os.path.join(ROOT, "common", "base", "version.h")) as f:
+        m = re.search(r'kVersion\[\] = "([^"]+)"', f.read())
+        version = m.group(1) if m else None
+    for doc in r.docs:
+        spec = pod_spec(doc)
+        for container in all_containers(spec) if spec else []:
+            name, tag, digest = split_image(container["image"])
+            if name not in names:
+                p.append("container %s: image %s has no entry in kustomization.yaml's images"
+                         % (container["name"], name))
+            if not tag and not digest:
+                p.append("container %s: image %s has no tag" % (container["name"], name))
+            if name.startswith("kdns/"):
+                target = name[len("kdns/"):]
+                if target not in entrypoints:
+                    p.append("container %s: image %s is not a target of images/Dockerfile"
+                             % (container["name"], name))
+                if version and tag != version:
+                    p.append("container %s: image %s:%s, but the code is version %s"
+                             % (container["name"], name, tag, version))
+    for entry in r.kustomization.get("images", []):
+        if not any(split_image(c["image"])[0] == entry.get("newName", entry["name"])
+                   for d in r.docs if pod_spec(d) for c in all_containers(pod_spec(d))):
+            p.append("kustomization.yaml images: %s is used by no container" % entry["name"])
+    return p
+
+
+TESTS = [test_every_file_is_listed_and_parses,
+         test_kustomize_renders_the_same,
+         test_images_are_retargetable_and_built_here]
+
+
+if __name__ == "__main__":
+    sys.exit(manifests.main(TESTS))
