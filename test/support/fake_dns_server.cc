@@ -2,11 +2,17 @@
 
 #include <glog/logging.h>
 
+#include <list>
+#include <map>
 #include <string>
 #include <utility>
 
 #include "common/base/ip_address.h"
 #include "common/dns/builder.h"
+#include "common/loop/dns_tcp_connection.h"
+#include "common/loop/tcp_listener.h"
+#include "common/loop/timer.h"
+#include "common/loop/udp_socket.h"
 
 namespace kdns::testing {
 namespace {
@@ -159,36 +165,79 @@ Script GarbageFirst(Script script) {
   };
 }
 
+struct FakeDnsServer::Io {
+  void OnUdp(FakeDnsServer& server, std::span<const uint8_t> datagram,
+             const loop::SocketAddress& peer) {
+    server.Handle(Transport::kUdp, datagram, peer, [this, peer](const Reply& reply) {
+      (reply.from_other_port ? other_port : udp)->Send(reply.bytes, reply.to.value_or(peer));
+    });
+  }
+
+  void OnAccept(FakeDnsServer& server, std::unique_ptr<loop::TcpConnection> connection) {
+    ++accepted;
+    const uint64_t id = next_connection_id++;
+    const loop::SocketAddress peer = connection->peer_address();
+    auto dns_connection = std::make_unique<loop::DnsTcpConnection>(
+        server.loop_, std::move(connection), loop::DnsTcpConnection::Options{},
+        [this, &server, id, peer, served = size_t{0}](std::span<const uint8_t> query) mutable {
+          size_t limit = 0;
+          {
+            std::lock_guard lock(server.mu_);
+            limit = server.options_.tcp_queries_per_connection;
+          }
+          if (limit != 0 && served++ == limit) {
+            auto it = connections.find(id);
+            if (it != connections.end()) it->second->Close();
+            return;
+          }
+          server.Handle(Transport::kTcp, query, peer, [this, id](const Reply& reply) {
+            auto it = connections.find(id);
+            if (it != connections.end()) it->second->Send(reply.bytes);
+          });
+        },
+        [this, id](loop::TcpConnection::CloseReason) { connections.erase(id); });
+    connections.emplace(id, std::move(dns_connection));
+  }
+
+  std::unique_ptr<loop::UdpSocket> udp;
+  std::unique_ptr<loop::UdpSocket> other_port;  // sends forged replies; drops what it gets
+  std::unique_ptr<loop::TcpListener> listener;
+  std::map<uint64_t, std::unique_ptr<loop::DnsTcpConnection>> connections;
+  uint64_t next_connection_id = 0;
+  size_t accepted = 0;
+  std::list<loop::Timer> timers;  // delayed replies
+};
+
 FakeDnsServer::FakeDnsServer(loop::Loop& loop, Script script, Options options)
-    : loop_(loop), script_(std::move(script)), options_(options) {
+    : loop_(loop), io_(std::make_unique<Io>()), script_(std::move(script)), options_(options) {
   std::string error;
   // UDP and TCP on one port, as clients that retry over TCP after TC expect: an ephemeral UDP
   // port, then the same TCP port (another process may hold it: try again).
-  for (int attempt = 0; attempt < 20 && listener_ == nullptr; ++attempt) {
-    udp_ = loop::UdpSocket::Bind(
+  for (int attempt = 0; attempt < 20 && io_->listener == nullptr; ++attempt) {
+    io_->udp = loop::UdpSocket::Bind(
         loop, *loop::SocketAddress::Parse("127.0.0.1:0"), {},
         [this](std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
-               const loop::UdpSocket::ReplyContext&) { OnUdp(datagram, peer); },
+               const loop::UdpSocket::ReplyContext&) { io_->OnUdp(*this, datagram, peer); },
         &error);
-    CHECK(udp_ != nullptr) << error;
-    address_ = udp_->GetLocalAddress();
-    listener_ = loop::TcpListener::Bind(
+    CHECK(io_->udp != nullptr) << error;
+    address_ = io_->udp->GetLocalAddress();
+    io_->listener = loop::TcpListener::Bind(
         loop, address_, {},
         [this](std::unique_ptr<loop::TcpConnection> connection) {
-          OnAccept(std::move(connection));
+          io_->OnAccept(*this, std::move(connection));
         },
         &error);
   }
-  CHECK(listener_ != nullptr) << error;
-  other_port_ = loop::UdpSocket::Bind(
+  CHECK(io_->listener != nullptr) << error;
+  io_->other_port = loop::UdpSocket::Bind(
       loop, *loop::SocketAddress::Parse("127.0.0.1:0"), {},
       [](std::span<const uint8_t>, const loop::SocketAddress&,
          const loop::UdpSocket::ReplyContext&) {},
       &error);
-  CHECK(other_port_ != nullptr) << error;
+  CHECK(io_->other_port != nullptr) << error;
 }
 
-FakeDnsServer::~FakeDnsServer() = default;
+FakeDnsServer::~FakeDnsServer() { io_.reset(); }  // before the state its callbacks use
 
 void FakeDnsServer::set_script(Script script) {
   std::lock_guard lock(mu_);
@@ -220,37 +269,7 @@ size_t FakeDnsServer::garbage_count() const {
   return garbage_;
 }
 
-void FakeDnsServer::OnUdp(std::span<const uint8_t> datagram, const loop::SocketAddress& peer) {
-  Handle(Transport::kUdp, datagram, peer, [this, peer](const Reply& reply) {
-    (reply.from_other_port ? other_port_ : udp_)->Send(reply.bytes, reply.to.value_or(peer));
-  });
-}
-
-void FakeDnsServer::OnAccept(std::unique_ptr<loop::TcpConnection> connection) {
-  ++accepted_;
-  const uint64_t id = next_connection_id_++;
-  const loop::SocketAddress peer = connection->peer_address();
-  auto dns_connection = std::make_unique<loop::DnsTcpConnection>(
-      loop_, std::move(connection), loop::DnsTcpConnection::Options{},
-      [this, id, peer, served = size_t{0}](std::span<const uint8_t> query) mutable {
-        size_t limit = 0;
-        {
-          std::lock_guard lock(mu_);
-          limit = options_.tcp_queries_per_connection;
-        }
-        if (limit != 0 && served++ == limit) {
-          auto it = connections_.find(id);
-          if (it != connections_.end()) it->second->Close();
-          return;
-        }
-        Handle(Transport::kTcp, query, peer, [this, id](const Reply& reply) {
-          auto it = connections_.find(id);
-          if (it != connections_.end()) it->second->Send(reply.bytes);
-        });
-      },
-      [this, id](loop::TcpConnection::CloseReason) { connections_.erase(id); });
-  connections_.emplace(id, std::move(dns_connection));
-}
+size_t FakeDnsServer::tcp_connections_accepted() const { return io_->accepted; }
 
 void FakeDnsServer::Handle(Transport transport, std::span<const uint8_t> bytes,
                            const loop::SocketAddress& peer, const SendFn& send) {
@@ -277,7 +296,8 @@ void FakeDnsServer::Handle(Transport transport, std::span<const uint8_t> bytes,
       continue;
     }
     const uint64_t delay_ms = reply.delay_ms;
-    timers_.emplace_back(loop_).Start(delay_ms, [send, reply = std::move(reply)] { send(reply); });
+    io_->timers.emplace_back(loop_).Start(delay_ms,
+                                          [send, reply = std::move(reply)] { send(reply); });
   }
 }
 
