@@ -28,6 +28,7 @@ void SetProgram(const ProgramInfo& info) {
 
 void ParseFlags(std::vector<std::string> args) {
   std::vector<char*> argv;
+  argv.reserve(args.size());
   for (auto& arg : args) argv.push_back(arg.data());
   int argc = static_cast<int>(argv.size());
   char** argv_data = argv.data();
