@@ -9,8 +9,9 @@
 #
 # Source rules: common/**.cc is the static library libkdns_common.a; <program>/*.cc minus
 # main.cc is lib<program>.a, so tests drive the program's classes without the process;
-# every *_test.cc under common/ and the programs, plus test/unit/*.cc, is the unit test
-# binary; test/integration/*.cc the integration test binary; test/fuzz/*_fuzzer.cc are
+# every *_test.cc under common/, the programs and test/support, plus test/unit/*.cc and
+# test/support/*.cc, is the unit test binary; test/integration/*.cc plus test/support/*.cc
+# the integration test binary; test/fuzz/*_fuzzer.cc are
 # fuzz targets (replayed over their corpus in ordinary builds); test/bench/*_bench.cc are
 # benchmarks.
 
@@ -71,8 +72,12 @@ find_cc = $(shell find $(1) -name '*.cc' 2>/dev/null | LC_ALL=C sort)
 
 COMMON_SRCS := $(filter-out %_test.cc,$(call find_cc,$(COMMON_DIRS)))
 COMMON_LIB := $(OBJ)/libkdns_common.a
-UNIT_SRCS := $(filter %_test.cc,$(call find_cc,$(COMMON_DIRS) $(PROGRAMS))) $(call find_cc,test/unit)
-INTEGRATION_SRCS := $(call find_cc,test/integration) test/unit/catch_main.cc
+# test/support: test code both test binaries link (the scripted fake DNS server), with its
+# own unit tests.
+SUPPORT_SRCS := $(filter-out %_test.cc,$(call find_cc,test/support))
+UNIT_SRCS := $(filter %_test.cc,$(call find_cc,$(COMMON_DIRS) $(PROGRAMS) test/support)) \
+             $(call find_cc,test/unit) $(SUPPORT_SRCS)
+INTEGRATION_SRCS := $(call find_cc,test/integration) test/unit/catch_main.cc $(SUPPORT_SRCS)
 FUZZ_SRCS := $(wildcard test/fuzz/*_fuzzer.cc)
 FUZZERS := $(patsubst test/fuzz/%_fuzzer.cc,%,$(FUZZ_SRCS))
 BENCH_SRCS := $(wildcard test/bench/*_bench.cc)

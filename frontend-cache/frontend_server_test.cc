@@ -1,5 +1,5 @@
-// FrontendServer in-process: real sockets on loopback, a scripted upstream (a DnsServer of
-// its own whose answers depend on the name asked), and plain-socket clients.
+// FrontendServer in-process: real sockets on loopback, a scripted upstream (the shared fake
+// DNS server, whose answers depend on the name asked), and plain-socket clients.
 #include "frontend-cache/frontend_server.h"
 
 #include <sys/socket.h>
@@ -20,6 +20,7 @@
 #include "common/dns/presentation.h"
 #include "common/dns/testing.h"
 #include "common/server/server_test_util.h"
+#include "test/support/fake_dns_server.h"
 #include "test/unit/temp_dir.h"
 
 namespace kdns::frontend {
@@ -37,28 +38,19 @@ std::optional<dns::ResourceRecord> Record(std::string_view text) {
   return record;
 }
 
-// Answers by name: `<x>.nx.test.` NXDOMAIN with an SOA (negative TTL 5); `fail.test.`
-// SERVFAIL; `ttl1.test.` A with TTL 1; anything else A 192.0.2.<tag> with TTL 60. While
-// `down`, it answers nothing. `loop_to`, when set, makes it forward our loop probes back
-// to that address (an upstream that forwards to us). Counts queries by transport.
+// The upstream: the shared fake DNS server on its own thread (the server under test runs on
+// threads of its own), answering by name: `<x>.nx.test.` NXDOMAIN with an SOA (negative TTL
+// 5); `fail.test.` SERVFAIL; `ttl1.test.` A with TTL 1; anything else A 192.0.2.<tag> with
+// TTL 60. While `down`, it answers nothing. `loop_to`, when set, makes it forward our loop
+// probes back to that address (an upstream that forwards to us). Counts queries by
+// transport, loop probes apart.
 class ScriptedUpstream {
  public:
-  explicit ScriptedUpstream(uint8_t tag) : tag_(tag) {
-    server::DnsServer::Options options;
-    options.listen_address = *loop::SocketAddress::Parse("127.0.0.1:0");
-    options.threads = 1;
-    server_ = std::make_unique<server::DnsServer>(options, [this](const server::ThreadContext&) {
-      return std::make_unique<server::testing::FunctionHandler>(
-          [this](server::Request& request) { Handle(request); });
-    });
-    std::string error;
-    REQUIRE(server_->Start(&error));
-  }
-  ~ScriptedUpstream() { server_->Stop(); }
+  explicit ScriptedUpstream(uint8_t tag)
+      : tag_(tag),
+        server_([this](const kdns::testing::ReceivedQuery& query) { return Handle(query); }) {}
 
-  std::string address() const {
-    return "127.0.0.1#" + std::to_string(server_->local_address().port());
-  }
+  std::string address() const { return "127.0.0.1#" + std::to_string(server_.address().port()); }
   int udp_queries() const { return udp_.load(); }
   int tcp_queries() const { return tcp_.load(); }
   void set_down(bool down) { down_ = down; }
@@ -68,25 +60,22 @@ class ScriptedUpstream {
   }
 
  private:
-  void Handle(server::Request& request) {
-    dns::Message query;
-    if (dns::ParseMessage(request.query(), &query) != dns::ParseError::kOk) return;
+  // On the fake's thread: no Catch2 macro here.
+  kdns::testing::Replies Handle(const kdns::testing::ReceivedQuery& received) {
+    if (!received.parsed || received.message.questions.empty()) return {};
+    const dns::Message& query = received.message;
     const std::string name = query.questions[0].name.Lowercased().ToText();
     if (name.ends_with("kdns-loop-check.")) {  // not counted: only client queries are
       std::lock_guard lock(mu_);
-      if (loop_to_.family() != AF_UNSPEC) {
-        // A plain socket: UdpClient REQUIREs, and Catch is for the test's thread only.
-        const int fd = socket(loop_to_.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        if (fd >= 0) {
-          (void)sendto(fd, request.query().data(), request.query().size(), 0,
-                       loop_to_.sockaddr_ptr(), loop_to_.sockaddr_len());
-          close(fd);
-        }
-      }
-      return;
+      if (loop_to_.family() == AF_UNSPEC) return {};
+      // Sent on from another port, which drops whatever comes back.
+      kdns::testing::Reply forwarded(received.bytes);
+      forwarded.to = loop_to_;
+      forwarded.from_other_port = true;
+      return {forwarded};
     }
-    (request.transport() == server::Transport::kTcp ? tcp_ : udp_)++;
-    if (down_) return;
+    (received.transport == kdns::testing::Transport::kTcp ? tcp_ : udp_)++;
+    if (down_) return {};
     dns::Message reply;
     reply.header = query.header;
     reply.header.qr = true;
@@ -108,18 +97,17 @@ class ScriptedUpstream {
       }
     }
     std::vector<uint8_t> bytes;
-    if (dns::BuildMessage(reply, 65535, &bytes) == dns::BuildError::kOk) {
-      (void)request.Reply(bytes);
-    }
+    if (dns::BuildMessage(reply, 65535, &bytes) != dns::BuildError::kOk) return {};
+    return {std::move(bytes)};
   }
 
   const uint8_t tag_;
-  std::unique_ptr<server::DnsServer> server_;
   std::atomic<int> udp_{0};
   std::atomic<int> tcp_{0};
   std::atomic<bool> down_{false};
   std::mutex mu_;
-  loop::SocketAddress loop_to_;  // Guarded by mu_.
+  loop::SocketAddress loop_to_;                // Guarded by mu_.
+  kdns::testing::FakeDnsServerThread server_;  // last: stopped before the state it uses
 };
 
 std::vector<uint8_t> Query(std::string_view name, dns::RrType type = dns::RrType::kA,

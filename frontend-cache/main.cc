@@ -21,12 +21,11 @@
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
-#include <iostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "common/base/time_zone.h"
+#include "common/app/program.h"
 #include "common/base/version.h"
 #include "frontend-cache/frontend_server.h"
 #include "frontend-cache/options.h"
@@ -36,10 +35,7 @@ DEFINE_bool(check_flags, false,
 
 namespace {
 
-[[noreturn]] void Fail(const std::string& message) {
-  std::cerr << "frontend-cache: " << message << "\n";
-  std::exit(2);
-}
+using kdns::app::Fail;
 
 // The host's interface addresses, for the check that no upstream is ourselves.
 std::vector<kdns::IpAddress> LocalAddresses() {
@@ -88,41 +84,30 @@ std::vector<kdns::server::DnsServer::InheritedSockets> InheritedSockets() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kdns::app::SetProgram(
+      {"frontend-cache",
+       "Caching DNS forwarder for the cluster (the dnsmasq role in a kube-dns pod).\n"
+       "Usage: frontend-cache [dnsmasq options: -k --cache-size=N --no-negcache --neg-ttl=S "
+       "--dns-loop-detect --log-facility=- --no-resolv --resolv-file=F --dns-forward-max=N "
+       "--listen-address=IP --port=N --server=[/domain/]ip[#port] --servers-file=F] "
+       "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
+       "--stale-max=S "
+       "--lameduck=D "
+       "--prometheus-port=N --prometheus-address=IP]"});
   // Signals are taken synchronously by this thread, and every thread started later inherits
   // the mask. Blocked first thing, so a SIGHUP from the nanny while we start is queued, not
   // fatal.
-  sigset_t signals;
-  sigemptyset(&signals);
-  for (int number : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) sigaddset(&signals, number);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = kdns::app::BlockSignals({SIGTERM, SIGINT, SIGHUP, SIGUSR1});
 
+  // The dnsmasq options first (gflags cannot repeat --server); the rest goes to gflags.
   std::vector<std::string_view> args(argv + 1, argv + argc);
   kdns::frontend::FrontendServer::Options options;
-  std::vector<std::string> rest;
+  std::vector<std::string> rest = {argv[0]};
   std::string error;
   if (!kdns::frontend::ParseOptions(args, &options.flags, &rest, &error)) Fail(error);
-
-  std::vector<char*> gflags_argv = {argv[0]};
-  for (auto& arg : rest) gflags_argv.push_back(arg.data());
-  int gflags_argc = static_cast<int>(gflags_argv.size());
-  char** gflags_args = gflags_argv.data();
-  gflags::SetVersionString(kdns::kVersion);
-  gflags::SetUsageMessage(
-      "Caching DNS forwarder for the cluster (the dnsmasq role in a kube-dns pod).\n"
-      "Usage: frontend-cache [dnsmasq options: -k --cache-size=N --no-negcache --neg-ttl=S "
-      "--dns-loop-detect --log-facility=- --no-resolv --resolv-file=F --dns-forward-max=N "
-      "--listen-address=IP --port=N --server=[/domain/]ip[#port] --servers-file=F] "
-      "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
-      "--stale-max=S "
-      "--lameduck=D "
-      "--prometheus-port=N --prometheus-address=IP]");
-  FLAGS_logtostderr = true;  // a container logs to stderr (--log-facility=- or not)
-  gflags::ParseCommandLineFlags(&gflags_argc, &gflags_args, true);
-  if (gflags_argc > 1) Fail(std::string("unknown argument: ") + gflags_args[1]);
-  if (FLAGS_check_flags) return 0;
-  kdns::InitTimeZoneBeforeThreads();
-  google::InitGoogleLogging(argv[0]);
-  google::InstallFailureSignalHandler();
+  kdns::app::ParseFlags(std::move(rest));
+  kdns::app::ExitIfCheckingFlags(FLAGS_check_flags);
+  kdns::app::InitProcess(argv[0]);
 
   options.inherited = InheritedSockets();
   options.local_addresses = LocalAddresses();

@@ -16,6 +16,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
+#include "test/support/fake_dns_server.h"
 #include "test/unit/temp_dir.h"
 
 namespace kdns::kubedns {
@@ -100,77 +101,13 @@ void WriteFile(const std::string& path, const std::string& text) {
   std::filesystem::rename(path + ".tmp", path);
 }
 
-// A minimal upstream DNS server on its own thread (the server under test runs on threads
-// of its own): answers every query with A 192.0.2.77. No Catch2 macro on its thread.
-class ThreadUpstream {
- public:
-  ThreadUpstream() {
-    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd_ >= 0);
-    auto any = *loop::SocketAddress::Parse("127.0.0.1:0");
-    REQUIRE(bind(fd_, any.sockaddr_ptr(), any.sockaddr_len()) == 0);
-    sockaddr_storage bound{};
-    socklen_t length = sizeof(bound);
-    REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &length) == 0);
-    address_ = *loop::SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&bound), length);
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~ThreadUpstream() {
-    stop_ = true;
-    thread_.join();
-    close(fd_);
-  }
-  ThreadUpstream(const ThreadUpstream&) = delete;
-  ThreadUpstream& operator=(const ThreadUpstream&) = delete;
-
-  const loop::SocketAddress& address() const { return address_; }
-  int queries() const { return queries_.load(); }
-
- private:
-  void Run() {
-    std::vector<uint8_t> buffer(65535);
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 20) <= 0) continue;
-      sockaddr_storage peer{};
-      socklen_t length = sizeof(peer);
-      ssize_t n = recvfrom(fd_, buffer.data(), buffer.size(), 0, reinterpret_cast<sockaddr*>(&peer),
-                           &length);
-      dns::Message query;
-      if (n <= 0 ||
-          dns::ParseMessage(std::span<const uint8_t>(buffer.data(), n), &query) !=
-              dns::ParseError::kOk ||
-          query.questions.empty()) {
-        continue;
-      }
-      ++queries_;
-      dns::Message reply;
-      reply.header.id = query.header.id;
-      reply.header.qr = true;
-      reply.header.rd = query.header.rd;
-      reply.header.ra = true;
-      reply.questions = query.questions;
-      reply.edns = query.edns;
-      reply.answers.push_back({query.questions[0].name, dns::RrType::kA, dns::RrClass::kIn, 60,
-                               dns::RdataA{*IpAddress::Parse("192.0.2.77")}});
-      std::vector<uint8_t> out;
-      if (dns::BuildMessage(reply, 4096, &out) != dns::BuildError::kOk) continue;
-      sendto(fd_, out.data(), out.size(), 0, reinterpret_cast<sockaddr*>(&peer), length);
-    }
-  }
-
-  int fd_ = -1;
-  loop::SocketAddress address_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> queries_{0};
-  std::thread thread_;
-};
-
 }  // namespace
 
 TEST_CASE("kubedns forwards with the routes of its config dir and follows their changes",
           "[kubedns][server]") {
-  ThreadUpstream upstream;
+  // The upstream runs on its own thread, as the server under test does.
+  kdns::testing::FakeDnsServerThread upstream(
+      kdns::testing::AnswerA(kdns::testing::A("192.0.2.77")));
   TempDir dir;
   const std::string config = dir.File("config");
   std::filesystem::create_directory(config);
@@ -193,7 +130,7 @@ TEST_CASE("kubedns forwards with the routes of its config dir and follows their 
     dns::Message reply = Ask(server.dns_address(), "www.example.com.");
     return reply.rcode() == dns::Rcode::kNoError && reply.answers.size() == 1;
   }));
-  CHECK(upstream.queries() >= 1);
+  CHECK(upstream.CountQueries() >= 1);
 
   // A stub server named by a cluster name is resolved through kubedns itself.
   WriteFile(config + "/stubDomains",

@@ -1,9 +1,13 @@
 #include "nanny/args.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <optional>
 
+#include "common/base/duration.h"
 #include "common/base/ip_address.h"
 
 namespace kdns::nanny {
@@ -39,6 +43,80 @@ std::optional<std::string_view> OptionValue(const std::vector<std::string>& args
   }
   if (arg.size() > 2 && arg[0] == '-' && arg[1] == short_name) return arg.substr(2);
   return std::nullopt;
+}
+
+bool Duration(const char* name, const std::string& value, uint64_t* ms, std::string* error) {
+  std::optional<uint64_t> parsed = ParseDurationMs(value);
+  if (!parsed) {
+    *error = std::string("-") + name + ": not a duration: \"" + value + "\"";
+    return false;
+  }
+  *ms = *parsed;
+  return true;
+}
+
+bool Executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+// -dnsmasqExec as a path: kept when it has a '/', else beside the nanny, else in PATH.
+bool FindExecutable(const std::string& exec, const ExecutableSearch& search, std::string* found,
+                    std::string* error) {
+  if (exec.find('/') != std::string::npos) {
+    if (!Executable(exec)) {
+      *error = "-dnsmasqExec " + exec + ": not an executable file";
+      return false;
+    }
+    *found = exec;
+    return true;
+  }
+  std::string beside = std::filesystem::path(search.self).parent_path() / exec;
+  if (Executable(beside)) {
+    *found = beside;
+    return true;
+  }
+  const std::string& dirs = search.path;
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t colon = dirs.find(':', start);
+    std::string dir =
+        dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + exec;
+    if (Executable(candidate)) {
+      *found = candidate;
+      return true;
+    }
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  *error = "-dnsmasqExec " + exec + ": not found beside the nanny nor in PATH";
+  return false;
+}
+
+bool TimingOptions(const FlagValues& flags, Nanny::Options* options, std::string* error) {
+  if (!Duration("syncInterval", flags.sync_interval, &options->sync_interval_ms, error)) {
+    return false;
+  }
+  if (options->sync_interval_ms == 0) {
+    *error = "-syncInterval: must be more than 0";
+    return false;
+  }
+  if (!Duration("logInterval", flags.log_interval, &options->log_interval_ms, error) ||
+      !Duration("stubResolveInterval", flags.stub_resolve_interval, &options->stub_refresh_ms,
+                error)) {
+    return false;
+  }
+  if (options->stub_refresh_ms == 0) {
+    *error = "-stubResolveInterval: must be more than 0";
+    return false;
+  }
+  options->stub_retry_ms = std::min<uint64_t>(options->stub_retry_ms, options->stub_refresh_ms);
+  if (flags.crash_loop_restarts < 1) {
+    *error = "-crashLoopRestarts: must be at least 1";
+    return false;
+  }
+  options->crash_loop.max_fast_crashes = static_cast<int>(flags.crash_loop_restarts);
+  return Duration("crashLoopRuntime", flags.crash_loop_runtime,
+                  &options->crash_loop.healthy_runtime_ms, error) &&
+         Duration("childStopTimeout", flags.child_stop_timeout, &options->stop_timeout_ms, error);
 }
 
 }  // namespace
@@ -104,6 +182,47 @@ bool HasLongOption(const std::vector<std::string>& child_args, std::string_view 
   return std::any_of(child_args.begin(), child_args.end(), [&](const std::string& arg) {
     return arg == flag || arg.starts_with(flag + "=");
   });
+}
+
+bool BuildOptions(const FlagValues& flags, const std::vector<std::string>& child_args,
+                  const ExecutableSearch& search, Nanny::Options* options, std::string* error) {
+  options->config_dir = flags.config_dir;
+  options->restart_on_change = flags.restart_dnsmasq;
+  if (!TimingOptions(flags, options, error)) return false;
+  options->cluster_domain = flags.cluster_domain;
+  auto kubedns = loop::SocketAddress::Parse(flags.kubedns_server);
+  if (!kubedns) kubedns = loop::SocketAddress::FromHostPort(flags.kubedns_server, 53);
+  if (!kubedns) {
+    *error = "-kubednsServer: not an address: \"" + flags.kubedns_server + "\"";
+    return false;
+  }
+  options->kubedns_server = *kubedns;
+
+  std::string exec;
+  if (!FindExecutable(flags.dnsmasq_exec, search, &exec, error)) return false;
+  options->child_name = std::filesystem::path(exec).filename();
+  options->child_argv = {exec};
+  options->child_argv.insert(options->child_argv.end(), child_args.begin(), child_args.end());
+  options->trampoline = search.self;
+  if (flags.child_mode == "in-place" ||
+      (flags.child_mode == "auto" && options->child_name == "frontend-cache")) {
+    options->mode = ApplyMode::kInPlace;
+  } else if (flags.child_mode == "restart" || flags.child_mode == "auto") {
+    options->mode = ApplyMode::kRestart;
+  } else {
+    *error = "-childMode: auto, in-place or restart, not \"" + flags.child_mode + "\"";
+    return false;
+  }
+  if (options->mode == ApplyMode::kInPlace) {
+    if (HasLongOption(child_args, "servers-file")) {
+      *error = "--servers-file after \"--\": the nanny writes the child's servers file itself";
+      return false;
+    }
+    ListenSpec listen;
+    if (!ParseListenSpec(child_args, &listen, error)) return false;
+    options->listen = listen.addresses;
+  }
+  return true;
 }
 
 }  // namespace kdns::nanny

@@ -2,8 +2,10 @@
 // before a "--", the child's arguments after it (passed to the child first, before the
 // generated --server arguments). And what the nanny must know about the child's arguments
 // to hold its listening sockets: the dnsmasq options --port/-p and --listen-address/-a.
+// And the nanny's own flags (kube-dns's dnsmasq-nanny names: -configDir, -syncInterval, ...)
+// checked and turned into the Nanny's options, each bad value one line naming the flag.
 //
-// Pure functions, no thread affinity.
+// Pure functions (BuildOptions only looks for the child's executable), no thread affinity.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "common/loop/socket_address.h"
+#include "nanny/nanny.h"
 
 namespace kdns::nanny {
 
@@ -38,5 +41,35 @@ struct ListenSpec {
 
 // Whether the child's arguments set the long option `name` (`--name`, `--name=...`).
 bool HasLongOption(const std::vector<std::string>& child_args, std::string_view name);
+
+// The nanny's flags as gflags holds them, before validation. Defaults are main.cc's.
+struct FlagValues {
+  std::string config_dir = "/etc/k8s/dns/dnsmasq-nanny";
+  std::string sync_interval = "10s";
+  bool restart_dnsmasq = false;
+  std::string dnsmasq_exec = "frontend-cache";
+  std::string kubedns_server = "127.0.0.1:10053";
+  std::string log_interval = "0";
+  std::string child_mode = "auto";
+  std::string cluster_domain = "cluster.local";
+  std::string stub_resolve_interval = "60s";
+  int64_t crash_loop_restarts = 5;
+  std::string crash_loop_runtime = "10s";
+  std::string child_stop_timeout = "30s";
+};
+
+// Where BuildOptions looks for -dnsmasqExec: a name with a '/' is kept as it is; any other
+// is looked up beside the nanny's own executable, then in $PATH.
+struct ExecutableSearch {
+  std::string self;  // the nanny's executable (/proc/self/exe)
+  std::string path;  // $PATH ("/usr/local/bin:/usr/bin:/bin" when unset)
+};
+
+// Checks the flags and the child's arguments (`split.child`) and fills everything of
+// *options but run_dir and on_child_line. False with a one-line *error naming the first
+// bad flag.
+[[nodiscard]] bool BuildOptions(const FlagValues& flags, const std::vector<std::string>& child_args,
+                                const ExecutableSearch& search, Nanny::Options* options,
+                                std::string* error);
 
 }  // namespace kdns::nanny

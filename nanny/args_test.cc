@@ -1,8 +1,12 @@
 #include "nanny/args.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include "test/unit/temp_dir.h"
 
 namespace kdns::nanny {
 namespace {
@@ -88,6 +92,133 @@ TEST_CASE("a long option is found with or without its value", "[nanny]") {
   CHECK(HasLongOption({"-k", "--servers-file=/x"}, "servers-file"));
   CHECK(HasLongOption({"--servers-file", "/x"}, "servers-file"));
   CHECK_FALSE(HasLongOption({"--servers-filex=/x", "servers-file"}, "servers-file"));
+}
+
+namespace {
+
+// A directory with the nanny's executable and an executable frontend-cache beside it, and a
+// bin/ directory (for $PATH) with dnsmasq.
+struct Install {
+  Install() {
+    std::filesystem::create_directories(dir.File("bin"));
+    for (const char* name : {"nanny", "frontend-cache", "bin/dnsmasq"}) {
+      std::ofstream(dir.File(name)) << "#!/bin/sh\n";
+      std::filesystem::permissions(dir.File(name), std::filesystem::perms::owner_all);
+    }
+  }
+  ExecutableSearch Search() const { return {dir.File("nanny"), dir.File("bin")}; }
+
+  kdns::testing::TempDir dir;
+};
+
+std::string ErrorOf(const FlagValues& flags, const Args& child = {}) {
+  Install install;
+  Nanny::Options options;
+  std::string error;
+  if (BuildOptions(flags, child, install.Search(), &options, &error)) return "";
+  return error;
+}
+
+}  // namespace
+
+TEST_CASE("The nanny's default flags supervise frontend-cache in place", "[nanny][options]") {
+  Install install;
+  Nanny::Options options;
+  std::string error;
+  REQUIRE(BuildOptions({}, {"-k", "--port=1053"}, install.Search(), &options, &error));
+  CHECK(options.config_dir == "/etc/k8s/dns/dnsmasq-nanny");
+  CHECK(options.sync_interval_ms == 10'000);
+  CHECK_FALSE(options.restart_on_change);
+  CHECK(options.log_interval_ms == 0);
+  CHECK(options.stub_refresh_ms == 60'000);
+  CHECK(options.stub_retry_ms == 1'000);
+  CHECK(options.crash_loop.max_fast_crashes == 5);
+  CHECK(options.crash_loop.healthy_runtime_ms == 10'000);
+  CHECK(options.stop_timeout_ms == 30'000);
+  CHECK(options.cluster_domain == "cluster.local");
+  CHECK(options.kubedns_server.ToString() == "127.0.0.1:10053");
+  CHECK(options.mode == ApplyMode::kInPlace);
+  CHECK(options.child_name == "frontend-cache");
+  CHECK(options.child_argv == Args{install.dir.File("frontend-cache"), "-k", "--port=1053"});
+  CHECK(options.trampoline == install.dir.File("nanny"));
+  REQUIRE(options.listen.size() == 1);
+  CHECK(options.listen[0].ToString() == "0.0.0.0:1053");
+}
+
+TEST_CASE("Another child is found in PATH and restarted on change", "[nanny][options]") {
+  Install install;
+  FlagValues flags;
+  flags.dnsmasq_exec = "dnsmasq";
+  flags.kubedns_server = "10.0.0.10";  // port 53 when none is given
+  flags.stub_resolve_interval = "500ms";
+  Nanny::Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, {"--servers-file=/x"}, install.Search(), &options, &error));
+  CHECK(options.mode == ApplyMode::kRestart);
+  CHECK(options.child_name == "dnsmasq");
+  CHECK(options.child_argv.front() == install.dir.File("bin/dnsmasq"));
+  CHECK(options.kubedns_server.ToString() == "10.0.0.10:53");
+  CHECK(options.stub_retry_ms == 500);  // never later than the refresh
+  CHECK(options.listen.empty());        // restart mode holds no sockets
+}
+
+TEST_CASE("Each bad nanny flag is one line naming it", "[nanny][options]") {
+  FlagValues flags;
+  Args child;
+  std::string expected;
+  SECTION("sync interval") {
+    flags.sync_interval = "often";
+    expected = "-syncInterval: not a duration: \"often\"";
+  }
+  SECTION("sync interval zero") {
+    flags.sync_interval = "0s";
+    expected = "-syncInterval: must be more than 0";
+  }
+  SECTION("log interval") {
+    flags.log_interval = "1";
+    expected = "-logInterval: not a duration: \"1\"";
+  }
+  SECTION("stub resolve interval zero") {
+    flags.stub_resolve_interval = "0";
+    expected = "-stubResolveInterval: must be more than 0";
+  }
+  SECTION("crash loop restarts") {
+    flags.crash_loop_restarts = 0;
+    expected = "-crashLoopRestarts: must be at least 1";
+  }
+  SECTION("crash loop runtime") {
+    flags.crash_loop_runtime = "x";
+    expected = "-crashLoopRuntime: not a duration: \"x\"";
+  }
+  SECTION("child stop timeout") {
+    flags.child_stop_timeout = "y";
+    expected = "-childStopTimeout: not a duration: \"y\"";
+  }
+  SECTION("kubedns server") {
+    flags.kubedns_server = "kubedns:x";
+    expected = "-kubednsServer: not an address: \"kubedns:x\"";
+  }
+  SECTION("child mode") {
+    flags.child_mode = "sometimes";
+    expected = "-childMode: auto, in-place or restart, not \"sometimes\"";
+  }
+  SECTION("an executable path that is not one") {
+    flags.dnsmasq_exec = "/nonexistent/dnsmasq";
+    expected = "-dnsmasqExec /nonexistent/dnsmasq: not an executable file";
+  }
+  SECTION("an executable name found nowhere") {
+    flags.dnsmasq_exec = "unbound";
+    expected = "-dnsmasqExec unbound: not found beside the nanny nor in PATH";
+  }
+  SECTION("a servers file in place") {
+    child = {"--servers-file=/x"};
+    expected = "--servers-file after \"--\": the nanny writes the child's servers file itself";
+  }
+  SECTION("a child port in place") {
+    child = {"--port=x"};
+    expected = "child argument --port: not a port: \"x\"";
+  }
+  CHECK(ErrorOf(flags, child) == expected);
 }
 
 }  // namespace kdns::nanny

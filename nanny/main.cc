@@ -1,7 +1,8 @@
 // nanny: Supervises frontend-cache and applies the kube-dns ConfigMap (kube-dns's
 // dnsmasq-nanny, with its flags: -configDir, -syncInterval, -restartDnsmasq, -dnsmasqExec,
 // -kubednsServer, -logInterval; everything after "--" goes to the child first).
-// Flags and wiring only; the program's behaviour lives in Nanny, which tests drive.
+// Flags and wiring only (args.h checks the flags); the program's behaviour lives in Nanny,
+// which tests drive.
 //
 // Signals: SIGTERM/SIGINT stop the child (its lameduck period) and exit when it exited; a
 // second one makes the child exit at once. SIGHUP reads the configuration directory now.
@@ -13,11 +14,10 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
 #include <string>
 #include <vector>
 
-#include "common/base/duration.h"
+#include "common/app/program.h"
 #include "common/base/version.h"
 #include "common/loop/loop.h"
 #include "common/loop/signal.h"
@@ -86,41 +86,7 @@ int RunCheckFlags(const std::string& program, const std::vector<std::string>& ar
   return WIFEXITED(status) ? WEXITSTATUS(status) : 2;
 }
 
-[[noreturn]] void Fail(const std::string& message) {
-  std::cerr << "nanny: " << message << "\n";
-  std::exit(2);
-}
-
-uint64_t DurationFlag(const char* name, const std::string& value) {
-  auto ms = kdns::ParseDurationMs(value);
-  if (!ms) Fail(std::string("-") + name + ": not a duration: \"" + value + "\"");
-  return *ms;
-}
-
-bool Executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
-
-// -dnsmasqExec as a path: kept when it has a '/', else beside the nanny, else in PATH.
-std::string FindExecutable(const std::string& exec, const std::string& self) {
-  if (exec.find('/') != std::string::npos) {
-    if (!Executable(exec)) Fail("-dnsmasqExec " + exec + ": not an executable file");
-    return exec;
-  }
-  std::string beside = std::filesystem::path(self).parent_path() / exec;
-  if (Executable(beside)) return beside;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t colon = dirs.find(':', start);
-    std::string dir =
-        dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + exec;
-    if (Executable(candidate)) return candidate;
-    if (colon == std::string::npos) break;
-    start = colon + 1;
-  }
-  Fail("-dnsmasqExec " + exec + ": not found beside the nanny nor in PATH");
-}
+using kdns::app::Fail;
 
 std::string MakeRunDir() {
   const char* tmp = std::getenv("TMPDIR");
@@ -138,71 +104,40 @@ int main(int argc, char** argv) {
   if (kdns::nanny::IsExecTrampoline(argc, argv)) {
     return kdns::nanny::RunExecTrampoline(argc, argv);
   }
+  kdns::app::SetProgram({"nanny",
+                         "Supervises frontend-cache (or dnsmasq) and applies the kube-dns "
+                         "ConfigMap.\nUsage: nanny [flags] -- [child arguments]"});
   kdns::nanny::SplitArgs split = kdns::nanny::SplitAtDoubleDash(argc, argv);
-  std::vector<char*> own;
-  for (auto& arg : split.own) own.push_back(arg.data());
-  int own_argc = static_cast<int>(own.size());
-  char** own_argv = own.data();
-  gflags::SetVersionString(kdns::kVersion);
-  gflags::SetUsageMessage(
-      "Supervises frontend-cache (or dnsmasq) and applies the kube-dns ConfigMap.\n"
-      "Usage: nanny [flags] -- [child arguments]");
-  FLAGS_logtostderr = true;  // a container logs to stderr
-  gflags::ParseCommandLineFlags(&own_argc, &own_argv, true);
-  if (own_argc > 1) Fail(std::string("unknown argument: ") + own_argv[1]);
-  google::InitGoogleLogging(argv[0]);
-  google::InstallFailureSignalHandler();
+  kdns::app::ParseFlags(std::move(split.own));
 
   const auto self = kdns::nanny::SelfExecutable();
   if (!self) Fail("cannot read /proc/self/exe");
+  kdns::nanny::FlagValues flags;
+  flags.config_dir = FLAGS_configDir;
+  flags.sync_interval = FLAGS_syncInterval;
+  flags.restart_dnsmasq = FLAGS_restartDnsmasq;
+  flags.dnsmasq_exec = FLAGS_dnsmasqExec;
+  flags.kubedns_server = FLAGS_kubednsServer;
+  flags.log_interval = FLAGS_logInterval;
+  flags.child_mode = FLAGS_childMode;
+  flags.cluster_domain = FLAGS_clusterDomain;
+  flags.stub_resolve_interval = FLAGS_stubResolveInterval;
+  flags.crash_loop_restarts = FLAGS_crashLoopRestarts;
+  flags.crash_loop_runtime = FLAGS_crashLoopRuntime;
+  flags.child_stop_timeout = FLAGS_childStopTimeout;
+  const char* path = std::getenv("PATH");
+  const kdns::nanny::ExecutableSearch search{
+      *self, path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin"};
   kdns::nanny::Nanny::Options options;
-  options.config_dir = FLAGS_configDir;
-  options.sync_interval_ms = DurationFlag("syncInterval", FLAGS_syncInterval);
-  if (options.sync_interval_ms == 0) Fail("-syncInterval: must be more than 0");
-  options.restart_on_change = FLAGS_restartDnsmasq;
-  options.log_interval_ms = DurationFlag("logInterval", FLAGS_logInterval);
-  options.stub_refresh_ms = DurationFlag("stubResolveInterval", FLAGS_stubResolveInterval);
-  if (options.stub_refresh_ms == 0) Fail("-stubResolveInterval: must be more than 0");
-  options.stub_retry_ms = std::min<uint64_t>(options.stub_retry_ms, options.stub_refresh_ms);
-  options.crash_loop.max_fast_crashes = FLAGS_crashLoopRestarts;
-  if (options.crash_loop.max_fast_crashes < 1) Fail("-crashLoopRestarts: must be at least 1");
-  options.crash_loop.healthy_runtime_ms = DurationFlag("crashLoopRuntime", FLAGS_crashLoopRuntime);
-  options.stop_timeout_ms = DurationFlag("childStopTimeout", FLAGS_childStopTimeout);
-  options.cluster_domain = FLAGS_clusterDomain;
-  auto kubedns = kdns::loop::SocketAddress::Parse(FLAGS_kubednsServer);
-  if (!kubedns) {
-    kubedns = kdns::loop::SocketAddress::FromHostPort(FLAGS_kubednsServer, 53);
-  }
-  if (!kubedns) Fail("-kubednsServer: not an address: \"" + FLAGS_kubednsServer + "\"");
-  options.kubedns_server = *kubedns;
-
-  const std::string exec = FindExecutable(FLAGS_dnsmasqExec, *self);
-  options.child_name = std::filesystem::path(exec).filename();
-  options.child_argv = {exec};
-  options.child_argv.insert(options.child_argv.end(), split.child.begin(), split.child.end());
-  options.trampoline = *self;
-  if (FLAGS_childMode == "in-place" ||
-      (FLAGS_childMode == "auto" && options.child_name == "frontend-cache")) {
-    options.mode = kdns::nanny::ApplyMode::kInPlace;
-  } else if (FLAGS_childMode == "restart" || FLAGS_childMode == "auto") {
-    options.mode = kdns::nanny::ApplyMode::kRestart;
-  } else {
-    Fail("-childMode: auto, in-place or restart, not \"" + FLAGS_childMode + "\"");
-  }
   std::string error;
-  if (options.mode == kdns::nanny::ApplyMode::kInPlace) {
-    if (kdns::nanny::HasLongOption(split.child, "servers-file")) {
-      Fail("--servers-file after \"--\": the nanny writes the child's servers file itself");
-    }
-    kdns::nanny::ListenSpec listen;
-    if (!kdns::nanny::ParseListenSpec(split.child, &listen, &error)) Fail(error);
-    options.listen = listen.addresses;
-  }
+  if (!kdns::nanny::BuildOptions(flags, split.child, search, &options, &error)) Fail(error);
+  const std::string& exec = options.child_argv.front();
   if (FLAGS_check_flags) {
     // Only our own child has a check mode; another (dnsmasq) is checked when it starts.
     if (options.mode != kdns::nanny::ApplyMode::kInPlace) return 0;
-    return RunCheckFlags(exec, std::vector<std::string>(split.child.begin(), split.child.end()));
+    return RunCheckFlags(exec, split.child);
   }
+  kdns::app::InitProcess(argv[0]);
   const bool own_run_dir = FLAGS_runDir.empty();
   options.run_dir = own_run_dir ? MakeRunDir() : FLAGS_runDir;
   if (!own_run_dir) {
@@ -221,7 +156,6 @@ int main(int argc, char** argv) {
     term.Start(SIGTERM, [&nanny](int) { nanny.Shutdown(); });
     interrupt.Start(SIGINT, [&nanny](int) { nanny.Shutdown(); });
     hangup.Start(SIGHUP, [&nanny](int) { nanny.SyncNow(); });
-    std::signal(SIGPIPE, SIG_IGN);
     nanny.set_on_finished([&loop](int) { loop.Stop(); });
     LOG(INFO) << "nanny " << kdns::kVersion << ": child " << exec << " ("
               << (options.mode == kdns::nanny::ApplyMode::kInPlace ? "in-place" : "restart")

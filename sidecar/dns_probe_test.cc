@@ -16,9 +16,9 @@ namespace kdns::sidecar {
 namespace {
 
 using dns::testing::N;
+using kdns::testing::FakeDnsServer;
 using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
-using testing::ScriptedDnsServer;
 
 ProbeOption Option(std::string label, const loop::SocketAddress& server, const std::string& name,
                    uint64_t interval_ms = 50, dns::RrType type = dns::RrType::kAny) {
@@ -180,7 +180,7 @@ TEST_CASE("A probe registers kube-dns's metric names, help texts and buckets", "
 TEST_CASE("A probe of a name that answers passes and records its latency", "[sidecar][probe]") {
   loop::Loop loop;
   {
-    ScriptedDnsServer server(loop, testing::AnswerA);
+    FakeDnsServer server(loop, testing::AnswerA);
     metrics::Registry registry;
     ProbeFamilies families(registry);
     DnsProbe probe(loop, ProbeOptions(Option("ok", server.address(), "www.example.test.")),
@@ -194,7 +194,7 @@ TEST_CASE("A probe of a name that answers passes and records its latency", "[sid
     CHECK(probe.status().latency_ns > 0);
     CHECK(HealthResponse(probe.status()).status == 200);
     CHECK(server.queries().size() >= 3);
-    CHECK(server.queries()[0].questions[0].type == dns::RrType::kAny);
+    CHECK(server.queries()[0].message.questions[0].type == dns::RrType::kAny);
     CHECK(Sample(registry, "kubedns_probe_ok_latency_ms_count") >= 3);
     CHECK(Sample(registry, "kubedns_probe_ok_errors") == 0);
     CHECK(Sample(registry, "kdns_sidecar_probe_rcode_total{probe=\"ok\",rcode=\"NOERROR\"}") >= 3);
@@ -207,7 +207,7 @@ TEST_CASE("A probe of a name that answers passes and records its latency", "[sid
 TEST_CASE("A probe of a name that does not exist fails with no RRs", "[sidecar][probe]") {
   loop::Loop loop;
   {
-    ScriptedDnsServer server(loop, testing::AnswerNxDomain);
+    FakeDnsServer server(loop, testing::AnswerNxDomain);
     metrics::Registry registry;
     ProbeFamilies families(registry);
     DnsProbe probe(loop, ProbeOptions(Option("nx", server.address(), "nope.example.test.")),
@@ -231,7 +231,7 @@ TEST_CASE("A probe of a server that is not there fails, and recovers when it ans
           "[sidecar][probe]") {
   loop::Loop loop;
   {
-    ScriptedDnsServer server(loop, [](const dns::Message&) { return std::nullopt; });
+    FakeDnsServer server(loop, kdns::testing::Silent());
     metrics::Registry registry;
     ProbeFamilies families(registry);
     DnsProbe::Options options = ProbeOptions(Option("flaky", server.address(), "a.example.test."));
@@ -277,8 +277,7 @@ TEST_CASE("A probe to a closed port fails as refused", "[sidecar][probe]") {
 TEST_CASE("Probes go out one interval apart, not interval plus latency", "[sidecar][probe]") {
   loop::Loop loop;
   {
-    ScriptedDnsServer server(loop, testing::AnswerA);
-    server.set_delay_ms(60);
+    FakeDnsServer server(loop, kdns::testing::Delayed(60, testing::AnswerA));
     metrics::Registry registry;
     ProbeFamilies families(registry);
     DnsProbe probe(loop, ProbeOptions(Option("paced", server.address(), "a.", 100)), registry,

@@ -11,9 +11,9 @@
 namespace kdns::sidecar {
 namespace {
 
+using kdns::testing::FakeDnsServer;
 using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
-using testing::ScriptedDnsServer;
 
 DnsmasqPoller::Options PollerOptions(const loop::SocketAddress& server) {
   DnsmasqPoller::Options options;
@@ -34,7 +34,7 @@ TEST_CASE("The poller exports the cache's statistics with kube-dns's names, type
   loop::Loop loop;
   {
     DnsmasqValues values = {120, 30, 2, 28, 1000};
-    ScriptedDnsServer server(loop, testing::ChaosStats(&values));
+    FakeDnsServer server(loop, testing::ChaosStats(&values));
     metrics::Registry registry;
     DnsmasqPoller poller(loop, PollerOptions(server.address()), registry);
     std::string error;
@@ -62,10 +62,10 @@ TEST_CASE("The poller exports the cache's statistics with kube-dns's names, type
     // The five CHAOS TXT questions, RD set.
     REQUIRE(server.queries().size() >= 5);
     for (size_t i = 0; i < 5; ++i) {
-      const dns::Question& q = server.queries()[i].questions.at(0);
+      const dns::Question& q = server.queries()[i].message.questions.at(0);
       CHECK(q.cls == dns::RrClass::kCh);
       CHECK(q.type == dns::RrType::kTxt);
-      CHECK(server.queries()[i].header.rd);
+      CHECK(server.queries()[i].message.header.rd);
     }
   }
   RequireClosesClean(loop);
@@ -90,7 +90,7 @@ TEST_CASE("Counters mirror the cache and never decrease when it restarts", "[sid
   loop::Loop loop;
   {
     DnsmasqValues values = {100, 10, 0, 10, 1000};
-    ScriptedDnsServer server(loop, testing::ChaosStats(&values));
+    FakeDnsServer server(loop, testing::ChaosStats(&values));
     metrics::Registry registry;
     DnsmasqPoller poller(loop, PollerOptions(server.address()), registry);
     std::string error;
@@ -128,7 +128,7 @@ TEST_CASE("A malformed answer counts one error per round and exports nothing new
   loop::Loop loop;
   {
     DnsmasqValues values = {100, 10, 0, 10, 1000};
-    ScriptedDnsServer server(loop, testing::ChaosStats(&values));
+    FakeDnsServer server(loop, testing::ChaosStats(&values));
     metrics::Registry registry;
     DnsmasqPoller poller(loop, PollerOptions(server.address()), registry);
     std::string error;
@@ -138,14 +138,16 @@ TEST_CASE("A malformed answer counts one error per round and exports nothing new
     // misses.bind. now answers "x" (and the others a higher hit count).
     values = {500, 10, 0, 10, 1000};
     auto good = testing::ChaosStats(&values);
-    server.set_script([good](const dns::Message& query) -> std::optional<std::vector<uint8_t>> {
-      if (query.questions.at(0).name == *dns::Name::FromText("misses.bind.")) {
+    server.set_script([good](
+                          const kdns::testing::ReceivedQuery& received) -> kdns::testing::Replies {
+      const dns::Message& query = received.message;
+      if (received.parsed && query.questions.at(0).name == *dns::Name::FromText("misses.bind.")) {
         dns::Message reply = testing::ReplyTo(query);
         reply.answers.push_back({query.questions[0].name, dns::RrType::kTxt, dns::RrClass::kCh, 0,
                                  dns::RdataTxt{{"x"}}});
-        return testing::Encode(reply);
+        return {testing::Encode(reply)};
       }
-      return good(query);
+      return good(received);
     });
     const uint64_t rounds = poller.rounds_done();
     REQUIRE(RunUntil(loop, [&] { return poller.rounds_done() >= rounds + 3; }));
@@ -158,9 +160,7 @@ TEST_CASE("A malformed answer counts one error per round and exports nothing new
         Catch::Contains("strconv.ParseInt: parsing \"x\": invalid syntax (for misses.bind.)"));
 
     // NOTIMP to everything (a server that does not publish statistics).
-    server.set_script([](const dns::Message& query) {
-      return std::optional(testing::Encode(testing::ReplyTo(query, dns::Rcode::kNotImp)));
-    });
+    server.set_script(kdns::testing::AnswerRcode(dns::Rcode::kNotImp));
     const uint64_t errors = poller.errors();
     REQUIRE(RunUntil(loop, [&] { return poller.errors() >= errors + 2; }));
     CHECK_THAT(poller.last_error(), Catch::Contains("invalid number of Answer records"));
@@ -177,7 +177,7 @@ TEST_CASE("A malformed answer counts one error per round and exports nothing new
 TEST_CASE("A silent or absent cache counts one error per round", "[sidecar][dnsmasq]") {
   loop::Loop loop;
   {
-    ScriptedDnsServer silent(loop, [](const dns::Message&) { return std::nullopt; });
+    FakeDnsServer silent(loop, kdns::testing::Silent());
     metrics::Registry registry;
     DnsmasqPoller poller(loop, PollerOptions(silent.address()), registry);
     std::string error;

@@ -10,11 +10,11 @@
 
 #include <csignal>
 #include <cstdlib>
-#include <iostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/app/program.h"
 #include "common/base/version.h"
 #include "common/loop/loop.h"
 #include "common/loop/signal.h"
@@ -39,35 +39,19 @@ DEFINE_string(probe, "",
               "check multiple servers. <type> is one of ANY, A, AAAA, SRV. Example: "
               "'mydns,127.0.0.1:53,example.com,10,A'.");
 
-namespace {
-
-[[noreturn]] void Fail(const std::string& message) {
-  std::cerr << "sidecar: " << message << "\n";
-  std::exit(2);
-}
-
-}  // namespace
+using kdns::app::Fail;
 
 int main(int argc, char** argv) {
+  kdns::app::SetProgram(
+      {"sidecar",
+       "Probes the pod's DNS servers; serves health checks and Prometheus metrics.\n"
+       "Usage: sidecar --probe=label,server,name[,interval][,type] ... [flags]"});
   std::vector<std::string_view> args(argv + 1, argv + argc);
   std::vector<std::string> probe_values;
-  std::vector<std::string> rest;
+  std::vector<std::string> rest = {argv[0]};
   std::string error;
   if (!kdns::sidecar::ExtractProbeFlags(args, &probe_values, &rest, &error)) Fail(error);
-
-  std::vector<char*> gflags_argv = {argv[0]};
-  for (auto& arg : rest) gflags_argv.push_back(arg.data());
-  int gflags_argc = static_cast<int>(gflags_argv.size());
-  char** gflags_args = gflags_argv.data();
-  gflags::SetVersionString(kdns::kVersion);
-  gflags::SetUsageMessage(
-      "Probes the pod's DNS servers; serves health checks and Prometheus metrics.\n"
-      "Usage: sidecar --probe=label,server,name[,interval][,type] ... [flags]");
-  FLAGS_logtostderr = true;  // a container logs to stderr
-  gflags::ParseCommandLineFlags(&gflags_argc, &gflags_args, true);
-  if (gflags_argc > 1) Fail(std::string("unknown argument: ") + gflags_args[1]);
-  google::InitGoogleLogging(argv[0]);
-  google::InstallFailureSignalHandler();
+  kdns::app::ParseFlags(std::move(rest));
 
   // A --probe that reached gflags another way (a --flagfile) still counts.
   if (!FLAGS_probe.empty()) probe_values.push_back(FLAGS_probe);
@@ -82,7 +66,8 @@ int main(int argc, char** argv) {
   flags.prometheus_namespace = FLAGS_prometheus_namespace;
   kdns::sidecar::Options options;
   if (!kdns::sidecar::BuildOptions(flags, probe_values, &options, &error)) Fail(error);
-  if (FLAGS_check_flags) return 0;
+  kdns::app::ExitIfCheckingFlags(FLAGS_check_flags);
+  kdns::app::InitProcess(argv[0]);
 
   kdns::loop::Loop loop;
   {

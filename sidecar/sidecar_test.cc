@@ -11,10 +11,10 @@
 namespace kdns::sidecar {
 namespace {
 
+using kdns::testing::FakeDnsServer;
 using loop::testing::RawTcpClient;
 using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
-using testing::ScriptedDnsServer;
 
 std::string ProbeFlag(const std::string& label, const loop::SocketAddress& server,
                       const std::string& name) {
@@ -63,9 +63,9 @@ struct Fixture {
 
   loop::Loop& loop;
   DnsmasqValues values = {200, 20, 0, 20, 1000};
-  ScriptedDnsServer ok;
-  ScriptedDnsServer nxdomain;
-  ScriptedDnsServer stats;
+  FakeDnsServer ok;
+  FakeDnsServer nxdomain;
+  FakeDnsServer stats;
   std::unique_ptr<Sidecar> sidecar;
 };
 

@@ -3,7 +3,8 @@
 // independent parsers.
 //
 // It serves a fixed table (owner name → records per section) over UDP and TCP on
-// 127.0.0.1 with an ephemeral port, on its own thread and loop. Answers: the table's
+// 127.0.0.1 with an ephemeral port: a script of the shared fake DNS server
+// (test/support/fake_dns_server.h), on its own thread and loop. Answers: the table's
 // records for the query name (every record of the name for ANY, those of the query type
 // otherwise), NXDOMAIN with the zone's SOA for names it does not hold, FORMERR for a
 // malformed query that has a header, nothing for shorter garbage. Over UDP a response is
@@ -16,19 +17,16 @@
 // Thread: constructed and destroyed on the test thread; serving happens on its own thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/dns/message.h"
 #include "common/dns/name.h"
-#include "common/loop/socket_address.h"
-#include "common/loop/task_queue.h"
+#include "test/support/fake_dns_server.h"
 
 namespace kdns::testing {
 
@@ -46,31 +44,26 @@ class Responder {
   Responder(const Responder&) = delete;
   Responder& operator=(const Responder&) = delete;
 
-  uint16_t udp_port() const { return udp_port_; }
-  uint16_t tcp_port() const { return tcp_port_; }
+  // One port for both transports.
+  uint16_t udp_port() const { return server_.address().port(); }
+  uint16_t tcp_port() const { return server_.address().port(); }
 
   // The bytes of the latest response sent (over either transport).
   std::vector<uint8_t> LastResponse() const;
   uint64_t formerr_count() const;
 
  private:
-  void Serve();
-  // Builds the answer to one query; empty means no answer (garbage without a header).
+  // Builds the answer to one query (on the server's thread); empty means no answer
+  // (garbage without a header).
   std::vector<uint8_t> Answer(std::span<const uint8_t> query, size_t udp_limit_or_zero);
 
   std::map<std::string, ResponderEntry> table_;  // keyed by lower-cased owner text
   dns::ResourceRecord soa_;
-  std::thread thread_;
-  uint16_t udp_port_ = 0;
-  uint16_t tcp_port_ = 0;
-  loop::TaskQueue::Poster poster_;
 
   mutable std::mutex mutex_;
-  std::vector<uint8_t> last_response_;
-  uint64_t formerr_count_ = 0;
-  bool ready_ = false;
-  bool closed_clean_ = false;
-  std::condition_variable ready_cv_;
+  std::vector<uint8_t> last_response_;  // guarded by mutex_
+  uint64_t formerr_count_ = 0;          // guarded by mutex_
+  FakeDnsServerThread server_;          // last: stopped before the state its script uses
 };
 
 }  // namespace kdns::testing

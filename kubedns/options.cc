@@ -1,0 +1,192 @@
+#include "kubedns/options.h"
+
+#include <cstdlib>
+#include <ctime>
+#include <optional>
+#include <utility>
+
+#include "common/base/duration.h"
+#include "kubedns/upstream_routes.h"
+
+namespace kdns::kubedns {
+namespace {
+
+bool Duration(const char* name, const std::string& value, uint64_t* ms, std::string* error) {
+  std::optional<uint64_t> parsed = ParseDurationMs(value);
+  if (!parsed) {
+    *error = std::string("--") + name + ": not a duration: \"" + value + "\"";
+    return false;
+  }
+  *ms = *parsed;
+  return true;
+}
+
+bool Port(const char* name, int64_t value, uint16_t* port, std::string* error) {
+  if (value < 0 || value > 65535) {
+    *error = std::string("--") + name + ": not a port";
+    return false;
+  }
+  *port = static_cast<uint16_t>(value);
+  return true;
+}
+
+// `address_flag`'s host with the port of `port_flag`.
+bool Address(const char* address_flag, const std::string& host, const char* port_flag,
+             int64_t port_value, loop::SocketAddress* address, std::string* error) {
+  uint16_t port = 0;
+  if (!Port(port_flag, port_value, &port, error)) return false;
+  std::optional<loop::SocketAddress> parsed = loop::SocketAddress::FromHostPort(host, port);
+  if (!parsed) {
+    *error = std::string("--") + address_flag + ": not an IP address: \"" + host + "\"";
+    return false;
+  }
+  *address = *parsed;
+  return true;
+}
+
+bool AnswerOptions(const FlagValues& flags, KubednsServer::Options* options, std::string* error) {
+  std::string domain = flags.domain;
+  if (domain.empty() || domain.back() != '.') domain += '.';
+  std::optional<dns::Name> zone = dns::Name::FromText(domain);
+  if (!zone || zone->IsRoot()) {
+    *error = "--domain: not a domain name: \"" + flags.domain + "\"";
+    return false;
+  }
+  options->answer.zone = *zone;
+  if (flags.ttl < 0) {
+    *error = "--ttl: must not be negative";
+    return false;
+  }
+  options->answer.ttl_s = static_cast<uint32_t>(flags.ttl);
+  options->answer.soa_serial_base = static_cast<uint32_t>(std::time(nullptr));
+  if (flags.pod_records == "insecure") {
+    options->answer.pod_records = PodRecords::kInsecure;
+  } else if (flags.pod_records == "disabled") {
+    options->answer.pod_records = PodRecords::kDisabled;
+  } else if (flags.pod_records == "verified") {
+    options->answer.pod_records = PodRecords::kVerified;
+    options->api.watch_pods = true;
+  } else {
+    *error = "--pod-records: insecure, verified or disabled, not \"" + flags.pod_records + "\"";
+    return false;
+  }
+  return true;
+}
+
+bool ListenOptions(const FlagValues& flags, const k8s::EnvLookup& env,
+                   KubednsServer::Options* options, std::string* error) {
+  if (!Address("dns-bind-address", flags.dns_bind_address, "dns-port", flags.dns_port,
+               &options->dns_address, error)) {
+    return false;
+  }
+  if (flags.dns_threads < 0) {
+    *error = "--dns-threads: must not be negative";
+    return false;
+  }
+  options->dns_threads = static_cast<size_t>(flags.dns_threads);
+  if (!Address("http-bind-address", flags.http_bind_address, "healthz-port", flags.healthz_port,
+               &options->healthz_address, error)) {
+    return false;
+  }
+  int64_t metrics_port = flags.metrics_port;
+  if (metrics_port < 0) {
+    const std::optional<std::string> prometheus_port = env("PROMETHEUS_PORT");  // kube-dns's
+    metrics_port =
+        prometheus_port && !prometheus_port->empty() ? std::atoi(prometheus_port->c_str()) : 10055;
+  }
+  return Address("http-bind-address", flags.http_bind_address, "metrics-port", metrics_port,
+                 &options->metrics_address, error);
+}
+
+bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, std::string* error) {
+  options->config_dir = flags.config_dir;
+  if (!Duration("config-period", flags.config_period, &options->config_period_ms, error)) {
+    return false;
+  }
+  if (options->config_period_ms == 0) {
+    *error = "--config-period: must be positive";
+    return false;
+  }
+  std::string nameservers_error;
+  auto nameservers = ParseNameserversFlag(flags.nameservers, &nameservers_error);
+  if (!nameservers) {
+    *error = "--nameservers: " + nameservers_error;
+    return false;
+  }
+  const loop::SocketAddress& dns = options->dns_address;
+  for (const auto& nameserver : *nameservers) {
+    // Forwarding to ourselves would loop every outside name until it times out.
+    const bool ours =
+        nameserver.port() == dns.port() &&
+        (nameserver == dns || (dns.IsWildcard() && (nameserver.HostString() == "127.0.0.1" ||
+                                                    nameserver.HostString() == "::1")));
+    if (ours) {
+      *error = "--nameservers: " + nameserver.ToString() + " is this kubedns itself";
+      return false;
+    }
+  }
+  options->nameservers = std::move(*nameservers);
+  options->resolv_conf = flags.resolv_conf;
+  if (flags.forward_max < 1) {
+    *error = "--forward-max: must be at least 1";
+    return false;
+  }
+  options->forwarder.max_in_flight = static_cast<size_t>(flags.forward_max);
+  return true;
+}
+
+bool ApiOptions(const FlagValues& flags, const k8s::EnvLookup& env, KubednsServer::Options* options,
+                std::string* error) {
+  k8s::Result<k8s::ApiConfig> config =
+      !flags.kubecfg_file.empty()
+          ? k8s::FromKubeconfig(flags.kubecfg_file)
+          : (!flags.kube_master_url.empty() ? k8s::FromMasterUrl(flags.kube_master_url)
+                                            : k8s::FromInCluster(env));
+  if (!config.ok()) {
+    *error = "Kubernetes API: " + config.error();
+    return false;
+  }
+  if (!flags.kubecfg_file.empty() && !flags.kube_master_url.empty()) {
+    config.value().server = flags.kube_master_url;  // as kube-dns: the URL overrides
+    while (!config.value().server.empty() && config.value().server.back() == '/') {
+      config.value().server.pop_back();
+    }
+  }
+  options->api_config = std::move(config.value());
+  if (flags.endpoints_source == "endpoints") {
+    options->api.endpoints_source = ApiSource::EndpointsSource::kEndpoints;
+  } else if (flags.endpoints_source != "endpointslices") {
+    *error =
+        "--endpoints-source: endpointslices or endpoints, not \"" + flags.endpoints_source + "\"";
+    return false;
+  }
+  return Duration("initial-sync-timeout", flags.initial_sync_timeout,
+                  &options->api.initial_sync_timeout_ms, error) &&
+         Duration("api-backoff-max", flags.api_backoff_max, &options->api.backoff.cap_ms, error) &&
+         Duration("api-stall-timeout", flags.api_stall_timeout, &options->api.stall_timeout_ms,
+                  error);
+}
+
+}  // namespace
+
+bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env, Options* options,
+                  std::string* error) {
+  KubednsServer::Options& server = options->server;
+  if (!AnswerOptions(flags, &server, error) || !ListenOptions(flags, env, &server, error)) {
+    return false;
+  }
+  server.metrics_prefix = DnsMetrics::SkydnsPrefixFromEnvironment();
+  server.objects_file = flags.objects_file;
+  if (!ForwardOptions(flags, &server, error)) return false;
+  // --check-flags checks flags: the in-cluster environment comes from the pod, not from them.
+  const bool in_cluster = flags.kubecfg_file.empty() && flags.kube_master_url.empty();
+  if (server.objects_file.empty() && !(flags.check_flags && in_cluster) &&
+      !ApiOptions(flags, env, &server, error)) {
+    return false;
+  }
+  return Duration("initial-sync-timeout", flags.initial_sync_timeout,
+                  &options->initial_sync_timeout_ms, error) &&
+         Duration("lameduck", flags.lameduck, &options->lameduck_ms, error);
+}
+
+}  // namespace kdns::kubedns

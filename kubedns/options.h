@@ -1,0 +1,57 @@
+// kubedns's command line: kube-dns's flag names, defaults and meanings, plus ours. main.cc
+// defines the gflags and copies their values into FlagValues; BuildOptions() checks every
+// value and builds the server's options, so that each bad value stops the program at start
+// with one line naming the flag (the same line --check-flags prints).
+//
+// Reads files only for the Kubernetes API configuration (a kubeconfig, or the in-cluster
+// service account), which --check-flags skips in-cluster: that comes from the pod, not from
+// the flags. Thread: any; no state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/k8s/api_config.h"
+#include "kubedns/kubedns_server.h"
+
+namespace kdns::kubedns {
+
+// The flags as gflags holds them, before validation. Defaults are main.cc's (kube-dns's).
+struct FlagValues {
+  std::string domain = "cluster.local.";
+  int64_t dns_port = 10053;
+  std::string dns_bind_address = "0.0.0.0";
+  int64_t healthz_port = 8081;
+  std::string config_dir;
+  std::string config_period = "10s";
+  std::string initial_sync_timeout = "60s";
+  std::string nameservers;
+  std::string kubecfg_file;
+  std::string kube_master_url;
+  std::string endpoints_source = "endpointslices";
+  std::string api_backoff_max = "30s";
+  std::string api_stall_timeout = "90s";
+  std::string objects_file;
+  int64_t ttl = 30;
+  int64_t dns_threads = 0;
+  std::string pod_records = "insecure";
+  int64_t metrics_port = -1;  // -1: $PROMETHEUS_PORT, else 10055
+  std::string http_bind_address = "0.0.0.0";
+  std::string lameduck = "0s";
+  std::string resolv_conf = "/etc/resolv.conf";
+  int64_t forward_max = 150;
+  bool check_flags = false;
+};
+
+struct Options {
+  KubednsServer::Options server;
+  uint64_t initial_sync_timeout_ms = 60'000;  // log loudly when not synced by then
+  uint64_t lameduck_ms = 0;                   // answer this long after SIGTERM
+};
+
+// Checks the flags and builds the options; false with a one-line *error naming the first
+// bad flag. `env` gives $PROMETHEUS_PORT and, in-cluster, the API server's address.
+[[nodiscard]] bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env,
+                                Options* options, std::string* error);
+
+}  // namespace kdns::kubedns

@@ -1,0 +1,192 @@
+#include "kubedns/options.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace kdns::kubedns {
+namespace {
+
+k8s::EnvLookup Env(std::map<std::string, std::string> values) {
+  return [values = std::move(values)](const std::string& name) -> std::optional<std::string> {
+    auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+// Flags that need no Kubernetes API configuration.
+FlagValues Offline() {
+  FlagValues flags;
+  flags.objects_file = "/tmp/objects.json";
+  return flags;
+}
+
+std::string ErrorOf(const FlagValues& flags, const k8s::EnvLookup& env = Env({})) {
+  Options options;
+  std::string error;
+  if (BuildOptions(flags, env, &options, &error)) return "";
+  return error;
+}
+
+TEST_CASE("kubedns's default flags build kube-dns's defaults", "[kubedns][options]") {
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(Offline(), Env({}), &options, &error));
+  const KubednsServer::Options& server = options.server;
+  CHECK(server.answer.zone.ToText() == "cluster.local.");
+  CHECK(server.answer.ttl_s == 30);
+  CHECK(server.answer.pod_records == PodRecords::kInsecure);
+  CHECK(server.dns_address.ToString() == "0.0.0.0:10053");
+  CHECK(server.healthz_address.ToString() == "0.0.0.0:8081");
+  CHECK(server.metrics_address.ToString() == "0.0.0.0:10055");
+  CHECK(server.dns_threads == 0);
+  CHECK(server.config_period_ms == 10'000);
+  CHECK(server.resolv_conf == "/etc/resolv.conf");
+  CHECK(server.forwarder.max_in_flight == 150);
+  CHECK(server.nameservers.empty());
+  CHECK_FALSE(server.api_config.has_value());  // the objects file is the source
+  CHECK(options.initial_sync_timeout_ms == 60'000);
+  CHECK(options.lameduck_ms == 0);
+}
+
+TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
+  FlagValues flags = Offline();
+  flags.domain = "example.org";  // the final dot is added
+  flags.dns_port = 53;
+  flags.dns_bind_address = "127.0.0.1";
+  flags.http_bind_address = "::1";
+  flags.ttl = 5;
+  flags.pod_records = "verified";
+  flags.nameservers = "192.0.2.1,192.0.2.2:5353";
+  flags.forward_max = 7;
+  flags.lameduck = "2s";
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.answer.zone.ToText() == "example.org.");
+  CHECK(options.server.dns_address.ToString() == "127.0.0.1:53");
+  CHECK(options.server.healthz_address.ToString() == "[::1]:8081");
+  CHECK(options.server.answer.ttl_s == 5);
+  CHECK(options.server.answer.pod_records == PodRecords::kVerified);
+  CHECK(options.server.api.watch_pods);
+  REQUIRE(options.server.nameservers.size() == 2);
+  CHECK(options.server.nameservers[1].ToString() == "192.0.2.2:5353");
+  CHECK(options.server.forwarder.max_in_flight == 7);
+  CHECK(options.lameduck_ms == 2000);
+}
+
+TEST_CASE("kubedns's metrics port comes from the flag, else $PROMETHEUS_PORT",
+          "[kubedns][options]") {
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(Offline(), Env({{"PROMETHEUS_PORT", "9153"}}), &options, &error));
+  CHECK(options.server.metrics_address.port() == 9153);
+  FlagValues flags = Offline();
+  flags.metrics_port = 0;
+  REQUIRE(BuildOptions(flags, Env({{"PROMETHEUS_PORT", "9153"}}), &options, &error));
+  CHECK(options.server.metrics_address.port() == 0);
+}
+
+TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
+  FlagValues flags = Offline();
+  std::string expected;
+  SECTION("domain") {
+    flags.domain = ".";
+    expected = "--domain: not a domain name: \".\"";
+  }
+  SECTION("ttl") {
+    flags.ttl = -1;
+    expected = "--ttl: must not be negative";
+  }
+  SECTION("pod records") {
+    flags.pod_records = "all";
+    expected = "--pod-records: insecure, verified or disabled, not \"all\"";
+  }
+  SECTION("dns port") {
+    flags.dns_port = 70000;
+    expected = "--dns-port: not a port";
+  }
+  SECTION("dns address") {
+    flags.dns_bind_address = "localhost";
+    expected = "--dns-bind-address: not an IP address: \"localhost\"";
+  }
+  SECTION("threads") {
+    flags.dns_threads = -2;
+    expected = "--dns-threads: must not be negative";
+  }
+  SECTION("healthz port") {
+    flags.healthz_port = -5;
+    expected = "--healthz-port: not a port";
+  }
+  SECTION("metrics port") {
+    flags.metrics_port = 65536;
+    expected = "--metrics-port: not a port";
+  }
+  SECTION("http address") {
+    flags.http_bind_address = "any";
+    expected = "--http-bind-address: not an IP address: \"any\"";
+  }
+  SECTION("config period") {
+    flags.config_period = "10";
+    expected = "--config-period: not a duration: \"10\"";
+  }
+  SECTION("config period zero") {
+    flags.config_period = "0s";
+    expected = "--config-period: must be positive";
+  }
+  SECTION("forward max") {
+    flags.forward_max = 0;
+    expected = "--forward-max: must be at least 1";
+  }
+  SECTION("lameduck") {
+    flags.lameduck = "soon";
+    expected = "--lameduck: not a duration: \"soon\"";
+  }
+  SECTION("initial sync timeout") {
+    flags.initial_sync_timeout = "1 minute";
+    expected = "--initial-sync-timeout: not a duration: \"1 minute\"";
+  }
+  CHECK(ErrorOf(flags) == expected);
+}
+
+TEST_CASE("kubedns refuses to forward to itself", "[kubedns][options]") {
+  FlagValues flags = Offline();
+  flags.nameservers = "127.0.0.1:10053";
+  CHECK(ErrorOf(flags) == "--nameservers: 127.0.0.1:10053 is this kubedns itself");
+  flags.nameservers = "127.0.0.1:53";  // another port: another server
+  CHECK(ErrorOf(flags).empty());
+  flags.nameservers = "not-an-ip";
+  CHECK(ErrorOf(flags).starts_with("--nameservers: "));
+}
+
+TEST_CASE("kubedns's API flags are checked when the API is the source", "[kubedns][options]") {
+  FlagValues flags;
+  flags.kube_master_url = "http://127.0.0.1:8080/";
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  REQUIRE(options.server.api_config.has_value());
+  CHECK(options.server.api.backoff.cap_ms == 30'000);
+  CHECK(options.server.api.stall_timeout_ms == 90'000);
+
+  flags.endpoints_source = "slices";
+  CHECK(ErrorOf(flags) == "--endpoints-source: endpointslices or endpoints, not \"slices\"");
+  flags.endpoints_source = "endpoints";
+  flags.api_stall_timeout = "x";
+  CHECK(ErrorOf(flags) == "--api-stall-timeout: not a duration: \"x\"");
+}
+
+TEST_CASE("--check-flags in-cluster does not need the pod's service account",
+          "[kubedns][options]") {
+  FlagValues flags;  // no objects file, no kubeconfig, no master URL: in-cluster
+  CHECK(ErrorOf(flags).starts_with("Kubernetes API: "));
+  flags.check_flags = true;
+  CHECK(ErrorOf(flags).empty());
+  flags.kubecfg_file = "/nonexistent/kubeconfig";  // a flag given is a flag checked
+  CHECK(ErrorOf(flags).starts_with("Kubernetes API: "));
+}
+
+}  // namespace
+}  // namespace kdns::kubedns
