@@ -93,11 +93,13 @@ bool Nanny::Start(std::string* error) {
 
   // The metrics file exists before the child's first scrape.
   WriteMetrics();
-  watcher_ = std::make_unique<ConfigWatcher>(
-      loop_,
-      ConfigWatcher::Options{options_.config_dir, options_.sync_interval_ms, options_.debounce_ms},
-      [this](ConfigWatcher::Trigger trigger) {
-        Sync(trigger == ConfigWatcher::Trigger::kInotify ? "inotify" : "poll");
+  loop::FileWatcher::Options watch;
+  watch.dir = options_.config_dir;
+  watch.poll_interval_ms = options_.sync_interval_ms;
+  watch.debounce_ms = options_.debounce_ms;
+  watcher_ =
+      std::make_unique<loop::FileWatcher>(loop_, watch, [this](loop::FileWatcher::Trigger trigger) {
+        Sync(trigger == loop::FileWatcher::Trigger::kInotify ? "inotify" : "poll");
       });
   watcher_->Start();
   host_timer_.StartRepeating(

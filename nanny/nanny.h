@@ -30,10 +30,10 @@
 
 #include "common/ares/channel.h"
 #include "common/config/kube_dns_config.h"
+#include "common/loop/file_watcher.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/timer.h"
-#include "nanny/config_watcher.h"
 #include "nanny/crash_loop.h"
 #include "nanny/listen_sockets.h"
 #include "nanny/nanny_metrics.h"
@@ -118,7 +118,7 @@ class Nanny {
   std::unique_ptr<ares::Channel> system_resolver_;
   std::unique_ptr<StubHosts> stub_hosts_;
   std::unique_ptr<Supervisor> supervisor_;
-  std::unique_ptr<ConfigWatcher> watcher_;
+  std::unique_ptr<loop::FileWatcher> watcher_;
   std::unique_ptr<OrphanReaper> reaper_;
   loop::Timer host_timer_;
   loop::Timer log_timer_;
