@@ -1,5 +1,5 @@
 // DnsmasqPoller: reads the cache's statistics every --dnsmasq-poll-interval-ms with the
-// five CHAOS TXT queries (sent together through one c-ares Channel) and exports them with
+// five CHAOS TXT queries (sent together through one ares::Channel) and exports them with
 // kube-dns's names, types and help texts (pkg/sidecar/metrics.go):
 //
 //   <ns>_dnsmasq_hits        counter  Number of DNS cache hits (from start of process)
