@@ -32,8 +32,11 @@ void FileWatcher::Stop() {
 }
 
 void FileWatcher::ArmWatch() {
-  int rc = event_.Open(this, [&](uv_fs_event_t* h) { return uv_fs_event_init(loop_.get(), h); });
-  if (rc == 0) rc = uv_fs_event_start(event_.get(), &FileWatcher::OnEvent, options_.dir.c_str(), 0);
+  // The new watch starts before the old one closes (libuv shares one inotify watch per
+  // path), so re-arming never leaves a moment without a watch.
+  UvHandle<uv_fs_event_t> fresh;
+  int rc = fresh.Open(this, [&](uv_fs_event_t* h) { return uv_fs_event_init(loop_.get(), h); });
+  if (rc == 0) rc = uv_fs_event_start(fresh.get(), &FileWatcher::OnEvent, options_.dir.c_str(), 0);
   if (rc != 0) {
     event_.Reset();
     if (!arm_failed_) {
@@ -43,6 +46,7 @@ void FileWatcher::ArmWatch() {
     arm_failed_ = true;
     return;
   }
+  event_ = std::move(fresh);
   if (arm_failed_) LOG(INFO) << options_.dir << ": watching with inotify again";
   arm_failed_ = false;
 }
