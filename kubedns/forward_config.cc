@@ -1,19 +1,16 @@
 #include "kubedns/forward_config.h"
 
 #include <glog/logging.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
-#include <cstring>
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <string_view>
 #include <utility>
-#include <variant>
 
-#include "common/dns/builder.h"
-#include "common/dns/message.h"
-#include "common/upstream/random.h"
+#include "common/ares/channel.h"
+#include "common/loop/file_watcher.h"
 #include "common/upstream/resolv_conf.h"
 
 namespace kdns::kubedns {
@@ -84,8 +81,16 @@ void ForwardConfig::ReadResolvConf() {
 }
 
 void ForwardConfig::Poll(const HostResolver& resolver) {
+  ReadInputs();
+  Publish(resolver);
+}
+
+void ForwardConfig::ReadInputs() {
   if (!options_.config_dir.empty()) ReadConfigMap();
   if (options_.flag_nameservers.empty()) ReadResolvConf();
+}
+
+void ForwardConfig::Publish(const HostResolver& resolver) {
   RoutingInputs inputs;
   inputs.cluster_zone = options_.cluster_zone;
   inputs.config = config_;
@@ -111,112 +116,118 @@ void ForwardConfig::Poll(const HostResolver& resolver) {
   publish_(routes);
 }
 
-void ForwardConfig::Start(HostResolver resolver) {
-  resolver_ = std::move(resolver);
-  thread_ = std::thread([this] { Run(); });
+std::vector<dns::Name> ForwardConfig::StubHostNames() const {
+  std::vector<dns::Name> names;
+  for (const config::StubDomain& stub : config_.stub_domains) {
+    for (const config::StubServer& server : stub.servers) {
+      if (server.is_host() && std::find(names.begin(), names.end(), server.host) == names.end()) {
+        names.push_back(server.host);
+      }
+    }
+  }
+  return names;
+}
+
+void ForwardConfig::Start(const loop::SocketAddress& resolver_server) {
+  std::promise<loop::TaskQueue::Poster> started;
+  std::future<loop::TaskQueue::Poster> poster = started.get_future();
+  thread_ = std::thread([this, resolver_server, &started] { Run(resolver_server, &started); });
+  poster_ = poster.get();
 }
 
 void ForwardConfig::Stop() {
-  {
-    std::lock_guard lock(run_mu_);
-    stop_ = true;
-  }
-  wake_.notify_all();
+  // Post fails (harmlessly) when the thread never started or already ended.
+  poster_.Post([this] { run_loop_->Stop(); });
   if (thread_.joinable()) thread_.join();
-}
-
-void ForwardConfig::Run() {
-  std::unique_lock lock(run_mu_);
-  while (!stop_) {
-    lock.unlock();
-    Poll(resolver_);
-    lock.lock();
-    wake_.wait_for(lock, std::chrono::milliseconds(options_.period_ms), [this] { return stop_; });
-  }
 }
 
 namespace {
 
-// One query over a connected UDP socket; the parsed answer, or nullopt with *error.
-std::optional<dns::Message> AskOnce(int fd, const dns::Name& host, dns::RrType type, uint16_t id,
-                                    int timeout_ms, std::string* error) {
-  std::vector<uint8_t> query(512);
-  dns::MessageBuilder builder(query);
-  builder.header().id = id;
-  builder.header().rd = true;
-  if (builder.AddQuestion(host, type, dns::RrClass::kIn) != dns::BuildError::kOk) {
-    *error = "name too long";
-    return std::nullopt;
-  }
-  std::span<const uint8_t> bytes = builder.Finish();
-  if (send(fd, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) {
-    const int send_error = errno;
-    *error = std::string("send: ") + std::strerror(send_error);
-    return std::nullopt;
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::vector<uint8_t> reply(65535);
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          deadline - std::chrono::steady_clock::now())
-                          .count();
-    pollfd p{fd, POLLIN, 0};
-    if (left <= 0 || poll(&p, 1, static_cast<int>(left)) == 0) {
-      *error = "timed out";
-      return std::nullopt;
-    }
-    ssize_t n = recv(fd, reply.data(), reply.size(), MSG_DONTWAIT);
-    if (n < 0) {
-      const int recv_error = errno;
-      if (recv_error == EINTR || recv_error == EAGAIN) continue;
-      *error = std::string("recv: ") + std::strerror(recv_error);
-      return std::nullopt;
-    }
-    dns::Message message;
-    if (dns::ParseMessage(std::span<const uint8_t>(reply.data(), static_cast<size_t>(n)),
-                          &message) != dns::ParseError::kOk ||
-        !message.header.qr || message.header.id != id || message.questions.size() != 1 ||
-        !(message.questions[0].name == host) || message.questions[0].type != type) {
-      continue;  // not our answer
-    }
-    return message;
-  }
-}
+// The answers of one pass's lookups, by name.
+struct LookupRound {
+  struct Answer {
+    std::vector<IpAddress> addresses;  // IPv4 first, then IPv6, as the routes list them
+    std::string error;
+  };
+  std::unordered_map<dns::Name, Answer, dns::NameHash> answers;
+  size_t outstanding = 0;
+};
 
 }  // namespace
 
-std::vector<IpAddress> ResolveThrough(const loop::SocketAddress& server, const dns::Name& host,
-                                      int timeout_ms, std::string* error) {
-  std::vector<IpAddress> addresses;
-  int fd = socket(server.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || connect(fd, server.sockaddr_ptr(), server.sockaddr_len()) != 0) {
-    const int socket_error = errno;
-    *error = "asking " + server.ToString() + ": " + std::strerror(socket_error);
-    if (fd >= 0) close(fd);
-    return addresses;
-  }
-  upstream::SecureRandom random;
-  std::string last_error;
-  for (dns::RrType type : {dns::RrType::kA, dns::RrType::kAaaa}) {
-    std::optional<dns::Message> answer =
-        AskOnce(fd, host, type, random.Next16(), timeout_ms, &last_error);
-    if (!answer) continue;
-    if (answer->rcode() != dns::Rcode::kNoError) {
-      last_error = dns::RcodeToText(answer->rcode());
-      continue;
-    }
-    for (const auto& record : answer->answers) {
-      if (const auto* a = std::get_if<dns::RdataA>(&record.rdata)) addresses.push_back(a->address);
-      if (const auto* aaaa = std::get_if<dns::RdataAaaa>(&record.rdata)) {
-        addresses.push_back(aaaa->address);
+void ForwardConfig::Run(const loop::SocketAddress& resolver_server,
+                        std::promise<loop::TaskQueue::Poster>* started) {
+  loop::Loop loop;
+  {
+    run_loop_ = &loop;
+    loop::TaskQueue tasks(loop);
+    ares::Channel::Options lookups;
+    lookups.servers = {resolver_server};
+    lookups.timeout_ms = kLookupTimeoutMs;
+    lookups.tries = 1;
+    std::string error;
+    std::unique_ptr<ares::Channel> channel = ares::Channel::Create(loop, lookups, &error);
+    if (channel == nullptr) LOG(ERROR) << "stub server host names cannot be resolved: " << error;
+    std::shared_ptr<LookupRound> round;  // the pass waiting for answers, if any
+    bool again = false;                  // a pass came due while `round` was out
+
+    std::function<void()> pass = [&] {
+      if (round != nullptr) {
+        again = true;
+        return;
       }
-    }
+      ReadInputs();
+      std::vector<dns::Name> names = StubHostNames();
+      if (names.empty() || channel == nullptr) {
+        Publish(HostResolver());
+        return;
+      }
+      // A name in the hosts file could answer at once, so the round is complete only when
+      // every name answered, and each callback holds the round itself.
+      auto current = std::make_shared<LookupRound>();
+      current->outstanding = names.size();
+      round = current;
+      for (const dns::Name& name : names) {
+        const std::string text = name.ToText();
+        channel->LookupAddresses(
+            text, [&, this_round = current, name, text](const std::vector<IpAddress>& addresses,
+                                                        const std::string& lookup_error) {
+              LookupRound::Answer& answer = this_round->answers[name];
+              answer.addresses = addresses;
+              std::stable_partition(answer.addresses.begin(), answer.addresses.end(),
+                                    [](const IpAddress& ip) { return ip.is_v4(); });
+              // The channel's error names the host; the route warning names it already.
+              std::string_view reason = lookup_error;
+              if (reason.starts_with(text + ": ")) reason.remove_prefix(text.size() + 2);
+              answer.error = std::string(reason);
+              if (--this_round->outstanding > 0) return;
+              round.reset();
+              Publish([this_round](const dns::Name& host, std::string* resolve_error) {
+                auto it = this_round->answers.find(host);
+                if (it == this_round->answers.end()) return std::vector<IpAddress>();
+                *resolve_error = it->second.error;
+                return it->second.addresses;
+              });
+              if (again) {
+                again = false;
+                pass();
+              }
+            });
+      }
+    };
+    loop::FileWatcher::Options watch;
+    watch.dir = options_.config_dir;
+    watch.mode = options_.config_dir.empty() ? loop::FileWatcher::Mode::kPollOnly
+                                             : loop::FileWatcher::Mode::kInotify;
+    watch.poll_interval_ms = options_.period_ms;
+    loop::FileWatcher watcher(loop, watch, [&](loop::FileWatcher::Trigger) { pass(); });
+    watcher.Start();
+    started->set_value(tasks.poster());
+    pass();
+    loop.Run();  // until Stop()
   }
-  close(fd);
-  if (addresses.empty()) {
-    *error = last_error.empty() ? "no address" : last_error;
-  }
-  return addresses;
+  run_loop_ = nullptr;
+  CHECK(loop.Close()) << "the forward config loop leaked a handle";
 }
 
 }  // namespace kdns::kubedns

@@ -1,7 +1,8 @@
-// ForwardConfig: keeps kubedns's forwarding routes (upstream_routes.h) current. Every
-// --config-period (kube-dns's default 10 s) it reads the --config-dir ConfigMap as one
-// snapshot (common/config/kube_dns_config.h), re-reads /etc/resolv.conf, resolves the host
-// names of stub servers, and when the routes differ from the last ones it publishes them
+// ForwardConfig: keeps kubedns's forwarding routes (upstream_routes.h) current. When the
+// --config-dir ConfigMap changes (a loop::FileWatcher: inotify at once, and a poll every
+// --config-period, kube-dns's default 10 s) it reads it as one snapshot
+// (common/config/kube_dns_config.h), re-reads /etc/resolv.conf, resolves the host names of
+// stub servers, and when the routes differ from the last ones it publishes them
 // (KubednsServer hands them to every DNS thread).
 //
 // A ConfigMap version that does not validate is logged once, counted
@@ -11,17 +12,21 @@
 // starts "with default values"). resolv.conf is read only while it matters (no
 // --nameservers); if it cannot be read, its last nameservers stay.
 //
-// Stub servers given as host names are resolved by asking kubedns itself (ResolveThrough),
-// as kube-dns's nanny resolves them through kubedns: cluster names from the records, other
-// names through the upstreams.
+// Stub servers given as host names are resolved by asking kubedns itself, as kube-dns's
+// nanny resolves them through kubedns: cluster names from the records, other names through
+// the upstreams. The config thread runs a libuv loop: a pass reads the inputs, looks the
+// stub host names up at once with c-ares (common/ares, A and AAAA), and builds and
+// publishes the routes when every answer is in. A pass due while the last one still waits
+// for answers runs once those are in.
 //
 // Thread: Poll() runs on the thread that calls it before Start(), then only on the
-// config thread Start() creates; routes() from any thread.
+// config thread Start() creates; Stop() and routes() from any thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,7 +36,9 @@
 #include "common/base/ip_address.h"
 #include "common/config/kube_dns_config.h"
 #include "common/dns/name.h"
+#include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
+#include "common/loop/task_queue.h"
 #include "kubedns/forward_metrics.h"
 #include "kubedns/upstream_routes.h"
 
@@ -58,9 +65,14 @@ class ForwardConfig {
   // from the last published.
   void Poll(const HostResolver& resolver);
 
-  // Starts the config thread: Poll at once, then every period. Once.
-  void Start(HostResolver resolver);
+  // Starts the config thread: a pass at once, then at every change and every period, stub
+  // host names asked of `resolver_server` (kubedns's own DNS port). Once.
+  void Start(const loop::SocketAddress& resolver_server);
+  // Ends the config thread; no pass runs after it returns.
   void Stop();
+
+  // How long the config thread waits for each stub host name (one try).
+  static constexpr uint64_t kLookupTimeoutMs = 2000;
 
   // The routes last published (empty routes before the first Poll).
   std::shared_ptr<const UpstreamRoutes> routes() const;
@@ -68,7 +80,14 @@ class ForwardConfig {
  private:
   void ReadConfigMap();
   void ReadResolvConf();
-  void Run();
+  // Poll's two halves: read what changed; build the routes and publish them.
+  void ReadInputs();
+  void Publish(const HostResolver& resolver);
+  // The stub servers given as host names in the configuration in effect.
+  std::vector<dns::Name> StubHostNames() const;
+  // The config thread's body (see the header comment).
+  void Run(const loop::SocketAddress& resolver_server,
+           std::promise<loop::TaskQueue::Poster>* started);
 
   const Options options_;
   ForwardMetrics& metrics_;
@@ -87,17 +106,11 @@ class ForwardConfig {
   mutable std::mutex routes_mu_;
   std::shared_ptr<const UpstreamRoutes> routes_;  // Guarded by routes_mu_.
 
-  std::mutex run_mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;  // Guarded by run_mu_.
-  HostResolver resolver_;
+  // The config thread's task queue (empty before Start and once the thread ended); Stop()
+  // posts the end of its loop through it.
+  loop::TaskQueue::Poster poster_;
+  loop::Loop* run_loop_ = nullptr;  // the config thread's loop, for its tasks only
   std::thread thread_;
 };
-
-// Resolves `host` (A and AAAA) by asking the DNS server at `server` over UDP, waiting at
-// most `timeout_ms` for each answer (blocking: for the config thread). The addresses, or an
-// empty list with a one-line *error.
-std::vector<IpAddress> ResolveThrough(const loop::SocketAddress& server, const dns::Name& host,
-                                      int timeout_ms, std::string* error);
 
 }  // namespace kdns::kubedns

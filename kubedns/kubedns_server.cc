@@ -198,9 +198,7 @@ bool KubednsServer::Start(std::string* error) {
   if (self.IsWildcard()) {
     self = *loop::SocketAddress::FromHostPort(self.is_v4() ? "127.0.0.1" : "::1", self.port());
   }
-  forward_config_->Start([self](const dns::Name& host, std::string* resolve_error) {
-    return ResolveThrough(self, host, 2000, resolve_error);
-  });
+  forward_config_->Start(self);
 
   http::Server::Options healthz;
   healthz.bind_address = options_.healthz_address;

@@ -9,8 +9,9 @@
 //                   answered by the Answerer into the thread's buffer; names kubedns does
 //                   not own go to the upstreams through the thread's upstream::Forwarder
 //                   (all Forwarders share one UpstreamTable)
-//   config thread   ForwardConfig: re-reads --config-dir and resolv.conf every
-//                   --config-period and, on a change, posts the new UpstreamRoutes to every
+//   config thread   ForwardConfig (a libuv loop): re-reads --config-dir when it changes
+//                   and with resolv.conf every --config-period, resolves stub host names
+//                   with c-ares and, on a change, posts the new UpstreamRoutes to every
 //                   DNS thread (DnsServer::Post)
 //   HTTP thread(s)  /readiness and /healthz on the healthz port, /metrics and /cache on
 //                   the metrics port (one thread when the ports are equal)

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <glog/logging.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,20 +9,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <exception>
 #include <functional>
 #include <string_view>
 #include <utility>
 
 namespace kdns::kubedns {
 namespace {
-
-// The ConfigMap/Secret volume writer (kubelet's AtomicWriter) makes PATH a symlink through
-// "..data", and updates by renaming a new "..data" over the old one: PATH itself sees no event.
-constexpr std::string_view kAtomicWriterLink = "..data";
-
-constexpr uint32_t kWatchMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |
-                                IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
 
 // How many decoder warnings one log line quotes.
 constexpr size_t kWarningsPerLogLine = 5;
@@ -138,21 +129,31 @@ ObjectsFileSource::Metrics ObjectsFileSource::RegisterMetrics(metrics::Registry&
 
 ObjectsFileSource::ObjectsFileSource(loop::Loop& loop, RecordSink& sink,
                                      metrics::Registry& registry, Options options)
-    : loop_(loop),
-      sink_(sink),
-      options_(std::move(options)),
-      metrics_(RegisterMetrics(registry)),
-      poll_timer_(loop),
-      debounce_timer_(loop) {
+    : loop_(loop), sink_(sink), options_(std::move(options)), metrics_(RegisterMetrics(registry)) {
   CHECK(!options_.path.empty()) << "ObjectsFileSource needs a path";
   size_t slash = options_.path.rfind('/');
+  // PATH's last component is matched against event names; "..data" always counts (the
+  // kubelet's AtomicWriter makes PATH a symlink through it and renames a new one over it,
+  // so PATH itself sees no event).
+  loop::FileWatcher::Options watch;
   if (slash == std::string::npos) {
     directory_ = ".";
-    file_name_ = options_.path;
+    watch.names = {options_.path};
   } else {
     directory_ = slash == 0 ? "/" : options_.path.substr(0, slash);
-    file_name_ = options_.path.substr(slash + 1);
+    watch.names = {options_.path.substr(slash + 1)};
   }
+  watch.dir = directory_;
+  watch.mode = options_.watch;
+  watch.poll_interval_ms = options_.poll_interval_ms;
+  watch.debounce_ms = options_.debounce_ms;
+  watcher_ = std::make_unique<loop::FileWatcher>(loop, watch, [this](loop::FileWatcher::Trigger t) {
+    if (t == loop::FileWatcher::Trigger::kPoll) {
+      OnPollTick();
+    } else {
+      Check();
+    }
+  });
 }
 
 ObjectsFileSource::~ObjectsFileSource() { Stop(); }
@@ -164,130 +165,13 @@ void ObjectsFileSource::Start() {
             << (options_.watch == Watch::kInotify ? "inotify on " + directory_ + " and " : "")
             << "a poll every " << options_.poll_interval_ms << " ms";
   // Watch before the first read, so that a change right after the read is not missed.
-  if (options_.watch == Watch::kInotify) StartWatch();
+  watcher_->Start();
   Check();
-  if (stopped_) return;  // the sink stopped us from its callback
-  poll_timer_.StartRepeating(options_.poll_interval_ms, [this] { OnPollTick(); });
 }
 
-void ObjectsFileSource::Stop() {
-  stopped_ = true;
-  poll_timer_.Stop();
-  debounce_timer_.Stop();
-  StopWatch();
-}
-
-void ObjectsFileSource::StartWatch() {
-  inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (inotify_fd_ < 0) {
-    LOG(WARNING) << "objects file " << options_.path << ": inotify_init1: " << ErrnoText(errno)
-                 << "; changes are seen by the poll only";
-    return;
-  }
-  inotify_poll_ = new uv_poll_t{};
-  inotify_poll_->data = this;
-  int rc = uv_poll_init(loop_.get(), inotify_poll_, inotify_fd_);
-  if (rc != 0) {
-    delete inotify_poll_;  // never registered with the loop
-    inotify_poll_ = nullptr;
-    close(inotify_fd_);
-    inotify_fd_ = -1;
-    LOG(WARNING) << "objects file " << options_.path << ": uv_poll_init: " << uv_strerror(rc)
-                 << "; changes are seen by the poll only";
-    return;
-  }
-  CHECK_EQ(uv_poll_start(inotify_poll_, UV_READABLE, &ObjectsFileSource::OnInotify), 0);
-  AddWatch();
-}
-
-void ObjectsFileSource::AddWatch() {
-  watch_descriptor_ = inotify_add_watch(inotify_fd_, directory_.c_str(), kWatchMask);
-  if (watch_descriptor_ >= 0) {
-    if (watch_failed_) {
-      LOG(INFO) << "objects file " << options_.path << ": watching " << directory_ << " again";
-    }
-    watch_failed_ = false;
-    return;
-  }
-  // Logged once per outage: the poll tick retries every interval.
-  if (!watch_failed_) {
-    LOG(WARNING) << "objects file " << options_.path << ": cannot watch directory " << directory_
-                 << ": " << ErrnoText(errno) << "; retrying at every poll";
-  }
-  watch_failed_ = true;
-}
-
-void ObjectsFileSource::StopWatch() {
-  if (inotify_poll_ != nullptr) {
-    inotify_poll_->data = nullptr;
-    uv_close(reinterpret_cast<uv_handle_t*>(inotify_poll_),
-             [](uv_handle_t* handle) { delete reinterpret_cast<uv_poll_t*>(handle); });
-    inotify_poll_ = nullptr;
-  }
-  // uv_close has already removed the fd from epoll, so it may be closed now.
-  if (inotify_fd_ >= 0) close(inotify_fd_);
-  inotify_fd_ = -1;
-  watch_descriptor_ = -1;
-}
-
-void ObjectsFileSource::OnInotify(uv_poll_t* handle, int status, int events) noexcept {
-  auto* self = static_cast<ObjectsFileSource*>(handle->data);
-  if (self == nullptr) return;
-  if (status < 0) {
-    LOG_EVERY_N(WARNING, 100) << "objects file " << self->options_.path
-                              << ": inotify poll: " << uv_strerror(status);
-    return;
-  }
-  try {
-    self->ReadInotifyEvents();
-  } catch (const std::exception& e) {
-    LOG_EVERY_N(ERROR, 100) << "objects file " << self->options_.path << ": " << e.what();
-  }
-}
-
-void ObjectsFileSource::ReadInotifyEvents() {
-  alignas(struct inotify_event) char buffer[4096];  // holds at least one event of any size
-  bool relevant = false;
-  while (true) {
-    ssize_t n = read(inotify_fd_, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // EAGAIN: drained
-    for (char* p = buffer; p < buffer + n;) {
-      const auto* event = reinterpret_cast<const struct inotify_event*>(p);
-      p += sizeof(struct inotify_event) + event->len;
-      if ((event->mask & IN_Q_OVERFLOW) != 0) {
-        relevant = true;  // events were lost; look at the file
-        continue;
-      }
-      if (event->wd != watch_descriptor_ || watch_descriptor_ < 0) continue;
-      if ((event->mask & (IN_IGNORED | IN_MOVE_SELF)) != 0) {
-        // The directory was removed or moved away: drop the watch; the poll tick re-adds it
-        // when the directory is back at its path.
-        if ((event->mask & IN_MOVE_SELF) != 0) inotify_rm_watch(inotify_fd_, watch_descriptor_);
-        watch_descriptor_ = -1;
-        relevant = true;
-        continue;
-      }
-      if (event->len == 0) continue;
-      std::string_view name(event->name);  // NUL-padded
-      if (name == file_name_ || name == kAtomicWriterLink) relevant = true;
-    }
-  }
-  if (relevant) ScheduleCheck();
-}
-
-void ObjectsFileSource::ScheduleCheck() {
-  uint64_t now_ms = loop_.now_ms();
-  if (!debounce_timer_.IsActive()) {
-    first_event_ms_ = now_ms;
-  } else if (now_ms - first_event_ms_ >= kMaxDebounceFactor * options_.debounce_ms) {
-    return;  // a long burst: let the pending check run at its time
-  }
-  debounce_timer_.Start(options_.debounce_ms, [this] { Check(); });
-}
+void ObjectsFileSource::Stop() { watcher_->Stop(); }
 
 void ObjectsFileSource::OnPollTick() {
-  if (inotify_fd_ >= 0 && watch_descriptor_ < 0) AddWatch();
   if (last_id_.has_value() && *last_id_ == StatPath(options_.path)) return;
   Check();
 }

@@ -2,11 +2,11 @@
 // `kubectl get services,endpointslices -A -o json` style List (Services, EndpointSlices,
 // v1 Endpoints, Pods) and reloads it when it changes, so kubedns runs without a cluster.
 //
-// Change detection: inotify on the file's directory, not on the file, because editors,
-// `kubectl ... > tmp && mv tmp PATH` and the kubelet's ConfigMap writer replace the file by a
-// rename (a watch on the old inode would never fire again). Events for PATH's name, and for
-// "..data" (the symlink the ConfigMap writer swaps), start a debounce timer; a burst of
-// events gives one reload. A poll timer is the safety net (a lost watch, a directory that
+// Change detection: a loop::FileWatcher on the file's directory, not on the file, because
+// editors, `kubectl ... > tmp && mv tmp PATH` and the kubelet's ConfigMap writer replace the
+// file by a rename (a watch on the old inode would never fire again). Events for PATH's
+// name, and for "..data" (the symlink the ConfigMap writer swaps), are debounced into one
+// reload per burst. The watcher's poll is the safety net (a lost watch, a directory that
 // did not exist, a symlink to elsewhere): it stats PATH and reads it only when device,
 // inode, size, mtime or ctime changed. Every read is hashed, and content equal to the last
 // read is not applied again (a `touch`, a rewrite with the same bytes).
@@ -28,15 +28,15 @@
 
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <uv.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "common/k8s/decode.h"
+#include "common/loop/file_watcher.h"
 #include "common/loop/loop.h"
-#include "common/loop/timer.h"
 #include "common/metrics/registry.h"
 #include "kubedns/source.h"
 
@@ -44,23 +44,20 @@ namespace kdns::kubedns {
 
 class ObjectsFileSource final : public RecordSource {
  public:
-  enum class Watch : uint8_t {
-    kInotify,   // inotify on the directory plus the poll timer
-    kPollOnly,  // the poll timer alone (tests of the fallback; filesystems without inotify)
-  };
+  // kInotify: inotify on the directory plus the poll; kPollOnly: the poll alone.
+  using Watch = loop::FileWatcher::Mode;
 
   struct Options {
     std::string path;
     Watch watch = Watch::kInotify;
     uint64_t poll_interval_ms = 2000;
     // Quiet time after the last inotify event before the file is read; a steady stream of
-    // events delays the read by at most kMaxDebounceFactor * debounce_ms.
+    // events delays the read by at most FileWatcher::kMaxDebounceFactor * debounce_ms.
     uint64_t debounce_ms = 75;
     uint64_t error_log_interval_ms = 60'000;
     // A larger file is an error (protects the process from a runaway writer).
     uint64_t max_file_bytes = 256ull << 20;
   };
-  static constexpr uint64_t kMaxDebounceFactor = 10;
 
   // For tests and status pages. `last_error` is the reason of the most recent failed
   // attempt (kept after later successes; compare the counters to see which came last).
@@ -118,12 +115,6 @@ class ObjectsFileSource final : public RecordSource {
   };
   static Metrics RegisterMetrics(metrics::Registry& registry);
 
-  void StartWatch();
-  void AddWatch();
-  void StopWatch();
-  static void OnInotify(uv_poll_t* handle, int status, int events) noexcept;
-  void ReadInotifyEvents();
-  void ScheduleCheck();
   void OnPollTick();
   // Reads PATH and applies it if its content differs from the last read.
   void Check();
@@ -134,17 +125,9 @@ class ObjectsFileSource final : public RecordSource {
   RecordSink& sink_;
   const Options options_;
   std::string directory_;  // where the inotify watch goes
-  std::string file_name_;  // PATH's last component, matched against event names
   const Metrics metrics_;  // references into the registry
-  loop::Timer poll_timer_;
-  loop::Timer debounce_timer_;
-  uint64_t first_event_ms_ = 0;  // loop time of the first event of the pending burst
-  int inotify_fd_ = -1;
-  int watch_descriptor_ = -1;  // -1: no watch on the directory (the poll tick retries)
-  bool watch_failed_ = false;  // the last inotify_add_watch failed (logged once)
-  uv_poll_t* inotify_poll_ = nullptr;
+  std::unique_ptr<loop::FileWatcher> watcher_;
   bool started_ = false;
-  bool stopped_ = false;
 
   std::optional<FileId> last_id_;         // identity at the last read attempt
   std::optional<size_t> last_read_hash_;  // content hash of the last successful read

@@ -53,14 +53,16 @@ bool Nanny::Start(std::string* error) {
     argv.push_back("--servers-file=" + servers_file());
     argv.push_back("--metrics-textfile=" + metrics_file());
   }
-  HostResolver::Options cluster;
-  cluster.server = options_.kubedns_server;
+  ares::Channel::Options cluster;
+  cluster.servers = {options_.kubedns_server};
   cluster.timeout_ms = options_.lookup_timeout_ms;
-  cluster_resolver_ = HostResolver::Create(loop_, cluster, error);
+  cluster.tries = 2;
+  cluster_resolver_ = ares::Channel::Create(loop_, cluster, error);
   if (!cluster_resolver_) return false;
-  HostResolver::Options system;
+  ares::Channel::Options system;
   system.timeout_ms = options_.lookup_timeout_ms;
-  system_resolver_ = HostResolver::Create(loop_, system, error);
+  system.tries = 2;
+  system_resolver_ = ares::Channel::Create(loop_, system, error);
   if (!system_resolver_) return false;
   stub_hosts_ =
       std::make_unique<StubHosts>(*cluster_resolver_, *system_resolver_, options_.cluster_domain);
@@ -91,11 +93,13 @@ bool Nanny::Start(std::string* error) {
 
   // The metrics file exists before the child's first scrape.
   WriteMetrics();
-  watcher_ = std::make_unique<ConfigWatcher>(
-      loop_,
-      ConfigWatcher::Options{options_.config_dir, options_.sync_interval_ms, options_.debounce_ms},
-      [this](ConfigWatcher::Trigger trigger) {
-        Sync(trigger == ConfigWatcher::Trigger::kInotify ? "inotify" : "poll");
+  loop::FileWatcher::Options watch;
+  watch.dir = options_.config_dir;
+  watch.poll_interval_ms = options_.sync_interval_ms;
+  watch.debounce_ms = options_.debounce_ms;
+  watcher_ =
+      std::make_unique<loop::FileWatcher>(loop_, watch, [this](loop::FileWatcher::Trigger trigger) {
+        Sync(trigger == loop::FileWatcher::Trigger::kInotify ? "inotify" : "poll");
       });
   watcher_->Start();
   host_timer_.StartRepeating(

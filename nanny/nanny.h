@@ -28,13 +28,13 @@
 #include <string_view>
 #include <vector>
 
+#include "common/ares/channel.h"
 #include "common/config/kube_dns_config.h"
+#include "common/loop/file_watcher.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/timer.h"
-#include "nanny/config_watcher.h"
 #include "nanny/crash_loop.h"
-#include "nanny/host_resolver.h"
 #include "nanny/listen_sockets.h"
 #include "nanny/nanny_metrics.h"
 #include "nanny/orphan_reaper.h"
@@ -114,11 +114,11 @@ class Nanny {
   loop::Loop& loop_;
   Options options_;
   ListenSockets sockets_;
-  std::unique_ptr<HostResolver> cluster_resolver_;
-  std::unique_ptr<HostResolver> system_resolver_;
+  std::unique_ptr<ares::Channel> cluster_resolver_;
+  std::unique_ptr<ares::Channel> system_resolver_;
   std::unique_ptr<StubHosts> stub_hosts_;
   std::unique_ptr<Supervisor> supervisor_;
-  std::unique_ptr<ConfigWatcher> watcher_;
+  std::unique_ptr<loop::FileWatcher> watcher_;
   std::unique_ptr<OrphanReaper> reaper_;
   loop::Timer host_timer_;
   loop::Timer log_timer_;

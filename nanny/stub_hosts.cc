@@ -14,9 +14,18 @@ std::string_view WithoutDot(std::string_view name) {
   return name;
 }
 
+// kube-dns takes the first address Go's resolver returns, which prefers IPv4.
+std::optional<IpAddress> PickAddress(const std::vector<IpAddress>& addresses) {
+  for (const auto& address : addresses) {
+    if (address.is_v4()) return address;
+  }
+  if (addresses.empty()) return std::nullopt;
+  return addresses.front();
+}
+
 }  // namespace
 
-StubHosts::StubHosts(HostResolver& cluster, HostResolver& system, std::string_view cluster_domain)
+StubHosts::StubHosts(ares::Channel& cluster, ares::Channel& system, std::string_view cluster_domain)
     : cluster_(cluster), system_(system), cluster_domain_(WithoutDot(cluster_domain)) {}
 
 bool StubHosts::UnderDomain(std::string_view name, std::string_view domain) {
@@ -53,29 +62,31 @@ void StubHosts::Resolve(const std::vector<std::string>& names, Done done) {
   auto batch = std::make_shared<Batch>(Batch{names.size(), false, std::move(done)});
   for (const std::string& name : names) {
     const bool cluster = UnderDomain(name, cluster_domain_);
-    HostResolver& resolver = cluster ? cluster_ : system_;
-    resolver.Resolve(name, [this, batch, name, cluster](const std::optional<IpAddress>& address,
-                                                        const std::string& error) {
-      if (address) {
-        ++lookups_ok_;
-        auto [it, inserted] = addresses_.try_emplace(name, *address);
-        if (inserted || it->second != *address) {
-          LOG(INFO) << "stub server " << name << " is " << address->ToString()
-                    << (inserted ? "" : " (was " + it->second.ToString() + ")");
-          it->second = *address;
-          batch->changed = true;
-        }
-      } else {
-        ++lookups_failed_;
-        auto known = addresses_.find(name);
-        LOG(WARNING) << "cannot resolve stub server " << error
-                     << (cluster ? " (asked kubedns)" : "")
-                     << (known == addresses_.end()
-                             ? ": no address known, left out"
-                             : ": keeping its last address " + known->second.ToString());
-      }
-      if (--batch->outstanding == 0) batch->done(batch->changed);
-    });
+    ares::Channel& channel = cluster ? cluster_ : system_;
+    channel.LookupAddresses(
+        name, [this, batch, name, cluster](const std::vector<IpAddress>& addresses,
+                                           const std::string& error) {
+          const std::optional<IpAddress> address = PickAddress(addresses);
+          if (address) {
+            ++lookups_ok_;
+            auto [it, inserted] = addresses_.try_emplace(name, *address);
+            if (inserted || it->second != *address) {
+              LOG(INFO) << "stub server " << name << " is " << address->ToString()
+                        << (inserted ? "" : " (was " + it->second.ToString() + ")");
+              it->second = *address;
+              batch->changed = true;
+            }
+          } else {
+            ++lookups_failed_;
+            auto known = addresses_.find(name);
+            LOG(WARNING) << "cannot resolve stub server " << error
+                         << (cluster ? " (asked kubedns)" : "")
+                         << (known == addresses_.end()
+                                 ? ": no address known, left out"
+                                 : ": keeping its last address " + known->second.ToString());
+          }
+          if (--batch->outstanding == 0) batch->done(batch->changed);
+        });
   }
 }
 

@@ -1,7 +1,9 @@
 // StubHosts: the last known address of every stub server given as a host name.
 //
 // Names under the cluster domain are asked of kubedns (-kubednsServer), every other name of
-// the system resolver, as kube-dns's nanny does. A failed lookup keeps the last known
+// the system resolver, as kube-dns's nanny does: two c-ares channels (common/ares). The
+// address kept is one, as kube-dns takes the first one Go's resolver returns: the first IPv4
+// address when there is one, else the first IPv6 address. A failed lookup keeps the last known
 // address (a kubedns restart or a flaky upstream must not take a stub domain away); a name
 // never resolved stays unknown. Names that left the configuration are forgotten at the next
 // Resolve().
@@ -15,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "nanny/host_resolver.h"
+#include "common/ares/channel.h"
 #include "nanny/translate.h"
 
 namespace kdns::nanny {
@@ -26,8 +28,8 @@ class StubHosts {
   // learnt or differs from before.
   using Done = std::function<void(bool changed)>;
 
-  // The resolvers must outlive this object.
-  StubHosts(HostResolver& cluster, HostResolver& system, std::string_view cluster_domain);
+  // The channels must outlive this object.
+  StubHosts(ares::Channel& cluster, ares::Channel& system, std::string_view cluster_domain);
 
   // Looks up every name (at once: done runs synchronously when `names` is empty).
   void Resolve(const std::vector<std::string>& names, Done done);
@@ -41,8 +43,8 @@ class StubHosts {
   static bool UnderDomain(std::string_view name, std::string_view domain);
 
  private:
-  HostResolver& cluster_;
-  HostResolver& system_;
+  ares::Channel& cluster_;
+  ares::Channel& system_;
   std::string cluster_domain_;
   HostAddresses addresses_;
   uint64_t lookups_ok_ = 0;

@@ -33,15 +33,15 @@ TEST_CASE("stub hosts: cluster names go to kubedns, a failed lookup keeps the la
   {
     upstream::testing::FakeUpstream kubedns(loop, 10);  // A 192.0.2.10
     upstream::testing::FakeUpstream system(loop, 20);   // A 192.0.2.20
-    HostResolver::Options cluster_options;
-    cluster_options.server = kubedns.address();
+    ares::Channel::Options cluster_options;
+    cluster_options.servers = {kubedns.address()};
     cluster_options.timeout_ms = 100;
     cluster_options.tries = 1;
-    HostResolver::Options system_options = cluster_options;
-    system_options.server = system.address();  // stands in for the system resolver
+    ares::Channel::Options system_options = cluster_options;
+    system_options.servers = {system.address()};  // stands in for the system resolver
     std::string error;
-    auto cluster = HostResolver::Create(loop, cluster_options, &error);
-    auto other = HostResolver::Create(loop, system_options, &error);
+    auto cluster = ares::Channel::Create(loop, cluster_options, &error);
+    auto other = ares::Channel::Create(loop, system_options, &error);
     REQUIRE(cluster != nullptr);
     REQUIRE(other != nullptr);
     StubHosts hosts(*cluster, *other, "cluster.local");

@@ -62,7 +62,7 @@ ProbeOutcome EvaluateProbeReply(const ProbeOption& option, int ares_status,
       default:
         outcome.failure = ProbeFailure::kNetwork;
     }
-    outcome.error = Context(option) + AresChannel::StatusText(ares_status);
+    outcome.error = Context(option) + ares::Channel::StatusText(ares_status);
     return outcome;
   }
   dns::Message message;
@@ -135,11 +135,11 @@ DnsProbe::DnsProbe(loop::Loop& loop, Options options, metrics::Registry& registr
 DnsProbe::~DnsProbe() = default;
 
 bool DnsProbe::Start(std::string* error) {
-  AresChannel::Options channel_options;
-  channel_options.server = options_.probe.server;
+  ares::Channel::Options channel_options;
+  channel_options.servers = {options_.probe.server};
   channel_options.timeout_ms = options_.timeout_ms;
   channel_options.tries = 1;
-  channel_ = AresChannel::Create(loop_, channel_options, error);
+  channel_ = ares::Channel::Create(loop_, channel_options, error);
   if (channel_ == nullptr) {
     *error = "--probe " + options_.probe.label + ": " + *error;
     return false;
@@ -153,10 +153,10 @@ bool DnsProbe::Start(std::string* error) {
 void DnsProbe::Send() {
   VLOG(4) << "probe " << options_.probe.label << ": " << ProbeTypeText(options_.probe.type) << " "
           << options_.probe.name_text << " to " << options_.probe.server.ToString();
-  channel_->Send(query_, [this](AresChannel::Reply reply) { OnReply(std::move(reply)); });
+  channel_->Send(query_, [this](ares::Channel::Reply reply) { OnReply(std::move(reply)); });
 }
 
-void DnsProbe::OnReply(AresChannel::Reply reply) {
+void DnsProbe::OnReply(ares::Channel::Reply reply) {
   ++probes_done_;
   const ProbeOutcome outcome = EvaluateProbeReply(options_.probe, reply.status, reply.bytes);
   const std::string& label = options_.probe.label;

@@ -1,7 +1,7 @@
-// DnsProbe: one --probe. Sends its query to its server through an AresChannel, first after
-// a random delay within the interval (so probes started together do not fire together),
-// then every interval minus the last probe's latency, one query at a time (kube-dns's
-// defaultLoopDelayer). Each outcome updates the status /healthcheck/<label> reports and
+// DnsProbe: one --probe. Sends its query to its server through an ares::Channel
+// (common/ares), first after a random delay within the interval (so probes started together
+// do not fire together), then every interval minus the last probe's latency, one query at
+// a time (kube-dns's defaultLoopDelayer). Each outcome updates the status /healthcheck/<label> reports and
 // the metrics:
 //
 //   <ns>_probe_<label>_latency_ms  histogram, ms, buckets 0.25 doubling to 8192 (successes)
@@ -30,11 +30,11 @@
 #include <string_view>
 #include <vector>
 
+#include "common/ares/channel.h"
 #include "common/dns/types.h"
 #include "common/loop/loop.h"
 #include "common/loop/timer.h"
 #include "common/metrics/registry.h"
-#include "sidecar/ares_channel.h"
 #include "sidecar/health.h"
 #include "sidecar/probe_option.h"
 
@@ -104,7 +104,7 @@ class DnsProbe {
 
  private:
   void Send();
-  void OnReply(AresChannel::Reply reply);
+  void OnReply(ares::Channel::Reply reply);
 
   loop::Loop& loop_;
   Options options_;
@@ -113,7 +113,7 @@ class DnsProbe {
   metrics::Counter& errors_;
   ProbeFamilies& families_;
   metrics::Gauge& last_success_s_;
-  std::unique_ptr<AresChannel> channel_;
+  std::unique_ptr<ares::Channel> channel_;
   loop::Timer timer_;
   ProbeStatus status_;
   uint64_t probes_done_ = 0;

@@ -72,11 +72,11 @@ DnsmasqPoller::DnsmasqPoller(loop::Loop& loop, Options options, metrics::Registr
 DnsmasqPoller::~DnsmasqPoller() = default;
 
 bool DnsmasqPoller::Start(std::string* error) {
-  AresChannel::Options channel_options;
-  channel_options.server = options_.server;
+  ares::Channel::Options channel_options;
+  channel_options.servers = {options_.server};
   channel_options.timeout_ms = std::min(options_.timeout_ms, options_.poll_interval_ms);
   channel_options.tries = 1;
-  channel_ = AresChannel::Create(loop_, channel_options, error);
+  channel_ = ares::Channel::Create(loop_, channel_options, error);
   if (channel_ == nullptr) {
     *error = "--dnsmasq-addr: " + *error;
     return false;
@@ -95,15 +95,15 @@ void DnsmasqPoller::StartRound() {
   replies_ = 0;
   for (DnsmasqStat stat : kAllDnsmasqStats) {
     channel_->Send(StatQuery(stat),
-                   [this, stat](AresChannel::Reply reply) { OnReply(stat, std::move(reply)); });
+                   [this, stat](ares::Channel::Reply reply) { OnReply(stat, std::move(reply)); });
   }
 }
 
-void DnsmasqPoller::OnReply(DnsmasqStat stat, AresChannel::Reply reply) {
+void DnsmasqPoller::OnReply(DnsmasqStat stat, ares::Channel::Reply reply) {
   if (reply.status != ARES_SUCCESS) {
     if (round_error_.empty()) {
       round_error_ = std::string(DnsmasqStatQueryName(stat)) + " from " +
-                     options_.server.ToString() + ": " + AresChannel::StatusText(reply.status);
+                     options_.server.ToString() + ": " + ares::Channel::StatusText(reply.status);
     }
   } else {
     uint64_t value = 0;

@@ -1,5 +1,5 @@
 // DnsmasqPoller: reads the cache's statistics every --dnsmasq-poll-interval-ms with the
-// five CHAOS TXT queries (sent together through one AresChannel) and exports them with
+// five CHAOS TXT queries (sent together through one ares::Channel) and exports them with
 // kube-dns's names, types and help texts (pkg/sidecar/metrics.go):
 //
 //   <ns>_dnsmasq_hits        counter  Number of DNS cache hits (from start of process)
@@ -30,11 +30,11 @@
 #include <optional>
 #include <string>
 
+#include "common/ares/channel.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/timer.h"
 #include "common/metrics/registry.h"
-#include "sidecar/ares_channel.h"
 #include "sidecar/dnsmasq_stats.h"
 
 namespace kdns::sidecar {
@@ -65,12 +65,12 @@ class DnsmasqPoller {
 
  private:
   void StartRound();
-  void OnReply(DnsmasqStat stat, AresChannel::Reply reply);
+  void OnReply(DnsmasqStat stat, ares::Channel::Reply reply);
   void FinishRound();
 
   loop::Loop& loop_;
   Options options_;
-  std::unique_ptr<AresChannel> channel_;
+  std::unique_ptr<ares::Channel> channel_;
   loop::Timer timer_;
   CounterMirror mirror_;
   // What /metrics shows, published after each successful round.

@@ -15,9 +15,7 @@
 namespace kdns::k8s {
 
 using loop::internal::CallUser;
-using loop::internal::CloseHandle;
 using loop::internal::DeathWatch;
-using loop::internal::NewHandle;
 
 struct CurlTransport::Request {
   RequestId id = 0;
@@ -123,13 +121,12 @@ CurlTransport::CurlTransport(loop::Loop& loop, ApiConfig config, Options options
       tokens_(config_.token, config_.token_file,
               options_.clock != nullptr ? *options_.clock : SteadyClock::Instance(),
               options_.token),
-      url_prefix_(config_.server),
-      timer_(NewHandle<uv_timer_t>(this)),
-      deferred_timer_(NewHandle<uv_timer_t>(this)) {
+      url_prefix_(config_.server) {
   static std::once_flag global_init;
   std::call_once(global_init, [] { CHECK_EQ(curl_global_init(CURL_GLOBAL_DEFAULT), CURLE_OK); });
-  CHECK_EQ(uv_timer_init(loop_.get(), timer_), 0);
-  CHECK_EQ(uv_timer_init(loop_.get(), deferred_timer_), 0);
+  for (auto* timer : {&timer_, &deferred_timer_}) {
+    CHECK_EQ(timer->Open(this, [&](uv_timer_t* h) { return uv_timer_init(loop_.get(), h); }), 0);
+  }
 
   multi_ = curl_multi_init();
   CHECK(multi_ != nullptr) << "curl_multi_init failed";
@@ -179,10 +176,7 @@ CurlTransport::~CurlTransport() {
   }
   requests_.clear();
   curl_multi_cleanup(multi_);  // may still report sockets to OnSocket: polls_ is alive
-  for (auto& [fd, poll] : polls_) CloseHandle(poll);
   polls_.clear();
-  CloseHandle(timer_);
-  CloseHandle(deferred_timer_);
   curl_slist_free_all(connect_to_list_);
 }
 
@@ -322,7 +316,7 @@ void CurlTransport::Add(Request& request) {
 void CurlTransport::FailLater(Request& request, std::string error) {
   request.failure = std::move(error);
   deferred_failures_.push_back(request.id);
-  uv_timer_start(deferred_timer_, &OnDeferredTimer, 0, 0);
+  uv_timer_start(deferred_timer_.get(), &OnDeferredTimer, 0, 0);
 }
 
 bool CurlTransport::Drive(curl_socket_t fd, int flags) {
@@ -445,55 +439,50 @@ int CurlTransport::OnSocket(CURL* /*easy*/, curl_socket_t fd, int what, void* us
     self->ClosePoll(fd);
     return 0;
   }
-  uv_poll_t*& poll = self->polls_[fd];
-  if (poll == nullptr) {
-    poll = NewHandle<uv_poll_t>(self);
-    if (int err = uv_poll_init_socket(self->loop_.get(), poll, fd); err != 0) {
-      LOG_EVERY_N(ERROR, 100) << "uv_poll_init_socket(" << fd << "): " << uv_strerror(err);
-      delete poll;  // never initialised, so not closed
+  std::unique_ptr<loop::FdWatch>& watch = self->polls_[fd];
+  if (watch == nullptr) {
+    std::string error;
+    watch = loop::FdWatch::Open(
+        self->loop_, fd,
+        [self, fd](int ready, int status) {
+          int flags = 0;
+          if (status < 0) {
+            flags = CURL_CSELECT_ERR;
+          } else {
+            if ((ready & loop::FdWatch::kReadable) != 0) flags |= CURL_CSELECT_IN;
+            if ((ready & loop::FdWatch::kWritable) != 0) flags |= CURL_CSELECT_OUT;
+          }
+          self->Drive(fd, flags);  // the watch may be gone now
+        },
+        &error);
+    if (watch == nullptr) {
+      LOG_EVERY_N(ERROR, 100) << "curl socket: " << error;
       self->polls_.erase(fd);
       return -1;
     }
   }
   int events = 0;
-  if ((what & CURL_POLL_IN) != 0) events |= UV_READABLE;
-  if ((what & CURL_POLL_OUT) != 0) events |= UV_WRITABLE;
-  uv_poll_start(poll, events, &OnPoll);
+  if ((what & CURL_POLL_IN) != 0) events |= loop::FdWatch::kReadable;
+  if ((what & CURL_POLL_OUT) != 0) events |= loop::FdWatch::kWritable;
+  (void)watch->SetInterest(events);
   return 0;
 }
 
 void CurlTransport::ClosePoll(curl_socket_t fd) {
   auto it = polls_.find(fd);
   if (it == polls_.end()) return;
-  CloseHandle(
-      it->second);  // stops polling now (the fd is still open); freed in uv_close's callback
-  polls_.erase(it);
+  polls_.erase(it);  // stops polling now, while curl still has the fd open
 }
 
 int CurlTransport::OnCurlTimer(CURLM* /*multi*/, long timeout_ms, void* userp) noexcept {
   auto* self = static_cast<CurlTransport*>(userp);
   if (timeout_ms < 0) {
-    uv_timer_stop(self->timer_);
+    uv_timer_stop(self->timer_.get());
   } else {
     // Never call curl from here: the callback runs inside curl.
-    uv_timer_start(self->timer_, &OnTimer, static_cast<uint64_t>(timeout_ms), 0);
+    uv_timer_start(self->timer_.get(), &OnTimer, static_cast<uint64_t>(timeout_ms), 0);
   }
   return 0;
-}
-
-void CurlTransport::OnPoll(uv_poll_t* handle, int status, int events) noexcept {
-  auto* self = static_cast<CurlTransport*>(handle->data);
-  if (self == nullptr) return;
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(handle), &fd) != 0) return;
-  int flags = 0;
-  if (status < 0) {
-    flags = CURL_CSELECT_ERR;
-  } else {
-    if ((events & UV_READABLE) != 0) flags |= CURL_CSELECT_IN;
-    if ((events & UV_WRITABLE) != 0) flags |= CURL_CSELECT_OUT;
-  }
-  self->Drive(fd, flags);  // `handle` may be closed now
 }
 
 void CurlTransport::OnTimer(uv_timer_t* handle) noexcept {

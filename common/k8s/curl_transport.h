@@ -1,6 +1,6 @@
 // CurlTransport: the real ApiTransport, libcurl's multi interface driven by a kdns::loop::Loop
 // through the multi_socket API. curl tells us which sockets to watch (CURLMOPT_SOCKETFUNCTION,
-// one uv_poll_t per socket) and when to call it back (CURLMOPT_TIMERFUNCTION, one uv_timer_t);
+// one loop::FdWatch per socket) and when to call it back (CURLMOPT_TIMERFUNCTION, one uv_timer_t);
 // we report readiness with curl_multi_socket_action and collect finished transfers with
 // curl_multi_info_read. One multi handle keeps the connection cache, so connections are
 // reused (keep-alive), and over TLS requests are multiplexed on one HTTP/2 connection when the
@@ -12,9 +12,9 @@
 // OnDone once at the end with a one-line transport error ("TLS: ...", "connect: ...",
 // "timed out after 500 ms ...", "connection closed mid-body: ...") or none.
 //
-// Ownership: the transport owns the multi handle, every easy handle, the poll handles and the
-// timers. Handles are closed with uv_close and freed in their close callbacks; curl state is
-// freed in the destructor, which cancels all requests (no callbacks run).
+// Ownership: the transport owns the multi handle, every easy handle, the fd watches and the
+// timers (libuv handles, each with its UvHandle owner); curl state is freed in the destructor,
+// which cancels all requests (no callbacks run).
 //
 // Re-entrancy: callbacks never run from inside Get() or Cancel(). Any callback may call Get()
 // and Cancel() (for any request, its own included); from inside on_head/on_body, curl forbids
@@ -39,6 +39,7 @@
 #include "common/base/version.h"
 #include "common/k8s/api_config.h"
 #include "common/k8s/api_transport.h"
+#include "common/loop/fd_watch.h"
 #include "common/loop/handle.h"
 #include "common/loop/loop.h"
 
@@ -93,7 +94,6 @@ class CurlTransport final : public ApiTransport {
 
   static int OnSocket(CURL* easy, curl_socket_t fd, int what, void* userp, void* socketp) noexcept;
   static int OnCurlTimer(CURLM* multi, long timeout_ms, void* userp) noexcept;
-  static void OnPoll(uv_poll_t* handle, int status, int events) noexcept;
   static void OnTimer(uv_timer_t* handle) noexcept;
   static void OnDeferredTimer(uv_timer_t* handle) noexcept;
   static size_t OnHeader(char* data, size_t size, size_t count, void* userp) noexcept;
@@ -126,9 +126,11 @@ class CurlTransport final : public ApiTransport {
   curl_slist* connect_to_list_ = nullptr;
 
   CURLM* multi_ = nullptr;
-  uv_timer_t* timer_;           // curl's timeout
-  uv_timer_t* deferred_timer_;  // zero-delay: failures found inside Get()
-  std::unordered_map<curl_socket_t, uv_poll_t*> polls_;
+  // Raw timers rather than loop::Timer: curl re-arms its timer from inside the timer's own
+  // callback, and the callback is the same static function every time.
+  loop::UvHandle<uv_timer_t> timer_;           // curl's timeout
+  loop::UvHandle<uv_timer_t> deferred_timer_;  // zero-delay: failures found inside Get()
+  std::unordered_map<curl_socket_t, std::unique_ptr<loop::FdWatch>> polls_;
   std::unordered_map<RequestId, RequestPtr> requests_;
   RequestId next_id_ = 1;
   // Inside curl_multi_socket_action: adding and removing handles must wait.

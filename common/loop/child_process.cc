@@ -51,15 +51,15 @@ std::unique_ptr<ChildProcess> ChildProcess::Spawn(Loop& loop, const Options& opt
   env.push_back(nullptr);
 
   for (OutputPipe* pipe : {&child->stdout_, &child->stderr_}) {
-    pipe->handle = internal::NewHandle<uv_pipe_t>(pipe);
-    CHECK_EQ(uv_pipe_init(loop.get(), pipe->handle, 0), 0);
+    CHECK_EQ(pipe->handle.Open(pipe, [&](uv_pipe_t* h) { return uv_pipe_init(loop.get(), h, 0); }),
+             0);
   }
   std::vector<uv_stdio_container_t> stdio(3 + options.extra_fds.size());
   stdio[0].flags = UV_IGNORE;
   stdio[1].flags = static_cast<uv_stdio_flags>(UV_CREATE_PIPE | UV_WRITABLE_PIPE);
-  stdio[1].data.stream = reinterpret_cast<uv_stream_t*>(child->stdout_.handle);
+  stdio[1].data.stream = child->stdout_.handle.stream();
   stdio[2].flags = static_cast<uv_stdio_flags>(UV_CREATE_PIPE | UV_WRITABLE_PIPE);
-  stdio[2].data.stream = reinterpret_cast<uv_stream_t*>(child->stderr_.handle);
+  stdio[2].data.stream = child->stderr_.handle.stream();
   for (size_t i = 0; i < options.extra_fds.size(); ++i) {
     stdio[3 + i].flags = UV_INHERIT_FD;
     stdio[3 + i].data.fd = options.extra_fds[i];
@@ -73,18 +73,23 @@ std::unique_ptr<ChildProcess> ChildProcess::Spawn(Loop& loop, const Options& opt
   uv_options.stdio_count = static_cast<int>(stdio.size());
   uv_options.stdio = stdio.data();
 
-  child->process_ = internal::NewHandle<uv_process_t>(child.get());
-  int rc = uv_spawn(loop.get(), child->process_, &uv_options);
+  // A failed uv_spawn still initialised the handle (it must be closed, not freed), so the
+  // result is reported after Open kept it; the destructor closes it and the pipes.
+  int rc = 0;
+  CHECK_EQ(child->process_.Open(child.get(),
+                                [&](uv_process_t* h) {
+                                  rc = uv_spawn(loop.get(), h, &uv_options);
+                                  return 0;
+                                }),
+           0);
   if (rc != 0) {
-    // A failed uv_spawn still initialised the handle; the destructor closes it and the pipes.
     *error = "spawn " + options.argv[0] + ": " + uv_strerror(rc);
     return nullptr;
   }
   child->pid_ = child->process_->pid;
   for (OutputPipe* pipe : {&child->stdout_, &child->stderr_}) {
     pipe->open = true;
-    uv_read_start(reinterpret_cast<uv_stream_t*>(pipe->handle), &ChildProcess::OnAlloc,
-                  &ChildProcess::OnRead);
+    uv_read_start(pipe->handle.stream(), &ChildProcess::OnAlloc, &ChildProcess::OnRead);
   }
   return child;
 }
@@ -100,15 +105,11 @@ ChildProcess::ChildProcess(Loop& loop, const Options& options, LineCallback on_l
   if (options_.max_line_bytes == 0) options_.max_line_bytes = 1;
 }
 
-ChildProcess::~ChildProcess() {
-  internal::CloseHandle(stdout_.handle);
-  internal::CloseHandle(stderr_.handle);
-  internal::CloseHandle(process_);
-}
+ChildProcess::~ChildProcess() = default;
 
 bool ChildProcess::Kill(int signum) {
-  if (exited_ || process_ == nullptr) return false;
-  return uv_process_kill(process_, signum) == 0;
+  if (exited_ || !process_) return false;
+  return uv_process_kill(process_.get(), signum) == 0;
 }
 
 void ChildProcess::OnExit(uv_process_t* process, int64_t exit_status, int term_signal) noexcept {
@@ -189,7 +190,7 @@ bool ChildProcess::EmitLine(OutputPipe& pipe, std::string_view line) {
 void ChildProcess::ClosePipe(OutputPipe& pipe) {
   if (!pipe.open) return;
   pipe.open = false;
-  uv_read_stop(reinterpret_cast<uv_stream_t*>(pipe.handle));
+  uv_read_stop(pipe.handle.stream());
 }
 
 void ChildProcess::MaybeReportExit() {

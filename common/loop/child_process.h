@@ -67,7 +67,7 @@ class ChildProcess {
     OutputPipe(ChildProcess* o, Stream s) : owner(o), stream(s) {}
     ChildProcess* owner;
     Stream stream;
-    uv_pipe_t* handle = nullptr;
+    UvHandle<uv_pipe_t> handle;
     std::string partial;
     bool open = false;
   };
@@ -84,7 +84,7 @@ class ChildProcess {
   Options options_;
   LineCallback on_line_;
   ExitCallback on_exit_;
-  uv_process_t* process_ = nullptr;
+  UvHandle<uv_process_t> process_;
   OutputPipe stdout_;
   OutputPipe stderr_;
   Timer drain_timer_;

@@ -6,20 +6,20 @@
 
 namespace kdns::loop {
 
-Signal::Signal(Loop& loop) : handle_(internal::NewHandle<uv_signal_t>(this)) {
-  CHECK_EQ(uv_signal_init(loop.get(), handle_), 0);
+Signal::Signal(Loop& loop) {
+  CHECK_EQ(handle_.Open(this, [&](uv_signal_t* h) { return uv_signal_init(loop.get(), h); }), 0);
 }
 
-Signal::~Signal() { internal::CloseHandle(handle_); }
+Signal::~Signal() = default;
 
 void Signal::Start(int signum, Callback callback) {
   callback_ = std::move(callback);
-  int rc = uv_signal_start(handle_, &Signal::OnSignal, signum);
+  int rc = uv_signal_start(handle_.get(), &Signal::OnSignal, signum);
   // Only an invalid signal number fails: a programming error.
   CHECK_EQ(rc, 0) << "uv_signal_start(" << signum << "): " << uv_strerror(rc);
 }
 
-void Signal::Stop() { uv_signal_stop(handle_); }
+void Signal::Stop() { uv_signal_stop(handle_.get()); }
 
 void Signal::OnSignal(uv_signal_t* handle, int signum) noexcept {
   auto* self = static_cast<Signal*>(handle->data);

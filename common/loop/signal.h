@@ -27,7 +27,7 @@ class Signal {
  private:
   static void OnSignal(uv_signal_t* handle, int signum) noexcept;
 
-  uv_signal_t* handle_;
+  UvHandle<uv_signal_t> handle_;
   Callback callback_;
 };
 

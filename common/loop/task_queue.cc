@@ -11,40 +11,41 @@ namespace kdns::loop {
 struct TaskQueue::Poster::State {
   std::mutex mu;
   std::vector<Task> tasks;  // guarded by mu
-  // Null once the TaskQueue is destroyed; guarded by mu. uv_async_send is only called
-  // with mu held and async non-null, and the handle is closed only after it is set to null,
+  // Empty once the TaskQueue is destroyed; guarded by mu. uv_async_send is only called
+  // with mu held and async non-empty, and the handle is closed only after it is moved out,
   // so no thread can signal a closed handle.
-  uv_async_t* async = nullptr;
+  UvHandle<uv_async_t> async;
 };
 
 bool TaskQueue::Poster::Post(Task task) const {
   if (state_ == nullptr) return false;
   std::lock_guard<std::mutex> lock(state_->mu);
-  if (state_->async == nullptr) return false;
+  if (!state_->async) return false;
   state_->tasks.push_back(std::move(task));
   // Coalesces: several sends before the loop wakes run the callback once.
-  uv_async_send(state_->async);
+  uv_async_send(state_->async.get());
   return true;
 }
 
 TaskQueue::TaskQueue(Loop& loop) : poster_(std::make_shared<Poster::State>()) {
   // The handle's data is the shared state, which lives as long as any Poster.
-  auto* async = internal::NewHandle<uv_async_t>(poster_.state_.get());
-  CHECK_EQ(uv_async_init(loop.get(), async, &TaskQueue::OnAsync), 0);
+  UvHandle<uv_async_t> async;
+  CHECK_EQ(async.Open(poster_.state_.get(),
+                      [&](uv_async_t* h) { return uv_async_init(loop.get(), h, &OnAsync); }),
+           0);
   std::lock_guard<std::mutex> lock(poster_.state_->mu);
-  poster_.state_->async = async;
+  poster_.state_->async = std::move(async);
 }
 
 TaskQueue::~TaskQueue() {
-  uv_async_t* async;
+  UvHandle<uv_async_t> async;
   std::vector<Task> dropped;
   {
     std::lock_guard<std::mutex> lock(poster_.state_->mu);
-    async = poster_.state_->async;
-    poster_.state_->async = nullptr;
+    async = std::move(poster_.state_->async);
     dropped.swap(poster_.state_->tasks);
   }
-  internal::CloseHandle(async);
+  async.Reset();
 }
 
 void TaskQueue::OnAsync(uv_async_t* handle) noexcept {

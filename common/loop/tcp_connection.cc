@@ -45,7 +45,7 @@ std::unique_ptr<TcpConnection> TcpConnection::Connect(Loop& loop, const SocketAd
                                                       const Options& options,
                                                       ConnectCallback on_connected,
                                                       std::string* error) {
-  auto* handle = new uv_tcp_t{};
+  auto* handle = new uv_tcp_t{};  // owned by the connection from the next line on
   CHECK_EQ(uv_tcp_init(loop.get(), handle), 0);
   auto conn = std::make_unique<TcpConnection>(loop, handle, options, nullptr);
   conn->state_ = State::kConnecting;
@@ -63,24 +63,21 @@ std::unique_ptr<TcpConnection> TcpConnection::Connect(Loop& loop, const SocketAd
 
 TcpConnection::TcpConnection(Loop& loop, uv_tcp_t* handle, const Options& options,
                              std::shared_ptr<size_t> slot)
-    : handle_(handle), options_(options), slot_(std::move(slot)), idle_timer_(loop) {
-  handle_->data = this;
+    : options_(options), slot_(std::move(slot)), idle_timer_(loop) {
+  handle_.Adopt(handle, this);
   sockaddr_storage storage{};
   int len = sizeof(storage);
-  if (uv_tcp_getpeername(handle_, reinterpret_cast<sockaddr*>(&storage), &len) == 0) {
+  if (uv_tcp_getpeername(handle_.get(), reinterpret_cast<sockaddr*>(&storage), &len) == 0) {
     peer_ = SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&storage), len)
                 .value_or(SocketAddress());
   }
-  if (options_.no_delay) uv_tcp_nodelay(handle_, 1);
+  if (options_.no_delay) uv_tcp_nodelay(handle_.get(), 1);
 }
 
 TcpConnection::~TcpConnection() {
-  if (handle_ == nullptr) return;  // close callback already ran
-  handle_->data = nullptr;         // no callback into this object from now on
-  if (state_ != State::kClosing) {
-    if (slot_ != nullptr) --*slot_;
-    uv_close(reinterpret_cast<uv_handle_t*>(handle_), &TcpConnection::OnClosed);
-  }
+  // Close() released the slot already; handle_ closes the socket (and cancels a pending
+  // on_close) when it is destroyed.
+  if (state_ != State::kClosing && slot_ != nullptr) --*slot_;
 }
 
 void TcpConnection::OnConnect(uv_connect_t* req, int status) noexcept {
@@ -90,7 +87,7 @@ void TcpConnection::OnConnect(uv_connect_t* req, int status) noexcept {
   ConnectCallback callback = std::move(self->on_connected_);
   if (status == 0) {
     self->state_ = State::kOpen;
-    if (self->options_.no_delay) uv_tcp_nodelay(self->handle_, 1);
+    if (self->options_.no_delay) uv_tcp_nodelay(self->handle_.get(), 1);
   } else {
     self->Close(CloseReason::kError);
   }
@@ -233,7 +230,7 @@ void TcpConnection::OnShutdown(uv_shutdown_t* req, int status) noexcept {
 }
 
 void TcpConnection::Close(CloseReason reason) {
-  if (state_ == State::kClosing || handle_ == nullptr) return;
+  if (state_ == State::kClosing || !handle_) return;
   state_ = State::kClosing;
   close_reason_ = reason;
   reading_ = false;
@@ -242,18 +239,13 @@ void TcpConnection::Close(CloseReason reason) {
     --*slot_;
     slot_.reset();
   }
-  uv_close(reinterpret_cast<uv_handle_t*>(handle_), &TcpConnection::OnClosed);
+  handle_.CloseThen<&TcpConnection::handle_, &TcpConnection::OnHandleClosed>();
 }
 
-void TcpConnection::OnClosed(uv_handle_t* handle) noexcept {
-  auto* self = static_cast<TcpConnection*>(handle->data);
-  delete reinterpret_cast<uv_tcp_t*>(handle);
-  if (self == nullptr) return;
-  self->handle_ = nullptr;
-  if (self->callbacks_.on_close) {
-    CloseReason reason = self->close_reason_;
-    internal::CallUser("TcpConnection close", [&] { self->callbacks_.on_close(reason); });
-  }
+void TcpConnection::OnHandleClosed() {
+  if (!callbacks_.on_close) return;
+  CloseReason reason = close_reason_;
+  internal::CallUser("TcpConnection close", [&] { callbacks_.on_close(reason); });
 }
 
 void TcpConnection::SetIdleTimeout(uint64_t idle_timeout_ms) {
@@ -270,10 +262,11 @@ void TcpConnection::Activity() {
 }
 
 SocketAddress TcpConnection::GetLocalAddress() const {
-  if (handle_ == nullptr) return {};
+  if (!handle_) return {};
   sockaddr_storage storage{};
   int len = sizeof(storage);
-  if (uv_tcp_getsockname(handle_, reinterpret_cast<sockaddr*>(&storage), &len) != 0) return {};
+  if (uv_tcp_getsockname(handle_.get(), reinterpret_cast<sockaddr*>(&storage), &len) != 0)
+    return {};
   return SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&storage), len)
       .value_or(SocketAddress());
 }

@@ -73,8 +73,9 @@ class TcpConnection {
                                                               ConnectCallback on_connected,
                                                               std::string* error);
 
-  // Used by TcpListener: takes a freshly initialised uv_tcp_t (data unset). `slot` is
-  // released when the connection closes (the listener's connection cap).
+  // Used by TcpListener: takes ownership of a freshly initialised uv_tcp_t allocated with
+  // `new` (data unset). `slot` is released when the connection closes (the listener's
+  // connection cap).
   TcpConnection(Loop& loop, uv_tcp_t* handle, const Options& options, std::shared_ptr<size_t> slot);
   ~TcpConnection();
   TcpConnection(const TcpConnection&) = delete;
@@ -112,11 +113,12 @@ class TcpConnection {
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) noexcept;
   static void OnWrite(uv_write_t* req, int status) noexcept;
   static void OnShutdown(uv_shutdown_t* req, int status) noexcept;
-  static void OnClosed(uv_handle_t* handle) noexcept;
+  // The handle is closed and freed (handle_ is empty): reports on_close.
+  void OnHandleClosed();
   void Activity();
-  uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(handle_); }
+  uv_stream_t* stream() { return handle_.stream(); }
 
-  uv_tcp_t* handle_;
+  UvHandle<uv_tcp_t> handle_;
   Options options_;
   std::shared_ptr<size_t> slot_;
   State state_ = State::kOpen;

@@ -6,14 +6,22 @@
 
 namespace kdns::loop {
 
-Timer::Timer(Loop& loop) : handle_(internal::NewHandle<uv_timer_t>(this)) {
-  CHECK_EQ(uv_timer_init(loop.get(), handle_), 0);
+Timer::Timer(Loop& loop) {
+  CHECK_EQ(handle_.Open(this, [&](uv_timer_t* h) { return uv_timer_init(loop.get(), h); }), 0);
 }
 
-Timer::~Timer() { internal::CloseHandle(handle_); }
+Timer::Timer(Loop& loop, Callback callback) : Timer(loop) { callback_ = std::move(callback); }
+
+Timer::~Timer() = default;
 
 void Timer::Start(uint64_t timeout_ms, Callback callback) {
   callback_ = std::move(callback);
+  timeout_ms_ = timeout_ms;
+  repeat_ms_ = 0;
+  Restart();
+}
+
+void Timer::Start(uint64_t timeout_ms) {
   timeout_ms_ = timeout_ms;
   repeat_ms_ = 0;
   Restart();
@@ -28,14 +36,12 @@ void Timer::StartRepeating(uint64_t interval_ms, Callback callback) {
 
 void Timer::Restart() {
   DCHECK(callback_) << "Restart() before Start()";
-  uv_timer_start(handle_, &Timer::OnTimer, timeout_ms_, repeat_ms_);
+  uv_timer_start(handle_.get(), &Timer::OnTimer, timeout_ms_, repeat_ms_);
 }
 
-void Timer::Stop() { uv_timer_stop(handle_); }
+void Timer::Stop() { uv_timer_stop(handle_.get()); }
 
-bool Timer::IsActive() const {
-  return uv_is_active(reinterpret_cast<const uv_handle_t*>(handle_)) != 0;
-}
+bool Timer::IsActive() const { return uv_is_active(handle_.base()) != 0; }
 
 void Timer::OnTimer(uv_timer_t* handle) noexcept {
   auto* self = static_cast<Timer*>(handle->data);

@@ -17,6 +17,8 @@ class Timer {
   using Callback = std::function<void()>;
 
   explicit Timer(Loop& loop);
+  // With the callback that Start(timeout_ms) uses.
+  Timer(Loop& loop, Callback callback);
   ~Timer();
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
@@ -24,6 +26,10 @@ class Timer {
   // Fires once after timeout_ms (measured from the loop's cached time). Replaces any
   // previous schedule and callback.
   void Start(uint64_t timeout_ms, Callback callback);
+  // Fires once after timeout_ms with the callback already set. Safe from inside that
+  // callback (Start(timeout_ms, callback) would destroy the running callback), so an owner
+  // that re-arms its timer from its timer's callback (c-ares's timeouts) uses this.
+  void Start(uint64_t timeout_ms);
   // Fires every interval_ms, the first time after interval_ms.
   void StartRepeating(uint64_t interval_ms, Callback callback);
   // Re-arms with the last timeout (or interval) and callback, counting from now.
@@ -34,7 +40,7 @@ class Timer {
  private:
   static void OnTimer(uv_timer_t* handle) noexcept;
 
-  uv_timer_t* handle_;
+  UvHandle<uv_timer_t> handle_;
   Callback callback_;
   uint64_t timeout_ms_ = 0;
   uint64_t repeat_ms_ = 0;

@@ -23,13 +23,11 @@ std::unique_ptr<UdpClient> UdpClient::Open(loop::Loop& loop, const loop::SocketA
     *error = std::string(what) + " " + peer.ToString() + ": " + uv_strerror(status);
     return nullptr;  // the destructor closes the handle
   };
-  auto* handle = loop::internal::NewHandle<uv_udp_t>(client.get());
-  int status = uv_udp_init_ex(loop.get(), handle, static_cast<unsigned>(peer.family()));
-  if (status != 0) {
-    delete handle;  // never initialised: nothing to close
-    return fail("udp init for", status);
-  }
-  client->handle_ = handle;
+  int status = client->handle_.Open(client.get(), [&](uv_udp_t* h) {
+    return uv_udp_init_ex(loop.get(), h, static_cast<unsigned>(peer.family()));
+  });
+  if (status != 0) return fail("udp init for", status);
+  uv_udp_t* handle = client->handle_.get();
   // Binds the wildcard address with an ephemeral port, then connects.
   status = uv_udp_connect(handle, peer.sockaddr_ptr());
   if (status != 0) return fail("udp connect to", status);
@@ -38,20 +36,20 @@ std::unique_ptr<UdpClient> UdpClient::Open(loop::Loop& loop, const loop::SocketA
   return client;
 }
 
-UdpClient::~UdpClient() { loop::internal::CloseHandle(handle_); }
+UdpClient::~UdpClient() = default;
 
 uint16_t UdpClient::local_port() const {
   // Asked for only by tests: not worth a system call per upstream query.
   loop::SocketAddress local;
   int length = static_cast<int>(sizeof(sockaddr_storage));
-  if (uv_udp_getsockname(handle_, local.mutable_sockaddr_ptr(), &length) != 0) return 0;
+  if (uv_udp_getsockname(handle_.get(), local.mutable_sockaddr_ptr(), &length) != 0) return 0;
   return local.port();
 }
 
 int UdpClient::Send(std::span<const uint8_t> bytes) {
   uv_buf_t buf = uv_buf_init(const_cast<char*>(reinterpret_cast<const char*>(bytes.data())),
                              static_cast<unsigned>(bytes.size()));
-  int status = uv_udp_try_send(handle_, &buf, 1, nullptr);
+  int status = uv_udp_try_send(handle_.get(), &buf, 1, nullptr);
   return status < 0 ? status : 0;
 }
 

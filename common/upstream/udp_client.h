@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 
+#include "common/loop/handle.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 
@@ -56,7 +57,7 @@ class UdpClient {
   static void OnReceive(uv_udp_t* handle, ssize_t nread, const uv_buf_t* buf, const sockaddr* addr,
                         unsigned flags) noexcept;
 
-  uv_udp_t* handle_ = nullptr;
+  loop::UvHandle<uv_udp_t> handle_;
   loop::SocketAddress peer_;
   std::span<uint8_t> receive_buffer_;
   DatagramCallback on_datagram_;
