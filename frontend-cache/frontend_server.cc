@@ -26,8 +26,8 @@ namespace {
 // fragmentation (DNS flag day 2020), and is what we ask upstreams for.
 constexpr size_t kMaxUdpAnswerBytes = 1232;
 
-size_t ClientLimit(const dns::Query& query, server::Transport transport) {
-  if (transport == server::Transport::kTcp) return dns::kMaxMessageSize;
+size_t ClientLimit(const dns::Query& query, dns::Transport transport) {
+  if (transport == dns::Transport::kTcp) return dns::kMaxMessageSize;
   if (!query.edns) return dns::kMaxUdpSizeWithoutEdns;
   return std::clamp<size_t>(query.edns->PayloadSize(), dns::kMaxUdpSizeWithoutEdns,
                             kMaxUdpAnswerBytes);
@@ -73,11 +73,6 @@ upstream::UpstreamSet ToSet(const std::vector<UpstreamAddress>& upstreams) {
 dns::Rcode RcodeOf(std::span<const uint8_t> response) {
   return response.size() >= dns::kHeaderSize ? static_cast<dns::Rcode>(response[3] & 0x0f)
                                              : dns::Rcode::kServFail;
-}
-
-upstream::Transport ToUpstream(server::Transport transport) {
-  return transport == server::Transport::kTcp ? upstream::Transport::kTcp
-                                              : upstream::Transport::kUdp;
 }
 
 }  // namespace
@@ -212,8 +207,7 @@ void FrontendServer::Handler::HandleQuery(server::Request& request) {
   pending_.emplace(
       id, Pending{request.TakeResponder(),
                   std::vector<uint8_t>(request.query().begin(), request.query().end()), key});
-  forwarder_.Resolve(upstream::Request::FromQuery(query, ToUpstream(request.transport())),
-                     upstreams,
+  forwarder_.Resolve(upstream::Request::FromQuery(query, request.transport()), upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
 }
 
@@ -233,7 +227,7 @@ size_t FrontendServer::Handler::AnswerOnReceiverThread(std::span<const uint8_t> 
     return 0;
   }
   const CacheKey key = CacheKey::FromQuery(query);
-  const size_t limit = std::min(ClientLimit(query, server::Transport::kUdp), out.size());
+  const size_t limit = std::min(ClientLimit(query, dns::Transport::kUdp), out.size());
   const LookupResult hit = server_.cache_.Peek(key, query, out, limit);
   if (hit.status != LookupStatus::kHit) return 0;  // HandleQuery looks again and counts it
   server_.metrics_.Answered(query.qtype, RcodeOf(out.first(hit.size)));
@@ -253,7 +247,7 @@ size_t FrontendServer::Handler::AnswerOnReceiverThread(std::span<const uint8_t> 
 
 void FrontendServer::Handler::Prefetch(const dns::Query& query, const CacheKey& key,
                                        const upstream::UpstreamSet& upstreams) {
-  forwarder_.Resolve(upstream::Request::FromQuery(query, upstream::Transport::kUdp), upstreams,
+  forwarder_.Resolve(upstream::Request::FromQuery(query, dns::Transport::kUdp), upstreams,
                      [this, key](const upstream::Result& result) {
                        if (result.outcome == upstream::Outcome::kAnswer) {
                          (void)server_.cache_.Insert(key, result.reply);

@@ -85,7 +85,7 @@ class ScriptedUpstream {
       }
       return;
     }
-    (request.transport() == server::Transport::kTcp ? tcp_ : udp_)++;
+    (request.transport() == dns::Transport::kTcp ? tcp_ : udp_)++;
     if (down_) return;
     dns::Message reply;
     reply.header = query.header;

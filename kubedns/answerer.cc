@@ -90,7 +90,7 @@ dns::RdataSoa Answerer::Soa(const Snapshot& snapshot) const {
 }
 
 AnswerResult Answerer::Answer(const Snapshot* snapshot, std::span<const uint8_t> packet,
-                              Transport transport, std::span<uint8_t> buffer) const {
+                              dns::Transport transport, std::span<uint8_t> buffer) const {
   AnswerResult result;
   dns::Query query;
   dns::ParseError error = dns::ParseQuery(packet, &query);
@@ -111,7 +111,7 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, std::span<const uint8_t>
   result.qtype = query.qtype;
 
   size_t limit = dns::kMaxMessageSize;
-  if (transport == Transport::kUdp) {
+  if (transport == dns::Transport::kUdp) {
     limit = query.edns ? std::min<size_t>(query.edns->PayloadSize(), config_.max_udp_size_bytes)
                        : dns::kMaxUdpSizeWithoutEdns;
   }

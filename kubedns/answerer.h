@@ -30,13 +30,13 @@
 #include "common/dns/name.h"
 #include "common/dns/parser.h"
 #include "common/dns/rdata.h"
+#include "common/dns/transport.h"
 #include "common/dns/types.h"
 #include "kubedns/record_tree.h"
 
 namespace kdns::kubedns {
 
 enum class PodRecords : uint8_t { kInsecure, kVerified, kDisabled };
-enum class Transport : uint8_t { kUdp, kTcp };
 
 struct AnswerConfig {
   dns::Name zone;  // the cluster domain, e.g. cluster.local.
@@ -82,7 +82,7 @@ class Answerer {
   // Parses `packet` and answers it into `buffer` (at least 65535 bytes for TCP; 1232 or
   // more for UDP). `snapshot` may be null before the first publish. Never throws.
   AnswerResult Answer(const Snapshot* snapshot, std::span<const uint8_t> packet,
-                      Transport transport, std::span<uint8_t> buffer) const;
+                      dns::Transport transport, std::span<uint8_t> buffer) const;
 
   const AnswerConfig& config() const { return config_; }
 

@@ -80,8 +80,8 @@ Answered Ask(const Answerer& answerer, const Snapshot* snapshot, const Asked& as
   std::vector<uint8_t> query = BuildQuery(asked);
   Answered answered;
   answered.bytes.resize(dns::kMaxMessageSize);
-  answered.result = answerer.Answer(snapshot, query, asked.tcp ? Transport::kTcp : Transport::kUdp,
-                                    answered.bytes);
+  answered.result = answerer.Answer(
+      snapshot, query, asked.tcp ? dns::Transport::kTcp : dns::Transport::kUdp, answered.bytes);
   answered.bytes.assign(answered.result.response.begin(), answered.result.response.end());
   if (!answered.bytes.empty()) {
     REQUIRE(dns::ParseMessage(answered.bytes, &answered.message) == dns::ParseError::kOk);
@@ -304,17 +304,18 @@ TEST_CASE("malformed queries are answered FORMERR or dropped", "[kubedns]") {
   std::vector<uint8_t> out(dns::kMaxMessageSize);
   SECTION("shorter than a header: dropped") {
     const uint8_t junk[5] = {1, 2, 3, 4, 5};
-    CHECK(answerer.Answer(snapshot.get(), junk, Transport::kUdp, out).outcome == Outcome::kDropped);
+    CHECK(answerer.Answer(snapshot.get(), junk, dns::Transport::kUdp, out).outcome ==
+          Outcome::kDropped);
   }
   SECTION("a response sent to us: dropped, so two servers never ping-pong") {
     auto query = BuildQuery({"kubernetes.default.svc.cluster.local.", "A"});
     query[2] |= 0x80;
-    CHECK(answerer.Answer(snapshot.get(), query, Transport::kUdp, out).outcome ==
+    CHECK(answerer.Answer(snapshot.get(), query, dns::Transport::kUdp, out).outcome ==
           Outcome::kDropped);
   }
   SECTION("no question: FORMERR with the query's ID") {
     const uint8_t header[12] = {0xab, 0xcd, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    auto result = answerer.Answer(snapshot.get(), header, Transport::kUdp, out);
+    auto result = answerer.Answer(snapshot.get(), header, dns::Transport::kUdp, out);
     CHECK(result.outcome == Outcome::kFormErr);
     REQUIRE(result.response.size() >= 12);
     CHECK(result.response[0] == 0xab);
@@ -324,7 +325,7 @@ TEST_CASE("malformed queries are answered FORMERR or dropped", "[kubedns]") {
   SECTION("a question cut short: FORMERR") {
     auto query = BuildQuery({"kubernetes.default.svc.cluster.local.", "A"});
     query.resize(query.size() - 3);
-    CHECK(answerer.Answer(snapshot.get(), query, Transport::kUdp, out).outcome ==
+    CHECK(answerer.Answer(snapshot.get(), query, dns::Transport::kUdp, out).outcome ==
           Outcome::kFormErr);
   }
 }

@@ -33,10 +33,8 @@ void DnsHandler::SetRoutes(std::shared_ptr<const UpstreamRoutes> routes) {
 
 void DnsHandler::HandleQuery(server::Request& request) {
   const Clock::time_point start = Clock::now();
-  AnswerResult result = shared_.answerer.Answer(
-      reader_.Get(), request.query(),
-      request.transport() == server::Transport::kTcp ? Transport::kTcp : Transport::kUdp,
-      request.response_buffer());
+  AnswerResult result = shared_.answerer.Answer(reader_.Get(), request.query(), request.transport(),
+                                                request.response_buffer());
   if (result.outcome == Outcome::kNotOurs) {
     Forward(request, result, start);
     return;
@@ -52,9 +50,7 @@ void DnsHandler::HandleQuery(server::Request& request) {
 
 void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
                          Clock::time_point start) {
-  const upstream::Transport transport = request.transport() == server::Transport::kTcp
-                                            ? upstream::Transport::kTcp
-                                            : upstream::Transport::kUdp;
+  const dns::Transport transport = request.transport();
   Pending pending;
   pending.client =
       ClientQuery::From(result.query, transport, shared_.answerer.config().max_udp_size_bytes);
@@ -82,9 +78,7 @@ void DnsHandler::StartChase(server::Request& request, const AnswerResult& result
     shared_.dns_metrics.Record(result, result.response.size(), seconds);
     return;
   }
-  const upstream::Transport transport = request.transport() == server::Transport::kTcp
-                                            ? upstream::Transport::kTcp
-                                            : upstream::Transport::kUdp;
+  const dns::Transport transport = request.transport();
   pending.client =
       ClientQuery::From(result.query, transport, shared_.answerer.config().max_udp_size_bytes);
   pending.responder = request.TakeResponder();

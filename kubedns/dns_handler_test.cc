@@ -243,8 +243,8 @@ TEST_CASE("TCP clients are forwarded over TCP", "[kubedns][handler]") {
   dns::Message reply = f.AskTcp({"www.example.com.", dns::RrType::kA, 7});
   CHECK(reply.header.id == 7);
   REQUIRE(reply.answers.size() == 1);
-  CHECK(f.a->CountQueries(upstream::Transport::kTcp) == 1);
-  CHECK(f.a->CountQueries(upstream::Transport::kUdp) == 0);
+  CHECK(f.a->CountQueries(dns::Transport::kTcp) == 1);
+  CHECK(f.a->CountQueries(dns::Transport::kUdp) == 0);
 }
 
 TEST_CASE("an ExternalName target outside the zone is chased through the upstreams",

@@ -20,7 +20,7 @@ const dns::ResourceRecord* FindRecord(const std::vector<dns::ResourceRecord>& re
 
 }  // namespace
 
-ClientQuery ClientQuery::From(const dns::Query& query, upstream::Transport transport,
+ClientQuery ClientQuery::From(const dns::Query& query, dns::Transport transport,
                               uint16_t max_udp_bytes) {
   ClientQuery client;
   client.id = query.header.id;
@@ -32,7 +32,7 @@ ClientQuery ClientQuery::From(const dns::Query& query, upstream::Transport trans
   client.edns = query.edns.has_value();
   client.dnssec_ok = query.edns && query.edns->dnssec_ok;
   client.transport = transport;
-  if (transport == upstream::Transport::kTcp) {
+  if (transport == dns::Transport::kTcp) {
     client.limit_bytes = dns::kMaxMessageSize;
   } else if (query.edns) {
     client.limit_bytes = std::min<size_t>(query.edns->PayloadSize(), max_udp_bytes);

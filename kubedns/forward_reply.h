@@ -27,6 +27,7 @@
 #include "common/dns/message.h"
 #include "common/dns/name.h"
 #include "common/dns/parser.h"
+#include "common/dns/transport.h"
 #include "common/dns/types.h"
 #include "common/upstream/forwarder.h"
 
@@ -42,11 +43,11 @@ struct ClientQuery {
   bool cd = false;
   bool edns = false;  // the client sent OPT
   bool dnssec_ok = false;
-  upstream::Transport transport = upstream::Transport::kUdp;
+  dns::Transport transport = dns::Transport::kUdp;
   size_t limit_bytes = 512;  // the largest answer it may get
 
   // `max_udp_bytes` caps what a UDP client's EDNS offers (AnswerConfig::max_udp_size_bytes).
-  static ClientQuery From(const dns::Query& query, upstream::Transport transport,
+  static ClientQuery From(const dns::Query& query, dns::Transport transport,
                           uint16_t max_udp_bytes);
 };
 

@@ -14,7 +14,7 @@ using dns::testing::N;
 using dns::testing::RR;
 
 ClientQuery Client(const char* name, dns::RrType type, std::optional<uint16_t> edns_payload,
-                   upstream::Transport transport = upstream::Transport::kUdp) {
+                   dns::Transport transport = dns::Transport::kUdp) {
   std::vector<uint8_t> buffer(512);
   dns::MessageBuilder builder(buffer);
   builder.header().id = 0xbeef;
@@ -116,12 +116,12 @@ TEST_CASE("a forwarded reply too big for the client's UDP buffer is cut at an RR
   REQUIRE(result.reply.size() > 1232);
   struct Case {
     std::optional<uint16_t> payload;
-    upstream::Transport transport;
+    dns::Transport transport;
     bool truncated;
   };
-  auto c = GENERATE(Case{std::nullopt, upstream::Transport::kUdp, true},  // 512
-                    Case{4096, upstream::Transport::kUdp, true},          // capped at 1232
-                    Case{std::nullopt, upstream::Transport::kTcp, false});
+  auto c = GENERATE(Case{std::nullopt, dns::Transport::kUdp, true},  // 512
+                    Case{4096, dns::Transport::kUdp, true},          // capped at 1232
+                    Case{std::nullopt, dns::Transport::kTcp, false});
   ClientQuery client = Client("BIG.example.com.", dns::RrType::kA, c.payload, c.transport);
   std::vector<uint8_t> out;
   REQUIRE(ClientReply(result, client, &out));

@@ -151,7 +151,8 @@ LoopServer::~LoopServer() {
 void LoopServer::OnDatagram(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                             const loop::UdpReplyContext& reply_context) {
   ThreadStats::Increment(stats_.udp_queries);
-  Request request(context_, datagram, Responder(this, Transport::kUdp, peer, reply_context, 0));
+  Request request(context_, datagram,
+                  Responder(this, dns::Transport::kUdp, peer, reply_context, 0));
   Handle(request);
 }
 
@@ -178,7 +179,7 @@ void LoopServer::OnTcpQuery(uint64_t id, std::span<const uint8_t> query) {
   ++it->second.unanswered;
   ThreadStats::Increment(stats_.tcp_queries);
   Request request(context_, query,
-                  Responder(this, Transport::kTcp, it->second.dns->peer_address(),
+                  Responder(this, dns::Transport::kTcp, it->second.dns->peer_address(),
                             loop::UdpReplyContext(), id));
   Handle(request);
 }
@@ -194,17 +195,17 @@ void LoopServer::Handle(Request& request) {
   try {
     handler_->HandleQuery(request);
   } catch (const std::exception& e) {
-    LOG_EVERY_N(ERROR, 1000) << "DNS handler threw on a " << TransportName(request.transport())
+    LOG_EVERY_N(ERROR, 1000) << "DNS handler threw on a " << dns::TransportName(request.transport())
                              << " query from " << request.peer().ToString() << ": " << e.what();
   } catch (...) {
     LOG_EVERY_N(ERROR, 1000) << "DNS handler threw a non-std exception on a "
-                             << TransportName(request.transport()) << " query";
+                             << dns::TransportName(request.transport()) << " query";
   }
   // A still pending request is dropped when it goes out of scope in the caller.
 }
 
 bool LoopServer::Reply(const Responder& responder, std::span<const uint8_t> response) {
-  if (responder.transport_ == Transport::kUdp) {
+  if (responder.transport_ == dns::Transport::kUdp) {
     if (udp_ != nullptr && udp_->Send(response, responder.peer_, responder.reply_context_)) {
       ThreadStats::Increment(stats_.udp_replies);
       return true;
@@ -228,7 +229,7 @@ bool LoopServer::Reply(const Responder& responder, std::span<const uint8_t> resp
 
 void LoopServer::Drop(const Responder& responder) {
   ThreadStats::Increment(stats_.unanswered);
-  if (responder.transport_ == Transport::kUdp) return;
+  if (responder.transport_ == dns::Transport::kUdp) return;
   auto it = connections_.find(responder.connection_id_);
   if (it == connections_.end()) return;
   Connection& connection = it->second;

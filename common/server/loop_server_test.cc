@@ -34,7 +34,7 @@ class HoldingHandler : public QueryHandler {
     held.push_back(request.TakeResponder());
   }
   std::vector<std::vector<uint8_t>> queries;
-  std::vector<Transport> transports;
+  std::vector<dns::Transport> transports;
   std::vector<Responder> held;
 };
 
@@ -75,7 +75,7 @@ HandlerFactory HoldingFactory(HoldingHandler** out) {
 
 TEST_CASE("LoopServer answers UDP and TCP on one port and tells the handler who asked",
           "[server]") {
-  std::vector<Transport> transports;
+  std::vector<dns::Transport> transports;
   std::vector<uint16_t> peer_ports;
   std::vector<size_t> thread_indexes;
   Harness h(
@@ -106,7 +106,7 @@ TEST_CASE("LoopServer answers UDP and TCP on one port and tells the handler who 
   CHECK(IdOf(*reply) == 8);
   CHECK(IsResponse(*reply));
 
-  REQUIRE(transports == std::vector<Transport>{Transport::kUdp, Transport::kTcp});
+  REQUIRE(transports == std::vector<dns::Transport>{dns::Transport::kUdp, dns::Transport::kTcp});
   CHECK(thread_indexes == std::vector<size_t>{3, 3});
   CHECK(peer_ports[0] != 0);
   CHECK(peer_ports[1] != 0);
@@ -196,7 +196,7 @@ TEST_CASE("LoopServer lets a handler answer later through a Responder", "[server
     REQUIRE(udp.Send(MakeQuery(21)));
     REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
     CHECK(handler->held[0].pending());
-    CHECK(handler->held[0].transport() == Transport::kUdp);
+    CHECK(handler->held[0].transport() == dns::Transport::kUdp);
     timer->Start(1, [&] { CHECK(ReplyEcho(handler->held[0], handler->queries[0])); });
     REQUIRE(RunUntil(h.loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
     CHECK(h.stats.Read().udp_replies == 1);
@@ -205,7 +205,7 @@ TEST_CASE("LoopServer lets a handler answer later through a Responder", "[server
     TcpClient tcp(h.server->tcp_address());
     REQUIRE(tcp.Send(MakeQuery(21)));
     REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
-    CHECK(handler->held[0].transport() == Transport::kTcp);
+    CHECK(handler->held[0].transport() == dns::Transport::kTcp);
     timer->Start(1, [&] { CHECK(ReplyEcho(handler->held[0], handler->queries[0])); });
     REQUIRE(RunUntil(h.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
     CHECK(h.stats.Read().tcp_replies == 1);

@@ -34,6 +34,7 @@
 #include <memory>
 #include <span>
 
+#include "common/dns/transport.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/udp_socket.h"
@@ -41,9 +42,6 @@
 namespace kdns::server {
 
 class LoopServer;
-
-enum class Transport : uint8_t { kUdp, kTcp };
-const char* TransportName(Transport transport);
 
 // Size of each thread's reusable response buffer: the largest DNS message (TCP) fits.
 inline constexpr size_t kResponseBufferBytes = 64 * 1024;
@@ -77,12 +75,12 @@ class Responder {
 
   // True until Reply, Drop or a move.
   bool pending() const { return server_ != nullptr; }
-  Transport transport() const { return transport_; }
+  dns::Transport transport() const { return transport_; }
   const loop::SocketAddress& peer() const { return peer_; }
 
  private:
   friend class LoopServer;
-  Responder(LoopServer* server, Transport transport, const loop::SocketAddress& peer,
+  Responder(LoopServer* server, dns::Transport transport, const loop::SocketAddress& peer,
             const loop::UdpReplyContext& reply_context, uint64_t connection_id)
       : server_(server),
         transport_(transport),
@@ -91,7 +89,7 @@ class Responder {
         reply_context_(reply_context) {}
 
   LoopServer* server_ = nullptr;
-  Transport transport_ = Transport::kUdp;
+  dns::Transport transport_ = dns::Transport::kUdp;
   uint64_t connection_id_ = 0;  // TCP: the key in the thread's connection table
   loop::SocketAddress peer_;
   loop::UdpReplyContext reply_context_;  // UDP: the local address the query came to
@@ -105,7 +103,7 @@ class Request {
 
   // The query message (without a TCP length prefix), valid only during HandleQuery.
   std::span<const uint8_t> query() const { return query_; }
-  Transport transport() const { return responder_.transport(); }
+  dns::Transport transport() const { return responder_.transport(); }
   const loop::SocketAddress& peer() const { return responder_.peer(); }
   size_t thread_index() const { return context_.thread_index; }
   // The thread's reusable buffer (ThreadContext::response_buffer).

@@ -382,7 +382,7 @@ void RunScale(uint32_t services, const std::string& scale, bool check_target) {
       const size_t rounds = 100;
       const uint64_t allocations_before = g_allocations.load();
       for (const auto& packet : kind.packets) {
-        bytes += answerer.Answer(current.get(), packet, kdns::kubedns::Transport::kUdp, buffer)
+        bytes += answerer.Answer(current.get(), packet, kdns::dns::Transport::kUdp, buffer)
                      .response.size();
       }
       const double allocations = static_cast<double>(g_allocations.load() - allocations_before) /
@@ -390,8 +390,7 @@ void RunScale(uint32_t services, const std::string& scale, bool check_target) {
       auto start = Clock::now();
       for (size_t r = 0; r < rounds; ++r) {
         for (const auto& packet : kind.packets) {
-          auto result =
-              answerer.Answer(current.get(), packet, kdns::kubedns::Transport::kUdp, buffer);
+          auto result = answerer.Answer(current.get(), packet, kdns::dns::Transport::kUdp, buffer);
           bytes += result.response.size();
           if (r == 0) {
             if (result.outcome == kdns::kubedns::Outcome::kAnswered) ++answered;
@@ -423,7 +422,7 @@ void RunScale(uint32_t services, const std::string& scale, bool check_target) {
     auto start = Clock::now();
     for (size_t r = 0; r < rounds; ++r) {
       for (const auto* packet : mix) {
-        bytes += answerer.Answer(current.get(), *packet, kdns::kubedns::Transport::kUdp, buffer)
+        bytes += answerer.Answer(current.get(), *packet, kdns::dns::Transport::kUdp, buffer)
                      .response.size();
       }
     }
