@@ -22,41 +22,6 @@ namespace kdns::frontend {
 
 namespace {
 
-// Largest UDP answer we send, whatever larger size a client offers: 1232 avoids IP
-// fragmentation (DNS flag day 2020), and is what we ask upstreams for.
-constexpr size_t kMaxUdpAnswerBytes = 1232;
-
-size_t ClientLimit(const dns::Query& query, dns::Transport transport) {
-  if (transport == dns::Transport::kTcp) return dns::kMaxMessageSize;
-  if (!query.edns) return dns::kMaxUdpSizeWithoutEdns;
-  return std::clamp<size_t>(query.edns->PayloadSize(), dns::kMaxUdpSizeWithoutEdns,
-                            kMaxUdpAnswerBytes);
-}
-
-// A response with no records: the question echoed, `rcode`, RA, and an OPT record when the
-// client sent one.
-std::span<const uint8_t> EmptyResponse(const dns::Query& query, dns::Rcode rcode, bool aa,
-                                       std::span<uint8_t> out) {
-  dns::MessageBuilder builder(out, dns::kMaxUdpSizeWithoutEdns);
-  if (builder.StartResponse(query) != dns::BuildError::kOk) return {};
-  builder.header().ra = true;
-  builder.header().aa = aa;
-  builder.header().rcode = rcode;
-  if (query.edns) (void)builder.SetEdns(dns::EdnsView{});
-  return builder.Finish();
-}
-
-// FORMERR for a query we could not parse: the ID echoed, no question.
-std::span<const uint8_t> FormErr(const dns::Header& header, std::span<uint8_t> out) {
-  dns::MessageBuilder builder(out, dns::kMaxUdpSizeWithoutEdns);
-  builder.header().id = header.id;
-  builder.header().qr = true;
-  builder.header().opcode = header.opcode;
-  builder.header().rd = header.rd;
-  builder.header().rcode = dns::Rcode::kFormErr;
-  return builder.Finish();
-}
-
 upstream::UpstreamSet ToSet(const std::vector<UpstreamAddress>& upstreams) {
   std::vector<loop::SocketAddress> addresses;
   addresses.reserve(upstreams.size());
@@ -107,7 +72,8 @@ class FrontendServer::Handler final : public server::QueryHandler {
 
   void HandleQuery(server::Request& request) override;
   // Cache hits of plain queries; everything else is left to HandleQuery.
-  size_t AnswerOnReceiverThread(std::span<const uint8_t> query_bytes,
+  size_t AnswerOnReceiverThread(const server::Admission& admission,
+                                std::span<const uint8_t> query_bytes,
                                 const loop::SocketAddress& peer, std::span<uint8_t> out) override;
 
   upstream::Forwarder& forwarder() { return forwarder_; }
@@ -117,7 +83,8 @@ class FrontendServer::Handler final : public server::QueryHandler {
  private:
   struct Pending {
     server::Responder responder;
-    std::vector<uint8_t> query;  // the client's bytes, parsed again for the answer
+    dns::Query query;  // the client's, detached from its packet
+    size_t limit_bytes = 0;
     CacheKey key;
   };
 
@@ -150,26 +117,30 @@ class FrontendServer::Handler final : public server::QueryHandler {
 };
 
 void FrontendServer::Handler::HandleQuery(server::Request& request) {
-  dns::Query query;
-  const dns::ParseError error = dns::ParseQuery(request.query(), &query);
-  if (request.query().size() < dns::kHeaderSize || query.header.qr) {
-    server_.metrics_.Malformed();  // not a query at all: never answer (no reflection)
-    return;
-  }
-  if (error != dns::ParseError::kOk) {
-    server_.metrics_.Malformed();
-    (void)request.Reply(FormErr(query.header, request.response_buffer()));
-    return;
-  }
-  if (query.edns && query.edns->version != 0) {
-    return ReplyEmpty(request, query, dns::Rcode::kBadVers);  // RFC 6891 §6.1.3
-  }
-  if (query.header.opcode != dns::Opcode::kQuery) {
-    return ReplyEmpty(request, query, dns::Rcode::kNotImp);
+  const server::Admission& admission = request.admission();
+  const dns::Query& query = admission.query;
+  switch (admission.verdict) {
+    case server::Verdict::kAdmitted:
+      break;
+    case server::Verdict::kDrop:
+      server_.metrics_.Malformed();  // not a query at all: never answer (no reflection)
+      return;
+    case server::Verdict::kFormErr:
+      server_.metrics_.Malformed();
+      (void)request.Reply(server::WriteRefusal(admission, request.response_buffer()));
+      return;
+    default: {  // BADVERS, NOTIMP
+      const std::span<const uint8_t> refusal =
+          server::WriteRefusal(admission, request.response_buffer());
+      if (refusal.empty()) return;  // cannot happen for a parsed query; the client retries
+      server_.metrics_.Answered(query.qtype, server::RefusalRcode(admission.verdict));
+      (void)request.Reply(refusal);
+      return;
+    }
   }
   if (query.qclass == dns::RrClass::kCh) {
     server_.metrics_.LocalAnswer(FrontendMetrics::Local::kChaos);
-    const size_t limit = ClientLimit(query, request.transport());
+    const size_t limit = admission.reply_limit_bytes;
     const size_t size =
         frontend::AnswerChaos(query, server_.ChaosStatsNow(), request.response_buffer(), limit);
     if (size == 0) return ReplyEmpty(request, query, dns::Rcode::kServFail);
@@ -195,7 +166,7 @@ void FrontendServer::Handler::HandleQuery(server::Request& request) {
   }
   const upstream::UpstreamSet& upstreams = routing->SetFor(route);
   const CacheKey key = CacheKey::FromQuery(query);
-  const size_t limit = ClientLimit(query, request.transport());
+  const size_t limit = admission.reply_limit_bytes;
   const LookupResult hit = server_.cache_.Lookup(key, query, request.response_buffer(), limit);
   if (hit.status == LookupStatus::kHit) {
     Reply(request, query, request.response_buffer().first(hit.size));
@@ -204,22 +175,20 @@ void FrontendServer::Handler::HandleQuery(server::Request& request) {
   }
   // A miss: the right to answer is kept until the upstream's answer.
   uint64_t id = next_id_++;
-  pending_.emplace(
-      id, Pending{request.TakeResponder(),
-                  std::vector<uint8_t>(request.query().begin(), request.query().end()), key});
+  pending_.emplace(id, Pending{request.TakeResponder(), server::Detach(query),
+                               admission.reply_limit_bytes, key});
   forwarder_.Resolve(upstream::Request::FromQuery(query, request.transport()), upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
 }
 
-size_t FrontendServer::Handler::AnswerOnReceiverThread(std::span<const uint8_t> query_bytes,
+size_t FrontendServer::Handler::AnswerOnReceiverThread(const server::Admission& admission,
+                                                       std::span<const uint8_t> query_bytes,
                                                        const loop::SocketAddress& peer,
                                                        std::span<uint8_t> out) {
+  (void)query_bytes;
   (void)peer;
-  dns::Query query;
-  if (dns::ParseQuery(query_bytes, &query) != dns::ParseError::kOk || query.header.qr ||
-      query.header.opcode != dns::Opcode::kQuery || query.qclass == dns::RrClass::kCh ||
-      (query.edns && query.edns->version != 0) ||
-      upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
+  const dns::Query& query = admission.query;
+  if (query.qclass == dns::RrClass::kCh || upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
     return 0;
   }
   const RoutingState* routing = receiver_routing_.Get();
@@ -227,15 +196,13 @@ size_t FrontendServer::Handler::AnswerOnReceiverThread(std::span<const uint8_t> 
     return 0;
   }
   const CacheKey key = CacheKey::FromQuery(query);
-  const size_t limit = std::min(ClientLimit(query, dns::Transport::kUdp), out.size());
+  const size_t limit = std::min(admission.reply_limit_bytes, out.size());
   const LookupResult hit = server_.cache_.Peek(key, query, out, limit);
   if (hit.status != LookupStatus::kHit) return 0;  // HandleQuery looks again and counts it
   server_.metrics_.Answered(query.qtype, RcodeOf(out.first(hit.size)));
   if (hit.prefetch) {
     // The forwarder lives on the serving thread: refresh the entry from there.
-    tasks_.Post([this, bytes = std::vector<uint8_t>(query_bytes.begin(), query_bytes.end())] {
-      dns::Query again;
-      if (dns::ParseQuery(bytes, &again) != dns::ParseError::kOk) return;
+    tasks_.Post([this, again = server::Detach(query)] {
       const RoutingState* state = routing_.Get();
       const Route& route = state->table.Lookup(again.qname);
       if (route.action != RouteAction::kForward) return;  // the routing changed meanwhile
@@ -260,10 +227,9 @@ void FrontendServer::Handler::Complete(uint64_t id, const upstream::Result& resu
   if (it == pending_.end()) return;
   Pending pending = std::move(it->second);
   pending_.erase(it);
-  dns::Query query;
-  if (dns::ParseQuery(pending.query, &query) != dns::ParseError::kOk) return;  // cannot be
+  const dns::Query& query = pending.query;
   const std::span<uint8_t> out = context_.response_buffer;
-  const size_t limit = ClientLimit(query, pending.responder.transport());
+  const size_t limit = pending.limit_bytes;
   if (result.outcome == upstream::Outcome::kAnswer) {
     (void)server_.cache_.Insert(pending.key, result.reply);
     const size_t size = WriteForwardedResponse(result.reply, query, server_.cache_policy_,
@@ -294,7 +260,8 @@ void FrontendServer::Handler::Reply(To& to, const dns::Query& query,
 template <class To>
 void FrontendServer::Handler::ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode,
                                          bool aa) {
-  std::span<const uint8_t> response = EmptyResponse(query, rcode, aa, context_.response_buffer);
+  std::span<const uint8_t> response =
+      server::WriteEmptyResponse(query, rcode, aa, context_.response_buffer);
   if (response.empty()) return;  // cannot happen for a parsed query; the client retries
   server_.metrics_.Answered(query.qtype, rcode);
   (void)to.Reply(response);

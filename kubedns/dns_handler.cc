@@ -33,8 +33,8 @@ void DnsHandler::SetRoutes(std::shared_ptr<const UpstreamRoutes> routes) {
 
 void DnsHandler::HandleQuery(server::Request& request) {
   const Clock::time_point start = Clock::now();
-  AnswerResult result = shared_.answerer.Answer(reader_.Get(), request.query(), request.transport(),
-                                                request.response_buffer());
+  AnswerResult result =
+      shared_.answerer.Answer(reader_.Get(), request.admission(), request.response_buffer());
   if (result.outcome == Outcome::kNotOurs) {
     Forward(request, result, start);
     return;
@@ -50,19 +50,19 @@ void DnsHandler::HandleQuery(server::Request& request) {
 
 void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
                          Clock::time_point start) {
-  const dns::Transport transport = request.transport();
+  const dns::Query& query = request.admission().query;
   Pending pending;
-  pending.client =
-      ClientQuery::From(result.query, transport, shared_.answerer.config().max_udp_size_bytes);
+  pending.client = ClientQuery::From(request.admission());
   pending.responder = request.TakeResponder();
   pending.start = start;
   pending.reverse = result.reverse;
-  const UpstreamRoute& route = routes_->Lookup(result.query.qname);
+  const UpstreamRoute& route = routes_->Lookup(query.qname);
   const uint64_t id = next_id_++;
   pending_.emplace(id, std::move(pending));
   shared_.forward_metrics.Sent(route.kind, ForwardKind::kForward);
   shared_.forward_metrics.Started();
-  forwarder_.Resolve(upstream::Request::FromQuery(result.query, transport), route.upstreams,
+  forwarder_.Resolve(upstream::Request::FromQuery(query, request.admission().transport),
+                     route.upstreams,
                      [this, id](const upstream::Result& reply) { OnForwarded(id, reply); });
 }
 
@@ -72,15 +72,14 @@ void DnsHandler::StartChase(server::Request& request, const AnswerResult& result
   pending.partial.emplace();
   if (dns::ParseMessage(result.response, &*pending.partial) != dns::ParseError::kOk) {
     // Our own answer always parses; if it ever did not, the CNAME alone is still true.
-    LOG_EVERY_N(ERROR, 1000) << "cannot parse our own answer for " << result.query.qname.ToText();
+    LOG_EVERY_N(ERROR, 1000) << "cannot parse our own answer for "
+                             << request.admission().query.qname.ToText();
     request.Reply(result.response);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     shared_.dns_metrics.Record(result, result.response.size(), seconds);
     return;
   }
-  const dns::Transport transport = request.transport();
-  pending.client =
-      ClientQuery::From(result.query, transport, shared_.answerer.config().max_udp_size_bytes);
+  pending.client = ClientQuery::From(request.admission());
   pending.responder = request.TakeResponder();
   pending.start = start;
   pending.target = result.chase_target;

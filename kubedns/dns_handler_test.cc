@@ -92,6 +92,7 @@ class Fixture {
     shared_.forwarder.max_in_flight = max_in_flight;
     server::LoopServer::Options options;
     options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+    options.admission = kAdmissionPolicy;
     std::string error;
     server_ = server::LoopServer::Create(
         loop, options,

@@ -20,8 +20,8 @@ const dns::ResourceRecord* FindRecord(const std::vector<dns::ResourceRecord>& re
 
 }  // namespace
 
-ClientQuery ClientQuery::From(const dns::Query& query, dns::Transport transport,
-                              uint16_t max_udp_bytes) {
+ClientQuery ClientQuery::From(const server::Admission& admission) {
+  const dns::Query& query = admission.query;
   ClientQuery client;
   client.id = query.header.id;
   client.qname = query.qname;
@@ -31,14 +31,8 @@ ClientQuery ClientQuery::From(const dns::Query& query, dns::Transport transport,
   client.cd = query.header.cd;
   client.edns = query.edns.has_value();
   client.dnssec_ok = query.edns && query.edns->dnssec_ok;
-  client.transport = transport;
-  if (transport == dns::Transport::kTcp) {
-    client.limit_bytes = dns::kMaxMessageSize;
-  } else if (query.edns) {
-    client.limit_bytes = std::min<size_t>(query.edns->PayloadSize(), max_udp_bytes);
-  } else {
-    client.limit_bytes = dns::kMaxUdpSizeWithoutEdns;
-  }
+  client.transport = admission.transport;
+  client.limit_bytes = admission.reply_limit_bytes;
   return client;
 }
 

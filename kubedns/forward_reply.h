@@ -29,6 +29,7 @@
 #include "common/dns/parser.h"
 #include "common/dns/transport.h"
 #include "common/dns/types.h"
+#include "common/server/admission.h"
 #include "common/upstream/forwarder.h"
 
 namespace kdns::kubedns {
@@ -46,9 +47,8 @@ struct ClientQuery {
   dns::Transport transport = dns::Transport::kUdp;
   size_t limit_bytes = 512;  // the largest answer it may get
 
-  // `max_udp_bytes` caps what a UDP client's EDNS offers (AnswerConfig::max_udp_size_bytes).
-  static ClientQuery From(const dns::Query& query, dns::Transport transport,
-                          uint16_t max_udp_bytes);
+  // From an admitted query; limit_bytes is the admission's reply limit.
+  static ClientQuery From(const server::Admission& admission);
 };
 
 // Writes the client's answer from a kAnswer `result` into *out. False (answer SERVFAIL) when

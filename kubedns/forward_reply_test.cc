@@ -26,9 +26,10 @@ ClientQuery Client(const char* name, dns::RrType type, std::optional<uint16_t> e
     REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
   }
   auto bytes = builder.Finish();
-  dns::Query query;
-  REQUIRE(dns::ParseQuery(bytes, &query) == dns::ParseError::kOk);
-  return ClientQuery::From(query, transport, 1232);
+  server::Admission admission;
+  server::Admit(bytes, transport, server::AdmissionPolicy{}, &admission);
+  REQUIRE(admission.admitted());
+  return ClientQuery::From(admission);
 }
 
 // An upstream's reply to `name` (as the upstream spelt it), with `records` as its answers.

@@ -111,10 +111,14 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
   if (options.udp.receiver_thread) {
     QueryHandler* handler = server->handler_.get();
     ThreadStats* thread_stats = &server->stats_;
-    auto fast_path = [handler, thread_stats](std::span<const uint8_t> datagram,
-                                             const loop::SocketAddress& peer,
-                                             std::span<uint8_t> out) {
-      const size_t size = handler->AnswerOnReceiverThread(datagram, peer, out);
+    auto fast_path = [handler, thread_stats, policy = options.admission](
+                         std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
+                         std::span<uint8_t> out) -> size_t {
+      // The same admission as on the loop; what it does not admit is answered there.
+      Admission admission;
+      Admit(datagram, dns::Transport::kUdp, policy, &admission);
+      if (!admission.admitted()) return 0;
+      const size_t size = handler->AnswerOnReceiverThread(admission, datagram, peer, out);
       if (size > 0) ThreadStats::Increment(thread_stats->udp_fast_answers);
       return size;
     };
@@ -151,7 +155,9 @@ LoopServer::~LoopServer() {
 void LoopServer::OnDatagram(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                             const loop::UdpReplyContext& reply_context) {
   ThreadStats::Increment(stats_.udp_queries);
-  Request request(context_, datagram,
+  Admission admission;
+  Admit(datagram, dns::Transport::kUdp, options_.admission, &admission);
+  Request request(context_, datagram, admission,
                   Responder(this, dns::Transport::kUdp, peer, reply_context, 0));
   Handle(request);
 }
@@ -178,7 +184,9 @@ void LoopServer::OnTcpQuery(uint64_t id, std::span<const uint8_t> query) {
   if (it == connections_.end()) return;  // cannot happen: closed connections deliver nothing
   ++it->second.unanswered;
   ThreadStats::Increment(stats_.tcp_queries);
-  Request request(context_, query,
+  Admission admission;
+  Admit(query, dns::Transport::kTcp, options_.admission, &admission);
+  Request request(context_, query, admission,
                   Responder(this, dns::Transport::kTcp, it->second.dns->peer_address(),
                             loop::UdpReplyContext(), id));
   Handle(request);

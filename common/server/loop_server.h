@@ -38,6 +38,7 @@
 #include "common/loop/tcp_listener.h"
 #include "common/loop/timer.h"
 #include "common/loop/udp_socket.h"
+#include "common/server/admission.h"
 #include "common/server/query_handler.h"
 #include "common/server/stats.h"
 
@@ -82,6 +83,8 @@ class LoopServer {
     size_t thread_index = 0;
     UdpOptions udp;
     TcpOptions tcp;
+    // What every query is checked for before the handler sees it (admission.h).
+    AdmissionPolicy admission;
   };
 
   // What failed in Create.

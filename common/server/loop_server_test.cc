@@ -129,8 +129,8 @@ class ReceiverThreadHandler : public QueryHandler {
     ++loop_thread_queries;
     CHECK(testing::ReplyEcho(request));
   }
-  size_t AnswerOnReceiverThread(std::span<const uint8_t> query, const loop::SocketAddress& peer,
-                                std::span<uint8_t> out) override {
+  size_t AnswerOnReceiverThread(const Admission&, std::span<const uint8_t> query,
+                                const loop::SocketAddress& peer, std::span<uint8_t> out) override {
     // No CHECK here: Catch's assertions are not thread-safe.
     if (peer.port() == 0) peer_port_zero = true;
     if (query.size() < 2 || query[1] % 2 != 0) return 0;

@@ -53,7 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::span<const uint8_t> packet(data, size);
   static std::vector<uint8_t> buffer(kdns::dns::kMaxMessageSize);
   for (auto transport : {kdns::dns::Transport::kUdp, kdns::dns::Transport::kTcp}) {
-    auto result = TheAnswerer().Answer(&Cluster(), packet, transport, buffer);
+    kdns::server::Admission admission;
+    kdns::server::Admit(packet, transport, kdns::kubedns::kAdmissionPolicy, &admission);
+    auto result = TheAnswerer().Answer(&Cluster(), admission, buffer);
     if (result.outcome == kdns::kubedns::Outcome::kDropped) {
       Check(result.response.empty());
       continue;
