@@ -151,9 +151,8 @@ void DnsHandler::HandleQuery(server::Request& request) {
   }
   // A miss: the right to answer is kept until the upstream's answer.
   uint64_t id = next_id_++;
-  pending_.emplace(id, Pending{request.TakeResponder(), server::Detach(query),
-                               admission.reply_limit_bytes, key});
-  forwarder_.Resolve(upstream::Request::FromQuery(query, request.transport()), upstreams,
+  pending_.emplace(id, Pending{request.TakeResponder(), server::ClientQuery::From(admission), key});
+  forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport), upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
 }
 
@@ -202,9 +201,9 @@ void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
   if (it == pending_.end()) return;
   Pending pending = std::move(it->second);
   pending_.erase(it);
-  const dns::Query& query = pending.query;
+  const dns::Query& query = pending.client.query;
   const std::span<uint8_t> out = context_.response_buffer;
-  const size_t limit = pending.limit_bytes;
+  const size_t limit = pending.client.limit_bytes;
   if (result.outcome == upstream::Outcome::kAnswer) {
     (void)shared_.cache.Insert(pending.key, result.reply);
     const size_t size = WriteForwardedResponse(result.reply, query, shared_.cache_policy, &scratch_,

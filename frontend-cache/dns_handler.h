@@ -36,6 +36,7 @@
 #include "common/base/clock.h"
 #include "common/base/snapshot_holder.h"
 #include "common/loop/task_queue.h"
+#include "common/server/forward_reply.h"
 #include "common/server/query_handler.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/upstream_set.h"
@@ -118,8 +119,7 @@ class DnsHandler final : public server::QueryHandler {
  private:
   struct Pending {
     server::Responder responder;
-    dns::Query query;  // the client's, detached from its packet
-    size_t limit_bytes = 0;
+    server::ClientQuery client;
     CacheKey key;
   };
 

@@ -52,7 +52,7 @@ void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
                          Clock::time_point start) {
   const dns::Query& query = request.admission().query;
   Pending pending;
-  pending.client = ClientQuery::From(request.admission());
+  pending.client = server::ClientQuery::From(request.admission());
   pending.responder = request.TakeResponder();
   pending.start = start;
   pending.reverse = result.reverse;
@@ -79,7 +79,7 @@ void DnsHandler::StartChase(server::Request& request, const AnswerResult& result
     shared_.dns_metrics.Record(result, result.response.size(), seconds);
     return;
   }
-  pending.client = ClientQuery::From(request.admission());
+  pending.client = server::ClientQuery::From(request.admission());
   pending.responder = request.TakeResponder();
   pending.start = start;
   pending.target = result.chase_target;
@@ -93,10 +93,10 @@ void DnsHandler::AskChaseTarget(uint64_t id, Pending& pending) {
   ++pending.chase_queries;
   upstream::Request request;
   request.qname = pending.target;
-  request.qtype = pending.client.qtype;
+  request.qtype = pending.client.query.qtype;
   request.qclass = dns::RrClass::kIn;
-  request.dnssec_ok = pending.client.dnssec_ok;
-  request.checking_disabled = pending.client.cd;
+  request.dnssec_ok = pending.client.query.edns && pending.client.query.edns->dnssec_ok;
+  request.checking_disabled = pending.client.query.header.cd;
   request.client_transport = pending.client.transport;
   const UpstreamRoute& route = routes_->Lookup(pending.target);
   shared_.forward_metrics.Sent(route.kind, ForwardKind::kChase);
@@ -119,7 +119,7 @@ void DnsHandler::OnForwarded(uint64_t id, const upstream::Result& result) {
     Fail(*pending, FailureOf(result));
     return;
   }
-  if (!ClientReply(result, pending->client, &reply_)) {
+  if (!server::ClientReply(result, pending->client, &reply_)) {
     Fail(*pending, ForwardFailure::kBadReply);
     return;
   }
@@ -135,8 +135,8 @@ void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
     return;
   }
   dns::Name next;
-  const ChaseStep step =
-      AppendChase(result.message, pending.target, pending.client.qtype, &*pending.partial, &next);
+  const ChaseStep step = AppendChase(result.message, pending.target, pending.client.query.qtype,
+                                     &*pending.partial, &next);
   if (step == ChaseStep::kFollow) {
     const auto& answers = pending.partial->answers;
     const bool seen = std::any_of(answers.begin(), answers.end(), [&](const auto& record) {
@@ -174,7 +174,8 @@ void DnsHandler::FailTaken(uint64_t id, ForwardFailure failure) {
 
 void DnsHandler::Fail(Pending& pending, ForwardFailure failure) {
   shared_.forward_metrics.Failed(failure);
-  std::span<const uint8_t> response = ErrorReply(pending.client, dns::Rcode::kServFail, buffer_);
+  std::span<const uint8_t> response = server::WriteEmptyResponse(
+      pending.client.query, dns::Rcode::kServFail, /*aa=*/false, buffer_);
   Finish(pending, response, dns::Rcode::kServFail, false);
 }
 
@@ -187,7 +188,7 @@ void DnsHandler::Finish(Pending& pending, std::span<const uint8_t> response, dns
   AnswerResult record;
   record.outcome = pending.partial ? Outcome::kExternalTarget : Outcome::kNotOurs;
   record.rcode = rcode;
-  record.qtype = pending.client.qtype;
+  record.qtype = pending.client.query.qtype;
   record.truncated = truncated;
   record.reverse = pending.reverse;
   shared_.dns_metrics.Record(record, response.size(), seconds);
