@@ -5,9 +5,12 @@
 // the same address with SO_REUSEPORT (or all on dup()s of inherited sockets); a LoopServer
 // can also be used alone on any loop (tests, single-threaded tools).
 //
-// With UdpOptions::receiver_thread, the UDP socket receives on a thread of its own, which
-// answers what the handler's AnswerOnReceiverThread can answer and hands the rest to this
-// loop; the destructor stops that thread before anything else.
+// Every query is admitted (admission.h, with Options::admission) before the handler sees
+// it. With UdpOptions::receiver_thread, the UDP socket receives on a thread of its own,
+// which admits each datagram, answers what the handler's AnswerOnReceiverThread can answer
+// and hands the rest to this loop, which admits it again (the socket's handoff carries
+// bytes only; a second parse is cheap beside the upstream round trip a miss then takes).
+// The destructor stops that thread before anything else.
 //
 // Counters go to a ThreadStats the caller owns (it outlives the LoopServer, so metrics can
 // still be read after shutdown). The sockets keep some counters of their own on the loop

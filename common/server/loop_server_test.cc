@@ -122,6 +122,62 @@ TEST_CASE("LoopServer answers UDP and TCP on one port and tells the handler who 
   CHECK(h.stats.Read().tcp_open == 0);
 }
 
+// Records each query's verdict on the loop, and what reaches the receiver thread.
+class VerdictHandler : public QueryHandler {
+ public:
+  void HandleQuery(Request& request) override {
+    verdicts.push_back(request.admission().verdict);
+    const std::span<const uint8_t> refusal =
+        WriteRefusal(request.admission(), request.response_buffer());
+    if (!refusal.empty()) (void)request.Reply(refusal);
+  }
+  size_t AnswerOnReceiverThread(const Admission& admission, std::span<const uint8_t>,
+                                const loop::SocketAddress&, std::span<uint8_t>) override {
+    if (!admission.admitted()) not_admitted_on_receiver = true;
+    return 0;
+  }
+  std::vector<Verdict> verdicts;  // the loop thread's
+  std::atomic<bool> not_admitted_on_receiver{false};
+};
+
+TEST_CASE("queries reach the handler admitted under the server's policy, on both paths",
+          "[server][admission]") {
+  const bool receiver_thread = GENERATE(false, true);
+  INFO("receiver thread: " << receiver_thread);
+  loop::Loop loop;
+  ThreadStats stats;
+  VerdictHandler* handler = nullptr;
+  LoopServer::Options options;
+  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  options.udp.receiver_thread = receiver_thread;
+  options.admission.classes = ClassScope::kInternetOnly;
+  std::string error;
+  auto server = LoopServer::Create(
+      loop, options,
+      [&](const ThreadContext&) {
+        auto made = std::make_unique<VerdictHandler>();
+        handler = made.get();
+        return made;
+      },
+      stats, &error);
+  INFO(error);
+  REQUIRE(server != nullptr);
+  std::vector<uint8_t> chaos = MakeQuery(2);
+  chaos[chaos.size() - 1] = 3;  // class CH
+  UdpClient udp(server->udp_address());
+  REQUIRE(udp.Send(MakeQuery(1)));
+  REQUIRE(RunUntil(loop, [&] { return handler->verdicts.size() == 1; }));
+  REQUIRE(udp.Send(chaos));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 2);
+  CHECK(((*reply)[3] & 0x0f) == 5);  // REFUSED
+  CHECK(handler->verdicts == std::vector<Verdict>{Verdict::kAdmitted, Verdict::kRefused});
+  CHECK_FALSE(handler->not_admitted_on_receiver);
+  server.reset();
+  RequireClosesClean(loop);
+}
+
 // Answers even query IDs on the receiver thread and leaves odd ones to HandleQuery.
 class ReceiverThreadHandler : public QueryHandler {
  public:
