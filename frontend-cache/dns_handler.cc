@@ -105,7 +105,9 @@ void DnsHandler::HandleQuery(server::Request& request) {
       shared_.metrics.Malformed();
       (void)request.Reply(server::WriteRefusal(admission, request.response_buffer()));
       return;
-    default: {  // BADVERS, NOTIMP
+    case server::Verdict::kBadVers:
+    case server::Verdict::kNotImp:
+    case server::Verdict::kRefused: {  // kRefused: not under our policy (ClassScope::kAny)
       const std::span<const uint8_t> refusal =
           server::WriteRefusal(admission, request.response_buffer());
       if (refusal.empty()) return;  // cannot happen for a parsed query; the client retries

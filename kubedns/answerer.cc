@@ -103,7 +103,9 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission&
       result.rcode = dns::Rcode::kFormErr;
       result.response = server::WriteRefusal(admission, buffer);
       return result;
-    default:  // BADVERS, NOTIMP, REFUSED (other classes; no zone transfers of the cluster)
+    case server::Verdict::kBadVers:
+    case server::Verdict::kNotImp:
+    case server::Verdict::kRefused:  // other classes; no zone transfers of the cluster
       result.qtype = query.qtype;
       result.response = server::WriteRefusal(admission, buffer);
       if (result.response.empty()) return result;  // dropped; cannot happen
