@@ -5,57 +5,15 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
-#include <thread>
-#include <unordered_map>
 #include <utility>
 
-#include "common/dns/builder.h"
-#include "common/dns/parser.h"
 #include "common/http/response.h"
-#include "common/loop/task_queue.h"
 #include "common/metrics/text_parser.h"
-#include "frontend-cache/cached_response.h"
-#include "frontend-cache/chaos.h"
 #include "frontend-cache/resolv_conf.h"
 
 namespace kdns::frontend {
 
 namespace {
-
-// Largest UDP answer we send, whatever larger size a client offers: 1232 avoids IP
-// fragmentation (DNS flag day 2020), and is what we ask upstreams for.
-constexpr size_t kMaxUdpAnswerBytes = 1232;
-
-size_t ClientLimit(const dns::Query& query, server::Transport transport) {
-  if (transport == server::Transport::kTcp) return dns::kMaxMessageSize;
-  if (!query.edns) return dns::kMaxUdpSizeWithoutEdns;
-  return std::clamp<size_t>(query.edns->PayloadSize(), dns::kMaxUdpSizeWithoutEdns,
-                            kMaxUdpAnswerBytes);
-}
-
-// A response with no records: the question echoed, `rcode`, RA, and an OPT record when the
-// client sent one.
-std::span<const uint8_t> EmptyResponse(const dns::Query& query, dns::Rcode rcode, bool aa,
-                                       std::span<uint8_t> out) {
-  dns::MessageBuilder builder(out, dns::kMaxUdpSizeWithoutEdns);
-  if (builder.StartResponse(query) != dns::BuildError::kOk) return {};
-  builder.header().ra = true;
-  builder.header().aa = aa;
-  builder.header().rcode = rcode;
-  if (query.edns) (void)builder.SetEdns(dns::EdnsView{});
-  return builder.Finish();
-}
-
-// FORMERR for a query we could not parse: the ID echoed, no question.
-std::span<const uint8_t> FormErr(const dns::Header& header, std::span<uint8_t> out) {
-  dns::MessageBuilder builder(out, dns::kMaxUdpSizeWithoutEdns);
-  builder.header().id = header.id;
-  builder.header().qr = true;
-  builder.header().opcode = header.opcode;
-  builder.header().rd = header.rd;
-  builder.header().rcode = dns::Rcode::kFormErr;
-  return builder.Finish();
-}
 
 upstream::UpstreamSet ToSet(const std::vector<UpstreamAddress>& upstreams) {
   std::vector<loop::SocketAddress> addresses;
@@ -69,242 +27,7 @@ upstream::UpstreamSet ToSet(const std::vector<UpstreamAddress>& upstreams) {
   return upstream::UpstreamSet(std::move(addresses));
 }
 
-// The (non-extended) rcode of a response we built; SERVFAIL for one too short to have it.
-dns::Rcode RcodeOf(std::span<const uint8_t> response) {
-  return response.size() >= dns::kHeaderSize ? static_cast<dns::Rcode>(response[3] & 0x0f)
-                                             : dns::Rcode::kServFail;
-}
-
-upstream::Transport ToUpstream(server::Transport transport) {
-  return transport == server::Transport::kTcp ? upstream::Transport::kTcp
-                                              : upstream::Transport::kUdp;
-}
-
 }  // namespace
-
-const upstream::UpstreamSet& RoutingState::SetFor(const Route& route) const {
-  const auto routes = table.domain_routes();
-  if (!routes.empty() && &route >= routes.data() && &route < routes.data() + routes.size()) {
-    return domain_sets[static_cast<size_t>(&route - routes.data())];
-  }
-  return default_set;
-}
-
-// One per DNS thread: answers from the cache, CHAOS and routing at once, and forwards
-// misses through the thread's Forwarder, keeping each client's Responder until the answer.
-class FrontendServer::Handler final : public server::QueryHandler {
- public:
-  Handler(FrontendServer& server, const server::ThreadContext& context)
-      : server_(server),
-        context_(context),
-        thread_(std::this_thread::get_id()),
-        routing_(server.routing_),
-        receiver_routing_(server.routing_),
-        forwarder_(context.loop, server.options_.forwarder, server.upstream_table_, server.clock_),
-        tasks_(context.loop) {
-    server_.AddHandler(this);
-  }
-
-  ~Handler() override {
-    server_.RemoveHandler(this);
-    forwarder_.CancelAll();  // answers every waiting client SERVFAIL before the sockets go
-  }
-
-  void HandleQuery(server::Request& request) override;
-  // Cache hits of plain queries; everything else is left to HandleQuery.
-  size_t AnswerOnReceiverThread(std::span<const uint8_t> query_bytes,
-                                const loop::SocketAddress& peer, std::span<uint8_t> out) override;
-
-  upstream::Forwarder& forwarder() { return forwarder_; }
-  // The serving thread (handlers are made on it).
-  std::thread::id thread() const { return thread_; }
-
- private:
-  struct Pending {
-    server::Responder responder;
-    std::vector<uint8_t> query;  // the client's bytes, parsed again for the answer
-    CacheKey key;
-  };
-
-  // `to` is the Request (answered now, the common case: no Responder is moved) or a kept
-  // Responder (answered later).
-  template <class To>
-  void Reply(To& to, const dns::Query& query, std::span<const uint8_t> response);
-  template <class To>
-  void ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, bool aa = false);
-  void Prefetch(const dns::Query& query, const CacheKey& key,
-                const upstream::UpstreamSet& upstreams);
-  void Complete(uint64_t id, const upstream::Result& result);
-
-  FrontendServer& server_;
-  const server::ThreadContext& context_;
-  const std::thread::id thread_;
-  SnapshotHolder<RoutingState>::Reader routing_;
-  // The receiver thread's own reader (a Reader is not shared between threads).
-  SnapshotHolder<RoutingState>::Reader receiver_routing_;
-  std::unordered_map<uint64_t, Pending> pending_;
-  uint64_t next_id_ = 1;
-  std::vector<uint8_t> scratch_;
-  std::vector<uint16_t> ttl_offsets_;
-  // Destroyed before everything but tasks_, so no callback can reach pending_ once it is
-  // gone.
-  upstream::Forwarder forwarder_;
-  // Prefetches asked for on the receiver thread run here. Last: destroyed first, dropping
-  // any task not run yet.
-  loop::TaskQueue tasks_;
-};
-
-void FrontendServer::Handler::HandleQuery(server::Request& request) {
-  dns::Query query;
-  const dns::ParseError error = dns::ParseQuery(request.query(), &query);
-  if (request.query().size() < dns::kHeaderSize || query.header.qr) {
-    server_.metrics_.Malformed();  // not a query at all: never answer (no reflection)
-    return;
-  }
-  if (error != dns::ParseError::kOk) {
-    server_.metrics_.Malformed();
-    (void)request.Reply(FormErr(query.header, request.response_buffer()));
-    return;
-  }
-  if (query.edns && query.edns->version != 0) {
-    return ReplyEmpty(request, query, dns::Rcode::kBadVers);  // RFC 6891 §6.1.3
-  }
-  if (query.header.opcode != dns::Opcode::kQuery) {
-    return ReplyEmpty(request, query, dns::Rcode::kNotImp);
-  }
-  if (query.qclass == dns::RrClass::kCh) {
-    server_.metrics_.LocalAnswer(FrontendMetrics::Local::kChaos);
-    const size_t limit = ClientLimit(query, request.transport());
-    const size_t size =
-        frontend::AnswerChaos(query, server_.ChaosStatsNow(), request.response_buffer(), limit);
-    if (size == 0) return ReplyEmpty(request, query, dns::Rcode::kServFail);
-    return Reply(request, query, request.response_buffer().first(size));
-  }
-  if (upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
-    // Our own loop probe came back: that upstream forwards to us. Never forward it again.
-    server_.metrics_.LocalAnswer(FrontendMetrics::Local::kLoopProbe);
-    if (auto upstream = server_.upstream_table_->MatchLoopProbe(query.qname)) {
-      server_.upstream_table_->Disable(*upstream, "its queries come back to us (a loop)");
-    }
-    return ReplyEmpty(request, query, dns::Rcode::kRefused);
-  }
-  const RoutingState* routing = routing_.Get();
-  const Route& route = routing->table.Lookup(query.qname);
-  if (route.action == RouteAction::kNxDomain) {
-    server_.metrics_.LocalAnswer(FrontendMetrics::Local::kNxDomain);
-    return ReplyEmpty(request, query, dns::Rcode::kNxDomain, /*aa=*/true);
-  }
-  if (route.action == RouteAction::kRefused) {
-    server_.metrics_.LocalAnswer(FrontendMetrics::Local::kRefused);
-    return ReplyEmpty(request, query, dns::Rcode::kRefused);
-  }
-  const upstream::UpstreamSet& upstreams = routing->SetFor(route);
-  const CacheKey key = CacheKey::FromQuery(query);
-  const size_t limit = ClientLimit(query, request.transport());
-  const LookupResult hit = server_.cache_.Lookup(key, query, request.response_buffer(), limit);
-  if (hit.status == LookupStatus::kHit) {
-    Reply(request, query, request.response_buffer().first(hit.size));
-    if (hit.prefetch) Prefetch(query, key, upstreams);
-    return;
-  }
-  // A miss: the right to answer is kept until the upstream's answer.
-  uint64_t id = next_id_++;
-  pending_.emplace(
-      id, Pending{request.TakeResponder(),
-                  std::vector<uint8_t>(request.query().begin(), request.query().end()), key});
-  forwarder_.Resolve(upstream::Request::FromQuery(query, ToUpstream(request.transport())),
-                     upstreams,
-                     [this, id](const upstream::Result& result) { Complete(id, result); });
-}
-
-size_t FrontendServer::Handler::AnswerOnReceiverThread(std::span<const uint8_t> query_bytes,
-                                                       const loop::SocketAddress& peer,
-                                                       std::span<uint8_t> out) {
-  (void)peer;
-  dns::Query query;
-  if (dns::ParseQuery(query_bytes, &query) != dns::ParseError::kOk || query.header.qr ||
-      query.header.opcode != dns::Opcode::kQuery || query.qclass == dns::RrClass::kCh ||
-      (query.edns && query.edns->version != 0) ||
-      upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
-    return 0;
-  }
-  const RoutingState* routing = receiver_routing_.Get();
-  if (routing == nullptr || routing->table.Lookup(query.qname).action != RouteAction::kForward) {
-    return 0;
-  }
-  const CacheKey key = CacheKey::FromQuery(query);
-  const size_t limit = std::min(ClientLimit(query, server::Transport::kUdp), out.size());
-  const LookupResult hit = server_.cache_.Peek(key, query, out, limit);
-  if (hit.status != LookupStatus::kHit) return 0;  // HandleQuery looks again and counts it
-  server_.metrics_.Answered(query.qtype, RcodeOf(out.first(hit.size)));
-  if (hit.prefetch) {
-    // The forwarder lives on the serving thread: refresh the entry from there.
-    tasks_.Post([this, bytes = std::vector<uint8_t>(query_bytes.begin(), query_bytes.end())] {
-      dns::Query again;
-      if (dns::ParseQuery(bytes, &again) != dns::ParseError::kOk) return;
-      const RoutingState* state = routing_.Get();
-      const Route& route = state->table.Lookup(again.qname);
-      if (route.action != RouteAction::kForward) return;  // the routing changed meanwhile
-      Prefetch(again, CacheKey::FromQuery(again), state->SetFor(route));
-    });
-  }
-  return hit.size;
-}
-
-void FrontendServer::Handler::Prefetch(const dns::Query& query, const CacheKey& key,
-                                       const upstream::UpstreamSet& upstreams) {
-  forwarder_.Resolve(upstream::Request::FromQuery(query, upstream::Transport::kUdp), upstreams,
-                     [this, key](const upstream::Result& result) {
-                       if (result.outcome == upstream::Outcome::kAnswer) {
-                         (void)server_.cache_.Insert(key, result.reply);
-                       }
-                     });
-}
-
-void FrontendServer::Handler::Complete(uint64_t id, const upstream::Result& result) {
-  auto it = pending_.find(id);
-  if (it == pending_.end()) return;
-  Pending pending = std::move(it->second);
-  pending_.erase(it);
-  dns::Query query;
-  if (dns::ParseQuery(pending.query, &query) != dns::ParseError::kOk) return;  // cannot be
-  const std::span<uint8_t> out = context_.response_buffer;
-  const size_t limit = ClientLimit(query, pending.responder.transport());
-  if (result.outcome == upstream::Outcome::kAnswer) {
-    (void)server_.cache_.Insert(pending.key, result.reply);
-    const size_t size = WriteForwardedResponse(result.reply, query, server_.cache_policy_,
-                                               &scratch_, &ttl_offsets_, out, limit);
-    if (size > 0) return Reply(pending.responder, query, out.first(size));
-    server_.metrics_.BadReply();  // matched the question, yet not a whole message
-    return ReplyEmpty(pending.responder, query, dns::Rcode::kServFail);
-  }
-  if (result.outcome == upstream::Outcome::kServFail &&
-      result.reason != upstream::FailReason::kShutdown) {
-    // RFC 8767: every upstream failed; an expired answer is better than none.
-    const LookupResult stale = server_.cache_.LookupStale(pending.key, query, out, limit);
-    if (stale.status == LookupStatus::kStale) {
-      return Reply(pending.responder, query, out.first(stale.size));
-    }
-  }
-  server_.metrics_.ServFail(result.outcome, result.reason);
-  ReplyEmpty(pending.responder, query, dns::Rcode::kServFail);
-}
-
-template <class To>
-void FrontendServer::Handler::Reply(To& to, const dns::Query& query,
-                                    std::span<const uint8_t> response) {
-  server_.metrics_.Answered(query.qtype, RcodeOf(response));
-  (void)to.Reply(response);
-}
-
-template <class To>
-void FrontendServer::Handler::ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode,
-                                         bool aa) {
-  std::span<const uint8_t> response = EmptyResponse(query, rcode, aa, context_.response_buffer);
-  if (response.empty()) return;  // cannot happen for a parsed query; the client retries
-  server_.metrics_.Answered(query.qtype, rcode);
-  (void)to.Reply(response);
-}
 
 FrontendServer::FrontendServer(Options options, const Clock& clock)
     : options_(std::move(options)),
@@ -315,6 +38,9 @@ FrontendServer::FrontendServer(Options options, const Clock& clock)
       upstream_table_(std::make_shared<upstream::UpstreamTable>()) {
   options_.forwarder.max_in_flight = options_.flags.dns_forward_max;  // for the process
   options_.forwarder.shared_in_flight = std::make_shared<std::atomic<size_t>>(0);
+  handler_shared_ = std::make_unique<DnsHandler::Shared>(
+      DnsHandler::Shared{cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_,
+                         upstream_table_, options_.forwarder, clock_, handlers_});
   RegisterMetrics();
 }
 
@@ -383,7 +109,7 @@ bool FrontendServer::Start(std::string* error) {
   routing_.Publish(std::move(state));
 
   server::HandlerFactory factory = [this](const server::ThreadContext& context) {
-    return std::make_unique<Handler>(*this, context);
+    return std::make_unique<DnsHandler>(context, *handler_shared_);
   };
   // A burst waits in the socket, not on the floor, while a thread is off the CPU (the
   // kernel caps this at net.core.rmem_max).
@@ -494,13 +220,7 @@ void FrontendServer::ProbeForLoops() {
   // From the first thread's Forwarder: the answer (or our own query coming back) arrives
   // on whichever thread the kernel picks, and the shared table sees it there.
   (void)servers_.front()->Post(0, [this, upstreams] {
-    Handler* here = nullptr;
-    {
-      std::lock_guard lock(handlers_mu_);
-      for (Handler* handler : handlers_) {
-        if (handler->thread() == std::this_thread::get_id()) here = handler;
-      }
-    }
+    DnsHandler* here = handlers_.OnThisThread();
     if (here == nullptr) return;  // shutting down
     for (const auto& address : upstreams) {
       dns::Name probe = here->forwarder().ProbeForLoop(address);
@@ -533,67 +253,7 @@ const loop::SocketAddress& FrontendServer::metrics_address() const {
   return metrics_http_ ? metrics_http_->local_address() : kNone;
 }
 
-void FrontendServer::AddHandler(Handler* handler) {
-  std::lock_guard lock(handlers_mu_);
-  handlers_.push_back(handler);
-}
-
-void FrontendServer::RemoveHandler(Handler* handler) {
-  std::lock_guard lock(handlers_mu_);
-  const upstream::ForwarderCounters& c = handler->forwarder().counters();
-  retired_totals_.requests += c.requests.load();
-  retired_totals_.coalesced += c.coalesced.load();
-  retired_totals_.overloaded += c.overloaded.load();
-  retired_totals_.tries += c.tries.load();
-  retired_totals_.timeouts += c.timeouts.load();
-  retired_totals_.failovers += c.failovers.load();
-  retired_totals_.mismatched += c.mismatched.load();
-  retired_totals_.malformed += c.malformed.load();
-  retired_totals_.tcp_retries += c.tcp_retries.load();
-  std::erase(handlers_, handler);
-}
-
-FrontendServer::ForwardTotals FrontendServer::forward_totals() const {
-  std::lock_guard lock(handlers_mu_);
-  ForwardTotals totals = retired_totals_;
-  totals.in_flight = 0;
-  for (Handler* handler : handlers_) {
-    const upstream::ForwarderCounters& c = handler->forwarder().counters();
-    totals.requests += c.requests.load(std::memory_order_relaxed);
-    totals.coalesced += c.coalesced.load(std::memory_order_relaxed);
-    totals.overloaded += c.overloaded.load(std::memory_order_relaxed);
-    totals.tries += c.tries.load(std::memory_order_relaxed);
-    totals.timeouts += c.timeouts.load(std::memory_order_relaxed);
-    totals.failovers += c.failovers.load(std::memory_order_relaxed);
-    totals.mismatched += c.mismatched.load(std::memory_order_relaxed);
-    totals.malformed += c.malformed.load(std::memory_order_relaxed);
-    totals.tcp_retries += c.tcp_retries.load(std::memory_order_relaxed);
-    totals.in_flight += c.in_flight.load(std::memory_order_relaxed);
-  }
-  return totals;
-}
-
-ChaosStats FrontendServer::ChaosStatsNow() const {
-  const CacheStats stats = cache_.Stats();
-  ChaosStats chaos;
-  chaos.cache_size = options_.flags.cache_size;
-  chaos.insertions = stats.insertions;
-  chaos.evictions = stats.evictions;
-  chaos.misses = stats.misses;
-  chaos.hits = stats.hits;
-  // dnsmasq lists the servers it is configured with, in order.
-  for (const UpstreamAddress& address : routing_.Current()->listing_order) {
-    UpstreamCounters counters;
-    counters.address = address;
-    if (auto socket = loop::SocketAddress::FromHostPort(address.address.ToString(), address.port)) {
-      const auto& entry = upstream_table_->Get(*socket);
-      counters.sent = entry.sent.Value();
-      counters.failed = entry.failed.Value();
-    }
-    chaos.servers.push_back(counters);
-  }
-  return chaos;
-}
+ForwardTotals FrontendServer::forward_totals() const { return handlers_.Totals(); }
 
 std::string FrontendServer::RenderMetrics() const {
   std::string text = registry_.Render();

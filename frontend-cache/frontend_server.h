@@ -3,8 +3,9 @@
 //
 // Threads:
 //   DNS threads     one server::DnsServer per listening address, `threads` loops each; every
-//                   loop has its own Handler with its own upstream::Forwarder (upstream
-//                   sockets, coalescing, the forward cap: all per thread, no lock)
+//                   loop has its own DnsHandler (dns_handler.h) with its own
+//                   upstream::Forwarder (upstream sockets and coalescing per thread; the
+//                   forward cap is shared by the process)
 //   HTTP thread     /metrics and /healthz on --prometheus-port, when set
 //   caller          Start, Reload (SIGHUP), StatsText (SIGUSR1), Stop
 // Shared between threads: the Cache (sharded, thread-safe), the routing (an immutable
@@ -19,7 +20,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,26 +34,12 @@
 #include "common/upstream/upstream_set.h"
 #include "common/upstream/upstream_table.h"
 #include "frontend-cache/cache.h"
-#include "frontend-cache/chaos.h"
+#include "frontend-cache/dns_handler.h"
 #include "frontend-cache/metrics.h"
 #include "frontend-cache/options.h"
 #include "frontend-cache/routing.h"
 
 namespace kdns::frontend {
-
-// One routing configuration, as the DNS threads see it.
-struct RoutingState {
-  RoutingTable table;
-  // The Forwarder's form of each route's upstreams: [i] for table.domain_routes()[i].
-  std::vector<upstream::UpstreamSet> domain_sets;
-  upstream::UpstreamSet default_set;
-  // Every upstream once, in the order dnsmasq lists them in servers.bind: the --server
-  // options as given (command line, then --servers-file), then resolv.conf's.
-  std::vector<UpstreamAddress> listing_order;
-  uint64_t generation = 0;
-
-  const upstream::UpstreamSet& SetFor(const Route& route) const;
-};
 
 class FrontendServer {
  public:
@@ -97,21 +83,12 @@ class FrontendServer {
   upstream::UpstreamTable& upstream_table() { return *upstream_table_; }
   std::shared_ptr<const RoutingState> routing() const { return routing_.Current(); }
   // Summed over the Forwarders of every thread.
-  struct ForwardTotals {
-    uint64_t requests = 0, coalesced = 0, overloaded = 0, tries = 0, timeouts = 0, failovers = 0,
-             mismatched = 0, malformed = 0, tcp_retries = 0, in_flight = 0;
-  };
   ForwardTotals forward_totals() const;
 
  private:
-  class Handler;
-
   bool BuildRouting(RoutingState* state, std::string* error) const;
-  ChaosStats ChaosStatsNow() const;
   void ProbeForLoops();
   void RegisterMetrics();
-  void AddHandler(Handler* handler);
-  void RemoveHandler(Handler* handler);
 
   Options options_;
   const Clock& clock_;
@@ -124,13 +101,11 @@ class FrontendServer {
   std::shared_ptr<upstream::UpstreamTable> upstream_table_;
   SnapshotHolder<RoutingState> routing_;
   uint64_t routing_generation_ = 0;
+  HandlerList handlers_;
+  // What every thread's DnsHandler shares (references to the members above).
+  std::unique_ptr<DnsHandler::Shared> handler_shared_;
   std::vector<std::unique_ptr<server::DnsServer>> servers_;
   std::unique_ptr<http::ServerThread> metrics_http_;
-
-  mutable std::mutex handlers_mu_;
-  std::vector<Handler*> handlers_;  // Guarded by handlers_mu_; each used on its own thread
-  // Totals of handlers already destroyed, so summed counters never go down.
-  ForwardTotals retired_totals_;  // Guarded by handlers_mu_.
 };
 
 }  // namespace kdns::frontend

@@ -74,7 +74,7 @@ class ScriptedUpstream {
       forwarded.from_other_port = true;
       return {forwarded};
     }
-    (received.transport == kdns::testing::Transport::kTcp ? tcp_ : udp_)++;
+    (received.transport == dns::Transport::kTcp ? tcp_ : udp_)++;
     if (down_) return {};
     dns::Message reply;
     reply.header = query.header;
@@ -316,10 +316,11 @@ TEST_CASE("CHAOS queries are answered with dnsmasq's statistics, never forwarded
 }
 
 TEST_CASE("when every upstream fails, an expired answer is served stale", "[frontend]") {
+  ManualClock clock(1'000'000);
   ScriptedUpstream upstream(4);
-  Harness h({upstream.address()});
+  Harness h({upstream.address()}, 150, clock);
   REQUIRE(Ask(h.address, "ttl1.test.").answers.size() == 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  clock.AdvanceMs(1100);  // past the 1 s TTL
   upstream.set_down(true);
   dns::Message stale = Ask(h.address, "ttl1.test.");
   CHECK(stale.rcode() == dns::Rcode::kNoError);
@@ -357,11 +358,9 @@ TEST_CASE("an upstream that sends our queries back to us is disabled", "[fronten
   looping.set_loop_to(h.address);
   std::string error;
   REQUIRE(h.server->Reload(&error));  // probes again, now that the upstream loops
-  for (int i = 0; i < 100 && !h.server->upstream_table().IsDisabled(*loop::SocketAddress::Parse(
-                                 "127.0.0.1:" + looping.address().substr(10)));
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const loop::SocketAddress looping_address =
+      *loop::SocketAddress::Parse("127.0.0.1:" + looping.address().substr(10));
+  CHECK(WaitFor([&] { return h.server->upstream_table().IsDisabled(looping_address); }));
   CHECK(Ask(h.address, "x.loop.test.").rcode() == dns::Rcode::kServFail);
   CHECK(Ask(h.address, "x.fine.test.").rcode() == dns::Rcode::kNoError);
   CHECK(h.server->registry().Render().find("kdns_frontend_upstreams_loop_disabled 1") !=

@@ -89,63 +89,54 @@ dns::RdataSoa Answerer::Soa(const Snapshot& snapshot) const {
   return soa;
 }
 
-AnswerResult Answerer::Answer(const Snapshot* snapshot, std::span<const uint8_t> packet,
-                              Transport transport, std::span<uint8_t> buffer) const {
+AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission& admission,
+                              std::span<uint8_t> buffer) const {
   AnswerResult result;
-  dns::Query query;
-  dns::ParseError error = dns::ParseQuery(packet, &query);
-  if (packet.size() < dns::kHeaderSize || query.header.qr) return result;  // dropped
-  if (error != dns::ParseError::kOk) {
-    // RFC 1035 4.1.1: FORMERR, echoing the ID; no question (we could not read one).
-    dns::MessageBuilder builder(buffer, dns::kMaxUdpSizeWithoutEdns);
-    builder.header().id = query.header.id;
-    builder.header().qr = true;
-    builder.header().opcode = query.header.opcode;
-    builder.header().rd = query.header.rd;
-    builder.header().rcode = dns::Rcode::kFormErr;
-    result.outcome = Outcome::kFormErr;
-    result.rcode = dns::Rcode::kFormErr;
-    result.response = builder.Finish();
-    return result;
+  const dns::Query& query = admission.query;
+  switch (admission.verdict) {
+    case server::Verdict::kAdmitted:
+      break;
+    case server::Verdict::kDrop:
+      return result;
+    case server::Verdict::kFormErr:
+      result.outcome = Outcome::kFormErr;
+      result.rcode = dns::Rcode::kFormErr;
+      result.response = server::WriteRefusal(admission, buffer);
+      return result;
+    case server::Verdict::kBadVers:
+    case server::Verdict::kNotImp:
+    case server::Verdict::kRefused:  // other classes; no zone transfers of the cluster
+      result.qtype = query.qtype;
+      result.response = server::WriteRefusal(admission, buffer);
+      if (result.response.empty()) return result;  // dropped; cannot happen
+      result.outcome = Outcome::kAnswered;
+      result.rcode = server::RefusalRcode(admission.verdict);
+      return result;
   }
   result.qtype = query.qtype;
 
-  size_t limit = dns::kMaxMessageSize;
-  if (transport == Transport::kUdp) {
-    limit = query.edns ? std::min<size_t>(query.edns->PayloadSize(), config_.max_udp_size_bytes)
-                       : dns::kMaxUdpSizeWithoutEdns;
-  }
-  Response response(buffer, limit, query);
+  Response response(buffer, admission.reply_limit_bytes, query);
   if (response.builder.StartResponse(query) != dns::BuildError::kOk) return result;
   response.builder.header().ra = true;  // names outside the zone are resolved for clients
   if (query.edns) (void)response.builder.SetEdns(dns::EdnsView{});
   result.outcome = Outcome::kAnswered;
 
-  if (query.edns && query.edns->version != 0) {
-    response.rcode = dns::Rcode::kBadVers;  // RFC 6891 6.1.3
-  } else if (query.header.opcode != dns::Opcode::kQuery) {
-    response.rcode = dns::Rcode::kNotImp;
-  } else if ((query.qclass != RrClass::kIn && query.qclass != RrClass::kAny) ||
-             query.qtype == RrType::kAxfr || query.qtype == RrType::kIxfr) {
-    response.rcode = dns::Rcode::kRefused;  // other classes; no zone transfers of the cluster
-  } else {
-    dns::Name lower = query.qname.Lowercased();
-    result.reverse = lower.IsSubdomainOf(in_addr_arpa_) || lower.IsSubdomainOf(ip6_arpa_);
-    if (lower.IsSubdomainOf(config_.zone)) {
-      response.builder.header().aa = true;
-      if (snapshot == nullptr || !snapshot->synced()) {
-        response.rcode = dns::Rcode::kServFail;  // not synced yet: no answer is better
-      } else {
-        AnswerZone(*snapshot, lower, response);
-      }
-    } else if (result.reverse && (snapshot == nullptr || !snapshot->synced())) {
-      response.rcode = dns::Rcode::kServFail;  // is the IP a cluster's? Not known yet.
-    } else if (result.reverse && AnswerReverse(*snapshot, lower, response)) {
-      // answered from the reverse index
+  dns::Name lower = query.qname.Lowercased();
+  result.reverse = lower.IsSubdomainOf(in_addr_arpa_) || lower.IsSubdomainOf(ip6_arpa_);
+  if (lower.IsSubdomainOf(config_.zone)) {
+    response.builder.header().aa = true;
+    if (snapshot == nullptr || !snapshot->synced()) {
+      response.rcode = dns::Rcode::kServFail;  // not synced yet: no answer is better
     } else {
-      result.outcome = Outcome::kNotOurs;
-      response.rcode = dns::Rcode::kRefused;
+      AnswerZone(*snapshot, lower, response);
     }
+  } else if (result.reverse && (snapshot == nullptr || !snapshot->synced())) {
+    response.rcode = dns::Rcode::kServFail;  // is the IP a cluster's? Not known yet.
+  } else if (result.reverse && AnswerReverse(*snapshot, lower, response)) {
+    // answered from the reverse index
+  } else {
+    result.outcome = Outcome::kNotOurs;
+    response.rcode = dns::Rcode::kRefused;
   }
   response.builder.header().rcode = response.rcode;
   result.rcode = response.rcode;
@@ -154,9 +145,6 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, std::span<const uint8_t>
   if (response.chase_target && !result.truncated && response.rcode == dns::Rcode::kNoError) {
     result.outcome = Outcome::kExternalTarget;
     result.chase_target = *response.chase_target;
-  }
-  if (result.outcome == Outcome::kNotOurs || result.outcome == Outcome::kExternalTarget) {
-    result.query = query;
   }
   return result;
 }

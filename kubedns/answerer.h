@@ -8,7 +8,12 @@
 //   NODATA for names that exist only as parents, NXDOMAIN with the SOA otherwise.
 // ANY gets an RFC 8482 minimal answer (the name's address records, or its one RRset).
 // Responses echo the question's case, carry OPT only when the query had one (advertising
-// 1232), and over UDP are cut at a whole RRset with TC set.
+// 1232), and over UDP are cut at a whole RRset with TC set at the admission's reply limit.
+//
+// The query arrives admitted (common/server/admission.h, with kAdmissionPolicy): malformed
+// queries, EDNS versions, opcodes, classes and zone transfers were decided there, and
+// Answer turns a verdict other than kAdmitted into its result (kDropped, kFormErr, or the
+// refusal answered).
 //
 // Names outside Z and reverse names of IPs kubedns holds nothing for are not ours: the
 // result says so (Outcome::kNotOurs) and the server forwards them (skydns forwards a
@@ -31,12 +36,16 @@
 #include "common/dns/parser.h"
 #include "common/dns/rdata.h"
 #include "common/dns/types.h"
+#include "common/server/admission.h"
 #include "kubedns/record_tree.h"
 
 namespace kdns::kubedns {
 
 enum class PodRecords : uint8_t { kInsecure, kVerified, kDisabled };
-enum class Transport : uint8_t { kUdp, kTcp };
+
+// What kubedns asks of admission: an authoritative server of class IN refuses other
+// classes and zone transfers.
+inline constexpr server::AdmissionPolicy kAdmissionPolicy{server::ClassScope::kInternetOnly};
 
 struct AnswerConfig {
   dns::Name zone;  // the cluster domain, e.g. cluster.local.
@@ -48,8 +57,6 @@ struct AnswerConfig {
   uint32_t soa_expire_s = 604800;
   uint32_t soa_minimum_s = 60;
   uint32_t soa_serial_base = 0;  // the serial is this plus the snapshot generation
-  // Largest UDP response, whatever larger size the client offers (no IP fragmentation).
-  uint16_t max_udp_size_bytes = 1232;
 };
 
 enum class Outcome : uint8_t {
@@ -69,9 +76,7 @@ struct AnswerResult {
   bool truncated = false;
   bool reverse = false;               // the question was under in-addr.arpa or ip6.arpa
   std::span<const uint8_t> response;  // a view of the caller's buffer
-  // kNotOurs and kExternalTarget only: the parsed query (its EDNS options point into the
-  // packet) and, for kExternalTarget, the CNAME target outside Z, as the service spells it.
-  dns::Query query;
+  // kExternalTarget only: the CNAME target outside Z, as the service spells it.
   dns::Name chase_target;
 };
 
@@ -79,10 +84,10 @@ class Answerer {
  public:
   explicit Answerer(const AnswerConfig& config);
 
-  // Parses `packet` and answers it into `buffer` (at least 65535 bytes for TCP; 1232 or
-  // more for UDP). `snapshot` may be null before the first publish. Never throws.
-  AnswerResult Answer(const Snapshot* snapshot, std::span<const uint8_t> packet,
-                      Transport transport, std::span<uint8_t> buffer) const;
+  // Answers the admitted query into `buffer` (at least admission.reply_limit_bytes).
+  // `snapshot` may be null before the first publish. Never throws.
+  AnswerResult Answer(const Snapshot* snapshot, const server::Admission& admission,
+                      std::span<uint8_t> buffer) const;
 
   const AnswerConfig& config() const { return config_; }
 

@@ -70,6 +70,15 @@ std::vector<uint8_t> BuildQuery(const Asked& asked, uint16_t id = 0x1234) {
   return {bytes.begin(), bytes.end()};
 }
 
+// Admits `packet` as kubedns's server does, then answers it.
+AnswerResult Answer(const Answerer& answerer, const Snapshot* snapshot,
+                    std::span<const uint8_t> packet, dns::Transport transport,
+                    std::span<uint8_t> buffer) {
+  server::Admission admission;
+  server::Admit(packet, transport, kAdmissionPolicy, &admission);
+  return answerer.Answer(snapshot, admission, buffer);
+}
+
 struct Answered {
   AnswerResult result;
   dns::Message message;
@@ -80,8 +89,8 @@ Answered Ask(const Answerer& answerer, const Snapshot* snapshot, const Asked& as
   std::vector<uint8_t> query = BuildQuery(asked);
   Answered answered;
   answered.bytes.resize(dns::kMaxMessageSize);
-  answered.result = answerer.Answer(snapshot, query, asked.tcp ? Transport::kTcp : Transport::kUdp,
-                                    answered.bytes);
+  answered.result = Answer(answerer, snapshot, query,
+                           asked.tcp ? dns::Transport::kTcp : dns::Transport::kUdp, answered.bytes);
   answered.bytes.assign(answered.result.response.begin(), answered.result.response.end());
   if (!answered.bytes.empty()) {
     REQUIRE(dns::ParseMessage(answered.bytes, &answered.message) == dns::ParseError::kOk);
@@ -254,8 +263,6 @@ TEST_CASE(
   Answered unknown = Ask(answerer, synced.get(), {"9.9.96.10.in-addr.arpa.", "PTR"});
   CHECK(unknown.result.outcome == Outcome::kNotOurs);
   CHECK(unknown.result.reverse);
-  CHECK(unknown.result.query.qname.ToText() == "9.9.96.10.in-addr.arpa.");
-  CHECK(unknown.result.query.qtype == dns::RrType::kPtr);
 }
 
 TEST_CASE("an ExternalName chain that leaves the zone is handed over with its target",
@@ -276,8 +283,6 @@ TEST_CASE("an ExternalName chain that leaves the zone is handed over with its ta
   Answered direct = Ask(answerer, snapshot.get(), {"Out.x.svc.cluster.local.", "A", false, 0});
   CHECK(direct.result.outcome == Outcome::kExternalTarget);
   CHECK(direct.result.chase_target.IdenticalTo(*dns::Name::FromText("WWW.Example.com.")));
-  CHECK(direct.result.query.qname.ToText() == "Out.x.svc.cluster.local.");
-  CHECK(direct.result.query.edns.has_value());
   CHECK(direct.message.rcode() == dns::Rcode::kNoError);
   CHECK(direct.message.header.aa);
   CHECK(Texts(direct.message.answers) ==
@@ -304,17 +309,18 @@ TEST_CASE("malformed queries are answered FORMERR or dropped", "[kubedns]") {
   std::vector<uint8_t> out(dns::kMaxMessageSize);
   SECTION("shorter than a header: dropped") {
     const uint8_t junk[5] = {1, 2, 3, 4, 5};
-    CHECK(answerer.Answer(snapshot.get(), junk, Transport::kUdp, out).outcome == Outcome::kDropped);
+    CHECK(Answer(answerer, snapshot.get(), junk, dns::Transport::kUdp, out).outcome ==
+          Outcome::kDropped);
   }
   SECTION("a response sent to us: dropped, so two servers never ping-pong") {
     auto query = BuildQuery({"kubernetes.default.svc.cluster.local.", "A"});
     query[2] |= 0x80;
-    CHECK(answerer.Answer(snapshot.get(), query, Transport::kUdp, out).outcome ==
+    CHECK(Answer(answerer, snapshot.get(), query, dns::Transport::kUdp, out).outcome ==
           Outcome::kDropped);
   }
   SECTION("no question: FORMERR with the query's ID") {
     const uint8_t header[12] = {0xab, 0xcd, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    auto result = answerer.Answer(snapshot.get(), header, Transport::kUdp, out);
+    auto result = Answer(answerer, snapshot.get(), header, dns::Transport::kUdp, out);
     CHECK(result.outcome == Outcome::kFormErr);
     REQUIRE(result.response.size() >= 12);
     CHECK(result.response[0] == 0xab);
@@ -324,7 +330,7 @@ TEST_CASE("malformed queries are answered FORMERR or dropped", "[kubedns]") {
   SECTION("a question cut short: FORMERR") {
     auto query = BuildQuery({"kubernetes.default.svc.cluster.local.", "A"});
     query.resize(query.size() - 3);
-    CHECK(answerer.Answer(snapshot.get(), query, Transport::kUdp, out).outcome ==
+    CHECK(Answer(answerer, snapshot.get(), query, dns::Transport::kUdp, out).outcome ==
           Outcome::kFormErr);
   }
 }

@@ -33,10 +33,8 @@ void DnsHandler::SetRoutes(std::shared_ptr<const UpstreamRoutes> routes) {
 
 void DnsHandler::HandleQuery(server::Request& request) {
   const Clock::time_point start = Clock::now();
-  AnswerResult result = shared_.answerer.Answer(
-      reader_.Get(), request.query(),
-      request.transport() == server::Transport::kTcp ? Transport::kTcp : Transport::kUdp,
-      request.response_buffer());
+  AnswerResult result =
+      shared_.answerer.Answer(reader_.Get(), request.admission(), request.response_buffer());
   if (result.outcome == Outcome::kNotOurs) {
     Forward(request, result, start);
     return;
@@ -52,21 +50,19 @@ void DnsHandler::HandleQuery(server::Request& request) {
 
 void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
                          Clock::time_point start) {
-  const upstream::Transport transport = request.transport() == server::Transport::kTcp
-                                            ? upstream::Transport::kTcp
-                                            : upstream::Transport::kUdp;
+  const dns::Query& query = request.admission().query;
   Pending pending;
-  pending.client =
-      ClientQuery::From(result.query, transport, shared_.answerer.config().max_udp_size_bytes);
+  pending.client = server::ClientQuery::From(request.admission());
   pending.responder = request.TakeResponder();
   pending.start = start;
   pending.reverse = result.reverse;
-  const UpstreamRoute& route = routes_->Lookup(result.query.qname);
+  const UpstreamRoute& route = routes_->Lookup(query.qname);
   const uint64_t id = next_id_++;
   pending_.emplace(id, std::move(pending));
   shared_.forward_metrics.Sent(route.kind, ForwardKind::kForward);
   shared_.forward_metrics.Started();
-  forwarder_.Resolve(upstream::Request::FromQuery(result.query, transport), route.upstreams,
+  forwarder_.Resolve(upstream::Request::FromQuery(query, request.admission().transport),
+                     route.upstreams,
                      [this, id](const upstream::Result& reply) { OnForwarded(id, reply); });
 }
 
@@ -76,17 +72,14 @@ void DnsHandler::StartChase(server::Request& request, const AnswerResult& result
   pending.partial.emplace();
   if (dns::ParseMessage(result.response, &*pending.partial) != dns::ParseError::kOk) {
     // Our own answer always parses; if it ever did not, the CNAME alone is still true.
-    LOG_EVERY_N(ERROR, 1000) << "cannot parse our own answer for " << result.query.qname.ToText();
+    LOG_EVERY_N(ERROR, 1000) << "cannot parse our own answer for "
+                             << request.admission().query.qname.ToText();
     request.Reply(result.response);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     shared_.dns_metrics.Record(result, result.response.size(), seconds);
     return;
   }
-  const upstream::Transport transport = request.transport() == server::Transport::kTcp
-                                            ? upstream::Transport::kTcp
-                                            : upstream::Transport::kUdp;
-  pending.client =
-      ClientQuery::From(result.query, transport, shared_.answerer.config().max_udp_size_bytes);
+  pending.client = server::ClientQuery::From(request.admission());
   pending.responder = request.TakeResponder();
   pending.start = start;
   pending.target = result.chase_target;
@@ -100,10 +93,10 @@ void DnsHandler::AskChaseTarget(uint64_t id, Pending& pending) {
   ++pending.chase_queries;
   upstream::Request request;
   request.qname = pending.target;
-  request.qtype = pending.client.qtype;
+  request.qtype = pending.client.query.qtype;
   request.qclass = dns::RrClass::kIn;
-  request.dnssec_ok = pending.client.dnssec_ok;
-  request.checking_disabled = pending.client.cd;
+  request.dnssec_ok = pending.client.query.edns && pending.client.query.edns->dnssec_ok;
+  request.checking_disabled = pending.client.query.header.cd;
   request.client_transport = pending.client.transport;
   const UpstreamRoute& route = routes_->Lookup(pending.target);
   shared_.forward_metrics.Sent(route.kind, ForwardKind::kChase);
@@ -126,7 +119,7 @@ void DnsHandler::OnForwarded(uint64_t id, const upstream::Result& result) {
     Fail(*pending, FailureOf(result));
     return;
   }
-  if (!ClientReply(result, pending->client, &reply_)) {
+  if (!server::ClientReply(result, pending->client, &reply_)) {
     Fail(*pending, ForwardFailure::kBadReply);
     return;
   }
@@ -142,8 +135,8 @@ void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
     return;
   }
   dns::Name next;
-  const ChaseStep step =
-      AppendChase(result.message, pending.target, pending.client.qtype, &*pending.partial, &next);
+  const ChaseStep step = AppendChase(result.message, pending.target, pending.client.query.qtype,
+                                     &*pending.partial, &next);
   if (step == ChaseStep::kFollow) {
     const auto& answers = pending.partial->answers;
     const bool seen = std::any_of(answers.begin(), answers.end(), [&](const auto& record) {
@@ -181,7 +174,8 @@ void DnsHandler::FailTaken(uint64_t id, ForwardFailure failure) {
 
 void DnsHandler::Fail(Pending& pending, ForwardFailure failure) {
   shared_.forward_metrics.Failed(failure);
-  std::span<const uint8_t> response = ErrorReply(pending.client, dns::Rcode::kServFail, buffer_);
+  std::span<const uint8_t> response = server::WriteEmptyResponse(
+      pending.client.query, dns::Rcode::kServFail, /*aa=*/false, buffer_);
   Finish(pending, response, dns::Rcode::kServFail, false);
 }
 
@@ -194,7 +188,7 @@ void DnsHandler::Finish(Pending& pending, std::span<const uint8_t> response, dns
   AnswerResult record;
   record.outcome = pending.partial ? Outcome::kExternalTarget : Outcome::kNotOurs;
   record.rcode = rcode;
-  record.qtype = pending.client.qtype;
+  record.qtype = pending.client.query.qtype;
   record.truncated = truncated;
   record.reverse = pending.reverse;
   shared_.dns_metrics.Record(record, response.size(), seconds);

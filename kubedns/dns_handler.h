@@ -6,8 +6,9 @@
 //   kNotOurs         the name is outside the cluster domain, or the reverse name of an IP
 //                    kubedns does not know: routed (UpstreamRoutes: stub domain or default
 //                    upstreams) and forwarded; the upstream's answer goes back with the
-//                    client's ID and name case, fitted to its buffer (forward_reply.h). Over
-//                    TCP for TCP clients (the Forwarder's rule).
+//                    client's ID and name case, fitted to its buffer
+//                    (common/server/forward_reply.h). Over TCP for TCP clients (the Forwarder's
+//                    rule).
 //   kExternalTarget  an ExternalName chain left the zone: the target is asked of the
 //                    upstreams (routed by stub domains as well) for the client's type, and
 //                    the answer appended to the CNAMEs. An authoritative upstream's own
@@ -39,12 +40,13 @@
 
 #include "common/base/snapshot_holder.h"
 #include "common/dns/message.h"
+#include "common/server/forward_reply.h"
 #include "common/server/query_handler.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/upstream_table.h"
 #include "kubedns/answerer.h"
+#include "kubedns/chase.h"
 #include "kubedns/forward_metrics.h"
-#include "kubedns/forward_reply.h"
 #include "kubedns/metrics.h"
 #include "kubedns/record_tree.h"
 #include "kubedns/upstream_routes.h"
@@ -85,7 +87,7 @@ class DnsHandler final : public server::QueryHandler {
   // A client query waiting for an upstream.
   struct Pending {
     server::Responder responder;
-    ClientQuery client;
+    server::ClientQuery client;
     Clock::time_point start;
     bool reverse = false;
     // A chase: our answer so far, and the name being asked.

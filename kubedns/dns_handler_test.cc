@@ -92,6 +92,7 @@ class Fixture {
     shared_.forwarder.max_in_flight = max_in_flight;
     server::LoopServer::Options options;
     options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+    options.admission = kAdmissionPolicy;
     std::string error;
     server_ = server::LoopServer::Create(
         loop, options,
@@ -243,8 +244,8 @@ TEST_CASE("TCP clients are forwarded over TCP", "[kubedns][handler]") {
   dns::Message reply = f.AskTcp({"www.example.com.", dns::RrType::kA, 7});
   CHECK(reply.header.id == 7);
   REQUIRE(reply.answers.size() == 1);
-  CHECK(f.a->CountQueries(upstream::Transport::kTcp) == 1);
-  CHECK(f.a->CountQueries(upstream::Transport::kUdp) == 0);
+  CHECK(f.a->CountQueries(dns::Transport::kTcp) == 1);
+  CHECK(f.a->CountQueries(dns::Transport::kUdp) == 0);
 }
 
 TEST_CASE("an ExternalName target outside the zone is chased through the upstreams",

@@ -124,6 +124,7 @@ bool DnsServer::Start(std::string* error) {
   base.reuse_port = from_fds ? loop::ReusePort::kNo : loop::ReusePort::kYes;
   base.udp = options_.udp;
   base.tcp = options_.tcp;
+  base.admission = options_.admission;
 
   size_t count = options_.threads;
   if (count == 0) count = std::max(1u, std::thread::hardware_concurrency());

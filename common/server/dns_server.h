@@ -61,6 +61,8 @@ class DnsServer {
     size_t threads = 0;
     UdpOptions udp;
     TcpOptions tcp;
+    // What every query is checked for before the handler sees it (admission.h).
+    AdmissionPolicy admission;
     std::optional<InheritedSockets> inherited;
     // Bind one UDP and one TCP socket and serve dups of them from every thread, as with
     // inherited sockets, instead of a SO_REUSEPORT pair per thread.

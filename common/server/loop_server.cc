@@ -110,10 +110,14 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
   if (options.udp.receiver_thread) {
     QueryHandler* handler = server->handler_.get();
     ThreadStats* thread_stats = &server->stats_;
-    auto fast_path = [handler, thread_stats](std::span<const uint8_t> datagram,
-                                             const loop::SocketAddress& peer,
-                                             std::span<uint8_t> out) {
-      const size_t size = handler->AnswerOnReceiverThread(datagram, peer, out);
+    auto fast_path = [handler, thread_stats, policy = options.admission](
+                         std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
+                         std::span<uint8_t> out) -> size_t {
+      // The same admission as on the loop; what it does not admit is answered there.
+      Admission admission;
+      Admit(datagram, dns::Transport::kUdp, policy, &admission);
+      if (!admission.admitted()) return 0;
+      const size_t size = handler->AnswerOnReceiverThread(admission, datagram, peer, out);
       if (size > 0) ThreadStats::Increment(thread_stats->udp_fast_answers);
       return size;
     };
@@ -150,7 +154,10 @@ LoopServer::~LoopServer() {
 void LoopServer::OnDatagram(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                             const loop::UdpReplyContext& reply_context) {
   ThreadStats::Increment(stats_.udp_queries);
-  Request request(context_, datagram, Responder(this, Transport::kUdp, peer, reply_context, 0));
+  Admission admission;
+  Admit(datagram, dns::Transport::kUdp, options_.admission, &admission);
+  Request request(context_, datagram, admission,
+                  Responder(this, dns::Transport::kUdp, peer, reply_context, 0));
   Handle(request);
 }
 
@@ -176,8 +183,10 @@ void LoopServer::OnTcpQuery(uint64_t id, std::span<const uint8_t> query) {
   if (it == connections_.end()) return;  // cannot happen: closed connections deliver nothing
   ++it->second.unanswered;
   ThreadStats::Increment(stats_.tcp_queries);
-  Request request(context_, query,
-                  Responder(this, Transport::kTcp, it->second.dns->peer_address(),
+  Admission admission;
+  Admit(query, dns::Transport::kTcp, options_.admission, &admission);
+  Request request(context_, query, admission,
+                  Responder(this, dns::Transport::kTcp, it->second.dns->peer_address(),
                             loop::UdpReplyContext(), id));
   Handle(request);
 }
@@ -193,17 +202,17 @@ void LoopServer::Handle(Request& request) {
   try {
     handler_->HandleQuery(request);
   } catch (const std::exception& e) {
-    LOG_EVERY_N(ERROR, 1000) << "DNS handler threw on a " << TransportName(request.transport())
+    LOG_EVERY_N(ERROR, 1000) << "DNS handler threw on a " << dns::TransportName(request.transport())
                              << " query from " << request.peer().ToString() << ": " << e.what();
   } catch (...) {
     LOG_EVERY_N(ERROR, 1000) << "DNS handler threw a non-std exception on a "
-                             << TransportName(request.transport()) << " query";
+                             << dns::TransportName(request.transport()) << " query";
   }
   // A still pending request is dropped when it goes out of scope in the caller.
 }
 
 bool LoopServer::Reply(const Responder& responder, std::span<const uint8_t> response) {
-  if (responder.transport_ == Transport::kUdp) {
+  if (responder.transport_ == dns::Transport::kUdp) {
     if (udp_ != nullptr && udp_->Send(response, responder.peer_, responder.reply_context_)) {
       ThreadStats::Increment(stats_.udp_replies);
       return true;
@@ -227,7 +236,7 @@ bool LoopServer::Reply(const Responder& responder, std::span<const uint8_t> resp
 
 void LoopServer::Drop(const Responder& responder) {
   ThreadStats::Increment(stats_.unanswered);
-  if (responder.transport_ == Transport::kUdp) return;
+  if (responder.transport_ == dns::Transport::kUdp) return;
   auto it = connections_.find(responder.connection_id_);
   if (it == connections_.end()) return;
   Connection& connection = it->second;

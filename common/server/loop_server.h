@@ -5,9 +5,12 @@
 // the same address with SO_REUSEPORT (or all on dup()s of inherited sockets); a LoopServer
 // can also be used alone on any loop (tests, single-threaded tools).
 //
-// With UdpOptions::receiver_thread, the UDP socket receives on a thread of its own, which
-// answers what the handler's AnswerOnReceiverThread can answer and hands the rest to this
-// loop; the destructor stops that thread before anything else.
+// Every query is admitted (admission.h, with Options::admission) before the handler sees
+// it. With UdpOptions::receiver_thread, the UDP socket receives on a thread of its own,
+// which admits each datagram, answers what the handler's AnswerOnReceiverThread can answer
+// and hands the rest to this loop, which admits it again (the socket's handoff carries
+// bytes only; a second parse is cheap beside the upstream round trip a miss then takes).
+// The destructor stops that thread before anything else.
 //
 // Counters go to a ThreadStats the caller owns (it outlives the LoopServer, so metrics can
 // still be read after shutdown). The sockets keep some counters of their own on the loop
@@ -38,6 +41,7 @@
 #include "common/loop/tcp_listener.h"
 #include "common/loop/timer.h"
 #include "common/loop/udp_socket.h"
+#include "common/server/admission.h"
 #include "common/server/query_handler.h"
 #include "common/server/stats.h"
 
@@ -83,6 +87,8 @@ class LoopServer {
     size_t thread_index = 0;
     UdpOptions udp;
     TcpOptions tcp;
+    // What every query is checked for before the handler sees it (admission.h).
+    AdmissionPolicy admission;
   };
 
   // What failed in Create.

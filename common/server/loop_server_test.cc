@@ -34,7 +34,7 @@ class HoldingHandler : public QueryHandler {
     held.push_back(request.TakeResponder());
   }
   std::vector<std::vector<uint8_t>> queries;
-  std::vector<Transport> transports;
+  std::vector<dns::Transport> transports;
   std::vector<Responder> held;
 };
 
@@ -75,7 +75,7 @@ HandlerFactory HoldingFactory(HoldingHandler** out) {
 
 TEST_CASE("LoopServer answers UDP and TCP on one port and tells the handler who asked",
           "[server]") {
-  std::vector<Transport> transports;
+  std::vector<dns::Transport> transports;
   std::vector<uint16_t> peer_ports;
   std::vector<size_t> thread_indexes;
   Harness h(
@@ -106,7 +106,7 @@ TEST_CASE("LoopServer answers UDP and TCP on one port and tells the handler who 
   CHECK(IdOf(*reply) == 8);
   CHECK(IsResponse(*reply));
 
-  REQUIRE(transports == std::vector<Transport>{Transport::kUdp, Transport::kTcp});
+  REQUIRE(transports == std::vector<dns::Transport>{dns::Transport::kUdp, dns::Transport::kTcp});
   CHECK(thread_indexes == std::vector<size_t>{3, 3});
   CHECK(peer_ports[0] != 0);
   CHECK(peer_ports[1] != 0);
@@ -122,6 +122,62 @@ TEST_CASE("LoopServer answers UDP and TCP on one port and tells the handler who 
   CHECK(h.stats.Read().tcp_open == 0);
 }
 
+// Records each query's verdict on the loop, and what reaches the receiver thread.
+class VerdictHandler : public QueryHandler {
+ public:
+  void HandleQuery(Request& request) override {
+    verdicts.push_back(request.admission().verdict);
+    const std::span<const uint8_t> refusal =
+        WriteRefusal(request.admission(), request.response_buffer());
+    if (!refusal.empty()) (void)request.Reply(refusal);
+  }
+  size_t AnswerOnReceiverThread(const Admission& admission, std::span<const uint8_t>,
+                                const loop::SocketAddress&, std::span<uint8_t>) override {
+    if (!admission.admitted()) not_admitted_on_receiver = true;
+    return 0;
+  }
+  std::vector<Verdict> verdicts;  // the loop thread's
+  std::atomic<bool> not_admitted_on_receiver{false};
+};
+
+TEST_CASE("queries reach the handler admitted under the server's policy, on both paths",
+          "[server][admission]") {
+  const bool receiver_thread = GENERATE(false, true);
+  INFO("receiver thread: " << receiver_thread);
+  loop::Loop loop;
+  ThreadStats stats;
+  VerdictHandler* handler = nullptr;
+  LoopServer::Options options;
+  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  options.udp.receiver_thread = receiver_thread;
+  options.admission.classes = ClassScope::kInternetOnly;
+  std::string error;
+  auto server = LoopServer::Create(
+      loop, options,
+      [&](const ThreadContext&) {
+        auto made = std::make_unique<VerdictHandler>();
+        handler = made.get();
+        return made;
+      },
+      stats, &error);
+  INFO(error);
+  REQUIRE(server != nullptr);
+  std::vector<uint8_t> chaos = MakeQuery(2);
+  chaos[chaos.size() - 1] = 3;  // class CH
+  UdpClient udp(server->udp_address());
+  REQUIRE(udp.Send(MakeQuery(1)));
+  REQUIRE(RunUntil(loop, [&] { return handler->verdicts.size() == 1; }));
+  REQUIRE(udp.Send(chaos));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 2);
+  CHECK(((*reply)[3] & 0x0f) == 5);  // REFUSED
+  CHECK(handler->verdicts == std::vector<Verdict>{Verdict::kAdmitted, Verdict::kRefused});
+  CHECK_FALSE(handler->not_admitted_on_receiver);
+  server.reset();
+  RequireClosesClean(loop);
+}
+
 // Answers even query IDs on the receiver thread and leaves odd ones to HandleQuery.
 class ReceiverThreadHandler : public QueryHandler {
  public:
@@ -129,8 +185,8 @@ class ReceiverThreadHandler : public QueryHandler {
     ++loop_thread_queries;
     CHECK(testing::ReplyEcho(request));
   }
-  size_t AnswerOnReceiverThread(std::span<const uint8_t> query, const loop::SocketAddress& peer,
-                                std::span<uint8_t> out) override {
+  size_t AnswerOnReceiverThread(const Admission&, std::span<const uint8_t> query,
+                                const loop::SocketAddress& peer, std::span<uint8_t> out) override {
     // No CHECK here: Catch's assertions are not thread-safe.
     if (peer.port() == 0) peer_port_zero = true;
     if (query.size() < 2 || query[1] % 2 != 0) return 0;
@@ -196,7 +252,7 @@ TEST_CASE("LoopServer lets a handler answer later through a Responder", "[server
     REQUIRE(udp.Send(MakeQuery(21)));
     REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
     CHECK(handler->held[0].pending());
-    CHECK(handler->held[0].transport() == Transport::kUdp);
+    CHECK(handler->held[0].transport() == dns::Transport::kUdp);
     timer->Start(1, [&] { CHECK(ReplyEcho(handler->held[0], handler->queries[0])); });
     REQUIRE(RunUntil(h.loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
     CHECK(h.stats.Read().udp_replies == 1);
@@ -205,7 +261,7 @@ TEST_CASE("LoopServer lets a handler answer later through a Responder", "[server
     TcpClient tcp(h.server->tcp_address());
     REQUIRE(tcp.Send(MakeQuery(21)));
     REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
-    CHECK(handler->held[0].transport() == Transport::kTcp);
+    CHECK(handler->held[0].transport() == dns::Transport::kTcp);
     timer->Start(1, [&] { CHECK(ReplyEcho(handler->held[0], handler->queries[0])); });
     REQUIRE(RunUntil(h.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
     CHECK(h.stats.Read().tcp_replies == 1);

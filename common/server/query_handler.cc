@@ -6,16 +6,6 @@
 
 namespace kdns::server {
 
-const char* TransportName(Transport transport) {
-  switch (transport) {
-    case Transport::kUdp:
-      return "udp";
-    case Transport::kTcp:
-      return "tcp";
-  }
-  return "?";
-}
-
 Responder::Responder(Responder&& other) noexcept
     : server_(std::exchange(other.server_, nullptr)),
       transport_(other.transport_),

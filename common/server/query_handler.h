@@ -1,7 +1,10 @@
 // The interface between the DNS serving skeleton (LoopServer, DnsServer) and the protocol
 // logic: a QueryHandler per serving thread receives each query as a Request and answers it
 // now (Request::Reply), later (Request::TakeResponder, then Responder::Reply from the same
-// thread), or not at all (a drop).
+// thread), or not at all (a drop). Every query was admitted first (admission.h): the
+// Request carries the parsed query and the verdict, so handlers never parse it again; a
+// query not admitted still reaches the handler, which counts it and sends WriteRefusal's
+// reply (or nothing, for kDrop).
 //
 //   - A synchronous authoritative server writes its answer into
 //     Request::response_buffer() and calls Reply() before returning.
@@ -34,16 +37,15 @@
 #include <memory>
 #include <span>
 
+#include "common/dns/transport.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/udp_socket.h"
+#include "common/server/admission.h"
 
 namespace kdns::server {
 
 class LoopServer;
-
-enum class Transport : uint8_t { kUdp, kTcp };
-const char* TransportName(Transport transport);
 
 // Size of each thread's reusable response buffer: the largest DNS message (TCP) fits.
 inline constexpr size_t kResponseBufferBytes = 64 * 1024;
@@ -77,12 +79,12 @@ class Responder {
 
   // True until Reply, Drop or a move.
   bool pending() const { return server_ != nullptr; }
-  Transport transport() const { return transport_; }
+  dns::Transport transport() const { return transport_; }
   const loop::SocketAddress& peer() const { return peer_; }
 
  private:
   friend class LoopServer;
-  Responder(LoopServer* server, Transport transport, const loop::SocketAddress& peer,
+  Responder(LoopServer* server, dns::Transport transport, const loop::SocketAddress& peer,
             const loop::UdpReplyContext& reply_context, uint64_t connection_id)
       : server_(server),
         transport_(transport),
@@ -91,7 +93,7 @@ class Responder {
         reply_context_(reply_context) {}
 
   LoopServer* server_ = nullptr;
-  Transport transport_ = Transport::kUdp;
+  dns::Transport transport_ = dns::Transport::kUdp;
   uint64_t connection_id_ = 0;  // TCP: the key in the thread's connection table
   loop::SocketAddress peer_;
   loop::UdpReplyContext reply_context_;  // UDP: the local address the query came to
@@ -105,7 +107,10 @@ class Request {
 
   // The query message (without a TCP length prefix), valid only during HandleQuery.
   std::span<const uint8_t> query() const { return query_; }
-  Transport transport() const { return responder_.transport(); }
+  // The query parsed and admitted, valid only during HandleQuery (its EDNS options point
+  // into query()).
+  const Admission& admission() const { return admission_; }
+  dns::Transport transport() const { return responder_.transport(); }
   const loop::SocketAddress& peer() const { return responder_.peer(); }
   size_t thread_index() const { return context_.thread_index; }
   // The thread's reusable buffer (ThreadContext::response_buffer).
@@ -122,11 +127,13 @@ class Request {
 
  private:
   friend class LoopServer;
-  Request(const ThreadContext& context, std::span<const uint8_t> query, Responder responder)
-      : context_(context), query_(query), responder_(std::move(responder)) {}
+  Request(const ThreadContext& context, std::span<const uint8_t> query, const Admission& admission,
+          Responder responder)
+      : context_(context), query_(query), admission_(admission), responder_(std::move(responder)) {}
 
   const ThreadContext& context_;
   std::span<const uint8_t> query_;
+  const Admission& admission_;
   Responder responder_;  // dropped at destruction if still pending
 };
 
@@ -138,12 +145,14 @@ class QueryHandler {
   virtual void HandleQuery(Request& request) = 0;
 
   // The UDP fast path, with UdpOptions::receiver_thread: called on the UDP socket's
-  // receiver thread for every datagram before the serving thread sees it, concurrently
-  // with HandleQuery. Writes a whole reply to `query` into `out` and returns its size, or
-  // returns 0 to leave the query to HandleQuery (which then gets it as usual). May use
-  // only state that is safe to share with the serving thread; must not block or throw.
-  virtual size_t AnswerOnReceiverThread(std::span<const uint8_t> query,
+  // receiver thread for every admitted datagram (admission.h; the rest go to HandleQuery)
+  // before the serving thread sees it, concurrently with HandleQuery. Writes a whole reply
+  // to `query` (parsed: admission.query) into `out` and returns its size, or returns 0 to
+  // leave the query to HandleQuery (which then gets it as usual). May use only state that
+  // is safe to share with the serving thread; must not block or throw.
+  virtual size_t AnswerOnReceiverThread(const Admission& admission, std::span<const uint8_t> query,
                                         const loop::SocketAddress& peer, std::span<uint8_t> out) {
+    (void)admission;
     (void)query;
     (void)peer;
     (void)out;

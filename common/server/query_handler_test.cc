@@ -48,11 +48,6 @@ ServerStats HandleOneQuery(const std::function<void(Request&, ThreadStats&)>& fn
   return stats.Read();
 }
 
-TEST_CASE("TransportName names both transports", "[server]") {
-  CHECK(std::string(TransportName(Transport::kUdp)) == "udp");
-  CHECK(std::string(TransportName(Transport::kTcp)) == "tcp");
-}
-
 TEST_CASE("An empty Responder replies nothing", "[server]") {
   Responder responder;
   CHECK_FALSE(responder.pending());
@@ -95,7 +90,7 @@ TEST_CASE("Moving a Responder moves the right to answer", "[server]") {
     third = std::move(second);
     CHECK(third.pending());
     CHECK(third.peer().port() != 0);
-    CHECK(third.transport() == Transport::kUdp);
+    CHECK(third.transport() == dns::Transport::kUdp);
     CHECK(stats.unanswered.load() == 0);
   });
 }

@@ -8,10 +8,6 @@
 
 namespace kdns::upstream {
 
-const char* TransportName(Transport transport) {
-  return transport == Transport::kTcp ? "tcp" : "udp";
-}
-
 const char* MatchName(Match match) {
   switch (match) {
     case Match::kOk:

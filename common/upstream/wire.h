@@ -23,12 +23,14 @@
 #include "common/dns/message.h"
 #include "common/dns/name.h"
 #include "common/dns/parser.h"
+#include "common/dns/transport.h"
 #include "common/dns/types.h"
 
 namespace kdns::upstream {
 
-enum class Transport : uint8_t { kUdp, kTcp };
-const char* TransportName(Transport transport);
+// The client's transport: the one dns::Transport of the tree.
+using dns::Transport;
+using dns::TransportName;
 
 enum class EdnsMode : uint8_t { kWithEdns, kWithoutEdns };
 

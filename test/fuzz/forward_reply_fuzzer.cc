@@ -102,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // What the Forwarder does with the bytes.
   const auto request = kdns::upstream::Request::FromQuery(
-      client.query, tcp ? kdns::upstream::Transport::kTcp : kdns::upstream::Transport::kUdp);
+      client.query, tcp ? kdns::dns::Transport::kTcp : kdns::dns::Transport::kUdp);
   kdns::dns::Message parsed;
   const kdns::upstream::Match match = kdns::upstream::MatchReply(reply, kOurId, request, &parsed);
 

@@ -52,15 +52,17 @@ void Check(bool condition) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::span<const uint8_t> packet(data, size);
   static std::vector<uint8_t> buffer(kdns::dns::kMaxMessageSize);
-  for (auto transport : {kdns::kubedns::Transport::kUdp, kdns::kubedns::Transport::kTcp}) {
-    auto result = TheAnswerer().Answer(&Cluster(), packet, transport, buffer);
+  for (auto transport : {kdns::dns::Transport::kUdp, kdns::dns::Transport::kTcp}) {
+    kdns::server::Admission admission;
+    kdns::server::Admit(packet, transport, kdns::kubedns::kAdmissionPolicy, &admission);
+    auto result = TheAnswerer().Answer(&Cluster(), admission, buffer);
     if (result.outcome == kdns::kubedns::Outcome::kDropped) {
       Check(result.response.empty());
       continue;
     }
     Check(!result.response.empty());
     Check(result.response.size() <=
-          (transport == kdns::kubedns::Transport::kUdp ? 1232u : kdns::dns::kMaxMessageSize));
+          (transport == kdns::dns::Transport::kUdp ? 1232u : kdns::dns::kMaxMessageSize));
     kdns::dns::Message message;
     Check(kdns::dns::ParseMessage(result.response, &message) == kdns::dns::ParseError::kOk);
     Check(message.header.qr);

@@ -32,14 +32,14 @@
 
 #include "common/dns/message.h"
 #include "common/dns/rdata.h"
+#include "common/dns/transport.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/task_queue.h"
-#include "common/upstream/wire.h"
 
 namespace kdns::testing {
 
-using upstream::Transport;
+using dns::Transport;
 
 struct ReceivedQuery {
   Transport transport = Transport::kUdp;

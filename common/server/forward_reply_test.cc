@@ -1,20 +1,21 @@
-#include "kubedns/forward_reply.h"
+#include "common/server/forward_reply.h"
 
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/dns/builder.h"
 #include "common/dns/testing.h"
 
-namespace kdns::kubedns {
+namespace kdns::server {
 namespace {
 
 using dns::testing::N;
 using dns::testing::RR;
 
 ClientQuery Client(const char* name, dns::RrType type, std::optional<uint16_t> edns_payload,
-                   upstream::Transport transport = upstream::Transport::kUdp) {
+                   dns::Transport transport = dns::Transport::kUdp) {
   std::vector<uint8_t> buffer(512);
   dns::MessageBuilder builder(buffer);
   builder.header().id = 0xbeef;
@@ -26,9 +27,10 @@ ClientQuery Client(const char* name, dns::RrType type, std::optional<uint16_t> e
     REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
   }
   auto bytes = builder.Finish();
-  dns::Query query;
-  REQUIRE(dns::ParseQuery(bytes, &query) == dns::ParseError::kOk);
-  return ClientQuery::From(query, transport, 1232);
+  Admission admission;
+  Admit(bytes, transport, AdmissionPolicy{}, &admission);
+  REQUIRE(admission.admitted());
+  return ClientQuery::From(admission);
 }
 
 // An upstream's reply to `name` (as the upstream spelt it), with `records` as its answers.
@@ -70,7 +72,7 @@ std::vector<dns::ResourceRecord> ManyA(const char* owner, int count) {
 
 }  // namespace
 
-TEST_CASE("a forwarded reply gets the client's ID and question case", "[kubedns][forward]") {
+TEST_CASE("a forwarded reply gets the client's ID and question case", "[server][forward]") {
   ClientQuery client = Client("WwW.Example.COM.", dns::RrType::kA, 1232);
   upstream::Result result = Upstream("www.example.com.", dns::RrType::kA,
                                      {RR("www.example.com. 60 IN A 192.0.2.1")}, true);
@@ -84,7 +86,7 @@ TEST_CASE("a forwarded reply gets the client's ID and question case", "[kubedns]
   CHECK(reply.edns.has_value());
 }
 
-TEST_CASE("a forwarded reply carries OPT only when the client sent it", "[kubedns][forward]") {
+TEST_CASE("a forwarded reply carries OPT only when the client sent it", "[server][forward]") {
   SECTION("the upstream's OPT is removed for a client without EDNS") {
     ClientQuery client = Client("www.example.com.", dns::RrType::kA, std::nullopt);
     std::vector<uint8_t> out;
@@ -109,19 +111,19 @@ TEST_CASE("a forwarded reply carries OPT only when the client sent it", "[kubedn
 }
 
 TEST_CASE("a forwarded reply too big for the client's UDP buffer is cut at an RRset with TC",
-          "[kubedns][forward]") {
+          "[server][forward]") {
   std::vector<dns::ResourceRecord> records = {RR("big.example.com. 60 IN CNAME pool.example.com.")};
   for (auto& record : ManyA("pool.example.com.", 100)) records.push_back(record);
   upstream::Result result = Upstream("big.example.com.", dns::RrType::kA, records, true);
   REQUIRE(result.reply.size() > 1232);
   struct Case {
     std::optional<uint16_t> payload;
-    upstream::Transport transport;
+    dns::Transport transport;
     bool truncated;
   };
-  auto c = GENERATE(Case{std::nullopt, upstream::Transport::kUdp, true},  // 512
-                    Case{4096, upstream::Transport::kUdp, true},          // capped at 1232
-                    Case{std::nullopt, upstream::Transport::kTcp, false});
+  auto c = GENERATE(Case{std::nullopt, dns::Transport::kUdp, true},  // 512
+                    Case{4096, dns::Transport::kUdp, true},          // capped at 1232
+                    Case{std::nullopt, dns::Transport::kTcp, false});
   ClientQuery client = Client("BIG.example.com.", dns::RrType::kA, c.payload, c.transport);
   std::vector<uint8_t> out;
   REQUIRE(ClientReply(result, client, &out));
@@ -138,12 +140,14 @@ TEST_CASE("a forwarded reply too big for the client's UDP buffer is cut at an RR
   }
 }
 
-TEST_CASE("error replies echo the question, set RA and OPT as asked", "[kubedns][forward]") {
+TEST_CASE("SERVFAIL for a kept client echoes the question, sets RA and OPT as asked",
+          "[server][forward]") {
   std::vector<uint8_t> buffer(512);
   for (bool edns : {false, true}) {
     ClientQuery client = Client("Www.Example.com.", dns::RrType::kAaaa,
                                 edns ? std::optional<uint16_t>(1232) : std::nullopt);
-    dns::Message reply = Parse(ErrorReply(client, dns::Rcode::kServFail, buffer));
+    dns::Message reply =
+        Parse(WriteEmptyResponse(client.query, dns::Rcode::kServFail, /*aa=*/false, buffer));
     CHECK(reply.rcode() == dns::Rcode::kServFail);
     CHECK(reply.header.id == 0xbeef);
     CHECK(reply.header.qr);
@@ -157,56 +161,4 @@ TEST_CASE("error replies echo the question, set RA and OPT as asked", "[kubedns]
   }
 }
 
-TEST_CASE("a chase appends the upstream's answer to the CNAME chain", "[kubedns][forward]") {
-  dns::Message partial;
-  partial.header.qr = true;
-  partial.header.aa = true;
-  partial.questions.push_back({N("ext.default.svc.cluster.local."), dns::RrType::kA});
-  partial.answers.push_back(RR("ext.default.svc.cluster.local. 30 IN CNAME www.example.com."));
-  const dns::Name target = N("www.example.com.");
-  dns::Name next;
-  SECTION("the records asked for: done") {
-    auto reply = Upstream("www.example.com.", dns::RrType::kA,
-                          {RR("www.example.com. 60 IN CNAME cdn.example.net."),
-                           RR("cdn.example.net. 20 IN A 192.0.2.7")},
-                          true);
-    CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) == ChaseStep::kDone);
-    CHECK(partial.answers.size() == 3);
-    CHECK(partial.rcode() == dns::Rcode::kNoError);
-    CHECK(partial.authorities.empty());
-  }
-  SECTION("NXDOMAIN describes the last name and keeps its SOA") {
-    auto reply = Upstream("www.example.com.", dns::RrType::kA, {}, true, dns::Rcode::kNxDomain,
-                          {RR("example.com. 300 IN SOA ns.example.com. h.example.com. 1 2 3 4 "
-                              "60"),
-                           RR("example.com. 300 IN NS ns.example.com.")});
-    CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) == ChaseStep::kDone);
-    CHECK(partial.rcode() == dns::Rcode::kNxDomain);
-    CHECK(partial.answers.size() == 1);
-    REQUIRE(partial.authorities.size() == 1);
-    CHECK(partial.authorities[0].type == dns::RrType::kSoa);
-  }
-  SECTION("NODATA keeps the SOA too") {
-    auto reply = Upstream("www.example.com.", dns::RrType::kA, {}, true, dns::Rcode::kNoError,
-                          {RR("example.com. 300 IN SOA ns.example.com. h.example.com. 1 2 3 4 "
-                              "60")});
-    CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) == ChaseStep::kDone);
-    CHECK(partial.rcode() == dns::Rcode::kNoError);
-    CHECK(partial.authorities.size() == 1);
-  }
-  SECTION("an authoritative server's CNAME out of its zone is followed") {
-    auto reply = Upstream("www.example.com.", dns::RrType::kA,
-                          {RR("www.example.com. 60 IN CNAME elsewhere.example.org.")}, true);
-    CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) ==
-          ChaseStep::kFollow);
-    CHECK(next == N("elsewhere.example.org."));
-    CHECK(CountCnames(partial) == 2);
-  }
-  SECTION("an rcode that cannot end a chain fails it") {
-    auto reply = Upstream("www.example.com.", dns::RrType::kA, {}, true, dns::Rcode::kYxDomain);
-    CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) ==
-          ChaseStep::kFailed);
-  }
-}
-
-}  // namespace kdns::kubedns
+}  // namespace kdns::server

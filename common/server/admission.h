@@ -1,0 +1,90 @@
+// Admission: the one step every DNS query goes through before a handler sees it, for both
+// servers and for frontend-cache's receiver-thread fast path alike. It parses the query
+// once and decides, in this order:
+//
+//   kDrop     shorter than a header, or QR set: not a query. Never answered, so two servers
+//             cannot bounce responses between them and we reflect nothing.
+//   kFormErr  a header, but the rest does not parse (RFC 1035 §4.1.1): FORMERR with the ID
+//             echoed and no question (we could not read one).
+//   kBadVers  EDNS version other than 0 (RFC 6891 §6.1.3).
+//   kNotImp   an opcode other than QUERY.
+//   kRefused  only with ClassScope::kInternetOnly (kubedns, an authoritative server): a
+//             class other than IN and ANY, or a zone transfer (AXFR, IXFR).
+//   kAdmitted everything else: the handler answers it from Admission::query.
+//
+// It also fixes the largest reply the client takes (reply_limit_bytes): the whole DNS
+// message over TCP; over UDP 512 without EDNS, else the client's EDNS payload size (at
+// least 512, RFC 6891 §6.2.5) capped at 1232 so answers are not fragmented (DNS flag day
+// 2020, and what both servers advertise).
+//
+// WriteRefusal writes the reply to a query not admitted; WriteEmptyResponse the record-less
+// answers both servers build for their own reasons (SERVFAIL, NXDOMAIN, REFUSED).
+// Program-specific decisions (frontend-cache: CHAOS, loop probes, routing; kubedns: which
+// names it owns) are the handler's, after admission.
+//
+// Pure functions on values, nothing allocated; safe on any thread (the receiver thread
+// admits its datagrams too).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "common/dns/edns.h"
+#include "common/dns/parser.h"
+#include "common/dns/transport.h"
+#include "common/dns/types.h"
+
+namespace kdns::server {
+
+// Largest UDP reply, whatever larger size a client offers.
+inline constexpr size_t kMaxUdpReplyBytes = dns::kDefaultUdpPayloadSize;
+
+// Which classes and types a server serves at all.
+enum class ClassScope : uint8_t {
+  kAny,           // every class and type goes to the handler (a forwarder: frontend-cache)
+  kInternetOnly,  // REFUSED for classes but IN and ANY and for AXFR/IXFR (kubedns)
+};
+
+struct AdmissionPolicy {
+  ClassScope classes = ClassScope::kAny;
+};
+
+enum class Verdict : uint8_t { kAdmitted, kDrop, kFormErr, kBadVers, kNotImp, kRefused };
+
+struct Admission {
+  Verdict verdict = Verdict::kDrop;
+  // The parsed query: whole for kAdmitted, kBadVers, kNotImp and kRefused; the header only
+  // for kFormErr (and kDrop with a header). EDNS options point into the packet.
+  dns::Query query;
+  dns::Transport transport = dns::Transport::kUdp;
+  size_t reply_limit_bytes = 512;  // the largest reply the client takes
+
+  bool admitted() const { return verdict == Verdict::kAdmitted; }
+};
+
+// The largest reply a client of `transport` that sent `query` takes (see the header comment).
+size_t ReplyLimit(const dns::Query& query, dns::Transport transport);
+
+// Parses and admits `packet` into *admission (overwritten whole).
+void Admit(std::span<const uint8_t> packet, dns::Transport transport, const AdmissionPolicy& policy,
+           Admission* admission);
+
+// The rcode a query not admitted is answered with (kNoError for kAdmitted and kDrop).
+dns::Rcode RefusalRcode(Verdict verdict);
+
+// A copy of an admitted query that outlives its packet, for a handler that answers later:
+// the EDNS options are dropped (no answer echoes them; they point into the packet).
+dns::Query Detach(const dns::Query& query);
+
+// The reply to a query not admitted: FORMERR, or BADVERS/NOTIMP/REFUSED as
+// WriteEmptyResponse writes them. Empty for kAdmitted and kDrop (nothing to send).
+std::span<const uint8_t> WriteRefusal(const Admission& admission, std::span<uint8_t> out);
+
+// A response with no records: the question echoed, `rcode`, RA (both servers resolve), AA
+// as given, and an OPT record advertising 1232 when the query had one (RFC 6891 §7). Empty
+// only when `out` is too small.
+std::span<const uint8_t> WriteEmptyResponse(const dns::Query& query, dns::Rcode rcode, bool aa,
+                                            std::span<uint8_t> out);
+
+}  // namespace kdns::server

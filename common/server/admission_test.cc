@@ -1,0 +1,196 @@
+#include "common/server/admission.h"
+
+#include <catch2/catch.hpp>
+#include <optional>
+#include <vector>
+
+#include "common/dns/builder.h"
+#include "common/dns/message.h"
+#include "common/dns/testing.h"
+
+namespace kdns::server {
+namespace {
+
+using dns::testing::N;
+
+struct Asked {
+  dns::RrType type = dns::RrType::kA;
+  dns::RrClass cls = dns::RrClass::kIn;
+  dns::Opcode opcode = dns::Opcode::kQuery;
+  std::optional<uint16_t> payload;  // EDNS payload size, or no OPT
+  uint8_t edns_version = 0;
+};
+
+Asked Edns(std::optional<uint16_t> payload, uint8_t version = 0) {
+  Asked asked;
+  asked.payload = payload;
+  asked.edns_version = version;
+  return asked;
+}
+Asked OfClass(dns::RrClass cls) {
+  Asked asked;
+  asked.cls = cls;
+  return asked;
+}
+Asked OfType(dns::RrType type, std::optional<uint16_t> payload = std::nullopt) {
+  Asked asked = Edns(payload);
+  asked.type = type;
+  return asked;
+}
+Asked WithOpcode(dns::Opcode opcode) {
+  Asked asked;
+  asked.opcode = opcode;
+  return asked;
+}
+
+std::vector<uint8_t> Query(const Asked& asked) {
+  std::vector<uint8_t> buffer(512);
+  dns::MessageBuilder builder(buffer);
+  builder.header().id = 0x1234;
+  builder.header().rd = true;
+  builder.header().opcode = asked.opcode;
+  REQUIRE(builder.AddQuestion(N("Example.com."), asked.type, asked.cls) == dns::BuildError::kOk);
+  if (asked.payload) {
+    dns::EdnsView edns;
+    edns.udp_payload_size = *asked.payload;
+    edns.version = asked.edns_version;
+    REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
+  }
+  auto bytes = builder.Finish();
+  return {bytes.begin(), bytes.end()};
+}
+
+Admission AdmitBytes(std::span<const uint8_t> packet,
+                     dns::Transport transport = dns::Transport::kUdp,
+                     ClassScope classes = ClassScope::kAny) {
+  Admission admission;
+  Admit(packet, transport, AdmissionPolicy{classes}, &admission);
+  return admission;
+}
+
+dns::Message Parse(std::span<const uint8_t> bytes) {
+  dns::Message message;
+  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
+  return message;
+}
+
+TEST_CASE("a well-formed query is admitted with its parsed question", "[server][admission]") {
+  auto packet = Query({});
+  Admission admission = AdmitBytes(packet);
+  CHECK(admission.admitted());
+  CHECK(admission.query.qname.IdenticalTo(N("Example.com.")));
+  CHECK(admission.query.header.id == 0x1234);
+  std::vector<uint8_t> out(512);
+  CHECK(WriteRefusal(admission, out).empty());
+}
+
+TEST_CASE("what is not a query is dropped without a reply", "[server][admission]") {
+  const uint8_t short_packet[5] = {1, 2, 3, 4, 5};
+  CHECK(AdmitBytes(short_packet).verdict == Verdict::kDrop);
+  auto response = Query({});
+  response[2] |= 0x80;  // QR
+  Admission admission = AdmitBytes(response);
+  CHECK(admission.verdict == Verdict::kDrop);
+  std::vector<uint8_t> out(512);
+  CHECK(WriteRefusal(admission, out).empty());
+}
+
+TEST_CASE("a malformed query gets FORMERR with its ID and no question", "[server][admission]") {
+  auto packet = Query({});
+  packet.resize(packet.size() - 3);
+  Admission admission = AdmitBytes(packet);
+  REQUIRE(admission.verdict == Verdict::kFormErr);
+  std::vector<uint8_t> out(512);
+  dns::Message reply = Parse(WriteRefusal(admission, out));
+  CHECK(reply.header.id == 0x1234);
+  CHECK(reply.header.qr);
+  CHECK(reply.header.rd);
+  CHECK(reply.rcode() == dns::Rcode::kFormErr);
+  CHECK(reply.questions.empty());
+}
+
+TEST_CASE("EDNS version, opcode and (for kInternetOnly) class decide the refusal",
+          "[server][admission]") {
+  struct Case {
+    Asked asked;
+    ClassScope classes;
+    Verdict verdict;
+    dns::Rcode rcode;
+  };
+  auto c = GENERATE(
+      Case{Edns(1232, 1), ClassScope::kAny, Verdict::kBadVers, dns::Rcode::kBadVers},
+      Case{WithOpcode(dns::Opcode::kStatus), ClassScope::kAny, Verdict::kNotImp,
+           dns::Rcode::kNotImp},
+      Case{Edns(1232, 1), ClassScope::kInternetOnly, Verdict::kBadVers, dns::Rcode::kBadVers},
+      Case{OfClass(dns::RrClass::kCh), ClassScope::kInternetOnly, Verdict::kRefused,
+           dns::Rcode::kRefused},
+      Case{OfType(dns::RrType::kAxfr), ClassScope::kInternetOnly, Verdict::kRefused,
+           dns::Rcode::kRefused},
+      Case{OfType(dns::RrType::kIxfr, 1232), ClassScope::kInternetOnly, Verdict::kRefused,
+           dns::Rcode::kRefused},
+      Case{OfClass(dns::RrClass::kCh), ClassScope::kAny, Verdict::kAdmitted, dns::Rcode::kNoError},
+      Case{OfType(dns::RrType::kAxfr), ClassScope::kAny, Verdict::kAdmitted, dns::Rcode::kNoError},
+      Case{OfClass(dns::RrClass::kAny), ClassScope::kInternetOnly, Verdict::kAdmitted,
+           dns::Rcode::kNoError});
+  auto packet = Query(c.asked);
+  Admission admission = AdmitBytes(packet, dns::Transport::kUdp, c.classes);
+  REQUIRE(admission.verdict == c.verdict);
+  CHECK(RefusalRcode(admission.verdict) == c.rcode);
+  if (c.verdict == Verdict::kAdmitted) return;
+  std::vector<uint8_t> out(512);
+  dns::Message reply = Parse(WriteRefusal(admission, out));
+  CHECK(reply.rcode() == c.rcode);
+  CHECK(reply.header.id == 0x1234);
+  CHECK(reply.header.ra);
+  CHECK_FALSE(reply.header.aa);
+  REQUIRE(reply.questions.size() == 1);
+  CHECK(reply.questions[0].name.IdenticalTo(N("Example.com.")));
+  CHECK(reply.edns.has_value() == c.asked.payload.has_value());  // OPT only when asked with one
+}
+
+TEST_CASE("the reply limit follows the transport and the client's EDNS size",
+          "[server][admission]") {
+  struct Case {
+    std::optional<uint16_t> payload;
+    dns::Transport transport;
+    size_t limit;
+  };
+  auto c = GENERATE(Case{std::nullopt, dns::Transport::kUdp, 512},
+                    Case{100, dns::Transport::kUdp, 512},  // below 512 counts as 512
+                    Case{1000, dns::Transport::kUdp, 1000},
+                    Case{4096, dns::Transport::kUdp, 1232},  // capped: no fragments
+                    Case{std::nullopt, dns::Transport::kTcp, 65535},
+                    Case{4096, dns::Transport::kTcp, 65535});
+  auto packet = Query(Edns(c.payload));
+  Admission admission = AdmitBytes(packet, c.transport);
+  CHECK(admission.transport == c.transport);
+  CHECK(admission.reply_limit_bytes == c.limit);
+}
+
+TEST_CASE("WriteEmptyResponse echoes the question with RA, AA as asked, and OPT when sent",
+          "[server][admission]") {
+  const bool edns = GENERATE(false, true);
+  auto packet = Query(Edns(edns ? std::optional<uint16_t>(4096) : std::nullopt));
+  Admission admission = AdmitBytes(packet);
+  std::vector<uint8_t> out(512);
+  dns::Message reply =
+      Parse(WriteEmptyResponse(admission.query, dns::Rcode::kNxDomain, /*aa=*/true, out));
+  CHECK(reply.rcode() == dns::Rcode::kNxDomain);
+  CHECK(reply.header.aa);
+  CHECK(reply.header.ra);
+  CHECK(reply.answers.empty());
+  CHECK(reply.edns.has_value() == edns);
+  if (edns) CHECK(reply.edns->udp_payload_size == 1232);
+}
+
+TEST_CASE("a detached query keeps the question and drops the EDNS options", "[server][admission]") {
+  auto packet = Query(Edns(1232));
+  Admission admission = AdmitBytes(packet);
+  dns::Query copy = Detach(admission.query);
+  CHECK(copy.qname.IdenticalTo(admission.query.qname));
+  REQUIRE(copy.edns.has_value());
+  CHECK(copy.edns->options.empty());
+}
+
+}  // namespace
+}  // namespace kdns::server

@@ -1,0 +1,266 @@
+#include "frontend-cache/dns_handler.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "common/server/admission.h"
+#include "frontend-cache/cached_response.h"
+
+namespace kdns::frontend {
+
+namespace {
+
+// The (non-extended) rcode of a response we built; SERVFAIL for one too short to have it.
+dns::Rcode RcodeOf(std::span<const uint8_t> response) {
+  return response.size() >= dns::kHeaderSize ? static_cast<dns::Rcode>(response[3] & 0x0f)
+                                             : dns::Rcode::kServFail;
+}
+
+}  // namespace
+
+const upstream::UpstreamSet& RoutingState::SetFor(const Route& route) const {
+  const auto routes = table.domain_routes();
+  if (!routes.empty() && &route >= routes.data() && &route < routes.data() + routes.size()) {
+    return domain_sets[static_cast<size_t>(&route - routes.data())];
+  }
+  return default_set;
+}
+
+void HandlerList::Add(DnsHandler* handler) {
+  std::lock_guard lock(mu_);
+  handlers_.push_back(handler);
+}
+
+void HandlerList::Remove(DnsHandler* handler) {
+  std::lock_guard lock(mu_);
+  const upstream::ForwarderCounters& c = handler->forwarder().counters();
+  retired_.requests += c.requests.load();
+  retired_.coalesced += c.coalesced.load();
+  retired_.overloaded += c.overloaded.load();
+  retired_.tries += c.tries.load();
+  retired_.timeouts += c.timeouts.load();
+  retired_.failovers += c.failovers.load();
+  retired_.mismatched += c.mismatched.load();
+  retired_.malformed += c.malformed.load();
+  retired_.tcp_retries += c.tcp_retries.load();
+  std::erase(handlers_, handler);
+}
+
+ForwardTotals HandlerList::Totals() const {
+  std::lock_guard lock(mu_);
+  ForwardTotals totals = retired_;
+  totals.in_flight = 0;
+  for (DnsHandler* handler : handlers_) {
+    const upstream::ForwarderCounters& c = handler->forwarder().counters();
+    totals.requests += c.requests.load(std::memory_order_relaxed);
+    totals.coalesced += c.coalesced.load(std::memory_order_relaxed);
+    totals.overloaded += c.overloaded.load(std::memory_order_relaxed);
+    totals.tries += c.tries.load(std::memory_order_relaxed);
+    totals.timeouts += c.timeouts.load(std::memory_order_relaxed);
+    totals.failovers += c.failovers.load(std::memory_order_relaxed);
+    totals.mismatched += c.mismatched.load(std::memory_order_relaxed);
+    totals.malformed += c.malformed.load(std::memory_order_relaxed);
+    totals.tcp_retries += c.tcp_retries.load(std::memory_order_relaxed);
+    totals.in_flight += c.in_flight.load(std::memory_order_relaxed);
+  }
+  return totals;
+}
+
+DnsHandler* HandlerList::OnThisThread() const {
+  std::lock_guard lock(mu_);
+  for (DnsHandler* handler : handlers_) {
+    if (handler->thread() == std::this_thread::get_id()) return handler;
+  }
+  return nullptr;
+}
+
+DnsHandler::DnsHandler(const server::ThreadContext& context, const Shared& shared)
+    : shared_(shared),
+      context_(context),
+      thread_(std::this_thread::get_id()),
+      routing_(shared.routing),
+      receiver_routing_(shared.routing),
+      forwarder_(context.loop, shared.forwarder, shared.upstream_table, shared.clock),
+      tasks_(context.loop) {
+  shared_.handlers.Add(this);
+}
+
+DnsHandler::~DnsHandler() {
+  shared_.handlers.Remove(this);
+  forwarder_.CancelAll();  // answers every waiting client SERVFAIL before the sockets go
+}
+
+void DnsHandler::HandleQuery(server::Request& request) {
+  const server::Admission& admission = request.admission();
+  const dns::Query& query = admission.query;
+  switch (admission.verdict) {
+    case server::Verdict::kAdmitted:
+      break;
+    case server::Verdict::kDrop:
+      shared_.metrics.Malformed();  // not a query at all: never answer (no reflection)
+      return;
+    case server::Verdict::kFormErr:
+      shared_.metrics.Malformed();
+      (void)request.Reply(server::WriteRefusal(admission, request.response_buffer()));
+      return;
+    case server::Verdict::kBadVers:
+    case server::Verdict::kNotImp:
+    case server::Verdict::kRefused: {  // kRefused: not under our policy (ClassScope::kAny)
+      const std::span<const uint8_t> refusal =
+          server::WriteRefusal(admission, request.response_buffer());
+      if (refusal.empty()) return;  // cannot happen for a parsed query; the client retries
+      shared_.metrics.Answered(query.qtype, server::RefusalRcode(admission.verdict));
+      (void)request.Reply(refusal);
+      return;
+    }
+  }
+  if (query.qclass == dns::RrClass::kCh) {
+    shared_.metrics.LocalAnswer(FrontendMetrics::Local::kChaos);
+    const size_t limit = admission.reply_limit_bytes;
+    const size_t size =
+        frontend::AnswerChaos(query, ChaosStatsNow(), request.response_buffer(), limit);
+    if (size == 0) return ReplyEmpty(request, query, dns::Rcode::kServFail);
+    return Reply(request, query, request.response_buffer().first(size));
+  }
+  if (upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
+    // Our own loop probe came back: that upstream forwards to us. Never forward it again.
+    shared_.metrics.LocalAnswer(FrontendMetrics::Local::kLoopProbe);
+    if (auto upstream = shared_.upstream_table->MatchLoopProbe(query.qname)) {
+      shared_.upstream_table->Disable(*upstream, "its queries come back to us (a loop)");
+    }
+    return ReplyEmpty(request, query, dns::Rcode::kRefused);
+  }
+  const RoutingState* routing = routing_.Get();
+  const Route& route = routing->table.Lookup(query.qname);
+  if (route.action == RouteAction::kNxDomain) {
+    shared_.metrics.LocalAnswer(FrontendMetrics::Local::kNxDomain);
+    return ReplyEmpty(request, query, dns::Rcode::kNxDomain, /*aa=*/true);
+  }
+  if (route.action == RouteAction::kRefused) {
+    shared_.metrics.LocalAnswer(FrontendMetrics::Local::kRefused);
+    return ReplyEmpty(request, query, dns::Rcode::kRefused);
+  }
+  const upstream::UpstreamSet& upstreams = routing->SetFor(route);
+  const CacheKey key = CacheKey::FromQuery(query);
+  const size_t limit = admission.reply_limit_bytes;
+  const LookupResult hit = shared_.cache.Lookup(key, query, request.response_buffer(), limit);
+  if (hit.status == LookupStatus::kHit) {
+    Reply(request, query, request.response_buffer().first(hit.size));
+    if (hit.prefetch) Prefetch(query, key, upstreams);
+    return;
+  }
+  // A miss: the right to answer is kept until the upstream's answer.
+  uint64_t id = next_id_++;
+  pending_.emplace(id, Pending{request.TakeResponder(), server::ClientQuery::From(admission), key});
+  forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport), upstreams,
+                     [this, id](const upstream::Result& result) { Complete(id, result); });
+}
+
+size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
+                                          std::span<const uint8_t> query_bytes,
+                                          const loop::SocketAddress& peer, std::span<uint8_t> out) {
+  (void)query_bytes;
+  (void)peer;
+  const dns::Query& query = admission.query;
+  if (query.qclass == dns::RrClass::kCh || upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
+    return 0;
+  }
+  const RoutingState* routing = receiver_routing_.Get();
+  if (routing == nullptr || routing->table.Lookup(query.qname).action != RouteAction::kForward) {
+    return 0;
+  }
+  const CacheKey key = CacheKey::FromQuery(query);
+  const size_t limit = std::min(admission.reply_limit_bytes, out.size());
+  const LookupResult hit = shared_.cache.Peek(key, query, out, limit);
+  if (hit.status != LookupStatus::kHit) return 0;  // HandleQuery looks again and counts it
+  shared_.metrics.Answered(query.qtype, RcodeOf(out.first(hit.size)));
+  if (hit.prefetch) {
+    // The forwarder lives on the serving thread: refresh the entry from there.
+    tasks_.Post([this, again = server::Detach(query)] {
+      const RoutingState* state = routing_.Get();
+      const Route& route = state->table.Lookup(again.qname);
+      if (route.action != RouteAction::kForward) return;  // the routing changed meanwhile
+      Prefetch(again, CacheKey::FromQuery(again), state->SetFor(route));
+    });
+  }
+  return hit.size;
+}
+
+void DnsHandler::Prefetch(const dns::Query& query, const CacheKey& key,
+                          const upstream::UpstreamSet& upstreams) {
+  forwarder_.Resolve(upstream::Request::FromQuery(query, dns::Transport::kUdp), upstreams,
+                     [this, key](const upstream::Result& result) {
+                       if (result.outcome == upstream::Outcome::kAnswer) {
+                         (void)shared_.cache.Insert(key, result.reply);
+                       }
+                     });
+}
+
+void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  Pending pending = std::move(it->second);
+  pending_.erase(it);
+  const dns::Query& query = pending.client.query;
+  const std::span<uint8_t> out = context_.response_buffer;
+  const size_t limit = pending.client.limit_bytes;
+  if (result.outcome == upstream::Outcome::kAnswer) {
+    (void)shared_.cache.Insert(pending.key, result.reply);
+    const size_t size = WriteForwardedResponse(result.reply, query, shared_.cache_policy, &scratch_,
+                                               &ttl_offsets_, out, limit);
+    if (size > 0) return Reply(pending.responder, query, out.first(size));
+    shared_.metrics.BadReply();  // matched the question, yet not a whole message
+    return ReplyEmpty(pending.responder, query, dns::Rcode::kServFail);
+  }
+  if (result.outcome == upstream::Outcome::kServFail &&
+      result.reason != upstream::FailReason::kShutdown) {
+    // RFC 8767: every upstream failed; an expired answer is better than none.
+    const LookupResult stale = shared_.cache.LookupStale(pending.key, query, out, limit);
+    if (stale.status == LookupStatus::kStale) {
+      return Reply(pending.responder, query, out.first(stale.size));
+    }
+  }
+  shared_.metrics.ServFail(result.outcome, result.reason);
+  ReplyEmpty(pending.responder, query, dns::Rcode::kServFail);
+}
+
+template <class To>
+void DnsHandler::Reply(To& to, const dns::Query& query, std::span<const uint8_t> response) {
+  shared_.metrics.Answered(query.qtype, RcodeOf(response));
+  (void)to.Reply(response);
+}
+
+template <class To>
+void DnsHandler::ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, bool aa) {
+  std::span<const uint8_t> response =
+      server::WriteEmptyResponse(query, rcode, aa, context_.response_buffer);
+  if (response.empty()) return;  // cannot happen for a parsed query; the client retries
+  shared_.metrics.Answered(query.qtype, rcode);
+  (void)to.Reply(response);
+}
+
+ChaosStats DnsHandler::ChaosStatsNow() const {
+  const CacheStats stats = shared_.cache.Stats();
+  ChaosStats chaos;
+  chaos.cache_size = shared_.cache_size;
+  chaos.insertions = stats.insertions;
+  chaos.evictions = stats.evictions;
+  chaos.misses = stats.misses;
+  chaos.hits = stats.hits;
+  // dnsmasq lists the servers it is configured with, in order.
+  for (const UpstreamAddress& address : shared_.routing.Current()->listing_order) {
+    UpstreamCounters counters;
+    counters.address = address;
+    if (auto socket = loop::SocketAddress::FromHostPort(address.address.ToString(), address.port)) {
+      const auto& entry = shared_.upstream_table->Get(*socket);
+      counters.sent = entry.sent.Value();
+      counters.failed = entry.failed.Value();
+    }
+    chaos.servers.push_back(counters);
+  }
+  return chaos;
+}
+
+}  // namespace kdns::frontend

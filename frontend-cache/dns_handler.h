@@ -1,0 +1,155 @@
+// DnsHandler: frontend-cache's QueryHandler, one per DNS thread, shaped like kubedns's
+// (kubedns/dns_handler.h). Every query reaches it admitted (common/server/admission.h:
+// parsed; FORMERR, BADVERS, NOTIMP decided); it then decides in this order:
+//
+//   CHAOS class      dnsmasq's statistics (chaos.h), never forwarded
+//   a loop probe     our own probe came back: the upstream that sent it forwards to us and
+//                    is disabled; REFUSED
+//   routing          --server=/domain/ with no upstream: NXDOMAIN (local) or REFUSED
+//   the cache        a fresh entry answers at once (prefetching it when it is about to expire)
+//   the upstreams    a miss is forwarded through the thread's upstream::Forwarder; the
+//                    reply is cached and written for the client (cached_response.h), or on
+//                    failure an expired entry is served stale (RFC 8767), else SERVFAIL
+//
+// With receiver threads, AnswerOnReceiverThread answers cache hits of plain forwarded
+// queries on the socket's receiver thread and leaves the rest to HandleQuery. The CHAOS,
+// loop-probe and routing checks run there as well, on the thread's own routing reader.
+//
+// Shared state is passed in explicitly (Shared): the cache, the published routing, the
+// upstream table and metrics, all thread-safe. HandlerList knows the live handlers, so the
+// server can sum their forwarders' counters and send loop probes from a serving thread.
+//
+// Thread: the DNS thread that created it (HandleQuery, the Forwarder's callbacks, tasks),
+// except AnswerOnReceiverThread (its socket's receiver thread). Pending clients are answered
+// SERVFAIL when it is destroyed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/base/clock.h"
+#include "common/base/snapshot_holder.h"
+#include "common/loop/task_queue.h"
+#include "common/server/forward_reply.h"
+#include "common/server/query_handler.h"
+#include "common/upstream/forwarder.h"
+#include "common/upstream/upstream_set.h"
+#include "common/upstream/upstream_table.h"
+#include "frontend-cache/cache.h"
+#include "frontend-cache/chaos.h"
+#include "frontend-cache/metrics.h"
+#include "frontend-cache/routing.h"
+
+namespace kdns::frontend {
+
+// One routing configuration, as the DNS threads see it.
+struct RoutingState {
+  RoutingTable table;
+  // The Forwarder's form of each route's upstreams: [i] for table.domain_routes()[i].
+  std::vector<upstream::UpstreamSet> domain_sets;
+  upstream::UpstreamSet default_set;
+  // Every upstream once, in the order dnsmasq lists them in servers.bind: the --server
+  // options as given (command line, then --servers-file), then resolv.conf's.
+  std::vector<UpstreamAddress> listing_order;
+  uint64_t generation = 0;
+
+  const upstream::UpstreamSet& SetFor(const Route& route) const;
+};
+
+// The forwarders' counters, summed over every thread.
+struct ForwardTotals {
+  uint64_t requests = 0, coalesced = 0, overloaded = 0, tries = 0, timeouts = 0, failovers = 0,
+           mismatched = 0, malformed = 0, tcp_retries = 0, in_flight = 0;
+};
+
+class DnsHandler;
+
+// The handlers alive. Thread-safe.
+class HandlerList {
+ public:
+  void Add(DnsHandler* handler);
+  // Keeps the handler's counters in the totals, so summed counters never go down.
+  void Remove(DnsHandler* handler);
+  ForwardTotals Totals() const;
+  // The handler of the calling thread, or nullptr (shutting down). Use it on that thread.
+  DnsHandler* OnThisThread() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<DnsHandler*> handlers_;  // Guarded by mu_; each used on its own thread.
+  ForwardTotals retired_;              // Guarded by mu_.
+};
+
+class DnsHandler final : public server::QueryHandler {
+ public:
+  // Shared by the handlers of every thread; they outlive the handlers.
+  struct Shared {
+    Cache& cache;
+    const CachePolicy& cache_policy;
+    size_t cache_size;  // --cache-size, for CHAOS's cachesize.bind
+    FrontendMetrics& metrics;
+    SnapshotHolder<RoutingState>& routing;
+    std::shared_ptr<upstream::UpstreamTable> upstream_table;
+    upstream::Forwarder::Options forwarder;
+    const Clock& clock;
+    HandlerList& handlers;
+  };
+
+  DnsHandler(const server::ThreadContext& context, const Shared& shared);
+  ~DnsHandler() override;
+  DnsHandler(const DnsHandler&) = delete;
+  DnsHandler& operator=(const DnsHandler&) = delete;
+
+  void HandleQuery(server::Request& request) override;
+  // Cache hits of plain queries; everything else is left to HandleQuery.
+  size_t AnswerOnReceiverThread(const server::Admission& admission,
+                                std::span<const uint8_t> query_bytes,
+                                const loop::SocketAddress& peer, std::span<uint8_t> out) override;
+
+  upstream::Forwarder& forwarder() { return forwarder_; }
+  // The serving thread (handlers are made on it).
+  std::thread::id thread() const { return thread_; }
+
+ private:
+  struct Pending {
+    server::Responder responder;
+    server::ClientQuery client;
+    CacheKey key;
+  };
+
+  // `to` is the Request (answered now, the common case: no Responder is moved) or a kept
+  // Responder (answered later).
+  template <class To>
+  void Reply(To& to, const dns::Query& query, std::span<const uint8_t> response);
+  template <class To>
+  void ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, bool aa = false);
+  void Prefetch(const dns::Query& query, const CacheKey& key,
+                const upstream::UpstreamSet& upstreams);
+  void Complete(uint64_t id, const upstream::Result& result);
+  ChaosStats ChaosStatsNow() const;
+
+  const Shared& shared_;
+  const server::ThreadContext& context_;
+  const std::thread::id thread_;
+  SnapshotHolder<RoutingState>::Reader routing_;
+  // The receiver thread's own reader (a Reader is not shared between threads).
+  SnapshotHolder<RoutingState>::Reader receiver_routing_;
+  std::unordered_map<uint64_t, Pending> pending_;
+  uint64_t next_id_ = 1;
+  std::vector<uint8_t> scratch_;
+  std::vector<uint16_t> ttl_offsets_;
+  // Destroyed before everything but tasks_, so no callback can reach pending_ once it is
+  // gone.
+  upstream::Forwarder forwarder_;
+  // Prefetches asked for on the receiver thread run here. Last: destroyed first, dropping
+  // any task not run yet.
+  loop::TaskQueue tasks_;
+};
+
+}  // namespace kdns::frontend
