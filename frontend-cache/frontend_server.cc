@@ -57,7 +57,7 @@ std::span<const uint8_t> FormErr(const dns::Header& header, std::span<uint8_t> o
   return builder.Finish();
 }
 
-upstream::UpstreamSet ToSet(const std::vector<UpstreamAddress>& upstreams) {
+upstream::UpstreamSet ToSet(const std::vector<upstream::UpstreamAddress>& upstreams) {
   std::vector<loop::SocketAddress> addresses;
   addresses.reserve(upstreams.size());
   for (const auto& upstream : upstreams) {
@@ -336,7 +336,7 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
       return false;
     }
   }
-  std::vector<UpstreamAddress> resolv;
+  std::vector<upstream::UpstreamAddress> resolv;
   if (!o.flags.no_resolv) {
     ResolvConf conf;
     std::string resolv_error;
@@ -352,7 +352,7 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
   }
   state->table = RoutingTable::Build(servers, resolv);
   state->listing_order.clear();
-  auto list = [&](const UpstreamAddress& address) {
+  auto list = [&](const upstream::UpstreamAddress& address) {
     if (std::find(state->listing_order.begin(), state->listing_order.end(), address) ==
         state->listing_order.end()) {
       state->listing_order.push_back(address);
@@ -361,7 +361,7 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
   for (const ServerOption& server : servers) {
     if (server.target == ServerOption::Target::kUpstream) list(server.upstream);
   }
-  for (const UpstreamAddress& address : state->table.AllUpstreams()) list(address);
+  for (const upstream::UpstreamAddress& address : state->table.AllUpstreams()) list(address);
   if (o.inherited.empty()) {
     std::vector<IpAddress> listen = o.flags.listen_addresses;
     if (!CheckNoSelfLoop(state->table, listen, o.flags.port, o.local_addresses, error)) {
@@ -582,7 +582,7 @@ ChaosStats FrontendServer::ChaosStatsNow() const {
   chaos.misses = stats.misses;
   chaos.hits = stats.hits;
   // dnsmasq lists the servers it is configured with, in order.
-  for (const UpstreamAddress& address : routing_.Current()->listing_order) {
+  for (const upstream::UpstreamAddress& address : routing_.Current()->listing_order) {
     UpstreamCounters counters;
     counters.address = address;
     if (auto socket = loop::SocketAddress::FromHostPort(address.address.ToString(), address.port)) {

@@ -10,7 +10,7 @@ namespace {
 ResolvConf Adapt(upstream::ResolvConf parsed) {
   ResolvConf conf;
   for (const IpAddress& address : parsed.nameservers) {
-    conf.nameservers.push_back(UpstreamAddress{address, kDnsPort});
+    conf.nameservers.push_back(upstream::UpstreamAddress{address, upstream::kDnsPort});
   }
   conf.skipped_lines = std::move(parsed.skipped_lines);
   return conf;

@@ -1,18 +1,18 @@
 // frontend-cache's view of resolv.conf(5): the parser lives in common/upstream/resolv_conf.h
-// (kubedns reads the same file); this adapts its nameservers to UpstreamAddress (port 53).
-// Start-up and reload paths only; no thread affinity.
+// (kubedns reads the same file); this adapts its nameservers to upstream::UpstreamAddress (port
+// 53). Start-up and reload paths only; no thread affinity.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "frontend-cache/upstream_address.h"
+#include "common/upstream/upstream_address.h"
 
 namespace kdns::frontend {
 
 struct ResolvConf {
-  std::vector<UpstreamAddress> nameservers;
+  std::vector<upstream::UpstreamAddress> nameservers;
   std::vector<std::string> skipped_lines;
 };
 

@@ -20,8 +20,8 @@
 
 #include "common/base/ip_address.h"
 #include "common/dns/name.h"
+#include "common/upstream/upstream_address.h"
 #include "frontend-cache/options.h"
-#include "frontend-cache/upstream_address.h"
 
 namespace kdns::frontend {
 
@@ -34,7 +34,7 @@ enum class RouteAction : uint8_t {
 struct Route {
   dns::Name domain;  // lower-cased; the root for the default route
   RouteAction action = RouteAction::kRefused;
-  std::vector<UpstreamAddress> upstreams;
+  std::vector<upstream::UpstreamAddress> upstreams;
 
   friend bool operator==(const Route& a, const Route& b) {
     return a.domain.IdenticalTo(b.domain) && a.action == b.action && a.upstreams == b.upstreams;
@@ -50,7 +50,7 @@ class RoutingTable {
   // --server options for one domain add up; `/domain/#` adds the default upstreams after
   // the domain's own.
   static RoutingTable Build(std::span<const ServerOption> servers,
-                            std::span<const UpstreamAddress> resolv_conf);
+                            std::span<const upstream::UpstreamAddress> resolv_conf);
 
   // The route for `qname`: the most specific domain route, else the default route.
   const Route& Lookup(const dns::Name& qname) const;
@@ -58,7 +58,7 @@ class RoutingTable {
   const Route& default_route() const { return default_; }
   std::span<const Route> domain_routes() const { return routes_; }
   // Every distinct upstream, default ones first, in configuration order (servers.bind).
-  std::vector<UpstreamAddress> AllUpstreams() const;
+  std::vector<upstream::UpstreamAddress> AllUpstreams() const;
 
  private:
   struct StringHash {

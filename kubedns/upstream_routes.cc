@@ -134,12 +134,12 @@ std::optional<std::vector<loop::SocketAddress>> ParseNameserversFlag(std::string
     size_t comma = text.find(',', start);
     if (comma == std::string_view::npos) comma = text.size();
     std::string_view entry = Trim(text.substr(start, comma - start));
-    auto address = config::ParseNameserverAddress(entry);
+    auto address = upstream::ParseUpstreamAddress(entry, upstream::kKubeDnsSyntax);
     if (!address) {
       *error = "not an IP address with an optional port: \"" + std::string(entry) + "\"";
       return std::nullopt;
     }
-    AddUnique(&addresses, *address);
+    AddUnique(&addresses, address->ToSocketAddress());
     start = comma + 1;
   }
   return addresses;
