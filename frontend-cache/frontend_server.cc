@@ -14,9 +14,9 @@
 #include "common/http/response.h"
 #include "common/loop/task_queue.h"
 #include "common/metrics/text_parser.h"
+#include "common/upstream/resolv_conf.h"
 #include "frontend-cache/cached_response.h"
 #include "frontend-cache/chaos.h"
-#include "frontend-cache/resolv_conf.h"
 
 namespace kdns::frontend {
 
@@ -338,9 +338,9 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
   }
   std::vector<upstream::UpstreamAddress> resolv;
   if (!o.flags.no_resolv) {
-    ResolvConf conf;
+    upstream::ResolvConf conf;
     std::string resolv_error;
-    if (LoadResolvConf(o.flags.resolv_file, &conf, &resolv_error)) {
+    if (upstream::LoadResolvConf(o.flags.resolv_file, &conf, &resolv_error)) {
       for (const auto& line : conf.skipped_lines) {
         LOG(WARNING) << o.flags.resolv_file << ": skipped \"" << line << "\"";
       }

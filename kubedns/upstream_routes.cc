@@ -116,10 +116,8 @@ UpstreamRoutes BuildRoutes(const RoutingInputs& inputs, const HostResolver& reso
     for (const auto& address : inputs.flag_nameservers) AddUnique(&defaults, address);
   } else if (!inputs.resolv_conf.empty()) {
     source = DefaultSource::kResolvConf;
-    for (const IpAddress& ip : inputs.resolv_conf) {
-      if (auto address = loop::SocketAddress::FromHostPort(ip.ToString(), upstream::kDnsPort)) {
-        AddUnique(&defaults, *address);
-      }
+    for (const upstream::UpstreamAddress& address : inputs.resolv_conf) {
+      AddUnique(&defaults, address.ToSocketAddress());
     }
   }
   return UpstreamRoutes(std::move(stubs), upstream::UpstreamSet(std::move(defaults)), source);
