@@ -31,7 +31,6 @@ bool IsUnspecified(const IpAddress& address) {
 
 RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
                                  std::span<const upstream::UpstreamAddress> resolv_conf) {
-  RoutingTable table;
   std::vector<upstream::UpstreamAddress> defaults;
   for (const ServerOption& server : servers) {
     if (server.domains.empty()) AddUnique(&defaults, server.upstream);
@@ -39,8 +38,9 @@ RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
   if (defaults.empty()) {
     for (const upstream::UpstreamAddress& upstream : resolv_conf) AddUnique(&defaults, upstream);
   }
-  table.default_.action = defaults.empty() ? RouteAction::kRefused : RouteAction::kForward;
-  table.default_.upstreams = defaults;
+  Route fallback;
+  fallback.action = defaults.empty() ? RouteAction::kRefused : RouteAction::kForward;
+  fallback.upstreams = defaults;
 
   struct Pending {
     std::vector<upstream::UpstreamAddress> upstreams;
@@ -60,6 +60,7 @@ RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
       }
     }
   }
+  std::vector<Route> routes;
   for (auto& [domain, entry] : pending) {
     Route route;
     route.domain = domain;
@@ -73,32 +74,16 @@ RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
     } else {
       route.action = entry.use_defaults ? RouteAction::kRefused : RouteAction::kNxDomain;
     }
-    table.max_labels_ = std::max(table.max_labels_, domain.label_count());
-    table.by_domain_.emplace(WireKey(domain), static_cast<uint32_t>(table.routes_.size()));
-    table.routes_.push_back(std::move(route));
+    routes.push_back(std::move(route));
   }
+  RoutingTable table;
+  table.table_ = upstream::RouteTable<Route>(std::move(routes), std::move(fallback));
   return table;
 }
 
-const Route& RoutingTable::Lookup(const dns::Name& qname) const {
-  if (by_domain_.empty()) return default_;
-  const dns::Name lower = qname.Lowercased();
-  const auto wire = lower.wire();
-  const size_t labels = lower.label_count();
-  const size_t first = labels > max_labels_ ? labels - max_labels_ : 0;
-  size_t offset = lower.LabelOffset(first);
-  for (size_t i = first; i <= labels; ++i) {
-    const std::string_view suffix(reinterpret_cast<const char*>(wire.data()) + offset,
-                                  wire.size() - offset);
-    if (auto it = by_domain_.find(suffix); it != by_domain_.end()) return routes_[it->second];
-    offset += 1 + wire[offset];
-  }
-  return default_;
-}
-
 std::vector<upstream::UpstreamAddress> RoutingTable::AllUpstreams() const {
-  std::vector<upstream::UpstreamAddress> all = default_.upstreams;
-  for (const Route& route : routes_) {
+  std::vector<upstream::UpstreamAddress> all = default_route().upstreams;
+  for (const Route& route : domain_routes()) {
     for (const upstream::UpstreamAddress& upstream : route.upstreams) AddUnique(&all, upstream);
   }
   return all;
