@@ -313,8 +313,8 @@ FrontendServer::FrontendServer(Options options, const Clock& clock)
       cache_(ToCacheOptions(options_.flags), clock),
       cache_policy_(ToCacheOptions(options_.flags).policy),
       upstream_table_(std::make_shared<upstream::UpstreamTable>()) {
-  options_.forwarder.max_in_flight = options_.flags.dns_forward_max;  // for the process
-  options_.forwarder.shared_in_flight = std::make_shared<std::atomic<size_t>>(0);
+  options_.forwarder.forward_cap =
+      std::make_shared<upstream::ForwardCap>(options_.flags.dns_forward_max);
   RegisterMetrics();
 }
 

@@ -53,7 +53,7 @@ struct Options {
   std::string log_facility;                      // --log-facility, -8 ("-": stderr)
   bool no_resolv = false;                        // --no-resolv, -R
   std::string resolv_file = "/etc/resolv.conf";  // --resolv-file, -r
-  uint32_t dns_forward_max = 150;                // --dns-forward-max, -0
+  uint32_t dns_forward_max = 150;                // --dns-forward-max, -0 (whole process)
   std::vector<IpAddress> listen_addresses;       // --listen-address, -a (empty: all)
   uint16_t port = upstream::kDnsPort;            // --port, -p (0: any free port)
   bool keep_in_foreground = false;               // -k, --keep-in-foreground (always)

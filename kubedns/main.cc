@@ -65,8 +65,9 @@ DEFINE_string(resolv_conf, "/etc/resolv.conf",
               "Where the default upstreams come from when neither upstreamNameservers nor "
               "--nameservers gives any (re-read every --config-period).");
 DEFINE_int32(forward_max, 150,
-             "Distinct upstream queries in flight per DNS thread; beyond it, forwarded "
-             "queries are answered SERVFAIL at once.");
+             "Distinct upstream queries in flight in the whole process (all DNS threads), as "
+             "dnsmasq's --dns-forward-max; beyond it, forwarded queries are answered SERVFAIL "
+             "at once.");
 DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
 
 namespace {
@@ -146,7 +147,8 @@ kdns::kubedns::KubednsServer::Options OptionsFromFlags() {
   options.nameservers = std::move(*nameservers);
   options.resolv_conf = FLAGS_resolv_conf;
   if (FLAGS_forward_max < 1) Fail("--forward-max: must be at least 1");
-  options.forwarder.max_in_flight = static_cast<size_t>(FLAGS_forward_max);
+  options.forwarder.forward_cap =
+      std::make_shared<kdns::upstream::ForwardCap>(static_cast<size_t>(FLAGS_forward_max));
   // --check-flags checks flags: the in-cluster environment comes from the pod, not from them.
   const bool in_cluster = FLAGS_kubecfg_file.empty() && FLAGS_kube_master_url.empty();
   if (options.objects_file.empty() && !(FLAGS_check_flags && in_cluster)) {

@@ -112,6 +112,7 @@ Forwarder::Forwarder(loop::Loop& loop, const Options& options, std::shared_ptr<U
     : loop_(loop),
       options_(options),
       table_(table ? std::move(table) : std::make_shared<UpstreamTable>()),
+      forward_cap_(options.forward_cap ? options.forward_cap : std::make_shared<ForwardCap>()),
       clock_(clock),
       receive_buffer_(65536),
       post_timer_(loop),
@@ -172,10 +173,7 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
     --resolve_depth_;
     return;
   }
-  const size_t in_flight = options_.shared_in_flight
-                               ? options_.shared_in_flight->load(std::memory_order_relaxed)
-                               : client_jobs_;
-  if (in_flight >= options_.max_in_flight) {
+  if (!forward_cap_->TryAcquire()) {
     counters_.overloaded.fetch_add(1, std::memory_order_relaxed);
     fail_now(Outcome::kOverloaded, FailReason::kNone);
     --resolve_depth_;
@@ -190,6 +188,7 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
     candidates.push_back(&server);
   }
   if (candidates.empty()) {
+    forward_cap_->Release();
     fail_now(Outcome::kServFail, FailReason::kNoUpstreams);
     --resolve_depth_;
     return;
@@ -198,7 +197,6 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
     if (a->health.failed() != b->health.failed()) return !a->health.failed();
     return a->health.SelectionRttMs() < b->health.SelectionRttMs();
   });
-  if (options_.shared_in_flight) options_.shared_in_flight->fetch_add(1, std::memory_order_relaxed);
   Job* job = StartJob(JobKind::kClient, request, std::move(candidates));
   job->waiters.push_back(std::move(callback));
   job->key = std::move(key);
@@ -570,9 +568,7 @@ void Forwarder::Finish(Job* job, Result result) {
   if (job->kind == JobKind::kClient) {
     --client_jobs_;
     counters_.in_flight.store(client_jobs_, std::memory_order_relaxed);
-    if (options_.shared_in_flight) {
-      options_.shared_in_flight->fetch_sub(1, std::memory_order_relaxed);
-    }
+    forward_cap_->Release();
     (result.outcome == Outcome::kAnswer ? counters_.answers : counters_.servfails)
         .fetch_add(1, std::memory_order_relaxed);
   } else if (job->kind == JobKind::kHealthProbe && !job->candidates.empty()) {
