@@ -47,6 +47,11 @@
 //
 // Thread: the loop's thread only; counters() may be read from any thread. The
 // UpstreamTable may be shared with the Forwarders of other threads.
+//
+// The implementation is split by concept: forwarder.cc (the job table: coalescing, the
+// cap, completion), forwarder_tries.cc (server order, sending, failover),
+// forwarder_replies.cc (reply matching and rcodes), forwarder_probes.cc (loop and health
+// probes); forwarder_internal.h holds the private state types.
 #pragma once
 
 #include <atomic>
