@@ -250,7 +250,7 @@ ChaosStats DnsHandler::ChaosStatsNow() const {
   chaos.misses = stats.misses;
   chaos.hits = stats.hits;
   // dnsmasq lists the servers it is configured with, in order.
-  for (const UpstreamAddress& address : shared_.routing.Current()->listing_order) {
+  for (const upstream::UpstreamAddress& address : shared_.routing.Current()->listing_order) {
     UpstreamCounters counters;
     counters.address = address;
     if (auto socket = loop::SocketAddress::FromHostPort(address.address.ToString(), address.port)) {

@@ -56,7 +56,7 @@ struct RoutingState {
   upstream::UpstreamSet default_set;
   // Every upstream once, in the order dnsmasq lists them in servers.bind: the --server
   // options as given (command line, then --servers-file), then resolv.conf's.
-  std::vector<UpstreamAddress> listing_order;
+  std::vector<upstream::UpstreamAddress> listing_order;
   uint64_t generation = 0;
 
   const upstream::UpstreamSet& SetFor(const Route& route) const;

@@ -9,13 +9,13 @@
 
 #include "common/http/response.h"
 #include "common/metrics/text_parser.h"
-#include "frontend-cache/resolv_conf.h"
+#include "common/upstream/resolv_conf.h"
 
 namespace kdns::frontend {
 
 namespace {
 
-upstream::UpstreamSet ToSet(const std::vector<UpstreamAddress>& upstreams) {
+upstream::UpstreamSet ToSet(const std::vector<upstream::UpstreamAddress>& upstreams) {
   std::vector<loop::SocketAddress> addresses;
   addresses.reserve(upstreams.size());
   for (const auto& upstream : upstreams) {
@@ -36,8 +36,8 @@ FrontendServer::FrontendServer(Options options, const Clock& clock)
       cache_(ToCacheOptions(options_.flags), clock),
       cache_policy_(ToCacheOptions(options_.flags).policy),
       upstream_table_(std::make_shared<upstream::UpstreamTable>()) {
-  options_.forwarder.max_in_flight = options_.flags.dns_forward_max;  // for the process
-  options_.forwarder.shared_in_flight = std::make_shared<std::atomic<size_t>>(0);
+  options_.forwarder.forward_cap =
+      std::make_shared<upstream::ForwardCap>(options_.flags.dns_forward_max);
   handler_shared_ = std::make_unique<DnsHandler::Shared>(
       DnsHandler::Shared{cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_,
                          upstream_table_, options_.forwarder, clock_, handlers_});
@@ -62,11 +62,11 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
       return false;
     }
   }
-  std::vector<UpstreamAddress> resolv;
+  std::vector<upstream::UpstreamAddress> resolv;
   if (!o.flags.no_resolv) {
-    ResolvConf conf;
+    upstream::ResolvConf conf;
     std::string resolv_error;
-    if (LoadResolvConf(o.flags.resolv_file, &conf, &resolv_error)) {
+    if (upstream::LoadResolvConf(o.flags.resolv_file, &conf, &resolv_error)) {
       for (const auto& line : conf.skipped_lines) {
         LOG(WARNING) << o.flags.resolv_file << ": skipped \"" << line << "\"";
       }
@@ -78,7 +78,7 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
   }
   state->table = RoutingTable::Build(servers, resolv);
   state->listing_order.clear();
-  auto list = [&](const UpstreamAddress& address) {
+  auto list = [&](const upstream::UpstreamAddress& address) {
     if (std::find(state->listing_order.begin(), state->listing_order.end(), address) ==
         state->listing_order.end()) {
       state->listing_order.push_back(address);
@@ -87,7 +87,7 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
   for (const ServerOption& server : servers) {
     if (server.target == ServerOption::Target::kUpstream) list(server.upstream);
   }
-  for (const UpstreamAddress& address : state->table.AllUpstreams()) list(address);
+  for (const upstream::UpstreamAddress& address : state->table.AllUpstreams()) list(address);
   if (o.inherited.empty()) {
     std::vector<IpAddress> listen = o.flags.listen_addresses;
     if (!CheckNoSelfLoop(state->table, listen, o.flags.port, o.local_addresses, error)) {

@@ -208,6 +208,38 @@ const OptionSpec* FindShort(char name) {
   return nullptr;
 }
 
+// The address of a --server value (kDnsmasqSyntax), with the errors worded for --server.
+std::optional<upstream::UpstreamAddress> ParseServerAddress(std::string_view text,
+                                                            std::string* error) {
+  const upstream::ParsedAddress parsed = upstream::ParseAddress(text, upstream::kDnsmasqSyntax);
+  const std::string quoted = "\"" + std::string(text) + "\"";
+  switch (parsed.shape) {
+    case upstream::AddressShape::kMissingBracket:
+      *error = "missing ']' in " + quoted;
+      return std::nullopt;
+    case upstream::AddressShape::kBadAfterBracket:
+    case upstream::AddressShape::kUnbracketedIpv6:
+      *error = "expected '#port' after ']' in " + quoted;
+      return std::nullopt;
+    case upstream::AddressShape::kOk:
+      break;
+  }
+  if (parsed.host.find('@') != std::string_view::npos ||
+      parsed.port_text.find('@') != std::string_view::npos) {
+    *error = "source address or interface ('@') is not supported in " + quoted;
+    return std::nullopt;
+  }
+  if (!parsed.ip) {
+    *error = "\"" + std::string(parsed.host) + "\" is not an IP address";
+    return std::nullopt;
+  }
+  if (!parsed.port) {
+    *error = "bad port \"" + std::string(parsed.port_text) + "\" in " + quoted + " (1..65535)";
+    return std::nullopt;
+  }
+  return parsed.upstream();
+}
+
 }  // namespace
 
 bool ParseServerOption(std::string_view value, ServerOption* server, std::string* error) {
@@ -255,7 +287,7 @@ bool ParseServerOption(std::string_view value, ServerOption* server, std::string
       return true;
     }
   }
-  std::optional<UpstreamAddress> upstream = ParseUpstreamAddress(target, error);
+  std::optional<upstream::UpstreamAddress> upstream = ParseServerAddress(target, error);
   if (!upstream) return false;
   server->target = ServerOption::Target::kUpstream;
   server->upstream = *upstream;

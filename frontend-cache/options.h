@@ -14,8 +14,8 @@
 
 #include "common/base/ip_address.h"
 #include "common/dns/name.h"
+#include "common/upstream/upstream_address.h"
 #include "frontend-cache/cache.h"
-#include "frontend-cache/upstream_address.h"
 
 namespace kdns::frontend {
 
@@ -30,7 +30,7 @@ struct ServerOption {
   enum class Target : uint8_t { kUpstream, kLocal, kDefaultUpstreams };
   std::vector<dns::Name> domains;  // empty: a default upstream
   Target target = Target::kUpstream;
-  UpstreamAddress upstream;  // for kUpstream
+  upstream::UpstreamAddress upstream;  // for kUpstream
 
   friend bool operator==(const ServerOption&, const ServerOption&) = default;
 };
@@ -53,9 +53,9 @@ struct Options {
   std::string log_facility;                      // --log-facility, -8 ("-": stderr)
   bool no_resolv = false;                        // --no-resolv, -R
   std::string resolv_file = "/etc/resolv.conf";  // --resolv-file, -r
-  uint32_t dns_forward_max = 150;                // --dns-forward-max, -0
+  uint32_t dns_forward_max = 150;                // --dns-forward-max, -0 (whole process)
   std::vector<IpAddress> listen_addresses;       // --listen-address, -a (empty: all)
-  uint16_t port = kDnsPort;                      // --port, -p (0: any free port)
+  uint16_t port = upstream::kDnsPort;            // --port, -p (0: any free port)
   bool keep_in_foreground = false;               // -k, --keep-in-foreground (always)
   // Ours.
   std::string servers_file;  // --servers-file: more --server lines, re-read on SIGHUP

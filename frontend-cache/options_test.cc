@@ -25,8 +25,8 @@ Parsed Parse(std::vector<std::string_view> args) {
   return parsed;
 }
 
-UpstreamAddress Up(std::string_view ip, uint16_t port = 53) {
-  return UpstreamAddress{*IpAddress::Parse(ip), port};
+upstream::UpstreamAddress Up(std::string_view ip, uint16_t port = 53) {
+  return upstream::UpstreamAddress{*IpAddress::Parse(ip), port};
 }
 
 TEST_CASE("Defaults are dnsmasq's", "[frontend][options]") {

@@ -11,7 +11,8 @@ std::string WireKey(const dns::Name& name) {
   return std::string(reinterpret_cast<const char*>(wire.data()), wire.size());
 }
 
-void AddUnique(std::vector<UpstreamAddress>* list, const UpstreamAddress& upstream) {
+void AddUnique(std::vector<upstream::UpstreamAddress>* list,
+               const upstream::UpstreamAddress& upstream) {
   if (std::find(list->begin(), list->end(), upstream) == list->end()) list->push_back(upstream);
 }
 
@@ -29,20 +30,20 @@ bool IsUnspecified(const IpAddress& address) {
 }  // namespace
 
 RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
-                                 std::span<const UpstreamAddress> resolv_conf) {
-  RoutingTable table;
-  std::vector<UpstreamAddress> defaults;
+                                 std::span<const upstream::UpstreamAddress> resolv_conf) {
+  std::vector<upstream::UpstreamAddress> defaults;
   for (const ServerOption& server : servers) {
     if (server.domains.empty()) AddUnique(&defaults, server.upstream);
   }
   if (defaults.empty()) {
-    for (const UpstreamAddress& upstream : resolv_conf) AddUnique(&defaults, upstream);
+    for (const upstream::UpstreamAddress& upstream : resolv_conf) AddUnique(&defaults, upstream);
   }
-  table.default_.action = defaults.empty() ? RouteAction::kRefused : RouteAction::kForward;
-  table.default_.upstreams = defaults;
+  Route fallback;
+  fallback.action = defaults.empty() ? RouteAction::kRefused : RouteAction::kForward;
+  fallback.upstreams = defaults;
 
   struct Pending {
-    std::vector<UpstreamAddress> upstreams;
+    std::vector<upstream::UpstreamAddress> upstreams;
     bool use_defaults = false;
   };
   std::vector<std::pair<dns::Name, Pending>> pending;  // configuration order
@@ -59,45 +60,31 @@ RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
       }
     }
   }
+  std::vector<Route> routes;
   for (auto& [domain, entry] : pending) {
     Route route;
     route.domain = domain;
     route.upstreams = std::move(entry.upstreams);
     if (entry.use_defaults) {
-      for (const UpstreamAddress& upstream : defaults) AddUnique(&route.upstreams, upstream);
+      for (const upstream::UpstreamAddress& upstream : defaults)
+        AddUnique(&route.upstreams, upstream);
     }
     if (!route.upstreams.empty()) {
       route.action = RouteAction::kForward;
     } else {
       route.action = entry.use_defaults ? RouteAction::kRefused : RouteAction::kNxDomain;
     }
-    table.max_labels_ = std::max(table.max_labels_, domain.label_count());
-    table.by_domain_.emplace(WireKey(domain), static_cast<uint32_t>(table.routes_.size()));
-    table.routes_.push_back(std::move(route));
+    routes.push_back(std::move(route));
   }
+  RoutingTable table;
+  table.table_ = upstream::RouteTable<Route>(std::move(routes), std::move(fallback));
   return table;
 }
 
-const Route& RoutingTable::Lookup(const dns::Name& qname) const {
-  if (by_domain_.empty()) return default_;
-  const dns::Name lower = qname.Lowercased();
-  const auto wire = lower.wire();
-  const size_t labels = lower.label_count();
-  const size_t first = labels > max_labels_ ? labels - max_labels_ : 0;
-  size_t offset = lower.LabelOffset(first);
-  for (size_t i = first; i <= labels; ++i) {
-    const std::string_view suffix(reinterpret_cast<const char*>(wire.data()) + offset,
-                                  wire.size() - offset);
-    if (auto it = by_domain_.find(suffix); it != by_domain_.end()) return routes_[it->second];
-    offset += 1 + wire[offset];
-  }
-  return default_;
-}
-
-std::vector<UpstreamAddress> RoutingTable::AllUpstreams() const {
-  std::vector<UpstreamAddress> all = default_.upstreams;
-  for (const Route& route : routes_) {
-    for (const UpstreamAddress& upstream : route.upstreams) AddUnique(&all, upstream);
+std::vector<upstream::UpstreamAddress> RoutingTable::AllUpstreams() const {
+  std::vector<upstream::UpstreamAddress> all = default_route().upstreams;
+  for (const Route& route : domain_routes()) {
+    for (const upstream::UpstreamAddress& upstream : route.upstreams) AddUnique(&all, upstream);
   }
   return all;
 }
@@ -126,7 +113,7 @@ bool CheckNoSelfLoop(const RoutingTable& table, std::span<const IpAddress> liste
   const bool wildcard =
       listen_addresses.empty() ||
       std::any_of(listen_addresses.begin(), listen_addresses.end(), IsUnspecified);
-  for (const UpstreamAddress& upstream : table.AllUpstreams()) {
+  for (const upstream::UpstreamAddress& upstream : table.AllUpstreams()) {
     if (upstream.port != port) continue;
     const IpAddress& address = upstream.address;
     const bool listened = std::find(listen_addresses.begin(), listen_addresses.end(), address) !=

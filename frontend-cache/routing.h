@@ -1,27 +1,27 @@
 // Where frontend-cache sends a query: the routing table built from --server options and
-// resolv.conf. The most specific --server=/domain/ wins (longest suffix match by labels,
-// case-insensitive); names under no configured domain go to the default upstreams
-// (--server=ip), or, when there are none, to resolv.conf's nameservers (unless
-// --no-resolv). A domain configured with --server=/domain/ alone is local: answered
-// NXDOMAIN, never forwarded (what dnsmasq answers for a local domain it has no data for).
-// With no upstream at all, queries are REFUSED (as dnsmasq does with no servers).
+// resolv.conf, as a upstream::RouteTable (common/upstream/route_table.h: the most specific
+// --server=/domain/ wins, longest suffix match by labels, case-insensitive). Names under no
+// configured domain go to the default upstreams (--server=ip), or, when there are none, to
+// resolv.conf's nameservers (unless --no-resolv). A domain configured with --server=/domain/
+// alone is local: answered NXDOMAIN, never forwarded (what dnsmasq answers for a local
+// domain it has no data for). With no upstream at all, queries are REFUSED (as dnsmasq
+// does with no servers).
 //
 // A RoutingTable is immutable once built and safe to read from any thread; a reload
-// builds a new one and publishes it as a snapshot. Lookup allocates nothing: it lower-cases
-// the name on the stack and probes a hash map with each suffix, longest first.
+// builds a new one and publishes it as a snapshot. Lookup allocates nothing.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "common/base/ip_address.h"
 #include "common/dns/name.h"
+#include "common/upstream/route_table.h"
+#include "common/upstream/upstream_address.h"
 #include "frontend-cache/options.h"
-#include "frontend-cache/upstream_address.h"
 
 namespace kdns::frontend {
 
@@ -34,7 +34,7 @@ enum class RouteAction : uint8_t {
 struct Route {
   dns::Name domain;  // lower-cased; the root for the default route
   RouteAction action = RouteAction::kRefused;
-  std::vector<UpstreamAddress> upstreams;
+  std::vector<upstream::UpstreamAddress> upstreams;
 
   friend bool operator==(const Route& a, const Route& b) {
     return a.domain.IdenticalTo(b.domain) && a.action == b.action && a.upstreams == b.upstreams;
@@ -50,27 +50,18 @@ class RoutingTable {
   // --server options for one domain add up; `/domain/#` adds the default upstreams after
   // the domain's own.
   static RoutingTable Build(std::span<const ServerOption> servers,
-                            std::span<const UpstreamAddress> resolv_conf);
+                            std::span<const upstream::UpstreamAddress> resolv_conf);
 
   // The route for `qname`: the most specific domain route, else the default route.
-  const Route& Lookup(const dns::Name& qname) const;
+  const Route& Lookup(const dns::Name& qname) const { return table_.Lookup(qname); }
 
-  const Route& default_route() const { return default_; }
-  std::span<const Route> domain_routes() const { return routes_; }
+  const Route& default_route() const { return table_.default_route(); }
+  std::span<const Route> domain_routes() const { return table_.domain_routes(); }
   // Every distinct upstream, default ones first, in configuration order (servers.bind).
-  std::vector<UpstreamAddress> AllUpstreams() const;
+  std::vector<upstream::UpstreamAddress> AllUpstreams() const;
 
  private:
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
-  };
-
-  Route default_;
-  std::vector<Route> routes_;
-  // Lower-cased wire form of each domain -> index into routes_.
-  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> by_domain_;
-  size_t max_labels_ = 0;
+  upstream::RouteTable<Route> table_;
 };
 
 // What a reload must drop from the cache: everything when the default route changed, else

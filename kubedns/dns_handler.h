@@ -17,7 +17,7 @@
 //
 // Failures answer SERVFAIL (skydns: SERVFAIL when forwarding fails or no nameserver is
 // configured): no upstream at all, every upstream failing or timing out, over
-// Options::forwarder.max_in_flight distinct upstream queries (at once, no queue). For a
+// the forward cap (Options::forwarder.forward_cap) of upstream queries (no queue). For a
 // chase too: kube-dns drops the CNAME and answers NOERROR without records when the target
 // does not resolve, which downstream caches keep as a negative answer; SERVFAIL is not
 // cached as one and says what happened.

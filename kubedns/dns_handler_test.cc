@@ -88,8 +88,8 @@ class Fixture {
   }
 
   // Starts serving with `routes`.
-  void Serve(const std::shared_ptr<const UpstreamRoutes>& routes, size_t max_in_flight = 150) {
-    shared_.forwarder.max_in_flight = max_in_flight;
+  void Serve(const std::shared_ptr<const UpstreamRoutes>& routes, size_t forward_max = 150) {
+    shared_.forwarder.forward_cap = std::make_shared<upstream::ForwardCap>(forward_max);
     server::LoopServer::Options options;
     options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
     options.admission = kAdmissionPolicy;
@@ -315,7 +315,7 @@ TEST_CASE("beyond the in-flight cap a forwarded query gets SERVFAIL at once",
   f.forwarder_options().min_try_timeout_ms = 1000;
   f.forwarder_options().max_try_timeout_ms = 1000;
   f.forwarder_options().total_timeout_ms = 2000;
-  f.Serve(f.Routes(), /*max_in_flight=*/1);
+  f.Serve(f.Routes(), /*forward_max=*/1);
   f.a->set_delay_ms(200);
   server::testing::UdpClient first(f.udp_address());
   server::testing::UdpClient second(f.udp_address());

@@ -64,8 +64,9 @@ DEFINE_string(resolv_conf, "/etc/resolv.conf",
               "Where the default upstreams come from when neither upstreamNameservers nor "
               "--nameservers gives any (re-read every --config-period).");
 DEFINE_int32(forward_max, 150,
-             "Distinct upstream queries in flight per DNS thread; beyond it, forwarded "
-             "queries are answered SERVFAIL at once.");
+             "Distinct upstream queries in flight in the whole process (all DNS threads), as "
+             "dnsmasq's --dns-forward-max; beyond it, forwarded queries are answered SERVFAIL "
+             "at once.");
 DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
 
 namespace {

@@ -2,10 +2,12 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <memory>
 #include <optional>
 #include <utility>
 
 #include "common/base/duration.h"
+#include "common/upstream/forward_cap.h"
 #include "kubedns/upstream_routes.h"
 
 namespace kdns::kubedns {
@@ -131,7 +133,8 @@ bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, st
     *error = "--forward-max: must be at least 1";
     return false;
   }
-  options->forwarder.max_in_flight = static_cast<size_t>(flags.forward_max);
+  options->forwarder.forward_cap =
+      std::make_shared<upstream::ForwardCap>(static_cast<size_t>(flags.forward_max));
   return true;
 }
 

@@ -44,7 +44,7 @@ TEST_CASE("kubedns's default flags build kube-dns's defaults", "[kubedns][option
   CHECK(server.dns_threads == 0);
   CHECK(server.config_period_ms == 10'000);
   CHECK(server.resolv_conf == "/etc/resolv.conf");
-  CHECK(server.forwarder.max_in_flight == 150);
+  CHECK(server.forwarder.forward_cap->max() == 150);
   CHECK(server.nameservers.empty());
   CHECK_FALSE(server.api_config.has_value());  // the objects file is the source
   CHECK(options.initial_sync_timeout_ms == 60'000);
@@ -73,7 +73,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   CHECK(options.server.api.watch_pods);
   REQUIRE(options.server.nameservers.size() == 2);
   CHECK(options.server.nameservers[1].ToString() == "192.0.2.2:5353");
-  CHECK(options.server.forwarder.max_in_flight == 7);
+  CHECK(options.server.forwarder.forward_cap->max() == 7);
   CHECK(options.lameduck_ms == 2000);
 }
 

@@ -35,40 +35,38 @@ const char* DefaultSourceName(DefaultSource source) {
   return "?";
 }
 
-UpstreamRoutes::UpstreamRoutes(std::vector<UpstreamRoute> stubs, upstream::UpstreamSet defaults,
-                               DefaultSource source)
-    : stubs_(std::move(stubs)), source_(source) {
-  for (auto& stub : stubs_) {
+namespace {
+
+std::vector<UpstreamRoute> SortedStubs(std::vector<UpstreamRoute> stubs) {
+  for (auto& stub : stubs) {
     stub.domain = stub.domain.Lowercased();
     stub.kind = RouteKind::kStub;
   }
-  // Most specific first, so the first match wins; ties (equal label counts) cannot both
-  // match one name unless they are the same domain.
-  std::stable_sort(stubs_.begin(), stubs_.end(), [](const auto& a, const auto& b) {
+  // Most specific first, as stubs() lists them; the lookup does not depend on the order.
+  std::stable_sort(stubs.begin(), stubs.end(), [](const auto& a, const auto& b) {
     return a.domain.label_count() > b.domain.label_count();
   });
-  default_.kind = RouteKind::kDefault;
-  default_.upstreams = std::move(defaults);
+  return stubs;
 }
 
-const UpstreamRoute& UpstreamRoutes::Lookup(const dns::Name& qname) const {
-  for (const auto& stub : stubs_) {
-    if (stub.domain.label_count() <= qname.label_count() && qname.IsSubdomainOf(stub.domain)) {
-      return stub;
-    }
-  }
-  return default_;
-}
+}  // namespace
+
+UpstreamRoutes::UpstreamRoutes(std::vector<UpstreamRoute> stubs, upstream::UpstreamSet defaults,
+                               DefaultSource source)
+    : table_(SortedStubs(std::move(stubs)),
+             UpstreamRoute{dns::Name::Root(), RouteKind::kDefault, std::move(defaults)}),
+      source_(source) {}
 
 std::string UpstreamRoutes::ToString() const {
   std::string out = "stubs: {";
-  for (size_t i = 0; i < stubs_.size(); ++i) {
+  const auto stub_routes = stubs();
+  for (size_t i = 0; i < stub_routes.size(); ++i) {
     if (i > 0) out += ", ";
-    out += stubs_[i].domain.ToText() + "=[" + stubs_[i].upstreams.ToString() + "]";
+    out += stub_routes[i].domain.ToText() + "=[" + stub_routes[i].upstreams.ToString() + "]";
   }
   out += "}; default (";
   out += DefaultSourceName(source_);
-  out += "): [" + default_.upstreams.ToString() + "]";
+  out += "): [" + default_route().upstreams.ToString() + "]";
   return out;
 }
 
@@ -116,10 +114,8 @@ UpstreamRoutes BuildRoutes(const RoutingInputs& inputs, const HostResolver& reso
     for (const auto& address : inputs.flag_nameservers) AddUnique(&defaults, address);
   } else if (!inputs.resolv_conf.empty()) {
     source = DefaultSource::kResolvConf;
-    for (const IpAddress& ip : inputs.resolv_conf) {
-      if (auto address = loop::SocketAddress::FromHostPort(ip.ToString(), upstream::kDnsPort)) {
-        AddUnique(&defaults, *address);
-      }
+    for (const upstream::UpstreamAddress& address : inputs.resolv_conf) {
+      AddUnique(&defaults, address.ToSocketAddress());
     }
   }
   return UpstreamRoutes(std::move(stubs), upstream::UpstreamSet(std::move(defaults)), source);
@@ -134,12 +130,12 @@ std::optional<std::vector<loop::SocketAddress>> ParseNameserversFlag(std::string
     size_t comma = text.find(',', start);
     if (comma == std::string_view::npos) comma = text.size();
     std::string_view entry = Trim(text.substr(start, comma - start));
-    auto address = config::ParseNameserverAddress(entry);
+    auto address = upstream::ParseUpstreamAddress(entry, upstream::kKubeDnsSyntax);
     if (!address) {
       *error = "not an IP address with an optional port: \"" + std::string(entry) + "\"";
       return std::nullopt;
     }
-    AddUnique(&addresses, *address);
+    AddUnique(&addresses, address->ToSocketAddress());
     start = comma + 1;
   }
   return addresses;

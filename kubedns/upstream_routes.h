@@ -11,8 +11,10 @@
 //     resolv.conf when it has no nameservers). None at all: SERVFAIL, as skydns answers
 //     ("can not forward, no nameservers defined").
 //
-// An UpstreamRoutes is immutable once built; the config thread builds a new one on every
-// change and hands it to each DNS thread. Lookup allocates nothing. No thread affinity.
+// The lookup is upstream::RouteTable's (common/upstream/route_table.h), shared with
+// frontend-cache's routing. An UpstreamRoutes is immutable once built; the config thread
+// builds a new one on every change and hands it to each DNS thread. Lookup allocates
+// nothing. No thread affinity.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,7 @@
 #include "common/config/kube_dns_config.h"
 #include "common/dns/name.h"
 #include "common/loop/socket_address.h"
+#include "common/upstream/route_table.h"
 #include "common/upstream/upstream_set.h"
 
 namespace kdns::kubedns {
@@ -56,31 +59,30 @@ class UpstreamRoutes {
                  DefaultSource source);
 
   // The most specific stub route `qname` is under, else the default route.
-  const UpstreamRoute& Lookup(const dns::Name& qname) const;
+  const UpstreamRoute& Lookup(const dns::Name& qname) const { return table_.Lookup(qname); }
 
-  const UpstreamRoute& default_route() const { return default_; }
+  const UpstreamRoute& default_route() const { return table_.default_route(); }
   DefaultSource default_source() const { return source_; }
   // Most labels first.
-  std::span<const UpstreamRoute> stubs() const { return stubs_; }
+  std::span<const UpstreamRoute> stubs() const { return table_.domain_routes(); }
   // One line for logs: `stubs: acme.local.=[10.0.0.10#53]; default (resolv.conf): [...]`.
   std::string ToString() const;
 
   friend bool operator==(const UpstreamRoutes& a, const UpstreamRoutes& b) {
-    return a.stubs_ == b.stubs_ && a.default_ == b.default_ && a.source_ == b.source_;
+    return a.table_ == b.table_ && a.source_ == b.source_;
   }
 
  private:
-  std::vector<UpstreamRoute> stubs_;
-  UpstreamRoute default_;
+  upstream::RouteTable<UpstreamRoute> table_;
   DefaultSource source_ = DefaultSource::kNone;
 };
 
 // What the routes are built from.
 struct RoutingInputs {
-  dns::Name cluster_zone;                             // for a warning only
-  config::KubeDnsConfig config;                       // the ConfigMap in effect
-  std::vector<loop::SocketAddress> flag_nameservers;  // --nameservers
-  std::vector<IpAddress> resolv_conf;                 // /etc/resolv.conf (port 53)
+  dns::Name cluster_zone;                              // for a warning only
+  config::KubeDnsConfig config;                        // the ConfigMap in effect
+  std::vector<loop::SocketAddress> flag_nameservers;   // --nameservers
+  std::vector<upstream::UpstreamAddress> resolv_conf;  // /etc/resolv.conf (port 53)
 };
 
 // Resolves a stub server's host name; an empty list with *error when it cannot.

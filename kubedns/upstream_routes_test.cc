@@ -23,6 +23,7 @@ config::KubeDnsConfig Config(const std::string& stubs, const std::string& upstre
 loop::SocketAddress A(const char* text) { return *loop::SocketAddress::Parse(text); }
 
 IpAddress Ip(const char* text) { return *IpAddress::Parse(text); }
+upstream::UpstreamAddress Up(const char* text) { return {Ip(text), upstream::kDnsPort}; }
 
 UpstreamRoutes Build(const RoutingInputs& inputs, std::vector<std::string>* warnings = nullptr) {
   std::vector<std::string> ignored;
@@ -74,7 +75,7 @@ TEST_CASE("default upstreams: upstreamNameservers, else --nameservers, else reso
           "[kubedns][routing]") {
   RoutingInputs inputs;
   inputs.flag_nameservers = {A("10.1.0.1:53"), A("10.1.0.2:5353")};
-  inputs.resolv_conf = {Ip("10.2.0.1"), Ip("fd00::2")};
+  inputs.resolv_conf = {Up("10.2.0.1"), Up("fd00::2")};
   SECTION("the ConfigMap's upstreams override the flag") {
     inputs.config = Config("{}", R"(["10.3.0.1", "10.3.0.1"])");
     UpstreamRoutes routes = Build(inputs);
@@ -110,7 +111,7 @@ TEST_CASE("stub host names are resolved; failures keep the stub's names off the 
                              "gone.example": ["nope.example"],
                              "empty.example": [],
                              "svc.cluster.local": ["10.0.0.5"]})");
-  inputs.resolv_conf = {Ip("10.2.0.1")};
+  inputs.resolv_conf = {Up("10.2.0.1")};
   std::vector<std::string> warnings;
   UpstreamRoutes routes = Build(inputs, &warnings);
   CHECK(routes.Lookup(N("a.acme.local.")).upstreams.ToString() ==

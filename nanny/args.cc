@@ -9,18 +9,10 @@
 
 #include "common/base/duration.h"
 #include "common/base/ip_address.h"
+#include "common/upstream/upstream_address.h"
 
 namespace kdns::nanny {
 namespace {
-
-std::optional<uint16_t> ParsePort(std::string_view text) {
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value > 65535) {
-    return std::nullopt;
-  }
-  return static_cast<uint16_t>(value);
-}
 
 // The value of option `arg` when it is --long=V, --long V, -sV or -s V; nullopt when `arg`
 // is another option. *consumed_next tells whether the value was the next argument.
@@ -141,7 +133,7 @@ bool ParseListenSpec(const std::vector<std::string>& child_args, ListenSpec* spe
     bool next = false;
     bool missing = false;
     if (auto value = OptionValue(child_args, i, "port", 'p', &next, &missing)) {
-      auto port = ParsePort(*value);
+      auto port = upstream::ParsePort(*value, upstream::PortZero::kAllow);
       if (missing || !port) {
         *error = "child argument --port: not a port: \"" + std::string(*value) + "\"";
         return false;

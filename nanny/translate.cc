@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "common/upstream/upstream_address.h"
+
 namespace kdns::nanny {
 namespace {
 
@@ -85,17 +87,16 @@ std::string ConfigVersion(const config::ConfigDirData& data) {
 
 std::string MungeAddress(std::string_view address) {
   std::string s(address);
-  const size_t colon = s.rfind(':');
-  if (colon == std::string::npos) return s;
-  const size_t bracket = s.find(']');
-  const bool is_v4 = std::count(s.begin(), s.end(), ':') == 1;
-  const bool is_bracketed_v6 = bracket != std::string::npos;
-  if (is_v4 || (is_bracketed_v6 && colon > bracket)) s[colon] = '#';
+  const upstream::ParsedAddress parsed = upstream::ParseAddress(address, upstream::kKubeDnsSyntax);
+  // The port is the end of the text; the separator just before it becomes dnsmasq's '#'.
+  if (parsed.shape == upstream::AddressShape::kOk && parsed.port_given) {
+    s[address.size() - parsed.port_text.size() - 1] = '#';
+  }
   return s;
 }
 
 bool IsHostName(std::string_view server) {
-  return !config::ParseNameserverAddress(server).has_value();
+  return !upstream::ParseUpstreamAddress(server, upstream::kKubeDnsSyntax).has_value();
 }
 
 std::vector<std::string> HostNames(const RawConfig& raw) {

@@ -5,8 +5,9 @@
 //        --server=/acme.local/<address of ns.example>
 //   upstreamNameservers ["8.8.8.8", "[2001:db8::1]:53"]
 //     -> --server=8.8.8.8  --server=[2001:db8::1]#53  --no-resolv
-// The addresses are kube-dns's text with its "munge": the last ':' becomes dnsmasq's '#'
-// when it separates a port (one colon: IPv4; after a ']': bracketed IPv6); brackets stay.
+// The addresses are kube-dns's text with its "munge": the ':' before a port becomes
+// dnsmasq's '#' (`ipv4:port`, `[ipv6]:port`, as upstream::kKubeDnsSyntax reads them);
+// brackets stay.
 // Stub domains come out sorted by name (kube-dns walks a Go map: any order), each
 // domain's servers in the ConfigMap's order, then the upstreams in order.
 //

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/dns/errors.h"
+#include "common/upstream/upstream_address.h"
 #include "sidecar/go_format.h"
 
 namespace kdns::sidecar {
@@ -54,50 +55,38 @@ std::optional<int64_t> GoAtoi(std::string_view text, std::string* error) {
   return static_cast<int64_t>(magnitude);
 }
 
-// host:port, [v6]:port or [v6]; kube-dns's ":53 when there is no ':'" already applied.
+// host:port, [v6]:port or [v6] (zones allowed: the address goes to a socket as is); a
+// bare IPv4 address gets kube-dns's ":53".
+constexpr upstream::AddressSyntax kProbeServerSyntax{
+    .colon_port = true, .bracket_colon_port = true, .bare_brackets = true, .ipv6_zones = true};
+
 bool ParseServer(std::string_view text, loop::SocketAddress* server, std::string* error) {
-  std::string_view host;
-  std::string_view port_text;
-  if (!text.empty() && text.front() == '[') {
-    const size_t close = text.find(']');
-    if (close == std::string_view::npos) {
+  const upstream::ParsedAddress parsed = upstream::ParseAddress(text, kProbeServerSyntax);
+  switch (parsed.shape) {
+    case upstream::AddressShape::kMissingBracket:
       *error = "missing ']' in the IPv6 address";
       return false;
-    }
-    host = text.substr(1, close - 1);
-    std::string_view after = text.substr(close + 1);
-    if (after.empty()) {
-      port_text = "53";
-    } else if (after.front() == ':') {
-      port_text = after.substr(1);
-    } else {
+    case upstream::AddressShape::kBadAfterBracket:
       *error = "expected ':port' after ']'";
       return false;
-    }
-  } else {
-    const size_t colon = text.rfind(':');
-    host = text.substr(0, colon);
-    port_text = text.substr(colon + 1);
-    if (host.find(':') != std::string_view::npos) {
+    case upstream::AddressShape::kUnbracketedIpv6:
       *error = "an IPv6 address must be in brackets, e.g. [::1]:53";
       return false;
-    }
+    case upstream::AddressShape::kOk:
+      break;
   }
-  if (host.empty()) {
+  if (parsed.host.empty()) {
     *error = "missing host";
     return false;
   }
-  uint32_t port = 0;
-  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() ||
-      port == 0 || port > 65535) {
-    *error = "port " + GoQuote(port_text) + " is not a number in 1..65535";
+  if (!parsed.port) {
+    *error = "port " + GoQuote(parsed.port_text) + " is not a number in 1..65535";
     return false;
   }
   std::optional<loop::SocketAddress> address =
-      loop::SocketAddress::FromHostPort(host, static_cast<uint16_t>(port));
+      parsed.ok() ? loop::SocketAddress::FromHostPort(parsed.host, *parsed.port) : std::nullopt;
   if (!address) {
-    *error = "host " + GoQuote(host) + " is not an IP address (names are not resolved)";
+    *error = "host " + GoQuote(parsed.host) + " is not an IP address (names are not resolved)";
     return false;
   }
   *server = *address;
@@ -137,10 +126,8 @@ bool ParseProbeOption(std::string_view value, ProbeOption* option, std::string* 
     return false;
   }
 
-  std::string server(parts[1]);
-  if (server.find(':') == std::string::npos) server += ":53";
   std::string why;
-  if (!ParseServer(server, &parsed.server, &why)) {
+  if (!ParseServer(parts[1], &parsed.server, &why)) {
     *error = context + "server " + GoQuote(parts[1]) + ": " + why;
     return false;
   }

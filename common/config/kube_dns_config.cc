@@ -7,12 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <map>
 #include <utility>
 
-#include "common/base/ip_address.h"
+#include "common/upstream/upstream_address.h"
 
 namespace kdns::config {
 namespace {
@@ -123,16 +122,6 @@ bool ReadKeys(const std::string& dir, ConfigDirData* data, std::string* error) {
   return true;
 }
 
-std::optional<uint16_t> ParsePort(std::string_view text) {
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value == 0 ||
-      value > 65535) {
-    return std::nullopt;
-  }
-  return static_cast<uint16_t>(value);
-}
-
 std::string Quote(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
@@ -170,12 +159,15 @@ bool ParseJson(std::string_view key, const std::string& text, rapidjson::Documen
 }
 
 bool ParseStubServer(std::string_view text, StubServer* server) {
-  if (auto address = ParseNameserverAddress(text)) {
-    server->address = *address;
+  // A host name is kube-dns's IsDNS1123Subdomain of the whole entry, so never with a port.
+  upstream::AddressSyntax syntax = upstream::kKubeDnsSyntax;
+  syntax.is_host_name = IsDns1123Subdomain;
+  const upstream::ParsedAddress parsed = upstream::ParseAddress(text, syntax);
+  if (auto address = parsed.upstream()) {
+    server->address = address->ToSocketAddress();
     return true;
   }
-  // A host name (kube-dns: IsDNS1123Subdomain of the whole entry, so never with a port).
-  if (!IsDns1123Subdomain(text)) return false;
+  if (!parsed.ok()) return false;
   auto host = dns::Name::FromText(text);
   if (!host) return false;
   server->address.reset();
@@ -251,13 +243,13 @@ bool ParseUpstreams(const std::string& text, std::vector<loop::SocketAddress>* o
       return false;
     }
     std::string_view ns(entry.GetString(), entry.GetStringLength());
-    auto address = ParseNameserverAddress(ns);
+    auto address = upstream::ParseUpstreamAddress(ns, upstream::kKubeDnsSyntax);
     if (!address) {
       *error = "upstreamNameservers: invalid nameserver " + Quote(ns) +
                " (an IP address with an optional port)";
       return false;
     }
-    out->push_back(*address);
+    out->push_back(address->ToSocketAddress());
   }
   return true;
 }
@@ -363,28 +355,6 @@ bool LoadKubeDnsConfig(const std::string& dir, KubeDnsConfig* config, std::strin
     return false;
   }
   return true;
-}
-
-std::optional<loop::SocketAddress> ParseNameserverAddress(std::string_view text) {
-  std::string_view host = text;
-  uint16_t port = 53;
-  if (!IpAddress::Parse(text)) {
-    // Go's net.SplitHostPort: `[host]:port`, or `host:port` with one colon.
-    size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos) return std::nullopt;
-    host = text.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-      host = host.substr(1, host.size() - 2);
-    } else if (host.find(':') != std::string_view::npos) {
-      return std::nullopt;
-    }
-    auto parsed_port = ParsePort(text.substr(colon + 1));
-    if (!parsed_port) return std::nullopt;
-    port = *parsed_port;
-  }
-  auto ip = IpAddress::Parse(host);
-  if (!ip) return std::nullopt;
-  return loop::SocketAddress::FromHostPort(ip->ToString(), port);
 }
 
 bool IsDns1123Subdomain(std::string_view text) {

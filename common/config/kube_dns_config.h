@@ -18,6 +18,7 @@
 //     nameserver is an IP (`10.0.0.10`, `fd00::10`), an IP with a port (`10.0.0.10:5353`,
 //     `[fd00::10]:5353`) or a DNS-1123 host name (port 53; resolving it is the caller's job).
 //   - upstreamNameservers: at most three, each an IP with an optional port.
+// The addresses are parsed by common/upstream/upstream_address.h (kKubeDnsSyntax).
 // One bad value rejects the whole config with a one-line error, and the caller keeps the
 // configuration it had. Two differences, both stricter, for values that cannot work
 // anyway: a domain whose labels do not fit DNS (over 63 octets) and port 0 are refused.
@@ -94,10 +95,6 @@ struct KubeDnsConfig {
 // ReadConfigDir, then ParseKubeDnsConfig.
 [[nodiscard]] bool LoadKubeDnsConfig(const std::string& dir, KubeDnsConfig* config,
                                      std::string* error);
-
-// The address forms the ConfigMap uses: `ip`, `ipv4:port`, `[ip]:port`; port 53 when
-// absent, 1..65535 when given. No host names, no IPv6 zones. nullopt otherwise.
-std::optional<loop::SocketAddress> ParseNameserverAddress(std::string_view text);
 
 // Kubernetes' IsDNS1123Subdomain: at most 253 characters, dot-separated labels of lower
 // case letters, digits and '-', each starting and ending with a letter or digit.

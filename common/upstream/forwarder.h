@@ -6,8 +6,9 @@
 // Life of a query (Resolve):
 //   1. Identical in-flight queries (same name ignoring case, type, class, DO, CD and set)
 //      are coalesced: they wait for the one upstream query already under way.
-//   2. Beyond Options::max_in_flight distinct upstream queries (`--dns-forward-max`), the
-//      query fails at once with kOverloaded (the caller answers SERVFAIL): no queue.
+//   2. Beyond the forward cap (Options::forward_cap, forward_cap.h: distinct upstream
+//      queries in flight in the whole process), the query fails at once with kOverloaded
+//      (the caller answers SERVFAIL): no queue.
 //   3. The set's servers are ordered: healthy ones by smoothed RTT (never-measured ones
 //      count as 0, ties keep the configured order), then failed ones; loop-disabled ones
 //      are left out. Each try goes to the next server in that order, round robin, at most
@@ -46,6 +47,11 @@
 //
 // Thread: the loop's thread only; counters() may be read from any thread. The
 // UpstreamTable may be shared with the Forwarders of other threads.
+//
+// The implementation is split by concept: forwarder.cc (the job table: coalescing, the
+// cap, completion), forwarder_tries.cc (server order, sending, failover),
+// forwarder_replies.cc (reply matching and rcodes), forwarder_probes.cc (loop and health
+// probes); forwarder_internal.h holds the private state types.
 #pragma once
 
 #include <atomic>
@@ -65,6 +71,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/timer.h"
+#include "common/upstream/forward_cap.h"
 #include "common/upstream/random.h"
 #include "common/upstream/tcp_client.h"
 #include "common/upstream/udp_client.h"
@@ -78,7 +85,7 @@ namespace kdns::upstream {
 enum class Outcome : uint8_t {
   kAnswer,      // `reply` is the upstream's answer (any rcode but the failover ones)
   kServFail,    // no usable answer; `reason` says why
-  kOverloaded,  // over max_in_flight: answer SERVFAIL without forwarding
+  kOverloaded,  // over the forward cap: answer SERVFAIL without forwarding
 };
 enum class FailReason : uint8_t {
   kNone,
@@ -108,7 +115,7 @@ struct Result {
 struct ForwarderCounters {
   std::atomic<uint64_t> requests{0};         // Resolve calls
   std::atomic<uint64_t> coalesced{0};        // joined an identical query in flight
-  std::atomic<uint64_t> overloaded{0};       // refused at max_in_flight
+  std::atomic<uint64_t> overloaded{0};       // refused at the forward cap
   std::atomic<uint64_t> answers{0};          // kAnswer results (per upstream query)
   std::atomic<uint64_t> servfails{0};        // kServFail results (per upstream query)
   std::atomic<uint64_t> tries{0};            // upstream queries sent
@@ -130,11 +137,9 @@ class Forwarder {
     uint64_t total_timeout_ms = 5000;
     uint32_t max_tries_per_upstream = 2;
     uint32_t failure_threshold = 3;
-    size_t max_in_flight = 150;  // --dns-forward-max
-    // When set, max_in_flight caps the sum over every Forwarder sharing this counter (one
-    // per serving thread), as dnsmasq's cap is per process. Checked without a lock, so
-    // threads racing at the cap may overshoot it by at most one query each.
-    std::shared_ptr<std::atomic<size_t>> shared_in_flight;
+    // The forward cap of the process, shared by the Forwarder of every serving thread;
+    // when null, this Forwarder makes one of its own (ForwardCap::kDefaultMax).
+    std::shared_ptr<ForwardCap> forward_cap;
     size_t max_waiters_per_query = 1024;
     uint16_t edns_payload_bytes = dns::kDefaultUdpPayloadSize;
     uint64_t tcp_idle_timeout_ms = 10'000;
@@ -214,6 +219,7 @@ class Forwarder {
   loop::Loop& loop_;
   Options options_;
   std::shared_ptr<UpstreamTable> table_;
+  std::shared_ptr<ForwardCap> forward_cap_;
   const Clock& clock_;
   SecureRandom random_;
   ForwarderCounters counters_;

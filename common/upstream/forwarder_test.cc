@@ -357,13 +357,14 @@ TEST_CASE("Identical queries in flight share one upstream query", "[upstream]") 
   RequireClosesClean(loop);
 }
 
-TEST_CASE("Beyond max_in_flight queries are refused at once, never inside Resolve", "[upstream]") {
+TEST_CASE("Beyond the forward cap queries are refused at once, never inside Resolve",
+          "[upstream]") {
   loop::Loop loop;
   {
     FakeUpstream a(loop, 1);
     a.set_delay_ms(50);
     Forwarder::Options options = TestOptions();
-    options.max_in_flight = 2;
+    options.forward_cap = std::make_shared<ForwardCap>(2);
     Forwarder forwarder(loop, options);
     std::vector<Outcome> outcomes;
     bool inside_resolve = false;
@@ -389,15 +390,14 @@ TEST_CASE("Beyond max_in_flight queries are refused at once, never inside Resolv
   RequireClosesClean(loop);
 }
 
-TEST_CASE("Forwarders sharing an in-flight counter share the cap", "[upstream]") {
+TEST_CASE("Forwarders sharing a forward cap share it, as threads of one process do", "[upstream]") {
   loop::Loop loop;
   {
     FakeUpstream a(loop, 1);
     a.set_behaviour(Behaviour::kSilent);
     Forwarder::Options options = TestOptions();
-    options.max_in_flight = 2;
+    options.forward_cap = std::make_shared<ForwardCap>(2);
     options.total_timeout_ms = 300;
-    options.shared_in_flight = std::make_shared<std::atomic<size_t>>(0);
     Forwarder first(loop, options);
     Forwarder second(loop, options);
     std::vector<Result> results;
@@ -408,7 +408,7 @@ TEST_CASE("Forwarders sharing an in-flight counter share the cap", "[upstream]")
     REQUIRE(RunUntil(loop, [&] { return results.size() == 3; }));
     CHECK(results[0].outcome == Outcome::kOverloaded);
     CHECK(second.counters().overloaded == 1);
-    CHECK(*options.shared_in_flight == 0);  // every finished query gave its slot back
+    CHECK(options.forward_cap->in_flight() == 0);  // every finished query gave its slot back
   }
   RequireClosesClean(loop);
 }

@@ -43,7 +43,7 @@ ResolvConf ParseResolvConf(std::string_view text) {
       conf.skipped_lines.emplace_back(line);
       continue;
     }
-    conf.nameservers.push_back(*address);
+    conf.nameservers.push_back(UpstreamAddress{*address, kDnsPort});
   }
   return conf;
 }

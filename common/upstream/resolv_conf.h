@@ -2,19 +2,20 @@
 // and skydns (kube-dns without upstream nameservers) do: every `nameserver` line, IPv4 or
 // IPv6, port 53; search, options, domain and comments are ignored. Like the C library, a
 // malformed nameserver line is skipped, not fatal; its text is reported so the caller can
-// log it. Start-up and reload paths only; no thread affinity.
+// log it. frontend-cache and kubedns both read it. Start-up and reload paths only; no
+// thread affinity.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "common/base/ip_address.h"
+#include "common/upstream/upstream_address.h"
 
 namespace kdns::upstream {
 
 struct ResolvConf {
-  std::vector<IpAddress> nameservers;  // in file order; each is served on port 53
+  std::vector<UpstreamAddress> nameservers;  // in file order, port 53
   std::vector<std::string> skipped_lines;
 };
 

@@ -20,12 +20,23 @@ TEST_CASE("resolv.conf gives nameserver lines, v4 and v6", "[upstream][resolv]")
       "domain example\r\n"
       "nameserver 8.8.8.8");
   REQUIRE(conf.nameservers.size() == 3);
-  CHECK(conf.nameservers[0].ToString() == "10.96.0.10");
-  CHECK(conf.nameservers[1].ToString() == "2001:db8::53");
-  CHECK(conf.nameservers[2].ToString() == "8.8.8.8");
+  CHECK(conf.nameservers[0].address.ToString() == "10.96.0.10");
+  CHECK(conf.nameservers[1].address.ToString() == "2001:db8::53");
+  CHECK(conf.nameservers[2].address.ToString() == "8.8.8.8");
   CHECK(conf.skipped_lines == std::vector<std::string>{"nameserver fe80::1%eth0",
                                                        "nameserver dns.example",
                                                        "nameserver 1.1.1.1 extra"});
+}
+
+TEST_CASE("resolv.conf nameservers become port-53 upstreams", "[upstream][resolv]") {
+  ResolvConf conf = ParseResolvConf(
+      "nameserver 10.96.0.10\n"
+      "nameserver 2001:db8::53\n"
+      "nameserver dns.example\n");
+  REQUIRE(conf.nameservers.size() == 2);
+  CHECK(conf.nameservers[0].ToString() == "10.96.0.10#53");
+  CHECK(conf.nameservers[1].ToString() == "2001:db8::53#53");
+  CHECK(conf.skipped_lines == std::vector<std::string>{"nameserver dns.example"});
 }
 
 TEST_CASE("A missing resolv.conf is an error", "[upstream][resolv]") {

@@ -2,9 +2,9 @@
 // upstreams, or one `--server=/domain/ip#port` stub). Which set serves which name is the
 // caller's routing decision; the Forwarder only receives the set with each query.
 //
-// Addresses are written the dnsmasq way, `ip#port` (`10.0.0.10#53`, `fd00::10#5353`), with
-// port 53 when `#port` is missing. A set is a value: compare and hash it to coalesce
-// identical queries sent to the same servers. No thread affinity.
+// Addresses print the dnsmasq way, `ip#port` (`10.0.0.10#53`, `fd00::10#5353`). A set is a
+// value: compare and hash it to coalesce identical queries sent to the same servers. No
+// thread affinity.
 #pragma once
 
 #include <cstddef>
@@ -16,15 +16,9 @@
 #include <vector>
 
 #include "common/loop/socket_address.h"
+#include "common/upstream/upstream_address.h"
 
 namespace kdns::upstream {
-
-inline constexpr uint16_t kDnsPort = 53;
-
-// `1.2.3.4`, `1.2.3.4#5353`, `::1`, `::1#5353` (no brackets, no names). nullopt otherwise.
-std::optional<loop::SocketAddress> ParseUpstreamAddress(std::string_view text);
-// The dnsmasq form used by `servers.bind`: `1.2.3.4#53`, `::1#53`.
-std::string FormatUpstreamAddress(const loop::SocketAddress& address);
 
 class UpstreamSet {
  public:
@@ -33,7 +27,8 @@ class UpstreamSet {
   UpstreamSet(std::initializer_list<loop::SocketAddress> addresses)
       : UpstreamSet(std::vector<loop::SocketAddress>(addresses)) {}
 
-  // Comma- or space-separated ParseUpstreamAddress forms; nullopt if any is invalid.
+  // Comma- or space-separated addresses in dnsmasq's syntax (kDnsmasqSyntax); nullopt if
+  // any is invalid.
   static std::optional<UpstreamSet> Parse(std::string_view text);
 
   const std::vector<loop::SocketAddress>& addresses() const { return addresses_; }

@@ -5,18 +5,6 @@
 namespace kdns::upstream {
 namespace {
 
-TEST_CASE("Upstream addresses parse in dnsmasq's ip#port form", "[upstream]") {
-  CHECK(ParseUpstreamAddress("10.0.0.10")->ToString() == "10.0.0.10:53");
-  CHECK(ParseUpstreamAddress("10.0.0.10#5353")->ToString() == "10.0.0.10:5353");
-  CHECK(ParseUpstreamAddress("fd00::1#5353")->ToString() == "[fd00::1]:5353");
-  CHECK(FormatUpstreamAddress(*ParseUpstreamAddress("fd00::1#5353")) == "fd00::1#5353");
-  for (const char* bad : {"", "#53", "10.0.0.10#", "10.0.0.10#0", "10.0.0.10#65536", "10.0.0.10#5x",
-                          "dns.example", "[::1]:53", "10.0.0.10:53"}) {
-    INFO(bad);
-    CHECK_FALSE(ParseUpstreamAddress(bad).has_value());
-  }
-}
-
 TEST_CASE("Upstream sets compare by their ordered addresses", "[upstream]") {
   auto a = UpstreamSet::Parse("10.0.0.1, 10.0.0.2#54");
   REQUIRE(a.has_value());

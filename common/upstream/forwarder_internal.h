@@ -1,0 +1,76 @@
+// The Forwarder's private state types (forwarder.h declares them): a Server (what one
+// Forwarder knows of one upstream), an Attempt (one query sent to one server), a Job (one
+// upstream query and its waiters) and a TcpSlot (a reused connection). Only the
+// forwarder*.cc files include this. Owned by their Forwarder; its loop's thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "common/upstream/forwarder.h"
+
+namespace kdns::upstream {
+
+// What this Forwarder knows about one upstream server.
+struct Forwarder::Server {
+  Server(const loop::SocketAddress& a, const UpstreamHealth::Options& o, UpstreamTable::Entry& e)
+      : address(a), health(o), entry(e) {}
+  loop::SocketAddress address;
+  UpstreamHealth health;
+  UpstreamTable::Entry& entry;
+  bool probing = false;  // a health probe is outstanding
+};
+
+// One query sent to one server.
+struct Forwarder::Attempt {
+  Job* job = nullptr;
+  Server* server = nullptr;
+  size_t candidate = 0;
+  Transport transport = Transport::kUdp;
+  EdnsMode edns = EdnsMode::kWithEdns;
+  uint16_t id = 0;
+  uint64_t sent_ms = 0;
+  bool closed = false;  // answered, failed or superseded: ignore what still arrives
+  std::unique_ptr<UdpClient> udp;
+  TcpSlot* tcp = nullptr;  // registered there under `id` while open
+};
+
+// One upstream query under way, with everyone waiting for it.
+struct Forwarder::Job {
+  explicit Job(loop::Loop& loop) : try_timer(loop), deadline_timer(loop) {}
+  JobKind kind = JobKind::kClient;
+  std::optional<Key> key;  // set for coalescable (client) jobs
+  Request request;
+  std::vector<Server*> candidates;
+  std::vector<uint32_t> tries;  // per candidate
+  std::vector<bool> done;       // per candidate: replied with an error, or refused us
+  std::vector<bool> no_edns;    // per candidate: FORMERR to EDNS seen
+  size_t next_candidate = 0;
+  bool force_tcp = false;
+  bool tcp_reconnected = false;  // one retry after a reused connection closed under us
+  std::vector<std::unique_ptr<Attempt>> attempts;
+  Attempt* current = nullptr;
+  std::vector<Callback> waiters;
+  uint64_t deadline_ms = 0;  // loop time
+  uint32_t sent = 0;
+  bool any_timeout = false;
+  bool finished = false;
+  // The last error reply (SERVFAIL, REFUSED...), reported if nothing better comes.
+  std::vector<uint8_t> error_reply;
+  dns::Message error_message;
+  Attempt* error_attempt = nullptr;
+  loop::Timer try_timer;
+  loop::Timer deadline_timer;
+};
+
+// The reused TCP connection to one server, and the tries waiting on it by ID.
+struct Forwarder::TcpSlot {
+  std::unique_ptr<TcpClient> client;
+  std::unordered_map<uint16_t, Attempt*> waiting;
+};
+
+}  // namespace kdns::upstream

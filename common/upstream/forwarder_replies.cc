@@ -1,0 +1,129 @@
+// Forwarder, part 3: replies. Matching a datagram or a TCP message to its try (wire.h:
+// source, ID, QR, question), and what the rcode means: the answer, a retry over TCP or
+// without EDNS, or the next server.
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "common/dns/header.h"
+#include "common/upstream/forwarder.h"
+#include "common/upstream/forwarder_internal.h"
+
+namespace kdns::upstream {
+
+void Forwarder::OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram) {
+  if (attempt->closed || attempt->job->finished) return;
+  dns::Message message;
+  Match match = MatchReply(datagram, attempt->id, attempt->job->request, &message);
+  if (match != Match::kOk) {
+    (match == Match::kMalformed ? counters_.malformed : counters_.mismatched)
+        .fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_N(WARNING, 100) << "upstream " << attempt->server->address.ToString()
+                              << ": dropped a reply (" << MatchName(match) << ") for "
+                              << attempt->job->request.qname.ToText();
+    return;
+  }
+  OnReply(attempt, datagram, std::move(message));
+}
+
+void Forwarder::OnTcpMessage(const loop::SocketAddress& peer, std::span<const uint8_t> message) {
+  auto it = tcp_.find(peer);
+  if (it == tcp_.end()) return;
+  dns::Header header;
+  Attempt* attempt = nullptr;
+  if (dns::ParseHeader(message, &header) == dns::ParseError::kOk) {
+    auto waiting = it->second->waiting.find(header.id);
+    if (waiting != it->second->waiting.end()) attempt = waiting->second;
+  }
+  if (attempt == nullptr) {
+    // A reply to a try given up on, or garbage: RFC 7766 §7 lets a client drop it.
+    counters_.mismatched.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  OnDatagram(attempt, message);
+}
+
+void Forwarder::OnTcpClosed(const loop::SocketAddress& peer, const std::string& reason) {
+  auto it = tcp_.find(peer);
+  if (it == tcp_.end()) return;
+  // Destroyed on the next iteration: we are inside the connection's own callback.
+  std::unique_ptr<TcpSlot> slot = std::move(it->second);
+  tcp_.erase(it);
+  // A server may close a reused connection just as we send on it (RFC 7766 §6.2.3 lets it
+  // close idle connections): such queries get one more try on a fresh connection.
+  const bool was_reused = slot->client->messages_received() > 0;
+  std::vector<Attempt*> waiting;
+  for (auto& [id, attempt] : slot->waiting) {
+    attempt->tcp = nullptr;
+    waiting.push_back(attempt);
+  }
+  slot->waiting.clear();
+  closed_tcp_.push_back(std::move(slot));
+  SchedulePost();
+  for (Attempt* attempt : waiting) {
+    Job* job = attempt->job;
+    if (attempt->closed || job->finished) continue;
+    if (was_reused && attempt == job->current && !job->tcp_reconnected) {
+      job->tcp_reconnected = true;
+      CloseAttempt(attempt);
+      SendTry(job, attempt->candidate, Transport::kTcp, attempt->edns);
+      continue;
+    }
+    OnAttemptFailed(attempt, /*timeout=*/false, reason.c_str());
+  }
+}
+
+void Forwarder::OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::Message message) {
+  Job* job = attempt->job;
+  Server* server = attempt->server;
+  const uint64_t now = clock_.NowMs();
+  const uint64_t rtt_ms = now > attempt->sent_ms ? now - attempt->sent_ms : 0;
+  server->health.OnReply(rtt_ms);  // it answered: reachable, whatever the rcode
+  server->entry.rtt_seconds.Observe(static_cast<double>(rtt_ms) / 1000.0);
+  UpdateProbeTimer();
+  // With no try in flight (all sent, waiting for a late answer), a late reply is as good as
+  // the current one.
+  const bool is_current = attempt == job->current || job->current == nullptr;
+  const dns::Rcode rcode = message.rcode();
+
+  if (job->kind == JobKind::kHealthProbe) {
+    FinishAnswer(job, attempt, bytes, std::move(message));
+    return;
+  }
+  if (message.header.tc && attempt->transport == Transport::kUdp) {
+    CloseAttempt(attempt);
+    if (!is_current) return;
+    counters_.tcp_retries.fetch_add(1, std::memory_order_relaxed);
+    job->force_tcp = true;
+    SendTry(job, attempt->candidate, Transport::kTcp, attempt->edns);
+    return;
+  }
+  if (rcode == dns::Rcode::kFormErr && attempt->edns == EdnsMode::kWithEdns) {
+    CloseAttempt(attempt);
+    if (!is_current) return;
+    counters_.edns_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    job->no_edns[attempt->candidate] = true;
+    SendTry(job, attempt->candidate, attempt->transport, EdnsMode::kWithoutEdns);
+    return;
+  }
+  if (rcode == dns::Rcode::kServFail || rcode == dns::Rcode::kRefused ||
+      rcode == dns::Rcode::kNotImp || rcode == dns::Rcode::kFormErr) {
+    if (job->kind == JobKind::kClient) server->entry.failed.Inc();
+    job->done[attempt->candidate] = true;
+    job->error_reply.assign(bytes.begin(), bytes.end());
+    job->error_message = std::move(message);
+    job->error_attempt = attempt;
+    CloseAttempt(attempt);
+    if (!is_current) return;
+    job->current = nullptr;
+    StartNextTry(job);
+    return;
+  }
+  if (job->kind == JobKind::kClient) server->entry.answers.Inc();
+  FinishAnswer(job, attempt, bytes, std::move(message));
+}
+
+}  // namespace kdns::upstream

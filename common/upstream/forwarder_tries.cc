@@ -1,0 +1,202 @@
+// Forwarder, part 2: tries. Which server is asked next (round robin over the ordered
+// candidates, failover after a timeout or a failure), how a try is sent (a fresh UDP
+// socket, or the server's reused TCP connection) and how a failed try counts against the
+// server's health.
+
+#include <glog/logging.h>
+#include <uv.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "common/upstream/forwarder.h"
+#include "common/upstream/forwarder_internal.h"
+
+namespace kdns::upstream {
+
+void Forwarder::StartNextTry(Job* job) {
+  if (job->finished) return;
+  const size_t count = job->candidates.size();
+  const uint32_t max_tries =
+      job->kind == JobKind::kClient ? std::max<uint32_t>(1, options_.max_tries_per_upstream) : 1;
+  for (size_t step = 0; step < count; ++step) {
+    size_t candidate = (job->next_candidate + step) % count;
+    if (job->done[candidate] || job->tries[candidate] >= max_tries) continue;
+    job->next_candidate = candidate + 1;
+    if (job->sent > 0) counters_.failovers.fetch_add(1, std::memory_order_relaxed);
+    SendTry(job, candidate, job->force_tcp ? Transport::kTcp : Transport::kUdp,
+            job->no_edns[candidate] ? EdnsMode::kWithoutEdns : EdnsMode::kWithEdns);
+    return;
+  }
+  // Nothing left to send. A try that timed out keeps listening: a slow upstream (a
+  // recursive resolver working on an uncached name) may still answer, so wait for it until
+  // the time budget is spent (the deadline timer), unless every try has definitively failed.
+  const bool listening = std::any_of(job->attempts.begin(), job->attempts.end(),
+                                     [](const auto& attempt) { return !attempt->closed; });
+  if (listening) return;
+  FinishFailed(job, job->error_attempt != nullptr ? FailReason::kUpstreamError
+                    : job->any_timeout            ? FailReason::kTimeout
+                                                  : FailReason::kNetworkError);
+}
+
+void Forwarder::SendTry(Job* job, size_t candidate, Transport transport, EdnsMode edns) {
+  loop_.UpdateTime();
+  const uint64_t now = loop_.now_ms();
+  if (now >= job->deadline_ms) {
+    FinishFailed(job, job->any_timeout ? FailReason::kTimeout : FailReason::kNetworkError);
+    return;
+  }
+  Server* server = job->candidates[candidate];
+  auto owned = std::make_unique<Attempt>();
+  Attempt* attempt = owned.get();
+  attempt->job = job;
+  attempt->server = server;
+  attempt->candidate = candidate;
+  attempt->transport = transport;
+  attempt->edns = edns;
+  attempt->id = random_.Next16();
+  attempt->sent_ms = clock_.NowMs();
+  job->attempts.push_back(std::move(owned));
+  job->current = attempt;
+  ++job->tries[candidate];
+  ++job->sent;
+  counters_.tries.fetch_add(1, std::memory_order_relaxed);
+  if (job->kind == JobKind::kClient) server->entry.sent.Inc();
+
+  // A TCP try includes the handshake: allow it two round trips.
+  uint64_t timeout = server->health.TryTimeoutMs();
+  if (transport == Transport::kTcp) timeout *= 2;
+  timeout = std::min(timeout, job->deadline_ms - now);
+  job->try_timer.Start(timeout, [this, job] { OnTryTimeout(job); });
+
+  std::vector<uint8_t> query;
+  if (transport == Transport::kTcp) {
+    // The ID must be unique among the queries pipelined on the connection.
+    auto it = tcp_.find(server->address);
+    if (it != tcp_.end()) {
+      while (it->second->waiting.count(attempt->id) != 0) attempt->id = random_.Next16();
+    }
+  }
+  if (!BuildQuery(job->request, attempt->id, edns, options_.edns_payload_bytes, &query)) {
+    OnAttemptFailed(attempt, /*timeout=*/false, "query does not fit");
+    return;
+  }
+  if (transport == Transport::kUdp) {
+    SendUdp(attempt, query);
+  } else {
+    SendTcp(attempt, query);
+  }
+}
+
+void Forwarder::SendUdp(Attempt* attempt, std::span<const uint8_t> query) {
+  std::string error;
+  attempt->udp = UdpClient::Open(
+      loop_, attempt->server->address, receive_buffer_,
+      [this, attempt](std::span<const uint8_t> datagram) { OnDatagram(attempt, datagram); },
+      [this, attempt](int status) {
+        if (attempt->closed || attempt->job->finished) return;
+        if (status == UV_EMSGSIZE) {
+          counters_.malformed.fetch_add(1, std::memory_order_relaxed);
+          return;
+        }
+        OnAttemptFailed(attempt, /*timeout=*/false, uv_strerror(status));
+      },
+      &error);
+  if (attempt->udp == nullptr) {
+    LOG_EVERY_N(WARNING, 100) << "upstream " << error;
+    OnAttemptFailed(attempt, /*timeout=*/false, "socket");
+    return;
+  }
+  if (int status = attempt->udp->Send(query); status != 0) {
+    OnAttemptFailed(attempt, /*timeout=*/false, uv_strerror(status));
+  }
+}
+
+void Forwarder::SendTcp(Attempt* attempt, std::span<const uint8_t> query) {
+  const loop::SocketAddress& address = attempt->server->address;
+  auto it = tcp_.find(address);
+  if (it == tcp_.end()) {
+    auto slot = std::make_unique<TcpSlot>();
+    TcpClient::Callbacks callbacks;
+    callbacks.on_message = [this, address](std::span<const uint8_t> message) {
+      OnTcpMessage(address, message);
+    };
+    callbacks.on_closed = [this, address](const std::string& reason) {
+      OnTcpClosed(address, reason);
+    };
+    std::string error;
+    slot->client = TcpClient::Connect(loop_, address, options_.tcp_idle_timeout_ms,
+                                      std::move(callbacks), &error);
+    if (slot->client == nullptr) {
+      LOG_EVERY_N(WARNING, 100) << "upstream " << error;
+      OnAttemptFailed(attempt, /*timeout=*/false, "tcp connect");
+      return;
+    }
+    counters_.tcp_connections.fetch_add(1, std::memory_order_relaxed);
+    it = tcp_.emplace(address, std::move(slot)).first;
+  }
+  TcpSlot* slot = it->second.get();
+  if (!slot->client->Send(query)) {
+    OnAttemptFailed(attempt, /*timeout=*/false, "tcp write");
+    return;
+  }
+  slot->waiting.emplace(attempt->id, attempt);
+  attempt->tcp = slot;
+}
+
+void Forwarder::OnTryTimeout(Job* job) {
+  if (job->finished || job->current == nullptr) return;
+  Attempt* attempt = job->current;
+  // The socket keeps listening (a late answer still counts); the query moves on.
+  job->any_timeout = true;
+  counters_.timeouts.fetch_add(1, std::memory_order_relaxed);
+  attempt->server->health.OnFailure();
+  if (job->kind == JobKind::kClient) {
+    attempt->server->entry.timeouts.Inc();
+    attempt->server->entry.failed.Inc();
+  }
+  UpdateProbeTimer();
+  job->current = nullptr;
+  StartNextTry(job);
+}
+
+void Forwarder::OnAttemptFailed(Attempt* attempt, bool timeout, const char* why) {
+  Job* job = attempt->job;
+  if (attempt->closed || job->finished) return;
+  CloseAttempt(attempt);
+  attempt->server->health.OnFailure();
+  if (job->kind == JobKind::kClient) {
+    attempt->server->entry.failed.Inc();
+    if (timeout) attempt->server->entry.timeouts.Inc();
+  }
+  if (timeout) {
+    job->any_timeout = true;
+    counters_.timeouts.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    // Refused or unreachable: trying this server again for this query will not help.
+    job->done[attempt->candidate] = true;
+  }
+  VLOG(1) << "upstream " << attempt->server->address.ToString() << " failed for "
+          << job->request.qname.ToText() << ": " << why;
+  UpdateProbeTimer();
+  if (attempt != job->current) {
+    // Waiting for late answers only: this was one of them, maybe the last.
+    if (job->current == nullptr) StartNextTry(job);
+    return;
+  }
+  job->current = nullptr;
+  if (timeout) return;  // the deadline timer finishes the job
+  StartNextTry(job);
+}
+
+void Forwarder::CloseAttempt(Attempt* attempt) {
+  attempt->closed = true;
+  if (attempt->tcp != nullptr) {
+    attempt->tcp->waiting.erase(attempt->id);
+    attempt->tcp = nullptr;
+  }
+  // The UDP socket stays open until the job is reaped: we may be inside its callback.
+}
+
+}  // namespace kdns::upstream

@@ -1,0 +1,90 @@
+#include "common/upstream/upstream_address.h"
+
+#include <charconv>
+
+namespace kdns::upstream {
+
+std::string UpstreamAddress::ToString() const {
+  return address.ToString() + "#" + std::to_string(port);
+}
+
+loop::SocketAddress UpstreamAddress::ToSocketAddress() const {
+  // An IpAddress always prints as a numeric host FromHostPort takes.
+  return *loop::SocketAddress::FromHostPort(address.ToString(), port);
+}
+
+std::optional<UpstreamAddress> ParsedAddress::upstream() const {
+  if (!ok() || !ip) return std::nullopt;
+  return UpstreamAddress{*ip, *port};
+}
+
+ParsedAddress ParseAddress(std::string_view text, const AddressSyntax& syntax) {
+  ParsedAddress parsed;
+  parsed.host = text;
+  bool bracketed = false;
+  if (std::optional<IpAddress> bare = IpAddress::Parse(text);
+      bare && (bare->is_v4() || syntax.bare_ipv6)) {
+    // A bare address first: an IPv6 address holds colons that are not a port separator.
+  } else if (!text.empty() && text.front() == '[') {
+    bracketed = true;
+    const size_t close = text.find(']');
+    if (close == std::string_view::npos) {
+      parsed.shape = AddressShape::kMissingBracket;
+      return parsed;
+    }
+    parsed.host = text.substr(1, close - 1);
+    const std::string_view rest = text.substr(close + 1);
+    if (rest.empty()) {
+      if (!syntax.bare_brackets) parsed.shape = AddressShape::kBadAfterBracket;
+    } else if ((rest.front() == '#' && syntax.hash_port) ||
+               (rest.front() == ':' && syntax.bracket_colon_port)) {
+      parsed.port_given = true;
+      parsed.port_text = rest.substr(1);
+    } else {
+      parsed.shape = AddressShape::kBadAfterBracket;
+    }
+    if (parsed.shape != AddressShape::kOk) return parsed;
+  } else if (const size_t hash = syntax.hash_port ? text.find('#') : std::string_view::npos;
+             hash != std::string_view::npos) {
+    parsed.host = text.substr(0, hash);
+    parsed.port_given = true;
+    parsed.port_text = text.substr(hash + 1);
+  } else if (const size_t colon = syntax.colon_port ? text.rfind(':') : std::string_view::npos;
+             colon != std::string_view::npos) {
+    parsed.host = text.substr(0, colon);
+    parsed.port_given = true;
+    parsed.port_text = text.substr(colon + 1);
+    if (parsed.host.find(':') != std::string_view::npos) {
+      parsed.shape = AddressShape::kUnbracketedIpv6;
+      return parsed;
+    }
+  }
+  parsed.port = parsed.port_given ? ParsePort(parsed.port_text) : syntax.default_port;
+  parsed.ip = IpAddress::Parse(parsed.host);
+  if (!parsed.ip && syntax.ipv6_zones && parsed.host.find('%') != std::string_view::npos) {
+    parsed.zoned = loop::SocketAddress::FromHostPort(parsed.host, kDnsPort).has_value();
+  }
+  parsed.host_name = !parsed.ip && !parsed.zoned && !bracketed && !parsed.port_given &&
+                     syntax.is_host_name != nullptr && syntax.is_host_name(text);
+  return parsed;
+}
+
+std::optional<UpstreamAddress> ParseUpstreamAddress(std::string_view text,
+                                                    const AddressSyntax& syntax) {
+  return ParseAddress(text, syntax).upstream();
+}
+
+std::string FormatUpstreamAddress(const loop::SocketAddress& address) {
+  return address.HostString() + "#" + std::to_string(address.port());
+}
+
+std::optional<uint16_t> ParsePort(std::string_view text, PortZero zero) {
+  unsigned value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value > 65535) return std::nullopt;
+  if (value == 0 && zero == PortZero::kRefuse) return std::nullopt;
+  return static_cast<uint16_t>(value);
+}
+
+}  // namespace kdns::upstream

@@ -1,0 +1,105 @@
+#include "common/upstream/upstream_address.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "common/config/kube_dns_config.h"
+
+namespace kdns::upstream {
+namespace {
+
+// The syntax of the sidecar's --probe server (sidecar/probe_option.cc).
+constexpr AddressSyntax kProbeSyntax{
+    .colon_port = true, .bracket_colon_port = true, .bare_brackets = true, .ipv6_zones = true};
+
+std::string Socket(std::string_view text, const AddressSyntax& syntax) {
+  auto address = ParseUpstreamAddress(text, syntax);
+  return address ? address->ToSocketAddress().ToString() : "<none>";
+}
+
+TEST_CASE("Upstream addresses print as dnsmasq prints them", "[upstream][address]") {
+  CHECK(ParseUpstreamAddress("10.0.0.10", kDnsmasqSyntax)->ToString() == "10.0.0.10#53");
+  CHECK(ParseUpstreamAddress("[FD00::1]:5353", kDnsmasqSyntax)->ToString() == "fd00::1#5353");
+  CHECK(FormatUpstreamAddress(
+            ParseUpstreamAddress("fd00::1#5353", kDnsmasqSyntax)->ToSocketAddress()) ==
+        "fd00::1#5353");
+}
+
+TEST_CASE("dnsmasq's forms: ip, ip#port and the bracketed ones", "[upstream][address]") {
+  CHECK(Socket("10.0.0.10", kDnsmasqSyntax) == "10.0.0.10:53");
+  CHECK(Socket("10.0.0.10#5353", kDnsmasqSyntax) == "10.0.0.10:5353");
+  CHECK(Socket("fd00::1#5353", kDnsmasqSyntax) == "[fd00::1]:5353");
+  CHECK(Socket("fd00::1", kDnsmasqSyntax) == "[fd00::1]:53");
+  CHECK(Socket("[fd00::1]", kDnsmasqSyntax) == "[fd00::1]:53");
+  CHECK(Socket("[fd00::1]#54", kDnsmasqSyntax) == "[fd00::1]:54");
+  CHECK(Socket("[fd00::1]:55", kDnsmasqSyntax) == "[fd00::1]:55");
+  CHECK(Socket("[::1]:53", kDnsmasqSyntax) == "[::1]:53");
+  for (const char* bad :
+       {"", "#53", "10.0.0.10#", "10.0.0.10#0", "10.0.0.10#65536", "10.0.0.10#5x", "dns.example",
+        "10.0.0.10:53", "[fd00::1", "[fd00::1]53", "1.2.3.4#53@eth0", "fe80::1%lo#53"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(ParseUpstreamAddress(bad, kDnsmasqSyntax).has_value());
+  }
+  CHECK(ParseAddress("[fd00::1", kDnsmasqSyntax).shape == AddressShape::kMissingBracket);
+  CHECK(ParseAddress("[fd00::1]53", kDnsmasqSyntax).shape == AddressShape::kBadAfterBracket);
+  const ParsedAddress bad_port = ParseAddress("1.2.3.4#x", kDnsmasqSyntax);
+  CHECK(bad_port.shape == AddressShape::kOk);
+  CHECK(bad_port.port_text == "x");
+  CHECK_FALSE(bad_port.port);
+}
+
+TEST_CASE("kube-dns's forms: ip, ipv4:port, [ip]:port; names only where asked",
+          "[upstream][address]") {
+  CHECK(Socket("10.0.0.10", kKubeDnsSyntax) == "10.0.0.10:53");
+  CHECK(Socket("10.0.0.10:1", kKubeDnsSyntax) == "10.0.0.10:1");
+  CHECK(Socket("[10.0.0.10]:54", kKubeDnsSyntax) == "10.0.0.10:54");
+  CHECK(ParseUpstreamAddress("::1:53", kKubeDnsSyntax)->address.is_v6());  // IPv6, port 53
+  CHECK(ParseUpstreamAddress("::1:53", kKubeDnsSyntax)->port == 53);
+  CHECK(Socket("[::1]:5353", kKubeDnsSyntax) == "[::1]:5353");
+  for (const char* bad : {"", ":53", "10.0.0.10:", "10.0.0.10:+53", "[::1]", "::1]:53", "host:53",
+                          "10.0.0.256", "010.0.0.1", "10.0.0.10#53", "[::1]#53", "dns.example"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(ParseUpstreamAddress(bad, kKubeDnsSyntax).has_value());
+  }
+  CHECK(ParseAddress("::1]:53", kKubeDnsSyntax).shape == AddressShape::kUnbracketedIpv6);
+
+  AddressSyntax stub = kKubeDnsSyntax;
+  stub.is_host_name = config::IsDns1123Subdomain;
+  const ParsedAddress name = ParseAddress("dns.example", stub);
+  CHECK(name.ok());
+  CHECK(name.host_name);
+  CHECK_FALSE(name.upstream());
+  CHECK(ParseAddress("10.0.0.256", stub).host_name);  // not an IP: a DNS-1123 name
+  CHECK_FALSE(ParseAddress("dns.example:53", stub).ok());
+  CHECK_FALSE(ParseAddress("DNS.example", stub).ok());
+  CHECK(ParseAddress("10.0.0.10", stub).upstream());
+}
+
+TEST_CASE("The probe server's forms: host:port, [ip]:port, [ip], bare IPv4",
+          "[upstream][address]") {
+  CHECK(Socket("127.0.0.1", kProbeSyntax) == "127.0.0.1:53");
+  CHECK(Socket("127.0.0.1:10053", kProbeSyntax) == "127.0.0.1:10053");
+  CHECK(Socket("[2001:db8::1]", kProbeSyntax) == "[2001:db8::1]:53");
+  CHECK(ParseAddress("::1", kProbeSyntax).shape == AddressShape::kUnbracketedIpv6);
+  const ParsedAddress zoned = ParseAddress("[fe80::1%1]:53", kProbeSyntax);
+  CHECK(zoned.ok());
+  CHECK(zoned.zoned);
+  CHECK(zoned.host == "fe80::1%1");
+  CHECK_FALSE(ParseAddress("[fe80::1%1]:53", kKubeDnsSyntax).ok());
+  CHECK_FALSE(ParseAddress("1.2.3.4%1", kProbeSyntax).ok());
+}
+
+TEST_CASE("Ports are 1..65535", "[upstream][address]") {
+  CHECK(ParsePort("1") == 1);
+  CHECK(ParsePort("65535") == 65535);
+  CHECK_FALSE(ParsePort("0"));
+  CHECK(ParsePort("0", PortZero::kAllow) == 0);
+  CHECK_FALSE(ParsePort("65536"));
+  CHECK_FALSE(ParsePort(""));
+  CHECK_FALSE(ParsePort("5x"));
+  CHECK_FALSE(ParsePort("-1"));
+  CHECK_FALSE(ParsePort("+53"));
+}
+
+}  // namespace
+}  // namespace kdns::upstream
