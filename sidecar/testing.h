@@ -15,7 +15,6 @@
 #include "common/dns/rdata.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
-#include "common/loop/udp_socket.h"
 #include "sidecar/dnsmasq_stats.h"
 #include "test/support/fake_dns_server.h"
 
@@ -68,14 +67,7 @@ inline Script ChaosStats(const DnsmasqValues* values) {
 
 // A loopback UDP port with nothing bound to it (queries to it are refused by the kernel).
 inline loop::SocketAddress ClosedPort(loop::Loop& loop) {
-  std::string error;
-  auto socket = loop::UdpSocket::Bind(
-      loop, *loop::SocketAddress::Parse("127.0.0.1:0"), {},
-      [](std::span<const uint8_t>, const loop::SocketAddress&,
-         const loop::UdpSocket::ReplyContext&) {},
-      &error);
-  REQUIRE(socket != nullptr);
-  return socket->GetLocalAddress();
+  return ::kdns::testing::UnusedUdpAddress(loop);
 }
 
 }  // namespace kdns::sidecar::testing

@@ -9,7 +9,6 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/loop/loop_test_util.h"
-#include "common/loop/udp_socket.h"
 #include "common/upstream/testing.h"
 
 namespace kdns::ares {
@@ -28,18 +27,6 @@ std::vector<uint8_t> Query(std::string_view name, dns::RrType type = dns::RrType
           dns::BuildError::kOk);
   std::span<const uint8_t> bytes = builder.Finish();
   return {bytes.begin(), bytes.end()};
-}
-
-// A port nothing listens on: bound, read back, closed.
-loop::SocketAddress ClosedPort(loop::Loop& loop) {
-  std::string error;
-  auto socket = loop::UdpSocket::Bind(
-      loop, *loop::SocketAddress::Parse("127.0.0.1:0"), {},
-      [](std::span<const uint8_t>, const loop::SocketAddress&,
-         const loop::UdpSocket::ReplyContext&) {},
-      &error);
-  REQUIRE(socket != nullptr);
-  return socket->GetLocalAddress();
 }
 
 std::unique_ptr<Channel> Open(loop::Loop& loop, const loop::SocketAddress& server,
@@ -138,7 +125,7 @@ TEST_CASE("A c-ares Channel ignores replies that do not match the query", "[ares
 TEST_CASE("A c-ares Channel reports a refused port and a silent server", "[ares]") {
   loop::Loop loop;
   {
-    auto refused = Open(loop, ClosedPort(loop));
+    auto refused = Open(loop, kdns::testing::UnusedUdpAddress(loop));
     Channel::Reply reply = Exchange(loop, *refused, Query("a.example.test"));
     CHECK(reply.status == ARES_ECONNREFUSED);
     CHECK(Channel::StatusText(reply.status) == "connection refused");

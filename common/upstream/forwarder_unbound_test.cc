@@ -16,8 +16,8 @@
 #include "common/loop/child_process.h"
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
-#include "common/loop/udp_socket.h"
 #include "common/upstream/forwarder.h"
+#include "test/support/fake_dns_server.h"
 #include "test/unit/temp_dir.h"
 
 namespace kdns::upstream {
@@ -28,18 +28,6 @@ using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
 
 constexpr const char* kUnbound = "/usr/sbin/unbound";
-
-// A port free for UDP right now (and, on an idle loopback, for TCP too).
-uint16_t FreePort(loop::Loop& loop) {
-  std::string error;
-  auto socket = loop::UdpSocket::Bind(
-      loop, *loop::SocketAddress::Parse("127.0.0.1:0"), {},
-      [](std::span<const uint8_t>, const loop::SocketAddress&,
-         const loop::UdpSocket::ReplyContext&) {},
-      &error);
-  REQUIRE(socket != nullptr);
-  return socket->GetLocalAddress().port();
-}
 
 std::optional<Result> ResolveOnce(loop::Loop& loop, Forwarder& forwarder, const Request& request,
                                   const UpstreamSet& set) {
@@ -65,7 +53,8 @@ TEST_CASE("The Forwarder gets answers from a real unbound over UDP and TCP", "[u
     bool exited = false;
     std::unique_ptr<loop::ChildProcess> unbound;
     for (int start = 0; start < 5 && unbound == nullptr; ++start) {
-      port = FreePort(loop);
+      // Free for UDP right now (and, on an idle loopback, for TCP too).
+      port = kdns::testing::UnusedUdpAddress(loop).port();
       const std::string conf = (dir / "unbound.conf").string();
       {
         std::ofstream out(conf);

@@ -340,4 +340,15 @@ void FakeDnsServerThread::Run(Script script, FakeDnsServer::Options options) {
   closed_clean_ = loop.Close();
 }
 
+loop::SocketAddress UnusedUdpAddress(loop::Loop& loop) {
+  std::string error;
+  auto socket = loop::UdpSocket::Bind(
+      loop, *loop::SocketAddress::Parse("127.0.0.1:0"), {},
+      [](std::span<const uint8_t>, const loop::SocketAddress&,
+         const loop::UdpSocket::ReplyContext&) {},
+      &error);
+  CHECK(socket != nullptr) << "binding 127.0.0.1:0: " << error;
+  return socket->GetLocalAddress();
+}
+
 }  // namespace kdns::testing

@@ -159,4 +159,8 @@ class FakeDnsServerThread {
   bool closed_clean_ = false;
 };
 
+// A loopback UDP address nothing listens on (bound to 127.0.0.1:0, read back, closed): the
+// kernel refuses queries sent to it, and a server the test starts later may bind it.
+loop::SocketAddress UnusedUdpAddress(loop::Loop& loop);
+
 }  // namespace kdns::testing
