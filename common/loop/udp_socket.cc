@@ -139,7 +139,7 @@ UdpSocket::Stats UdpSocket::stats() const {
   return stats;
 }
 
-bool UdpSocket::StartReceiverThread(FastPath fast_path, std::string* error) {
+bool UdpSocket::StartReceiverThread(ReceiverThreadCalls calls, std::string* error) {
   if (receiver_ != nullptr) {
     *error = "the receiver thread is already running";
     return false;
@@ -156,11 +156,13 @@ bool UdpSocket::StartReceiverThread(FastPath fast_path, std::string* error) {
   options.wake_ms = options_.receiver_wake_ms;
   options.group = options_.receiver_group;
   options.handoff_ready = handoff_async_.get();
-  receiver_ = UdpReceiverThread::Start(options, std::move(fast_path), error);
+  receiver_ = UdpReceiverThread::Start(
+      options, {std::move(calls.fast_path), std::move(calls.make_note)}, error);
   if (receiver_ == nullptr) {
     handoff_async_.Reset();
     return false;
   }
+  on_handoff_ = std::move(calls.on_handoff);
   UpdatePollEvents();  // the loop no longer polls for datagrams
   return true;
 }
@@ -182,7 +184,13 @@ void UdpSocket::DeliverHandoff() {
   in_batch_ = true;
   internal::DeathWatch::Scope scope(death_watch_);
   for (const UdpReceiverThread::Handoff& item : handoffs) {
-    internal::CallUser("UdpSocket receive", [&] { callback_(item.bytes, item.peer, item.ctx); });
+    internal::CallUser("UdpSocket receive", [&] {
+      if (on_handoff_) {
+        on_handoff_(item.bytes, item.peer, item.ctx, item.note.get());
+      } else {
+        callback_(item.bytes, item.peer, item.ctx);
+      }
+    });
     if (scope.dead()) return;
   }
   in_batch_ = false;

@@ -25,8 +25,9 @@
 //
 // Receiver thread (StartReceiverThread, for a server's listening socket): receiving moves
 // from the loop onto a UdpReceiverThread, which answers what its FastPath can and hands
-// the rest to the loop thread, where they reach the ReceiveCallback as usual, so replies
-// to them go through Send(). How that thread waits and stops depends on who else holds
+// the rest to the loop thread, where they reach the HandoffCallback (with what the
+// FastPath noted about them) or else the ReceiveCallback, so replies to them go through
+// Send(). How that thread waits and stops depends on who else holds
 // the socket (SocketSharing, given to FromFd; a socket from Bind is ours alone): see
 // udp_receiver_thread.h. Loop-thread sends always use MSG_DONTWAIT. The loop and the
 // receiver thread receive and send through the same batches (udp_batch.h).
@@ -104,6 +105,19 @@ class UdpSocket {
 
   // Answers datagrams on the receiver thread; see UdpReceiverThread::FastPath.
   using FastPath = UdpReceiverThread::FastPath;
+  // A datagram the FastPath declined, delivered on the loop thread with the note it left
+  // (null without make_note); `datagram` and `note` are valid only during the call. Send()
+  // may be called from inside.
+  using HandoffCallback =
+      std::function<void(std::span<const uint8_t> datagram, const SocketAddress& peer,
+                         const ReplyContext& ctx, UdpHandoffNote* note)>;
+  // What a receiver thread calls (UdpReceiverThread::Calls), and what the loop calls for
+  // the datagrams it hands off: on_handoff, or when null the ReceiveCallback.
+  struct ReceiverThreadCalls {
+    FastPath fast_path;
+    UdpReceiverThread::MakeNote make_note;
+    HandoffCallback on_handoff;
+  };
   static constexpr size_t kFastReplyBytes = UdpReceiverThread::kFastReplyBytes;
 
   // Binds `address` (port 0 for an ephemeral port). nullptr with *error on failure.
@@ -136,9 +150,10 @@ class UdpSocket {
   void ResumeReceiving();
 
   // Moves receiving from the loop onto a receiver thread (see the header comment), which
-  // offers every datagram to `fast_path` first. False with *error if a socket bound here
-  // cannot be made blocking. Once; the thread runs until StopReceiverThread or destruction.
-  [[nodiscard]] bool StartReceiverThread(FastPath fast_path, std::string* error);
+  // offers every datagram to calls.fast_path first. False with *error if a socket bound
+  // here cannot be made blocking. Once; the thread runs until StopReceiverThread or
+  // destruction.
+  [[nodiscard]] bool StartReceiverThread(ReceiverThreadCalls calls, std::string* error);
   // Stops and joins the receiver thread; nothing is received after it (datagrams still in
   // the handoff queue are dropped). Before destroying what the FastPath uses. Idempotent.
   void StopReceiverThread();
@@ -173,7 +188,8 @@ class UdpSocket {
   int fd_;
   const Options options_;
   ReceiveCallback callback_;
-  bool wildcard_ = false;  // bound to 0.0.0.0/::, so replies need an explicit source
+  HandoffCallback on_handoff_;  // with a receiver thread; null: callback_ takes handoffs
+  bool wildcard_ = false;       // bound to 0.0.0.0/::, so replies need an explicit source
   bool receiving_ = true;
   bool in_batch_ = false;
   bool waiting_writable_ = false;
