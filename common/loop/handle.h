@@ -117,24 +117,6 @@ class UvHandle {
 
 namespace internal {
 
-// Allocation and closing of raw handles, for the owners not yet converted to UvHandle
-// (UdpSocket, TcpListener). New code uses UvHandle.
-template <typename T>
-T* NewHandle(void* owner) {
-  T* handle = new T{};
-  handle->data = owner;
-  return handle;
-}
-
-template <typename T>
-void CloseHandle(T* handle) {
-  if (handle == nullptr) return;
-  auto* base = reinterpret_cast<uv_handle_t*>(handle);
-  base->data = nullptr;
-  if (uv_is_closing(base)) return;
-  uv_close(base, [](uv_handle_t* h) { delete reinterpret_cast<T*>(h); });
-}
-
 // Runs user code from a C callback: nothing may unwind into libuv, so every exception is
 // caught and logged (rate-limited: it may be input-driven). `what` names the callback.
 template <typename F>

@@ -32,29 +32,26 @@ TcpListener::TcpListener(Loop& loop, const Options& options, AcceptCallback call
     : loop_(loop), options_(options), callback_(std::move(callback)) {}
 
 bool TcpListener::Listen(int fd, std::string* error) {
-  handle_ = internal::NewHandle<uv_tcp_t>(this);
-  CHECK_EQ(uv_tcp_init(loop_.get(), handle_), 0);
-  int rc = uv_tcp_open(handle_, fd);
+  CHECK_EQ(handle_.Open(this, [&](uv_tcp_t* h) { return uv_tcp_init(loop_.get(), h); }), 0);
+  int rc = uv_tcp_open(handle_.get(), fd);
   if (rc != 0) {
     close(fd);  // the handle did not take it
   } else {
-    rc = uv_listen(reinterpret_cast<uv_stream_t*>(handle_), options_.backlog,
-                   &TcpListener::OnConnection);
+    rc = uv_listen(handle_.stream(), options_.backlog, &TcpListener::OnConnection);
   }
   if (rc != 0) {
     *error = "listen: " + std::string(uv_strerror(rc));
-    internal::CloseHandle(handle_);  // closes fd if the handle took it
-    handle_ = nullptr;
+    handle_.Reset();  // closes fd if the handle took it
     return false;
   }
   return true;
 }
 
-TcpListener::~TcpListener() { internal::CloseHandle(handle_); }
+TcpListener::~TcpListener() = default;
 
 int TcpListener::fd() const {
   uv_os_fd_t fd = -1;
-  if (handle_ != nullptr) uv_fileno(reinterpret_cast<const uv_handle_t*>(handle_), &fd);
+  if (handle_) uv_fileno(handle_.base(), &fd);
   return fd;
 }
 

@@ -71,7 +71,7 @@ class TcpListener {
   Loop& loop_;
   Options options_;
   AcceptCallback callback_;
-  uv_tcp_t* handle_ = nullptr;
+  UvHandle<uv_tcp_t> handle_;
   // Shared with the connections, which decrement it when they close.
   std::shared_ptr<size_t> open_connections_ = std::make_shared<size_t>(0);
   Stats stats_;

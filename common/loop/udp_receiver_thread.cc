@@ -19,8 +19,7 @@ bool WouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
 }  // namespace
 
-std::unique_ptr<UdpReceiverThread> UdpReceiverThread::Start(const Options& options,
-                                                            FastPath fast_path,
+std::unique_ptr<UdpReceiverThread> UdpReceiverThread::Start(const Options& options, Calls calls,
                                                             std::string* error) {
   if (options.sharing.inherited == Inherited::kNo) {  // sleeps in recvmmsg
     timeval wake{};
@@ -36,19 +35,23 @@ std::unique_ptr<UdpReceiverThread> UdpReceiverThread::Start(const Options& optio
       return nullptr;
     }
   }
-  std::unique_ptr<UdpReceiverThread> receiver(new UdpReceiverThread(options, std::move(fast_path)));
+  std::unique_ptr<UdpReceiverThread> receiver(new UdpReceiverThread(options, std::move(calls)));
   receiver->thread_ = std::thread([self = receiver.get()] { self->Run(); });
   return receiver;
 }
 
-UdpReceiverThread::UdpReceiverThread(const Options& options, FastPath fast_path)
+UdpReceiverThread::UdpReceiverThread(const Options& options, Calls calls)
     : options_(options),
-      fast_path_(std::move(fast_path)),
+      calls_(std::move(calls)),
       wait_in_poll_(options.sharing.inherited == Inherited::kYes),
       poll_next_(wait_in_poll_),
       receive_(options.slot_bytes),
       // Uninitialised: a page becomes resident only once a batch that large has used it.
-      replies_(std::make_unique_for_overwrite<uint8_t[]>(kUdpBatchSize * kFastReplyBytes)) {}
+      replies_(std::make_unique_for_overwrite<uint8_t[]>(kUdpBatchSize * kFastReplyBytes)) {
+  if (calls_.make_note) {
+    for (std::unique_ptr<UdpHandoffNote>& note : handoff_notes_) note = calls_.make_note();
+  }
+}
 
 UdpReceiverThread::~UdpReceiverThread() { Stop(); }
 
@@ -177,7 +180,7 @@ void UdpReceiverThread::ShareLeadIfBacklog(int received) {
 }
 
 // Offers each datagram to the FastPath: its answer joins the send batch, written in place;
-// a datagram it declines is noted for HandOffRest.
+// a datagram it declines is noted for HandOffRest, with the note the FastPath wrote.
 void UdpReceiverThread::AnswerOnThread(int received) {
   handoffs_ = 0;
   size_t answered = 0;
@@ -187,7 +190,7 @@ void UdpReceiverThread::AnswerOnThread(int received) {
           const UdpReplyContext& ctx) {
         AddSingleWriter(received_);
         const std::span<uint8_t> out(replies_.get() + answered * kFastReplyBytes, kFastReplyBytes);
-        const size_t size = CallFastPath(datagram, peer, out);
+        const size_t size = CallFastPath(datagram, peer, out, handoff_notes_[handoffs_].get());
         if (size == 0 || size > kFastReplyBytes) {
           handoff_index_[handoffs_] = index;
           handoff_peers_[handoffs_] = peer;
@@ -205,9 +208,9 @@ void UdpReceiverThread::AnswerOnThread(int received) {
 }
 
 size_t UdpReceiverThread::CallFastPath(std::span<const uint8_t> datagram, const SocketAddress& peer,
-                                       std::span<uint8_t> out) const {
+                                       std::span<uint8_t> out, UdpHandoffNote* note) const {
   try {
-    return fast_path_(datagram, peer, out);
+    return calls_.fast_path(datagram, peer, out, note);
   } catch (const std::exception& e) {
     LOG_EVERY_N(ERROR, 100) << "UdpSocket fast path threw: " << e.what();
   } catch (...) {
@@ -225,7 +228,8 @@ void UdpReceiverThread::SendAnswers() {
   AddSingleWriter(errors_, result.failed + result.unsent);
 }
 
-// Queues the declined datagrams for the loop thread, waking it if the queue was empty.
+// Queues the declined datagrams for the loop thread, waking it if the queue was empty. Each
+// goes with its note, swapped with the one the queue slot held, which serves a later batch.
 // When the loop falls behind (a burst of misses into a cold cache after a restart, say),
 // waits for it rather than drop. What is not read meanwhile waits in the socket, whose
 // buffer is far larger, as it would for a server without a receiver thread; a sibling
@@ -252,9 +256,16 @@ bool UdpReceiverThread::HandOffRest() {
       slot.bytes.assign(bytes.begin(), bytes.end());
       slot.peer = handoff_peers_[h];
       slot.ctx = handoff_contexts_[h];
+      std::swap(slot.note, handoff_notes_[h]);
     }
   }
   if (wake) uv_async_send(options_.handoff_ready);
+  // A queue slot made just now had no note to give back: make its batch slot one.
+  if (calls_.make_note) {
+    for (size_t h = 0; h < handoffs_; ++h) {
+      if (handoff_notes_[h] == nullptr) handoff_notes_[h] = calls_.make_note();
+    }
+  }
   return true;
 }
 

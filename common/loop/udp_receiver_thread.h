@@ -12,9 +12,16 @@
 // UdpReceiveBatch), share the lead if there is a backlog, answer on the thread (each
 // datagram offered to the FastPath, its reply written in place), send the answers (one
 // sendmmsg, UdpSendBatch), and hand off the rest: a bounded queue the loop thread drains
-// when woken by a uv_async_t, reaching the socket's ReceiveCallback there as usual. When
-// the loop falls behind, the thread waits for room rather than drop, and what arrives
-// meanwhile waits in the socket.
+// when woken by a uv_async_t, reaching the socket's ReceiveCallback (or HandoffCallback)
+// there. When the loop falls behind, the thread waits for room rather than drop, and what
+// arrives meanwhile waits in the socket.
+//
+// What the FastPath learnt about a datagram it declined (a server's parsed query) travels
+// with it to the loop in a UdpHandoffNote, so the loop does not work it out again. This
+// layer only carries notes; the user subclasses UdpHandoffNote and makes them
+// (Calls::make_note): one per batch slot and one per handoff queue slot, swapped between
+// the two as datagrams are handed off, so nothing is allocated per datagram once the queue
+// has grown. A FastPath that answers reuses the same note for the next datagram.
 //
 // How it waits and stops follows from who else holds the socket (SocketSharing). A socket
 // that is not inherited dies with us: it is made blocking with SO_RCVTIMEO = wake_ms and
@@ -52,14 +59,32 @@
 
 namespace kdns::loop {
 
+// State a FastPath leaves with a datagram it declines, for the loop thread (see the header
+// comment). Subclassed by the user; written on the receiver thread, read on the loop thread
+// after the handoff (the queue's mutex orders the two).
+class UdpHandoffNote {
+ public:
+  virtual ~UdpHandoffNote() = default;
+};
+
 class UdpReceiverThread {
  public:
   // Answers `datagram` on the receiver thread: writes the whole reply into `out` and
-  // returns its size, or returns 0 to hand the datagram to the ReceiveCallback on the loop
-  // thread. Runs concurrently with the loop thread, so it may use only thread-safe state;
-  // it must not block. An exception counts as 0.
-  using FastPath = std::function<size_t(std::span<const uint8_t> datagram,
-                                        const SocketAddress& peer, std::span<uint8_t> out)>;
+  // returns its size, or returns 0 to hand the datagram to the loop thread, with `note`
+  // (null without Calls::make_note) and what the FastPath wrote into it. Runs concurrently
+  // with the loop thread, so it may use only thread-safe state; it must not block. An
+  // exception counts as 0.
+  using FastPath =
+      std::function<size_t(std::span<const uint8_t> datagram, const SocketAddress& peer,
+                           std::span<uint8_t> out, UdpHandoffNote* note)>;
+  // Makes one note; called when the thread starts and as the handoff queue grows.
+  using MakeNote = std::function<std::unique_ptr<UdpHandoffNote>()>;
+  // What the thread calls: the FastPath for every datagram, and make_note (optional) for
+  // the notes it passes the FastPath.
+  struct Calls {
+    FastPath fast_path;
+    MakeNote make_note;
+  };
   // Room for one FastPath reply.
   static constexpr size_t kFastReplyBytes = 4096;
 
@@ -68,6 +93,7 @@ class UdpReceiverThread {
     std::vector<uint8_t> bytes;
     SocketAddress peer;
     UdpReplyContext ctx;
+    std::unique_ptr<UdpHandoffNote> note;  // as the FastPath left it; null without make_note
   };
 
   struct Options {
@@ -93,8 +119,7 @@ class UdpReceiverThread {
 
   // Prepares the socket for the way the thread waits (see the header comment) and starts
   // the thread. nullptr with *error if the socket cannot be made blocking.
-  [[nodiscard]] static std::unique_ptr<UdpReceiverThread> Start(const Options& options,
-                                                                FastPath fast_path,
+  [[nodiscard]] static std::unique_ptr<UdpReceiverThread> Start(const Options& options, Calls calls,
                                                                 std::string* error);
   ~UdpReceiverThread();
   UdpReceiverThread(const UdpReceiverThread&) = delete;
@@ -108,7 +133,7 @@ class UdpReceiverThread {
   Stats stats() const;
 
  private:
-  UdpReceiverThread(const Options& options, FastPath fast_path);
+  UdpReceiverThread(const Options& options, Calls calls);
 
   // The thread's body and its steps, in the order Run takes them.
   void Run();
@@ -120,12 +145,12 @@ class UdpReceiverThread {
   void ShareLeadIfBacklog(int received);
   void AnswerOnThread(int received);
   size_t CallFastPath(std::span<const uint8_t> datagram, const SocketAddress& peer,
-                      std::span<uint8_t> out) const;
+                      std::span<uint8_t> out, UdpHandoffNote* note) const;
   void SendAnswers();
   [[nodiscard]] bool HandOffRest();
 
   const Options options_;
-  const FastPath fast_path_;
+  const Calls calls_;
   const bool wait_in_poll_;  // inherited: sleep in poll, read with MSG_DONTWAIT
   std::atomic<bool> stop_{false};
   std::thread thread_;
@@ -148,6 +173,9 @@ class UdpReceiverThread {
   std::array<size_t, kUdpBatchSize> handoff_index_{};
   std::array<SocketAddress, kUdpBatchSize> handoff_peers_;
   std::array<UdpReplyContext, kUdpBatchSize> handoff_contexts_;
+  // The note of the current batch's handoff h is handoff_notes_[h]: the FastPath writes
+  // into the next free one, which it keeps while it answers.
+  std::array<std::unique_ptr<UdpHandoffNote>, kUdpBatchSize> handoff_notes_;
 
   // Written by the receiver thread only.
   std::atomic<uint64_t> received_{0};

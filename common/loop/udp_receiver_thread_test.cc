@@ -77,6 +77,79 @@ TEST_CASE("A receiver thread answers what its fast path can and hands the rest t
   testing::RequireClosesClean(loop);
 }
 
+// What the test's fast path notes about a datagram it declines.
+struct TextNote : UdpHandoffNote {
+  std::string text;
+};
+
+TEST_CASE("A datagram the fast path declines reaches the loop with the note it left, notes reused",
+          "[loop][udp]") {
+  Loop loop;
+  {
+    UdpSocket* server_ptr = nullptr;
+    auto server = BindEcho(loop, "127.0.0.1:0", server_ptr);
+    std::atomic<int> notes_made{0};
+    std::vector<std::string> handed_off;  // "<datagram>=<note>", on the loop thread
+    int handed_off_without_note = 0;
+    UdpSocket::ReceiverThreadCalls calls;
+    calls.fast_path = [](std::span<const uint8_t> datagram, const SocketAddress&,
+                         std::span<uint8_t> out, UdpHandoffNote* note) -> size_t {
+      const std::string text = Text(datagram);
+      if (text[0] == 'f') {
+        std::memcpy(out.data(), text.data(), text.size());
+        return text.size();
+      }
+      if (note != nullptr) static_cast<TextNote*>(note)->text = "noted:" + text;
+      return 0;
+    };
+    calls.make_note = [&notes_made] {
+      ++notes_made;
+      return std::make_unique<TextNote>();
+    };
+    calls.on_handoff = [&](std::span<const uint8_t> datagram, const SocketAddress& peer,
+                           const UdpSocket::ReplyContext& ctx, UdpHandoffNote* note) {
+      if (note == nullptr) {
+        ++handed_off_without_note;
+        return;
+      }
+      handed_off.push_back(Text(datagram) + "=" + static_cast<TextNote*>(note)->text);
+      server_ptr->Send(Bytes("handed:" + Text(datagram)), peer, ctx);
+    };
+    std::string error;
+    REQUIRE(server->StartReceiverThread(std::move(calls), &error));
+    const SocketAddress server_address = server->GetLocalAddress();
+
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+    // Ten rounds of 20 declined datagrams (and as many answered on the thread): the queue
+    // holds at most a round, so the notes made stay below the datagrams handed off.
+    constexpr int kRounds = 10;
+    constexpr int kPerRound = 20;
+    for (int round = 0; round < kRounds; ++round) {
+      for (int i = 0; i < kPerRound; ++i) {
+        const std::string id = std::to_string(round * kPerRound + i);
+        REQUIRE(client->Send(Bytes("q" + id), server_address));
+        REQUIRE(client->Send(Bytes("f" + id), server_address));
+      }
+      REQUIRE(testing::RunUntil(loop, [&] {
+        return received.size() == static_cast<size_t>(2 * kPerRound * (round + 1));
+      }));
+    }
+    CHECK(handed_off_without_note == 0);
+    REQUIRE(handed_off.size() == static_cast<size_t>(kRounds * kPerRound));
+    for (const std::string& entry : handed_off) {
+      const std::string datagram = entry.substr(0, entry.find('='));
+      CHECK(entry == datagram + "=noted:" + datagram);
+    }
+    for (const Received& r : received) {
+      CHECK((r.text.starts_with("f") || r.text.starts_with("handed:q")));
+    }
+    CHECK(notes_made >= static_cast<int>(kUdpBatchSize));
+    CHECK(notes_made <= static_cast<int>(kUdpBatchSize) + 2 * kPerRound);
+  }
+  testing::RequireClosesClean(loop);
+}
+
 TEST_CASE("A wildcard-bound receiver thread replies from the address the client queried",
           "[loop][udp]") {
   Loop loop;

@@ -91,29 +91,24 @@ bool UdpSocket::Init(std::string* error) {
 
   pending_.resize(std::min(options_.max_pending_sends, kBatchSize));
 
-  poll_ = internal::NewHandle<uv_poll_t>(this);
-  int rc = uv_poll_init_socket(loop_.get(), poll_, fd_);
-  if (rc != 0) {
-    delete poll_;  // never initialised, so never registered with the loop
-    poll_ = nullptr;
-    *error = std::string("uv_poll_init_socket: ") + uv_strerror(rc);
-    return false;
-  }
-  check_ = internal::NewHandle<uv_check_t>(this);
-  CHECK_EQ(uv_check_init(loop_.get(), check_), 0);
-  idle_ = internal::NewHandle<uv_idle_t>(this);
-  CHECK_EQ(uv_idle_init(loop_.get(), idle_), 0);
+  // One std::function call per readiness event (up to kMaxBatchesPerWakeup batches), not
+  // per datagram.
+  watch_ = FdWatch::Open(
+      loop_, fd_, [this](int ready, int status) { OnReady(ready, status); }, error);
+  if (watch_ == nullptr) return false;
+  CHECK_EQ(check_.Open(this, [&](uv_check_t* h) { return uv_check_init(loop_.get(), h); }), 0);
+  CHECK_EQ(idle_.Open(this, [&](uv_idle_t* h) { return uv_idle_init(loop_.get(), h); }), 0);
   UpdatePollEvents();
   return true;
 }
 
 UdpSocket::~UdpSocket() {
   StopReceiverThread();
-  internal::CloseHandle(idle_);
-  internal::CloseHandle(check_);
-  internal::CloseHandle(poll_);
-  // uv_poll_t does not own the fd; closing it right after uv_close is safe because the
-  // poll handle has already been removed from epoll by uv_close.
+  idle_.Reset();
+  check_.Reset();
+  // The FdWatch does not own the fd; closing it right after is safe because uv_close has
+  // already removed the poll handle from epoll.
+  watch_.reset();
   if (fd_ >= 0) close(fd_);
 }
 
@@ -127,7 +122,7 @@ void UdpSocket::PauseReceiving() {
 void UdpSocket::ResumeReceiving() {
   receiving_ = true;
   UpdatePollEvents();
-  if (handoff_async_ != nullptr) uv_async_send(handoff_async_);  // deliver what queued
+  if (handoff_async_) uv_async_send(handoff_async_.get());  // deliver what queued
 }
 
 UdpSocket::Stats UdpSocket::stats() const {
@@ -144,13 +139,14 @@ UdpSocket::Stats UdpSocket::stats() const {
   return stats;
 }
 
-bool UdpSocket::StartReceiverThread(FastPath fast_path, std::string* error) {
+bool UdpSocket::StartReceiverThread(ReceiverThreadCalls calls, std::string* error) {
   if (receiver_ != nullptr) {
     *error = "the receiver thread is already running";
     return false;
   }
-  handoff_async_ = internal::NewHandle<uv_async_t>(this);
-  CHECK_EQ(uv_async_init(loop_.get(), handoff_async_, &UdpSocket::OnHandoff), 0);
+  CHECK_EQ(handoff_async_.Open(
+               this, [&](uv_async_t* h) { return uv_async_init(loop_.get(), h, &OnHandoff); }),
+           0);
   UdpReceiverThread::Options options;
   options.fd = fd_;
   options.sharing = sharing_;
@@ -159,22 +155,22 @@ bool UdpSocket::StartReceiverThread(FastPath fast_path, std::string* error) {
   options.max_handoff = options_.max_handoff;
   options.wake_ms = options_.receiver_wake_ms;
   options.group = options_.receiver_group;
-  options.handoff_ready = handoff_async_;
-  receiver_ = UdpReceiverThread::Start(options, std::move(fast_path), error);
+  options.handoff_ready = handoff_async_.get();
+  receiver_ = UdpReceiverThread::Start(
+      options, {std::move(calls.fast_path), std::move(calls.make_note)}, error);
   if (receiver_ == nullptr) {
-    internal::CloseHandle(handoff_async_);
-    handoff_async_ = nullptr;
+    handoff_async_.Reset();
     return false;
   }
+  on_handoff_ = std::move(calls.on_handoff);
   UpdatePollEvents();  // the loop no longer polls for datagrams
   return true;
 }
 
 void UdpSocket::StopReceiverThread() {
-  if (receiver_ == nullptr || handoff_async_ == nullptr) return;
+  if (receiver_ == nullptr || !handoff_async_) return;
   receiver_->Stop();
-  internal::CloseHandle(handoff_async_);
-  handoff_async_ = nullptr;
+  handoff_async_.Reset();
 }
 
 void UdpSocket::OnHandoff(uv_async_t* handle) noexcept {
@@ -188,7 +184,13 @@ void UdpSocket::DeliverHandoff() {
   in_batch_ = true;
   internal::DeathWatch::Scope scope(death_watch_);
   for (const UdpReceiverThread::Handoff& item : handoffs) {
-    internal::CallUser("UdpSocket receive", [&] { callback_(item.bytes, item.peer, item.ctx); });
+    internal::CallUser("UdpSocket receive", [&] {
+      if (on_handoff_) {
+        on_handoff_(item.bytes, item.peer, item.ctx, item.note.get());
+      } else {
+        callback_(item.bytes, item.peer, item.ctx);
+      }
+    });
     if (scope.dead()) return;
   }
   in_batch_ = false;
@@ -197,32 +199,25 @@ void UdpSocket::DeliverHandoff() {
 
 void UdpSocket::UpdatePollEvents() {
   const bool poll_readable = receiving_ && receiver_ == nullptr;
-  int events = (poll_readable ? UV_READABLE : 0) | (waiting_writable_ ? UV_WRITABLE : 0);
-  if (events == poll_events_) return;
-  poll_events_ = events;
-  if (events == 0) {
-    uv_poll_stop(poll_);
-  } else {
-    uv_poll_start(poll_, events, &UdpSocket::OnPoll);
-  }
+  const int events =
+      (poll_readable ? FdWatch::kReadable : 0) | (waiting_writable_ ? FdWatch::kWritable : 0);
+  if (events != watch_->interest()) watch_->SetInterest(events);
 }
 
-void UdpSocket::OnPoll(uv_poll_t* handle, int status, int events) noexcept {
-  auto* self = static_cast<UdpSocket*>(handle->data);
-  if (self == nullptr) return;
+void UdpSocket::OnReady(int ready, int status) {
   if (status < 0) {
-    ++self->stats_.errors;
-    LOG_EVERY_N(WARNING, 1000) << "UDP poll on " << self->GetLocalAddress().ToString() << ": "
+    ++stats_.errors;
+    LOG_EVERY_N(WARNING, 1000) << "UDP poll on " << GetLocalAddress().ToString() << ": "
                                << uv_strerror(status);
     return;
   }
-  if ((events & UV_WRITABLE) != 0) {
-    self->waiting_writable_ = false;
-    self->UpdatePollEvents();
-    self->Flush();
+  if ((ready & FdWatch::kWritable) != 0) {
+    waiting_writable_ = false;
+    UpdatePollEvents();
+    Flush();
   }
-  if ((events & UV_READABLE) != 0 && self->receiving_) {
-    if (!self->ReceiveBatches()) return;
+  if ((ready & FdWatch::kReadable) != 0 && receiving_) {
+    if (!ReceiveBatches()) return;
   }
 }
 
@@ -282,8 +277,8 @@ bool UdpSocket::Send(std::span<const uint8_t> bytes, const SocketAddress& to,
   ++pending_count_;
   if (!in_batch_ && !waiting_writable_ && !flush_scheduled_) {
     flush_scheduled_ = true;
-    uv_check_start(check_, &UdpSocket::OnCheck);
-    uv_idle_start(idle_, &UdpSocket::OnIdle);
+    uv_check_start(check_.get(), &UdpSocket::OnCheck);
+    uv_idle_start(idle_.get(), &UdpSocket::OnIdle);
   }
   return true;
 }
@@ -301,8 +296,8 @@ void UdpSocket::OnIdle(uv_idle_t* handle) noexcept {
 void UdpSocket::Flush() {
   if (flush_scheduled_) {
     flush_scheduled_ = false;
-    uv_check_stop(check_);
-    uv_idle_stop(idle_);
+    uv_check_stop(check_.get());
+    uv_idle_stop(idle_.get());
   }
   while (pending_count_ > 0) {
     const size_t n = std::min(pending_count_, kBatchSize);

@@ -1,17 +1,16 @@
 // UdpSocket: a datagram socket for a DNS server and for the upstream forwarding client.
 //
-// Built on a non-blocking fd and uv_poll_t rather than uv_udp_t so that it can receive with
-// recvmmsg and send with sendmmsg: one system call moves up to kBatchSize datagrams each
-// way. A readable event runs up to kMaxBatchesPerWakeup recvmmsg batches (then yields so
-// other sockets on the loop get their turn; the poll is level-triggered). Each datagram is
-// handed to the ReceiveCallback; replies sent with Send() during a batch are queued and
-// flushed with sendmmsg at the end of that batch. Replies sent at other times (an upstream
-// answer arriving later, a timeout's SERVFAIL) are flushed in the same loop iteration, so
-// they are batched too: after the poll phase by a uv_check_t, or, when sent before it
-// (from a timer), by a uv_idle_t, which also keeps the poll phase from blocking. When the socket
-// would block, replies wait in a queue bounded by Options::max_pending_sends, the socket polls for
-// writability, and replies beyond the bound are dropped and counted: UDP is lossy anyway, and
-// memory must stay bounded.
+// Built on a non-blocking fd watched by an FdWatch (a uv_poll_t) rather than uv_udp_t so that it
+// can receive with recvmmsg and send with sendmmsg: one system call moves up to kBatchSize
+// datagrams each way. A readable event runs up to kMaxBatchesPerWakeup recvmmsg batches (then
+// yields so other sockets on the loop get their turn; the poll is level-triggered). Each datagram
+// is handed to the ReceiveCallback; replies sent with Send() during a batch are queued and flushed
+// with sendmmsg at the end of that batch. Replies sent at other times (an upstream answer arriving
+// later, a timeout's SERVFAIL) are flushed in the same loop iteration, so they are batched too:
+// after the poll phase by a uv_check_t, or, when sent before it (from a timer), by a uv_idle_t,
+// which also keeps the poll phase from blocking. When the socket would block, replies wait in a
+// queue bounded by Options::max_pending_sends, the socket polls for writability, and replies beyond
+// the bound are dropped and counted: UDP is lossy anyway, and memory must stay bounded.
 //
 // Destination addresses: every datagram comes with a ReplyContext holding the local
 // address it was sent to (IP_PKTINFO / IPV6_RECVPKTINFO). Send() with that context sets the
@@ -26,8 +25,9 @@
 //
 // Receiver thread (StartReceiverThread, for a server's listening socket): receiving moves
 // from the loop onto a UdpReceiverThread, which answers what its FastPath can and hands
-// the rest to the loop thread, where they reach the ReceiveCallback as usual, so replies
-// to them go through Send(). How that thread waits and stops depends on who else holds
+// the rest to the loop thread, where they reach the HandoffCallback (with what the
+// FastPath noted about them) or else the ReceiveCallback, so replies to them go through
+// Send(). How that thread waits and stops depends on who else holds
 // the socket (SocketSharing, given to FromFd; a socket from Bind is ours alone): see
 // udp_receiver_thread.h. Loop-thread sends always use MSG_DONTWAIT. The loop and the
 // receiver thread receive and send through the same batches (udp_batch.h).
@@ -48,6 +48,7 @@
 #include <string>
 #include <vector>
 
+#include "common/loop/fd_watch.h"
 #include "common/loop/handle.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
@@ -104,6 +105,19 @@ class UdpSocket {
 
   // Answers datagrams on the receiver thread; see UdpReceiverThread::FastPath.
   using FastPath = UdpReceiverThread::FastPath;
+  // A datagram the FastPath declined, delivered on the loop thread with the note it left
+  // (null without make_note); `datagram` and `note` are valid only during the call. Send()
+  // may be called from inside.
+  using HandoffCallback =
+      std::function<void(std::span<const uint8_t> datagram, const SocketAddress& peer,
+                         const ReplyContext& ctx, UdpHandoffNote* note)>;
+  // What a receiver thread calls (UdpReceiverThread::Calls), and what the loop calls for
+  // the datagrams it hands off: on_handoff, or when null the ReceiveCallback.
+  struct ReceiverThreadCalls {
+    FastPath fast_path;
+    UdpReceiverThread::MakeNote make_note;
+    HandoffCallback on_handoff;
+  };
   static constexpr size_t kFastReplyBytes = UdpReceiverThread::kFastReplyBytes;
 
   // Binds `address` (port 0 for an ephemeral port). nullptr with *error on failure.
@@ -136,9 +150,10 @@ class UdpSocket {
   void ResumeReceiving();
 
   // Moves receiving from the loop onto a receiver thread (see the header comment), which
-  // offers every datagram to `fast_path` first. False with *error if a socket bound here
-  // cannot be made blocking. Once; the thread runs until StopReceiverThread or destruction.
-  [[nodiscard]] bool StartReceiverThread(FastPath fast_path, std::string* error);
+  // offers every datagram to calls.fast_path first. False with *error if a socket bound
+  // here cannot be made blocking. Once; the thread runs until StopReceiverThread or
+  // destruction.
+  [[nodiscard]] bool StartReceiverThread(ReceiverThreadCalls calls, std::string* error);
   // Stops and joins the receiver thread; nothing is received after it (datagrams still in
   // the handoff queue are dropped). Before destroying what the FastPath uses. Idempotent.
   void StopReceiverThread();
@@ -157,7 +172,8 @@ class UdpSocket {
 
   UdpSocket(Loop& loop, int fd, const Options& options, ReceiveCallback callback);
   [[nodiscard]] bool Init(std::string* error);
-  static void OnPoll(uv_poll_t* handle, int status, int events) noexcept;
+  // The FdWatch's callback: the socket is readable or writable (or polling failed).
+  void OnReady(int ready, int status);
   static void OnCheck(uv_check_t* handle) noexcept;
   static void OnIdle(uv_idle_t* handle) noexcept;
   static void OnHandoff(uv_async_t* handle) noexcept;
@@ -172,19 +188,19 @@ class UdpSocket {
   int fd_;
   const Options options_;
   ReceiveCallback callback_;
-  bool wildcard_ = false;  // bound to 0.0.0.0/::, so replies need an explicit source
+  HandoffCallback on_handoff_;  // with a receiver thread; null: callback_ takes handoffs
+  bool wildcard_ = false;       // bound to 0.0.0.0/::, so replies need an explicit source
   bool receiving_ = true;
   bool in_batch_ = false;
   bool waiting_writable_ = false;
-  int poll_events_ = 0;
-  uv_poll_t* poll_ = nullptr;
-  uv_check_t* check_ = nullptr;
-  uv_idle_t* idle_ = nullptr;
+  std::unique_ptr<FdWatch> watch_;  // the socket's own fd, for the loop-side receive and send
+  UvHandle<uv_check_t> check_;
+  UvHandle<uv_idle_t> idle_;
   bool flush_scheduled_ = false;
   SocketSharing sharing_;  // Bind: ours alone
   Stats stats_;
   std::unique_ptr<UdpReceiverThread> receiver_;
-  uv_async_t* handoff_async_ = nullptr;
+  UvHandle<uv_async_t> handoff_async_;  // the receiver thread's wake-up of the loop
 
   internal::UdpReceiveBatch receive_;  // kBatchSize slots of max_datagram_bytes
   internal::UdpSendBatch send_;

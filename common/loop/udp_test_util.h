@@ -71,9 +71,10 @@ struct FastPathProbe {
   std::atomic<bool> on_loop_thread{false};
   std::thread::id loop_thread = std::this_thread::get_id();
 
-  UdpSocket::FastPath Make() {
-    return [this](std::span<const uint8_t> datagram, const SocketAddress&,
-                  std::span<uint8_t> out) -> size_t {
+  UdpSocket::ReceiverThreadCalls Make() {
+    UdpSocket::ReceiverThreadCalls made;
+    made.fast_path = [this](std::span<const uint8_t> datagram, const SocketAddress&,
+                            std::span<uint8_t> out, UdpHandoffNote*) -> size_t {
       ++calls;
       if (std::this_thread::get_id() == loop_thread) on_loop_thread = true;
       const std::string text = Text(datagram);
@@ -83,6 +84,7 @@ struct FastPathProbe {
       std::memcpy(out.data(), reply.data(), reply.size());
       return reply.size();
     };
+    return made;
   }
 };
 

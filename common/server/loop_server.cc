@@ -110,18 +110,26 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
   if (options.udp.receiver_thread) {
     QueryHandler* handler = server->handler_.get();
     ThreadStats* thread_stats = &server->stats_;
-    auto fast_path = [handler, thread_stats, policy = options.admission](
-                         std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
-                         std::span<uint8_t> out) -> size_t {
-      // The same admission as on the loop; what it does not admit is answered there.
-      Admission admission;
-      Admit(datagram, dns::Transport::kUdp, policy, &admission);
-      if (!admission.admitted()) return 0;
-      const size_t size = handler->AnswerOnReceiverThread(admission, datagram, peer, out);
+    loop::UdpSocket::ReceiverThreadCalls calls;
+    calls.fast_path = [handler, thread_stats, policy = options.admission](
+                          std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
+                          std::span<uint8_t> out, loop::UdpHandoffNote* note) -> size_t {
+      // The same admission as on the loop, made once: a datagram not answered here goes to
+      // the loop with it (OnHandedOff).
+      auto& admitted = static_cast<AdmittedDatagram&>(*note);
+      admitted.Admit(datagram, policy);
+      if (!admitted.admission.admitted()) return 0;
+      const size_t size = handler->AnswerOnReceiverThread(admitted.admission, datagram, peer, out);
       if (size > 0) ThreadStats::Increment(thread_stats->udp_fast_answers);
       return size;
     };
-    if (!server->udp_->StartReceiverThread(fast_path, &socket_error)) {
+    calls.make_note = [] { return std::make_unique<AdmittedDatagram>(); };
+    calls.on_handoff = [self](std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
+                              const loop::UdpReplyContext& reply_context,
+                              loop::UdpHandoffNote* note) {
+      self->OnHandedOff(datagram, peer, reply_context, static_cast<AdmittedDatagram&>(*note));
+    };
+    if (!server->udp_->StartReceiverThread(std::move(calls), &socket_error)) {
       *error = "UDP receiver thread: " + socket_error;
       *failure = Failure::kUdp;
       return nullptr;
@@ -151,11 +159,36 @@ LoopServer::~LoopServer() {
   ThreadStats::Set(stats_.tcp_open, 0);
 }
 
+void LoopServer::AdmittedDatagram::Admit(std::span<const uint8_t> datagram,
+                                         const AdmissionPolicy& policy) {
+  server::Admit(datagram, dns::Transport::kUdp, policy, &admission);
+  admitted_from = datagram.data();
+}
+
+void LoopServer::AdmittedDatagram::MoveTo(std::span<const uint8_t> copy) {
+  if (!admission.query.edns || admission.query.edns->options.empty()) return;
+  const std::span<const uint8_t> options = admission.query.edns->options;
+  admission.query.edns->options =
+      copy.subspan(static_cast<size_t>(options.data() - admitted_from), options.size());
+}
+
 void LoopServer::OnDatagram(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                             const loop::UdpReplyContext& reply_context) {
-  ThreadStats::Increment(stats_.udp_queries);
   Admission admission;
   Admit(datagram, dns::Transport::kUdp, options_.admission, &admission);
+  HandleDatagram(datagram, admission, peer, reply_context);
+}
+
+void LoopServer::OnHandedOff(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
+                             const loop::UdpReplyContext& reply_context, AdmittedDatagram& note) {
+  note.MoveTo(datagram);
+  HandleDatagram(datagram, note.admission, peer, reply_context);
+}
+
+void LoopServer::HandleDatagram(std::span<const uint8_t> datagram, const Admission& admission,
+                                const loop::SocketAddress& peer,
+                                const loop::UdpReplyContext& reply_context) {
+  ThreadStats::Increment(stats_.udp_queries);
   Request request(context_, datagram, admission,
                   Responder(this, dns::Transport::kUdp, peer, reply_context, 0));
   Handle(request);

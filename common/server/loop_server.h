@@ -5,12 +5,12 @@
 // the same address with SO_REUSEPORT (or all on dup()s of inherited sockets); a LoopServer
 // can also be used alone on any loop (tests, single-threaded tools).
 //
-// Every query is admitted (admission.h, with Options::admission) before the handler sees
-// it. With UdpOptions::receiver_thread, the UDP socket receives on a thread of its own,
-// which admits each datagram, answers what the handler's AnswerOnReceiverThread can answer
-// and hands the rest to this loop, which admits it again (the socket's handoff carries
-// bytes only; a second parse is cheap beside the upstream round trip a miss then takes).
-// The destructor stops that thread before anything else.
+// Every query is admitted (admission.h, with Options::admission) once before the handler
+// sees it. With UdpOptions::receiver_thread, the UDP socket receives on a thread of its
+// own, which admits each datagram, answers what the handler's AnswerOnReceiverThread can
+// answer and hands the rest to this loop with their admission (an AdmittedDatagram, the
+// socket's handoff note), which HandleQuery then gets as it is. The destructor stops that
+// thread before anything else.
 //
 // Counters go to a ThreadStats the caller owns (it outlives the LoopServer, so metrics can
 // still be read after shutdown). The sockets keep some counters of their own on the loop
@@ -118,9 +118,29 @@ class LoopServer {
     bool dropped = false;     // a query was dropped: close once `unanswered` is 0
   };
 
+  // A datagram's admission, made on the receiver thread and handed to the loop with the
+  // datagram when the handler declined it there. One per slot of the socket's handoff,
+  // reused datagram after datagram.
+  struct AdmittedDatagram final : loop::UdpHandoffNote {
+    // Admits `datagram` (on the receiver thread) into `admission`.
+    void Admit(std::span<const uint8_t> datagram, const AdmissionPolicy& policy);
+    // Re-points the admission's EDNS options, which point into the receiver thread's
+    // buffer, into `copy`: the same datagram as handed to the loop.
+    void MoveTo(std::span<const uint8_t> copy);
+
+    Admission admission;
+    const uint8_t* admitted_from = nullptr;  // the datagram Admit saw
+  };
+
   LoopServer(loop::Loop& loop, const Options& options, ThreadStats& stats);
+  // A datagram received on the loop: admitted here.
   void OnDatagram(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                   const loop::UdpReplyContext& reply_context);
+  // A datagram the receiver thread admitted and did not answer.
+  void OnHandedOff(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
+                   const loop::UdpReplyContext& reply_context, AdmittedDatagram& note);
+  void HandleDatagram(std::span<const uint8_t> datagram, const Admission& admission,
+                      const loop::SocketAddress& peer, const loop::UdpReplyContext& reply_context);
   void OnAccept(std::unique_ptr<loop::TcpConnection> connection);
   void OnTcpQuery(uint64_t id, std::span<const uint8_t> query);
   void OnTcpClosed(uint64_t id);

@@ -5,7 +5,10 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -238,6 +241,95 @@ TEST_CASE("With a receiver thread, the handler answers on it first and the loop 
   CHECK(s.udp_replies == 10);
   CHECK(s.tcp_queries == 1);
   server.reset();  // stops the receiver thread before the handler goes
+  RequireClosesClean(loop);
+}
+
+// A query for `example. A IN` with an OPT record carrying one option (code 65001, "abcd").
+std::vector<uint8_t> MakeQueryWithOption(uint16_t id) {
+  std::vector<uint8_t> q = MakeQuery(id);
+  q[11] = 1;                                                                 // ARCOUNT
+  const uint8_t opt[] = {0,    0,    41, 0x10, 0x00, 0,   0,   0,  0, 0, 8,  // OPT, 4096, rdlen 8
+                         0xfd, 0xe9, 0,  4,    'a',  'b', 'c', 'd'};
+  q.insert(q.end(), std::begin(opt), std::end(opt));
+  return q;
+}
+
+// Declines every query on the receiver thread, noting the Admission it was given, and
+// answers on the loop, noting whether HandleQuery got that same Admission (not a second
+// parse of the datagram) with its EDNS options inside the query it was handed.
+class DecliningHandler : public QueryHandler {
+ public:
+  void HandleQuery(Request& request) override {
+    ++loop_queries;
+    const Admission& admission = request.admission();
+    {
+      std::lock_guard lock(mutex_);
+      if (receiver_admissions_.count(&admission) == 0) ++admitted_again;
+    }
+    const std::span<const uint8_t> query = request.query();
+    if (admission.query.header.id != IdOf(query)) ++wrong_query;
+    if (!admission.query.edns || admission.query.edns->options.size() != 8 ||
+        admission.query.edns->options.data() != query.data() + query.size() - 8 ||
+        std::memcmp(admission.query.edns->options.data() + 4, "abcd", 4) != 0) {
+      ++wrong_options;
+    }
+    CHECK(testing::ReplyEcho(request));
+  }
+  size_t AnswerOnReceiverThread(const Admission& admission, std::span<const uint8_t>,
+                                const loop::SocketAddress&, std::span<uint8_t>) override {
+    std::lock_guard lock(mutex_);
+    receiver_admissions_.insert(&admission);
+    return 0;
+  }
+  // The loop thread's.
+  int loop_queries = 0;
+  int admitted_again = 0;
+  int wrong_query = 0;
+  int wrong_options = 0;
+
+ private:
+  std::mutex mutex_;
+  std::set<const Admission*> receiver_admissions_;  // guarded by mutex_
+};
+
+TEST_CASE("A query the receiver thread declines reaches the loop admitted there, not parsed again",
+          "[server][admission]") {
+  loop::Loop loop;
+  ThreadStats stats;
+  DecliningHandler* handler = nullptr;
+  LoopServer::Options options;
+  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  options.udp.receiver_thread = true;
+  std::string error;
+  auto server = LoopServer::Create(
+      loop, options,
+      [&](const ThreadContext&) {
+        auto made = std::make_unique<DecliningHandler>();
+        handler = made.get();
+        return made;
+      },
+      stats, &error);
+  INFO(error);
+  REQUIRE(server != nullptr);
+  UdpClient udp(server->udp_address());
+  constexpr uint16_t kQueries = 200;
+  std::vector<uint16_t> ids;
+  // In rounds, so that handoff slots and their admissions are reused.
+  for (uint16_t round = 0; round < 4; ++round) {
+    for (uint16_t i = 1; i <= kQueries / 4; ++i) {
+      REQUIRE(udp.Send(MakeQueryWithOption(static_cast<uint16_t>(round * kQueries / 4 + i))));
+    }
+    REQUIRE(RunUntil(loop, [&] {
+      while (auto reply = udp.TryReceive()) ids.push_back(IdOf(*reply));
+      return ids.size() == static_cast<size_t>((round + 1) * kQueries / 4);
+    }));
+  }
+  CHECK(handler->loop_queries == kQueries);
+  CHECK(handler->admitted_again == 0);
+  CHECK(handler->wrong_query == 0);
+  CHECK(handler->wrong_options == 0);
+  CHECK(stats.Read().udp_queries == kQueries);
+  server.reset();
   RequireClosesClean(loop);
 }
 

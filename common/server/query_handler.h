@@ -148,8 +148,9 @@ class QueryHandler {
   // receiver thread for every admitted datagram (admission.h; the rest go to HandleQuery)
   // before the serving thread sees it, concurrently with HandleQuery. Writes a whole reply
   // to `query` (parsed: admission.query) into `out` and returns its size, or returns 0 to
-  // leave the query to HandleQuery (which then gets it as usual). May use only state that
-  // is safe to share with the serving thread; must not block or throw.
+  // leave the query to HandleQuery, which then gets it with this same admission (the query
+  // is not parsed again). May use only state that is safe to share with the serving
+  // thread; must not block or throw.
   virtual size_t AnswerOnReceiverThread(const Admission& admission, std::span<const uint8_t> query,
                                         const loop::SocketAddress& peer, std::span<uint8_t> out) {
     (void)admission;
