@@ -183,13 +183,15 @@ void PrepareStoredResponse(std::span<uint8_t> stored, const ResponseAnalysis& an
 size_t WriteCachedResponse(std::span<const uint8_t> stored, size_t question_end,
                            std::span<const uint16_t> ttl_offsets, const dns::Query& query,
                            const TtlRewrite& ttl, std::span<uint8_t> out, size_t max_size_bytes) {
-  if (dns::kHeaderSize + query.qname.wire().size() + 4 != question_end) return 0;
   // The client-facing part (ID, question case, our OPT, TC with no records when it does not
   // fit) is common/server's; the stored form has no OPT and the client's DO bit is echoed.
+  // The entry's name is the query's ignoring case (the key's, or checked by AnalyzeResponse),
+  // so the client's spelling is written without comparing again.
   server::ReplyToFit reply;
   reply.wire = stored;
   reply.question_end = question_end;
   reply.dnssec_ok = query.edns && query.edns->dnssec_ok;
+  reply.echo = server::QuestionEcho::kKnownSame;
   const server::Fitted fitted =
       server::FitReply(reply, query, max_size_bytes, server::Truncation::kEmpty, out, nullptr);
   if (fitted.bytes.empty()) return 0;

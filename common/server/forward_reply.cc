@@ -34,6 +34,18 @@ void AppendOpt(std::span<uint8_t> message, bool dnssec_ok) {
   StoreU16(message.data() + 10, static_cast<uint16_t>(LoadU16(message.data() + 10) + 1));
 }
 
+// The client's ID and its spelling of the question name on `reply` (header and question).
+bool EchoClient(std::span<uint8_t> reply, const dns::Query& query, QuestionEcho echo) {
+  if (echo == QuestionEcho::kIfSameName) {
+    return upstream::RewriteForClient(reply, query.header.id, query.qname);
+  }
+  const std::span<const uint8_t> name = query.qname.wire();
+  DCHECK_GE(reply.size(), dns::kHeaderSize + name.size());
+  StoreU16(reply.data(), query.header.id);
+  std::memcpy(reply.data() + dns::kHeaderSize, name.data(), name.size());
+  return true;
+}
+
 // Re-encodes `upstream_reply` for the client into *out, cut at a whole RRset (kWholeRRsets).
 bool Reencode(const dns::Message& upstream_reply, const dns::Query& query, size_t limit_bytes,
               std::vector<uint8_t>* out) {
@@ -89,6 +101,10 @@ ReplyToFit ReplyToFit::From(const upstream::Result& result) {
 Fitted FitReply(const ReplyToFit& reply, const dns::Query& query, size_t limit_bytes,
                 Truncation truncation, std::span<uint8_t> out, std::vector<uint8_t>* scratch) {
   const size_t limit = std::min({limit_bytes, out.size(), dns::kMaxMessageSize});
+  if (reply.echo == QuestionEcho::kKnownSame &&
+      reply.question_end != dns::kHeaderSize + query.qname.wire().size() + 4) {
+    return {};
+  }
   const bool client_edns = query.edns.has_value();
   // kEmpty appends our OPT to a reply that has none; kWholeRRsets passes the reply's own.
   DCHECK(truncation != Truncation::kEmpty || !reply.has_opt);
@@ -99,9 +115,7 @@ Fitted FitReply(const ReplyToFit& reply, const dns::Query& query, size_t limit_b
     // The common case: the bytes as they are, with the client's ID and question case.
     const size_t size = reply.wire.size() + opt_size;
     std::memcpy(out.data(), reply.wire.data(), reply.wire.size());
-    if (!upstream::RewriteForClient(out.first(reply.wire.size()), query.header.id, query.qname)) {
-      return {};
-    }
+    if (!EchoClient(out.first(reply.wire.size()), query, reply.echo)) return {};
     if (opt_size > 0) AppendOpt(out.first(size), reply.dnssec_ok);
     return {out.first(size), false};
   }
@@ -123,10 +137,7 @@ Fitted FitReply(const ReplyToFit& reply, const dns::Query& query, size_t limit_b
         return {};
       }
       std::memcpy(out.data(), reply.wire.data(), reply.question_end);
-      if (!upstream::RewriteForClient(out.first(reply.question_end), query.header.id,
-                                      query.qname)) {
-        return {};
-      }
+      if (!EchoClient(out.first(reply.question_end), query, reply.echo)) return {};
       out[2] |= kTcBit;
       std::memset(out.data() + 6, 0, 6);  // ANCOUNT, NSCOUNT, ARCOUNT
       if (opt_size > 0) AppendOpt(out.first(size), reply.dnssec_ok);

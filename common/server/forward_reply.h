@@ -53,12 +53,20 @@ enum class Truncation : uint8_t {
   kEmpty,        // the header and question only, every count 0, TC set
 };
 
+// How the client's spelling of the name reaches the reply's question.
+enum class QuestionEcho : uint8_t {
+  kIfSameName,  // written when the reply's question name is the client's ignoring case
+  kKnownSame,   // written at once: the caller matched the names (a cache hit, by its key)
+};
+
 // A reply to fit, as received from an upstream or as a cache keeps it.
 struct ReplyToFit {
   std::span<const uint8_t> wire;  // header, one question, records; an OPT record only last
   size_t question_end = 0;        // offset just after the question (Truncation::kEmpty)
   bool has_opt = false;           // `wire` ends with the reply's own OPT record
   bool dnssec_ok = false;         // the DO bit of the OPT record written toward the client
+  // kKnownSame needs question_end to be just after the client's name (and type and class).
+  QuestionEcho echo = QuestionEcho::kIfSameName;
   // `wire` parsed: Truncation::kWholeRRsets re-encodes from it. Null for kEmpty.
   const dns::Message* message = nullptr;
 

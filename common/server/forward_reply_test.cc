@@ -272,6 +272,14 @@ TEST_CASE("Truncation::kEmpty sends the header and question with TC, and our OPT
     CHECK(message.edns->dnssec_ok);
     CHECK(message.edns->options.empty());
   }
+  SECTION("a name known to be the client's is written as is; a question of another length is not") {
+    reply.echo = QuestionEcho::kKnownSame;
+    const Fitted fitted = fit(std::nullopt, dns::Transport::kUdp);
+    CHECK(Hex(fitted.bytes) ==
+          "beef8780000100000000000003424947076578616d706c6503636f6d0000010001");
+    reply.question_end += 1;
+    CHECK(fit(std::nullopt, dns::Transport::kUdp).bytes.empty());
+  }
   SECTION("not even the question fits: nothing") {
     const std::vector<uint8_t> query = PinQuery("BIG.example.com.", std::nullopt);
     const Admission admission = PinAdmit(query, dns::Transport::kUdp);
