@@ -124,7 +124,8 @@ Fitted FitReply(const ReplyToFit& reply, const dns::Query& query, size_t limit_b
     case Truncation::kWholeRRsets: {
       // Too big for the client, or EDNS to add or remove: re-encode.
       DCHECK(reply.message != nullptr && scratch != nullptr);
-      if (reply.message == nullptr || !Reencode(*reply.message, query, limit_bytes, scratch)) {
+      if (reply.message == nullptr || scratch == nullptr ||
+          !Reencode(*reply.message, query, limit_bytes, scratch)) {
         return {};
       }
       const bool cut = scratch->size() > 2 && ((*scratch)[2] & kTcBit) && !reply.message->header.tc;
