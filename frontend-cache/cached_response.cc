@@ -3,13 +3,12 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 
 #include "common/dns/builder.h"
-#include "common/dns/edns.h"
 #include "common/dns/header.h"
 #include "common/dns/wire_reader.h"
+#include "common/server/forward_reply.h"
 
 namespace kdns::frontend {
 namespace {
@@ -184,46 +183,35 @@ void PrepareStoredResponse(std::span<uint8_t> stored, const ResponseAnalysis& an
 size_t WriteCachedResponse(std::span<const uint8_t> stored, size_t question_end,
                            std::span<const uint16_t> ttl_offsets, const dns::Query& query,
                            const TtlRewrite& ttl, std::span<uint8_t> out, size_t max_size_bytes) {
-  const size_t limit = std::min({out.size(), max_size_bytes, dns::kMaxMessageSize});
-  const size_t opt_size = query.edns ? dns::kOptFixedSize : 0;
-  const bool whole = stored.size() + opt_size <= limit;
-  const size_t copy_size = whole ? stored.size() : question_end;
-  const auto qname = query.qname.wire();
-  if (copy_size + opt_size > limit || dns::kHeaderSize + qname.size() + 4 != question_end) {
-    return 0;
-  }
-  uint8_t* p = out.data();
-  std::memcpy(p, stored.data(), copy_size);
+  // The client-facing part (ID, question case, our OPT, TC with no records when it does not
+  // fit) is common/server's; the stored form has no OPT and the client's DO bit is echoed.
+  // The entry's name is the query's ignoring case (the key's, or checked by AnalyzeResponse),
+  // so the client's spelling is written without comparing again.
+  server::ReplyToFit reply;
+  reply.wire = stored;
+  reply.question_end = question_end;
+  reply.dnssec_ok = query.edns && query.edns->dnssec_ok;
+  reply.echo = server::QuestionEcho::kKnownSame;
+  const server::Fitted fitted =
+      server::FitReply(reply, query, max_size_bytes, server::Truncation::kEmpty, out, nullptr);
+  if (fitted.bytes.empty()) return 0;
 
-  StoreU16(p, query.header.id);
-  p[2] = kQrBit | (query.header.rd ? kRdBit : 0) | (whole ? 0 : kTcBit);  // opcode 0, AA 0
+  // Our header flags, not the upstream's: the entry answers every client alike.
+  uint8_t* p = out.data();
+  p[2] =
+      kQrBit | (query.header.rd ? kRdBit : 0) | (fitted.truncated ? kTcBit : 0);  // opcode 0, AA 0
   // AD only when the client asked for it, by AD or DO (RFC 6840 §5.8).
   const bool ad =
       (stored[3] & kAdBit) && (query.header.ad || (query.edns && query.edns->dnssec_ok));
   p[3] = kRaBit | (ad ? kAdBit : 0) | (query.header.cd ? kCdBit : 0) | (stored[3] & kRcodeMask);
-  std::memcpy(p + dns::kHeaderSize, qname.data(), qname.size());
-
-  if (whole) {
+  if (!fitted.truncated) {
     for (uint16_t offset : ttl_offsets) {
       uint32_t value = ttl.fixed_ttl ? *ttl.fixed_ttl : LoadU32(p + offset);
       if (!ttl.fixed_ttl) value = value > ttl.age_s ? value - ttl.age_s : 0;
       StoreU32(p + offset, value);
     }
-  } else {
-    std::memset(p + 6, 0, 6);  // ANCOUNT, NSCOUNT, ARCOUNT
   }
-  if (query.edns) {
-    // A fresh OPT record (RFC 6891 §6.1.2): our payload size, rcode 0 (only NOERROR and
-    // NXDOMAIN are cached), version 0, the client's DO bit, no options.
-    uint8_t* opt = p + copy_size;
-    opt[0] = 0;  // root
-    StoreU16(opt + 1, static_cast<uint16_t>(RrType::kOpt));
-    StoreU16(opt + 3, dns::kDefaultUdpPayloadSize);
-    StoreU32(opt + 5, query.edns->dnssec_ok ? 0x8000u : 0u);
-    StoreU16(opt + 9, 0);
-    StoreU16(p + 10, static_cast<uint16_t>(LoadU16(p + 10) + 1));
-  }
-  return copy_size + opt_size;
+  return fitted.bytes.size();
 }
 
 size_t WriteForwardedResponse(std::span<const uint8_t> reply, const dns::Query& query,

@@ -6,10 +6,12 @@
 // the offset of every TTL field; PrepareStoredResponse then rewrites those TTLs to their
 // capped values, lower-cases the question name and drops the OPT record (the reply's EDNS
 // belongs to our upstream exchange, not to the client). At serve, WriteCachedResponse is
-// a memcpy plus a few stores: the client's ID and flags, the client's question name bytes
-// (same length as the key's, so every compression pointer into it stays valid and answer
-// owners compressed to it echo the client's case), each TTL minus the entry's age, and a
-// fresh OPT record when the client sent EDNS. It allocates nothing.
+// a memcpy plus a few stores: the client-facing part is common/server's FitReply with
+// Truncation::kEmpty (the client's ID, the client's question name bytes -- same length as
+// the key's, so every compression pointer into it stays valid and answer owners compressed
+// to it echo the client's case --, a fresh OPT record when the client sent EDNS, TC with no
+// records when the whole does not fit, as dnsmasq does); what is the cache's own stays here:
+// our header flags and each TTL minus the entry's age. It allocates nothing.
 //
 // Pure functions, no state, no thread affinity.
 #pragma once
@@ -83,8 +85,9 @@ struct TtlRewrite {
 
 // Writes the reply to `query` from a prepared entry into `out`, at most max_size_bytes
 // (and out.size()). When the whole reply does not fit, writes the header and question with
-// TC set and no records, so the client retries over TCP. Returns the size written, 0 when
-// not even that fits. The query's name must equal the entry's (case-insensitively).
+// TC set and no records (server::Truncation::kEmpty), so the client retries over TCP. Returns the
+// size written, 0 when not even that fits. The query's name must equal the entry's
+// (case-insensitively).
 size_t WriteCachedResponse(std::span<const uint8_t> stored, size_t question_end,
                            std::span<const uint16_t> ttl_offsets, const dns::Query& query,
                            const TtlRewrite& ttl, std::span<uint8_t> out, size_t max_size_bytes);

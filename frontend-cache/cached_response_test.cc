@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
+#include "common/server/forward_reply_testing.h"
 #include "frontend-cache/testing.h"
 
 namespace kdns::frontend {
@@ -106,4 +107,85 @@ TEST_CASE("Uncached replies reach the client like cached ones", "[frontend][cach
 }
 
 }  // namespace
+// The bytes frontend-cache sends, as they were before the two servers shared FitReply: our
+// header flags (AA clear, RA set, the client's RD), TTLs capped (here at 30 s) and, from the
+// cache, aged (here by 7 s), our OPT with the client's DO bit instead of the upstream's, and
+// as dnsmasq, the header and question alone with TC when the whole does not fit.
+TEST_CASE(
+    "frontend-cache's replies keep their bytes (ID, case, EDNS, empty TC, TCP), "
+    "forwarded and cached",
+    "[frontend][cached_response]") {
+  using namespace server::testing;
+  struct Pin {
+    const char* what;
+    std::optional<uint16_t> payload;
+    bool dnssec_ok;
+    dns::Transport transport;
+    bool big;
+    bool upstream_edns;
+    size_t size;
+    uint64_t forwarded_fnv;
+    uint64_t cached_fnv;
+    const char* forwarded_hex;  // spelt out when short
+  };
+  const Pin pin = GENERATE(
+      Pin{"fits, both EDNS", 1232, false, dns::Transport::kUdp, false, true, 60, 0xa77a4e8a2b9e5879,
+          0x05d4e084bfc98280,
+          "beef8180000100010000000103577757074578616d706c6503434f4d0000010001c00c0001000100"
+          "00001e0004c000020100002904d0000000000000"},
+      Pin{"fits, no client EDNS", std::nullopt, false, dns::Transport::kUdp, false, true, 49,
+          0xaf381b932bf2415b, 0x4cae4c9fd454be1c,
+          "beef8180000100010000000003577757074578616d706c6503434f4d0000010001c00c0001000100"
+          "00001e0004c0000201"},
+      Pin{"fits, no upstream EDNS, the client's DO", 4096, true, dns::Transport::kUdp, false, false,
+          60, 0xa4d052b5467ca0f9, 0x087edc59a4eb3a00,
+          "beef8180000100010000000103577757074578616d706c6503434f4d0000010001c00c0001000100"
+          "00001e0004c000020100002904d0000080000000"},
+      Pin{"fits, neither EDNS", std::nullopt, false, dns::Transport::kUdp, false, false, 49,
+          0xaf381b932bf2415b, 0x4cae4c9fd454be1c, nullptr},
+      Pin{"too big for 512 over UDP: TC, no records", std::nullopt, false, dns::Transport::kUdp,
+          true, true, 33, 0x0ea918be38bbb2ac, 0x0ea918be38bbb2ac,
+          "beef8380000100000000000003424947076578616d706c6503636f6d0000010001"},
+      Pin{"too big for 1232 over UDP with EDNS: TC, no records, our OPT", 4096, true,
+          dns::Transport::kUdp, true, true, 44, 0x0230332a579ed230, 0x0230332a579ed230,
+          "beef8380000100000000000103424947076578616d706c6503636f6d000001000100002904d00000"
+          "80000000"},
+      Pin{"over TCP without EDNS: whole", std::nullopt, false, dns::Transport::kTcp, true, true,
+          1652, 0xea96b19ad9aad502, 0x5757423ef8ea76f3, nullptr},
+      Pin{"over TCP with EDNS: whole, our OPT", 4096, false, dns::Transport::kTcp, true, true, 1663,
+          0x5af05b23c9bcdf84, 0x965e3c1865f69ebf, nullptr});
+  INFO(pin.what);
+  const std::vector<uint8_t> bytes =
+      PinQuery(pin.big ? "BIG.example.com." : "WwW.Example.COM.", pin.payload, pin.dnssec_ok);
+  const server::Admission admission = PinAdmit(bytes, pin.transport);
+  const dns::Query& query = admission.query;
+  const upstream::Result result = PinUpstream(pin.big ? "big.example.com." : "www.example.com.",
+                                              pin.big ? PinBig() : PinSmall(), pin.upstream_edns);
+  CachePolicy policy;
+  policy.max_ttl_s = 30;
+  std::vector<uint8_t> scratch;
+  std::vector<uint16_t> offsets;
+  std::vector<uint8_t> out(dns::kMaxMessageSize);
+
+  const size_t forwarded = WriteForwardedResponse(result.reply, query, policy, &scratch, &offsets,
+                                                  out, admission.reply_limit_bytes);
+  CHECK(forwarded == pin.size);
+  CHECK(Fnv1a(std::span(out.data(), forwarded)) == pin.forwarded_fnv);
+  if (pin.forwarded_hex != nullptr) {
+    CHECK(Hex(std::span(out.data(), forwarded)) == pin.forwarded_hex);
+  }
+
+  const ResponseAnalysis analysis =
+      AnalyzeResponse(result.reply, query.qname, query.qtype, query.qclass, policy, &offsets);
+  REQUIRE(analysis.result == Cacheability::kCacheable);
+  std::vector<uint8_t> stored(result.reply.begin(),
+                              result.reply.begin() + static_cast<ptrdiff_t>(analysis.stored_size));
+  PrepareStoredResponse(stored, analysis, offsets, policy);
+  const size_t cached = WriteCachedResponse(stored, analysis.question_end, offsets, query,
+                                            TtlRewrite{.age_s = 7, .fixed_ttl = std::nullopt}, out,
+                                            admission.reply_limit_bytes);
+  CHECK(cached == pin.size);
+  CHECK(Fnv1a(std::span(out.data(), cached)) == pin.cached_fnv);
+}
+
 }  // namespace kdns::frontend

@@ -119,11 +119,14 @@ void DnsHandler::OnForwarded(uint64_t id, const upstream::Result& result) {
     Fail(*pending, FailureOf(result));
     return;
   }
-  if (!server::ClientReply(result, pending->client, &reply_)) {
+  const server::Fitted fitted = server::FitReply(
+      server::ReplyToFit::From(result), pending->client.query, pending->client.limit_bytes,
+      server::Truncation::kWholeRRsets, buffer_, &reply_);
+  if (fitted.bytes.empty()) {
     Fail(*pending, ForwardFailure::kBadReply);
     return;
   }
-  Finish(*pending, reply_, result.message.rcode(), TcBit(reply_));
+  Finish(*pending, fitted.bytes, result.message.rcode(), TcBit(fitted.bytes));
 }
 
 void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {

@@ -6,9 +6,9 @@
 //   kNotOurs         the name is outside the cluster domain, or the reverse name of an IP
 //                    kubedns does not know: routed (UpstreamRoutes: stub domain or default
 //                    upstreams) and forwarded; the upstream's answer goes back with the
-//                    client's ID and name case, fitted to its buffer
-//                    (common/server/forward_reply.h). Over TCP for TCP clients (the Forwarder's
-//                    rule).
+//                    client's ID and name case, fitted to its buffer, cut at a whole RRset
+//                    (common/server/forward_reply.h, Truncation::kWholeRRsets). Over TCP for
+//                    TCP clients (the Forwarder's rule).
 //   kExternalTarget  an ExternalName chain left the zone: the target is asked of the
 //                    upstreams (routed by stub domains as well) for the client's type, and
 //                    the answer appended to the CNAMEs. An authoritative upstream's own
@@ -114,7 +114,7 @@ class DnsHandler final : public server::QueryHandler {
   std::shared_ptr<const UpstreamRoutes> routes_;
   std::unordered_map<uint64_t, Pending> pending_;
   uint64_t next_id_ = 1;
-  std::vector<uint8_t> reply_;  // reused for upstream answers made the client's
+  std::vector<uint8_t> reply_;  // reused for answers encoded for the client (chase, re-encode)
   // Last: destroyed first, so its callbacks (which use the members above) go before them.
   upstream::Forwarder forwarder_;
 };

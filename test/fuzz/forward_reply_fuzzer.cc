@@ -1,11 +1,13 @@
-// Arbitrary upstream replies through frontend-cache's reply path: the Forwarder's match
-// (upstream::MatchReply), the cache insert, the client's answer from the cache and the
-// pass-through writer (WriteForwardedResponse). Never a crash, and never a poisoned cache:
+// Arbitrary upstream replies through both servers' reply paths: the Forwarder's match
+// (upstream::MatchReply), then frontend-cache's cache insert, its answer from the cache and
+// its pass-through writer (WriteForwardedResponse), and kubedns's fitting of the same reply
+// (server::FitReply, Truncation::kWholeRRsets). Never a crash, and never a poisoned cache:
 //   - a reply that does not match the query sent is never inserted;
 //   - whatever is inserted is served only for the question asked, as a message that parses,
 //     with the client's ID and exact question (name case included), QR set, and within the
 //     client's size limit (TC with no records when it does not fit);
-//   - no other name, type or class ever hits the entry.
+//   - no other name, type or class ever hits the entry;
+//   - kubedns's answer parses, has the client's ID and question and fits the limit.
 // Input: byte 0 picks the question type, the client's EDNS and DO bits and transport, and
 // whether the reply's ID is forced to ours (so the fuzzer need not guess 16 bits); the rest
 // is the upstream's reply.
@@ -18,6 +20,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/parser.h"
+#include "common/server/forward_reply.h"
 #include "common/upstream/wire.h"
 #include "frontend-cache/cache.h"
 #include "frontend-cache/cached_response.h"
@@ -131,6 +134,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t written = kdns::frontend::WriteForwardedResponse(reply, client.query, options.policy,
                                                                 &scratch, &offsets, out, limit);
   if (written > 0) CheckServed(std::span<const uint8_t>(out.data(), written), client.query, limit);
+
+  // kubedns's answer from the same reply: as received, or re-encoded and cut at an RRset.
+  kdns::upstream::Result result;
+  result.outcome = kdns::upstream::Outcome::kAnswer;
+  result.reply = reply;
+  result.message = parsed;
+  std::vector<uint8_t> reencoded;
+  const kdns::server::Fitted fitted =
+      kdns::server::FitReply(kdns::server::ReplyToFit::From(result), client.query, limit,
+                             kdns::server::Truncation::kWholeRRsets, out, &reencoded);
+  if (!fitted.bytes.empty()) {
+    Check(fitted.bytes.size() <= limit);
+    kdns::dns::Message message;
+    Check(kdns::dns::ParseMessage(fitted.bytes, &message) == kdns::dns::ParseError::kOk);
+    Check(message.header.id == kClientId);
+    Check(message.questions.size() == 1 && message.questions[0].name == client.query.qname);
+    Check(message.edns.has_value() == client.query.edns.has_value());
+  }
 
   const kdns::frontend::InsertOutcome inserted = cache.Insert(key, reply);
   kdns::frontend::LookupResult hit = cache.Lookup(key, client.query, out, limit);
