@@ -1,8 +1,8 @@
 // DnsProbe: one --probe. Sends its query to its server through an ares::Channel
 // (common/ares), first after a random delay within the interval (so probes started together
 // do not fire together), then every interval minus the last probe's latency, one query at
-// a time (kube-dns's defaultLoopDelayer). Each outcome updates the status /healthcheck/<label> reports and
-// the metrics:
+// a time (kube-dns's defaultLoopDelayer). Each outcome updates the status /healthcheck/<label>
+// reports and the metrics:
 //
 //   <ns>_probe_<label>_latency_ms  histogram, ms, buckets 0.25 doubling to 8192 (successes)
 //   <ns>_probe_<label>_errors      counter (failures)
