@@ -110,9 +110,11 @@ TEST_CASE("A send batch drops a datagram that fails on its own and sends the res
   internal::UdpSendBatch send;
   // An IPv6 destination on an IPv4 socket fails on its own (EAFNOSUPPORT or EINVAL).
   const SocketAddress v6 = *SocketAddress::Parse("[::1]:53");
-  send.Add(Bytes("lost"), v6.sockaddr_ptr(), v6.sockaddr_len(), nullptr);
-  send.Add(Bytes("kept"), receiver.address.sockaddr_ptr(), receiver.address.sockaddr_len(),
-           nullptr);
+  // The bytes must outlive Send (Add keeps a span).
+  const std::string lost = "lost";
+  const std::string kept = "kept";
+  send.Add(Bytes(lost), v6.sockaddr_ptr(), v6.sockaddr_len(), nullptr);
+  send.Add(Bytes(kept), receiver.address.sockaddr_ptr(), receiver.address.sockaddr_len(), nullptr);
   const internal::UdpSendResult result = send.Send(sender.fd);
   CHECK(result.failed == 1);
   CHECK(result.sent == 1);
