@@ -6,6 +6,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/testing.h"
+#include "common/server/forward_reply_testing.h"
 #include "common/upstream/forwarder.h"
 
 namespace kdns::kubedns {
@@ -13,28 +14,6 @@ namespace {
 
 using dns::testing::N;
 using dns::testing::RR;
-
-// An upstream's reply to `name` (as the upstream spelt it), with `records` as its answers.
-upstream::Result Upstream(const char* name, dns::RrType type,
-                          std::vector<dns::ResourceRecord> records, bool edns,
-                          dns::Rcode rcode = dns::Rcode::kNoError,
-                          std::vector<dns::ResourceRecord> authorities = {}) {
-  upstream::Result result;
-  result.outcome = upstream::Outcome::kAnswer;
-  dns::Message& m = result.message;
-  m.header.id = 0x1111;
-  m.header.qr = true;
-  m.header.rd = true;
-  m.header.ra = true;
-  m.header.rcode = rcode;
-  m.questions.push_back({N(name), type, dns::RrClass::kIn});
-  m.answers = std::move(records);
-  m.authorities = std::move(authorities);
-  if (edns) m.edns = dns::Edns{};
-  REQUIRE(dns::BuildMessage(m, dns::kMaxMessageSize, &result.reply) == dns::BuildError::kOk);
-  REQUIRE(dns::ParseMessage(result.reply, &m) == dns::ParseError::kOk);
-  return result;
-}
 
 }  // namespace
 
@@ -47,20 +26,22 @@ TEST_CASE("a chase appends the upstream's answer to the CNAME chain", "[kubedns]
   const dns::Name target = N("www.example.com.");
   dns::Name next;
   SECTION("the records asked for: done") {
-    auto reply = Upstream("www.example.com.", dns::RrType::kA,
-                          {RR("www.example.com. 60 IN CNAME cdn.example.net."),
-                           RR("cdn.example.net. 20 IN A 192.0.2.7")},
-                          true);
+    auto reply =
+        server::testing::UpstreamReply("www.example.com.", dns::RrType::kA,
+                                       {RR("www.example.com. 60 IN CNAME cdn.example.net."),
+                                        RR("cdn.example.net. 20 IN A 192.0.2.7")},
+                                       true);
     CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) == ChaseStep::kDone);
     CHECK(partial.answers.size() == 3);
     CHECK(partial.rcode() == dns::Rcode::kNoError);
     CHECK(partial.authorities.empty());
   }
   SECTION("NXDOMAIN describes the last name and keeps its SOA") {
-    auto reply = Upstream("www.example.com.", dns::RrType::kA, {}, true, dns::Rcode::kNxDomain,
-                          {RR("example.com. 300 IN SOA ns.example.com. h.example.com. 1 2 3 4 "
-                              "60"),
-                           RR("example.com. 300 IN NS ns.example.com.")});
+    auto reply = server::testing::UpstreamReply(
+        "www.example.com.", dns::RrType::kA, {}, true, dns::Rcode::kNxDomain,
+        {RR("example.com. 300 IN SOA ns.example.com. h.example.com. 1 2 3 4 "
+            "60"),
+         RR("example.com. 300 IN NS ns.example.com.")});
     CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) == ChaseStep::kDone);
     CHECK(partial.rcode() == dns::Rcode::kNxDomain);
     CHECK(partial.answers.size() == 1);
@@ -68,23 +49,26 @@ TEST_CASE("a chase appends the upstream's answer to the CNAME chain", "[kubedns]
     CHECK(partial.authorities[0].type == dns::RrType::kSoa);
   }
   SECTION("NODATA keeps the SOA too") {
-    auto reply = Upstream("www.example.com.", dns::RrType::kA, {}, true, dns::Rcode::kNoError,
-                          {RR("example.com. 300 IN SOA ns.example.com. h.example.com. 1 2 3 4 "
-                              "60")});
+    auto reply = server::testing::UpstreamReply(
+        "www.example.com.", dns::RrType::kA, {}, true, dns::Rcode::kNoError,
+        {RR("example.com. 300 IN SOA ns.example.com. h.example.com. 1 2 3 4 "
+            "60")});
     CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) == ChaseStep::kDone);
     CHECK(partial.rcode() == dns::Rcode::kNoError);
     CHECK(partial.authorities.size() == 1);
   }
   SECTION("an authoritative server's CNAME out of its zone is followed") {
-    auto reply = Upstream("www.example.com.", dns::RrType::kA,
-                          {RR("www.example.com. 60 IN CNAME elsewhere.example.org.")}, true);
+    auto reply = server::testing::UpstreamReply(
+        "www.example.com.", dns::RrType::kA,
+        {RR("www.example.com. 60 IN CNAME elsewhere.example.org.")}, true);
     CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) ==
           ChaseStep::kFollow);
     CHECK(next == N("elsewhere.example.org."));
     CHECK(CountCnames(partial) == 2);
   }
   SECTION("an rcode that cannot end a chain fails it") {
-    auto reply = Upstream("www.example.com.", dns::RrType::kA, {}, true, dns::Rcode::kYxDomain);
+    auto reply = server::testing::UpstreamReply("www.example.com.", dns::RrType::kA, {}, true,
+                                                dns::Rcode::kYxDomain);
     CHECK(AppendChase(reply.message, target, dns::RrType::kA, &partial, &next) ==
           ChaseStep::kFailed);
   }

@@ -34,28 +34,6 @@ ClientQuery Client(const char* name, dns::RrType type, std::optional<uint16_t> e
   return ClientQuery::From(admission);
 }
 
-// An upstream's reply to `name` (as the upstream spelt it), with `records` as its answers.
-upstream::Result Upstream(const char* name, dns::RrType type,
-                          std::vector<dns::ResourceRecord> records, bool edns,
-                          dns::Rcode rcode = dns::Rcode::kNoError,
-                          std::vector<dns::ResourceRecord> authorities = {}) {
-  upstream::Result result;
-  result.outcome = upstream::Outcome::kAnswer;
-  dns::Message& m = result.message;
-  m.header.id = 0x1111;
-  m.header.qr = true;
-  m.header.rd = true;
-  m.header.ra = true;
-  m.header.rcode = rcode;
-  m.questions.push_back({N(name), type, dns::RrClass::kIn});
-  m.answers = std::move(records);
-  m.authorities = std::move(authorities);
-  if (edns) m.edns = dns::Edns{};
-  REQUIRE(dns::BuildMessage(m, dns::kMaxMessageSize, &result.reply) == dns::BuildError::kOk);
-  REQUIRE(dns::ParseMessage(result.reply, &m) == dns::ParseError::kOk);
-  return result;
-}
-
 dns::Message Parse(std::span<const uint8_t> bytes) {
   dns::Message message;
   REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
@@ -84,8 +62,8 @@ std::vector<dns::ResourceRecord> ManyA(const char* owner, int count) {
 
 TEST_CASE("a forwarded reply gets the client's ID and question case", "[server][forward]") {
   ClientQuery client = Client("WwW.Example.COM.", dns::RrType::kA, 1232);
-  upstream::Result result = Upstream("www.example.com.", dns::RrType::kA,
-                                     {RR("www.example.com. 60 IN A 192.0.2.1")}, true);
+  upstream::Result result = testing::UpstreamReply(
+      "www.example.com.", dns::RrType::kA, {RR("www.example.com. 60 IN A 192.0.2.1")}, true);
   std::vector<uint8_t> out = WholeRRsets(result, client);
   REQUIRE_FALSE(out.empty());
   CHECK(out.size() == result.reply.size());  // the bytes as received, rewritten in place
@@ -100,8 +78,8 @@ TEST_CASE("a forwarded reply carries OPT only when the client sent it", "[server
   SECTION("the upstream's OPT is removed for a client without EDNS") {
     ClientQuery client = Client("www.example.com.", dns::RrType::kA, std::nullopt);
     std::vector<uint8_t> out =
-        WholeRRsets(Upstream("www.example.com.", dns::RrType::kA,
-                             {RR("www.example.com. 60 IN A 192.0.2.1")}, true),
+        WholeRRsets(testing::UpstreamReply("www.example.com.", dns::RrType::kA,
+                                           {RR("www.example.com. 60 IN A 192.0.2.1")}, true),
                     client);
     REQUIRE_FALSE(out.empty());
     dns::Message reply = Parse(out);
@@ -112,8 +90,8 @@ TEST_CASE("a forwarded reply carries OPT only when the client sent it", "[server
   SECTION("ours is added for a client with EDNS when the upstream sent none") {
     ClientQuery client = Client("www.example.com.", dns::RrType::kA, 4096);
     std::vector<uint8_t> out =
-        WholeRRsets(Upstream("www.example.com.", dns::RrType::kA,
-                             {RR("www.example.com. 60 IN A 192.0.2.1")}, false),
+        WholeRRsets(testing::UpstreamReply("www.example.com.", dns::RrType::kA,
+                                           {RR("www.example.com. 60 IN A 192.0.2.1")}, false),
                     client);
     REQUIRE_FALSE(out.empty());
     dns::Message reply = Parse(out);
@@ -126,7 +104,8 @@ TEST_CASE("a forwarded reply too big for the client's UDP buffer is cut at an RR
           "[server][forward]") {
   std::vector<dns::ResourceRecord> records = {RR("big.example.com. 60 IN CNAME pool.example.com.")};
   for (auto& record : ManyA("pool.example.com.", 100)) records.push_back(record);
-  upstream::Result result = Upstream("big.example.com.", dns::RrType::kA, records, true);
+  upstream::Result result =
+      testing::UpstreamReply("big.example.com.", dns::RrType::kA, records, true);
   REQUIRE(result.reply.size() > 1232);
   struct Case {
     std::optional<uint16_t> payload;

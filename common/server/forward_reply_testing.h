@@ -3,7 +3,8 @@
 // pins frontend-cache's (Truncation::kEmpty, over its cached form) from the same client
 // queries and upstream replies, so the two styles read side by side. The pinned bytes were
 // taken from the implementations before the two were unified (kubedns's ClientReply,
-// frontend-cache's own writer). Header-only; tests only; no thread affinity.
+// frontend-cache's own writer). UpstreamReply builds an upstream's answer for the kubedns
+// fitting and chase tests. Header-only; tests only; no thread affinity.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -103,6 +104,28 @@ inline std::vector<std::string> PinBig() {
     records.push_back("pool.example.com. 60 IN A 198.51.100." + std::to_string(i));
   }
   return records;
+}
+
+// An upstream's reply to `name` (as the upstream spelt it), with `records` as its answers.
+inline upstream::Result UpstreamReply(const char* name, dns::RrType type,
+                                      std::vector<dns::ResourceRecord> records, bool edns,
+                                      dns::Rcode rcode = dns::Rcode::kNoError,
+                                      std::vector<dns::ResourceRecord> authorities = {}) {
+  upstream::Result result;
+  result.outcome = upstream::Outcome::kAnswer;
+  dns::Message& m = result.message;
+  m.header.id = 0x1111;
+  m.header.qr = true;
+  m.header.rd = true;
+  m.header.ra = true;
+  m.header.rcode = rcode;
+  m.questions.push_back({dns::testing::N(name), type, dns::RrClass::kIn});
+  m.answers = std::move(records);
+  m.authorities = std::move(authorities);
+  if (edns) m.edns = dns::Edns{};
+  REQUIRE(dns::BuildMessage(m, dns::kMaxMessageSize, &result.reply) == dns::BuildError::kOk);
+  REQUIRE(dns::ParseMessage(result.reply, &m) == dns::ParseError::kOk);
+  return result;
 }
 
 }  // namespace kdns::server::testing
