@@ -19,7 +19,6 @@ KDNS_KEEP_TMP=1 keeps the temporary directory (logs of every process) after a fa
 """
 import os
 import re
-import shutil
 import sys
 import tempfile
 import traceback
@@ -386,13 +385,8 @@ def main():
         traceback.print_exc()
         failed += 1
     finally:
-        harness.stop_all(owned)
-        if failed and os.environ.get("KDNS_KEEP_TMP"):
-            print("kept " + workdir)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+        harness.release(owned, workdir, failed)
+    return harness.finish(passed, failed)
 
 
 if __name__ == "__main__":

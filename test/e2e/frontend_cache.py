@@ -12,7 +12,6 @@ directory (logs of every process) after a failure.
 """
 import fcntl
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -173,9 +172,5 @@ def main(tests, main_instance=True):
         traceback.print_exc()
         failed += 1
     finally:
-        harness.stop_all(owned)
-        if failed and os.environ.get("KDNS_KEEP_TMP"):
-            print("kept " + workdir)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+        harness.release(owned, workdir, failed)
     return harness.finish(passed, failed)

@@ -97,6 +97,16 @@ def stop_all(owned):
             traceback.print_exc()
 
 
+def release(owned, workdir, failed):
+    """Stops what a suite started and removes its work directory, or keeps it for a look
+    when something failed and KDNS_KEEP_TMP is set."""
+    stop_all(owned)
+    if failed and os.environ.get("KDNS_KEEP_TMP"):
+        print("kept " + workdir)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def finish(passed, failed):
     """Prints the closing `N passed, M failed` line; returns the exit code."""
     print("%d passed, %d failed" % (passed, failed))

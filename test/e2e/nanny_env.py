@@ -11,7 +11,6 @@ directory (every process's log).
 """
 import json
 import os
-import shutil
 import socket
 import sys
 import tempfile
@@ -238,11 +237,7 @@ def main(tests):
         passed += p
         failed += f
     finally:
-        harness.stop_all(owned)
-        if failed == 0 or not os.environ.get("KDNS_KEEP_TMP"):
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print("logs kept in " + tmp)
+        harness.release(owned, tmp, failed)
     if FIGURES:
         print("figures:")
         for what, value in FIGURES:

@@ -22,7 +22,6 @@ KDNS_KEEP_TMP=1 keeps the temporary directory (logs of every process) after a fa
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -457,13 +456,8 @@ def main():
         traceback.print_exc()
         failed += 1
     finally:
-        harness.stop_all(owned)
-        if failed and os.environ.get("KDNS_KEEP_TMP"):
-            print("kept " + workdir)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+        harness.release(owned, workdir, failed)
+    return harness.finish(passed, failed)
 
 
 if __name__ == "__main__":
