@@ -9,6 +9,7 @@
 
 #include "common/http/response.h"
 #include "common/metrics/text_parser.h"
+#include "common/server/limits.h"
 #include "common/upstream/resolv_conf.h"
 
 namespace kdns::frontend {
@@ -297,6 +298,7 @@ std::string FrontendServer::StatsText() const {
 }
 
 void FrontendServer::RegisterMetrics() {
+  server::RegisterLimitMetrics(registry_);
   auto cache_stat = [this](uint64_t CacheStats::*field) {
     return [this, field] { return static_cast<double>(cache_.Stats().*field); };
   };

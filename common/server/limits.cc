@@ -1,0 +1,103 @@
+#include "common/server/limits.h"
+
+#include <glog/logging.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/base/clock.h"
+
+namespace kdns::server {
+namespace {
+
+constexpr size_t kLimits = static_cast<size_t>(Limit::kCount);
+
+constexpr std::array<std::string_view, kLimits> kNames = {
+    "http_connections",
+    "http_connections_per_source",
+    "http_request_timeout",
+    "tcp_connections",
+    "tcp_connections_per_source",
+    "tcp_frame_timeout",
+    "tcp_idle_timeout",
+    "tcp_output_per_connection",
+    "tcp_output_total",
+    "route_in_flight",
+    "upstream_in_flight",
+    "upstream_down",
+    "waiting_queries",
+    "waiters_per_query",
+    "cache_entry_too_large",
+    "cache_bytes",
+    "loop_probe_rejected",
+    "client_rate",
+    "response_rate",
+    "shed",
+};
+
+// One limit's count and log state, on its own cache line so that a flood against one
+// limit does not slow the counting of another.
+struct alignas(64) Slot {
+  std::atomic<uint64_t> hits{0};
+  // The hit count when the last line was logged, and when; guarded by `log_mutex`.
+  std::atomic<uint64_t> next_log_ms{0};
+  std::mutex log_mutex;
+  uint64_t hits_at_last_log = 0;
+};
+
+std::array<Slot, kLimits>& Slots() {
+  static auto* slots = new std::array<Slot, kLimits>();  // never destroyed: used at exit
+  return *slots;
+}
+
+class LimitCollector final : public metrics::Collector {
+ public:
+  void Collect(std::vector<metrics::Sample>& out) const override {
+    for (size_t i = 0; i < kLimits; ++i) {
+      out.push_back({{std::string(kNames[i])},
+                     static_cast<double>(Slots()[i].hits.load(std::memory_order_relaxed))});
+    }
+  }
+};
+
+}  // namespace
+
+std::string_view LimitName(Limit limit) {
+  const auto index = static_cast<size_t>(limit);
+  return index < kLimits ? kNames[index] : "unknown";
+}
+
+void RecordLimitHit(Limit limit, std::string_view detail) {
+  const auto index = static_cast<size_t>(limit);
+  if (index >= kLimits) return;
+  Slot& slot = Slots()[index];
+  const uint64_t hits = slot.hits.fetch_add(1, std::memory_order_relaxed) + 1;
+  const uint64_t now = SteadyClock::Instance().NowMs();
+  if (now < slot.next_log_ms.load(std::memory_order_relaxed)) return;
+  std::unique_lock lock(slot.log_mutex, std::try_to_lock);
+  if (!lock.owns_lock() || now < slot.next_log_ms.load(std::memory_order_relaxed)) return;
+  slot.next_log_ms.store(now + kLimitLogIntervalMs, std::memory_order_relaxed);
+  const uint64_t since = hits - slot.hits_at_last_log;
+  slot.hits_at_last_log = hits;
+  LOG(WARNING) << "limit " << kNames[index] << " hit" << (detail.empty() ? "" : " (") << detail
+               << (detail.empty() ? "" : ")") << "; " << since << " time(s) since the last line, "
+               << hits << " in all (kdns_limit_hits_total)";
+}
+
+uint64_t LimitHits(Limit limit) {
+  const auto index = static_cast<size_t>(limit);
+  return index < kLimits ? Slots()[index].hits.load(std::memory_order_relaxed) : 0;
+}
+
+void RegisterLimitMetrics(metrics::Registry& registry) {
+  registry.AddCollector("kdns_limit_hits_total",
+                        "Times a limit protecting the server was hit, by limit (see the "
+                        "operators' guide, Limits).",
+                        metrics::MetricType::kCounter, {"limit"},
+                        std::make_shared<LimitCollector>());
+}
+
+}  // namespace kdns::server

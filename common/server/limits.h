@@ -1,0 +1,75 @@
+// Limits: the one vocabulary for "a bound protected us" (DESIGN §7), shared by every layer
+// that enforces one (the HTTP server, DNS over TCP, forwarding, waiting queries, the cache,
+// loop probes, rate limiting and shedding) in both DNS servers, the nanny and the sidecar.
+//
+// Each hit is counted in one process-wide table and exported by every program as
+//   kdns_limit_hits_total{limit}   times a limit was hit (a connection closed or refused,
+//                                  a query answered SERVFAIL at once or dropped, an entry
+//                                  not cached, ...); `limit` is LimitName()
+// and logged at most once per kLogInterval per limit, with how many hits the interval
+// saw, so a flood cannot flood the log too.
+//
+// Usage, where the bound is enforced:
+//   if (open_ >= max_) {
+//     server::RecordLimitHit(server::Limit::kTcpConnections, peer.ToString());
+//     CloseOldestIdle();
+//   }
+//
+// Thread-safe: relaxed atomic counters, one cache line per limit; no lock on the hit path
+// except when a log line is due (at most once per interval per limit).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "common/metrics/registry.h"
+
+namespace kdns::server {
+
+enum class Limit : uint8_t {
+  // HTTP (health, readiness, metrics)
+  kHttpConnections,           // the process-wide connection cap: the oldest idle one closed
+  kHttpConnectionsPerSource,  // one source's connection cap: its oldest idle one closed
+  kHttpRequestTimeout,        // a started request not complete in time: closed
+  // DNS over TCP
+  kTcpConnections,           // the process-wide connection cap
+  kTcpConnectionsPerSource,  // one source's connection cap
+  kTcpFrameTimeout,          // a started frame not complete in time: closed
+  kTcpIdleTimeout,           // no whole message in the idle time: closed
+  kTcpOutputPerConnection,   // unread replies over one connection's bound
+  kTcpOutputTotal,           // unread replies over the process's bound
+  // Forwarding
+  kRouteInFlight,     // a route's in-flight budget (cluster zone, stub domain, default)
+  kUpstreamInFlight,  // one upstream's in-flight budget
+  kUpstreamDown,      // failed fast: every upstream of the route is known down
+  kWaitingQueries,    // the process-wide budget of queries waiting for an upstream
+  kWaitersPerQuery,   // waiters coalesced on one upstream query
+  // Cache
+  kCacheEntryTooLarge,  // an answer over the per-entry cap: not cached
+  kCacheBytes,          // the byte budget: an entry evicted to make room
+  // Loop probes
+  kLoopProbeRejected,  // a probe name replayed, expired or from the wrong address
+  // Per-client rate limiting and shedding
+  kClientRate,    // a client over its response rate
+  kResponseRate,  // RRL: identical responses over their rate
+  kShed,          // shed under overload
+  kCount
+};
+
+// The `limit` label: "http_connections", "tcp_frame_timeout", ...
+std::string_view LimitName(Limit limit);
+
+// How often one limit may log.
+inline constexpr uint64_t kLimitLogIntervalMs = 10'000;
+
+// Counts a hit and logs it (rate-limited); `detail` (a peer address, a route, an
+// upstream) is shown in the line that is logged, if one is.
+void RecordLimitHit(Limit limit, std::string_view detail = {});
+
+// Hits so far in this process.
+uint64_t LimitHits(Limit limit);
+
+// Adds kdns_limit_hits_total (every limit, zeros included) to `registry`.
+void RegisterLimitMetrics(metrics::Registry& registry);
+
+}  // namespace kdns::server
