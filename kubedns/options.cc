@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/base/duration.h"
+#include "common/base/port.h"
 #include "common/upstream/forward_cap.h"
 #include "kubedns/upstream_routes.h"
 
@@ -93,8 +94,15 @@ bool ListenOptions(const FlagValues& flags, const k8s::EnvLookup& env,
   int64_t metrics_port = flags.metrics_port;
   if (metrics_port < 0) {
     const std::optional<std::string> prometheus_port = env("PROMETHEUS_PORT");  // kube-dns's
-    metrics_port =
-        prometheus_port && !prometheus_port->empty() ? std::atoi(prometheus_port->c_str()) : 10055;
+    metrics_port = 10055;
+    if (prometheus_port && !prometheus_port->empty()) {
+      const std::optional<uint16_t> port = ParsePort(*prometheus_port);
+      if (!port) {
+        *error = "PROMETHEUS_PORT: \"" + *prometheus_port + "\" is not a port (1..65535)";
+        return false;
+      }
+      metrics_port = *port;
+    }
   }
   return Address("http-bind-address", flags.http_bind_address, "metrics-port", metrics_port,
                  &options->metrics_address, error);

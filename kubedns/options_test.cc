@@ -87,6 +87,8 @@ TEST_CASE("kubedns's metrics port comes from the flag, else $PROMETHEUS_PORT",
   flags.metrics_port = 0;
   REQUIRE(BuildOptions(flags, Env({{"PROMETHEUS_PORT", "9153"}}), &options, &error));
   CHECK(options.server.metrics_address.port() == 0);
+  REQUIRE_FALSE(BuildOptions(Offline(), Env({{"PROMETHEUS_PORT", "91x3"}}), &options, &error));
+  CHECK(error == "PROMETHEUS_PORT: \"91x3\" is not a port (1..65535)");
 }
 
 TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {

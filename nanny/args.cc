@@ -9,6 +9,7 @@
 
 #include "common/base/duration.h"
 #include "common/base/ip_address.h"
+#include "common/base/port.h"
 #include "common/upstream/upstream_address.h"
 
 namespace kdns::nanny {
@@ -133,7 +134,7 @@ bool ParseListenSpec(const std::vector<std::string>& child_args, ListenSpec* spe
     bool next = false;
     bool missing = false;
     if (auto value = OptionValue(child_args, i, "port", 'p', &next, &missing)) {
-      auto port = upstream::ParsePort(*value, upstream::PortZero::kAllow);
+      auto port = ParsePort(*value, PortZero::kAllow);
       if (missing || !port) {
         *error = "child argument --port: not a port: \"" + std::string(*value) + "\"";
         return false;

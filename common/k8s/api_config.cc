@@ -12,6 +12,8 @@
 #include <system_error>
 #include <utility>
 
+#include "common/base/port.h"
+
 namespace kdns::k8s {
 namespace {
 
@@ -89,15 +91,6 @@ Result<std::string> NormalizeServer(std::string url) {
     return Result<std::string>::Failure("server URL \"" + url + "\" has no host");
   }
   return url;
-}
-
-bool IsPort(const std::string& s) {
-  if (s.empty() || s.size() > 5) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  int port = std::atoi(s.c_str());
-  return port >= 1 && port <= 65535;
 }
 
 // A file named by a kubeconfig: relative paths are relative to the kubeconfig's directory.
@@ -290,7 +283,7 @@ Result<ApiConfig> FromInCluster(const EnvLookup& env, const std::string& root_di
     return fail(
         "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set (not running in a pod?)");
   }
-  if (!IsPort(*port)) return fail("KUBERNETES_SERVICE_PORT \"" + *port + "\" is not a port");
+  if (!ParsePort(*port)) return fail("KUBERNETES_SERVICE_PORT \"" + *port + "\" is not a port");
   bool ipv6 = host->find(':') != std::string::npos && host->front() != '[';
   ApiConfig config;
   config.server = "https://" + (ipv6 ? "[" + *host + "]" : *host) + ":" + *port;

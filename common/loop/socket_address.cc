@@ -6,21 +6,9 @@
 #include <charconv>
 #include <cstring>
 
+#include "common/base/port.h"
+
 namespace kdns::loop {
-namespace {
-
-std::optional<uint16_t> ParsePort(std::string_view text) {
-  if (text.empty() || text.size() > 5) return std::nullopt;
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value > 65535) {
-    return std::nullopt;
-  }
-  return static_cast<uint16_t>(value);
-}
-
-}  // namespace
-
 SocketAddress::SocketAddress() {
   std::memset(&storage_, 0, sizeof(storage_));
   storage_.ss_family = AF_UNSPEC;
@@ -33,7 +21,7 @@ std::optional<SocketAddress> SocketAddress::Parse(std::string_view host_port) {
         host_port[close + 1] != ':') {
       return std::nullopt;
     }
-    auto port = ParsePort(host_port.substr(close + 2));
+    auto port = ParsePort(host_port.substr(close + 2), PortZero::kAllow);
     std::string_view host = host_port.substr(1, close - 1);
     if (!port || host.find(':') == std::string_view::npos) return std::nullopt;
     return FromHostPort(host, *port);
@@ -43,7 +31,7 @@ std::optional<SocketAddress> SocketAddress::Parse(std::string_view host_port) {
   std::string_view host = host_port.substr(0, colon);
   // An unbracketed IPv6 address is ambiguous with its port: refuse it.
   if (host.find(':') != std::string_view::npos) return std::nullopt;
-  auto port = ParsePort(host_port.substr(colon + 1));
+  auto port = ParsePort(host_port.substr(colon + 1), PortZero::kAllow);
   if (!port) return std::nullopt;
   return FromHostPort(host, *port);
 }

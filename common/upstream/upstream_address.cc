@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "common/base/port.h"
+
 namespace kdns::upstream {
 
 std::string UpstreamAddress::ToString() const {
@@ -76,15 +78,6 @@ std::optional<UpstreamAddress> ParseUpstreamAddress(std::string_view text,
 
 std::string FormatUpstreamAddress(const loop::SocketAddress& address) {
   return address.HostString() + "#" + std::to_string(address.port());
-}
-
-std::optional<uint16_t> ParsePort(std::string_view text, PortZero zero) {
-  unsigned value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value > 65535) return std::nullopt;
-  if (value == 0 && zero == PortZero::kRefuse) return std::nullopt;
-  return static_cast<uint16_t>(value);
 }
 
 }  // namespace kdns::upstream

@@ -98,8 +98,4 @@ std::optional<UpstreamAddress> ParseUpstreamAddress(std::string_view text,
 // The dnsmasq form used by `servers.bind`: `1.2.3.4#53`, `::1#53`.
 std::string FormatUpstreamAddress(const loop::SocketAddress& address);
 
-enum class PortZero : uint8_t { kRefuse, kAllow };
-// A decimal port 1..65535 (0 too with kAllow); digits only.
-std::optional<uint16_t> ParsePort(std::string_view text, PortZero zero = PortZero::kRefuse);
-
 }  // namespace kdns::upstream

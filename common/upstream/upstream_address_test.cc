@@ -89,17 +89,5 @@ TEST_CASE("The probe server's forms: host:port, [ip]:port, [ip], bare IPv4",
   CHECK_FALSE(ParseAddress("1.2.3.4%1", kProbeSyntax).ok());
 }
 
-TEST_CASE("Ports are 1..65535", "[upstream][address]") {
-  CHECK(ParsePort("1") == 1);
-  CHECK(ParsePort("65535") == 65535);
-  CHECK_FALSE(ParsePort("0"));
-  CHECK(ParsePort("0", PortZero::kAllow) == 0);
-  CHECK_FALSE(ParsePort("65536"));
-  CHECK_FALSE(ParsePort(""));
-  CHECK_FALSE(ParsePort("5x"));
-  CHECK_FALSE(ParsePort("-1"));
-  CHECK_FALSE(ParsePort("+53"));
-}
-
 }  // namespace
 }  // namespace kdns::upstream
