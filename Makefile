@@ -95,7 +95,7 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 .PRECIOUS: $(OBJ)/%.o
 
 .DEFAULT_GOAL := all
-.PHONY: all deps build run test unit integration fuzz-replay bench fuzz asan tsan debug \
+.PHONY: all deps build run test unit integration fuzz-replay bench bench-compare fuzz asan tsan debug \
         format lint clean check-format images
 
 all: $(addprefix $(BIN)/,$(PROGRAMS))
@@ -193,6 +193,16 @@ fuzz-binaries: $(FUZZ_BINS)
 bench: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) $(addprefix $(BIN)/,$(BENCHES)) all
 	@test/bench/run_benches.sh $(BIN)
+
+# `make bench-compare BASELINE=ref`: cache-hit CPU per query of this build against ref's
+# (built once into build/baseline/SHA by mk/baseline.sh), frontend-cache on one thread,
+# ROUNDS alternating rounds (test/bench/frontend_cache_bench.sh, COMPARE_ONLY=1).
+BASELINE ?= HEAD~1
+ROUNDS ?= 6
+bench-compare: deps
+	@$(MAKE) --no-print-directory -j$(NPROC) $(BIN)/dnsload_bench all
+	@base=$$(mk/baseline.sh $(BASELINE)) && BASELINE_BIN=$$base COMPARE_ONLY=1 \
+	  THREAD_ROUNDS=$(ROUNDS) test/bench/frontend_cache_bench.sh $(BIN)
 
 run: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all

@@ -33,6 +33,11 @@
 #     Single runs of one configuration vary by 10% and more on a VM (a run now and then
 #     costs a third more throughout); alternating and averaging is what tells a
 #     server's own cost from that.
+#     With BASELINE_BIN (another build's binary directory, e.g. the commit before a change),
+#     each round also runs that build's frontend-cache on one thread (before or after ours,
+#     in turn), and the ratios frontend-cache / baseline say what the change costs a cache
+#     hit; COMPARE_ONLY=1 skips everything but these rounds (`make bench-compare
+#     BASELINE=ref` builds the ref and does both).
 #     THREAD_RATES leave out low rates: there a query costs mostly the wake-up of a sleeping
 #     server thread, and on a VM that depends on where the scheduler puts the thread. At
 #     20,000 q/s, measured with taskset: 9 us per query with the server on the client's
@@ -56,7 +61,8 @@
 #   (dnsperf -q and dnsload --concurrency, default 100), SOCKETS (dnsload --sockets,
 #   default 8), PEERS (default "dnsmasq unbound dnsdist"), TWO_THREADS=0 to skip the
 #   two-thread runs, THREAD_ROUNDS (rounds of (f), default 3; 0 skips them), THREAD_RATES
-#   (fixed rates of (f), default "100000 200000"), PERF=1 to profile the ceiling and frontend-cache in an extra hit run,
+#   (fixed rates of (f), default "100000 200000"), BASELINE_BIN and COMPARE_ONLY (see (f)),
+#   PERF=1 to profile the ceiling and frontend-cache in an extra hit run,
 #   KEEP_TMP=1 to keep the temporary directory.
 set -euo pipefail
 
@@ -74,6 +80,17 @@ peers=${PEERS:-dnsmasq unbound dnsdist}
 two_threads=${TWO_THREADS:-1}
 thread_rounds=${THREAD_ROUNDS:-3}
 thread_rates=${THREAD_RATES:-100000 200000}
+baseline_bin=${BASELINE_BIN:-}
+compare_only=${COMPARE_ONLY:-0}
+if [[ -n $baseline_bin && ! -x $baseline_bin/frontend-cache ]]; then
+  echo "frontend_cache_bench: BASELINE_BIN=$baseline_bin has no frontend-cache"
+  exit 1
+fi
+if [[ $compare_only == 1 ]]; then
+  [[ -n $baseline_bin ]] || { echo "frontend_cache_bench: COMPARE_ONLY=1 needs BASELINE_BIN"; exit 1; }
+  two_threads=0
+  peers=""
+fi
 # Room for every miss name and 10% more (so no shard or table evicts), not much more: dnsmasq
 # and dnsdist allocate their whole cache at start-up.
 cache_size=$((miss_names + miss_names / 10 > names ? miss_names + miss_names / 10 : names))
@@ -228,8 +245,9 @@ start_server() {
     ceiling)
       "$dnsload" --serve "$port" --threads "$threads" >"$dir/log" 2>&1 &
       ;;
-    frontend-cache | fc-loop)  # fc-loop: receiving on the serving loop (epoll), for contrast
-      "$frontend_cache" -k --no-resolv --listen-address=127.0.0.1 --port="$port" \
+    frontend-cache | fc-loop | fc-base)  # fc-loop: receiving on the serving loop (epoll), for
+      # contrast; fc-base: the baseline build's frontend-cache (BASELINE_BIN)
+      "$([[ $kind == fc-base ]] && echo "$baseline_bin" || echo "$bin_dir")/frontend-cache" -k --no-resolv --listen-address=127.0.0.1 --port="$port" \
         --threads="$threads" --cache-size="$entries" --server="127.0.0.1#$upstream_port" \
         --lameduck=0 --log-facility=- $([[ $kind == fc-loop ]] && echo --receiver-threads=off) \
         >"$dir/log" 2>&1 &
@@ -428,6 +446,7 @@ echo "frontend_cache_bench: ${duration}s per timed run; $names hit names, $miss_
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "one serving thread:"
 for kind in ceiling frontend-cache fc-loop "${available[@]}"; do
+  [[ $compare_only == 1 ]] && break
   port=$(free_port)
   start_server "$kind" 1 "$port" || continue
   pid=$server_pid
@@ -473,10 +492,20 @@ fi
 
 # --- (f) frontend-cache: one thread and two, alternating ---------------------------------------
 thread_labels=()
-if [[ $two_threads == 1 && $thread_rounds -gt 0 ]]; then
-  echo "the ceiling, frontend-cache on one serving thread and on two, in turn ($thread_rounds rounds):"
+if [[ ($two_threads == 1 || -n $baseline_bin) && $thread_rounds -gt 0 ]]; then
+  echo "the ceiling, frontend-cache on one serving thread$([[ $two_threads == 1 ]] && echo " and on two")$([[ -n $baseline_bin ]] && echo ", the baseline's on one"), in turn ($thread_rounds rounds):"
   for ((round = 1; round <= thread_rounds; round++)); do
-    for run in ceiling:1:ceil-t1 frontend-cache:1:fc-t1 frontend-cache:2:fc-t2; do
+    runs=(ceiling:1:ceil-t1 frontend-cache:1:fc-t1)
+    if [[ -n $baseline_bin ]]; then
+      # The baseline runs before ours every other round: neither always follows the ceiling.
+      if ((round % 2 == 1)); then
+        runs+=(fc-base:1:fc-b1)
+      else
+        runs=(ceiling:1:ceil-t1 fc-base:1:fc-b1 frontend-cache:1:fc-t1)
+      fi
+    fi
+    [[ $two_threads == 1 ]] && runs+=(frontend-cache:2:fc-t2)
+    for run in "${runs[@]}"; do
       IFS=: read -r kind threads label <<<"$run"
       port=$(free_port)
       start_server "$kind" "$threads" "$port" || continue
@@ -493,87 +522,89 @@ fi
 # --- tables ---------------------------------------------------------------------------------------
 echo
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "(a, b) cache hits: queries/s and server CPU per answered query (us); util = CPU / wall (per server"
-echo "       thread for the server); limit = the side near 100%; oth = cores used by other processes meanwhile"
-printf '  %-18s | %-49s | %-49s\n' "" "dnsperf" "dnsload (sendmmsg)"
-printf '  %-18s | %8s %7s %5s %7s %5s %4s %-7s | %8s %7s %5s %7s %5s %4s %-7s\n' server q/s srv_us \
-  util cli_us util oth limit q/s srv_us util cli_us util oth limit
-for l in "${order[@]}"; do
-  line=$(printf '  %-18s' "$l")
-  for c in dnsperf dnsload; do
-    line+=$(printf ' | %8s %7s %5s %7s %5s %4s %-7s' "${R[$l,${c}_qps]:--}" "${R[$l,${c}_us]:--}" \
-      "${R[$l,${c}_server_util]:--}" "${R[$l,${c}_client_us]:--}" "${R[$l,${c}_client_util]:--}" \
-      "${R[$l,${c}_others]:--}" "${R[$l,${c}_limit]:--}")
-  done
-  echo "$line"
-done
-
-echo
-echo "(c) cache misses (dnsperf, $miss_names distinct names once each; upstream = dnsload --serve)"
-echo "(e) RSS: base = a 1000-entry cache, empty = a $cache_size-entry cache before any query, full = after the misses;"
-echo "    per entry = (full - base) / $miss_names, and (full - empty) / $miss_names what filling alone added"
-printf '  %-16s %8s %6s %8s %8s | %9s %9s %9s %8s %8s\n' server "q/s" lost "srv_us" "upstr_us" \
-  "base_kB" "empty_kB" "full_kB" "B/entry" "B/fill"
-for l in "${order[@]}"; do
-  [[ -n ${R[$l/miss,dnsperf_qps]:-} ]] || continue
-  base=${R[$l,rss_base]:-${R[$l,rss_empty]}}
-  printf '  %-16s %8s %6s %8s %8s | %9s %9s %9s %8s %8s\n' "$l" "${R[$l/miss,dnsperf_qps]}" \
-    "${R[$l/miss,dnsperf_lost]}" "${R[$l/miss,dnsperf_us]}" "${R[$l/miss,dnsperf_upstream_us]}" \
-    "$base" "${R[$l,rss_empty]}" "${R[$l,rss_full]}" \
-    "$(calc %.0f "(${R[$l,rss_full]} - $base) * 1024 / $miss_names")" \
-    "$(calc %.0f "(${R[$l,rss_full]} - ${R[$l,rss_empty]}) * 1024 / $miss_names")"
-done
-
-echo
-echo "(d) latency and server CPU per query at fixed rates (dnsload, open loop, $sockets sockets)"
-printf '  %-16s %9s %9s %8s %9s %9s %9s %10s\n' server rate "q/s" lost "p50_us" "p99_us" "p99.9_us" \
-  "srv_us/q"
-for rate in $rates; do
-  for l in "${order[@]}"; do
-    r=$l/rate/$rate
-    [[ -n ${R[$r,dnsload_qps]:-} ]] || continue
-    printf '  %-16s %9s %9s %8s %9s %9s %9s %10s\n' "$l" "$rate" "${R[$r,dnsload_qps]}" \
-      "${R[$r,dnsload_lost]}" "${R[$r,dnsload_p50]}" "${R[$r,dnsload_p99]}" \
-      "${R[$r,dnsload_p999]}" "${R[$r,dnsload_us]}"
-  done
-done
-
-echo
-echo "answers seen in the hit runs (a sanity check: all NOERROR, none lost or mismatched):"
-for l in "${order[@]}"; do
-  printf '  %-16s dnsperf: %s | dnsload: %s\n' "$l" "${R[$l,dnsperf_codes]:--}" "${R[$l,dnsload_codes]:--}"
-done
-
 # ratio A B KEY: A's figure over B's, or "-".
 ratio() {
   local a=${R[$1,$3]:-} b=${R[$2,$3]:-}
   [[ -n $a && -n $b ]] || { echo -; return; }
   calc %.2f "($b > 0 ? $a / $b : 0)"
 }
-echo
-echo "ratios, frontend-cache on one thread (targets from the issue beside them):"
-for c in dnsperf dnsload; do
-  echo "  with $c:"
-  printf '    CPU/hit  frontend-cache / ceiling  %5s   (target <= 1.25)\n' "$(ratio frontend-cache ceiling ${c}_us)"
-  printf '    CPU/hit  dnsmasq / frontend-cache  %5s   (target >= 1.60)\n' "$(ratio dnsmasq frontend-cache ${c}_us)"
-  printf '    CPU/hit  dnsdist / frontend-cache  %5s   (target >= 1.25)\n' "$(ratio dnsdist frontend-cache ${c}_us)"
-  printf '    CPU/hit  unbound / frontend-cache  %5s\n' "$(ratio unbound frontend-cache ${c}_us)"
-  printf '    CPU/hit  fc-loop / ceiling         %5s   (frontend-cache --receiver-threads=off)\n' "$(ratio fc-loop ceiling ${c}_us)"
-  printf '    q/s      frontend-cache / ceiling  %5s   (target >= 0.80 when the client is not the limit)\n' "$(ratio frontend-cache ceiling ${c}_qps)"
-  printf '    q/s      frontend-cache / dnsmasq  %5s   (target >= 1.60 when the client is not the limit)\n' "$(ratio frontend-cache dnsmasq ${c}_qps)"
-  printf '    q/s      frontend-cache / dnsdist  %5s   (target >= 1.25 when the client is not the limit)\n' "$(ratio frontend-cache dnsdist ${c}_qps)"
-done
-echo "  two threads vs one, CPU per hit (target for frontend-cache: <= 1.00); saturated, then"
-echo "  at each fixed rate:"
-for kind in ceiling frontend-cache unbound dnsdist; do
-  [[ -n ${R[$kind/2,dnsload_us]:-} ]] || continue
-  line=$(printf '    %-16s dnsperf %5s  dnsload %5s' "$kind" "$(ratio "$kind/2" "$kind" dnsperf_us)" \
-    "$(ratio "$kind/2" "$kind" dnsload_us)")
-  for rate in $rates; do
-    line+=$(printf '  %s q/s %5s' "$rate" "$(ratio "$kind/2/rate/$rate" "$kind/rate/$rate" dnsload_us)")
+if [[ $compare_only != 1 ]]; then
+  echo "(a, b) cache hits: queries/s and server CPU per answered query (us); util = CPU / wall (per server"
+  echo "       thread for the server); limit = the side near 100%; oth = cores used by other processes meanwhile"
+  printf '  %-18s | %-49s | %-49s\n' "" "dnsperf" "dnsload (sendmmsg)"
+  printf '  %-18s | %8s %7s %5s %7s %5s %4s %-7s | %8s %7s %5s %7s %5s %4s %-7s\n' server q/s srv_us \
+    util cli_us util oth limit q/s srv_us util cli_us util oth limit
+  for l in "${order[@]}"; do
+    line=$(printf '  %-18s' "$l")
+    for c in dnsperf dnsload; do
+      line+=$(printf ' | %8s %7s %5s %7s %5s %4s %-7s' "${R[$l,${c}_qps]:--}" "${R[$l,${c}_us]:--}" \
+        "${R[$l,${c}_server_util]:--}" "${R[$l,${c}_client_us]:--}" "${R[$l,${c}_client_util]:--}" \
+        "${R[$l,${c}_others]:--}" "${R[$l,${c}_limit]:--}")
+    done
+    echo "$line"
   done
-  echo "$line"
-done
+
+  echo
+  echo "(c) cache misses (dnsperf, $miss_names distinct names once each; upstream = dnsload --serve)"
+  echo "(e) RSS: base = a 1000-entry cache, empty = a $cache_size-entry cache before any query, full = after the misses;"
+  echo "    per entry = (full - base) / $miss_names, and (full - empty) / $miss_names what filling alone added"
+  printf '  %-16s %8s %6s %8s %8s | %9s %9s %9s %8s %8s\n' server "q/s" lost "srv_us" "upstr_us" \
+    "base_kB" "empty_kB" "full_kB" "B/entry" "B/fill"
+  for l in "${order[@]}"; do
+    [[ -n ${R[$l/miss,dnsperf_qps]:-} ]] || continue
+    base=${R[$l,rss_base]:-${R[$l,rss_empty]}}
+    printf '  %-16s %8s %6s %8s %8s | %9s %9s %9s %8s %8s\n' "$l" "${R[$l/miss,dnsperf_qps]}" \
+      "${R[$l/miss,dnsperf_lost]}" "${R[$l/miss,dnsperf_us]}" "${R[$l/miss,dnsperf_upstream_us]}" \
+      "$base" "${R[$l,rss_empty]}" "${R[$l,rss_full]}" \
+      "$(calc %.0f "(${R[$l,rss_full]} - $base) * 1024 / $miss_names")" \
+      "$(calc %.0f "(${R[$l,rss_full]} - ${R[$l,rss_empty]}) * 1024 / $miss_names")"
+  done
+
+  echo
+  echo "(d) latency and server CPU per query at fixed rates (dnsload, open loop, $sockets sockets)"
+  printf '  %-16s %9s %9s %8s %9s %9s %9s %10s\n' server rate "q/s" lost "p50_us" "p99_us" "p99.9_us" \
+    "srv_us/q"
+  for rate in $rates; do
+    for l in "${order[@]}"; do
+      r=$l/rate/$rate
+      [[ -n ${R[$r,dnsload_qps]:-} ]] || continue
+      printf '  %-16s %9s %9s %8s %9s %9s %9s %10s\n' "$l" "$rate" "${R[$r,dnsload_qps]}" \
+        "${R[$r,dnsload_lost]}" "${R[$r,dnsload_p50]}" "${R[$r,dnsload_p99]}" \
+        "${R[$r,dnsload_p999]}" "${R[$r,dnsload_us]}"
+    done
+  done
+
+  echo
+  echo "answers seen in the hit runs (a sanity check: all NOERROR, none lost or mismatched):"
+  for l in "${order[@]}"; do
+    printf '  %-16s dnsperf: %s | dnsload: %s\n' "$l" "${R[$l,dnsperf_codes]:--}" "${R[$l,dnsload_codes]:--}"
+  done
+
+  echo
+  echo "ratios, frontend-cache on one thread (targets from the issue beside them):"
+  for c in dnsperf dnsload; do
+    echo "  with $c:"
+    printf '    CPU/hit  frontend-cache / ceiling  %5s   (target <= 1.25)\n' "$(ratio frontend-cache ceiling ${c}_us)"
+    printf '    CPU/hit  dnsmasq / frontend-cache  %5s   (target >= 1.60)\n' "$(ratio dnsmasq frontend-cache ${c}_us)"
+    printf '    CPU/hit  dnsdist / frontend-cache  %5s   (target >= 1.25)\n' "$(ratio dnsdist frontend-cache ${c}_us)"
+    printf '    CPU/hit  unbound / frontend-cache  %5s\n' "$(ratio unbound frontend-cache ${c}_us)"
+    printf '    CPU/hit  fc-loop / ceiling         %5s   (frontend-cache --receiver-threads=off)\n' "$(ratio fc-loop ceiling ${c}_us)"
+    printf '    q/s      frontend-cache / ceiling  %5s   (target >= 0.80 when the client is not the limit)\n' "$(ratio frontend-cache ceiling ${c}_qps)"
+    printf '    q/s      frontend-cache / dnsmasq  %5s   (target >= 1.60 when the client is not the limit)\n' "$(ratio frontend-cache dnsmasq ${c}_qps)"
+    printf '    q/s      frontend-cache / dnsdist  %5s   (target >= 1.25 when the client is not the limit)\n' "$(ratio frontend-cache dnsdist ${c}_qps)"
+  done
+  echo "  two threads vs one, CPU per hit (target for frontend-cache: <= 1.00); saturated, then"
+  echo "  at each fixed rate:"
+  for kind in ceiling frontend-cache unbound dnsdist; do
+    [[ -n ${R[$kind/2,dnsload_us]:-} ]] || continue
+    line=$(printf '    %-16s dnsperf %5s  dnsload %5s' "$kind" "$(ratio "$kind/2" "$kind" dnsperf_us)" \
+      "$(ratio "$kind/2" "$kind" dnsload_us)")
+    for rate in $rates; do
+      line+=$(printf '  %s q/s %5s' "$rate" "$(ratio "$kind/2/rate/$rate" "$kind/rate/$rate" dnsload_us)")
+    done
+    echo "$line"
+  done
+fi
 # round_ratios TITLE NUMERATOR DENOMINATOR KEY...: per round of (f), NUMERATOR's figure over
 # DENOMINATOR's (labels without the round), then the mean over the rounds.
 round_ratios() {
@@ -612,8 +643,14 @@ if [[ ${#thread_labels[@]} -gt 0 ]]; then
   for rate in $thread_rates; do rate_keys+=("rate/$rate"); done
   round_ratios "(f) frontend-cache / ceiling, one thread, CPU per query, alternating rounds (target <= 1.25):" \
     fc-t1 ceil-t1 dnsperf_us dnsload_us "${rate_keys[@]}"
-  round_ratios "(f) frontend-cache, two threads / one, CPU per query, alternating rounds (target <= 1.00):" \
-    fc-t2 fc-t1 dnsperf_us dnsload_us "${rate_keys[@]}"
+  if [[ $two_threads == 1 ]]; then
+    round_ratios "(f) frontend-cache, two threads / one, CPU per query, alternating rounds (target <= 1.00):" \
+      fc-t2 fc-t1 dnsperf_us dnsload_us "${rate_keys[@]}"
+  fi
+  if [[ -n $baseline_bin ]]; then
+    round_ratios "(f) frontend-cache / the baseline's ($baseline_bin), one thread, CPU per query, alternating rounds (no change: 1.00 within noise):" \
+      fc-t1 fc-b1 dnsperf_us dnsload_us "${rate_keys[@]}"
+  fi
 fi
 for name in ceiling frontend-cache; do
   if [[ -s $tmp/perf-$name.txt ]]; then
