@@ -121,6 +121,9 @@ class DnsHandler final : public server::QueryHandler {
     server::Responder responder;
     server::ClientQuery client;
     CacheKey key;
+    // The routing it was forwarded under: its answer is cached only while that routing is
+    // still the current one (see Cacheable).
+    uint64_t routing_generation = 0;
   };
 
   // `to` is the Request (answered now, the common case: no Responder is moved) or a kept
@@ -130,8 +133,12 @@ class DnsHandler final : public server::QueryHandler {
   template <class To>
   void ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, bool aa = false);
   void Prefetch(const dns::Query& query, const CacheKey& key,
-                const upstream::UpstreamSet& upstreams);
+                const upstream::UpstreamSet& upstreams, uint64_t routing_generation);
   void Complete(uint64_t id, const upstream::Result& result);
+  // A reload flushes the domains whose route changed right after publishing the new
+  // routing; an answer to a query forwarded before that (the old route's upstream) must
+  // not refill the flushed cache, or it would be served for a whole TTL after the change.
+  bool Cacheable(uint64_t routing_generation);
   ChaosStats ChaosStatsNow() const;
 
   const Shared& shared_;

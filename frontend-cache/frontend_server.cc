@@ -185,8 +185,8 @@ bool FrontendServer::Reload(std::string* error) {
   state->generation = ++routing_generation_;
   const uint64_t generation = state->generation;
   routing_.Publish(std::move(state));
-  // After the swap, so no query routed the old way can refill what is flushed (except one
-  // already in flight, whose answer is at most one TTL late).
+  // After the swap, so no query routed the old way can refill what is flushed (one already
+  // in flight answers its client but is not cached: DnsHandler::Cacheable).
   size_t flushed = 0;
   if (change.flush_all) {
     flushed = cache_.Flush();
