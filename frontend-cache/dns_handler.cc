@@ -125,9 +125,10 @@ void DnsHandler::HandleQuery(server::Request& request) {
     return Reply(request, query, request.response_buffer().first(size));
   }
   if (upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
-    // Our own loop probe came back: that upstream forwards to us. Never forward it again.
+    // Our own loop probe came back from its upstream's side: that upstream forwards to us.
+    // Never forward such a name; a replayed, expired or foreign one disables nothing.
     shared_.metrics.LocalAnswer(FrontendMetrics::Local::kLoopProbe);
-    if (auto upstream = shared_.upstream_table->MatchLoopProbe(query.qname)) {
+    if (auto upstream = shared_.upstream_table->MatchLoopProbe(query.qname, request.peer())) {
       shared_.upstream_table->Disable(*upstream, "its queries come back to us (a loop)");
     }
     return ReplyEmpty(request, query, dns::Rcode::kRefused);

@@ -3,8 +3,9 @@
 // parsed; FORMERR, BADVERS, NOTIMP decided); it then decides in this order:
 //
 //   CHAOS class      dnsmasq's statistics (chaos.h), never forwarded
-//   a loop probe     our own probe came back: the upstream that sent it forwards to us and
-//                    is disabled; REFUSED
+//   a loop probe     REFUSED; when it is our own outstanding probe coming back from the
+//                    side of the upstream it was sent to (upstream_table.h), that upstream
+//                    forwards to us and is disabled
 //   routing          --server=/domain/ with no upstream: NXDOMAIN (local) or REFUSED
 //   the cache        a fresh entry answers at once (prefetching it when it is about to expire)
 //   the upstreams    a miss is forwarded through the thread's upstream::Forwarder; the

@@ -36,7 +36,7 @@ FrontendServer::FrontendServer(Options options, const Clock& clock)
       metrics_(registry_),
       cache_(ToCacheOptions(options_.flags), clock),
       cache_policy_(ToCacheOptions(options_.flags).policy),
-      upstream_table_(std::make_shared<upstream::UpstreamTable>()) {
+      upstream_table_(std::make_shared<upstream::UpstreamTable>(options_.local_addresses, clock)) {
   options_.forwarder.forward_cap =
       std::make_shared<upstream::ForwardCap>(options_.flags.dns_forward_max);
   handler_shared_ = std::make_unique<DnsHandler::Shared>(
