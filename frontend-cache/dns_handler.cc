@@ -210,8 +210,9 @@ void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
   const std::span<uint8_t> out = context_.response_buffer;
   const size_t limit = pending.client.limit_bytes;
   if (result.outcome == upstream::Outcome::kAnswer) {
-    if (Cacheable(pending.routing_generation))
+    if (Cacheable(pending.routing_generation)) {
       (void)shared_.cache.Insert(pending.key, result.reply);
+    }
     const size_t size = WriteForwardedResponse(result.reply, query, shared_.cache_policy, &scratch_,
                                                &ttl_offsets_, out, limit);
     if (size > 0) return Reply(pending.responder, query, out.first(size));
