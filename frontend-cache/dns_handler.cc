@@ -125,9 +125,10 @@ void DnsHandler::HandleQuery(server::Request& request) {
     return Reply(request, query, request.response_buffer().first(size));
   }
   if (upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
-    // Our own loop probe came back: that upstream forwards to us. Never forward it again.
+    // Our own loop probe came back from its upstream's side: that upstream forwards to us.
+    // Never forward such a name; a replayed, expired or foreign one disables nothing.
     shared_.metrics.LocalAnswer(FrontendMetrics::Local::kLoopProbe);
-    if (auto upstream = shared_.upstream_table->MatchLoopProbe(query.qname)) {
+    if (auto upstream = shared_.upstream_table->MatchLoopProbe(query.qname, request.peer())) {
       shared_.upstream_table->Disable(*upstream, "its queries come back to us (a loop)");
     }
     return ReplyEmpty(request, query, dns::Rcode::kRefused);
@@ -148,12 +149,13 @@ void DnsHandler::HandleQuery(server::Request& request) {
   const LookupResult hit = shared_.cache.Lookup(key, query, request.response_buffer(), limit);
   if (hit.status == LookupStatus::kHit) {
     Reply(request, query, request.response_buffer().first(hit.size));
-    if (hit.prefetch) Prefetch(query, key, upstreams);
+    if (hit.prefetch) Prefetch(query, key, upstreams, routing->generation);
     return;
   }
   // A miss: the right to answer is kept until the upstream's answer.
   uint64_t id = next_id_++;
-  pending_.emplace(id, Pending{request.TakeResponder(), server::ClientQuery::From(admission), key});
+  pending_.emplace(id, Pending{request.TakeResponder(), server::ClientQuery::From(admission), key,
+                               routing->generation});
   forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport), upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
 }
@@ -182,20 +184,21 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
       const RoutingState* state = routing_.Get();
       const Route& route = state->table.Lookup(again.qname);
       if (route.action != RouteAction::kForward) return;  // the routing changed meanwhile
-      Prefetch(again, CacheKey::FromQuery(again), state->SetFor(route));
+      Prefetch(again, CacheKey::FromQuery(again), state->SetFor(route), state->generation);
     });
   }
   return hit.size;
 }
 
 void DnsHandler::Prefetch(const dns::Query& query, const CacheKey& key,
-                          const upstream::UpstreamSet& upstreams) {
-  forwarder_.Resolve(upstream::Request::FromQuery(query, dns::Transport::kUdp), upstreams,
-                     [this, key](const upstream::Result& result) {
-                       if (result.outcome == upstream::Outcome::kAnswer) {
-                         (void)shared_.cache.Insert(key, result.reply);
-                       }
-                     });
+                          const upstream::UpstreamSet& upstreams, uint64_t routing_generation) {
+  forwarder_.Resolve(
+      upstream::Request::FromQuery(query, dns::Transport::kUdp), upstreams,
+      [this, key, routing_generation](const upstream::Result& result) {
+        if (result.outcome == upstream::Outcome::kAnswer && Cacheable(routing_generation)) {
+          (void)shared_.cache.Insert(key, result.reply);
+        }
+      });
 }
 
 void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
@@ -207,7 +210,9 @@ void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
   const std::span<uint8_t> out = context_.response_buffer;
   const size_t limit = pending.client.limit_bytes;
   if (result.outcome == upstream::Outcome::kAnswer) {
-    (void)shared_.cache.Insert(pending.key, result.reply);
+    if (Cacheable(pending.routing_generation)) {
+      (void)shared_.cache.Insert(pending.key, result.reply);
+    }
     const size_t size = WriteForwardedResponse(result.reply, query, shared_.cache_policy, &scratch_,
                                                &ttl_offsets_, out, limit);
     if (size > 0) return Reply(pending.responder, query, out.first(size));
@@ -224,6 +229,10 @@ void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
   }
   shared_.metrics.ServFail(result.outcome, result.reason);
   ReplyEmpty(pending.responder, query, dns::Rcode::kServFail);
+}
+
+bool DnsHandler::Cacheable(uint64_t routing_generation) {
+  return routing_.Get()->generation == routing_generation;
 }
 
 template <class To>

@@ -3,8 +3,9 @@
 // parsed; FORMERR, BADVERS, NOTIMP decided); it then decides in this order:
 //
 //   CHAOS class      dnsmasq's statistics (chaos.h), never forwarded
-//   a loop probe     our own probe came back: the upstream that sent it forwards to us and
-//                    is disabled; REFUSED
+//   a loop probe     REFUSED; when it is our own outstanding probe coming back from the
+//                    side of the upstream it was sent to (upstream_table.h), that upstream
+//                    forwards to us and is disabled
 //   routing          --server=/domain/ with no upstream: NXDOMAIN (local) or REFUSED
 //   the cache        a fresh entry answers at once (prefetching it when it is about to expire)
 //   the upstreams    a miss is forwarded through the thread's upstream::Forwarder; the
@@ -121,6 +122,9 @@ class DnsHandler final : public server::QueryHandler {
     server::Responder responder;
     server::ClientQuery client;
     CacheKey key;
+    // The routing it was forwarded under: its answer is cached only while that routing is
+    // still the current one (see Cacheable).
+    uint64_t routing_generation = 0;
   };
 
   // `to` is the Request (answered now, the common case: no Responder is moved) or a kept
@@ -130,8 +134,12 @@ class DnsHandler final : public server::QueryHandler {
   template <class To>
   void ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, bool aa = false);
   void Prefetch(const dns::Query& query, const CacheKey& key,
-                const upstream::UpstreamSet& upstreams);
+                const upstream::UpstreamSet& upstreams, uint64_t routing_generation);
   void Complete(uint64_t id, const upstream::Result& result);
+  // A reload flushes the domains whose route changed right after publishing the new
+  // routing; an answer to a query forwarded before that (the old route's upstream) must
+  // not refill the flushed cache, or it would be served for a whole TTL after the change.
+  bool Cacheable(uint64_t routing_generation);
   ChaosStats ChaosStatsNow() const;
 
   const Shared& shared_;

@@ -36,7 +36,7 @@ FrontendServer::FrontendServer(Options options, const Clock& clock)
       metrics_(registry_),
       cache_(ToCacheOptions(options_.flags), clock),
       cache_policy_(ToCacheOptions(options_.flags).policy),
-      upstream_table_(std::make_shared<upstream::UpstreamTable>()) {
+      upstream_table_(std::make_shared<upstream::UpstreamTable>(options_.local_addresses, clock)) {
   options_.forwarder.forward_cap =
       std::make_shared<upstream::ForwardCap>(options_.flags.dns_forward_max);
   handler_shared_ = std::make_unique<DnsHandler::Shared>(
@@ -185,8 +185,8 @@ bool FrontendServer::Reload(std::string* error) {
   state->generation = ++routing_generation_;
   const uint64_t generation = state->generation;
   routing_.Publish(std::move(state));
-  // After the swap, so no query routed the old way can refill what is flushed (except one
-  // already in flight, whose answer is at most one TTL late).
+  // After the swap, so no query routed the old way can refill what is flushed (one already
+  // in flight answers its client but is not cached: DnsHandler::Cacheable).
   size_t flushed = 0;
   if (change.flush_all) {
     flushed = cache_.Flush();

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <functional>
 #include <mutex>
@@ -49,6 +50,7 @@ class ScriptedUpstream {
   explicit ScriptedUpstream(uint8_t tag)
       : tag_(tag),
         server_([this](const kdns::testing::ReceivedQuery& query) { return Handle(query); }) {}
+  ~ScriptedUpstream() { Release(); }  // the fake's thread may wait in Handle
 
   std::string address() const { return "127.0.0.1#" + std::to_string(server_.address().port()); }
   int udp_queries() const { return udp_.load(); }
@@ -57,6 +59,21 @@ class ScriptedUpstream {
   void set_loop_to(const loop::SocketAddress& address) {
     std::lock_guard lock(mu_);
     loop_to_ = address;
+  }
+  // The answer to `name` waits until Release() (an answer still in flight while the test
+  // does something); WaitHeld() returns once that query has arrived.
+  void Hold(const std::string& name) {
+    std::lock_guard lock(mu_);
+    held_name_ = name;
+  }
+  bool WaitHeld() {
+    std::unique_lock lock(mu_);
+    return held_cv_.wait_for(lock, std::chrono::seconds(10), [this] { return holding_; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    held_name_.clear();
+    held_cv_.notify_all();
   }
 
  private:
@@ -76,6 +93,14 @@ class ScriptedUpstream {
     }
     (received.transport == dns::Transport::kTcp ? tcp_ : udp_)++;
     if (down_) return {};
+    {
+      std::unique_lock lock(mu_);
+      if (!held_name_.empty() && name == held_name_) {
+        holding_ = true;
+        held_cv_.notify_all();
+        held_cv_.wait(lock, [this] { return held_name_.empty(); });
+      }
+    }
     dns::Message reply;
     reply.header = query.header;
     reply.header.qr = true;
@@ -106,7 +131,10 @@ class ScriptedUpstream {
   std::atomic<int> tcp_{0};
   std::atomic<bool> down_{false};
   std::mutex mu_;
-  loop::SocketAddress loop_to_;                // Guarded by mu_.
+  loop::SocketAddress loop_to_;  // Guarded by mu_.
+  std::string held_name_;        // Guarded by mu_.
+  bool holding_ = false;         // Guarded by mu_.
+  std::condition_variable held_cv_;
   kdns::testing::FakeDnsServerThread server_;  // last: stopped before the state it uses
 };
 
@@ -295,6 +323,34 @@ TEST_CASE("routing picks the most specific server, local domains and no upstream
     CHECK(h.server->routing()->generation == 1);
     CHECK(a(Ask(h.address, "other.corp.test.")) == "192.0.2.2");
   }
+}
+
+TEST_CASE("an answer in flight across a reload reaches its client but is not cached",
+          "[frontend]") {
+  // The nanny's early ConfigMap change: a query forwarded under the old routing must not
+  // refill the cache the reload just flushed, or the old answer outlives the change.
+  ScriptedUpstream before(2);
+  ScriptedUpstream after(3);
+  Harness h({"/corp.test/" + before.address()});
+  auto a = [](const dns::Message& m) {
+    REQUIRE(m.answers.size() == 1);
+    return std::get<dns::RdataA>(m.answers[0].rdata).address.ToString();
+  };
+  before.Hold("host.corp.test.");
+  UdpClient client(h.address);
+  REQUIRE(client.Send(Query("host.corp.test.")));
+  REQUIRE(before.WaitHeld());
+  h.WriteServers({"/corp.test/" + after.address()});
+  std::string error;
+  REQUIRE(h.server->Reload(&error));
+  before.Release();
+  auto reply = client.Receive(5000);
+  REQUIRE(reply.has_value());
+  dns::Message first;
+  REQUIRE(dns::ParseMessage(*reply, &first) == dns::ParseError::kOk);
+  CHECK(a(first) == "192.0.2.2");  // the client asked under the old routing
+  CHECK(a(Ask(h.address, "host.corp.test.")) == "192.0.2.3");
+  CHECK(after.udp_queries() == 1);
 }
 
 TEST_CASE("CHAOS queries are answered with dnsmasq's statistics, never forwarded", "[frontend]") {

@@ -22,6 +22,12 @@ bool WantsAddress(RrType qtype, IpFamily family) {
   return family == IpFamily::kV4 ? qtype == RrType::kA : qtype == RrType::kAaaa;
 }
 
+// RFC 8482 section 4.2: ANY is answered with one RRset the name has (here the A records, or
+// the AAAA records of a name without IPv4 ones), never with all of them, so ANY never costs
+// more than the largest single-type question. Over TCP too (section 4.4 would allow the
+// full answer there): one rule is simpler to reason about.
+bool AnsweredEnough(RrType qtype) { return qtype == RrType::kAny; }
+
 dns::Rdata AddressRdata(const IpAddress& ip) {
   if (ip.is_v4()) return dns::RdataA{ip};
   return dns::RdataAaaa{ip};
@@ -254,6 +260,7 @@ void Answerer::AnswerHosts(std::span<const ServiceRecords::Host> hosts, const dn
         }
       }
     });
+    if (AnsweredEnough(qtype)) return;
   }
 }
 
@@ -302,6 +309,7 @@ void Answerer::AnswerService(const Snapshot& snapshot, const ServiceRecords& rec
           }
         }
       });
+      if (AnsweredEnough(qtype)) return;
     }
     return;
   }

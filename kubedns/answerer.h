@@ -6,7 +6,9 @@
 //   host.svc.ns.svc.Z, _port._proto.svc.ns.svc.Z SRV with the targets' addresses in the
 //   additional section, PTR for cluster IPs and headless endpoints, a-b-c-d.ns.pod.Z,
 //   NODATA for names that exist only as parents, NXDOMAIN with the SOA otherwise.
-// ANY gets an RFC 8482 minimal answer (the name's address records, or its one RRset).
+// ANY gets an RFC 8482 minimal answer, over UDP and TCP: one RRset of the name (a service's
+// or host's A records, AAAA when it has no IPv4 address; the SOA at the apex; the SRV,
+// TXT, PTR or CNAME of names that have only that), NODATA or NXDOMAIN as for any type.
 // Responses echo the question's case, carry OPT only when the query had one (advertising
 // 1232), and over UDP are cut at a whole RRset with TC set at the admission's reply limit.
 //

@@ -344,13 +344,38 @@ TEST_CASE("EDNS versions above 0 get BADVERS", "[kubedns]") {
   CHECK(got.message.answers.empty());
 }
 
-TEST_CASE("ANY gets a minimal answer of the name's address records", "[kubedns]") {
+TEST_CASE("ANY gets one RRset of the name (RFC 8482), over UDP and TCP", "[kubedns]") {
   auto snapshot = ConformanceSnapshot();
   Answerer answerer(Config());
-  Answered got = Ask(answerer, snapshot.get(), {"dual.default.svc.cluster.local.", "ANY"});
-  CHECK(Texts(got.message.answers) ==
-        std::vector<std::string>{"dual.default.svc.cluster.local. 30 IN A 10.96.0.20",
-                                 "dual.default.svc.cluster.local. 30 IN AAAA fd00:10:96::20"});
+  const bool tcp = GENERATE(false, true);
+  CAPTURE(tcp);
+  auto any = [&](const char* name) { return Ask(answerer, snapshot.get(), {name, "ANY", tcp}); };
+  // A dual-stack service: its A records, not the AAAA ones as well.
+  CHECK(Texts(any("dual.default.svc.cluster.local.").message.answers) ==
+        std::vector<std::string>{"dual.default.svc.cluster.local. 30 IN A 10.96.0.20"});
+  // No IPv4 address: the AAAA records.
+  CHECK(Types(any("v6only.default.svc.cluster.local.").message.answers) ==
+        std::vector<std::string>{"AAAA"});
+  // A headless service with v4 and v6 endpoints: no more than its A question gets.
+  Answered headless = any("headless.default.svc.cluster.local.");
+  Answered a = Ask(answerer, snapshot.get(), {"headless.default.svc.cluster.local.", "A", tcp});
+  CHECK(Texts(headless.message.answers) == Texts(a.message.answers));
+  CHECK(headless.bytes.size() == a.bytes.size());
+  Answered host = any("my-pet.headless.default.svc.cluster.local.");
+  CHECK(Types(host.message.answers) == std::vector<std::string>{"A"});
+  // Names with one RRset keep it; an apex ANY is the SOA alone.
+  CHECK(Types(any("_https._tcp.kubernetes.default.svc.cluster.local.").message.answers) ==
+        std::vector<std::string>{"SRV"});
+  CHECK(Types(any("cluster.local.").message.answers) == std::vector<std::string>{"SOA"});
+  CHECK(Types(any("dns-version.cluster.local.").message.answers) ==
+        std::vector<std::string>{"TXT"});
+  CHECK(Types(any("1.0.96.10.in-addr.arpa.").message.answers) == std::vector<std::string>{"PTR"});
+  CHECK(Types(any("10-244-1-5.default.pod.cluster.local.").message.answers) ==
+        std::vector<std::string>{"A"});
+  // Negative answers as for any type.
+  Answered nx = any("nope.default.svc.cluster.local.");
+  CHECK(nx.message.rcode() == dns::Rcode::kNxDomain);
+  CHECK(Types(nx.message.authorities) == std::vector<std::string>{"SOA"});
 }
 
 TEST_CASE("service SRV without a port name lists every address entry with port 0", "[kubedns]") {

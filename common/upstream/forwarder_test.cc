@@ -498,7 +498,7 @@ TEST_CASE("A loop probe that comes back disables its upstream", "[upstream]") {
     CHECK(question.type == dns::RrType::kTxt);
 
     // The frontend receives that query on its listening socket: it is ours.
-    auto looped = table->MatchLoopProbe(question.name);
+    auto looped = table->MatchLoopProbe(question.name, a.address());
     REQUIRE(looped.has_value());
     CHECK(*looped == a.address());
     CHECK(table->Disable(*looped, "loop probe came back"));

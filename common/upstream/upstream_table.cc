@@ -1,10 +1,14 @@
 #include "common/upstream/upstream_table.h"
 
 #include <glog/logging.h>
+#include <netinet/in.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <span>
 
+#include "common/server/limits.h"
 #include "common/upstream/upstream_set.h"
 
 namespace kdns::upstream {
@@ -16,12 +20,37 @@ const dns::Name& LoopProbeSuffix() {
   return suffix;
 }
 
+// The IP address of a socket address; an IPv4-mapped IPv6 address (a v4 peer of a
+// dual-stack socket) as the IPv4 address it is.
+std::optional<IpAddress> HostOf(const loop::SocketAddress& address) {
+  if (address.is_v4()) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(address.sockaddr_ptr());
+    return IpAddress::FromBytes(
+        std::span(reinterpret_cast<const uint8_t*>(&v4->sin_addr), sizeof(v4->sin_addr)));
+  }
+  if (address.is_v6()) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(address.sockaddr_ptr());
+    const auto* bytes = reinterpret_cast<const uint8_t*>(&v6->sin6_addr);
+    if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) return IpAddress::FromBytes(std::span(bytes + 12, 4));
+    return IpAddress::FromBytes(std::span(bytes, sizeof(v6->sin6_addr)));
+  }
+  return std::nullopt;
+}
+
+bool IsLoopback(const IpAddress& ip) {
+  const auto bytes = ip.bytes();
+  if (ip.is_v4()) return bytes[0] == 127;
+  return std::all_of(bytes.begin(), bytes.end() - 1, [](uint8_t b) { return b == 0; }) &&
+         bytes.back() == 1;
+}
+
 }  // namespace
 
 UpstreamTable::Entry::Entry(const loop::SocketAddress& a)
     : address(a), rtt_seconds(metrics::ExponentialBuckets(0.00025, 2, 16)) {}
 
-UpstreamTable::UpstreamTable() = default;
+UpstreamTable::UpstreamTable(std::vector<IpAddress> host_addresses, const Clock& clock)
+    : host_addresses_(std::move(host_addresses)), clock_(clock) {}
 
 UpstreamTable::Entry& UpstreamTable::Get(const loop::SocketAddress& address) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -52,8 +81,10 @@ dns::Name UpstreamTable::NewLoopProbe(const loop::SocketAddress& upstream, Secur
   dns::Name name = LoopProbeSuffix();
   // A 16-octet label always fits in front of the short suffix.
   CHECK(name.PrependLabel(label));
+  const uint64_t now_ms = clock_.NowMs();
   std::lock_guard<std::mutex> lock(mu_);
-  probes_.emplace_back(name, upstream);
+  ForgetExpiredLoopProbes(now_ms);
+  probes_.push_back(LoopProbe{name, upstream, now_ms + kLoopProbeLifetimeMs});
   if (probes_.size() > kMaxLoopProbes) probes_.pop_front();
   return name;
 }
@@ -63,12 +94,47 @@ bool UpstreamTable::IsLoopProbeName(const dns::Name& qname) {
          qname.IsSubdomainOf(LoopProbeSuffix());
 }
 
-std::optional<loop::SocketAddress> UpstreamTable::MatchLoopProbe(const dns::Name& qname) const {
+void UpstreamTable::ForgetExpiredLoopProbes(uint64_t now_ms) {
+  while (!probes_.empty() && probes_.front().expires_ms <= now_ms) probes_.pop_front();
+}
+
+bool UpstreamTable::FromUpstreamSide(const loop::SocketAddress& upstream,
+                                     const loop::SocketAddress& from) const {
+  const std::optional<IpAddress> upstream_ip = HostOf(upstream);
+  const std::optional<IpAddress> from_ip = HostOf(from);
+  if (!upstream_ip || !from_ip) return false;
+  if (*upstream_ip == *from_ip) return true;
+  // An upstream on this host (a loopback address or one of the host's) sends from whichever
+  // of the host's addresses routes to us; any other host's addresses are unknown to us.
+  auto is_host_address = [&](const IpAddress& ip) {
+    return std::find(host_addresses_.begin(), host_addresses_.end(), ip) != host_addresses_.end();
+  };
+  const bool upstream_here = IsLoopback(*upstream_ip) || is_host_address(*upstream_ip);
+  return upstream_here && is_host_address(*from_ip);
+}
+
+std::optional<loop::SocketAddress> UpstreamTable::MatchLoopProbe(const dns::Name& qname,
+                                                                 const loop::SocketAddress& from) {
   if (!IsLoopProbeName(qname)) return std::nullopt;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [name, upstream] : probes_) {
-    if (name == qname) return upstream;
+  std::optional<loop::SocketAddress> sent_to;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ForgetExpiredLoopProbes(clock_.NowMs());
+    auto it = std::find_if(probes_.begin(), probes_.end(),
+                           [&](const LoopProbe& probe) { return probe.name == qname; });
+    if (it != probes_.end()) {
+      sent_to = it->upstream;
+      if (FromUpstreamSide(it->upstream, from)) {
+        probes_.erase(it);  // single use
+        return sent_to;
+      }
+    }
   }
+  server::RecordLimitHit(
+      server::Limit::kLoopProbeRejected,
+      qname.ToText() + " from " + from.ToString() +
+          (sent_to ? ": sent to " + FormatUpstreamAddress(*sent_to) + ", not from its side"
+                   : ": not an outstanding probe (unknown, expired or used)"));
   return std::nullopt;
 }
 

@@ -3,13 +3,25 @@
 // loop-detection state, and the registry of outstanding loop probes.
 //
 // Loop detection (`--dns-loop-detect`, as dnsmasq does it): the Forwarder sends each
-// upstream a TXT query for a unique random name under `kdns-loop-check.`
+// upstream a TXT query for a fresh random name under `kdns-loop-check.`
 // (Forwarder::ProbeForLoop, which registers it here). If that query comes back to us, the
 // upstream forwards to us: a loop. The server that receives it (any thread) calls
-// MatchLoopProbe(qname) for names under that suffix, answers REFUSED without forwarding,
-// and calls Disable(upstream, reason); every Forwarder then skips the upstream for good
-// (until the process is reconfigured). Disable logs once per upstream. Nothing here can
-// crash on input: an unknown probe name is just not ours.
+// MatchLoopProbe(qname, peer) for names under that suffix, answers REFUSED without
+// forwarding, and on a match calls Disable(upstream, reason); every Forwarder then skips
+// the upstream (until the process is reconfigured). Disable logs once per upstream.
+//
+// A probe name disables an upstream, so it is guarded like a credential (DESIGN §7): 64
+// bits from the CSPRNG, single use, valid for kLoopProbeLifetimeMs, and accepted only from
+// the upstream's side: the query must come from the upstream's own IP address or, when
+// the upstream runs on this host, from one of this host's interface addresses (a local
+// resolver on 127.0.0.53 forwarding to our pod IP sends from that IP). A pod that learns a
+// name (it travels to the upstream, and kubedns forwards it further) and replays it from
+// its own address gets REFUSED and disables nothing. dnsmasq checks none of this: its
+// probe names live until the next reload and match from any source. The price: a loop
+// whose last hop is another server (A forwards to B, B to us) is not blamed on A, which is
+// right when A is innocent (kubedns, whose own upstream loops) and a missed detection when
+// A's host sends from an address we cannot know. Every rejected probe is counted in
+// kdns_limit_hits_total{limit="loop_probe_rejected"} and logged rate-limited.
 //
 // Entries are created on first use and never removed, so references stay valid for the
 // table's lifetime; the set of upstreams is small and configured.
@@ -31,6 +43,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/base/clock.h"
+#include "common/base/ip_address.h"
 #include "common/dns/name.h"
 #include "common/loop/socket_address.h"
 #include "common/metrics/counter.h"
@@ -46,6 +60,10 @@ class UpstreamTable {
  public:
   // Outstanding loop probes remembered; the oldest is forgotten beyond this.
   static constexpr size_t kMaxLoopProbes = 1024;
+  // How long a loop probe is accepted after it was sent. A real loop brings it back within
+  // the upstream's forwarding time (milliseconds); the Forwarder stops waiting for the
+  // probe's own answer after its total_timeout_ms (5 s by default) as well.
+  static constexpr uint64_t kLoopProbeLifetimeMs = 5'000;
 
   struct Entry {
     explicit Entry(const loop::SocketAddress& a);
@@ -62,7 +80,10 @@ class UpstreamTable {
     std::atomic<bool> loop_disabled{false};
   };
 
-  UpstreamTable();
+  // `host_addresses`: this host's interface addresses (getifaddrs), for the loop-probe
+  // source check; empty: only the upstream's own address is accepted.
+  explicit UpstreamTable(std::vector<IpAddress> host_addresses = {},
+                         const Clock& clock = SteadyClock::Instance());
   UpstreamTable(const UpstreamTable&) = delete;
   UpstreamTable& operator=(const UpstreamTable&) = delete;
 
@@ -74,11 +95,16 @@ class UpstreamTable {
   // dnsmasq's `servers.bind` line for one upstream: `addr#port sent failed`.
   static std::string ServersBindText(const Entry& entry);
 
-  // A fresh probe name `<16 hex digits>.kdns-loop-check.` remembered as a probe of `upstream`.
+  // A fresh probe name `<16 hex digits>.kdns-loop-check.` remembered as a probe of `upstream`
+  // for kLoopProbeLifetimeMs.
   dns::Name NewLoopProbe(const loop::SocketAddress& upstream, SecureRandom& random);
-  // The upstream probed with `qname`, if it is one of our outstanding probes. Cheap (no
-  // lock) for names not under kLoopProbeSuffix, so a server may call it for every query.
-  std::optional<loop::SocketAddress> MatchLoopProbe(const dns::Name& qname) const;
+  // The upstream probed with `qname` when it is one of our outstanding probes (sent less
+  // than kLoopProbeLifetimeMs ago, not used yet) and `from`, the query's source, is that
+  // upstream's side (see above); the probe is used up. Otherwise nullopt, and for a name
+  // under kLoopProbeSuffix a kLoopProbeRejected hit (a wrong source leaves the probe valid,
+  // so a replay cannot hide a real loop). Cheap (no lock) for names not under the suffix.
+  std::optional<loop::SocketAddress> MatchLoopProbe(const dns::Name& qname,
+                                                    const loop::SocketAddress& from);
   static bool IsLoopProbeName(const dns::Name& qname);
 
   // Marks `upstream` disabled because queries to it come back to us. Logs (once) and
@@ -89,10 +115,22 @@ class UpstreamTable {
   void ClearLoopDisabled();
 
  private:
+  struct LoopProbe {
+    dns::Name name;
+    loop::SocketAddress upstream;
+    uint64_t expires_ms;
+  };
+
+  // Whether a query from `from` may be `upstream` sending our probe back.
+  bool FromUpstreamSide(const loop::SocketAddress& upstream, const loop::SocketAddress& from) const;
+  void ForgetExpiredLoopProbes(uint64_t now_ms);  // mu_ held
+
+  const std::vector<IpAddress> host_addresses_;
+  const Clock& clock_;
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Entry>> entries_;                   // Guarded by mu_.
-  std::unordered_map<loop::SocketAddress, Entry*> by_address_;    // Guarded by mu_.
-  std::deque<std::pair<dns::Name, loop::SocketAddress>> probes_;  // Guarded by mu_.
+  std::vector<std::unique_ptr<Entry>> entries_;                 // Guarded by mu_.
+  std::unordered_map<loop::SocketAddress, Entry*> by_address_;  // Guarded by mu_.
+  std::deque<LoopProbe> probes_;  // Guarded by mu_. In the order sent (and of expiry).
 };
 
 }  // namespace kdns::upstream
