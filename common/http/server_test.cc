@@ -260,12 +260,19 @@ TEST_CASE("The per-source cap closes that source's oldest idle connection, not a
 TEST_CASE("A connection with a request under way is never closed for a newcomer",
           "[http][server]") {
   Server::Options options = TestOptions();
-  options.max_connections = 2;
+  options.max_connections = 3;
+  options.max_response_bytes = 16 << 20;
   Fixture f(options);
-  RawTcpClient a(f.address()), b(f.address());
-  REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 2; }));
+  f.server->Handle("/big",
+                   [](const Request&) { return Response::Text(200, std::string(8 << 20, 'b')); });
+  RawTcpClient a(f.address()), b(f.address()), writing(f.address());
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 3; }));
+  // Two requests being read, one response being written to a client that reads slowly.
   a.Send("GET /metrics HTTP/1.1\r\n");
   b.Send("GET /metr");
+  int rcvbuf = 4096;
+  setsockopt(writing.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  writing.Send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
   REQUIRE(RunUntil(f.loop, [&] { return f.server->idle_connections() == 0; }));
   uint64_t hits = server::LimitHits(server::Limit::kHttpConnections);
   // Nothing idle to close: the newcomer is closed at accept, as before the caps had a choice.
@@ -273,8 +280,12 @@ TEST_CASE("A connection with a request under way is never closed for a newcomer"
   REQUIRE(RunUntil(f.loop, [&] { return refused.closed(); }));
   CHECK(refused.received().empty());
   CHECK(f.server->stats().refused == 1);
+  CHECK(f.server->open_connections() == 3);
   CHECK(server::LimitHits(server::Limit::kHttpConnections) == hits + 1);
-  // Both requests complete.
+  // The response is still being written, and both requests complete.
+  CHECK(f.server->stats().timeouts == 0);
+  CHECK(CountResponses(writing.received()) == 1);
+  CHECK_FALSE(writing.closed());
   a.Send("Host: x\r\n\r\n");
   b.Send("ics HTTP/1.1\r\nHost: x\r\n\r\n");
   REQUIRE(RunUntil(f.loop, [&] {
