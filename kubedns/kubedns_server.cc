@@ -222,11 +222,6 @@ bool KubednsServer::Start(std::string* error) {
     response.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return response;
   };
-  auto cache_handler = [this](const http::Request&) {
-    http::Response response = http::Response::Text(200, CacheJson(snapshots_.Current().get()));
-    response.content_type = "application/json";
-    return response;
-  };
   http::ServerThread* metrics_thread = healthz_http_.get();
   if (!(options_.metrics_address == options_.healthz_address)) {
     http::Server::Options metrics;
@@ -235,7 +230,19 @@ bool KubednsServer::Start(std::string* error) {
     metrics_thread = metrics_http_.get();
   }
   metrics_thread->Handle("/metrics", metrics_handler);
-  metrics_thread->Handle("/cache", cache_handler);
+  if (options_.cache_dump_address) {
+    http::Server::Options cache;
+    cache.bind_address = *options_.cache_dump_address;
+    // The dump of a large cluster is a few MiB (cache_dump.h bounds it); one at a time per
+    // connection, from an operator's port-forward.
+    cache.max_response_bytes = 16 << 20;
+    cache_http_ = std::make_unique<http::ServerThread>(cache);
+    cache_http_->Handle("/cache", [this](const http::Request&) {
+      http::Response response = http::Response::Text(200, CacheJson(snapshots_.Current().get()));
+      response.content_type = "application/json";
+      return response;
+    });
+  }
   if (!healthz_http_->Start(error)) {
     *error = "healthz on " + options_.healthz_address.ToString() + ": " + *error;
     Stop();
@@ -246,11 +253,20 @@ bool KubednsServer::Start(std::string* error) {
     Stop();
     return false;
   }
+  if (cache_http_ && !cache_http_->Start(error)) {
+    *error = "cache dump on " + options_.cache_dump_address->ToString() + ": " + *error;
+    Stop();
+    return false;
+  }
   return true;
 }
 
 const loop::SocketAddress& KubednsServer::metrics_address() const {
   return metrics_http_ ? metrics_http_->local_address() : healthz_http_->local_address();
+}
+
+loop::SocketAddress KubednsServer::cache_dump_address() const {
+  return cache_http_ ? cache_http_->local_address() : loop::SocketAddress();
 }
 
 void KubednsServer::RunSource(std::promise<void>* started) {
@@ -312,6 +328,7 @@ void KubednsServer::Stop() {
   if (forward_config_) forward_config_->Stop();  // posts nothing more
   if (healthz_http_) healthz_http_->Stop();
   if (metrics_http_) metrics_http_->Stop();
+  if (cache_http_) cache_http_->Stop();
   if (dns_server_) dns_server_->Stop();
   if (source_thread_.joinable()) {
     source_running_ = false;

@@ -13,8 +13,9 @@
 //                   and with resolv.conf every --config-period, resolves stub host names
 //                   with c-ares and, on a change, posts the new UpstreamRoutes to every
 //                   DNS thread (DnsServer::Post)
-//   HTTP thread(s)  /readiness and /healthz on the healthz port, /metrics and /cache on
-//                   the metrics port (one thread when the ports are equal)
+//   HTTP thread(s)  /readiness and /healthz on the healthz port, /metrics on the metrics
+//                   port (one thread when the ports are equal), and /cache, only when
+//                   --cache-dump-address asks for it, on a thread and port of its own
 // Data crosses threads only as immutable snapshots (records, routes), per-thread metric
 // counters and the atomic ready flag.
 //
@@ -57,8 +58,11 @@ class KubednsServer {
     loop::SocketAddress dns_address;      // --dns-bind-address, --dns-port
     size_t dns_threads = 0;               // 0: one per core
     loop::SocketAddress healthz_address;  // /readiness, /healthz
-    loop::SocketAddress metrics_address;  // /metrics, /cache
-    std::string objects_file;             // the offline source, if set
+    loop::SocketAddress metrics_address;  // /metrics
+    // /cache (the whole record tree): served only when set, never on the metrics port,
+    // which every pod can reach (docs/operators.md, "HTTP").
+    std::optional<loop::SocketAddress> cache_dump_address;
+    std::string objects_file;  // the offline source, if set
     uint64_t objects_poll_ms = 2000;
     std::optional<k8s::ApiConfig> api_config;  // otherwise the Kubernetes API
     ApiSource::Options api;
@@ -86,6 +90,8 @@ class KubednsServer {
   const loop::SocketAddress& dns_address() const { return dns_server_->local_address(); }
   const loop::SocketAddress& healthz_address() const { return healthz_http_->local_address(); }
   const loop::SocketAddress& metrics_address() const;
+  // Where /cache is served; empty without Options::cache_dump_address.
+  loop::SocketAddress cache_dump_address() const;
   std::shared_ptr<const Snapshot> snapshot() const { return snapshots_.Current(); }
   metrics::Registry& registry() { return registry_; }
   // The forwarding routes last handed to the DNS threads.
@@ -122,6 +128,7 @@ class KubednsServer {
   std::unique_ptr<server::DnsServer> dns_server_;
   std::unique_ptr<http::ServerThread> healthz_http_;
   std::unique_ptr<http::ServerThread> metrics_http_;  // null when it shares healthz_http_
+  std::unique_ptr<http::ServerThread> cache_http_;    // null unless cache_dump_address
 
   std::thread source_thread_;
   loop::TaskQueue::Poster source_poster_;

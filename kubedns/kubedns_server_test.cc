@@ -154,7 +154,9 @@ TEST_CASE("kubedns forwards with the routes of its config dir and follows their 
 }
 
 TEST_CASE("kubedns serves the objects file and reports ready", "[kubedns][server]") {
-  KubednsServer server(Options("test/conformance/objects.json"));
+  KubednsServer::Options options = Options("test/conformance/objects.json");
+  options.cache_dump_address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  KubednsServer server(options);
   std::string error;
   REQUIRE(server.Start(&error));
   CHECK(Eventually([&] { return server.ready(); }));
@@ -169,8 +171,11 @@ TEST_CASE("kubedns serves the objects file and reports ready", "[kubedns][server
         std::string::npos);
   CHECK(metrics.find("kdns_kubedns_services 12") != std::string::npos);
   CHECK(metrics.find("kdns_objects_file_reloads_total") != std::string::npos);
-  std::string cache = Get(server.metrics_address(), "/cache");
+  std::string cache = Get(server.cache_dump_address(), "/cache");
   CHECK(cache.find("\"name\":\"kubernetes\"") != std::string::npos);
+  // The inventory is on its own port only: not where every pod scrapes metrics.
+  CHECK(Get(server.metrics_address(), "/cache").rfind("404", 0) == 0);
+  CHECK(Get(server.cache_dump_address(), "/metrics").rfind("404", 0) == 0);
   CHECK(Get(server.metrics_address(), "/nope").rfind("404", 0) == 0);
 
   server.StartLameduck();
@@ -178,6 +183,17 @@ TEST_CASE("kubedns serves the objects file and reports ready", "[kubedns][server
   // Still answering during lameduck.
   CHECK(Ask(server.dns_address(), "kubernetes.default.svc.cluster.local.").rcode() ==
         dns::Rcode::kNoError);
+  server.Stop();
+}
+
+TEST_CASE("kubedns serves /cache nowhere unless asked to", "[kubedns][server]") {
+  KubednsServer server(Options("test/conformance/objects.json"));
+  std::string error;
+  REQUIRE(server.Start(&error));
+  REQUIRE(Eventually([&] { return server.ready(); }));
+  CHECK(server.cache_dump_address().port() == 0);
+  CHECK(Get(server.metrics_address(), "/cache").rfind("404", 0) == 0);
+  CHECK(Get(server.healthz_address(), "/cache").rfind("404", 0) == 0);
   server.Stop();
 }
 

@@ -55,9 +55,12 @@ DEFINE_int32(dns_threads, 0, "DNS serving threads; 0: one per core.");
 DEFINE_string(pod_records, "insecure",
               "a-b-c-d.ns.pod.<domain> records: insecure (any IP), verified (only the IP "
               "of a live pod in that namespace; watches Pods), disabled.");
-DEFINE_int32(metrics_port, -1,
-             "Port for /metrics and /cache; default: $PROMETHEUS_PORT, else 10055.");
+DEFINE_int32(metrics_port, -1, "Port for /metrics; default: $PROMETHEUS_PORT, else 10055.");
 DEFINE_string(http_bind_address, "0.0.0.0", "Address for the healthz and metrics ports.");
+DEFINE_string(cache_dump_address, "",
+              "IP:port to serve /cache (the whole record tree, as JSON) on; empty: not served. "
+              "Bind it to 127.0.0.1 and reach it with kubectl port-forward: every pod can "
+              "reach the pod's other addresses.");
 DEFINE_string(lameduck, "0s",
               "On SIGTERM, fail readiness and keep answering this long before exiting.");
 DEFINE_string(resolv_conf, "/etc/resolv.conf",
@@ -92,6 +95,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.pod_records = FLAGS_pod_records;
   flags.metrics_port = FLAGS_metrics_port;
   flags.http_bind_address = FLAGS_http_bind_address;
+  flags.cache_dump_address = FLAGS_cache_dump_address;
   flags.lameduck = FLAGS_lameduck;
   flags.resolv_conf = FLAGS_resolv_conf;
   flags.forward_max = FLAGS_forward_max;

@@ -104,8 +104,19 @@ bool ListenOptions(const FlagValues& flags, const k8s::EnvLookup& env,
       metrics_port = *port;
     }
   }
-  return Address("http-bind-address", flags.http_bind_address, "metrics-port", metrics_port,
-                 &options->metrics_address, error);
+  if (!Address("http-bind-address", flags.http_bind_address, "metrics-port", metrics_port,
+               &options->metrics_address, error)) {
+    return false;
+  }
+  if (!flags.cache_dump_address.empty()) {
+    options->cache_dump_address = loop::SocketAddress::Parse(flags.cache_dump_address);
+    if (!options->cache_dump_address) {
+      *error = "--cache-dump-address: not an IP address and port (127.0.0.1:10057): \"" +
+               flags.cache_dump_address + "\"";
+      return false;
+    }
+  }
+  return true;
 }
 
 bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, std::string* error) {

@@ -37,6 +37,7 @@ struct FlagValues {
   std::string pod_records = "insecure";
   int64_t metrics_port = -1;  // -1: $PROMETHEUS_PORT, else 10055
   std::string http_bind_address = "0.0.0.0";
+  std::string cache_dump_address;  // empty: /cache is not served
   std::string lameduck = "0s";
   std::string resolv_conf = "/etc/resolv.conf";
   int64_t forward_max = 150;

@@ -41,6 +41,7 @@ TEST_CASE("kubedns's default flags build kube-dns's defaults", "[kubedns][option
   CHECK(server.dns_address.ToString() == "0.0.0.0:10053");
   CHECK(server.healthz_address.ToString() == "0.0.0.0:8081");
   CHECK(server.metrics_address.ToString() == "0.0.0.0:10055");
+  CHECK_FALSE(server.cache_dump_address.has_value());  // /cache only when asked for
   CHECK(server.dns_threads == 0);
   CHECK(server.config_period_ms == 10'000);
   CHECK(server.resolv_conf == "/etc/resolv.conf");
@@ -62,6 +63,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   flags.nameservers = "192.0.2.1,192.0.2.2:5353";
   flags.forward_max = 7;
   flags.lameduck = "2s";
+  flags.cache_dump_address = "127.0.0.1:10057";
   Options options;
   std::string error;
   REQUIRE(BuildOptions(flags, Env({}), &options, &error));
@@ -75,6 +77,8 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   CHECK(options.server.nameservers[1].ToString() == "192.0.2.2:5353");
   CHECK(options.server.forwarder.forward_cap->max() == 7);
   CHECK(options.lameduck_ms == 2000);
+  REQUIRE(options.server.cache_dump_address.has_value());
+  CHECK(options.server.cache_dump_address->ToString() == "127.0.0.1:10057");
 }
 
 TEST_CASE("kubedns's metrics port comes from the flag, else $PROMETHEUS_PORT",
@@ -129,6 +133,10 @@ TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
   SECTION("http address") {
     flags.http_bind_address = "any";
     expected = "--http-bind-address: not an IP address: \"any\"";
+  }
+  SECTION("cache dump address") {
+    flags.cache_dump_address = "10057";
+    expected = "--cache-dump-address: not an IP address and port (127.0.0.1:10057): \"10057\"";
   }
   SECTION("config period") {
     flags.config_period = "10";

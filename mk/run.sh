@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: the whole pod on loopback, as in a cluster:
 #   kubedns         127.0.0.1:10053, the demo cluster (kubedns/demo-cluster.json), or the
-#                   cluster of $KUBECONFIG when it is set; readiness :8081, metrics :10055
+#                   cluster of $KUBECONFIG when it is set; readiness :8081, metrics :10055,
+#                   /cache :10057 (loopback only, as --cache-dump-address asks)
 #   nanny           holds the cache's port (53 when root, else a free high port) and runs
 #                   frontend-cache with kube-dns's arguments; the ConfigMap directory is
 #                   build/run/kube-dns-config (edit stubDomains/upstreamNameservers there)
@@ -31,7 +32,7 @@ else
   dns_port=10153
   while ! port_free "$dns_port"; do dns_port=$((dns_port + 1)); done
 fi
-for port in 10053 8081 10054 10055 10056; do
+for port in 10053 8081 10054 10055 10056 10057; do
   if ! port_free "$port"; then
     echo "make run: port $port is in use on this machine; stop what holds it and retry"
     exit 1
@@ -66,6 +67,7 @@ trap 'exit 0' INT TERM
 "$bin/kubedns" "$source_flag" --domain=cluster.local. \
   --dns-bind-address=127.0.0.1 --dns-port=10053 --config-dir="$config" \
   --http-bind-address=127.0.0.1 --healthz-port=8081 --metrics-port=10055 \
+  --cache-dump-address=127.0.0.1:10057 \
   >"$run/kubedns.log" 2>&1 &
 pids+=($!)
 
@@ -122,7 +124,7 @@ Health:  curl http://127.0.0.1:10054/healthcheck/kubedns   (and /healthcheck/dns
 Metrics: curl http://127.0.0.1:10054/metrics   (sidecar: kubedns_dnsmasq_*, kubedns_probe_*)
          curl http://127.0.0.1:10055/metrics   (kubedns: skydns_*, kdns_kubedns_*)
          curl http://127.0.0.1:10056/metrics   (frontend-cache and nanny: kdns_frontend_*, kdns_nanny_*)
-Records: curl http://127.0.0.1:10055/cache
+Records: curl http://127.0.0.1:10057/cache
 Edit $objects and the answers follow; put stubDomains / upstreamNameservers JSON files in
 $config and the cache applies them without dropping a query.
 Logs: $run/{kubedns,nanny,sidecar}.log. Ctrl-C stops.

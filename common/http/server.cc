@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/loop/timer.h"
+#include "common/server/limits.h"
 
 namespace kdns::http {
 
@@ -17,17 +18,38 @@ constexpr size_t kMaxBodyBytes = 1024;
 
 class Server::Connection {
  public:
-  Connection(Server& server, uint64_t id, std::unique_ptr<TcpConnection> tcp)
-      : server_(server), id_(id), tcp_(std::move(tcp)), timer_(server.loop_) {}
+  Connection(Server& server, uint64_t id, std::string source, std::unique_ptr<TcpConnection> tcp)
+      : server_(server),
+        id_(id),
+        source_(std::move(source)),
+        tcp_(std::move(tcp)),
+        timer_(server.loop_) {}
 
   void Start() {
     TcpConnection::Callbacks callbacks;
     callbacks.on_data = [this](std::span<const uint8_t> bytes) { OnData(bytes); };
     callbacks.on_drain = [this] { OnDrain(); };
     // Destroys this Connection; TcpConnection allows that from its close callback.
-    callbacks.on_close = [this](TcpConnection::CloseReason) { server_.Remove(id_); };
+    callbacks.on_close = [this](TcpConnection::CloseReason) {
+      StopCounting();
+      server_.Remove(id_);
+    };
     tcp_->Start(std::move(callbacks));
-    SetTimer(server_.options_.idle_timeout_ms);
+    BecomeIdle();
+  }
+
+  const std::string& source() const { return source_; }
+  // Between requests: nothing of a request read, no response in flight.
+  bool idle() const { return counted_ && phase_ == Phase::kIdle; }
+  uint64_t idle_sequence() const { return idle_sequence_; }
+
+  // Closes an idle connection to make room for a newcomer; it stops counting at once.
+  void CloseForNewcomer() {
+    DCHECK(idle());
+    phase_ = Phase::kClosing;
+    timer_.Stop();
+    StopCounting();
+    tcp_->Close();
   }
 
  private:
@@ -49,8 +71,7 @@ class Server::Connection {
 
   void OnDrain() {
     if (phase_ != Phase::kWriting) return;
-    phase_ = Phase::kIdle;
-    SetTimer(server_.options_.idle_timeout_ms);
+    BecomeIdle();
     tcp_->ResumeReading();
     Process();
   }
@@ -87,9 +108,20 @@ class Server::Connection {
         SetTimer(server_.options_.request_timeout_ms);
         return;
       }
-      phase_ = Phase::kIdle;
-      SetTimer(server_.options_.idle_timeout_ms);
+      BecomeIdle();
     }
+  }
+
+  void BecomeIdle() {
+    phase_ = Phase::kIdle;
+    idle_sequence_ = server_.next_idle_sequence_++;
+    SetTimer(server_.options_.idle_timeout_ms);
+  }
+
+  void StopCounting() {
+    if (!counted_) return;
+    counted_ = false;
+    server_.Uncount(source_);
   }
 
   void Respond(const Response& response, BodyMode body_mode, ConnectionMode connection_mode) {
@@ -114,11 +146,14 @@ class Server::Connection {
     switch (phase_) {
       case Phase::kReading:
         ++server_.stats_.timeouts;
+        server::RecordLimitHit(server::Limit::kHttpRequestTimeout, source_);
         Respond(Response::Text(408, "Request Timeout\n"), BodyMode::kInclude,
                 ConnectionMode::kClose);
         return;
       case Phase::kWriting:
+        // The response did not drain: the request is not done in time either.
         ++server_.stats_.timeouts;
+        server::RecordLimitHit(server::Limit::kHttpRequestTimeout, source_);
         [[fallthrough]];
       case Phase::kIdle:
       case Phase::kClosing:
@@ -134,16 +169,22 @@ class Server::Connection {
 
   Server& server_;
   const uint64_t id_;
+  const std::string source_;  // the peer's address without its port: the per-source key
   std::unique_ptr<TcpConnection> tcp_;
   loop::Timer timer_;
   std::string buffer_;
   Phase phase_ = Phase::kIdle;
+  uint64_t idle_sequence_ = 0;
+  bool counted_ = true;  // counts against the caps until it closes
 };
 
 Server::Server(loop::Loop& loop, const Options& options)
     : loop_(loop),
       options_(options),
-      parser_(RequestParser::Limits{options.max_request_bytes, 64, kMaxBodyBytes}) {}
+      parser_(RequestParser::Limits{options.max_request_bytes, 64, kMaxBodyBytes}) {
+  CHECK_GT(options_.max_connections, 0u);
+  CHECK_GT(options_.max_connections_per_source, 0u);
+}
 
 Server::~Server() = default;
 
@@ -155,7 +196,9 @@ void Server::HandlePrefix(const std::string& prefix, Handler handler) {
 
 bool Server::Start(std::string* error) {
   loop::TcpListener::Options listener_options;
-  listener_options.max_connections = options_.max_connections;
+  // One over the cap, so that Accept() sees the newcomer and chooses whom to close; the
+  // listener's own count never exceeds ours (a closed connection leaves both).
+  listener_options.max_connections = options_.max_connections + 1;
   listener_options.connection.max_pending_output_bytes = options_.max_response_bytes;
   listener_ = loop::TcpListener::Bind(
       loop_, options_.bind_address, listener_options,
@@ -172,11 +215,60 @@ loop::SocketAddress Server::GetLocalAddress() const {
 }
 
 void Server::Accept(std::unique_ptr<TcpConnection> tcp) {
+  std::string source = tcp->peer_address().HostString();
+  auto from_source = open_by_source_.find(source);
+  if (from_source != open_by_source_.end() &&
+      from_source->second >= options_.max_connections_per_source) {
+    server::RecordLimitHit(server::Limit::kHttpConnectionsPerSource, source);
+    if (!CloseOldestIdle(&source)) {
+      ++stats_.refused;
+      return;  // destroying `tcp` closes it
+    }
+  }
+  if (open_ >= options_.max_connections) {
+    server::RecordLimitHit(server::Limit::kHttpConnections, source);
+    if (!CloseOldestIdle(nullptr)) {
+      ++stats_.refused;
+      return;
+    }
+  }
+  ++stats_.accepted;
+  ++open_;
+  ++open_by_source_[source];
   uint64_t id = next_id_++;
-  auto connection = std::make_unique<Connection>(*this, id, std::move(tcp));
+  auto connection = std::make_unique<Connection>(*this, id, std::move(source), std::move(tcp));
   Connection* raw = connection.get();
   connections_[id] = std::move(connection);
   raw->Start();
+}
+
+bool Server::CloseOldestIdle(const std::string* source) {
+  // A scan: it runs only at a cap, over at most max_connections connections.
+  Connection* oldest = nullptr;
+  for (const auto& [id, connection] : connections_) {
+    if (!connection->idle()) continue;
+    if (source != nullptr && connection->source() != *source) continue;
+    if (oldest == nullptr || connection->idle_sequence() < oldest->idle_sequence()) {
+      oldest = connection.get();
+    }
+  }
+  if (oldest == nullptr) return false;
+  ++stats_.idle_closed_at_cap;
+  oldest->CloseForNewcomer();
+  return true;
+}
+
+size_t Server::idle_connections() const {
+  return static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(),
+                                           [](const auto& entry) { return entry.second->idle(); }));
+}
+
+void Server::Uncount(const std::string& source) {
+  DCHECK_GT(open_, 0u);
+  --open_;
+  auto it = open_by_source_.find(source);
+  DCHECK(it != open_by_source_.end());
+  if (it != open_by_source_.end() && --it->second == 0) open_by_source_.erase(it);
 }
 
 void Server::Remove(uint64_t id) { connections_.erase(id); }

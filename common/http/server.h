@@ -6,13 +6,26 @@
 // is bounded by construction, which is easy to see in ~300 lines and harder to prove for a
 // general server's configuration. The parser is pure and fuzzed (request_parser.h).
 //
-// Bounds: at most Options::max_connections connections (more are closed at accept); a
-// request head of at most max_request_bytes (431/414 beyond, 413 for bodies); a request
-// must arrive in full within request_timeout_ms of its first byte, or the server answers
-// 408 and closes (slowloris); a connection with no request is closed after
-// idle_timeout_ms; one response per connection is in flight (reading pauses until it is
-// written, which also orders pipelined requests), and its output must drain within
-// request_timeout_ms or the connection is closed. Nothing ever blocks the loop.
+// Bounds (DESIGN §7: whoever holds connections, the kubelet's probes are answered):
+//   - at most Options::max_connections connections, and at most max_connections_per_source
+//     from one source address. A newcomer over either cap closes the oldest idle connection
+//     (idle longest: between requests, nothing of a request read) of that source for the
+//     per-source cap, of any source for the other; only if none is idle is the newcomer
+//     closed at accept. A connection reading a request or writing a response is never closed
+//     for a newcomer, so a request under way always completes. Idle connections are what
+//     a flood of keep-alive clients holds; slow ones (below) last request_timeout_ms each,
+//     and the per-source cap keeps one source from holding more than its share of either;
+//   - a connection with no request under way is closed after idle_timeout_ms (a short
+//     keep-alive: probes do not keep connections, scrapers reconnect cheaply);
+//   - a request head of at most max_request_bytes (431/414 beyond, 413 for bodies); it
+//     must arrive in full within request_timeout_ms of its first byte, however the bytes
+//     trickle in, or the server answers 408 and closes (slowloris);
+//   - one response per connection is in flight (reading pauses until it is written, which
+//     also orders pipelined requests), of at most max_response_bytes, and its output must
+//     drain within request_timeout_ms or the connection is closed.
+// Each cap hit and each timeout of a started request is counted by server::RecordLimitHit
+// (http_connections, http_connections_per_source, http_request_timeout). Nothing ever
+// blocks the loop.
 //
 // Routing: Handle(path) matches the path exactly; HandlePrefix(prefix) matches paths that
 // start with prefix (the longest prefix wins); exact matches win over prefixes. GET and
@@ -29,6 +42,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "common/http/request_parser.h"
 #include "common/http/response.h"
@@ -45,16 +59,21 @@ class Server {
   struct Options {
     loop::SocketAddress bind_address = loop::SocketAddress::AnyV4(0);
     size_t max_request_bytes = 8 * 1024;
-    uint64_t request_timeout_ms = 10'000;
-    uint64_t idle_timeout_ms = 60'000;
-    size_t max_connections = 64;
-    size_t max_response_bytes = 16 << 20;  // per-connection pending output bound
+    uint64_t request_timeout_ms = 5'000;
+    uint64_t idle_timeout_ms = 5'000;
+    size_t max_connections = 128;
+    size_t max_connections_per_source = 8;
+    // The largest response (one is in flight per connection); /metrics is tens of KiB.
+    size_t max_response_bytes = 4 << 20;
   };
 
   struct Stats {
+    uint64_t accepted = 0;  // connections admitted under the caps
     uint64_t requests = 0;
     uint64_t bad_requests = 0;  // answered 4xx/5xx by the parser
     uint64_t timeouts = 0;
+    uint64_t idle_closed_at_cap = 0;  // the oldest idle connection closed for a newcomer
+    uint64_t refused = 0;             // newcomers closed at accept: a cap with none idle
   };
 
   Server(loop::Loop& loop, const Options& options);
@@ -70,7 +89,10 @@ class Server {
   [[nodiscard]] bool Start(std::string* error);
 
   loop::SocketAddress GetLocalAddress() const;
-  size_t open_connections() const { return connections_.size(); }
+  // Connections counted against the caps (those being closed are not).
+  size_t open_connections() const { return open_; }
+  // Of those, the ones between requests (what a newcomer at a cap may close).
+  size_t idle_connections() const;
   const Stats& stats() const { return stats_; }
 
  private:
@@ -78,6 +100,10 @@ class Server {
   friend class Connection;
 
   void Accept(std::unique_ptr<loop::TcpConnection> tcp);
+  // Closes the connection idle longest, of `source` if given; false if none is idle.
+  bool CloseOldestIdle(const std::string* source);
+  // A connection stops counting against the caps (it is closing).
+  void Uncount(const std::string& source);
   Response Dispatch(const Request& request);
   void Remove(uint64_t id);
 
@@ -88,7 +114,11 @@ class Server {
   std::map<std::string, Handler> prefixes_;
   std::unique_ptr<loop::TcpListener> listener_;
   std::map<uint64_t, std::unique_ptr<Connection>> connections_;
+  // Counted connections: in total and by source address (no entry at zero).
+  size_t open_ = 0;
+  std::unordered_map<std::string, size_t> open_by_source_;
   uint64_t next_id_ = 0;
+  uint64_t next_idle_sequence_ = 0;  // orders connections by when they last became idle
   Stats stats_;
 };
 

@@ -9,6 +9,7 @@
 #include "common/http/server_thread.h"
 #include "common/loop/loop_test_util.h"
 #include "common/loop/timer.h"
+#include "common/server/limits.h"
 
 namespace kdns::http {
 namespace {
@@ -157,6 +158,7 @@ TEST_CASE("Server answers 408 and closes when a request stalls (slowloris)", "[h
   Server::Options options = TestOptions();
   options.request_timeout_ms = 200;
   Fixture f(options);
+  uint64_t hits = server::LimitHits(server::Limit::kHttpRequestTimeout);
   RawTcpClient client(f.address());
   client.Send("GET /metrics HTTP/1.1\r\nHost: x\r\n");
   // Trickling more bytes does not extend the deadline: it runs from the first byte.
@@ -167,6 +169,7 @@ TEST_CASE("Server answers 408 and closes when a request stalls (slowloris)", "[h
   trickle.Stop();
   CHECK(client.received().find("HTTP/1.1 408 Request Timeout") == 0);
   CHECK(f.server->stats().timeouts == 1);
+  CHECK(server::LimitHits(server::Limit::kHttpRequestTimeout) == hits + 1);
 }
 
 TEST_CASE("Server closes a connection that stays idle", "[http][server]") {
@@ -196,25 +199,126 @@ TEST_CASE("A keep-alive connection gets the idle timeout after a response", "[ht
   CHECK(f.server->stats().timeouts == 0);
 }
 
-TEST_CASE("Server closes connections over its cap", "[http][server]") {
+const loop::SocketAddress kOtherSource = *loop::SocketAddress::Parse("127.0.0.2:0");
+
+// A request sent and answered on `client`, which stays open.
+void RequireServed(Fixture& f, RawTcpClient& client) {
+  size_t before = CountResponses(client.received());
+  client.Send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(RunUntil(f.loop, [&] { return CountResponses(client.received()) == before + 1; }));
+  CHECK(client.received().find("HTTP/1.1 200") != std::string::npos);
+}
+
+TEST_CASE("At the cap a newcomer closes the connection idle longest", "[http][server]") {
   Server::Options options = TestOptions();
   options.max_connections = 3;
   Fixture f(options);
-  std::vector<std::unique_ptr<RawTcpClient>> clients;
-  clients.reserve(3);
-  for (int i = 0; i < 3; ++i) clients.push_back(std::make_unique<RawTcpClient>(f.address()));
+  RawTcpClient a(f.address());
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 1; }));
+  RawTcpClient b(f.address());
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 2; }));
+  RawTcpClient c(f.address());
   REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 3; }));
-  RawTcpClient extra(f.address());
-  REQUIRE(RunUntil(f.loop, [&] { return extra.closed(); }));
-  CHECK(extra.received().empty());
-  // The held connections are still served.
-  clients[0]->Send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
-  REQUIRE(RunUntil(f.loop, [&] { return CountResponses(clients[0]->received()) == 1; }));
+  // a was accepted first but has just been used: b is now idle longest.
+  RequireServed(f, a);
+  uint64_t hits = server::LimitHits(server::Limit::kHttpConnections);
+  RawTcpClient newcomer(f.address());
+  REQUIRE(RunUntil(f.loop, [&] { return b.closed(); }));
+  CHECK(b.received().empty());
+  RequireServed(f, newcomer);
+  CHECK_FALSE(a.closed());
+  CHECK_FALSE(c.closed());
+  CHECK(f.server->open_connections() == 3);
+  CHECK(f.server->stats().idle_closed_at_cap == 1);
+  CHECK(f.server->stats().refused == 0);
+  CHECK(server::LimitHits(server::Limit::kHttpConnections) == hits + 1);
+}
+
+TEST_CASE("The per-source cap closes that source's oldest idle connection, not another's",
+          "[http][server]") {
+  Server::Options options = TestOptions();
+  options.max_connections = 10;
+  options.max_connections_per_source = 2;
+  Fixture f(options);
+  RawTcpClient victim(f.address());  // from 127.0.0.1, idle longest of all
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 1; }));
+  RawTcpClient first(f.address(), &kOtherSource);
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 2; }));
+  RawTcpClient second(f.address(), &kOtherSource);
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 3; }));
+  uint64_t per_source = server::LimitHits(server::Limit::kHttpConnectionsPerSource);
+  uint64_t global = server::LimitHits(server::Limit::kHttpConnections);
+  RawTcpClient third(f.address(), &kOtherSource);
+  REQUIRE(RunUntil(f.loop, [&] { return first.closed(); }));
+  RequireServed(f, third);
+  CHECK_FALSE(second.closed());
+  RequireServed(f, victim);
+  CHECK(server::LimitHits(server::Limit::kHttpConnectionsPerSource) == per_source + 1);
+  CHECK(server::LimitHits(server::Limit::kHttpConnections) == global);
+}
+
+TEST_CASE("A connection with a request under way is never closed for a newcomer",
+          "[http][server]") {
+  Server::Options options = TestOptions();
+  options.max_connections = 3;
+  options.max_response_bytes = 16 << 20;
+  Fixture f(options);
+  f.server->Handle("/big",
+                   [](const Request&) { return Response::Text(200, std::string(8 << 20, 'b')); });
+  RawTcpClient a(f.address()), b(f.address()), writing(f.address());
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 3; }));
+  // Two requests being read, one response being written to a client that reads slowly.
+  a.Send("GET /metrics HTTP/1.1\r\n");
+  b.Send("GET /metr");
+  int rcvbuf = 4096;
+  setsockopt(writing.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  writing.Send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->idle_connections() == 0; }));
+  uint64_t hits = server::LimitHits(server::Limit::kHttpConnections);
+  // Nothing idle to close: the newcomer is closed at accept, as before the caps had a choice.
+  RawTcpClient refused(f.address());
+  REQUIRE(RunUntil(f.loop, [&] { return refused.closed(); }));
+  CHECK(refused.received().empty());
+  CHECK(f.server->stats().refused == 1);
+  CHECK(f.server->open_connections() == 3);
+  CHECK(server::LimitHits(server::Limit::kHttpConnections) == hits + 1);
+  // The response is still being written, and both requests complete.
+  CHECK(f.server->stats().timeouts == 0);
+  CHECK(CountResponses(writing.received()) == 1);
+  CHECK_FALSE(writing.closed());
+  a.Send("Host: x\r\n\r\n");
+  b.Send("ics HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(RunUntil(f.loop, [&] {
+    return CountResponses(a.received()) == 1 && CountResponses(b.received()) == 1;
+  }));
+  CHECK(f.server->stats().idle_closed_at_cap == 0);
+}
+
+TEST_CASE("One source's idle and slow connections leave room for another source",
+          "[http][server]") {
+  Server::Options options = TestOptions();
+  options.max_connections = 16;
+  options.max_connections_per_source = 4;
+  Fixture f(options);
+  // 40 connections from 127.0.0.2: every other one starts a request and stalls.
+  std::vector<std::unique_ptr<RawTcpClient>> attack;
+  for (int i = 0; i < 40; ++i) {
+    attack.push_back(std::make_unique<RawTcpClient>(f.address(), &kOtherSource));
+    if (i % 2 == 1) attack.back()->Send("GET /metrics HTTP/1.1\r\nX-Slow: ");
+    REQUIRE(RunUntil(f.loop, [&] {
+      return f.server->stats().accepted + f.server->stats().refused == static_cast<uint64_t>(i + 1);
+    }));
+  }
+  CHECK(f.server->open_connections() <= 4);
+  RawTcpClient victim(f.address());
+  RequireServed(f, victim);
+  CHECK(server::LimitHits(server::Limit::kHttpConnectionsPerSource) > 0);
 }
 
 TEST_CASE("Server closes a client that does not read its response", "[http][server]") {
   Server::Options options = TestOptions();
   options.request_timeout_ms = 200;
+  options.max_response_bytes = 16 << 20;  // room for /big: the drain deadline closes it
   Fixture f(options);
   f.server->Handle("/big",
                    [](const Request&) { return Response::Text(200, std::string(8 << 20, 'b')); });

@@ -52,9 +52,11 @@ inline void RequireClosesClean(Loop& loop) {
 // the same thread: writes go straight to the kernel, reads never block.
 class RawTcpClient {
  public:
-  explicit RawTcpClient(const SocketAddress& server) {
+  explicit RawTcpClient(const SocketAddress& server, const SocketAddress* source = nullptr) {
     fd_ = socket(server.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
     REQUIRE(fd_ >= 0);
+    // From another source address (127.0.0.2: all of 127/8 is local), for per-source rules.
+    if (source != nullptr) REQUIRE(bind(fd_, source->sockaddr_ptr(), source->sockaddr_len()) == 0);
     // Loopback connect completes in the kernel's backlog without the server running.
     // Writes stay blocking (small payloads); reads use MSG_DONTWAIT.
     REQUIRE(connect(fd_, server.sockaddr_ptr(), server.sockaddr_len()) == 0);

@@ -28,7 +28,7 @@ namespace kdns::server {
 
 enum class Limit : uint8_t {
   // HTTP (health, readiness, metrics)
-  kHttpConnections,           // the process-wide connection cap: the oldest idle one closed
+  kHttpConnections,           // one HTTP port's connection cap: the oldest idle one closed
   kHttpConnectionsPerSource,  // one source's connection cap: its oldest idle one closed
   kHttpRequestTimeout,        // a started request not complete in time: closed
   // DNS over TCP

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """The objects around the kube-dns pod: ports, Service, RBAC, autoscaler, security.
 
-  - every port a probe, annotation or Service names is declared by the pod;
+  - every port a probe, annotation or Service names is declared by the pod; the kube-dns
+    Service publishes DNS only; every container has liveness, and readiness where it
+    serves the Service's traffic (kubedns and the cache);
   - RBAC: kubedns may only list and watch Services, Endpoints, EndpointSlices (and Pods for
     --pod-records=verified); the autoscaler writes only the kube-dns scale;
   - security: non-root, read-only root file system, no privilege escalation, capabilities
@@ -62,7 +64,8 @@ def test_every_named_port_exists(r):
             port = int(annotations["prometheus.io/port"])
             if not any(number == port and proto == "TCP" for _, _, number, proto in ports):
                 p.append("%s: prometheus.io/port %d is declared by no container" % (where, port))
-    # Services: select the kube-dns pods, target declared ports, annotate their own ports.
+    # Services: select the kube-dns pods, target declared ports; a scrape annotation names a
+    # port of the selected pods (the endpoints job scrapes each pod IP at that port).
     template = deployment["spec"]["template"]
     spec = pod_spec(deployment)
     ports = declared_ports(spec)
@@ -81,9 +84,10 @@ def test_every_named_port_exists(r):
                 p.append("Service %s port %s/%s targets %s, declared by no container"
                          % (name, port["port"], proto, target))
         annotated = service["metadata"].get("annotations", {}).get("prometheus.io/port")
-        if annotated and not any(pt["port"] == int(annotated) for pt in service["spec"]["ports"]):
-            p.append("Service %s: prometheus.io/port %s is not one of its ports" % (name,
-                                                                                     annotated))
+        if annotated and not any(number == int(annotated) and proto == "TCP"
+                                 for _, _, number, proto in ports):
+            p.append("Service %s: prometheus.io/port %s is declared by no container of the "
+                     "pods it selects" % (name, annotated))
     return p
 
 
@@ -100,6 +104,23 @@ def test_kube_dns_service(r):
     for want in ((53, "UDP"), (53, "TCP")):
         if want not in dns:
             p.append("Service kube-dns lacks port %d/%s" % want)
+    # Every pod reaches the Service: it publishes DNS and nothing else (no HTTP port: the
+    # metrics are scraped from the pods, DESIGN §7).
+    for port, proto in sorted(dns - {(53, "UDP"), (53, "TCP")}):
+        p.append("Service kube-dns publishes %d/%s: DNS only" % (port, proto))
+    return p
+
+
+def test_every_container_has_liveness_and_the_serving_ones_readiness(r):
+    p = []
+    for container in all_containers(pod_spec(r.kube_dns())):
+        kinds = {kind for kind, _, _ in probes(container)}
+        if "livenessProbe" not in kinds:
+            p.append("container %s has no liveness probe" % container["name"])
+        # kubedns answers the cache's cluster names, the cache answers the Service: a pod
+        # must not take traffic before both can answer.
+        if container["name"] in ("kubedns", "dnsmasq") and "readinessProbe" not in kinds:
+            p.append("container %s has no readiness probe" % container["name"])
     return p
 
 
@@ -349,6 +370,7 @@ def test_kube_dns_configmap(r):
 
 TESTS = [test_every_named_port_exists,
          test_kube_dns_service,
+         test_every_container_has_liveness_and_the_serving_ones_readiness,
          test_kubedns_may_only_list_and_watch,
          test_autoscaler,
          test_security_contexts,
