@@ -7,16 +7,22 @@
 #include <bit>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "common/base/single_writer.h"
 #include "common/dns/header.h"
 #include "common/dns/wire_reader.h"
+#include "common/server/limits.h"
 
 namespace kdns::frontend {
 namespace {
 
 constexpr size_t kMaxShards = 64;
 constexpr size_t kMinEntriesPerShard = 32;
+constexpr size_t kMinIndexSize = 8;
+// What the allocator keeps per allocation besides what was asked (glibc: a size word,
+// rounded to 16 bytes), counted in each entry's cost so --cache-bytes bounds real memory.
+constexpr size_t kAllocationOverheadBytes = 16;
 constexpr int kShardHashShift = 58;  // shards come from the top 6 bits, index slots from the low
 
 // A fast non-cryptographic hash over the lower-cased name, 8 octets at a time, finished
@@ -31,10 +37,11 @@ uint64_t Fmix64(uint64_t x) {
   return x;
 }
 
-uint64_t HashKey(std::span<const uint8_t> wire, dns::RrType type, dns::RrClass cls,
-                 bool dnssec_ok) {
+uint64_t HashKey(std::span<const uint8_t> wire, dns::RrType type, dns::RrClass cls, bool dnssec_ok,
+                 bool checking_disabled) {
   uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t{static_cast<uint16_t>(type)} << 17) ^
-               (uint64_t{static_cast<uint16_t>(cls)} << 1) ^ (dnssec_ok ? 1 : 0);
+               (uint64_t{static_cast<uint16_t>(cls)} << 2) ^ (checking_disabled ? 2 : 0) ^
+               (dnssec_ok ? 1 : 0);
   size_t i = 0;
   for (; i + 8 <= wire.size(); i += 8) {
     uint64_t word;
@@ -51,54 +58,86 @@ void Bump(std::atomic<uint64_t>& counter) { AddSingleWriter(counter); }
 
 }  // namespace
 
-CacheKey::CacheKey(const dns::Name& qname, dns::RrType qtype, dns::RrClass qclass, bool dnssec_ok)
-    : name_(qname.Lowercased()),
-      type_(qtype),
-      class_(qclass),
-      dnssec_ok_(dnssec_ok),
-      hash_(HashKey(name_.wire(), qtype, qclass, dnssec_ok)) {}
+CacheKey::CacheKey(const dns::Query& query)
+    : name_(query.qname.Lowercased()),
+      type_(query.qtype),
+      class_(query.qclass),
+      dnssec_ok_(query.edns.has_value() && query.edns->dnssec_ok),
+      checking_disabled_(query.header.cd),
+      hash_(HashKey(name_.wire(), type_, class_, dnssec_ok_, checking_disabled_)) {}
 
-CacheKey CacheKey::FromQuery(const dns::Query& query) {
-  return CacheKey(query.qname, query.qtype, query.qclass,
-                  query.edns.has_value() && query.edns->dnssec_ok);
+CacheKey CacheKey::FromQuery(const dns::Query& query) { return CacheKey(query); }
+
+size_t EntryCostBytes(size_t reply_bytes, size_t ttl_count) {
+  return ttl_count * sizeof(uint16_t) + ((reply_bytes + 1) & ~size_t{1}) + kAllocationOverheadBytes;
 }
 
-struct Entry {
+// An answer as kept: the TTL offsets, then the reply bytes, in one allocation of exactly
+// their size (uint16_t elements, so the offsets are aligned; the bytes are read through
+// uint8_t, which may alias anything).
+struct Cache::StoredAnswer {
+  std::unique_ptr<uint16_t[]> data;
+  uint32_t size_bytes = 0;
+  uint32_t ttl_count = 0;
+
+  StoredAnswer() = default;
+  StoredAnswer(std::span<const uint8_t> bytes, std::span<const uint16_t> ttl_offsets)
+      : data(new uint16_t[ttl_offsets.size() + (bytes.size() + 1) / 2]),
+        size_bytes(static_cast<uint32_t>(bytes.size())),
+        ttl_count(static_cast<uint32_t>(ttl_offsets.size())) {
+    std::copy(ttl_offsets.begin(), ttl_offsets.end(), data.get());
+    std::memcpy(data.get() + ttl_count, bytes.data(), bytes.size());
+  }
+
+  std::span<const uint8_t> bytes() const {
+    return {reinterpret_cast<const uint8_t*>(data.get() + ttl_count), size_bytes};
+  }
+  std::span<const uint16_t> ttl_offsets() const { return {data.get(), ttl_count}; }
+  size_t cost_bytes() const { return data ? EntryCostBytes(size_bytes, ttl_count) : 0; }
+};
+
+struct Cache::Entry {
   uint64_t hash = 0;
   uint64_t inserted_ms = 0;
   uint64_t expires_ms = 0;
   uint64_t stale_until_ms = 0;
+  // The reply as prepared by PrepareStoredResponse; its question holds the lower-cased
+  // name, so it doubles as the key.
+  StoredAnswer answer;
   uint32_t lifetime_s = 0;
   uint32_t hits = 0;
   uint32_t question_end = 0;
+  uint32_t ring_position = 0;  // in its shard's CLOCK circle
   dns::RrType type = dns::RrType::kA;
   dns::RrClass cls = dns::RrClass::kIn;
   bool dnssec_ok = false;
-  bool occupied = false;
+  bool checking_disabled = false;
   bool referenced = false;  // CLOCK's second-chance bit
   bool prefetch_asked = false;
   bool negative = false;
-  // The reply as prepared by PrepareStoredResponse; its question holds the lower-cased
-  // name, so it doubles as the key. Capacity is kept across reuse of the slot.
-  std::vector<uint8_t> bytes;
-  std::vector<uint16_t> ttl_offsets;
 
   bool Matches(const CacheKey& key) const {
     const auto wire = key.name().wire();
-    return occupied && hash == key.hash() && type == key.type() && cls == key.cls() &&
-           dnssec_ok == key.dnssec_ok() && question_end == dns::kHeaderSize + wire.size() + 4 &&
-           std::memcmp(bytes.data() + dns::kHeaderSize, wire.data(), wire.size()) == 0;
+    return hash == key.hash() && type == key.type() && cls == key.cls() &&
+           dnssec_ok == key.dnssec_ok() && checking_disabled == key.checking_disabled() &&
+           question_end == dns::kHeaderSize + wire.size() + 4 &&
+           std::memcmp(answer.bytes().data() + dns::kHeaderSize, wire.data(), wire.size()) == 0;
   }
 };
 
+// A shard indexes the slots it holds; the slots themselves are the Cache's pool. A slot
+// belongs to at most one shard at a time, and is read or written only under that shard's
+// lock (or, while free, by whoever took it from the pool).
 struct alignas(64) Cache::Shard {
   std::mutex mutex;
-  std::vector<Entry> entries;
-  // Open addressing with linear probing: slot + 1, 0 for empty; at most half full.
-  std::vector<uint32_t> index;
-  size_t index_mask = 0;
-  size_t hand = 0;  // CLOCK hand
-  size_t occupied = 0;
+  Entry* slots = nullptr;
+  // Open addressing with linear probing: slot + 1, 0 for empty; at most half full, and
+  // shrunk when under an eighth full, so its size follows the entries held.
+  std::vector<uint32_t> index{std::vector<uint32_t>(kMinIndexSize, 0)};
+  size_t index_mask = kMinIndexSize - 1;
+  size_t initial_index_size = kMinIndexSize;
+  std::vector<uint32_t> ring;  // the slots held, in CLOCK order
+  size_t hand = 0;
 
   std::atomic<uint64_t> hits{0};
   std::atomic<uint64_t> misses{0};
@@ -108,10 +147,10 @@ struct alignas(64) Cache::Shard {
   std::atomic<uint64_t> prefetches{0};
   std::atomic<uint64_t> size{0};
 
-  void Init(size_t capacity) {
-    entries.resize(capacity);
-    index.assign(std::bit_ceil(std::max<size_t>(capacity * 2, 4)), 0);
-    index_mask = index.size() - 1;
+  void Init(Entry* pool, size_t expected_entries) {
+    slots = pool;
+    initial_index_size = std::bit_ceil(std::max(expected_entries * 2, kMinIndexSize));
+    Rehash(initial_index_size);
   }
 
   // The slot holding `key`, or -1.
@@ -119,22 +158,22 @@ struct alignas(64) Cache::Shard {
     for (size_t pos = key.hash() & index_mask;; pos = (pos + 1) & index_mask) {
       const uint32_t value = index[pos];
       if (value == 0) return -1;
-      if (entries[value - 1].Matches(key)) return value - 1;
+      if (slots[value - 1].Matches(key)) return value - 1;
     }
   }
 
-  void IndexInsert(size_t slot) {
-    size_t pos = entries[slot].hash & index_mask;
+  void IndexInsert(uint32_t slot) {
+    size_t pos = slots[slot].hash & index_mask;
     while (index[pos] != 0) pos = (pos + 1) & index_mask;
-    index[pos] = static_cast<uint32_t>(slot + 1);
+    index[pos] = slot + 1;
   }
 
   // Backward-shift deletion keeps every probe run unbroken without tombstones.
-  void IndexErase(size_t slot) {
-    size_t hole = entries[slot].hash & index_mask;
+  void IndexErase(uint32_t slot) {
+    size_t hole = slots[slot].hash & index_mask;
     while (index[hole] != slot + 1) hole = (hole + 1) & index_mask;
     for (size_t j = (hole + 1) & index_mask; index[j] != 0; j = (j + 1) & index_mask) {
-      const size_t home = entries[index[j] - 1].hash & index_mask;
+      const size_t home = slots[index[j] - 1].hash & index_mask;
       const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
       if (!stays) {
         index[hole] = index[j];
@@ -144,56 +183,137 @@ struct alignas(64) Cache::Shard {
     index[hole] = 0;
   }
 
-  void Remove(size_t slot) {
-    IndexErase(slot);
-    Entry& entry = entries[slot];
-    entry.occupied = false;
-    entry.bytes.clear();
-    entry.ttl_offsets.clear();
-    --occupied;
-    size.store(occupied, std::memory_order_relaxed);
+  void Rehash(size_t index_size) {
+    std::vector<uint32_t>(index_size, 0).swap(index);
+    index_mask = index_size - 1;
+    for (uint32_t slot : ring) IndexInsert(slot);
   }
 
-  // A free slot for a new entry: the first empty or expired one under the hand, else the
-  // first whose second chance is used up (an eviction).
-  size_t TakeSlot(uint64_t now_ms) {
-    for (size_t step = 0;; ++step) {
-      const size_t slot = hand;
-      hand = hand + 1 == entries.size() ? 0 : hand + 1;
-      Entry& entry = entries[slot];
-      if (!entry.occupied) return slot;
-      if (now_ms >= entry.expires_ms) {
-        Remove(slot);
-        return slot;
-      }
-      if (entry.referenced && step < entries.size()) {
-        entry.referenced = false;
-        continue;
-      }
-      Bump(evictions);
-      Remove(slot);
-      return slot;
+  // A new entry goes just behind the hand, so the hand sees it last (as CLOCK does); the
+  // one it displaces goes to the end of the circle, still ahead of the hand.
+  void Add(uint32_t slot) {
+    if ((ring.size() + 1) * 2 > index.size()) Rehash(index.size() * 2);
+    if (hand >= ring.size()) hand = ring.size();
+    ring.push_back(slot);
+    std::swap(ring[hand], ring.back());
+    slots[ring.back()].ring_position = static_cast<uint32_t>(ring.size() - 1);
+    slots[slot].ring_position = static_cast<uint32_t>(hand);
+    ++hand;
+    IndexInsert(slot);
+    size.store(ring.size(), std::memory_order_relaxed);
+  }
+
+  // Unindexes `slot`; the last of the circle takes its place (the hand sees it next).
+  void Drop(uint32_t slot) {
+    IndexErase(slot);
+    const uint32_t position = slots[slot].ring_position;
+    ring[position] = ring.back();
+    slots[ring[position]].ring_position = position;
+    ring.pop_back();
+    if (index.size() > initial_index_size && ring.size() * 8 < index.size()) {
+      Rehash(index.size() / 2);
+      if (ring.capacity() > 4 * std::max<size_t>(ring.size(), 16)) ring.shrink_to_fit();
     }
+    size.store(ring.size(), std::memory_order_relaxed);
   }
 };
 
 Cache::Cache(const CacheOptions& options, const Clock& clock)
     : options_(options), clock_(clock), capacity_(options.capacity) {
   if (capacity_ == 0) return;
-  size_t shards = options.shard_count != 0
-                      ? std::bit_ceil(options.shard_count)
-                      : std::bit_floor(std::max<size_t>(1, capacity_ / kMinEntriesPerShard));
+  CHECK_LE(capacity_, size_t{UINT32_MAX} - 1);
+  const size_t shards = options.shard_count != 0
+                            ? std::bit_ceil(options.shard_count)
+                            : std::bit_floor(std::max<size_t>(1, capacity_ / kMinEntriesPerShard));
   shard_count_ = std::min({shards, kMaxShards, std::bit_floor(capacity_)});
+  slots_ = std::make_unique<Entry[]>(capacity_);
   shards_ = std::make_unique<Shard[]>(shard_count_);
   for (size_t i = 0; i < shard_count_; ++i) {
-    shards_[i].Init(capacity_ / shard_count_ + (i < capacity_ % shard_count_ ? 1 : 0));
+    shards_[i].Init(slots_.get(), (capacity_ + shard_count_ - 1) / shard_count_);
   }
+  free_slots_.reserve(capacity_);
+  for (size_t slot = capacity_; slot-- > 0;) free_slots_.push_back(static_cast<uint32_t>(slot));
 }
 
 Cache::~Cache() = default;
 
-Cache::Shard& Cache::ShardFor(uint64_t hash) const {
-  return shards_[(hash >> kShardHashShift) & (shard_count_ - 1)];
+size_t Cache::ShardIndex(uint64_t hash) const {
+  return (hash >> kShardHashShift) & (shard_count_ - 1);
+}
+
+Cache::Shard& Cache::ShardFor(uint64_t hash) const { return shards_[ShardIndex(hash)]; }
+
+size_t Cache::ShardSize(size_t shard) const {
+  return shards_[shard].size.load(std::memory_order_relaxed);
+}
+
+std::optional<uint32_t> Cache::TakeFreeSlot() {
+  std::lock_guard lock(free_mutex_);
+  if (free_slots_.empty()) return std::nullopt;
+  const uint32_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  return slot;
+}
+
+void Cache::FreeSlot(uint32_t slot) {
+  std::lock_guard lock(free_mutex_);
+  free_slots_.push_back(slot);
+}
+
+void Cache::RemoveLocked(Shard& shard, uint32_t slot) {
+  shard.Drop(slot);
+  Entry& entry = slots_[slot];
+  bytes_.fetch_sub(entry.answer.cost_bytes(), std::memory_order_relaxed);
+  entry.answer = StoredAnswer();  // the memory goes back now, not at the slot's next use
+}
+
+int64_t Cache::SweepLocked(Shard& shard, uint64_t now_ms, Need need) {
+  for (size_t step = 0; !shard.ring.empty(); ++step) {
+    if (shard.hand >= shard.ring.size()) shard.hand = 0;
+    const uint32_t slot = shard.ring[shard.hand];
+    Entry& entry = slots_[slot];
+    if (now_ms < entry.expires_ms) {
+      if (entry.referenced && step < shard.ring.size()) {
+        entry.referenced = false;
+        ++shard.hand;
+        continue;
+      }
+      Bump(shard.evictions);
+      if (need == Need::kBytes) server::RecordLimitHit(server::Limit::kCacheBytes);
+    }
+    RemoveLocked(shard, slot);
+    return slot;
+  }
+  return -1;
+}
+
+bool Cache::EvictOne(size_t first, uint64_t now_ms, Need need) {
+  for (size_t i = 0; i < shard_count_; ++i) {
+    Shard& shard = shards_[(first + i) & (shard_count_ - 1)];
+    int64_t slot;
+    {
+      std::lock_guard lock(shard.mutex);
+      slot = SweepLocked(shard, now_ms, need);
+    }
+    if (slot >= 0) {
+      FreeSlot(static_cast<uint32_t>(slot));
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Cache::ReserveBytes(size_t cost, size_t shard_index, uint64_t now_ms) {
+  size_t used = bytes_.load(std::memory_order_relaxed);
+  while (true) {
+    if (used + cost <= options_.max_bytes) {
+      if (bytes_.compare_exchange_weak(used, used + cost, std::memory_order_relaxed)) return true;
+      continue;
+    }
+    // Nothing left to evict: what holds the budget is other threads' reservations.
+    if (!EvictOne(shard_index, now_ms, Need::kBytes)) return false;
+    used = bytes_.load(std::memory_order_relaxed);
+  }
 }
 
 LookupResult Cache::Lookup(const CacheKey& key, const dns::Query& query, std::span<uint8_t> out,
@@ -216,9 +336,9 @@ LookupResult Cache::Find(const CacheKey& key, const dns::Query& query, std::span
   if (capacity_ == 0) return {};
   Shard& shard = ShardFor(key.hash());
   const uint64_t now_ms = clock_.NowMs();
-  std::lock_guard lock(shard.mutex);
+  std::unique_lock lock(shard.mutex);
   const int64_t slot = shard.FindSlot(key);
-  Entry* entry = slot >= 0 ? &shard.entries[slot] : nullptr;
+  Entry* entry = slot >= 0 ? &slots_[slot] : nullptr;
   TtlRewrite ttl;
   LookupResult result;
   if (entry != nullptr && now_ms < entry->expires_ms) {
@@ -228,12 +348,16 @@ LookupResult Cache::Find(const CacheKey& key, const dns::Query& query, std::span
     ttl.fixed_ttl = kStaleTtlS;
     result.status = LookupStatus::kStale;
   } else {
-    if (entry != nullptr && now_ms >= entry->stale_until_ms) shard.Remove(slot);
     if (mode == Mode::kFresh) Bump(shard.misses);
+    if (entry != nullptr && now_ms >= entry->stale_until_ms) {
+      RemoveLocked(shard, static_cast<uint32_t>(slot));
+      lock.unlock();
+      FreeSlot(static_cast<uint32_t>(slot));
+    }
     return {};
   }
-  result.size = WriteCachedResponse(entry->bytes, entry->question_end, entry->ttl_offsets, query,
-                                    ttl, out, max_size_bytes);
+  result.size = WriteCachedResponse(entry->answer.bytes(), entry->question_end,
+                                    entry->answer.ttl_offsets(), query, ttl, out, max_size_bytes);
   if (result.size == 0) {  // the caller's buffer cannot hold even a truncated reply
     if (mode == Mode::kFresh) Bump(shard.misses);
     return {};
@@ -266,16 +390,42 @@ InsertOutcome Cache::Insert(const CacheKey& key, std::span<const uint8_t> respon
   if (analysis.result != Cacheability::kCacheable) {
     return {InsertResult::kNotCacheable, analysis.result};
   }
+  if (analysis.stored_size > options_.max_entry_bytes) {
+    server::RecordLimitHit(
+        server::Limit::kCacheEntryTooLarge,
+        key.name().ToText() + " (" + std::to_string(analysis.stored_size) + " bytes)");
+    return {InsertResult::kNotCacheable, Cacheability::kTooLarge};
+  }
   prepared.assign(response.begin(), response.begin() + analysis.stored_size);
   PrepareStoredResponse(prepared, analysis, ttl_offsets, options_.policy);
+  StoredAnswer answer(prepared, ttl_offsets);
 
-  Shard& shard = ShardFor(key.hash());
+  const size_t shard_index = ShardIndex(key.hash());
+  Shard& shard = shards_[shard_index];
   const uint64_t now_ms = clock_.NowMs();
-  std::lock_guard lock(shard.mutex);
+  if (!ReserveBytes(answer.cost_bytes(), shard_index, now_ms)) {
+    return {InsertResult::kNoRoom, Cacheability::kCacheable};
+  }
+  std::unique_lock lock(shard.mutex);
   int64_t slot = shard.FindSlot(key);
-  const bool replace = slot >= 0;
-  if (!replace) slot = static_cast<int64_t>(shard.TakeSlot(now_ms));
-  Entry& entry = shard.entries[slot];
+  bool indexed = slot >= 0;  // a replacement, in place
+  while (slot < 0) {
+    if (std::optional<uint32_t> free = TakeFreeSlot()) {
+      slot = *free;
+    } else if ((slot = SweepLocked(shard, now_ms, Need::kSlot)) < 0) {
+      // The pool is spent and this shard holds nothing: make room in another, without
+      // holding two shard locks, then look again (another thread may have inserted the key).
+      lock.unlock();
+      (void)EvictOne(next_victim_shard_.fetch_add(1, std::memory_order_relaxed), now_ms,
+                     Need::kSlot);
+      lock.lock();
+      slot = shard.FindSlot(key);
+      indexed = slot >= 0;
+    }
+  }
+  Entry& entry = slots_[slot];
+  StoredAnswer old = std::move(entry.answer);
+  entry.answer = std::move(answer);
   entry.hash = key.hash();
   entry.inserted_ms = now_ms;
   entry.expires_ms = now_ms + uint64_t{analysis.lifetime_s} * 1000;
@@ -286,18 +436,14 @@ InsertOutcome Cache::Insert(const CacheKey& key, std::span<const uint8_t> respon
   entry.type = key.type();
   entry.cls = key.cls();
   entry.dnssec_ok = key.dnssec_ok();
+  entry.checking_disabled = key.checking_disabled();
   entry.referenced = false;
   entry.prefetch_asked = false;
   entry.negative = analysis.negative;
-  entry.bytes.assign(prepared.begin(), prepared.end());
-  entry.ttl_offsets.assign(ttl_offsets.begin(), ttl_offsets.end());
-  if (!replace) {
-    entry.occupied = true;
-    shard.IndexInsert(slot);
-    ++shard.occupied;
-    shard.size.store(shard.occupied, std::memory_order_relaxed);
-  }
+  if (!indexed) shard.Add(static_cast<uint32_t>(slot));
   Bump(shard.insertions);
+  lock.unlock();
+  bytes_.fetch_sub(old.cost_bytes(), std::memory_order_relaxed);
   return {InsertResult::kInserted, Cacheability::kCacheable};
 }
 
@@ -306,15 +452,12 @@ size_t Cache::Flush() {
   for (size_t i = 0; i < shard_count_; ++i) {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mutex);
-    dropped += shard.occupied;
-    for (Entry& entry : shard.entries) {
-      entry.occupied = false;
-      entry.bytes.clear();
-      entry.ttl_offsets.clear();
+    while (!shard.ring.empty()) {
+      const uint32_t slot = shard.ring.back();
+      RemoveLocked(shard, slot);
+      FreeSlot(slot);
+      ++dropped;
     }
-    std::fill(shard.index.begin(), shard.index.end(), 0);
-    shard.occupied = 0;
-    shard.size.store(0, std::memory_order_relaxed);
   }
   return dropped;
 }
@@ -324,13 +467,15 @@ size_t Cache::FlushDomain(const dns::Name& domain) {
   for (size_t i = 0; i < shard_count_; ++i) {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mutex);
-    for (size_t slot = 0; slot < shard.entries.size(); ++slot) {
-      const Entry& entry = shard.entries[slot];
-      if (!entry.occupied) continue;
+    // Backwards: Drop moves the last of the circle into the removed entry's place.
+    for (size_t position = shard.ring.size(); position-- > 0;) {
+      const uint32_t slot = shard.ring[position];
+      const std::span<const uint8_t> bytes = slots_[slot].answer.bytes();
       dns::Name name;
-      dns::WireReader reader(entry.bytes, dns::kHeaderSize, entry.bytes.size());
+      dns::WireReader reader(bytes, dns::kHeaderSize, bytes.size());
       if (reader.ReadName(&name) == dns::ParseError::kOk && !name.IsSubdomainOf(domain)) continue;
-      shard.Remove(slot);
+      RemoveLocked(shard, slot);
+      FreeSlot(slot);
       ++dropped;
     }
   }
@@ -340,6 +485,8 @@ size_t Cache::FlushDomain(const dns::Name& domain) {
 CacheStats Cache::Stats() const {
   CacheStats stats;
   stats.capacity = capacity_;
+  stats.capacity_bytes = capacity_ == 0 ? 0 : options_.max_bytes;
+  stats.bytes = bytes_.load(std::memory_order_relaxed);
   for (size_t i = 0; i < shard_count_; ++i) {
     const Shard& shard = shards_[i];
     constexpr auto kRelaxed = std::memory_order_relaxed;

@@ -1,31 +1,47 @@
 // The response cache of frontend-cache: upstream replies kept in wire form, served to
 // clients with their own ID, name case and EDNS, and TTLs decremented by the entry's age.
 //
-// Key: (lower-cased qname, qtype, qclass, DO bit). An entry keeps the reply bytes and the
-// offset of every TTL field (cached_response.h), so a hit is one hash probe, a memcpy and
-// a few stores, with no allocation.
+// Key: (lower-cased qname, qtype, qclass, DO bit, CD bit). An entry keeps the reply bytes
+// and the offset of every TTL field (cached_response.h) in one allocation of exactly their
+// size, so a hit is one hash probe, a memcpy and a few stores, with no allocation. CD is in
+// the key (rather than CD=1 answers left uncached) because a validating stub sets CD on
+// every query and deserves hits too, while an answer fetched with validation disabled must
+// never reach a client that relies on the upstream's validation (RFC 4035 §3.2.2).
 //
 // Concurrency: every method is thread-safe; one Cache is shared by all serving threads.
-// Entries are split over up to 64 shards by key hash, each with its own mutex, held on a
+// Entries are indexed by up to 64 shards by key hash, each with its own mutex, held on a
 // hit only to copy the bytes out. Counters live in the shards (written under the shard's
 // lock, read lock-free as relaxed atomics) and are summed by Stats().
+//
+// Capacity is exact: the --cache-size slots form one pool shared by every shard (a free
+// list under its own mutex, taken on insertion only), and a shard's index grows and shrinks
+// with the entries it holds. So nothing is evicted while any slot is free, and a working
+// set no larger than --cache-size stays whole, however the hash spreads it (dnsmasq's
+// behaviour). Bytes are bounded too: the answers held (allocation sizes plus a fixed
+// allocator overhead each) never exceed --cache-bytes, and an answer over
+// --cache-entry-max-bytes is not cached (limit cache_entry_too_large). An evicted or
+// replaced entry's allocation is freed, not kept for the slot's next entry.
 //
 // Eviction is CLOCK (second chance) per shard: a hit only sets a bit in its entry, where
 // LRU would relink a list on every hit (a write to shared list heads under contention) and
 // segmented LRU would move entries between segments; CLOCK approximates LRU well for DNS
-// popularity skew. The hand takes expired entries first; only entries removed before their
-// expiry count as evictions (dnsmasq's "live freed"). Capacity is --cache-size entries in
-// total (split evenly over the shards, so one shard may evict while another has room;
-// shards are sized to hold at least 32 entries each to keep that effect small).
+// popularity skew. When the pool is empty, an insertion sweeps its own shard's circle (the
+// next shard's, round robin, when its own is empty); when the bytes are spent, it sweeps
+// shards from its own on until the answer fits (each live entry removed so is a hit of
+// limit cache_bytes). The hand takes expired entries first; only entries removed before
+// their expiry count as evictions (dnsmasq's "live freed").
 //
 // Expired entries stay (RFC 8767) for stale_max_s more seconds, for LookupStale when every
 // upstream failed. A hit in the last 10% of an entry's lifetime, after enough hits, asks
 // the caller once to refresh the entry in the background (prefetch).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -37,8 +53,17 @@
 
 namespace kdns::frontend {
 
+// --cache-bytes: 32 MiB, a third of the frontend-cache container's 100Mi limit (see
+// docs/operators.md, "Limits").
+inline constexpr size_t kDefaultCacheBytes = size_t{32} << 20;
+// --cache-entry-max-bytes: an answer of about 1000 A records; larger ones are forwarded
+// every time rather than crowding out hundreds of ordinary answers.
+inline constexpr size_t kDefaultCacheEntryMaxBytes = 16384;
+
 struct CacheOptions {
-  size_t capacity = 150;  // --cache-size; 0 disables the cache
+  size_t capacity = 150;                                // --cache-size; 0 disables the cache
+  size_t max_bytes = kDefaultCacheBytes;                // --cache-bytes
+  size_t max_entry_bytes = kDefaultCacheEntryMaxBytes;  // --cache-entry-max-bytes (reply size)
   CachePolicy policy;
   uint32_t stale_max_s = 86400;  // --stale-max; 0 drops entries at expiry
   bool prefetch = true;
@@ -49,20 +74,23 @@ struct CacheOptions {
 // The key of a query, computed once per query and kept for Insert on a miss.
 class CacheKey {
  public:
-  CacheKey(const dns::Name& qname, dns::RrType qtype, dns::RrClass qclass, bool dnssec_ok);
   static CacheKey FromQuery(const dns::Query& query);
 
   const dns::Name& name() const { return name_; }  // lower-cased
   dns::RrType type() const { return type_; }
   dns::RrClass cls() const { return class_; }
   bool dnssec_ok() const { return dnssec_ok_; }
+  bool checking_disabled() const { return checking_disabled_; }  // the query's CD bit
   uint64_t hash() const { return hash_; }
 
  private:
+  explicit CacheKey(const dns::Query& query);
+
   dns::Name name_;
   dns::RrType type_;
   dns::RrClass class_;
   bool dnssec_ok_;
+  bool checking_disabled_;
   uint64_t hash_;
 };
 
@@ -83,6 +111,7 @@ enum class InsertResult : uint8_t {
   kInserted,
   kDisabled,      // capacity 0
   kNotCacheable,  // see the Cacheability in `reason`
+  kNoRoom,        // other insertions in flight hold the byte budget: try again next time
 };
 
 struct InsertOutcome {
@@ -95,11 +124,17 @@ struct CacheStats {
   uint64_t misses = 0;      // lookups that found nothing fresh
   uint64_t stale_hits = 0;  // answers served stale
   uint64_t insertions = 0;
-  uint64_t evictions = 0;   // entries removed before their expiry to make room
-  uint64_t prefetches = 0;  // prefetch requests handed out
-  uint64_t size = 0;        // entries held now (fresh or kept for serving stale)
-  uint64_t capacity = 0;
+  uint64_t evictions = 0;       // entries removed before their expiry to make room
+  uint64_t prefetches = 0;      // prefetch requests handed out
+  uint64_t size = 0;            // entries held now (fresh or kept for serving stale)
+  uint64_t capacity = 0;        // --cache-size
+  uint64_t bytes = 0;           // what the entries' answers take now (see EntryCostBytes)
+  uint64_t capacity_bytes = 0;  // --cache-bytes
 };
+
+// What an answer of `reply_bytes` with `ttl_count` TTL fields counts against --cache-bytes:
+// its one allocation (the TTL offsets and the bytes) plus the allocator's bookkeeping.
+size_t EntryCostBytes(size_t reply_bytes, size_t ttl_count);
 
 class Cache {
  public:
@@ -134,21 +169,45 @@ class Cache {
   CacheStats Stats() const;
   size_t capacity() const { return capacity_; }
   size_t shard_count() const { return shard_count_; }
+  // Entries `shard` indexes now (for tests of the shared slot pool).
+  size_t ShardSize(size_t shard) const;
 
  private:
+  struct Entry;
   struct Shard;
+  struct StoredAnswer;
   enum class Mode : uint8_t { kFresh, kPeek, kStale };
+  enum class Need : uint8_t { kSlot, kBytes };  // what an eviction makes room for
 
   LookupResult Find(const CacheKey& key, const dns::Query& query, std::span<uint8_t> out,
                     size_t max_size_bytes, Mode mode);
   Shard& ShardFor(uint64_t hash) const;
+  size_t ShardIndex(uint64_t hash) const;
+
+  // Removes `slot`'s entry from `shard` (locked) and frees its answer; the slot is the
+  // caller's to reuse or to give back with FreeSlot.
+  void RemoveLocked(Shard& shard, uint32_t slot);
+  // CLOCK in `shard` (locked): removes the first expired entry under the hand, or the first
+  // whose second chance is used up. The removed slot, or -1 when the shard is empty.
+  int64_t SweepLocked(Shard& shard, uint64_t now_ms, Need need);
+  // Sweeps one entry out of the first non-empty shard from `first` on, one lock at a time,
+  // and gives its slot back to the pool. False when every shard is empty.
+  bool EvictOne(size_t first, uint64_t now_ms, Need need);
+  // Counts `cost` against --cache-bytes, evicting from `shard_index` on until it fits.
+  [[nodiscard]] bool ReserveBytes(size_t cost, size_t shard_index, uint64_t now_ms);
+  std::optional<uint32_t> TakeFreeSlot();
+  void FreeSlot(uint32_t slot);
 
   const CacheOptions options_;
   const Clock& clock_;
   size_t capacity_;
   size_t shard_count_ = 0;
-  int shard_shift_ = 0;
+  std::unique_ptr<Entry[]> slots_;  // capacity_ of them, shared by every shard
   std::unique_ptr<Shard[]> shards_;
+  std::mutex free_mutex_;
+  std::vector<uint32_t> free_slots_;  // a stack; under free_mutex_
+  std::atomic<size_t> bytes_{0};      // EntryCostBytes of every entry and reservation
+  std::atomic<size_t> next_victim_shard_{0};
 };
 
 }  // namespace kdns::frontend

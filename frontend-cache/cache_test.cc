@@ -1,5 +1,8 @@
 #include "frontend-cache/cache.h"
 
+#include <glog/logging.h>  // before Catch, whose CHECK must win
+#include <malloc.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -8,6 +11,8 @@
 #include <vector>
 
 #include "common/base/clock.h"
+#include "common/server/limits.h"
+#include "frontend-cache/options.h"
 #include "frontend-cache/testing.h"
 #include "test/unit/allocation_counter.h"
 
@@ -17,6 +22,8 @@ namespace {
 using dns::Rcode;
 using dns::RrType;
 using dns::testing::N;
+using server::Limit;
+using server::LimitHits;
 using testing::Edns;
 using testing::MakeQuery;
 using testing::MakeReply;
@@ -28,15 +35,18 @@ constexpr size_t kUdp = 512;
 struct Fixture {
   explicit Fixture(CacheOptions options = CacheOptions()) : cache(options, clock) {}
 
-  InsertOutcome Insert(const Reply& reply, Edns edns = Edns::kNone) {
+  InsertOutcome Insert(const Reply& reply, Edns edns = Edns::kNone, bool cd = false) {
     auto query = MakeQuery(reply.qname, reply.type, 1, edns);
+    query.query.header.cd = cd;
     return cache.Insert(CacheKey::FromQuery(query.query), MakeReply(reply));
   }
   // Looks `name` up as a client would and returns the parsed reply (or nullopt on a miss).
   std::optional<dns::Message> Get(std::string_view name, RrType type = RrType::kA,
                                   Edns edns = Edns::kNone, uint16_t id = 0x4242,
-                                  LookupResult* result_out = nullptr, bool stale = false) {
+                                  LookupResult* result_out = nullptr, bool stale = false,
+                                  bool cd = false) {
     auto query = MakeQuery(name, type, id, edns);
+    query.query.header.cd = cd;
     CacheKey key = CacheKey::FromQuery(query.query);
     LookupResult result = stale ? cache.LookupStale(key, query.query, buffer, kUdp)
                                 : cache.Lookup(key, query.query, buffer, kUdp);
@@ -340,6 +350,215 @@ TEST_CASE("Evictions count only entries removed before their expiry", "[frontend
     CHECK(f.cache.Stats().size == 4);
     CHECK(f.cache.Stats().evictions == 0);
     CHECK(f.Get("h0.example.com.")->answers[0].ttl_s == 600);
+  }
+}
+
+// Names whose keys all land in one shard of a cache with `shard_count` shards, found by
+// inserting them into a probe cache of that shape.
+std::vector<int> NamesInOneShard(size_t shard_count, size_t count) {
+  ManualClock clock;
+  CacheOptions options;
+  options.capacity = 100'000;
+  options.shard_count = shard_count;
+  Cache probe(options, clock);
+  std::vector<int> names;
+  for (int i = 0; names.size() < count; ++i) {
+    auto query = MakeQuery("h" + std::to_string(i) + ".example.com.", RrType::kA);
+    const size_t before = probe.ShardSize(0);
+    std::string name = "h" + std::to_string(i) + ".example.com.";
+    REQUIRE(probe
+                .Insert(CacheKey::FromQuery(query.query),
+                        MakeReply(Answer(name, {name + " 300 IN A 192.0.2.1"})))
+                .result == InsertResult::kInserted);
+    if (probe.ShardSize(0) > before) names.push_back(i);
+  }
+  return names;
+}
+
+TEST_CASE("Every --cache-size entry fits however the names spread over the shards",
+          "[frontend][cache]") {
+  CacheOptions options;
+  options.capacity = 64;
+  options.shard_count = 4;  // an even split would give each shard 16
+  Fixture f(options);
+  const std::vector<int> names = NamesInOneShard(4, 64);
+  for (int pass = 0; pass < 3; ++pass) {
+    for (int i : names) {
+      const std::string name = "h" + std::to_string(i) + ".example.com.";
+      if (!f.Get(name)) REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
+    }
+  }
+  CacheStats stats = f.cache.Stats();
+  CHECK(stats.misses == 64);  // the first pass only
+  CHECK(stats.hits == 128);
+  CHECK(stats.evictions == 0);
+  CHECK(stats.size == 64);
+  CHECK(f.cache.ShardSize(0) == 64);
+
+  SECTION("one more entry evicts one, from wherever the entries are") {
+    const std::vector<int> other = NamesInOneShard(4, 1000);
+    int outsider = -1;
+    for (int i = 0; outsider < 0; ++i) {
+      if (std::find(other.begin(), other.end(), i) == other.end()) outsider = i;
+    }
+    REQUIRE(f.Insert(Host(outsider)).result == InsertResult::kInserted);
+    stats = f.cache.Stats();
+    CHECK(stats.evictions == 1);
+    CHECK(stats.size == 64);
+    CHECK(f.cache.ShardSize(0) == 63);
+    CHECK(f.Get("h" + std::to_string(outsider) + ".example.com."));
+  }
+}
+
+TEST_CASE("A working set of --cache-size names is never evicted after the first pass",
+          "[frontend][cache]") {
+  const size_t capacity = GENERATE(size_t{150}, size_t{1000}, size_t{10'000});
+  CacheOptions options;
+  options.capacity = capacity;
+  Fixture f(options);
+  for (int pass = 0; pass < 4; ++pass) {
+    for (int i = 0; i < static_cast<int>(capacity); ++i) {
+      if (!f.Get("h" + std::to_string(i) + ".example.com.")) {
+        REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
+      }
+    }
+  }
+  const CacheStats stats = f.cache.Stats();
+  CHECK(stats.misses == capacity);
+  CHECK(stats.evictions == 0);
+  CHECK(stats.size == capacity);
+}
+
+// A reply of `count` AAAA records (about 28 bytes each).
+Reply Big(std::string name, int count) {
+  Reply big = Answer(name, {}, RrType::kAaaa);
+  for (int i = 0; i < count; ++i) {
+    big.answers.push_back(name + " 300 IN AAAA 2001:db8::" + std::to_string(i + 1));
+  }
+  return big;
+}
+
+TEST_CASE("The answers held never exceed --cache-bytes", "[frontend][cache]") {
+  CacheOptions options;
+  options.capacity = 1000;
+  options.max_bytes = 16 * 1024;
+  Fixture f(options);
+  const uint64_t hits_before = LimitHits(Limit::kCacheBytes);
+  for (int i = 0; i < 100; ++i) {
+    REQUIRE(f.Insert(Big("b" + std::to_string(i) + ".example.com.", 20)).result ==
+            InsertResult::kInserted);
+    REQUIRE(f.cache.Stats().bytes <= options.max_bytes);
+    CHECK(f.Get("b" + std::to_string(i) + ".example.com.", RrType::kAaaa));  // the newest stays
+  }
+  const CacheStats stats = f.cache.Stats();
+  CHECK(stats.capacity_bytes == options.max_bytes);
+  CHECK(stats.size < 100);
+  CHECK(stats.bytes > options.max_bytes / 2);  // the budget is used, not just respected
+  CHECK(stats.evictions == 100 - stats.size);
+  CHECK(LimitHits(Limit::kCacheBytes) - hits_before == stats.evictions);
+  // Evictions for entries (count) are not byte-budget hits.
+  CHECK(f.cache.Flush() == stats.size);
+  CHECK(f.cache.Stats().bytes == 0);
+
+  SECTION("expired entries make room first, without a limit hit") {
+    for (int i = 0; i < 100; ++i) {
+      REQUIRE(f.Insert(Big("c" + std::to_string(i) + ".example.com.", 20)).result ==
+              InsertResult::kInserted);
+      f.clock.AdvanceMs(300'000);
+    }
+    CHECK(LimitHits(Limit::kCacheBytes) - hits_before == stats.evictions);
+  }
+}
+
+TEST_CASE("An answer over --cache-entry-max-bytes is not cached", "[frontend][cache]") {
+  CacheOptions options;
+  options.max_entry_bytes = 512;
+  Fixture f(options);
+  const uint64_t hits_before = LimitHits(Limit::kCacheEntryTooLarge);
+  const InsertOutcome outcome = f.Insert(Big("big.example.com.", 40));
+  CHECK(outcome.result == InsertResult::kNotCacheable);
+  CHECK(outcome.reason == Cacheability::kTooLarge);
+  CHECK(LimitHits(Limit::kCacheEntryTooLarge) == hits_before + 1);
+  CHECK_FALSE(f.Get("big.example.com.", RrType::kAaaa));
+  CHECK(f.cache.Stats().bytes == 0);
+  CHECK(f.Insert(Big("small.example.com.", 10)).result == InsertResult::kInserted);
+  CHECK(f.Get("small.example.com.", RrType::kAaaa));
+}
+
+TEST_CASE("An evicted or replaced entry gives its memory back", "[frontend][cache]") {
+  constexpr int kEntries = 200;
+  Fixture f(OneShard(kEntries));
+  auto heap_bytes = [] { return mallinfo2().uordblks; };
+  for (int i = 0; i < kEntries; ++i) REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
+  const size_t small_bytes = f.cache.Stats().bytes;
+  const size_t heap_small = heap_bytes();
+  // Each name's answer replaced by one of 100 AAAA records (about 3 KiB), then by the small one.
+  for (int i = 0; i < kEntries; ++i) {
+    const std::string name = "h" + std::to_string(i) + ".example.com.";
+    Reply big = Big(name, 100);
+    big.type = RrType::kA;
+    big.answers.clear();
+    for (int j = 0; j < 100; ++j) {
+      big.answers.push_back(name + " 300 IN A 192.0.2." + std::to_string(j + 1));
+    }
+    REQUIRE(f.Insert(big).result == InsertResult::kInserted);
+  }
+  const size_t big_bytes = f.cache.Stats().bytes;
+  CHECK(big_bytes > small_bytes + kEntries * 1000);
+  CHECK(heap_bytes() > heap_small + kEntries * 1000);  // the count follows real memory
+  for (int i = 0; i < kEntries; ++i) REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
+  CHECK(f.cache.Stats().bytes == small_bytes);
+  // What the big answers took is back with the allocator (a little slack for its own state).
+  CHECK(heap_bytes() < heap_small + kEntries * 100);
+
+  SECTION("and so does an eviction") {
+    for (int i = kEntries; i < 2 * kEntries; ++i) {
+      REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
+    }
+    CHECK(f.cache.Stats().evictions == kEntries);
+    // The same answers, for names a digit or two longer.
+    CHECK(f.cache.Stats().bytes <= small_bytes + kEntries * 2 * 2);
+    CHECK(f.cache.Flush() == kEntries);
+    CHECK(f.cache.Stats().bytes == 0);
+  }
+}
+
+TEST_CASE("An answer fetched with CD=1 never reaches a CD=0 client", "[frontend][cache]") {
+  Fixture f;
+  Reply unchecked = kWww;
+  unchecked.answers = {"www.example.com. 300 IN A 192.0.2.66"};
+  REQUIRE(f.Insert(unchecked, Edns::kNone, /*cd=*/true).result == InsertResult::kInserted);
+  CHECK_FALSE(f.Get("www.example.com."));
+  CHECK_FALSE(f.Get("www.example.com.", RrType::kA, Edns::kNone, 1, nullptr, /*stale=*/true));
+  auto reply = f.Get("www.example.com.", RrType::kA, Edns::kNone, 1, nullptr, false, /*cd=*/true);
+  REQUIRE(reply);
+  CHECK(reply->header.cd);
+  CHECK(reply->answers.size() == 1);  // the CD=1 answer
+
+  REQUIRE(f.Insert(kWww).result == InsertResult::kInserted);
+  reply = f.Get("www.example.com.");
+  REQUIRE(reply);
+  CHECK_FALSE(reply->header.cd);
+  CHECK(reply->answers.size() == 2);  // the CD=0 answer
+  CHECK(f.cache.Stats().size == 2);
+}
+
+TEST_CASE("TTLs are capped at an hour unless --max-cache-ttl says otherwise", "[frontend][cache]") {
+  Reply reply = kWww;
+  reply.answers = {"www.example.com. 86400 IN A 192.0.2.1"};
+  SECTION("the default") {
+    Fixture f(ToCacheOptions(Options()));
+    REQUIRE(f.Insert(reply).result == InsertResult::kInserted);
+    CHECK(f.Get("www.example.com.")->answers[0].ttl_s == kDefaultMaxCacheTtlS);
+    f.clock.AdvanceMs(uint64_t{kDefaultMaxCacheTtlS} * 1000);
+    CHECK_FALSE(f.Get("www.example.com."));
+  }
+  SECTION("--max-cache-ttl=0: no cap, as in dnsmasq") {
+    Options flags;
+    flags.max_cache_ttl_s = 0;
+    Fixture f(ToCacheOptions(flags));
+    REQUIRE(f.Insert(reply).result == InsertResult::kInserted);
+    CHECK(f.Get("www.example.com.")->answers[0].ttl_s == 86400);
   }
 }
 

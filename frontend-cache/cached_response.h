@@ -52,6 +52,7 @@ enum class Cacheability : uint8_t {
   kNegativeDisabled,  // NXDOMAIN/NODATA under --no-negcache
   kZeroTtl,           // lifetime 0 (TTL 0, or negative without SOA or --neg-ttl)
   kOptNotLast,        // an OPT record followed by other records (not seen in practice)
+  kTooLarge,          // over --cache-entry-max-bytes (decided by the Cache, not here)
 };
 
 struct ResponseAnalysis {

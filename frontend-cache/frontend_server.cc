@@ -324,6 +324,11 @@ void FrontendServer::RegisterMetrics() {
                              cache_stat(&CacheStats::size));
   registry_.AddCallbackGauge("kdns_frontend_cache_capacity_entries", "--cache-size.",
                              cache_stat(&CacheStats::capacity));
+  registry_.AddCallbackGauge("kdns_frontend_cache_bytes",
+                             "What the entries' answers take (counted against --cache-bytes).",
+                             cache_stat(&CacheStats::bytes));
+  registry_.AddCallbackGauge("kdns_frontend_cache_capacity_bytes", "--cache-bytes.",
+                             cache_stat(&CacheStats::capacity_bytes));
 
   auto forward = [this](uint64_t ForwardTotals::*field) {
     return [this, field] { return static_cast<double>(forward_totals().*field); };

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
        "--dns-loop-detect --log-facility=- --no-resolv --resolv-file=F --dns-forward-max=N "
        "--listen-address=IP --port=N --server=[/domain/]ip[#port] --servers-file=F] "
        "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
-       "--stale-max=S "
+       "--cache-bytes=N --cache-entry-max-bytes=N --stale-max=S "
        "--lameduck=D "
        "--prometheus-port=N --prometheus-address=IP]"});
   // Signals are taken synchronously by this thread, and every thread started later inherits

@@ -38,7 +38,9 @@ Setter Uint(T Options::*field, uint64_t min, uint64_t max, std::string_view name
   };
 }
 
-Setter OptionalUint(std::optional<uint32_t> Options::*field, std::string_view name) {
+// A setter for a number of seconds (a plain or an optional field).
+template <typename T>
+Setter Seconds(T Options::*field, std::string_view name) {
   return [=](std::string_view value, Options* options, std::string* error) {
     uint64_t number = 0;
     if (!ParseUint(value, UINT32_MAX, &number)) {
@@ -78,7 +80,7 @@ const std::vector<OptionSpec>& Specs() {
        }},
       {"cache-size", 'c', true, Uint(&Options::cache_size, 0, kMaxCacheSize, "cache-size")},
       {"no-negcache", 'N', false, Flag(&Options::no_negcache)},
-      {"neg-ttl", 0, true, OptionalUint(&Options::neg_ttl_s, "neg-ttl")},
+      {"neg-ttl", 0, true, Seconds(&Options::neg_ttl_s, "neg-ttl")},
       {"dns-loop-detect", 0, false, Flag(&Options::dns_loop_detect)},
       {"log-facility", '8', true,
        [](std::string_view value, Options* options, std::string* error) {
@@ -134,7 +136,8 @@ const std::vector<OptionSpec>& Specs() {
          }
          return true;
        }},
-      {"max-cache-ttl", 0, true, OptionalUint(&Options::max_cache_ttl_s, "max-cache-ttl")},
+      // The cache's bounds.
+      {"max-cache-ttl", 0, true, Seconds(&Options::max_cache_ttl_s, "max-cache-ttl")},
       {"min-cache-ttl", 0, true,
        [](std::string_view value, Options* options, std::string* error) {
          if (!Uint(&Options::min_cache_ttl_s, 0, UINT32_MAX, "min-cache-ttl")(value, options,
@@ -144,6 +147,10 @@ const std::vector<OptionSpec>& Specs() {
          options->min_cache_ttl_s = std::min(options->min_cache_ttl_s, kMinCacheTtlLimitS);
          return true;
        }},
+      {"cache-bytes", 0, true,
+       Uint(&Options::cache_bytes, kMinCacheBytes, kMaxCacheBytes, "cache-bytes")},
+      {"cache-entry-max-bytes", 0, true,
+       Uint(&Options::cache_entry_max_bytes, 512, 65535, "cache-entry-max-bytes")},
       {"stale-max", 0, true, Uint(&Options::stale_max_s, 0, UINT32_MAX, "stale-max")},
       {"lameduck", 0, true,
        [](std::string_view value, Options* options, std::string* error) {
@@ -343,9 +350,9 @@ bool ParseOptions(std::span<const std::string_view> args, Options* options,
     }
     if (!spec->set(value.value_or(""), options, error)) return false;
   }
-  if (options->max_cache_ttl_s && *options->max_cache_ttl_s < options->min_cache_ttl_s) {
+  if (options->max_cache_ttl_s != 0 && options->max_cache_ttl_s < options->min_cache_ttl_s) {
     *error = "--min-cache-ttl (" + std::to_string(options->min_cache_ttl_s) +
-             ") is above --max-cache-ttl (" + std::to_string(*options->max_cache_ttl_s) + ")";
+             ") is above --max-cache-ttl (" + std::to_string(options->max_cache_ttl_s) + ")";
     return false;
   }
   return true;
@@ -382,7 +389,9 @@ CacheOptions ToCacheOptions(const Options& options) {
   CacheOptions cache;
   cache.capacity = options.cache_size;
   cache.policy.min_ttl_s = options.min_cache_ttl_s;
-  cache.policy.max_ttl_s = options.max_cache_ttl_s;
+  if (options.max_cache_ttl_s != 0) cache.policy.max_ttl_s = options.max_cache_ttl_s;
+  cache.max_bytes = options.cache_bytes;
+  cache.max_entry_bytes = options.cache_entry_max_bytes;
   cache.policy.negative_caching = !options.no_negcache;
   if (options.neg_ttl_s && *options.neg_ttl_s > 0) cache.policy.neg_ttl_s = options.neg_ttl_s;
   cache.stale_max_s = options.stale_max_s;

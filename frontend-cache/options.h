@@ -41,6 +41,12 @@ struct ServerOption {
 inline constexpr uint32_t kMaxCacheSize = 1'000'000;
 // dnsmasq caps --min-cache-ttl at one hour (TTL_FLOOR_LIMIT), silently; so do we.
 inline constexpr uint32_t kMinCacheTtlLimitS = 3600;
+// dnsmasq has no cap by default; an hour bounds how long a poisoned or mistaken answer with
+// a huge TTL can stay (DESIGN §7) while costing a popular name one refresh an hour.
+inline constexpr uint32_t kDefaultMaxCacheTtlS = 3600;
+// --cache-bytes bounds: the largest entry (a 64 KiB reply) must fit the smallest budget.
+inline constexpr uint64_t kMinCacheBytes = uint64_t{1} << 20;
+inline constexpr uint64_t kMaxCacheBytes = uint64_t{1} << 40;
 
 enum class ReceiverThreads : uint8_t { kAuto, kOn, kOff };
 
@@ -64,11 +70,14 @@ struct Options {
   // hits itself, or UDP received on the serving loops (epoll). auto (the default) is on,
   // for sockets bound here and inherited ones alike (see README.md).
   ReceiverThreads receiver_threads = ReceiverThreads::kAuto;
-  std::optional<uint32_t> max_cache_ttl_s;  // --max-cache-ttl
-  uint32_t min_cache_ttl_s = 0;             // --min-cache-ttl
-  uint32_t stale_max_s = 86400;             // --stale-max (0: no stale answers)
-  uint64_t lameduck_ms = 5000;              // --lameduck (Go duration or seconds)
-  uint16_t prometheus_port = 0;             // --prometheus-port (0: off)
+  // The cache's bounds (see docs/operators.md, "Limits").
+  uint32_t max_cache_ttl_s = kDefaultMaxCacheTtlS;              // --max-cache-ttl (0: no cap)
+  uint32_t min_cache_ttl_s = 0;                                 // --min-cache-ttl
+  uint64_t cache_bytes = kDefaultCacheBytes;                    // --cache-bytes
+  uint32_t cache_entry_max_bytes = kDefaultCacheEntryMaxBytes;  // --cache-entry-max-bytes
+  uint32_t stale_max_s = 86400;                                 // --stale-max (0: no stale answers)
+  uint64_t lameduck_ms = 5000;   // --lameduck (Go duration or seconds)
+  uint16_t prometheus_port = 0;  // --prometheus-port (0: off)
   IpAddress prometheus_address = *IpAddress::Parse("0.0.0.0");  // --prometheus-address
   // --metrics-textfile: Prometheus text appended to /metrics at every scrape (node
   // exporter's textfile idea); the nanny writes its own figures there.
@@ -87,7 +96,8 @@ struct Options {
                                     std::string* error);
 
 // The cache's settings from the options. --neg-ttl=0 counts as unset (dnsmasq's default),
-// not as "cache negative answers for 0 seconds".
+// not as "cache negative answers for 0 seconds"; so does --max-cache-ttl=0 (dnsmasq's
+// meaning: no cap).
 CacheOptions ToCacheOptions(const Options& options);
 
 }  // namespace kdns::frontend

@@ -80,11 +80,27 @@ TEST_CASE("Options take --opt=value, --opt value and dnsmasq's short forms",
 }
 
 TEST_CASE("Every option is read", "[frontend][options]") {
-  Parsed parsed =
-      Parse({"--neg-ttl=30", "--no-resolv", "--resolv-file", "/tmp/r.conf", "--dns-forward-max=500",
-             "--listen-address=127.0.0.1,::1", "-a", "10.0.0.1", "--port=5353", "--threads=4",
-             "--max-cache-ttl=600", "--min-cache-ttl=5", "--stale-max=0", "--lameduck=2s",
-             "--prometheus-port=9153", "-S", "8.8.8.8", "-N", "-R"});
+  Parsed parsed = Parse({"--neg-ttl=30",
+                         "--no-resolv",
+                         "--resolv-file",
+                         "/tmp/r.conf",
+                         "--dns-forward-max=500",
+                         "--listen-address=127.0.0.1,::1",
+                         "-a",
+                         "10.0.0.1",
+                         "--port=5353",
+                         "--threads=4",
+                         "--max-cache-ttl=600",
+                         "--min-cache-ttl=5",
+                         "--cache-bytes=2097152",
+                         "--cache-entry-max-bytes=4096",
+                         "--stale-max=0",
+                         "--lameduck=2s",
+                         "--prometheus-port=9153",
+                         "-S",
+                         "8.8.8.8",
+                         "-N",
+                         "-R"});
   REQUIRE(parsed.ok);
   const Options& options = parsed.options;
   CHECK(options.neg_ttl_s == 30u);
@@ -98,6 +114,8 @@ TEST_CASE("Every option is read", "[frontend][options]") {
   CHECK(options.threads == 4);
   CHECK(options.max_cache_ttl_s == 600u);
   CHECK(options.min_cache_ttl_s == 5);
+  CHECK(options.cache_bytes == 2097152);
+  CHECK(options.cache_entry_max_bytes == 4096);
   CHECK(options.stale_max_s == 0);
   CHECK(options.lameduck_ms == 2000);
   CHECK(options.prometheus_port == 9153);
@@ -143,6 +161,9 @@ TEST_CASE("Malformed options fail with one line naming the option", "[frontend][
       {{"--min-cache-ttl=x"}, "--min-cache-ttl: \"x\" is not a number in 0..4294967295"},
       {{"--max-cache-ttl=10", "--min-cache-ttl=20"},
        "--min-cache-ttl (20) is above --max-cache-ttl (10)"},
+      {{"--cache-bytes=1000"}, "--cache-bytes: \"1000\" is not a number in 1048576..1099511627776"},
+      {{"--cache-entry-max-bytes=65536"},
+       "--cache-entry-max-bytes: \"65536\" is not a number in 512..65535"},
       {{"--stale-max=1d"}, "--stale-max: \"1d\" is not a number in 0..4294967295"},
       {{"--lameduck=soon"}, "--lameduck: \"soon\" is not a duration (e.g. 5s, 500ms, or seconds)"},
       {{"--prometheus-port=99999"}, "--prometheus-port: \"99999\" is not a number in 0..65535"},
@@ -216,6 +237,21 @@ TEST_CASE("Cache options follow the flags", "[frontend][options]") {
   CHECK_FALSE(cache.policy.neg_ttl_s);  // 0 is unset
   CHECK(cache.policy.max_ttl_s == 9u);
   CHECK(ToCacheOptions(Parse({"--neg-ttl=60"}).options).policy.neg_ttl_s == 60u);
+}
+
+TEST_CASE("The cache is bounded by default: TTLs, bytes and entry size", "[frontend][options]") {
+  const CacheOptions cache = ToCacheOptions(Parse({}).options);
+  CHECK(cache.policy.max_ttl_s == kDefaultMaxCacheTtlS);
+  CHECK(cache.max_bytes == kDefaultCacheBytes);
+  CHECK(cache.max_entry_bytes == kDefaultCacheEntryMaxBytes);
+  // --max-cache-ttl=0 is dnsmasq's "no cap", and so allows any --min-cache-ttl.
+  Parsed parsed = Parse({"--max-cache-ttl=0", "--min-cache-ttl=60"});
+  REQUIRE(parsed.ok);
+  CHECK_FALSE(ToCacheOptions(parsed.options).policy.max_ttl_s);
+  parsed = Parse({"--cache-bytes=1048576", "--cache-entry-max-bytes=512"});
+  REQUIRE(parsed.ok);
+  CHECK(ToCacheOptions(parsed.options).max_bytes == 1048576);
+  CHECK(ToCacheOptions(parsed.options).max_entry_bytes == 512);
 }
 
 }  // namespace
