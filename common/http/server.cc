@@ -41,11 +41,15 @@ class Server::Connection {
   const std::string& source() const { return source_; }
   // Between requests: nothing of a request read, no response in flight.
   bool idle() const { return counted_ && phase_ == Phase::kIdle; }
-  uint64_t idle_sequence() const { return idle_sequence_; }
+  // A request head is arriving and is not complete yet.
+  bool reading() const { return counted_ && phase_ == Phase::kReading; }
+  // Orders connections by when they entered their phase (idle, or reading).
+  uint64_t phase_sequence() const { return phase_sequence_; }
 
-  // Closes an idle connection to make room for a newcomer; it stops counting at once.
+  // Closes an idle or reading connection to make room for a newcomer; it stops counting at
+  // once. No response: a reading one has not sent a whole request in all this time.
   void CloseForNewcomer() {
-    DCHECK(idle());
+    DCHECK(idle() || reading());
     phase_ = Phase::kClosing;
     timer_.Stop();
     StopCounting();
@@ -83,6 +87,7 @@ class Server::Connection {
       if (buffer_.empty()) return;  // kIdle, with the idle timer running
       if (phase_ == Phase::kIdle) {
         phase_ = Phase::kReading;
+        phase_sequence_ = server_.next_phase_sequence_++;
         SetTimer(server_.options_.request_timeout_ms);
       }
       RequestParser::Result result = server_.parser_.Parse(buffer_);
@@ -114,7 +119,7 @@ class Server::Connection {
 
   void BecomeIdle() {
     phase_ = Phase::kIdle;
-    idle_sequence_ = server_.next_idle_sequence_++;
+    phase_sequence_ = server_.next_phase_sequence_++;
     SetTimer(server_.options_.idle_timeout_ms);
   }
 
@@ -174,7 +179,7 @@ class Server::Connection {
   loop::Timer timer_;
   std::string buffer_;
   Phase phase_ = Phase::kIdle;
-  uint64_t idle_sequence_ = 0;
+  uint64_t phase_sequence_ = 0;
   bool counted_ = true;  // counts against the caps until it closes
 };
 
@@ -220,14 +225,14 @@ void Server::Accept(std::unique_ptr<TcpConnection> tcp) {
   if (from_source != open_by_source_.end() &&
       from_source->second >= options_.max_connections_per_source) {
     server::RecordLimitHit(server::Limit::kHttpConnectionsPerSource, source);
-    if (!CloseOldestIdle(&source)) {
+    if (!CloseOldestIdle(source)) {
       ++stats_.refused;
       return;  // destroying `tcp` closes it
     }
   }
   if (open_ >= options_.max_connections) {
     server::RecordLimitHit(server::Limit::kHttpConnections, source);
-    if (!CloseOldestIdle(nullptr)) {
+    if (!CloseForNewcomerAtServerCap(source)) {
       ++stats_.refused;
       return;
     }
@@ -242,13 +247,12 @@ void Server::Accept(std::unique_ptr<TcpConnection> tcp) {
   raw->Start();
 }
 
-bool Server::CloseOldestIdle(const std::string* source) {
-  // A scan: it runs only at a cap, over at most max_connections connections.
+bool Server::CloseOldestIdle(const std::string& source) {
+  // Scans like this run only at a cap, over at most max_connections connections.
   Connection* oldest = nullptr;
   for (const auto& [id, connection] : connections_) {
-    if (!connection->idle()) continue;
-    if (source != nullptr && connection->source() != *source) continue;
-    if (oldest == nullptr || connection->idle_sequence() < oldest->idle_sequence()) {
+    if (connection->idle() && connection->source() == source &&
+        (oldest == nullptr || connection->phase_sequence() < oldest->phase_sequence())) {
       oldest = connection.get();
     }
   }
@@ -256,6 +260,42 @@ bool Server::CloseOldestIdle(const std::string* source) {
   ++stats_.idle_closed_at_cap;
   oldest->CloseForNewcomer();
   return true;
+}
+
+bool Server::CloseForNewcomerAtServerCap(const std::string& newcomer) {
+  auto holds = [this](const std::string& source) {
+    auto it = open_by_source_.find(source);
+    return it == open_by_source_.end() ? size_t{0} : it->second;
+  };
+  const size_t newcomer_holds = holds(newcomer);
+  Connection* idle = nullptr;  // the oldest idle one the newcomer may close
+  Connection* slow = nullptr;  // the oldest slow request it may close
+  for (const auto& [id, connection] : connections_) {
+    if (!connection->idle() && !connection->reading()) continue;
+    const bool own = connection->source() == newcomer;
+    // Fair share: a source at or near the newcomer's holding keeps its slots.
+    const bool heavier = !own && holds(connection->source()) > newcomer_holds + 1;
+    if (connection->idle() && (own || heavier)) {
+      if (idle == nullptr || connection->phase_sequence() < idle->phase_sequence()) {
+        idle = connection.get();
+      }
+    } else if (connection->reading() && heavier) {
+      if (slow == nullptr || connection->phase_sequence() < slow->phase_sequence()) {
+        slow = connection.get();
+      }
+    }
+  }
+  if (idle != nullptr) {
+    ++stats_.idle_closed_at_cap;
+    idle->CloseForNewcomer();
+    return true;
+  }
+  if (slow != nullptr) {
+    ++stats_.slow_closed_at_cap;
+    slow->CloseForNewcomer();
+    return true;
+  }
+  return false;
 }
 
 size_t Server::idle_connections() const {

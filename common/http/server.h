@@ -8,13 +8,17 @@
 //
 // Bounds (DESIGN §7: whoever holds connections, the kubelet's probes are answered):
 //   - at most Options::max_connections connections, and at most max_connections_per_source
-//     from one source address. A newcomer over either cap closes the oldest idle connection
-//     (idle longest: between requests, nothing of a request read) of that source for the
-//     per-source cap, of any source for the other; only if none is idle is the newcomer
-//     closed at accept. A connection reading a request or writing a response is never closed
-//     for a newcomer, so a request under way always completes. Idle connections are what
-//     a flood of keep-alive clients holds; slow ones (below) last request_timeout_ms each,
-//     and the per-source cap keeps one source from holding more than its share of either;
+//     from one source address. A newcomer over its source's cap closes that source's
+//     oldest idle connection (idle longest: between requests, nothing of a request read).
+//     A newcomer over the server's cap closes the oldest idle connection of its own source
+//     or of a source holding at least two connections more than its own; failing that, the
+//     oldest slow request (a head still arriving) of such a heavier source. So many
+//     sources, each holding idle or slow connections up to its cap, cannot shut out one
+//     that holds one or none (the kubelet's probe), and sources at their share do not
+//     take slots from each other. Otherwise the newcomer is closed at accept. A response
+//     being written is never closed for a newcomer, nor a request being read for one of
+//     its own source. Idle connections are what a flood of keep-alive clients holds; slow
+//     ones (below) last request_timeout_ms each;
 //   - a connection with no request under way is closed after idle_timeout_ms (a short
 //     keep-alive: probes do not keep connections, scrapers reconnect cheaply);
 //   - a request head of at most max_request_bytes (431/414 beyond, 413 for bodies); it
@@ -73,6 +77,7 @@ class Server {
     uint64_t bad_requests = 0;  // answered 4xx/5xx by the parser
     uint64_t timeouts = 0;
     uint64_t idle_closed_at_cap = 0;  // the oldest idle connection closed for a newcomer
+    uint64_t slow_closed_at_cap = 0;  // a slow request of the heaviest source closed for one
     uint64_t refused = 0;             // newcomers closed at accept: a cap with none idle
   };
 
@@ -100,8 +105,12 @@ class Server {
   friend class Connection;
 
   void Accept(std::unique_ptr<loop::TcpConnection> tcp);
-  // Closes the connection idle longest, of `source` if given; false if none is idle.
-  bool CloseOldestIdle(const std::string* source);
+  // At `source`'s cap: closes its connection idle longest; false if none is idle.
+  bool CloseOldestIdle(const std::string& source);
+  // At the server's cap: closes the connection idle longest of the newcomer's source or of
+  // a source holding at least two connections more; else the oldest slow request of such
+  // a source; false if there is none.
+  bool CloseForNewcomerAtServerCap(const std::string& newcomer);
   // A connection stops counting against the caps (it is closing).
   void Uncount(const std::string& source);
   Response Dispatch(const Request& request);
@@ -118,7 +127,7 @@ class Server {
   size_t open_ = 0;
   std::unordered_map<std::string, size_t> open_by_source_;
   uint64_t next_id_ = 0;
-  uint64_t next_idle_sequence_ = 0;  // orders connections by when they last became idle
+  uint64_t next_phase_sequence_ = 0;  // orders connections by when they entered their phase
   Stats stats_;
 };
 

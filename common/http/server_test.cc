@@ -257,7 +257,7 @@ TEST_CASE("The per-source cap closes that source's oldest idle connection, not a
   CHECK(server::LimitHits(server::Limit::kHttpConnections) == global);
 }
 
-TEST_CASE("A connection with a request under way is never closed for a newcomer",
+TEST_CASE("A request under way is never closed for a newcomer from the same source",
           "[http][server]") {
   Server::Options options = TestOptions();
   options.max_connections = 3;
@@ -292,6 +292,77 @@ TEST_CASE("A connection with a request under way is never closed for a newcomer"
     return CountResponses(a.received()) == 1 && CountResponses(b.received()) == 1;
   }));
   CHECK(f.server->stats().idle_closed_at_cap == 0);
+}
+
+TEST_CASE(
+    "At the cap with none idle, a light source closes the heaviest one's oldest slow "
+    "request",
+    "[http][server]") {
+  const loop::SocketAddress third_source = *loop::SocketAddress::Parse("127.0.0.3:0");
+  Server::Options options = TestOptions();
+  options.max_connections = 4;
+  options.max_connections_per_source = 3;
+  options.request_timeout_ms = 60'000;  // the slow requests stay for the whole test
+  Fixture f(options);
+  std::vector<std::unique_ptr<RawTcpClient>> heavy;  // 127.0.0.2: three slow requests
+  for (int i = 0; i < 3; ++i) {
+    heavy.push_back(std::make_unique<RawTcpClient>(f.address(), &kOtherSource));
+    heavy.back()->Send("GET /metrics HTTP/1.1\r\n");
+    REQUIRE(RunUntil(f.loop, [&] {
+      return f.server->open_connections() == static_cast<size_t>(i + 1) &&
+             f.server->idle_connections() == 0;
+    }));
+  }
+  RawTcpClient light(f.address(), &third_source);  // 127.0.0.3: one slow request
+  light.Send("GET /metr");
+  REQUIRE(RunUntil(f.loop, [&] {
+    return f.server->open_connections() == 4 && f.server->idle_connections() == 0;
+  }));
+  // The probe's source holds nothing: the heaviest source's oldest slow request makes room.
+  RawTcpClient probe(f.address());
+  REQUIRE(RunUntil(f.loop, [&] { return heavy[0]->closed(); }));
+  RequireServed(f, probe);
+  CHECK(f.server->stats().slow_closed_at_cap == 1);
+  CHECK_FALSE(heavy[1]->closed());
+  CHECK_FALSE(light.closed());
+  // The probe starts another request: nothing is idle again. 127.0.0.3 holds one and the
+  // heaviest now two: sources at their share keep their slots.
+  probe.Send("GET /met");
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->idle_connections() == 0; }));
+  RawTcpClient second(f.address(), &third_source);
+  REQUIRE(RunUntil(f.loop, [&] { return second.closed(); }));
+  CHECK(f.server->stats().refused == 1);
+  CHECK(f.server->stats().slow_closed_at_cap == 1);
+  CHECK_FALSE(light.closed());
+  CHECK_FALSE(heavy[2]->closed());
+}
+
+TEST_CASE("At the cap an idle connection of a light source is not closed for a newcomer",
+          "[http][server]") {
+  const loop::SocketAddress third_source = *loop::SocketAddress::Parse("127.0.0.3:0");
+  Server::Options options = TestOptions();
+  options.max_connections = 4;
+  options.max_connections_per_source = 3;
+  options.request_timeout_ms = 60'000;
+  Fixture f(options);
+  std::vector<std::unique_ptr<RawTcpClient>> heavy;  // 127.0.0.2: three slow requests
+  for (int i = 0; i < 3; ++i) {
+    heavy.push_back(std::make_unique<RawTcpClient>(f.address(), &kOtherSource));
+    heavy.back()->Send("GET /metrics HTTP/1.1\r\n");
+    REQUIRE(RunUntil(f.loop, [&] {
+      return f.server->open_connections() == static_cast<size_t>(i + 1) &&
+             f.server->idle_connections() == 0;
+    }));
+  }
+  // A probe's connection, accepted and not read from yet: idle, and the only one that is.
+  RawTcpClient probe(f.address());
+  REQUIRE(RunUntil(f.loop, [&] { return f.server->idle_connections() == 1; }));
+  RawTcpClient newcomer(f.address(), &third_source);
+  REQUIRE(RunUntil(f.loop, [&] { return heavy[0]->closed(); }));
+  CHECK(f.server->stats().slow_closed_at_cap == 1);
+  CHECK(f.server->stats().idle_closed_at_cap == 0);
+  RequireServed(f, probe);
+  RequireServed(f, newcomer);
 }
 
 TEST_CASE("One source's idle and slow connections leave room for another source",

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""abuse: HTTP probe lockout. One pod holds hundreds of HTTP connections to the ports the
+"""abuse: HTTP probe lockout. Pods hold hundreds of HTTP connections to the ports the
 kubelet probes (kubedns's /readiness port, its metrics port and the sidecar's 10054); the
 kubelet's probes must still be answered.
 
@@ -7,8 +7,10 @@ Starts the real kubedns (the demo objects file) and a sidecar probing it, on fre
 127.0.0.1 ports. An attacker on 127.0.0.2 keeps ATTACK_CONNECTIONS connections open to each
 of the three ports: reopened as soon as the server closes one, either idle (a keep-alive
 client that sends nothing) or slow (a request head trickled a byte at a time, never
-finished). Meanwhile the victim on 127.0.0.1, as the kubelet would, asks /readiness,
-/metrics and /healthcheck/kubedns on fresh connections with the kubelet's 5 s timeout.
+finished); then the same slow connections from MANY_SOURCES addresses (127.0.0.2 and up:
+many pods, each holding up to its per-source cap, together over the server's cap).
+Meanwhile the victim on 127.0.0.1, as the kubelet would, asks /readiness, /metrics and
+/healthcheck/kubedns on fresh connections with the kubelet's 5 s timeout.
 Asserted: every victim request gets 200 while the attack runs (for longer than the
 servers' request timeout, so that slow connections are timed out and reopened), and
 kubedns's RSS stays under RSS_BOUND_MIB. The counts are printed as the figures of the
@@ -30,6 +32,7 @@ import harness  # noqa: E402
 import servers  # noqa: E402
 
 ATTACKER = "127.0.0.2"
+MANY_SOURCES = 20  # x 8 per source: over the servers' cap of 128
 ATTACK_CONNECTIONS = 200  # per port: well over the servers' caps (8 per source, 128)
 ATTACK_SECONDS = 7  # longer than the 5 s request timeout: slow connections are reopened
 VICTIM_TIMEOUT_S = 5  # the manifests' timeoutSeconds
@@ -42,8 +45,8 @@ class Attacker:
     a closed one is reopened at the next round; `slow` ones trickle one header byte per
     round and never end their request."""
 
-    def __init__(self, ports, count, slow):
-        self.ports, self.count, self.slow = ports, count, slow
+    def __init__(self, ports, count, slow, sources=(ATTACKER,)):
+        self.ports, self.count, self.slow, self.sources = ports, count, slow, sources
         self.opened = 0  # connections the kernel completed (accepted, or queued to be)
         self.reopened = 0  # of those, to replace one the server closed
         self._stop = threading.Event()
@@ -62,7 +65,7 @@ class Attacker:
 
     def _open(self, port):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.bind((ATTACKER, 0))
+        s.bind((self.sources[self.opened % len(self.sources)], 0))
         s.settimeout(1)
         try:
             s.connect(("127.0.0.1", port))
@@ -142,10 +145,10 @@ class Env:
         harness.stop_all(self.owned)
 
 
-def attack(env, slow):
+def attack(env, slow, sources=(ATTACKER,)):
     """Runs the attack for ATTACK_SECONDS while the victim probes; returns the problems."""
     problems = []
-    attacker = Attacker([port for port, _ in env.probes], ATTACK_CONNECTIONS, slow)
+    attacker = Attacker([port for port, _ in env.probes], ATTACK_CONNECTIONS, slow, sources)
     attacker.start()
     answered = asked = 0
     failures = []
@@ -167,9 +170,10 @@ def attack(env, slow):
     finally:
         attacker.stop()
     kind = "slow" if slow else "idle"
+    origin = sources[0] if len(sources) == 1 else "%d addresses" % len(sources)
     print("  measured: %d of %d probes answered 200 while %s connections from %s held "
           "(%d opened, %d reopened after the server closed them); kubedns peak RSS %.1f MiB"
-          % (answered, asked, kind, ATTACKER, attacker.opened, attacker.reopened, peak_rss))
+          % (answered, asked, kind, origin, attacker.opened, attacker.reopened, peak_rss))
     sys.stdout.flush()
     if answered != asked:
         problems.append("%d of %d probes failed, e.g. %s" % (asked - answered, asked,
@@ -192,6 +196,11 @@ def test_probes_answered_while_slowloris_connections_are_held(env):
     return attack(env, slow=True)
 
 
+def test_probes_answered_while_many_sources_hold_slowloris_connections(env):
+    return attack(env, slow=True,
+                  sources=["127.0.0.%d" % (2 + i) for i in range(MANY_SOURCES)])
+
+
 def main():
     for tool in ("kubedns", "sidecar"):
         if not os.access(os.path.join(harness.BIN, tool), os.X_OK):
@@ -210,7 +219,8 @@ def main():
         env = Env(workdir)
         passed, failed = harness.run_tests(
             [test_probes_answered_while_idle_keepalive_connections_are_held,
-             test_probes_answered_while_slowloris_connections_are_held], env)
+             test_probes_answered_while_slowloris_connections_are_held,
+             test_probes_answered_while_many_sources_hold_slowloris_connections], env)
     except Exception as e:  # a server that did not start
         print("FAIL set-up: %s" % e)
         failed += 1
