@@ -267,36 +267,36 @@ void Cache::RemoveLocked(Shard& shard, uint32_t slot) {
   entry.answer = StoredAnswer();  // the memory goes back now, not at the slot's next use
 }
 
-int64_t Cache::SweepLocked(Shard& shard, uint64_t now_ms, Need need) {
+Cache::Swept Cache::SweepLocked(Shard& shard, uint64_t now_ms) {
   for (size_t step = 0; !shard.ring.empty(); ++step) {
     if (shard.hand >= shard.ring.size()) shard.hand = 0;
     const uint32_t slot = shard.ring[shard.hand];
     Entry& entry = slots_[slot];
-    if (now_ms < entry.expires_ms) {
-      if (entry.referenced && step < shard.ring.size()) {
-        entry.referenced = false;
-        ++shard.hand;
-        continue;
-      }
-      Bump(shard.evictions);
-      if (need == Need::kBytes) server::RecordLimitHit(server::Limit::kCacheBytes);
+    const bool live = now_ms < entry.expires_ms;
+    if (live && entry.referenced && step < shard.ring.size()) {
+      entry.referenced = false;
+      ++shard.hand;
+      continue;
     }
+    if (live) Bump(shard.evictions);
     RemoveLocked(shard, slot);
-    return slot;
+    return {slot, live};
   }
-  return -1;
+  return {};
 }
 
 bool Cache::EvictOne(size_t first, uint64_t now_ms, Need need) {
   for (size_t i = 0; i < shard_count_; ++i) {
     Shard& shard = shards_[(first + i) & (shard_count_ - 1)];
-    int64_t slot;
+    Swept swept;
     {
       std::lock_guard lock(shard.mutex);
-      slot = SweepLocked(shard, now_ms, need);
+      swept = SweepLocked(shard, now_ms);
     }
-    if (slot >= 0) {
-      FreeSlot(static_cast<uint32_t>(slot));
+    if (swept.slot >= 0) {
+      FreeSlot(static_cast<uint32_t>(swept.slot));
+      // Counted (and perhaps logged) without the shard's lock, which hits wait for.
+      if (need == Need::kBytes && swept.live) server::RecordLimitHit(server::Limit::kCacheBytes);
       return true;
     }
   }
@@ -412,7 +412,7 @@ InsertOutcome Cache::Insert(const CacheKey& key, std::span<const uint8_t> respon
   while (slot < 0) {
     if (std::optional<uint32_t> free = TakeFreeSlot()) {
       slot = *free;
-    } else if ((slot = SweepLocked(shard, now_ms, Need::kSlot)) < 0) {
+    } else if ((slot = SweepLocked(shard, now_ms).slot) < 0) {
       // The pool is spent and this shard holds nothing: make room in another, without
       // holding two shard locks, then look again (another thread may have inserted the key).
       lock.unlock();

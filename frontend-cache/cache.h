@@ -188,8 +188,13 @@ class Cache {
   // caller's to reuse or to give back with FreeSlot.
   void RemoveLocked(Shard& shard, uint32_t slot);
   // CLOCK in `shard` (locked): removes the first expired entry under the hand, or the first
-  // whose second chance is used up. The removed slot, or -1 when the shard is empty.
-  int64_t SweepLocked(Shard& shard, uint64_t now_ms, Need need);
+  // whose second chance is used up (an eviction, counted). The removed slot (-1 when the
+  // shard is empty) and whether it was removed before its expiry.
+  struct Swept {
+    int64_t slot = -1;
+    bool live = false;
+  };
+  Swept SweepLocked(Shard& shard, uint64_t now_ms);
   // Sweeps one entry out of the first non-empty shard from `first` on, one lock at a time,
   // and gives its slot back to the pool. False when every shard is empty.
   bool EvictOne(size_t first, uint64_t now_ms, Need need);

@@ -492,12 +492,10 @@ TEST_CASE("An evicted or replaced entry gives its memory back", "[frontend][cach
   for (int i = 0; i < kEntries; ++i) REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
   const size_t small_bytes = f.cache.Stats().bytes;
   const size_t heap_small = heap_bytes();
-  // Each name's answer replaced by one of 100 AAAA records (about 3 KiB), then by the small one.
+  // Each name's answer replaced by one of 100 A records (about 1.6 KiB), then by the small one.
   for (int i = 0; i < kEntries; ++i) {
     const std::string name = "h" + std::to_string(i) + ".example.com.";
-    Reply big = Big(name, 100);
-    big.type = RrType::kA;
-    big.answers.clear();
+    Reply big = Answer(name, {});
     for (int j = 0; j < 100; ++j) {
       big.answers.push_back(name + " 300 IN A 192.0.2." + std::to_string(j + 1));
     }
@@ -505,11 +503,14 @@ TEST_CASE("An evicted or replaced entry gives its memory back", "[frontend][cach
   }
   const size_t big_bytes = f.cache.Stats().bytes;
   CHECK(big_bytes > small_bytes + kEntries * 1000);
-  CHECK(heap_bytes() > heap_small + kEntries * 1000);  // the count follows real memory
+  const size_t heap_big = heap_bytes();
+  // mallinfo2 sees glibc's allocator only; a sanitizer's shows no change at all.
+  const bool heap_measured = heap_big != heap_small;
+  if (heap_measured) CHECK(heap_big > heap_small + kEntries * 1000);  // the count is real
   for (int i = 0; i < kEntries; ++i) REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
   CHECK(f.cache.Stats().bytes == small_bytes);
   // What the big answers took is back with the allocator (a little slack for its own state).
-  CHECK(heap_bytes() < heap_small + kEntries * 100);
+  if (heap_measured) CHECK(heap_bytes() < heap_small + kEntries * 100);
 
   SECTION("and so does an eviction") {
     for (int i = kEntries; i < 2 * kEntries; ++i) {
@@ -693,6 +694,73 @@ TEST_CASE("Four threads share the cache's hits", "[frontend][cache]") {
   for (auto& thread : threads) thread.join();
   CHECK(wrong == 0);
   CHECK(f.cache.Stats().hits == uint64_t{kThreads} * kRounds * kNames);
+}
+
+TEST_CASE("Threads inserting into a full cache keep the entry and byte counts exact",
+          "[frontend][cache]") {
+  CacheOptions options;
+  options.capacity = 64;
+  options.shard_count = 8;
+  options.max_bytes = 64 * 100;  // about 50 host answers: both bounds are hit
+  Fixture f(options);
+  constexpr int kThreads = 4;
+  constexpr int kNamesPerThread = 1000;
+  // Built before the threads start: Catch's assertions (in MakeQuery) are not thread-safe.
+  struct Step {
+    testing::TestQuery shared;  // a name every thread asks and inserts (i % 97)
+    std::vector<uint8_t> shared_reply;
+    testing::TestQuery own;  // a name only this thread inserts
+    std::vector<uint8_t> own_reply;
+  };
+  std::vector<std::vector<Step>> steps(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = t * kNamesPerThread; i < (t + 1) * kNamesPerThread; ++i) {
+      steps[t].push_back({MakeQuery("h" + std::to_string(i % 97) + ".example.com.", RrType::kA),
+                          MakeReply(Host(i % 97)),
+                          MakeQuery("h" + std::to_string(1000 + i) + ".example.com.", RrType::kA),
+                          MakeReply(Host(1000 + i))});
+    }
+  }
+  std::atomic<uint64_t> inserted{0};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<uint8_t> out(kUdp);
+      for (const Step& step : steps[t]) {
+        const CacheKey key = CacheKey::FromQuery(step.shared.query);
+        const LookupResult hit = f.cache.Lookup(key, step.shared.query, out, kUdp);
+        if (hit.status == LookupStatus::kHit && (out[0] != 0x12 || out[1] != 0x34)) ++wrong;
+        if (hit.status == LookupStatus::kMiss &&
+            f.cache.Insert(key, step.shared_reply).result == InsertResult::kInserted) {
+          ++inserted;
+        }
+        if (f.cache.Insert(CacheKey::FromQuery(step.own.query), step.own_reply).result ==
+            InsertResult::kInserted) {
+          ++inserted;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(wrong == 0);
+  const CacheStats stats = f.cache.Stats();
+  CHECK(stats.size <= options.capacity);
+  CHECK(stats.bytes <= options.max_bytes);
+  CHECK(stats.insertions == inserted);
+  size_t per_shard = 0;
+  for (size_t shard = 0; shard < f.cache.shard_count(); ++shard) {
+    per_shard += f.cache.ShardSize(shard);
+  }
+  CHECK(per_shard == stats.size);
+  CHECK(f.cache.Flush() == stats.size);
+  CHECK(f.cache.Stats().bytes == 0);
+  // Every slot is back in the pool: a full working set fits again without an eviction.
+  const uint64_t evictions = f.cache.Stats().evictions;
+  for (int i = 0; i < 50; ++i) REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
+  CHECK(f.cache.Stats().evictions == evictions);
+  CHECK(f.cache.Stats().size == 50);
 }
 
 TEST_CASE("A cache hit allocates nothing", "[frontend][cache]") {
