@@ -105,9 +105,9 @@ class ForwardBudgets {
     size_t max_per_route = 0;
     size_t max_per_upstream = 0;
   };
-  // Each in-flight query holds a UDP socket and a few KiB: 4096 of them fit the manifests'
-  // memory limits (docs/operators.md, "Limits"), and a quarter, 1024, covers a cold
-  // cache's burst of distinct misses to a healthy route.
+  // Each in-flight query holds a UDP socket and about 6 KiB (ours and the kernel's), so
+  // 4096 cost at most about 24 MiB (docs/operators.md, "Limits"); a quarter, 1024, covers
+  // a cold cache's burst of distinct misses to a healthy route.
   static constexpr size_t kDefaultMaxInFlight = 4096;
 
   ForwardBudgets();  // the defaults
