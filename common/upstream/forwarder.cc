@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "common/server/limits.h"
@@ -170,7 +171,7 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
   }
   if (!any_room) {
     refuse(server::Limit::kUpstreamInFlight, FailReason::kUpstreamBudget,
-           "route " + upstreams.ToString());
+           "every upstream of route " + upstreams.ToString());
     return;
   }
   BudgetHold route_hold = RouteBudget(upstreams).TryAcquire();

@@ -51,6 +51,27 @@ Result ResolveAndWait(loop::Loop& loop, Forwarder& forwarder, const Request& req
   return *result;
 }
 
+// Budgets small enough to fill with a few queries: the process ceiling, per route, per
+// upstream.
+std::shared_ptr<ForwardBudgets> Budgets(size_t process, size_t route, size_t upstream) {
+  return std::make_shared<ForwardBudgets>(ForwardBudgets::Limits{process, route, upstream});
+}
+
+// Sends `count` distinct queries (`prefix`0.example., ...) and keeps their results.
+void ResolveMany(Forwarder& forwarder, const std::string& prefix, int count, const UpstreamSet& set,
+                 std::vector<Result>* results) {
+  for (int i = 0; i < count; ++i) {
+    forwarder.Resolve(Req(prefix + std::to_string(i) + ".example."), set,
+                      [results](const Result& r) { results->push_back(r); });
+  }
+}
+
+size_t Count(const std::vector<Result>& results, Outcome outcome, FailReason reason) {
+  size_t n = 0;
+  for (const Result& r : results) n += r.outcome == outcome && r.reason == reason ? 1 : 0;
+  return n;
+}
+
 std::string AnswerAddress(const Result& result) {
   REQUIRE(result.outcome == Outcome::kAnswer);
   REQUIRE(result.message.answers.size() == 1);
@@ -365,7 +386,7 @@ TEST_CASE("Beyond the process ceiling queries are refused at once, never inside 
     FakeUpstream a(loop, 1);
     a.set_delay_ms(50);
     Forwarder::Options options = TestOptions();
-    options.budgets = std::make_shared<ForwardBudgets>(ForwardBudgets::Limits{2, 2, 2});
+    options.budgets = Budgets(/*process=*/2, /*route=*/2, /*upstream=*/2);
     Forwarder forwarder(loop, options);
     std::vector<Outcome> outcomes;
     bool inside_resolve = false;
@@ -397,17 +418,21 @@ TEST_CASE("Forwarders sharing budgets share them, as threads of one process do",
     FakeUpstream a(loop, 1);
     a.set_behaviour(Behaviour::kSilent);
     Forwarder::Options options = TestOptions();
-    options.budgets = std::make_shared<ForwardBudgets>(ForwardBudgets::Limits{2, 2, 2});
+    // The ceiling binds before the route's and the upstream's budgets.
+    options.budgets = Budgets(/*process=*/2, /*route=*/10, /*upstream=*/10);
     options.total_timeout_ms = 300;
     Forwarder first(loop, options);
     Forwarder second(loop, options);
     std::vector<Result> results;
     auto keep = [&](const Result& r) { results.push_back(r); };
+    const uint64_t hits_before = server::LimitHits(server::Limit::kForwardInFlight);
     first.Resolve(Req("a.example."), {a.address()}, keep);
     second.Resolve(Req("b.example."), {a.address()}, keep);
     second.Resolve(Req("c.example."), {a.address()}, keep);  // the third overall: refused
     REQUIRE(RunUntil(loop, [&] { return results.size() == 3; }));
     CHECK(results[0].outcome == Outcome::kOverloaded);
+    CHECK(results[0].reason == FailReason::kForwardMax);
+    CHECK(server::LimitHits(server::Limit::kForwardInFlight) - hits_before == 1);
     CHECK(second.counters().overloaded == 1);
     // Every finished query gave its slots back.
     CHECK(options.budgets->process().in_flight() == 0);
@@ -415,27 +440,6 @@ TEST_CASE("Forwarders sharing budgets share them, as threads of one process do",
     CHECK(options.budgets->Upstream(a.address()).in_flight() == 0);
   }
   RequireClosesClean(loop);
-}
-
-// Budgets small enough to fill with a few queries: the process ceiling, per route, per
-// upstream.
-std::shared_ptr<ForwardBudgets> Budgets(size_t process, size_t route, size_t upstream) {
-  return std::make_shared<ForwardBudgets>(ForwardBudgets::Limits{process, route, upstream});
-}
-
-// Sends `count` distinct queries (`prefix`0.example., ...) and keeps their results.
-void ResolveMany(Forwarder& forwarder, const std::string& prefix, int count, const UpstreamSet& set,
-                 std::vector<Result>* results) {
-  for (int i = 0; i < count; ++i) {
-    forwarder.Resolve(Req(prefix + std::to_string(i) + ".example."), set,
-                      [results](const Result& r) { results->push_back(r); });
-  }
-}
-
-size_t Count(const std::vector<Result>& results, Outcome outcome, FailReason reason) {
-  size_t n = 0;
-  for (const Result& r : results) n += r.outcome == outcome && r.reason == reason ? 1 : 0;
-  return n;
 }
 
 TEST_CASE("A black-holed route fills only its own budget; other routes are answered",
