@@ -221,8 +221,9 @@ class Forwarder {
   void OnTcpClosed(const loop::SocketAddress& peer, const std::string& reason);
   void OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::Message message);
   void OnAttemptFailed(Attempt* attempt, bool timeout, const char* why);
-  // A try without a reply counts against the server; a health probe's marks it down.
-  void OnServerFailure(Job* job, Server* server);
+  // A try without a reply counts against the server; a health probe's timing out marks it
+  // down.
+  void OnServerFailure(Job* job, Server* server, bool timeout);
   void CloseAttempt(Attempt* attempt);
   void FinishAnswer(Job* job, Attempt* attempt, std::span<const uint8_t> bytes,
                     dns::Message message);

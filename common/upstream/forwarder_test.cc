@@ -555,6 +555,33 @@ TEST_CASE("An upstream known down fails its queries at once until a probe brings
   RequireClosesClean(loop);
 }
 
+TEST_CASE("A server that refuses is never down: it fails queries at once by itself",
+          "[upstream][budgets]") {
+  loop::Loop loop;
+  {
+    // A port nothing listens on: the kernel answers each datagram with ICMP unreachable.
+    loop::SocketAddress closed;
+    {
+      FakeUpstream gone(loop, 1);
+      closed = gone.address();
+    }
+    Forwarder::Options options = TestOptions();
+    options.failure_threshold = 1;
+    options.probe_interval_ms = 50;
+    Forwarder forwarder(loop, options);
+    Result first = ResolveAndWait(loop, forwarder, Req("one.example."), {closed});
+    CHECK(first.reason == FailReason::kNetworkError);
+    REQUIRE(forwarder.health(closed)->failed());
+    // Probes go out and are refused too.
+    REQUIRE(RunUntil(loop, [&] { return forwarder.counters().tries >= 4; }));
+    CHECK_FALSE(forwarder.health(closed)->down());
+    Result again = ResolveAndWait(loop, forwarder, Req("two.example."), {closed});
+    CHECK(again.reason == FailReason::kNetworkError);
+    CHECK(again.tries == 1);
+  }
+  RequireClosesClean(loop);
+}
+
 TEST_CASE("A down server is left out while another server of the route answers",
           "[upstream][budgets]") {
   loop::Loop loop;

@@ -165,7 +165,7 @@ void Forwarder::OnTryTimeout(Job* job) {
   // The socket keeps listening (a late answer still counts); the query moves on.
   job->any_timeout = true;
   counters_.timeouts.fetch_add(1, std::memory_order_relaxed);
-  OnServerFailure(job, attempt->server);
+  OnServerFailure(job, attempt->server, /*timeout=*/true);
   if (job->kind == JobKind::kClient) {
     attempt->server->entry.timeouts.Inc();
     attempt->server->entry.failed.Inc();
@@ -179,7 +179,7 @@ void Forwarder::OnAttemptFailed(Attempt* attempt, bool timeout, const char* why)
   Job* job = attempt->job;
   if (attempt->closed || job->finished) return;
   CloseAttempt(attempt);
-  OnServerFailure(job, attempt->server);
+  OnServerFailure(job, attempt->server, timeout);
   if (job->kind == JobKind::kClient) {
     attempt->server->entry.failed.Inc();
     if (timeout) attempt->server->entry.timeouts.Inc();
@@ -204,8 +204,11 @@ void Forwarder::OnAttemptFailed(Attempt* attempt, bool timeout, const char* why)
   StartNextTry(job);
 }
 
-void Forwarder::OnServerFailure(Job* job, Server* server) {
-  if (job->kind != JobKind::kHealthProbe) {
+void Forwarder::OnServerFailure(Job* job, Server* server, bool timeout) {
+  // Only silence makes a server down: one that refuses (ICMP port unreachable, a reset)
+  // fails each query at once by itself, holding no budget, and answers as soon as it is
+  // back (kubedns restarting), without waiting for a probe.
+  if (job->kind != JobKind::kHealthProbe || !timeout) {
     server->health.OnFailure();
     return;
   }

@@ -14,7 +14,7 @@
 // background and any reply marks it healthy again.
 //
 // Down: a failed upstream whose background probe (a query any live server answers at
-// once, ". NS") got no reply either is down: the Forwarder sends it no client query and
+// once, ". NS") timed out too is down: the Forwarder sends it no client query and
 // fails queries whose every server is down at once, instead of letting each hold its
 // budgets for the whole time budget. Failure alone is not enough: a live resolver that is
 // slow on a few names (a broken delegation) times out on them, but it answers the probe.
@@ -43,7 +43,8 @@ class UpstreamHealth {
   void OnFailure();
   // A background probe got an answer: healthy again, with a fresh RTT sample.
   void OnProbeSuccess(uint64_t rtt_ms) { OnReply(rtt_ms); }
-  // A background probe got no reply (timed out, or the network refused it).
+  // A background probe timed out (one the network refused is an OnFailure: such a server
+  // fails queries at once by itself).
   void OnProbeFailure() {
     OnFailure();
     down_ = true;
