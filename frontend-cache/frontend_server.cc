@@ -37,8 +37,11 @@ FrontendServer::FrontendServer(Options options, const Clock& clock)
       cache_(ToCacheOptions(options_.flags), clock),
       cache_policy_(ToCacheOptions(options_.flags).policy),
       upstream_table_(std::make_shared<upstream::UpstreamTable>(options_.local_addresses, clock)) {
-  options_.forwarder.forward_cap =
-      std::make_shared<upstream::ForwardCap>(options_.flags.dns_forward_max);
+  upstream::ForwardBudgets::Limits budgets;
+  budgets.max_in_flight = options_.flags.dns_forward_max;
+  budgets.max_per_route = options_.flags.forward_max_per_route;
+  budgets.max_per_upstream = options_.flags.forward_max_per_upstream;
+  options_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>(budgets);
   handler_shared_ = std::make_unique<DnsHandler::Shared>(
       DnsHandler::Shared{cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_,
                          upstream_table_, options_.forwarder, clock_, handlers_});
@@ -341,7 +344,8 @@ void FrontendServer::RegisterMetrics() {
                                forward(&ForwardTotals::coalesced));
   registry_.AddCallbackCounter(
       "kdns_frontend_forward_rejected_total",
-      "Queries answered SERVFAIL at once because --dns-forward-max queries were in flight.",
+      "Queries not forwarded because a forwarding budget was full (--dns-forward-max, "
+      "--forward-max-per-route, --forward-max-per-upstream): answered stale or SERVFAIL.",
       forward(&ForwardTotals::overloaded));
   registry_.AddCallbackCounter("kdns_frontend_forward_failovers_total",
                                "Tries sent to another upstream after a failure.",

@@ -5,7 +5,7 @@
 //   DNS threads     one server::DnsServer per listening address, `threads` loops each; every
 //                   loop has its own DnsHandler (dns_handler.h) with its own
 //                   upstream::Forwarder (upstream sockets and coalescing per thread; the
-//                   forward cap is shared by the process)
+//                   forwarding budgets are shared by the process)
 //   HTTP thread     /metrics and /healthz on --prometheus-port, when set
 //   caller          Start, Reload (SIGHUP), StatsText (SIGUSR1), Stop
 // Shared between threads: the Cache (sharded, thread-safe), the routing (an immutable

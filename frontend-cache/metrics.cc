@@ -21,9 +21,9 @@ FrontendMetrics::FrontendMetrics(metrics::Registry& registry) {
       "kdns_frontend_servfail_total",
       "SERVFAIL answers made here because no upstream gave a usable answer, by reason.",
       {"reason"});
-  // FailReason order from kTimeout; the last slot is the forward cap.
-  const char* reasons[] = {"timeout",      "upstream_error", "network_error",
-                           "no_upstreams", "shutdown",       "overloaded"};
+  // FailReason order from kTimeout to kShutdown, then any budget, then fail-fast.
+  const char* reasons[] = {"timeout",  "upstream_error", "network_error", "no_upstreams",
+                           "shutdown", "overloaded",     "upstream_down"};
   for (size_t i = 0; i < servfail_.size(); ++i) servfail_[i] = &servfail.WithLabels({reasons[i]});
   servfail_bad_reply_ = &servfail.WithLabels({"bad_reply"});
   auto& local = registry.AddCounterFamily(
@@ -51,9 +51,19 @@ void FrontendMetrics::ServFail(upstream::Outcome outcome, upstream::FailReason r
     case upstream::FailReason::kNoUpstreams:
       servfail_[3]->Inc();
       break;
+    case upstream::FailReason::kUpstreamDown:
+      servfail_[6]->Inc();
+      break;
     case upstream::FailReason::kShutdown:
     case upstream::FailReason::kNone:
       servfail_[4]->Inc();
+      break;
+    // Budgets come with kOverloaded, handled above.
+    case upstream::FailReason::kForwardMax:
+    case upstream::FailReason::kRouteBudget:
+    case upstream::FailReason::kUpstreamBudget:
+    case upstream::FailReason::kWaitersPerQuery:
+      servfail_[5]->Inc();
       break;
   }
 }

@@ -6,8 +6,10 @@
 //                                             sets ("other" beyond them)
 //   kdns_frontend_malformed_total             queries answered FORMERR or dropped unparsed
 //   kdns_frontend_servfail_total{reason}      SERVFAILs we made: timeout, upstream_error,
-//                                             network_error, no_upstreams, overloaded,
-//                                             bad_reply, shutdown
+//                                             network_error, no_upstreams, overloaded (over
+//                                             a forwarding budget), upstream_down (every
+//                                             upstream of the route known down), bad_reply,
+//                                             shutdown
 //   kdns_frontend_local_answers_total{kind}   answered without upstream: chaos, nxdomain
 //                                             (a local-only --server=/domain/), refused
 //                                             (no upstream), loop_probe
@@ -55,7 +57,8 @@ class FrontendMetrics {
   // [type index (kTypes.size() = other)][rcode index (kRcodes.size() = other)]
   std::array<std::array<metrics::Counter*, kRcodes.size() + 1>, kTypes.size() + 1> queries_{};
   metrics::Counter* malformed_ = nullptr;
-  std::array<metrics::Counter*, 6> servfail_{};  // by FailReason - 1, then overloaded
+  // By FailReason - 1 up to kShutdown, then overloaded, then upstream_down.
+  std::array<metrics::Counter*, 7> servfail_{};
   metrics::Counter* servfail_bad_reply_ = nullptr;
   std::array<metrics::Counter*, static_cast<size_t>(Local::kCount)> local_{};
 };

@@ -197,6 +197,11 @@ const std::vector<OptionSpec>& Specs() {
          return true;
        }},
       {"prometheus-port", 0, true, Uint(&Options::prometheus_port, 0, 65535, "prometheus-port")},
+      // Forwarding budgets.
+      {"forward-max-per-route", 0, true,
+       Uint(&Options::forward_max_per_route, 0, 1'000'000, "forward-max-per-route")},
+      {"forward-max-per-upstream", 0, true,
+       Uint(&Options::forward_max_per_upstream, 0, 1'000'000, "forward-max-per-upstream")},
   };
   return specs;
 }
@@ -354,6 +359,15 @@ bool ParseOptions(std::span<const std::string_view> args, Options* options,
     *error = "--min-cache-ttl (" + std::to_string(options->min_cache_ttl_s) +
              ") is above --max-cache-ttl (" + std::to_string(options->max_cache_ttl_s) + ")";
     return false;
+  }
+  for (const auto& [name, value] :
+       {std::pair{"--forward-max-per-route", options->forward_max_per_route},
+        std::pair{"--forward-max-per-upstream", options->forward_max_per_upstream}}) {
+    if (value > options->dns_forward_max) {
+      *error = std::string(name) + " (" + std::to_string(value) + ") is above --dns-forward-max (" +
+               std::to_string(options->dns_forward_max) + ")";
+      return false;
+    }
   }
   return true;
 }

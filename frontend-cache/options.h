@@ -59,7 +59,7 @@ struct Options {
   std::string log_facility;                      // --log-facility, -8 ("-": stderr)
   bool no_resolv = false;                        // --no-resolv, -R
   std::string resolv_file = "/etc/resolv.conf";  // --resolv-file, -r
-  uint32_t dns_forward_max = 150;                // --dns-forward-max, -0 (whole process)
+  uint32_t dns_forward_max = 4096;               // --dns-forward-max, -0 (whole process)
   std::vector<IpAddress> listen_addresses;       // --listen-address, -a (empty: all)
   uint16_t port = upstream::kDnsPort;            // --port, -p (0: any free port)
   bool keep_in_foreground = false;               // -k, --keep-in-foreground (always)
@@ -82,6 +82,10 @@ struct Options {
   // --metrics-textfile: Prometheus text appended to /metrics at every scrape (node
   // exporter's textfile idea); the nanny writes its own figures there.
   std::string metrics_textfile;
+  // Forwarding budgets (common/upstream/forward_budgets.h), under --dns-forward-max; 0: a
+  // quarter of it.
+  uint32_t forward_max_per_route = 0;     // --forward-max-per-route
+  uint32_t forward_max_per_upstream = 0;  // --forward-max-per-upstream
 };
 
 // Parses `args` (without the program name). Unknown arguments go to `rest`, in order, and

@@ -34,7 +34,10 @@ TEST_CASE("Defaults are dnsmasq's", "[frontend][options]") {
   REQUIRE(parsed.ok);
   CHECK(parsed.options.cache_size == 150);
   CHECK(parsed.options.port == 53);
-  CHECK(parsed.options.dns_forward_max == 150);
+  // Not dnsmasq's 150: a cold cache's burst of distinct misses needs more (forward_budgets.h).
+  CHECK(parsed.options.dns_forward_max == 4096);
+  CHECK(parsed.options.forward_max_per_route == 0);
+  CHECK(parsed.options.forward_max_per_upstream == 0);
   CHECK_FALSE(parsed.options.neg_ttl_s);
   CHECK(parsed.options.servers.empty());
   CHECK(parsed.options.resolv_file == "/etc/resolv.conf");
@@ -136,6 +139,15 @@ TEST_CASE("Unknown arguments are left for gflags, in order", "[frontend][options
                                                 "--cache-size=9"});
 }
 
+TEST_CASE("The forwarding budgets are read under --dns-forward-max", "[frontend][options]") {
+  Parsed parsed = Parse(
+      {"--dns-forward-max=500", "--forward-max-per-route=100", "--forward-max-per-upstream", "50"});
+  REQUIRE(parsed.ok);
+  CHECK(parsed.options.dns_forward_max == 500);
+  CHECK(parsed.options.forward_max_per_route == 100);
+  CHECK(parsed.options.forward_max_per_upstream == 50);
+}
+
 TEST_CASE("Malformed options fail with one line naming the option", "[frontend][options]") {
   auto [args, expected] = GENERATE(table<std::vector<std::string_view>, std::string>({
       {{"--cache-size=abc"}, "--cache-size: \"abc\" is not a number in 0..1000000"},
@@ -151,6 +163,10 @@ TEST_CASE("Malformed options fail with one line naming the option", "[frontend][
       {{"--log-facility="}, "--log-facility: empty value (use - for stderr)"},
       {{"--resolv-file="}, "--resolv-file: empty path"},
       {{"--dns-forward-max=0"}, "--dns-forward-max: \"0\" is not a number in 1..1000000"},
+      {{"--forward-max-per-route=x"},
+       "--forward-max-per-route: \"x\" is not a number in 0..1000000"},
+      {{"--dns-forward-max=100", "--forward-max-per-upstream=101"},
+       "--forward-max-per-upstream (101) is above --dns-forward-max (100)"},
       {{"--listen-address=localhost"}, "--listen-address: \"localhost\" is not an IP address"},
       {{"--listen-address=1.2.3.4,"}, "--listen-address: \"\" is not an IP address"},
       {{"--port=65536"}, "--port: \"65536\" is not a number in 0..65535"},

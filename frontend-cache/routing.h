@@ -7,6 +7,10 @@
 // domain it has no data for). With no upstream at all, queries are REFUSED (as dnsmasq
 // does with no servers).
 //
+// A route's upstreams, as the Forwarder's UpstreamSet, also name its in-flight budget
+// (common/upstream/forward_budgets.h): domains sent to the very same servers (the cluster
+// zone and the reverse zones, all to kubedns) share one.
+//
 // A RoutingTable is immutable once built and safe to read from any thread; a reload
 // builds a new one and publishes it as a snapshot. Lookup allocates nothing.
 #pragma once

@@ -16,8 +16,8 @@
 //                    kMaxCnames CNAMEs in all (skydns's limit of 8).
 //
 // Failures answer SERVFAIL (skydns: SERVFAIL when forwarding fails or no nameserver is
-// configured): no upstream at all, every upstream failing or timing out, over
-// the forward cap (Options::forwarder.forward_cap) of upstream queries (no queue). For a
+// configured): no upstream at all, every upstream failing, timing out or known down, over
+// a forwarding budget (Options::forwarder.budgets) of upstream queries (no queue). For a
 // chase too: kube-dns drops the CNAME and answers NOERROR without records when the target
 // does not resolve, which downstream caches keep as a negative answer; SERVFAIL is not
 // cached as one and says what happened.

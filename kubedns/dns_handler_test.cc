@@ -89,7 +89,8 @@ class Fixture {
 
   // Starts serving with `routes`.
   void Serve(const std::shared_ptr<const UpstreamRoutes>& routes, size_t forward_max = 150) {
-    shared_.forwarder.forward_cap = std::make_shared<upstream::ForwardCap>(forward_max);
+    shared_.forwarder.budgets =
+        std::make_shared<upstream::ForwardBudgets>(upstream::ForwardBudgets::Limits{forward_max});
     server::LoopServer::Options options;
     options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
     options.admission = kAdmissionPolicy;

@@ -44,6 +44,8 @@ const char* ForwardFailureName(ForwardFailure failure) {
       return "overloaded";
     case ForwardFailure::kShutdown:
       return "shutdown";
+    case ForwardFailure::kUpstreamDown:
+      return "upstream_down";
     case ForwardFailure::kBadReply:
       return "bad_reply";
     case ForwardFailure::kChain:
@@ -65,6 +67,13 @@ ForwardFailure FailureOf(const upstream::Result& result) {
       return ForwardFailure::kNoUpstreams;
     case upstream::FailReason::kShutdown:
       return ForwardFailure::kShutdown;
+    case upstream::FailReason::kUpstreamDown:
+      return ForwardFailure::kUpstreamDown;
+    case upstream::FailReason::kForwardMax:
+    case upstream::FailReason::kRouteBudget:
+    case upstream::FailReason::kUpstreamBudget:
+    case upstream::FailReason::kWaitersPerQuery:
+      return ForwardFailure::kOverloaded;
     case upstream::FailReason::kNetworkError:
     case upstream::FailReason::kNone:
       break;

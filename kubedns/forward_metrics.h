@@ -8,7 +8,11 @@
 //   kdns_kubedns_forward_failures_total{reason}       client queries answered SERVFAIL by the
 //                                                     forwarding path: timeout, upstream_error,
 //                                                     network_error, no_upstreams, overloaded
-//                                                     (over --forward-max), shutdown,
+//                                                     (over a forwarding budget: --forward-max,
+//                                                     --forward-max-per-route or -per-upstream),
+//                                                     upstream_down (every upstream of the
+//                                                     route known down: failed at once),
+//                                                     shutdown,
 //                                                     bad_reply (not fit for the client),
 //                                                     chain (a CNAME chain too long, looping
 //                                                     or ending in an error)
@@ -48,6 +52,7 @@ enum class ForwardFailure : uint8_t {
   kNoUpstreams,
   kOverloaded,
   kShutdown,
+  kUpstreamDown,
   kBadReply,
   kChain,
   kCount,

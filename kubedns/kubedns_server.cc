@@ -129,9 +129,9 @@ KubednsServer::KubednsServer(Options options)
       forward_metrics_(registry_, upstream_table_),
       handler_shared_{answerer_,        snapshots_,      dns_metrics_,
                       forward_metrics_, upstream_table_, options_.forwarder} {
-  // One forward cap for every DNS thread (--forward-max is per process).
-  if (!handler_shared_.forwarder.forward_cap) {
-    handler_shared_.forwarder.forward_cap = std::make_shared<upstream::ForwardCap>();
+  // One set of forwarding budgets for every DNS thread (--forward-max is per process).
+  if (!handler_shared_.forwarder.budgets) {
+    handler_shared_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>();
   }
   RegisterMetrics();
 }

@@ -72,7 +72,7 @@ class KubednsServer {
     uint64_t config_period_ms = 10'000;
     std::vector<loop::SocketAddress> nameservers;  // --nameservers
     std::string resolv_conf = "/etc/resolv.conf";
-    upstream::Forwarder::Options forwarder;  // forward_cap: whole process (--forward-max)
+    upstream::Forwarder::Options forwarder;  // budgets: whole process (--forward-max...)
   };
 
   explicit KubednsServer(Options options);

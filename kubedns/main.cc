@@ -66,10 +66,18 @@ DEFINE_string(lameduck, "0s",
 DEFINE_string(resolv_conf, "/etc/resolv.conf",
               "Where the default upstreams come from when neither upstreamNameservers nor "
               "--nameservers gives any (re-read every --config-period).");
-DEFINE_int32(forward_max, 150,
+// Forwarding budgets (docs/operators.md, "Limits").
+DEFINE_int32(forward_max, 4096,
              "Distinct upstream queries in flight in the whole process (all DNS threads), as "
-             "dnsmasq's --dns-forward-max; beyond it, forwarded queries are answered SERVFAIL "
-             "at once.");
+             "dnsmasq's --dns-forward-max: the ceiling over every route's and upstream's "
+             "budget. Beyond any budget, forwarded queries are answered at once (stale, else "
+             "SERVFAIL).");
+DEFINE_int32(forward_max_per_route, 0,
+             "Distinct upstream queries in flight for one route (a stub domain, the default "
+             "upstreams); 0: a quarter of --forward-max.");
+DEFINE_int32(forward_max_per_upstream, 0,
+             "Distinct upstream queries in flight to one upstream server; 0: a quarter of "
+             "--forward-max.");
 DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
 
 namespace {
@@ -99,6 +107,8 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.lameduck = FLAGS_lameduck;
   flags.resolv_conf = FLAGS_resolv_conf;
   flags.forward_max = FLAGS_forward_max;
+  flags.forward_max_per_route = FLAGS_forward_max_per_route;
+  flags.forward_max_per_upstream = FLAGS_forward_max_per_upstream;
   flags.check_flags = FLAGS_check_flags;
   return flags;
 }

@@ -8,7 +8,7 @@
 
 #include "common/base/duration.h"
 #include "common/base/port.h"
-#include "common/upstream/forward_cap.h"
+#include "common/upstream/forward_budgets.h"
 #include "kubedns/upstream_routes.h"
 
 namespace kdns::kubedns {
@@ -152,8 +152,20 @@ bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, st
     *error = "--forward-max: must be at least 1";
     return false;
   }
-  options->forwarder.forward_cap =
-      std::make_shared<upstream::ForwardCap>(static_cast<size_t>(flags.forward_max));
+  for (const auto& [name, value] :
+       {std::pair{"--forward-max-per-route", flags.forward_max_per_route},
+        std::pair{"--forward-max-per-upstream", flags.forward_max_per_upstream}}) {
+    if (value < 0 || value > flags.forward_max) {
+      *error = std::string(name) + ": must be between 0 (a quarter of --forward-max) and " +
+               "--forward-max (" + std::to_string(flags.forward_max) + ")";
+      return false;
+    }
+  }
+  upstream::ForwardBudgets::Limits budgets;
+  budgets.max_in_flight = static_cast<size_t>(flags.forward_max);
+  budgets.max_per_route = static_cast<size_t>(flags.forward_max_per_route);
+  budgets.max_per_upstream = static_cast<size_t>(flags.forward_max_per_upstream);
+  options->forwarder.budgets = std::make_shared<upstream::ForwardBudgets>(budgets);
   return true;
 }
 

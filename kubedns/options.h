@@ -40,7 +40,11 @@ struct FlagValues {
   std::string cache_dump_address;  // empty: /cache is not served
   std::string lameduck = "0s";
   std::string resolv_conf = "/etc/resolv.conf";
-  int64_t forward_max = 150;
+  // Forwarding budgets (common/upstream/forward_budgets.h); 0 per route or upstream: a
+  // quarter of forward_max.
+  int64_t forward_max = 4096;
+  int64_t forward_max_per_route = 0;
+  int64_t forward_max_per_upstream = 0;
   bool check_flags = false;
 };
 

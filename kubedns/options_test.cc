@@ -45,7 +45,9 @@ TEST_CASE("kubedns's default flags build kube-dns's defaults", "[kubedns][option
   CHECK(server.dns_threads == 0);
   CHECK(server.config_period_ms == 10'000);
   CHECK(server.resolv_conf == "/etc/resolv.conf");
-  CHECK(server.forwarder.forward_cap->max() == 150);
+  CHECK(server.forwarder.budgets->process().max() == 4096);
+  CHECK(server.forwarder.budgets->max_per_route() == 1024);
+  CHECK(server.forwarder.budgets->max_per_upstream() == 1024);
   CHECK(server.nameservers.empty());
   CHECK_FALSE(server.api_config.has_value());  // the objects file is the source
   CHECK(options.initial_sync_timeout_ms == 60'000);
@@ -62,6 +64,8 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   flags.pod_records = "verified";
   flags.nameservers = "192.0.2.1,192.0.2.2:5353";
   flags.forward_max = 7;
+  flags.forward_max_per_route = 3;
+  flags.forward_max_per_upstream = 2;
   flags.lameduck = "2s";
   flags.cache_dump_address = "127.0.0.1:10057";
   Options options;
@@ -75,7 +79,9 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   CHECK(options.server.api.watch_pods);
   REQUIRE(options.server.nameservers.size() == 2);
   CHECK(options.server.nameservers[1].ToString() == "192.0.2.2:5353");
-  CHECK(options.server.forwarder.forward_cap->max() == 7);
+  CHECK(options.server.forwarder.budgets->process().max() == 7);
+  CHECK(options.server.forwarder.budgets->max_per_route() == 3);
+  CHECK(options.server.forwarder.budgets->max_per_upstream() == 2);
   CHECK(options.lameduck_ms == 2000);
   REQUIRE(options.server.cache_dump_address.has_value());
   CHECK(options.server.cache_dump_address->ToString() == "127.0.0.1:10057");
@@ -149,6 +155,19 @@ TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
   SECTION("forward max") {
     flags.forward_max = 0;
     expected = "--forward-max: must be at least 1";
+  }
+  SECTION("forward max per route over the ceiling") {
+    flags.forward_max = 100;
+    flags.forward_max_per_route = 101;
+    expected =
+        "--forward-max-per-route: must be between 0 (a quarter of --forward-max) and "
+        "--forward-max (100)";
+  }
+  SECTION("forward max per upstream negative") {
+    flags.forward_max_per_upstream = -1;
+    expected =
+        "--forward-max-per-upstream: must be between 0 (a quarter of --forward-max) and "
+        "--forward-max (4096)";
   }
   SECTION("lameduck") {
     flags.lameduck = "soon";

@@ -12,9 +12,11 @@
 //     ("can not forward, no nameservers defined").
 //
 // The lookup is upstream::RouteTable's (common/upstream/route_table.h), shared with
-// frontend-cache's routing. An UpstreamRoutes is immutable once built; the config thread
-// builds a new one on every change and hands it to each DNS thread. Lookup allocates
-// nothing. No thread affinity.
+// frontend-cache's routing. A route's UpstreamSet also names its in-flight budget
+// (common/upstream/forward_budgets.h): stub domains sent to the very same servers share
+// one. An UpstreamRoutes is immutable once built; the config thread builds a new one on
+// every change and hands it to each DNS thread. Lookup allocates nothing. No thread
+// affinity.
 #pragma once
 
 #include <cstdint>

@@ -30,6 +30,7 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "upstream_down",
     "waiting_queries",
     "waiters_per_query",
+    "forward_in_flight",
     "cache_entry_too_large",
     "cache_bytes",
     "loop_probe_rejected",

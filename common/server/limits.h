@@ -44,6 +44,7 @@ enum class Limit : uint8_t {
   kUpstreamDown,      // failed fast: every upstream of the route is known down
   kWaitingQueries,    // the process-wide budget of queries waiting for an upstream
   kWaitersPerQuery,   // waiters coalesced on one upstream query
+  kForwardInFlight,   // the process-wide ceiling on queries in flight (--dns-forward-max)
   // Cache
   kCacheEntryTooLarge,  // an answer over the per-entry cap: not cached
   kCacheBytes,          // the byte budget: an entry evicted to make room

@@ -1,5 +1,6 @@
-// Forwarder, part 1: the job table. Resolve coalesces identical queries, applies the
-// forward cap, orders the set's servers and starts a Job; Finish* complete it and deliver
+// Forwarder, part 1: the job table. Resolve coalesces identical queries, leaves out servers
+// known down, takes the route's and the process's budgets, orders the set's servers and
+// starts a Job; Finish* complete it and deliver
 // the result to every waiter, never from inside Resolve. Sending and failover are in
 // forwarder_tries.cc, reply matching in forwarder_replies.cc, probes in
 // forwarder_probes.cc.
@@ -8,8 +9,10 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <utility>
 
+#include "common/server/limits.h"
 #include "common/upstream/forwarder_internal.h"
 
 namespace kdns::upstream {
@@ -40,6 +43,16 @@ const char* FailReasonName(FailReason reason) {
       return "no upstreams";
     case FailReason::kShutdown:
       return "shutdown";
+    case FailReason::kUpstreamDown:
+      return "upstream down";
+    case FailReason::kForwardMax:
+      return "forward max";
+    case FailReason::kRouteBudget:
+      return "route budget";
+    case FailReason::kUpstreamBudget:
+      return "upstream budget";
+    case FailReason::kWaitersPerQuery:
+      return "waiters per query";
   }
   return "?";
 }
@@ -57,7 +70,7 @@ Forwarder::Forwarder(loop::Loop& loop, const Options& options, std::shared_ptr<U
     : loop_(loop),
       options_(options),
       table_(table ? std::move(table) : std::make_shared<UpstreamTable>()),
-      forward_cap_(options.forward_cap ? options.forward_cap : std::make_shared<ForwardCap>()),
+      budgets_(options.budgets ? options.budgets : std::make_shared<ForwardBudgets>()),
       clock_(clock),
       receive_buffer_(65536),
       post_timer_(loop),
@@ -86,10 +99,19 @@ Forwarder::Server& Forwarder::GetServer(const loop::SocketAddress& address) {
   health_options.min_try_timeout_ms = options_.min_try_timeout_ms;
   health_options.max_try_timeout_ms = options_.max_try_timeout_ms;
   health_options.failure_threshold = options_.failure_threshold;
-  auto server = std::make_unique<Server>(address, health_options, table_->Get(address));
+  auto server = std::make_unique<Server>(address, health_options, table_->Get(address),
+                                         budgets_->Upstream(address));
   Server& ref = *server;
   servers_.emplace(address, std::move(server));
   return ref;
+}
+
+InFlightBudget& Forwarder::RouteBudget(const UpstreamSet& upstreams) {
+  auto it = route_budgets_.find(upstreams);
+  if (it == route_budgets_.end()) {
+    it = route_budgets_.emplace(upstreams, &budgets_->Route(upstreams)).first;
+  }
+  return *it->second;
 }
 
 void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Callback callback) {
@@ -106,43 +128,72 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
     waiters.push_back(std::move(callback));
     Deliver(std::move(waiters), std::move(result));
   };
+  auto refuse = [&](server::Limit limit, FailReason reason, std::string_view detail) {
+    counters_.overloaded.fetch_add(1, std::memory_order_relaxed);
+    server::RecordLimitHit(limit, detail);
+    fail_now(Outcome::kOverloaded, reason);
+    --resolve_depth_;
+  };
   if (auto it = coalesce_.find(key); it != coalesce_.end()) {
     Job* job = it->second;
     if (job->waiters.size() >= options_.max_waiters_per_query) {
-      counters_.overloaded.fetch_add(1, std::memory_order_relaxed);
-      fail_now(Outcome::kOverloaded, FailReason::kNone);
-    } else {
-      counters_.coalesced.fetch_add(1, std::memory_order_relaxed);
-      job->waiters.push_back(std::move(callback));
+      refuse(server::Limit::kWaitersPerQuery, FailReason::kWaitersPerQuery, request.qname.ToText());
+      return;
     }
+    counters_.coalesced.fetch_add(1, std::memory_order_relaxed);
+    job->waiters.push_back(std::move(callback));
     --resolve_depth_;
     return;
   }
-  if (!forward_cap_->TryAcquire()) {
-    counters_.overloaded.fetch_add(1, std::memory_order_relaxed);
-    fail_now(Outcome::kOverloaded, FailReason::kNone);
-    --resolve_depth_;
-    return;
-  }
-  // Healthy servers by SRTT (stable: ties keep the configured order), then failed ones.
+  // The set's usable servers: neither loop-disabled nor known down.
   std::vector<Server*> candidates;
+  bool any_down = false;
+  bool any_room = false;
   for (const auto& address : upstreams.addresses()) {
     Server& server = GetServer(address);
     if (server.entry.loop_disabled.load(std::memory_order_relaxed)) continue;
     if (std::find(candidates.begin(), candidates.end(), &server) != candidates.end()) continue;
+    if (server.health.down()) {
+      any_down = true;
+      continue;
+    }
     candidates.push_back(&server);
+    any_room = any_room || !server.budget.full();
   }
   if (candidates.empty()) {
-    forward_cap_->Release();
-    fail_now(Outcome::kServFail, FailReason::kNoUpstreams);
+    if (any_down) {
+      counters_.upstream_down.fetch_add(1, std::memory_order_relaxed);
+      server::RecordLimitHit(server::Limit::kUpstreamDown, "route " + upstreams.ToString());
+    }
+    fail_now(Outcome::kServFail, any_down ? FailReason::kUpstreamDown : FailReason::kNoUpstreams);
     --resolve_depth_;
     return;
   }
+  if (!any_room) {
+    refuse(server::Limit::kUpstreamInFlight, FailReason::kUpstreamBudget,
+           "every upstream of route " + upstreams.ToString());
+    return;
+  }
+  BudgetHold route_hold = RouteBudget(upstreams).TryAcquire();
+  if (!route_hold) {
+    refuse(server::Limit::kRouteInFlight, FailReason::kRouteBudget,
+           "route " + upstreams.ToString());
+    return;
+  }
+  BudgetHold process_hold = budgets_->process().TryAcquire();
+  if (!process_hold) {
+    refuse(server::Limit::kForwardInFlight, FailReason::kForwardMax,
+           "route " + upstreams.ToString());
+    return;
+  }
+  // Healthy servers by SRTT (stable: ties keep the configured order), then failed ones.
   std::stable_sort(candidates.begin(), candidates.end(), [](const Server* a, const Server* b) {
     if (a->health.failed() != b->health.failed()) return !a->health.failed();
     return a->health.SelectionRttMs() < b->health.SelectionRttMs();
   });
   Job* job = StartJob(JobKind::kClient, request, std::move(candidates));
+  job->route_hold = std::move(route_hold);
+  job->process_hold = std::move(process_hold);
   job->waiters.push_back(std::move(callback));
   job->key = std::move(key);
   coalesce_.emplace(*job->key, job);
@@ -161,6 +212,7 @@ Forwarder::Job* Forwarder::StartJob(JobKind kind, const Request& request,
   job->tries.assign(job->candidates.size(), 0);
   job->done.assign(job->candidates.size(), false);
   job->no_edns.assign(job->candidates.size(), false);
+  job->upstream_holds.resize(job->candidates.size());
   loop_.UpdateTime();
   job->deadline_ms = loop_.now_ms() + options_.total_timeout_ms;
   job->deadline_timer.Start(options_.total_timeout_ms, [this, job] {
@@ -195,7 +247,9 @@ void Forwarder::FinishAnswer(Job* job, Attempt* attempt, std::span<const uint8_t
 void Forwarder::FinishFailed(Job* job, FailReason reason) {
   if (job->finished) return;
   Result result;
-  result.outcome = Outcome::kServFail;
+  // Every server left was over its budget before any try was sent.
+  result.outcome =
+      reason == FailReason::kUpstreamBudget ? Outcome::kOverloaded : Outcome::kServFail;
   result.reason = reason;
   if (job->error_attempt != nullptr) {
     result.reply = std::move(job->error_reply);
@@ -217,9 +271,22 @@ void Forwarder::Finish(Job* job, Result result) {
   if (job->kind == JobKind::kClient) {
     --client_jobs_;
     counters_.in_flight.store(client_jobs_, std::memory_order_relaxed);
-    forward_cap_->Release();
-    (result.outcome == Outcome::kAnswer ? counters_.answers : counters_.servfails)
-        .fetch_add(1, std::memory_order_relaxed);
+    // Every slot goes back here, whatever ended the job (answer, failure, time budget,
+    // CancelAll); a job dropped by ~Forwarder gives them back in its destructor.
+    job->route_hold.Release();
+    job->process_hold.Release();
+    for (BudgetHold& hold : job->upstream_holds) hold.Release();
+    switch (result.outcome) {
+      case Outcome::kAnswer:
+        counters_.answers.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case Outcome::kServFail:
+        counters_.servfails.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case Outcome::kOverloaded:
+        counters_.overloaded.fetch_add(1, std::memory_order_relaxed);
+        break;
+    }
   } else if (job->kind == JobKind::kHealthProbe && !job->candidates.empty()) {
     job->candidates.front()->probing = false;
   }

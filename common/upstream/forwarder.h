@@ -5,28 +5,36 @@
 //
 // Life of a query (Resolve):
 //   1. Identical in-flight queries (same name ignoring case, type, class, DO, CD and set)
-//      are coalesced: they wait for the one upstream query already under way.
-//   2. Beyond the forward cap (Options::forward_cap, forward_cap.h: distinct upstream
-//      queries in flight in the whole process), the query fails at once with kOverloaded
-//      (the caller answers SERVFAIL): no queue.
-//   3. The set's servers are ordered: healthy ones by smoothed RTT (never-measured ones
+//      are coalesced: they wait for the one upstream query already under way, at most
+//      Options::max_waiters_per_query of them (beyond: kOverloaded, kWaitersPerQuery).
+//   2. Servers known down (upstream_health.h: failed, and a background probe went
+//      unanswered) are left out; when that leaves none, the query fails at once
+//      (kServFail, kUpstreamDown) instead of holding its budgets for total_timeout_ms.
+//   3. Budgets (Options::budgets, forward_budgets.h, shared by every thread): the route's
+//      (the set's), the process ceiling, and each server's, taken at its first try. Over
+//      any of them the query fails at once with kOverloaded and the FailReason naming the
+//      budget (the caller serves stale or answers SERVFAIL): no queue. A server over its
+//      budget is skipped for another of the set. Every slot is given back when the query
+//      ends, whatever ends it.
+//   4. The set's servers are ordered: healthy ones by smoothed RTT (never-measured ones
 //      count as 0, ties keep the configured order), then failed ones; loop-disabled ones
 //      are left out. Each try goes to the next server in that order, round robin, at most
 //      max_tries_per_upstream tries each, within total_timeout_ms.
-//   4. A UDP try uses a fresh socket (random ephemeral port, connect()ed to the server) and
+//   5. A UDP try uses a fresh socket (random ephemeral port, connect()ed to the server) and
 //      a random ID from the kernel's CSPRNG; a client that came over TCP is forwarded over
 //      TCP on a reused, pipelined connection per server (RFC 7766). Every query carries
 //      EDNS0 (payload Options::edns_payload_bytes, the client's DO bit) and the client's CD.
-//   5. A reply counts only if it matches (wire.h: source, ID, QR, question); others are
+//   6. A reply counts only if it matches (wire.h: source, ID, QR, question); others are
 //      dropped and counted, and the try keeps waiting. A try whose timeout (RFC 6298 RTO
 //      from the server's SRTT, see upstream_health.h) expires moves the query on to the
 //      next server, but its socket keeps listening: a late answer still wins.
-//   6. TC over UDP: the same server again over TCP. FORMERR to a query with EDNS: the same
+//   7. TC over UDP: the same server again over TCP. FORMERR to a query with EDNS: the same
 //      server once more without EDNS (RFC 6891 §7). SERVFAIL, REFUSED, NOTIMP (and FORMERR
 //      without EDNS): the next server. Anything else (NOERROR, NXDOMAIN, ...) is the answer.
-//   7. Timeouts and network errors count against the server; failure_threshold in a row
+//   8. Timeouts and network errors count against the server; failure_threshold in a row
 //      mark it failed, and a background probe (probe_name/probe_type every
-//      probe_interval_ms) restores it as soon as it answers.
+//      probe_interval_ms) restores it as soon as it answers; a probe that gets no reply
+//      marks it down (step 2) until one does.
 //
 // The callback is called exactly once per Resolve, never from inside Resolve (results
 // known at once are delivered on the next loop iteration), with a Result shared by all
@@ -49,7 +57,7 @@
 // UpstreamTable may be shared with the Forwarders of other threads.
 //
 // The implementation is split by concept: forwarder.cc (the job table: coalescing, the
-// cap, completion), forwarder_tries.cc (server order, sending, failover),
+// budgets, completion), forwarder_tries.cc (server order, sending, failover),
 // forwarder_replies.cc (reply matching and rcodes), forwarder_probes.cc (loop and health
 // probes); forwarder_internal.h holds the private state types.
 #pragma once
@@ -71,7 +79,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/timer.h"
-#include "common/upstream/forward_cap.h"
+#include "common/upstream/forward_budgets.h"
 #include "common/upstream/random.h"
 #include "common/upstream/tcp_client.h"
 #include "common/upstream/udp_client.h"
@@ -85,7 +93,7 @@ namespace kdns::upstream {
 enum class Outcome : uint8_t {
   kAnswer,      // `reply` is the upstream's answer (any rcode but the failover ones)
   kServFail,    // no usable answer; `reason` says why
-  kOverloaded,  // over the forward cap: answer SERVFAIL without forwarding
+  kOverloaded,  // over a budget (`reason` says which): not forwarded; serve stale or SERVFAIL
 };
 enum class FailReason : uint8_t {
   kNone,
@@ -94,6 +102,12 @@ enum class FailReason : uint8_t {
   kNetworkError,   // sockets failed or connections were refused
   kNoUpstreams,    // the set is empty, or every server in it is loop-disabled
   kShutdown,       // CancelAll()
+  kUpstreamDown,   // every server of the set is known down: failed at once (kServFail)
+  // kOverloaded, by budget (forward_budgets.h):
+  kForwardMax,       // the process ceiling (--dns-forward-max, --forward-max)
+  kRouteBudget,      // the route's budget
+  kUpstreamBudget,   // the budget of every server of the set that was not tried yet
+  kWaitersPerQuery,  // Options::max_waiters_per_query waiters already on this query
 };
 const char* OutcomeName(Outcome outcome);
 const char* FailReasonName(FailReason reason);
@@ -115,7 +129,8 @@ struct Result {
 struct ForwarderCounters {
   std::atomic<uint64_t> requests{0};         // Resolve calls
   std::atomic<uint64_t> coalesced{0};        // joined an identical query in flight
-  std::atomic<uint64_t> overloaded{0};       // refused at the forward cap
+  std::atomic<uint64_t> overloaded{0};       // kOverloaded results: over a budget
+  std::atomic<uint64_t> upstream_down{0};    // failed at once: every server known down
   std::atomic<uint64_t> answers{0};          // kAnswer results (per upstream query)
   std::atomic<uint64_t> servfails{0};        // kServFail results (per upstream query)
   std::atomic<uint64_t> tries{0};            // upstream queries sent
@@ -137,9 +152,9 @@ class Forwarder {
     uint64_t total_timeout_ms = 5000;
     uint32_t max_tries_per_upstream = 2;
     uint32_t failure_threshold = 3;
-    // The forward cap of the process, shared by the Forwarder of every serving thread;
-    // when null, this Forwarder makes one of its own (ForwardCap::kDefaultMax).
-    std::shared_ptr<ForwardCap> forward_cap;
+    // The in-flight budgets of the process, shared by the Forwarder of every serving
+    // thread; when null, this Forwarder makes its own (ForwardBudgets' defaults).
+    std::shared_ptr<ForwardBudgets> budgets;
     size_t max_waiters_per_query = 1024;
     uint16_t edns_payload_bytes = dns::kDefaultUdpPayloadSize;
     uint64_t tcp_idle_timeout_ms = 10'000;
@@ -194,6 +209,7 @@ class Forwarder {
   enum class JobKind : uint8_t { kClient, kHealthProbe, kLoopProbe };
 
   Server& GetServer(const loop::SocketAddress& address);
+  InFlightBudget& RouteBudget(const UpstreamSet& upstreams);
   Job* StartJob(JobKind kind, const Request& request, std::vector<Server*> candidates);
   void StartNextTry(Job* job);
   void SendTry(Job* job, size_t candidate, Transport transport, EdnsMode edns);
@@ -205,6 +221,9 @@ class Forwarder {
   void OnTcpClosed(const loop::SocketAddress& peer, const std::string& reason);
   void OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::Message message);
   void OnAttemptFailed(Attempt* attempt, bool timeout, const char* why);
+  // A try without a reply counts against the server; a health probe's timing out marks it
+  // down.
+  void OnServerFailure(Job* job, Server* server, bool timeout);
   void CloseAttempt(Attempt* attempt);
   void FinishAnswer(Job* job, Attempt* attempt, std::span<const uint8_t> bytes,
                     dns::Message message);
@@ -219,7 +238,9 @@ class Forwarder {
   loop::Loop& loop_;
   Options options_;
   std::shared_ptr<UpstreamTable> table_;
-  std::shared_ptr<ForwardCap> forward_cap_;
+  std::shared_ptr<ForwardBudgets> budgets_;
+  // This thread's references to the route budgets it has used (no lock per query).
+  std::unordered_map<UpstreamSet, InFlightBudget*, UpstreamSetHash> route_budgets_;
   const Clock& clock_;
   SecureRandom random_;
   ForwarderCounters counters_;

@@ -17,12 +17,14 @@ namespace kdns::upstream {
 
 // What this Forwarder knows about one upstream server.
 struct Forwarder::Server {
-  Server(const loop::SocketAddress& a, const UpstreamHealth::Options& o, UpstreamTable::Entry& e)
-      : address(a), health(o), entry(e) {}
+  Server(const loop::SocketAddress& a, const UpstreamHealth::Options& o, UpstreamTable::Entry& e,
+         InFlightBudget& b)
+      : address(a), health(o), entry(e), budget(b) {}
   loop::SocketAddress address;
   UpstreamHealth health;
   UpstreamTable::Entry& entry;
-  bool probing = false;  // a health probe is outstanding
+  InFlightBudget& budget;  // shared by every thread's Forwarder
+  bool probing = false;    // a health probe is outstanding
 };
 
 // One query sent to one server.
@@ -49,6 +51,12 @@ struct Forwarder::Job {
   std::vector<uint32_t> tries;  // per candidate
   std::vector<bool> done;       // per candidate: replied with an error, or refused us
   std::vector<bool> no_edns;    // per candidate: FORMERR to EDNS seen
+  // Client jobs: the slots held until the job ends (forward_budgets.h). Per candidate: the
+  // server's, taken at the first try to it.
+  BudgetHold route_hold;
+  BudgetHold process_hold;
+  std::vector<BudgetHold> upstream_holds;
+  bool upstream_refused = false;  // a server was skipped: over its budget
   size_t next_candidate = 0;
   bool force_tcp = false;
   bool tcp_reconnected = false;  // one retry after a reused connection closed under us

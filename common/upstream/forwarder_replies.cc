@@ -81,6 +81,9 @@ void Forwarder::OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::M
   Server* server = attempt->server;
   const uint64_t now = clock_.NowMs();
   const uint64_t rtt_ms = now > attempt->sent_ms ? now - attempt->sent_ms : 0;
+  if (server->health.down()) {
+    LOG(INFO) << "upstream " << FormatUpstreamAddress(server->address) << " answers again";
+  }
   server->health.OnReply(rtt_ms);  // it answered: reachable, whatever the rcode
   server->entry.rtt_seconds.Observe(static_cast<double>(rtt_ms) / 1000.0);
   UpdateProbeTimer();

@@ -13,6 +13,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
 #include "common/loop/socket_util.h"
+#include "common/server/limits.h"
 #include "common/upstream/testing.h"
 
 namespace kdns::upstream {
@@ -48,6 +49,27 @@ Result ResolveAndWait(loop::Loop& loop, Forwarder& forwarder, const Request& req
   forwarder.Resolve(request, set, [&](const Result& r) { result = r; });
   REQUIRE(RunUntil(loop, [&] { return result.has_value(); }));
   return *result;
+}
+
+// Budgets small enough to fill with a few queries: the process ceiling, per route, per
+// upstream.
+std::shared_ptr<ForwardBudgets> Budgets(size_t process, size_t route, size_t upstream) {
+  return std::make_shared<ForwardBudgets>(ForwardBudgets::Limits{process, route, upstream});
+}
+
+// Sends `count` distinct queries (`prefix`0.example., ...) and keeps their results.
+void ResolveMany(Forwarder& forwarder, const std::string& prefix, int count, const UpstreamSet& set,
+                 std::vector<Result>* results) {
+  for (int i = 0; i < count; ++i) {
+    forwarder.Resolve(Req(prefix + std::to_string(i) + ".example."), set,
+                      [results](const Result& r) { results->push_back(r); });
+  }
+}
+
+size_t Count(const std::vector<Result>& results, Outcome outcome, FailReason reason) {
+  size_t n = 0;
+  for (const Result& r : results) n += r.outcome == outcome && r.reason == reason ? 1 : 0;
+  return n;
 }
 
 std::string AnswerAddress(const Result& result) {
@@ -357,14 +379,14 @@ TEST_CASE("Identical queries in flight share one upstream query", "[upstream]") 
   RequireClosesClean(loop);
 }
 
-TEST_CASE("Beyond the forward cap queries are refused at once, never inside Resolve",
+TEST_CASE("Beyond the process ceiling queries are refused at once, never inside Resolve",
           "[upstream]") {
   loop::Loop loop;
   {
     FakeUpstream a(loop, 1);
     a.set_delay_ms(50);
     Forwarder::Options options = TestOptions();
-    options.forward_cap = std::make_shared<ForwardCap>(2);
+    options.budgets = Budgets(/*process=*/2, /*route=*/2, /*upstream=*/2);
     Forwarder forwarder(loop, options);
     std::vector<Outcome> outcomes;
     bool inside_resolve = false;
@@ -390,25 +412,260 @@ TEST_CASE("Beyond the forward cap queries are refused at once, never inside Reso
   RequireClosesClean(loop);
 }
 
-TEST_CASE("Forwarders sharing a forward cap share it, as threads of one process do", "[upstream]") {
+TEST_CASE("Forwarders sharing budgets share them, as threads of one process do", "[upstream]") {
   loop::Loop loop;
   {
     FakeUpstream a(loop, 1);
     a.set_behaviour(Behaviour::kSilent);
     Forwarder::Options options = TestOptions();
-    options.forward_cap = std::make_shared<ForwardCap>(2);
+    // The ceiling binds before the route's and the upstream's budgets.
+    options.budgets = Budgets(/*process=*/2, /*route=*/10, /*upstream=*/10);
     options.total_timeout_ms = 300;
     Forwarder first(loop, options);
     Forwarder second(loop, options);
     std::vector<Result> results;
     auto keep = [&](const Result& r) { results.push_back(r); };
+    const uint64_t hits_before = server::LimitHits(server::Limit::kForwardInFlight);
     first.Resolve(Req("a.example."), {a.address()}, keep);
     second.Resolve(Req("b.example."), {a.address()}, keep);
     second.Resolve(Req("c.example."), {a.address()}, keep);  // the third overall: refused
     REQUIRE(RunUntil(loop, [&] { return results.size() == 3; }));
     CHECK(results[0].outcome == Outcome::kOverloaded);
+    CHECK(results[0].reason == FailReason::kForwardMax);
+    CHECK(server::LimitHits(server::Limit::kForwardInFlight) - hits_before == 1);
     CHECK(second.counters().overloaded == 1);
-    CHECK(options.forward_cap->in_flight() == 0);  // every finished query gave its slot back
+    // Every finished query gave its slots back.
+    CHECK(options.budgets->process().in_flight() == 0);
+    CHECK(options.budgets->Route({a.address()}).in_flight() == 0);
+    CHECK(options.budgets->Upstream(a.address()).in_flight() == 0);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A black-holed route fills only its own budget; other routes are answered",
+          "[upstream][budgets]") {
+  loop::Loop loop;
+  {
+    FakeUpstream dead(loop, 1), healthy(loop, 2);
+    dead.set_behaviour(Behaviour::kSilent);
+    Forwarder::Options options = TestOptions();
+    options.budgets = Budgets(/*process=*/100, /*route=*/3, /*upstream=*/100);
+    Forwarder forwarder(loop, options);
+    const uint64_t hits_before = server::LimitHits(server::Limit::kRouteInFlight);
+    std::vector<Result> flood;
+    ResolveMany(forwarder, "flood", 10, {dead.address()}, &flood);
+    // Over the route's budget: refused at once, while its 3 queries wait for the silence.
+    REQUIRE(RunUntil(loop, [&] { return flood.size() == 7; }));
+    CHECK(Count(flood, Outcome::kOverloaded, FailReason::kRouteBudget) == 7);
+    CHECK(server::LimitHits(server::Limit::kRouteInFlight) - hits_before == 7);
+    CHECK(options.budgets->Route({dead.address()}).in_flight() == 3);
+    // Another route (its own server set) still has its whole budget.
+    for (int i = 0; i < 5; ++i) {
+      Result result = ResolveAndWait(loop, forwarder, Req("ok" + std::to_string(i) + ".example."),
+                                     {healthy.address()});
+      CHECK(AnswerAddress(result) == "192.0.2.2");
+    }
+    REQUIRE(RunUntil(loop, [&] { return flood.size() == 10; }));  // the time budget ends
+    CHECK(Count(flood, Outcome::kServFail, FailReason::kTimeout) == 3);
+    CHECK(options.budgets->Route({dead.address()}).in_flight() == 0);
+    CHECK(options.budgets->process().in_flight() == 0);
+    CHECK(forwarder.counters().overloaded == 7);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A dead upstream fills only its own budget; its routes' other servers answer",
+          "[upstream][budgets]") {
+  loop::Loop loop;
+  {
+    FakeUpstream dead(loop, 1), healthy(loop, 2);
+    dead.set_behaviour(Behaviour::kSilent);
+    Forwarder::Options options = TestOptions();
+    options.failure_threshold = 100;  // keep the dead one first in the order
+    options.budgets = Budgets(/*process=*/100, /*route=*/100, /*upstream=*/2);
+    Forwarder forwarder(loop, options);
+    const uint64_t hits_before = server::LimitHits(server::Limit::kUpstreamInFlight);
+    std::vector<Result> stuck;
+    ResolveMany(forwarder, "stuck", 2, {dead.address()}, &stuck);
+    REQUIRE(RunUntil(loop, [&] { return dead.queries().size() == 2; }));
+    CHECK(options.budgets->Upstream(dead.address()).in_flight() == 2);
+    // A route served by the dead server alone: refused at once.
+    Result refused = ResolveAndWait(loop, forwarder, Req("more.example."), {dead.address()});
+    CHECK(refused.outcome == Outcome::kOverloaded);
+    CHECK(refused.reason == FailReason::kUpstreamBudget);
+    // A route with another server: the dead one is skipped, the other answers at once.
+    const UpstreamSet both{dead.address(), healthy.address()};
+    Result answered = ResolveAndWait(loop, forwarder, Req("both.example."), both);
+    CHECK(AnswerAddress(answered) == "192.0.2.2");
+    CHECK(answered.tries == 1);
+    CHECK(dead.queries().size() == 2);
+    CHECK(server::LimitHits(server::Limit::kUpstreamInFlight) - hits_before == 2);
+    REQUIRE(RunUntil(loop, [&] { return stuck.size() == 2; }));
+    CHECK(options.budgets->Upstream(dead.address()).in_flight() == 0);
+    CHECK(options.budgets->Upstream(healthy.address()).in_flight() == 0);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("An upstream known down fails its queries at once until a probe brings it back",
+          "[upstream][budgets]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    a.set_behaviour(Behaviour::kSilent);
+    Forwarder::Options options = TestOptions();
+    options.failure_threshold = 1;
+    options.probe_interval_ms = 50;
+    options.total_timeout_ms = 300;
+    Forwarder forwarder(loop, options);
+    auto client_queries = [&] {
+      size_t n = 0;
+      for (const auto& query : a.queries()) n += query.message.questions[0].name.IsRoot() ? 0 : 1;
+      return n;
+    };
+    Result first = ResolveAndWait(loop, forwarder, Req("one.example."), {a.address()});
+    CHECK(first.reason == FailReason::kTimeout);
+    REQUIRE(forwarder.health(a.address())->failed());
+    // Failed is not down: only a probe without a reply makes it down.
+    REQUIRE(RunUntil(loop, [&] { return forwarder.health(a.address())->down(); }));
+
+    const uint64_t hits_before = server::LimitHits(server::Limit::kUpstreamDown);
+    bool inside_resolve = true;
+    std::optional<Result> fast;
+    forwarder.Resolve(Req("two.example."), {a.address()}, [&](const Result& r) {
+      CHECK_FALSE(inside_resolve);
+      fast = r;
+    });
+    inside_resolve = false;
+    REQUIRE(RunUntil(loop, [&] { return fast.has_value(); }));
+    CHECK(fast->outcome == Outcome::kServFail);
+    CHECK(fast->reason == FailReason::kUpstreamDown);
+    CHECK(fast->tries == 0);
+    CHECK(client_queries() == 1);  // nothing sent
+    CHECK(forwarder.counters().upstream_down == 1);
+    CHECK(server::LimitHits(server::Limit::kUpstreamDown) - hits_before == 1);
+
+    // It comes back: the next probe sees it, and queries go to it again.
+    a.set_behaviour(Behaviour::kAnswer);
+    REQUIRE(RunUntil(loop, [&] { return !forwarder.health(a.address())->down(); }));
+    CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("three.example."), {a.address()})) ==
+          "192.0.2.1");
+    CHECK(client_queries() == 2);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A server that refuses is never down: it fails queries at once by itself",
+          "[upstream][budgets]") {
+  loop::Loop loop;
+  {
+    // A port nothing listens on: the kernel answers each datagram with ICMP unreachable.
+    loop::SocketAddress closed;
+    {
+      FakeUpstream gone(loop, 1);
+      closed = gone.address();
+    }
+    Forwarder::Options options = TestOptions();
+    options.failure_threshold = 1;
+    options.probe_interval_ms = 50;
+    Forwarder forwarder(loop, options);
+    Result first = ResolveAndWait(loop, forwarder, Req("one.example."), {closed});
+    CHECK(first.reason == FailReason::kNetworkError);
+    REQUIRE(forwarder.health(closed)->failed());
+    // Probes go out and are refused too.
+    REQUIRE(RunUntil(loop, [&] { return forwarder.counters().tries >= 4; }));
+    CHECK_FALSE(forwarder.health(closed)->down());
+    Result again = ResolveAndWait(loop, forwarder, Req("two.example."), {closed});
+    CHECK(again.reason == FailReason::kNetworkError);
+    CHECK(again.tries == 1);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A down server is left out while another server of the route answers",
+          "[upstream][budgets]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    a.set_behaviour(Behaviour::kSilent);
+    Forwarder::Options options = TestOptions();
+    options.failure_threshold = 1;
+    options.probe_interval_ms = 50;
+    Forwarder forwarder(loop, options);
+    const UpstreamSet set{a.address(), b.address()};
+    CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("one.example."), set)) == "192.0.2.2");
+    REQUIRE(RunUntil(loop, [&] { return forwarder.health(a.address())->down(); }));
+    const uint64_t hits_before = server::LimitHits(server::Limit::kUpstreamDown);
+    Result result = ResolveAndWait(loop, forwarder, Req("two.example."), set);
+    CHECK(AnswerAddress(result) == "192.0.2.2");
+    CHECK(result.tries == 1);
+    CHECK(server::LimitHits(server::Limit::kUpstreamDown) == hits_before);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("Every way a query ends gives its budget slots back", "[upstream][budgets]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    Forwarder::Options options = TestOptions();
+    options.total_timeout_ms = 300;
+    options.budgets = Budgets(/*process=*/50, /*route=*/50, /*upstream=*/50);
+    auto forwarder = std::make_unique<Forwarder>(loop, options);
+    const UpstreamSet set{a.address(), b.address()};
+    auto all_free = [&] {
+      return options.budgets->process().in_flight() == 0 &&
+             options.budgets->Route(set).in_flight() == 0 &&
+             options.budgets->Route({a.address()}).in_flight() == 0 &&
+             options.budgets->Upstream(a.address()).in_flight() == 0 &&
+             options.budgets->Upstream(b.address()).in_flight() == 0;
+    };
+    std::vector<Result> results;
+    SECTION("answer, and coalesced waiters") {
+      for (int i = 0; i < 5; ++i) {
+        forwarder->Resolve(Req("same.example."), set,
+                           [&](const Result& r) { results.push_back(r); });
+      }
+      CHECK(options.budgets->process().in_flight() == 1);  // waiters take no slot
+      REQUIRE(RunUntil(loop, [&] { return results.size() == 5; }));
+      CHECK(forwarder->counters().coalesced == 4);
+    }
+    SECTION("failover after a timeout, answered by the second server") {
+      a.set_behaviour(Behaviour::kSilent);
+      CHECK(AnswerAddress(ResolveAndWait(loop, *forwarder, Req("x.example."), set)) == "192.0.2.2");
+    }
+    SECTION("time budget spent") {
+      a.set_behaviour(Behaviour::kSilent);
+      b.set_behaviour(Behaviour::kSilent);
+      CHECK(ResolveAndWait(loop, *forwarder, Req("x.example."), set).reason ==
+            FailReason::kTimeout);
+    }
+    SECTION("every server replied with an error") {
+      a.set_behaviour(Behaviour::kServFail);
+      b.set_behaviour(Behaviour::kRefused);
+      CHECK(ResolveAndWait(loop, *forwarder, Req("x.example."), set).reason ==
+            FailReason::kUpstreamError);
+    }
+    SECTION("CancelAll") {
+      a.set_behaviour(Behaviour::kSilent);
+      b.set_behaviour(Behaviour::kSilent);
+      ResolveMany(*forwarder, "c", 3, set, &results);
+      forwarder->Resolve(Req("t.example.", Transport::kTcp), set,
+                         [&](const Result& r) { results.push_back(r); });
+      REQUIRE(RunUntil(loop, [&] { return a.queries().size() == 4; }));
+      CHECK_FALSE(all_free());
+      forwarder->CancelAll();
+      CHECK(Count(results, Outcome::kServFail, FailReason::kShutdown) == 4);
+    }
+    SECTION("the Forwarder destroyed with queries in flight") {
+      a.set_behaviour(Behaviour::kSilent);
+      ResolveMany(*forwarder, "d", 3, {a.address()}, &results);
+      REQUIRE(RunUntil(loop, [&] { return a.queries().size() == 3; }));
+      CHECK_FALSE(all_free());
+      forwarder.reset();
+      CHECK(results.empty());
+    }
+    CHECK(all_free());
   }
   RequireClosesClean(loop);
 }

@@ -1,7 +1,8 @@
 // Forwarder, part 2: tries. Which server is asked next (round robin over the ordered
-// candidates, failover after a timeout or a failure), how a try is sent (a fresh UDP
-// socket, or the server's reused TCP connection) and how a failed try counts against the
-// server's health.
+// candidates, failover after a timeout or a failure, a server over its in-flight budget
+// skipped), how a try is sent (a fresh UDP socket, or the server's reused TCP connection)
+// and how a failed try counts against the server's health (an unanswered health probe
+// marks it down).
 
 #include <glog/logging.h>
 #include <uv.h>
@@ -10,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "common/server/limits.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/forwarder_internal.h"
 
@@ -23,6 +25,17 @@ void Forwarder::StartNextTry(Job* job) {
   for (size_t step = 0; step < count; ++step) {
     size_t candidate = (job->next_candidate + step) % count;
     if (job->done[candidate] || job->tries[candidate] >= max_tries) continue;
+    if (job->kind == JobKind::kClient && !job->upstream_holds[candidate]) {
+      Server* server = job->candidates[candidate];
+      job->upstream_holds[candidate] = server->budget.TryAcquire();
+      if (!job->upstream_holds[candidate]) {
+        server::RecordLimitHit(server::Limit::kUpstreamInFlight,
+                               "upstream " + FormatUpstreamAddress(server->address));
+        job->upstream_refused = true;
+        job->done[candidate] = true;
+        continue;
+      }
+    }
     job->next_candidate = candidate + 1;
     if (job->sent > 0) counters_.failovers.fetch_add(1, std::memory_order_relaxed);
     SendTry(job, candidate, job->force_tcp ? Transport::kTcp : Transport::kUdp,
@@ -35,9 +48,10 @@ void Forwarder::StartNextTry(Job* job) {
   const bool listening = std::any_of(job->attempts.begin(), job->attempts.end(),
                                      [](const auto& attempt) { return !attempt->closed; });
   if (listening) return;
-  FinishFailed(job, job->error_attempt != nullptr ? FailReason::kUpstreamError
-                    : job->any_timeout            ? FailReason::kTimeout
-                                                  : FailReason::kNetworkError);
+  FinishFailed(job, job->error_attempt != nullptr             ? FailReason::kUpstreamError
+                    : job->any_timeout                        ? FailReason::kTimeout
+                    : job->upstream_refused && job->sent == 0 ? FailReason::kUpstreamBudget
+                                                              : FailReason::kNetworkError);
 }
 
 void Forwarder::SendTry(Job* job, size_t candidate, Transport transport, EdnsMode edns) {
@@ -151,7 +165,7 @@ void Forwarder::OnTryTimeout(Job* job) {
   // The socket keeps listening (a late answer still counts); the query moves on.
   job->any_timeout = true;
   counters_.timeouts.fetch_add(1, std::memory_order_relaxed);
-  attempt->server->health.OnFailure();
+  OnServerFailure(job, attempt->server, /*timeout=*/true);
   if (job->kind == JobKind::kClient) {
     attempt->server->entry.timeouts.Inc();
     attempt->server->entry.failed.Inc();
@@ -165,7 +179,7 @@ void Forwarder::OnAttemptFailed(Attempt* attempt, bool timeout, const char* why)
   Job* job = attempt->job;
   if (attempt->closed || job->finished) return;
   CloseAttempt(attempt);
-  attempt->server->health.OnFailure();
+  OnServerFailure(job, attempt->server, timeout);
   if (job->kind == JobKind::kClient) {
     attempt->server->entry.failed.Inc();
     if (timeout) attempt->server->entry.timeouts.Inc();
@@ -188,6 +202,23 @@ void Forwarder::OnAttemptFailed(Attempt* attempt, bool timeout, const char* why)
   job->current = nullptr;
   if (timeout) return;  // the deadline timer finishes the job
   StartNextTry(job);
+}
+
+void Forwarder::OnServerFailure(Job* job, Server* server, bool timeout) {
+  // Only silence makes a server down: one that refuses (ICMP port unreachable, a reset)
+  // fails each query at once by itself, holding no budget, and answers as soon as it is
+  // back (kubedns restarting), without waiting for a probe.
+  if (job->kind != JobKind::kHealthProbe || !timeout) {
+    server->health.OnFailure();
+    return;
+  }
+  const bool was_down = server->health.down();
+  server->health.OnProbeFailure();
+  if (!was_down) {
+    LOG(WARNING) << "upstream " << FormatUpstreamAddress(server->address)
+                 << " is down (no reply to a probe): queries to it fail at once until it "
+                    "answers a probe";
+  }
 }
 
 void Forwarder::CloseAttempt(Attempt* attempt) {

@@ -13,6 +13,13 @@
 // A failed upstream is tried only after the healthy ones; the Forwarder probes it in the
 // background and any reply marks it healthy again.
 //
+// Down: a failed upstream whose background probe (a query any live server answers at
+// once, ". NS") timed out too is down: the Forwarder sends it no client query and
+// fails queries whose every server is down at once, instead of letting each hold its
+// budgets for the whole time budget. Failure alone is not enough: a live resolver that is
+// slow on a few names (a broken delegation) times out on them, but it answers the probe.
+// Any reply (a late one, or the next probe's) ends both states.
+//
 // Thread: the owning Forwarder's loop thread.
 #pragma once
 
@@ -36,6 +43,12 @@ class UpstreamHealth {
   void OnFailure();
   // A background probe got an answer: healthy again, with a fresh RTT sample.
   void OnProbeSuccess(uint64_t rtt_ms) { OnReply(rtt_ms); }
+  // A background probe timed out (one the network refused is an OnFailure: such a server
+  // fails queries at once by itself).
+  void OnProbeFailure() {
+    OnFailure();
+    down_ = true;
+  }
 
   uint64_t TryTimeoutMs() const;
   // Smoothed RTT; nullopt before the first reply.
@@ -44,6 +57,7 @@ class UpstreamHealth {
   // once before the fastest wins).
   uint64_t SelectionRttMs() const { return srtt_ms().value_or(0); }
   bool failed() const { return consecutive_failures_ >= options_.failure_threshold; }
+  bool down() const { return down_; }
   uint32_t consecutive_failures() const { return consecutive_failures_; }
 
  private:
@@ -54,6 +68,7 @@ class UpstreamHealth {
   uint64_t rttvar_x4_ = 0;
   uint32_t backoff_shift_ = 0;
   uint32_t consecutive_failures_ = 0;
+  bool down_ = false;
 };
 
 }  // namespace kdns::upstream

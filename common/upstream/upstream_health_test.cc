@@ -51,5 +51,18 @@ TEST_CASE("Failures back the timeout off and mark the upstream failed until it a
   CHECK(health.consecutive_failures() == 0);
 }
 
+TEST_CASE("Only an unanswered probe marks an upstream down, and any reply ends it", "[upstream]") {
+  UpstreamHealth health(Opts());
+  for (int i = 0; i < 5; ++i) health.OnFailure();
+  CHECK(health.failed());
+  CHECK_FALSE(health.down());  // slow on some names is not down
+  health.OnProbeFailure();
+  CHECK(health.down());
+  CHECK(health.failed());
+  health.OnReply(30);  // a late answer, or the next probe's
+  CHECK_FALSE(health.down());
+  CHECK_FALSE(health.failed());
+}
+
 }  // namespace
 }  // namespace kdns::upstream

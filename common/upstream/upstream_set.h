@@ -46,4 +46,9 @@ class UpstreamSet {
   size_t hash_ = 0;
 };
 
+// For unordered containers keyed by a set.
+struct UpstreamSetHash {
+  size_t operator()(const UpstreamSet& set) const { return set.Hash(); }
+};
+
 }  // namespace kdns::upstream

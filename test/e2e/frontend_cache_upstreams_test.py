@@ -95,7 +95,8 @@ def test_serve_stale(env):
 
 
 def test_forward_cap(env):
-    """--dns-forward-max=2 on one thread: a third distinct query is SERVFAILed at once, and
+    """--dns-forward-max=2 on one thread (the route's and the upstream's budgets as large:
+    by default each is a quarter of it): a third distinct query is SERVFAILed at once, and
     a query identical to one in flight is coalesced with it (not rejected)."""
     workdir = env["workdir"]
     fake = fu.FakeUpstream(name="cap")
@@ -104,6 +105,7 @@ def test_forward_cap(env):
     held = []
     try:
         fe = servers.FrontendCache(workdir, "fe-cap", "--dns-forward-max=2",
+                                   "--forward-max-per-route=2", "--forward-max-per-upstream=2",
                                    "--server=" + fake.address, threads=1)
         held = [harness.dig_async(fe.port, "hold-%d.cap.test" % i, timeout=15) for i in (1, 2)]
         for i in (1, 2):
