@@ -58,6 +58,40 @@ Setter Flag(bool Options::*field) {
   };
 }
 
+// A setter for a duration field in milliseconds: a Go duration ("2s", "500ms") or seconds.
+Setter DurationMs(uint64_t server::TcpOptions::*field, std::string_view name) {
+  return [=](std::string_view value, Options* options, std::string* error) {
+    uint64_t seconds = 0;
+    if (ParseUint(value, UINT32_MAX, &seconds)) {
+      options->tcp.*field = seconds * 1000;
+      return true;
+    }
+    std::optional<uint64_t> ms = ParseDurationMs(value);
+    if (!ms) {
+      *error = "--" + std::string(name) + ": \"" + std::string(value) +
+               "\" is not a duration (e.g. 2s, 500ms, or seconds)";
+      return false;
+    }
+    options->tcp.*field = *ms;
+    return true;
+  };
+}
+
+// A setter for a size_t field of the TCP options in [min, max].
+Setter TcpCount(size_t server::TcpOptions::*field, uint64_t min, uint64_t max,
+                std::string_view name) {
+  return [=](std::string_view value, Options* options, std::string* error) {
+    uint64_t number = 0;
+    if (!ParseUint(value, max, &number) || number < min) {
+      *error = "--" + std::string(name) + ": \"" + std::string(value) + "\" is not a number in " +
+               std::to_string(min) + ".." + std::to_string(max);
+      return false;
+    }
+    options->tcp.*field = static_cast<size_t>(number);
+    return true;
+  };
+}
+
 std::string_view Trim(std::string_view text) {
   size_t start = text.find_first_not_of(' ');
   if (start == std::string_view::npos) return {};
@@ -190,6 +224,22 @@ const std::vector<OptionSpec>& Specs() {
          return true;
        }},
       {"prometheus-port", 0, true, Uint(&Options::prometheus_port, 0, 65535, "prometheus-port")},
+      // DNS over TCP limits.
+      {"tcp-idle-timeout", 0, true,
+       DurationMs(&server::TcpOptions::idle_timeout_ms, "tcp-idle-timeout")},
+      {"tcp-frame-timeout", 0, true,
+       DurationMs(&server::TcpOptions::frame_timeout_ms, "tcp-frame-timeout")},
+      {"tcp-max-connections", 0, true,
+       TcpCount(&server::TcpOptions::max_connections, 1, 1'000'000, "tcp-max-connections")},
+      {"tcp-max-connections-per-source", 0, true,
+       TcpCount(&server::TcpOptions::max_connections_per_source, 1, 1'000'000,
+                "tcp-max-connections-per-source")},
+      {"tcp-max-output-bytes-per-connection", 0, true,
+       TcpCount(&server::TcpOptions::max_pending_output_bytes, server::kMinTcpOutputBytes,
+                1ULL << 30, "tcp-max-output-bytes-per-connection")},
+      {"tcp-max-output-bytes-total", 0, true,
+       TcpCount(&server::TcpOptions::max_pending_output_bytes_total, server::kMinTcpOutputBytes,
+                1ULL << 40, "tcp-max-output-bytes-total")},
   };
   return specs;
 }
@@ -342,6 +392,10 @@ bool ParseOptions(std::span<const std::string_view> args, Options* options,
       value = args[++i];
     }
     if (!spec->set(value.value_or(""), options, error)) return false;
+  }
+  if (std::optional<std::string> tcp_error = server::CheckTcpOptions(options->tcp)) {
+    *error = *tcp_error;
+    return false;
   }
   if (options->max_cache_ttl_s && *options->max_cache_ttl_s < options->min_cache_ttl_s) {
     *error = "--min-cache-ttl (" + std::to_string(options->min_cache_ttl_s) +

@@ -69,6 +69,7 @@ class KubednsServer {
     std::vector<loop::SocketAddress> nameservers;  // --nameservers
     std::string resolv_conf = "/etc/resolv.conf";
     upstream::Forwarder::Options forwarder;  // forward_cap: whole process (--forward-max)
+    server::TcpOptions tcp;                  // DNS over TCP limits (--tcp-*)
   };
 
   explicit KubednsServer(Options options);

@@ -40,6 +40,13 @@ struct FlagValues {
   std::string lameduck = "0s";
   std::string resolv_conf = "/etc/resolv.conf";
   int64_t forward_max = 150;
+  // DNS over TCP limits (docs/operators.md, "Limits"); defaults are server::TcpOptions'.
+  std::string tcp_idle_timeout = "10s";
+  std::string tcp_frame_timeout = "2s";
+  int64_t tcp_max_connections = 256;
+  int64_t tcp_max_connections_per_source = 32;
+  int64_t tcp_max_output_bytes_per_connection = 2 * (65535 + 2);
+  int64_t tcp_max_output_bytes_total = 8 << 20;
   bool check_flags = false;
 };
 
