@@ -90,11 +90,10 @@ bool DnsTcpConnection::Send(std::span<const uint8_t> response) {
     // must not be re-entered with the next query.
     resume_timer_.Start(0, [this] { ResumeFraming(); });
   }
-  if (outstanding_ == 0 && peer_done_ && !framer_.paused()) {
-    connection_->CloseWhenFlushed();
-    return true;
-  }
+  // Also while the last replies flush after a half-close: a client that never reads them
+  // is closed at the idle timeout.
   UpdateDeadline();
+  if (outstanding_ == 0 && peer_done_ && !framer_.paused()) connection_->CloseWhenFlushed();
   return true;
 }
 
@@ -130,7 +129,6 @@ std::optional<DnsTcpConnection::Deadline> DnsTcpConnection::NextDeadline(const D
 }
 
 void DnsTcpConnection::UpdateDeadline() {
-  if (!connection_->is_open()) return;
   const std::optional<Deadline> deadline =
       NextDeadline(framer_, outstanding_, idle_since_ms_, options_);
   if (!deadline) {
@@ -145,7 +143,7 @@ void DnsTcpConnection::UpdateDeadline() {
 }
 
 void DnsTcpConnection::OnDeadline() {
-  if (!connection_->is_open()) return;
+  // Closing (or flushing after a half-close) connections too; Close() is idempotent.
   const std::optional<Deadline> deadline =
       NextDeadline(framer_, outstanding_, idle_since_ms_, options_);
   if (deadline && loop_.now_ms() >= deadline->at_ms) {
