@@ -242,10 +242,10 @@ TEST_CASE("DnsServer keeps serving TCP after the handler drops a query", "[serve
   CHECK(s.udp_replies == 1);
 }
 
-// Waits (bounded) until the server has seen `open` connections open.
-bool WaitTcpOpen(const DnsServer& server, uint64_t open) {
+// Waits (bounded) until the server's counter `field` reads `value`.
+bool WaitStat(const DnsServer& server, uint64_t ServerStats::*field, uint64_t value) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (server.stats().tcp_open != open) {
+  while (server.stats().*field != value) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::yield();
   }
@@ -270,7 +270,7 @@ TEST_CASE("At the process-wide TCP cap the oldest idle connection is closed for 
   RequireTcpEcho(newest, 4);  // served at the cap
   CHECK(newer.WaitClosed());
   RequireTcpEcho(oldest, 5);
-  REQUIRE(WaitTcpOpen(server, 2));
+  REQUIRE(WaitStat(server, &ServerStats::tcp_open, 2));
   RequireStopsClean(server);
   ServerStats s = server.stats();
   CHECK(s.tcp_accepted == 3);
@@ -301,7 +301,7 @@ TEST_CASE(
   RequireStart(server);
   TcpClient busy(server.tcp_address());
   REQUIRE(busy.Send(MakeQuery(666)));
-  REQUIRE(WaitTcpOpen(server, 1));
+  REQUIRE(WaitStat(server, &ServerStats::tcp_queries, 1));  // delivered: busy, not idle
   for (int i = 0; i < 4; ++i) {
     TcpClient refused(server.tcp_address());
     CHECK(refused.WaitClosed());  // accepted by the kernel, closed at once by the server
