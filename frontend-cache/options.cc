@@ -393,10 +393,6 @@ bool ParseOptions(std::span<const std::string_view> args, Options* options,
     }
     if (!spec->set(value.value_or(""), options, error)) return false;
   }
-  if (std::optional<std::string> tcp_error = server::CheckTcpOptions(options->tcp)) {
-    *error = *tcp_error;
-    return false;
-  }
   if (options->max_cache_ttl_s && *options->max_cache_ttl_s < options->min_cache_ttl_s) {
     *error = "--min-cache-ttl (" + std::to_string(options->min_cache_ttl_s) +
              ") is above --max-cache-ttl (" + std::to_string(*options->max_cache_ttl_s) + ")";

@@ -247,11 +247,6 @@ TEST_CASE("Bad DNS over TCP limits are one line naming the flag", "[frontend][op
       {{"--tcp-max-connections=0"}, "--tcp-max-connections: \"0\" is not a number in 1..1000000"},
       {{"--tcp-max-output-bytes-per-connection=1000"},
        "--tcp-max-output-bytes-per-connection: \"1000\" is not a number in 65537..1073741824"},
-      {{"--tcp-max-connections=10", "--tcp-max-connections-per-source=11"},
-       "--tcp-max-connections-per-source (11) is above --tcp-max-connections (10)"},
-      {{"--tcp-max-output-bytes-per-connection=200000", "--tcp-max-output-bytes-total=100000"},
-       "--tcp-max-output-bytes-total (100000) must be at least "
-       "--tcp-max-output-bytes-per-connection (200000), which must be at least 65537"},
   }));
   Parsed parsed = Parse(args);
   CHECK_FALSE(parsed.ok);

@@ -162,10 +162,6 @@ bool TcpOptions(const FlagValues& flags, server::TcpOptions* tcp, std::string* e
                 server::kMinTcpOutputBytes, &tcp->max_pending_output_bytes_total, error)) {
     return false;
   }
-  if (std::optional<std::string> tcp_error = server::CheckTcpOptions(*tcp)) {
-    *error = *tcp_error;
-    return false;
-  }
   return true;
 }
 

@@ -22,23 +22,6 @@ void CloseIfOpen(int fd) {
 
 }  // namespace
 
-std::optional<std::string> CheckTcpOptions(const TcpOptions& options) {
-  if (options.max_connections_per_source > options.max_connections) {
-    return "--tcp-max-connections-per-source (" +
-           std::to_string(options.max_connections_per_source) +
-           ") is above --tcp-max-connections (" + std::to_string(options.max_connections) + ")";
-  }
-  if (options.max_pending_output_bytes < kMinTcpOutputBytes ||
-      options.max_pending_output_bytes_total < options.max_pending_output_bytes) {
-    return "--tcp-max-output-bytes-total (" +
-           std::to_string(options.max_pending_output_bytes_total) +
-           ") must be at least --tcp-max-output-bytes-per-connection (" +
-           std::to_string(options.max_pending_output_bytes) + "), which must be at least " +
-           std::to_string(kMinTcpOutputBytes);
-  }
-  return std::nullopt;
-}
-
 std::shared_ptr<loop::TcpConnectionCaps> MakeTcpCaps(const TcpOptions& options) {
   return std::make_shared<loop::TcpConnectionCaps>(options.max_connections,
                                                    options.max_connections_per_source);

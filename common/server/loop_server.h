@@ -33,7 +33,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -78,7 +77,8 @@ struct TcpOptions {
   // A message whose first byte arrived must be whole this much later (Knot's
   // tcp-io-timeout), however its bytes trickle in.
   uint64_t frame_timeout_ms = 2'000;
-  // Open connections in the whole process, and from one source address. At a cap, the
+  // Open connections in the whole process, and from one source address (a per-source cap
+  // above the total is the total). At a cap, the
   // serving thread's oldest idle connection (of that source, for the per-source cap) is
   // closed to make room; with none idle, the new connection is closed at once.
   size_t max_connections = 256;
@@ -86,7 +86,8 @@ struct TcpOptions {
   // Per connection: queries delivered and not yet answered before reading pauses.
   size_t max_outstanding_queries = 32;
   // Output waiting for a client that does not read: per connection, and in total over the
-  // process's connections. Over either, the connection is closed.
+  // process's connections (a per-connection bound above the total is the total). Over
+  // either, the connection is closed.
   size_t max_pending_output_bytes = 2 * (65535 + 2);
   size_t max_pending_output_bytes_total = 8 << 20;
   int backlog = 511;
@@ -98,11 +99,6 @@ struct TcpOptions {
 // One reply of the largest size with its length prefix: the least a connection's output
 // bound (and the total) can be, or no large reply could ever be sent.
 inline constexpr size_t kMinTcpOutputBytes = 65535 + 2;
-
-// How the numbers fit together, checked once where a program builds its options: the
-// per-source cap not above the total, the total output not below one connection's. nullopt
-// if they do; else a one-line error naming the flags (the same names in both programs).
-std::optional<std::string> CheckTcpOptions(const TcpOptions& options);
 
 // The process-wide objects for `options`' numbers.
 std::shared_ptr<loop::TcpConnectionCaps> MakeTcpCaps(const TcpOptions& options);
