@@ -39,9 +39,9 @@ constexpr size_t kMaxOutstanding = 3;
   } while (0)
 
 struct Model {
-  std::vector<uint8_t> stream;        // every byte fed
-  std::vector<uint64_t> arrived_ms;   // when each byte was fed
-  size_t consumed = 0;                // bytes of the frames delivered so far
+  std::vector<uint8_t> stream;       // every byte fed
+  std::vector<uint64_t> arrived_ms;  // when each byte was fed
+  size_t consumed = 0;               // bytes of the frames delivered so far
   uint64_t last_resume_ms = 0;
   size_t outstanding = 0;
   uint64_t idle_since_ms = 0;
