@@ -44,7 +44,7 @@ std::vector<std::string> Unframe(const std::string& stream) {
 // A DNS/TCP server whose handler records queries; the test decides when to answer.
 struct Server {
   explicit Server(Loop& loop, DnsTcpConnection::Options options = {},
-                  TcpListener::Options listener_options = {})
+                  const TcpListener::Options& listener_options = {})
       : loop_(loop), options_(options) {
     std::string error;
     listener = TcpListener::Bind(

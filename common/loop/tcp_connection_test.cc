@@ -22,7 +22,7 @@ std::span<const uint8_t> Bytes(const std::string& s) {
 
 // Echo server keeping its connections; records close reasons.
 struct EchoServer {
-  explicit EchoServer(Loop& loop, TcpListener::Options options = {}) {
+  explicit EchoServer(Loop& loop, const TcpListener::Options& options = {}) {
     std::string error;
     listener = TcpListener::Bind(
         loop, *SocketAddress::Parse("127.0.0.1:0"), options,

@@ -53,6 +53,7 @@ TEST_CASE("TcpConnectionCaps holds across threads", "[loop][tcp_limits]") {
   std::atomic<int> admitted_max{0};
   std::atomic<int> admitted_now{0};
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       const IpAddress source = Ip(t % 2 == 0 ? "10.0.0.1" : "10.0.0.2");
