@@ -167,8 +167,8 @@ def attack(server_name, port, name):
         answered, problems = victim_outcome(port, name)
     finally:
         attacker.stop()
-    print("  %s: attacker opened %d connections (%d attempts, %d refused at connect), held %d "
-          "when the victim started; victim answered %d of %d" % (
+    print("  %s: attacker opened %d connections (%d attempts, %d refused at connect), %d of "
+          "them not yet seen closed when the victim started; victim answered %d of %d" % (
               server_name, ATTACK_CONNECTIONS, attacker.attempts, attacker.refused, held,
               answered, VICTIM_QUERIES))
     if problems:
