@@ -118,6 +118,10 @@ bool FrontendServer::Start(std::string* error) {
   // A burst waits in the socket, not on the floor, while a thread is off the CPU (the
   // kernel caps this at net.core.rmem_max).
   constexpr int kReceiveBufferBytes = 4 << 20;
+  // The TCP caps and output budget hold for the process: every listening address shares them.
+  server::TcpOptions tcp = options_.flags.tcp;
+  tcp.caps = server::MakeTcpCaps(tcp);
+  tcp.output_budget = server::MakeOutputBudget(tcp);
   std::vector<server::DnsServer::Options> configs;
   if (!options_.inherited.empty()) {
     for (const auto& sockets : options_.inherited) {
@@ -128,6 +132,7 @@ bool FrontendServer::Start(std::string* error) {
       // leaves the queue to the socket's next owner (loop::UdpReceiverThread::Run).
       config.udp.receiver_thread = options_.flags.receiver_threads != ReceiverThreads::kOff;
       config.inherited = sockets;
+      config.tcp = tcp;
       configs.push_back(config);
     }
   } else {
@@ -142,6 +147,7 @@ bool FrontendServer::Start(std::string* error) {
       config.shared_sockets = config.udp.receiver_thread;
       config.listen_address =
           *loop::SocketAddress::FromHostPort(ip.ToString(), options_.flags.port);
+      config.tcp = tcp;
       configs.push_back(config);
     }
   }

@@ -93,7 +93,10 @@ int main(int argc, char** argv) {
        "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
        "--cache-bytes=N --cache-entry-max-bytes=N --stale-max=S "
        "--lameduck=D "
-       "--prometheus-port=N --prometheus-address=IP]"});
+       "--prometheus-port=N --prometheus-address=IP "
+       "--tcp-idle-timeout=D --tcp-frame-timeout=D --tcp-max-connections=N "
+       "--tcp-max-connections-per-source=N --tcp-max-output-bytes-per-connection=N "
+       "--tcp-max-output-bytes-total=N]"});
   // Signals are taken synchronously by this thread, and every thread started later inherits
   // the mask. Blocked first thing, so a SIGHUP from the nanny while we start is queued, not
   // fatal.

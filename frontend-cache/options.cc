@@ -60,6 +60,40 @@ Setter Flag(bool Options::*field) {
   };
 }
 
+// A setter for a duration field in milliseconds: a Go duration ("2s", "500ms") or seconds.
+Setter DurationMs(uint64_t server::TcpOptions::*field, std::string_view name) {
+  return [=](std::string_view value, Options* options, std::string* error) {
+    uint64_t seconds = 0;
+    if (ParseUint(value, UINT32_MAX, &seconds)) {
+      options->tcp.*field = seconds * 1000;
+      return true;
+    }
+    std::optional<uint64_t> ms = ParseDurationMs(value);
+    if (!ms) {
+      *error = "--" + std::string(name) + ": \"" + std::string(value) +
+               "\" is not a duration (e.g. 2s, 500ms, or seconds)";
+      return false;
+    }
+    options->tcp.*field = *ms;
+    return true;
+  };
+}
+
+// A setter for a size_t field of the TCP options in [min, max].
+Setter TcpCount(size_t server::TcpOptions::*field, uint64_t min, uint64_t max,
+                std::string_view name) {
+  return [=](std::string_view value, Options* options, std::string* error) {
+    uint64_t number = 0;
+    if (!ParseUint(value, max, &number) || number < min) {
+      *error = "--" + std::string(name) + ": \"" + std::string(value) + "\" is not a number in " +
+               std::to_string(min) + ".." + std::to_string(max);
+      return false;
+    }
+    options->tcp.*field = static_cast<size_t>(number);
+    return true;
+  };
+}
+
 std::string_view Trim(std::string_view text) {
   size_t start = text.find_first_not_of(' ');
   if (start == std::string_view::npos) return {};
@@ -202,6 +236,22 @@ const std::vector<OptionSpec>& Specs() {
        Uint(&Options::forward_max_per_route, 0, 1'000'000, "forward-max-per-route")},
       {"forward-max-per-upstream", 0, true,
        Uint(&Options::forward_max_per_upstream, 0, 1'000'000, "forward-max-per-upstream")},
+      // DNS over TCP limits.
+      {"tcp-idle-timeout", 0, true,
+       DurationMs(&server::TcpOptions::idle_timeout_ms, "tcp-idle-timeout")},
+      {"tcp-frame-timeout", 0, true,
+       DurationMs(&server::TcpOptions::frame_timeout_ms, "tcp-frame-timeout")},
+      {"tcp-max-connections", 0, true,
+       TcpCount(&server::TcpOptions::max_connections, 1, 1'000'000, "tcp-max-connections")},
+      {"tcp-max-connections-per-source", 0, true,
+       TcpCount(&server::TcpOptions::max_connections_per_source, 1, 1'000'000,
+                "tcp-max-connections-per-source")},
+      {"tcp-max-output-bytes-per-connection", 0, true,
+       TcpCount(&server::TcpOptions::max_pending_output_bytes, server::kMinTcpOutputBytes,
+                1ULL << 30, "tcp-max-output-bytes-per-connection")},
+      {"tcp-max-output-bytes-total", 0, true,
+       TcpCount(&server::TcpOptions::max_pending_output_bytes_total, server::kMinTcpOutputBytes,
+                1ULL << 40, "tcp-max-output-bytes-total")},
   };
   return specs;
 }

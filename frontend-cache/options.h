@@ -14,6 +14,7 @@
 
 #include "common/base/ip_address.h"
 #include "common/dns/name.h"
+#include "common/server/loop_server.h"
 #include "common/upstream/upstream_address.h"
 #include "frontend-cache/cache.h"
 
@@ -86,6 +87,11 @@ struct Options {
   // quarter of it.
   uint32_t forward_max_per_route = 0;     // --forward-max-per-route
   uint32_t forward_max_per_upstream = 0;  // --forward-max-per-upstream
+  // DNS over TCP limits (docs/operators.md, "Limits"); defaults are server::TcpOptions':
+  //   --tcp-idle-timeout, --tcp-frame-timeout            Go duration or seconds; 0: none
+  //   --tcp-max-connections, --tcp-max-connections-per-source
+  //   --tcp-max-output-bytes-per-connection, --tcp-max-output-bytes-total
+  server::TcpOptions tcp;
 };
 
 // Parses `args` (without the program name). Unknown arguments go to `rest`, in order, and

@@ -192,6 +192,7 @@ bool KubednsServer::Start(std::string* error) {
   dns.listen_address = options_.dns_address;
   dns.threads = options_.dns_threads;
   dns.admission = kAdmissionPolicy;
+  dns.tcp = options_.tcp;
   dns_server_ =
       std::make_unique<server::DnsServer>(dns, [this](const server::ThreadContext& context) {
         return std::make_unique<Handler>(*this, context);

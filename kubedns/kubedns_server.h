@@ -73,6 +73,7 @@ class KubednsServer {
     std::vector<loop::SocketAddress> nameservers;  // --nameservers
     std::string resolv_conf = "/etc/resolv.conf";
     upstream::Forwarder::Options forwarder;  // budgets: whole process (--forward-max...)
+    server::TcpOptions tcp;                  // DNS over TCP limits (--tcp-*)
   };
 
   explicit KubednsServer(Options options);

@@ -78,6 +78,25 @@ DEFINE_int32(forward_max_per_route, 0,
 DEFINE_int32(forward_max_per_upstream, 0,
              "Distinct upstream queries in flight to one upstream server; 0: a quarter of "
              "--forward-max.");
+// DNS over TCP limits (docs/operators.md, "Limits").
+DEFINE_string(tcp_idle_timeout, "10s",
+              "A DNS/TCP connection with no query outstanding is closed this long after its "
+              "last whole message (bytes of a message do not count); 0: never.");
+DEFINE_string(tcp_frame_timeout, "2s",
+              "A DNS/TCP message must be whole this long after its first byte arrived, however "
+              "it trickles in (Knot's tcp-io-timeout); 0: no limit.");
+DEFINE_int64(tcp_max_connections, 256,
+             "DNS/TCP connections open in the whole process; at the cap the oldest idle one is "
+             "closed for a new one (refused if none is idle).");
+DEFINE_int64(tcp_max_connections_per_source, 32,
+             "DNS/TCP connections open from one client address; at the cap that client's "
+             "oldest idle one is closed for its new one.");
+DEFINE_int64(tcp_max_output_bytes_per_connection, 2 * (65535 + 2),
+             "Replies waiting for one DNS/TCP client that does not read, in bytes, before the "
+             "connection is closed (at least 65537).");
+DEFINE_int64(tcp_max_output_bytes_total, 8 << 20,
+             "Replies waiting for DNS/TCP clients that do not read, in bytes over all "
+             "connections; a reply that does not fit closes its connection.");
 DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
 
 namespace {
@@ -109,6 +128,12 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.forward_max = FLAGS_forward_max;
   flags.forward_max_per_route = FLAGS_forward_max_per_route;
   flags.forward_max_per_upstream = FLAGS_forward_max_per_upstream;
+  flags.tcp_idle_timeout = FLAGS_tcp_idle_timeout;
+  flags.tcp_frame_timeout = FLAGS_tcp_frame_timeout;
+  flags.tcp_max_connections = FLAGS_tcp_max_connections;
+  flags.tcp_max_connections_per_source = FLAGS_tcp_max_connections_per_source;
+  flags.tcp_max_output_bytes_per_connection = FLAGS_tcp_max_output_bytes_per_connection;
+  flags.tcp_max_output_bytes_total = FLAGS_tcp_max_output_bytes_total;
   flags.check_flags = FLAGS_check_flags;
   return flags;
 }

@@ -9,6 +9,7 @@
 #include "common/base/duration.h"
 #include "common/base/port.h"
 #include "common/upstream/forward_budgets.h"
+#include "common/server/loop_server.h"
 #include "kubedns/upstream_routes.h"
 
 namespace kdns::kubedns {
@@ -169,6 +170,32 @@ bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, st
   return true;
 }
 
+// A count flag of the TCP limits, at least `min`.
+bool TcpCount(const char* name, int64_t value, uint64_t min, size_t* out, std::string* error) {
+  if (value < 0 || static_cast<uint64_t>(value) < min) {
+    *error = std::string("--") + name + ": must be at least " + std::to_string(min);
+    return false;
+  }
+  *out = static_cast<size_t>(value);
+  return true;
+}
+
+bool TcpOptions(const FlagValues& flags, server::TcpOptions* tcp, std::string* error) {
+  if (!Duration("tcp-idle-timeout", flags.tcp_idle_timeout, &tcp->idle_timeout_ms, error) ||
+      !Duration("tcp-frame-timeout", flags.tcp_frame_timeout, &tcp->frame_timeout_ms, error) ||
+      !TcpCount("tcp-max-connections", flags.tcp_max_connections, 1, &tcp->max_connections,
+                error) ||
+      !TcpCount("tcp-max-connections-per-source", flags.tcp_max_connections_per_source, 1,
+                &tcp->max_connections_per_source, error) ||
+      !TcpCount("tcp-max-output-bytes-per-connection", flags.tcp_max_output_bytes_per_connection,
+                server::kMinTcpOutputBytes, &tcp->max_pending_output_bytes, error) ||
+      !TcpCount("tcp-max-output-bytes-total", flags.tcp_max_output_bytes_total,
+                server::kMinTcpOutputBytes, &tcp->max_pending_output_bytes_total, error)) {
+    return false;
+  }
+  return true;
+}
+
 bool ApiOptions(const FlagValues& flags, const k8s::EnvLookup& env, KubednsServer::Options* options,
                 std::string* error) {
   k8s::Result<k8s::ApiConfig> config =
@@ -211,7 +238,9 @@ bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env, Options* o
   }
   server.metrics_prefix = DnsMetrics::SkydnsPrefixFromEnvironment();
   server.objects_file = flags.objects_file;
-  if (!ForwardOptions(flags, &server, error)) return false;
+  if (!ForwardOptions(flags, &server, error) || !TcpOptions(flags, &server.tcp, error)) {
+    return false;
+  }
   // --check-flags checks flags: the in-cluster environment comes from the pod, not from them.
   const bool in_cluster = flags.kubecfg_file.empty() && flags.kube_master_url.empty();
   if (server.objects_file.empty() && !(flags.check_flags && in_cluster) &&

@@ -45,6 +45,13 @@ struct FlagValues {
   int64_t forward_max = 4096;
   int64_t forward_max_per_route = 0;
   int64_t forward_max_per_upstream = 0;
+  // DNS over TCP limits (docs/operators.md, "Limits"); defaults are server::TcpOptions'.
+  std::string tcp_idle_timeout = "10s";
+  std::string tcp_frame_timeout = "2s";
+  int64_t tcp_max_connections = 256;
+  int64_t tcp_max_connections_per_source = 32;
+  int64_t tcp_max_output_bytes_per_connection = 2 * (65535 + 2);
+  int64_t tcp_max_output_bytes_total = 8 << 20;
   bool check_flags = false;
 };
 

@@ -217,5 +217,40 @@ TEST_CASE("--check-flags in-cluster does not need the pod's service account",
   CHECK(ErrorOf(flags).starts_with("Kubernetes API: "));
 }
 
+TEST_CASE("kubedns's DNS over TCP flags default to server::TcpOptions' and reach the server",
+          "[kubedns][options]") {
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(Offline(), Env({}), &options, &error));
+  const server::TcpOptions expected;
+  const server::TcpOptions& tcp = options.server.tcp;
+  CHECK(tcp.idle_timeout_ms == expected.idle_timeout_ms);
+  CHECK(tcp.frame_timeout_ms == expected.frame_timeout_ms);
+  CHECK(tcp.max_connections == expected.max_connections);
+  CHECK(tcp.max_connections_per_source == expected.max_connections_per_source);
+  CHECK(tcp.max_pending_output_bytes == expected.max_pending_output_bytes);
+  CHECK(tcp.max_pending_output_bytes_total == expected.max_pending_output_bytes_total);
+
+  FlagValues flags = Offline();
+  flags.tcp_idle_timeout = "3s";
+  flags.tcp_frame_timeout = "250ms";
+  flags.tcp_max_connections = 64;
+  flags.tcp_max_connections_per_source = 8;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.tcp.idle_timeout_ms == 3000);
+  CHECK(options.server.tcp.frame_timeout_ms == 250);
+  CHECK(options.server.tcp.max_connections == 64);
+  CHECK(options.server.tcp.max_connections_per_source == 8);
+
+  flags.tcp_max_connections_per_source = 65;  // above the total: the total applies
+  CHECK(ErrorOf(flags).empty());
+  flags = Offline();
+  flags.tcp_frame_timeout = "x";
+  CHECK(ErrorOf(flags) == "--tcp-frame-timeout: not a duration: \"x\"");
+  flags = Offline();
+  flags.tcp_max_output_bytes_per_connection = 100;
+  CHECK(ErrorOf(flags) == "--tcp-max-output-bytes-per-connection: must be at least 65537");
+}
+
 }  // namespace
 }  // namespace kdns::kubedns

@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <optional>
 #include <utility>
 
 namespace kdns::loop {
@@ -11,37 +12,46 @@ using CloseReason = TcpConnection::CloseReason;
 DnsTcpConnection::DnsTcpConnection(Loop& loop, std::unique_ptr<TcpConnection> connection,
                                    const Options& options, QueryCallback on_query,
                                    CloseCallback on_close)
-    : connection_(std::move(connection)),
+    : loop_(loop),
+      connection_(std::move(connection)),
       options_(options),
       on_query_(std::move(on_query)),
       on_close_(std::move(on_close)),
-      resume_timer_(loop) {
+      resume_timer_(loop),
+      deadline_timer_(loop, [this] { OnDeadline(); }),
+      idle_since_ms_(loop.now_ms()) {
   if (options_.max_outstanding_queries == 0) options_.max_outstanding_queries = 1;
   TcpConnection::Callbacks callbacks;
   callbacks.on_data = [this](std::span<const uint8_t> bytes) { OnData(bytes); };
   callbacks.on_eof = [this] { OnEof(); };
   callbacks.on_close = [this](CloseReason reason) {
+    deadline_timer_.Stop();
+    resume_timer_.Stop();
     if (on_close_) on_close_(reason);
   };
   connection_->Start(std::move(callbacks));
-  UpdateIdleTimer();
+  connection_->SetIdleTimeout(0);  // any byte would restart it; ours counts messages
+  UpdateDeadline();
 }
 
 DnsTcpConnection::~DnsTcpConnection() = default;
 
 void DnsTcpConnection::OnData(std::span<const uint8_t> bytes) {
-  auto result = framer_.Feed(bytes, [this](std::span<const uint8_t> m) { return OnMessage(m); });
+  auto result = framer_.Feed(
+      bytes, [this](std::span<const uint8_t> m) { return OnMessage(m); }, loop_.now_ms());
+  if (result == DnsTcpFramer::Result::kAbandoned) return;  // this is gone
   if (result == DnsTcpFramer::Result::kBadLength) {
     LOG_EVERY_N(WARNING, 1000) << "DNS/TCP from " << peer_address().ToString()
                                << ": message length below the DNS header; closing";
     connection_->Close(CloseReason::kProtocolError);
+    return;
   }
+  UpdateDeadline();
 }
 
 DnsTcpFramer::Next DnsTcpConnection::OnMessage(std::span<const uint8_t> message) {
   ++outstanding_;
   ++stats_.queries;
-  UpdateIdleTimer();
   {
     internal::DeathWatch::Scope scope(death_watch_);
     internal::CallUser("DnsTcpConnection query", [&] { on_query_(message); });
@@ -57,7 +67,8 @@ DnsTcpFramer::Next DnsTcpConnection::OnMessage(std::span<const uint8_t> message)
 
 void DnsTcpConnection::OnEof() {
   peer_done_ = true;
-  // Queries still buffered (paused at the cap) are answered too; close once all are.
+  // Queries still buffered (paused at the cap) are answered too; close once all are. A
+  // partial message can no longer complete: it is dropped with the connection.
   if (outstanding_ == 0 && !framer_.paused()) connection_->CloseWhenFlushed();
 }
 
@@ -66,46 +77,80 @@ bool DnsTcpConnection::Send(std::span<const uint8_t> response) {
   const uint8_t prefix[2] = {static_cast<uint8_t>(response.size() >> 8),
                              static_cast<uint8_t>(response.size() & 0xff)};
   if (!connection_->Write({std::span<const uint8_t>(prefix), response})) {
-    if (connection_->is_open()) {
-      LOG_EVERY_N(WARNING, 1000) << "DNS/TCP to " << peer_address().ToString()
-                                 << ": client is not reading; closing";
-      connection_->Close(CloseReason::kOutputOverflow);
-    }
+    // The client is not reading (the owner counts the close by its reason). Write closed
+    // the connection itself at the process-wide budget.
+    if (connection_->is_open()) connection_->Close(CloseReason::kOutputOverflow);
     return false;
   }
   ++stats_.responses;
-  if (outstanding_ > 0) --outstanding_;
+  if (outstanding_ > 0 && --outstanding_ == 0) idle_since_ms_ = loop_.now_ms();
   if (framer_.paused() && outstanding_ < options_.max_outstanding_queries &&
       !resume_timer_.IsActive()) {
     // Resume on the next iteration, not from inside Send(): the handler that called Send
     // must not be re-entered with the next query.
     resume_timer_.Start(0, [this] { ResumeFraming(); });
   }
-  if (outstanding_ == 0 && peer_done_ && !framer_.paused()) {
-    connection_->CloseWhenFlushed();
-    return true;
-  }
-  UpdateIdleTimer();
+  // Also while the last replies flush after a half-close: a client that never reads them
+  // is closed at the idle timeout.
+  UpdateDeadline();
+  if (outstanding_ == 0 && peer_done_ && !framer_.paused()) connection_->CloseWhenFlushed();
   return true;
 }
 
 void DnsTcpConnection::ResumeFraming() {
-  auto result = framer_.Resume([this](std::span<const uint8_t> m) { return OnMessage(m); });
-  if (result == DnsTcpFramer::Result::kAbandoned) return;
+  auto result =
+      framer_.Resume([this](std::span<const uint8_t> m) { return OnMessage(m); }, loop_.now_ms());
+  if (result == DnsTcpFramer::Result::kAbandoned) return;  // this is gone
   if (result == DnsTcpFramer::Result::kBadLength) {
     connection_->Close(CloseReason::kProtocolError);
     return;
   }
-  if (framer_.paused()) return;
-  if (peer_done_) {
-    if (outstanding_ == 0) connection_->CloseWhenFlushed();
-    return;
+  if (!framer_.paused()) {
+    if (peer_done_) {
+      if (outstanding_ == 0) connection_->CloseWhenFlushed();
+      return;
+    }
+    connection_->ResumeReading();
   }
-  connection_->ResumeReading();
+  UpdateDeadline();
 }
 
-void DnsTcpConnection::UpdateIdleTimer() {
-  connection_->SetIdleTimeout(outstanding_ == 0 ? options_.idle_timeout_ms : 0);
+std::optional<DnsTcpConnection::Deadline> DnsTcpConnection::NextDeadline(const DnsTcpFramer& framer,
+                                                                         size_t outstanding,
+                                                                         uint64_t idle_since_ms,
+                                                                         const Options& options) {
+  if (std::optional<uint64_t> since = framer.partial_frame_since_ms()) {
+    // A message is arriving: its deadline, not the idle one, applies.
+    if (options.frame_timeout_ms == 0) return std::nullopt;
+    return Deadline{*since + options.frame_timeout_ms, CloseReason::kFrameTimeout};
+  }
+  if (outstanding > 0 || framer.paused() || options.idle_timeout_ms == 0) return std::nullopt;
+  return Deadline{idle_since_ms + options.idle_timeout_ms, CloseReason::kIdleTimeout};
+}
+
+void DnsTcpConnection::UpdateDeadline() {
+  const std::optional<Deadline> deadline =
+      NextDeadline(framer_, outstanding_, idle_since_ms_, options_);
+  if (!deadline) {
+    deadline_timer_.Stop();
+    return;
+  }
+  if (deadline_timer_.IsActive() && armed_deadline_ms_ == deadline->at_ms) return;
+  armed_deadline_ms_ = deadline->at_ms;
+  const uint64_t now = loop_.now_ms();
+  // The callback was set once: Start(ms) is safe from inside it (OnDeadline re-arms).
+  deadline_timer_.Start(deadline->at_ms > now ? deadline->at_ms - now : 0);
+}
+
+void DnsTcpConnection::OnDeadline() {
+  // Closing (or flushing after a half-close) connections too; Close() is idempotent.
+  const std::optional<Deadline> deadline =
+      NextDeadline(framer_, outstanding_, idle_since_ms_, options_);
+  if (deadline && loop_.now_ms() >= deadline->at_ms) {
+    connection_->Close(deadline->reason);
+    return;
+  }
+  UpdateDeadline();
 }
 
 }  // namespace kdns::loop

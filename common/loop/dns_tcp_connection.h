@@ -6,9 +6,21 @@
 // and not yet answered; at the cap the connection stops reading (RFC 7766 6.2.2 lets a
 // server stop reading) and resumes on the next loop iteration after a response. Output is
 // bounded: a response that would push pending output past max_pending_output_bytes closes
-// the connection (the client is not reading). The idle timeout (RFC 7766 6.2.3: seconds,
-// not minutes) runs only while no query is outstanding. A client's half-close is honoured:
-// outstanding queries are still answered, then the connection closes.
+// the connection (kOutputOverflow: the client is not reading); so does one that does not
+// fit the process-wide output budget of the TcpConnection (kOutputTotal). A client's
+// half-close is honoured: outstanding queries are still answered, then the connection
+// closes.
+//
+// Timeouts (RFC 7766 6.2.3; as Knot's tcp-io-timeout and tcp-idle-timeout), one timer:
+//   frame  a message whose first byte arrived must be whole within frame_timeout_ms, however
+//          its bytes trickle in (kFrameTimeout). Measured only while we read: a message
+//          kept while reading is paused at the outstanding cap starts its clock on resume.
+//   idle   with no query outstanding and no message arriving, the connection closes
+//          idle_timeout_ms after it last became idle (kIdleTimeout). Only whole messages
+//          move it: a query makes the connection busy, the response that answers the last
+//          outstanding query makes it idle again. Stray bytes do not.
+// A connection with queries outstanding is not idle and has no timeout here: its queries
+// are bounded by the handler (forwarding budgets).
 //
 // Lifetime: the owner (a DNS server's connection table) keeps the DnsTcpConnection and
 // destroys it in the CloseCallback, which comes from a libuv callback, never from inside
@@ -22,6 +34,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "common/loop/dns_tcp_framer.h"
@@ -34,7 +47,8 @@ namespace kdns::loop {
 class DnsTcpConnection {
  public:
   struct Options {
-    uint64_t idle_timeout_ms = 10'000;
+    uint64_t idle_timeout_ms = 10'000;  // 0: none
+    uint64_t frame_timeout_ms = 2'000;  // 0: none
     size_t max_outstanding_queries = 32;
     size_t max_pending_output_bytes = 4 * DnsTcpFramer::kMaxFrameBytes;
   };
@@ -48,7 +62,8 @@ class DnsTcpConnection {
   using QueryCallback = std::function<void(std::span<const uint8_t> query)>;
   using CloseCallback = std::function<void(TcpConnection::CloseReason reason)>;
 
-  // Takes over `connection` (accepted, not yet started) and starts reading.
+  // Takes over `connection` (accepted, not yet started) and starts reading. Its own idle
+  // timeout is switched off: this class keeps the DNS one.
   DnsTcpConnection(Loop& loop, std::unique_ptr<TcpConnection> connection, const Options& options,
                    QueryCallback on_query, CloseCallback on_close);
   ~DnsTcpConnection();
@@ -56,28 +71,46 @@ class DnsTcpConnection {
   DnsTcpConnection& operator=(const DnsTcpConnection&) = delete;
 
   // Sends the response to one delivered query. False if the connection is closing, the
-  // message is longer than 65535 bytes, or the output bound was hit (the connection is
-  // then closed with kOutputOverflow).
+  // message is longer than 65535 bytes, or an output bound was hit (the connection is
+  // then closed with kOutputOverflow or kOutputTotal).
   bool Send(std::span<const uint8_t> response);
-  void Close() { connection_->Close(); }
+  void Close(TcpConnection::CloseReason reason = TcpConnection::CloseReason::kLocal) {
+    connection_->Close(reason);
+  }
+
+  // When the connection times out next and why, from its state (pure: the timer only
+  // wakes us for it). nullopt: no timeout runs (queries outstanding, or timeouts off).
+  struct Deadline {
+    uint64_t at_ms;
+    TcpConnection::CloseReason reason;  // kFrameTimeout or kIdleTimeout
+  };
+  static std::optional<Deadline> NextDeadline(const DnsTcpFramer& framer, size_t outstanding,
+                                              uint64_t idle_since_ms, const Options& options);
 
   size_t outstanding_queries() const { return outstanding_; }
   const SocketAddress& peer_address() const { return connection_->peer_address(); }
   const Stats& stats() const { return stats_; }
+  size_t buffered_input_bytes() const { return framer_.buffered_bytes(); }
 
  private:
   DnsTcpFramer::Next OnMessage(std::span<const uint8_t> message);
   void OnData(std::span<const uint8_t> bytes);
   void OnEof();
   void ResumeFraming();
-  void UpdateIdleTimer();
+  // Re-arms the one timer for the earlier of the frame and the idle deadline, if any.
+  void UpdateDeadline();
+  void OnDeadline();
 
+  Loop& loop_;
   std::unique_ptr<TcpConnection> connection_;
   Options options_;
   QueryCallback on_query_;
   CloseCallback on_close_;
   DnsTcpFramer framer_;
   Timer resume_timer_;
+  Timer deadline_timer_;
+  uint64_t armed_deadline_ms_ = 0;  // what deadline_timer_ is set for, while active
+  uint64_t idle_since_ms_ = 0;      // when outstanding_ last fell to 0 (or the start)
   size_t outstanding_ = 0;
   bool peer_done_ = false;  // the client half-closed
   Stats stats_;

@@ -8,6 +8,7 @@
 
 #include "common/loop/loop_test_util.h"
 #include "common/loop/tcp_listener.h"
+#include "common/loop/timer.h"
 
 namespace kdns::loop {
 namespace {
@@ -43,7 +44,7 @@ std::vector<std::string> Unframe(const std::string& stream) {
 // A DNS/TCP server whose handler records queries; the test decides when to answer.
 struct Server {
   explicit Server(Loop& loop, DnsTcpConnection::Options options = {},
-                  TcpListener::Options listener_options = {})
+                  const TcpListener::Options& listener_options = {})
       : loop_(loop), options_(options) {
     std::string error;
     listener = TcpListener::Bind(
@@ -257,6 +258,59 @@ TEST_CASE("A client that does not read is disconnected", "[loop][dns_tcp]") {
     CHECK(server.reasons[0] == CloseReason::kOutputOverflow);
   }
   testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("A message trickled a byte at a time is closed at the frame timeout, not answered",
+          "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    DnsTcpConnection::Options options;
+    options.frame_timeout_ms = 100;
+    options.idle_timeout_ms = 0;
+    Server server(loop, options);
+    server.answer_at_once = true;
+    testing::RawTcpClient client(server.address());
+    // 300 bytes, one every 10 ms: whole after 3 s if nothing stopped it.
+    const std::string stream = Framed(Message(1, std::string(298, 'x')));
+    size_t sent = 0;
+    Timer trickle(loop);
+    trickle.StartRepeating(10, [&] {
+      if (sent < stream.size()) client.Send(stream.substr(sent++, 1));
+    });
+    REQUIRE(testing::RunUntil(loop, [&] { return !server.reasons.empty(); }));
+    CHECK(server.reasons[0] == CloseReason::kFrameTimeout);
+    CHECK(server.queries.empty());
+    CHECK(sent < stream.size());
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("The next timeout follows the state: frame while a message arrives, idle otherwise",
+          "[loop][dns_tcp]") {
+  DnsTcpConnection::Options options;
+  options.frame_timeout_ms = 2000;
+  options.idle_timeout_ms = 10'000;
+  DnsTcpFramer framer;
+  auto deliver = [](std::span<const uint8_t>) { return DnsTcpFramer::Next::kContinue; };
+  // Idle since 500, nothing arriving: the idle deadline.
+  auto deadline = DnsTcpConnection::NextDeadline(framer, 0, 500, options);
+  REQUIRE(deadline);
+  CHECK(deadline->at_ms == 10'500);
+  CHECK(deadline->reason == CloseReason::kIdleTimeout);
+  // A query outstanding: not idle, no deadline.
+  CHECK_FALSE(DnsTcpConnection::NextDeadline(framer, 1, 500, options));
+  // A message started at 9000: its frame deadline, even past the idle one.
+  const uint8_t first_byte = 0;
+  REQUIRE(framer.Feed(std::span<const uint8_t>(&first_byte, 1), deliver, 9000) ==
+          DnsTcpFramer::Result::kOk);
+  deadline = DnsTcpConnection::NextDeadline(framer, 0, 500, options);
+  REQUIRE(deadline);
+  CHECK(deadline->at_ms == 11'000);
+  CHECK(deadline->reason == CloseReason::kFrameTimeout);
+  // Also while other queries are outstanding (pipelining).
+  CHECK(DnsTcpConnection::NextDeadline(framer, 3, 500, options)->at_ms == 11'000);
+  options.frame_timeout_ms = 0;
+  CHECK_FALSE(DnsTcpConnection::NextDeadline(framer, 0, 500, options));
 }
 
 }  // namespace

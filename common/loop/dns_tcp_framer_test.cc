@@ -105,5 +105,70 @@ TEST_CASE("DnsTcpFramer stops at once when the consumer abandons it", "[loop][dn
   CHECK(calls == 1);
 }
 
+TEST_CASE("A partial frame keeps the time of its first byte however it trickles",
+          "[loop][dns_tcp]") {
+  auto frame = Frame(40, 7);
+  DnsTcpFramer framer;
+  Collector c;
+  CHECK_FALSE(framer.partial_frame_since_ms().has_value());
+  uint64_t now = 1000;
+  for (size_t i = 0; i + 1 < frame.size(); ++i) {
+    REQUIRE(framer.Feed(std::span<const uint8_t>(&frame[i], 1), c.Callback(), now) == Result::kOk);
+    REQUIRE(framer.partial_frame_since_ms() == std::optional<uint64_t>(1000));
+    now += 500;  // each byte much later than the last: the start does not move
+  }
+  REQUIRE(framer.Feed(std::span<const uint8_t>(&frame.back(), 1), c.Callback(), now) ==
+          Result::kOk);
+  CHECK(c.messages.size() == 1);
+  CHECK_FALSE(framer.partial_frame_since_ms().has_value());
+}
+
+TEST_CASE("The next frame's clock starts when its own first byte arrives", "[loop][dns_tcp]") {
+  auto first = Frame(12, 1);
+  auto second = Frame(12, 2);
+  DnsTcpFramer framer;
+  Collector c;
+  SECTION("in the chunk that completes the previous frame") {
+    REQUIRE(framer.Feed(std::span(first).first(5), c.Callback(), 10) == Result::kOk);
+    auto rest = Concat({std::vector<uint8_t>(first.begin() + 5, first.end()),
+                        std::vector<uint8_t>(second.begin(), second.begin() + 3)});
+    REQUIRE(framer.Feed(rest, c.Callback(), 900) == Result::kOk);
+    CHECK(c.messages.size() == 1);
+    CHECK(framer.partial_frame_since_ms() == std::optional<uint64_t>(900));
+  }
+  SECTION("after whole frames in one chunk") {
+    auto chunk = Concat({first, std::vector<uint8_t>(second.begin(), second.begin() + 1)});
+    REQUIRE(framer.Feed(chunk, c.Callback(), 77) == Result::kOk);
+    CHECK(c.messages.size() == 1);
+    CHECK(framer.partial_frame_since_ms() == std::optional<uint64_t>(77));
+  }
+}
+
+TEST_CASE("A frame kept while paused starts its clock when reading resumes", "[loop][dns_tcp]") {
+  auto chunk = Concat({Frame(12, 1), std::vector<uint8_t>{0, 30, 5}});
+  DnsTcpFramer framer;
+  Collector c;
+  REQUIRE(framer.Feed(chunk, c.Callback(Next::kPause), 100) == Result::kOk);
+  REQUIRE(framer.paused());
+  // Paused: the client is not the one keeping the frame waiting.
+  CHECK_FALSE(framer.partial_frame_since_ms().has_value());
+  REQUIRE(framer.Resume(c.Callback(), 60'000) == Result::kOk);
+  CHECK(framer.partial_frame_since_ms() == std::optional<uint64_t>(60'000));
+}
+
+TEST_CASE("The partial-frame buffer never grows past the frame it holds", "[loop][dns_tcp]") {
+  auto frame = Frame(65535, 9);
+  DnsTcpFramer framer;
+  Collector c;
+  size_t chunk = GENERATE(1, 1000, 40'000);
+  for (size_t at = 0; at < frame.size(); at += chunk) {
+    size_t n = std::min(chunk, frame.size() - at);
+    REQUIRE(framer.Feed(std::span(frame).subspan(at, n), c.Callback()) == Result::kOk);
+    CHECK(framer.buffer_capacity() <= DnsTcpFramer::kMaxFrameBytes);
+  }
+  REQUIRE(c.messages.size() == 1);
+  CHECK(c.messages[0].size() == 65535);
+}
+
 }  // namespace
 }  // namespace kdns::loop

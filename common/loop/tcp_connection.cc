@@ -19,6 +19,9 @@ struct TcpConnection::WriteRequest {
   uv_write_t req;
   std::unique_ptr<uint8_t[]> data;
   size_t size;
+  // Charged with `size` bytes; released when the write completes, also after the
+  // connection is gone.
+  std::shared_ptr<OutputBudget> budget;
 };
 
 const char* TcpConnection::CloseReasonName(CloseReason reason) {
@@ -37,6 +40,12 @@ const char* TcpConnection::CloseReasonName(CloseReason reason) {
       return "output-overflow";
     case CloseReason::kProtocolError:
       return "protocol-error";
+    case CloseReason::kFrameTimeout:
+      return "frame-timeout";
+    case CloseReason::kOutputTotal:
+      return "output-total";
+    case CloseReason::kEvicted:
+      return "evicted";
   }
   return "unknown";
 }
@@ -175,6 +184,13 @@ bool TcpConnection::Write(std::initializer_list<std::span<const uint8_t>> pieces
 
   auto request = std::make_unique<WriteRequest>();
   request->size = total - written;
+  if (options_.output_budget != nullptr) {
+    if (!options_.output_budget->TryCharge(request->size)) {
+      Close(CloseReason::kOutputTotal);
+      return false;
+    }
+    request->budget = options_.output_budget;
+  }
   request->data = std::make_unique<uint8_t[]>(request->size);
   size_t skip = written;
   size_t offset = 0;
@@ -187,6 +203,7 @@ bool TcpConnection::Write(std::initializer_list<std::span<const uint8_t>> pieces
   uv_buf_t buf = uv_buf_init(reinterpret_cast<char*>(request->data.get()), request->size);
   int rc = uv_write(&request->req, stream(), &buf, 1, &TcpConnection::OnWrite);
   if (rc != 0) {
+    if (request->budget != nullptr) request->budget->Release(request->size);
     Close(CloseReason::kError);
     return false;
   }
@@ -197,6 +214,7 @@ bool TcpConnection::Write(std::initializer_list<std::span<const uint8_t>> pieces
 
 void TcpConnection::OnWrite(uv_write_t* req, int status) noexcept {
   std::unique_ptr<WriteRequest> request(reinterpret_cast<WriteRequest*>(req));
+  if (request->budget != nullptr) request->budget->Release(request->size);
   auto* self = static_cast<TcpConnection*>(req->handle->data);
   if (self == nullptr) return;
   self->pending_output_bytes_ -= request->size;

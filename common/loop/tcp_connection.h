@@ -3,8 +3,12 @@
 //
 // Output is bounded: Write() copies what the kernel does not take at once and refuses
 // (returns false) once more than Options::max_pending_output_bytes would be waiting, so a
-// peer that does not read costs bounded memory; the caller then closes. An idle timeout
-// (no bytes read and no write completed for idle_timeout_ms) closes the connection.
+// peer that does not read costs bounded memory; the caller then closes. With
+// Options::output_budget, what waits is also charged to that process-wide budget; a write
+// whose rest does not fit closes the connection (kOutputTotal: part of it may be sent
+// already, so the stream cannot go on). An idle timeout (no bytes read and no write
+// completed for idle_timeout_ms) closes the connection; owners that need a stricter
+// notion of idle (DnsTcpConnection: whole messages only) leave it 0 and keep their own.
 //
 // Closing: on_close runs exactly once, from a libuv callback (never from inside a call you
 // made), after the socket is closed for any reason, including Close(). It is the place to
@@ -27,6 +31,7 @@
 #include "common/loop/handle.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
+#include "common/loop/tcp_limits.h"
 #include "common/loop/timer.h"
 
 namespace kdns::loop {
@@ -41,6 +46,9 @@ class TcpConnection {
     kIdleTimeout,     // nothing happened for idle_timeout_ms
     kOutputOverflow,  // closed by the owner because the peer does not read
     kProtocolError,   // closed by the owner because the peer sent garbage
+    kFrameTimeout,    // closed by the owner: a started message did not complete in time
+    kOutputTotal,     // the process-wide output budget (Options::output_budget) is spent
+    kEvicted,         // closed by the owner to make room for a new connection at a cap
   };
   static const char* CloseReasonName(CloseReason reason);
 
@@ -48,6 +56,8 @@ class TcpConnection {
     uint64_t idle_timeout_ms = 0;  // 0: no idle timeout
     size_t max_pending_output_bytes = 1 << 20;
     bool no_delay = true;  // TCP_NODELAY: request/response protocols want no Nagle delay
+    // Shared by the connections of a process: bounds their queued output in total.
+    std::shared_ptr<OutputBudget> output_budget;
   };
 
   struct Callbacks {

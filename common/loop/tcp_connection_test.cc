@@ -22,7 +22,7 @@ std::span<const uint8_t> Bytes(const std::string& s) {
 
 // Echo server keeping its connections; records close reasons.
 struct EchoServer {
-  explicit EchoServer(Loop& loop, TcpListener::Options options = {}) {
+  explicit EchoServer(Loop& loop, const TcpListener::Options& options = {}) {
     std::string error;
     listener = TcpListener::Bind(
         loop, *SocketAddress::Parse("127.0.0.1:0"), options,
@@ -132,6 +132,37 @@ TEST_CASE("TcpConnection refuses writes beyond its pending output bound", "[loop
     CHECK(refused);
     CHECK(conn.pending_output_bytes() <= options.connection.max_pending_output_bytes);
     CHECK(conn.is_open());  // refusing is the caller's signal; closing is its decision
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("A write over the shared output budget closes the connection; the budget comes back",
+          "[loop][tcp]") {
+  Loop loop;
+  auto budget = std::make_shared<OutputBudget>(48 * 1024);
+  {
+    TcpListener::Options options;
+    options.connection.max_pending_output_bytes = 1 << 20;  // the budget is the tighter bound
+    options.connection.output_budget = budget;
+    EchoServer server(loop, options);
+    testing::RawTcpClient client(server.address());
+    int rcvbuf = 4096;
+    setsockopt(client.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    REQUIRE(testing::RunUntil(loop, [&] { return server.connections.size() == 1; }));
+    TcpConnection& conn = *server.connections[0];
+    // The client never reads: the kernel buffers fill, then the budget refuses.
+    std::string chunk(16 * 1024, 'z');
+    bool refused = false;
+    for (int i = 0; i < 1000 && !refused; ++i) {
+      refused = !conn.Write(Bytes(chunk));
+      CHECK(budget->used() <= budget->max_bytes());
+    }
+    REQUIRE(refused);
+    CHECK_FALSE(conn.is_open());
+    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
+    CHECK(server.reasons[0] == CloseReason::kOutputTotal);
+    // The queued writes were cancelled with the connection: nothing stays charged.
+    REQUIRE(testing::RunUntil(loop, [&] { return budget->used() == 0; }));
   }
   testing::RequireClosesClean(loop);
 }

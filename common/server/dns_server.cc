@@ -124,6 +124,10 @@ bool DnsServer::Start(std::string* error) {
   base.reuse_port = from_fds ? loop::ReusePort::kNo : loop::ReusePort::kYes;
   base.udp = options_.udp;
   base.tcp = options_.tcp;
+  // One set of TCP caps and one output budget for all threads (and for every DnsServer of
+  // the program, when it set them).
+  if (base.tcp.caps == nullptr) base.tcp.caps = MakeTcpCaps(base.tcp);
+  if (base.tcp.output_budget == nullptr) base.tcp.output_budget = MakeOutputBudget(base.tcp);
   base.admission = options_.admission;
 
   size_t count = options_.threads;

@@ -21,6 +21,9 @@
 // threads (UdpOptions::receiver_thread) on one shared socket, the threads' receivers take
 // turns as leader and followers (loop::UdpReceiverGroup) rather than all waiting on it.
 //
+// DNS over TCP limits (TcpOptions) hold for all threads together: the threads share one
+// loop::TcpConnectionCaps and one loop::OutputBudget (the options' own, if set).
+//
 // Shutdown: Stop() asks every loop to stop, then each thread destroys its LoopServer (the
 // handler first) and closes its loop, which must end with no handle left (logged at ERROR
 // otherwise, and reported by closed_cleanly()); then Stop() joins the threads.

@@ -24,6 +24,7 @@
 #include "common/dns/parser.h"
 #include "common/loop/socket_util.h"
 #include "common/loop/timer.h"
+#include "common/server/limits.h"
 #include "common/server/server_test_util.h"
 
 namespace kdns::server {
@@ -241,30 +242,103 @@ TEST_CASE("DnsServer keeps serving TCP after the handler drops a query", "[serve
   CHECK(s.udp_replies == 1);
 }
 
-TEST_CASE("DnsServer counts TCP connections refused at the per-thread cap", "[server]") {
-  DnsServer::Options options = LocalOptions(1);
-  options.tcp.max_connections = 1;
-  DnsServer server(options, EchoFactory());
-  RequireStart(server);
-  {
-    TcpClient first(server.tcp_address());
-    RequireTcpEcho(first, 1);
-    TcpClient second(server.tcp_address());
-    CHECK(second.WaitClosed());  // accepted by the kernel, closed at once by the listener
-  }
-  // Wait for the server to notice `first` closed, then connect again: an accept mirrors
-  // the listener's own counters.
+// Waits (bounded) until the server's counter `field` reads `value`.
+bool WaitStat(const DnsServer& server, uint64_t ServerStats::*field, uint64_t value) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (server.stats().tcp_open != 0 && std::chrono::steady_clock::now() < deadline) {
+  while (server.stats().*field != value) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::yield();
   }
-  REQUIRE(server.stats().tcp_open == 0);
-  TcpClient third(server.tcp_address());
-  RequireTcpEcho(third, 3);
-  ServerStats s = server.stats();
-  CHECK(s.tcp_accepted == 2);
-  CHECK(s.tcp_rejected == 1);
+  return true;
+}
+
+TEST_CASE("At the process-wide TCP cap the oldest idle connection is closed for a new one",
+          "[server]") {
+  // One thread: each thread evicts among its own connections.
+  DnsServer::Options options = LocalOptions(1);
+  options.tcp.max_connections = 2;
+  options.tcp.max_connections_per_source = 2;
+  DnsServer server(options, EchoFactory());
+  RequireStart(server);
+  const uint64_t hits_before = LimitHits(Limit::kTcpConnections);
+  TcpClient oldest(server.tcp_address());
+  RequireTcpEcho(oldest, 1);
+  TcpClient newer(server.tcp_address());
+  RequireTcpEcho(newer, 2);
+  RequireTcpEcho(oldest, 3);  // now `newer` has been idle longest
+  TcpClient newest(server.tcp_address());
+  RequireTcpEcho(newest, 4);  // served at the cap
+  CHECK(newer.WaitClosed());
+  RequireTcpEcho(oldest, 5);
+  REQUIRE(WaitStat(server, &ServerStats::tcp_open, 2));
   RequireStopsClean(server);
+  ServerStats s = server.stats();
+  CHECK(s.tcp_accepted == 3);
+  CHECK(s.tcp_rejected == 0);
+  CHECK(s.tcp_evicted == 1);
+  CHECK(LimitHits(Limit::kTcpConnections) - hits_before == 1);
+}
+
+TEST_CASE(
+    "A TCP connection with a query outstanding is not idle: at the cap the new one is "
+    "refused",
+    "[server]") {
+  // Two threads: the cap is the process's, whichever thread accepts.
+  DnsServer::Options options = LocalOptions(2);
+  options.tcp.max_connections = 1;
+  options.tcp.max_connections_per_source = 1;
+  DnsServer server(options, [](const ThreadContext&) {
+    // Answers every query except ID 666, which it drops only when the server stops.
+    return std::make_unique<testing::FunctionHandler>(
+        [held = std::make_shared<std::vector<Responder>>()](Request& request) {
+          if (IdOf(request.query()) == 666) {
+            held->push_back(request.TakeResponder());
+          } else {
+            (void)testing::ReplyEcho(request);
+          }
+        });
+  });
+  RequireStart(server);
+  TcpClient busy(server.tcp_address());
+  REQUIRE(busy.Send(MakeQuery(666)));
+  REQUIRE(WaitStat(server, &ServerStats::tcp_queries, 1));  // delivered: busy, not idle
+  for (int i = 0; i < 4; ++i) {
+    TcpClient refused(server.tcp_address());
+    CHECK(refused.WaitClosed());  // accepted by the kernel, closed at once by the server
+  }
+  CHECK_FALSE(busy.closed());
+  RequireStopsClean(server);
+  ServerStats s = server.stats();
+  CHECK(s.tcp_accepted == 1);
+  CHECK(s.tcp_rejected == 4);
+  CHECK(s.tcp_evicted == 0);
+}
+
+TEST_CASE(
+    "At the per-source TCP cap that source's oldest idle connection is closed, not "
+    "another client's",
+    "[server]") {
+  DnsServer::Options options = LocalOptions(1);
+  options.tcp.max_connections = 10;
+  options.tcp.max_connections_per_source = 2;
+  DnsServer server(options, EchoFactory());
+  RequireStart(server);
+  const auto other_source = loop::SocketAddress::Parse("127.0.0.2:0");
+  const uint64_t hits_before = LimitHits(Limit::kTcpConnectionsPerSource);
+  TcpClient victim(server.tcp_address());  // 127.0.0.1, older than all the others
+  RequireTcpEcho(victim, 1);
+  TcpClient first(server.tcp_address(), other_source);
+  RequireTcpEcho(first, 2);
+  TcpClient second(server.tcp_address(), other_source);
+  RequireTcpEcho(second, 3);
+  TcpClient third(server.tcp_address(), other_source);
+  RequireTcpEcho(third, 4);
+  CHECK(first.WaitClosed());
+  CHECK_FALSE(second.closed());
+  RequireTcpEcho(victim, 5);  // still open and served
+  RequireStopsClean(server);
+  CHECK(server.stats().tcp_evicted == 1);
+  CHECK(LimitHits(Limit::kTcpConnectionsPerSource) - hits_before == 1);
 }
 
 TEST_CASE("DnsServer fails to start with a clear error when the port is taken", "[server]") {

@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <exception>
+#include <limits>
 #include <utility>
+
+#include "common/server/limits.h"
 
 namespace kdns::server {
 namespace {
@@ -18,6 +21,15 @@ void CloseIfOpen(int fd) {
 }
 
 }  // namespace
+
+std::shared_ptr<loop::TcpConnectionCaps> MakeTcpCaps(const TcpOptions& options) {
+  return std::make_shared<loop::TcpConnectionCaps>(options.max_connections,
+                                                   options.max_connections_per_source);
+}
+
+std::shared_ptr<loop::OutputBudget> MakeOutputBudget(const TcpOptions& options) {
+  return std::make_shared<loop::OutputBudget>(options.max_pending_output_bytes_total);
+}
 
 std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& options,
                                                const HandlerFactory& factory, ThreadStats& stats,
@@ -65,9 +77,11 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
   loop::TcpListener::Options tcp;
   tcp.reuse_port = options.reuse_port;
   tcp.backlog = options.tcp.backlog;
-  tcp.max_connections = options.tcp.max_connections;
-  tcp.connection.idle_timeout_ms = options.tcp.idle_timeout_ms;
+  // The caps are the process's (OnAccept), which can make room; the listener's would not.
+  tcp.max_connections = std::numeric_limits<size_t>::max();
+  tcp.connection.idle_timeout_ms = 0;  // DnsTcpConnection keeps the DNS idle timeout
   tcp.connection.max_pending_output_bytes = options.tcp.max_pending_output_bytes;
+  tcp.connection.output_budget = server->options_.tcp.output_budget;
   auto on_accept = [self](std::unique_ptr<loop::TcpConnection> connection) {
     self->OnAccept(std::move(connection));
   };
@@ -145,7 +159,11 @@ LoopServer::LoopServer(loop::Loop& loop, const Options& options, ThreadStats& st
       stats_(stats),
       response_buffer_(kResponseBufferBytes),
       context_{loop, options.thread_index, std::span<uint8_t>(response_buffer_)},
-      mirror_timer_(loop) {}
+      mirror_timer_(loop) {
+  if (options_.tcp.caps == nullptr) options_.tcp.caps = MakeTcpCaps(options_.tcp);
+  if (options_.tcp.output_budget == nullptr)
+    options_.tcp.output_budget = MakeOutputBudget(options_.tcp);
+}
 
 LoopServer::~LoopServer() {
   // The receiver thread calls into the handler.
@@ -153,6 +171,7 @@ LoopServer::~LoopServer() {
   // Responders the handler holds drop into connections that still exist.
   handler_.reset();
   MirrorSocketStats();
+  idle_oldest_ = idle_newest_ = nullptr;
   connections_.clear();  // no close callback follows a destroyed connection
   tcp_.reset();
   udp_.reset();
@@ -195,26 +214,81 @@ void LoopServer::HandleDatagram(std::span<const uint8_t> datagram, const Admissi
 }
 
 void LoopServer::OnAccept(std::unique_ptr<loop::TcpConnection> connection) {
+  const IpAddress source = loop::IpOf(connection->peer_address());
+  loop::TcpConnectionCaps::Slot slot;
+  if (!AdmitConnection(source, &slot)) {
+    ThreadStats::Increment(stats_.tcp_rejected);
+    return;  // destroying the connection closes it
+  }
   const uint64_t id = next_connection_id_++;
   loop::DnsTcpConnection::Options dns;
   dns.idle_timeout_ms = options_.tcp.idle_timeout_ms;
+  dns.frame_timeout_ms = options_.tcp.frame_timeout_ms;
   dns.max_outstanding_queries = options_.tcp.max_outstanding_queries;
   dns.max_pending_output_bytes = options_.tcp.max_pending_output_bytes;
-  Connection entry;
+  Connection& entry = connections_[id];
+  entry.slot = std::move(slot);
+  entry.source = source;
   entry.dns = std::make_unique<loop::DnsTcpConnection>(
       loop_, std::move(connection), dns,
       [this, id](std::span<const uint8_t> query) { OnTcpQuery(id, query); },
-      [this, id](loop::TcpConnection::CloseReason) { OnTcpClosed(id); });
-  connections_.emplace(id, std::move(entry));
+      [this, id](loop::TcpConnection::CloseReason reason) { OnTcpClosed(id, reason); });
+  MarkIdle(entry);
   ThreadStats::Increment(stats_.tcp_accepted);
   ThreadStats::Set(stats_.tcp_open, connections_.size());
   MirrorSocketStats();
+}
+
+bool LoopServer::AdmitConnection(const IpAddress& source, loop::TcpConnectionCaps::Slot* slot) {
+  // At most one eviction per cap: after it the slot is free, unless another thread took it
+  // in between, and then the new connection is refused rather than taking more.
+  for (int evictions = 0;; ++evictions) {
+    const auto verdict = options_.tcp.caps->TryAcquire(source, slot);
+    if (verdict == loop::TcpConnectionCaps::Verdict::kAdmitted) return true;
+    const bool per_source = verdict == loop::TcpConnectionCaps::Verdict::kOverSource;
+    RecordLimitHit(per_source ? Limit::kTcpConnectionsPerSource : Limit::kTcpConnections,
+                   source.ToString());
+    Connection* victim = evictions < 2 ? OldestIdle(per_source ? &source : nullptr) : nullptr;
+    if (victim == nullptr) return false;
+    MarkBusy(*victim);  // off the idle list: it is closing
+    victim->slot.Release();
+    victim->dns->Close(loop::TcpConnection::CloseReason::kEvicted);
+    ThreadStats::Increment(stats_.tcp_evicted);
+  }
+}
+
+void LoopServer::MarkIdle(Connection& connection) {
+  if (connection.idle) return;
+  connection.idle = true;
+  connection.idle_prev = idle_newest_;
+  connection.idle_next = nullptr;
+  (idle_newest_ != nullptr ? idle_newest_->idle_next : idle_oldest_) = &connection;
+  idle_newest_ = &connection;
+}
+
+void LoopServer::MarkBusy(Connection& connection) {
+  if (!connection.idle) return;
+  connection.idle = false;
+  (connection.idle_prev != nullptr ? connection.idle_prev->idle_next : idle_oldest_) =
+      connection.idle_next;
+  (connection.idle_next != nullptr ? connection.idle_next->idle_prev : idle_newest_) =
+      connection.idle_prev;
+  connection.idle_prev = connection.idle_next = nullptr;
+}
+
+LoopServer::Connection* LoopServer::OldestIdle(const IpAddress* source) {
+  // Bounded by this thread's share of the caps; walked only at a cap.
+  for (Connection* c = idle_oldest_; c != nullptr; c = c->idle_next) {
+    if (source == nullptr || c->source == *source) return c;
+  }
+  return nullptr;
 }
 
 void LoopServer::OnTcpQuery(uint64_t id, std::span<const uint8_t> query) {
   auto it = connections_.find(id);
   if (it == connections_.end()) return;  // cannot happen: closed connections deliver nothing
   ++it->second.unanswered;
+  MarkBusy(it->second);
   ThreadStats::Increment(stats_.tcp_queries);
   Admission admission;
   Admit(query, dns::Transport::kTcp, options_.admission, &admission);
@@ -224,10 +298,32 @@ void LoopServer::OnTcpQuery(uint64_t id, std::span<const uint8_t> query) {
   Handle(request);
 }
 
-void LoopServer::OnTcpClosed(uint64_t id) {
+void LoopServer::OnTcpClosed(uint64_t id, loop::TcpConnection::CloseReason reason) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  using CloseReason = loop::TcpConnection::CloseReason;
+  std::optional<Limit> limit;
+  switch (reason) {
+    case CloseReason::kFrameTimeout:
+      limit = Limit::kTcpFrameTimeout;
+      break;
+    case CloseReason::kIdleTimeout:
+      limit = Limit::kTcpIdleTimeout;
+      break;
+    case CloseReason::kOutputOverflow:
+      limit = Limit::kTcpOutputPerConnection;
+      break;
+    case CloseReason::kOutputTotal:
+      limit = Limit::kTcpOutputTotal;
+      break;
+    default:
+      break;  // evictions were counted at the accept that caused them
+  }
+  if (limit) RecordLimitHit(*limit, it->second.source.ToString());
+  MarkBusy(it->second);
   // Destroys the DnsTcpConnection from its close callback, as it allows. Late Responders
   // for it find no entry and drop their reply.
-  connections_.erase(id);
+  connections_.erase(it);
   ThreadStats::Set(stats_.tcp_open, connections_.size());
 }
 
@@ -259,7 +355,7 @@ bool LoopServer::Reply(const Responder& responder, std::span<const uint8_t> resp
     return false;
   }
   Connection& connection = it->second;
-  if (connection.unanswered > 0) --connection.unanswered;
+  if (connection.unanswered > 0 && --connection.unanswered == 0) MarkIdle(connection);
   // Send never calls back into us (DnsTcpConnection closes from a later libuv callback).
   const bool sent = connection.dns->Send(response);
   ThreadStats::Increment(sent ? stats_.tcp_replies : stats_.dropped_replies);
@@ -273,7 +369,7 @@ void LoopServer::Drop(const Responder& responder) {
   auto it = connections_.find(responder.connection_id_);
   if (it == connections_.end()) return;
   Connection& connection = it->second;
-  if (connection.unanswered > 0) --connection.unanswered;
+  if (connection.unanswered > 0 && --connection.unanswered == 0) MarkIdle(connection);
   // DnsTcpConnection counts the query as outstanding until a response is sent, which
   // would keep the connection open forever; close it once the other queries are answered.
   connection.dropped = true;
@@ -285,7 +381,6 @@ void LoopServer::MirrorSocketStats() {
     ThreadStats::Set(stats_.udp_truncated, udp_->stats().truncated);
     ThreadStats::Set(stats_.udp_errors, udp_->stats().errors);
   }
-  if (tcp_ != nullptr) ThreadStats::Set(stats_.tcp_rejected, tcp_->stats().rejected);
 }
 
 }  // namespace kdns::server

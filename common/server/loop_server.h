@@ -12,10 +12,15 @@
 // socket's handoff note), which HandleQuery then gets as it is. The destructor stops that
 // thread before anything else.
 //
+// DNS over TCP is held to TcpOptions' limits: the frame and idle timeouts (in
+// DnsTcpConnection), the process-wide and per-source connection caps (at a cap this thread's
+// oldest idle connection is closed for the new one), and the output bounds. Every hit is
+// recorded with server::RecordLimitHit (limits.h), by the close reason of the connection.
+//
 // Counters go to a ThreadStats the caller owns (it outlives the LoopServer, so metrics can
-// still be read after shutdown). The sockets keep some counters of their own on the loop
-// thread (truncated datagrams, full send queue, refused connections); these are mirrored
-// into the ThreadStats on every accepted connection and once a second.
+// still be read after shutdown). The UDP socket keeps some counters of its own on the loop
+// thread (truncated datagrams, errors); these are mirrored into the ThreadStats on every
+// accepted connection and once a second.
 //
 // Destruction (on the loop thread, never from inside a handler call) destroys the handler
 // first, so Responders it holds drop cleanly while the connections still exist; then the
@@ -38,6 +43,7 @@
 #include "common/loop/socket_address.h"
 #include "common/loop/socket_util.h"
 #include "common/loop/tcp_connection.h"
+#include "common/loop/tcp_limits.h"
 #include "common/loop/tcp_listener.h"
 #include "common/loop/timer.h"
 #include "common/loop/udp_socket.h"
@@ -60,17 +66,43 @@ struct UdpOptions {
   std::shared_ptr<loop::UdpReceiverGroup> receiver_group;
 };
 
+// DNS over TCP limits (RFC 7766; DESIGN §7). The connection caps and the output budget are
+// process-wide: every LoopServer of a process shares `caps` and `output_budget` (DnsServer
+// makes them from these numbers when unset; a program with several DnsServers makes them
+// once and sets them in each, see MakeTcpCaps/MakeOutputBudget).
 struct TcpOptions {
-  // RFC 7766 6.2.3: seconds, not minutes. Runs only while no query is outstanding.
+  // RFC 7766 6.2.3: seconds, not minutes. Restarted only by whole messages; runs only while
+  // no query is outstanding and no message is arriving.
   uint64_t idle_timeout_ms = 10'000;
-  // Per thread: beyond this, new connections are accepted and closed at once.
-  size_t max_connections = 1024;
+  // A message whose first byte arrived must be whole this much later (Knot's
+  // tcp-io-timeout), however its bytes trickle in.
+  uint64_t frame_timeout_ms = 2'000;
+  // Open connections in the whole process, and from one source address (a per-source cap
+  // above the total is the total). At a cap, the
+  // serving thread's oldest idle connection (of that source, for the per-source cap) is
+  // closed to make room; with none idle, the new connection is closed at once.
+  size_t max_connections = 256;
+  size_t max_connections_per_source = 32;
   // Per connection: queries delivered and not yet answered before reading pauses.
   size_t max_outstanding_queries = 32;
-  // Per connection: output waiting for a client that does not read, before closing it.
-  size_t max_pending_output_bytes = 4 * (65535 + 2);
+  // Output waiting for a client that does not read: per connection, and in total over the
+  // process's connections (a per-connection bound above the total is the total). Over
+  // either, the connection is closed.
+  size_t max_pending_output_bytes = 2 * (65535 + 2);
+  size_t max_pending_output_bytes_total = 8 << 20;
   int backlog = 511;
+  // Shared by all the servers of a process; made from the numbers above when unset.
+  std::shared_ptr<loop::TcpConnectionCaps> caps;
+  std::shared_ptr<loop::OutputBudget> output_budget;
 };
+
+// One reply of the largest size with its length prefix: the least a connection's output
+// bound (and the total) can be, or no large reply could ever be sent.
+inline constexpr size_t kMinTcpOutputBytes = 65535 + 2;
+
+// The process-wide objects for `options`' numbers.
+std::shared_ptr<loop::TcpConnectionCaps> MakeTcpCaps(const TcpOptions& options);
+std::shared_ptr<loop::OutputBudget> MakeOutputBudget(const TcpOptions& options);
 
 class LoopServer {
  public:
@@ -114,8 +146,15 @@ class LoopServer {
 
   struct Connection {
     std::unique_ptr<loop::DnsTcpConnection> dns;
+    loop::TcpConnectionCaps::Slot slot;  // released at close, or when evicted
+    IpAddress source;
     uint32_t unanswered = 0;  // delivered, not yet replied to or dropped
     bool dropped = false;     // a query was dropped: close once `unanswered` is 0
+    // This thread's idle connections (unanswered == 0), oldest first: an intrusive list, so
+    // a query's busy/idle transitions allocate nothing.
+    bool idle = false;
+    Connection* idle_prev = nullptr;
+    Connection* idle_next = nullptr;
   };
 
   // A datagram's admission, made on the receiver thread and handed to the loop with the
@@ -143,7 +182,14 @@ class LoopServer {
                       const loop::SocketAddress& peer, const loop::UdpReplyContext& reply_context);
   void OnAccept(std::unique_ptr<loop::TcpConnection> connection);
   void OnTcpQuery(uint64_t id, std::span<const uint8_t> query);
-  void OnTcpClosed(uint64_t id);
+  void OnTcpClosed(uint64_t id, loop::TcpConnection::CloseReason reason);
+  // Admits a new connection from `source` under the caps, closing idle connections of this
+  // thread to make room; false if it has to be refused.
+  bool AdmitConnection(const IpAddress& source, loop::TcpConnectionCaps::Slot* slot);
+  void MarkIdle(Connection& connection);
+  void MarkBusy(Connection& connection);
+  // The oldest idle connection (from `source`, if given), or nullptr.
+  Connection* OldestIdle(const IpAddress* source);
   void Handle(Request& request);
   // For Responder: sends or drops; `responder` is pending and belongs to this server.
   bool Reply(const Responder& responder, std::span<const uint8_t> response);
@@ -159,6 +205,8 @@ class LoopServer {
   std::unique_ptr<loop::UdpSocket> udp_;
   std::unique_ptr<loop::TcpListener> tcp_;
   std::unordered_map<uint64_t, Connection> connections_;
+  Connection* idle_oldest_ = nullptr;
+  Connection* idle_newest_ = nullptr;
   uint64_t next_connection_id_ = 1;
   loop::Timer mirror_timer_;
   // Destroyed first (see the destructor).

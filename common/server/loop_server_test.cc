@@ -14,6 +14,7 @@
 
 #include "common/loop/loop_test_util.h"
 #include "common/loop/timer.h"
+#include "common/server/limits.h"
 #include "common/server/server_test_util.h"
 
 namespace kdns::server {
@@ -47,12 +48,20 @@ bool ReplyEcho(Responder& responder, const std::vector<uint8_t>& query) {
   return responder.Reply(testing::EchoResponse(query, buffer));
 }
 
+// Tests look at connections for longer than the default idle timeout on a loaded machine.
+TcpOptions LongIdle() {
+  TcpOptions tcp;
+  tcp.idle_timeout_ms = 60'000;
+  return tcp;
+}
+
 struct Harness {
-  explicit Harness(const HandlerFactory& factory, size_t thread_index = 0) {
+  explicit Harness(const HandlerFactory& factory, size_t thread_index = 0,
+                   const TcpOptions& tcp = LongIdle()) {
     LoopServer::Options options;
     options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
     options.thread_index = thread_index;
-    options.tcp.idle_timeout_ms = 60'000;
+    options.tcp = tcp;
     std::string error;
     server = LoopServer::Create(loop, options, factory, stats, &error);
     INFO(error);
@@ -448,6 +457,26 @@ TEST_CASE("A dropped TCP query closes the connection once the other queries are 
   CHECK(s.tcp_queries == 2);
   CHECK(s.tcp_replies == 1);
   CHECK(s.unanswered == 1);
+  h.Finish();
+}
+
+TEST_CASE("A TCP client that trickles a query is closed at the frame timeout and counted",
+          "[server]") {
+  TcpOptions tcp = LongIdle();
+  tcp.frame_timeout_ms = 50;
+  Harness h(EchoFactory(), 0, tcp);
+  const uint64_t frame_hits = LimitHits(Limit::kTcpFrameTimeout);
+  TcpClient slow(h.server->tcp_address());
+  REQUIRE(slow.SendRaw({0, 40, 1}));  // a 40-byte message, one byte of it
+  REQUIRE(RunUntil(h.loop, [&] { return slow.closed(); }));
+  // Counted when the server has finished closing it (a later loop iteration).
+  REQUIRE(RunUntil(h.loop, [&] { return LimitHits(Limit::kTcpFrameTimeout) != frame_hits; }));
+  CHECK(LimitHits(Limit::kTcpFrameTimeout) - frame_hits == 1);
+  TcpClient fine(h.server->tcp_address());
+  REQUIRE(fine.Send(MakeQuery(9)));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(h.loop, [&] { return (reply = fine.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 9);
   h.Finish();
 }
 

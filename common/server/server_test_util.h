@@ -115,9 +115,12 @@ class UdpClient {
 // DNS over TCP: two-byte length prefixes (RFC 1035 4.2.2).
 class TcpClient {
  public:
-  explicit TcpClient(const loop::SocketAddress& server) {
+  // From `source` (an address on the loopback, such as 127.0.0.2), if given.
+  explicit TcpClient(const loop::SocketAddress& server,
+                     const std::optional<loop::SocketAddress>& source = std::nullopt) {
     fd_ = socket(server.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
     REQUIRE(fd_ >= 0);
+    if (source) REQUIRE(bind(fd_, source->sockaddr_ptr(), source->sockaddr_len()) == 0);
     // Loopback connect completes in the kernel's backlog, even if the server's loop is not
     // running yet.
     REQUIRE(connect(fd_, server.sockaddr_ptr(), server.sockaddr_len()) == 0);

@@ -13,6 +13,7 @@ ServerStats& ServerStats::operator+=(const ServerStats& other) {
   udp_errors += other.udp_errors;
   tcp_accepted += other.tcp_accepted;
   tcp_rejected += other.tcp_rejected;
+  tcp_evicted += other.tcp_evicted;
   tcp_open += other.tcp_open;
   udp_fast_answers += other.udp_fast_answers;
   return *this;
@@ -30,6 +31,7 @@ ServerStats ThreadStats::Read() const {
   s.udp_errors = LoadRelaxed(udp_errors);
   s.tcp_accepted = LoadRelaxed(tcp_accepted);
   s.tcp_rejected = LoadRelaxed(tcp_rejected);
+  s.tcp_evicted = LoadRelaxed(tcp_evicted);
   s.tcp_open = LoadRelaxed(tcp_open);
   s.udp_fast_answers = LoadRelaxed(udp_fast_answers);
   s.udp_queries += s.udp_fast_answers;

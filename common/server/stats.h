@@ -27,7 +27,8 @@ struct ServerStats {
   uint64_t udp_truncated = 0;     // datagrams over the receive size, dropped by the socket
   uint64_t udp_errors = 0;        // failed receive/send system calls
   uint64_t tcp_accepted = 0;      // connections accepted and served
-  uint64_t tcp_rejected = 0;      // connections refused at the per-thread cap
+  uint64_t tcp_rejected = 0;      // connections refused at a cap: no idle one to close
+  uint64_t tcp_evicted = 0;       // idle connections closed to make room at a cap
   uint64_t tcp_open = 0;          // gauge: connections open now
   uint64_t udp_fast_answers = 0;  // of udp_queries, answered on the UDP receiver thread
 
@@ -53,11 +54,12 @@ class ThreadStats {
   std::atomic<uint64_t> tcp_replies{0};
   std::atomic<uint64_t> unanswered{0};
   std::atomic<uint64_t> dropped_replies{0};
-  // Mirrored from the sockets' own (loop-thread) counters; see LoopServer.
+  // Mirrored from the UDP socket's own (loop-thread) counters; see LoopServer.
   std::atomic<uint64_t> udp_truncated{0};
   std::atomic<uint64_t> udp_errors{0};
   std::atomic<uint64_t> tcp_accepted{0};
   std::atomic<uint64_t> tcp_rejected{0};
+  std::atomic<uint64_t> tcp_evicted{0};
   std::atomic<uint64_t> tcp_open{0};
   // Queries the UDP receiver thread answered (its only writer); counted in udp_queries and
   // udp_replies by Read().

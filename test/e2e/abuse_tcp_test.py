@@ -1,0 +1,221 @@
+#!/usr/bin/python3
+"""Abuse: a TCP slowloris against DNS over TCP, on frontend-cache and on kubedns.
+
+From 127.0.0.2 the attacker opens ATTACK_CONNECTIONS connections (bounded; reopened when
+the server closes them, up to ATTACK_ATTEMPTS in all): half trickle one byte of a large
+message every TRICKLE_S, half stay silent. Meanwhile a victim at 127.0.0.1 opens a new TCP
+connection for each of VICTIM_QUERIES queries for a name the server answers (cached for
+frontend-cache, a cluster Service for kubedns) and must get every answer. The test asserts
+the victim's outcome only; the limits doing it are --tcp-frame-timeout,
+--tcp-idle-timeout, --tcp-max-connections(-per-source) (docs/operators.md, "Limits").
+
+KDNS_BIN=/work/before-build/bin gives the figure before the limits (the flags are not
+passed: the defaults are what is measured).
+"""
+import os
+import resource
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dns_wire  # noqa: E402
+import harness  # noqa: E402
+from fake_upstream import FakeUpstream  # noqa: E402
+from servers import FrontendCache, Kubedns  # noqa: E402
+
+ATTACKER = "127.0.0.2"
+VICTIM = "127.0.0.1"
+ATTACK_CONNECTIONS = 2500
+ATTACK_ATTEMPTS = 6000
+TRICKLE_S = 0.2
+VICTIM_QUERIES = 15
+VICTIM_TIMEOUT_S = 3.0
+ROOT = harness.ROOT
+
+
+def raise_fd_limit(needed):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(needed, hard), hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+class Slowloris:
+    """The attacker: opens, trickles and reopens connections from ATTACKER, in a thread."""
+
+    def __init__(self, port):
+        self.port = port
+        self.sockets = []
+        self.attempts = 0
+        self.refused = 0
+        self.stop_event = threading.Event()
+        self.opened = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _connect(self, index):
+        if self.attempts >= ATTACK_ATTEMPTS:
+            return None
+        self.attempts += 1
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind((ATTACKER, 0))
+            s.settimeout(2)
+            s.connect((VICTIM, self.port))
+            s.setblocking(False)
+        except OSError:
+            self.refused += 1
+            s.close()
+            return None
+        # Even: trickles a message announced as 1000 bytes; odd: silent.
+        return [s, index % 2 == 0, 0]
+
+    def _run(self):
+        try:
+            for i in range(ATTACK_CONNECTIONS):
+                if self.stop_event.is_set():
+                    return
+                c = self._connect(i)
+                if c:
+                    self.sockets.append(c)
+            self.opened.set()
+            payload = struct.pack("!H", 1000) + b"x" * 1000
+            while not self.stop_event.wait(TRICKLE_S):
+                for i, c in enumerate(self.sockets):
+                    if c is None:
+                        c = self.sockets[i] = self._connect(i)
+                        if c is None:
+                            continue
+                    s, trickles, sent = c
+                    try:
+                        if trickles:
+                            s.send(payload[sent % len(payload):sent % len(payload) + 1])
+                            c[2] += 1
+                        elif s.recv(1, socket.MSG_PEEK) == b"":
+                            raise OSError("closed")
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        s.close()
+                        self.sockets[i] = None
+        finally:
+            self.opened.set()
+
+    def start(self):
+        self.thread.start()
+        return self.opened.wait(120)
+
+    def stop(self):
+        self.stop_event.set()
+        self.thread.join(30)
+        for c in self.sockets:
+            if c:
+                c[0].close()
+
+
+def tcp_query(port, name, ident):
+    """One query on a new TCP connection from VICTIM: the reply, or an error string."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((VICTIM, 0))
+        s.settimeout(VICTIM_TIMEOUT_S)
+        s.connect((VICTIM, port))
+        query = dns_wire.build_query(name, ident=ident)
+        s.sendall(struct.pack("!H", len(query)) + query)
+        data = b""
+        while len(data) < 2 or len(data) < 2 + struct.unpack("!H", data[:2])[0]:
+            chunk = s.recv(65536)
+            if not chunk:
+                return "closed by the server"
+            data += chunk
+        return dns_wire.parse_message(data[2:])
+    except OSError as e:
+        return "%s: %s" % (type(e).__name__, e)
+    finally:
+        s.close()
+
+
+def victim_outcome(port, name):
+    """The victim's queries during the attack: (answered, problems)."""
+    answered, problems = 0, []
+    for i in range(VICTIM_QUERIES):
+        reply = tcp_query(port, name, 0x4000 + i)
+        if isinstance(reply, str):
+            problems.append("query %d: %s" % (i, reply))
+        elif reply["rcode"] != 0 or not reply["answers"]:
+            problems.append("query %d: rcode %d, %d answers" % (i, reply["rcode"],
+                                                                len(reply["answers"])))
+        else:
+            answered += 1
+        time.sleep(0.1)  # spread over the attack (pacing the client, not a wait for a result)
+    return answered, problems
+
+
+def attack(server_name, port, name):
+    p = []
+    first = tcp_query(port, name, 1)  # warms the cache; the server answers TCP at all
+    if isinstance(first, str) or first["rcode"] != 0:
+        return ["%s: no TCP answer before the attack: %s" % (server_name, first)]
+    attacker = Slowloris(port)
+    try:
+        if not attacker.start():
+            return ["%s: the attacker could not open its connections" % server_name]
+        held = sum(1 for c in attacker.sockets if c)
+        answered, problems = victim_outcome(port, name)
+    finally:
+        attacker.stop()
+    print("  %s: attacker opened %d connections (%d attempts, %d refused at connect), %d of "
+          "them not yet seen closed when the victim started; victim answered %d of %d" % (
+              server_name, ATTACK_CONNECTIONS, attacker.attempts, attacker.refused, held,
+              answered, VICTIM_QUERIES))
+    if problems:
+        p.append("%s: %d of %d victim TCP queries failed during the attack: %s" % (
+            server_name, len(problems), VICTIM_QUERIES, problems[:5]))
+    return p
+
+
+def test_frontend_cache_answers_a_new_tcp_client_during_a_slowloris(env):
+    upstream = FakeUpstream()
+    env["owned"].append(upstream)
+    cache = FrontendCache(env["workdir"], "frontend-cache", "--server=" + upstream.address,
+                          "--cache-size=1000")
+    env["owned"].append(cache)
+    return attack("frontend-cache", cache.port, "cached.fake.test")
+
+
+def test_kubedns_answers_a_new_tcp_client_during_a_slowloris(env):
+    dns = Kubedns(env["workdir"], "kubedns", "--objects-file=" +
+                  os.path.join(ROOT, "kubedns", "demo-cluster.json"))
+    env["owned"].append(dns)
+    return attack("kubedns", dns.port, "kubernetes.default.svc.cluster.local")
+
+
+TESTS = [test_frontend_cache_answers_a_new_tcp_client_during_a_slowloris,
+         test_kubedns_answers_a_new_tcp_client_during_a_slowloris]
+
+
+def main():
+    limit = raise_fd_limit(ATTACK_CONNECTIONS + 1024)
+    if limit < ATTACK_CONNECTIONS + 256:
+        print("SKIP: RLIMIT_NOFILE %d is too low for %d connections" % (limit,
+                                                                       ATTACK_CONNECTIONS))
+        return 0
+    workdir = tempfile.mkdtemp(prefix="kdns-abuse-tcp-")
+    passed = failed = 0
+    for test in TESTS:
+        env = {"workdir": workdir, "owned": []}
+        try:
+            p, f = harness.run_tests([test], env)
+        finally:
+            harness.stop_all(env["owned"])
+        passed += p
+        failed += f
+    harness.release([], workdir, failed)
+    return harness.finish(passed, failed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
