@@ -39,9 +39,10 @@ FrontendServer::FrontendServer(Options options, const Clock& clock)
       upstream_table_(std::make_shared<upstream::UpstreamTable>()) {
   options_.forwarder.forward_cap =
       std::make_shared<upstream::ForwardCap>(options_.flags.dns_forward_max);
-  handler_shared_ = std::make_unique<DnsHandler::Shared>(
-      DnsHandler::Shared{cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_,
-                         upstream_table_, options_.forwarder, clock_, handlers_});
+  handler_shared_ = std::make_unique<DnsHandler::Shared>(DnsHandler::Shared{
+      cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_, upstream_table_,
+      options_.forwarder, clock_, handlers_,
+      std::make_shared<server::WaitingBudget>(options_.flags.max_waiting_queries)});
   RegisterMetrics();
 }
 

@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
        "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
        "--stale-max=S "
        "--lameduck=D "
-       "--prometheus-port=N --prometheus-address=IP]"});
+       "--prometheus-port=N --prometheus-address=IP --max-waiting-queries=N]"});
   // Signals are taken synchronously by this thread, and every thread started later inherits
   // the mask. Blocked first thing, so a SIGHUP from the nanny while we start is queued, not
   // fatal.

@@ -190,6 +190,9 @@ const std::vector<OptionSpec>& Specs() {
          return true;
        }},
       {"prometheus-port", 0, true, Uint(&Options::prometheus_port, 0, 65535, "prometheus-port")},
+      // Waiting queries.
+      {"max-waiting-queries", 0, true,
+       Uint(&Options::max_waiting_queries, 1, 1'000'000, "max-waiting-queries")},
   };
   return specs;
 }

@@ -73,6 +73,10 @@ struct Options {
   // --metrics-textfile: Prometheus text appended to /metrics at every scrape (node
   // exporter's textfile idea); the nanny writes its own figures there.
   std::string metrics_textfile;
+  // Waiting queries (common/server/waiting_queries.h).
+  // --max-waiting-queries: queries waiting for an upstream in the whole process; beyond
+  // it a miss is answered at once, stale if cached, else SERVFAIL.
+  uint32_t max_waiting_queries = 10'000;
 };
 
 // Parses `args` (without the program name). Unknown arguments go to `rest`, in order, and

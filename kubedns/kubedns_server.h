@@ -37,6 +37,7 @@
 #include "common/loop/socket_address.h"
 #include "common/metrics/registry.h"
 #include "common/server/dns_server.h"
+#include "common/server/waiting_queries.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/upstream_table.h"
 #include "kubedns/answerer.h"
@@ -69,6 +70,8 @@ class KubednsServer {
     std::vector<loop::SocketAddress> nameservers;  // --nameservers
     std::string resolv_conf = "/etc/resolv.conf";
     upstream::Forwarder::Options forwarder;  // forward_cap: whole process (--forward-max)
+    // Waiting queries (common/server/waiting_queries.h): --max-waiting-queries.
+    size_t max_waiting_queries = server::WaitingBudget::kDefaultMax;
   };
 
   explicit KubednsServer(Options options);

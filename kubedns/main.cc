@@ -67,6 +67,10 @@ DEFINE_int32(forward_max, 150,
              "Distinct upstream queries in flight in the whole process (all DNS threads), as "
              "dnsmasq's --dns-forward-max; beyond it, forwarded queries are answered SERVFAIL "
              "at once.");
+// Waiting queries.
+DEFINE_int64(max_waiting_queries, 10'000,
+             "Queries waiting for an upstream (forwarded, or an ExternalName chase) in the whole "
+             "process; beyond it, such a query is answered SERVFAIL at once.");
 DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
 
 namespace {
@@ -95,6 +99,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.lameduck = FLAGS_lameduck;
   flags.resolv_conf = FLAGS_resolv_conf;
   flags.forward_max = FLAGS_forward_max;
+  flags.max_waiting_queries = FLAGS_max_waiting_queries;
   flags.check_flags = FLAGS_check_flags;
   return flags;
 }

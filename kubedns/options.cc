@@ -100,6 +100,15 @@ bool ListenOptions(const FlagValues& flags, const k8s::EnvLookup& env,
                  &options->metrics_address, error);
 }
 
+bool WaitingOptions(const FlagValues& flags, KubednsServer::Options* options, std::string* error) {
+  if (flags.max_waiting_queries < 1 || flags.max_waiting_queries > 1'000'000) {
+    *error = "--max-waiting-queries: must be in 1..1000000";
+    return false;
+  }
+  options->max_waiting_queries = static_cast<size_t>(flags.max_waiting_queries);
+  return true;
+}
+
 bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, std::string* error) {
   options->config_dir = flags.config_dir;
   if (!Duration("config-period", flags.config_period, &options->config_period_ms, error)) {
@@ -181,6 +190,7 @@ bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env, Options* o
   server.metrics_prefix = DnsMetrics::SkydnsPrefixFromEnvironment();
   server.objects_file = flags.objects_file;
   if (!ForwardOptions(flags, &server, error)) return false;
+  if (!WaitingOptions(flags, &server, error)) return false;
   // --check-flags checks flags: the in-cluster environment comes from the pod, not from them.
   const bool in_cluster = flags.kubecfg_file.empty() && flags.kube_master_url.empty();
   if (server.objects_file.empty() && !(flags.check_flags && in_cluster) &&

@@ -40,6 +40,8 @@ struct FlagValues {
   std::string lameduck = "0s";
   std::string resolv_conf = "/etc/resolv.conf";
   int64_t forward_max = 150;
+  // Waiting queries.
+  int64_t max_waiting_queries = 10'000;
   bool check_flags = false;
 };
 

@@ -229,6 +229,8 @@ void LoopServer::OnTcpClosed(uint64_t id) {
   // for it find no entry and drop their reply.
   connections_.erase(id);
   ThreadStats::Set(stats_.tcp_open, connections_.size());
+  // Its waiting queries can only drop now: let the handler free them at once.
+  if (handler_ != nullptr) handler_->OnConnectionClosed(id);
 }
 
 void LoopServer::Handle(Request& request) {

@@ -25,6 +25,9 @@
 // answer a stream query has decided the client is broken, and an unanswered query would
 // otherwise keep the connection's idle timeout from ever running.
 //
+// When a TCP connection closes, the handler is told (OnConnectionClosed), so it can drop
+// that connection's Responders at once instead of holding them until they reply in vain.
+//
 // Thread: a QueryHandler, its Requests and Responders live on one serving thread. A
 // Responder must be used and destroyed on that thread, before the handler is destroyed
 // (handlers own their pending Responders; the server destroys the handler first at
@@ -81,6 +84,9 @@ class Responder {
   bool pending() const { return server_ != nullptr; }
   dns::Transport transport() const { return transport_; }
   const loop::SocketAddress& peer() const { return peer_; }
+  // TCP: the connection the query came on, as QueryHandler::OnConnectionClosed names it
+  // (unique for the LoopServer's life). 0 for UDP.
+  uint64_t connection_id() const { return connection_id_; }
 
  private:
   friend class LoopServer;
@@ -143,6 +149,13 @@ class QueryHandler {
   // Called on the serving thread for every query, UDP or TCP. Must not block, and must
   // not throw (an exception is caught, logged rate-limited and the query dropped).
   virtual void HandleQuery(Request& request) = 0;
+
+  // A TCP connection closed (the client closed it, or a timeout or limit did): a Responder
+  // for it (Responder::connection_id) can no longer reply. A handler that keeps queries
+  // waiting drops that connection's now, rather than keep them until their upstream
+  // answers (waiting_queries.h). Called on the serving thread, never from inside
+  // HandleQuery or a Reply; must not throw.
+  virtual void OnConnectionClosed(uint64_t connection_id) { (void)connection_id; }
 
   // The UDP fast path, with UdpOptions::receiver_thread: called on the UDP socket's
   // receiver thread for every admitted datagram (admission.h; the rest go to HandleQuery)
