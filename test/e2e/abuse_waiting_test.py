@@ -239,7 +239,8 @@ def test_kubedns_waiting_queries_stay_bounded(env):
     return attack(dns.port, dns.process.pid, "hole.example", ask_victim(dns.port, names))
 
 
-TESTS = [test_frontend_cache_waiting_queries_stay_bounded, test_kubedns_waiting_queries_stay_bounded]
+TESTS = [test_frontend_cache_waiting_queries_stay_bounded,
+         test_kubedns_waiting_queries_stay_bounded]
 
 
 def main():
