@@ -248,7 +248,7 @@ void LoopServer::Handle(Request& request) {
 
 bool LoopServer::Reply(const Responder& responder, std::span<const uint8_t> response) {
   if (responder.transport_ == dns::Transport::kUdp) {
-    if (udp_ != nullptr && udp_->Send(response, responder.peer_, responder.reply_context_)) {
+    if (udp_ != nullptr && udp_->Send(response, responder.peer(), responder.reply_context_)) {
       ThreadStats::Increment(stats_.udp_replies);
       return true;
     }

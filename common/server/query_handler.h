@@ -34,6 +34,8 @@
 // shutdown, while connections and sockets still exist).
 #pragma once
 
+#include <netinet/in.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -83,7 +85,7 @@ class Responder {
   // True until Reply, Drop or a move.
   bool pending() const { return server_ != nullptr; }
   dns::Transport transport() const { return transport_; }
-  const loop::SocketAddress& peer() const { return peer_; }
+  loop::SocketAddress peer() const;
   // TCP: the connection the query came on, as QueryHandler::OnConnectionClosed names it
   // (unique for the LoopServer's life). 0 for UDP.
   uint64_t connection_id() const { return connection_id_; }
@@ -95,13 +97,22 @@ class Responder {
       : server_(server),
         transport_(transport),
         connection_id_(connection_id),
-        peer_(peer),
+        peer_(Compact(peer)),
         reply_context_(reply_context) {}
+
+  // The client's address in the room an IP address needs (a loop::SocketAddress holds a
+  // whole sockaddr_storage, 128 bytes): every waiting query keeps its Responder.
+  union PeerAddress {
+    sockaddr any;
+    sockaddr_in v4;
+    sockaddr_in6 v6;
+  };
+  static PeerAddress Compact(const loop::SocketAddress& address);
 
   LoopServer* server_ = nullptr;
   dns::Transport transport_ = dns::Transport::kUdp;
   uint64_t connection_id_ = 0;  // TCP: the key in the thread's connection table
-  loop::SocketAddress peer_;
+  PeerAddress peer_{};
   loop::UdpReplyContext reply_context_;  // UDP: the local address the query came to
 };
 
@@ -117,7 +128,7 @@ class Request {
   // into query()).
   const Admission& admission() const { return admission_; }
   dns::Transport transport() const { return responder_.transport(); }
-  const loop::SocketAddress& peer() const { return responder_.peer(); }
+  loop::SocketAddress peer() const { return responder_.peer(); }
   size_t thread_index() const { return context_.thread_index; }
   // The thread's reusable buffer (ThreadContext::response_buffer).
   std::span<uint8_t> response_buffer() const { return context_.response_buffer; }
