@@ -10,9 +10,12 @@
 //   kNotImp   an opcode other than QUERY.
 //   kFormErr  also a QUERY that carries what a query must not (QueryShape): records in the
 //             answer or authority section, an additional record other than its one OPT
-//             (RFC 6891 §6.1.1; we hold no TSIG keys), or bytes after its last record. As
-//             Unbound and NSD answer the records, and BIND and Knot the trailing bytes;
-//             nothing of such a packet is kept or forwarded.
+//             (RFC 6891 §6.1.1; we hold no TSIG keys), or bytes after its last record.
+//             Unbound and NSD answer such records FORMERR too (dnsmasq REFUSED); Knot's
+//             parser rejects trailing bytes as malformed (KNOT_ETRAIL), where BIND only
+//             logs them and Unbound, NSD and dnsmasq ignore them: we refuse them, so a
+//             query is never bigger than what it asks. Nothing of such a packet is kept
+//             or forwarded.
 //   kRefused  only with ClassScope::kInternetOnly (kubedns, an authoritative server): a
 //             class other than IN and ANY, or a zone transfer (AXFR, IXFR).
 //   kAdmitted everything else: the handler answers it from Admission::query.
