@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "common/server/admission.h"
@@ -82,6 +83,7 @@ DnsHandler::DnsHandler(const server::ThreadContext& context, const Shared& share
       thread_(std::this_thread::get_id()),
       routing_(shared.routing),
       receiver_routing_(shared.routing),
+      waiting_(shared.waiting),
       forwarder_(context.loop, shared.forwarder, shared.upstream_table, shared.clock),
       tasks_(context.loop) {
   shared_.handlers.Add(this);
@@ -152,12 +154,18 @@ void DnsHandler::HandleQuery(server::Request& request) {
     if (hit.prefetch) Prefetch(query, key, upstreams, routing->generation);
     return;
   }
-  // A miss: the right to answer is kept until the upstream's answer.
-  uint64_t id = next_id_++;
-  pending_.emplace(id, Pending{request.TakeResponder(), server::ClientQuery::From(admission), key,
-                               routing->generation});
+  // A miss: the right to answer is kept until the upstream's answer, within the budget.
+  const uint64_t id = waiting_.Add(request, Forwarded{routing->generation});
+  if (id == 0) {
+    return ReplyStaleOrFail(request, query, key, limit, upstream::Outcome::kOverloaded,
+                            upstream::FailReason::kNone);
+  }
   forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport), upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
+}
+
+void DnsHandler::OnConnectionClosed(uint64_t connection_id) {
+  (void)waiting_.DropConnection(connection_id);
 }
 
 size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
@@ -202,33 +210,42 @@ void DnsHandler::Prefetch(const dns::Query& query, const CacheKey& key,
 }
 
 void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
-  auto it = pending_.find(id);
-  if (it == pending_.end()) return;
-  Pending pending = std::move(it->second);
-  pending_.erase(it);
-  const dns::Query& query = pending.client.query;
+  std::optional<server::WaitingQueries<Forwarded>::Waiting> waiting = waiting_.Take(id);
+  if (!waiting) return;  // its TCP client went away
+  server::Responder& responder = waiting->responder;
+  const dns::Query query = waiting->client.query();
+  const CacheKey key = CacheKey::FromQuery(query);
   const std::span<uint8_t> out = context_.response_buffer;
-  const size_t limit = pending.client.limit_bytes;
+  const size_t limit = waiting->client.limit_bytes;
   if (result.outcome == upstream::Outcome::kAnswer) {
-    if (Cacheable(pending.routing_generation)) {
-      (void)shared_.cache.Insert(pending.key, result.reply);
+    if (Cacheable(waiting->state.routing_generation)) {
+      (void)shared_.cache.Insert(key, result.reply);
     }
     const size_t size = WriteForwardedResponse(result.reply, query, shared_.cache_policy, &scratch_,
                                                &ttl_offsets_, out, limit);
-    if (size > 0) return Reply(pending.responder, query, out.first(size));
+    if (size > 0) return Reply(responder, query, out.first(size));
     shared_.metrics.BadReply();  // matched the question, yet not a whole message
-    return ReplyEmpty(pending.responder, query, dns::Rcode::kServFail);
+    return ReplyEmpty(responder, query, dns::Rcode::kServFail);
   }
-  if (result.outcome == upstream::Outcome::kServFail &&
-      result.reason != upstream::FailReason::kShutdown) {
-    // RFC 8767: every upstream failed; an expired answer is better than none.
-    const LookupResult stale = shared_.cache.LookupStale(pending.key, query, out, limit);
-    if (stale.status == LookupStatus::kStale) {
-      return Reply(pending.responder, query, out.first(stale.size));
-    }
+  if (result.reason == upstream::FailReason::kShutdown) {
+    shared_.metrics.ServFail(result.outcome, result.reason);
+    return ReplyEmpty(responder, query, dns::Rcode::kServFail);
   }
-  shared_.metrics.ServFail(result.outcome, result.reason);
-  ReplyEmpty(pending.responder, query, dns::Rcode::kServFail);
+  // Every upstream failed, or the forwarder's budget is spent (kOverloaded).
+  ReplyStaleOrFail(responder, query, key, limit, result.outcome, result.reason);
+}
+
+template <class To>
+void DnsHandler::ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKey& key,
+                                  size_t limit, upstream::Outcome outcome,
+                                  upstream::FailReason reason) {
+  // RFC 8767: an expired answer is better than none (a fresh one, refreshed meanwhile by
+  // another query, better still).
+  const std::span<uint8_t> out = context_.response_buffer;
+  const LookupResult stale = shared_.cache.LookupStale(key, query, out, limit);
+  if (stale.status != LookupStatus::kMiss) return Reply(to, query, out.first(stale.size));
+  shared_.metrics.ServFail(outcome, reason);
+  ReplyEmpty(to, query, dns::Rcode::kServFail);
 }
 
 bool DnsHandler::Cacheable(uint64_t routing_generation) {

@@ -8,9 +8,15 @@
 //                    forwards to us and is disabled
 //   routing          --server=/domain/ with no upstream: NXDOMAIN (local) or REFUSED
 //   the cache        a fresh entry answers at once (prefetching it when it is about to expire)
-//   the upstreams    a miss is forwarded through the thread's upstream::Forwarder; the
-//                    reply is cached and written for the client (cached_response.h), or on
-//                    failure an expired entry is served stale (RFC 8767), else SERVFAIL
+//   the upstreams    a miss waits (common/server/waiting_queries.h: what its reply needs,
+//                    within the process-wide budget of waiting queries) while it is
+//                    forwarded through the thread's upstream::Forwarder; the reply is cached
+//                    and written for the client (cached_response.h), or on failure an
+//                    expired entry is served stale (RFC 8767), else SERVFAIL
+//
+// Over a budget (the waiting queries', or the forwarder's: Outcome::kOverloaded) the query
+// is answered at once the same way: stale if the cache still has the name, else SERVFAIL.
+// A waiting query whose TCP client closes its connection is dropped then.
 //
 // With receiver threads, AnswerOnReceiverThread answers cache hits of plain forwarded
 // queries on the socket's receiver thread and leaves the rest to HandleQuery. The CHAOS,
@@ -39,6 +45,7 @@
 #include "common/loop/task_queue.h"
 #include "common/server/forward_reply.h"
 #include "common/server/query_handler.h"
+#include "common/server/waiting_queries.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/upstream_set.h"
 #include "common/upstream/upstream_table.h"
@@ -100,6 +107,8 @@ class DnsHandler final : public server::QueryHandler {
     upstream::Forwarder::Options forwarder;
     const Clock& clock;
     HandlerList& handlers;
+    // The process's budget of waiting queries (--max-waiting-queries).
+    std::shared_ptr<server::WaitingBudget> waiting;
   };
 
   DnsHandler(const server::ThreadContext& context, const Shared& shared);
@@ -108,22 +117,23 @@ class DnsHandler final : public server::QueryHandler {
   DnsHandler& operator=(const DnsHandler&) = delete;
 
   void HandleQuery(server::Request& request) override;
+  void OnConnectionClosed(uint64_t connection_id) override;
   // Cache hits of plain queries; everything else is left to HandleQuery.
   size_t AnswerOnReceiverThread(const server::Admission& admission,
                                 std::span<const uint8_t> query_bytes,
                                 const loop::SocketAddress& peer, std::span<uint8_t> out) override;
 
   upstream::Forwarder& forwarder() { return forwarder_; }
+  size_t waiting() const { return waiting_.size(); }
   // The serving thread (handlers are made on it).
   std::thread::id thread() const { return thread_; }
 
  private:
-  struct Pending {
-    server::Responder responder;
-    server::ClientQuery client;
-    CacheKey key;
-    // The routing it was forwarded under: its answer is cached only while that routing is
-    // still the current one (see Cacheable).
+  // A forwarded miss keeps its Responder and ClientQuery (the cache key is computed again
+  // from the ClientQuery when the upstream answers) and the routing it was forwarded
+  // under: its answer is cached only while that routing is still the current one (see
+  // Cacheable).
+  struct Forwarded {
     uint64_t routing_generation = 0;
   };
 
@@ -133,6 +143,11 @@ class DnsHandler final : public server::QueryHandler {
   void Reply(To& to, const dns::Query& query, std::span<const uint8_t> response);
   template <class To>
   void ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, bool aa = false);
+  // Over a budget, or every upstream failed (RFC 8767): an expired answer if the cache
+  // still has one, else SERVFAIL (counted under `outcome` and `reason`).
+  template <class To>
+  void ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKey& key, size_t limit,
+                        upstream::Outcome outcome, upstream::FailReason reason);
   void Prefetch(const dns::Query& query, const CacheKey& key,
                 const upstream::UpstreamSet& upstreams, uint64_t routing_generation);
   void Complete(uint64_t id, const upstream::Result& result);
@@ -148,11 +163,10 @@ class DnsHandler final : public server::QueryHandler {
   SnapshotHolder<RoutingState>::Reader routing_;
   // The receiver thread's own reader (a Reader is not shared between threads).
   SnapshotHolder<RoutingState>::Reader receiver_routing_;
-  std::unordered_map<uint64_t, Pending> pending_;
-  uint64_t next_id_ = 1;
+  server::WaitingQueries<Forwarded> waiting_;
   std::vector<uint8_t> scratch_;
   std::vector<uint16_t> ttl_offsets_;
-  // Destroyed before everything but tasks_, so no callback can reach pending_ once it is
+  // Destroyed before everything but tasks_, so no callback can reach waiting_ once it is
   // gone.
   upstream::Forwarder forwarder_;
   // Prefetches asked for on the receiver thread run here. Last: destroyed first, dropping

@@ -13,8 +13,10 @@
 #include "common/dns/message.h"
 #include "common/dns/testing.h"
 #include "common/loop/loop_test_util.h"
+#include "common/server/limits.h"
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
+#include "common/upstream/testing.h"
 #include "frontend-cache/options.h"
 
 namespace kdns::frontend {
@@ -39,20 +41,31 @@ std::vector<uint8_t> Query(const char* name, std::optional<uint8_t> edns_version
   return {bytes.begin(), bytes.end()};
 }
 
-// One DnsHandler on a LoopServer, routing `--server=/local.test/` locally and nothing else.
+// One DnsHandler on a LoopServer, routing `--server=/local.test/` locally and, after
+// RouteTo, every other name to that upstream.
 struct Harness {
-  Harness()
+  struct Setup {
+    size_t forward_max = 150;
+    size_t max_waiting = server::WaitingBudget::kDefaultMax;
+  };
+
+  Harness() : Harness(Setup{}) {}
+  explicit Harness(const Setup& setup)
       : cache(CacheOptions{}, clock),
         metrics(registry),
         table(std::make_shared<upstream::UpstreamTable>()),
-        shared{cache, policy,  150, metrics, routing, table, upstream::Forwarder::Options{},
-               clock, handlers} {
-    std::vector<ServerOption> servers;
+        shared{cache,
+               policy,
+               150,
+               metrics,
+               routing,
+               table,
+               ForwarderOptions(setup.forward_max),
+               clock,
+               handlers,
+               std::make_shared<server::WaitingBudget>(setup.max_waiting)} {
+    Route(std::nullopt);
     std::string error;
-    REQUIRE(ParseServersFile("server=/local.test/\n", &servers, &error));
-    auto state = std::make_shared<RoutingState>();
-    state->table = RoutingTable::Build(servers, {});
-    routing.Publish(std::move(state));
     server::LoopServer::Options options;
     options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
     server = server::LoopServer::Create(
@@ -63,6 +76,36 @@ struct Harness {
         stats, &error);
     INFO(error);
     REQUIRE(server != nullptr);
+  }
+
+  // Publishes the routing: local.test. locally, the rest to `upstream` (none: REFUSED).
+  void Route(std::optional<loop::SocketAddress> upstream) {
+    std::string text = "server=/local.test/\n";
+    if (upstream) text += "server=127.0.0.1#" + std::to_string(upstream->port()) + "\n";
+    std::vector<ServerOption> servers;
+    std::string error;
+    REQUIRE(ParseServersFile(text, &servers, &error));
+    auto state = std::make_shared<RoutingState>();
+    state->table = RoutingTable::Build(servers, {});
+    if (upstream) state->default_set = upstream::UpstreamSet{*upstream};
+    routing.Publish(std::move(state));
+  }
+
+  static upstream::Forwarder::Options ForwarderOptions(size_t forward_max) {
+    upstream::Forwarder::Options options;
+    upstream::ForwardBudgets::Limits limits;
+    limits.max_in_flight = forward_max;
+    limits.max_per_route = forward_max;  // the ceiling is the one that counts here
+    limits.max_per_upstream = forward_max;
+    options.budgets = std::make_shared<upstream::ForwardBudgets>(limits);
+    options.total_timeout_ms = 60'000;  // a silent upstream's queries wait for the whole test
+    return options;
+  }
+
+  DnsHandler& handler() const {
+    DnsHandler* handler = handlers.OnThisThread();  // the loop runs on this thread
+    REQUIRE(handler != nullptr);
+    return *handler;
   }
 
   dns::Message Ask(const std::vector<uint8_t>& query) {
@@ -83,6 +126,7 @@ struct Harness {
   }
 
   ManualClock clock{1'000'000};
+  loop::Loop loop;
   metrics::Registry registry;
   Cache cache;
   CachePolicy policy;
@@ -91,7 +135,6 @@ struct Harness {
   std::shared_ptr<upstream::UpstreamTable> table;
   HandlerList handlers;
   DnsHandler::Shared shared;
-  loop::Loop loop;
   server::ThreadStats stats;
   std::unique_ptr<server::LoopServer> server;
 };
@@ -131,6 +174,76 @@ TEST_CASE("the handler list knows the live handler and keeps a gone one's totals
   CHECK(h.handlers.Totals().requests == 0);
   h.Finish();
   CHECK(h.handlers.OnThisThread() == nullptr);
+}
+
+// A harness whose upstream answered "cached.test." once (TTL 60, now expired), then fell
+// silent; "hold.test." waits for it.
+struct OneWaiting {
+  explicit OneWaiting(const Harness::Setup& setup)
+      : h(setup), upstream(std::make_unique<upstream::testing::FakeUpstream>(h.loop, 7)) {
+    h.Route(upstream->address());
+    REQUIRE(h.Ask(Query("cached.test.")).answers.size() == 1);
+    h.clock.AdvanceMs(61'000);
+    upstream->set_behaviour(upstream::testing::Behaviour::kSilent);
+    REQUIRE(holder.Send(Query("hold.test.")));
+    REQUIRE(RunUntil(h.loop, [&] { return h.handler().waiting() == 1; }));
+  }
+  ~OneWaiting() {
+    h.server.reset();
+    upstream.reset();
+    RequireClosesClean(h.loop);
+  }
+
+  Harness h;
+  std::unique_ptr<upstream::testing::FakeUpstream> upstream;
+  server::testing::UdpClient holder{h.server->udp_address()};
+};
+
+TEST_CASE(
+    "over the forwarder's budget a miss is answered at once: stale if cached, else "
+    "SERVFAIL",
+    "[frontend][handler][waiting]") {
+  OneWaiting w(Harness::Setup{.forward_max = 1});
+  REQUIRE(w.h.handler().forwarder().in_flight() == 1);
+  dns::Message stale = w.h.Ask(Query("cached.test."));
+  CHECK(stale.rcode() == dns::Rcode::kNoError);
+  REQUIRE(stale.answers.size() == 1);
+  CHECK(stale.answers[0].ttl_s == 30);  // RFC 8767 §4
+  CHECK(w.h.cache.Stats().stale_hits == 1);
+  CHECK(w.h.Ask(Query("never-seen.test.")).rcode() == dns::Rcode::kServFail);
+  CHECK(w.h.Metric("kdns_frontend_servfail_total{reason=\"overloaded\"} 1"));
+  CHECK(w.h.handler().waiting() == 1);  // only the first still waits
+}
+
+TEST_CASE(
+    "over the budget of waiting queries a miss is answered at once: stale if cached, "
+    "else SERVFAIL",
+    "[frontend][handler][waiting]") {
+  OneWaiting w(Harness::Setup{.max_waiting = 1});
+  const uint64_t hits_before = server::LimitHits(server::Limit::kWaitingQueries);
+  dns::Message stale = w.h.Ask(Query("cached.test."));
+  CHECK(stale.rcode() == dns::Rcode::kNoError);
+  REQUIRE(stale.answers.size() == 1);
+  CHECK(stale.answers[0].ttl_s == 30);
+  CHECK(w.h.Ask(Query("never-seen.test.")).rcode() == dns::Rcode::kServFail);
+  CHECK(server::LimitHits(server::Limit::kWaitingQueries) == hits_before + 2);
+  CHECK(w.h.handler().forwarder().counters().requests == 2);  // neither was forwarded
+  CHECK(w.h.shared.waiting->waiting() == 1);
+}
+
+TEST_CASE(
+    "frontend-cache drops a closed TCP client's waiting queries at once, their slots given back",
+    "[frontend][handler][waiting]") {
+  OneWaiting w(Harness::Setup{});
+  {
+    server::testing::TcpClient tcp(w.h.server->tcp_address());
+    for (const char* name : {"a.test.", "b.test.", "c.test."}) REQUIRE(tcp.Send(Query(name)));
+    REQUIRE(RunUntil(w.h.loop, [&] { return w.h.handler().waiting() == 4; }));
+    CHECK(w.h.shared.waiting->waiting() == 4);
+    tcp.Reset();  // gone: a half-close (FIN) would still be answered (RFC 7766)
+  }
+  REQUIRE(RunUntil(w.h.loop, [&] { return w.h.handler().waiting() == 1; }));
+  CHECK(w.h.shared.waiting->waiting() == 1);  // the UDP query still waits
 }
 
 }  // namespace

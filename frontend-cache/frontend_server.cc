@@ -42,9 +42,10 @@ FrontendServer::FrontendServer(Options options, const Clock& clock)
   budgets.max_per_route = options_.flags.forward_max_per_route;
   budgets.max_per_upstream = options_.flags.forward_max_per_upstream;
   options_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>(budgets);
-  handler_shared_ = std::make_unique<DnsHandler::Shared>(
-      DnsHandler::Shared{cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_,
-                         upstream_table_, options_.forwarder, clock_, handlers_});
+  handler_shared_ = std::make_unique<DnsHandler::Shared>(DnsHandler::Shared{
+      cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_, upstream_table_,
+      options_.forwarder, clock_, handlers_,
+      std::make_shared<server::WaitingBudget>(options_.flags.max_waiting_queries)});
   RegisterMetrics();
 }
 

@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
        "--prometheus-port=N --prometheus-address=IP "
        "--tcp-idle-timeout=D --tcp-frame-timeout=D --tcp-max-connections=N "
        "--tcp-max-connections-per-source=N --tcp-max-output-bytes-per-connection=N "
-       "--tcp-max-output-bytes-total=N]"});
+       "--tcp-max-output-bytes-total=N --max-waiting-queries=N]"});
   // Signals are taken synchronously by this thread, and every thread started later inherits
   // the mask. Blocked first thing, so a SIGHUP from the nanny while we start is queued, not
   // fatal.

@@ -252,6 +252,9 @@ const std::vector<OptionSpec>& Specs() {
       {"tcp-max-output-bytes-total", 0, true,
        TcpCount(&server::TcpOptions::max_pending_output_bytes_total, server::kMinTcpOutputBytes,
                 1ULL << 40, "tcp-max-output-bytes-total")},
+      // Waiting queries.
+      {"max-waiting-queries", 0, true,
+       Uint(&Options::max_waiting_queries, 1, 1'000'000, "max-waiting-queries")},
   };
   return specs;
 }

@@ -92,6 +92,10 @@ struct Options {
   //   --tcp-max-connections, --tcp-max-connections-per-source
   //   --tcp-max-output-bytes-per-connection, --tcp-max-output-bytes-total
   server::TcpOptions tcp;
+  // Waiting queries (common/server/waiting_queries.h).
+  // --max-waiting-queries: queries waiting for an upstream in the whole process; beyond
+  // it a miss is answered at once, stale if cached, else SERVFAIL.
+  uint32_t max_waiting_queries = 10'000;
 };
 
 // Parses `args` (without the program name). Unknown arguments go to `rest`, in order, and

@@ -295,6 +295,14 @@ TEST_CASE("a servers file holds server lines and comments only", "[frontend][opt
   CHECK(error.starts_with("line 1: server=/x/10.0.0.300: "));
 }
 
+TEST_CASE("--max-waiting-queries bounds the waiting queries, 10000 by default",
+          "[frontend][options][waiting]") {
+  CHECK(Parse({}).options.max_waiting_queries == 10'000u);
+  CHECK(Parse({"--max-waiting-queries=500"}).options.max_waiting_queries == 500u);
+  CHECK(Parse({"--max-waiting-queries=0"}).error ==
+        "--max-waiting-queries: \"0\" is not a number in 1..1000000");
+}
+
 }  // namespace kdns::frontend
 
 namespace kdns::frontend {

@@ -3,6 +3,8 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <utility>
 
 #include "common/dns/builder.h"
@@ -20,11 +22,12 @@ DnsHandler::DnsHandler(const server::ThreadContext& context, const Shared& share
       buffer_(context.response_buffer),
       reader_(shared.snapshots),
       routes_(routes ? std::move(routes) : std::make_shared<const UpstreamRoutes>()),
+      waiting_(shared.waiting),
       forwarder_(context.loop, shared.forwarder, shared.table) {}
 
 DnsHandler::~DnsHandler() {
   // The Forwarder (destroyed first) drops their callbacks; the Responders drop the queries.
-  for (size_t i = 0; i < pending_.size(); ++i) shared_.forward_metrics.Finished();
+  for (size_t i = 0; i < waiting_.size(); ++i) shared_.forward_metrics.Finished();
 }
 
 void DnsHandler::SetRoutes(std::shared_ptr<const UpstreamRoutes> routes) {
@@ -48,17 +51,18 @@ void DnsHandler::HandleQuery(server::Request& request) {
   shared_.dns_metrics.Record(result, result.response.size(), seconds);
 }
 
+void DnsHandler::OnConnectionClosed(uint64_t connection_id) {
+  // Dropped unanswered: no longer in flight.
+  const size_t dropped = waiting_.DropConnection(connection_id);
+  for (size_t i = 0; i < dropped; ++i) shared_.forward_metrics.Finished();
+}
+
 void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
                          Clock::time_point start) {
   const dns::Query& query = request.admission().query;
-  Pending pending;
-  pending.client = server::ClientQuery::From(request.admission());
-  pending.responder = request.TakeResponder();
-  pending.start = start;
-  pending.reverse = result.reverse;
+  const uint64_t id = waiting_.Add(request, Forwarding{start, result.reverse, nullptr});
+  if (id == 0) return FailNow(request, result, start);
   const UpstreamRoute& route = routes_->Lookup(query.qname);
-  const uint64_t id = next_id_++;
-  pending_.emplace(id, std::move(pending));
   shared_.forward_metrics.Sent(route.kind, ForwardKind::kForward);
   shared_.forward_metrics.Started();
   forwarder_.Resolve(upstream::Request::FromQuery(query, request.admission().transport),
@@ -68,9 +72,8 @@ void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
 
 void DnsHandler::StartChase(server::Request& request, const AnswerResult& result,
                             Clock::time_point start) {
-  Pending pending;
-  pending.partial.emplace();
-  if (dns::ParseMessage(result.response, &*pending.partial) != dns::ParseError::kOk) {
+  auto chase = std::make_unique<Chase>();
+  if (dns::ParseMessage(result.response, &chase->partial) != dns::ParseError::kOk) {
     // Our own answer always parses; if it ever did not, the CNAME alone is still true.
     LOG_EVERY_N(ERROR, 1000) << "cannot parse our own answer for "
                              << request.admission().query.qname.ToText();
@@ -79,77 +82,79 @@ void DnsHandler::StartChase(server::Request& request, const AnswerResult& result
     shared_.dns_metrics.Record(result, result.response.size(), seconds);
     return;
   }
-  pending.client = server::ClientQuery::From(request.admission());
-  pending.responder = request.TakeResponder();
-  pending.start = start;
-  pending.target = result.chase_target;
-  const uint64_t id = next_id_++;
-  auto it = pending_.emplace(id, std::move(pending)).first;
+  chase->target = result.chase_target;
+  const uint64_t id = waiting_.Add(request, Forwarding{start, false, std::move(chase)});
+  if (id == 0) return FailNow(request, result, start);
   shared_.forward_metrics.Started();
-  AskChaseTarget(id, it->second);
+  AskChaseTarget(id, *waiting_.Find(id));
 }
 
-void DnsHandler::AskChaseTarget(uint64_t id, Pending& pending) {
-  ++pending.chase_queries;
+void DnsHandler::FailNow(server::Request& request, const AnswerResult& result,
+                         Clock::time_point start) {
+  shared_.forward_metrics.Failed(ForwardFailure::kOverloaded);
+  const std::span<const uint8_t> response = server::WriteEmptyResponse(
+      request.admission().query, dns::Rcode::kServFail, /*aa=*/false, request.response_buffer());
+  if (!response.empty()) request.Reply(response);
+  AnswerResult record = result;
+  record.rcode = dns::Rcode::kServFail;
+  record.truncated = false;
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  shared_.dns_metrics.Record(record, response.size(), seconds);
+}
+
+void DnsHandler::AskChaseTarget(uint64_t id, Waiting& waiting) {
+  Chase& chase = *waiting.state.chase;
+  ++chase.queries;
   upstream::Request request;
-  request.qname = pending.target;
-  request.qtype = pending.client.query.qtype;
+  request.qname = chase.target;
+  request.qtype = waiting.client.qtype;
   request.qclass = dns::RrClass::kIn;
-  request.dnssec_ok = pending.client.query.edns && pending.client.query.edns->dnssec_ok;
-  request.checking_disabled = pending.client.query.header.cd;
-  request.client_transport = pending.client.transport;
-  const UpstreamRoute& route = routes_->Lookup(pending.target);
+  request.dnssec_ok = waiting.client.dnssec_ok;
+  request.checking_disabled = waiting.client.cd;
+  request.client_transport = waiting.client.transport;
+  const UpstreamRoute& route = routes_->Lookup(chase.target);
   shared_.forward_metrics.Sent(route.kind, ForwardKind::kChase);
   forwarder_.Resolve(request, route.upstreams,
                      [this, id](const upstream::Result& reply) { OnChased(id, reply); });
 }
 
-std::optional<DnsHandler::Pending> DnsHandler::Take(uint64_t id) {
-  auto it = pending_.find(id);
-  if (it == pending_.end()) return std::nullopt;
-  std::optional<Pending> pending(std::move(it->second));
-  pending_.erase(it);
-  return pending;
-}
-
 void DnsHandler::OnForwarded(uint64_t id, const upstream::Result& result) {
-  std::optional<Pending> pending = Take(id);
-  if (!pending) return;
+  std::optional<Waiting> waiting = waiting_.Take(id);
+  if (!waiting) return;  // its TCP client went away
   if (result.outcome != upstream::Outcome::kAnswer) {
-    Fail(*pending, FailureOf(result));
+    Fail(*waiting, FailureOf(result));
     return;
   }
   const server::Fitted fitted = server::FitReply(
-      server::ReplyToFit::From(result), pending->client.query, pending->client.limit_bytes,
+      server::ReplyToFit::From(result), waiting->client.query(), waiting->client.limit_bytes,
       server::Truncation::kWholeRRsets, buffer_, &reply_);
   if (fitted.bytes.empty()) {
-    Fail(*pending, ForwardFailure::kBadReply);
+    Fail(*waiting, ForwardFailure::kBadReply);
     return;
   }
-  Finish(*pending, fitted.bytes, result.message.rcode(), TcBit(fitted.bytes));
+  Finish(*waiting, fitted.bytes, result.message.rcode(), TcBit(fitted.bytes));
 }
 
 void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
-  auto it = pending_.find(id);
-  if (it == pending_.end()) return;
-  Pending& pending = it->second;
+  Waiting* waiting = waiting_.Find(id);
+  if (waiting == nullptr) return;  // its TCP client went away
+  Chase& chase = *waiting->state.chase;
   if (result.outcome != upstream::Outcome::kAnswer) {
     FailTaken(id, FailureOf(result));
     return;
   }
   dns::Name next;
-  const ChaseStep step = AppendChase(result.message, pending.target, pending.client.query.qtype,
-                                     &*pending.partial, &next);
+  const ChaseStep step =
+      AppendChase(result.message, chase.target, waiting->client.qtype, &chase.partial, &next);
   if (step == ChaseStep::kFollow) {
-    const auto& answers = pending.partial->answers;
+    const auto& answers = chase.partial.answers;
     const bool seen = std::any_of(answers.begin(), answers.end(), [&](const auto& record) {
       return record.owner == next && record.type == dns::RrType::kCname;
     });
-    if (!seen && pending.chase_queries < kMaxChaseQueries &&
-        CountCnames(*pending.partial) < kMaxCnames &&
+    if (!seen && chase.queries < kMaxChaseQueries && CountCnames(chase.partial) < kMaxCnames &&
         !next.IsSubdomainOf(shared_.answerer.config().zone)) {
-      pending.target = next;
-      AskChaseTarget(id, pending);
+      chase.target = next;
+      AskChaseTarget(id, *waiting);
       return;
     }
     // A loop, too long a chain, or a chain back into the cluster domain (which the upstream
@@ -161,39 +166,39 @@ void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
     FailTaken(id, ForwardFailure::kChain);
     return;
   }
-  std::optional<Pending> done = Take(id);
-  if (dns::BuildMessage(*done->partial, done->client.limit_bytes, &reply_) !=
-      dns::BuildError::kOk) {
+  std::optional<Waiting> done = waiting_.Take(id);
+  const dns::Message& partial = done->state.chase->partial;
+  if (dns::BuildMessage(partial, done->client.limit_bytes, &reply_) != dns::BuildError::kOk) {
     Fail(*done, ForwardFailure::kBadReply);
     return;
   }
-  Finish(*done, reply_, done->partial->rcode(), TcBit(reply_));
+  Finish(*done, reply_, partial.rcode(), TcBit(reply_));
 }
 
 void DnsHandler::FailTaken(uint64_t id, ForwardFailure failure) {
-  std::optional<Pending> pending = Take(id);
-  if (pending) Fail(*pending, failure);
+  std::optional<Waiting> waiting = waiting_.Take(id);
+  if (waiting) Fail(*waiting, failure);
 }
 
-void DnsHandler::Fail(Pending& pending, ForwardFailure failure) {
+void DnsHandler::Fail(Waiting& waiting, ForwardFailure failure) {
   shared_.forward_metrics.Failed(failure);
   std::span<const uint8_t> response = server::WriteEmptyResponse(
-      pending.client.query, dns::Rcode::kServFail, /*aa=*/false, buffer_);
-  Finish(pending, response, dns::Rcode::kServFail, false);
+      waiting.client.query(), dns::Rcode::kServFail, /*aa=*/false, buffer_);
+  Finish(waiting, response, dns::Rcode::kServFail, false);
 }
 
-void DnsHandler::Finish(Pending& pending, std::span<const uint8_t> response, dns::Rcode rcode,
+void DnsHandler::Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode,
                         bool truncated) {
-  pending.responder.Reply(response);
-  const double seconds = std::chrono::duration<double>(Clock::now() - pending.start).count();
+  waiting.responder.Reply(response);
+  const double seconds = std::chrono::duration<double>(Clock::now() - waiting.state.start).count();
   shared_.forward_metrics.Answered(seconds);
   shared_.forward_metrics.Finished();
   AnswerResult record;
-  record.outcome = pending.partial ? Outcome::kExternalTarget : Outcome::kNotOurs;
+  record.outcome = waiting.state.chase ? Outcome::kExternalTarget : Outcome::kNotOurs;
   record.rcode = rcode;
-  record.qtype = pending.client.query.qtype;
+  record.qtype = waiting.client.qtype;
   record.truncated = truncated;
-  record.reverse = pending.reverse;
+  record.reverse = waiting.state.reverse;
   shared_.dns_metrics.Record(record, response.size(), seconds);
 }
 

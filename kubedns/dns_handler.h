@@ -15,9 +15,14 @@
 //                    out-of-zone CNAME is followed too, up to kMaxChaseQueries queries and
 //                    kMaxCnames CNAMEs in all (skydns's limit of 8).
 //
+// A query forwarded or chased waits (common/server/waiting_queries.h: only what its reply
+// needs, within the process-wide budget of waiting queries, Shared::waiting); a waiting
+// query whose TCP client closes its connection is dropped then.
+//
 // Failures answer SERVFAIL (skydns: SERVFAIL when forwarding fails or no nameserver is
 // configured): no upstream at all, every upstream failing, timing out or known down, over
-// a forwarding budget (Options::forwarder.budgets) of upstream queries (no queue). For a
+// a forwarding budget (Options::forwarder.budgets) of upstream queries (no queue), over the
+// budget of waiting queries (at once, without forwarding). For a
 // chase too: kube-dns drops the CNAME and answers NOERROR without records when the target
 // does not resolve, which downstream caches keep as a negative answer; SERVFAIL is not
 // cached as one and says what happened.
@@ -42,6 +47,7 @@
 #include "common/dns/message.h"
 #include "common/server/forward_reply.h"
 #include "common/server/query_handler.h"
+#include "common/server/waiting_queries.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/upstream_table.h"
 #include "kubedns/answerer.h"
@@ -66,6 +72,8 @@ class DnsHandler final : public server::QueryHandler {
     ForwardMetrics& forward_metrics;
     std::shared_ptr<upstream::UpstreamTable> table;
     upstream::Forwarder::Options forwarder;
+    // The process's budget of waiting queries (--max-waiting-queries).
+    std::shared_ptr<server::WaitingBudget> waiting;
   };
 
   DnsHandler(const server::ThreadContext& context, const Shared& shared,
@@ -75,45 +83,49 @@ class DnsHandler final : public server::QueryHandler {
   DnsHandler& operator=(const DnsHandler&) = delete;
 
   void HandleQuery(server::Request& request) override;
+  void OnConnectionClosed(uint64_t connection_id) override;
 
   void SetRoutes(std::shared_ptr<const UpstreamRoutes> routes);
   const UpstreamRoutes& routes() const { return *routes_; }
-  size_t pending() const { return pending_.size(); }
+  size_t pending() const { return waiting_.size(); }
   const upstream::Forwarder& forwarder() const { return forwarder_; }
 
  private:
   using Clock = std::chrono::steady_clock;
 
-  // A client query waiting for an upstream.
-  struct Pending {
-    server::Responder responder;
-    server::ClientQuery client;
+  // An ExternalName chase under way: our answer so far, and the name being asked.
+  struct Chase {
+    dns::Message partial;
+    dns::Name target;
+    int queries = 0;
+  };
+  // What kubedns keeps of a query waiting for an upstream, besides its Responder and
+  // ClientQuery (a plain forward keeps no Chase).
+  struct Forwarding {
     Clock::time_point start;
     bool reverse = false;
-    // A chase: our answer so far, and the name being asked.
-    std::optional<dns::Message> partial;
-    dns::Name target;
-    int chase_queries = 0;
+    std::unique_ptr<Chase> chase;
   };
+  using Waiting = server::WaitingQueries<Forwarding>::Waiting;
 
   void Forward(server::Request& request, const AnswerResult& result, Clock::time_point start);
   void StartChase(server::Request& request, const AnswerResult& result, Clock::time_point start);
-  void AskChaseTarget(uint64_t id, Pending& pending);
+  // Over the budget of waiting queries: SERVFAIL now (the request is still pending).
+  void FailNow(server::Request& request, const AnswerResult& result, Clock::time_point start);
+  void AskChaseTarget(uint64_t id, Waiting& waiting);
   void OnForwarded(uint64_t id, const upstream::Result& result);
   void OnChased(uint64_t id, const upstream::Result& result);
   // Sends `response` (or SERVFAIL when empty) and records the metrics.
-  void Finish(Pending& pending, std::span<const uint8_t> response, dns::Rcode rcode,
+  void Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode,
               bool truncated);
-  void Fail(Pending& pending, ForwardFailure failure);
+  void Fail(Waiting& waiting, ForwardFailure failure);
   void FailTaken(uint64_t id, ForwardFailure failure);
-  std::optional<Pending> Take(uint64_t id);
 
   const Shared& shared_;
   std::span<uint8_t> buffer_;  // the thread's response buffer
   SnapshotHolder<Snapshot>::Reader reader_;
   std::shared_ptr<const UpstreamRoutes> routes_;
-  std::unordered_map<uint64_t, Pending> pending_;
-  uint64_t next_id_ = 1;
+  server::WaitingQueries<Forwarding> waiting_;
   std::vector<uint8_t> reply_;  // reused for answers encoded for the client (chase, re-encode)
   // Last: destroyed first, so its callbacks (which use the members above) go before them.
   upstream::Forwarder forwarder_;

@@ -13,6 +13,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
 #include "common/metrics/text_parser.h"
+#include "common/server/limits.h"
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
 #include "common/upstream/testing.h"
@@ -141,6 +142,11 @@ class Fixture {
   }
 
   DnsHandler& handler() { return *handler_; }
+  // The process's budget of waiting queries; set before Serve.
+  void SetWaitingBudget(size_t max) {
+    shared_.waiting = std::make_shared<server::WaitingBudget>(max);
+  }
+  const server::WaitingBudget& waiting_budget() const { return *shared_.waiting; }
   upstream::Forwarder::Options& forwarder_options() { return shared_.forwarder; }
   loop::SocketAddress udp_address() const { return server_->udp_address(); }
 
@@ -160,7 +166,13 @@ class Fixture {
   DnsMetrics dns_metrics_{registry_, "skydns_skydns"};
   std::shared_ptr<upstream::UpstreamTable> table_ = std::make_shared<upstream::UpstreamTable>();
   ForwardMetrics forward_metrics_{registry_, table_};
-  DnsHandler::Shared shared_{answerer_, snapshots_, dns_metrics_, forward_metrics_, table_, {}};
+  DnsHandler::Shared shared_{answerer_,
+                             snapshots_,
+                             dns_metrics_,
+                             forward_metrics_,
+                             table_,
+                             {},
+                             std::make_shared<server::WaitingBudget>()};
   server::ThreadStats stats_;
   std::unique_ptr<server::LoopServer> server_;
   DnsHandler* handler_ = nullptr;
@@ -333,6 +345,77 @@ TEST_CASE("beyond the in-flight cap a forwarded query gets SERVFAIL at once",
   CHECK(Parse(*r1).rcode() == dns::Rcode::kNoError);
   CHECK(f.a->queries().size() == 1);
   CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="overloaded"})") == 1);
+}
+
+TEST_CASE("beyond the budget of waiting queries a forwarded query gets SERVFAIL at once",
+          "[kubedns][handler][waiting]") {
+  Fixture f;
+  f.forwarder_options().min_try_timeout_ms = 1000;
+  f.forwarder_options().max_try_timeout_ms = 1000;
+  f.forwarder_options().total_timeout_ms = 2000;
+  f.SetWaitingBudget(1);
+  f.Serve(f.Routes());
+  f.a->set_delay_ms(200);
+  const uint64_t hits_before = server::LimitHits(server::Limit::kWaitingQueries);
+  server::testing::UdpClient first(f.udp_address());
+  server::testing::UdpClient second(f.udp_address());
+  REQUIRE(first.Send(Bytes({"one.example.", dns::RrType::kA, 1})));
+  REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 1; }));
+  // The same name as the first: it would only join the upstream query, yet it would wait.
+  REQUIRE(second.Send(Bytes({"one.example.", dns::RrType::kA, 2})));
+  std::optional<std::vector<uint8_t>> r1;
+  std::optional<std::vector<uint8_t>> r2;
+  REQUIRE(RunUntil(f.loop, [&] { return (r2 = second.TryReceive()).has_value(); }));
+  CHECK_FALSE(first.TryReceive().has_value());  // still waiting for the slow upstream
+  CHECK(Parse(*r2).rcode() == dns::Rcode::kServFail);
+  CHECK(Parse(*r2).header.id == 2);
+  CHECK(server::LimitHits(server::Limit::kWaitingQueries) == hits_before + 1);
+  CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="overloaded"})") == 1);
+  REQUIRE(RunUntil(f.loop, [&] { return (r1 = first.TryReceive()).has_value(); }));
+  CHECK(Parse(*r1).rcode() == dns::Rcode::kNoError);
+  // Its slot is back: the next query waits and is answered.
+  CHECK(f.waiting_budget().waiting() == 0);
+  CHECK(f.Ask({"two.example.", dns::RrType::kA, 3}).rcode() == dns::Rcode::kNoError);
+  CHECK(f.a->queries().size() == 2);
+}
+
+TEST_CASE("an ExternalName chase over the budget of waiting queries gets SERVFAIL at once",
+          "[kubedns][handler][waiting]") {
+  Fixture f;
+  f.forwarder_options().total_timeout_ms = 60'000;  // the silent upstream's queries wait
+  f.SetWaitingBudget(1);
+  f.Serve(f.Routes());
+  f.a->set_behaviour(Behaviour::kSilent);
+  server::testing::UdpClient first(f.udp_address());
+  REQUIRE(first.Send(Bytes({"elsewhere.example.", dns::RrType::kA, 1})));
+  REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 1; }));
+  dns::Message chased = f.Ask({"ext.default.svc.cluster.local.", dns::RrType::kA, 2});
+  CHECK(chased.rcode() == dns::Rcode::kServFail);
+  CHECK(chased.header.id == 2);
+  CHECK(f.handler().pending() == 1);
+}
+
+TEST_CASE("kubedns drops a closed TCP client's waiting queries at once, their slots given back",
+          "[kubedns][handler][waiting]") {
+  Fixture f;
+  f.forwarder_options().total_timeout_ms = 60'000;  // the silent upstream's queries wait
+  f.SetWaitingBudget(10);
+  f.Serve(f.Routes());
+  f.a->set_behaviour(Behaviour::kSilent);
+  server::testing::UdpClient udp(f.udp_address());
+  REQUIRE(udp.Send(Bytes({"udp.example.", dns::RrType::kA, 1})));
+  {
+    server::testing::TcpClient tcp(f.udp_address());
+    for (uint16_t id = 2; id < 5; ++id) {
+      REQUIRE(tcp.Send(Bytes({"tcp" + std::to_string(id) + ".example.", dns::RrType::kA, id})));
+    }
+    REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 4; }));
+    CHECK(f.waiting_budget().waiting() == 4);
+    tcp.Reset();  // gone: a half-close (FIN) would still be answered (RFC 7766)
+  }
+  REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 1; }));
+  CHECK(f.waiting_budget().waiting() == 1);  // the UDP query still waits
+  CHECK(f.Metric("kdns_kubedns_forward_in_flight") == 1);
 }
 
 }  // namespace kdns::kubedns

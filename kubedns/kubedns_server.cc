@@ -114,6 +114,9 @@ class KubednsServer::Handler final : public server::QueryHandler {
   ~Handler() override { server_.RegisterHandler(thread_index_, nullptr); }
 
   void HandleQuery(server::Request& request) override { handler_.HandleQuery(request); }
+  void OnConnectionClosed(uint64_t connection_id) override {
+    handler_.OnConnectionClosed(connection_id);
+  }
 
  private:
   KubednsServer& server_;
@@ -127,8 +130,13 @@ KubednsServer::KubednsServer(Options options)
       dns_metrics_(registry_, options_.metrics_prefix),
       upstream_table_(std::make_shared<upstream::UpstreamTable>()),
       forward_metrics_(registry_, upstream_table_),
-      handler_shared_{answerer_,        snapshots_,      dns_metrics_,
-                      forward_metrics_, upstream_table_, options_.forwarder} {
+      handler_shared_{answerer_,
+                      snapshots_,
+                      dns_metrics_,
+                      forward_metrics_,
+                      upstream_table_,
+                      options_.forwarder,
+                      std::make_shared<server::WaitingBudget>(options_.max_waiting_queries)} {
   // One set of forwarding budgets for every DNS thread (--forward-max is per process).
   if (!handler_shared_.forwarder.budgets) {
     handler_shared_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>();

@@ -38,6 +38,7 @@
 #include "common/loop/socket_address.h"
 #include "common/metrics/registry.h"
 #include "common/server/dns_server.h"
+#include "common/server/waiting_queries.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/upstream_table.h"
 #include "kubedns/answerer.h"
@@ -74,6 +75,8 @@ class KubednsServer {
     std::string resolv_conf = "/etc/resolv.conf";
     upstream::Forwarder::Options forwarder;  // budgets: whole process (--forward-max...)
     server::TcpOptions tcp;                  // DNS over TCP limits (--tcp-*)
+    // Waiting queries (common/server/waiting_queries.h): --max-waiting-queries.
+    size_t max_waiting_queries = server::WaitingBudget::kDefaultMax;
   };
 
   explicit KubednsServer(Options options);

@@ -97,6 +97,10 @@ DEFINE_int64(tcp_max_output_bytes_per_connection, 2 * (65535 + 2),
 DEFINE_int64(tcp_max_output_bytes_total, 8 << 20,
              "Replies waiting for DNS/TCP clients that do not read, in bytes over all "
              "connections; a reply that does not fit closes its connection.");
+// Waiting queries.
+DEFINE_int64(max_waiting_queries, 10'000,
+             "Queries waiting for an upstream (forwarded, or an ExternalName chase) in the whole "
+             "process; beyond it, such a query is answered SERVFAIL at once.");
 DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
 
 namespace {
@@ -134,6 +138,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.tcp_max_connections_per_source = FLAGS_tcp_max_connections_per_source;
   flags.tcp_max_output_bytes_per_connection = FLAGS_tcp_max_output_bytes_per_connection;
   flags.tcp_max_output_bytes_total = FLAGS_tcp_max_output_bytes_total;
+  flags.max_waiting_queries = FLAGS_max_waiting_queries;
   flags.check_flags = FLAGS_check_flags;
   return flags;
 }

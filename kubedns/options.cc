@@ -8,8 +8,8 @@
 
 #include "common/base/duration.h"
 #include "common/base/port.h"
-#include "common/upstream/forward_budgets.h"
 #include "common/server/loop_server.h"
+#include "common/upstream/forward_budgets.h"
 #include "kubedns/upstream_routes.h"
 
 namespace kdns::kubedns {
@@ -117,6 +117,15 @@ bool ListenOptions(const FlagValues& flags, const k8s::EnvLookup& env,
       return false;
     }
   }
+  return true;
+}
+
+bool WaitingOptions(const FlagValues& flags, KubednsServer::Options* options, std::string* error) {
+  if (flags.max_waiting_queries < 1 || flags.max_waiting_queries > 1'000'000) {
+    *error = "--max-waiting-queries: must be in 1..1000000";
+    return false;
+  }
+  options->max_waiting_queries = static_cast<size_t>(flags.max_waiting_queries);
   return true;
 }
 
@@ -241,6 +250,7 @@ bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env, Options* o
   if (!ForwardOptions(flags, &server, error) || !TcpOptions(flags, &server.tcp, error)) {
     return false;
   }
+  if (!WaitingOptions(flags, &server, error)) return false;
   // --check-flags checks flags: the in-cluster environment comes from the pod, not from them.
   const bool in_cluster = flags.kubecfg_file.empty() && flags.kube_master_url.empty();
   if (server.objects_file.empty() && !(flags.check_flags && in_cluster) &&

@@ -52,6 +52,8 @@ struct FlagValues {
   int64_t tcp_max_connections_per_source = 32;
   int64_t tcp_max_output_bytes_per_connection = 2 * (65535 + 2);
   int64_t tcp_max_output_bytes_total = 8 << 20;
+  // Waiting queries.
+  int64_t max_waiting_queries = 10'000;
   bool check_flags = false;
 };
 

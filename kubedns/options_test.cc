@@ -252,5 +252,19 @@ TEST_CASE("kubedns's DNS over TCP flags default to server::TcpOptions' and reach
   CHECK(ErrorOf(flags) == "--tcp-max-output-bytes-per-connection: must be at least 65537");
 }
 
+TEST_CASE("kubedns --max-waiting-queries bounds the waiting queries, 10000 by default",
+          "[kubedns][options][waiting]") {
+  FlagValues flags = Offline();
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.max_waiting_queries == 10'000u);
+  flags.max_waiting_queries = 500;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.max_waiting_queries == 500u);
+  flags.max_waiting_queries = 0;
+  CHECK(ErrorOf(flags) == "--max-waiting-queries: must be in 1..1000000");
+}
+
 }  // namespace
 }  // namespace kdns::kubedns

@@ -45,6 +45,7 @@ ParseError ParseQuery(std::span<const uint8_t> packet, Query* query) {
     KDNS_RETURN_IF_PARSE_ERROR(ParseOpt(cls, ttl, rdata, &edns));
     query->edns = edns;
   }
+  query->message_end = reader.offset();
   return ParseError::kOk;
 }
 

@@ -24,10 +24,12 @@ struct Query {
   RrClass qclass = RrClass::kIn;
   std::optional<EdnsView> edns;  // options point into the packet
   size_t question_end = 0;       // offset just after the question
+  size_t message_end = 0;        // offset just after the last record (admission checks it)
 };
 
 // Parses a query. QDCOUNT 0 is kNoQuestion and QDCOUNT > 1 kTooManyQuestions, so the
-// server can answer FORMERR. Bytes after the last record are tolerated (some clients pad),
+// server can answer FORMERR. Bytes after the last record are left to the caller's policy
+// (message_end says where the records end; common/server/admission.h rejects them),
 // an OPT outside the additional section or a second OPT is an error (RFC 6891 §6.1.1).
 // Whenever the packet holds a full header, `query->header` is filled, even on error, so
 // the caller can echo the ID in a FORMERR. Does not look at QR or the opcode: that is

@@ -105,10 +105,12 @@ TEST_CASE("ParseQuery rejects truncated and lying packets", "[dns][parser]") {
     bytes[11] = 2;
     CHECK(ParseQuery(bytes, &query) == ParseError::kCountMismatch);
   }
-  SECTION("trailing bytes after the last record are tolerated") {
+  SECTION("trailing bytes after the last record are left to the caller: message_end") {
+    const size_t end = bytes.size();
     bytes.push_back(0);
     bytes.push_back(0);
     CHECK(ParseQuery(bytes, &query) == ParseError::kOk);
+    CHECK(query.message_end == end);
   }
 }
 

@@ -33,6 +33,14 @@ bool OutsideInternet(const dns::Query& query) {
 
 }  // namespace
 
+QueryShape ShapeOf(const dns::Query& query, size_t packet_size) {
+  const dns::Header& header = query.header;
+  if (header.ancount != 0 || header.nscount != 0) return QueryShape::kAnswerOrAuthority;
+  if (header.arcount != (query.edns ? 1 : 0)) return QueryShape::kExtraAdditional;
+  if (query.message_end != packet_size) return QueryShape::kTrailingBytes;
+  return QueryShape::kOk;
+}
+
 dns::Query Detach(const dns::Query& query) {
   dns::Query copy = query;
   if (copy.edns) copy.edns->options = {};
@@ -48,6 +56,7 @@ size_t ReplyLimit(const dns::Query& query, dns::Transport transport) {
 void Admit(std::span<const uint8_t> packet, dns::Transport transport, const AdmissionPolicy& policy,
            Admission* admission) {
   admission->transport = transport;
+  admission->shape = QueryShape::kOk;
   const dns::ParseError error = dns::ParseQuery(packet, &admission->query);
   const dns::Query& query = admission->query;
   admission->reply_limit_bytes = ReplyLimit(query, transport);
@@ -59,6 +68,8 @@ void Admit(std::span<const uint8_t> packet, dns::Transport transport, const Admi
     admission->verdict = Verdict::kBadVers;
   } else if (query.header.opcode != dns::Opcode::kQuery) {
     admission->verdict = Verdict::kNotImp;
+  } else if ((admission->shape = ShapeOf(query, packet.size())) != QueryShape::kOk) {
+    admission->verdict = Verdict::kFormErr;
   } else if (policy.classes == ClassScope::kInternetOnly && OutsideInternet(query)) {
     admission->verdict = Verdict::kRefused;
   } else {

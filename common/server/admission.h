@@ -8,6 +8,14 @@
 //             echoed and no question (we could not read one).
 //   kBadVers  EDNS version other than 0 (RFC 6891 §6.1.3).
 //   kNotImp   an opcode other than QUERY.
+//   kFormErr  also a QUERY that carries what a query must not (QueryShape): records in the
+//             answer or authority section, an additional record other than its one OPT
+//             (RFC 6891 §6.1.1; we hold no TSIG keys), or bytes after its last record.
+//             Unbound and NSD answer such records FORMERR too (dnsmasq REFUSED); Knot's
+//             parser rejects trailing bytes as malformed (KNOT_ETRAIL), where BIND only
+//             logs them and Unbound, NSD and dnsmasq ignore them: we refuse them, so a
+//             query is never bigger than what it asks. Nothing of such a packet is kept
+//             or forwarded.
 //   kRefused  only with ClassScope::kInternetOnly (kubedns, an authoritative server): a
 //             class other than IN and ANY, or a zone transfer (AXFR, IXFR).
 //   kAdmitted everything else: the handler answers it from Admission::query.
@@ -52,13 +60,25 @@ struct AdmissionPolicy {
 
 enum class Verdict : uint8_t { kAdmitted, kDrop, kFormErr, kBadVers, kNotImp, kRefused };
 
+// What a parsed QUERY carries beyond its question and OPT, if anything (kFormErr).
+enum class QueryShape : uint8_t {
+  kOk,
+  kAnswerOrAuthority,  // records in the answer or authority section
+  kExtraAdditional,    // an additional record other than the one OPT
+  kTrailingBytes,      // bytes after the last record
+};
+
+// The shape of `query`, parsed from `packet_size` bytes (see the header comment).
+QueryShape ShapeOf(const dns::Query& query, size_t packet_size);
+
 struct Admission {
   Verdict verdict = Verdict::kDrop;
   // The parsed query: whole for kAdmitted, kBadVers, kNotImp and kRefused; the header only
   // for kFormErr (and kDrop with a header). EDNS options point into the packet.
   dns::Query query;
   dns::Transport transport = dns::Transport::kUdp;
-  size_t reply_limit_bytes = 512;  // the largest reply the client takes
+  size_t reply_limit_bytes = 512;      // the largest reply the client takes
+  QueryShape shape = QueryShape::kOk;  // why a parsed QUERY is kFormErr, if it is
 
   bool admitted() const { return verdict == Verdict::kAdmitted; }
 };

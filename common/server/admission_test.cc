@@ -109,6 +109,73 @@ TEST_CASE("a malformed query gets FORMERR with its ID and no question", "[server
   CHECK(reply.questions.empty());
 }
 
+// `packet` with one more A record for example.com. in `section` (1 answer, 2 authority,
+// 3 additional), before any OPT so that OPT stays last, and its count raised.
+std::vector<uint8_t> WithRecord(std::vector<uint8_t> packet, int section) {
+  const uint8_t record[] = {0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1};
+  Admission parsed = AdmitBytes(packet);
+  const size_t at = parsed.query.question_end;
+  packet.insert(packet.begin() + static_cast<ptrdiff_t>(at), std::begin(record), std::end(record));
+  const size_t count_at = 4 + 2 * static_cast<size_t>(section);
+  packet[count_at + 1] = static_cast<uint8_t>(packet[count_at + 1] + 1);
+  return packet;
+}
+
+TEST_CASE("a query that carries more than its question and OPT gets FORMERR",
+          "[server][admission]") {
+  const bool edns = GENERATE(false, true);
+  CAPTURE(edns);
+  const auto packet = Query(Edns(edns ? std::optional<uint16_t>(1232) : std::nullopt));
+  REQUIRE(AdmitBytes(packet).admitted());
+  struct Case {
+    const char* what;
+    std::vector<uint8_t> bytes;
+    QueryShape shape;
+  };
+  std::vector<uint8_t> trailing = packet;
+  trailing.insert(trailing.end(), {0, 0, 0, 0});
+  std::vector<uint8_t> padded = packet;  // a query padded up to a large size with zeros
+  padded.resize(60'000, 0);
+  const std::vector<Case> cases = {
+      {"an answer record", WithRecord(packet, 1), QueryShape::kAnswerOrAuthority},
+      {"an authority record", WithRecord(packet, 2), QueryShape::kAnswerOrAuthority},
+      {"an additional record besides OPT", WithRecord(packet, 3), QueryShape::kExtraAdditional},
+      {"four bytes after the last record", trailing, QueryShape::kTrailingBytes},
+      {"zeros up to 60000 bytes", padded, QueryShape::kTrailingBytes},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    for (auto transport : {dns::Transport::kUdp, dns::Transport::kTcp}) {
+      Admission admission = AdmitBytes(c.bytes, transport, ClassScope::kInternetOnly);
+      REQUIRE(admission.verdict == Verdict::kFormErr);
+      CHECK(admission.shape == c.shape);
+      std::vector<uint8_t> out(512);
+      dns::Message reply = Parse(WriteRefusal(admission, out));
+      CHECK(reply.rcode() == dns::Rcode::kFormErr);
+      CHECK(reply.header.id == 0x1234);
+    }
+  }
+}
+
+TEST_CASE("a second OPT, or an OPT outside the additional section, gets FORMERR",
+          "[server][admission]") {
+  const auto packet = Query(Edns(1232));
+  const std::vector<uint8_t> opt(packet.end() - 11, packet.end());
+  std::vector<uint8_t> two = packet;
+  two.insert(two.end(), opt.begin(), opt.end());
+  two[11] = 2;
+  CHECK(AdmitBytes(two).verdict == Verdict::kFormErr);
+  std::vector<uint8_t> in_answer = packet;
+  in_answer[7] = 1;  // the OPT counted as an answer
+  in_answer[11] = 0;
+  CHECK(AdmitBytes(in_answer).verdict == Verdict::kFormErr);
+}
+
+TEST_CASE("other opcodes get NOTIMP even with records in their sections", "[server][admission]") {
+  auto notify = WithRecord(Query(WithOpcode(dns::Opcode::kNotify)), 1);  // RFC 1996: SOA
+  CHECK(AdmitBytes(notify).verdict == Verdict::kNotImp);
+}
+
 TEST_CASE("EDNS version, opcode and (for kInternetOnly) class decide the refusal",
           "[server][admission]") {
   struct Case {

@@ -77,11 +77,40 @@ bool Reencode(const dns::Message& upstream_reply, const dns::Query& query, size_
 }  // namespace
 
 ClientQuery ClientQuery::From(const Admission& admission) {
+  const dns::Query& query = admission.query;
   ClientQuery client;
-  client.query = Detach(admission.query);
+  client.qname = query.qname;
+  client.qtype = query.qtype;
+  client.qclass = query.qclass;
+  client.id = query.header.id;
+  client.limit_bytes =
+      static_cast<uint16_t>(std::min(admission.reply_limit_bytes, dns::kMaxMessageSize));
+  client.rd = query.header.rd;
+  client.cd = query.header.cd;
+  client.edns = query.edns.has_value();
+  client.dnssec_ok = query.edns && query.edns->dnssec_ok;
   client.transport = admission.transport;
-  client.limit_bytes = admission.reply_limit_bytes;
   return client;
+}
+
+dns::Query ClientQuery::query() const {
+  dns::Query query;
+  query.header.id = id;
+  query.header.opcode = dns::Opcode::kQuery;  // admitted: nothing else reaches a handler
+  query.header.rd = rd;
+  query.header.cd = cd;
+  query.header.qdcount = 1;
+  query.header.arcount = edns ? 1 : 0;
+  query.qname = qname;
+  query.qtype = qtype;
+  query.qclass = qclass;
+  if (edns) {
+    dns::EdnsView view;
+    view.dnssec_ok = dnssec_ok;
+    query.edns = view;
+  }
+  query.question_end = dns::kHeaderSize + qname.wire().size() + 4;
+  return query;
 }
 
 ReplyToFit ReplyToFit::From(const upstream::Result& result) {

@@ -1,9 +1,11 @@
 // Fitting a reply to the client that asked, one implementation for both servers.
 //
 //   - ClientQuery is what a server keeps of a client's query while an upstream answers it:
-//     the admitted query (detached from its packet), its transport and its reply limit
-//     (admission.h), so the answer, or the SERVFAIL (WriteEmptyResponse), is written for
-//     that client.
+//     only what the reply needs (ID, RD and CD, the question as spelt, whether it had EDNS
+//     and its DO bit, the transport and the reply limit, admission.h), never the packet or
+//     its EDNS options, so a waiting query costs the same whatever the client sent
+//     (waiting_queries.h keeps it with the Responder). query() gives it back as the
+//     dns::Query the answer, or the SERVFAIL (WriteEmptyResponse), is written from.
 //   - FitReply writes one client's answer from a reply (an upstream's, shared by coalesced
 //     waiters, or a cache's stored form): the client's ID and question case
 //     (upstream::RewriteForClient), the OPT record toward the client (RFC 6891 §7: a reply's
@@ -40,11 +42,21 @@ namespace kdns::server {
 
 // What is kept of a client's query while its answer comes from an upstream.
 struct ClientQuery {
-  dns::Query query;  // as admitted, detached (no EDNS options)
+  dns::Name qname;  // as the client spelt it (answers echo its case)
+  dns::RrType qtype = dns::RrType::kA;
+  dns::RrClass qclass = dns::RrClass::kIn;
+  uint16_t id = 0;
+  uint16_t limit_bytes = 512;  // the largest answer it may get (at most 65535)
+  bool rd = false;
+  bool cd = false;
+  bool edns = false;       // it sent an OPT record: the answer carries ours
+  bool dnssec_ok = false;  // its DO bit
   dns::Transport transport = dns::Transport::kUdp;
-  size_t limit_bytes = 512;  // the largest answer it may get
 
   static ClientQuery From(const Admission& admission);
+  // The query as the reply needs it: the ID, QUERY, RD and CD, the question, and an EDNS
+  // view with the DO bit (no options) when the client sent one.
+  dns::Query query() const;
 };
 
 // How a reply too big for the client's limit is cut (the client then retries over TCP).

@@ -44,7 +44,7 @@ dns::Message Parse(std::span<const uint8_t> bytes) {
 std::vector<uint8_t> WholeRRsets(const upstream::Result& result, const ClientQuery& client) {
   std::vector<uint8_t> buffer(dns::kMaxMessageSize);
   std::vector<uint8_t> scratch;
-  const Fitted fitted = FitReply(ReplyToFit::From(result), client.query, client.limit_bytes,
+  const Fitted fitted = FitReply(ReplyToFit::From(result), client.query(), client.limit_bytes,
                                  Truncation::kWholeRRsets, buffer, &scratch);
   return {fitted.bytes.begin(), fitted.bytes.end()};
 }
@@ -138,7 +138,7 @@ TEST_CASE("SERVFAIL for a kept client echoes the question, sets RA and OPT as as
     ClientQuery client = Client("Www.Example.com.", dns::RrType::kAaaa,
                                 edns ? std::optional<uint16_t>(1232) : std::nullopt);
     dns::Message reply =
-        Parse(WriteEmptyResponse(client.query, dns::Rcode::kServFail, /*aa=*/false, buffer));
+        Parse(WriteEmptyResponse(client.query(), dns::Rcode::kServFail, /*aa=*/false, buffer));
     CHECK(reply.rcode() == dns::Rcode::kServFail);
     CHECK(reply.header.id == 0xbeef);
     CHECK(reply.header.qr);

@@ -325,6 +325,8 @@ void LoopServer::OnTcpClosed(uint64_t id, loop::TcpConnection::CloseReason reaso
   // for it find no entry and drop their reply.
   connections_.erase(it);
   ThreadStats::Set(stats_.tcp_open, connections_.size());
+  // Its waiting queries can only drop now: let the handler free them at once.
+  if (handler_ != nullptr) handler_->OnConnectionClosed(id);
 }
 
 void LoopServer::Handle(Request& request) {
@@ -342,7 +344,7 @@ void LoopServer::Handle(Request& request) {
 
 bool LoopServer::Reply(const Responder& responder, std::span<const uint8_t> response) {
   if (responder.transport_ == dns::Transport::kUdp) {
-    if (udp_ != nullptr && udp_->Send(response, responder.peer_, responder.reply_context_)) {
+    if (udp_ != nullptr && udp_->Send(response, responder.peer(), responder.reply_context_)) {
       ThreadStats::Increment(stats_.udp_replies);
       return true;
     }

@@ -1,5 +1,7 @@
 #include "common/server/query_handler.h"
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "common/server/loop_server.h"
@@ -26,6 +28,18 @@ Responder& Responder::operator=(Responder&& other) noexcept {
 }
 
 Responder::~Responder() { Drop(); }
+
+Responder::PeerAddress Responder::Compact(const loop::SocketAddress& address) {
+  PeerAddress compact{};
+  std::memcpy(&compact, address.sockaddr_ptr(),
+              std::min<size_t>(sizeof(compact), address.sockaddr_len()));
+  return compact;
+}
+
+loop::SocketAddress Responder::peer() const {
+  return loop::SocketAddress::FromSockaddr(&peer_.any, sizeof(peer_))
+      .value_or(loop::SocketAddress());
+}
 
 bool Responder::Reply(std::span<const uint8_t> response) {
   LoopServer* server = std::exchange(server_, nullptr);

@@ -25,11 +25,16 @@
 // answer a stream query has decided the client is broken, and an unanswered query would
 // otherwise keep the connection's idle timeout from ever running.
 //
+// When a TCP connection closes, the handler is told (OnConnectionClosed), so it can drop
+// that connection's Responders at once instead of holding them until they reply in vain.
+//
 // Thread: a QueryHandler, its Requests and Responders live on one serving thread. A
 // Responder must be used and destroyed on that thread, before the handler is destroyed
 // (handlers own their pending Responders; the server destroys the handler first at
 // shutdown, while connections and sockets still exist).
 #pragma once
+
+#include <netinet/in.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -80,7 +85,10 @@ class Responder {
   // True until Reply, Drop or a move.
   bool pending() const { return server_ != nullptr; }
   dns::Transport transport() const { return transport_; }
-  const loop::SocketAddress& peer() const { return peer_; }
+  loop::SocketAddress peer() const;
+  // TCP: the connection the query came on, as QueryHandler::OnConnectionClosed names it
+  // (unique for the LoopServer's life). 0 for UDP.
+  uint64_t connection_id() const { return connection_id_; }
 
  private:
   friend class LoopServer;
@@ -89,13 +97,22 @@ class Responder {
       : server_(server),
         transport_(transport),
         connection_id_(connection_id),
-        peer_(peer),
+        peer_(Compact(peer)),
         reply_context_(reply_context) {}
+
+  // The client's address in the room an IP address needs (a loop::SocketAddress holds a
+  // whole sockaddr_storage, 128 bytes): every waiting query keeps its Responder.
+  union PeerAddress {
+    sockaddr any;
+    sockaddr_in v4;
+    sockaddr_in6 v6;
+  };
+  static PeerAddress Compact(const loop::SocketAddress& address);
 
   LoopServer* server_ = nullptr;
   dns::Transport transport_ = dns::Transport::kUdp;
   uint64_t connection_id_ = 0;  // TCP: the key in the thread's connection table
-  loop::SocketAddress peer_;
+  PeerAddress peer_{};
   loop::UdpReplyContext reply_context_;  // UDP: the local address the query came to
 };
 
@@ -111,7 +128,7 @@ class Request {
   // into query()).
   const Admission& admission() const { return admission_; }
   dns::Transport transport() const { return responder_.transport(); }
-  const loop::SocketAddress& peer() const { return responder_.peer(); }
+  loop::SocketAddress peer() const { return responder_.peer(); }
   size_t thread_index() const { return context_.thread_index; }
   // The thread's reusable buffer (ThreadContext::response_buffer).
   std::span<uint8_t> response_buffer() const { return context_.response_buffer; }
@@ -143,6 +160,13 @@ class QueryHandler {
   // Called on the serving thread for every query, UDP or TCP. Must not block, and must
   // not throw (an exception is caught, logged rate-limited and the query dropped).
   virtual void HandleQuery(Request& request) = 0;
+
+  // A TCP connection closed (the client closed it, or a timeout or limit did): a Responder
+  // for it (Responder::connection_id) can no longer reply. A handler that keeps queries
+  // waiting drops that connection's now, rather than keep them until their upstream
+  // answers (waiting_queries.h). Called on the serving thread, never from inside
+  // HandleQuery or a Reply; must not throw.
+  virtual void OnConnectionClosed(uint64_t connection_id) { (void)connection_id; }
 
   // The UDP fast path, with UdpOptions::receiver_thread: called on the UDP socket's
   // receiver thread for every admitted datagram (admission.h; the rest go to HandleQuery)

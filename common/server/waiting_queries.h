@@ -1,0 +1,151 @@
+// Waiting queries: the queries a DNS server answers later, when an upstream has answered
+// (DESIGN §7), kept the same way by both servers.
+//
+//   WaitingBudget         how many queries may wait at once in the whole process, over
+//                         every serving thread and every reason to wait (a forwarded miss,
+//                         a waiter coalesced on another's upstream query, an ExternalName
+//                         chase). One per process, shared by the handlers of every thread.
+//   WaitingQueries<State> one handler's waiting queries, by id: each keeps its Responder,
+//                         the ClientQuery (only what its reply needs, forward_reply.h; never
+//                         a copy of the packet) and the handler's own State.
+//
+// Add takes the Request's Responder only if the budget has room. Over it, the hit is
+// recorded (Limit::kWaitingQueries, with the client's address) and the Request is left
+// pending: the handler answers it at once (frontend-cache: stale if cached, else SERVFAIL;
+// kubedns: SERVFAIL). A query waits, so an upstream that never answers holds its slot for
+// the forwarder's whole time budget; the budget, not the rate of queries, bounds the memory
+// waiting queries take.
+//
+// A TCP client that closes its connection cannot get its answers: DropConnection (from
+// QueryHandler::OnConnectionClosed) drops its waiting queries at once, releasing their
+// slots, rather than keeping them until the upstream answers. The forwarder's callback for
+// such a query then finds no entry, as it does for any id already taken.
+//
+// Thread: a WaitingQueries lives on its handler's serving thread; the WaitingBudget is
+// shared by all of them (relaxed atomics, no lock).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+
+#include "common/server/forward_reply.h"
+#include "common/server/limits.h"
+#include "common/server/query_handler.h"
+
+namespace kdns::server {
+
+class WaitingBudget {
+ public:
+  // --max-waiting-queries of frontend-cache and kubedns.
+  static constexpr size_t kDefaultMax = 10'000;
+
+  explicit WaitingBudget(size_t max_waiting = kDefaultMax) : max_(max_waiting) {}
+  WaitingBudget(const WaitingBudget&) = delete;
+  WaitingBudget& operator=(const WaitingBudget&) = delete;
+
+  // Takes one slot; false (nothing taken) when all max() are taken.
+  [[nodiscard]] bool TryTake();
+  // Gives back `count` slots taken with TryTake.
+  void Give(size_t count = 1);
+
+  size_t max() const { return max_; }
+  size_t waiting() const { return waiting_.load(std::memory_order_relaxed); }
+
+ private:
+  const size_t max_;
+  std::atomic<size_t> waiting_{0};
+};
+
+template <class State>
+class WaitingQueries {
+ public:
+  struct Waiting {
+    Responder responder;
+    ClientQuery client;
+    State state;
+  };
+
+  // `budget` is shared with the other threads' handlers and outlives this.
+  explicit WaitingQueries(std::shared_ptr<WaitingBudget> budget) : budget_(std::move(budget)) {}
+  // The queries still waiting are dropped (their Responders drop), their slots given back.
+  ~WaitingQueries() { budget_->Give(entries_.size()); }
+  WaitingQueries(const WaitingQueries&) = delete;
+  WaitingQueries& operator=(const WaitingQueries&) = delete;
+
+  // Keeps `request` waiting: takes its Responder and what its reply needs, with `state`.
+  // Returns the id to find it again (never 0), or 0 over the budget: the hit is recorded
+  // and `request` is left pending, for the caller to answer now.
+  uint64_t Add(Request& request, State state) {
+    if (!budget_->TryTake()) {
+      RecordLimitHit(Limit::kWaitingQueries, request.peer().ToString());
+      return 0;
+    }
+    const uint64_t id = next_id_++;
+    Waiting waiting{request.TakeResponder(), ClientQuery::From(request.admission()),
+                    std::move(state)};
+    if (waiting.responder.transport() == dns::Transport::kTcp) {
+      by_connection_.emplace(waiting.responder.connection_id(), id);
+    }
+    entries_.emplace(id, std::move(waiting));
+    return id;
+  }
+
+  // The query waiting under `id`, or nullptr (answered, dropped, never added).
+  Waiting* Find(uint64_t id) {
+    auto it = entries_.find(id);
+    return it == entries_.end() ? nullptr : &it->second;
+  }
+
+  // Removes the query waiting under `id` and gives back its slot: the caller answers it.
+  std::optional<Waiting> Take(uint64_t id) {
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return std::nullopt;
+    std::optional<Waiting> waiting(std::move(it->second));
+    entries_.erase(it);
+    budget_->Give();
+    if (waiting->responder.transport() == dns::Transport::kTcp) {
+      Unindex(waiting->responder.connection_id(), id);
+    }
+    return waiting;
+  }
+
+  // Drops every query waiting on TCP connection `connection_id` (its client closed it).
+  // Returns how many.
+  size_t DropConnection(uint64_t connection_id) {
+    auto [first, last] = by_connection_.equal_range(connection_id);
+    size_t dropped = 0;
+    for (auto it = first; it != last; ++it) dropped += entries_.erase(it->second);
+    by_connection_.erase(first, last);
+    budget_->Give(dropped);
+    return dropped;
+  }
+
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  const WaitingBudget& budget() const { return *budget_; }
+
+ private:
+  void Unindex(uint64_t connection_id, uint64_t id) {
+    auto [first, last] = by_connection_.equal_range(connection_id);
+    for (auto it = first; it != last; ++it) {
+      if (it->second == id) {
+        by_connection_.erase(it);
+        return;
+      }
+    }
+  }
+
+  std::shared_ptr<WaitingBudget> budget_;
+  std::unordered_map<uint64_t, Waiting> entries_;
+  // TCP connection id -> the ids waiting on it (at most the connection's outstanding
+  // queries, so the scans above are short).
+  std::unordered_multimap<uint64_t, uint64_t> by_connection_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace kdns::server
