@@ -219,7 +219,7 @@ struct alignas(64) Cache::Shard {
 };
 
 Cache::Cache(const CacheOptions& options, const Clock& clock)
-    : options_(options), clock_(clock), capacity_(options.capacity) {
+    : options_(options), clock_(clock), capacity_(options.capacity), bytes_(options.max_bytes) {
   if (capacity_ == 0) return;
   CHECK_LE(capacity_, size_t{UINT32_MAX} - 1);
   const size_t shards = options.shard_count != 0
@@ -263,7 +263,7 @@ void Cache::FreeSlot(uint32_t slot) {
 void Cache::RemoveLocked(Shard& shard, uint32_t slot) {
   shard.Drop(slot);
   Entry& entry = slots_[slot];
-  bytes_.fetch_sub(entry.answer.cost_bytes(), std::memory_order_relaxed);
+  bytes_.Give(entry.answer.cost_bytes());
   entry.answer = StoredAnswer();  // the memory goes back now, not at the slot's next use
 }
 
@@ -304,16 +304,11 @@ bool Cache::EvictOne(size_t first, uint64_t now_ms, Need need) {
 }
 
 bool Cache::ReserveBytes(size_t cost, size_t shard_index, uint64_t now_ms) {
-  size_t used = bytes_.load(std::memory_order_relaxed);
-  while (true) {
-    if (used + cost <= options_.max_bytes) {
-      if (bytes_.compare_exchange_weak(used, used + cost, std::memory_order_relaxed)) return true;
-      continue;
-    }
+  while (!bytes_.TryTake(cost)) {
     // Nothing left to evict: what holds the budget is other threads' reservations.
     if (!EvictOne(shard_index, now_ms, Need::kBytes)) return false;
-    used = bytes_.load(std::memory_order_relaxed);
   }
+  return true;
 }
 
 LookupResult Cache::Lookup(const CacheKey& key, const dns::Query& query, std::span<uint8_t> out,
@@ -443,7 +438,7 @@ InsertOutcome Cache::Insert(const CacheKey& key, std::span<const uint8_t> respon
   if (!indexed) shard.Add(static_cast<uint32_t>(slot));
   Bump(shard.insertions);
   lock.unlock();
-  bytes_.fetch_sub(old.cost_bytes(), std::memory_order_relaxed);
+  bytes_.Give(old.cost_bytes());
   return {InsertResult::kInserted, Cacheability::kCacheable};
 }
 
@@ -486,7 +481,7 @@ CacheStats Cache::Stats() const {
   CacheStats stats;
   stats.capacity = capacity_;
   stats.capacity_bytes = capacity_ == 0 ? 0 : options_.max_bytes;
-  stats.bytes = bytes_.load(std::memory_order_relaxed);
+  stats.bytes = bytes_.used();
   for (size_t i = 0; i < shard_count_; ++i) {
     const Shard& shard = shards_[i];
     constexpr auto kRelaxed = std::memory_order_relaxed;

@@ -45,6 +45,7 @@
 #include <span>
 #include <vector>
 
+#include "common/base/atomic_budget.h"
 #include "common/base/clock.h"
 #include "common/dns/name.h"
 #include "common/dns/parser.h"
@@ -211,7 +212,8 @@ class Cache {
   std::unique_ptr<Shard[]> shards_;
   std::mutex free_mutex_;
   std::vector<uint32_t> free_slots_;  // a stack; under free_mutex_
-  std::atomic<size_t> bytes_{0};      // EntryCostBytes of every entry and reservation
+  // EntryCostBytes of every entry and reservation, up to --cache-bytes (0: unbounded).
+  AtomicBudget bytes_;
   std::atomic<size_t> next_victim_shard_{0};
 };
 

@@ -35,24 +35,20 @@ void TcpConnectionCaps::Slot::Release() {
 }
 
 TcpConnectionCaps::TcpConnectionCaps(size_t max_connections, size_t max_per_source)
-    : max_connections_(max_connections), max_per_source_(max_per_source) {}
+    : max_connections_(max_connections), max_per_source_(max_per_source), open_(max_connections) {}
 
 TcpConnectionCaps::Shard& TcpConnectionCaps::ShardOf(const IpAddress& source) const {
   return shards_[IpAddressHash()(source) % shards_.size()];
 }
 
 TcpConnectionCaps::Verdict TcpConnectionCaps::TryAcquire(const IpAddress& source, Slot* slot) {
-  const size_t before = open_.fetch_add(1, std::memory_order_relaxed);
-  if (max_connections_ != 0 && before >= max_connections_) {
-    open_.fetch_sub(1, std::memory_order_relaxed);
-    return Verdict::kOverTotal;
-  }
+  if (!open_.TryTake()) return Verdict::kOverTotal;
   Shard& shard = ShardOf(source);
   {
     std::lock_guard lock(shard.mu);
     size_t& count = shard.open[source];
     if (max_per_source_ != 0 && count >= max_per_source_) {
-      open_.fetch_sub(1, std::memory_order_relaxed);
+      open_.Give();
       return Verdict::kOverSource;
     }
     ++count;
@@ -70,7 +66,7 @@ void TcpConnectionCaps::Release(const IpAddress& source) {
     auto it = shard.open.find(source);
     if (it != shard.open.end() && --it->second == 0) shard.open.erase(it);
   }
-  open_.fetch_sub(1, std::memory_order_relaxed);
+  open_.Give();
 }
 
 size_t TcpConnectionCaps::open_from(const IpAddress& source) const {
@@ -78,14 +74,6 @@ size_t TcpConnectionCaps::open_from(const IpAddress& source) const {
   std::lock_guard lock(shard.mu);
   auto it = shard.open.find(source);
   return it == shard.open.end() ? 0 : it->second;
-}
-
-bool OutputBudget::TryCharge(size_t bytes) {
-  size_t used = used_.load(std::memory_order_relaxed);
-  do {
-    if (max_bytes_ != 0 && used + bytes > max_bytes_) return false;
-  } while (!used_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
-  return true;
 }
 
 }  // namespace kdns::loop

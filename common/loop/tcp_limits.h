@@ -21,6 +21,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/base/atomic_budget.h"
 #include "common/base/ip_address.h"
 #include "common/loop/socket_address.h"
 
@@ -60,7 +61,7 @@ class TcpConnectionCaps {
   // Takes a slot for a connection from `source`, or says which cap is full.
   [[nodiscard]] Verdict TryAcquire(const IpAddress& source, Slot* slot);
 
-  size_t open() const { return open_.load(std::memory_order_relaxed); }
+  size_t open() const { return open_.used(); }
   size_t open_from(const IpAddress& source) const;
   size_t max_connections() const { return max_connections_; }
   size_t max_per_source() const { return max_per_source_; }
@@ -75,27 +76,26 @@ class TcpConnectionCaps {
 
   const size_t max_connections_;
   const size_t max_per_source_;
-  std::atomic<size_t> open_{0};
+  AtomicBudget open_;  // max_connections_
   mutable std::array<Shard, 16> shards_;
 };
 
 class OutputBudget {
  public:
   // 0: unbounded (only counted).
-  explicit OutputBudget(size_t max_bytes) : max_bytes_(max_bytes) {}
+  explicit OutputBudget(size_t max_bytes) : bytes_(max_bytes) {}
   OutputBudget(const OutputBudget&) = delete;
   OutputBudget& operator=(const OutputBudget&) = delete;
 
   // Charges `bytes` if they fit under the bound; false (nothing charged) otherwise.
-  [[nodiscard]] bool TryCharge(size_t bytes);
-  void Release(size_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
+  [[nodiscard]] bool TryCharge(size_t bytes) { return bytes_.TryTake(bytes); }
+  void Release(size_t bytes) { bytes_.Give(bytes); }
 
-  size_t used() const { return used_.load(std::memory_order_relaxed); }
-  size_t max_bytes() const { return max_bytes_; }
+  size_t used() const { return bytes_.used(); }
+  size_t max_bytes() const { return bytes_.max(); }
 
  private:
-  const size_t max_bytes_;
-  std::atomic<size_t> used_{0};
+  AtomicBudget bytes_;
 };
 
 }  // namespace kdns::loop

@@ -4,18 +4,12 @@
 
 namespace kdns::server {
 
-bool WaitingBudget::TryTake() {
-  // Optimistic: a racing thread may see the count one over max_ for an instant, never
-  // more than one per thread, and backs out at once.
-  if (waiting_.fetch_add(1, std::memory_order_relaxed) < max_) return true;
-  waiting_.fetch_sub(1, std::memory_order_relaxed);
-  return false;
-}
+bool WaitingBudget::TryTake() { return slots_.max() != 0 && slots_.TryTake(); }
 
 void WaitingBudget::Give(size_t count) {
   if (count == 0) return;
-  const size_t before = waiting_.fetch_sub(count, std::memory_order_relaxed);
-  DCHECK_GE(before, count) << "more waiting-query slots given back than taken";
+  DCHECK_GE(slots_.used(), count) << "more waiting-query slots given back than taken";
+  slots_.Give(count);
 }
 
 }  // namespace kdns::server

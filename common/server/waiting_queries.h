@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/base/atomic_budget.h"
 #include "common/server/forward_reply.h"
 #include "common/server/limits.h"
 #include "common/server/query_handler.h"
@@ -44,7 +45,7 @@ class WaitingBudget {
   // --max-waiting-queries of frontend-cache and kubedns.
   static constexpr size_t kDefaultMax = 10'000;
 
-  explicit WaitingBudget(size_t max_waiting = kDefaultMax) : max_(max_waiting) {}
+  explicit WaitingBudget(size_t max_waiting = kDefaultMax) : slots_(max_waiting) {}
   WaitingBudget(const WaitingBudget&) = delete;
   WaitingBudget& operator=(const WaitingBudget&) = delete;
 
@@ -53,12 +54,11 @@ class WaitingBudget {
   // Gives back `count` slots taken with TryTake.
   void Give(size_t count = 1);
 
-  size_t max() const { return max_; }
-  size_t waiting() const { return waiting_.load(std::memory_order_relaxed); }
+  size_t max() const { return slots_.max(); }
+  size_t waiting() const { return slots_.used(); }
 
  private:
-  const size_t max_;
-  std::atomic<size_t> waiting_{0};
+  AtomicBudget slots_;
 };
 
 template <class State>

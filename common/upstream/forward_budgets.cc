@@ -12,10 +12,8 @@ size_t ShareOf(size_t ceiling, size_t configured) {
 }  // namespace
 
 BudgetHold InFlightBudget::TryAcquire() {
-  size_t now = in_flight_.load(std::memory_order_relaxed);
-  do {
-    if (now >= max_) return BudgetHold();
-  } while (!in_flight_.compare_exchange_weak(now, now + 1, std::memory_order_relaxed));
+  // A maximum of 0 allows nothing here (AtomicBudget's 0 would be unbounded).
+  if (max() == 0 || !slots_.TryTake()) return BudgetHold();
   return BudgetHold(this);
 }
 

@@ -36,6 +36,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/base/atomic_budget.h"
 #include "common/loop/socket_address.h"
 #include "common/upstream/upstream_set.h"
 
@@ -46,24 +47,23 @@ class BudgetHold;
 // One in-flight budget: a count of slots taken and its maximum.
 class InFlightBudget {
  public:
-  explicit InFlightBudget(size_t max) : max_(max) {}
+  explicit InFlightBudget(size_t max) : slots_(max) {}
   InFlightBudget(const InFlightBudget&) = delete;
   InFlightBudget& operator=(const InFlightBudget&) = delete;
 
   // A slot, released when the hold is released or destroyed; an empty hold (nothing
   // taken) at the maximum.
   [[nodiscard]] BudgetHold TryAcquire();
-  bool full() const { return in_flight() >= max_; }
+  bool full() const { return in_flight() >= max(); }
 
-  size_t max() const { return max_; }
-  size_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+  size_t max() const { return slots_.max(); }
+  size_t in_flight() const { return slots_.used(); }
 
  private:
   friend class BudgetHold;
-  void Release() { in_flight_.fetch_sub(1, std::memory_order_relaxed); }
+  void Release() { slots_.Give(); }
 
-  const size_t max_;
-  std::atomic<size_t> in_flight_{0};
+  AtomicBudget slots_;
 };
 
 // One slot of one InFlightBudget, given back exactly once: by Release() or the destructor.
