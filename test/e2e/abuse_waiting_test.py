@@ -69,17 +69,10 @@ class RssWatch:
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
-    def rss_kib(self):
-        with open("/proc/%d/status" % self.pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return 0
-
     def _run(self):
         while self.running:
             try:
-                self.peak_kib = max(self.peak_kib, self.rss_kib())
+                self.peak_kib = max(self.peak_kib, harness.rss_kib(self.pid))
             except OSError:
                 return
             time.sleep(0.005)
@@ -176,7 +169,7 @@ def attack(port, pid, domain, victim):
     print("    peak VmRSS %.1f MiB (bound %d MiB): %d padded UDP queries sent, %d TCP "
           "connections of %d x %d-byte frames" % (peak, RSS_BOUND_MIB, sent, len(conns),
                                                   FRAMES_PER_CONNECTION, FRAME_BYTES))
-    if peak > RSS_BOUND_MIB:
+    if peak > RSS_BOUND_MIB and not harness.SANITIZED:
         problems.append("peak VmRSS %.1f MiB over the bound of %d MiB" % (peak, RSS_BOUND_MIB))
     if failures:
         problems.append("victim not answered: %s" % failures[:10])

@@ -28,6 +28,18 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("KDNS_BIN", os.path.join(ROOT, "build", "bin"))
 PYTHON = "/usr/bin/python3"  # sees Debian's packages (yaml, h2)
+# A sanitizer build (`make asan`, `make tsan`: binaries in build/asan/bin, build/tsan/bin)
+# takes several times the memory of a release build, so memory bounds are not checked there.
+SANITIZED = os.path.basename(os.path.dirname(os.path.abspath(BIN))) in ("asan", "tsan")
+
+
+def rss_kib(pid):
+    """VmRSS of process `pid` in KiB (0 when /proc does not say)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
 
 
 def free_port(host="127.0.0.1"):
