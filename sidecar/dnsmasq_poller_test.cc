@@ -15,11 +15,14 @@ using kdns::testing::FakeDnsServer;
 using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
 
-DnsmasqPoller::Options PollerOptions(const loop::SocketAddress& server) {
+// `timeout_ms` is long for a cache that answers (a round that times out on a slow machine,
+// e.g. under TSan, would be counted as an error) and short for one that never does.
+DnsmasqPoller::Options PollerOptions(const loop::SocketAddress& server,
+                                     uint64_t timeout_ms = 2000) {
   DnsmasqPoller::Options options;
   options.server = server;
   options.poll_interval_ms = 20;
-  options.timeout_ms = 100;
+  options.timeout_ms = timeout_ms;
   return options;
 }
 
@@ -179,7 +182,7 @@ TEST_CASE("A silent or absent cache counts one error per round", "[sidecar][dnsm
   {
     FakeDnsServer silent(loop, kdns::testing::Silent());
     metrics::Registry registry;
-    DnsmasqPoller poller(loop, PollerOptions(silent.address()), registry);
+    DnsmasqPoller poller(loop, PollerOptions(silent.address(), 100), registry);
     std::string error;
     REQUIRE(poller.Start(&error));
     REQUIRE(RunUntil(loop, [&] { return poller.rounds_done() >= 2; }));
