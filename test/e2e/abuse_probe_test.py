@@ -186,8 +186,10 @@ def test_real_loop_still_found(env):
         fe = servers.FrontendCache(env["workdir"], "fe-loop", "--dns-loop-detect",
                                    "--server=/stub.test/" + env["stub"].address,
                                    "--server=/loop.test/" + looper.address, port=port)
+        # Its metrics port may not listen yet (a slow start, e.g. under TSan): keep asking.
         if not harness.wait_until(
-                lambda: fe.metric("kdns_frontend_upstreams_loop_disabled") >= 1, 15):
+                lambda: fe.metric("kdns_frontend_upstreams_loop_disabled") >= 1, 15,
+                ignore=(OSError,)):
             return ["the looping upstream was not disabled: " + fe.process.log()[-1500:]]
         before = len(looper.received())
         rcode, _ = dns_wire.ask_udp(fe.port, "www.loop.test", timeout=5)
