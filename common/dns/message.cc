@@ -34,7 +34,8 @@ std::vector<ResourceRecord>& Message::section(Section section) {
   }
 }
 
-ParseError ParseMessage(std::span<const uint8_t> packet, Message* message, TrailingData trailing) {
+ParseError ParseMessage(std::span<const uint8_t> packet, Message* message, TrailingData trailing,
+                        size_t* end) {
   Message result;
   KDNS_RETURN_IF_PARSE_ERROR(ParseHeader(packet, &result.header));
   WireReader reader(packet);
@@ -94,6 +95,7 @@ ParseError ParseMessage(std::span<const uint8_t> packet, Message* message, Trail
     }
   }
   if (!reader.AtEnd() && trailing == TrailingData::kReject) return ParseError::kTrailingGarbage;
+  if (end != nullptr) *end = reader.offset();
   *message = std::move(result);
   return ParseError::kOk;
 }

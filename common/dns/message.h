@@ -57,8 +57,10 @@ enum class TrailingData : uint8_t { kReject, kIgnore };
 
 // Decodes a whole message. Every count must be matched by records (kCountMismatch when the
 // message ends early, kTruncated when it ends inside a record); bytes after the last
-// record are kTrailingGarbage unless `trailing` is kIgnore.
+// record are kTrailingGarbage unless `trailing` is kIgnore. On kOk, *end (when given) is
+// the offset just after the last record: the message without what trailed it.
 [[nodiscard]] ParseError ParseMessage(std::span<const uint8_t> packet, Message* message,
-                                      TrailingData trailing = TrailingData::kReject);
+                                      TrailingData trailing = TrailingData::kReject,
+                                      size_t* end = nullptr);
 
 }  // namespace kdns::dns

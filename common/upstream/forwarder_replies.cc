@@ -17,7 +17,8 @@ namespace kdns::upstream {
 void Forwarder::OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram) {
   if (attempt->closed || attempt->job->finished) return;
   dns::Message message;
-  Match match = MatchReply(datagram, attempt->id, attempt->job->request, &message);
+  size_t end = datagram.size();
+  Match match = MatchReply(datagram, attempt->id, attempt->job->request, &message, &end);
   if (match != Match::kOk) {
     (match == Match::kMalformed ? counters_.malformed : counters_.mismatched)
         .fetch_add(1, std::memory_order_relaxed);
@@ -26,7 +27,9 @@ void Forwarder::OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram) 
                               << attempt->job->request.qname.ToText();
     return;
   }
-  OnReply(attempt, datagram, std::move(message));
+  // Bytes after the last record are dropped here: the cache and every client get the
+  // message alone (kubedns passes replies that fit as they are).
+  OnReply(attempt, datagram.first(end), std::move(message));
 }
 
 void Forwarder::OnTcpMessage(const loop::SocketAddress& peer, std::span<const uint8_t> message) {

@@ -67,14 +67,15 @@ bool MayOmitQuestion(dns::Rcode rcode) {
 }  // namespace
 
 Match MatchReply(std::span<const uint8_t> reply, uint16_t id, const Request& request,
-                 dns::Message* parsed) {
+                 dns::Message* parsed, size_t* reply_end) {
   dns::Header header;
   if (dns::ParseHeader(reply, &header) != dns::ParseError::kOk) return Match::kMalformed;
   if (!header.qr || header.opcode != dns::Opcode::kQuery) return Match::kNotResponse;
   if (header.id != id) return Match::kWrongId;
   if (header.qdcount > 1) return Match::kWrongQuestion;
   // Bytes after the last record are tolerated, as some servers pad.
-  if (dns::ParseMessage(reply, parsed, dns::TrailingData::kIgnore) != dns::ParseError::kOk) {
+  if (dns::ParseMessage(reply, parsed, dns::TrailingData::kIgnore, reply_end) !=
+      dns::ParseError::kOk) {
     return Match::kMalformed;
   }
   if (parsed->questions.empty()) {

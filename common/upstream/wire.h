@@ -61,9 +61,11 @@ enum class Match : uint8_t {
 };
 const char* MatchName(Match match);
 
-// Checks `reply` against the query sent with `id` for `request`; fills *parsed on kOk.
+// Checks `reply` against the query sent with `id` for `request`; fills *parsed on kOk,
+// and *reply_end (when given) with the size of the message without the bytes some servers
+// leave after its last record (tolerated, never passed on).
 [[nodiscard]] Match MatchReply(std::span<const uint8_t> reply, uint16_t id, const Request& request,
-                               dns::Message* parsed);
+                               dns::Message* parsed, size_t* reply_end = nullptr);
 
 // Turns a reply into the answer for one client: writes the client's ID and, when the
 // reply's first question is written uncompressed with the same labels, the client's

@@ -62,6 +62,14 @@ TEST_CASE("A reply matches only with QR, our ID and our question", "[upstream]")
     CHECK(MatchReply(FakeUpstream::Answer(upper, address), 77, request, &parsed) == Match::kOk);
     CHECK(parsed.answers.size() == 1);
   }
+  SECTION("bytes after the last record: tolerated, and where the message ends is said") {
+    std::vector<uint8_t> bytes = FakeUpstream::Answer(query, address);
+    const size_t message_size = bytes.size();
+    bytes.insert(bytes.end(), {0, 0, 0xde, 0xad});
+    size_t end = 0;
+    CHECK(MatchReply(bytes, 77, request, &parsed, &end) == Match::kOk);
+    CHECK(end == message_size);
+  }
   SECTION("another ID") {
     CHECK(MatchReply(FakeUpstream::Answer(query, address), 78, request, &parsed) ==
           Match::kWrongId);

@@ -107,7 +107,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto request = kdns::upstream::Request::FromQuery(
       client.query, tcp ? kdns::dns::Transport::kTcp : kdns::dns::Transport::kUdp);
   kdns::dns::Message parsed;
-  const kdns::upstream::Match match = kdns::upstream::MatchReply(reply, kOurId, request, &parsed);
+  size_t reply_end = reply.size();
+  const kdns::upstream::Match match =
+      kdns::upstream::MatchReply(reply, kOurId, request, &parsed, &reply_end);
 
   static kdns::ManualClock clock;
   kdns::frontend::CacheOptions options;
@@ -127,6 +129,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     return 0;
   }
+
+  // The Forwarder passes on the message without what trailed its last record.
+  reply.resize(reply_end);
 
   // Passed through to the client without caching.
   std::vector<uint8_t> scratch;
