@@ -1,5 +1,7 @@
 #include "common/dns/wire_reader.h"
 
+#include "common/dns/header.h"
+
 namespace kdns::dns {
 
 bool WireReader::ReadU8(uint8_t* value) {
@@ -71,6 +73,12 @@ ParseError WireReader::ReadName(Name* name) {
           offset_ = position + 2;
           jumped = true;
           limit = message_.size();
+        }
+        if (target < kHeaderSize) {
+          // Into the header, where no name lives: what it reads there changes when a
+          // count is rewritten (an OPT record appended), so a reply passed on would not
+          // parse the same way. No real server writes one.
+          return ParseError::kBadPointer;
         }
         if (target >= sequence_start) {
           // Into what was already read (itself included) is a loop; beyond it, forward.

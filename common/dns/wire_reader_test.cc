@@ -71,6 +71,11 @@ TEST_CASE("Decompression rejects pointers that do not point strictly backwards",
     CHECK(ReadAt(packet, 12, &name) == ParseError::kBadPointer);
     CHECK(ReadAt(packet, 14, &name) == ParseError::kOk);
   }
+  SECTION("a pointer into the header, even to a zero byte that reads as the root") {
+    Packet packet;
+    packet.Header(0, 0, 0, 0, 0, 0).Pointer(11);
+    CHECK(ReadAt(packet, 12, &name) == ParseError::kBadPointer);
+  }
   SECTION("a pointer past the end of the message") {
     Packet packet;
     packet.Header(0, 0, 0, 0, 0, 0).Label("a").Pointer(0x3FFF);

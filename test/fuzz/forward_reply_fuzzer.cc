@@ -141,21 +141,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (written > 0) CheckServed(std::span<const uint8_t>(out.data(), written), client.query, limit);
 
   // kubedns's answer from the same reply: as received, or re-encoded and cut at an RRset.
-  kdns::upstream::Result result;
-  result.outcome = kdns::upstream::Outcome::kAnswer;
-  result.reply = reply;
-  result.message = parsed;
-  std::vector<uint8_t> reencoded;
-  const kdns::server::Fitted fitted =
-      kdns::server::FitReply(kdns::server::ReplyToFit::From(result), client.query, limit,
-                             kdns::server::Truncation::kWholeRRsets, out, &reencoded);
-  if (!fitted.bytes.empty()) {
-    Check(fitted.bytes.size() <= limit);
-    kdns::dns::Message message;
-    Check(kdns::dns::ParseMessage(fitted.bytes, &message) == kdns::dns::ParseError::kOk);
-    Check(message.header.id == kClientId);
-    Check(message.questions.size() == 1 && message.questions[0].name == client.query.qname);
-    Check(message.edns.has_value() == client.query.edns.has_value());
+  // Only what the Forwarder delivers as the answer: FORMERR, SERVFAIL, NOTIMP and REFUSED
+  // (the only replies that may omit the question) make it try the next server instead.
+  const kdns::dns::Rcode rcode = parsed.rcode();
+  const bool failover = rcode == kdns::dns::Rcode::kFormErr ||
+                        rcode == kdns::dns::Rcode::kServFail ||
+                        rcode == kdns::dns::Rcode::kNotImp || rcode == kdns::dns::Rcode::kRefused;
+  if (!failover) {
+    kdns::upstream::Result result;
+    result.outcome = kdns::upstream::Outcome::kAnswer;
+    result.reply = reply;
+    result.message = parsed;
+    std::vector<uint8_t> reencoded;
+    const kdns::server::Fitted fitted =
+        kdns::server::FitReply(kdns::server::ReplyToFit::From(result), client.query, limit,
+                               kdns::server::Truncation::kWholeRRsets, out, &reencoded);
+    if (!fitted.bytes.empty()) {
+      Check(fitted.bytes.size() <= limit);
+      kdns::dns::Message message;
+      Check(kdns::dns::ParseMessage(fitted.bytes, &message) == kdns::dns::ParseError::kOk);
+      Check(message.header.id == kClientId);
+      Check(message.questions.size() == 1 && message.questions[0].name == client.query.qname);
+      Check(message.edns.has_value() == client.query.edns.has_value());
+    }
   }
 
   const kdns::frontend::InsertOutcome inserted = cache.Insert(key, reply);
