@@ -76,21 +76,29 @@ ListenSockets& ListenSockets::operator=(ListenSockets&& other) noexcept {
 bool ListenSockets::Bind(const std::vector<loop::SocketAddress>& addresses, std::string* error) {
   Close();
   for (const auto& requested : addresses) {
-    int udp = BindOne(SOCK_DGRAM, requested, error);
-    if (udp < 0) {
-      Close();
-      return false;
+    // Port 0 (tests): TCP takes the port the kernel gave the UDP socket, which TCP may
+    // already use; then another port is tried, as DnsServer does.
+    const int attempts = requested.port() == 0 ? kPortZeroAttempts : 1;
+    for (int attempt = 1;; ++attempt) {
+      int udp = BindOne(SOCK_DGRAM, requested, error);
+      if (udp < 0) {
+        Close();
+        return false;
+      }
+      loop::SocketAddress address = LocalAddress(udp);
+      int tcp = BindOne(SOCK_STREAM, address, error);
+      if (tcp >= 0) {
+        fds_.push_back(udp);
+        fds_.push_back(tcp);
+        addresses_.push_back(address);
+        break;
+      }
+      close(udp);
+      if (attempt >= attempts) {
+        Close();
+        return false;
+      }
     }
-    fds_.push_back(udp);
-    // Port 0: TCP takes the port the kernel gave the UDP socket.
-    loop::SocketAddress address = LocalAddress(udp);
-    int tcp = BindOne(SOCK_STREAM, address, error);
-    if (tcp < 0) {
-      Close();
-      return false;
-    }
-    fds_.push_back(tcp);
-    addresses_.push_back(address);
   }
   if (!fds_.empty()) {
     int size = 0;

@@ -22,6 +22,8 @@ class ListenSockets {
  public:
   static constexpr int kReceiveBufferBytes = 8 << 20;
   static constexpr int kListenBacklog = 1024;
+  // Port 0 (tests): how many ports are tried for a UDP and TCP pair on one port.
+  static constexpr int kPortZeroAttempts = 16;
 
   ListenSockets() = default;
   ~ListenSockets();
