@@ -29,6 +29,26 @@ using testing::MakeQuery;
 using testing::TcpClient;
 using testing::UdpClient;
 
+// A LoopServer on a free loopback port, one thread, whose handler is a new Handler that
+// *handler points at once it is made.
+template <class Handler>
+std::unique_ptr<LoopServer> StartWith(loop::Loop& loop, LoopServer::Options options,
+                                      ThreadStats& stats, Handler** handler) {
+  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  std::string error;
+  auto server = LoopServer::Create(
+      loop, options,
+      [handler](const ThreadContext&) {
+        auto made = std::make_unique<Handler>();
+        *handler = made.get();
+        return made;
+      },
+      stats, &error);
+  INFO(error);
+  REQUIRE(server != nullptr);
+  return server;
+}
+
 // Takes every query's Responder and keeps it, so the test decides when to answer.
 class HoldingHandler : public QueryHandler {
  public:
@@ -160,20 +180,9 @@ TEST_CASE("queries reach the handler admitted under the server's policy, on both
   ThreadStats stats;
   VerdictHandler* handler = nullptr;
   LoopServer::Options options;
-  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
   options.udp.receiver_thread = receiver_thread;
   options.admission.classes = ClassScope::kInternetOnly;
-  std::string error;
-  auto server = LoopServer::Create(
-      loop, options,
-      [&](const ThreadContext&) {
-        auto made = std::make_unique<VerdictHandler>();
-        handler = made.get();
-        return made;
-      },
-      stats, &error);
-  INFO(error);
-  REQUIRE(server != nullptr);
+  auto server = StartWith(loop, options, stats, &handler);
   std::vector<uint8_t> chaos = MakeQuery(2);
   chaos[chaos.size() - 1] = 3;  // class CH
   UdpClient udp(server->udp_address());
@@ -216,19 +225,8 @@ TEST_CASE("With a receiver thread, the handler answers on it first and the loop 
   ThreadStats stats;
   ReceiverThreadHandler* handler = nullptr;
   LoopServer::Options options;
-  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
   options.udp.receiver_thread = true;
-  std::string error;
-  auto server = LoopServer::Create(
-      loop, options,
-      [&](const ThreadContext&) {
-        auto made = std::make_unique<ReceiverThreadHandler>();
-        handler = made.get();
-        return made;
-      },
-      stats, &error);
-  INFO(error);
-  REQUIRE(server != nullptr);
+  auto server = StartWith(loop, options, stats, &handler);
   UdpClient udp(server->udp_address());
   for (uint16_t id = 1; id <= 10; ++id) REQUIRE(udp.Send(MakeQuery(id)));
   std::vector<uint16_t> ids;
@@ -307,19 +305,8 @@ TEST_CASE("A query the receiver thread declines reaches the loop admitted there,
   ThreadStats stats;
   DecliningHandler* handler = nullptr;
   LoopServer::Options options;
-  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
   options.udp.receiver_thread = true;
-  std::string error;
-  auto server = LoopServer::Create(
-      loop, options,
-      [&](const ThreadContext&) {
-        auto made = std::make_unique<DecliningHandler>();
-        handler = made.get();
-        return made;
-      },
-      stats, &error);
-  INFO(error);
-  REQUIRE(server != nullptr);
+  auto server = StartWith(loop, options, stats, &handler);
   UdpClient udp(server->udp_address());
   constexpr uint16_t kQueries = 200;
   std::vector<uint16_t> ids;
