@@ -294,6 +294,23 @@ TEST_CASE("A request under way is never closed for a newcomer from the same sour
   CHECK(f.server->stats().idle_closed_at_cap == 0);
 }
 
+// `count` connections from `source`, each with a request started and never finished, on a
+// server that held nothing before; returns once the server holds them all, none idle.
+std::vector<std::unique_ptr<RawTcpClient>> OpenSlowRequests(Fixture& f,
+                                                            const loop::SocketAddress& source,
+                                                            int count) {
+  std::vector<std::unique_ptr<RawTcpClient>> clients;
+  for (int i = 0; i < count; ++i) {
+    clients.push_back(std::make_unique<RawTcpClient>(f.address(), &source));
+    clients.back()->Send("GET /metrics HTTP/1.1\r\n");
+    REQUIRE(RunUntil(f.loop, [&] {
+      return f.server->open_connections() == static_cast<size_t>(i + 1) &&
+             f.server->idle_connections() == 0;
+    }));
+  }
+  return clients;
+}
+
 TEST_CASE(
     "At the cap with none idle, a light source closes the heaviest one's oldest slow "
     "request",
@@ -304,15 +321,8 @@ TEST_CASE(
   options.max_connections_per_source = 3;
   options.request_timeout_ms = 60'000;  // the slow requests stay for the whole test
   Fixture f(options);
-  std::vector<std::unique_ptr<RawTcpClient>> heavy;  // 127.0.0.2: three slow requests
-  for (int i = 0; i < 3; ++i) {
-    heavy.push_back(std::make_unique<RawTcpClient>(f.address(), &kOtherSource));
-    heavy.back()->Send("GET /metrics HTTP/1.1\r\n");
-    REQUIRE(RunUntil(f.loop, [&] {
-      return f.server->open_connections() == static_cast<size_t>(i + 1) &&
-             f.server->idle_connections() == 0;
-    }));
-  }
+  // 127.0.0.2: three slow requests
+  std::vector<std::unique_ptr<RawTcpClient>> heavy = OpenSlowRequests(f, kOtherSource, 3);
   RawTcpClient light(f.address(), &third_source);  // 127.0.0.3: one slow request
   light.Send("GET /metr");
   REQUIRE(RunUntil(f.loop, [&] {
@@ -345,15 +355,8 @@ TEST_CASE("At the cap an idle connection of a light source is not closed for a n
   options.max_connections_per_source = 3;
   options.request_timeout_ms = 60'000;
   Fixture f(options);
-  std::vector<std::unique_ptr<RawTcpClient>> heavy;  // 127.0.0.2: three slow requests
-  for (int i = 0; i < 3; ++i) {
-    heavy.push_back(std::make_unique<RawTcpClient>(f.address(), &kOtherSource));
-    heavy.back()->Send("GET /metrics HTTP/1.1\r\n");
-    REQUIRE(RunUntil(f.loop, [&] {
-      return f.server->open_connections() == static_cast<size_t>(i + 1) &&
-             f.server->idle_connections() == 0;
-    }));
-  }
+  // 127.0.0.2: three slow requests
+  std::vector<std::unique_ptr<RawTcpClient>> heavy = OpenSlowRequests(f, kOtherSource, 3);
   // A probe's connection, accepted and not read from yet: idle, and the only one that is.
   RawTcpClient probe(f.address());
   REQUIRE(RunUntil(f.loop, [&] { return f.server->idle_connections() == 1; }));
