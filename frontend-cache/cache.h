@@ -212,7 +212,7 @@ class Cache {
   std::unique_ptr<Shard[]> shards_;
   std::mutex free_mutex_;
   std::vector<uint32_t> free_slots_;  // a stack; under free_mutex_
-  // EntryCostBytes of every entry and reservation, up to --cache-bytes (0: unbounded).
+  // EntryCostBytes of every entry and reservation, up to --cache-bytes.
   AtomicBudget bytes_;
   std::atomic<size_t> next_victim_shard_{0};
 };

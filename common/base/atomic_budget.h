@@ -13,12 +13,14 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace kdns {
 
 class AtomicBudget {
  public:
-  // 0: unbounded (only counted).
+  // kUnbounded: only counted. 0 allows nothing.
+  static constexpr size_t kUnbounded = SIZE_MAX;
   explicit AtomicBudget(size_t max) : max_(max) {}
   AtomicBudget(const AtomicBudget&) = delete;
   AtomicBudget& operator=(const AtomicBudget&) = delete;
@@ -27,7 +29,7 @@ class AtomicBudget {
   [[nodiscard]] bool TryTake(size_t amount = 1) {
     size_t used = used_.load(std::memory_order_relaxed);
     do {
-      if (max_ != 0 && (amount > max_ || used > max_ - amount)) return false;
+      if (amount > max_ || used > max_ - amount) return false;
     } while (!used_.compare_exchange_weak(used, used + amount, std::memory_order_relaxed));
     return true;
   }
@@ -36,7 +38,7 @@ class AtomicBudget {
 
   size_t used() const { return used_.load(std::memory_order_relaxed); }
   size_t max() const { return max_; }
-  bool full() const { return max_ != 0 && used() >= max_; }
+  bool full() const { return used() >= max_; }
 
  private:
   const size_t max_;

@@ -18,9 +18,12 @@ TEST_CASE("AtomicBudget takes up to its maximum and no further", "[atomic_budget
   CHECK_FALSE(budget.TryTake(4));
   CHECK(budget.TryTake(3));
   CHECK_FALSE(budget.TryTake(SIZE_MAX));  // no overflow past the maximum
-  AtomicBudget unbounded(0);
+  AtomicBudget unbounded(AtomicBudget::kUnbounded);
   CHECK(unbounded.TryTake(SIZE_MAX / 2));
   CHECK_FALSE(unbounded.full());
+  AtomicBudget none(0);
+  CHECK_FALSE(none.TryTake());
+  CHECK(none.full());
 }
 
 TEST_CASE("AtomicBudget is never over its maximum under threads", "[atomic_budget]") {

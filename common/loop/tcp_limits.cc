@@ -35,7 +35,9 @@ void TcpConnectionCaps::Slot::Release() {
 }
 
 TcpConnectionCaps::TcpConnectionCaps(size_t max_connections, size_t max_per_source)
-    : max_connections_(max_connections), max_per_source_(max_per_source), open_(max_connections) {}
+    : max_connections_(max_connections),
+      max_per_source_(max_per_source),
+      open_(max_connections == 0 ? AtomicBudget::kUnbounded : max_connections) {}
 
 TcpConnectionCaps::Shard& TcpConnectionCaps::ShardOf(const IpAddress& source) const {
   return shards_[IpAddressHash()(source) % shards_.size()];

@@ -83,7 +83,8 @@ class TcpConnectionCaps {
 class OutputBudget {
  public:
   // 0: unbounded (only counted).
-  explicit OutputBudget(size_t max_bytes) : bytes_(max_bytes) {}
+  explicit OutputBudget(size_t max_bytes)
+      : bytes_(max_bytes == 0 ? AtomicBudget::kUnbounded : max_bytes) {}
   OutputBudget(const OutputBudget&) = delete;
   OutputBudget& operator=(const OutputBudget&) = delete;
 
@@ -92,7 +93,7 @@ class OutputBudget {
   void Release(size_t bytes) { bytes_.Give(bytes); }
 
   size_t used() const { return bytes_.used(); }
-  size_t max_bytes() const { return bytes_.max(); }
+  size_t max_bytes() const { return bytes_.max() == AtomicBudget::kUnbounded ? 0 : bytes_.max(); }
 
  private:
   AtomicBudget bytes_;

@@ -4,7 +4,7 @@
 
 namespace kdns::server {
 
-bool WaitingBudget::TryTake() { return slots_.max() != 0 && slots_.TryTake(); }
+bool WaitingBudget::TryTake() { return slots_.TryTake(); }
 
 void WaitingBudget::Give(size_t count) {
   if (count == 0) return;

@@ -12,8 +12,7 @@ size_t ShareOf(size_t ceiling, size_t configured) {
 }  // namespace
 
 BudgetHold InFlightBudget::TryAcquire() {
-  // A maximum of 0 allows nothing here (AtomicBudget's 0 would be unbounded).
-  if (max() == 0 || !slots_.TryTake()) return BudgetHold();
+  if (!slots_.TryTake()) return BudgetHold();
   return BudgetHold(this);
 }
 
