@@ -38,7 +38,8 @@ ParseError ParseMessage(std::span<const uint8_t> packet, Message* message, Trail
                         size_t* end) {
   Message result;
   KDNS_RETURN_IF_PARSE_ERROR(ParseHeader(packet, &result.header));
-  WireReader reader(packet);
+  NameStarts starts(packet.size());
+  WireReader reader(packet, 0, packet.size(), &starts);
   if (!reader.Skip(kHeaderSize)) return ParseError::kTruncated;
 
   // A question takes at least 5 octets; a lying count must not reserve memory.
@@ -87,8 +88,8 @@ ParseError ParseMessage(std::span<const uint8_t> packet, Message* message, Trail
             ParseOpt(cls, record.ttl_s, packet.subspan(reader.offset(), rdlength), &view));
         result.edns = Edns::FromView(view);
       } else {
-        KDNS_RETURN_IF_PARSE_ERROR(
-            ParseRdata(packet, reader.offset(), rdlength, record.type, record.cls, &record.rdata));
+        KDNS_RETURN_IF_PARSE_ERROR(ParseRdata(packet, reader.offset(), rdlength, record.type,
+                                              record.cls, &record.rdata, &starts));
         records.push_back(std::move(record));
       }
       if (!reader.Skip(rdlength)) return ParseError::kTruncated;

@@ -73,6 +73,39 @@ TEST_CASE("ParseMessage fails on every strict prefix", "[dns][message]") {
   }
 }
 
+TEST_CASE("ParseMessage accepts only pointers to where an earlier name began", "[dns][message]") {
+  Message message;
+  // Question "www.example.com." at 12: labels at 12, 16, 24, 28 (the root); qtype at 29.
+  auto start = [](Packet& packet, uint16_t ancount) -> Packet& {
+    return packet.Header(1, 0x8000, 1, ancount, 0, 0).Name("www.example.com.").U16(16).U16(1);
+  };
+  SECTION("to the question's name, to a suffix of it, and to its root label") {
+    auto target = GENERATE(12, 16, 24, 28);
+    Packet packet;
+    start(packet, 1).Pointer(static_cast<uint16_t>(target)).Fixed(1, 1, 30, 4).U32(0x0A000001);
+    INFO(target);
+    CHECK(ParseMessage(packet.bytes(), &message) == ParseError::kOk);
+  }
+  SECTION("to a name inside an earlier record's rdata (a CNAME target)") {
+    Packet packet;
+    start(packet, 2).Pointer(12).Fixed(5, 1, 30, 4).Label("x").Pointer(24);  // x.com. at 45
+    packet.Pointer(45).Fixed(1, 1, 30, 4).U32(0x0A000001);
+    REQUIRE(ParseMessage(packet.bytes(), &message) == ParseError::kOk);
+    CHECK(message.answers[1].owner.ToText() == "x.com.");
+  }
+  SECTION("into the middle of a label, or a fixed field read as labels") {
+    // 13 is inside "www"; 30 is qtype's low octet (16), which reads on as a 16-octet label
+    // through the record's own TTL, so the name would change as the TTL counts down (found
+    // by the reply-path fuzzer).
+    auto target = GENERATE(13, 29, 30, 31);
+    Packet packet;
+    start(packet, 1).Pointer(static_cast<uint16_t>(target)).Fixed(16, 1, 30, 6).U8(5);
+    packet.U8('h').U8('e').U8('l').U8('l').U8('o');
+    INFO(target);
+    CHECK(ParseMessage(packet.bytes(), &message) == ParseError::kBadPointer);
+  }
+}
+
 TEST_CASE("ParseMessage enforces counts, trailing bytes and OPT rules", "[dns][message]") {
   Message message;
   auto question = [](Packet& packet) -> Packet& { return packet.Name("a.").U16(1).U16(1); };

@@ -166,7 +166,7 @@ bool RdataMatches(const Rdata& rdata, RrType type, RrClass cls) {
 }
 
 ParseError ParseRdata(std::span<const uint8_t> message, size_t offset, size_t rdlength, RrType type,
-                      RrClass cls, Rdata* rdata) {
+                      RrClass cls, Rdata* rdata, NameStarts* starts) {
   if (offset > message.size() || message.size() - offset < rdlength) {
     return ParseError::kTruncated;
   }
@@ -175,7 +175,7 @@ ParseError ParseRdata(std::span<const uint8_t> message, size_t offset, size_t rd
     *rdata = RdataOpaque{std::vector<uint8_t>(bytes.begin(), bytes.end())};
     return ParseError::kOk;
   }
-  WireReader reader(message, offset, offset + rdlength);
+  WireReader reader(message, offset, offset + rdlength, starts);
   KDNS_RETURN_IF_PARSE_ERROR(ParseTyped(reader, type, rdata));
   return reader.AtEnd() ? ParseError::kOk : ParseError::kRdataLengthMismatch;
 }

@@ -87,9 +87,14 @@ bool IsTypedRdata(RrType type, RrClass cls);
 // Whether `rdata` can be written as (type, class): the matching struct, or opaque bytes.
 bool RdataMatches(const Rdata& rdata, RrType type, RrClass cls);
 
+class NameStarts;
+
 // Parses the rdata at [offset, offset + rdlength) of `message`. Names inside may point
-// anywhere earlier in the message. Typed rdata must use exactly rdlength octets.
+// anywhere earlier in the message, or, given `starts` (see NameStarts), only to where an
+// earlier name began; the names read are added to it. Typed rdata must use exactly
+// rdlength octets.
 [[nodiscard]] ParseError ParseRdata(std::span<const uint8_t> message, size_t offset,
-                                    size_t rdlength, RrType type, RrClass cls, Rdata* rdata);
+                                    size_t rdlength, RrType type, RrClass cls, Rdata* rdata,
+                                    NameStarts* starts = nullptr);
 
 }  // namespace kdns::dns

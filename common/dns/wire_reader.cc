@@ -1,8 +1,15 @@
 #include "common/dns/wire_reader.h"
 
+#include <algorithm>
+
 #include "common/dns/header.h"
 
 namespace kdns::dns {
+
+NameStarts::NameStarts(size_t message_size) {
+  const size_t words = std::min(message_size, kMaxMessage) / 64 + 1;
+  std::fill_n(bits_.begin(), std::min(words, bits_.size()), 0);
+}
 
 bool WireReader::ReadU8(uint8_t* value) {
   if (remaining() < 1) return false;
@@ -51,6 +58,7 @@ ParseError WireReader::ReadName(Name* name) {
   while (true) {
     if (position >= limit) return ParseError::kTruncated;
     uint8_t length = message_[position];
+    if (starts_ != nullptr && !jumped && (length & 0xC0) == 0) starts_->Mark(position);
     switch (length & 0xC0) {
       case 0x00: {
         if (length == 0) {
@@ -84,6 +92,7 @@ ParseError WireReader::ReadName(Name* name) {
           // Into what was already read (itself included) is a loop; beyond it, forward.
           return target <= first_pointer ? ParseError::kPointerLoop : ParseError::kBadPointer;
         }
+        if (starts_ != nullptr && !starts_->Contains(target)) return ParseError::kBadPointer;
         if (++hops > kMaxPointerHops) return ParseError::kPointerLoop;
         position = target;
         sequence_start = target;
