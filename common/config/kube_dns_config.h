@@ -79,7 +79,8 @@ struct StubDomain {
 };
 
 struct KubeDnsConfig {
-  std::vector<StubDomain> stub_domains;  // sorted by domain text; one entry per domain
+  std::vector<StubDomain> stub_domains;  // sorted by domain as written (no final dot);
+                                         // one entry per domain
   std::vector<loop::SocketAddress> upstream_nameservers;
 
   bool empty() const { return stub_domains.empty() && upstream_nameservers.empty(); }
