@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/base/hash.h"
 #include "common/base/single_writer.h"
 #include "common/dns/header.h"
 #include "common/dns/wire_reader.h"
@@ -26,16 +27,8 @@ constexpr size_t kAllocationOverheadBytes = 16;
 constexpr int kShardHashShift = 58;  // shards come from the top 6 bits, index slots from the low
 
 // A fast non-cryptographic hash over the lower-cased name, 8 octets at a time, finished
-// with MurmurHash3's mixer. Clients cannot choose our buckets in a harmful way: a bucket is
-// a short linear-probe run in a table at most half full.
-uint64_t Fmix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
+// with MurmurHash3's mixer (Mix64). Clients cannot choose our buckets in a harmful way: a
+// bucket is a short linear-probe run in a table at most half full.
 
 uint64_t HashKey(std::span<const uint8_t> wire, dns::RrType type, dns::RrClass cls, bool dnssec_ok,
                  bool checking_disabled) {
@@ -50,7 +43,7 @@ uint64_t HashKey(std::span<const uint8_t> wire, dns::RrType type, dns::RrClass c
   }
   uint64_t tail = 0;
   std::memcpy(&tail, wire.data() + i, wire.size() - i);
-  return Fmix64(h ^ tail ^ (uint64_t{wire.size()} << 56));
+  return Mix64(h ^ tail ^ (uint64_t{wire.size()} << 56));
 }
 
 // Written only under the shard's lock: one writer at a time, no locked instruction.

@@ -29,6 +29,13 @@ class SteadyClock final : public Clock {
   }
 };
 
+// The steady clock in nanoseconds, for what is charged per packet (rate limits).
+inline uint64_t SteadyNowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
 // Thread-safe: tests move it while server threads read it.
 class ManualClock final : public Clock {
  public:

@@ -36,7 +36,8 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "loop_probe_rejected",
     "client_rate",
     "response_rate",
-    "shed",
+    "shed_receive_backlog",
+    "shed_waiting_queries",
 };
 
 // One limit's count and log state, on its own cache line so that a flood against one

@@ -51,9 +51,10 @@ enum class Limit : uint8_t {
   // Loop probes
   kLoopProbeRejected,  // a probe name replayed, expired or from the wrong address
   // Per-client rate limiting and shedding
-  kClientRate,    // a client over its response rate
-  kResponseRate,  // RRL: identical responses over their rate
-  kShed,          // shed under overload
+  kClientRate,          // a client over its response rate
+  kResponseRate,        // RRL: identical responses over their rate
+  kShedReceiveBacklog,  // shed under overload: the receive queue backs up
+  kShedWaitingQueries,  // shed under overload: the waiting-query budget is nearly full
   kCount
 };
 

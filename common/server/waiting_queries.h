@@ -9,7 +9,8 @@
 //                         the ClientQuery (only what its reply needs, forward_reply.h; never
 //                         a copy of the packet) and the handler's own State.
 //
-// Add takes the Request's Responder only if the budget has room. Over it, the hit is
+// Add takes the Request's Responder only if the budget has room (and, near full, if the
+// client is not one of the heaviest: WaitingBudget::kReservePercent). Over it, the hit is
 // recorded (Limit::kWaitingQueries, with the client's address) and the Request is left
 // pending: the handler answers it at once (frontend-cache: stale if cached, else SERVFAIL;
 // kubedns: SERVFAIL). A query waits, so an upstream that never answers holds its slot for
@@ -34,23 +35,42 @@
 #include <utility>
 
 #include "common/base/atomic_budget.h"
+#include "common/base/clock.h"
 #include "common/server/forward_reply.h"
 #include "common/server/limits.h"
 #include "common/server/query_handler.h"
 
 namespace kdns::server {
 
+class ClientLimiter;
+
 class WaitingBudget {
  public:
   // --max-waiting-queries of frontend-cache and kubedns.
   static constexpr size_t kDefaultMax = 10'000;
+  // With a ClientLimiter (KeepReserveFor), the last tenth of the budget is for light
+  // clients: over 90% taken, a query from one of the heaviest clients does not wait. So a
+  // flood of misses cannot take the slots a light client's next miss needs, even before
+  // shedding (client_limiter.h) has caught up with it.
+  static constexpr size_t kReservePercent = 10;
+
+  enum class Take : uint8_t {
+    kTaken,
+    kFull,      // every slot taken
+    kReserved,  // only the light clients' reserve is left, and the client is heavy
+  };
 
   explicit WaitingBudget(size_t max_waiting = kDefaultMax) : slots_(max_waiting) {}
   WaitingBudget(const WaitingBudget&) = delete;
   WaitingBudget& operator=(const WaitingBudget&) = delete;
 
   // Takes one slot; false (nothing taken) when all max() are taken.
-  [[nodiscard]] bool TryTake();
+  [[nodiscard]] bool TryTake() { return slots_.TryTake(); }
+  // Takes one slot for a query from `client` at `now_ns` (SteadyNowNs; see
+  // kReservePercent).
+  [[nodiscard]] Take TryTakeFor(const loop::SocketAddress& client, uint64_t now_ns);
+  // Who tells light clients from heavy ones; set before serving.
+  void KeepReserveFor(std::weak_ptr<const ClientLimiter> limiter) { limiter_ = std::move(limiter); }
   // Gives back `count` slots taken with TryTake.
   void Give(size_t count = 1);
 
@@ -59,6 +79,7 @@ class WaitingBudget {
 
  private:
   AtomicBudget slots_;
+  std::weak_ptr<const ClientLimiter> limiter_;
 };
 
 template <class State>
@@ -81,9 +102,15 @@ class WaitingQueries {
   // Returns the id to find it again (never 0), or 0 over the budget: the hit is recorded
   // and `request` is left pending, for the caller to answer now.
   uint64_t Add(Request& request, State state) {
-    if (!budget_->TryTake()) {
-      RecordLimitHit(Limit::kWaitingQueries, request.peer().ToString());
-      return 0;
+    switch (budget_->TryTakeFor(request.peer(), SteadyNowNs())) {
+      case WaitingBudget::Take::kTaken:
+        break;
+      case WaitingBudget::Take::kFull:
+        RecordLimitHit(Limit::kWaitingQueries, request.peer().ToString());
+        return 0;
+      case WaitingBudget::Take::kReserved:
+        RecordLimitHit(Limit::kShedWaitingQueries);
+        return 0;
     }
     const uint64_t id = next_id_++;
     Waiting waiting{request.TakeResponder(), ClientQuery::From(request.admission()),
