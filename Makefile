@@ -196,12 +196,13 @@ bench: deps
 
 # `make bench-compare BASELINE=ref`: cache-hit CPU per query of this build against ref's
 # (built once into build/baseline/SHA by mk/baseline.sh), frontend-cache on one thread,
-# ROUNDS alternating rounds (test/bench/frontend_cache_bench.sh, COMPARE_ONLY=1).
+# ROUNDS alternating rounds (test/bench/frontend_cache_bench.sh, COMPARE_ONLY=1); FC_ARGS
+# adds flags to this build's frontend-cache only.
 BASELINE ?= HEAD~1
 ROUNDS ?= 6
 bench-compare: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) $(BIN)/dnsload_bench all
-	@base=$$(mk/baseline.sh $(BASELINE)) && BASELINE_BIN=$$base COMPARE_ONLY=1 \
+	@base=$$(mk/baseline.sh $(BASELINE)) && BASELINE_BIN=$$base COMPARE_ONLY=1 FC_ARGS="$(FC_ARGS)" \
 	  THREAD_ROUNDS=$(ROUNDS) test/bench/frontend_cache_bench.sh $(BIN)
 
 run: deps

@@ -46,6 +46,10 @@ FrontendServer::FrontendServer(Options options, const Clock& clock)
       cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_, upstream_table_,
       options_.forwarder, clock_, handlers_,
       std::make_shared<server::WaitingBudget>(options_.flags.max_waiting_queries)});
+  std::string error;
+  CHECK(server::MakeRateLimits(options_.flags.rate_limits, handler_shared_->waiting, &rate_limits_,
+                               &error))
+      << "the rate-limit flags were checked by ParseOptions: " << error;
   RegisterMetrics();
 }
 
@@ -134,6 +138,8 @@ bool FrontendServer::Start(std::string* error) {
       config.udp.receiver_thread = options_.flags.receiver_threads != ReceiverThreads::kOff;
       config.inherited = sockets;
       config.tcp = tcp;
+      config.clients = rate_limits_.clients;
+      config.responses = rate_limits_.responses;
       configs.push_back(config);
     }
   } else {
@@ -149,6 +155,8 @@ bool FrontendServer::Start(std::string* error) {
       config.listen_address =
           *loop::SocketAddress::FromHostPort(ip.ToString(), options_.flags.port);
       config.tcp = tcp;
+      config.clients = rate_limits_.clients;
+      config.responses = rate_limits_.responses;
       configs.push_back(config);
     }
   }
@@ -173,6 +181,9 @@ bool FrontendServer::Start(std::string* error) {
     });
     metrics_http_->Handle("/healthz",
                           [](const http::Request&) { return http::Response::Text(200, "ok"); });
+    metrics_http_->Handle("/debug/top-clients", [this](const http::Request& request) {
+      return server::TopClientsResponse(*rate_limits_.clients, request);
+    });
     if (!metrics_http_->Start(error)) {
       *error =
           "--prometheus-port " + std::to_string(options_.flags.prometheus_port) + ": " + *error;
@@ -309,6 +320,7 @@ std::string FrontendServer::StatsText() const {
 
 void FrontendServer::RegisterMetrics() {
   server::RegisterLimitMetrics(registry_);
+  server::RegisterRateLimitMetrics(registry_, rate_limits_);
   auto cache_stat = [this](uint64_t CacheStats::*field) {
     return [this, field] { return static_cast<double>(cache_.Stats().*field); };
   };

@@ -104,6 +104,7 @@ class FrontendServer {
   HandlerList handlers_;
   // What every thread's DnsHandler shares (references to the members above).
   std::unique_ptr<DnsHandler::Shared> handler_shared_;
+  server::RateLimits rate_limits_;  // shared by every DnsServer
   std::vector<std::unique_ptr<server::DnsServer>> servers_;
   std::unique_ptr<http::ServerThread> metrics_http_;
 };

@@ -94,6 +94,19 @@ Setter TcpCount(size_t server::TcpOptions::*field, uint64_t min, uint64_t max,
   };
 }
 
+// A rate-limit number (rate_limits.h checks its range once the whole line is read).
+Setter RateLimit(int64_t server::RateLimitFlags::*field, std::string_view name) {
+  return [=](std::string_view value, Options* options, std::string* error) {
+    uint64_t number = 0;
+    if (!ParseUint(value, INT64_MAX, &number)) {
+      *error = "--" + std::string(name) + ": \"" + std::string(value) + "\" is not a number";
+      return false;
+    }
+    options->rate_limits.*field = static_cast<int64_t>(number);
+    return true;
+  };
+}
+
 std::string_view Trim(std::string_view text) {
   size_t start = text.find_first_not_of(' ');
   if (start == std::string_view::npos) return {};
@@ -255,6 +268,24 @@ const std::vector<OptionSpec>& Specs() {
       // Waiting queries.
       {"max-waiting-queries", 0, true,
        Uint(&Options::max_waiting_queries, 1, 1'000'000, "max-waiting-queries")},
+      // Per-client rate limit and RRL (common/server/rate_limits.h).
+      {"client-rate-limit", 0, true,
+       RateLimit(&server::RateLimitFlags::client_rate_limit, "client-rate-limit")},
+      {"client-rate-burst", 0, true,
+       RateLimit(&server::RateLimitFlags::client_rate_burst, "client-rate-burst")},
+      {"client-rate-prefix-v4", 0, true,
+       RateLimit(&server::RateLimitFlags::client_rate_prefix_v4, "client-rate-prefix-v4")},
+      {"client-rate-prefix-v6", 0, true,
+       RateLimit(&server::RateLimitFlags::client_rate_prefix_v6, "client-rate-prefix-v6")},
+      {"client-rate-slip", 0, true,
+       RateLimit(&server::RateLimitFlags::client_rate_slip, "client-rate-slip")},
+      {"client-rate-exempt", 0, true,
+       [](std::string_view value, Options* options, std::string*) {
+         options->rate_limits.client_rate_exempt = std::string(value);
+         return true;
+       }},
+      {"rrl-responses-per-second", 0, true,
+       RateLimit(&server::RateLimitFlags::rrl_responses_per_second, "rrl-responses-per-second")},
   };
   return specs;
 }
@@ -408,6 +439,8 @@ bool ParseOptions(std::span<const std::string_view> args, Options* options,
     }
     if (!spec->set(value.value_or(""), options, error)) return false;
   }
+  server::RateLimits unused;
+  if (!server::MakeRateLimits(options->rate_limits, nullptr, &unused, error)) return false;
   if (options->max_cache_ttl_s != 0 && options->max_cache_ttl_s < options->min_cache_ttl_s) {
     *error = "--min-cache-ttl (" + std::to_string(options->min_cache_ttl_s) +
              ") is above --max-cache-ttl (" + std::to_string(options->max_cache_ttl_s) + ")";

@@ -15,6 +15,7 @@
 #include "common/base/ip_address.h"
 #include "common/dns/name.h"
 #include "common/server/loop_server.h"
+#include "common/server/rate_limits.h"
 #include "common/upstream/upstream_address.h"
 #include "frontend-cache/cache.h"
 
@@ -96,6 +97,9 @@ struct Options {
   // --max-waiting-queries: queries waiting for an upstream in the whole process; beyond
   // it a miss is answered at once, stale if cached, else SERVFAIL.
   uint32_t max_waiting_queries = 10'000;
+  // Per-client rate limit, slip, exempt prefixes and RRL (--client-rate-*,
+  // --rrl-responses-per-second); shedding under overload is always on.
+  server::RateLimitFlags rate_limits;
 };
 
 // Parses `args` (without the program name). Unknown arguments go to `rest`, in order, and

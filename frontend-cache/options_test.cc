@@ -303,6 +303,33 @@ TEST_CASE("--max-waiting-queries bounds the waiting queries, 10000 by default",
         "--max-waiting-queries: \"0\" is not a number in 1..1000000");
 }
 
+TEST_CASE("the per-client rate limit and RRL flags, checked where both servers check them",
+          "[frontend][options][rate]") {
+  const server::RateLimitFlags defaults = Parse({}).options.rate_limits;
+  CHECK(defaults.client_rate_limit == 0);
+  CHECK(defaults.client_rate_slip == 2);
+  CHECK(defaults.client_rate_prefix_v4 == 32);
+  CHECK(defaults.client_rate_prefix_v6 == 64);
+  CHECK(defaults.rrl_responses_per_second == 0);
+  const Parsed set =
+      Parse({"--client-rate-limit=5000", "--client-rate-burst=9000", "--client-rate-prefix-v4=28",
+             "--client-rate-prefix-v6=56", "--client-rate-slip=0",
+             "--client-rate-exempt=127.0.0.0/8,::1", "--rrl-responses-per-second=20"});
+  REQUIRE(set.error.empty());
+  CHECK(set.options.rate_limits.client_rate_limit == 5000);
+  CHECK(set.options.rate_limits.client_rate_burst == 9000);
+  CHECK(set.options.rate_limits.client_rate_prefix_v4 == 28);
+  CHECK(set.options.rate_limits.client_rate_prefix_v6 == 56);
+  CHECK(set.options.rate_limits.client_rate_slip == 0);
+  CHECK(set.options.rate_limits.client_rate_exempt == "127.0.0.0/8,::1");
+  CHECK(set.options.rate_limits.rrl_responses_per_second == 20);
+  CHECK(Parse({"--client-rate-limit=fast"}).error ==
+        "--client-rate-limit: \"fast\" is not a number");
+  CHECK(Parse({"--client-rate-prefix-v4=33"}).error == "--client-rate-prefix-v4=33: must be 1..32");
+  CHECK(Parse({"--client-rate-exempt=10.0.0.1/8"})
+            .error.starts_with("--client-rate-exempt: \"10.0.0.1/8\" is not an address prefix"));
+}
+
 }  // namespace kdns::frontend
 
 namespace kdns::frontend {

@@ -141,6 +141,10 @@ KubednsServer::KubednsServer(Options options)
   if (!handler_shared_.forwarder.budgets) {
     handler_shared_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>();
   }
+  std::string error;
+  CHECK(
+      server::MakeRateLimits(options_.rate_limits, handler_shared_.waiting, &rate_limits_, &error))
+      << "the rate-limit flags were checked by BuildOptions: " << error;
   RegisterMetrics();
 }
 
@@ -148,6 +152,7 @@ KubednsServer::~KubednsServer() { Stop(); }
 
 void KubednsServer::RegisterMetrics() {
   server::RegisterLimitMetrics(registry_);
+  server::RegisterRateLimitMetrics(registry_, rate_limits_);
   registry_.AddCallbackGauge("kdns_kubedns_ready", "1 once the first full sync is done.",
                              [this] { return ready() ? 1.0 : 0.0; });
   registry_.AddCallbackGauge("kdns_kubedns_snapshot_generation",
@@ -201,6 +206,8 @@ bool KubednsServer::Start(std::string* error) {
   dns.threads = options_.dns_threads;
   dns.admission = kAdmissionPolicy;
   dns.tcp = options_.tcp;
+  dns.clients = rate_limits_.clients;
+  dns.responses = rate_limits_.responses;
   dns_server_ =
       std::make_unique<server::DnsServer>(dns, [this](const server::ThreadContext& context) {
         return std::make_unique<Handler>(*this, context);
@@ -239,6 +246,10 @@ bool KubednsServer::Start(std::string* error) {
     metrics_thread = metrics_http_.get();
   }
   metrics_thread->Handle("/metrics", metrics_handler);
+  // Not on a port the kube-dns Service publishes (it publishes DNS only).
+  metrics_thread->Handle("/debug/top-clients", [this](const http::Request& request) {
+    return server::TopClientsResponse(*rate_limits_.clients, request);
+  });
   if (options_.cache_dump_address) {
     http::Server::Options cache;
     cache.bind_address = *options_.cache_dump_address;

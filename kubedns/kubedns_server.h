@@ -38,6 +38,7 @@
 #include "common/loop/socket_address.h"
 #include "common/metrics/registry.h"
 #include "common/server/dns_server.h"
+#include "common/server/rate_limits.h"
 #include "common/server/waiting_queries.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/upstream_table.h"
@@ -77,6 +78,8 @@ class KubednsServer {
     server::TcpOptions tcp;                  // DNS over TCP limits (--tcp-*)
     // Waiting queries (common/server/waiting_queries.h): --max-waiting-queries.
     size_t max_waiting_queries = server::WaitingBudget::kDefaultMax;
+    // Per-client rate limit and RRL, checked by BuildOptions (--client-rate-*, --rrl-*).
+    server::RateLimitFlags rate_limits;
   };
 
   explicit KubednsServer(Options options);
@@ -120,6 +123,7 @@ class KubednsServer {
   ForwardMetrics forward_metrics_;
   SnapshotHolder<Snapshot> snapshots_;
   DnsHandler::Shared handler_shared_;
+  server::RateLimits rate_limits_;  // shared by every DNS thread
   std::unique_ptr<ForwardConfig> forward_config_;
 
   mutable std::mutex handlers_mu_;

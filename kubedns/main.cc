@@ -101,6 +101,22 @@ DEFINE_int64(tcp_max_output_bytes_total, 8 << 20,
 DEFINE_int64(max_waiting_queries, 10'000,
              "Queries waiting for an upstream (forwarded, or an ExternalName chase) in the whole "
              "process; beyond it, such a query is answered SERVFAIL at once.");
+// Per-client rate limit and RRL (docs/operators.md, "Rate limiting and shedding").
+DEFINE_int64(client_rate_limit, 0,
+             "Responses per second to one client (address prefix) over UDP; over it queries are "
+             "dropped, every --client-rate-slip-th answered with TC. 0: off.");
+DEFINE_int64(client_rate_burst, 0, "Responses at once to one client; 0: --client-rate-limit.");
+DEFINE_int64(client_rate_prefix_v4, 32, "The IPv4 prefix length that is one client.");
+DEFINE_int64(client_rate_prefix_v6, 64, "The IPv6 prefix length that is one client.");
+DEFINE_int64(client_rate_slip, 2,
+             "Every Nth rate-limited query (and RRL-limited response) is answered with TC so a "
+             "real resolver retries over TCP; 0: never.");
+DEFINE_string(client_rate_exempt, "",
+              "Comma-separated address prefixes never rate limited or shed (node-local caches, "
+              "probes), e.g. 169.254.20.10/32,10.0.0.0/8.");
+DEFINE_int64(rrl_responses_per_second, 0,
+             "Response rate limiting of identical answers (BIND's RRL): per /24 (/56) and "
+             "second, for each answer, NODATA name, NXDOMAIN zone and error kind. 0: off.");
 DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
 
 namespace {
@@ -139,6 +155,13 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.tcp_max_output_bytes_per_connection = FLAGS_tcp_max_output_bytes_per_connection;
   flags.tcp_max_output_bytes_total = FLAGS_tcp_max_output_bytes_total;
   flags.max_waiting_queries = FLAGS_max_waiting_queries;
+  flags.rate_limits.client_rate_limit = FLAGS_client_rate_limit;
+  flags.rate_limits.client_rate_burst = FLAGS_client_rate_burst;
+  flags.rate_limits.client_rate_prefix_v4 = FLAGS_client_rate_prefix_v4;
+  flags.rate_limits.client_rate_prefix_v6 = FLAGS_client_rate_prefix_v6;
+  flags.rate_limits.client_rate_slip = FLAGS_client_rate_slip;
+  flags.rate_limits.client_rate_exempt = FLAGS_client_rate_exempt;
+  flags.rate_limits.rrl_responses_per_second = FLAGS_rrl_responses_per_second;
   flags.check_flags = FLAGS_check_flags;
   return flags;
 }

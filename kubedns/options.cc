@@ -126,6 +126,9 @@ bool WaitingOptions(const FlagValues& flags, KubednsServer::Options* options, st
     return false;
   }
   options->max_waiting_queries = static_cast<size_t>(flags.max_waiting_queries);
+  server::RateLimits unused;
+  if (!server::MakeRateLimits(flags.rate_limits, nullptr, &unused, error)) return false;
+  options->rate_limits = flags.rate_limits;
   return true;
 }
 

@@ -54,6 +54,8 @@ struct FlagValues {
   int64_t tcp_max_output_bytes_total = 8 << 20;
   // Waiting queries.
   int64_t max_waiting_queries = 10'000;
+  // Per-client rate limit and RRL (common/server/rate_limits.h).
+  server::RateLimitFlags rate_limits;
   bool check_flags = false;
 };
 

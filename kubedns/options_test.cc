@@ -266,5 +266,21 @@ TEST_CASE("kubedns --max-waiting-queries bounds the waiting queries, 10000 by de
   CHECK(ErrorOf(flags) == "--max-waiting-queries: must be in 1..1000000");
 }
 
+TEST_CASE("the per-client rate limit and RRL flags reach the server, checked", "[kubedns][rate]") {
+  FlagValues flags = Offline();
+  flags.rate_limits.client_rate_limit = 5000;
+  flags.rate_limits.client_rate_exempt = "127.0.0.0/8,::1/128";
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.rate_limits.client_rate_limit == 5000);
+  CHECK(options.server.rate_limits.client_rate_exempt == "127.0.0.0/8,::1/128");
+  flags.rate_limits.client_rate_slip = 11;
+  CHECK(ErrorOf(flags) == "--client-rate-slip=11: must be 0..10");
+  flags.rate_limits.client_rate_slip = 2;
+  flags.rate_limits.client_rate_exempt = "pods";
+  CHECK(ErrorOf(flags).starts_with("--client-rate-exempt: \"pods\" is not an address prefix"));
+}
+
 }  // namespace
 }  // namespace kdns::kubedns

@@ -191,6 +191,7 @@ void UdpReceiverThread::AnswerOnThread(int received) {
         AddSingleWriter(received_);
         const std::span<uint8_t> out(replies_.get() + answered * kFastReplyBytes, kFastReplyBytes);
         const size_t size = CallFastPath(datagram, peer, out, handoff_notes_[handoffs_].get());
+        if (size == kDropDatagram) return true;
         if (size == 0 || size > kFastReplyBytes) {
           handoff_index_[handoffs_] = index;
           handoff_peers_[handoffs_] = peer;

@@ -71,7 +71,9 @@ class UdpReceiverThread {
  public:
   // Answers `datagram` on the receiver thread: writes the whole reply into `out` and
   // returns its size, or returns 0 to hand the datagram to the loop thread, with `note`
-  // (null without Calls::make_note) and what the FastPath wrote into it. Runs concurrently
+  // (null without Calls::make_note) and what the FastPath wrote into it, or kDropDatagram
+  // to drop it here (a rate limit, shedding: what the loop must not spend time on). Runs
+  // concurrently
   // with the loop thread, so it may use only thread-safe state; it must not block. An
   // exception counts as 0.
   using FastPath =
@@ -87,6 +89,8 @@ class UdpReceiverThread {
   };
   // Room for one FastPath reply.
   static constexpr size_t kFastReplyBytes = 4096;
+  // What a FastPath returns for a datagram neither answered nor handed off.
+  static constexpr size_t kDropDatagram = SIZE_MAX;
 
   // A datagram handed to the loop thread.
   struct Handoff {

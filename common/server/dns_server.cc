@@ -123,6 +123,8 @@ bool DnsServer::Start(std::string* error) {
   }
   base.reuse_port = from_fds ? loop::ReusePort::kNo : loop::ReusePort::kYes;
   base.udp = options_.udp;
+  base.clients = options_.clients;
+  base.responses = options_.responses;
   base.tcp = options_.tcp;
   // One set of TCP caps and one output budget for all threads (and for every DnsServer of
   // the program, when it set them).

@@ -66,6 +66,9 @@ class DnsServer {
     TcpOptions tcp;
     // What every query is checked for before the handler sees it (admission.h).
     AdmissionPolicy admission;
+    // The process's rate limits (LoopServer::Options), shared by all threads; null: none.
+    std::shared_ptr<ClientLimiter> clients;
+    std::shared_ptr<ResponseRateLimiter> responses;
     std::optional<InheritedSockets> inherited;
     // Bind one UDP and one TCP socket and serve dups of them from every thread, as with
     // inherited sockets, instead of a SO_REUSEPORT pair per thread.

@@ -1,12 +1,16 @@
 #include "common/server/loop_server.h"
 
 #include <glog/logging.h>
+#include <linux/sock_diag.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <exception>
 #include <limits>
 #include <utility>
 
+#include "common/base/clock.h"
 #include "common/server/limits.h"
 
 namespace kdns::server {
@@ -18,6 +22,57 @@ constexpr int kPortZeroAttempts = 16;
 
 void CloseIfOpen(int fd) {
   if (fd >= 0) close(fd);
+}
+
+// Largest TC reply to a query: header, a name, type and class.
+constexpr size_t kMaxSlipBytes = dns::kHeaderSize + 255 + 4;
+
+// The ClientLimiter's say on a UDP datagram from `peer`: true to go on; false when it was
+// dealt with here: dropped, or (slip) its TC reply written into `out`, *reply_size bytes.
+bool PassClientLimit(ClientLimiter* clients, std::span<const uint8_t> datagram,
+                     const loop::SocketAddress& peer, uint64_t now_ns, std::span<uint8_t> out,
+                     size_t* reply_size) {
+  *reply_size = 0;
+  if (clients == nullptr) return true;
+  switch (clients->Check(peer, now_ns)) {
+    case ClientVerdict::kPass:
+      return true;
+    case ClientVerdict::kShed:
+      RecordLimitHit(clients->shed_reason() == Overload::kWaitingQueries
+                         ? Limit::kShedWaitingQueries
+                         : Limit::kShedReceiveBacklog);
+      return false;
+    case ClientVerdict::kSlip:
+      // Only a query gets one: a response is never answered, so we reflect nothing.
+      if (datagram.size() >= dns::kHeaderSize && (datagram[2] & 0x80) == 0) {
+        *reply_size = WriteTruncated(datagram, out);
+      }
+      [[fallthrough]];
+    case ClientVerdict::kLimited:
+      RecordLimitHit(Limit::kClientRate);
+      return false;
+  }
+  return true;
+}
+
+// The ResponseRateLimiter's say on the UDP reply `reply` to `peer`: the bytes to send,
+// which are `reply`, or its truncated form written into `slip`, or none (dropped).
+std::span<const uint8_t> LimitResponse(ResponseRateLimiter* responses,
+                                       const loop::SocketAddress& peer,
+                                       std::span<const uint8_t> reply, uint64_t now_ns,
+                                       std::span<uint8_t> slip) {
+  if (responses == nullptr) return reply;
+  switch (responses->Check(peer, reply, now_ns)) {
+    case ResponseVerdict::kSend:
+      return reply;
+    case ResponseVerdict::kSlip:
+      RecordLimitHit(Limit::kResponseRate);
+      return slip.first(WriteTruncated(reply, slip));
+    case ResponseVerdict::kDrop:
+      RecordLimitHit(Limit::kResponseRate);
+      return {};
+  }
+  return reply;
 }
 
 }  // namespace
@@ -125,17 +180,31 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
     QueryHandler* handler = server->handler_.get();
     ThreadStats* thread_stats = &server->stats_;
     loop::UdpSocket::ReceiverThreadCalls calls;
-    calls.fast_path = [handler, thread_stats, policy = options.admission](
+    calls.fast_path = [handler, thread_stats, policy = options.admission,
+                       clients = options.clients.get(), responses = options.responses.get()](
                           std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                           std::span<uint8_t> out, loop::UdpHandoffNote* note) -> size_t {
+      constexpr size_t kDrop = loop::UdpReceiverThread::kDropDatagram;
+      const uint64_t now_ns = clients != nullptr || responses != nullptr ? SteadyNowNs() : 0;
+      size_t slip = 0;
+      if (!PassClientLimit(clients, datagram, peer, now_ns, out, &slip)) {
+        return slip > 0 ? slip : kDrop;
+      }
       // The same admission as on the loop, made once: a datagram not answered here goes to
       // the loop with it (OnHandedOff).
       auto& admitted = static_cast<AdmittedDatagram&>(*note);
       admitted.Admit(datagram, policy);
       if (!admitted.admission.admitted()) return 0;
       const size_t size = handler->AnswerOnReceiverThread(admitted.admission, datagram, peer, out);
-      if (size > 0) ThreadStats::Increment(thread_stats->udp_fast_answers);
-      return size;
+      if (size == 0) return 0;
+      ThreadStats::Increment(thread_stats->udp_fast_answers);
+      if (responses == nullptr) return size;
+      std::array<uint8_t, kMaxSlipBytes> truncated;
+      const std::span<const uint8_t> reply =
+          LimitResponse(responses, peer, out.first(size), now_ns, truncated);
+      if (reply.empty()) return kDrop;
+      if (reply.data() != out.data()) std::copy(reply.begin(), reply.end(), out.begin());
+      return reply.size();
     };
     calls.make_note = [] { return std::make_unique<AdmittedDatagram>(); };
     calls.on_handoff = [self](std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
@@ -150,6 +219,10 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
     }
   }
   server->mirror_timer_.StartRepeating(kMirrorIntervalMs, [self] { self->MirrorSocketStats(); });
+  if (options.clients != nullptr && options.clients->enabled()) {
+    server->clients_timer_.StartRepeating(ClientLimiter::kTickNs / 1'000'000,
+                                          [self] { self->TickClients(); });
+  }
   return server;
 }
 
@@ -159,7 +232,8 @@ LoopServer::LoopServer(loop::Loop& loop, const Options& options, ThreadStats& st
       stats_(stats),
       response_buffer_(kResponseBufferBytes),
       context_{loop, options.thread_index, std::span<uint8_t>(response_buffer_)},
-      mirror_timer_(loop) {
+      mirror_timer_(loop),
+      clients_timer_(loop) {
   if (options_.tcp.caps == nullptr) options_.tcp.caps = MakeTcpCaps(options_.tcp);
   if (options_.tcp.output_budget == nullptr)
     options_.tcp.output_budget = MakeOutputBudget(options_.tcp);
@@ -193,6 +267,13 @@ void LoopServer::AdmittedDatagram::MoveTo(std::span<const uint8_t> copy) {
 
 void LoopServer::OnDatagram(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                             const loop::UdpReplyContext& reply_context) {
+  std::array<uint8_t, kMaxSlipBytes> slip;
+  size_t slip_size = 0;
+  if (!PassClientLimit(options_.clients.get(), datagram, peer,
+                       options_.clients != nullptr ? SteadyNowNs() : 0, slip, &slip_size)) {
+    if (slip_size > 0) udp_->Send(std::span(slip).first(slip_size), peer, reply_context);
+    return;
+  }
   Admission admission;
   Admit(datagram, dns::Transport::kUdp, options_.admission, &admission);
   HandleDatagram(datagram, admission, peer, reply_context);
@@ -344,7 +425,13 @@ void LoopServer::Handle(Request& request) {
 
 bool LoopServer::Reply(const Responder& responder, std::span<const uint8_t> response) {
   if (responder.transport_ == dns::Transport::kUdp) {
-    if (udp_ != nullptr && udp_->Send(response, responder.peer(), responder.reply_context_)) {
+    std::array<uint8_t, kMaxSlipBytes> truncated;
+    if (options_.responses != nullptr) {
+      response = LimitResponse(options_.responses.get(), responder.peer(), response, SteadyNowNs(),
+                               truncated);
+    }
+    if (!response.empty() && udp_ != nullptr &&
+        udp_->Send(response, responder.peer(), responder.reply_context_)) {
       ThreadStats::Increment(stats_.udp_replies);
       return true;
     }
@@ -376,6 +463,20 @@ void LoopServer::Drop(const Responder& responder) {
   // would keep the connection open forever; close it once the other queries are answered.
   connection.dropped = true;
   if (connection.unanswered == 0) connection.dns->Close();
+}
+
+void LoopServer::TickClients() {
+  bool backlog = false;
+  std::array<uint32_t, SK_MEMINFO_VARS> meminfo{};
+  socklen_t size = sizeof(meminfo);
+  if (udp_ != nullptr &&
+      getsockopt(udp_->fd(), SOL_SOCKET, SO_MEMINFO, meminfo.data(), &size) == 0) {
+    const uint32_t drops = meminfo[SK_MEMINFO_DROPS];
+    backlog = uint64_t{meminfo[SK_MEMINFO_RMEM_ALLOC]} * 2 >= meminfo[SK_MEMINFO_RCVBUF] ||
+              drops != socket_drops_;
+    socket_drops_ = drops;
+  }
+  options_.clients->Tick(SteadyNowNs(), backlog ? Overload::kReceiveBacklog : Overload::kNone);
 }
 
 void LoopServer::MirrorSocketStats() {

@@ -17,6 +17,13 @@
 // oldest idle connection is closed for the new one), and the output bounds. Every hit is
 // recorded with server::RecordLimitHit (limits.h), by the close reason of the connection.
 //
+// Over UDP, a datagram first meets the process's ClientLimiter (before it is even parsed,
+// on whichever thread receives it): over its client's rate it is dropped or, every
+// slip-th time, answered with TC; shed under overload it is dropped. Every UDP reply then
+// meets the ResponseRateLimiter, if any. Every 100 ms each LoopServer tells the
+// ClientLimiter whether its receive queue is backing up (SO_MEMINFO: half full, or the
+// kernel dropped datagrams since the last look). TCP is bounded by its connection caps.
+//
 // Counters go to a ThreadStats the caller owns (it outlives the LoopServer, so metrics can
 // still be read after shutdown). The UDP socket keeps some counters of its own on the loop
 // thread (truncated datagrams, errors); these are mirrored into the ThreadStats on every
@@ -48,7 +55,9 @@
 #include "common/loop/timer.h"
 #include "common/loop/udp_socket.h"
 #include "common/server/admission.h"
+#include "common/server/client_limiter.h"
 #include "common/server/query_handler.h"
+#include "common/server/response_rate_limiter.h"
 #include "common/server/stats.h"
 
 namespace kdns::server {
@@ -121,6 +130,11 @@ class LoopServer {
     TcpOptions tcp;
     // What every query is checked for before the handler sees it (admission.h).
     AdmissionPolicy admission;
+    // UDP only, shared by every LoopServer of the process (null: none): the per-client
+    // rate limit and fair shedding, checked before admission, and the limit of identical
+    // responses, checked on every UDP reply.
+    std::shared_ptr<ClientLimiter> clients;
+    std::shared_ptr<ResponseRateLimiter> responses;
   };
 
   // What failed in Create.
@@ -196,6 +210,8 @@ class LoopServer {
   void Drop(const Responder& responder);
   // Copies the sockets' loop-thread counters into stats_.
   void MirrorSocketStats();
+  // Reports this socket's receive backlog to the ClientLimiter.
+  void TickClients();
 
   loop::Loop& loop_;
   Options options_;
@@ -209,6 +225,8 @@ class LoopServer {
   Connection* idle_newest_ = nullptr;
   uint64_t next_connection_id_ = 1;
   loop::Timer mirror_timer_;
+  loop::Timer clients_timer_;
+  uint32_t socket_drops_ = 0;  // SK_MEMINFO_DROPS at the last TickClients
   // Destroyed first (see the destructor).
   std::unique_ptr<QueryHandler> handler_;
 };

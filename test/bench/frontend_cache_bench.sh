@@ -62,6 +62,8 @@
 #   default 8), PEERS (default "dnsmasq unbound dnsdist"), TWO_THREADS=0 to skip the
 #   two-thread runs, THREAD_ROUNDS (rounds of (f), default 3; 0 skips them), THREAD_RATES
 #   (fixed rates of (f), default "100000 200000"), BASELINE_BIN and COMPARE_ONLY (see (f)),
+#   FC_ARGS (more flags for this build's frontend-cache, not the baseline's: e.g.
+#   --client-rate-limit=10000000 to weigh the rate limiter against a build without it),
 #   PERF=1 to profile the ceiling and frontend-cache in an extra hit run,
 #   KEEP_TMP=1 to keep the temporary directory.
 set -euo pipefail
@@ -81,6 +83,7 @@ two_threads=${TWO_THREADS:-1}
 thread_rounds=${THREAD_ROUNDS:-3}
 thread_rates=${THREAD_RATES:-100000 200000}
 baseline_bin=${BASELINE_BIN:-}
+fc_args=${FC_ARGS:-}
 compare_only=${COMPARE_ONLY:-0}
 if [[ -n $baseline_bin && ! -x $baseline_bin/frontend-cache ]]; then
   echo "frontend_cache_bench: BASELINE_BIN=$baseline_bin has no frontend-cache"
@@ -250,6 +253,7 @@ start_server() {
       "$([[ $kind == fc-base ]] && echo "$baseline_bin" || echo "$bin_dir")/frontend-cache" -k --no-resolv --listen-address=127.0.0.1 --port="$port" \
         --threads="$threads" --cache-size="$entries" --server="127.0.0.1#$upstream_port" \
         --lameduck=0 --log-facility=- $([[ $kind == fc-loop ]] && echo --receiver-threads=off) \
+        $([[ $kind != fc-base ]] && echo "$fc_args") \
         >"$dir/log" 2>&1 &
       ;;
     dnsmasq)  # single-threaded by design
