@@ -4,7 +4,7 @@ FakeUpstream listens on 127.0.0.1, one free port for UDP and TCP, in threads of 
 process (standard library only). What it does with a query depends on the query name:
 an explicit rule set with `set(name, kind, **params)`, else the kind named by the first
 label up to its first '-' (so `servfail-3.fake.test` is a SERVFAIL), else `default`
-(`answer` unless the FakeUpstream was made with another).
+(`answer` unless the FakeUpstream was made with another, with `default_params`).
 
 Kinds (params in brackets):
   answer     NOERROR with A records [ips (default: the server's answer_ip), ttl=3600]
@@ -74,9 +74,11 @@ def build_reply(query, rcode=NOERROR, answers=(), authority=(), tc=False, ident=
 
 
 class FakeUpstream:
-    def __init__(self, answer_ip="192.0.2.1", loop_to=None, name="fake", default="answer"):
+    def __init__(self, answer_ip="192.0.2.1", loop_to=None, name="fake", default="answer",
+                 default_params=None):
         self.answer_ip = answer_ip
         self.default = default
+        self.default_params = default_params or {}
         self.loop_to = loop_to
         self.label = name
         self.rules = {}
@@ -173,7 +175,9 @@ class FakeUpstream:
         first = qname.split(".", 1)[0].lower().split("-", 1)[0]
         known = ("answer", "silent", "servfail", "refused", "nxdomain", "nodata", "nxnosoa",
                  "tc", "big", "wrongid", "wrongq", "spoofport", "spoofaddr", "slow", "hold")
-        return {"kind": first if first in known else self.default}
+        if first in known:
+            return {"kind": first}
+        return dict(self.default_params, kind=self.default)
 
     def _answer(self, query, msg, rule):
         qname, qtype = msg["qname"], msg["qtype"]
