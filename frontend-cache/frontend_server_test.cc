@@ -430,13 +430,14 @@ TEST_CASE("a metrics text file is appended to /metrics only when it parses", "[f
   options.flags.no_resolv = true;
   options.flags.metrics_textfile = path;
   FrontendServer server(options);
-  CHECK(server.RenderMetrics() == server.registry().Render());  // no file yet
+  // (Not compared with registry().Render(): process_cpu_seconds_total moves between calls.)
+  CHECK(server.RenderMetrics().find("kdns_nanny") == std::string::npos);  // no file yet
   std::ofstream(path) << "# HELP kdns_nanny_config_generation Configs applied.\n"
                          "# TYPE kdns_nanny_config_generation gauge\n"
                          "kdns_nanny_config_generation 3\n";
   CHECK(server.RenderMetrics().ends_with("kdns_nanny_config_generation 3\n"));
   std::ofstream(path) << "kdns_nanny_config_generation{ 3\n";  // broken: left out
-  CHECK(server.RenderMetrics() == server.registry().Render());
+  CHECK(server.RenderMetrics().find("kdns_nanny") == std::string::npos);
 }
 
 TEST_CASE("malformed queries get FORMERR, responses are dropped", "[frontend]") {
