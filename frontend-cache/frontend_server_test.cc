@@ -305,6 +305,9 @@ TEST_CASE("routing picks the most specific server, local domains and no upstream
   dns::Message local = Ask(h.address, "x.private.test.");
   CHECK(local.rcode() == dns::Rcode::kNxDomain);
   CHECK(fallback.udp_queries() + stub.udp_queries() == 2);
+  CHECK(h.server->registry().Render().find(
+            "kdns_frontend_answer_duration_seconds_count{source=\"local\"} 1\n") !=
+        std::string::npos);
 
   SECTION("a reload swaps the routing and keeps the cache of unchanged domains") {
     h.WriteServers({fallback.address(), "/corp.test/" + fallback.address()});
@@ -386,6 +389,15 @@ TEST_CASE("when every upstream fails, an expired answer is served stale", "[fron
   CHECK(h.server->cache().Stats().stale_hits == 1);
   CHECK(h.server->registry().Render().find("kdns_frontend_servfail_total{reason=\"timeout\"} 1") !=
         std::string::npos);
+  // What each client waited, by where its answer came from.
+  const std::string text = h.server->registry().Render();
+  for (const char* line : {"kdns_frontend_answer_duration_seconds_count{source=\"upstream\"} 1\n",
+                           "kdns_frontend_answer_duration_seconds_count{source=\"stale\"} 1\n",
+                           "kdns_frontend_answer_duration_seconds_count{source=\"failure\"} 1\n",
+                           "kdns_frontend_answer_duration_seconds_count{source=\"cache\"} 0\n"}) {
+    INFO(line);
+    CHECK(text.find(line) != std::string::npos);
+  }
 }
 
 TEST_CASE("beyond --dns-forward-max queries get SERVFAIL at once", "[frontend]") {
