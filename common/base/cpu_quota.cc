@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace kdns {
@@ -101,9 +102,15 @@ std::optional<double> ReadCgroupCpuQuota(const std::string& root) {
     }
     const bool v2 = controllers.empty();
     for (const std::string& mount : mounts) {
-      // The path as the host names it, then the mount point alone (a cgroup namespace).
+      // The cgroup and each ancestor up to the mount point itself (which is the process's
+      // own cgroup under a cgroup namespace).
       std::vector<std::string> dirs = SelfAndAncestors(path);
-      for (std::string& dir : dirs) dir = base + mount + (dir == "/" ? "" : dir);
+      for (std::string& dir : dirs) {
+        std::string full = base;
+        full += mount;
+        if (dir != "/") full += dir;
+        dir = std::move(full);
+      }
       for (const std::string& dir : dirs) {
         if (v2) {
           if (auto text = ReadFile(dir + "/cpu.max"))
