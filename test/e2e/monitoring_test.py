@@ -3,7 +3,7 @@
 tool and against a running pod.
 
 - `promtool check rules` on the PrometheusRule's spec, and `promtool test rules` on
-  monitoring_rules_test.yaml: every alert fires on the series that mean trouble, after its
+  monitoring_rule_cases.yaml: every alert fires on the series that mean trouble, after its
   `for:`, and not on healthy ones (the unit tests cover every alert of the file);
 - every alert has `for:`, a severity and summary, description and runbook annotations;
   group `kube-dns` uses no kdns_* name, group `kdns` only alerts on kdns_* names;
@@ -45,7 +45,7 @@ MONITORING = os.path.join(manifests.MANIFESTS, "monitoring")
 RULES = os.path.join(MONITORING, "prometheusrule.yaml")
 DASHBOARD = os.path.join(MONITORING, "kdns-dashboard.json")
 RULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                          "monitoring_rules_test.yaml")
+                          "monitoring_rule_cases.yaml")
 SWAP_GROUP = "kube-dns"  # names kube-dns had, on the ports a plain image swap keeps
 KDNS_GROUP = "kdns"
 # Names kube-dns chose that Prometheus's conventions (and so `promtool check metrics`)
