@@ -277,6 +277,13 @@ TEST_CASE("hits are answered on the receiver threads, counted once, and prefetch
   CHECK(served.udp_fast_answers == (receiver_threads ? 1 : 0));
   CHECK(h.server->RenderMetrics().find(
             "kdns_frontend_queries_total{type=\"A\",rcode=\"NOERROR\"} 2") != std::string::npos);
+  // The hit's wait is counted once, as `cache`, on whichever thread answered it.
+  for (const char* line :
+       {"kdns_frontend_answer_duration_seconds_count{source=\"cache\"} 1\n",
+        "kdns_frontend_answer_duration_seconds_count{source=\"upstream\"} 1\n"}) {
+    INFO(line);
+    CHECK(h.server->RenderMetrics().find(line) != std::string::npos);
+  }
 
   // 55 s into the 60 s lifetime, a hit asks for a refresh, which the serving thread sends.
   clock.AdvanceMs(55'000);
