@@ -133,7 +133,11 @@ bool DnsServer::Start(std::string* error) {
 
   size_t count = options_.threads;
   // The container's CPU allowance, not the node's cores (common/base/cpu_quota.h).
-  if (count == 0) count = UsableCpus();
+  if (count == 0) {
+    count = UsableCpus();
+    LOG(INFO) << "DNS on " << base.address.ToString() << ": " << count
+              << " serving threads, one per usable CPU (the CPU limit, else the cores)";
+  }
   if (from_fds && count > 1 && base.udp.receiver_thread) {
     base.udp.receiver_group = std::make_shared<loop::UdpReceiverGroup>();
   }
