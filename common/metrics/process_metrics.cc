@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -49,9 +50,11 @@ double OpenFds() {
   return count - 1;  // the directory stream's own descriptor
 }
 
+// Unlimited is RLIM_INFINITY as a number, as Go's client reports it; unknown is NaN. Never
+// 0: open_fds / max_fds (an alert) would be +Inf.
 double MaxFds() {
   rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 0;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return std::numeric_limits<double>::quiet_NaN();
   return static_cast<double>(limit.rlim_cur);
 }
 
