@@ -18,7 +18,11 @@ tool and against a running pod.
   metric name an alert or a dashboard panel uses is served; the names of group
   `kube-dns` are served by kubedns's and the sidecar's ports alone (what a plain image
   swap keeps); process_* and kdns_build_info are on every port; the client latency
-  histogram counts a cache miss as `upstream` and the next ask as `cache`.
+  histogram counts a cache miss as `upstream` and the next ask as `cache`;
+- `mk/run.sh` itself (what `make run` starts: the demo cluster from an objects file, on
+  its fixed ports), run as root in a network namespace of its own: its three metrics
+  ports serve every name the alerts and the dashboard use, but the `kdns_kubedns_api_*`
+  names, which only the API source has (the pod above covers those).
 
 promtool comes from Debian's `prometheus` package (`make deps`). Closes with
 `N passed, M failed`; KDNS_KEEP_TMP=1 keeps the work directory (every log) after a failure.
@@ -373,10 +377,53 @@ def test_client_latency_counts_each_answer_by_source(pod):
     return problems
 
 
+def test_make_run_serves_what_the_alerts_use(env):
+    if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("nsenter") is None:
+        raise harness.Skip("needs root, unshare and nsenter (a network namespace of its own)")
+    for program in ("kubedns", "nanny", "frontend-cache", "sidecar"):
+        if not os.access(os.path.join(ROOT, "build", "bin", program), os.X_OK):
+            raise harness.Skip("mk/run.sh runs build/bin, which has no " + program)
+    log_path = os.path.join(env.workdir, "make-run.log")
+    # Fixed ports are fine in a network namespace nothing else uses.
+    script = "ip link set lo up && exec " + os.path.join(ROOT, "mk", "run.sh")
+    run_sh = harness.Process(["unshare", "--net", "sh", "-c", script], log_path)
+
+    def inside(*argv):
+        result = subprocess.run(["nsenter", "--net=/proc/%d/ns/net" % run_sh.pid] + list(argv),
+                                capture_output=True, text=True, timeout=30)
+        return result.returncode, result.stdout
+
+    try:
+        if not harness.wait_until(lambda: not run_sh.alive() or
+                                  "The pod is serving" in run_sh.log(), 120):
+            return ["mk/run.sh did not start: " + run_sh.log()[-1500:]]
+        if not run_sh.alive():
+            return ["mk/run.sh exited: " + run_sh.log()[-1500:]]
+        texts = {}
+        for what, port in (("kubedns", 10055), ("frontend-cache", 10056), ("sidecar", 10054)):
+            code, text = inside("curl", "-fsS", "http://127.0.0.1:%d/metrics" % port)
+            if code != 0:
+                return ["mk/run.sh's %s metrics (port %d) do not answer" % (what, port)]
+            texts[what] = text
+    finally:
+        run_sh.stop()
+    problems = []
+    everything = family_names(set().union(*(names_in(t) for t in texts.values())))
+    used = {(rule["alert"], name) for rules in rule_groups().values() for rule in rules
+            for name in metric_names(rule["expr"])}
+    used |= {("panel " + title, name) for title, expr in dashboard_exprs()
+             for name in metric_names(expr)}
+    for user, name in sorted(used):
+        if name not in everything and not name.startswith("kdns_kubedns_api_"):
+            problems.append("%s uses %s, which make run's pod does not serve" % (user, name))
+    return problems
+
+
 FILE_TESTS = [test_promtool_checks_the_rules,
               test_promtool_unit_tests_fire_every_alert,
               test_every_alert_waits_and_says_what_to_do,
-              test_dashboard_is_shipped_whole]
+              test_dashboard_is_shipped_whole,
+              test_make_run_serves_what_the_alerts_use]
 POD_TESTS = [test_scrapes_pass_promtool_check_metrics,
              test_every_alert_metric_is_served,
              test_every_dashboard_metric_is_served,
