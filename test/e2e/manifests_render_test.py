@@ -42,6 +42,20 @@ def test_every_file_is_listed_and_parses(r):
         p.append("%s is not in kustomization.yaml's resources" % f)
     for f in sorted(listed - present):
         p.append("kustomization.yaml lists %s, which does not exist" % f)
+    # The same in every kustomization or component below manifests/ (components/*,
+    # monitoring/): a file not listed is a file no one applies.
+    for directory, _, files in sorted(os.walk(MANIFESTS)):
+        if directory == MANIFESTS or "kustomization.yaml" not in files:
+            continue
+        with open(os.path.join(directory, "kustomization.yaml")) as f:
+            sub = yaml.safe_load(f)
+        sub_listed = set(sub.get("resources", []))
+        for generator in sub.get("configMapGenerator", []):
+            sub_listed |= set(generator.get("files", []))
+        where = os.path.relpath(directory, MANIFESTS)
+        for name in sorted(set(files) - sub_listed - {"kustomization.yaml"}):
+            if name.endswith((".yaml", ".yml", ".json")):
+                p.append("%s/%s is not listed in %s/kustomization.yaml" % (where, name, where))
     for f in sorted(present):
         try:
             docs = load_docs(os.path.join(MANIFESTS, f))
