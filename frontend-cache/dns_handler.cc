@@ -95,6 +95,8 @@ DnsHandler::~DnsHandler() {
 }
 
 void DnsHandler::HandleQuery(server::Request& request) {
+  using Source = FrontendMetrics::Source;
+  const auto start = FrontendMetrics::AnswerClock::now();
   const server::Admission& admission = request.admission();
   const dns::Query& query = admission.query;
   switch (admission.verdict) {
@@ -105,6 +107,7 @@ void DnsHandler::HandleQuery(server::Request& request) {
       return;
     case server::Verdict::kFormErr:
       shared_.metrics.Malformed();
+      shared_.metrics.AnswerTime(Source::kLocal, start);
       (void)request.Reply(server::WriteRefusal(admission, request.response_buffer()));
       return;
     case server::Verdict::kBadVers:
@@ -114,12 +117,14 @@ void DnsHandler::HandleQuery(server::Request& request) {
           server::WriteRefusal(admission, request.response_buffer());
       if (refusal.empty()) return;  // cannot happen for a parsed query; the client retries
       shared_.metrics.Answered(query.qtype, server::RefusalRcode(admission.verdict));
+      shared_.metrics.AnswerTime(Source::kLocal, start);
       (void)request.Reply(refusal);
       return;
     }
   }
   if (query.qclass == dns::RrClass::kCh) {
     shared_.metrics.LocalAnswer(FrontendMetrics::Local::kChaos);
+    shared_.metrics.AnswerTime(Source::kLocal, start);
     const size_t limit = admission.reply_limit_bytes;
     const size_t size =
         frontend::AnswerChaos(query, ChaosStatsNow(), request.response_buffer(), limit);
@@ -130,6 +135,7 @@ void DnsHandler::HandleQuery(server::Request& request) {
     // Our own loop probe came back from its upstream's side: that upstream forwards to us.
     // Never forward such a name; a replayed, expired or foreign one disables nothing.
     shared_.metrics.LocalAnswer(FrontendMetrics::Local::kLoopProbe);
+    shared_.metrics.AnswerTime(Source::kLocal, start);
     if (auto upstream = shared_.upstream_table->MatchLoopProbe(query.qname, request.peer())) {
       shared_.upstream_table->Disable(*upstream, "its queries come back to us (a loop)");
     }
@@ -139,10 +145,12 @@ void DnsHandler::HandleQuery(server::Request& request) {
   const Route& route = routing->table.Lookup(query.qname);
   if (route.action == RouteAction::kNxDomain) {
     shared_.metrics.LocalAnswer(FrontendMetrics::Local::kNxDomain);
+    shared_.metrics.AnswerTime(Source::kLocal, start);
     return ReplyEmpty(request, query, dns::Rcode::kNxDomain, /*aa=*/true);
   }
   if (route.action == RouteAction::kRefused) {
     shared_.metrics.LocalAnswer(FrontendMetrics::Local::kRefused);
+    shared_.metrics.AnswerTime(Source::kLocal, start);
     return ReplyEmpty(request, query, dns::Rcode::kRefused);
   }
   const upstream::UpstreamSet& upstreams = routing->SetFor(route);
@@ -150,15 +158,16 @@ void DnsHandler::HandleQuery(server::Request& request) {
   const size_t limit = admission.reply_limit_bytes;
   const LookupResult hit = shared_.cache.Lookup(key, query, request.response_buffer(), limit);
   if (hit.status == LookupStatus::kHit) {
+    shared_.metrics.AnswerTime(Source::kCache, start);
     Reply(request, query, request.response_buffer().first(hit.size));
     if (hit.prefetch) Prefetch(query, key, upstreams, routing->generation);
     return;
   }
   // A miss: the right to answer is kept until the upstream's answer, within the budget.
-  const uint64_t id = waiting_.Add(request, Forwarded{routing->generation});
+  const uint64_t id = waiting_.Add(request, Forwarded{routing->generation, start});
   if (id == 0) {
     return ReplyStaleOrFail(request, query, key, limit, upstream::Outcome::kOverloaded,
-                            upstream::FailReason::kNone);
+                            upstream::FailReason::kNone, start);
   }
   forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport), upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
@@ -173,6 +182,7 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
                                           const loop::SocketAddress& peer, std::span<uint8_t> out) {
   (void)query_bytes;
   (void)peer;
+  const auto start = FrontendMetrics::AnswerClock::now();
   const dns::Query& query = admission.query;
   if (query.qclass == dns::RrClass::kCh || upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
     return 0;
@@ -186,6 +196,7 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
   const LookupResult hit = shared_.cache.Peek(key, query, out, limit);
   if (hit.status != LookupStatus::kHit) return 0;  // HandleQuery looks again and counts it
   shared_.metrics.Answered(query.qtype, RcodeOf(out.first(hit.size)));
+  shared_.metrics.AnswerTime(FrontendMetrics::Source::kCache, start);  // sent by the caller
   if (hit.prefetch) {
     // The forwarder lives on the serving thread: refresh the entry from there.
     tasks_.Post([this, again = server::Detach(query)] {
@@ -210,8 +221,10 @@ void DnsHandler::Prefetch(const dns::Query& query, const CacheKey& key,
 }
 
 void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
+  using Source = FrontendMetrics::Source;
   std::optional<server::WaitingQueries<Forwarded>::Waiting> waiting = waiting_.Take(id);
   if (!waiting) return;  // its TCP client went away
+  const auto start = waiting->state.start;
   server::Responder& responder = waiting->responder;
   const dns::Query query = waiting->client.query();
   const CacheKey key = CacheKey::FromQuery(query);
@@ -223,28 +236,38 @@ void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
     }
     const size_t size = WriteForwardedResponse(result.reply, query, shared_.cache_policy, &scratch_,
                                                &ttl_offsets_, out, limit);
-    if (size > 0) return Reply(responder, query, out.first(size));
+    if (size > 0) {
+      shared_.metrics.AnswerTime(Source::kUpstream, start);
+      return Reply(responder, query, out.first(size));
+    }
     shared_.metrics.BadReply();  // matched the question, yet not a whole message
+    shared_.metrics.AnswerTime(Source::kFailure, start);
     return ReplyEmpty(responder, query, dns::Rcode::kServFail);
   }
   if (result.reason == upstream::FailReason::kShutdown) {
     shared_.metrics.ServFail(result.outcome, result.reason);
+    shared_.metrics.AnswerTime(Source::kFailure, start);
     return ReplyEmpty(responder, query, dns::Rcode::kServFail);
   }
   // Every upstream failed, or the forwarder's budget is spent (kOverloaded).
-  ReplyStaleOrFail(responder, query, key, limit, result.outcome, result.reason);
+  ReplyStaleOrFail(responder, query, key, limit, result.outcome, result.reason, start);
 }
 
 template <class To>
 void DnsHandler::ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKey& key,
                                   size_t limit, upstream::Outcome outcome,
-                                  upstream::FailReason reason) {
+                                  upstream::FailReason reason,
+                                  FrontendMetrics::AnswerClock::time_point start) {
   // RFC 8767: an expired answer is better than none (a fresh one, refreshed meanwhile by
   // another query, better still).
   const std::span<uint8_t> out = context_.response_buffer;
   const LookupResult stale = shared_.cache.LookupStale(key, query, out, limit);
-  if (stale.status != LookupStatus::kMiss) return Reply(to, query, out.first(stale.size));
+  if (stale.status != LookupStatus::kMiss) {
+    shared_.metrics.AnswerTime(FrontendMetrics::Source::kStale, start);
+    return Reply(to, query, out.first(stale.size));
+  }
   shared_.metrics.ServFail(outcome, reason);
+  shared_.metrics.AnswerTime(FrontendMetrics::Source::kFailure, start);
   ReplyEmpty(to, query, dns::Rcode::kServFail);
 }
 

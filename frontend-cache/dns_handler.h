@@ -135,6 +135,7 @@ class DnsHandler final : public server::QueryHandler {
   // Cacheable).
   struct Forwarded {
     uint64_t routing_generation = 0;
+    FrontendMetrics::AnswerClock::time_point start;  // when HandleQuery was given it
   };
 
   // `to` is the Request (answered now, the common case: no Responder is moved) or a kept
@@ -144,10 +145,12 @@ class DnsHandler final : public server::QueryHandler {
   template <class To>
   void ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, bool aa = false);
   // Over a budget, or every upstream failed (RFC 8767): an expired answer if the cache
-  // still has one, else SERVFAIL (counted under `outcome` and `reason`).
+  // still has one, else SERVFAIL (counted under `outcome` and `reason`, and the answer's
+  // time since `start`).
   template <class To>
   void ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKey& key, size_t limit,
-                        upstream::Outcome outcome, upstream::FailReason reason);
+                        upstream::Outcome outcome, upstream::FailReason reason,
+                        FrontendMetrics::AnswerClock::time_point start);
   void Prefetch(const dns::Query& query, const CacheKey& key,
                 const upstream::UpstreamSet& upstreams, uint64_t routing_generation);
   void Complete(uint64_t id, const upstream::Result& result);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/http/response.h"
+#include "common/metrics/process_metrics.h"
 #include "common/metrics/text_parser.h"
 #include "common/server/limits.h"
 #include "common/upstream/resolv_conf.h"
@@ -321,6 +322,7 @@ std::string FrontendServer::StatsText() const {
 void FrontendServer::RegisterMetrics() {
   server::RegisterLimitMetrics(registry_);
   server::RegisterRateLimitMetrics(registry_, rate_limits_);
+  metrics::RegisterProcessMetrics(registry_, "frontend-cache");
   auto cache_stat = [this](uint64_t CacheStats::*field) {
     return [this, field] { return static_cast<double>(cache_.Stats().*field); };
   };

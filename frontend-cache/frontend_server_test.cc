@@ -277,6 +277,13 @@ TEST_CASE("hits are answered on the receiver threads, counted once, and prefetch
   CHECK(served.udp_fast_answers == (receiver_threads ? 1 : 0));
   CHECK(h.server->RenderMetrics().find(
             "kdns_frontend_queries_total{type=\"A\",rcode=\"NOERROR\"} 2") != std::string::npos);
+  // The hit's wait is counted once, as `cache`, on whichever thread answered it.
+  for (const char* line :
+       {"kdns_frontend_answer_duration_seconds_count{source=\"cache\"} 1\n",
+        "kdns_frontend_answer_duration_seconds_count{source=\"upstream\"} 1\n"}) {
+    INFO(line);
+    CHECK(h.server->RenderMetrics().find(line) != std::string::npos);
+  }
 
   // 55 s into the 60 s lifetime, a hit asks for a refresh, which the serving thread sends.
   clock.AdvanceMs(55'000);
@@ -305,6 +312,9 @@ TEST_CASE("routing picks the most specific server, local domains and no upstream
   dns::Message local = Ask(h.address, "x.private.test.");
   CHECK(local.rcode() == dns::Rcode::kNxDomain);
   CHECK(fallback.udp_queries() + stub.udp_queries() == 2);
+  CHECK(h.server->registry().Render().find(
+            "kdns_frontend_answer_duration_seconds_count{source=\"local\"} 1\n") !=
+        std::string::npos);
 
   SECTION("a reload swaps the routing and keeps the cache of unchanged domains") {
     h.WriteServers({fallback.address(), "/corp.test/" + fallback.address()});
@@ -386,6 +396,15 @@ TEST_CASE("when every upstream fails, an expired answer is served stale", "[fron
   CHECK(h.server->cache().Stats().stale_hits == 1);
   CHECK(h.server->registry().Render().find("kdns_frontend_servfail_total{reason=\"timeout\"} 1") !=
         std::string::npos);
+  // What each client waited, by where its answer came from.
+  const std::string text = h.server->registry().Render();
+  for (const char* line : {"kdns_frontend_answer_duration_seconds_count{source=\"upstream\"} 1\n",
+                           "kdns_frontend_answer_duration_seconds_count{source=\"stale\"} 1\n",
+                           "kdns_frontend_answer_duration_seconds_count{source=\"failure\"} 1\n",
+                           "kdns_frontend_answer_duration_seconds_count{source=\"cache\"} 0\n"}) {
+    INFO(line);
+    CHECK(text.find(line) != std::string::npos);
+  }
 }
 
 TEST_CASE("beyond --dns-forward-max queries get SERVFAIL at once", "[frontend]") {
@@ -430,13 +449,14 @@ TEST_CASE("a metrics text file is appended to /metrics only when it parses", "[f
   options.flags.no_resolv = true;
   options.flags.metrics_textfile = path;
   FrontendServer server(options);
-  CHECK(server.RenderMetrics() == server.registry().Render());  // no file yet
+  // (Not compared with registry().Render(): process_cpu_seconds_total moves between calls.)
+  CHECK(server.RenderMetrics().find("kdns_nanny") == std::string::npos);  // no file yet
   std::ofstream(path) << "# HELP kdns_nanny_config_generation Configs applied.\n"
                          "# TYPE kdns_nanny_config_generation gauge\n"
                          "kdns_nanny_config_generation 3\n";
   CHECK(server.RenderMetrics().ends_with("kdns_nanny_config_generation 3\n"));
   std::ofstream(path) << "kdns_nanny_config_generation{ 3\n";  // broken: left out
-  CHECK(server.RenderMetrics() == server.registry().Render());
+  CHECK(server.RenderMetrics().find("kdns_nanny") == std::string::npos);
 }
 
 TEST_CASE("malformed queries get FORMERR, responses are dropped", "[frontend]") {

@@ -13,12 +13,17 @@
 //   kdns_frontend_local_answers_total{kind}   answered without upstream: chaos, nxdomain
 //                                             (a local-only --server=/domain/), refused
 //                                             (no upstream), loop_probe
+//   kdns_frontend_answer_duration_seconds{source}
+//                                             what a client waited: from the query's
+//                                             hand-over to the handler to its answer, by
+//                                             where the answer came from (Source)
 //
 // Every counter is resolved at construction, so recording is a per-thread increment with no
 // lookup. Thread-safe.
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 
 #include "common/dns/types.h"
@@ -38,6 +43,12 @@ class FrontendMetrics {
       dns::Rcode::kNoError, dns::Rcode::kNxDomain, dns::Rcode::kServFail,
       dns::Rcode::kRefused, dns::Rcode::kFormErr,  dns::Rcode::kNotImp};
   enum class Local : uint8_t { kChaos, kNxDomain, kRefused, kLoopProbe, kCount };
+  // Where an answer came from, the `source` label: a fresh cache entry; an upstream's
+  // answer; an expired entry served because every upstream failed (RFC 8767); made here
+  // (CHAOS, local domains, refusals, FORMERR); a SERVFAIL made here because no upstream
+  // answered in time or a forwarding budget was spent.
+  enum class Source : uint8_t { kCache, kUpstream, kStale, kLocal, kFailure, kCount };
+  using AnswerClock = std::chrono::steady_clock;
 
   explicit FrontendMetrics(metrics::Registry& registry);
 
@@ -49,6 +60,11 @@ class FrontendMetrics {
   void ServFail(upstream::Outcome outcome, upstream::FailReason reason);
   void BadReply() { servfail_bad_reply_->Inc(); }
   void LocalAnswer(Local kind) { local_[static_cast<size_t>(kind)]->Inc(); }
+  // An answer sent now to a query the handler was given at `start`.
+  void AnswerTime(Source source, AnswerClock::time_point start) {
+    answer_seconds_[static_cast<size_t>(source)]->Observe(
+        std::chrono::duration<double>(AnswerClock::now() - start).count());
+  }
 
  private:
   static size_t TypeIndex(dns::RrType type);
@@ -61,6 +77,7 @@ class FrontendMetrics {
   std::array<metrics::Counter*, 7> servfail_{};
   metrics::Counter* servfail_bad_reply_ = nullptr;
   std::array<metrics::Counter*, static_cast<size_t>(Local::kCount)> local_{};
+  std::array<metrics::Histogram*, static_cast<size_t>(Source::kCount)> answer_seconds_{};
 };
 
 }  // namespace kdns::frontend

@@ -67,7 +67,7 @@ struct Options {
   bool keep_in_foreground = false;               // -k, --keep-in-foreground (always)
   // Ours.
   std::string servers_file;  // --servers-file: more --server lines, re-read on SIGHUP
-  uint32_t threads = 0;      // --threads (0: one per CPU)
+  uint32_t threads = 0;      // --threads (0: one per usable CPU, cpu_quota.h)
   // --receiver-threads=auto|on|off: a receiver thread per UDP socket that answers cache
   // hits itself, or UDP received on the serving loops (epoll). auto (the default) is on,
   // for sockets bound here and inherited ones alike (see README.md).

@@ -8,6 +8,7 @@
 #include "common/k8s/curl_transport.h"
 #include "common/loop/loop.h"
 #include "common/loop/task_queue.h"
+#include "common/metrics/process_metrics.h"
 #include "common/server/limits.h"
 #include "kubedns/cache_dump.h"
 #include "kubedns/objects_file_source.h"
@@ -153,6 +154,7 @@ KubednsServer::~KubednsServer() { Stop(); }
 void KubednsServer::RegisterMetrics() {
   server::RegisterLimitMetrics(registry_);
   server::RegisterRateLimitMetrics(registry_, rate_limits_);
+  metrics::RegisterProcessMetrics(registry_, "kubedns");
   registry_.AddCallbackGauge("kdns_kubedns_ready", "1 once the first full sync is done.",
                              [this] { return ready() ? 1.0 : 0.0; });
   registry_.AddCallbackGauge("kdns_kubedns_snapshot_generation",

@@ -58,7 +58,7 @@ class KubednsServer {
   struct Options {
     AnswerConfig answer;
     loop::SocketAddress dns_address;      // --dns-bind-address, --dns-port
-    size_t dns_threads = 0;               // 0: one per core
+    size_t dns_threads = 0;               // 0: one per usable CPU (cpu_quota.h)
     loop::SocketAddress healthz_address;  // /readiness, /healthz
     loop::SocketAddress metrics_address;  // /metrics
     // /cache (the whole record tree): served only when set, never on the metrics port,

@@ -51,7 +51,9 @@ DEFINE_string(objects_file, "",
               "Serve the objects of this `kubectl get services,endpointslices -A -o json` "
               "List, reloading it when it changes.");
 DEFINE_int32(ttl, 30, "TTL of the records served, in seconds.");
-DEFINE_int32(dns_threads, 0, "DNS serving threads; 0: one per core.");
+DEFINE_int32(
+    dns_threads, 0,
+    "DNS serving threads; 0: one per usable CPU (the container's CPU limit, else the cores).");
 DEFINE_string(pod_records, "insecure",
               "a-b-c-d.ns.pod.<domain> records: insecure (any IP), verified (only the IP "
               "of a live pod in that namespace; watches Pods), disabled.");

@@ -12,6 +12,8 @@ packages=(
   # test peers and clients
   bind9-dnsutils knot-dnsutils dnsperf nsd unbound dnsmasq-base dnsdist iproute2 procps
   util-linux python3 python3-h2 python3-yaml curl openssl
+  # promtool (check rules, test rules, check metrics: test/e2e/monitoring_test.py)
+  prometheus
 )
 
 missing=()

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "common/metrics/process_metrics.h"
 #include "common/metrics/text_format.h"
 #include "common/server/limits.h"
 #include "sidecar/health.h"
@@ -11,6 +12,7 @@ namespace kdns::sidecar {
 Sidecar::Sidecar(loop::Loop& loop, Options options, const SidecarTuning& tuning)
     : loop_(loop), options_(std::move(options)), probe_families_(registry_) {
   server::RegisterLimitMetrics(registry_);
+  metrics::RegisterProcessMetrics(registry_, "sidecar");
   for (const ProbeOption& probe : options_.probes) {
     DnsProbe::Options probe_options;
     probe_options.probe = probe;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 
+#include "common/base/cpu_quota.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_util.h"
 
@@ -133,7 +134,12 @@ bool DnsServer::Start(std::string* error) {
   base.admission = options_.admission;
 
   size_t count = options_.threads;
-  if (count == 0) count = std::max(1u, std::thread::hardware_concurrency());
+  // The container's CPU allowance, not the node's cores (common/base/cpu_quota.h).
+  if (count == 0) {
+    count = UsableCpus();
+    LOG(INFO) << "DNS on " << base.address.ToString() << ": " << count
+              << " serving threads, one per usable CPU (the CPU limit, else the cores)";
+  }
   if (from_fds && count > 1 && base.udp.receiver_thread) {
     base.udp.receiver_group = std::make_shared<loop::UdpReceiverGroup>();
   }

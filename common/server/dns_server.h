@@ -60,7 +60,7 @@ class DnsServer {
   struct Options {
     // IPv4 or IPv6 address and port to bind (ignored with `inherited`).
     loop::SocketAddress listen_address;
-    // 0: one per hardware thread.
+    // 0: one per usable CPU (common/base/cpu_quota.h: the cgroup quota, the affinity).
     size_t threads = 0;
     UdpOptions udp;
     TcpOptions tcp;

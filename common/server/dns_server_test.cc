@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/base/cpu_quota.h"
 #include "common/dns/builder.h"
 #include "common/dns/parser.h"
 #include "common/loop/socket_util.h"
@@ -596,10 +597,10 @@ TEST_CASE("Post runs a task on the chosen serving thread", "[server]") {
   CHECK_FALSE(server.Post(0, [] {}));
 }
 
-TEST_CASE("DnsServer defaults to one thread per hardware thread", "[server]") {
+TEST_CASE("DnsServer defaults to one thread per usable CPU", "[server]") {
   DnsServer server(LocalOptions(0), EchoFactory());
   RequireStart(server);
-  CHECK(server.thread_count() == std::max(1u, std::thread::hardware_concurrency()));
+  CHECK(server.thread_count() == UsableCpus());
   RequireStopsClean(server);
 }
 

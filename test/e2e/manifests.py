@@ -1,8 +1,9 @@
 """The manifests in manifests/, rendered and read as the kubelet would, for the manifests
 suites (manifests_*_test.py), which check them against the code so they cannot drift.
 
-The kustomization is rendered by a small renderer for what it uses (resources, images and
-JSON 6902 patches); Rendered answers questions about the result (the kube-dns pod, each
+The kustomization is rendered by a small renderer for what it uses (resources, also
+directories of other kustomizations, components, ConfigMap generators without a name
+hash, images and JSON 6902 patches); Rendered answers questions about the result (the kube-dns pod, each
 container's program from images/Dockerfile, its command line with $(VAR) expanded, its
 image's ENV). What the programs accept is asked from the built binaries in $KDNS_BIN
 (default build/bin), never kept here: check_command() runs a container's command line
@@ -18,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import traceback
 import xml.etree.ElementTree
 
@@ -29,6 +31,9 @@ import harness  # noqa: E402
 ROOT = harness.ROOT
 MANIFESTS = os.environ.get("KDNS_MANIFESTS", os.path.join(ROOT, "manifests"))
 DOCKERFILE = os.path.join(ROOT, "images", "Dockerfile")
+# The component holding the ConfigMaps operators edit in the cluster (kube-dns,
+# kube-dns-autoscaler), which manifests/ itself leaves out.
+CONFIGMAPS_COMPONENT = os.path.join(MANIFESTS, "components", "configmaps")
 BIN = harness.BIN
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -130,17 +135,27 @@ def all_containers(spec):
     return spec.get("initContainers", []) + spec.get("containers", [])
 
 
-def render(kustomization_dir):
-    with open(os.path.join(kustomization_dir, "kustomization.yaml")) as f:
-        kustomization = yaml.safe_load(f)
-    supported = {"apiVersion", "kind", "resources", "images", "patches"}
-    extra = set(kustomization) - supported
-    if extra:
-        raise ValueError("kustomization.yaml uses %s, which this test does not render: teach "
-                         "render() or drop them" % sorted(extra))
+def generate_configmaps(kustomization):
+    """The ConfigMaps of configMapGenerator (literals only, no name hash)."""
     docs = []
-    for resource in kustomization.get("resources", []):
-        docs += load_docs(os.path.join(kustomization_dir, resource))
+    for generator in kustomization.get("configMapGenerator", []):
+        options = generator.get("options", {})
+        if not options.get("disableNameSuffixHash") or set(generator) - {
+                "name", "namespace", "literals", "options"}:
+            raise ValueError("configMapGenerator %s: only literals with "
+                             "disableNameSuffixHash are rendered here" % generator["name"])
+        metadata = {"name": generator["name"]}
+        if "namespace" in generator:
+            metadata["namespace"] = generator["namespace"]
+        if options.get("labels"):
+            metadata["labels"] = dict(options["labels"])
+        data = dict(literal.split("=", 1) for literal in generator.get("literals", []))
+        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
+                     "data": data})
+    return docs
+
+
+def apply_patches(kustomization, docs):
     for patch in kustomization.get("patches", []):
         ops = yaml.safe_load(patch["patch"])
         if not isinstance(ops, list):
@@ -150,6 +165,43 @@ def render(kustomization_dir):
             raise ValueError("patch target %s matches nothing" % patch["target"])
         for doc in hits:
             apply_json6902(doc, ops)
+
+
+def read_kustomization(directory, kind):
+    with open(os.path.join(directory, "kustomization.yaml")) as f:
+        kustomization = yaml.safe_load(f)
+    if kustomization.get("kind", "Kustomization") != kind:
+        raise ValueError("%s is a %s, not a %s" % (directory, kustomization.get("kind"), kind))
+    supported = {"apiVersion", "kind", "resources", "images", "patches", "components",
+                 "configMapGenerator"}
+    extra = set(kustomization) - supported
+    if extra:
+        raise ValueError("%s/kustomization.yaml uses %s, which this test does not render: "
+                         "teach render() or drop them" % (directory, sorted(extra)))
+    return kustomization
+
+
+def load_resources(directory, kustomization):
+    docs = []
+    for resource in kustomization.get("resources", []):
+        path = os.path.join(directory, resource)
+        docs += render(path)[1] if os.path.isdir(path) else load_docs(path)
+    return docs
+
+
+def render(kustomization_dir):
+    """(the kustomization, its objects), in kustomize's order of work: resources, then
+    each component (its resources, generators and patches), then the kustomization's own
+    generators, patches and images."""
+    kustomization = read_kustomization(kustomization_dir, "Kustomization")
+    docs = load_resources(kustomization_dir, kustomization)
+    for component in kustomization.get("components", []):
+        directory = os.path.join(kustomization_dir, component)
+        part = read_kustomization(directory, "Component")
+        docs += load_resources(directory, part) + generate_configmaps(part)
+        apply_patches(part, docs)
+    docs += generate_configmaps(kustomization)
+    apply_patches(kustomization, docs)
     for entry in kustomization.get("images", []):
         for doc in docs:
             spec = pod_spec(doc)
@@ -222,14 +274,26 @@ def expand(value, env):
     return "".join(out)
 
 
-def container_env(container, namespace):
+def container_env(container, namespace, configmaps=None):
+    """The container's environment as the kubelet builds it; configMapKeyRef values are
+    read from `configmaps` ({name: data}) when given (the rendered ConfigMaps)."""
     env = {}
     for var in container.get("env", []):
+        source = var.get("valueFrom", {})
         if "value" in var:
             env[var["name"]] = expand(str(var["value"]), env)
-        elif var.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == \
-                "metadata.namespace":
+        elif source.get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
             env[var["name"]] = namespace
+        elif "configMapKeyRef" in source and configmaps is not None:
+            ref = source["configMapKeyRef"]
+            value = configmaps.get(ref["name"], {}).get(ref["key"])
+            if value is None and not ref.get("optional"):
+                raise AssertionError("container %s: %s reads ConfigMap %s key %s, which the "
+                                     "manifests do not define" % (
+                                         container["name"], var["name"], ref["name"],
+                                         ref["key"]))
+            if value is not None:
+                env[var["name"]] = value
         else:
             env[var["name"]] = "placeholder"
     return env
@@ -357,9 +421,14 @@ class Rendered:
             return {}
         return dockerfile_stages().get(name[len("kdns/"):], {}).get("env", {})
 
+    def configmaps(self):
+        """{name: data} of the ConfigMaps in kube-system."""
+        return {d["metadata"]["name"]: d.get("data") or {} for d in self.find("ConfigMap")
+                if d["metadata"].get("namespace") == NAMESPACE}
+
     def argv(self, container):
         """The container's command line as the kubelet runs it, with $(VAR) expanded."""
-        env = container_env(container, NAMESPACE)
+        env = container_env(container, NAMESPACE, self.configmaps())
         command = container.get("command")
         if command is None:
             command = [self.program_of(container)]
@@ -368,6 +437,34 @@ class Rendered:
     def containers_running(self, program):
         spec = pod_spec(self.kube_dns())
         return [c for c in spec["containers"] if self.program_of(c) == program]
+
+
+def write_overlay(directory, components):
+    """An operator's overlay in `directory` (outside manifests/: kustomize refuses an
+    overlay inside its base): manifests/ plus `components`."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "kustomization.yaml"), "w") as f:
+        yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1",
+                        "kind": "Kustomization",
+                        "resources": [os.path.relpath(MANIFESTS, directory)],
+                        "components": [os.path.relpath(c, directory) for c in components]},
+                       f)
+    return directory
+
+
+def render_with_configmaps():
+    """(kustomization, objects) of manifests/ with the configmaps component."""
+    workdir = tempfile.mkdtemp(prefix="kdns-overlay-")
+    try:
+        return render(write_overlay(workdir, [CONFIGMAPS_COMPONENT]))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def operator_configmaps(name):
+    """The ConfigMaps `name` of the configmaps component (rendered with manifests/)."""
+    return [d for d in render_with_configmaps()[1]
+            if d.get("kind") == "ConfigMap" and d["metadata"]["name"] == name]
 
 
 def declared_ports(spec):

@@ -2,14 +2,16 @@
 """The objects around the kube-dns pod: ports, Service, RBAC, autoscaler, security.
 
   - every port a probe, annotation or Service names is declared by the pod; the kube-dns
-    Service publishes DNS only; every container has liveness, and readiness where it
+    Service publishes DNS and CoreDNS's `metrics` 9153 (in front of kubedns's metrics
+    port), port names and (port, protocol) pairs unique; every container has liveness, and readiness where it
     serves the Service's traffic (kubedns and the cache);
   - RBAC: kubedns may only list and watch Services, Endpoints, EndpointSlices (and Pods for
     --pod-records=verified); the autoscaler writes only the kube-dns scale;
   - security: non-root, read-only root file system, no privilege escalation, capabilities
     dropped, NET_BIND_SERVICE only where a port below 1024 is bound;
   - the pods are selected, spread and protected; the autoscaler's target, ConfigMap and
-    default parameters agree; the kube-dns ConfigMap is valid.
+    default parameters agree; the kube-dns ConfigMap is valid (both ConfigMaps from the
+    configmaps component, manifests/components/configmaps).
 Closes with `N passed, M failed`.
 """
 import ipaddress
@@ -104,10 +106,28 @@ def test_kube_dns_service(r):
     for want in ((53, "UDP"), (53, "TCP")):
         if want not in dns:
             p.append("Service kube-dns lacks port %d/%s" % want)
-    # Every pod reaches the Service: it publishes DNS and nothing else (no HTTP port: the
-    # metrics are scraped from the pods, DESIGN §7).
-    for port, proto in sorted(dns - {(53, "UDP"), (53, "TCP")}):
-        p.append("Service kube-dns publishes %d/%s: DNS only" % (port, proto))
+    # DNS, and the port kubeadm's CoreDNS Service has (name, number, protocol), so this
+    # Service applies over that one (manifests_migration_test.py), in front of kubedns's
+    # metrics; nothing else (every pod reaches the Service).
+    by_key = {(pt["port"], pt.get("protocol", "TCP")): pt for pt in service["spec"]["ports"]}
+    metrics = by_key.get((9153, "TCP"))
+    if metrics is None or metrics.get("name") != "metrics":
+        p.append("Service kube-dns lacks CoreDNS's port `metrics` 9153/TCP")
+    else:
+        kubedns = r.containers_running("kubedns")[0]
+        targets = {pt.get("name") for pt in kubedns.get("ports", [])} | {
+            pt["containerPort"] for pt in kubedns.get("ports", [])}
+        if metrics.get("targetPort") not in targets or \
+                metrics.get("targetPort") not in ("metrics", 10055):
+            p.append("Service kube-dns port metrics targets %s, not kubedns's metrics port"
+                     % metrics.get("targetPort"))
+    for port, proto in sorted(set(by_key) - {(53, "UDP"), (53, "TCP"), (9153, "TCP")}):
+        p.append("Service kube-dns publishes %d/%s: DNS and metrics only" % (port, proto))
+    names = [pt.get("name") for pt in service["spec"]["ports"]]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        p.append("Service kube-dns: port name %s twice" % name)
+    if len(by_key) != len(service["spec"]["ports"]):
+        p.append("Service kube-dns: a (port, protocol) twice")
     return p
 
 
@@ -203,7 +223,7 @@ def test_autoscaler(r):
     if kind != "deployment" or name != "kube-dns" or namespace != NAMESPACE:
         p.append("--target=%s --namespace=%s must be deployment/kube-dns in %s"
                  % (flags.get("target"), namespace, NAMESPACE))
-    configmaps = r.find("ConfigMap", flags.get("configmap"))
+    configmaps = manifests.operator_configmaps(flags.get("configmap"))
     if not configmaps:
         p.append("--configmap=%s is not in the manifests" % flags.get("configmap"))
     else:
@@ -347,7 +367,7 @@ def test_pods_are_selected_spread_and_protected(r):
 
 def test_kube_dns_configmap(r):
     p = []
-    configmaps = r.find("ConfigMap", "kube-dns")
+    configmaps = manifests.operator_configmaps("kube-dns")
     if len(configmaps) != 1:
         return ["expected the kube-dns ConfigMap once, found %d" % len(configmaps)]
     data = configmaps[0].get("data") or {}

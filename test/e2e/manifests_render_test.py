@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """The manifests render and name what this tree builds.
 
-manifests/ is rendered (checked against `kubectl kustomize` or `kustomize build` when
-either is installed, SKIP otherwise); every file parses, is listed in kustomization.yaml,
+manifests/, and manifests/ with its configmaps component, are rendered (checked against `kubectl kustomize`
+or `kustomize build` when either is installed, SKIP otherwise); every file parses, is listed in kustomization.yaml,
 and every object sits in kube-system, once; every image has an entry in the
 kustomization's images, a tag, and, for kdns images, a target of images/Dockerfile at the
 code's version. Closes with `N passed, M failed`.
@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import yaml
 
@@ -24,9 +25,11 @@ from manifests import (  # noqa: E402
     MANIFESTS,
     NAMESPACE,
     ROOT,
+    CONFIGMAPS_COMPONENT,
     all_containers,
     load_docs,
     pod_spec,
+    render,
     split_image)
 
 
@@ -39,6 +42,20 @@ def test_every_file_is_listed_and_parses(r):
         p.append("%s is not in kustomization.yaml's resources" % f)
     for f in sorted(listed - present):
         p.append("kustomization.yaml lists %s, which does not exist" % f)
+    # The same in every kustomization or component below manifests/ (components/*,
+    # monitoring/): a file not listed is a file no one applies.
+    for directory, _, files in sorted(os.walk(MANIFESTS)):
+        if directory == MANIFESTS or "kustomization.yaml" not in files:
+            continue
+        with open(os.path.join(directory, "kustomization.yaml")) as f:
+            sub = yaml.safe_load(f)
+        sub_listed = set(sub.get("resources", []))
+        for generator in sub.get("configMapGenerator", []):
+            sub_listed |= set(generator.get("files", []))
+        where = os.path.relpath(directory, MANIFESTS)
+        for name in sorted(set(files) - sub_listed - {"kustomization.yaml"}):
+            if name.endswith((".yaml", ".yml", ".json")):
+                p.append("%s/%s is not listed in %s/kustomization.yaml" % (where, name, where))
     for f in sorted(present):
         try:
             docs = load_docs(os.path.join(MANIFESTS, f))
@@ -66,28 +83,36 @@ def test_every_file_is_listed_and_parses(r):
 
 
 def test_kustomize_renders_the_same(r):
+    """manifests/, and an overlay of it with the configmaps component."""
     kubectl = shutil.which("kubectl")
     kustomize = shutil.which("kustomize")
-    if kustomize:
-        command = [kustomize, "build", MANIFESTS]
-    elif kubectl:
-        command = [kubectl, "kustomize", MANIFESTS]
-    else:
-        raise harness.Skip("neither kustomize nor kubectl is installed")
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    if result.returncode != 0:
-        return ["`%s` failed: %s" % (" ".join(command), result.stderr.strip())]
-    theirs = [d for d in yaml.safe_load_all(result.stdout) if d is not None]
-    key = lambda d: json.dumps(d, sort_keys=True)  # noqa: E731
-    ours = sorted(map(key, r.docs))
-    theirs = sorted(map(key, theirs))
-    if ours == theirs:
-        return []
-    only_ours = set(ours) - set(theirs)
-    only_theirs = set(theirs) - set(ours)
-    return ["kustomize renders differently; only here: %s; only in kustomize's: %s"
-            % ([json.loads(x)["metadata"]["name"] for x in only_ours],
-               [json.loads(x)["metadata"]["name"] for x in only_theirs])]
+    p = []
+    overlay = manifests.write_overlay(tempfile.mkdtemp(prefix="kdns-overlay-"),
+                                      [CONFIGMAPS_COMPONENT])
+    for directory, docs in ((MANIFESTS, r.docs), (overlay, render(overlay)[1])):
+        if kustomize:
+            command = [kustomize, "build", directory]
+        elif kubectl:
+            command = [kubectl, "kustomize", directory]
+        else:
+            raise harness.Skip("neither kustomize nor kubectl is installed")
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            p.append("`%s` failed: %s" % (" ".join(command), result.stderr.strip()))
+            continue
+        theirs = [d for d in yaml.safe_load_all(result.stdout) if d is not None]
+        key = lambda d: json.dumps(d, sort_keys=True)  # noqa: E731
+        ours = sorted(map(key, docs))
+        theirs = sorted(map(key, theirs))
+        if ours == theirs:
+            continue
+        only_ours = set(ours) - set(theirs)
+        only_theirs = set(theirs) - set(ours)
+        p.append("%s: kustomize renders differently; only here: %s; only in kustomize's: %s"
+                 % (directory, [json.loads(x)["metadata"]["name"] for x in only_ours],
+                    [json.loads(x)["metadata"]["name"] for x in only_theirs]))
+    shutil.rmtree(overlay, ignore_errors=True)
+    return p
 
 
 def test_images_are_retargetable_and_built_here(r):
