@@ -37,7 +37,19 @@ class FrontendMetrics {
   static constexpr std::array<dns::Rcode, 6> kRcodes = {
       dns::Rcode::kNoError, dns::Rcode::kNxDomain, dns::Rcode::kServFail,
       dns::Rcode::kRefused, dns::Rcode::kFormErr,  dns::Rcode::kNotImp};
-  enum class Local : uint8_t { kChaos, kNxDomain, kRefused, kLoopProbe, kCount };
+  // kHosts..kBogusPriv: local_answers.h's reasons, in LocalAnswer::Reason's order.
+  enum class Local : uint8_t {
+    kChaos,
+    kNxDomain,
+    kRefused,
+    kLoopProbe,
+    kHosts,
+    kAddress,
+    kFilterAaaa,
+    kDomainNeeded,
+    kBogusPriv,
+    kCount
+  };
 
   explicit FrontendMetrics(metrics::Registry& registry);
 

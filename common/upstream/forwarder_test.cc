@@ -809,3 +809,32 @@ TEST_CASE("Destroying the Forwarder with queries in flight leaks nothing", "[ups
 
 }  // namespace
 }  // namespace kdns::upstream
+
+namespace kdns::upstream {
+namespace {
+
+TEST_CASE("Strict order asks the servers as configured, not the fastest first", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream slow(loop, 1);
+    FakeUpstream fresh(loop, 2);
+    // `slow` gets a measured RTT; `fresh`, never measured, counts as 0 and is the fastest.
+    slow.set_delay_ms(20);
+    const ServerOrder order = GENERATE(ServerOrder::kFastest, ServerOrder::kConfigured);
+    Forwarder::Options options = TestOptions();
+    options.max_try_timeout_ms = 1000;
+    options.server_order = order;
+    Forwarder forwarder(loop, options);
+    CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("a.example."), {slow.address()})) ==
+          "192.0.2.1");
+    REQUIRE(forwarder.health(slow.address())->SelectionRttMs() > 0);
+    Result result =
+        ResolveAndWait(loop, forwarder, Req("b.example."), {slow.address(), fresh.address()});
+    CHECK(result.upstream ==
+          (order == ServerOrder::kConfigured ? slow.address() : fresh.address()));
+  }
+  RequireClosesClean(loop);
+}
+
+}  // namespace
+}  // namespace kdns::upstream
