@@ -130,6 +130,7 @@ KubednsServer::KubednsServer(Options options)
       dns_metrics_(registry_, options_.metrics_prefix),
       upstream_table_(std::make_shared<upstream::UpstreamTable>()),
       forward_metrics_(registry_, upstream_table_),
+      query_log_(options_.query_log, SteadyClock::Instance(), server::QueryLog::GlogSink()),
       handler_shared_{answerer_,
                       snapshots_,
                       dns_metrics_,
@@ -141,6 +142,7 @@ KubednsServer::KubednsServer(Options options)
   if (!handler_shared_.forwarder.budgets) {
     handler_shared_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>();
   }
+  if (query_log_.enabled()) handler_shared_.query_log = &query_log_;
   RegisterMetrics();
 }
 

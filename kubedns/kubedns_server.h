@@ -77,6 +77,7 @@ class KubednsServer {
     server::TcpOptions tcp;                  // DNS over TCP limits (--tcp-*)
     // Waiting queries (common/server/waiting_queries.h): --max-waiting-queries.
     size_t max_waiting_queries = server::WaitingBudget::kDefaultMax;
+    server::QueryLogOptions query_log;  // --log-queries, --log-queries-rate/-sample
   };
 
   explicit KubednsServer(Options options);
@@ -119,6 +120,7 @@ class KubednsServer {
   std::shared_ptr<upstream::UpstreamTable> upstream_table_;
   ForwardMetrics forward_metrics_;
   SnapshotHolder<Snapshot> snapshots_;
+  server::QueryLog query_log_;
   DnsHandler::Shared handler_shared_;
   std::unique_ptr<ForwardConfig> forward_config_;
 

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -101,6 +102,21 @@ DEFINE_int64(tcp_max_output_bytes_total, 8 << 20,
 DEFINE_int64(max_waiting_queries, 10'000,
              "Queries waiting for an upstream (forwarded, or an ExternalName chase) in the whole "
              "process; beyond it, such a query is answered SERVFAIL at once.");
+// kube-dns's, for its Deployments (docs/operators.md, "kube-dns flags").
+DEFINE_string(config_map, "",
+              "Deprecated (as in kube-dns): read the kube-dns ConfigMap mounted at --config-dir "
+              "instead; when set without --config-dir, --config-dir=/kube-dns-config.");
+DEFINE_string(config_map_namespace, "kube-system", "Namespace of --config-map (deprecated).");
+DEFINE_string(federations, "",
+              "Refused when set: Kubernetes federation v1 is retired (see docs/operators.md).");
+// Query logging.
+DEFINE_bool(log_queries, false,
+            "Log one line per answer: client, name, type, rcode, source (local, upstream), "
+            "duration.");
+DEFINE_int32(log_queries_rate, 100,
+             "With --log-queries, at most this many lines a second (0: no limit); the rest are "
+             "counted and summed in one line.");
+DEFINE_int32(log_queries_sample, 1, "With --log-queries, log one query in this many.");
 DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
 
 namespace {
@@ -139,6 +155,12 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.tcp_max_output_bytes_per_connection = FLAGS_tcp_max_output_bytes_per_connection;
   flags.tcp_max_output_bytes_total = FLAGS_tcp_max_output_bytes_total;
   flags.max_waiting_queries = FLAGS_max_waiting_queries;
+  flags.config_map = FLAGS_config_map;
+  flags.config_map_namespace = FLAGS_config_map_namespace;
+  flags.federations = FLAGS_federations;
+  flags.log_queries = FLAGS_log_queries;
+  flags.log_queries_rate = FLAGS_log_queries_rate;
+  flags.log_queries_sample = FLAGS_log_queries_sample;
   flags.check_flags = FLAGS_check_flags;
   return flags;
 }
@@ -155,8 +177,10 @@ int main(int argc, char** argv) {
                                    &error)) {
     kdns::app::Fail(error);
   }
+  for (const std::string& warning : options.warnings) std::cerr << "kubedns: " << warning << "\n";
   kdns::app::ExitIfCheckingFlags(FLAGS_check_flags);
   kdns::app::InitProcess(argv[0]);
+  for (const std::string& warning : options.warnings) LOG(WARNING) << warning;
   curl_global_init(CURL_GLOBAL_DEFAULT);  // not thread-safe: before the API thread starts
   // Signals are taken synchronously by this thread; every other thread blocks them.
   const sigset_t signals = kdns::app::BlockSignals({SIGTERM, SIGINT});
