@@ -189,6 +189,7 @@ void DnsHandler::HandleQuery(server::Request& request) {
   const size_t limit = admission.reply_limit_bytes;
   const LookupResult hit = shared_.cache.Lookup(key, query, request.response_buffer(), limit);
   if (hit.status == LookupStatus::kHit) {
+    routing->local.ClearNxDomainOfKnownName(query.qname, request.response_buffer().first(hit.size));
     Reply(request, query, request.response_buffer().first(hit.size), AnswerSource::kCache,
           start_us);
     if (hit.prefetch) Prefetch(query, key, upstreams, routing->generation);
@@ -233,6 +234,7 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
   const size_t limit = std::min(admission.reply_limit_bytes, out.size());
   const LookupResult hit = shared_.cache.Peek(key, query, out, limit);
   if (hit.status != LookupStatus::kHit) return 0;  // HandleQuery looks again and counts it
+  routing->local.ClearNxDomainOfKnownName(query.qname, out.first(hit.size));
   shared_.metrics.Answered(query.qtype, RcodeOf(out.first(hit.size)));
   if (start_us != 0 && shared_.query_log.Sample()) {
     LogAnswer(peer, query, out.first(hit.size), server::AnswerSource::kCache, dns::Transport::kUdp,
@@ -277,6 +279,7 @@ void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
     const size_t size = WriteForwardedResponse(result.reply, query, shared_.cache_policy, &scratch_,
                                                &ttl_offsets_, out, limit);
     if (size > 0) {
+      routing_.Get()->local.ClearNxDomainOfKnownName(query.qname, out.first(size));
       return Reply(responder, query, out.first(size), server::AnswerSource::kUpstream, start_us);
     }
     shared_.metrics.BadReply();  // matched the question, yet not a whole message
@@ -301,6 +304,7 @@ void DnsHandler::ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKe
   const std::span<uint8_t> out = context_.response_buffer;
   const LookupResult stale = shared_.cache.LookupStale(key, query, out, limit);
   if (stale.status != LookupStatus::kMiss) {
+    routing_.Get()->local.ClearNxDomainOfKnownName(query.qname, out.first(stale.size));
     // A fresh entry (refreshed meanwhile by another query) is a cache answer.
     return Reply(to, query, out.first(stale.size),
                  stale.status == LookupStatus::kHit ? server::AnswerSource::kCache

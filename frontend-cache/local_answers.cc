@@ -160,6 +160,17 @@ LocalAnswer LocalAnswers::Lookup(const dns::Name& qname, dns::RrType qtype,
   return {};
 }
 
+void LocalAnswers::ClearNxDomainOfKnownName(const dns::Name& qname,
+                                            std::span<uint8_t> response) const {
+  if (empty_ || response.size() < dns::kHeaderSize ||
+      (response[3] & 0x0f) != static_cast<uint8_t>(dns::Rcode::kNxDomain)) {
+    return;
+  }
+  if (hosts_.contains(qname) || !address_routes_.Lookup(qname).addresses.empty()) {
+    response[3] &= 0xf0;  // NOERROR
+  }
+}
+
 size_t LocalAnswers::Write(const LocalAnswer& answer, const dns::Query& query,
                            std::span<uint8_t> out, size_t limit_bytes) const {
   dns::MessageBuilder builder(out, std::min(limit_bytes, out.size()));

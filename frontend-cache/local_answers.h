@@ -17,6 +17,10 @@
 //                    (RFC 6303) that would go to the default upstreams: NXDOMAIN, AA set. A
 //                    --server for the zone (kube-dns's in-addr.arpa route) takes precedence.
 //
+// A name a hosts file lists, or under an --address domain, exists: an upstream's NXDOMAIN
+// for another type of it is answered NOERROR instead (NODATA; dnsmasq does the same), see
+// ClearNxDomainOfKnownName.
+//
 // --address=/domain/ (no address) is --server=/domain/ and lives in the routing table.
 //
 // Immutable once built; built by FrontendServer at start and on every reload (the hosts
@@ -83,6 +87,10 @@ class LocalAnswers {
   // small for the question.
   size_t Write(const LocalAnswer& answer, const dns::Query& query, std::span<uint8_t> out,
                size_t limit_bytes) const;
+
+  // A forwarded or cached `response` to a query for `qname`: NXDOMAIN becomes NOERROR when
+  // the name exists here (see the header comment).
+  void ClearNxDomainOfKnownName(const dns::Name& qname, std::span<uint8_t> response) const;
 
   bool empty() const { return empty_; }
 

@@ -182,3 +182,31 @@ TEST_CASE("--bogus-priv answers private reverse names NXDOMAIN unless a --server
 
 }  // namespace
 }  // namespace kdns::frontend
+
+namespace kdns::frontend {
+namespace {
+
+TEST_CASE("an upstream NXDOMAIN for a name that exists here becomes NODATA", "[frontend][local]") {
+  LocalAnswers local = Build({"--address=/addr.test/192.0.2.1"}, "10.9.9.9 v4only.test\n");
+  auto response = [](dns::Rcode rcode) {
+    std::vector<uint8_t> bytes(dns::kHeaderSize, 0);
+    bytes[2] = 0x81;  // QR, RD
+    bytes[3] = 0x80 | static_cast<uint8_t>(rcode);
+    return bytes;
+  };
+  for (const char* name : {"v4only.test", "www.addr.test", "addr.test"}) {
+    INFO(name);
+    std::vector<uint8_t> nx = response(dns::Rcode::kNxDomain);
+    local.ClearNxDomainOfKnownName(N(name), nx);
+    CHECK(nx[3] == 0x80);  // NOERROR, RA kept
+  }
+  std::vector<uint8_t> other = response(dns::Rcode::kNxDomain);
+  local.ClearNxDomainOfKnownName(N("sub.v4only.test"), other);  // hosts names are exact
+  CHECK((other[3] & 0x0f) == static_cast<uint8_t>(dns::Rcode::kNxDomain));
+  std::vector<uint8_t> servfail = response(dns::Rcode::kServFail);
+  local.ClearNxDomainOfKnownName(N("v4only.test"), servfail);
+  CHECK((servfail[3] & 0x0f) == static_cast<uint8_t>(dns::Rcode::kServFail));
+}
+
+}  // namespace
+}  // namespace kdns::frontend
