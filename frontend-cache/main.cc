@@ -169,7 +169,10 @@ int main(int argc, char** argv) {
   std::string error;
   if (!kdns::frontend::ParseOptions(args, &options.flags, &rest, &error)) Fail(error);
   kdns::app::ParseFlags(std::move(rest));
-  const std::optional<RunAs> run_as = LookUpUser(options.flags.user);
+  // The user and the interfaces are the host's: --check-flags (a pre-flight, maybe on
+  // another machine) checks the command line only.
+  const std::optional<RunAs> run_as =
+      FLAGS_check_flags ? std::nullopt : LookUpUser(options.flags.user);
   if (!options.flags.interfaces.empty() && !FLAGS_check_flags) {
     std::vector<kdns::IpAddress>& listen = options.flags.listen_addresses;
     for (const kdns::IpAddress& address : InterfaceAddresses(options.flags.interfaces)) {
