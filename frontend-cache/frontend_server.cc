@@ -47,6 +47,7 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
   if (options_.flags.strict_order) {
     options_.forwarder.server_order = upstream::ServerOrder::kConfigured;
   }
+  if (options_.flags.all_servers) options_.forwarder.first_try = upstream::FirstTry::kAllServers;
   handler_shared_ = std::make_unique<DnsHandler::Shared>(DnsHandler::Shared{
       cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_, upstream_table_,
       options_.forwarder, clock_, handlers_,

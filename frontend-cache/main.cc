@@ -183,11 +183,6 @@ int main(int argc, char** argv) {
   }
   kdns::app::ExitIfCheckingFlags(FLAGS_check_flags);
   kdns::app::InitProcess(argv[0]);
-  if (options.flags.all_servers) {
-    LOG(WARNING) << "--all-servers: each query goes to one server at a time, the fastest "
-                    "first, failing over after one round-trip timeout (docs/operators.md, "
-                    "\"dnsmasq options\")";
-  }
 
   options.inherited = InheritedSockets();
   options.local_addresses = LocalAddresses();

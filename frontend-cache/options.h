@@ -93,9 +93,8 @@ struct Options {
   bool domain_needed = false;            // --domain-needed, -D
   bool bogus_priv = false;               // --bogus-priv, -b
   bool filter_aaaa = false;              // --filter-AAAA
-  // Forwarding order: --strict-order (-o) asks the servers in the order given; by default
-  // the fastest first. --all-servers is accepted and maps to the default (see
-  // docs/operators.md: one server at a time, failing over after one round trip time).
+  // Forwarding: --strict-order (-o) asks the servers in the order given (by default the
+  // fastest first); --all-servers sends a query's first try to every server at once.
   bool strict_order = false;
   bool all_servers = false;
   // Accepted for dnsmasq command lines, with dnsmasq's effect where one applies here:
