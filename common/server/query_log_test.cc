@@ -26,8 +26,9 @@ const loop::SocketAddress kClient = *loop::SocketAddress::FromHostPort("10.1.2.3
 const dns::Name kName = *dns::Name::FromText("www.example.com.");
 
 QueryLogEntry Entry(AnswerSource source = AnswerSource::kCache) {
-  return QueryLogEntry{kClient, kName, dns::RrType::kA, dns::Rcode::kNoError, source, 84,
-                       4711, dns::Transport::kTcp, 76};
+  return QueryLogEntry{
+      kClient, kName, dns::RrType::kA, dns::Rcode::kNoError, source, 84, 4711, dns::Transport::kTcp,
+      76};
 }
 
 TEST_CASE("a query log line names the client, question, rcode, source and duration",
