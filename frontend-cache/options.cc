@@ -339,11 +339,9 @@ const std::vector<OptionSpec>& Specs() {
            } else {
              options->log_queries.detail = Detail::kExtra;
            }
-         } else if (value == "extra") {
-           options->log_queries.detail = Detail::kExtra;
-         } else if (value == "proto" || value == "auth") {
-           // dnsmasq's other levels add what it logs beyond a query's answer; ours is the
-           // same line as extra.
+         } else if (value == "extra" || value == "proto" || value == "auth") {
+           // dnsmasq's proto and auth levels add what it logs beyond a query's answer;
+           // ours is the same line as extra.
            options->log_queries.detail = Detail::kExtra;
          } else {
            *error = "--log-queries: \"" + std::string(value) +
