@@ -258,7 +258,7 @@ const std::vector<OptionSpec>& Specs() {
       {"max-waiting-queries", 0, true,
        Uint(&Options::max_waiting_queries, 1, 1'000'000, "max-waiting-queries")},
       // dnsmasq's options kube-dns Deployments pass (docs/operators.md, "dnsmasq options").
-      {"no-daemon", 'd', false, Flag(&Options::no_daemon)},
+      {"no-daemon", 'd', false, Flag(&Options::keep_in_foreground)},
       {"local", 0, true,
        [](std::string_view value, Options* options, std::string* error) {
          // dnsmasq: --local is --server, for clearer configuration files.

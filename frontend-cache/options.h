@@ -83,8 +83,8 @@ struct Options {
   uint32_t dns_forward_max = 4096;               // --dns-forward-max, -0 (whole process)
   std::vector<IpAddress> listen_addresses;       // --listen-address, -a (empty: all)
   uint16_t port = upstream::kDnsPort;            // --port, -p (0: any free port)
-  bool keep_in_foreground = false;               // -k, --keep-in-foreground (always)
-  bool no_daemon = false;                        // -d, --no-daemon (always in the foreground)
+  // -k, --keep-in-foreground; -d, --no-daemon: we are always in the foreground.
+  bool keep_in_foreground = false;
   // Static answers and hosts files (local_answers.h).
   std::vector<AddressOption> addresses;  // --address, -A (repeatable)
   bool no_hosts = false;                 // --no-hosts, -h: do not read /etc/hosts

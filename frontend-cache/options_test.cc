@@ -401,7 +401,7 @@ TEST_CASE("The dnsmasq options of kube-dns Deployments in the wild are read",
   CHECK(o.user == "nobody");
   CHECK(o.bind_interfaces);
   CHECK(o.interfaces == std::vector<std::string>{"lo", "eth0"});
-  CHECK(o.no_daemon);
+  CHECK(o.keep_in_foreground);
   CHECK(o.no_poll);
 }
 
@@ -421,7 +421,7 @@ TEST_CASE("The new options' short forms are dnsmasq's", "[frontend][options]") {
   CHECK(parsed.options.user == "nobody");
   CHECK(parsed.options.bind_interfaces);
   CHECK(parsed.options.interfaces == std::vector<std::string>{"lo"});
-  CHECK(parsed.options.no_daemon);
+  CHECK(parsed.options.keep_in_foreground);
   CHECK(parsed.options.no_poll);
   CHECK(parsed.options.addn_hosts == std::vector<std::string>{"/h"});
 }
