@@ -19,6 +19,23 @@ dns::Rcode RcodeOf(std::span<const uint8_t> response) {
                                              : dns::Rcode::kServFail;
 }
 
+FrontendMetrics::Local LocalMetric(LocalAnswer::Reason reason) {
+  switch (reason) {
+    case LocalAnswer::Reason::kHosts:
+      return FrontendMetrics::Local::kHosts;
+    case LocalAnswer::Reason::kAddress:
+      return FrontendMetrics::Local::kAddress;
+    case LocalAnswer::Reason::kFilterAaaa:
+      return FrontendMetrics::Local::kFilterAaaa;
+    case LocalAnswer::Reason::kDomainNeeded:
+      return FrontendMetrics::Local::kDomainNeeded;
+    case LocalAnswer::Reason::kBogusPriv:
+    case LocalAnswer::Reason::kNone:
+      break;
+  }
+  return FrontendMetrics::Local::kBogusPriv;
+}
+
 }  // namespace
 
 const upstream::UpstreamSet& RoutingState::SetFor(const Route& route) const {
@@ -99,6 +116,8 @@ void DnsHandler::HandleQuery(server::Request& request) {
   const auto start = FrontendMetrics::AnswerClock::now();
   const server::Admission& admission = request.admission();
   const dns::Query& query = admission.query;
+  const uint64_t start_us = LogStart();
+  using server::AnswerSource;
   switch (admission.verdict) {
     case server::Verdict::kAdmitted:
       break;
@@ -118,6 +137,10 @@ void DnsHandler::HandleQuery(server::Request& request) {
       if (refusal.empty()) return;  // cannot happen for a parsed query; the client retries
       shared_.metrics.Answered(query.qtype, server::RefusalRcode(admission.verdict));
       shared_.metrics.AnswerTime(Source::kLocal, start);
+      if (start_us != 0) {
+        LogAnswer(request.peer(), query, refusal, AnswerSource::kLocal, request.transport(),
+                  start_us);
+      }
       (void)request.Reply(refusal);
       return;
     }
@@ -128,8 +151,11 @@ void DnsHandler::HandleQuery(server::Request& request) {
     const size_t limit = admission.reply_limit_bytes;
     const size_t size =
         frontend::AnswerChaos(query, ChaosStatsNow(), request.response_buffer(), limit);
-    if (size == 0) return ReplyEmpty(request, query, dns::Rcode::kServFail);
-    return Reply(request, query, request.response_buffer().first(size));
+    if (size == 0) {
+      return ReplyEmpty(request, query, dns::Rcode::kServFail, AnswerSource::kLocal, start_us);
+    }
+    return Reply(request, query, request.response_buffer().first(size), AnswerSource::kLocal,
+                 start_us);
   }
   if (upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
     // Our own loop probe came back from its upstream's side: that upstream forwards to us.
@@ -139,35 +165,50 @@ void DnsHandler::HandleQuery(server::Request& request) {
     if (auto upstream = shared_.upstream_table->MatchLoopProbe(query.qname, request.peer())) {
       shared_.upstream_table->Disable(*upstream, "its queries come back to us (a loop)");
     }
-    return ReplyEmpty(request, query, dns::Rcode::kRefused);
+    return ReplyEmpty(request, query, dns::Rcode::kRefused, AnswerSource::kLocal, start_us);
   }
   const RoutingState* routing = routing_.Get();
   const Route& route = routing->table.Lookup(query.qname);
+  const LocalAnswer local = routing->local.Lookup(query.qname, query.qtype, route.domain,
+                                                  &route == &routing->table.default_route());
+  if (local.kind != LocalAnswer::Kind::kNone) {
+    shared_.metrics.LocalAnswer(LocalMetric(local.reason));
+    const size_t size =
+        routing->local.Write(local, query, request.response_buffer(), admission.reply_limit_bytes);
+    if (size == 0) {
+      return ReplyEmpty(request, query, dns::Rcode::kServFail, AnswerSource::kLocal, start_us);
+    }
+    return Reply(request, query, request.response_buffer().first(size), AnswerSource::kLocal,
+                 start_us);
+  }
   if (route.action == RouteAction::kNxDomain) {
     shared_.metrics.LocalAnswer(FrontendMetrics::Local::kNxDomain);
     shared_.metrics.AnswerTime(Source::kLocal, start);
-    return ReplyEmpty(request, query, dns::Rcode::kNxDomain, /*aa=*/true);
+    return ReplyEmpty(request, query, dns::Rcode::kNxDomain, AnswerSource::kLocal, start_us,
+                      /*aa=*/true);
   }
   if (route.action == RouteAction::kRefused) {
     shared_.metrics.LocalAnswer(FrontendMetrics::Local::kRefused);
     shared_.metrics.AnswerTime(Source::kLocal, start);
-    return ReplyEmpty(request, query, dns::Rcode::kRefused);
+    return ReplyEmpty(request, query, dns::Rcode::kRefused, AnswerSource::kLocal, start_us);
   }
   const upstream::UpstreamSet& upstreams = routing->SetFor(route);
   const CacheKey key = CacheKey::FromQuery(query);
   const size_t limit = admission.reply_limit_bytes;
   const LookupResult hit = shared_.cache.Lookup(key, query, request.response_buffer(), limit);
   if (hit.status == LookupStatus::kHit) {
+    routing->local.ClearNxDomainOfKnownName(query.qname, request.response_buffer().first(hit.size));
     shared_.metrics.AnswerTime(Source::kCache, start);
-    Reply(request, query, request.response_buffer().first(hit.size));
+    Reply(request, query, request.response_buffer().first(hit.size), AnswerSource::kCache,
+          start_us);
     if (hit.prefetch) Prefetch(query, key, upstreams, routing->generation);
     return;
   }
   // A miss: the right to answer is kept until the upstream's answer, within the budget.
-  const uint64_t id = waiting_.Add(request, Forwarded{routing->generation, start});
+  const uint64_t id = waiting_.Add(request, Forwarded{routing->generation, start, start_us});
   if (id == 0) {
     return ReplyStaleOrFail(request, query, key, limit, upstream::Outcome::kOverloaded,
-                            upstream::FailReason::kNone, start);
+                            upstream::FailReason::kNone, start, start_us);
   }
   forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport), upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
@@ -181,22 +222,35 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
                                           std::span<const uint8_t> query_bytes,
                                           const loop::SocketAddress& peer, std::span<uint8_t> out) {
   (void)query_bytes;
-  (void)peer;
   const auto start = FrontendMetrics::AnswerClock::now();
   const dns::Query& query = admission.query;
   if (query.qclass == dns::RrClass::kCh || upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
     return 0;
   }
+  // Sampled only once the hit is known: a query left to HandleQuery is sampled there.
+  const uint64_t start_us = shared_.query_log.enabled() ? server::NowUs() : 0;
   const RoutingState* routing = receiver_routing_.Get();
-  if (routing == nullptr || routing->table.Lookup(query.qname).action != RouteAction::kForward) {
+  if (routing == nullptr) return 0;
+  const Route& forward_route = routing->table.Lookup(query.qname);
+  if (forward_route.action != RouteAction::kForward) return 0;
+  // Local answers are HandleQuery's (counted and logged there).
+  if (!routing->local.empty() && routing->local
+                                         .Lookup(query.qname, query.qtype, forward_route.domain,
+                                                 &forward_route == &routing->table.default_route())
+                                         .kind != LocalAnswer::Kind::kNone) {
     return 0;
   }
   const CacheKey key = CacheKey::FromQuery(query);
   const size_t limit = std::min(admission.reply_limit_bytes, out.size());
   const LookupResult hit = shared_.cache.Peek(key, query, out, limit);
   if (hit.status != LookupStatus::kHit) return 0;  // HandleQuery looks again and counts it
+  routing->local.ClearNxDomainOfKnownName(query.qname, out.first(hit.size));
   shared_.metrics.Answered(query.qtype, RcodeOf(out.first(hit.size)));
   shared_.metrics.AnswerTime(FrontendMetrics::Source::kCache, start);  // sent by the caller
+  if (start_us != 0 && shared_.query_log.Sample()) {
+    LogAnswer(peer, query, out.first(hit.size), server::AnswerSource::kCache, dns::Transport::kUdp,
+              start_us);
+  }
   if (hit.prefetch) {
     // The forwarder lives on the serving thread: refresh the entry from there.
     tasks_.Post([this, again = server::Detach(query)] {
@@ -230,6 +284,7 @@ void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
   const CacheKey key = CacheKey::FromQuery(query);
   const std::span<uint8_t> out = context_.response_buffer;
   const size_t limit = waiting->client.limit_bytes;
+  const uint64_t start_us = waiting->state.start_us;
   if (result.outcome == upstream::Outcome::kAnswer) {
     if (Cacheable(waiting->state.routing_generation)) {
       (void)shared_.cache.Insert(key, result.reply);
@@ -237,57 +292,83 @@ void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
     const size_t size = WriteForwardedResponse(result.reply, query, shared_.cache_policy, &scratch_,
                                                &ttl_offsets_, out, limit);
     if (size > 0) {
+      routing_.Get()->local.ClearNxDomainOfKnownName(query.qname, out.first(size));
       shared_.metrics.AnswerTime(Source::kUpstream, start);
-      return Reply(responder, query, out.first(size));
+      return Reply(responder, query, out.first(size), server::AnswerSource::kUpstream, start_us);
     }
     shared_.metrics.BadReply();  // matched the question, yet not a whole message
     shared_.metrics.AnswerTime(Source::kFailure, start);
-    return ReplyEmpty(responder, query, dns::Rcode::kServFail);
+    return ReplyEmpty(responder, query, dns::Rcode::kServFail, server::AnswerSource::kUpstream,
+                      start_us);
   }
   if (result.reason == upstream::FailReason::kShutdown) {
     shared_.metrics.ServFail(result.outcome, result.reason);
     shared_.metrics.AnswerTime(Source::kFailure, start);
-    return ReplyEmpty(responder, query, dns::Rcode::kServFail);
+    return ReplyEmpty(responder, query, dns::Rcode::kServFail, server::AnswerSource::kLocal,
+                      start_us);
   }
   // Every upstream failed, or the forwarder's budget is spent (kOverloaded).
-  ReplyStaleOrFail(responder, query, key, limit, result.outcome, result.reason, start);
+  ReplyStaleOrFail(responder, query, key, limit, result.outcome, result.reason, start, start_us);
 }
 
 template <class To>
 void DnsHandler::ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKey& key,
                                   size_t limit, upstream::Outcome outcome,
                                   upstream::FailReason reason,
-                                  FrontendMetrics::AnswerClock::time_point start) {
+                                  FrontendMetrics::AnswerClock::time_point start,
+                                  uint64_t start_us) {
   // RFC 8767: an expired answer is better than none (a fresh one, refreshed meanwhile by
   // another query, better still).
   const std::span<uint8_t> out = context_.response_buffer;
   const LookupResult stale = shared_.cache.LookupStale(key, query, out, limit);
   if (stale.status != LookupStatus::kMiss) {
+    routing_.Get()->local.ClearNxDomainOfKnownName(query.qname, out.first(stale.size));
     shared_.metrics.AnswerTime(FrontendMetrics::Source::kStale, start);
-    return Reply(to, query, out.first(stale.size));
+    // A fresh entry (refreshed meanwhile by another query) is a cache answer.
+    return Reply(to, query, out.first(stale.size),
+                 stale.status == LookupStatus::kHit ? server::AnswerSource::kCache
+                                                    : server::AnswerSource::kStale,
+                 start_us);
   }
   shared_.metrics.ServFail(outcome, reason);
   shared_.metrics.AnswerTime(FrontendMetrics::Source::kFailure, start);
-  ReplyEmpty(to, query, dns::Rcode::kServFail);
+  // Never forwarded (a budget was spent): our own answer; else the upstreams' failure.
+  ReplyEmpty(to, query, dns::Rcode::kServFail,
+             outcome == upstream::Outcome::kOverloaded ? server::AnswerSource::kLocal
+                                                       : server::AnswerSource::kUpstream,
+             start_us);
 }
 
 bool DnsHandler::Cacheable(uint64_t routing_generation) {
   return routing_.Get()->generation == routing_generation;
 }
 
+uint64_t DnsHandler::LogStart() { return shared_.query_log.Sample() ? server::NowUs() : 0; }
+
+void DnsHandler::LogAnswer(const loop::SocketAddress& client, const dns::Query& query,
+                           std::span<const uint8_t> response, server::AnswerSource source,
+                           dns::Transport transport, uint64_t start_us) {
+  const uint64_t now_us = server::NowUs();
+  shared_.query_log.Log(server::QueryLogEntry{client, query.qname, query.qtype, RcodeOf(response),
+                                              source, now_us > start_us ? now_us - start_us : 0,
+                                              query.header.id, transport, response.size()});
+}
+
 template <class To>
-void DnsHandler::Reply(To& to, const dns::Query& query, std::span<const uint8_t> response) {
+void DnsHandler::Reply(To& to, const dns::Query& query, std::span<const uint8_t> response,
+                       server::AnswerSource source, uint64_t start_us) {
   shared_.metrics.Answered(query.qtype, RcodeOf(response));
+  if (start_us != 0) LogAnswer(to.peer(), query, response, source, to.transport(), start_us);
   (void)to.Reply(response);
 }
 
 template <class To>
-void DnsHandler::ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, bool aa) {
+void DnsHandler::ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode,
+                            server::AnswerSource source, uint64_t start_us, bool aa) {
   std::span<const uint8_t> response =
       server::WriteEmptyResponse(query, rcode, aa, context_.response_buffer);
   if (response.empty()) return;  // cannot happen for a parsed query; the client retries
-  shared_.metrics.Answered(query.qtype, rcode);
-  (void)to.Reply(response);
+  Reply(to, query, response, source, start_us);
 }
 
 ChaosStats DnsHandler::ChaosStatsNow() const {

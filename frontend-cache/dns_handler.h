@@ -6,6 +6,8 @@
 //   a loop probe     REFUSED; when it is our own outstanding probe coming back from the
 //                    side of the upstream it was sent to (upstream_table.h), that upstream
 //                    forwards to us and is disabled
+//   local answers    hosts files, --address, --filter-AAAA, --domain-needed, --bogus-priv
+//                    (local_answers.h), answered from the published configuration
 //   routing          --server=/domain/ with no upstream: NXDOMAIN (local) or REFUSED
 //   the cache        a fresh entry answers at once (prefetching it when it is about to expire)
 //   the upstreams    a miss waits (common/server/waiting_queries.h: what its reply needs,
@@ -21,6 +23,9 @@
 // With receiver threads, AnswerOnReceiverThread answers cache hits of plain forwarded
 // queries on the socket's receiver thread and leaves the rest to HandleQuery. The CHAOS,
 // loop-probe and routing checks run there as well, on the thread's own routing reader.
+//
+// With --log-queries every answer is written to the query log (common/server/query_log.h)
+// with its source: local, cache, upstream or stale.
 //
 // Shared state is passed in explicitly (Shared): the cache, the published routing, the
 // upstream table and metrics, all thread-safe. HandlerList knows the live handlers, so the
@@ -45,12 +50,14 @@
 #include "common/loop/task_queue.h"
 #include "common/server/forward_reply.h"
 #include "common/server/query_handler.h"
+#include "common/server/query_log.h"
 #include "common/server/waiting_queries.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/upstream_set.h"
 #include "common/upstream/upstream_table.h"
 #include "frontend-cache/cache.h"
 #include "frontend-cache/chaos.h"
+#include "frontend-cache/local_answers.h"
 #include "frontend-cache/metrics.h"
 #include "frontend-cache/routing.h"
 
@@ -62,6 +69,8 @@ struct RoutingState {
   // The Forwarder's form of each route's upstreams: [i] for table.domain_routes()[i].
   std::vector<upstream::UpstreamSet> domain_sets;
   upstream::UpstreamSet default_set;
+  // Hosts files, --address and the other local answers, built with this routing.
+  LocalAnswers local;
   // Every upstream once, in the order dnsmasq lists them in servers.bind: the --server
   // options as given (command line, then --servers-file), then resolv.conf's.
   std::vector<upstream::UpstreamAddress> listing_order;
@@ -109,6 +118,7 @@ class DnsHandler final : public server::QueryHandler {
     HandlerList& handlers;
     // The process's budget of waiting queries (--max-waiting-queries).
     std::shared_ptr<server::WaitingBudget> waiting;
+    server::QueryLog& query_log;  // --log-queries
   };
 
   DnsHandler(const server::ThreadContext& context, const Shared& shared);
@@ -136,21 +146,31 @@ class DnsHandler final : public server::QueryHandler {
   struct Forwarded {
     uint64_t routing_generation = 0;
     FrontendMetrics::AnswerClock::time_point start;  // when HandleQuery was given it
+    uint64_t start_us = 0;  // when the query came, for the query log (0: not logged)
   };
 
+  // When a query came, for its query log line; 0 when it is not logged (sampled out or
+  // --log-queries off), which is what Reply checks.
+  uint64_t LogStart();
+
   // `to` is the Request (answered now, the common case: no Responder is moved) or a kept
-  // Responder (answered later).
+  // Responder (answered later). `source` and `start_us` are for the query log.
   template <class To>
-  void Reply(To& to, const dns::Query& query, std::span<const uint8_t> response);
+  void Reply(To& to, const dns::Query& query, std::span<const uint8_t> response,
+             server::AnswerSource source, uint64_t start_us);
   template <class To>
-  void ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, bool aa = false);
+  void ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, server::AnswerSource source,
+                  uint64_t start_us, bool aa = false);
   // Over a budget, or every upstream failed (RFC 8767): an expired answer if the cache
   // still has one, else SERVFAIL (counted under `outcome` and `reason`, and the answer's
   // time since `start`).
   template <class To>
   void ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKey& key, size_t limit,
                         upstream::Outcome outcome, upstream::FailReason reason,
-                        FrontendMetrics::AnswerClock::time_point start);
+                        FrontendMetrics::AnswerClock::time_point start, uint64_t start_us);
+  void LogAnswer(const loop::SocketAddress& client, const dns::Query& query,
+                 std::span<const uint8_t> response, server::AnswerSource source,
+                 dns::Transport transport, uint64_t start_us);
   void Prefetch(const dns::Query& query, const CacheKey& key,
                 const upstream::UpstreamSet& upstreams, uint64_t routing_generation);
   void Complete(uint64_t id, const upstream::Result& result);

@@ -63,7 +63,8 @@ struct Harness {
                ForwarderOptions(setup.forward_max),
                clock,
                handlers,
-               std::make_shared<server::WaitingBudget>(setup.max_waiting)} {
+               std::make_shared<server::WaitingBudget>(setup.max_waiting),
+               query_log} {
     Route(std::nullopt);
     std::string error;
     server::LoopServer::Options options;
@@ -134,6 +135,10 @@ struct Harness {
   SnapshotHolder<RoutingState> routing;
   std::shared_ptr<upstream::UpstreamTable> table;
   HandlerList handlers;
+  std::vector<std::string> log_lines;
+  server::QueryLog query_log{{server::QueryLogOptions::Detail::kBasic, 0, 1},
+                             clock,
+                             [this](std::string_view line) { log_lines.emplace_back(line); }};
   DnsHandler::Shared shared;
   server::ThreadStats stats;
   std::unique_ptr<server::LoopServer> server;
@@ -244,6 +249,40 @@ TEST_CASE(
   }
   REQUIRE(RunUntil(w.h.loop, [&] { return w.h.handler().waiting() == 1; }));
   CHECK(w.h.shared.waiting->waiting() == 1);  // the UDP query still waits
+}
+
+}  // namespace
+}  // namespace kdns::frontend
+
+namespace kdns::frontend {
+namespace {
+
+TEST_CASE("local answers come before the routing and are logged as local", "[frontend][handler]") {
+  Harness h;
+  Options options;
+  options.local_ttl_s = 9;
+  options.addresses.push_back(AddressOption{{N("local.test")}, {*IpAddress::Parse("192.0.2.7")}});
+  auto state = std::make_shared<RoutingState>(*h.routing.Current());
+  state->local = LocalAnswers(LocalAnswersConfig::From(options, {}));
+  h.routing.Publish(std::move(state));
+  // --address for a name under the local-only --server=/local.test/: the address wins, as
+  // the rule is as specific as the route.
+  dns::Message answer = h.Ask(Query("www.local.test."));
+  CHECK(answer.rcode() == dns::Rcode::kNoError);
+  CHECK(answer.header.aa);
+  REQUIRE(answer.answers.size() == 1);
+  CHECK(answer.answers[0].ttl_s == 9);
+  CHECK(h.Metric("kdns_frontend_local_answers_total{kind=\"address\"} 1"));
+  REQUIRE(h.log_lines.size() == 1);
+  CHECK(h.log_lines[0].starts_with("query client=127.0.0.1#"));
+  CHECK(h.log_lines[0].find(" name=www.local.test. type=A rcode=NOERROR source=local ") !=
+        std::string::npos);
+  // Another type is routed as before: local-only, NXDOMAIN.
+  std::vector<uint8_t> mx = Query("www.local.test.");
+  mx[mx.size() - 3] = static_cast<uint8_t>(dns::RrType::kMx);
+  CHECK(h.Ask(mx).rcode() == dns::Rcode::kNxDomain);
+  CHECK(h.log_lines.size() == 2);
+  h.Finish();
 }
 
 }  // namespace

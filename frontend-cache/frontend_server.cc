@@ -31,22 +31,28 @@ upstream::UpstreamSet ToSet(const std::vector<upstream::UpstreamAddress>& upstre
 
 }  // namespace
 
-FrontendServer::FrontendServer(Options options, const Clock& clock)
+FrontendServer::FrontendServer(Options options, const Clock& clock,
+                               server::QueryLog::Sink query_log_sink)
     : options_(std::move(options)),
       clock_(clock),
       metrics_(registry_),
       cache_(ToCacheOptions(options_.flags), clock),
       cache_policy_(ToCacheOptions(options_.flags).policy),
-      upstream_table_(std::make_shared<upstream::UpstreamTable>(options_.local_addresses, clock)) {
+      upstream_table_(std::make_shared<upstream::UpstreamTable>(options_.local_addresses, clock)),
+      query_log_(options_.flags.log_queries, clock, std::move(query_log_sink)) {
   upstream::ForwardBudgets::Limits budgets;
   budgets.max_in_flight = options_.flags.dns_forward_max;
   budgets.max_per_route = options_.flags.forward_max_per_route;
   budgets.max_per_upstream = options_.flags.forward_max_per_upstream;
   options_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>(budgets);
+  if (options_.flags.strict_order) {
+    options_.forwarder.server_order = upstream::ServerOrder::kConfigured;
+  }
+  if (options_.flags.all_servers) options_.forwarder.first_try = upstream::FirstTry::kAllServers;
   handler_shared_ = std::make_unique<DnsHandler::Shared>(DnsHandler::Shared{
       cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_, upstream_table_,
       options_.forwarder, clock_, handlers_,
-      std::make_shared<server::WaitingBudget>(options_.flags.max_waiting_queries)});
+      std::make_shared<server::WaitingBudget>(options_.flags.max_waiting_queries), query_log_});
   std::string error;
   CHECK(server::MakeRateLimits(options_.flags.rate_limits, handler_shared_->waiting, &rate_limits_,
                                &error))
@@ -109,6 +115,24 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
     state->domain_sets.push_back(ToSet(route.upstreams));
   }
   state->default_set = ToSet(state->table.default_route().upstreams);
+  // The hosts files, re-read on every reload as dnsmasq does on SIGHUP. One that cannot be
+  // read is left out, loudly (dnsmasq carries on without it too); bad lines are skipped.
+  std::vector<HostsEntry> hosts;
+  std::vector<std::string> hosts_files = o.flags.addn_hosts;
+  if (!o.flags.no_hosts) hosts_files.insert(hosts_files.begin(), std::string(kDefaultHostsFile));
+  for (const std::string& path : hosts_files) {
+    HostsFile file;
+    std::string hosts_error;
+    if (!LoadHostsFile(path, &file, &hosts_error)) {
+      LOG(WARNING) << "hosts file " << hosts_error << "; serving without it";
+      continue;
+    }
+    for (const std::string& skipped : file.skipped) {
+      LOG(WARNING) << "hosts file " << path << ": skipped " << skipped;
+    }
+    hosts.insert(hosts.end(), file.entries.begin(), file.entries.end());
+  }
+  state->local = LocalAnswers(LocalAnswersConfig::From(o.flags, std::move(hosts)));
   return true;
 }
 

@@ -12,9 +12,9 @@
 // RoutingState published through a SnapshotHolder, read without a lock), the
 // UpstreamTable (per-upstream counters and loop verdicts) and per-thread metric counters.
 //
-// Reload re-reads --servers-file and the resolv.conf file and swaps in the new routing at
-// once; the cache keeps every entry whose route did not change (DiffRoutes). A bad file is
-// rejected with a one-line error and the running configuration is kept.
+// Reload re-reads --servers-file, the resolv.conf file and the hosts files and swaps in the
+// new routing and local answers at once; the cache keeps every entry whose route did not change
+// (DiffRoutes). A bad file is rejected with a one-line error and the running configuration is kept.
 #pragma once
 
 #include <atomic>
@@ -30,6 +30,7 @@
 #include "common/loop/socket_address.h"
 #include "common/metrics/registry.h"
 #include "common/server/dns_server.h"
+#include "common/server/query_log.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/upstream_set.h"
 #include "common/upstream/upstream_table.h"
@@ -53,7 +54,9 @@ class FrontendServer {
     upstream::Forwarder::Options forwarder;
   };
 
-  explicit FrontendServer(Options options, const Clock& clock = SteadyClock::Instance());
+  // `query_log_sink` receives the --log-queries lines (tests count them); glog by default.
+  explicit FrontendServer(Options options, const Clock& clock = SteadyClock::Instance(),
+                          server::QueryLog::Sink query_log_sink = server::QueryLog::GlogSink());
   ~FrontendServer();
   FrontendServer(const FrontendServer&) = delete;
   FrontendServer& operator=(const FrontendServer&) = delete;
@@ -80,6 +83,7 @@ class FrontendServer {
   const loop::SocketAddress& metrics_address() const;
   metrics::Registry& registry() { return registry_; }
   const Cache& cache() const { return cache_; }
+  const server::QueryLog& query_log() const { return query_log_; }
   upstream::UpstreamTable& upstream_table() { return *upstream_table_; }
   std::shared_ptr<const RoutingState> routing() const { return routing_.Current(); }
   // Summed over the Forwarders of every thread.
@@ -99,6 +103,7 @@ class FrontendServer {
   metrics::Counter* metrics_reloads_ = nullptr;
   metrics::Counter* metrics_reload_rejected_ = nullptr;
   std::shared_ptr<upstream::UpstreamTable> upstream_table_;
+  server::QueryLog query_log_;
   SnapshotHolder<RoutingState> routing_;
   uint64_t routing_generation_ = 0;
   HandlerList handlers_;

@@ -13,14 +13,21 @@
 // as one UDP and one TCP socket per address.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
+#include <grp.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +59,54 @@ std::vector<kdns::IpAddress> LocalAddresses() {
   }
   freeifaddrs(list);
   return out;
+}
+
+// --interface: the addresses of the named interfaces (dnsmasq listens on them). Fails on
+// a name the host does not have, as dnsmasq does ("unknown interface").
+std::vector<kdns::IpAddress> InterfaceAddresses(const std::vector<std::string>& names) {
+  std::vector<kdns::IpAddress> out;
+  for (const std::string& name : names) {
+    if (if_nametoindex(name.c_str()) == 0) Fail("--interface=" + name + ": unknown interface");
+  }
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) Fail("--interface: cannot list the interfaces");
+  for (ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+    if (entry->ifa_addr == nullptr || entry->ifa_name == nullptr) continue;
+    const int family = entry->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    if (std::find(names.begin(), names.end(), entry->ifa_name) == names.end()) continue;
+    socklen_t len = family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    auto address = kdns::loop::SocketAddress::FromSockaddr(entry->ifa_addr, len);
+    if (!address) continue;
+    // A link-local IPv6 address needs its scope to be bound; dnsmasq serves the others.
+    if (family == AF_INET6 &&
+        IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6*>(entry->ifa_addr)->sin6_addr)) {
+      continue;
+    }
+    if (auto ip = kdns::IpAddress::Parse(address->HostString())) out.push_back(*ip);
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+// --user: the account to run as once the sockets are bound, when started as root (dnsmasq
+// does the same; unprivileged, it stays who it is). Looked up before anything starts.
+struct RunAs {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string name;
+};
+std::optional<RunAs> LookUpUser(const std::string& name) {
+  if (name.empty() || geteuid() != 0) return std::nullopt;
+  passwd* entry = getpwnam(name.c_str());
+  if (entry == nullptr) Fail("--user=" + name + ": unknown user");
+  return RunAs{entry->pw_uid, entry->pw_gid, name};
+}
+void DropPrivileges(const RunAs& user) {
+  // glibc applies these to every thread of the process.
+  if (setgroups(0, nullptr) != 0 || setgid(user.gid) != 0 || setuid(user.uid) != 0) {
+    Fail("--user=" + user.name + ": cannot switch to it: " + std::strerror(errno));
+  }
 }
 
 // sd_listen_fds(3)'s protocol. Empty when nothing was handed over.
@@ -89,14 +144,19 @@ int main(int argc, char** argv) {
        "Caching DNS forwarder for the cluster (the dnsmasq role in a kube-dns pod).\n"
        "Usage: frontend-cache [dnsmasq options: -k --cache-size=N --no-negcache --neg-ttl=S "
        "--dns-loop-detect --log-facility=- --no-resolv --resolv-file=F --dns-forward-max=N "
-       "--listen-address=IP --port=N --server=[/domain/]ip[#port] --servers-file=F] "
+       "--listen-address=IP --port=N --server=[/domain/]ip[#port] --servers-file=F "
+       "--local=/domain/[ip] --address=/domain/[ip|#] --addn-hosts=F --no-hosts "
+       "--local-ttl=S --domain-needed --bogus-priv --filter-AAAA --strict-order "
+       "--all-servers --log-queries[=extra] --user=U --interface=IF --bind-interfaces "
+       "--no-daemon --no-poll] "
        "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
        "--cache-bytes=N --cache-entry-max-bytes=N --stale-max=S "
        "--lameduck=D "
        "--prometheus-port=N --prometheus-address=IP "
        "--tcp-idle-timeout=D --tcp-frame-timeout=D --tcp-max-connections=N "
        "--tcp-max-connections-per-source=N --tcp-max-output-bytes-per-connection=N "
-       "--tcp-max-output-bytes-total=N --max-waiting-queries=N]"});
+       "--tcp-max-output-bytes-total=N --max-waiting-queries=N "
+       "--log-queries-rate=N --log-queries-sample=N]"});
   // Signals are taken synchronously by this thread, and every thread started later inherits
   // the mask. Blocked first thing, so a SIGHUP from the nanny while we start is queued, not
   // fatal.
@@ -109,6 +169,18 @@ int main(int argc, char** argv) {
   std::string error;
   if (!kdns::frontend::ParseOptions(args, &options.flags, &rest, &error)) Fail(error);
   kdns::app::ParseFlags(std::move(rest));
+  // The user and the interfaces are the host's: --check-flags (a pre-flight, maybe on
+  // another machine) checks the command line only.
+  const std::optional<RunAs> run_as =
+      FLAGS_check_flags ? std::nullopt : LookUpUser(options.flags.user);
+  if (!options.flags.interfaces.empty() && !FLAGS_check_flags) {
+    std::vector<kdns::IpAddress>& listen = options.flags.listen_addresses;
+    for (const kdns::IpAddress& address : InterfaceAddresses(options.flags.interfaces)) {
+      if (std::find(listen.begin(), listen.end(), address) == listen.end()) {
+        listen.push_back(address);
+      }
+    }
+  }
   kdns::app::ExitIfCheckingFlags(FLAGS_check_flags);
   kdns::app::InitProcess(argv[0]);
 
@@ -118,6 +190,7 @@ int main(int argc, char** argv) {
   const uint64_t lameduck_ms = options.flags.lameduck_ms;
   kdns::frontend::FrontendServer server(std::move(options));
   if (!server.Start(&error)) Fail(error);
+  if (run_as) DropPrivileges(*run_as);
   std::string addresses;
   for (const auto& address : server.addresses()) {
     addresses += (addresses.empty() ? "" : ", ") + address.ToString();

@@ -29,7 +29,8 @@ FrontendMetrics::FrontendMetrics(metrics::Registry& registry) {
   auto& local = registry.AddCounterFamily(
       "kdns_frontend_local_answers_total",
       "Queries answered without asking an upstream (cache hits aside), by kind.", {"kind"});
-  const char* kinds[] = {"chaos", "nxdomain", "refused", "loop_probe"};
+  const char* kinds[] = {"chaos",   "nxdomain",    "refused",       "loop_probe", "hosts",
+                         "address", "filter_aaaa", "domain_needed", "bogus_priv"};
   for (size_t i = 0; i < local_.size(); ++i) local_[i] = &local.WithLabels({kinds[i]});
   // From a cache hit (tens of microseconds) to an upstream timing out (seconds).
   auto& answer_seconds = registry.AddHistogramFamily(

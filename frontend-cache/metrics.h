@@ -42,7 +42,19 @@ class FrontendMetrics {
   static constexpr std::array<dns::Rcode, 6> kRcodes = {
       dns::Rcode::kNoError, dns::Rcode::kNxDomain, dns::Rcode::kServFail,
       dns::Rcode::kRefused, dns::Rcode::kFormErr,  dns::Rcode::kNotImp};
-  enum class Local : uint8_t { kChaos, kNxDomain, kRefused, kLoopProbe, kCount };
+  // kHosts..kBogusPriv: local_answers.h's reasons, in LocalAnswer::Reason's order.
+  enum class Local : uint8_t {
+    kChaos,
+    kNxDomain,
+    kRefused,
+    kLoopProbe,
+    kHosts,
+    kAddress,
+    kFilterAaaa,
+    kDomainNeeded,
+    kBogusPriv,
+    kCount
+  };
   // Where an answer came from, the `source` label: a fresh cache entry; an upstream's
   // answer; an expired entry served because every upstream failed (RFC 8767); made here
   // (CHAOS, local domains, refusals, FORMERR); a SERVFAIL made here because no upstream

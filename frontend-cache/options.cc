@@ -15,6 +15,8 @@ struct OptionSpec {
   char short_name;        // dnsmasq's short form, or 0
   bool takes_value;
   Setter set;
+  // A flag that may carry a value with "=" (--log-queries=extra); never the next argument.
+  bool optional_value = false;
 };
 
 bool ParseUint(std::string_view text, uint64_t max, uint64_t* value) {
@@ -286,6 +288,122 @@ const std::vector<OptionSpec>& Specs() {
        }},
       {"rrl-responses-per-second", 0, true,
        RateLimit(&server::RateLimitFlags::rrl_responses_per_second, "rrl-responses-per-second")},
+      // dnsmasq's options kube-dns Deployments pass (docs/operators.md, "dnsmasq options").
+      {"no-daemon", 'd', false, Flag(&Options::keep_in_foreground)},
+      {"local", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         // dnsmasq: --local is --server, for clearer configuration files.
+         ServerOption server;
+         if (!ParseServerOption(value, &server, error)) {
+           *error = "--local=" + std::string(value) + ": " + *error;
+           return false;
+         }
+         options->servers.push_back(std::move(server));
+         return true;
+       }},
+      {"address", 'A', true,
+       [](std::string_view value, Options* options, std::string* error) {
+         AddressOption address;
+         ServerOption server;
+         bool local = false;
+         if (!ParseAddressOption(value, &address, &server, &local, error)) {
+           *error = "--address=" + std::string(value) + ": " + *error;
+           return false;
+         }
+         if (local) {
+           options->servers.push_back(std::move(server));
+         } else {
+           options->addresses.push_back(std::move(address));
+         }
+         return true;
+       }},
+      {"no-hosts", 'h', false, Flag(&Options::no_hosts)},
+      {"addn-hosts", 'H', true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (value.empty()) {
+           *error = "--addn-hosts: empty path";
+           return false;
+         }
+         options->addn_hosts.emplace_back(value);
+         return true;
+       }},
+      {"local-ttl", 'T', true, Seconds(&Options::local_ttl_s, "local-ttl")},
+      {"domain-needed", 'D', false, Flag(&Options::domain_needed)},
+      {"bogus-priv", 'b', false, Flag(&Options::bogus_priv)},
+      {"filter-AAAA", 0, false, Flag(&Options::filter_aaaa)},
+      {"strict-order", 'o', false, Flag(&Options::strict_order)},
+      {"all-servers", 0, false, Flag(&Options::all_servers)},
+      {"user", 'u', true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (value.empty()) {
+           *error = "--user: empty user name";
+           return false;
+         }
+         options->user = value;
+         return true;
+       }},
+      {"interface", 'i', true,
+       [](std::string_view value, Options* options, std::string* error) {
+         // dnsmasq takes a comma-separated list.
+         while (true) {
+           size_t comma = value.find(',');
+           std::string_view item = Trim(value.substr(0, comma));
+           if (item.empty() || item.find('*') != std::string_view::npos) {
+             *error = "--interface: \"" + std::string(item) +
+                      "\" is not an interface name (wildcards are not supported)";
+             return false;
+           }
+           options->interfaces.emplace_back(item);
+           if (comma == std::string_view::npos) return true;
+           value = value.substr(comma + 1);
+         }
+       }},
+      {"bind-interfaces", 'z', false, Flag(&Options::bind_interfaces)},
+      {"no-poll", 'n', false, Flag(&Options::no_poll)},
+      {"log-queries", 'q', false,
+       [](std::string_view value, Options* options, std::string* error) {
+         using Detail = server::QueryLogOptions::Detail;
+         if (value.empty()) {
+           // dnsmasq: -q twice is "extra"; once more keeps what is there.
+           if (options->log_queries.detail == Detail::kOff) {
+             options->log_queries.detail = Detail::kBasic;
+           } else {
+             options->log_queries.detail = Detail::kExtra;
+           }
+         } else if (value == "extra" || value == "proto" || value == "auth") {
+           // dnsmasq's proto and auth levels add what it logs beyond a query's answer;
+           // ours is the same line as extra.
+           options->log_queries.detail = Detail::kExtra;
+         } else {
+           *error = "--log-queries: \"" + std::string(value) +
+                    "\" is not extra, proto or auth (or nothing)";
+           return false;
+         }
+         return true;
+       },
+       /*optional_value=*/true},
+      {"log-queries-rate", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         uint64_t number = 0;
+         if (!ParseUint(value, 1'000'000, &number)) {
+           *error = "--log-queries-rate: \"" + std::string(value) +
+                    "\" is not a number of lines a second in 0..1000000";
+           return false;
+         }
+         options->log_queries.max_lines_per_second = static_cast<uint32_t>(number);
+         return true;
+       }},
+      {"log-queries-sample", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         uint64_t number = 0;
+         if (!ParseUint(value, 1'000'000, &number) || number == 0) {
+           *error = "--log-queries-sample: \"" + std::string(value) +
+                    "\" is not a number in 1..1000000 (log one query in N)";
+           return false;
+         }
+         options->log_queries.sample_one_in = static_cast<uint32_t>(number);
+         return true;
+       }},
   };
   return specs;
 }
@@ -390,6 +508,136 @@ bool ParseServerOption(std::string_view value, ServerOption* server, std::string
   return true;
 }
 
+bool ParseAddressOption(std::string_view value, AddressOption* address, ServerOption* server,
+                        bool* local, std::string* error) {
+  *address = AddressOption();
+  *local = false;
+  if (value.empty() || value.front() != '/') {
+    *error = "expected /domain/[address]";
+    return false;
+  }
+  const size_t last = value.rfind('/');
+  if (last == 0) {
+    *error = "missing '/' after the domain";
+    return false;
+  }
+  const std::string_view target = value.substr(last + 1);
+  if (target.empty()) {
+    // dnsmasq: "--address=/example.com/ is equivalent to --server=/example.com/".
+    *local = true;
+    return ParseServerOption(value, server, error);
+  }
+  std::string_view domains = value.substr(1, last - 1);
+  while (true) {
+    const size_t slash = domains.find('/');
+    const std::string_view domain = domains.substr(0, slash);
+    if (domain == "#") {
+      address->domains.push_back(dns::Name::Root());  // dnsmasq: /#/ matches any domain
+    } else {
+      std::optional<dns::Name> name;
+      if (!domain.empty() && domain.find('*') == std::string_view::npos) {
+        name = dns::Name::FromText(domain);
+      }
+      if (!name) {
+        *error = "bad domain \"" + std::string(domain) + "\"";
+        return false;
+      }
+      address->domains.push_back(name->Lowercased());
+    }
+    if (slash == std::string_view::npos) break;
+    domains = domains.substr(slash + 1);
+  }
+  if (target == "#") {
+    // dnsmasq: "#" is both null addresses.
+    address->addresses = {*IpAddress::Parse("0.0.0.0"), *IpAddress::Parse("::")};
+    return true;
+  }
+  std::optional<IpAddress> ip = IpAddress::Parse(target);
+  if (!ip) {
+    *error = "\"" + std::string(target) + "\" is not an IP address";
+    return false;
+  }
+  address->addresses = {*ip};
+  return true;
+}
+
+std::string RefusedOptionReason(std::string_view name) {
+  struct Refused {
+    std::string_view name;
+    char short_name;
+    std::string_view what_to_do;
+  };
+  static constexpr std::string_view kConfig =
+      "configuration files are not read: give each option on the command line (the nanny "
+      "adds the ConfigMap's stubDomains and upstreamNameservers as --server)";
+  static constexpr std::string_view kDhcp = "DHCP is not served";
+  static constexpr std::string_view kRecords =
+      "records other than A, AAAA and PTR are not served here: put addresses in an "
+      "--addn-hosts file, or serve the record from kubedns (a Service) or the upstream zone";
+  static constexpr std::string_view kDnssec =
+      "DNSSEC is validated by the upstream resolver: frontend-cache passes the DO and CD bits "
+      "through";
+  static constexpr Refused kRefused[] = {
+      {"conf-file", 'C', kConfig},
+      {"conf-dir", '7', kConfig},
+      {"conf-script", 0, kConfig},
+      {"dhcp-range", 'F', kDhcp},
+      {"dhcp-host", 'G', kDhcp},
+      {"dhcp-option", 'O', kDhcp},
+      {"dhcp-authoritative", 'K', kDhcp},
+      {"dhcp-leasefile", 'l', kDhcp},
+      {"cname", 0, kRecords},
+      {"host-record", 0, kRecords},
+      {"ptr-record", 0, kRecords},
+      {"txt-record", 'Y', kRecords},
+      {"srv-host", 'W', kRecords},
+      {"mx-host", 'm', kRecords},
+      {"naptr-record", 0, kRecords},
+      {"caa-record", 0, kRecords},
+      {"dns-rr", 0, kRecords},
+      {"synth-domain", 0, kRecords},
+      {"interface-name", 0, kRecords},
+      {"expand-hosts", 'E',
+       "hosts-file names are served as written: write the full names in "
+       "the --addn-hosts file"},
+      {"domain", 's',
+       "hosts-file names are served as written: write the full names in the "
+       "--addn-hosts file"},
+      {"dnssec", 0, kDnssec},
+      {"trust-anchor", 0, kDnssec},
+      {"dnssec-check-unsigned", 0, kDnssec},
+      {"stop-dns-rebind", 0, "DNS rebinding protection is not implemented: drop the option"},
+      {"rebind-domain-ok", 0, "DNS rebinding protection is not implemented: drop the option"},
+      {"except-interface", 'I',
+       "name the addresses to serve with --listen-address or "
+       "--interface instead"},
+      {"query-port", 'Q',
+       "every upstream query comes from a fresh random port: drop the "
+       "option"},
+      {"edns-packet-max", 'P',
+       "the EDNS payload advertised is 1232 bytes (DNS flag day "
+       "2020): drop the option"},
+      {"max-ttl", 0, "use --max-cache-ttl (how long an answer is cached)"},
+      {"filter-A", 0, "only --filter-AAAA is implemented"},
+      {"filter-rr", 0, "only --filter-AAAA is implemented"},
+      {"bogus-nxdomain", 'B', "not implemented: drop the option"},
+      {"clear-on-reload", 0,
+       "SIGHUP keeps only the cache entries whose route did not change: "
+       "drop the option"},
+      {"rev-server", 0, "use --server=/<reverse zone>/<ip> instead"},
+      {"group", 'g', "set runAsGroup in the container's securityContext instead"},
+  };
+  for (const Refused& refused : kRefused) {
+    if (name == refused.name ||
+        (name.size() == 1 && refused.short_name != 0 && name[0] == refused.short_name)) {
+      return "--" + std::string(refused.name) +
+             " (dnsmasq) is not supported by frontend-cache: " + std::string(refused.what_to_do) +
+             " (docs/operators.md, \"dnsmasq options\")";
+    }
+  }
+  return {};
+}
+
 bool ParseOptions(std::span<const std::string_view> args, Options* options,
                   std::vector<std::string>* rest, std::string* error) {
   for (size_t i = 0; i < args.size(); ++i) {
@@ -423,10 +671,20 @@ bool ParseOptions(std::span<const std::string_view> args, Options* options,
       display = std::string(arg.substr(0, 2));
     }
     if (spec == nullptr) {
+      const std::string_view name =
+          arg.starts_with("--")
+              ? arg.substr(2, arg.find('=') == std::string_view::npos ? std::string_view::npos
+                                                                      : arg.find('=') - 2)
+          : arg.size() == 2 && arg[0] == '-' ? arg.substr(1, 1)
+                                             : std::string_view();
+      if (std::string reason = RefusedOptionReason(name); !reason.empty()) {
+        *error = reason;
+        return false;
+      }
       rest->emplace_back(arg);
       continue;
     }
-    if (!spec->takes_value && value) {
+    if (!spec->takes_value && value && !spec->optional_value) {
       *error = display + " takes no value";
       return false;
     }

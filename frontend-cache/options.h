@@ -16,6 +16,7 @@
 #include "common/dns/name.h"
 #include "common/server/loop_server.h"
 #include "common/server/rate_limits.h"
+#include "common/server/query_log.h"
 #include "common/upstream/upstream_address.h"
 #include "frontend-cache/cache.h"
 
@@ -39,6 +40,25 @@ struct ServerOption {
 
 [[nodiscard]] bool ParseServerOption(std::string_view value, ServerOption* server,
                                      std::string* error);
+
+// One --address value with an address (dnsmasq's -A). Without one (--address=/domain/) it
+// is --server=/domain/ (local: NXDOMAIN) and parses to a ServerOption instead.
+//   --address=/d1/d2/.../ip   A (IPv4) or AAAA (IPv6) queries for those domains and every
+//                             name below them are answered `ip`; repeat for more addresses
+//   --address=/domain/#       both null addresses, 0.0.0.0 and ::
+//   --address=/#/ip           every name (the root: "/#/" matches any domain)
+// Queries of other types, and of the family with no address given, are routed as usual.
+struct AddressOption {
+  std::vector<dns::Name> domains;
+  std::vector<IpAddress> addresses;
+
+  friend bool operator==(const AddressOption&, const AddressOption&) = default;
+};
+
+// Parses an --address value into `address`, or into `server` for the empty form (`*local`
+// says which). False with a one-line error.
+[[nodiscard]] bool ParseAddressOption(std::string_view value, AddressOption* address,
+                                      ServerOption* server, bool* local, std::string* error);
 
 inline constexpr uint32_t kMaxCacheSize = 1'000'000;
 // dnsmasq caps --min-cache-ttl at one hour (TTL_FLOOR_LIMIT), silently; so do we.
@@ -64,7 +84,29 @@ struct Options {
   uint32_t dns_forward_max = 4096;               // --dns-forward-max, -0 (whole process)
   std::vector<IpAddress> listen_addresses;       // --listen-address, -a (empty: all)
   uint16_t port = upstream::kDnsPort;            // --port, -p (0: any free port)
-  bool keep_in_foreground = false;               // -k, --keep-in-foreground (always)
+  // -k, --keep-in-foreground; -d, --no-daemon: we are always in the foreground.
+  bool keep_in_foreground = false;
+  // Static answers and hosts files (local_answers.h).
+  std::vector<AddressOption> addresses;  // --address, -A (repeatable)
+  bool no_hosts = false;                 // --no-hosts, -h: do not read /etc/hosts
+  std::vector<std::string> addn_hosts;   // --addn-hosts, -H (repeatable)
+  uint32_t local_ttl_s = 0;              // --local-ttl, -T: TTL of local answers
+  bool domain_needed = false;            // --domain-needed, -D
+  bool bogus_priv = false;               // --bogus-priv, -b
+  bool filter_aaaa = false;              // --filter-AAAA
+  // Forwarding: --strict-order (-o) asks the servers in the order given (by default the
+  // fastest first); --all-servers sends a query's first try to every server at once.
+  bool strict_order = false;
+  bool all_servers = false;
+  // Accepted for dnsmasq command lines, with dnsmasq's effect where one applies here:
+  std::string user;                     // --user, -u: drop root to this user after binding
+  std::vector<std::string> interfaces;  // --interface, -i: listen on its addresses
+  bool bind_interfaces = false;         // --bind-interfaces, -z (we always bind each address)
+  bool no_poll = false;                 // --no-poll, -n (resolv.conf is re-read on SIGHUP only)
+  // --log-queries[=extra] (-q): one line per query (common/server/query_log.h); ours:
+  // --log-queries-rate=N lines a second at most (0: no limit), --log-queries-sample=N (log
+  // one query in N).
+  server::QueryLogOptions log_queries;
   // Ours.
   std::string servers_file;  // --servers-file: more --server lines, re-read on SIGHUP
   uint32_t threads = 0;      // --threads (0: one per usable CPU, cpu_quota.h)
@@ -102,10 +144,19 @@ struct Options {
   server::RateLimitFlags rate_limits;
 };
 
+// dnsmasq reads this hosts file unless --no-hosts.
+inline constexpr std::string_view kDefaultHostsFile = "/etc/hosts";
+
 // Parses `args` (without the program name). Unknown arguments go to `rest`, in order, and
-// everything after a "--". False with a one-line `error` on the first bad option.
+// everything after a "--". False with a one-line `error` on the first bad option, or on
+// a dnsmasq option frontend-cache refuses (RefusedOptionReason).
 [[nodiscard]] bool ParseOptions(std::span<const std::string_view> args, Options* options,
                                 std::vector<std::string>* rest, std::string* error);
+
+// Why frontend-cache refuses a dnsmasq option it recognises (`name` is the long name
+// without "--", or the short letter), as the one line start-up prints, saying what to do
+// instead; empty for an option that is not a refused dnsmasq option.
+std::string RefusedOptionReason(std::string_view name);
 
 // A --servers-file (dnsmasq's format): one `server=...` per line (the --server value
 // syntax), blank lines and `#` comments ignored, nothing else allowed. Appends to `servers`.

@@ -372,3 +372,156 @@ TEST_CASE("Bad DNS over TCP limits are one line naming the flag", "[frontend][op
 
 }  // namespace
 }  // namespace kdns::frontend
+
+namespace kdns::frontend {
+namespace {
+
+TEST_CASE("The dnsmasq options of kube-dns Deployments in the wild are read",
+          "[frontend][options]") {
+  Parsed parsed = Parse({"--log-queries",
+                         "--address=/ads.test/192.0.2.1",
+                         "-A",
+                         "/null.test/#",
+                         "--address=/nx.test/",
+                         "--addn-hosts=/etc/extra-hosts",
+                         "-H",
+                         "/h2",
+                         "--no-hosts",
+                         "--local=/corp.test/",
+                         "--local=/up.test/10.0.0.1",
+                         "--domain-needed",
+                         "--bogus-priv",
+                         "--strict-order",
+                         "--all-servers",
+                         "--local-ttl=30",
+                         "--filter-AAAA",
+                         "--user=nobody",
+                         "--bind-interfaces",
+                         "--interface=lo,eth0",
+                         "--no-daemon",
+                         "--no-poll"});
+  INFO(parsed.error);
+  REQUIRE(parsed.ok);
+  CHECK(parsed.rest.empty());
+  const Options& o = parsed.options;
+  CHECK(o.log_queries.detail == server::QueryLogOptions::Detail::kBasic);
+  REQUIRE(o.addresses.size() == 2);
+  CHECK(o.addresses[0] == AddressOption{{N("ads.test")}, {*IpAddress::Parse("192.0.2.1")}});
+  CHECK(o.addresses[1] ==
+        AddressOption{{N("null.test")}, {*IpAddress::Parse("0.0.0.0"), *IpAddress::Parse("::")}});
+  // --address=/nx.test/ and --local=/corp.test/ are --server=/domain/ (local NXDOMAIN);
+  // --local with an address is --server.
+  REQUIRE(o.servers.size() == 3);
+  CHECK(o.servers[0].domains == std::vector<dns::Name>{N("nx.test")});
+  CHECK(o.servers[0].target == ServerOption::Target::kLocal);
+  CHECK(o.servers[1].target == ServerOption::Target::kLocal);
+  CHECK(o.servers[2].target == ServerOption::Target::kUpstream);
+  CHECK(o.servers[2].upstream == Up("10.0.0.1"));
+  CHECK(o.addn_hosts == std::vector<std::string>{"/etc/extra-hosts", "/h2"});
+  CHECK(o.no_hosts);
+  CHECK(o.domain_needed);
+  CHECK(o.bogus_priv);
+  CHECK(o.strict_order);
+  CHECK(o.all_servers);
+  CHECK(o.local_ttl_s == 30);
+  CHECK(o.filter_aaaa);
+  CHECK(o.user == "nobody");
+  CHECK(o.bind_interfaces);
+  CHECK(o.interfaces == std::vector<std::string>{"lo", "eth0"});
+  CHECK(o.keep_in_foreground);
+  CHECK(o.no_poll);
+}
+
+TEST_CASE("The new options' short forms are dnsmasq's", "[frontend][options]") {
+  Parsed parsed = Parse({"-q", "-q", "-h", "-D", "-b", "-o", "-T", "5", "-u", "nobody", "-z", "-i",
+                         "lo", "-d", "-n", "-H/h"});
+  INFO(parsed.error);
+  REQUIRE(parsed.ok);
+  CHECK(parsed.rest.empty());
+  // -q twice is dnsmasq's --log-queries=extra.
+  CHECK(parsed.options.log_queries.detail == server::QueryLogOptions::Detail::kExtra);
+  CHECK(parsed.options.no_hosts);
+  CHECK(parsed.options.domain_needed);
+  CHECK(parsed.options.bogus_priv);
+  CHECK(parsed.options.strict_order);
+  CHECK(parsed.options.local_ttl_s == 5);
+  CHECK(parsed.options.user == "nobody");
+  CHECK(parsed.options.bind_interfaces);
+  CHECK(parsed.options.interfaces == std::vector<std::string>{"lo"});
+  CHECK(parsed.options.keep_in_foreground);
+  CHECK(parsed.options.no_poll);
+  CHECK(parsed.options.addn_hosts == std::vector<std::string>{"/h"});
+}
+
+TEST_CASE("--log-queries takes extra and our rate and sampling", "[frontend][options]") {
+  CHECK(Parse({}).options.log_queries.detail == server::QueryLogOptions::Detail::kOff);
+  Parsed parsed =
+      Parse({"--log-queries=extra", "--log-queries-rate=50", "--log-queries-sample", "10"});
+  REQUIRE(parsed.ok);
+  CHECK(parsed.options.log_queries.detail == server::QueryLogOptions::Detail::kExtra);
+  CHECK(parsed.options.log_queries.max_lines_per_second == 50);
+  CHECK(parsed.options.log_queries.sample_one_in == 10);
+  // The default bounds a flood (docs/operators.md, "Query logging").
+  CHECK(Parse({"-q"}).options.log_queries.max_lines_per_second == 100);
+  CHECK(Parse({"-q"}).options.log_queries.sample_one_in == 1);
+}
+
+TEST_CASE("--address=/#/ answers every name", "[frontend][options]") {
+  Parsed parsed = Parse({"--address=/#/192.0.2.9"});
+  REQUIRE(parsed.ok);
+  REQUIRE(parsed.options.addresses.size() == 1);
+  CHECK(parsed.options.addresses[0].domains == std::vector<dns::Name>{dns::Name::Root()});
+}
+
+TEST_CASE("Bad values of the new options fail with one line naming the option",
+          "[frontend][options]") {
+  auto [args, expected] = GENERATE(table<std::vector<std::string_view>, std::string>({
+      {{"--address=1.2.3.4"}, "--address=1.2.3.4: expected /domain/[address]"},
+      {{"--address=/a.test"}, "--address=/a.test: missing '/' after the domain"},
+      {{"--address=/a.test/host"}, "--address=/a.test/host: \"host\" is not an IP address"},
+      {{"--address=/*.a.test/1.2.3.4"}, "--address=/*.a.test/1.2.3.4: bad domain \"*.a.test\""},
+      {{"--address=//1.2.3.4"}, "--address=//1.2.3.4: bad domain \"\""},
+      {{"--local=/a.test/x"}, "--local=/a.test/x: \"x\" is not an IP address"},
+      {{"--addn-hosts="}, "--addn-hosts: empty path"},
+      {{"--local-ttl=x"}, "--local-ttl: \"x\" is not a number of seconds in 0..4294967295"},
+      {{"--filter-AAAA=1"}, "--filter-AAAA takes no value"},
+      {{"--user="}, "--user: empty user name"},
+      {{"--interface=eth*"},
+       "--interface: \"eth*\" is not an interface name (wildcards are not supported)"},
+      {{"--log-queries=lots"}, "--log-queries: \"lots\" is not extra, proto or auth (or nothing)"},
+      {{"--log-queries-rate=x"},
+       "--log-queries-rate: \"x\" is not a number of lines a second in 0..1000000"},
+      {{"--log-queries-sample=0"},
+       "--log-queries-sample: \"0\" is not a number in 1..1000000 (log one query in N)"},
+  }));
+  Parsed parsed = Parse(args);
+  CHECK_FALSE(parsed.ok);
+  CHECK(parsed.error == expected);
+}
+
+TEST_CASE("dnsmasq options frontend-cache refuses stop it with one line saying what to do",
+          "[frontend][options]") {
+  auto [arg, option] = GENERATE(table<std::string_view, std::string>({
+      {"--conf-file=/etc/dnsmasq.conf", "--conf-file"},
+      {"-C", "--conf-file"},
+      {"--dhcp-range=10.0.0.1,10.0.0.9", "--dhcp-range"},
+      {"--cname=a.test,b.test", "--cname"},
+      {"--srv-host=_x._tcp.test", "--srv-host"},
+      {"--expand-hosts", "--expand-hosts"},
+      {"--dnssec", "--dnssec"},
+      {"--stop-dns-rebind", "--stop-dns-rebind"},
+      {"--query-port=53", "--query-port"},
+      {"--edns-packet-max=4096", "--edns-packet-max"},
+      {"--filter-A", "--filter-A"},
+      {"--bogus-nxdomain=1.2.3.4", "--bogus-nxdomain"},
+  }));
+  Parsed parsed = Parse({arg});
+  CHECK_FALSE(parsed.ok);
+  CHECK(parsed.error.starts_with(option + " (dnsmasq) is not supported by frontend-cache: "));
+  CHECK(parsed.error.find('\n') == std::string::npos);
+  CHECK(RefusedOptionReason("log-queries").empty());
+  CHECK(RefusedOptionReason("v").empty());  // gflags' --v
+}
+
+}  // namespace
+}  // namespace kdns::frontend

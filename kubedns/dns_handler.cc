@@ -14,6 +14,23 @@ namespace {
 
 bool TcBit(std::span<const uint8_t> message) { return message.size() > 2 && (message[2] & 0x02); }
 
+// The query log's line for an answer sent (sampled there); `source` is kLocal for our
+// own records and refusals, kUpstream for what a forwarded query or a chase brought.
+void LogQuery(server::QueryLog* log, const loop::SocketAddress& client, const dns::Name& qname,
+              dns::RrType qtype, uint16_t id, dns::Transport transport,
+              std::span<const uint8_t> response, server::AnswerSource source,
+              std::chrono::steady_clock::time_point start) {
+  if (log == nullptr || !log->Sample()) return;
+  const dns::Rcode rcode = response.size() >= dns::kHeaderSize
+                               ? static_cast<dns::Rcode>(response[3] & 0x0f)
+                               : dns::Rcode::kServFail;
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  log->Log(server::QueryLogEntry{
+      client, qname, qtype, rcode, source,
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count()),
+      id, transport, response.size()});
+}
+
 }  // namespace
 
 DnsHandler::DnsHandler(const server::ThreadContext& context, const Shared& shared,
@@ -46,7 +63,12 @@ void DnsHandler::HandleQuery(server::Request& request) {
     StartChase(request, result, start);
     return;
   }
-  if (!result.response.empty()) request.Reply(result.response);
+  if (!result.response.empty()) {
+    const dns::Query& query = request.admission().query;
+    LogQuery(shared_.query_log, request.peer(), query.qname, query.qtype, query.header.id,
+             request.transport(), result.response, server::AnswerSource::kLocal, start);
+    request.Reply(result.response);
+  }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   shared_.dns_metrics.Record(result, result.response.size(), seconds);
 }
@@ -94,7 +116,12 @@ void DnsHandler::FailNow(server::Request& request, const AnswerResult& result,
   shared_.forward_metrics.Failed(ForwardFailure::kOverloaded);
   const std::span<const uint8_t> response = server::WriteEmptyResponse(
       request.admission().query, dns::Rcode::kServFail, /*aa=*/false, request.response_buffer());
-  if (!response.empty()) request.Reply(response);
+  if (!response.empty()) {
+    const dns::Query& query = request.admission().query;
+    LogQuery(shared_.query_log, request.peer(), query.qname, query.qtype, query.header.id,
+             request.transport(), response, server::AnswerSource::kLocal, start);
+    request.Reply(response);
+  }
   AnswerResult record = result;
   record.rcode = dns::Rcode::kServFail;
   record.truncated = false;
@@ -189,6 +216,9 @@ void DnsHandler::Fail(Waiting& waiting, ForwardFailure failure) {
 
 void DnsHandler::Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode,
                         bool truncated) {
+  LogQuery(shared_.query_log, waiting.responder.peer(), waiting.client.qname, waiting.client.qtype,
+           waiting.client.id, waiting.client.transport, response, server::AnswerSource::kUpstream,
+           waiting.state.start);
   waiting.responder.Reply(response);
   const double seconds = std::chrono::duration<double>(Clock::now() - waiting.state.start).count();
   shared_.forward_metrics.Answered(seconds);

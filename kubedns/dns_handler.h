@@ -47,6 +47,7 @@
 #include "common/dns/message.h"
 #include "common/server/forward_reply.h"
 #include "common/server/query_handler.h"
+#include "common/server/query_log.h"
 #include "common/server/waiting_queries.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/upstream_table.h"
@@ -74,6 +75,8 @@ class DnsHandler final : public server::QueryHandler {
     upstream::Forwarder::Options forwarder;
     // The process's budget of waiting queries (--max-waiting-queries).
     std::shared_ptr<server::WaitingBudget> waiting;
+    // --log-queries: one line per answer (common/server/query_log.h); null: off.
+    server::QueryLog* query_log = nullptr;
   };
 
   DnsHandler(const server::ThreadContext& context, const Shared& shared,

@@ -131,6 +131,7 @@ KubednsServer::KubednsServer(Options options)
       dns_metrics_(registry_, options_.metrics_prefix),
       upstream_table_(std::make_shared<upstream::UpstreamTable>()),
       forward_metrics_(registry_, upstream_table_),
+      query_log_(options_.query_log, SteadyClock::Instance(), server::QueryLog::GlogSink()),
       handler_shared_{answerer_,
                       snapshots_,
                       dns_metrics_,
@@ -146,6 +147,7 @@ KubednsServer::KubednsServer(Options options)
   CHECK(
       server::MakeRateLimits(options_.rate_limits, handler_shared_.waiting, &rate_limits_, &error))
       << "the rate-limit flags were checked by BuildOptions: " << error;
+  if (query_log_.enabled()) handler_shared_.query_log = &query_log_;
   RegisterMetrics();
 }
 

@@ -80,6 +80,7 @@ class KubednsServer {
     size_t max_waiting_queries = server::WaitingBudget::kDefaultMax;
     // Per-client rate limit and RRL, checked by BuildOptions (--client-rate-*, --rrl-*).
     server::RateLimitFlags rate_limits;
+    server::QueryLogOptions query_log;  // --log-queries, --log-queries-rate/-sample
   };
 
   explicit KubednsServer(Options options);
@@ -122,6 +123,7 @@ class KubednsServer {
   std::shared_ptr<upstream::UpstreamTable> upstream_table_;
   ForwardMetrics forward_metrics_;
   SnapshotHolder<Snapshot> snapshots_;
+  server::QueryLog query_log_;
   DnsHandler::Shared handler_shared_;
   server::RateLimits rate_limits_;  // shared by every DNS thread
   std::unique_ptr<ForwardConfig> forward_config_;

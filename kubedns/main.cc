@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -119,6 +120,21 @@ DEFINE_string(client_rate_exempt, "",
 DEFINE_int64(rrl_responses_per_second, 0,
              "Response rate limiting of identical answers (BIND's RRL): per /24 (/56) and "
              "second, for each answer, NODATA name, NXDOMAIN zone and error kind. 0: off.");
+// kube-dns's, for its Deployments (docs/operators.md, "kube-dns flags").
+DEFINE_string(config_map, "",
+              "Deprecated (as in kube-dns): read the kube-dns ConfigMap mounted at --config-dir "
+              "instead; when set without --config-dir, --config-dir=/kube-dns-config.");
+DEFINE_string(config_map_namespace, "kube-system", "Namespace of --config-map (deprecated).");
+DEFINE_string(federations, "",
+              "Refused when set: Kubernetes federation v1 is retired (see docs/operators.md).");
+// Query logging.
+DEFINE_bool(log_queries, false,
+            "Log one line per answer: client, name, type, rcode, source (local, upstream), "
+            "duration.");
+DEFINE_int32(log_queries_rate, 100,
+             "With --log-queries, at most this many lines a second (0: no limit); the rest are "
+             "counted and summed in one line.");
+DEFINE_int32(log_queries_sample, 1, "With --log-queries, log one query in this many.");
 DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
 
 namespace {
@@ -164,6 +180,12 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.rate_limits.client_rate_slip = FLAGS_client_rate_slip;
   flags.rate_limits.client_rate_exempt = FLAGS_client_rate_exempt;
   flags.rate_limits.rrl_responses_per_second = FLAGS_rrl_responses_per_second;
+  flags.config_map = FLAGS_config_map;
+  flags.config_map_namespace = FLAGS_config_map_namespace;
+  flags.federations = FLAGS_federations;
+  flags.log_queries = FLAGS_log_queries;
+  flags.log_queries_rate = FLAGS_log_queries_rate;
+  flags.log_queries_sample = FLAGS_log_queries_sample;
   flags.check_flags = FLAGS_check_flags;
   return flags;
 }
@@ -180,8 +202,10 @@ int main(int argc, char** argv) {
                                    &error)) {
     kdns::app::Fail(error);
   }
+  for (const std::string& warning : options.warnings) std::cerr << "kubedns: " << warning << "\n";
   kdns::app::ExitIfCheckingFlags(FLAGS_check_flags);
   kdns::app::InitProcess(argv[0]);
+  for (const std::string& warning : options.warnings) LOG(WARNING) << warning;
   curl_global_init(CURL_GLOBAL_DEFAULT);  // not thread-safe: before the API thread starts
   // Signals are taken synchronously by this thread; every other thread blocks them.
   const sigset_t signals = kdns::app::BlockSignals({SIGTERM, SIGINT});

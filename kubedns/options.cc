@@ -132,6 +132,50 @@ bool WaitingOptions(const FlagValues& flags, KubednsServer::Options* options, st
   return true;
 }
 
+// kube-dns's --config-map (deprecated there in favour of a mounted --config-dir) and
+// --federations (federation v1, retired).
+bool KubeDnsCompatibility(const FlagValues& flags, KubednsServer::Options* server,
+                          std::vector<std::string>* warnings, std::string* error) {
+  if (!flags.federations.empty()) {
+    *error = "--federations=" + flags.federations +
+             ": Kubernetes federation v1 is retired and kubedns does not answer its "
+             "<service>.<namespace>.<federation>.svc names; remove the flag (and the ConfigMap's "
+             "federations key); for other clusters' names use stubDomains or multicluster "
+             "Services (clusterset.local)";
+    return false;
+  }
+  if (flags.config_map.empty()) return true;
+  if (server->config_dir.empty()) {
+    server->config_dir = kKubeDnsConfigDir;
+    warnings->push_back("--config-map=" + flags.config_map +
+                        " is deprecated (as in kube-dns): reading the ConfigMap mounted at "
+                        "--config-dir=" +
+                        kKubeDnsConfigDir + " instead; mount ConfigMap " +
+                        flags.config_map_namespace + "/" + flags.config_map +
+                        " there (optional: true) and pass --config-dir");
+  } else {
+    warnings->push_back("--config-map=" + flags.config_map + " is ignored: --config-dir=" +
+                        server->config_dir + " is read (mount the ConfigMap there)");
+  }
+  return true;
+}
+
+bool QueryLogOptions(const FlagValues& flags, server::QueryLogOptions* log, std::string* error) {
+  if (flags.log_queries_rate < 0 || flags.log_queries_rate > 1'000'000) {
+    *error = "--log-queries-rate: must be in 0..1000000 lines a second";
+    return false;
+  }
+  if (flags.log_queries_sample < 1 || flags.log_queries_sample > 1'000'000) {
+    *error = "--log-queries-sample: must be in 1..1000000 (log one query in N)";
+    return false;
+  }
+  log->detail = flags.log_queries ? server::QueryLogOptions::Detail::kBasic
+                                  : server::QueryLogOptions::Detail::kOff;
+  log->max_lines_per_second = static_cast<uint32_t>(flags.log_queries_rate);
+  log->sample_one_in = static_cast<uint32_t>(flags.log_queries_sample);
+  return true;
+}
+
 bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, std::string* error) {
   options->config_dir = flags.config_dir;
   if (!Duration("config-period", flags.config_period, &options->config_period_ms, error)) {
@@ -253,7 +297,11 @@ bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env, Options* o
   if (!ForwardOptions(flags, &server, error) || !TcpOptions(flags, &server.tcp, error)) {
     return false;
   }
-  if (!WaitingOptions(flags, &server, error)) return false;
+  if (!WaitingOptions(flags, &server, error) ||
+      !KubeDnsCompatibility(flags, &server, &options->warnings, error) ||
+      !QueryLogOptions(flags, &server.query_log, error)) {
+    return false;
+  }
   // --check-flags checks flags: the in-cluster environment comes from the pod, not from them.
   const bool in_cluster = flags.kubecfg_file.empty() && flags.kube_master_url.empty();
   if (server.objects_file.empty() && !(flags.check_flags && in_cluster) &&

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/k8s/api_config.h"
 #include "kubedns/kubedns_server.h"
@@ -56,13 +57,26 @@ struct FlagValues {
   int64_t max_waiting_queries = 10'000;
   // Per-client rate limit and RRL (common/server/rate_limits.h).
   server::RateLimitFlags rate_limits;
+  // kube-dns's, accepted for its Deployments (docs/operators.md, "kube-dns flags").
+  std::string config_map;  // deprecated: mapped to --config-dir
+  std::string config_map_namespace = "kube-system";
+  std::string federations;  // refused when set
+  // Query logging (common/server/query_log.h).
+  bool log_queries = false;
+  int64_t log_queries_rate = 100;
+  int64_t log_queries_sample = 1;
   bool check_flags = false;
 };
+
+// Where the kube-dns addon manifest mounts the kube-dns ConfigMap; --config-map maps here.
+inline constexpr const char* kKubeDnsConfigDir = "/kube-dns-config";
 
 struct Options {
   KubednsServer::Options server;
   uint64_t initial_sync_timeout_ms = 60'000;  // log loudly when not synced by then
   uint64_t lameduck_ms = 0;                   // answer this long after SIGTERM
+  // What main logs as warnings once logging is set up (a deprecated flag mapped).
+  std::vector<std::string> warnings;
 };
 
 // Checks the flags and builds the options; false with a one-line *error naming the first

@@ -284,3 +284,66 @@ TEST_CASE("the per-client rate limit and RRL flags reach the server, checked", "
 
 }  // namespace
 }  // namespace kdns::kubedns
+
+namespace kdns::kubedns {
+namespace {
+
+TEST_CASE("kube-dns's deprecated --config-map maps to the mounted directory, with a warning",
+          "[kubedns][options]") {
+  FlagValues flags = Offline();
+  flags.config_map = "kube-dns";
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.config_dir == "/kube-dns-config");
+  REQUIRE(options.warnings.size() == 1);
+  CHECK(options.warnings[0].starts_with("--config-map=kube-dns is deprecated"));
+  SECTION("with --config-dir, the directory is read and the flag is ignored, loudly") {
+    flags.config_dir = "/etc/kube-dns";
+    Options both;
+    REQUIRE(BuildOptions(flags, Env({}), &both, &error));
+    CHECK(both.server.config_dir == "/etc/kube-dns");
+    REQUIRE(both.warnings.size() == 1);
+    CHECK(both.warnings[0] ==
+          "--config-map=kube-dns is ignored: --config-dir=/etc/kube-dns is read (mount the "
+          "ConfigMap there)");
+  }
+  SECTION("without --config-map nothing is warned") {
+    Options plain;
+    REQUIRE(BuildOptions(Offline(), Env({}), &plain, &error));
+    CHECK(plain.warnings.empty());
+    CHECK(plain.server.config_dir.empty());
+  }
+}
+
+TEST_CASE("--federations is refused with what to do instead", "[kubedns][options]") {
+  FlagValues flags = Offline();
+  flags.federations = "myfed=example.com";
+  const std::string error = ErrorOf(flags);
+  CHECK(error.starts_with("--federations=myfed=example.com: Kubernetes federation v1 is retired"));
+  CHECK(error.find("remove the flag") != std::string::npos);
+  CHECK(error.find('\n') == std::string::npos);
+}
+
+TEST_CASE("--log-queries turns the query log on, bounded by its rate", "[kubedns][options]") {
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(Offline(), Env({}), &options, &error));
+  CHECK(options.server.query_log.detail == server::QueryLogOptions::Detail::kOff);
+  FlagValues flags = Offline();
+  flags.log_queries = true;
+  flags.log_queries_rate = 20;
+  flags.log_queries_sample = 4;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.query_log.detail == server::QueryLogOptions::Detail::kBasic);
+  CHECK(options.server.query_log.max_lines_per_second == 20);
+  CHECK(options.server.query_log.sample_one_in == 4);
+  flags.log_queries_rate = -1;
+  CHECK(ErrorOf(flags) == "--log-queries-rate: must be in 0..1000000 lines a second");
+  flags.log_queries_rate = 1;
+  flags.log_queries_sample = 0;
+  CHECK(ErrorOf(flags) == "--log-queries-sample: must be in 1..1000000 (log one query in N)");
+}
+
+}  // namespace
+}  // namespace kdns::kubedns

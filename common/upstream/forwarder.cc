@@ -187,10 +187,12 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
     return;
   }
   // Healthy servers by SRTT (stable: ties keep the configured order), then failed ones.
-  std::stable_sort(candidates.begin(), candidates.end(), [](const Server* a, const Server* b) {
-    if (a->health.failed() != b->health.failed()) return !a->health.failed();
-    return a->health.SelectionRttMs() < b->health.SelectionRttMs();
-  });
+  const bool by_rtt = options_.server_order == ServerOrder::kFastest;
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [by_rtt](const Server* a, const Server* b) {
+                     if (a->health.failed() != b->health.failed()) return !a->health.failed();
+                     return by_rtt && a->health.SelectionRttMs() < b->health.SelectionRttMs();
+                   });
   Job* job = StartJob(JobKind::kClient, request, std::move(candidates));
   job->route_hold = std::move(route_hold);
   job->process_hold = std::move(process_hold);

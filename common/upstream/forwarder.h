@@ -17,9 +17,12 @@
 //      budget is skipped for another of the set. Every slot is given back when the query
 //      ends, whatever ends it.
 //   4. The set's servers are ordered: healthy ones by smoothed RTT (never-measured ones
-//      count as 0, ties keep the configured order), then failed ones; loop-disabled ones
-//      are left out. Each try goes to the next server in that order, round robin, at most
-//      max_tries_per_upstream tries each, within total_timeout_ms.
+//      count as 0, ties keep the configured order), or in the configured order with
+//      ServerOrder::kConfigured (dnsmasq's --strict-order), then failed ones; loop-disabled
+//      ones are left out. Each try goes to the next server in that order, round robin, at most
+//      max_tries_per_upstream tries each, within total_timeout_ms. With
+//      FirstTry::kAllServers (dnsmasq's --all-servers) the first try goes to every one of
+//      them at once.
 //   5. A UDP try uses a fresh socket (random ephemeral port, connect()ed to the server) and
 //      a random ID from the kernel's CSPRNG; a client that came over TCP is forwarded over
 //      TCP on a reused, pipelined connection per server (RFC 7766). Every query carries
@@ -110,6 +113,17 @@ enum class FailReason : uint8_t {
   kWaitersPerQuery,  // Options::max_waiters_per_query waiters already on this query
 };
 const char* OutcomeName(Outcome outcome);
+// Which of a set's healthy servers is asked first.
+enum class ServerOrder : uint8_t {
+  kFastest,     // the lowest smoothed RTT
+  kConfigured,  // the order the set lists them in (dnsmasq's --strict-order)
+};
+// How many servers a client query's first try goes to.
+enum class FirstTry : uint8_t {
+  kOneServer,   // the first in order; the next after a timeout or a failure
+  kAllServers,  // every usable server at once, the first answer wins (dnsmasq's
+                // --all-servers); later tries go one at a time
+};
 const char* FailReasonName(FailReason reason);
 
 struct Result {
@@ -147,6 +161,8 @@ struct ForwarderCounters {
 class Forwarder {
  public:
   struct Options {
+    ServerOrder server_order = ServerOrder::kFastest;
+    FirstTry first_try = FirstTry::kOneServer;
     uint64_t min_try_timeout_ms = 100;
     uint64_t max_try_timeout_ms = 1500;  // also the first try to a server never measured
     uint64_t total_timeout_ms = 5000;

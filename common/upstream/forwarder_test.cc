@@ -809,3 +809,65 @@ TEST_CASE("Destroying the Forwarder with queries in flight leaks nothing", "[ups
 
 }  // namespace
 }  // namespace kdns::upstream
+
+namespace kdns::upstream {
+namespace {
+
+TEST_CASE("Strict order asks the servers as configured, not the fastest first", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream slow(loop, 1);
+    FakeUpstream fresh(loop, 2);
+    // `slow` gets a measured RTT; `fresh`, never measured, counts as 0 and is the fastest.
+    slow.set_delay_ms(20);
+    const ServerOrder order = GENERATE(ServerOrder::kFastest, ServerOrder::kConfigured);
+    Forwarder::Options options = TestOptions();
+    options.max_try_timeout_ms = 1000;
+    options.server_order = order;
+    Forwarder forwarder(loop, options);
+    CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("a.example."), {slow.address()})) ==
+          "192.0.2.1");
+    REQUIRE(forwarder.health(slow.address())->SelectionRttMs() > 0);
+    Result result =
+        ResolveAndWait(loop, forwarder, Req("b.example."), {slow.address(), fresh.address()});
+    CHECK(result.upstream ==
+          (order == ServerOrder::kConfigured ? slow.address() : fresh.address()));
+  }
+  RequireClosesClean(loop);
+}
+
+}  // namespace
+}  // namespace kdns::upstream
+
+namespace kdns::upstream {
+namespace {
+
+TEST_CASE("All servers at once: a silent server does not delay the answer", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream silent(loop, 1);
+    FakeUpstream answering(loop, 2);
+    silent.set_behaviour(Behaviour::kSilent);
+    Forwarder::Options options = TestOptions();
+    // No try can time out during the test: only sending to both at once answers it.
+    options.min_try_timeout_ms = 60'000;
+    options.max_try_timeout_ms = 60'000;
+    options.total_timeout_ms = 120'000;
+    options.server_order = ServerOrder::kConfigured;  // the silent one first
+    options.first_try = FirstTry::kAllServers;
+    Forwarder forwarder(loop, options);
+    Result result =
+        ResolveAndWait(loop, forwarder, Req("a.example."), {silent.address(), answering.address()});
+    CHECK(AnswerAddress(result) == "192.0.2.2");
+    CHECK(silent.queries().size() == 1);
+    CHECK(answering.queries().size() == 1);
+    CHECK(forwarder.counters().tries == 2);
+    CHECK(forwarder.counters().timeouts == 0);
+    CHECK(forwarder.counters().failovers == 0);
+    CHECK(forwarder.counters().in_flight == 0);
+  }
+  RequireClosesClean(loop);
+}
+
+}  // namespace
+}  // namespace kdns::upstream

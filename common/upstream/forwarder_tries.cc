@@ -19,11 +19,17 @@ namespace kdns::upstream {
 
 void Forwarder::StartNextTry(Job* job) {
   if (job->finished) return;
+  // --all-servers: the first try goes to every candidate; every attempt keeps listening, so
+  // the first answer wins.
+  const bool to_all = options_.first_try == FirstTry::kAllServers &&
+                      job->kind == JobKind::kClient && job->sent == 0;
+  bool sent_any = false;
   const size_t count = job->candidates.size();
   const uint32_t max_tries =
       job->kind == JobKind::kClient ? std::max<uint32_t>(1, options_.max_tries_per_upstream) : 1;
+  const size_t start = job->next_candidate;
   for (size_t step = 0; step < count; ++step) {
-    size_t candidate = (job->next_candidate + step) % count;
+    size_t candidate = (start + step) % count;
     if (job->done[candidate] || job->tries[candidate] >= max_tries) continue;
     if (job->kind == JobKind::kClient && !job->upstream_holds[candidate]) {
       Server* server = job->candidates[candidate];
@@ -37,11 +43,16 @@ void Forwarder::StartNextTry(Job* job) {
       }
     }
     job->next_candidate = candidate + 1;
-    if (job->sent > 0) counters_.failovers.fetch_add(1, std::memory_order_relaxed);
+    if (job->sent > 0 && !to_all) counters_.failovers.fetch_add(1, std::memory_order_relaxed);
+    const uint32_t expected_sent = job->sent + 1;
     SendTry(job, candidate, job->force_tcp ? Transport::kTcp : Transport::kUdp,
             job->no_edns[candidate] ? EdnsMode::kWithoutEdns : EdnsMode::kWithEdns);
-    return;
+    // One server at a time; or the job ended, or a failure inside SendTry already moved
+    // it on (StartNextTry again).
+    if (!to_all || job->finished || job->sent != expected_sent) return;
+    sent_any = true;
   }
+  if (sent_any) return;
   // Nothing left to send. A try that timed out keeps listening: a slow upstream (a
   // recursive resolver working on an uncached name) may still answer, so wait for it until
   // the time budget is spent (the deadline timer), unless every try has definitively failed.

@@ -12,12 +12,20 @@ rcode, the flags that matter (AA TC RD RA AD CD), EDNS (present, DO, payload), a
 answer, authority and additional RRsets; TTLs loosely (each at most the original TTL, asked
 of the upstream directly).
 
+Then OPTION_GROUPS: for each group of the dnsmasq options kube-dns Deployments pass
+(--address, --local, --addn-hosts, --local-ttl, --domain-needed, --bogus-priv,
+--filter-AAAA, --min/--max-cache-ttl, and the ones with no effect on answers here:
+--strict-order, --all-servers, --log-queries, --user, --interface, --bind-interfaces,
+--no-daemon, --no-poll), a fresh pair of servers started with those options answers the
+group's queries, compared the same way (and TTLs exactly where the group says so).
+
 Every difference must match one of DECLARED, each with its reason (where we deliberately
 differ, or where dnsmasq is wrong); anything else fails. One line per query and round,
 then the declared differences seen, then `N passed, M failed`.
 KDNS_KEEP_TMP=1 keeps the temporary directory (logs of every process) after a failure.
 """
 import os
+import pwd
 import re
 import sys
 import tempfile
@@ -113,6 +121,103 @@ QUERIES = [
     Q("opcode-status", "www.example.test", "A", "+opcode=status", route=None, rounds=1,
       timeout=3),
     Q("fake-silent", "silent.fake.test", "A", route="fake", rounds=1, timeout=8),
+]
+
+
+# Hosts file of the option groups (HOSTS in their arguments).
+HOSTS_FILE = """# the option groups' --addn-hosts file
+192.0.2.77   h1.example.test h1alias
+2001:db8::77 h1.example.test
+10.1.2.3     plainhost
+10.9.9.9     v4only.example.test
+"""
+
+
+def G(gid, args, queries, exact_ttl=False, ours_only=()):
+    """A group: its options (NSD, HOSTS and USER replaced), queries, and options given to
+    frontend-cache only (servers.Dnsmasq already passes them: dnsmasq refuses a repeat)."""
+    return {"id": gid, "args": args, "queries": queries, "exact_ttl": exact_ttl,
+            "ours_only": list(ours_only)}
+
+
+# One pair of servers per group, with the base configuration (--server=<nsd>, --no-hosts)
+# and the group's options; NSD's names only, so that nothing reaches NSD outside its zones
+# (it would answer REFUSED, which we never relay: see upstream-refused).
+OPTION_GROUPS = [
+    G("address", ["--address=/addr.example.test/192.0.2.1",
+                  "--address=/addr.example.test/192.0.2.2",
+                  "--address=/null.example.test/#", "--address=/nx.test/",
+                  "--address=/v6.example.test/2001:db8::1",
+                  "--server=/sub.addr.example.test/NSD"], [
+        Q("address-a", "www.addr.example.test", "A", rounds=1),
+        Q("address-apex", "addr.example.test", "A", rounds=1),
+        Q("address-mixed-case", "WwW.AdDr.ExAmPlE.TeSt", "A", rounds=1),
+        Q("address-tcp", "addr.example.test", "A", "+tcp", rounds=1),
+        Q("address-other-family", "addr.example.test", "AAAA", rounds=1),
+        Q("address-other-type", "addr.example.test", "MX", rounds=1),
+        Q("address-null-a", "null.example.test", "A", rounds=1),
+        Q("address-null-aaaa", "x.null.example.test", "AAAA", rounds=1),
+        Q("address-v6", "v6.example.test", "AAAA", rounds=1),
+        Q("address-v6-no-a", "v6.example.test", "A", rounds=1),
+        Q("address-server-wins", "www.sub.addr.example.test", "A", rounds=1),
+        Q("local-only-address", "www.nx.test", "A", route=None, rounds=1),
+        Q("local-only-address-mx", "nx.test", "MX", route=None, rounds=1),
+    ], exact_ttl=True),
+    G("local", ["--local=/loc.test/", "--local=/other.example.test/NSD"], [
+        Q("local-only-local", "a.loc.test", "A", route=None, rounds=1),
+        Q("local-with-server", "www.example.test", "A", rounds=1),
+    ]),
+    G("hosts", ["--addn-hosts=HOSTS", "--local-ttl=7"], [
+        Q("hosts-a", "h1.example.test", "A", rounds=1),
+        Q("hosts-aaaa", "h1.example.test", "AAAA", rounds=1),
+        Q("hosts-any", "h1.example.test", "ANY", rounds=1),
+        Q("hosts-mixed-case", "H1.Example.TEST", "A", rounds=1),
+        Q("hosts-alias", "h1alias", "A", route=None, rounds=1),
+        Q("hosts-ptr", "77.2.0.192.in-addr.arpa", "PTR", rounds=1),
+        Q("hosts-ptr-v6",
+          "7.7.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa", "PTR",
+          route=None, rounds=1),
+        Q("hosts-ptr-zone", "10.2.0.192.in-addr.arpa", "PTR", rounds=1),
+        Q("hosts-other-type", "h1.example.test", "MX", rounds=1),
+        Q("hosts-other-family", "v4only.example.test", "AAAA", rounds=1),
+        Q("hosts-below-name", "sub.h1.example.test", "A", rounds=1),
+    ], exact_ttl=True),
+    G("domain-needed-bogus-priv", ["--domain-needed", "--bogus-priv", "--addn-hosts=HOSTS"], [
+        Q("domain-needed-a", "nothere", "A", route=None, rounds=1),
+        Q("domain-needed-aaaa", "nothere", "AAAA", route=None, rounds=1),
+        Q("domain-needed-hosts", "plainhost", "A", route=None, rounds=1),
+        Q("domain-needed-hosts-nodata", "plainhost", "AAAA", route=None, rounds=1),
+        Q("bogus-priv-ptr", "1.1.168.192.in-addr.arpa", "PTR", route=None, rounds=1),
+        Q("bogus-priv-any", "1.1.168.192.in-addr.arpa", "ANY", route=None, rounds=1),
+        Q("bogus-priv-partial", "1.168.192.in-addr.arpa", "PTR", route=None, rounds=1),
+        Q("bogus-priv-10", "4.3.2.10.in-addr.arpa", "PTR", route=None, rounds=1),
+        Q("bogus-priv-test-net", "10.2.0.192.in-addr.arpa", "PTR", route=None, rounds=1),
+        Q("bogus-priv-ula",
+          "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa", "PTR",
+          route=None, rounds=1),
+        Q("bogus-priv-hosts-first", "3.2.1.10.in-addr.arpa", "PTR", route=None, rounds=1),
+    ], exact_ttl=True),
+    G("bogus-priv-server", ["--bogus-priv", "--server=/2.0.192.in-addr.arpa/NSD"], [
+        Q("bogus-priv-server-wins", "10.2.0.192.in-addr.arpa", "PTR", rounds=1),
+    ]),
+    G("filter-aaaa", ["--filter-AAAA", "--addn-hosts=HOSTS"], [
+        Q("filter-aaaa", "www.example.test", "AAAA", rounds=1),
+        Q("filter-aaaa-a", "www.example.test", "A", rounds=1),
+        Q("filter-aaaa-nodata", "mail.example.test", "AAAA", rounds=1),
+        Q("filter-aaaa-cname", "alias.example.test", "AAAA", rounds=1),
+        Q("filter-aaaa-hosts", "h1.example.test", "AAAA", rounds=1),
+        Q("filter-any", "www.example.test", "ANY", rounds=1),
+    ]),
+    G("cache-ttl", ["--min-cache-ttl=600", "--max-cache-ttl=1200"], [
+        Q("cache-ttl-max", "www.example.test", "A"),
+        Q("cache-ttl-min", "short.example.test", "A"),
+    ]),
+    G("accepted", ["--strict-order", "--all-servers", "--log-queries", "--no-daemon",
+                   "--no-poll", "--interface=lo"], [
+        Q("accepted-a", "www.example.test", "A", rounds=1),
+        Q("accepted-nxdomain", "nope.example.test", "A", rounds=1),
+        Q("accepted-mx", "example.test", "MX", rounds=1),
+    ], ours_only=["--bind-interfaces", "--user=USER"]),
 ]
 
 
@@ -223,6 +328,21 @@ DECLARED = [
                "never answers and the client times out.",
      "match": lambda c: c["q"]["id"] == "fake-silent" and c["ours"].status == "SERVFAIL"
      and c["theirs"].status is None},
+    {"id": "filter-aaaa-local",
+     "reason": "--filter-AAAA: we answer every AAAA query NODATA ourselves (no upstream round "
+               "trip, nothing cached; AA clear, no records); dnsmasq forwards it and strips "
+               "the AAAA records from the reply, so it relays the upstream's AA, authority "
+               "section and CNAMEs.",
+     "match": lambda c: c["q"]["id"].startswith("filter-aaaa") and c["q"]["type"] == "AAAA"
+     and c["ours"].status == "NOERROR" and not c["ours"].answer
+     and c["field"] in ("flag:aa", "authority", "additional", "answer")},
+    {"id": "cache-ttl-first-answer",
+     "reason": "--min-cache-ttl and --max-cache-ttl on the answer that fills the cache: we "
+               "give the client the TTL we cache it for (600 for a 300, 1200 for a 3600); "
+               "dnsmasq relays the upstream's TTL and applies its bounds from the first cache "
+               "hit on. Later answers are compared exactly.",
+     "match": lambda c: c["q"]["id"].startswith("cache-ttl") and c["field"] == "ttl"
+     and c["round"] == 1},
     {"id": "cname-target-negative",
      "reason": "After outside.example.test CNAME www.other.test (an answer from NSD, which "
                "has no data for other.test), dnsmasq caches www.other.test A as NODATA and "
@@ -259,9 +379,18 @@ def reference_ttls(env, q):
     return None
 
 
-def compare(q, ours, theirs, ref):
-    """Differences as (field, ours value, theirs value), and TTL problems (always fatal)."""
+def compare(q, ours, theirs, ref, exact_ttl=False, ttl_limit=None):
+    """Differences as (field, ours value, theirs value), and TTL problems (always fatal).
+    With `exact_ttl` the answers' TTLs must be equal (local data: no countdown); with
+    `ttl_limit` (--max-cache-ttl) the answers' TTLs are compared with each other, and ours
+    checked against it, instead of the originals (--min-cache-ttl raises them)."""
     diffs, ttl_problems = [], []
+    if exact_ttl or ttl_limit:
+        ttls = sorted(r.ttl for r in ours.answer), sorted(r.ttl for r in theirs.answer)
+        # A cache hit may be a second older in one server than in the other.
+        if exact_ttl and ttls[0] != ttls[1] or ttl_limit and any(
+                abs(a - b) > 1 for a, b in zip(*ttls)):
+            diffs.append(("ttl", ttls[0], ttls[1]))
     if ours.status != theirs.status:
         diffs.append(("rcode", ours.status, theirs.status))
     for flag in FLAGS:
@@ -294,18 +423,62 @@ def compare(q, ours, theirs, ref):
         if a != b:
             diffs.append((section.lower(), a, b))
     for who, answer in (("ours", ours), ("dnsmasq", theirs)):
+        if ttl_limit and who == "dnsmasq":
+            break  # it relays the upstream's TTL once (see cache-ttl-first-answer)
         for r in answer.answer + answer.authority + answer.additional:
             if r.cls == "CH":
                 if r.ttl != 0:
                     ttl_problems.append("%s: CHAOS TTL %d, want 0" % (who, r.ttl))
                 continue
-            if ref is None:
+            if ttl_limit:
+                limit = ttl_limit
+            elif ref is None:
                 limit = 3600  # every TTL the fake upstream sends is at most 3600
             else:
                 limit = ref.get((r.name.lower(), r.type), max(ref.values() or [3600]))
             if r.ttl > limit:
                 ttl_problems.append("%s: %s TTL above the original %d" % (who, r, limit))
     return diffs, ttl_problems
+
+
+def run_queries(queries, ours, theirs, env, seen, exact_ttl=False, ttl_limit=None):
+    """Asks both servers each query (twice where it says so) and compares; (passed, failed)."""
+    passed = failed = 0
+    for round_ in (1, 2):
+        for q in queries:
+            if round_ > q["rounds"]:
+                continue
+            ref = reference_ttls(env, q)
+            procs = [ask(ours.port, q), ask(theirs.port, q)]
+            outs = [p.communicate(timeout=q["timeout"] * 3 + 30)[0] for p in procs]
+            a, b = harness.Answer(outs[0], procs[0].returncode), harness.Answer(
+                outs[1], procs[1].returncode)
+            diffs, ttl_problems = compare(q, a, b, ref, exact_ttl, ttl_limit)
+            undeclared, declared = [], []
+            for field, ov, tv in diffs:
+                ctx = {"q": q, "field": field, "ours": a, "theirs": b, "round": round_,
+                       "ours_v": ov, "theirs_v": tv}
+                match = next((d for d in DECLARED if d["match"](ctx)), None)
+                if match is None:
+                    undeclared.append("%s: ours %s, dnsmasq %s" % (field, ov, tv))
+                else:
+                    declared.append(match["id"])
+                    seen.setdefault(match["id"], []).append("%s/%d" % (q["id"], round_))
+            label = "%s %s%s %s (round %d)" % (q["name"], q["class"] + " " if q["class"]
+                                               else "", q["type"], " ".join(q["opts"]),
+                                               round_)
+            if undeclared or ttl_problems:
+                failed += 1
+                print("FAIL %-16s %s" % (q["id"], label))
+                for problem in undeclared + ttl_problems:
+                    print("    " + problem)
+                print("    ours:    %s\n    dnsmasq: %s" % (a, b))
+            else:
+                passed += 1
+                print("ok   %-16s %s%s" % (q["id"], label, "  [declared: %s]" % ", ".join(
+                    sorted(set(declared))) if declared else ""))
+            sys.stdout.flush()
+    return passed, failed
 
 
 def main():
@@ -339,43 +512,39 @@ def main():
         env = {"nsd": nsd, "unbound": unbound}
         print("frontend-cache on %d, dnsmasq on %d; nsd %s, unbound %s, fake %s" % (
             ours.port, theirs.port, nsd.address, unbound.address, fake.address))
-        for round_ in (1, 2):
-            for q in QUERIES:
-                if round_ > q["rounds"]:
-                    continue
-                ref = reference_ttls(env, q)
-                procs = [ask(ours.port, q), ask(theirs.port, q)]
-                outs = [p.communicate(timeout=q["timeout"] * 3 + 30)[0] for p in procs]
-                a, b = harness.Answer(outs[0], procs[0].returncode), harness.Answer(
-                    outs[1], procs[1].returncode)
-                diffs, ttl_problems = compare(q, a, b, ref)
-                undeclared, declared = [], []
-                for field, ov, tv in diffs:
-                    ctx = {"q": q, "field": field, "ours": a, "theirs": b, "round": round_,
-                           "ours_v": ov, "theirs_v": tv}
-                    match = next((d for d in DECLARED if d["match"](ctx)), None)
-                    if match is None:
-                        undeclared.append("%s: ours %s, dnsmasq %s" % (field, ov, tv))
-                    else:
-                        declared.append(match["id"])
-                        seen.setdefault(match["id"], []).append("%s/%d" % (q["id"], round_))
-                label = "%s %s%s %s (round %d)" % (q["name"], q["class"] + " " if q["class"]
-                                                   else "", q["type"], " ".join(q["opts"]),
-                                                   round_)
-                if undeclared or ttl_problems:
-                    failed += 1
-                    print("FAIL %-16s %s" % (q["id"], label))
-                    for problem in undeclared + ttl_problems:
-                        print("    " + problem)
-                    print("    ours:    %s\n    dnsmasq: %s" % (a, b))
-                else:
-                    passed += 1
-                    print("ok   %-16s %s%s" % (q["id"], label, "  [declared: %s]" % ", ".join(
-                        sorted(set(declared))) if declared else ""))
-                sys.stdout.flush()
+        p, f = run_queries(QUERIES, ours, theirs, env, seen)
+        passed, failed = passed + p, failed + f
         if not ours.process.alive() or not theirs.process.alive():
             failed += 1
             print("FAIL a server exited")
+        hosts = os.path.join(workdir, "hosts")
+        with open(hosts, "w") as f:
+            f.write(HOSTS_FILE)
+        user = pwd.getpwuid(os.getuid()).pw_name
+        for group in OPTION_GROUPS:
+            args = ["--no-hosts", "--server=" + nsd.address] + [
+                a.replace("NSD", nsd.address).replace("HOSTS", hosts).replace("USER", user)
+                for a in group["args"]]
+            print("\n-- options: %s" % " ".join(group["args"]))
+            ours_only = [a.replace("USER", user) for a in group["ours_only"]]
+            try:
+                pair = [servers.FrontendCache(workdir, "frontend-cache-" + group["id"],
+                                              *(args + ours_only), metrics=False),
+                        servers.Dnsmasq(workdir, "dnsmasq-" + group["id"], *args)]
+            except RuntimeError as e:
+                failed += 1
+                print("FAIL %s: a server did not start: %s" % (group["id"], e))
+                continue
+            owned.extend(pair)
+            p, f = run_queries(group["queries"], pair[0], pair[1], env, seen,
+                               exact_ttl=group["exact_ttl"],
+                               ttl_limit=1200 if group["id"] == "cache-ttl" else None)
+            passed, failed = passed + p, failed + f
+            for server in pair:
+                if not server.process.alive():
+                    failed += 1
+                    print("FAIL %s: a server exited" % group["id"])
+                server.stop()
         print("\ndeclared differences (deliberate, or dnsmasq's bug):")
         for d in DECLARED:
             print("  %-30s %s" % (d["id"], "seen in " + ", ".join(seen[d["id"]][:6]) + (

@@ -14,7 +14,11 @@ which options take a value from the binaries (manifests.py). Closes with
 """
 import os
 import re
+import subprocess
 import sys
+import tempfile
+
+import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import manifests  # noqa: E402
@@ -234,9 +238,85 @@ def test_containers_agree_with_each_other(r):
     return p
 
 
+# The --check-flags pre-flight (tools/check_flags.py) on an operator's live Deployment: the
+# upstream kube-dns addon's, as is and with common customizations, passes; one with refused
+# arguments lists each of them.
+ADDON_FIXTURE = os.path.join(manifests.ROOT, "test", "fixtures", "kube-dns-addon.yaml")
+PREFLIGHT = os.path.join(manifests.ROOT, "tools", "check_flags.py")
+
+
+def preflight(docs):
+    """(exit status, output) of the pre-flight on `docs` (a list of objects)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump_all(docs, f)
+    try:
+        result = subprocess.run([sys.executable, PREFLIGHT, "--bin", manifests.BIN, f.name],
+                                capture_output=True, text=True, timeout=300)
+    finally:
+        os.unlink(f.name)
+    return result.returncode, result.stdout + result.stderr
+
+
+def addon_with(extra_args):
+    """The addon Deployment with `extra_args` {container name: [args]} appended."""
+    docs = manifests.load_docs(ADDON_FIXTURE)
+    for container in docs[0]["spec"]["template"]["spec"]["containers"]:
+        container["args"] = container["args"] + extra_args.get(container["name"], [])
+    return docs
+
+
+def test_upstream_addon_passes_the_preflight(r):
+    code, out = preflight(manifests.load_docs(ADDON_FIXTURE))
+    if code != 0 or "3 container(s) checked, 0 argument(s) refused" not in out:
+        return ["the upstream kube-dns addon Deployment: exit %d: %s" % (code, out[-2000:])]
+    return []
+
+
+def test_common_customizations_pass_the_preflight(r):
+    code, out = preflight(addon_with({
+        "dnsmasq": ["--log-queries", "--address=/ads.example.com/0.0.0.0",
+                    "--address=/blocked.example.com/", "--address=/null.example.com/#",
+                    "--no-hosts", "--filter-AAAA", "--log-queries=extra", "--strict-order",
+                    "--all-servers", "--domain-needed", "--bogus-priv", "--local-ttl=30",
+                    "--addn-hosts=/etc/hosts.extra", "--local=/corp.example.com/",
+                    "--min-cache-ttl=30", "--max-cache-ttl=300", "--no-poll", "--no-daemon",
+                    "--bind-interfaces", "--interface=lo", "--user=nobody"],
+        "kubedns": ["--config-map=kube-dns", "--log-queries"],
+    }))
+    if code != 0 or "3 container(s) checked, 0 argument(s) refused" not in out:
+        return ["the addon with common customizations: exit %d: %s" % (code, out[-2000:])]
+    return []
+
+
+def test_preflight_lists_every_refused_argument(r):
+    code, out = preflight(addon_with({
+        "dnsmasq": ["--cname=a.example.com,b.example.com", "--dhcp-range", "10.0.0.2,10.0.0.9",
+                    "-c", "500", "--no-such-dnsmasq-option"],
+        "kubedns": ["--federations=myfed=example.com"],
+        "sidecar": ["--no-such-sidecar-flag=1"],
+    }))
+    p = []
+    if code != 1:
+        p.append("exit %d, want 1" % code)
+    refused = [line for line in out.splitlines() if ": refused: " in line]
+    for want in ("(kubedns): refused: --federations=myfed=example.com: ",
+                 "(nanny): refused: (to frontend-cache) --cname=a.example.com,b.example.com: ",
+                 "(nanny): refused: (to frontend-cache) --dhcp-range 10.0.0.2,10.0.0.9: ",
+                 "(nanny): refused: (to frontend-cache) --no-such-dnsmasq-option: ",
+                 "(sidecar): refused: --no-such-sidecar-flag=1: "):
+        if not any(want in line for line in refused):
+            p.append("not listed: %s" % want)
+    if len(refused) != 5:
+        p.append("%d refused, want 5 (-c 500 is good): %s" % (len(refused), refused))
+    return p + ([out[-2000:]] if p else [])
+
+
 TESTS = [test_command_lines_pass_the_flag_checks,
          test_flag_check_modes_reject_a_bad_flag,
-         test_containers_agree_with_each_other]
+         test_containers_agree_with_each_other,
+         test_upstream_addon_passes_the_preflight,
+         test_common_customizations_pass_the_preflight,
+         test_preflight_lists_every_refused_argument]
 
 
 if __name__ == "__main__":

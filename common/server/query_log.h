@@ -1,0 +1,107 @@
+// QueryLog: one line per answered query, for the operator asking "why does this pod's DNS
+// fail" (dnsmasq's --log-queries, CoreDNS's log plugin), written once here and used by
+// frontend-cache (--log-queries) and kubedns (--log-queries):
+//
+//   query client=10.1.2.3#41000 name=www.example.com. type=A rcode=NOERROR source=cache
+//         duration_us=84
+//
+// and with Detail::kExtra (dnsmasq's --log-queries=extra) also the query ID, the transport
+// and the reply's size: `id=4711 transport=udp bytes=76`. `source` says where the answer
+// came from: cache, upstream, stale (an expired entry served, RFC 8767) or local (this
+// server's own data: static answers, hosts files, the cluster records, refusals).
+//
+// A flood must not fill the disk: at most `max_lines_per_second` lines are written in any
+// one second of the clock; the lines over it are counted (suppressed()) and, when the next
+// line is written, summed in one line ("query log: N lines suppressed ..."). Sampling
+// (`sample_one_in` > 1) logs one query in N, chosen at random per query, before the rate
+// limit; a sampled-out query costs one random number.
+//
+// Thread: any; the handlers of every serving thread share one QueryLog. The rate limit's
+// window is guarded by a mutex taken only for queries that are sampled in, so a query that
+// is not logged takes no lock. Lines go to the Sink (by default glog's INFO log, which the
+// programs send to stderr); the sink is called outside the mutex.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "common/base/clock.h"
+#include "common/dns/transport.h"
+#include "common/dns/types.h"
+#include "common/loop/socket_address.h"
+
+namespace kdns::dns {
+class Name;
+}
+
+namespace kdns::server {
+
+enum class AnswerSource : uint8_t { kCache, kUpstream, kStale, kLocal };
+const char* AnswerSourceName(AnswerSource source);
+
+struct QueryLogOptions {
+  enum class Detail : uint8_t { kOff, kBasic, kExtra };
+  Detail detail = Detail::kOff;
+  // Lines per second of the clock, at most; 0: no limit.
+  uint32_t max_lines_per_second = 100;
+  // Log one query in this many (1: every query).
+  uint32_t sample_one_in = 1;
+};
+
+// What one line says. `reply_bytes` and `id` are written with Detail::kExtra only.
+struct QueryLogEntry {
+  const loop::SocketAddress& client;
+  const dns::Name& qname;
+  dns::RrType qtype;
+  dns::Rcode rcode;
+  AnswerSource source;
+  uint64_t duration_us;
+  uint16_t id = 0;
+  dns::Transport transport = dns::Transport::kUdp;
+  size_t reply_bytes = 0;
+};
+
+class QueryLog {
+ public:
+  using Sink = std::function<void(std::string_view line)>;
+
+  // The default sink: LOG(INFO).
+  static Sink GlogSink();
+
+  QueryLog(const QueryLogOptions& options, const Clock& clock, Sink sink);
+  QueryLog(const QueryLog&) = delete;
+  QueryLog& operator=(const QueryLog&) = delete;
+
+  bool enabled() const { return options_.detail != QueryLogOptions::Detail::kOff; }
+  // Whether to log this query (sampling). Call once per query, only when enabled(); the
+  // caller then gathers the entry and calls Log.
+  bool Sample();
+  // Writes the line, or counts it as suppressed when the second's lines are spent.
+  void Log(const QueryLogEntry& entry);
+
+  // The line Log writes for `entry` (no rate limit; for tests and for Log).
+  std::string Format(const QueryLogEntry& entry) const;
+
+  uint64_t written() const { return written_.load(std::memory_order_relaxed); }
+  uint64_t suppressed() const { return suppressed_total_.load(std::memory_order_relaxed); }
+
+ private:
+  const QueryLogOptions options_;
+  const Clock& clock_;
+  const Sink sink_;
+  std::mutex mu_;
+  uint64_t window_second_ = 0;          // Guarded by mu_.
+  uint32_t window_lines_ = 0;           // Guarded by mu_.
+  uint64_t suppressed_unreported_ = 0;  // Guarded by mu_: suppressed since the last report.
+  std::atomic<uint64_t> written_{0};
+  std::atomic<uint64_t> suppressed_total_{0};
+};
+
+// The steady clock in microseconds, for QueryLogEntry::duration_us.
+uint64_t NowUs();
+
+}  // namespace kdns::server
