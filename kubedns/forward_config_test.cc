@@ -195,10 +195,11 @@ TEST_CASE("the config thread resolves stub host names with c-ares and re-reads a
     options.period_ms = 600'000;  // only inotify can notice the change below in time
     options.cluster_zone = N("cluster.local.");
     options.resolv_conf = dir.File("resolv.conf");
-    ForwardConfig config(options, metrics, [&](std::shared_ptr<const UpstreamRoutes> published) {
-      std::lock_guard lock(mu);
-      routes = published->ToString();
-    });
+    ForwardConfig config(options, metrics,
+                         [&](const std::shared_ptr<const UpstreamRoutes>& published) {
+                           std::lock_guard lock(mu);
+                           routes = published->ToString();
+                         });
     auto last = [&] {
       std::lock_guard lock(mu);
       return routes;

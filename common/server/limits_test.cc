@@ -29,7 +29,7 @@ TEST_CASE("a limit hit is counted and exported", "[limits]") {
   CHECK(text.find("# TYPE kdns_limit_hits_total counter") != std::string::npos);
   CHECK(text.find("kdns_limit_hits_total{limit=\"tcp_frame_timeout\"} " +
                   std::to_string(before + 3)) != std::string::npos);
-  CHECK(text.find("kdns_limit_hits_total{limit=\"shed\"}") != std::string::npos);
+  CHECK(text.find("kdns_limit_hits_total{limit=\"shed_waiting_queries\"}") != std::string::npos);
 }
 
 }  // namespace
