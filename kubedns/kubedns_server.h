@@ -43,6 +43,8 @@
 #include "common/upstream/upstream_table.h"
 #include "kubedns/answerer.h"
 #include "kubedns/api_source.h"
+#include "kubedns/autopath.h"
+#include "kubedns/autopath_metrics.h"
 #include "kubedns/dns_handler.h"
 #include "kubedns/forward_config.h"
 #include "kubedns/forward_metrics.h"
@@ -77,6 +79,10 @@ class KubednsServer {
     server::TcpOptions tcp;                  // DNS over TCP limits (--tcp-*)
     // Waiting queries (common/server/waiting_queries.h): --max-waiting-queries.
     size_t max_waiting_queries = server::WaitingBudget::kDefaultMax;
+    // --autopath (autopath.h) and --autopath-search: the node's domains; nullopt: the
+    // search list of resolv_conf, read once at start-up.
+    bool autopath = false;
+    std::optional<std::vector<dns::Name>> autopath_search;
   };
 
   explicit KubednsServer(Options options);
@@ -118,6 +124,9 @@ class KubednsServer {
   DnsMetrics dns_metrics_;
   std::shared_ptr<upstream::UpstreamTable> upstream_table_;
   ForwardMetrics forward_metrics_;
+  // Set with --autopath only.
+  std::unique_ptr<const Autopath> autopath_;
+  std::unique_ptr<AutopathMetrics> autopath_metrics_;
   SnapshotHolder<Snapshot> snapshots_;
   DnsHandler::Shared handler_shared_;
   std::unique_ptr<ForwardConfig> forward_config_;

@@ -101,6 +101,15 @@ DEFINE_int64(tcp_max_output_bytes_total, 8 << 20,
 DEFINE_int64(max_waiting_queries, 10'000,
              "Queries waiting for an upstream (forwarded, or an ExternalName chase) in the whole "
              "process; beyond it, such a query is answered SERVFAIL at once.");
+// Autopath (docs/operators.md, "Autopath").
+DEFINE_bool(autopath, false,
+            "Complete a pod's search-path walk on the server: a query N.<ns>.svc.<domain> "
+            "without records is answered with a CNAME to the first of N.svc.<domain>, "
+            "N.<domain>, N.<each --autopath-search domain>, N. that exists, plus its answer.");
+DEFINE_string(autopath_search, "",
+              "With --autopath: the node's search domains, comma-separated, walked after the "
+              "cluster's; not given: the search list of --resolv-conf (with dnsPolicy: "
+              "Default, the node's), read at start-up; empty: none.");
 DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
 
 namespace {
@@ -139,6 +148,10 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.tcp_max_output_bytes_per_connection = FLAGS_tcp_max_output_bytes_per_connection;
   flags.tcp_max_output_bytes_total = FLAGS_tcp_max_output_bytes_total;
   flags.max_waiting_queries = FLAGS_max_waiting_queries;
+  flags.autopath = FLAGS_autopath;
+  if (!gflags::GetCommandLineFlagInfoOrDie("autopath_search").is_default) {
+    flags.autopath_search = FLAGS_autopath_search;
+  }
   flags.check_flags = FLAGS_check_flags;
   return flags;
 }

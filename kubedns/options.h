@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/k8s/api_config.h"
@@ -54,6 +55,10 @@ struct FlagValues {
   int64_t tcp_max_output_bytes_total = 8 << 20;
   // Waiting queries.
   int64_t max_waiting_queries = 10'000;
+  // --autopath; --autopath-search: nullopt when not given (resolv.conf's search list), a
+  // comma-separated list of domains otherwise (empty: none).
+  bool autopath = false;
+  std::optional<std::string> autopath_search;
   bool check_flags = false;
 };
 
