@@ -17,6 +17,7 @@ using dns::testing::N;
 
 std::vector<std::string> Texts(const std::vector<dns::Name>& names) {
   std::vector<std::string> texts;
+  texts.reserve(names.size());
   for (const auto& name : names) texts.push_back(name.ToText());
   return texts;
 }
