@@ -1,5 +1,9 @@
 // DnsHandler's autopath walk (dns_handler.h, autopath.h): a handler on the test's loop, the
 // records of a small cluster, and one scripted upstream for every name outside it.
+// clang-format off: the tested header (which brings glog) before Catch, whose CHECK must win.
+#include "kubedns/dns_handler.h"
+// clang-format on
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <memory>
@@ -17,7 +21,6 @@
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
 #include "kubedns/autopath.h"
-#include "kubedns/dns_handler.h"
 #include "test/support/fake_dns_server.h"
 
 namespace kdns::kubedns {
@@ -83,13 +86,16 @@ testing::Replies World(const testing::ReceivedQuery& received) {
 
 class WalkFixture {
  public:
-  explicit WalkFixture(bool autopath = true)
+  explicit WalkFixture(bool autopath = true,
+                       size_t max_waiting = server::WaitingBudget::kDefaultMax,
+                       uint64_t total_timeout_ms = 400)
       : world_(std::make_unique<testing::FakeDnsServer>(loop, World)) {
     snapshots_.Publish(ClusterSnapshot());
     shared_.forwarder.min_try_timeout_ms = 50;
     shared_.forwarder.max_try_timeout_ms = 100;
-    shared_.forwarder.total_timeout_ms = 400;
+    shared_.forwarder.total_timeout_ms = total_timeout_ms;
     shared_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>();
+    shared_.waiting = std::make_shared<server::WaitingBudget>(max_waiting);
     if (autopath) {
       shared_.autopath = &autopath_;
       shared_.autopath_metrics = &autopath_metrics_;
@@ -104,7 +110,9 @@ class WalkFixture {
     server_ = server::LoopServer::Create(
         loop, options,
         [this, routes](const server::ThreadContext& context) {
-          return std::make_unique<DnsHandler>(context, shared_, routes);
+          auto handler = std::make_unique<DnsHandler>(context, shared_, routes);
+          handler_ = handler.get();
+          return handler;
         },
         stats_, &error);
     INFO(error);
@@ -116,7 +124,7 @@ class WalkFixture {
     RequireClosesClean(loop);
   }
 
-  dns::Message Ask(const std::string& name, RrType type = RrType::kA) {
+  static std::vector<uint8_t> Query(const std::string& name, RrType type = RrType::kA) {
     std::vector<uint8_t> buffer(512);
     dns::MessageBuilder builder(buffer);
     builder.header().id = 0x4242;
@@ -124,14 +132,26 @@ class WalkFixture {
     REQUIRE(builder.AddQuestion(N(name), type, dns::RrClass::kIn) == dns::BuildError::kOk);
     REQUIRE(builder.SetEdns(dns::EdnsView{}) == dns::BuildError::kOk);
     auto bytes = builder.Finish();
-    server::testing::UdpClient client(server_->udp_address());
-    REQUIRE(client.Send({bytes.begin(), bytes.end()}));
-    std::optional<std::vector<uint8_t>> reply;
-    REQUIRE(RunUntil(loop, [&] { return (reply = client.TryReceive()).has_value(); }));
+    return {bytes.begin(), bytes.end()};
+  }
+
+  static dns::Message Parse(const std::vector<uint8_t>& bytes) {
     dns::Message message;
-    REQUIRE(dns::ParseMessage(*reply, &message) == dns::ParseError::kOk);
+    REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
     return message;
   }
+
+  dns::Message Ask(const std::string& name, RrType type = RrType::kA) {
+    server::testing::UdpClient client(server_->udp_address());
+    REQUIRE(client.Send(Query(name, type)));
+    std::optional<std::vector<uint8_t>> reply;
+    REQUIRE(RunUntil(loop, [&] { return (reply = client.TryReceive()).has_value(); }));
+    return Parse(*reply);
+  }
+
+  const DnsHandler& handler() const { return *handler_; }
+  loop::SocketAddress udp_address() const { return server_->udp_address(); }
+  loop::SocketAddress tcp_address() const { return server_->tcp_address(); }
 
   // The names the upstream was asked, in order.
   std::vector<std::string> Asked() const {
@@ -178,6 +198,7 @@ class WalkFixture {
                              std::make_shared<server::WaitingBudget>()};
   server::ThreadStats stats_;
   std::unique_ptr<server::LoopServer> server_;
+  DnsHandler* handler_ = nullptr;
 };
 
 bool IsCname(const dns::ResourceRecord& record, const std::string& owner,
@@ -325,6 +346,41 @@ TEST_CASE("names that exist and names autopath leaves alone are answered as with
   CHECK(f.Ask("www.example.com.under_score.svc.cluster.local.").rcode() == dns::Rcode::kNxDomain);
   CHECK(f.Ask("x.1.0.96.10.in-addr.arpa.", RrType::kPtr).rcode() == dns::Rcode::kNxDomain);
   CHECK(f.Metric("kdns_kubedns_autopath_attempts_total") == 0);
+}
+
+TEST_CASE("over the budget of waiting queries a walk's query gets its own NXDOMAIN at once",
+          "[kubedns][autopath][handler]") {
+  WalkFixture f(/*autopath=*/true, /*max_waiting=*/1);
+  server::testing::UdpClient slow(f.udp_address());
+  REQUIRE(slow.Send(WalkFixture::Query("slow.default.svc.cluster.local.")));
+  REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 1; }));
+  dns::Message reply = f.Ask("www.example.com.default.svc.cluster.local.");
+  CHECK(reply.rcode() == dns::Rcode::kNxDomain);  // never SERVFAIL because of autopath
+  CHECK(reply.answers.empty());
+  CHECK(f.Metric(R"(kdns_kubedns_autopath_misses_total{reason="overloaded"})") == 1);
+  // The walk that held the slot ends as without autopath too.
+  std::optional<std::vector<uint8_t>> late;
+  REQUIRE(RunUntil(f.loop, [&] { return (late = slow.TryReceive()).has_value(); }));
+  CHECK(WalkFixture::Parse(*late).rcode() == dns::Rcode::kNxDomain);
+  CHECK(f.handler().pending() == 0);
+}
+
+TEST_CASE("a walk whose TCP client goes away is dropped at once", "[kubedns][autopath][handler]") {
+  // The silent upstream's queries wait far longer than the test.
+  WalkFixture f(/*autopath=*/true, server::WaitingBudget::kDefaultMax, 60'000);
+  {
+    server::testing::TcpClient client(f.tcp_address());
+    REQUIRE(client.Send(WalkFixture::Query("slow.default.svc.cluster.local.")));
+    REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 1; }));
+    client.Reset();  // gone: a half-close (FIN) would still be answered (RFC 7766)
+  }
+  REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 0; }));
+  CHECK(f.Metric("kdns_kubedns_forward_in_flight") == 0);
+  for (const char* reason : {"nxdomain", "failed", "overloaded"}) {  // nobody to answer
+    CHECK(f.Metric(std::string("kdns_kubedns_autopath_misses_total{reason=\"") + reason + "\"}") ==
+          0);
+  }
+  CHECK(f.Metric("kdns_kubedns_autopath_attempts_total") == 1);
 }
 
 }  // namespace kdns::kubedns
