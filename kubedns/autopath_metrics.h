@@ -12,7 +12,9 @@
 //                                                  overloaded (no room to wait: over
 //                                                  --max-waiting-queries)
 // The upstream lookups autopath causes are kdns_kubedns_forward_queries_total{kind="autopath"}
-// (forward_metrics.h).
+// (forward_metrics.h); a walk waiting for its candidates counts in
+// kdns_kubedns_forward_in_flight and, once answered, in kdns_kubedns_forward_duration_seconds,
+// as any query waiting for an upstream does.
 //
 // Every series is resolved at construction (the suffixes are fixed at start-up), so
 // recording is a per-thread increment. Thread-safe.
