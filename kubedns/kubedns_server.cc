@@ -172,10 +172,12 @@ KubednsServer::KubednsServer(Options options)
                       autopath_.get(),
                       autopath_metrics_.get()} {
   if (autopath_) {
-    std::string suffixes;
-    for (const dns::Name& suffix : autopath_->suffixes()) suffixes += " " + suffix.ToText();
-    LOG(INFO) << "autopath: N.<namespace>.svc." << options_.answer.zone.ToText() << " walks N. +"
-              << suffixes;
+    std::string candidates;
+    for (const dns::Name& suffix : autopath_->suffixes()) {
+      candidates += suffix.IsRoot() ? " N." : " N." + suffix.ToText();
+    }
+    LOG(INFO) << "autopath: N.<namespace>.svc." << options_.answer.zone.ToText()
+              << " without records walks" << candidates;
   }
   // One set of forwarding budgets for every DNS thread (--forward-max is per process).
   if (!handler_shared_.forwarder.budgets) {
