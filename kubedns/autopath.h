@@ -7,12 +7,11 @@
 // that exists (NOERROR, with records or NODATA) is answered as `N.<ns>.svc.Z CNAME
 // candidate` plus the candidate's own answer, so the client stops after one query per type.
 //
-// Autopath holds the walk's rules and its suffixes; AutopathPrefix says whether a query
-// qualifies; ComposeAutopathAnswer makes the answer. No I/O: DnsHandler (dns_handler.h)
-// resolves each candidate, from the record store for the names kubedns owns and through
-// the routes (stub domains honoured) for the others, and falls back to the query's own
-// NXDOMAIN when every candidate is NXDOMAIN or an upstream fails (never SERVFAIL because of
-// autopath).
+// Autopath holds the walk's suffixes and says (Prefix) whether a query qualifies;
+// ComposeAutopathAnswer makes the answer. No I/O: DnsHandler (dns_handler.h) resolves each
+// candidate, from the record store for the names kubedns owns and through the routes (stub
+// domains honoured) for the others, and falls back to the query's own NXDOMAIN when every
+// candidate is NXDOMAIN or an upstream fails (never SERVFAIL because of autopath).
 //
 // The limit CoreDNS's autopath has too: a client whose search list does not start with
 // `<ns>.svc.Z`, or that asks for `N.<ns>.svc.Z` as an absolute name on purpose, may get the
