@@ -40,6 +40,7 @@ DnsHandler::DnsHandler(const server::ThreadContext& context, const Shared& share
       reader_(shared.snapshots),
       routes_(routes ? std::move(routes) : std::make_shared<const UpstreamRoutes>()),
       waiting_(shared.waiting),
+      candidate_buffer_(shared.autopath != nullptr ? dns::kMaxMessageSize : 0),
       forwarder_(context.loop, shared.forwarder, shared.table) {}
 
 DnsHandler::~DnsHandler() {
@@ -63,6 +64,10 @@ void DnsHandler::HandleQuery(server::Request& request) {
     StartChase(request, result, start);
     return;
   }
+  if (result.outcome == Outcome::kAnswered && result.rcode == dns::Rcode::kNxDomain &&
+      shared_.autopath != nullptr && StartWalk(request, result, start)) {
+    return;
+  }
   if (!result.response.empty()) {
     const dns::Query& query = request.admission().query;
     LogQuery(shared_.query_log, request.peer(), query.qname, query.qtype, query.header.id,
@@ -82,7 +87,7 @@ void DnsHandler::OnConnectionClosed(uint64_t connection_id) {
 void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
                          Clock::time_point start) {
   const dns::Query& query = request.admission().query;
-  const uint64_t id = waiting_.Add(request, Forwarding{start, result.reverse, nullptr});
+  const uint64_t id = waiting_.Add(request, Forwarding{start, result.reverse, nullptr, nullptr});
   if (id == 0) return FailNow(request, result, start);
   const UpstreamRoute& route = routes_->Lookup(query.qname);
   shared_.forward_metrics.Sent(route.kind, ForwardKind::kForward);
@@ -105,7 +110,7 @@ void DnsHandler::StartChase(server::Request& request, const AnswerResult& result
     return;
   }
   chase->target = result.chase_target;
-  const uint64_t id = waiting_.Add(request, Forwarding{start, false, std::move(chase)});
+  const uint64_t id = waiting_.Add(request, Forwarding{start, false, std::move(chase), nullptr});
   if (id == 0) return FailNow(request, result, start);
   shared_.forward_metrics.Started();
   AskChaseTarget(id, *waiting_.Find(id));
@@ -140,7 +145,8 @@ void DnsHandler::AskChaseTarget(uint64_t id, Waiting& waiting) {
   request.checking_disabled = waiting.client.cd;
   request.client_transport = waiting.client.transport;
   const UpstreamRoute& route = routes_->Lookup(chase.target);
-  shared_.forward_metrics.Sent(route.kind, ForwardKind::kChase);
+  shared_.forward_metrics.Sent(route.kind,
+                               waiting.state.walk ? ForwardKind::kAutopath : ForwardKind::kChase);
   forwarder_.Resolve(request, route.upstreams,
                      [this, id](const upstream::Result& reply) { OnChased(id, reply); });
 }
@@ -167,7 +173,7 @@ void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
   if (waiting == nullptr) return;  // its TCP client went away
   Chase& chase = *waiting->state.chase;
   if (result.outcome != upstream::Outcome::kAnswer) {
-    FailTaken(id, FailureOf(result));
+    ChaseFailed(id, FailureOf(result));
     return;
   }
   dns::Name next;
@@ -186,11 +192,21 @@ void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
     }
     // A loop, too long a chain, or a chain back into the cluster domain (which the upstream
     // cannot resolve and we do not follow from outside).
-    FailTaken(id, ForwardFailure::kChain);
+    ChaseFailed(id, ForwardFailure::kChain);
     return;
   }
   if (step == ChaseStep::kFailed) {
-    FailTaken(id, ForwardFailure::kChain);
+    ChaseFailed(id, ForwardFailure::kChain);
+    return;
+  }
+  if (waiting->state.walk) {
+    // A walk's candidate is an ExternalName service: its chain decides whether it exists.
+    if (chase.partial.rcode() == dns::Rcode::kNxDomain) {
+      waiting->state.chase.reset();
+      NextCandidate(id);
+    } else {
+      WalkHit(id, chase.partial, AutopathSource::kUpstream);
+    }
     return;
   }
   std::optional<Waiting> done = waiting_.Take(id);
@@ -200,6 +216,118 @@ void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
     return;
   }
   Finish(*done, reply_, partial.rcode(), TcBit(reply_));
+}
+
+void DnsHandler::ChaseFailed(uint64_t id, ForwardFailure failure) {
+  const Waiting* waiting = waiting_.Find(id);
+  if (waiting != nullptr && waiting->state.walk) return WalkMiss(id, AutopathMiss::kFailed);
+  FailTaken(id, failure);
+}
+
+bool DnsHandler::StartWalk(server::Request& request, const AnswerResult& result,
+                           Clock::time_point start) {
+  std::optional<dns::Name> prefix = shared_.autopath->Prefix(request.admission().query.qname);
+  if (!prefix) return false;
+  shared_.autopath_metrics->Attempted();
+  auto walk = std::make_unique<Walk>();
+  walk->prefix = *prefix;
+  walk->fallback.assign(result.response.begin(), result.response.end());
+  const uint64_t id = waiting_.Add(request, Forwarding{start, false, nullptr, std::move(walk)});
+  if (id == 0) {
+    // No room to wait: the answer without autopath, never SERVFAIL because of it.
+    shared_.autopath_metrics->Missed(AutopathMiss::kOverloaded);
+    return false;
+  }
+  shared_.forward_metrics.Started();
+  NextCandidate(id);
+  return true;
+}
+
+void DnsHandler::NextCandidate(uint64_t id) {
+  Waiting* waiting = waiting_.Find(id);
+  if (waiting == nullptr) return;
+  Walk& walk = *waiting->state.walk;
+  const std::vector<dns::Name>& suffixes = shared_.autopath->suffixes();
+  while (walk.next < suffixes.size()) {
+    walk.suffix = walk.next++;
+    std::optional<dns::Name> candidate = dns::Name::Concat(walk.prefix, suffixes[walk.suffix]);
+    if (!candidate) continue;  // over 255 octets: no such name
+    walk.candidate = *candidate;
+    // The records first, directly, as a client's query for the candidate is answered: they
+    // own Z and the reverse names of the cluster's IPs.
+    server::Admission admission;
+    admission.verdict = server::Verdict::kAdmitted;
+    admission.query.header.id = waiting->client.id;
+    admission.query.header.rd = true;
+    admission.query.qname = walk.candidate;
+    admission.query.qtype = waiting->client.qtype;
+    admission.query.qclass = waiting->client.qclass;
+    admission.transport = waiting->client.transport;
+    admission.reply_limit_bytes = candidate_buffer_.size();
+    const AnswerResult local = shared_.answerer.Answer(reader_.Get(), admission, candidate_buffer_);
+    if (local.outcome == Outcome::kNotOurs) {
+      upstream::Request ask;
+      ask.qname = walk.candidate;
+      ask.qtype = waiting->client.qtype;
+      ask.qclass = waiting->client.qclass;
+      ask.dnssec_ok = waiting->client.dnssec_ok;
+      ask.checking_disabled = waiting->client.cd;
+      ask.client_transport = waiting->client.transport;
+      const UpstreamRoute& route = routes_->Lookup(walk.candidate);
+      shared_.forward_metrics.Sent(route.kind, ForwardKind::kAutopath);
+      forwarder_.Resolve(ask, route.upstreams,
+                         [this, id](const upstream::Result& reply) { OnCandidate(id, reply); });
+      return;
+    }
+    if (local.outcome == Outcome::kAnswered && local.rcode == dns::Rcode::kNxDomain) continue;
+    dns::Message reply;
+    if ((local.outcome != Outcome::kAnswered && local.outcome != Outcome::kExternalTarget) ||
+        local.rcode != dns::Rcode::kNoError || local.truncated ||
+        dns::ParseMessage(local.response, &reply) != dns::ParseError::kOk) {
+      return WalkMiss(id, AutopathMiss::kFailed);  // not synced, or cannot be: as without
+    }
+    if (local.outcome == Outcome::kAnswered) return WalkHit(id, reply, AutopathSource::kOurs);
+    // An ExternalName service whose chain leaves Z: completed upstream, as for a client.
+    auto chase = std::make_unique<Chase>();
+    chase->partial = std::move(reply);
+    chase->target = local.chase_target;
+    waiting->state.chase = std::move(chase);
+    AskChaseTarget(id, *waiting);
+    return;
+  }
+  WalkMiss(id, AutopathMiss::kNxDomain);
+}
+
+void DnsHandler::OnCandidate(uint64_t id, const upstream::Result& result) {
+  if (waiting_.Find(id) == nullptr) return;  // its TCP client went away
+  if (result.outcome != upstream::Outcome::kAnswer) return WalkMiss(id, AutopathMiss::kFailed);
+  const dns::Rcode rcode = result.message.rcode();
+  if (rcode == dns::Rcode::kNxDomain) return NextCandidate(id);
+  if (rcode != dns::Rcode::kNoError) return WalkMiss(id, AutopathMiss::kFailed);
+  WalkHit(id, result.message, AutopathSource::kUpstream);
+}
+
+void DnsHandler::WalkHit(uint64_t id, const dns::Message& reply, AutopathSource source) {
+  // `reply` may live in the walk's Chase, which Take moves but does not free.
+  std::optional<Waiting> done = waiting_.Take(id);
+  if (!done) return;
+  const Walk& walk = *done->state.walk;
+  const dns::Message answer = ComposeAutopathAnswer(done->client.query(), walk.candidate, reply,
+                                                    source, shared_.answerer.config().ttl_s);
+  if (dns::BuildMessage(answer, done->client.limit_bytes, &reply_) != dns::BuildError::kOk) {
+    shared_.autopath_metrics->Missed(AutopathMiss::kFailed);
+    Finish(*done, done->state.walk->fallback, dns::Rcode::kNxDomain, false);
+    return;
+  }
+  shared_.autopath_metrics->Hit(walk.suffix);
+  Finish(*done, reply_, dns::Rcode::kNoError, TcBit(reply_));
+}
+
+void DnsHandler::WalkMiss(uint64_t id, AutopathMiss miss) {
+  std::optional<Waiting> done = waiting_.Take(id);
+  if (!done) return;
+  shared_.autopath_metrics->Missed(miss);
+  Finish(*done, done->state.walk->fallback, dns::Rcode::kNxDomain, false);
 }
 
 void DnsHandler::FailTaken(uint64_t id, ForwardFailure failure) {
@@ -224,7 +352,10 @@ void DnsHandler::Finish(Waiting& waiting, std::span<const uint8_t> response, dns
   shared_.forward_metrics.Answered(seconds);
   shared_.forward_metrics.Finished();
   AnswerResult record;
-  record.outcome = waiting.state.chase ? Outcome::kExternalTarget : Outcome::kNotOurs;
+  // A walk's answer is the answer to a name in Z ("auth"), wherever its candidate came from.
+  record.outcome = waiting.state.walk    ? Outcome::kAnswered
+                   : waiting.state.chase ? Outcome::kExternalTarget
+                                         : Outcome::kNotOurs;
   record.rcode = rcode;
   record.qtype = waiting.client.qtype;
   record.truncated = truncated;

@@ -27,6 +27,14 @@
 // does not resolve, which downstream caches keep as a negative answer; SERVFAIL is not
 // cached as one and says what happened.
 //
+//   autopath         (--autopath, autopath.h) a query N.<ns>.svc.Z the records answer
+//                    NXDOMAIN walks the rest of a pod's search path: each candidate is
+//                    first answered from the thread's snapshot (the Answerer, as a client's
+//                    query would be); what is not ours is routed and asked of the upstreams,
+//                    an ExternalName target leaving Z chased as above. The first candidate
+//                    that exists is answered as a CNAME to it plus its answer; when none
+//                    does, or an upstream fails, the query's own NXDOMAIN (never SERVFAIL).
+//
 // Routing changes arrive through SetRoutes (DnsServer::Post from the config thread);
 // queries under way finish with the route they started with.
 //
@@ -52,6 +60,8 @@
 #include "common/upstream/forwarder.h"
 #include "common/upstream/upstream_table.h"
 #include "kubedns/answerer.h"
+#include "kubedns/autopath.h"
+#include "kubedns/autopath_metrics.h"
 #include "kubedns/chase.h"
 #include "kubedns/forward_metrics.h"
 #include "kubedns/metrics.h"
@@ -75,6 +85,9 @@ class DnsHandler final : public server::QueryHandler {
     upstream::Forwarder::Options forwarder;
     // The process's budget of waiting queries (--max-waiting-queries).
     std::shared_ptr<server::WaitingBudget> waiting;
+    // --autopath: both set, or both null (off).
+    const Autopath* autopath = nullptr;
+    AutopathMetrics* autopath_metrics = nullptr;
     // --log-queries: one line per answer (common/server/query_log.h); null: off.
     server::QueryLog* query_log = nullptr;
   };
@@ -102,12 +115,21 @@ class DnsHandler final : public server::QueryHandler {
     dns::Name target;
     int queries = 0;
   };
+  // An autopath walk under way (autopath.h).
+  struct Walk {
+    dns::Name prefix;               // N
+    size_t next = 0;                // index in Autopath::suffixes() of the next candidate
+    size_t suffix = 0;              // index of the candidate being resolved
+    dns::Name candidate;            // being resolved
+    std::vector<uint8_t> fallback;  // the NXDOMAIN answered when no candidate exists
+  };
   // What kubedns keeps of a query waiting for an upstream, besides its Responder and
-  // ClientQuery (a plain forward keeps no Chase).
+  // ClientQuery (a plain forward keeps no Chase; a walk's Chase is its candidate's).
   struct Forwarding {
     Clock::time_point start;
     bool reverse = false;
     std::unique_ptr<Chase> chase;
+    std::unique_ptr<Walk> walk;
   };
   using Waiting = server::WaitingQueries<Forwarding>::Waiting;
 
@@ -115,7 +137,19 @@ class DnsHandler final : public server::QueryHandler {
   void StartChase(server::Request& request, const AnswerResult& result, Clock::time_point start);
   // Over the budget of waiting queries: SERVFAIL now (the request is still pending).
   void FailNow(server::Request& request, const AnswerResult& result, Clock::time_point start);
+  // Starts a walk for a query the records answered NXDOMAIN (`result`); false when the
+  // query does not qualify (the caller answers `result` as usual).
+  bool StartWalk(server::Request& request, const AnswerResult& result, Clock::time_point start);
+  // Resolves the walk's next candidates until one needs an upstream or the walk ends.
+  void NextCandidate(uint64_t id);
+  void OnCandidate(uint64_t id, const upstream::Result& result);
+  // Answers the walk with its candidate's `reply`.
+  void WalkHit(uint64_t id, const dns::Message& reply, AutopathSource source);
+  // Answers the walk's query as without autopath.
+  void WalkMiss(uint64_t id, AutopathMiss miss);
   void AskChaseTarget(uint64_t id, Waiting& waiting);
+  // A chase step failed: SERVFAIL, or for a walk's candidate the walk's own answer.
+  void ChaseFailed(uint64_t id, ForwardFailure failure);
   void OnForwarded(uint64_t id, const upstream::Result& result);
   void OnChased(uint64_t id, const upstream::Result& result);
   // Sends `response` (or SERVFAIL when empty) and records the metrics.
@@ -130,6 +164,7 @@ class DnsHandler final : public server::QueryHandler {
   std::shared_ptr<const UpstreamRoutes> routes_;
   server::WaitingQueries<Forwarding> waiting_;
   std::vector<uint8_t> reply_;  // reused for answers encoded for the client (chase, re-encode)
+  std::vector<uint8_t> candidate_buffer_;  // the records' answer to a walk's candidate
   // Last: destroyed first, so its callbacks (which use the members above) go before them.
   upstream::Forwarder forwarder_;
 };

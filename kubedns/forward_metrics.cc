@@ -30,6 +30,18 @@ class UpstreamCollector final : public metrics::Collector {
 
 }  // namespace
 
+const char* ForwardKindName(ForwardKind kind) {
+  switch (kind) {
+    case ForwardKind::kForward:
+      return "forward";
+    case ForwardKind::kChase:
+      return "chase";
+    case ForwardKind::kAutopath:
+      return "autopath";
+  }
+  return "other";
+}
+
 const char* ForwardFailureName(ForwardFailure failure) {
   switch (failure) {
     case ForwardFailure::kTimeout:
@@ -86,12 +98,13 @@ ForwardMetrics::ForwardMetrics(metrics::Registry& registry,
   auto& sent = registry.AddCounterFamily(
       "kdns_kubedns_forward_queries_total",
       "Queries kubedns handed to its upstreams, by route (stub, default) and kind (forward: "
-      "a name it does not own; chase: the target of an ExternalName CNAME outside the zone).",
+      "a name it does not own; chase: the target of an ExternalName CNAME outside the zone; "
+      "autopath: a candidate of an --autopath walk, or its ExternalName target).",
       {"route", "kind"});
   for (RouteKind route : {RouteKind::kStub, RouteKind::kDefault}) {
-    for (ForwardKind kind : {ForwardKind::kForward, ForwardKind::kChase}) {
-      sent_[static_cast<size_t>(route)][static_cast<size_t>(kind)] = &sent.WithLabels(
-          {RouteKindName(route), kind == ForwardKind::kForward ? "forward" : "chase"});
+    for (ForwardKind kind : {ForwardKind::kForward, ForwardKind::kChase, ForwardKind::kAutopath}) {
+      sent_[static_cast<size_t>(route)][static_cast<size_t>(kind)] =
+          &sent.WithLabels({RouteKindName(route), ForwardKindName(kind)});
     }
   }
   auto& failures = registry.AddCounterFamily(

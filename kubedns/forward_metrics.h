@@ -4,7 +4,11 @@
 //   kdns_kubedns_forward_queries_total{route,kind}    queries handed to the forwarder;
 //                                                     route: stub, default; kind: forward
 //                                                     (a client's query), chase (a CNAME
-//                                                     target of an ExternalName chain)
+//                                                     target of an ExternalName chain),
+//                                                     autopath (a candidate of an --autopath
+//                                                     walk, autopath.h, or its ExternalName
+//                                                     target: the upstream lookups autopath
+//                                                     causes)
 //   kdns_kubedns_forward_failures_total{reason}       client queries answered SERVFAIL by the
 //                                                     forwarding path: timeout, upstream_error,
 //                                                     network_error, no_upstreams, overloaded
@@ -42,7 +46,8 @@
 
 namespace kdns::kubedns {
 
-enum class ForwardKind : uint8_t { kForward, kChase };
+enum class ForwardKind : uint8_t { kForward, kChase, kAutopath };
+const char* ForwardKindName(ForwardKind kind);  // "forward", "chase", "autopath"
 
 // Why a forwarded query was answered SERVFAIL.
 enum class ForwardFailure : uint8_t {
@@ -82,7 +87,7 @@ class ForwardMetrics {
   void SetRoutes(const UpstreamRoutes& routes);
 
  private:
-  std::array<std::array<metrics::Counter*, 2>, 2> sent_{};  // [RouteKind][ForwardKind]
+  std::array<std::array<metrics::Counter*, 3>, 2> sent_{};  // [RouteKind][ForwardKind]
   std::array<metrics::Counter*, static_cast<size_t>(ForwardFailure::kCount)> failures_{};
   std::array<metrics::Counter*, static_cast<size_t>(ConfigReload::kCount)> reloads_{};
   metrics::Histogram* duration_;

@@ -10,11 +10,38 @@
 #include "common/loop/task_queue.h"
 #include "common/metrics/process_metrics.h"
 #include "common/server/limits.h"
+#include "common/upstream/resolv_conf.h"
 #include "kubedns/cache_dump.h"
 #include "kubedns/objects_file_source.h"
 #include "kubedns/source.h"
 
 namespace kdns::kubedns {
+namespace {
+
+// --autopath-search, or the search list of kubedns's own resolv.conf (with dnsPolicy:
+// Default, the node's), as CoreDNS's autopath takes it.
+std::vector<dns::Name> AutopathSearch(const KubednsServer::Options& options) {
+  if (options.autopath_search) return *options.autopath_search;
+  upstream::ResolvConf conf;
+  std::string error;
+  if (!upstream::LoadResolvConf(options.resolv_conf, &conf, &error)) {
+    LOG(WARNING) << "autopath: no search domains of the node: " << error;
+    return {};
+  }
+  std::vector<dns::Name> search;
+  for (const std::string& domain : conf.search) {
+    std::optional<dns::Name> name = dns::Name::FromText(domain);
+    if (!name) {
+      LOG(WARNING) << "autopath: search domain \"" << domain << "\" of " << options.resolv_conf
+                   << " is not a domain name; skipped";
+      continue;
+    }
+    search.push_back(*name);
+  }
+  return search;
+}
+
+}  // namespace
 
 namespace {
 
@@ -131,6 +158,11 @@ KubednsServer::KubednsServer(Options options)
       dns_metrics_(registry_, options_.metrics_prefix),
       upstream_table_(std::make_shared<upstream::UpstreamTable>()),
       forward_metrics_(registry_, upstream_table_),
+      autopath_(options_.autopath ? std::make_unique<const Autopath>(options_.answer.zone,
+                                                                     AutopathSearch(options_))
+                                  : nullptr),
+      autopath_metrics_(autopath_ ? std::make_unique<AutopathMetrics>(registry_, *autopath_)
+                                  : nullptr),
       query_log_(options_.query_log, SteadyClock::Instance(), server::QueryLog::GlogSink()),
       handler_shared_{answerer_,
                       snapshots_,
@@ -138,7 +170,17 @@ KubednsServer::KubednsServer(Options options)
                       forward_metrics_,
                       upstream_table_,
                       options_.forwarder,
-                      std::make_shared<server::WaitingBudget>(options_.max_waiting_queries)} {
+                      std::make_shared<server::WaitingBudget>(options_.max_waiting_queries),
+                      autopath_.get(),
+                      autopath_metrics_.get()} {
+  if (autopath_) {
+    std::string candidates;
+    for (const dns::Name& suffix : autopath_->suffixes()) {
+      candidates += suffix.IsRoot() ? " N." : " N." + suffix.ToText();
+    }
+    LOG(INFO) << "autopath: N.<namespace>.svc." << options_.answer.zone.ToText()
+              << " without records walks" << candidates;
+  }
   // One set of forwarding budgets for every DNS thread (--forward-max is per process).
   if (!handler_shared_.forwarder.budgets) {
     handler_shared_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>();

@@ -44,6 +44,8 @@
 #include "common/upstream/upstream_table.h"
 #include "kubedns/answerer.h"
 #include "kubedns/api_source.h"
+#include "kubedns/autopath.h"
+#include "kubedns/autopath_metrics.h"
 #include "kubedns/dns_handler.h"
 #include "kubedns/forward_config.h"
 #include "kubedns/forward_metrics.h"
@@ -81,6 +83,10 @@ class KubednsServer {
     // Per-client rate limit and RRL, checked by BuildOptions (--client-rate-*, --rrl-*).
     server::RateLimitFlags rate_limits;
     server::QueryLogOptions query_log;  // --log-queries, --log-queries-rate/-sample
+    // --autopath (autopath.h) and --autopath-search: the node's domains; nullopt: the
+    // search list of resolv_conf, read once at start-up.
+    bool autopath = false;
+    std::optional<std::vector<dns::Name>> autopath_search;
   };
 
   explicit KubednsServer(Options options);
@@ -122,6 +128,9 @@ class KubednsServer {
   DnsMetrics dns_metrics_;
   std::shared_ptr<upstream::UpstreamTable> upstream_table_;
   ForwardMetrics forward_metrics_;
+  // Set with --autopath only.
+  std::unique_ptr<const Autopath> autopath_;
+  std::unique_ptr<AutopathMetrics> autopath_metrics_;
   SnapshotHolder<Snapshot> snapshots_;
   server::QueryLog query_log_;
   DnsHandler::Shared handler_shared_;

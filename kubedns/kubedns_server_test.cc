@@ -153,6 +153,39 @@ TEST_CASE("kubedns forwards with the routes of its config dir and follows their 
   server.Stop();
 }
 
+TEST_CASE("kubedns --autopath walks the node's domains of its resolv.conf, or those it is given",
+          "[kubedns][server][autopath]") {
+  // Every name exists upstream: the first candidate asked upstream wins.
+  kdns::testing::FakeDnsServerThread upstream(
+      kdns::testing::AnswerA(kdns::testing::A("192.0.2.77")));
+  TempDir dir;
+  // A pod's resolv.conf, as a kubedns with the wrong dnsPolicy would see: the cluster's
+  // domains are dropped from the walk, node.example stays.
+  WriteFile(dir.File("resolv.conf"),
+            "search default.svc.cluster.local svc.cluster.local cluster.local node.example\n");
+  auto winner = [&](std::optional<std::vector<dns::Name>> search) {
+    KubednsServer::Options options = Options("test/conformance/objects.json");
+    options.resolv_conf = dir.File("resolv.conf");
+    options.nameservers = {upstream.address()};
+    options.autopath = true;
+    options.autopath_search = std::move(search);
+    KubednsServer server(options);
+    std::string error;
+    REQUIRE(server.Start(&error));
+    REQUIRE(Eventually([&] { return server.ready(); }));
+    dns::Message reply = Ask(server.dns_address(), "www.example.com.default.svc.cluster.local.");
+    server.Stop();
+    REQUIRE(reply.answers.size() == 2);
+    const auto* cname = std::get_if<dns::RdataCname>(&reply.answers[0].rdata);
+    REQUIRE(cname != nullptr);
+    return cname->target.ToText();
+  };
+  CHECK(winner(std::nullopt) == "www.example.com.node.example.");
+  CHECK(winner(std::vector<dns::Name>{*dns::Name::FromText("corp.example.")}) ==
+        "www.example.com.corp.example.");
+  CHECK(winner(std::vector<dns::Name>{}) == "www.example.com.");
+}
+
 TEST_CASE("kubedns serves the objects file and reports ready", "[kubedns][server]") {
   KubednsServer::Options options = Options("test/conformance/objects.json");
   options.cache_dump_address = *loop::SocketAddress::Parse("127.0.0.1:0");

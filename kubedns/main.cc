@@ -135,6 +135,15 @@ DEFINE_int32(log_queries_rate, 100,
              "With --log-queries, at most this many lines a second (0: no limit); the rest are "
              "counted and summed in one line.");
 DEFINE_int32(log_queries_sample, 1, "With --log-queries, log one query in this many.");
+// Autopath (docs/operators.md, "Autopath").
+DEFINE_bool(autopath, false,
+            "Complete a pod's search-path walk on the server: a query N.<ns>.svc.<domain> "
+            "without records is answered with a CNAME to the first of N.svc.<domain>, "
+            "N.<domain>, N.<each --autopath-search domain>, N. that exists, plus its answer.");
+DEFINE_string(autopath_search, "",
+              "With --autopath: the node's search domains, comma-separated, walked after the "
+              "cluster's; not given: the search list of --resolv-conf (with dnsPolicy: "
+              "Default, the node's), read at start-up; empty: none.");
 DEFINE_bool(check_flags, false, "Validate the flags and exit (for manifest checks).");
 
 namespace {
@@ -186,6 +195,10 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.log_queries = FLAGS_log_queries;
   flags.log_queries_rate = FLAGS_log_queries_rate;
   flags.log_queries_sample = FLAGS_log_queries_sample;
+  flags.autopath = FLAGS_autopath;
+  if (!gflags::GetCommandLineFlagInfoOrDie("autopath_search").is_default) {
+    flags.autopath_search = FLAGS_autopath_search;
+  }
   flags.check_flags = FLAGS_check_flags;
   return flags;
 }

@@ -4,7 +4,9 @@
 #include <ctime>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "common/base/duration.h"
 #include "common/base/port.h"
@@ -74,6 +76,31 @@ bool AnswerOptions(const FlagValues& flags, KubednsServer::Options* options, std
     *error = "--pod-records: insecure, verified or disabled, not \"" + flags.pod_records + "\"";
     return false;
   }
+  return true;
+}
+
+bool AutopathOptions(const FlagValues& flags, KubednsServer::Options* options, std::string* error) {
+  options->autopath = flags.autopath;
+  if (!flags.autopath_search) return true;
+  if (!flags.autopath) {
+    *error = "--autopath-search: only with --autopath";
+    return false;
+  }
+  std::vector<dns::Name> search;
+  std::string_view rest = *flags.autopath_search;
+  while (!flags.autopath_search->empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view domain = rest.substr(0, comma);
+    std::optional<dns::Name> name = dns::Name::FromText(domain);
+    if (domain.empty() || !name || name->IsRoot()) {
+      *error = "--autopath-search: not a domain name: \"" + std::string(domain) + "\"";
+      return false;
+    }
+    search.push_back(*name);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  options->autopath_search = std::move(search);
   return true;
 }
 
@@ -289,7 +316,8 @@ bool ApiOptions(const FlagValues& flags, const k8s::EnvLookup& env, KubednsServe
 bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env, Options* options,
                   std::string* error) {
   KubednsServer::Options& server = options->server;
-  if (!AnswerOptions(flags, &server, error) || !ListenOptions(flags, env, &server, error)) {
+  if (!AnswerOptions(flags, &server, error) || !AutopathOptions(flags, &server, error) ||
+      !ListenOptions(flags, env, &server, error)) {
     return false;
   }
   server.metrics_prefix = DnsMetrics::SkydnsPrefixFromEnvironment();

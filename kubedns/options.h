@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,10 @@ struct FlagValues {
   bool log_queries = false;
   int64_t log_queries_rate = 100;
   int64_t log_queries_sample = 1;
+  // --autopath; --autopath-search: nullopt when not given (resolv.conf's search list), a
+  // comma-separated list of domains otherwise (empty: none).
+  bool autopath = false;
+  std::optional<std::string> autopath_search;
   bool check_flags = false;
 };
 

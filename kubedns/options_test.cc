@@ -346,4 +346,39 @@ TEST_CASE("--log-queries turns the query log on, bounded by its rate", "[kubedns
 }
 
 }  // namespace
+TEST_CASE("kubedns --autopath is off by default; --autopath-search gives the node's domains",
+          "[kubedns][options][autopath]") {
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(Offline(), Env({}), &options, &error));
+  CHECK_FALSE(options.server.autopath);
+  CHECK_FALSE(options.server.autopath_search.has_value());  // resolv.conf's, at start-up
+
+  FlagValues flags = Offline();
+  flags.autopath = true;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.autopath);
+  CHECK_FALSE(options.server.autopath_search.has_value());
+
+  flags.autopath_search = "c.project.internal,Node.Example.";
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  REQUIRE(options.server.autopath_search.has_value());
+  REQUIRE(options.server.autopath_search->size() == 2);
+  CHECK((*options.server.autopath_search)[0].ToText() == "c.project.internal.");
+  CHECK((*options.server.autopath_search)[1].ToText() == "Node.Example.");
+
+  flags.autopath_search = "";  // given empty: no node domains at all
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.autopath_search == std::vector<dns::Name>{});
+
+  for (const char* bad : {"a..b", "good.example,", ",", "."}) {
+    CAPTURE(bad);
+    flags.autopath_search = bad;
+    CHECK(ErrorOf(flags).rfind("--autopath-search: not a domain name", 0) == 0);
+  }
+  flags.autopath = false;
+  flags.autopath_search = "node.example";
+  CHECK(ErrorOf(flags) == "--autopath-search: only with --autopath");
+}
+
 }  // namespace kdns::kubedns

@@ -35,7 +35,16 @@ ResolvConf ParseResolvConf(std::string_view text) {
       line = line.substr(0, comment);
     }
     std::string_view rest = line;
-    if (NextWord(&rest) != "nameserver") continue;
+    const std::string_view keyword = NextWord(&rest);
+    if (keyword == "search" || keyword == "domain") {
+      conf.search.clear();
+      for (std::string_view word = NextWord(&rest); !word.empty(); word = NextWord(&rest)) {
+        conf.search.emplace_back(word);
+        if (keyword == "domain") break;  // one domain; the rest of the line is ignored
+      }
+      continue;
+    }
+    if (keyword != "nameserver") continue;
     std::string_view address_text = NextWord(&rest);
     // A link-local IPv6 server carries a zone ("fe80::1%eth0"), which we cannot use.
     std::optional<IpAddress> address = IpAddress::Parse(address_text);

@@ -28,6 +28,17 @@ TEST_CASE("resolv.conf gives nameserver lines, v4 and v6", "[upstream][resolv]")
                                                        "nameserver 1.1.1.1 extra"});
 }
 
+TEST_CASE("resolv.conf's last search or domain line is the search list", "[upstream][resolv]") {
+  CHECK(ParseResolvConf("nameserver 10.0.0.1\n").search.empty());
+  CHECK(ParseResolvConf("search a.example b.example\t c.example # d.example\n").search ==
+        std::vector<std::string>{"a.example", "b.example", "c.example"});
+  // As the C library: a later line replaces an earlier one, domain takes one name.
+  CHECK(ParseResolvConf("search a.example\ndomain node.example extra\n").search ==
+        std::vector<std::string>{"node.example"});
+  CHECK(ParseResolvConf("domain node.example\nsearch a.example b.example\n").search ==
+        std::vector<std::string>{"a.example", "b.example"});
+}
+
 TEST_CASE("resolv.conf nameservers become port-53 upstreams", "[upstream][resolv]") {
   ResolvConf conf = ParseResolvConf(
       "nameserver 10.96.0.10\n"

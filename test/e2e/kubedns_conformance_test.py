@@ -5,11 +5,16 @@ kubedns serves test/conformance/objects.json from the objects-file source on a f
 loopback port; each case is asked with real dig (BIND) and real kdig (Knot), over UDP and,
 where the case says so, over TCP, and the answer is checked as test/conformance/README.md
 describes (exact answer sets, types, SOA fields, flags, the question echoed, no
-duplicates). Prints one line per failure and closes with `N passed, M failed`.
+duplicates). Every case is asked twice: of kubedns as it is by default, and of kubedns with
+--autopath, whose upstream (unbound) has no name at all, so that each walk asks it and
+ends in NXDOMAIN: the conformance answers must not change. Prints one line per failure and
+closes with `N passed, M failed`.
 """
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -94,31 +99,58 @@ def check(case, got, zone_ttl):
     return problems
 
 
-def main():
-    with open(os.path.join(ROOT, "test", "conformance", "cases.json")) as f:
-        spec = json.load(f)
-    server = None
-    checks = harness.Checks()
+# An upstream where no name exists (but the probe unbound waits for).
+NO_NAMES = """  local-zone: "." static
+  local-data: "probe.test. 60 IN A 192.0.2.1"
+"""
+
+
+def run_cases(spec, checks, label, *flags):
+    """Asks every case of kubedns started with `flags`; False when it did not start."""
     try:
-        try:
-            server = servers.Kubedns(
-                os.path.join(BIN, ".."), "kubedns-conformance",
-                "--objects-file=" + os.path.join(ROOT, "test", "conformance",
-                                                 spec["objects_file"]),
-                "--domain=" + spec["zone"])
-        except RuntimeError as e:
-            print(e)
-            return harness.finish(0, 1)
+        server = servers.Kubedns(
+            os.path.join(BIN, ".."), "kubedns-conformance",
+            "--objects-file=" + os.path.join(ROOT, "test", "conformance", spec["objects_file"]),
+            "--domain=" + spec["zone"], *flags)
+    except RuntimeError as e:
+        print(e)
+        return False
+    try:
         for case in spec["cases"]:
             for client in ("dig", "kdig"):
                 got, raw = ask(client, server.port, case)
                 problems = check(case, got, spec["ttl"])
-                if not checks.check("%s (%s)" % (case["id"], client), not problems,
+                if not checks.check("%s%s (%s)" % (label, case["id"], client), not problems,
                                     "; ".join(problems)):
                     print("    " + raw.replace("\n", "\n    "))
+        if "--autopath" in flags:
+            # The walks did run (and asked the upstream), so the answers above went through them.
+            attempts = server.metric("kdns_kubedns_autopath_attempts_total")
+            asked = server.metric("kdns_kubedns_forward_queries_total")
+            checks.check(label + "walks ran", attempts > 0 and asked > 0,
+                         "%s attempts, %s upstream queries" % (attempts, asked))
     finally:
-        if server is not None:
-            server.stop()
+        server.stop()
+    return True
+
+
+def main():
+    with open(os.path.join(ROOT, "test", "conformance", "cases.json")) as f:
+        spec = json.load(f)
+    checks = harness.Checks()
+    if not run_cases(spec, checks, ""):
+        return harness.finish(0, 1)
+    workdir = tempfile.mkdtemp(prefix="kdns-conformance-")
+    world = None
+    try:
+        world = servers.Unbound(workdir, local=NO_NAMES, probe="probe.test")
+        if not run_cases(spec, checks, "autopath: ", "--autopath",
+                         "--autopath-search=node.test", "--nameservers=127.0.0.1:%d" % world.port):
+            checks.check("autopath: kubedns starts", False, "see above")
+    finally:
+        if world is not None:
+            world.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
     return checks.finish()
 
 

@@ -52,8 +52,9 @@ def measured(what, value):
 
 
 class Pod:
-    def __init__(self, workdir):
+    def __init__(self, workdir, kubedns_flags=()):
         self.workdir = workdir
+        self.kubedns_flags = list(kubedns_flags)  # after the pod's own
         self.nsd = servers.Nsd(workdir)
         try:
             self.unbound = servers.Unbound(workdir)
@@ -88,7 +89,7 @@ class Pod:
              "--config-dir=" + self.config.path, "--lameduck=0s", "--logtostderr",
              # The node's resolver, as dnsPolicy: Default gives the kube-dns pod; never the
              # cache in front of us (a loop, which --dns-loop-detect would rightly cut).
-             "--nameservers=127.0.0.1:%d" % self.nsd.port],
+             "--nameservers=127.0.0.1:%d" % self.nsd.port] + self.kubedns_flags,
             os.path.join(self.workdir, "kubedns.log"))
         if not harness.wait_until(lambda: harness.http_status(8081, "/readiness") == 200, 30):
             raise RuntimeError("kubedns not ready:\n" + self.kubedns.log()[-2000:])
@@ -309,18 +310,20 @@ TESTS = [test_libc_resolver, test_dig_search_srv_and_ptr, test_stub_domain_added
          test_configmap_edits_under_load, test_kill_each_process]
 
 
-def run_inside():
+def run_inside(tests=None, resolv_conf=POD_RESOLV_CONF, make_pod=Pod):
+    """Inside the namespaces: `resolv_conf` as /etc/resolv.conf, the pod from make_pod(workdir),
+    then `tests` (default: this suite's)."""
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     workdir = tempfile.mkdtemp(prefix="kdns-pod-e2e-")
     resolv = os.path.join(workdir, "resolv.conf")
     with open(resolv, "w") as f:
-        f.write(POD_RESOLV_CONF)
+        f.write(resolv_conf)
     subprocess.run(["mount", "--bind", resolv, "/etc/resolv.conf"], check=True)
     passed = failed = 0
     pod = None
     try:
-        pod = Pod(workdir)
-        p, f = harness.run_tests(TESTS, pod)
+        pod = make_pod(workdir)
+        p, f = harness.run_tests(TESTS if tests is None else tests, pod)
         passed += p
         failed += f
     except Exception:
@@ -345,16 +348,17 @@ def run_inside():
     return 1 if failed else 0
 
 
-def main():
+def main(script=__file__, inside=run_inside):
+    """Runs `script` again inside a new network and mount namespace, where it calls `inside`."""
     if os.environ.get(INSIDE):
-        return run_inside()
+        return inside()
     if os.geteuid() != 0 or shutil.which("unshare") is None:
-        print("pod_test: needs root and unshare(1) for its namespaces")
+        print("%s: needs root and unshare(1) for its namespaces" % os.path.basename(script))
         print("0 passed, 1 failed")
         return 1
     env = dict(os.environ, **{INSIDE: "1", "KDNS_BIN": BIN})
     return subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "--",
-                           sys.executable, os.path.abspath(__file__)], env=env).returncode
+                           sys.executable, os.path.abspath(script)], env=env).returncode
 
 
 if __name__ == "__main__":

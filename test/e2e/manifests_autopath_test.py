@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""The autopath component of the manifests (manifests/components/autopath), rendered by
+kustomize (or kubectl kustomize) from a kustomization of the operator's kind, outside
+manifests/, next to the base rendered alone: the only difference is `--autopath` at the
+end of kubedns's arguments, and that command line passes kubedns's own flag check
+(`--check-flags`, from $KDNS_BIN). Closes with `N passed, M failed`.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import manifests  # noqa: E402
+
+COMPONENT = os.path.join(manifests.MANIFESTS, "components", "autopath")
+
+
+def kustomize_build(directory):
+    """The documents kustomize renders of `directory` (Skip without kustomize or kubectl)."""
+    if shutil.which("kustomize"):
+        command = ["kustomize", "build", directory]
+    elif shutil.which("kubectl"):
+        command = ["kubectl", "kustomize", directory]
+    else:
+        raise harness.Skip("neither kustomize nor kubectl is installed")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        raise AssertionError("`%s` failed: %s" % (" ".join(command), result.stderr.strip()))
+    return [d for d in yaml.safe_load_all(result.stdout) if d is not None]
+
+
+def with_component(workdir):
+    """Renders the base with the component, as an operator's kustomization would."""
+    own = os.path.join(workdir, "site")
+    os.makedirs(own)
+    with open(os.path.join(own, "kustomization.yaml"), "w") as f:
+        yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1",
+                        "kind": "Kustomization",
+                        # kustomize takes relative paths only
+                        "resources": [os.path.relpath(manifests.MANIFESTS, own)],
+                        "components": [os.path.relpath(COMPONENT, own)]}, f)
+    return kustomize_build(own)
+
+
+def kubedns_container(docs):
+    for doc in docs:
+        if doc.get("kind") == "Deployment" and doc["metadata"]["name"] == "kube-dns":
+            for container in manifests.pod_spec(doc)["containers"]:
+                if container["name"] == "kubedns":
+                    return container
+    raise AssertionError("no kubedns container in the kube-dns Deployment")
+
+
+def test_the_component_adds_autopath_to_kubedns_only(env):
+    base = kustomize_build(manifests.MANIFESTS)
+    docs = with_component(env["workdir"])
+    env["docs"] = docs
+    p = []
+    args = kubedns_container(docs).get("args", [])
+    base_args = kubedns_container(base).get("args", [])
+    if args != base_args + ["--autopath"]:
+        p.append("kubedns's args %s, want the base's %s and --autopath" % (args, base_args))
+    # Everything else as the base renders it.
+    kubedns_container(docs)["args"] = base_args
+    key = lambda d: json.dumps(d, sort_keys=True)  # noqa: E731
+    if sorted(map(key, docs)) != sorted(map(key, base)):
+        p.append("the component changes more than kubedns's arguments")
+    kubedns_container(docs)["args"] = args
+    return p
+
+
+def test_kubedns_accepts_the_command_line(env):
+    docs = env.get("docs") or with_component(env["workdir"])
+    with open(os.path.join(manifests.MANIFESTS, "kustomization.yaml")) as f:
+        kustomization = yaml.safe_load(f)
+    rendered = manifests.Rendered(kustomization, docs)
+    container = kubedns_container(docs)
+    argv = rendered.argv(container)
+    if "--autopath" not in argv:
+        return ["--autopath is not on kubedns's command line: %s" % argv]
+    problem = manifests.check_command(container, argv, rendered.program_of(container),
+                                      rendered.image_env(container))
+    return [problem] if problem else []
+
+
+def main():
+    workdir = tempfile.mkdtemp(prefix="kdns-manifests-autopath-")
+    try:
+        passed, failed = harness.run_tests(
+            [test_the_component_adds_autopath_to_kubedns_only,
+             test_kubedns_accepts_the_command_line], {"workdir": workdir})
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return harness.finish(passed, failed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
