@@ -39,6 +39,7 @@
 #include "common/dns/rdata.h"
 #include "common/dns/types.h"
 #include "common/server/admission.h"
+#include "kubedns/multicluster_answer.h"
 #include "kubedns/record_tree.h"
 
 namespace kdns::kubedns {
@@ -59,6 +60,9 @@ struct AnswerConfig {
   uint32_t soa_expire_s = 604800;
   uint32_t soa_minimum_s = 60;
   uint32_t soa_serial_base = 0;  // the serial is this plus the snapshot generation
+  // The multicluster zones (multicluster_answer.h), lower case; unset: not served.
+  std::optional<dns::Name> multicluster_zone;  // --multicluster-zone (clusterset.local.)
+  std::optional<dns::Name> kubeslice_zone;     // --kubeslice-zone (slice.local.)
 };
 
 enum class Outcome : uint8_t {
@@ -117,6 +121,7 @@ class Answerer {
   dns::RdataSoa Soa(const Snapshot& snapshot) const;
 
   AnswerConfig config_;
+  MulticlusterAnswerer multicluster_;
   dns::Name in_addr_arpa_;
   dns::Name ip6_arpa_;
   dns::Name ns_name_;     // ns.dns.Z

@@ -31,7 +31,8 @@ std::shared_ptr<const Snapshot> ConformanceSnapshot() {
   auto list = k8s::DecodeList(ReadFile("test/conformance/objects.json"));
   REQUIRE(list.ok());
   RecordTreeWriter writer;
-  writer.ReplaceAll({list.value().services, list.value().endpoint_slices, list.value().endpoints});
+  writer.ReplaceAll(
+      {list.value().services, list.value().endpoint_slices, list.value().endpoints, {}, {}});
   writer.MarkSynced();
   return writer.Publish();
 }

@@ -18,7 +18,8 @@ std::shared_ptr<const Snapshot> Conformance() {
   auto list = k8s::DecodeList(text.str());
   REQUIRE(list.ok());
   RecordTreeWriter writer;
-  writer.ReplaceAll({list.value().services, list.value().endpoint_slices, list.value().endpoints});
+  writer.ReplaceAll(
+      {list.value().services, list.value().endpoint_slices, list.value().endpoints, {}, {}});
   writer.MarkSynced();
   return writer.Publish();
 }
