@@ -216,12 +216,16 @@ void Reflector::OnListDone(const ApiResult& result) {
       ReserveRemaining(pending_list_.endpoint_slices, remaining);
       ReserveRemaining(pending_list_.endpoints, remaining);
       ReserveRemaining(pending_list_.pods, remaining);
+      ReserveRemaining(pending_list_.service_imports, remaining);
+      ReserveRemaining(pending_list_.slice_service_imports, remaining);
     } else {
       // Every page carries the first page's RV; keep the first page's meta.
       Append(pending_list_.services, page->services);
       Append(pending_list_.endpoint_slices, page->endpoint_slices);
       Append(pending_list_.endpoints, page->endpoints);
       Append(pending_list_.pods, page->pods);
+      Append(pending_list_.service_imports, page->service_imports);
+      Append(pending_list_.slice_service_imports, page->slice_service_imports);
       pending_list_.bad_items += page->bad_items;
       pending_list_.other_items += page->other_items;
     }
@@ -260,8 +264,9 @@ void Reflector::CompleteList() {
   stats_.last_sync_ms = now_ms;
   stats_.last_progress_ms = now_ms;
   ++stats_.lists;
-  size_t objects =
-      list.services.size() + list.endpoint_slices.size() + list.endpoints.size() + list.pods.size();
+  size_t objects = list.services.size() + list.endpoint_slices.size() + list.endpoints.size() +
+                   list.pods.size() + list.service_imports.size() +
+                   list.slice_service_imports.size();
   LOG(INFO) << Describe() << ": listed " << objects << " objects at resourceVersion "
             << list.meta.resource_version.text;
   if (list.meta.resource_version.empty()) {
