@@ -15,6 +15,7 @@ Closes with `N passed, M failed`.
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -125,6 +126,61 @@ def test_zones_off_are_forwarded_not_served(env):
         return problems
     finally:
         dns.stop()
+
+
+def test_manifests_components(env):
+    """An overlay with both kustomize components renders (kubectl kustomize) to a kubedns
+    whose arguments pass its own --check-flags, cache routes for both zones, and read-only
+    RBAC for exactly the two API groups."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        raise harness.Skip("kubectl is not installed")
+    import yaml
+    overlay = os.path.join(env["workdir"], "overlay")
+    os.makedirs(overlay)
+    manifests = os.path.relpath(os.path.join(ROOT, "manifests"), overlay)
+    with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+        f.write("resources:\n  - %s\ncomponents:\n  - %s/components/multicluster\n"
+                "  - %s/components/kubeslice\n" % (manifests, manifests, manifests))
+    run = subprocess.run([kubectl, "kustomize", overlay], capture_output=True, text=True,
+                         timeout=120)
+    if run.returncode != 0:
+        return ["kubectl kustomize failed: " + run.stderr.strip()]
+    docs = [d for d in yaml.safe_load_all(run.stdout) if d]
+    p = []
+    deployment = next(d for d in docs if d["kind"] == "Deployment"
+                      and d["metadata"]["name"] == "kube-dns")
+    containers = {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}
+    kubedns_args = containers["kubedns"]["args"]
+    for flag in ("--multicluster-zone=" + MCS, "--kubeslice-zone=" + KUBESLICE):
+        if flag not in kubedns_args:
+            p.append("kubedns lacks %s" % flag)
+    check = subprocess.run([os.path.join(harness.BIN, "kubedns"), "--check-flags"] +
+                           [a for a in kubedns_args if "$(" not in a],
+                           capture_output=True, text=True, timeout=30)
+    if check.returncode != 0:
+        p.append("kubedns --check-flags refuses the rendered arguments: " + check.stderr)
+    cache_args = containers["dnsmasq"]["args"]
+    after = cache_args[cache_args.index("--") + 1:]
+    for route in ("--server=/clusterset.local/127.0.0.1#10053",
+                  "--server=/slice.local/127.0.0.1#10053"):
+        if route not in after:
+            p.append("the cache has no route %s" % route)
+    rules = {}
+    for d in docs:
+        if d["kind"] == "ClusterRole":
+            for rule in d.get("rules", []):
+                for group in rule["apiGroups"]:
+                    rules.setdefault(group, set()).update(
+                        (r, tuple(rule["verbs"])) for r in rule["resources"])
+    for group in (MCS_GROUP, KUBESLICE_GROUP, "mesh.avesha.io"):
+        if rules.get(group) != {("serviceimports", ("list", "watch"))}:
+            p.append("RBAC for %s: %s" % (group, rules.get(group)))
+    bindings = {d["roleRef"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding"}
+    for role in ("kdns:kube-dns-multicluster", "kdns:kube-dns-kubeslice"):
+        if role not in bindings:
+            p.append("no binding for %s" % role)
+    return p
 
 
 # ---- the fake API server ------------------------------------------------------------------
@@ -256,6 +312,7 @@ def main():
         env = {"workdir": workdir}
         p, f = harness.run_tests([test_objects_file_conformance,
                                   test_zones_off_are_forwarded_not_served,
+                                  test_manifests_components,
                                   test_crds_missing_then_installed], env)
         passed, failed = passed + p, failed + f
         fake = servers.FakeApiserver(
