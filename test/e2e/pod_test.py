@@ -15,8 +15,8 @@ test/conformance/multicluster_objects.json added to its objects; the nanny's -ku
 routes them to kubedns).
 
 Checks: getent hosts/ahosts for kubernetes, kubernetes.default, a headless service, a
-pod's hostname.subdomain, an external name, and clusterset.local and slice.local names; dig +search SRV and PTR; a stub domain
-added by a ConfigMap edit; ConfigMap edits under load with zero failed queries; kill -9 of
+pod's hostname.subdomain, an external name, and clusterset.local and slice.local names;
+dig +search SRV and PTR; a stub domain added by a ConfigMap edit; ConfigMap edits under load with zero failed queries; kill -9 of
 each process in turn, with the time to recover reported; the sidecar's health red while
 kubedns is down and green after. Needs root (for the namespaces); prints `N passed, M
 failed` last.
