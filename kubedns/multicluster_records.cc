@@ -106,7 +106,9 @@ std::span<const McsImportRecords::Host> McsImportRecords::FindHosts(std::string_
                                                                     std::string_view label) const {
   auto lower = std::lower_bound(hosts_.begin(), hosts_.end(), std::make_pair(cluster, label),
                                 [](const Host& host, const auto& key) {
-                                  return std::tie(host.cluster, host.label) <
+                                  std::string_view host_cluster = host.cluster;
+                                  std::string_view host_label = host.label;
+                                  return std::tie(host_cluster, host_label) <
                                          std::tie(key.first, key.second);
                                 });
   auto upper = lower;
