@@ -249,15 +249,28 @@ def test_import_added_changed_deleted(env):
 
 
 def test_expired_watch_relists_imports(env):
+    """History forgotten and watches cut (an apiserver restart): the resumed watches get
+    410, and kubedns re-LISTs the imports; an import deleted while no watch could see it
+    is gone after the re-LIST."""
     fake, dns = env["fake"], env["dns"]
+    series = 'kdns_kubedns_api_relists_total{resource="serviceimports"}'
+    before = dns.metric(series)
     since = fake.control("/control/requests")["requests"][-1]["seq"]
-    fake.control("/control/compact", {})
+    fake.control("/control/objects", mcs_import("relist", "old", ["10.42.70.2"]))
+    p = [expect(dns, "old.relist.svc." + MCS, "A", "NOERROR", ["10.42.70.2"])]
+    fake.control("/control/restart", {"silence_s": 0, "down_s": 0})
     fake.control("/control/objects", mcs_import("relist", "svc", ["10.42.70.1"]))
-    p = [expect(dns, "svc.relist.svc." + MCS, "A", "NOERROR", ["10.42.70.1"])]
+    p.append(expect(dns, "svc.relist.svc." + MCS, "A", "NOERROR", ["10.42.70.1"], 20))
+    if dns.metric(series) <= before:
+        p.append("%s did not grow after a 410" % series)
     relists = [e for e in api_requests(fake, since)
                if e["path"] == MCS_IMPORTS and e["verb"] == "list"]
     if not relists:
-        p.append("no re-LIST of serviceimports after the 410")
+        p.append("no re-LIST of serviceimports in the request log")
+    fake.control("/control/compact", {})
+    delete(fake, mcs_import("relist", "old"))
+    fake.control("/control/fault/drop", {"now": True})
+    p.append(expect(dns, "old.relist.svc." + MCS, "A", "NXDOMAIN", None, 20))
     return [x for x in p if x]
 
 
