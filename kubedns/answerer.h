@@ -17,6 +17,10 @@
 // Answer turns a verdict other than kAdmitted into its result (kDropped, kFormErr, or the
 // refusal answered).
 //
+// Names under the multicluster zones (AnswerConfig::multicluster_zone, kubeslice_zone, when
+// set) are answered by MulticlusterAnswerer (multicluster_answer.h), AA set, from the same
+// snapshot.
+//
 // Names outside Z and reverse names of IPs kubedns holds nothing for are not ours: the
 // result says so (Outcome::kNotOurs) and the server forwards them (skydns forwards a
 // reverse name it cannot answer, too). Before the first full sync a reverse name gets
