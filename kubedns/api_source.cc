@@ -28,7 +28,7 @@ std::string_view PathOf(Resource resource) {
       return "/apis/multicluster.x-k8s.io/v1alpha1/serviceimports";
     case Resource::kMulticlusterSlices:
       return "/apis/discovery.k8s.io/v1/endpointslices";
-    case Resource::kSliceServiceImports:
+    case Resource::kKubesliceServiceImports:
       return "/apis/networking.kubeslice.io/v1beta1/serviceimports";
   }
   return "";
@@ -39,7 +39,7 @@ std::vector<std::string> OtherPathsOf(Resource resource) {
   switch (resource) {
     case Resource::kServiceImports:
       return {"/apis/multicluster.x-k8s.io/v1beta1/serviceimports"};
-    case Resource::kSliceServiceImports:
+    case Resource::kKubesliceServiceImports:
       return {"/apis/mesh.avesha.io/v1beta1/serviceimports"};
     default:
       return {};
@@ -48,12 +48,12 @@ std::vector<std::string> OtherPathsOf(Resource resource) {
 
 bool IsMulticluster(Resource resource) {
   return resource == Resource::kServiceImports || resource == Resource::kMulticlusterSlices ||
-         resource == Resource::kSliceServiceImports;
+         resource == Resource::kKubesliceServiceImports;
 }
 
 MulticlusterZone ZoneOf(Resource resource) {
-  return resource == Resource::kSliceServiceImports ? MulticlusterZone::kKubeslice
-                                                    : MulticlusterZone::kMcs;
+  return resource == Resource::kKubesliceServiceImports ? MulticlusterZone::kKubeslice
+                                                        : MulticlusterZone::kMcs;
 }
 
 // The label every MCS-imported EndpointSlice carries (KEP-1645); the selector keeps the
@@ -74,8 +74,8 @@ k8s::Kind KindOf(Resource resource) {
       return k8s::Kind::kServiceImport;
     case Resource::kMulticlusterSlices:
       return k8s::Kind::kEndpointSlice;
-    case Resource::kSliceServiceImports:
-      return k8s::Kind::kSliceServiceImport;
+    case Resource::kKubesliceServiceImports:
+      return k8s::Kind::kKubesliceServiceImport;
   }
   return k8s::Kind::kService;
 }
@@ -100,7 +100,7 @@ std::string_view ApiSource::ToString(Resource resource) {
       return "serviceimports";
     case Resource::kMulticlusterSlices:
       return "multicluster_endpointslices";
-    case Resource::kSliceServiceImports:
+    case Resource::kKubesliceServiceImports:
       return "kubeslice_serviceimports";
   }
   return "?";
@@ -223,8 +223,8 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
       case Resource::kMulticlusterSlices:
         sink.ReplaceMulticlusterSlices(std::move(list.endpoint_slices));
         break;
-      case Resource::kSliceServiceImports:
-        sink.ReplaceSliceServiceImports(std::move(list.slice_service_imports));
+      case Resource::kKubesliceServiceImports:
+        sink.ReplaceKubesliceServiceImports(std::move(list.kubeslice_service_imports));
         break;
     }
     lists_.Inc();
@@ -252,8 +252,8 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
       case Resource::kMulticlusterSlices:
         sink.ReplaceMulticlusterSlices({});
         break;
-      case Resource::kSliceServiceImports:
-        sink.ReplaceSliceServiceImports({});
+      case Resource::kKubesliceServiceImports:
+        sink.ReplaceKubesliceServiceImports({});
         break;
       default:
         break;
@@ -301,8 +301,8 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
         case Resource::kMulticlusterSlices:
           sink.DeleteMulticlusterSlice(ns, name);
           break;
-        case Resource::kSliceServiceImports:
-          sink.DeleteSliceServiceImport(ns, name);
+        case Resource::kKubesliceServiceImports:
+          sink.DeleteKubesliceServiceImport(ns, name);
           break;
       }
     } else if (const auto* service = std::get_if<k8s::Service>(&event.object)) {
@@ -315,8 +315,8 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
       }
     } else if (const auto* import = std::get_if<k8s::ServiceImport>(&event.object)) {
       sink.UpsertServiceImport(*import);
-    } else if (const auto* slice_import = std::get_if<k8s::SliceServiceImport>(&event.object)) {
-      sink.UpsertSliceServiceImport(*slice_import);
+    } else if (const auto* slice_import = std::get_if<k8s::KubesliceServiceImport>(&event.object)) {
+      sink.UpsertKubesliceServiceImport(*slice_import);
     } else if (const auto* endpoints = std::get_if<k8s::Endpoints>(&event.object)) {
       sink.UpsertEndpoints(*endpoints);
     } else if (const auto* pod = std::get_if<k8s::Pod>(&event.object)) {
@@ -449,7 +449,7 @@ ApiSource::ApiSource(loop::Loop& loop, k8s::ApiTransport& transport, RecordSink&
     AddWatcher(Resource::kServiceImports);
     AddWatcher(Resource::kMulticlusterSlices);
   }
-  if (options_.watch_kubeslice) AddWatcher(Resource::kSliceServiceImports);
+  if (options_.watch_kubeslice) AddWatcher(Resource::kKubesliceServiceImports);
 }
 
 ApiSource::~ApiSource() { Stop(); }

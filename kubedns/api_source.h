@@ -83,9 +83,9 @@ class ApiSource final : public RecordSource {
     kEndpointSlices,
     kEndpoints,
     kPods,
-    kServiceImports,       // multicluster.x-k8s.io
-    kMulticlusterSlices,   // EndpointSlices with the MCS service-name label
-    kSliceServiceImports,  // networking.kubeslice.io / mesh.avesha.io
+    kServiceImports,           // multicluster.x-k8s.io
+    kMulticlusterSlices,       // EndpointSlices with the MCS service-name label
+    kKubesliceServiceImports,  // networking.kubeslice.io / mesh.avesha.io
   };
   static constexpr size_t kResourceCount = 7;
   // "services", "endpointslices", "endpoints", "pods", "serviceimports",

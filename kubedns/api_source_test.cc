@@ -82,8 +82,8 @@ class RecordingSink final : public RecordSink {
   void ReplaceMulticlusterSlices(std::vector<k8s::EndpointSlice> new_slices) override {
     calls.push_back("ReplaceMulticlusterSlices " + std::to_string(new_slices.size()));
   }
-  void ReplaceSliceServiceImports(std::vector<k8s::SliceServiceImport> imports) override {
-    calls.push_back("ReplaceSliceServiceImports " + std::to_string(imports.size()));
+  void ReplaceKubesliceServiceImports(std::vector<k8s::KubesliceServiceImport> imports) override {
+    calls.push_back("ReplaceKubesliceServiceImports " + std::to_string(imports.size()));
   }
   void MulticlusterSynced(MulticlusterZone zone) override {
     calls.push_back(zone == MulticlusterZone::kMcs ? "McsSynced" : "KubesliceSynced");
@@ -502,7 +502,7 @@ TEST_CASE(
   h.ListServices();
   CHECK(h.source->synced());  // the multicluster resources never hold the cluster zone back
   CHECK(h.sink.calls == std::vector<std::string>{
-                            "ReplaceServiceImports 0", "ReplaceSliceServiceImports 0",
+                            "ReplaceServiceImports 0", "ReplaceKubesliceServiceImports 0",
                             "KubesliceSynced", "ReplaceSlices 8", "ReplaceServices 12", "Synced"});
   h.sink.calls.clear();
   FakeApiTransport::Respond(
@@ -523,7 +523,7 @@ TEST_CASE(
       h.Active(kMesh), 200,
       R"({"kind":"ServiceImportList","apiVersion":"mesh.avesha.io/v1beta1","metadata":{"resourceVersion":"120"},"items":[)"
       R"({"metadata":{"name":"legacy","namespace":"old"},"spec":{"dnsName":"legacy.old.svc.slice.local"}}]})");
-  CHECK(h.sink.calls == std::vector<std::string>{"ReplaceSliceServiceImports 1"});
+  CHECK(h.sink.calls == std::vector<std::string>{"ReplaceKubesliceServiceImports 1"});
   CHECK(logs.Count("now serves kubeslice_serviceimports") == 1);
   CHECK(h.Active(kMesh).IsWatch());
   CHECK(h.Renders(R"(kdns_kubedns_api_synced{resource="kubeslice_serviceimports"} 1)"));

@@ -155,7 +155,7 @@ std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_
   }
   writer.EndArray();
   std::vector<std::pair<std::string_view, const std::vector<IpAddress>*>> names;
-  multicluster.slice_names().ForEach([&](const std::string& name, const auto& ips) {
+  multicluster.kubeslice_names().ForEach([&](const std::string& name, const auto& ips) {
     if (!ips->empty()) names.emplace_back(name, ips.get());
   });
   std::sort(names.begin(), names.end());
@@ -163,7 +163,7 @@ std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_
     names.resize(max_services);
     truncated = true;
   }
-  writer.Key("slice_names");  // kubeslice: {"name": [ips]}
+  writer.Key("kubeslice_names");  // kubeslice: {"name": [ips]}
   writer.StartObject();
   for (const auto& [name, ips] : names) {
     writer.Key(name.data(), static_cast<rapidjson::SizeType>(name.size()));

@@ -8,7 +8,7 @@
 //                  "clusterIPs": ["10.96.0.1"], "hosts": [], "srv": ["_https._tcp:443"]}, ...],
 //    "service_imports": [{"namespace": "shop", "name": "db", "kind": "Headless", "ips": [],
 //                         "hosts": ["db-0.east 10.1.0.5"]}, ...],
-//    "slice_names": {"iperf-server.iperf.svc.slice.local": ["10.1.1.5"], ...}}
+//    "kubeslice_names": {"iperf-server.iperf.svc.slice.local": ["10.1.1.5"], ...}}
 // (the multicluster zones; empty when they are off)
 //
 // At most `max_services` services (imports, names), and at most `max_hosts` hosts per

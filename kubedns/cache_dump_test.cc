@@ -71,7 +71,7 @@ TEST_CASE("the cache dump shows the multicluster zones' records", "[kubedns]") {
   RecordTreeWriter writer;
   writer.multicluster().SetKubesliceZone("slice.local");
   writer.ReplaceAll({list.value().services, list.value().endpoint_slices, list.value().endpoints,
-                     list.value().service_imports, list.value().slice_service_imports});
+                     list.value().service_imports, list.value().kubeslice_service_imports});
   auto snapshot = writer.Publish();
   rapidjson::Document doc;
   doc.Parse(CacheJson(snapshot.get()).c_str());
@@ -81,7 +81,7 @@ TEST_CASE("the cache dump shows the multicluster zones' records", "[kubedns]") {
   CHECK(std::string(db["name"].GetString()) == "db");
   CHECK(std::string(db["kind"].GetString()) == "Headless");
   CHECK(std::string(db["hosts"][0].GetString()) == "10-1-0-6.east 10.1.0.6");
-  CHECK(doc["slice_names"]["iperf-server.iperf.svc.slice.local"].Size() == 3);
+  CHECK(doc["kubeslice_names"]["iperf-server.iperf.svc.slice.local"].Size() == 3);
   CHECK_FALSE(doc["truncated"].GetBool());
 }
 

@@ -90,15 +90,15 @@ class KubednsServer::Publisher final : public RecordSink {
     Publish();
   }
   void ReplaceServiceImports(std::vector<k8s::ServiceImport> imports) override {
-    writer_.multicluster().ReplaceImports(imports);
+    writer_.multicluster().ReplaceServiceImports(imports);
     Publish();
   }
   void UpsertServiceImport(const k8s::ServiceImport& import) override {
-    writer_.multicluster().UpsertImport(import);
+    writer_.multicluster().UpsertServiceImport(import);
     Publish();
   }
   void DeleteServiceImport(std::string_view ns, std::string_view name) override {
-    writer_.multicluster().DeleteImport(ns, name);
+    writer_.multicluster().DeleteServiceImport(ns, name);
     Publish();
   }
   void ReplaceMulticlusterSlices(std::vector<k8s::EndpointSlice> slices) override {
@@ -113,16 +113,16 @@ class KubednsServer::Publisher final : public RecordSink {
     writer_.multicluster().DeleteSlice(ns, name);
     Publish();
   }
-  void ReplaceSliceServiceImports(std::vector<k8s::SliceServiceImport> imports) override {
-    writer_.multicluster().ReplaceSliceImports(imports);
+  void ReplaceKubesliceServiceImports(std::vector<k8s::KubesliceServiceImport> imports) override {
+    writer_.multicluster().ReplaceKubesliceServiceImports(imports);
     Publish();
   }
-  void UpsertSliceServiceImport(const k8s::SliceServiceImport& import) override {
-    writer_.multicluster().UpsertSliceImport(import);
+  void UpsertKubesliceServiceImport(const k8s::KubesliceServiceImport& import) override {
+    writer_.multicluster().UpsertKubesliceServiceImport(import);
     Publish();
   }
-  void DeleteSliceServiceImport(std::string_view ns, std::string_view name) override {
-    writer_.multicluster().DeleteSliceImport(ns, name);
+  void DeleteKubesliceServiceImport(std::string_view ns, std::string_view name) override {
+    writer_.multicluster().DeleteKubesliceServiceImport(ns, name);
     Publish();
   }
   void MulticlusterSynced(MulticlusterZone zone) override {
@@ -256,7 +256,7 @@ void KubednsServer::RegisterMetrics() {
                                zone_synced(&MulticlusterSnapshot::mcs_synced));
   }
   if (options_.answer.kubeslice_zone) {
-    registry_.AddCallbackGauge("kdns_kubedns_kubeslice_service_imports",
+    registry_.AddCallbackGauge("kdns_kubedns_kubekubeslice_service_imports",
                                "kubeslice ServiceImports served.",
                                multicluster(&MulticlusterSnapshot::Stats::kubeslice_imports));
     registry_.AddCallbackGauge("kdns_kubedns_kubeslice_endpoint_addresses",

@@ -266,7 +266,7 @@ dns::Rcode MulticlusterAnswerer::AnswerKubeslice(const MulticlusterSnapshot& sna
                                                  const dns::Name& lower, Writer& out) const {
   std::string text = lower.ToText();
   if (!text.empty() && text.back() == '.') text.pop_back();
-  const std::vector<IpAddress>* ips = snapshot.FindSliceName(text);
+  const std::vector<IpAddress>* ips = snapshot.FindKubesliceName(text);
   if (ips == nullptr) return dns::Rcode::kNxDomain;
   out.Addresses(
       out.owner(), Section::kAnswer, *ips,

@@ -89,7 +89,7 @@ TEST_CASE("a large headless import is cut at a whole RRset over UDP and whole ov
   auto import = k8s::DecodeServiceImport(
       R"({"metadata":{"name":"big","namespace":"shop"},"spec":{"type":"Headless"}})");
   REQUIRE(import.ok());
-  writer.UpsertImport(import.value());
+  writer.UpsertServiceImport(import.value());
   std::string endpoints = "[";
   for (int i = 0; i < 1000; ++i) {
     endpoints += std::string(i ? "," : "") + R"({"addresses":["10.8.)" + std::to_string(i / 250) +

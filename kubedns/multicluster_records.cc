@@ -159,8 +159,8 @@ bool MulticlusterSnapshot::HasImportNamespace(std::string_view ns) const {
   return namespaces_.Find(ns) != nullptr;
 }
 
-const std::vector<IpAddress>* MulticlusterSnapshot::FindSliceName(std::string_view name) const {
-  const auto* ips = slice_names_.Find(name);
+const std::vector<IpAddress>* MulticlusterSnapshot::FindKubesliceName(std::string_view name) const {
+  const auto* ips = kubeslice_names_.Find(name);
   return ips == nullptr ? nullptr : ips->get();
 }
 
@@ -198,7 +198,7 @@ void MulticlusterWriter::Rebuild(const std::string& ns, const std::string& name)
   s.imports_ = s.imports_.Set(key, std::move(records));
 }
 
-void MulticlusterWriter::UpsertImport(const k8s::ServiceImport& import) {
+void MulticlusterWriter::UpsertServiceImport(const k8s::ServiceImport& import) {
   const std::string key = Key(import.meta.ns, import.meta.name);
   auto it = imports_.find(key);
   if (it != imports_.end() && it->second->type == import.type && it->second->ips == import.ips &&
@@ -209,20 +209,20 @@ void MulticlusterWriter::UpsertImport(const k8s::ServiceImport& import) {
   Rebuild(import.meta.ns, import.meta.name);
 }
 
-void MulticlusterWriter::DeleteImport(std::string_view ns, std::string_view name) {
+void MulticlusterWriter::DeleteServiceImport(std::string_view ns, std::string_view name) {
   if (imports_.erase(Key(ns, name)) == 0) return;
   Rebuild(std::string(ns), std::string(name));
 }
 
-void MulticlusterWriter::ReplaceImports(const std::vector<k8s::ServiceImport>& imports) {
+void MulticlusterWriter::ReplaceServiceImports(const std::vector<k8s::ServiceImport>& imports) {
   std::unordered_set<std::string> wanted;
   for (const auto& import : imports) wanted.insert(Key(import.meta.ns, import.meta.name));
   std::vector<std::pair<std::string, std::string>> gone;
   for (const auto& [key, import] : imports_) {
     if (!wanted.count(key)) gone.emplace_back(import->meta.ns, import->meta.name);
   }
-  for (const auto& [ns, name] : gone) DeleteImport(ns, name);
-  for (const auto& import : imports) UpsertImport(import);
+  for (const auto& [ns, name] : gone) DeleteServiceImport(ns, name);
+  for (const auto& import : imports) UpsertServiceImport(import);
 }
 
 void MulticlusterWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
@@ -280,23 +280,25 @@ void MulticlusterWriter::ReplaceSlices(const std::vector<k8s::EndpointSlice>& sl
   }
 }
 
-void MulticlusterWriter::UpsertSliceImport(const k8s::SliceServiceImport& import) {
-  slice_imports_[Key(import.meta.ns, import.meta.name)] = import;
-  RebuildSliceNames();
+void MulticlusterWriter::UpsertKubesliceServiceImport(const k8s::KubesliceServiceImport& import) {
+  kubeslice_imports_[Key(import.meta.ns, import.meta.name)] = import;
+  RebuildKubesliceNames();
 }
 
-void MulticlusterWriter::DeleteSliceImport(std::string_view ns, std::string_view name) {
-  if (slice_imports_.erase(Key(ns, name)) == 0) return;
-  RebuildSliceNames();
+void MulticlusterWriter::DeleteKubesliceServiceImport(std::string_view ns, std::string_view name) {
+  if (kubeslice_imports_.erase(Key(ns, name)) == 0) return;
+  RebuildKubesliceNames();
 }
 
-void MulticlusterWriter::ReplaceSliceImports(const std::vector<k8s::SliceServiceImport>& imports) {
-  slice_imports_.clear();
-  for (const auto& import : imports) slice_imports_[Key(import.meta.ns, import.meta.name)] = import;
-  RebuildSliceNames();
+void MulticlusterWriter::ReplaceKubesliceServiceImports(
+    const std::vector<k8s::KubesliceServiceImport>& imports) {
+  kubeslice_imports_.clear();
+  for (const auto& import : imports)
+    kubeslice_imports_[Key(import.meta.ns, import.meta.name)] = import;
+  RebuildKubesliceNames();
 }
 
-void MulticlusterWriter::RebuildSliceNames() {
+void MulticlusterWriter::RebuildKubesliceNames() {
   std::unordered_map<std::string, std::vector<IpAddress>> names;
   const std::string suffix = "." + kubeslice_zone_;
   auto in_zone = [&](const std::string& name) {
@@ -312,7 +314,7 @@ void MulticlusterWriter::RebuildSliceNames() {
     }
   };
   uint64_t endpoints = 0;
-  for (const auto& [key, import] : slice_imports_) {
+  for (const auto& [key, import] : kubeslice_imports_) {
     for (const auto& endpoint : import.endpoints) {
       if (!endpoint.ip) continue;
       ++endpoints;
@@ -329,8 +331,8 @@ void MulticlusterWriter::RebuildSliceNames() {
     ips.erase(std::unique(ips.begin(), ips.end()), ips.end());
     entries.emplace_back(name, std::make_shared<const std::vector<IpAddress>>(std::move(ips)));
   }
-  snapshot_.slice_names_ = MulticlusterSnapshot::Names::FromEntries(std::move(entries));
-  snapshot_.stats_.kubeslice_imports = slice_imports_.size();
+  snapshot_.kubeslice_names_ = MulticlusterSnapshot::Names::FromEntries(std::move(entries));
+  snapshot_.stats_.kubeslice_imports = kubeslice_imports_.size();
   snapshot_.stats_.kubeslice_endpoints = endpoints;
 }
 

@@ -121,7 +121,7 @@ class MulticlusterSnapshot {
   bool HasImportNamespace(std::string_view ns) const;
   // A kubeslice name (lower case, relative to nothing: the full name without the trailing
   // dot). nullptr: no such name; an empty vector: an empty non-terminal.
-  const std::vector<IpAddress>* FindSliceName(std::string_view name) const;
+  const std::vector<IpAddress>* FindKubesliceName(std::string_view name) const;
 
   // A zone is synced once its source delivered a complete set (or found its API absent);
   // until then its names are answered SERVFAIL.
@@ -129,13 +129,13 @@ class MulticlusterSnapshot {
   bool kubeslice_synced() const { return kubeslice_synced_; }
   const Stats& stats() const { return stats_; }
   const Imports& imports() const { return imports_; }
-  const Names& slice_names() const { return slice_names_; }
+  const Names& kubeslice_names() const { return kubeslice_names_; }
 
  private:
   friend class MulticlusterWriter;
   Imports imports_;
   PersistentMap<std::string, uint32_t, TransparentStringHash, std::equal_to<>> namespaces_;
-  Names slice_names_;
+  Names kubeslice_names_;
   bool mcs_synced_ = false;
   bool kubeslice_synced_ = false;
   Stats stats_;
@@ -148,17 +148,17 @@ class MulticlusterWriter {
   // first kubeslice import.
   void SetKubesliceZone(std::string zone) { kubeslice_zone_ = std::move(zone); }
 
-  void UpsertImport(const k8s::ServiceImport& import);
-  void DeleteImport(std::string_view ns, std::string_view name);
-  void ReplaceImports(const std::vector<k8s::ServiceImport>& imports);
+  void UpsertServiceImport(const k8s::ServiceImport& import);
+  void DeleteServiceImport(std::string_view ns, std::string_view name);
+  void ReplaceServiceImports(const std::vector<k8s::ServiceImport>& imports);
   // Slices without the multicluster service-name label are ignored here.
   void UpsertSlice(const k8s::EndpointSlice& slice);
   void DeleteSlice(std::string_view ns, std::string_view name);
   void ReplaceSlices(const std::vector<k8s::EndpointSlice>& slices);
 
-  void UpsertSliceImport(const k8s::SliceServiceImport& import);
-  void DeleteSliceImport(std::string_view ns, std::string_view name);
-  void ReplaceSliceImports(const std::vector<k8s::SliceServiceImport>& imports);
+  void UpsertKubesliceServiceImport(const k8s::KubesliceServiceImport& import);
+  void DeleteKubesliceServiceImport(std::string_view ns, std::string_view name);
+  void ReplaceKubesliceServiceImports(const std::vector<k8s::KubesliceServiceImport>& imports);
 
   void MarkMcsSynced() { snapshot_.mcs_synced_ = true; }
   void MarkKubesliceSynced() { snapshot_.kubeslice_synced_ = true; }
@@ -172,7 +172,7 @@ class MulticlusterWriter {
     std::string cluster;
   };
   void Rebuild(const std::string& ns, const std::string& name);
-  void RebuildSliceNames();
+  void RebuildKubesliceNames();
 
   std::string kubeslice_zone_;
   MulticlusterSnapshot snapshot_;
@@ -180,7 +180,7 @@ class MulticlusterWriter {
   std::map<std::string, std::shared_ptr<const k8s::ServiceImport>> imports_;
   std::map<std::string, std::shared_ptr<const McsSliceInfo>> slices_;
   std::map<std::string, std::string> slice_import_;  // "ns/slice" → import name
-  std::map<std::string, k8s::SliceServiceImport> slice_imports_;
+  std::map<std::string, k8s::KubesliceServiceImport> kubeslice_imports_;
 };
 
 }  // namespace kdns::kubedns

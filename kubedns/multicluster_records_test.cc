@@ -47,7 +47,7 @@ TEST_CASE("an MCS import is built from its slices of every cluster, ready endpoi
   // Slices before their import answer nothing.
   CHECK_FALSE(writer.snapshot().FindImport("shop", "db")->answerable());
   CHECK_FALSE(writer.snapshot().HasImportNamespace("shop"));
-  writer.UpsertImport(Import(kHeadless));
+  writer.UpsertServiceImport(Import(kHeadless));
   writer.UpsertSlice(Slice("db-west", "db", "west", R"([{"addresses":["10.2.0.5"]}])"));
   const McsImportRecords* records = writer.snapshot().FindImport("shop", "db");
   REQUIRE(records != nullptr);
@@ -68,8 +68,8 @@ TEST_CASE("an MCS import is built from its slices of every cluster, ready endpoi
 TEST_CASE("an MCS slice that moves, loses its label or its cluster updates both imports",
           "[kubedns][multicluster]") {
   MulticlusterWriter writer;
-  writer.UpsertImport(Import(kHeadless));
-  writer.UpsertImport(Import(R"({"metadata":{"name":"other","namespace":"shop"},
+  writer.UpsertServiceImport(Import(kHeadless));
+  writer.UpsertServiceImport(Import(R"({"metadata":{"name":"other","namespace":"shop"},
     "spec":{"type":"Headless"}})"));
   writer.UpsertSlice(Slice("s1", "db", "east", R"([{"addresses":["10.1.0.5"]}])"));
   writer.UpsertSlice(Slice("s1", "other", "east", R"([{"addresses":["10.1.0.5"]}])"));
@@ -84,9 +84,9 @@ TEST_CASE("an MCS slice that moves, loses its label or its cluster updates both 
   CHECK(writer.snapshot().stats().unnamed_slices == 0);
   CHECK(writer.snapshot().stats().mcs_endpoints == 0);
 
-  writer.ReplaceImports({Import(kHeadless)});
+  writer.ReplaceServiceImports({Import(kHeadless)});
   CHECK(writer.snapshot().FindImport("shop", "other") == nullptr);
-  writer.DeleteImport("shop", "db");
+  writer.DeleteServiceImport("shop", "db");
   CHECK(writer.snapshot().FindImport("shop", "db") == nullptr);
   CHECK_FALSE(writer.snapshot().HasImportNamespace("shop"));
   CHECK(writer.snapshot().stats().mcs_imports == 0);
@@ -96,27 +96,27 @@ TEST_CASE("kubeslice names map to their endpoints' IPs, inside the zone only",
           "[kubedns][multicluster]") {
   MulticlusterWriter writer;
   writer.SetKubesliceZone("slice.local");
-  auto import = k8s::DecodeSliceServiceImport(R"({"metadata":{"name":"a","namespace":"x"},
+  auto import = k8s::DecodeKubesliceServiceImport(R"({"metadata":{"name":"a","namespace":"x"},
     "spec":{"dnsName":"a.x.svc.slice.local","aliases":["a.example.com","b.slice.local"]},
     "status":{"endpoints":[{"ip":"10.0.0.1","dnsName":"e1.c1.a.x.svc.slice.local"},
                            {"ip":"10.0.0.2"},{"dnsName":"e3.c1.a.x.svc.slice.local"}]}})");
   REQUIRE(import.ok());
-  writer.UpsertSliceImport(import.value());
+  writer.UpsertKubesliceServiceImport(import.value());
   const auto& snapshot = writer.snapshot();
-  REQUIRE(snapshot.FindSliceName("a.x.svc.slice.local") != nullptr);
-  CHECK(snapshot.FindSliceName("a.x.svc.slice.local")->size() == 2);
-  CHECK(snapshot.FindSliceName("b.slice.local")->size() == 2);
-  CHECK(snapshot.FindSliceName("e1.c1.a.x.svc.slice.local")->size() == 1);
-  CHECK(snapshot.FindSliceName("e3.c1.a.x.svc.slice.local") == nullptr);  // no IP yet
-  CHECK(snapshot.FindSliceName("a.example.com") == nullptr);              // outside the zone
-  REQUIRE(snapshot.FindSliceName("x.svc.slice.local") != nullptr);        // a parent
-  CHECK(snapshot.FindSliceName("x.svc.slice.local")->empty());
-  CHECK(snapshot.FindSliceName("slice.local") == nullptr);  // the apex has its own records
+  REQUIRE(snapshot.FindKubesliceName("a.x.svc.slice.local") != nullptr);
+  CHECK(snapshot.FindKubesliceName("a.x.svc.slice.local")->size() == 2);
+  CHECK(snapshot.FindKubesliceName("b.slice.local")->size() == 2);
+  CHECK(snapshot.FindKubesliceName("e1.c1.a.x.svc.slice.local")->size() == 1);
+  CHECK(snapshot.FindKubesliceName("e3.c1.a.x.svc.slice.local") == nullptr);  // no IP yet
+  CHECK(snapshot.FindKubesliceName("a.example.com") == nullptr);              // outside the zone
+  REQUIRE(snapshot.FindKubesliceName("x.svc.slice.local") != nullptr);        // a parent
+  CHECK(snapshot.FindKubesliceName("x.svc.slice.local")->empty());
+  CHECK(snapshot.FindKubesliceName("slice.local") == nullptr);  // the apex has its own records
   CHECK(snapshot.stats().kubeslice_imports == 1);
   CHECK(snapshot.stats().kubeslice_endpoints == 2);
 
-  writer.DeleteSliceImport("x", "a");
-  CHECK(writer.snapshot().FindSliceName("a.x.svc.slice.local") == nullptr);
+  writer.DeleteKubesliceServiceImport("x", "a");
+  CHECK(writer.snapshot().FindKubesliceName("a.x.svc.slice.local") == nullptr);
   CHECK(writer.snapshot().stats().kubeslice_imports == 0);
 }
 

@@ -202,7 +202,7 @@ void ObjectsFileSource::Check() {
   }
   size_t usable = list->services.size() + list->endpoint_slices.size() + list->endpoints.size() +
                   list->pods.size() + list->service_imports.size() +
-                  list->slice_service_imports.size();
+                  list->kubeslice_service_imports.size();
   if (usable == 0 && list->bad_items > 0) {
     std::string reason = "none of its " + std::to_string(list->bad_items) + " items decoded";
     if (!list->warnings.messages().empty()) reason += "; " + list->warnings.messages().front();
@@ -217,7 +217,7 @@ void ObjectsFileSource::Apply(k8s::ObjectList list, size_t bytes) {
   const size_t slices = list.endpoint_slices.size();
   const size_t endpoints = list.endpoints.size();
   const size_t pods = list.pods.size();
-  const size_t imports = list.service_imports.size() + list.slice_service_imports.size();
+  const size_t imports = list.service_imports.size() + list.kubeslice_service_imports.size();
 
   if (!list.warnings.empty()) {
     // One line per reload: the count of skipped items and the first few reasons, which
@@ -240,7 +240,7 @@ void ObjectsFileSource::Apply(k8s::ObjectList list, size_t bytes) {
   objects.slices = std::move(list.endpoint_slices);
   objects.endpoints = std::move(list.endpoints);
   objects.service_imports = std::move(list.service_imports);
-  objects.slice_service_imports = std::move(list.slice_service_imports);
+  objects.kubeslice_service_imports = std::move(list.kubeslice_service_imports);
 
   ++stats_.reloads_ok;
   metrics_.reloads_ok.Inc();

@@ -306,9 +306,9 @@ void RecordTreeWriter::ReplacePods(const std::vector<k8s::Pod>& pods) {
 }
 
 void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
-  multicluster_.ReplaceImports(objects.service_imports);
+  multicluster_.ReplaceServiceImports(objects.service_imports);
   multicluster_.ReplaceSlices(objects.slices);
-  multicluster_.ReplaceSliceImports(objects.slice_service_imports);
+  multicluster_.ReplaceKubesliceServiceImports(objects.kubeslice_service_imports);
   if (!namespaces_.empty() || !slice_owner_.empty()) {
     // A reload over a tree: apply the difference. Unchanged services keep their records,
     // so memory is not churned (and fragmented) by a second copy of the whole tree.

@@ -108,7 +108,7 @@ class RecordTreeWriter {
     std::vector<k8s::EndpointSlice> slices;  // MCS-labelled ones feed the multicluster writer
     std::vector<k8s::Endpoints> endpoints;
     std::vector<k8s::ServiceImport> service_imports;
-    std::vector<k8s::SliceServiceImport> slice_service_imports;
+    std::vector<k8s::KubesliceServiceImport> kubeslice_service_imports;
   };
   void ReplaceAll(const ObjectSet& objects);
 

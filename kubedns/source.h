@@ -66,9 +66,9 @@ class RecordSink {
   virtual void ReplaceMulticlusterSlices(std::vector<k8s::EndpointSlice> slices) {}
   virtual void UpsertMulticlusterSlice(const k8s::EndpointSlice& slice) {}
   virtual void DeleteMulticlusterSlice(std::string_view ns, std::string_view name) {}
-  virtual void ReplaceSliceServiceImports(std::vector<k8s::SliceServiceImport> imports) {}
-  virtual void UpsertSliceServiceImport(const k8s::SliceServiceImport& import) {}
-  virtual void DeleteSliceServiceImport(std::string_view ns, std::string_view name) {}
+  virtual void ReplaceKubesliceServiceImports(std::vector<k8s::KubesliceServiceImport> imports) {}
+  virtual void UpsertKubesliceServiceImport(const k8s::KubesliceServiceImport& import) {}
+  virtual void DeleteKubesliceServiceImport(std::string_view ns, std::string_view name) {}
   virtual void MulticlusterSynced(MulticlusterZone zone) {}
 
   // A complete set has been delivered (once per source lifetime).

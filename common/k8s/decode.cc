@@ -39,8 +39,8 @@ bool DecodeAs(Kind kind, const JsonValue& json, Warnings* warnings, std::string_
       return run(internal::DecodePodInto, Pod{});
     case Kind::kServiceImport:
       return run(internal::DecodeServiceImportInto, ServiceImport{});
-    case Kind::kSliceServiceImport:
-      return run(internal::DecodeSliceServiceImportInto, SliceServiceImport{});
+    case Kind::kKubesliceServiceImport:
+      return run(internal::DecodeKubesliceServiceImportInto, KubesliceServiceImport{});
     case Kind::kStatus:
       break;
   }
@@ -109,8 +109,8 @@ void AddItem(ObjectList* list, Object&& object) {
     list->pods.push_back(std::move(*pod));
   } else if (auto* import = std::get_if<ServiceImport>(&object)) {
     list->service_imports.push_back(std::move(*import));
-  } else if (auto* slice_import = std::get_if<SliceServiceImport>(&object)) {
-    list->slice_service_imports.push_back(std::move(*slice_import));
+  } else if (auto* slice_import = std::get_if<KubesliceServiceImport>(&object)) {
+    list->kubeslice_service_imports.push_back(std::move(*slice_import));
   }
 }
 
@@ -132,8 +132,8 @@ void ReserveItems(ObjectList* list, std::optional<Kind> kind, size_t count) {
     case Kind::kServiceImport:
       list->service_imports.reserve(count);
       break;
-    case Kind::kSliceServiceImport:
-      list->slice_service_imports.reserve(count);
+    case Kind::kKubesliceServiceImport:
+      list->kubeslice_service_imports.reserve(count);
       break;
     case Kind::kStatus:
       break;
@@ -232,10 +232,10 @@ Result<ServiceImport> DecodeServiceImport(const rapidjson::Value& json, Warnings
   return DecodeOne<ServiceImport>(Kind::kServiceImport, internal::DecodeServiceImportInto, json,
                                   warnings);
 }
-Result<SliceServiceImport> DecodeSliceServiceImport(const rapidjson::Value& json,
-                                                    Warnings* warnings) {
-  return DecodeOne<SliceServiceImport>(Kind::kSliceServiceImport,
-                                       internal::DecodeSliceServiceImportInto, json, warnings);
+Result<KubesliceServiceImport> DecodeKubesliceServiceImport(const rapidjson::Value& json,
+                                                            Warnings* warnings) {
+  return DecodeOne<KubesliceServiceImport>(
+      Kind::kKubesliceServiceImport, internal::DecodeKubesliceServiceImportInto, json, warnings);
 }
 Result<Status> DecodeStatus(const rapidjson::Value& json) {
   Status status;
@@ -262,10 +262,11 @@ Result<ServiceImport> DecodeServiceImport(std::string_view json_text, Warnings* 
   return DecodeOneText<ServiceImport>(Kind::kServiceImport, internal::DecodeServiceImportInto,
                                       json_text, warnings);
 }
-Result<SliceServiceImport> DecodeSliceServiceImport(std::string_view json_text,
-                                                    Warnings* warnings) {
-  return DecodeOneText<SliceServiceImport>(
-      Kind::kSliceServiceImport, internal::DecodeSliceServiceImportInto, json_text, warnings);
+Result<KubesliceServiceImport> DecodeKubesliceServiceImport(std::string_view json_text,
+                                                            Warnings* warnings) {
+  return DecodeOneText<KubesliceServiceImport>(Kind::kKubesliceServiceImport,
+                                               internal::DecodeKubesliceServiceImportInto,
+                                               json_text, warnings);
 }
 Result<Status> DecodeStatus(std::string_view json_text) {
   internal::JsonDocument json;

@@ -47,8 +47,8 @@ Result<Endpoints> DecodeEndpoints(const rapidjson::Value& json, Warnings* warnin
 Result<Pod> DecodePod(const rapidjson::Value& json, Warnings* warnings = nullptr);
 Result<ServiceImport> DecodeServiceImport(const rapidjson::Value& json,
                                           Warnings* warnings = nullptr);
-Result<SliceServiceImport> DecodeSliceServiceImport(const rapidjson::Value& json,
-                                                    Warnings* warnings = nullptr);
+Result<KubesliceServiceImport> DecodeKubesliceServiceImport(const rapidjson::Value& json,
+                                                            Warnings* warnings = nullptr);
 Result<Status> DecodeStatus(const rapidjson::Value& json);
 
 // The same from JSON text.
@@ -57,8 +57,8 @@ Result<EndpointSlice> DecodeEndpointSlice(std::string_view json_text, Warnings* 
 Result<Endpoints> DecodeEndpoints(std::string_view json_text, Warnings* warnings = nullptr);
 Result<Pod> DecodePod(std::string_view json_text, Warnings* warnings = nullptr);
 Result<ServiceImport> DecodeServiceImport(std::string_view json_text, Warnings* warnings = nullptr);
-Result<SliceServiceImport> DecodeSliceServiceImport(std::string_view json_text,
-                                                    Warnings* warnings = nullptr);
+Result<KubesliceServiceImport> DecodeKubesliceServiceImport(std::string_view json_text,
+                                                            Warnings* warnings = nullptr);
 // An API error body (400, 401, 404, 410, 422, 500, 504 ...). A `kind` other than "Status"
 // is an error.
 Result<Status> DecodeStatus(std::string_view json_text);
@@ -87,8 +87,8 @@ struct ObjectList {
   std::vector<EndpointSlice> endpoint_slices;
   std::vector<Endpoints> endpoints;
   std::vector<Pod> pods;
-  std::vector<ServiceImport> service_imports;             // multicluster.x-k8s.io
-  std::vector<SliceServiceImport> slice_service_imports;  // kubeslice
+  std::vector<ServiceImport> service_imports;                     // multicluster.x-k8s.io
+  std::vector<KubesliceServiceImport> kubeslice_service_imports;  // kubeslice
   size_t bad_items = 0;    // items skipped because they did not decode
   size_t other_items = 0;  // items of kinds this module does not decode
   Warnings warnings;       // messages start with "items[<i>]: "
@@ -100,7 +100,7 @@ enum class EventType : uint8_t { kAdded, kModified, kDeleted, kBookmark, kError 
 std::string_view ToString(EventType type);
 
 using Object = std::variant<std::monostate, Service, EndpointSlice, Endpoints, Pod, ServiceImport,
-                            SliceServiceImport>;
+                            KubesliceServiceImport>;
 
 // One line of a watch stream: {"type":"ADDED","object":{...}}.
 struct WatchEvent {

@@ -69,8 +69,8 @@ bool DecodeServiceImportInto(FieldContext& ctx, const JsonValue& json, ServiceIm
   return true;
 }
 
-bool DecodeSliceServiceImportInto(FieldContext& ctx, const JsonValue& json,
-                                  SliceServiceImport* out) {
+bool DecodeKubesliceServiceImportInto(FieldContext& ctx, const JsonValue& json,
+                                      KubesliceServiceImport* out) {
   const FieldPath root;
   if (!json.IsObject()) return NotAnObject(ctx, root, json);
   if (!DecodeMeta(ctx, json, &out->meta)) return false;

@@ -59,23 +59,24 @@ TEST_CASE("A malformed MCS ServiceImport is refused with its field named", "[k8s
 
 TEST_CASE("A kubeslice ServiceImport keeps its names canonical and its endpoint IPs", "[k8s]") {
   Warnings warnings;
-  auto import = DecodeSliceServiceImport(R"({"apiVersion":"networking.kubeslice.io/v1beta1",
+  auto import = DecodeKubesliceServiceImport(R"({"apiVersion":"networking.kubeslice.io/v1beta1",
     "kind":"ServiceImport","metadata":{"name":"iperf","namespace":"kubeslice-demo"},
     "spec":{"sliceName":"demo","dnsName":"IPerf.Demo.svc.slice.local.",
             "aliases":["iperf.example.slice.local","",7]},
     "status":{"endpoints":[]}})");
   REQUIRE_FALSE(import.ok());  // 7 is not a string
   CHECK(import.error() ==
-        "SliceServiceImport kubeslice-demo/iperf: spec.aliases[2]: not a string: 7");
+        "KubesliceServiceImport kubeslice-demo/iperf: spec.aliases[2]: not a string: 7");
 
-  import = DecodeSliceServiceImport(R"({"metadata":{"name":"iperf","namespace":"kubeslice-demo"},
+  import =
+      DecodeKubesliceServiceImport(R"({"metadata":{"name":"iperf","namespace":"kubeslice-demo"},
     "spec":{"dnsName":"IPerf.Demo.svc.slice.local.","aliases":["Alias.slice.local",""]},
     "status":{"endpoints":[
       {"name":"a","ip":"10.1.1.5","port":5201,"clusterId":"w1","dnsName":"a.w1.iperf.demo.svc.slice.local"},
       {"name":"b","ip":"fd00::7","dnsName":"b.w2.iperf.demo.svc.slice.local."},
       {"name":"c","dnsName":"c.w3.iperf.demo.svc.slice.local"},
       {"name":"d","ip":"not-an-ip"}]}})",
-                                    &warnings);
+                                   &warnings);
   REQUIRE(import.ok());
   CHECK(import->dns_name == "iperf.demo.svc.slice.local");
   CHECK(import->aliases == std::vector<std::string>{"alias.slice.local"});
@@ -113,7 +114,8 @@ TEST_CASE("Lists tell the two ServiceImport kinds apart by apiVersion", "[k8s]")
     {"kind":"ServiceImport","metadata":{"name":"e","namespace":"x"}}]})");
   REQUIRE(mixed.ok());
   CHECK(testing::Keys(mixed->service_imports) == std::vector<std::string>{"x/a@"});
-  CHECK(testing::Keys(mixed->slice_service_imports) == std::vector<std::string>{"x/b@", "x/c@"});
+  CHECK(testing::Keys(mixed->kubeslice_service_imports) ==
+        std::vector<std::string>{"x/b@", "x/c@"});
   CHECK(mixed->other_items == 2);
   CHECK(mixed->bad_items == 0);
 
@@ -121,7 +123,7 @@ TEST_CASE("Lists tell the two ServiceImport kinds apart by apiVersion", "[k8s]")
     "metadata":{"resourceVersion":"12"},
     "items":[{"metadata":{"name":"b","namespace":"x"},"spec":{"dnsName":"b.x.svc.slice.local"}}]})");
   REQUIRE(typed.ok());
-  CHECK(typed->slice_service_imports.size() == 1);
+  CHECK(typed->kubeslice_service_imports.size() == 1);
   CHECK(typed->meta.resource_version.text == "12");
 
   auto unknown = DecodeList(R"({"kind":"ServiceImportList","apiVersion":"x.io/v1","items":[]})");
@@ -149,7 +151,7 @@ TEST_CASE("Watch events of ServiceImports check the group being watched", "[k8s]
   auto bookmark = DecodeWatchEvent(
       R"({"type":"BOOKMARK","object":{"apiVersion":"networking.kubeslice.io/v1beta1",
       "kind":"ServiceImport","metadata":{"resourceVersion":"77"}}})",
-      Kind::kSliceServiceImport);
+      Kind::kKubesliceServiceImport);
   REQUIRE(bookmark.ok());
   CHECK(bookmark->meta.resource_version.text == "77");
 }

@@ -37,7 +37,7 @@ bool DecodePodInto(FieldContext& ctx, const JsonValue& json, Pod* out);
 bool DecodeStatusInto(FieldContext& ctx, const JsonValue& json, Status* out);
 // decode_multicluster.cc.
 bool DecodeServiceImportInto(FieldContext& ctx, const JsonValue& json, ServiceImport* out);
-bool DecodeSliceServiceImportInto(FieldContext& ctx, const JsonValue& json,
-                                  SliceServiceImport* out);
+bool DecodeKubesliceServiceImportInto(FieldContext& ctx, const JsonValue& json,
+                                      KubesliceServiceImport* out);
 
 }  // namespace kdns::k8s::internal

@@ -17,7 +17,7 @@ constexpr NameTable<Kind, 7> kKindNames{{
     {Kind::kPod, "Pod"},
     {Kind::kStatus, "Status"},
     {Kind::kServiceImport, "ServiceImport"},
-    {Kind::kSliceServiceImport, "SliceServiceImport"},
+    {Kind::kKubesliceServiceImport, "KubesliceServiceImport"},
 }};
 constexpr std::string_view kServiceImportKind = "ServiceImport";
 constexpr std::array<std::string_view, 1> kMcsGroups{"multicluster.x-k8s.io"};
@@ -100,7 +100,7 @@ std::string_view ToString(ServiceImportType type) { return NameOf(kServiceImport
 
 std::optional<Kind> KindFromString(std::string_view text) {
   std::optional<Kind> kind = ValueOf(kKindNames, text);
-  if (kind == Kind::kServiceImport || kind == Kind::kSliceServiceImport) return std::nullopt;
+  if (kind == Kind::kServiceImport || kind == Kind::kKubesliceServiceImport) return std::nullopt;
   return kind;
 }
 
@@ -120,7 +120,7 @@ std::optional<Kind> KindOf(std::string_view kind, std::string_view api_version) 
     if (group == mcs) return Kind::kServiceImport;
   }
   for (std::string_view kubeslice : kKubesliceGroups) {
-    if (group == kubeslice) return Kind::kSliceServiceImport;
+    if (group == kubeslice) return Kind::kKubesliceServiceImport;
   }
   return std::nullopt;
 }

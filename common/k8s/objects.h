@@ -42,7 +42,7 @@ struct ObjectMeta {
 // Kinds this module decodes. kStatus appears only in ERROR watch events and error bodies.
 // Two API groups call their kind "ServiceImport": the apiVersion's group tells them apart
 // (KindOf below). kServiceImport is the Multi-Cluster Services API's
-// (multicluster.x-k8s.io), kSliceServiceImport kubeslice's (networking.kubeslice.io, and
+// (multicluster.x-k8s.io), kKubesliceServiceImport kubeslice's (networking.kubeslice.io, and
 // mesh.avesha.io on older clusters).
 enum class Kind : uint8_t {
   kService,
@@ -51,7 +51,7 @@ enum class Kind : uint8_t {
   kPod,
   kStatus,
   kServiceImport,
-  kSliceServiceImport,
+  kKubesliceServiceImport,
 };
 
 enum class Protocol : uint8_t { kTcp, kUdp, kSctp };
@@ -165,7 +165,7 @@ struct ServiceImport {
 };
 
 // One status.endpoints[] entry of a kubeslice ServiceImport.
-struct SliceImportEndpoint {
+struct KubesliceEndpoint {
   std::string dns_name;  // status.endpoints[].dnsName, lower case, no trailing dot; may be empty
   std::optional<IpAddress> ip;  // status.endpoints[].ip; unset when absent or not an IP
 };
@@ -173,11 +173,11 @@ struct SliceImportEndpoint {
 // A networking.kubeslice.io/v1beta1 (or mesh.avesha.io/v1beta1) ServiceImport: the names
 // of spec.dnsName and spec.aliases[] (lower case, without trailing dot) stand for every
 // endpoint's IP, each endpoint's dnsName for its own.
-struct SliceServiceImport {
+struct KubesliceServiceImport {
   ObjectMeta meta;
   std::string dns_name;
   std::vector<std::string> aliases;
-  std::vector<SliceImportEndpoint> endpoints;
+  std::vector<KubesliceEndpoint> endpoints;
 };
 
 enum class PodPhase : uint8_t { kUnknown, kPending, kRunning, kSucceeded, kFailed };

@@ -217,7 +217,7 @@ void Reflector::OnListDone(const ApiResult& result) {
       ReserveRemaining(pending_list_.endpoints, remaining);
       ReserveRemaining(pending_list_.pods, remaining);
       ReserveRemaining(pending_list_.service_imports, remaining);
-      ReserveRemaining(pending_list_.slice_service_imports, remaining);
+      ReserveRemaining(pending_list_.kubeslice_service_imports, remaining);
     } else {
       // Every page carries the first page's RV; keep the first page's meta.
       Append(pending_list_.services, page->services);
@@ -225,7 +225,7 @@ void Reflector::OnListDone(const ApiResult& result) {
       Append(pending_list_.endpoints, page->endpoints);
       Append(pending_list_.pods, page->pods);
       Append(pending_list_.service_imports, page->service_imports);
-      Append(pending_list_.slice_service_imports, page->slice_service_imports);
+      Append(pending_list_.kubeslice_service_imports, page->kubeslice_service_imports);
       pending_list_.bad_items += page->bad_items;
       pending_list_.other_items += page->other_items;
     }
@@ -266,7 +266,7 @@ void Reflector::CompleteList() {
   ++stats_.lists;
   size_t objects = list.services.size() + list.endpoint_slices.size() + list.endpoints.size() +
                    list.pods.size() + list.service_imports.size() +
-                   list.slice_service_imports.size();
+                   list.kubeslice_service_imports.size();
   LOG(INFO) << Describe() << ": listed " << objects << " objects at resourceVersion "
             << list.meta.resource_version.text;
   if (list.meta.resource_version.empty()) {

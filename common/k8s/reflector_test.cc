@@ -534,7 +534,7 @@ TEST_CASE("a 404 LIST tries the other paths in turn, quietly when asked", "[refl
   ReflectorOptions options = Harness::Services();
   options.path = "/apis/a.example/v1/things";
   options.other_paths = {"/apis/b.example/v1/things"};
-  options.kind = Kind::kSliceServiceImport;
+  options.kind = Kind::kKubesliceServiceImport;
   options.quiet_not_found = true;
   Harness h(options);
   h.reflector->Start();

@@ -53,14 +53,14 @@ void CheckName(const std::string& name) {
   }
 }
 
-void CheckSliceImport(const SliceServiceImport& import) {
+void CheckKubesliceImport(const KubesliceServiceImport& import) {
   if (import.meta.name.empty() || import.meta.ns.empty()) __builtin_trap();
   CheckName(import.dns_name);
   for (const std::string& alias : import.aliases) {
     if (alias.empty()) __builtin_trap();
     CheckName(alias);
   }
-  for (const SliceImportEndpoint& endpoint : import.endpoints) CheckName(endpoint.dns_name);
+  for (const KubesliceEndpoint& endpoint : import.endpoints) CheckName(endpoint.dns_name);
 }
 
 template <typename T>
@@ -89,8 +89,8 @@ void CheckEvent(const Result<WatchEvent>& event) {
   if (const auto* slice = std::get_if<EndpointSlice>(&event->object)) CheckSlice(*slice);
   if (const auto* service = std::get_if<Service>(&event->object)) CheckService(*service);
   if (const auto* import = std::get_if<ServiceImport>(&event->object)) CheckImport(*import);
-  if (const auto* import = std::get_if<SliceServiceImport>(&event->object)) {
-    CheckSliceImport(*import);
+  if (const auto* import = std::get_if<KubesliceServiceImport>(&event->object)) {
+    CheckKubesliceImport(*import);
   }
 }
 
@@ -109,15 +109,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const EndpointSlice& slice : endpoints.slices) CheckSlice(slice);
     }
     for (const ServiceImport& import : list->service_imports) CheckImport(import);
-    for (const SliceServiceImport& import : list->slice_service_imports) {
-      CheckSliceImport(import);
+    for (const KubesliceServiceImport& import : list->kubeslice_service_imports) {
+      CheckKubesliceImport(import);
     }
   }
 
   CheckEvent(DecodeWatchEvent(text));
   CheckEvent(DecodeWatchEvent(text, Kind::kEndpointSlice));
   CheckEvent(DecodeWatchEvent(text, Kind::kServiceImport));
-  CheckEvent(DecodeWatchEvent(text, Kind::kSliceServiceImport));
+  CheckEvent(DecodeWatchEvent(text, Kind::kKubesliceServiceImport));
   CheckResult(DecodeStatus(text));
   CheckResult(DecodeVersion(text));
 

@@ -36,7 +36,7 @@ const kdns::kubedns::Snapshot& Cluster() {
     kdns::kubedns::RecordTreeWriter writer;
     writer.multicluster().SetKubesliceZone("slice.local");
     writer.ReplaceAll({list.services, list.endpoint_slices, list.endpoints,
-                       multicluster.service_imports, multicluster.slice_service_imports});
+                       multicluster.service_imports, multicluster.kubeslice_service_imports});
     writer.MarkSynced();
     writer.multicluster().MarkMcsSynced();
     writer.multicluster().MarkKubesliceSynced();
