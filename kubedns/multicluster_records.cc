@@ -43,6 +43,10 @@ McsSliceInfo McsSliceInfo::FromSlice(const k8s::EndpointSlice& slice) {
   return info;
 }
 
+bool McsSliceInfo::nameable() const {
+  return !cluster.empty() && cluster.size() <= 63 && cluster.find('.') == std::string::npos;
+}
+
 McsImportRecords::McsImportRecords(std::shared_ptr<const k8s::ServiceImport> import, Slices slices)
     : import_(std::move(import)), slices_(std::move(slices)) {
   std::sort(slices_.begin(), slices_.end(),
@@ -59,7 +63,7 @@ McsImportRecords::McsImportRecords(std::shared_ptr<const k8s::ServiceImport> imp
   // split) is one host; the same address in two clusters (overlapping pod networks) is two
   // names but one address of the bare name.
   for (const auto& [name, slice] : slices_) {
-    if (slice->cluster.empty()) continue;  // cannot be named
+    if (!slice->nameable()) continue;
     for (const auto& address : slice->addresses) {
       if (!address.ready) continue;
       hosts_.push_back(
@@ -240,8 +244,8 @@ void MulticlusterWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
     return;
   }
   auto& stored = slices_[key];
-  if (stored != nullptr && stored->cluster.empty()) --snapshot_.stats_.unnamed_slices;
-  if (info->cluster.empty()) ++snapshot_.stats_.unnamed_slices;
+  if (stored != nullptr && !stored->nameable()) --snapshot_.stats_.unnamed_slices;
+  if (!info->nameable()) ++snapshot_.stats_.unnamed_slices;
   stored = std::move(info);
   slice_import_[key] = slice.multicluster_service_name;
   if (!old_import.empty() && old_import != slice.multicluster_service_name) {
@@ -255,7 +259,7 @@ void MulticlusterWriter::DeleteSlice(std::string_view ns, std::string_view name)
   auto owner = slice_import_.find(key);
   if (owner == slice_import_.end()) return;
   const std::string import = owner->second;
-  if (slices_[key]->cluster.empty()) --snapshot_.stats_.unnamed_slices;
+  if (!slices_[key]->nameable()) --snapshot_.stats_.unnamed_slices;
   slice_import_.erase(owner);
   slices_.erase(key);
   Rebuild(std::string(ns), import);

@@ -8,7 +8,8 @@
 //     are served (the spec names no publishNotReadyAddresses for imports). An endpoint is
 //     named by its hostname, else its dashed IP (as in the cluster zone), under the cluster
 //     id of its slice's multicluster.kubernetes.io/source-cluster label; a slice without that
-//     label cannot be named and is ignored (counted in stats().unnamed_slices).
+//     label (or with one that is not a single DNS label) cannot be named and is ignored
+//     (counted in stats().unnamed_slices).
 //   kubeslice, zone slice.local.: a map from each lower-case name (spec.dnsName,
 //     spec.aliases[], status.endpoints[].dnsName, without the trailing dot) to its IPs.
 //     Names outside the zone are ignored. The parents of these names inside the zone are
@@ -50,6 +51,10 @@ struct McsSliceInfo {
   std::vector<k8s::EndpointPort> ports;
 
   static McsSliceInfo FromSlice(const k8s::EndpointSlice& slice);
+  // The cluster id names one DNS label of host.cluster.svc.ns.svc.<zone> (KEP-1645's DNS
+  // specification): empty, longer than 63 bytes or dotted, it cannot, and the slice is left
+  // out.
+  bool nameable() const;
   friend bool operator==(const McsSliceInfo&, const McsSliceInfo&) = default;
 };
 

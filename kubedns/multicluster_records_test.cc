@@ -80,6 +80,10 @@ TEST_CASE("an MCS slice that moves, loses its label or its cluster updates both 
   CHECK(writer.snapshot().FindImport("shop", "other")->hosts().empty());  // cannot be named
   CHECK(writer.snapshot().stats().unnamed_slices == 1);
 
+  writer.UpsertSlice(Slice("s2", "db", "east.example", R"([{"addresses":["10.1.0.6"]}])"));
+  CHECK(writer.snapshot().FindImport("shop", "db")->hosts().empty());  // not one label
+  CHECK(writer.snapshot().stats().unnamed_slices == 2);
+
   writer.ReplaceSlices({});
   CHECK(writer.snapshot().stats().unnamed_slices == 0);
   CHECK(writer.snapshot().stats().mcs_endpoints == 0);
