@@ -75,7 +75,24 @@ class Answerer::Response {
   std::optional<dns::Name> chase_target;  // an ExternalName chain left the zone here
 };
 
-Answerer::Answerer(const AnswerConfig& config) : config_(config) {
+namespace {
+
+MulticlusterConfig MulticlusterConfigOf(const AnswerConfig& config) {
+  MulticlusterConfig multicluster;
+  multicluster.mcs_zone = config.multicluster_zone;
+  multicluster.kubeslice_zone = config.kubeslice_zone;
+  multicluster.ttl_s = config.ttl_s;
+  multicluster.soa_refresh_s = config.soa_refresh_s;
+  multicluster.soa_retry_s = config.soa_retry_s;
+  multicluster.soa_expire_s = config.soa_expire_s;
+  multicluster.soa_minimum_s = config.soa_minimum_s;
+  return multicluster;
+}
+
+}  // namespace
+
+Answerer::Answerer(const AnswerConfig& config)
+    : config_(config), multicluster_(MulticlusterConfigOf(config)) {
   in_addr_arpa_ = *dns::Name::FromText("in-addr.arpa.");
   ip6_arpa_ = *dns::Name::FromText("ip6.arpa.");
   ns_name_ = *dns::Name::FromLabels({"ns", "dns"}, config_.zone);
@@ -136,6 +153,11 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission&
     } else {
       AnswerZone(*snapshot, lower, response);
     }
+  } else if (auto zone = multicluster_.ZoneOf(lower); zone != MulticlusterAnswerer::Zone::kNone) {
+    response.builder.header().aa = true;
+    response.rcode = multicluster_.Answer(
+        zone, snapshot == nullptr ? nullptr : &snapshot->multicluster(),
+        snapshot == nullptr ? 0 : Soa(*snapshot).serial, lower, query, response.builder);
   } else if (result.reverse && (snapshot == nullptr || !snapshot->synced())) {
     response.rcode = dns::Rcode::kServFail;  // is the IP a cluster's? Not known yet.
   } else if (result.reverse && AnswerReverse(*snapshot, lower, response)) {

@@ -17,6 +17,10 @@
 // Answer turns a verdict other than kAdmitted into its result (kDropped, kFormErr, or the
 // refusal answered).
 //
+// Names under the multicluster zones (AnswerConfig::multicluster_zone, kubeslice_zone, when
+// set) are answered by MulticlusterAnswerer (multicluster_answer.h), AA set, from the same
+// snapshot.
+//
 // Names outside Z and reverse names of IPs kubedns holds nothing for are not ours: the
 // result says so (Outcome::kNotOurs) and the server forwards them (skydns forwards a
 // reverse name it cannot answer, too). Before the first full sync a reverse name gets
@@ -39,6 +43,7 @@
 #include "common/dns/rdata.h"
 #include "common/dns/types.h"
 #include "common/server/admission.h"
+#include "kubedns/multicluster_answer.h"
 #include "kubedns/record_tree.h"
 
 namespace kdns::kubedns {
@@ -59,6 +64,9 @@ struct AnswerConfig {
   uint32_t soa_expire_s = 604800;
   uint32_t soa_minimum_s = 60;
   uint32_t soa_serial_base = 0;  // the serial is this plus the snapshot generation
+  // The multicluster zones (multicluster_answer.h), lower case; unset: not served.
+  std::optional<dns::Name> multicluster_zone;  // --multicluster-zone (clusterset.local.)
+  std::optional<dns::Name> kubeslice_zone;     // --kubeslice-zone (slice.local.)
 };
 
 enum class Outcome : uint8_t {
@@ -117,6 +125,7 @@ class Answerer {
   dns::RdataSoa Soa(const Snapshot& snapshot) const;
 
   AnswerConfig config_;
+  MulticlusterAnswerer multicluster_;
   dns::Name in_addr_arpa_;
   dns::Name ip6_arpa_;
   dns::Name ns_name_;     // ns.dns.Z

@@ -31,7 +31,8 @@ std::shared_ptr<const Snapshot> ConformanceSnapshot() {
   auto list = k8s::DecodeList(ReadFile("test/conformance/objects.json"));
   REQUIRE(list.ok());
   RecordTreeWriter writer;
-  writer.ReplaceAll({list.value().services, list.value().endpoint_slices, list.value().endpoints});
+  writer.ReplaceAll(
+      {list.value().services, list.value().endpoint_slices, list.value().endpoints, {}, {}});
   writer.MarkSynced();
   return writer.Publish();
 }
@@ -478,6 +479,40 @@ TEST_CASE("a CNAME loop between ExternalName services ends", "[kubedns]") {
   CHECK(got.message.answers.size() >= 2);
   CHECK(got.message.answers.size() <= 10);
   for (const auto& rr : got.message.answers) CHECK(rr.type == dns::RrType::kCname);
+}
+
+TEST_CASE("an externalName with a trailing dot answers as the same name without it", "[kubedns]") {
+  RecordTreeWriter writer;
+  for (const char* json :
+       {R"({"metadata":{"name":"target","namespace":"x"},"spec":{"clusterIP":"10.96.5.5"}})",
+        R"({"metadata":{"name":"dotted","namespace":"x"},
+             "spec":{"type":"ExternalName","externalName":"target.x.svc.cluster.local."}})",
+        R"({"metadata":{"name":"plain","namespace":"x"},
+             "spec":{"type":"ExternalName","externalName":"target.x.svc.cluster.local"}})",
+        R"({"metadata":{"name":"out-dotted","namespace":"x"},
+             "spec":{"type":"ExternalName","externalName":"www.example.com."}})"}) {
+    auto service = k8s::DecodeService(json);
+    REQUIRE(service.ok());
+    writer.UpsertService(service.value());
+  }
+  writer.MarkSynced();
+  auto snapshot = writer.Publish();
+  Answerer answerer(Config());
+  for (const char* type : {"A", "CNAME", "AAAA"}) {
+    CAPTURE(type);
+    Answered dotted = Ask(answerer, snapshot.get(), {"dotted.x.svc.cluster.local.", type});
+    Answered plain = Ask(answerer, snapshot.get(), {"plain.x.svc.cluster.local.", type});
+    CHECK(dotted.message.rcode() == dns::Rcode::kNoError);
+    CHECK(dotted.message.rcode() == plain.message.rcode());
+    std::vector<std::string> want = Texts(plain.message.answers);
+    for (auto& text : want) {
+      if (text.starts_with("plain.")) text.replace(0, 5, "dotted");  // the question's owner
+    }
+    CHECK(Texts(dotted.message.answers) == want);
+  }
+  Answered out = Ask(answerer, snapshot.get(), {"out-dotted.x.svc.cluster.local.", "A"});
+  CHECK(out.result.outcome == Outcome::kExternalTarget);
+  CHECK(out.result.chase_target.ToText() == "www.example.com.");
 }
 
 }  // namespace kdns::kubedns

@@ -24,9 +24,41 @@ std::string_view PathOf(Resource resource) {
       return "/api/v1/endpoints";
     case Resource::kPods:
       return "/api/v1/pods";
+    case Resource::kServiceImports:
+      return "/apis/multicluster.x-k8s.io/v1alpha1/serviceimports";
+    case Resource::kMulticlusterSlices:
+      return "/apis/discovery.k8s.io/v1/endpointslices";
+    case Resource::kKubesliceServiceImports:
+      return "/apis/networking.kubeslice.io/v1beta1/serviceimports";
   }
   return "";
 }
+
+// The other groups/versions a CRD may be served at (tried while the LIST answers 404).
+std::vector<std::string> OtherPathsOf(Resource resource) {
+  switch (resource) {
+    case Resource::kServiceImports:
+      return {"/apis/multicluster.x-k8s.io/v1beta1/serviceimports"};
+    case Resource::kKubesliceServiceImports:
+      return {"/apis/mesh.avesha.io/v1beta1/serviceimports"};
+    default:
+      return {};
+  }
+}
+
+bool IsMulticluster(Resource resource) {
+  return resource == Resource::kServiceImports || resource == Resource::kMulticlusterSlices ||
+         resource == Resource::kKubesliceServiceImports;
+}
+
+MulticlusterZone ZoneOf(Resource resource) {
+  return resource == Resource::kKubesliceServiceImports ? MulticlusterZone::kKubeslice
+                                                        : MulticlusterZone::kMcs;
+}
+
+// The label every MCS-imported EndpointSlice carries (KEP-1645); the selector keeps the
+// cluster's ordinary slices out of this second watch.
+constexpr std::string_view kMulticlusterSliceSelector = "multicluster.kubernetes.io/service-name";
 
 k8s::Kind KindOf(Resource resource) {
   switch (resource) {
@@ -38,6 +70,12 @@ k8s::Kind KindOf(Resource resource) {
       return k8s::Kind::kEndpoints;
     case Resource::kPods:
       return k8s::Kind::kPod;
+    case Resource::kServiceImports:
+      return k8s::Kind::kServiceImport;
+    case Resource::kMulticlusterSlices:
+      return k8s::Kind::kEndpointSlice;
+    case Resource::kKubesliceServiceImports:
+      return k8s::Kind::kKubesliceServiceImport;
   }
   return k8s::Kind::kService;
 }
@@ -58,6 +96,12 @@ std::string_view ApiSource::ToString(Resource resource) {
       return "endpoints";
     case Resource::kPods:
       return "pods";
+    case Resource::kServiceImports:
+      return "serviceimports";
+    case Resource::kMulticlusterSlices:
+      return "multicluster_endpointslices";
+    case Resource::kKubesliceServiceImports:
+      return "kubeslice_serviceimports";
   }
   return "?";
 }
@@ -130,6 +174,13 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
     options.stall_timeout_ms = source.options_.stall_timeout_ms;
     options.backoff = source.options_.backoff;
     options.random = source.random_;
+    if (IsMulticluster(resource)) {
+      options.other_paths = OtherPathsOf(resource);
+      options.quiet_not_found = true;
+    }
+    if (resource == Resource::kMulticlusterSlices) {
+      options.label_selector = std::string(kMulticlusterSliceSelector);
+    }
     reflector_ = std::make_unique<k8s::Reflector>(source.transport_, source.timers_, source.clock_,
                                                   *this, std::move(options));
   }
@@ -166,13 +217,59 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
       case Resource::kPods:
         sink.ReplacePods(std::move(list.pods));
         break;
+      case Resource::kServiceImports:
+        sink.ReplaceServiceImports(std::move(list.service_imports));
+        break;
+      case Resource::kMulticlusterSlices:
+        sink.ReplaceMulticlusterSlices(std::move(list.endpoint_slices));
+        break;
+      case Resource::kKubesliceServiceImports:
+        sink.ReplaceKubesliceServiceImports(std::move(list.kubeslice_service_imports));
+        break;
     }
     lists_.Inc();
     Progressed();
+    if (absent_) {
+      absent_ = false;
+      LOG(INFO) << "Kubernetes API now serves " << label_ << " at " << reflector_->path();
+    }
+    Listed();
+  }
+
+  // A multicluster resource whose LIST answers 404: its CRD is not installed (or not at
+  // this group/version). Nothing of it exists, which the sink learns once; the reflector
+  // retries with backoff, trying the other group/versions.
+  void Absent(const std::string& message) {
+    if (absent_) return;
+    absent_ = true;
+    LOG(WARNING) << "Kubernetes API does not serve " << label_ << " (" << message
+                 << "); answering as if none existed, retrying with backoff (logged once)";
+    RecordSink& sink = source_.sink_;
+    switch (resource_) {
+      case Resource::kServiceImports:
+        sink.ReplaceServiceImports({});
+        break;
+      case Resource::kMulticlusterSlices:
+        sink.ReplaceMulticlusterSlices({});
+        break;
+      case Resource::kKubesliceServiceImports:
+        sink.ReplaceKubesliceServiceImports({});
+        break;
+      default:
+        break;
+    }
+    Listed();
+  }
+
+  void Listed() {
     if (listed_) return;
     listed_ = true;
     SetState(2);
-    source_.MaybeSynced();
+    if (IsMulticluster(resource_)) {
+      source_.MaybeZoneSynced(ZoneOf(resource_));
+    } else {
+      source_.MaybeSynced();
+    }
   }
 
   void OnEvent(const k8s::WatchEvent& event,
@@ -198,11 +295,28 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
         case Resource::kPods:
           sink.DeletePod(ns, name);
           break;
+        case Resource::kServiceImports:
+          sink.DeleteServiceImport(ns, name);
+          break;
+        case Resource::kMulticlusterSlices:
+          sink.DeleteMulticlusterSlice(ns, name);
+          break;
+        case Resource::kKubesliceServiceImports:
+          sink.DeleteKubesliceServiceImport(ns, name);
+          break;
       }
     } else if (const auto* service = std::get_if<k8s::Service>(&event.object)) {
       sink.UpsertService(*service);
     } else if (const auto* slice = std::get_if<k8s::EndpointSlice>(&event.object)) {
-      sink.UpsertSlice(*slice);
+      if (resource_ == Resource::kMulticlusterSlices) {
+        sink.UpsertMulticlusterSlice(*slice);
+      } else {
+        sink.UpsertSlice(*slice);
+      }
+    } else if (const auto* import = std::get_if<k8s::ServiceImport>(&event.object)) {
+      sink.UpsertServiceImport(*import);
+    } else if (const auto* slice_import = std::get_if<k8s::KubesliceServiceImport>(&event.object)) {
+      sink.UpsertKubesliceServiceImport(*slice_import);
     } else if (const auto* endpoints = std::get_if<k8s::Endpoints>(&event.object)) {
       sink.UpsertEndpoints(*endpoints);
     } else if (const auto* pod = std::get_if<k8s::Pod>(&event.object)) {
@@ -225,6 +339,11 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
         (error.http_status == 404 || error.http_status == 403) &&
         source_.options_.endpoints_source == EndpointsSource::kEndpointSlices) {
       source_.FallBackToEndpoints(error.message);  // stops this reflector
+      return;
+    }
+    if (IsMulticluster(resource_) && error.phase == k8s::ReflectorPhase::kList &&
+        error.http_status == 404) {
+      Absent(error.message);
       return;
     }
     // A single object or line that does not decode says nothing about reachability.
@@ -266,6 +385,7 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
   std::array<metrics::Counter*, 5> events_{};  // by EventType; ERROR unused
   std::unique_ptr<k8s::Reflector> reflector_;
   bool listed_ = false;
+  bool absent_ = false;  // the last LIST answered 404 (see Absent)
   bool retired_ = false;
   bool failing_ = false;
   std::string last_error_;
@@ -325,6 +445,11 @@ ApiSource::ApiSource(loop::Loop& loop, k8s::ApiTransport& transport, RecordSink&
   AddWatcher(options_.endpoints_source == EndpointsSource::kEndpoints ? Resource::kEndpoints
                                                                       : Resource::kEndpointSlices);
   if (options_.watch_pods) AddWatcher(Resource::kPods);
+  if (options_.watch_multicluster) {
+    AddWatcher(Resource::kServiceImports);
+    AddWatcher(Resource::kMulticlusterSlices);
+  }
+  if (options_.watch_kubeslice) AddWatcher(Resource::kKubesliceServiceImports);
 }
 
 ApiSource::~ApiSource() { Stop(); }
@@ -380,9 +505,26 @@ void ApiSource::FallBackToEndpoints(const std::string& why) {
   watchers_.back()->Start();
 }
 
+void ApiSource::MaybeZoneSynced(MulticlusterZone zone) {
+  auto& synced = zone_synced_[static_cast<size_t>(zone)];
+  if (synced) return;
+  for (const auto& watcher : watchers_) {
+    if (IsMulticluster(watcher->resource()) && ZoneOf(watcher->resource()) == zone &&
+        !watcher->listed()) {
+      return;
+    }
+  }
+  synced = true;
+  LOG(INFO) << "Kubernetes API: "
+            << (zone == MulticlusterZone::kMcs ? "multicluster (MCS)" : "kubeslice")
+            << " zone synced in " << clock_.NowMs() - start_ms_ << " ms";
+  sink_.MulticlusterSynced(zone);
+}
+
 void ApiSource::MaybeSynced() {
   if (synced_) return;
   for (const auto& watcher : watchers_) {
+    if (IsMulticluster(watcher->resource())) continue;  // their zones sync on their own
     if (!watcher->retired() && !watcher->listed()) return;
   }
   synced_ = true;
@@ -394,7 +536,7 @@ void ApiSource::MaybeSynced() {
 std::string ApiSource::PendingSummary() const {
   std::string summary;
   for (const auto& watcher : watchers_) {
-    if (watcher->retired() || watcher->listed()) continue;
+    if (watcher->retired() || watcher->listed() || IsMulticluster(watcher->resource())) continue;
     summary += (summary.empty() ? "" : "; ") + watcher->label();
     if (!watcher->last_error().empty()) summary += " (last error: " + watcher->last_error() + ")";
   }

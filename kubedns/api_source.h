@@ -9,6 +9,16 @@
 //                   succeeded: logged once, then used instead
 //   Pods            /api/v1/pods                                only with watch_pods
 //                   (--pod-records=verified)
+//   ServiceImports  /apis/multicluster.x-k8s.io/v1alpha1/serviceimports (or v1beta1)
+//                   with watch_multicluster (--multicluster-zone), and the EndpointSlices
+//                   labelled multicluster.kubernetes.io/service-name (labelSelector)
+//   kubeslice       /apis/networking.kubeslice.io/v1beta1/serviceimports (or
+//                   mesh.avesha.io/v1beta1) with watch_kubeslice (--kubeslice-zone)
+// The multicluster resources are CRDs that may not be installed: a LIST answering 404 tries
+// the resource's other group/version next, retries with backoff, is logged once (and once
+// more when the resource appears), and counts as an empty list. They never hold back
+// Synced(): each zone has its own MulticlusterSynced(zone), once its resources have listed
+// or been found absent.
 // A resource's complete list (first LIST, re-LIST after 410) goes to the sink's per-kind
 // ReplaceServices / ReplaceSlices / ReplaceEndpoints / ReplacePods, which swap the state of that
 // kind at once: kubedns answers from the previous snapshot until then. Watch events go to
@@ -68,14 +78,25 @@ class ApiSource final : public RecordSource {
     kEndpointSlices,  // discovery.k8s.io/v1, falling back to v1 Endpoints on a 404 or 403
     kEndpoints,       // v1 Endpoints only
   };
-  enum class Resource : uint8_t { kServices, kEndpointSlices, kEndpoints, kPods };
-  static constexpr size_t kResourceCount = 4;
-  // "services", "endpointslices", "endpoints", "pods": the metric label.
+  enum class Resource : uint8_t {
+    kServices,
+    kEndpointSlices,
+    kEndpoints,
+    kPods,
+    kServiceImports,           // multicluster.x-k8s.io
+    kMulticlusterSlices,       // EndpointSlices with the MCS service-name label
+    kKubesliceServiceImports,  // networking.kubeslice.io / mesh.avesha.io
+  };
+  static constexpr size_t kResourceCount = 7;
+  // "services", "endpointslices", "endpoints", "pods", "serviceimports",
+  // "multicluster_endpointslices", "kubeslice_serviceimports": the metric label.
   static std::string_view ToString(Resource resource);
 
   struct Options {
     EndpointsSource endpoints_source = EndpointsSource::kEndpointSlices;
     bool watch_pods = false;
+    bool watch_multicluster = false;  // --multicluster-zone
+    bool watch_kubeslice = false;     // --kubeslice-zone
     uint32_t page_size = 500;
     uint64_t list_timeout_ms = 60'000;
     uint32_t watch_timeout_min_s = 300;
@@ -134,6 +155,7 @@ class ApiSource final : public RecordSource {
   void AddWatcher(Resource resource);
   void FallBackToEndpoints(const std::string& why);
   void MaybeSynced();
+  void MaybeZoneSynced(MulticlusterZone zone);
   void OnInitialSyncTimer();
   void OnTrouble(const Watcher& watcher, const std::string& what);
   void OnRecovered();
@@ -155,6 +177,7 @@ class ApiSource final : public RecordSource {
   bool started_ = false;
   bool stopped_ = false;
   bool synced_ = false;
+  std::array<bool, 2> zone_synced_{};  // by MulticlusterZone
   uint64_t start_ms_ = 0;
   bool fell_back_ = false;
   bool outage_ = false;

@@ -73,6 +73,21 @@ class RecordingSink final : public RecordSink {
     calls.push_back("DeletePod " + std::string(ns) + "/" + std::string(name));
   }
   void Synced() override { calls.push_back("Synced"); }
+  void ReplaceServiceImports(std::vector<k8s::ServiceImport> imports) override {
+    calls.push_back("ReplaceServiceImports " + std::to_string(imports.size()));
+  }
+  void UpsertServiceImport(const k8s::ServiceImport& import) override {
+    calls.push_back("UpsertServiceImport " + Name(import.meta));
+  }
+  void ReplaceMulticlusterSlices(std::vector<k8s::EndpointSlice> new_slices) override {
+    calls.push_back("ReplaceMulticlusterSlices " + std::to_string(new_slices.size()));
+  }
+  void ReplaceKubesliceServiceImports(std::vector<k8s::KubesliceServiceImport> imports) override {
+    calls.push_back("ReplaceKubesliceServiceImports " + std::to_string(imports.size()));
+  }
+  void MulticlusterSynced(MulticlusterZone zone) override {
+    calls.push_back(zone == MulticlusterZone::kMcs ? "McsSynced" : "KubesliceSynced");
+  }
 
   static std::string Name(const k8s::ObjectMeta& meta) { return meta.ns + "/" + meta.name; }
 
@@ -458,6 +473,61 @@ TEST_CASE("the API source runs on real loop timers by default", "[api_source]") 
     REQUIRE(loop::testing::RunUntil(loop, [&] { return transport.ActiveFor(kServices); }));
   }
   loop::testing::RequireClosesClean(loop);
+}
+
+TEST_CASE(
+    "absent multicluster CRDs are logged once, served empty and never hold back the cluster "
+    "zone",
+    "[api_source]") {
+  constexpr std::string_view kMcsV1alpha1 = "/apis/multicluster.x-k8s.io/v1alpha1/serviceimports?";
+  constexpr std::string_view kMcsV1beta1 = "/apis/multicluster.x-k8s.io/v1beta1/serviceimports?";
+  constexpr std::string_view kMcsSlices =
+      "/apis/discovery.k8s.io/v1/endpointslices?limit=500&labelSelector=";
+  constexpr std::string_view kKubeslice = "/apis/networking.kubeslice.io/v1beta1/serviceimports?";
+  constexpr std::string_view kMesh = "/apis/mesh.avesha.io/v1beta1/serviceimports?";
+  LogCapture logs;
+  ApiSource::Options options;
+  options.watch_multicluster = true;
+  options.watch_kubeslice = true;
+  Harness h(options);
+  h.source->Start();
+  CHECK(h.transport.ActiveCount() == 5);
+  CHECK(h.Active(kMcsSlices).Param("labelSelector") == "multicluster.kubernetes.io%2Fservice-name");
+
+  FakeApiTransport::Respond(h.Active(kMcsV1alpha1), 404, ReadCapture("06-notfound-resource"));
+  FakeApiTransport::Respond(h.Active(kKubeslice), 404, ReadCapture("06-notfound-resource"));
+  CHECK(logs.Count("does not serve serviceimports") == 1);
+  CHECK(logs.Count("does not serve kubeslice_serviceimports") == 1);
+  h.ListSlices();
+  h.ListServices();
+  CHECK(h.source->synced());  // the multicluster resources never hold the cluster zone back
+  CHECK(h.sink.calls == std::vector<std::string>{
+                            "ReplaceServiceImports 0", "ReplaceKubesliceServiceImports 0",
+                            "KubesliceSynced", "ReplaceSlices 8", "ReplaceServices 12", "Synced"});
+  h.sink.calls.clear();
+  FakeApiTransport::Respond(
+      h.Active(kMcsSlices), 200,
+      R"({"kind":"EndpointSliceList","apiVersion":"discovery.k8s.io/v1","metadata":{"resourceVersion":"108"},"items":[]})");
+  CHECK(h.sink.calls == std::vector<std::string>{"ReplaceMulticlusterSlices 0", "McsSynced"});
+
+  // The retries try the other group/version, and stay quiet.
+  h.timers.AdvanceMs(*h.timers.NextDueInMs());
+  FakeApiTransport::Respond(h.Active(kMcsV1beta1), 404, ReadCapture("06-notfound-resource"));
+  h.timers.AdvanceMs(*h.timers.NextDueInMs());
+  REQUIRE(h.transport.ActiveFor(kMesh) != nullptr);
+  CHECK(logs.Count("does not serve serviceimports") == 1);
+
+  // The CRD is installed: the next LIST finds it, and the watch follows its path.
+  h.sink.calls.clear();
+  FakeApiTransport::Respond(
+      h.Active(kMesh), 200,
+      R"({"kind":"ServiceImportList","apiVersion":"mesh.avesha.io/v1beta1","metadata":{"resourceVersion":"120"},"items":[)"
+      R"({"metadata":{"name":"legacy","namespace":"old"},"spec":{"dnsName":"legacy.old.svc.slice.local"}}]})");
+  CHECK(h.sink.calls == std::vector<std::string>{"ReplaceKubesliceServiceImports 1"});
+  CHECK(logs.Count("now serves kubeslice_serviceimports") == 1);
+  CHECK(h.Active(kMesh).IsWatch());
+  CHECK(h.Renders(R"(kdns_kubedns_api_synced{resource="kubeslice_serviceimports"} 1)"));
+  CHECK(h.Renders(R"(kdns_kubedns_api_errors_total{resource="serviceimports",code="404"} 2)"));
 }
 
 }  // namespace

@@ -114,6 +114,65 @@ std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_
     writer.EndObject();
   }
   writer.EndArray();
+
+  // The multicluster zones (empty when off), bounded and sorted the same way.
+  const MulticlusterSnapshot& multicluster = snapshot->multicluster();
+  std::vector<std::pair<std::string_view, const McsImportRecords*>> imports;
+  multicluster.imports().ForEach([&](const std::string& key, const auto& records) {
+    if (records->answerable()) imports.emplace_back(key, records.get());
+  });
+  std::sort(imports.begin(), imports.end());
+  if (imports.size() > max_services) {
+    imports.resize(max_services);
+    truncated = true;
+  }
+  writer.Key("service_imports");
+  writer.StartArray();
+  for (const auto& [key, records] : imports) {
+    writer.StartObject();
+    writer.Key("namespace");
+    String(writer, records->import()->meta.ns);
+    writer.Key("name");
+    String(writer, records->import()->meta.name);
+    writer.Key("kind");
+    String(writer, k8s::ToString(records->import()->type));
+    writer.Key("ips");
+    writer.StartArray();
+    for (const auto& ip : records->import()->ips) String(writer, ip.ToString());
+    writer.EndArray();
+    writer.Key("hosts");  // "label.cluster ip"
+    writer.StartArray();
+    size_t shown = 0;
+    for (const auto& host : records->hosts()) {
+      if (shown++ == max_hosts) {
+        truncated = true;
+        break;
+      }
+      String(writer, host.label + "." + host.cluster + " " + host.ip.ToString());
+    }
+    writer.EndArray();
+    writer.EndObject();
+  }
+  writer.EndArray();
+  std::vector<std::pair<std::string_view, const std::vector<IpAddress>*>> names;
+  multicluster.kubeslice_names().ForEach([&](const std::string& name, const auto& ips) {
+    if (!ips->empty()) names.emplace_back(name, ips.get());
+  });
+  std::sort(names.begin(), names.end());
+  if (names.size() > max_services) {
+    names.resize(max_services);
+    truncated = true;
+  }
+  writer.Key("kubeslice_names");  // kubeslice: {"name": [ips]}
+  writer.StartObject();
+  for (const auto& [name, ips] : names) {
+    writer.Key(name.data(), static_cast<rapidjson::SizeType>(name.size()));
+    writer.StartArray();
+    for (const auto& ip : *ips) String(writer, ip.ToString());
+    writer.EndArray();
+  }
+  writer.EndObject();
+
   writer.Key("truncated");
   writer.Bool(truncated);
   writer.EndObject();

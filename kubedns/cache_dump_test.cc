@@ -18,7 +18,8 @@ std::shared_ptr<const Snapshot> Conformance() {
   auto list = k8s::DecodeList(text.str());
   REQUIRE(list.ok());
   RecordTreeWriter writer;
-  writer.ReplaceAll({list.value().services, list.value().endpoint_slices, list.value().endpoints});
+  writer.ReplaceAll(
+      {list.value().services, list.value().endpoint_slices, list.value().endpoints, {}, {}});
   writer.MarkSynced();
   return writer.Publish();
 }
@@ -59,6 +60,29 @@ TEST_CASE("the cache dump before any snapshot says so", "[kubedns][cache_dump]")
   std::string json = CacheJson(nullptr);
   REQUIRE_FALSE(doc.Parse(json.c_str()).HasParseError());
   CHECK_FALSE(doc["synced"].GetBool());
+}
+
+TEST_CASE("the cache dump shows the multicluster zones' records", "[kubedns]") {
+  std::ifstream in("test/conformance/multicluster_objects.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto list = k8s::DecodeList(text.str());
+  REQUIRE(list.ok());
+  RecordTreeWriter writer;
+  writer.multicluster().SetKubesliceZone("slice.local");
+  writer.ReplaceAll({list.value().services, list.value().endpoint_slices, list.value().endpoints,
+                     list.value().service_imports, list.value().kubeslice_service_imports});
+  auto snapshot = writer.Publish();
+  rapidjson::Document doc;
+  doc.Parse(CacheJson(snapshot.get()).c_str());
+  REQUIRE(doc.IsObject());
+  REQUIRE(doc["service_imports"].Size() == 4);
+  const auto& db = doc["service_imports"][1];
+  CHECK(std::string(db["name"].GetString()) == "db");
+  CHECK(std::string(db["kind"].GetString()) == "Headless");
+  CHECK(std::string(db["hosts"][0].GetString()) == "10-1-0-6.east 10.1.0.6");
+  CHECK(doc["kubeslice_names"]["iperf-server.iperf.svc.slice.local"].Size() == 3);
+  CHECK_FALSE(doc["truncated"].GetBool());
 }
 
 }  // namespace kdns::kubedns

@@ -57,7 +57,13 @@ uint64_t UnixMs() {
 // Lives on the source thread.
 class KubednsServer::Publisher final : public RecordSink {
  public:
-  explicit Publisher(KubednsServer& server) : server_(server) {}
+  explicit Publisher(KubednsServer& server) : server_(server) {
+    if (const auto& zone = server.options_.answer.kubeslice_zone) {
+      std::string text = zone->ToText();
+      text.pop_back();  // the root's dot
+      writer_.multicluster().SetKubesliceZone(std::move(text));
+    }
+  }
 
   void ReplaceAll(RecordTreeWriter::ObjectSet objects) override {
     writer_.ReplaceAll(objects);
@@ -109,6 +115,50 @@ class KubednsServer::Publisher final : public RecordSink {
   }
   void DeletePod(std::string_view ns, std::string_view name) override {
     writer_.DeletePod(ns, name);
+    Publish();
+  }
+  void ReplaceServiceImports(std::vector<k8s::ServiceImport> imports) override {
+    writer_.multicluster().ReplaceServiceImports(imports);
+    Publish();
+  }
+  void UpsertServiceImport(const k8s::ServiceImport& import) override {
+    writer_.multicluster().UpsertServiceImport(import);
+    Publish();
+  }
+  void DeleteServiceImport(std::string_view ns, std::string_view name) override {
+    writer_.multicluster().DeleteServiceImport(ns, name);
+    Publish();
+  }
+  void ReplaceMulticlusterSlices(std::vector<k8s::EndpointSlice> slices) override {
+    writer_.multicluster().ReplaceSlices(slices);
+    Publish();
+  }
+  void UpsertMulticlusterSlice(const k8s::EndpointSlice& slice) override {
+    writer_.multicluster().UpsertSlice(slice);
+    Publish();
+  }
+  void DeleteMulticlusterSlice(std::string_view ns, std::string_view name) override {
+    writer_.multicluster().DeleteSlice(ns, name);
+    Publish();
+  }
+  void ReplaceKubesliceServiceImports(std::vector<k8s::KubesliceServiceImport> imports) override {
+    writer_.multicluster().ReplaceKubesliceServiceImports(imports);
+    Publish();
+  }
+  void UpsertKubesliceServiceImport(const k8s::KubesliceServiceImport& import) override {
+    writer_.multicluster().UpsertKubesliceServiceImport(import);
+    Publish();
+  }
+  void DeleteKubesliceServiceImport(std::string_view ns, std::string_view name) override {
+    writer_.multicluster().DeleteKubesliceServiceImport(ns, name);
+    Publish();
+  }
+  void MulticlusterSynced(MulticlusterZone zone) override {
+    if (zone == MulticlusterZone::kMcs) {
+      writer_.multicluster().MarkMcsSynced();
+    } else {
+      writer_.multicluster().MarkKubesliceSynced();
+    }
     Publish();
   }
   void Synced() override {
@@ -225,6 +275,48 @@ void KubednsServer::RegisterMetrics() {
       "kdns_kubedns_pod_ips",
       "Distinct (namespace, IP) pairs of live pods (--pod-records=verified).",
       stat(&Snapshot::Stats::pod_ips));
+  // The multicluster zones, only when served (their sync state per resource is
+  // kdns_kubedns_api_synced{resource="serviceimports"...} with the API source).
+  auto multicluster = [this](uint64_t MulticlusterSnapshot::Stats::*field) {
+    return [this, field] {
+      auto current = snapshots_.Current();
+      return current ? static_cast<double>(current->multicluster().stats().*field) : 0.0;
+    };
+  };
+  auto zone_synced = [this](bool (MulticlusterSnapshot::*synced)() const) {
+    return [this, synced] {
+      auto current = snapshots_.Current();
+      return current && (current->multicluster().*synced)() ? 1.0 : 0.0;
+    };
+  };
+  if (options_.answer.multicluster_zone) {
+    registry_.AddCallbackGauge("kdns_kubedns_mcs_service_imports",
+                               "MCS ServiceImports (multicluster.x-k8s.io) served.",
+                               multicluster(&MulticlusterSnapshot::Stats::mcs_imports));
+    registry_.AddCallbackGauge(
+        "kdns_kubedns_mcs_endpoint_addresses",
+        "Endpoint addresses held in MCS EndpointSlices (every cluster, ready or not).",
+        multicluster(&MulticlusterSnapshot::Stats::mcs_endpoints));
+    registry_.AddCallbackGauge(
+        "kdns_kubedns_mcs_unnamed_slices",
+        "MCS EndpointSlices without a multicluster.kubernetes.io/source-cluster label (not "
+        "served).",
+        multicluster(&MulticlusterSnapshot::Stats::unnamed_slices));
+    registry_.AddCallbackGauge("kdns_kubedns_mcs_synced",
+                               "1 once the MCS zone's resources have listed (or are absent).",
+                               zone_synced(&MulticlusterSnapshot::mcs_synced));
+  }
+  if (options_.answer.kubeslice_zone) {
+    registry_.AddCallbackGauge("kdns_kubedns_kubekubeslice_service_imports",
+                               "kubeslice ServiceImports served.",
+                               multicluster(&MulticlusterSnapshot::Stats::kubeslice_imports));
+    registry_.AddCallbackGauge("kdns_kubedns_kubeslice_endpoint_addresses",
+                               "kubeslice ServiceImport endpoints with an IP.",
+                               multicluster(&MulticlusterSnapshot::Stats::kubeslice_endpoints));
+    registry_.AddCallbackGauge("kdns_kubedns_kubeslice_synced",
+                               "1 once the kubeslice zone's resources have listed (or are absent).",
+                               zone_synced(&MulticlusterSnapshot::kubeslice_synced));
+  }
 }
 
 bool KubednsServer::Start(std::string* error) {

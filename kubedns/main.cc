@@ -51,6 +51,12 @@ DEFINE_string(api_stall_timeout, "90s",
 DEFINE_string(objects_file, "",
               "Serve the objects of this `kubectl get services,endpointslices -A -o json` "
               "List, reloading it when it changes.");
+DEFINE_string(multicluster_zone, "",
+              "Serve Multi-Cluster Services (KEP-1645) ServiceImports of multicluster.x-k8s.io "
+              "and their EndpointSlices under this zone, usually clusterset.local.; empty: off.");
+DEFINE_string(kubeslice_zone, "",
+              "Serve kubeslice ServiceImports (networking.kubeslice.io, or mesh.avesha.io) "
+              "under this zone, usually slice.local.; empty: off.");
 DEFINE_int32(ttl, 30, "TTL of the records served, in seconds.");
 DEFINE_int32(
     dns_threads, 0,
@@ -164,6 +170,8 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.api_backoff_max = FLAGS_api_backoff_max;
   flags.api_stall_timeout = FLAGS_api_stall_timeout;
   flags.objects_file = FLAGS_objects_file;
+  flags.multicluster_zone = FLAGS_multicluster_zone;
+  flags.kubeslice_zone = FLAGS_kubeslice_zone;
   flags.ttl = FLAGS_ttl;
   flags.dns_threads = FLAGS_dns_threads;
   flags.pod_records = FLAGS_pod_records;

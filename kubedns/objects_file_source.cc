@@ -201,7 +201,8 @@ void ObjectsFileSource::Check() {
     return;
   }
   size_t usable = list->services.size() + list->endpoint_slices.size() + list->endpoints.size() +
-                  list->pods.size();
+                  list->pods.size() + list->service_imports.size() +
+                  list->kubeslice_service_imports.size();
   if (usable == 0 && list->bad_items > 0) {
     std::string reason = "none of its " + std::to_string(list->bad_items) + " items decoded";
     if (!list->warnings.messages().empty()) reason += "; " + list->warnings.messages().front();
@@ -216,6 +217,7 @@ void ObjectsFileSource::Apply(k8s::ObjectList list, size_t bytes) {
   const size_t slices = list.endpoint_slices.size();
   const size_t endpoints = list.endpoints.size();
   const size_t pods = list.pods.size();
+  const size_t imports = list.service_imports.size() + list.kubeslice_service_imports.size();
 
   if (!list.warnings.empty()) {
     // One line per reload: the count of skipped items and the first few reasons, which
@@ -237,6 +239,8 @@ void ObjectsFileSource::Apply(k8s::ObjectList list, size_t bytes) {
   objects.services = std::move(list.services);
   objects.slices = std::move(list.endpoint_slices);
   objects.endpoints = std::move(list.endpoints);
+  objects.service_imports = std::move(list.service_imports);
+  objects.kubeslice_service_imports = std::move(list.kubeslice_service_imports);
 
   ++stats_.reloads_ok;
   metrics_.reloads_ok.Inc();
@@ -246,13 +250,16 @@ void ObjectsFileSource::Apply(k8s::ObjectList list, size_t bytes) {
   metrics_.endpoints.Set(static_cast<double>(endpoints));
   metrics_.pods.Set(static_cast<double>(pods));
   LOG(INFO) << "objects file " << options_.path << ": loaded " << services << " services, "
-            << slices << " endpointslices, " << endpoints << " endpoints, " << pods << " pods ("
-            << bytes << " bytes)";
+            << slices << " endpointslices, " << endpoints << " endpoints, " << pods << " pods, "
+            << imports << " serviceimports (" << bytes << " bytes)";
 
   sink_.ReplacePods(std::move(list.pods));
   sink_.ReplaceAll(std::move(objects));
   if (!stats_.synced) {
     stats_.synced = true;
+    // The file is the whole state of every zone.
+    sink_.MulticlusterSynced(MulticlusterZone::kMcs);
+    sink_.MulticlusterSynced(MulticlusterZone::kKubeslice);
     sink_.Synced();
   }
 }

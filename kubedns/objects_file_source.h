@@ -1,6 +1,7 @@
 // ObjectsFileSource: the offline record source (`--objects-file=PATH`). It serves a
 // `kubectl get services,endpointslices -A -o json` style List (Services, EndpointSlices,
-// v1 Endpoints, Pods) and reloads it when it changes, so kubedns runs without a cluster.
+// v1 Endpoints, Pods, and the ServiceImports of the multicluster zones with their
+// apiVersion) and reloads it when it changes, so kubedns runs without a cluster.
 //
 // Change detection: a loop::FileWatcher on the file's directory, not on the file, because
 // editors, `kubectl ... > tmp && mv tmp PATH` and the kubelet's ConfigMap writer replace the

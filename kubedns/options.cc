@@ -50,6 +50,29 @@ bool Address(const char* address_flag, const std::string& host, const char* port
   return true;
 }
 
+// An optional zone flag (--multicluster-zone, --kubeslice-zone): empty is off; otherwise a
+// domain name (a trailing dot added), kept in lower case, that neither contains nor lies in
+// the cluster zone or the other zone already set in `taken`.
+bool ZoneFlag(const char* flag, const std::string& value, const std::vector<dns::Name>& taken,
+              std::optional<dns::Name>* out, std::string* error) {
+  if (value.empty()) return true;
+  std::string text = value.back() == '.' ? value : value + ".";
+  std::optional<dns::Name> zone = dns::Name::FromText(text);
+  if (!zone || zone->IsRoot()) {
+    *error = std::string("--") + flag + ": not a domain name: \"" + value + "\"";
+    return false;
+  }
+  dns::Name lower = zone->Lowercased();
+  for (const auto& other : taken) {
+    if (lower.IsSubdomainOf(other) || other.IsSubdomainOf(lower)) {
+      *error = std::string("--") + flag + ": " + lower.ToText() + " overlaps " + other.ToText();
+      return false;
+    }
+  }
+  *out = lower;
+  return true;
+}
+
 bool AnswerOptions(const FlagValues& flags, KubednsServer::Options* options, std::string* error) {
   std::string domain = flags.domain;
   if (domain.empty() || domain.back() != '.') domain += '.';
@@ -59,6 +82,18 @@ bool AnswerOptions(const FlagValues& flags, KubednsServer::Options* options, std
     return false;
   }
   options->answer.zone = *zone;
+  std::vector<dns::Name> taken{zone->Lowercased()};
+  if (!ZoneFlag("multicluster-zone", flags.multicluster_zone, taken,
+                &options->answer.multicluster_zone, error)) {
+    return false;
+  }
+  if (options->answer.multicluster_zone) taken.push_back(*options->answer.multicluster_zone);
+  if (!ZoneFlag("kubeslice-zone", flags.kubeslice_zone, taken, &options->answer.kubeslice_zone,
+                error)) {
+    return false;
+  }
+  options->api.watch_multicluster = options->answer.multicluster_zone.has_value();
+  options->api.watch_kubeslice = options->answer.kubeslice_zone.has_value();
   if (flags.ttl < 0) {
     *error = "--ttl: must not be negative";
     return false;

@@ -34,6 +34,8 @@ struct FlagValues {
   std::string api_backoff_max = "30s";
   std::string api_stall_timeout = "90s";
   std::string objects_file;
+  std::string multicluster_zone;  // empty: clusterset.local. is not served
+  std::string kubeslice_zone;     // empty: slice.local. is not served
   int64_t ttl = 30;
   int64_t dns_threads = 0;
   std::string pod_records = "insecure";

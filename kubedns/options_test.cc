@@ -283,6 +283,35 @@ TEST_CASE("the per-client rate limit and RRL flags reach the server, checked", "
 }
 
 }  // namespace
+TEST_CASE("the multicluster zone flags turn the zones and their watches on", "[kubedns][options]") {
+  Options options;
+  std::string error;
+  FlagValues flags = Offline();
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK_FALSE(options.server.answer.multicluster_zone.has_value());
+  CHECK_FALSE(options.server.answer.kubeslice_zone.has_value());
+  CHECK_FALSE(options.server.api.watch_multicluster);
+  CHECK_FALSE(options.server.api.watch_kubeslice);
+
+  flags.multicluster_zone = "ClusterSet.Local";
+  flags.kubeslice_zone = "slice.local.";
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.answer.multicluster_zone->ToText() == "clusterset.local.");
+  CHECK(options.server.answer.kubeslice_zone->ToText() == "slice.local.");
+  CHECK(options.server.api.watch_multicluster);
+  CHECK(options.server.api.watch_kubeslice);
+
+  flags.kubeslice_zone = "bad..zone";
+  CHECK(ErrorOf(flags) == "--kubeslice-zone: not a domain name: \"bad..zone\"");
+  flags.kubeslice_zone = "svc.cluster.local";
+  CHECK(ErrorOf(flags) == "--kubeslice-zone: svc.cluster.local. overlaps cluster.local.");
+  flags.kubeslice_zone = "clusterset.local";
+  CHECK(ErrorOf(flags) == "--kubeslice-zone: clusterset.local. overlaps clusterset.local.");
+  flags.kubeslice_zone = "";
+  flags.multicluster_zone = "local";
+  CHECK(ErrorOf(flags) == "--multicluster-zone: local. overlaps cluster.local.");
+}
+
 }  // namespace kdns::kubedns
 
 namespace kdns::kubedns {

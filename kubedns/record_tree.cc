@@ -306,6 +306,9 @@ void RecordTreeWriter::ReplacePods(const std::vector<k8s::Pod>& pods) {
 }
 
 void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
+  multicluster_.ReplaceServiceImports(objects.service_imports);
+  multicluster_.ReplaceSlices(objects.slices);
+  multicluster_.ReplaceKubesliceServiceImports(objects.kubeslice_service_imports);
   if (!namespaces_.empty() || !slice_owner_.empty()) {
     // A reload over a tree: apply the difference. Unchanged services keep their records,
     // so memory is not churned (and fragmented) by a second copy of the whole tree.
@@ -447,6 +450,7 @@ std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {
   snapshot->namespaces_ = namespaces_;
   snapshot->reverse_ = reverse_;
   snapshot->pod_ips_ = pod_ips_;
+  snapshot->multicluster_ = multicluster_.snapshot();
   snapshot->generation_ = ++generation_;
   snapshot->synced_ = synced_;
   snapshot->stats_ = stats_;

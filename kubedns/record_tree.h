@@ -24,6 +24,7 @@
 #include "common/base/ip_address.h"
 #include "common/base/persistent_map.h"
 #include "common/k8s/objects.h"
+#include "kubedns/multicluster_records.h"
 #include "kubedns/service_records.h"
 
 namespace kdns::kubedns {
@@ -68,10 +69,13 @@ class Snapshot {
   bool synced() const { return synced_; }
   const Stats& stats() const { return stats_; }
   const Namespaces& namespaces() const { return namespaces_; }
+  // The multicluster zones' records (multicluster_records.h).
+  const MulticlusterSnapshot& multicluster() const { return multicluster_; }
 
  private:
   friend class RecordTreeWriter;
   Namespaces namespaces_;
+  MulticlusterSnapshot multicluster_;
   Reverse reverse_;
   PodIps pod_ips_;
   uint64_t generation_ = 0;
@@ -101,8 +105,10 @@ class RecordTreeWriter {
   // difference is applied (see ReplaceServices).
   struct ObjectSet {
     std::vector<k8s::Service> services;
-    std::vector<k8s::EndpointSlice> slices;
+    std::vector<k8s::EndpointSlice> slices;  // MCS-labelled ones feed the multicluster writer
     std::vector<k8s::Endpoints> endpoints;
+    std::vector<k8s::ServiceImport> service_imports;
+    std::vector<k8s::KubesliceServiceImport> kubeslice_service_imports;
   };
   void ReplaceAll(const ObjectSet& objects);
 
@@ -116,6 +122,9 @@ class RecordTreeWriter {
   void ReplacePods(const std::vector<k8s::Pod>& pods);
 
   void MarkSynced() { synced_ = true; }
+
+  // The multicluster zones' writer, published with the tree.
+  MulticlusterWriter& multicluster() { return multicluster_; }
 
   // An immutable snapshot of the current state, with the next generation number.
   std::shared_ptr<const Snapshot> Publish();
@@ -136,6 +145,7 @@ class RecordTreeWriter {
   Snapshot::Reverse reverse_;
   Snapshot::PodIps pod_ips_;
   Snapshot::Stats stats_;
+  MulticlusterWriter multicluster_;
   uint64_t generation_ = 0;
   bool synced_ = false;
   // Writer-side indexes (not published): which service each slice belongs to

@@ -45,6 +45,11 @@ ServiceInfo ServiceInfo::FromService(const k8s::Service& service) {
   if (service.type == k8s::ServiceType::kExternalName) {
     info.kind = Kind::kExternalName;
     info.external_name = service.external_name;
+    // The API accepts a fully qualified externalName ("svc1.testns.svc.cluster.local."); it
+    // names the same target as the relative spelling, so it is kept in that one form.
+    if (info.external_name.size() > 1 && info.external_name.back() == '.') {
+      info.external_name.pop_back();
+    }
   } else if (service.headless) {
     info.kind = Kind::kHeadless;
   } else {

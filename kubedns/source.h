@@ -54,6 +54,23 @@ class RecordSink {
   virtual void UpsertPod(const k8s::Pod& pod) {}
   virtual void DeletePod(std::string_view ns, std::string_view name) {}
 
+  // The multicluster zones (multicluster_records.h), each with its own resources and
+  // readiness, so a missing CRD never holds back the cluster zone. Replace* are complete lists
+  // of one resource (an empty one when the API does not serve it: nothing is imported);
+  // MulticlusterSynced(zone) once the zone's resources have each delivered one. Sinks that do
+  // not serve the zones ignore them; the objects file delivers them in ReplaceAll.
+  virtual void ReplaceServiceImports(std::vector<k8s::ServiceImport> imports) {}
+  virtual void UpsertServiceImport(const k8s::ServiceImport& import) {}
+  virtual void DeleteServiceImport(std::string_view ns, std::string_view name) {}
+  // EndpointSlices labelled multicluster.kubernetes.io/service-name (their own watch).
+  virtual void ReplaceMulticlusterSlices(std::vector<k8s::EndpointSlice> slices) {}
+  virtual void UpsertMulticlusterSlice(const k8s::EndpointSlice& slice) {}
+  virtual void DeleteMulticlusterSlice(std::string_view ns, std::string_view name) {}
+  virtual void ReplaceKubesliceServiceImports(std::vector<k8s::KubesliceServiceImport> imports) {}
+  virtual void UpsertKubesliceServiceImport(const k8s::KubesliceServiceImport& import) {}
+  virtual void DeleteKubesliceServiceImport(std::string_view ns, std::string_view name) {}
+  virtual void MulticlusterSynced(MulticlusterZone zone) {}
+
   // A complete set has been delivered (once per source lifetime).
   virtual void Synced() = 0;
 };

@@ -8,6 +8,8 @@
 #                   build/run/kube-dns-config (edit stubDomains/upstreamNameservers there)
 #   frontend-cache  cluster names to kubedns, the rest to /etc/resolv.conf's servers;
 #                   metrics :10056
+#   the multicluster zones clusterset.local. (MCS) and slice.local. (kubeslice) are on:
+#   kubedns serves them, and the nanny routes them to kubedns (-kubednsZones)
 #   sidecar         probes both every 5 s; /healthcheck/<label> and metrics on :10054
 # Ctrl-C stops everything. Ports can be moved with KDNS_DNS_PORT (the cache's) and
 # KDNS_OBJECTS_FILE picks another objects file.
@@ -65,6 +67,7 @@ trap stop EXIT
 trap 'exit 0' INT TERM
 
 "$bin/kubedns" "$source_flag" --domain=cluster.local. \
+  --multicluster-zone=clusterset.local. --kubeslice-zone=slice.local. \
   --dns-bind-address=127.0.0.1 --dns-port=10053 --config-dir="$config" \
   --http-bind-address=127.0.0.1 --healthz-port=8081 --metrics-port=10055 \
   --cache-dump-address=127.0.0.1:10057 \
@@ -72,7 +75,8 @@ trap 'exit 0' INT TERM
 pids+=($!)
 
 "$bin/nanny" -v=2 -logtostderr -configDir="$config" -restartDnsmasq=true \
-  -dnsmasqExec="$PWD/$bin/frontend-cache" -runDir="$run/nanny" -- \
+  -dnsmasqExec="$PWD/$bin/frontend-cache" -runDir="$run/nanny" \
+  -kubednsZones=clusterset.local,slice.local -- \
   -k --cache-size=1000 --no-negcache --dns-loop-detect --log-facility=- \
   --server=/cluster.local/127.0.0.1#10053 --server=/in-addr.arpa/127.0.0.1#10053 \
   --server=/ip6.arpa/127.0.0.1#10053 --listen-address=127.0.0.1 --port="$dns_port" \
@@ -118,6 +122,9 @@ DNS (frontend-cache under the nanny) on 127.0.0.1:$dns_port, UDP and TCP. Try:
   dig @127.0.0.1$p redis.shop.svc.cluster.local
   dig @127.0.0.1$p _dns._udp.kube-dns.kube-system.svc.cluster.local SRV
   dig @127.0.0.1$p -x 10.96.0.10
+  dig @127.0.0.1$p checkout.shop.svc.clusterset.local
+  dig @127.0.0.1$p cart-0.west.cart.shop.svc.clusterset.local
+  dig @127.0.0.1$p payments.shop.svc.slice.local
   dig @127.0.0.1$p CH TXT hits.bind
 Health:  curl http://127.0.0.1:10054/healthcheck/kubedns   (and /healthcheck/dnsmasq)
          curl http://127.0.0.1:8081/readiness

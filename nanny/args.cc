@@ -10,6 +10,7 @@
 #include "common/base/duration.h"
 #include "common/base/ip_address.h"
 #include "common/base/port.h"
+#include "common/dns/name.h"
 #include "common/upstream/upstream_address.h"
 
 namespace kdns::nanny {
@@ -190,6 +191,22 @@ bool BuildOptions(const FlagValues& flags, const std::vector<std::string>& child
     return false;
   }
   options->kubedns_server = *kubedns;
+  options->kubedns_zones.clear();
+  std::string_view zones = flags.kubedns_zones;
+  while (!zones.empty()) {
+    size_t comma = zones.find(',');
+    std::string zone(zones.substr(0, comma));
+    zones.remove_prefix(comma == std::string_view::npos ? zones.size() : comma + 1);
+    if (zone.empty()) continue;
+    auto name = dns::Name::FromText(zone.back() == '.' ? zone : zone + ".");
+    if (!name || name->IsRoot()) {
+      *error = "-kubednsZones: not a domain name: \"" + zone + "\"";
+      return false;
+    }
+    std::string text = name->Lowercased().ToText();
+    text.pop_back();  // the form --server=/zone/ takes
+    options->kubedns_zones.push_back(std::move(text));
+  }
 
   std::string exec;
   if (!FindExecutable(flags.dnsmasq_exec, search, &exec, error)) return false;

@@ -52,6 +52,7 @@ struct FlagValues {
   std::string log_interval = "0";
   std::string child_mode = "auto";
   std::string cluster_domain = "cluster.local";
+  std::string kubedns_zones;  // comma-separated, e.g. "clusterset.local,slice.local"
   std::string stub_resolve_interval = "60s";
   int64_t crash_loop_restarts = 5;
   std::string crash_loop_runtime = "10s";

@@ -221,4 +221,19 @@ TEST_CASE("Each bad nanny flag is one line naming it", "[nanny][options]") {
   CHECK(ErrorOf(flags, child) == expected);
 }
 
+TEST_CASE("-kubednsZones lists the zones routed to kubedns", "[nanny][options]") {
+  Install install;
+  Nanny::Options options;
+  std::string error;
+  FlagValues flags;
+  flags.kubedns_zones = "ClusterSet.Local.,slice.local";
+  REQUIRE(BuildOptions(flags, {}, install.Search(), &options, &error));
+  CHECK(options.kubedns_zones == std::vector<std::string>{"clusterset.local", "slice.local"});
+  flags.kubedns_zones = "";
+  REQUIRE(BuildOptions(flags, {}, install.Search(), &options, &error));
+  CHECK(options.kubedns_zones.empty());
+  flags.kubedns_zones = "ok.local,bad..name";
+  CHECK(ErrorOf(flags) == "-kubednsZones: not a domain name: \"bad..name\"");
+}
+
 }  // namespace kdns::nanny

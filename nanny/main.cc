@@ -53,6 +53,10 @@ DEFINE_string(runDir, "",
               "(default: a new directory under $TMPDIR or /tmp, removed at exit)");
 DEFINE_string(clusterDomain, "cluster.local",
               "stub servers named under this domain are resolved through -kubednsServer");
+DEFINE_string(kubednsZones, "",
+              "more zones kubedns serves, comma-separated (the multicluster zones: "
+              "clusterset.local,slice.local); each is routed to -kubednsServer in the child's "
+              "generated servers, as the cluster zone is");
 DEFINE_string(stubResolveInterval, "60s",
               "how often stub servers given as host names are looked up again");
 DEFINE_int32(crashLoopRestarts, 5,
@@ -121,6 +125,7 @@ int main(int argc, char** argv) {
   flags.log_interval = FLAGS_logInterval;
   flags.child_mode = FLAGS_childMode;
   flags.cluster_domain = FLAGS_clusterDomain;
+  flags.kubedns_zones = FLAGS_kubednsZones;
   flags.stub_resolve_interval = FLAGS_stubResolveInterval;
   flags.crash_loop_restarts = FLAGS_crashLoopRestarts;
   flags.crash_loop_runtime = FLAGS_crashLoopRuntime;

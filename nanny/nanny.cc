@@ -181,6 +181,7 @@ void Nanny::Prepare(RawConfig raw, const std::string& version) {
 
 void Nanny::Apply(const RawConfig& raw, const std::string& version) {
   ChildConfig child = Translate(raw, stub_hosts_->addresses());
+  AddKubednsZones(options_.kubedns_zones, options_.kubedns_server.ToString(), &child);
   metrics_.stub_hosts_unresolved = child.unresolved.size();
   metrics_.stub_lookups_ok = stub_hosts_->lookups_ok();
   metrics_.stub_lookups_failed = stub_hosts_->lookups_failed();

@@ -59,6 +59,9 @@ class Nanny {
     std::string trampoline;  // the nanny's own executable
     loop::SocketAddress kubedns_server;
     std::string cluster_domain = "cluster.local";
+    // -kubednsZones: more zones kubedns serves (the multicluster zones), routed to
+    // kubedns_server in the child's generated servers; lower case, without trailing dots.
+    std::vector<std::string> kubedns_zones;
     uint64_t log_interval_ms = 0;       // SIGUSR1 to the child (0: never)
     uint64_t stub_refresh_ms = 60'000;  // stub host names looked up again
     uint64_t stub_retry_ms = 1'000;     // ... sooner while one has no address

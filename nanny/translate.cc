@@ -138,6 +138,15 @@ ChildConfig Translate(const RawConfig& raw, const HostAddresses& hosts) {
   return out;
 }
 
+void AddKubednsZones(const std::vector<std::string>& zones, std::string_view kubedns_server,
+                     ChildConfig* config) {
+  std::vector<std::string> servers;
+  servers.reserve(zones.size() + config->servers.size());
+  for (const auto& zone : zones) servers.push_back("/" + zone + "/" + MungeAddress(kubedns_server));
+  servers.insert(servers.end(), config->servers.begin(), config->servers.end());
+  config->servers = std::move(servers);
+}
+
 std::vector<std::string> ToArguments(const ChildConfig& config) {
   std::vector<std::string> args;
   for (const auto& server : config.servers) args.push_back("--server=" + server);

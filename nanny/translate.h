@@ -70,6 +70,12 @@ struct ChildConfig {
 
 ChildConfig Translate(const RawConfig& raw, const HostAddresses& hosts);
 
+// Routes each zone kubedns serves besides the cluster zone (-kubednsZones: clusterset.local,
+// slice.local) to kubedns, as the manifests route the cluster zone: "/zone/<kubedns>" (the
+// address munged) before every stub domain, in the order given.
+void AddKubednsZones(const std::vector<std::string>& zones, std::string_view kubedns_server,
+                     ChildConfig* config);
+
 // The child's generated arguments (restart mode): "--server=V"... then "--no-resolv".
 std::vector<std::string> ToArguments(const ChildConfig& config);
 

@@ -176,4 +176,21 @@ TEST_CASE("repeated stub domains: the last one wins, as in kube-dns's JSON decod
         Args{"--server=/a.example/10.0.0.2"});
 }
 
+TEST_CASE("the multicluster zones are routed to kubedns before the stub domains", "[nanny]") {
+  RawConfig raw;
+  raw.stub_domains = {{"acme.local", {"1.2.3.4"}}};
+  raw.upstream_nameservers = {"8.8.8.8"};
+  ChildConfig child = Translate(raw, {});
+  AddKubednsZones({"clusterset.local", "slice.local"}, "127.0.0.1:10053", &child);
+  CHECK(ToArguments(child) == std::vector<std::string>{"--server=/clusterset.local/127.0.0.1#10053",
+                                                       "--server=/slice.local/127.0.0.1#10053",
+                                                       "--server=/acme.local/1.2.3.4",
+                                                       "--server=8.8.8.8", "--no-resolv"});
+  ChildConfig none = Translate(raw, {});
+  AddKubednsZones({}, "127.0.0.1:10053", &none);
+  CHECK(none == Translate(raw, {}));
+  CHECK(ToServersFile(child, "v").find("server=/slice.local/127.0.0.1#10053\n") !=
+        std::string::npos);
+}
+
 }  // namespace kdns::nanny

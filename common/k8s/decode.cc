@@ -37,6 +37,10 @@ bool DecodeAs(Kind kind, const JsonValue& json, Warnings* warnings, std::string_
       return run(internal::DecodeEndpointsInto, Endpoints{});
     case Kind::kPod:
       return run(internal::DecodePodInto, Pod{});
+    case Kind::kServiceImport:
+      return run(internal::DecodeServiceImportInto, ServiceImport{});
+    case Kind::kKubesliceServiceImport:
+      return run(internal::DecodeKubesliceServiceImportInto, KubesliceServiceImport{});
     case Kind::kStatus:
       break;
   }
@@ -62,15 +66,17 @@ Result<T> DecodeOneText(Kind kind, DecodeInto decode, std::string_view text, War
   return DecodeOne<T>(kind, decode, json.doc, warnings);
 }
 
-// The kind of a list's items from the list's kind: "ServiceList" → kService. nullopt for a
-// mixed "List" (each item names its kind); *supported false for lists we do not decode.
-std::optional<Kind> ItemKindOfList(std::string_view list_kind, bool* supported) {
+// The kind of a list's items from the list's kind and apiVersion: "ServiceList" → kService.
+// nullopt for a mixed "List" (each item names its kind); *supported false for lists we do
+// not decode.
+std::optional<Kind> ItemKindOfList(std::string_view list_kind, std::string_view api_version,
+                                   bool* supported) {
   *supported = true;
   if (list_kind == "List") return std::nullopt;
   constexpr std::string_view kSuffix = "List";
   if (list_kind.size() > kSuffix.size() && list_kind.ends_with(kSuffix)) {
-    std::optional<Kind> kind = KindFromString(list_kind.substr(0, list_kind.size() - 4));
-    if (kind && *kind != Kind::kStatus) return kind;
+    std::optional<Kind> kind = KindOf(list_kind.substr(0, list_kind.size() - 4), api_version);
+    if (kind) return kind;
   }
   *supported = false;
   return std::nullopt;
@@ -85,6 +91,13 @@ bool ReadKind(const JsonValue& object, std::string_view* kind) {
   return true;
 }
 
+// An object's `apiVersion`; empty when absent or not a string (it only tells ServiceImports
+// apart, and one without a readable group is of no kind we decode).
+std::string_view ApiVersionOf(const JsonValue& object) {
+  const JsonValue* value = internal::Member(object, "apiVersion");
+  return value != nullptr && value->IsString() ? internal::View(*value) : std::string_view();
+}
+
 void AddItem(ObjectList* list, Object&& object) {
   if (auto* service = std::get_if<Service>(&object)) {
     list->services.push_back(std::move(*service));
@@ -94,6 +107,10 @@ void AddItem(ObjectList* list, Object&& object) {
     list->endpoints.push_back(std::move(*endpoints));
   } else if (auto* pod = std::get_if<Pod>(&object)) {
     list->pods.push_back(std::move(*pod));
+  } else if (auto* import = std::get_if<ServiceImport>(&object)) {
+    list->service_imports.push_back(std::move(*import));
+  } else if (auto* slice_import = std::get_if<KubesliceServiceImport>(&object)) {
+    list->kubeslice_service_imports.push_back(std::move(*slice_import));
   }
 }
 
@@ -111,6 +128,12 @@ void ReserveItems(ObjectList* list, std::optional<Kind> kind, size_t count) {
       break;
     case Kind::kPod:
       list->pods.reserve(count);
+      break;
+    case Kind::kServiceImport:
+      list->service_imports.reserve(count);
+      break;
+    case Kind::kKubesliceServiceImport:
+      list->kubeslice_service_imports.reserve(count);
       break;
     case Kind::kStatus:
       break;
@@ -205,6 +228,15 @@ Result<Endpoints> DecodeEndpoints(const rapidjson::Value& json, Warnings* warnin
 Result<Pod> DecodePod(const rapidjson::Value& json, Warnings* warnings) {
   return DecodeOne<Pod>(Kind::kPod, internal::DecodePodInto, json, warnings);
 }
+Result<ServiceImport> DecodeServiceImport(const rapidjson::Value& json, Warnings* warnings) {
+  return DecodeOne<ServiceImport>(Kind::kServiceImport, internal::DecodeServiceImportInto, json,
+                                  warnings);
+}
+Result<KubesliceServiceImport> DecodeKubesliceServiceImport(const rapidjson::Value& json,
+                                                            Warnings* warnings) {
+  return DecodeOne<KubesliceServiceImport>(
+      Kind::kKubesliceServiceImport, internal::DecodeKubesliceServiceImportInto, json, warnings);
+}
 Result<Status> DecodeStatus(const rapidjson::Value& json) {
   Status status;
   FieldContext ctx("Status");
@@ -225,6 +257,16 @@ Result<Endpoints> DecodeEndpoints(std::string_view json_text, Warnings* warnings
 }
 Result<Pod> DecodePod(std::string_view json_text, Warnings* warnings) {
   return DecodeOneText<Pod>(Kind::kPod, internal::DecodePodInto, json_text, warnings);
+}
+Result<ServiceImport> DecodeServiceImport(std::string_view json_text, Warnings* warnings) {
+  return DecodeOneText<ServiceImport>(Kind::kServiceImport, internal::DecodeServiceImportInto,
+                                      json_text, warnings);
+}
+Result<KubesliceServiceImport> DecodeKubesliceServiceImport(std::string_view json_text,
+                                                            Warnings* warnings) {
+  return DecodeOneText<KubesliceServiceImport>(Kind::kKubesliceServiceImport,
+                                               internal::DecodeKubesliceServiceImportInto,
+                                               json_text, warnings);
 }
 Result<Status> DecodeStatus(std::string_view json_text) {
   internal::JsonDocument json;
@@ -279,7 +321,8 @@ Result<ObjectList> DecodeList(std::string_view json_text) {
                                        (status.ok() ? status->Summary() : status.error()));
   }
   bool supported = true;
-  std::optional<Kind> list_item_kind = ItemKindOfList(list_kind, &supported);
+  std::optional<Kind> list_item_kind =
+      ItemKindOfList(list_kind, ApiVersionOf(json.doc), &supported);
   if (!supported) {
     return Result<ObjectList>::Failure("List: unsupported kind " + internal::Quote(list_kind));
   }
@@ -309,14 +352,17 @@ Result<ObjectList> DecodeList(std::string_view json_text) {
     }
     std::optional<Kind> item_kind = list_item_kind;
     if (!item_kind_text.empty()) {
-      std::optional<Kind> named = KindFromString(item_kind_text);
+      std::string_view item_api_version = ApiVersionOf(item);
+      // An item of a typed list may leave its apiVersion out: the list's is its own.
+      if (item_api_version.empty() && list_item_kind) item_api_version = ApiVersionOf(json.doc);
+      std::optional<Kind> named = KindOf(item_kind_text, item_api_version);
       if (list_item_kind && named != list_item_kind) {
         ++list.bad_items;
         list.warnings.Add(location + ": kind " + internal::Quote(item_kind_text) + " in a " +
                           list.kind);
         continue;
       }
-      if (!named || *named == Kind::kStatus) {
+      if (!named) {
         ++list.other_items;
         list.warnings.Add(location + ": kind " + internal::Quote(item_kind_text) + " ignored");
         continue;
@@ -377,8 +423,8 @@ Result<WatchEvent> DecodeWatchEvent(std::string_view line, std::optional<Kind> e
   }
   std::optional<Kind> kind = expected_kind;
   if (!kind_text.empty()) {
-    kind = KindFromString(kind_text);
-    if (!kind || *kind == Kind::kStatus) {
+    kind = KindOf(kind_text, ApiVersionOf(*object));
+    if (!kind) {
       return R::Failure(type_name + " event: unsupported kind " + internal::Quote(kind_text));
     }
     if (expected_kind && *kind != *expected_kind) {

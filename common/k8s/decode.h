@@ -45,6 +45,10 @@ Result<EndpointSlice> DecodeEndpointSlice(const rapidjson::Value& json,
                                           Warnings* warnings = nullptr);
 Result<Endpoints> DecodeEndpoints(const rapidjson::Value& json, Warnings* warnings = nullptr);
 Result<Pod> DecodePod(const rapidjson::Value& json, Warnings* warnings = nullptr);
+Result<ServiceImport> DecodeServiceImport(const rapidjson::Value& json,
+                                          Warnings* warnings = nullptr);
+Result<KubesliceServiceImport> DecodeKubesliceServiceImport(const rapidjson::Value& json,
+                                                            Warnings* warnings = nullptr);
 Result<Status> DecodeStatus(const rapidjson::Value& json);
 
 // The same from JSON text.
@@ -52,6 +56,9 @@ Result<Service> DecodeService(std::string_view json_text, Warnings* warnings = n
 Result<EndpointSlice> DecodeEndpointSlice(std::string_view json_text, Warnings* warnings = nullptr);
 Result<Endpoints> DecodeEndpoints(std::string_view json_text, Warnings* warnings = nullptr);
 Result<Pod> DecodePod(std::string_view json_text, Warnings* warnings = nullptr);
+Result<ServiceImport> DecodeServiceImport(std::string_view json_text, Warnings* warnings = nullptr);
+Result<KubesliceServiceImport> DecodeKubesliceServiceImport(std::string_view json_text,
+                                                            Warnings* warnings = nullptr);
 // An API error body (400, 401, 404, 410, 422, 500, 504 ...). A `kind` other than "Status"
 // is an error.
 Result<Status> DecodeStatus(std::string_view json_text);
@@ -70,8 +77,9 @@ struct ListMeta {
 };
 
 // One List response or `kubectl get ... -o json` file. Typed lists (ServiceList,
-// EndpointSliceList, EndpointsList, PodList) have items without kind; the item kind comes
-// from the list kind. A mixed `List` needs each item's own kind.
+// EndpointSliceList, EndpointsList, PodList, ServiceImportList) have items without kind; the
+// item kind comes from the list kind (and, for ServiceImportList, the list's apiVersion). A
+// mixed `List` needs each item's own kind (and a ServiceImport its own apiVersion).
 struct ObjectList {
   std::string kind;  // "ServiceList", "List", ...
   ListMeta meta;
@@ -79,6 +87,8 @@ struct ObjectList {
   std::vector<EndpointSlice> endpoint_slices;
   std::vector<Endpoints> endpoints;
   std::vector<Pod> pods;
+  std::vector<ServiceImport> service_imports;                     // multicluster.x-k8s.io
+  std::vector<KubesliceServiceImport> kubeslice_service_imports;  // kubeslice
   size_t bad_items = 0;    // items skipped because they did not decode
   size_t other_items = 0;  // items of kinds this module does not decode
   Warnings warnings;       // messages start with "items[<i>]: "
@@ -89,7 +99,8 @@ Result<ObjectList> DecodeList(std::string_view json_text);
 enum class EventType : uint8_t { kAdded, kModified, kDeleted, kBookmark, kError };
 std::string_view ToString(EventType type);
 
-using Object = std::variant<std::monostate, Service, EndpointSlice, Endpoints, Pod>;
+using Object = std::variant<std::monostate, Service, EndpointSlice, Endpoints, Pod, ServiceImport,
+                            KubesliceServiceImport>;
 
 // One line of a watch stream: {"type":"ADDED","object":{...}}.
 struct WatchEvent {
@@ -109,7 +120,9 @@ struct WatchEvent {
 };
 
 // Decodes one line (a trailing "\n" or "\r\n" is fine). `expected_kind` is the kind being
-// watched: used when the object has no kind, and an object of another kind is an error.
+// watched: used when the object has no kind, and an object of another kind is an error. An
+// object's kind is read with its apiVersion (KindOf), so a ServiceImport of another group is
+// an error too.
 Result<WatchEvent> DecodeWatchEvent(std::string_view line,
                                     std::optional<Kind> expected_kind = std::nullopt);
 

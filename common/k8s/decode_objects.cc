@@ -176,8 +176,18 @@ void AddClusterIp(FieldContext& ctx, std::string_view text, const FieldPath& pat
 
 }  // namespace
 
+bool DecodeServicePorts(FieldContext& ctx, const JsonValue& parent, const FieldPath& path,
+                        std::vector<ServicePort>* out) {
+  return DecodePorts(ctx, parent, path, /*port_required=*/true, out);
+}
+
+void AddIpAddress(FieldContext& ctx, std::string_view text, const FieldPath& path,
+                  std::vector<IpAddress>* addresses) {
+  AddAddress(ctx, text, path, std::nullopt, addresses);
+}
+
 bool DecodeMeta(FieldContext& ctx, const JsonValue& object, ObjectMeta* meta,
-                std::string* service_name) {
+                EndpointSlice* slice_labels) {
   const FieldPath root;
   const JsonValue* metadata;
   if (!ReadObject(ctx, object, "metadata", root, &metadata)) return false;
@@ -199,12 +209,15 @@ bool DecodeMeta(FieldContext& ctx, const JsonValue& object, ObjectMeta* meta,
     FieldPath field = path.Field("namespace");
     return ctx.Fail(field, "missing");
   }
-  if (service_name == nullptr) return true;
+  if (slice_labels == nullptr) return true;
   const JsonValue* labels;
   if (!ReadObject(ctx, *metadata, "labels", path, &labels)) return false;
   if (labels == nullptr) return true;
   FieldPath labels_path = path.Field("labels");
-  return ReadString(ctx, *labels, kServiceNameLabel, labels_path, service_name);
+  return ReadString(ctx, *labels, kServiceNameLabel, labels_path, &slice_labels->service_name) &&
+         ReadString(ctx, *labels, kMulticlusterServiceNameLabel, labels_path,
+                    &slice_labels->multicluster_service_name) &&
+         ReadString(ctx, *labels, kSourceClusterLabel, labels_path, &slice_labels->source_cluster);
 }
 
 bool DecodeServiceInto(FieldContext& ctx, const JsonValue& json, Service* out) {
@@ -262,7 +275,7 @@ bool DecodeServiceInto(FieldContext& ctx, const JsonValue& json, Service* out) {
 bool DecodeEndpointSliceInto(FieldContext& ctx, const JsonValue& json, EndpointSlice* out) {
   const FieldPath root;
   if (!json.IsObject()) return NotAnObject(ctx, root, json);
-  if (!DecodeMeta(ctx, json, &out->meta, &out->service_name)) return false;
+  if (!DecodeMeta(ctx, json, &out->meta, out)) return false;
   out->source = SliceSource::kEndpointSlice;
 
   std::string_view type;

@@ -9,12 +9,23 @@ namespace {
 template <typename Enum, size_t N>
 using NameTable = std::array<std::pair<Enum, std::string_view>, N>;
 
-constexpr NameTable<Kind, 5> kKindNames{{
+// KindFromString reads only the first five; the two ServiceImports need their apiVersion.
+constexpr NameTable<Kind, 7> kKindNames{{
     {Kind::kService, "Service"},
     {Kind::kEndpointSlice, "EndpointSlice"},
     {Kind::kEndpoints, "Endpoints"},
     {Kind::kPod, "Pod"},
     {Kind::kStatus, "Status"},
+    {Kind::kServiceImport, "ServiceImport"},
+    {Kind::kKubesliceServiceImport, "KubesliceServiceImport"},
+}};
+constexpr std::string_view kServiceImportKind = "ServiceImport";
+constexpr std::array<std::string_view, 1> kMcsGroups{"multicluster.x-k8s.io"};
+constexpr std::array<std::string_view, 2> kKubesliceGroups{"networking.kubeslice.io",
+                                                           "mesh.avesha.io"};
+constexpr NameTable<ServiceImportType, 2> kServiceImportTypeNames{{
+    {ServiceImportType::kClusterSetIP, "ClusterSetIP"},
+    {ServiceImportType::kHeadless, "Headless"},
 }};
 constexpr NameTable<Protocol, 3> kProtocolNames{{
     {Protocol::kTcp, "TCP"},
@@ -85,7 +96,34 @@ std::string_view ToString(ServiceType type) { return NameOf(kServiceTypeNames, t
 std::string_view ToString(AddressType type) { return NameOf(kAddressTypeNames, type); }
 std::string_view ToString(PodPhase phase) { return NameOf(kPodPhaseNames, phase); }
 
-std::optional<Kind> KindFromString(std::string_view text) { return ValueOf(kKindNames, text); }
+std::string_view ToString(ServiceImportType type) { return NameOf(kServiceImportTypeNames, type); }
+
+std::optional<Kind> KindFromString(std::string_view text) {
+  std::optional<Kind> kind = ValueOf(kKindNames, text);
+  if (kind == Kind::kServiceImport || kind == Kind::kKubesliceServiceImport) return std::nullopt;
+  return kind;
+}
+
+std::string_view GroupOf(std::string_view api_version) {
+  size_t slash = api_version.find('/');
+  return slash == std::string_view::npos ? std::string_view() : api_version.substr(0, slash);
+}
+
+std::optional<Kind> KindOf(std::string_view kind, std::string_view api_version) {
+  if (kind != kServiceImportKind) {
+    std::optional<Kind> parsed = KindFromString(kind);
+    if (parsed == Kind::kStatus) return std::nullopt;
+    return parsed;
+  }
+  std::string_view group = GroupOf(api_version);
+  for (std::string_view mcs : kMcsGroups) {
+    if (group == mcs) return Kind::kServiceImport;
+  }
+  for (std::string_view kubeslice : kKubesliceGroups) {
+    if (group == kubeslice) return Kind::kKubesliceServiceImport;
+  }
+  return std::nullopt;
+}
 std::optional<Protocol> ProtocolFromString(std::string_view text) {
   return ValueOf(kProtocolNames, text);
 }
@@ -97,6 +135,9 @@ std::optional<AddressType> AddressTypeFromString(std::string_view text) {
 }
 std::optional<PodPhase> PodPhaseFromString(std::string_view text) {
   return ValueOf(kPodPhaseNames, text);
+}
+std::optional<ServiceImportType> ServiceImportTypeFromString(std::string_view text) {
+  return ValueOf(kServiceImportTypeNames, text);
 }
 
 }  // namespace kdns::k8s

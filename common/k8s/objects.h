@@ -1,8 +1,8 @@
 // The compact model of what cluster DNS needs from Kubernetes objects: Services,
-// EndpointSlices (v1 Endpoints are converted into the same shape), Pods, and the Status
-// objects the API server sends for errors. These are plain values, not API objects: every
-// field DNS does not use is dropped at decode time (see decode.h). Immutable once decoded;
-// safe to copy and share between threads.
+// EndpointSlices (v1 Endpoints are converted into the same shape), Pods, the multicluster
+// ServiceImports (MCS and kubeslice), and the Status objects the API server sends for errors. These
+// are plain values, not API objects: every field DNS does not use is dropped at decode time (see
+// decode.h). Immutable once decoded; safe to copy and share between threads.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +40,19 @@ struct ObjectMeta {
 };
 
 // Kinds this module decodes. kStatus appears only in ERROR watch events and error bodies.
-enum class Kind : uint8_t { kService, kEndpointSlice, kEndpoints, kPod, kStatus };
+// Two API groups call their kind "ServiceImport": the apiVersion's group tells them apart
+// (KindOf below). kServiceImport is the Multi-Cluster Services API's
+// (multicluster.x-k8s.io), kKubesliceServiceImport kubeslice's (networking.kubeslice.io, and
+// mesh.avesha.io on older clusters).
+enum class Kind : uint8_t {
+  kService,
+  kEndpointSlice,
+  kEndpoints,
+  kPod,
+  kStatus,
+  kServiceImport,
+  kKubesliceServiceImport,
+};
 
 enum class Protocol : uint8_t { kTcp, kUdp, kSctp };
 
@@ -108,6 +120,11 @@ struct EndpointSlice {
   ObjectMeta meta;
   // The `kubernetes.io/service-name` label. Empty: the slice belongs to no service.
   std::string service_name;
+  // The MCS labels (KEP-1645) of a slice an MCS controller imported from another cluster:
+  // `multicluster.kubernetes.io/service-name` (the ServiceImport it belongs to; empty for
+  // ordinary slices) and `multicluster.kubernetes.io/source-cluster` (the cluster id).
+  std::string multicluster_service_name;
+  std::string source_cluster;
   AddressType address_type = AddressType::kIPv4;
   std::vector<Endpoint> endpoints;
   std::vector<EndpointPort> ports;
@@ -130,6 +147,37 @@ struct EndpointSlice {
 struct Endpoints {
   ObjectMeta meta;
   std::vector<EndpointSlice> slices;
+};
+
+// spec.type of an MCS ServiceImport.
+enum class ServiceImportType : uint8_t { kClusterSetIP, kHeadless };
+
+// A multicluster.x-k8s.io ServiceImport (v1alpha1, and v1beta1, which moved the fields from
+// spec to the object's top level: both are read, spec first). Its endpoints are the
+// EndpointSlices labelled with its name (EndpointSlice::multicluster_service_name).
+struct ServiceImport {
+  ObjectMeta meta;
+  ServiceImportType type = ServiceImportType::kClusterSetIP;
+  // spec.ips: the ClusterSetIPs (empty for a headless import, or not allocated yet). Entries
+  // that are not IP addresses are dropped with a warning.
+  std::vector<IpAddress> ips;
+  std::vector<ServicePort> ports;  // spec.ports; a port with an unknown protocol is dropped
+};
+
+// One status.endpoints[] entry of a kubeslice ServiceImport.
+struct KubesliceEndpoint {
+  std::string dns_name;  // status.endpoints[].dnsName, lower case, no trailing dot; may be empty
+  std::optional<IpAddress> ip;  // status.endpoints[].ip; unset when absent or not an IP
+};
+
+// A networking.kubeslice.io/v1beta1 (or mesh.avesha.io/v1beta1) ServiceImport: the names
+// of spec.dnsName and spec.aliases[] (lower case, without trailing dot) stand for every
+// endpoint's IP, each endpoint's dnsName for its own.
+struct KubesliceServiceImport {
+  ObjectMeta meta;
+  std::string dns_name;
+  std::vector<std::string> aliases;
+  std::vector<KubesliceEndpoint> endpoints;
 };
 
 enum class PodPhase : uint8_t { kUnknown, kPending, kRunning, kSucceeded, kFailed };
@@ -179,6 +227,7 @@ std::string_view ToString(Protocol protocol);
 std::string_view ToString(ServiceType type);
 std::string_view ToString(AddressType type);
 std::string_view ToString(PodPhase phase);
+std::string_view ToString(ServiceImportType type);
 
 // Parses the API's spelling ("TCP", "ClusterIP", "IPv4", "Running", "EndpointSlice").
 // nullopt for anything else; case-sensitive, as the API is.
@@ -187,5 +236,14 @@ std::optional<Protocol> ProtocolFromString(std::string_view text);
 std::optional<ServiceType> ServiceTypeFromString(std::string_view text);
 std::optional<AddressType> AddressTypeFromString(std::string_view text);
 std::optional<PodPhase> PodPhaseFromString(std::string_view text);
+std::optional<ServiceImportType> ServiceImportTypeFromString(std::string_view text);
+
+// The kind of an object or list item from its `kind` and `apiVersion` ("ServiceImport" and
+// "multicluster.x-k8s.io/v1alpha1" → kServiceImport). The apiVersion matters only for
+// ServiceImports, whose group decides; for them an unknown or empty group is nullopt (an
+// item of a kind we do not use). Never kStatus.
+std::optional<Kind> KindOf(std::string_view kind, std::string_view api_version);
+// The API group of an apiVersion ("discovery.k8s.io/v1" → "discovery.k8s.io", "v1" → "").
+std::string_view GroupOf(std::string_view api_version);
 
 }  // namespace kdns::k8s

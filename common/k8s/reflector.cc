@@ -124,6 +124,10 @@ std::string Reflector::Describe() const {
   return "k8s " + options_.path.substr(slash + 1);
 }
 
+const std::string& Reflector::path() const {
+  return path_index_ == 0 ? options_.path : options_.other_paths[path_index_ - 1];
+}
+
 void Reflector::CancelRequest() {
   if (request_) transport_.Cancel(*request_);
   request_.reset();
@@ -141,7 +145,9 @@ void Reflector::BeginList() {
 
 void Reflector::SendListPage() {
   state_ = State::kListing;
-  std::string path = options_.path + "?limit=" + std::to_string(options_.page_size);
+  std::string path = this->path() + "?limit=" + std::to_string(options_.page_size);
+  if (!options_.label_selector.empty())
+    path += "&labelSelector=" + UrlEncode(options_.label_selector);
   if (!continue_token_.empty()) path += "&continue=" + UrlEncode(continue_token_);
   head_ = ApiResponseHead{};
   body_.clear();
@@ -210,12 +216,16 @@ void Reflector::OnListDone(const ApiResult& result) {
       ReserveRemaining(pending_list_.endpoint_slices, remaining);
       ReserveRemaining(pending_list_.endpoints, remaining);
       ReserveRemaining(pending_list_.pods, remaining);
+      ReserveRemaining(pending_list_.service_imports, remaining);
+      ReserveRemaining(pending_list_.kubeslice_service_imports, remaining);
     } else {
       // Every page carries the first page's RV; keep the first page's meta.
       Append(pending_list_.services, page->services);
       Append(pending_list_.endpoint_slices, page->endpoint_slices);
       Append(pending_list_.endpoints, page->endpoints);
       Append(pending_list_.pods, page->pods);
+      Append(pending_list_.service_imports, page->service_imports);
+      Append(pending_list_.kubeslice_service_imports, page->kubeslice_service_imports);
       pending_list_.bad_items += page->bad_items;
       pending_list_.other_items += page->other_items;
     }
@@ -236,6 +246,12 @@ void Reflector::OnListDone(const ApiResult& result) {
   std::optional<uint32_t> retry_after = head_.retry_after_s;
   std::string what = DescribeStatus(status, body, &retry_after);
   Error({ReflectorPhase::kList, std::to_string(status), status, Describe() + ": list: " + what});
+  if (status == 404 && !options_.other_paths.empty() && state_ != State::kStopped) {
+    // Not served here: the next attempt tries the resource's next group/version, from page 1.
+    path_index_ = (path_index_ + 1) % (options_.other_paths.size() + 1);
+    Retry(Next::kList, Delay::kBackoff, std::nullopt, retry_after);
+    return;
+  }
   Retry(Next::kListPage, Delay::kBackoff, std::nullopt, retry_after);
 }
 
@@ -248,8 +264,9 @@ void Reflector::CompleteList() {
   stats_.last_sync_ms = now_ms;
   stats_.last_progress_ms = now_ms;
   ++stats_.lists;
-  size_t objects =
-      list.services.size() + list.endpoint_slices.size() + list.endpoints.size() + list.pods.size();
+  size_t objects = list.services.size() + list.endpoint_slices.size() + list.endpoints.size() +
+                   list.pods.size() + list.service_imports.size() +
+                   list.kubeslice_service_imports.size();
   LOG(INFO) << Describe() << ": listed " << objects << " objects at resourceVersion "
             << list.meta.resource_version.text;
   if (list.meta.resource_version.empty()) {
@@ -271,9 +288,11 @@ void Reflector::StartWatch() {
   double unit = std::clamp(random_(), 0.0, 1.0);
   uint32_t timeout_s = options_.watch_timeout_min_s +
                        std::min(span, static_cast<uint32_t>(std::floor(unit * (span + 1.0))));
-  std::string path = options_.path + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
+  std::string path = this->path() + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
                      UrlEncode(stats_.resource_version.text) +
                      "&timeoutSeconds=" + std::to_string(timeout_s);
+  if (!options_.label_selector.empty())
+    path += "&labelSelector=" + UrlEncode(options_.label_selector);
   head_ = ApiResponseHead{};
   body_.clear();
   line_.clear();
@@ -493,6 +512,10 @@ void Reflector::Healthy() {
 void Reflector::Error(const ReflectorError& error) {
   ++stats_.errors[error.code];
   healthy_ = false;
+  if (options_.quiet_not_found && error.http_status == 404) {
+    handler_.OnError(error);  // the handler says once that the resource is absent
+    return;
+  }
   uint64_t now_ms = clock_.NowMs();
   if (!error_logged_ || now_ms - last_error_log_ms_ >= options_.error_log_interval_ms) {
     LOG(WARNING) << error.message

@@ -56,6 +56,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/base/clock.h"
 #include "common/k8s/api_transport.h"
@@ -116,6 +117,13 @@ class ReflectorHandler {
 struct ReflectorOptions {
   std::string path;  // "/api/v1/services": no query, no trailing slash
   Kind kind = Kind::kService;
+  // Where else the same resource may be served (another group or version of one CRD, e.g.
+  // "/apis/mesh.avesha.io/v1beta1/serviceimports"): while a LIST answers 404, each retry
+  // tries the next of path, other_paths[0], ... in turn. The watch uses the path that listed.
+  std::vector<std::string> other_paths;
+  // Sent as labelSelector= with every LIST and WATCH when not empty (for example
+  // "multicluster.kubernetes.io/service-name": slices that have the label).
+  std::string label_selector;
   uint32_t page_size = 500;
   uint64_t list_timeout_ms = 60'000;  // per page
   uint32_t watch_timeout_min_s = 300;
@@ -127,6 +135,9 @@ struct ReflectorOptions {
   uint64_t max_list_page_bytes = 512ull << 20;
   uint64_t max_retry_after_ms = 60'000;
   uint64_t error_log_interval_ms = 30'000;
+  // A 404 (a CRD that is not installed) goes to the handler without a log line of its own,
+  // since it repeats at every retry until the CRD comes: the handler logs it once.
+  bool quiet_not_found = false;
   Backoff::Options backoff;
   Backoff::Random random;  // empty: seeded PRNG; also jitters timeoutSeconds
 };
@@ -171,6 +182,8 @@ class Reflector {
   void Stop();
 
   State state() const { return state_; }
+  // The path being listed and watched (options().path or one of other_paths).
+  const std::string& path() const;
   const Stats& stats() const { return stats_; }
   const ReflectorOptions& options() const { return options_; }
   // The delay of the pending retry (while kWaiting), for tests and logs.
@@ -223,6 +236,7 @@ class Reflector {
   uint64_t attempt_ = 0;
   bool healthy_ = false;
   uint64_t retry_delay_ms_ = 0;
+  size_t path_index_ = 0;  // 0: options_.path, i: other_paths[i - 1]
 
   // The response being received.
   ApiResponseHead head_;

@@ -518,4 +518,43 @@ TEST_CASE("on a real loop, the retry timer fires and every handle closes", "[ref
 }
 
 }  // namespace
+TEST_CASE("a label selector goes with every LIST and WATCH", "[reflector]") {
+  ReflectorOptions options = Harness::Services();
+  options.path = "/apis/discovery.k8s.io/v1/endpointslices";
+  options.kind = Kind::kEndpointSlice;
+  options.label_selector = "multicluster.kubernetes.io/service-name";
+  Harness h(options);
+  h.reflector->Start();
+  CHECK(h.transport.Active().Param("labelSelector") == "multicluster.kubernetes.io%2Fservice-name");
+  FakeApiTransport::Respond(h.transport.Active(), 200, ReadCapture("02-list-endpointslices"));
+  CHECK(h.Watch().Param("labelSelector") == "multicluster.kubernetes.io%2Fservice-name");
+}
+
+TEST_CASE("a 404 LIST tries the other paths in turn, quietly when asked", "[reflector]") {
+  ReflectorOptions options = Harness::Services();
+  options.path = "/apis/a.example/v1/things";
+  options.other_paths = {"/apis/b.example/v1/things"};
+  options.kind = Kind::kKubesliceServiceImport;
+  options.quiet_not_found = true;
+  Harness h(options);
+  h.reflector->Start();
+  const std::string not_found = ReadCapture("06-notfound-resource");
+  CHECK(h.transport.Active().Path() == "/apis/a.example/v1/things");
+  FakeApiTransport::Respond(h.transport.Active(), 404, not_found);
+  h.timers.AdvanceMs(h.reflector->retry_delay_ms());
+  CHECK(h.transport.Active().Path() == "/apis/b.example/v1/things");
+  FakeApiTransport::Respond(h.transport.Active(), 404, not_found);
+  h.timers.AdvanceMs(h.reflector->retry_delay_ms());
+  CHECK(h.transport.Active().Path() == "/apis/a.example/v1/things");  // round and round
+  FakeApiTransport::Respond(h.transport.Active(), 404, not_found);
+  h.timers.AdvanceMs(h.reflector->retry_delay_ms());
+  CHECK(h.handler.errors.size() == 3);  // every one reaches the handler
+  CHECK(h.reflector->stats().errors.at("404") == 3);
+  FakeApiTransport::Respond(
+      h.transport.Active(), 200,
+      R"({"kind":"ServiceImportList","apiVersion":"mesh.avesha.io/v1beta1","metadata":{"resourceVersion":"5"},"items":[]})");
+  CHECK(h.reflector->path() == "/apis/b.example/v1/things");
+  CHECK(h.Watch().Path() == "/apis/b.example/v1/things");  // the watch follows the list
+}
+
 }  // namespace kdns::k8s

@@ -10,9 +10,13 @@ ConfigMap's stubDomains, written the way the kubelet writes a ConfigMap volume. 
 ndots:5) is bind-mounted in the mount namespace, so the C library resolver (getent) and
 `dig +search` see what a pod sees.
 
+The multicluster zones are on (kubedns --multicluster-zone and --kubeslice-zone, with
+test/conformance/multicluster_objects.json added to its objects; the nanny's -kubednsZones
+routes them to kubedns).
+
 Checks: getent hosts/ahosts for kubernetes, kubernetes.default, a headless service, a
-pod's hostname.subdomain and an external name; dig +search SRV and PTR; a stub domain
-added by a ConfigMap edit; ConfigMap edits under load with zero failed queries; kill -9 of
+pod's hostname.subdomain, an external name, and clusterset.local and slice.local names;
+dig +search SRV and PTR; a stub domain added by a ConfigMap edit; ConfigMap edits under load with zero failed queries; kill -9 of
 each process in turn, with the time to recover reported; the sidecar's health red while
 kubedns is down and green after. Needs root (for the namespaces); prints `N passed, M
 failed` last.
@@ -80,10 +84,21 @@ class Pod:
         stubs = {d: ["127.0.0.1:%d" % servers[d]] for d in domains}
         return {"stubDomains": json.dumps(stubs)}
 
+    def objects_file(self):
+        """The conformance objects and the multicluster ones, in one List."""
+        items = []
+        for name in ("objects.json", "multicluster_objects.json"):
+            with open(os.path.join(ROOT, "test", "conformance", name)) as f:
+                items += json.load(f)["items"]
+        path = os.path.join(self.workdir, "objects.json")
+        with open(path, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
+        return path
+
     def start_kubedns(self):
         self.kubedns = harness.Process(
-            [os.path.join(BIN, "kubedns"),
-             "--objects-file=" + os.path.join(ROOT, "test", "conformance", "objects.json"),
+            [os.path.join(BIN, "kubedns"), "--objects-file=" + self.objects_file(),
+             "--multicluster-zone=clusterset.local.", "--kubeslice-zone=slice.local.",
              "--domain=cluster.local.", "--dns-bind-address=127.0.0.1", "--dns-port=10053",
              "--http-bind-address=127.0.0.1", "--healthz-port=8081", "--metrics-port=10055",
              "--config-dir=" + self.config.path, "--lameduck=0s", "--logtostderr",
@@ -98,6 +113,7 @@ class Pod:
         self.nanny = harness.Process(
             [os.path.join(BIN, "nanny"), "-v=2", "-logtostderr",
              "-configDir=" + self.config.path, "-restartDnsmasq=true",
+             "-kubednsZones=clusterset.local,slice.local",
              "-dnsmasqExec=" + os.path.join(BIN, "frontend-cache"), "--"] + CACHE_ARGS,
             os.path.join(self.workdir, "nanny.log"))
         if not harness.wait_until(lambda: self.answers("kubernetes.default.svc.cluster.local"), 30):
@@ -162,6 +178,13 @@ def test_libc_resolver(pod):
         ("hosts", "my-pet.headless",
          kubedns_all_addresses("my-pet.headless.default.svc.cluster.local")),
         ("ahosts", "www.example.test", ["192.0.2.10", "192.0.2.11", "2001:db8::10"]),
+        # The multicluster zones, through frontend-cache's routes the nanny generated.
+        ("hosts", "web.shop.svc.clusterset.local", ["10.42.0.10", "fd00:42::10"]),
+        ("ahosts", "db.shop.svc.clusterset.local", ["10.1.0.5", "10.1.0.6", "10.2.0.5",
+                                                    "fd00:2::5"]),
+        ("ahosts", "db-0.west.db.shop.svc.clusterset.local", ["10.2.0.5", "fd00:2::5"]),
+        ("ahosts", "iperf-server.iperf.svc.slice.local", ["10.1.1.5", "10.1.2.7", "fd00:1::6"]),
+        ("hosts", "iperf.demo.slice.local", ["10.1.1.5", "10.1.2.7", "fd00:1::6"]),
     ]
     for database, name, want in cases:
         if not want:

@@ -31,7 +31,7 @@ LIST_CHUNK_BYTES = 16384
 GZIP_THRESHOLD_BYTES = 128 * 1024  # defaultGzipThresholdBytes
 
 RESOURCE_PATH = re.compile(
-    r"/(api/v1|apis/discovery\.k8s\.io/v1)(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+))?/?")
+    r"/(api/v1|apis/[^/]+/[^/]+)(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+))?/?")
 
 
 class ClientGone(Exception):
@@ -169,7 +169,7 @@ class Api:
 
     def _verb(self, path, query):
         m = RESOURCE_PATH.fullmatch(path)
-        if m and m.group(3) in shapes.RESOURCES:
+        if m and shapes.resource_at(m.group(1), m.group(3)) is not None:
             if _first(query, "watch") in ("1", "true"):
                 return "watch"
             return "get" if m.group(4) else "list"
@@ -209,6 +209,7 @@ class Api:
 
         with self.state.lock:
             slices = self.state.slices_served
+            crds_absent = set(self.state.crds_absent)
         if path == "/version":
             self._record(req, path, qflat, verb, 200, auth)
             return self._bytes_reply(req, 200, shapes.VERSION_BODY)
@@ -223,8 +224,9 @@ class Api:
         if path == "/apis/discovery.k8s.io/v1" and slices:
             return reply(200, shapes.resource_list("discovery.k8s.io/v1"))
         m = RESOURCE_PATH.fullmatch(path)
-        res = shapes.RESOURCES.get(m.group(3)) if m else None
-        if res is None or res.prefix() != "/" + m.group(1) or (res.group and not slices):
+        res = shapes.resource_at(m.group(1), m.group(3)) if m else None
+        if (res is None or (res.group == "discovery.k8s.io" and not slices)
+                or res.group in crds_absent):
             return reply(404, shapes.status_not_found_generic())
         if m.group(4):
             return self._get_one(res, m.group(2), m.group(4), reply)
@@ -294,6 +296,10 @@ class Api:
                         snap = dict(random.sample(list(snap.items()), len(snap)))
             else:
                 snap, list_rv = st.store.snapshot(res.plural), st.store.revision
+        selector = _first(query, "labelSelector")
+        if selector:  # filtered before paging, as the apiserver's storage does
+            match = shapes.selector_matcher(selector)
+            snap = {k: o for k, o in snap.items() if match(o)}
         return 200, self._page(res, namespace, snap, list_rv, start, limit, sort), None
 
     @staticmethod
@@ -337,10 +343,11 @@ class Api:
         if cap and timeout_s > cap:
             timeout_s = cap
         return Reply(200, _headers({}), stream=self._watch_stream(
-            req, res, namespace, path, rv_s, qflat, auth, bookmarks, timeout_s))
+            req, res, namespace, path, rv_s, qflat, auth, bookmarks, timeout_s,
+            shapes.selector_matcher(_first(query, "labelSelector"))))
 
     def _watch_stream(self, req, res, namespace, path, rv_s, qflat, auth, bookmarks,
-                      timeout_s):
+                      timeout_s, selected):
         """A generator: HEAD, then data lines (bytes), then END or a Cut.
 
         The writer sends each item as it comes. If the client is gone it raises
@@ -354,6 +361,19 @@ class Api:
         def wanted(ev):
             return prefix is None or ev.key.startswith(prefix)
 
+        def seen_as(ev):
+            """The event as a watch with a labelSelector sees it: an object that starts or
+            stops matching is ADDED or DELETED there (as the apiserver's watch cache does);
+            None when it matches neither before nor after."""
+            now, before = selected(ev.obj), ev.prev is not None and selected(ev.prev)
+            if ev.type == "DELETED":
+                return "DELETED" if before else None
+            if now and before:
+                return ev.type
+            if now:
+                return "ADDED"
+            return "DELETED" if before else None
+
         with st.lock:
             w = st.open_watch(path, qflat)
             w.log_entry = st.record("GET", path, qflat, "watch", 200, auth)
@@ -363,8 +383,8 @@ class Api:
             if rv_s is None or rv_s == "0":
                 snap = st.store.snapshot(res.plural)
                 first_lines = [shapes.watch_line("ADDED", o)
-                               for k, o in sorted(snap.items()) if prefix is None or
-                               k.startswith(prefix)]
+                               for k, o in sorted(snap.items()) if (prefix is None or
+                               k.startswith(prefix)) and selected(o)]
                 w.cursor = st.store.revision
             else:
                 w.cursor = int(rv_s)
@@ -383,13 +403,13 @@ class Api:
                 return
             for line in first_lines:
                 yield line
-            reason = yield from self._stream(req, res, w, path, wanted, bookmarks,
+            reason = yield from self._stream(req, res, w, path, wanted, seen_as, bookmarks,
                                              time.monotonic() + timeout_s, epoch)
         finally:
             with st.lock:
                 st.close_watch(w, reason)
 
-    def _stream(self, req, res, w, path, wanted, bookmarks, deadline, epoch):
+    def _stream(self, req, res, w, path, wanted, seen_as, bookmarks, deadline, epoch):
         """Yields events until the deadline or a fault; returns why the stream ended."""
         st = self.state
         last_send = time.monotonic()
@@ -421,8 +441,8 @@ class Api:
                         break
                     if events:
                         w.cursor = events[-1].rv
-                        lines += [("event", shapes.watch_line(ev.type, ev.obj))
-                                  for ev in events if wanted(ev)]
+                        lines += [("event", shapes.watch_line(seen_as(ev), ev.obj))
+                                  for ev in events if wanted(ev) and seen_as(ev)]
                     if lines:
                         break
                     if (bookmarks and now - last_send >= st.bookmark_interval_s

@@ -83,7 +83,8 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                 out = {"running": False} if churn is None else churn.describe(
                     query.get("log", "") in ("1", "true"), int(since) if since.isdigit() else 0)
             elif url.path == "/control/objects":
-                res = shapes.RESOURCE_BY_KIND.get(query.get("kind", "Service"))
+                res = shapes.resource_for(query.get("kind", "Service"),
+                                          query.get("apiVersion"))
                 if res is None:
                     out = None
                 else:
@@ -123,12 +124,14 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
         st = self.state
         applied, unchanged, skipped, seen = [], 0, [], set()
         for obj in items:
-            if not isinstance(obj, dict) or obj.get("kind") not in shapes.RESOURCE_BY_KIND:
+            if not isinstance(obj, dict) or shapes.resource_for(
+                    obj.get("kind"), obj.get("apiVersion")) is None:
                 skipped.append(obj.get("kind") if isinstance(obj, dict) else repr(obj)[:40])
                 continue
             ev = st.store.apply(obj)
             meta = obj.get("metadata") or {}
-            seen.add((obj["kind"], meta.get("namespace", "default"), meta.get("name")))
+            res = shapes.resource_for(obj["kind"], obj.get("apiVersion"))
+            seen.add((res.plural, meta.get("namespace", "default"), meta.get("name")))
             if ev is None:
                 unchanged += 1
             else:
@@ -139,14 +142,14 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
             for res in shapes.RESOURCES.values():
                 for key in sorted(st.store.objects[res.plural]):
                     ns, name = key.split("/", 1)
-                    if (res.kind, ns, name) not in seen:
-                        ev = st.store.delete(res.kind, ns, name)
+                    if (res.plural, ns, name) not in seen:
+                        ev = st.store.delete(res.kind, ns, name, res.api_version)
                         deleted.append({"kind": res.kind, "key": key,
                                         "resourceVersion": str(ev.rv)})
         out = {"applied": applied, "unchanged": unchanged, "skipped": skipped,
                "deleted": deleted}
         if len(items) == 1 and applied:
-            res = shapes.RESOURCE_BY_KIND[items[0]["kind"]]
+            res = shapes.resource_for(items[0]["kind"], items[0].get("apiVersion"))
             out["object"] = st.store.objects[res.plural][applied[0]["key"]]
         return out
 
@@ -171,7 +174,7 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
         for obj in _items(body):
             meta = obj.get("metadata") or obj
             kind, ns, name = obj.get("kind"), meta.get("namespace", "default"), meta.get("name")
-            ev = self.state.store.delete(kind, ns, name)
+            ev = self.state.store.delete(kind, ns, name, obj.get("apiVersion"))
             if ev is None:
                 missing.append(f"{kind} {ns}/{name}")
             else:
@@ -230,6 +233,18 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
     def compact(self, body, query):
         self.state.store.compact()
         return {}
+
+    def crd(self, body, query):
+        group, installed = body.get("group"), body.get("installed", True)
+        if group not in shapes.CRD_GROUPS or not isinstance(installed, bool):
+            raise BadRequest("crd needs a group of %s and a boolean installed" %
+                             ", ".join(shapes.CRD_GROUPS))
+        if installed:
+            self.state.crds_absent.discard(group)
+        else:
+            self.state.crds_absent.add(group)
+            self.state.cut_watches("/apis/" + group + "/", 0, partial=False)
+        return {"group": group, "installed": installed}
 
     def discovery(self, body, query):
         enabled = body.get("enabled")
@@ -300,7 +315,7 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
         "/control/fault/drop": fault_drop, "/control/fault/stall": fault_stall,
         "/control/fault/malformed": fault_malformed, "/control/fault/clear": fault_clear,
         "/control/restart": restart, "/control/compact": compact,
-        "/control/discovery": discovery, "/control/config": config,
+        "/control/discovery": discovery, "/control/config": config, "/control/crd": crd,
         "/control/reset-stats": reset_stats, "/control/generate": generate_cluster,
         "/control/churn": churn, "/control/churn/stop": churn_stop,
     }

@@ -124,6 +124,10 @@ def parse_args(argv):
     p.add_argument("--initial-rv", type=int, default=1, help="the starting revision")
     p.add_argument("--no-slices", action="store_true",
                    help="start without discovery.k8s.io (an old cluster)")
+    p.add_argument("--crd-absent", action="append", default=[], metavar="GROUP",
+                   help="start without this CRD group (multicluster.x-k8s.io, "
+                        "networking.kubeslice.io, mesh.avesha.io): its paths answer 404 "
+                        "until POST /control/crd installs it (repeatable)")
     p.add_argument("--max-connections", type=int, default=256)
     p.add_argument("--api-port", type=int, default=0)
     p.add_argument("--control-port", type=int, default=0)
@@ -144,13 +148,18 @@ def main(argv):
     st = state_mod.State(args.history_size, args.initial_rv, tokens, args.bookmark_interval,
                          args.default_watch_timeout, args.too_large_wait, not args.no_slices)
     st.max_watch_timeout_s = args.max_watch_timeout
+    for group in args.crd_absent:
+        if group not in api.shapes.CRD_GROUPS:
+            sys.exit(f"fake_apiserver: --crd-absent: unknown group {group!r}")
+        st.crds_absent.add(group)
     for path in args.objects:
         try:
             with open(path) as f:
                 data = json.load(f)
             with st.lock:
                 for obj in control._items(data):
-                    if isinstance(obj, dict) and obj.get("kind") in api.shapes.RESOURCE_BY_KIND:
+                    if isinstance(obj, dict) and api.shapes.resource_for(
+                            obj.get("kind"), obj.get("apiVersion")) is not None:
                         st.store.apply(obj)
         except (OSError, ValueError, control.BadRequest) as e:
             sys.exit(f"fake_apiserver: cannot load {path}: {e}")

@@ -15,6 +15,7 @@ import os
 import ssl
 import sys
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_client  # noqa: E402
@@ -415,6 +416,51 @@ def test_discovery_switch(f):
     check(f.get("/apis/discovery.k8s.io/v1/endpointslices")[0] == 200, "slices back")
 
 
+def test_service_import_crds_and_label_selector(f):
+    mcs = "/apis/multicluster.x-k8s.io/v1alpha1/serviceimports"
+    ks = "/apis/networking.kubeslice.io/v1beta1/serviceimports"
+    imp = {"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
+           "metadata": {"name": "web", "namespace": "shop"}, "spec": {"type": "ClusterSetIP"}}
+    kimp = dict(imp, apiVersion="networking.kubeslice.io/v1beta1")
+    f.ctl("/control/objects", [imp, kimp])
+    status, doc = f.get_json(mcs)
+    check(status == 200 and doc["kind"] == "ServiceImportList" and
+          doc["apiVersion"] == "multicluster.x-k8s.io/v1alpha1" and len(doc["items"]) == 1,
+          f"MCS list {doc}")
+    check(len(f.get_json(ks)[1]["items"]) == 1, "kubeslice list, a separate store")
+    check(f.get("/apis/multicluster.x-k8s.io/v1beta1/serviceimports")[0] == 404,
+          "an unserved version is 404")
+    f.ctl("/control/crd", {"group": "multicluster.x-k8s.io", "installed": False})
+    try:
+        status, _, body = f.get(mcs)
+        check(status == 404 and body == fixture("06-notfound-resource.body"), "absent CRD 404")
+        check(f.get(ks)[0] == 200, "the other group still served")
+    finally:
+        f.ctl("/control/crd", {"group": "multicluster.x-k8s.io", "installed": True})
+    check(f.get(mcs)[0] == 200, "CRD back")
+    # labelSelector: the LIST filters; a watch sees objects start and stop matching.
+    label = "multicluster.kubernetes.io/service-name"
+    sl = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+          "metadata": {"name": "mc-1", "namespace": "shop", "labels": {label: "web"}},
+          "addressType": "IPv4", "endpoints": [], "ports": []}
+    rv = f.ctl("/control/objects", sl)["resourceVersion"]
+    slices = "/apis/discovery.k8s.io/v1/endpointslices"
+    status, doc = f.get_json(slices + "?labelSelector=" + urllib.parse.quote(label))
+    check([i["metadata"]["name"] for i in doc["items"]] == ["mc-1"], f"selected {doc['items']}")
+    status, doc = f.get_json(slices + "?labelSelector=!" + urllib.parse.quote(label))
+    check("mc-1" not in [i["metadata"]["name"] for i in doc["items"]], "negated selector")
+    w = f.watch("resourceVersion=%s&labelSelector=%s" % (rv, urllib.parse.quote(label)),
+                resource=slices)
+    f.ctl("/control/objects", dict(sl, metadata={"name": "mc-1", "namespace": "shop"}))
+    ev = w.next_event()
+    check(ev["type"] == "DELETED", f"no longer matching: {ev['type']}")
+    f.ctl("/control/objects", sl)
+    ev = w.next_event()
+    check(ev["type"] == "ADDED", f"matching again: {ev['type']}")
+    w.close()
+    f.ctl("/control/delete", [dict(imp), dict(kimp), dict(sl)])
+
+
 def test_stats_and_request_log(f):
     # watches closed by earlier tests are noticed within 0.5 s
     harness.wait_until(lambda: not f.ctl("/control/stats")["open_watch_count"], 3)
@@ -468,6 +514,7 @@ TESTS = [test_tls_certificates,
          test_fault_drop_mid_line,
          test_fault_drop_now,
          test_fault_stall,
+         test_service_import_crds_and_label_selector,
          test_fault_malformed,
          test_fault_http_errors,
          test_discovery_switch,

@@ -14,8 +14,9 @@ import uuid
 class Resource:
     """One served resource: its URL segments and the kinds it lists and watches."""
 
-    def __init__(self, plural, kind, group, version, body_keys, bookmark_body):
-        self.plural = plural
+    def __init__(self, plural, kind, group, version, body_keys, bookmark_body, url_plural=None):
+        self.plural = plural  # the store's key for the resource (unique)
+        self.url_plural = url_plural or plural  # its last URL segment
         self.kind = kind
         self.group = group  # "" for the core group
         self.version = version
@@ -38,7 +39,76 @@ RESOURCES = {
                                ["addressType", "endpoints", "ports"],
                                {"addressType": "", "endpoints": None, "ports": None}),
 }
-RESOURCE_BY_KIND = {r.kind: r for r in RESOURCES.values()}
+# CRDs of the multicluster zones. Two groups call their kind ServiceImport, so these are
+# found by kind and apiVersion (resource_for). A CRD stays served unless the fake was
+# started with --crd-absent GROUP or POST /control/crd took it away. Each is served at one
+# version (MCS: v1alpha1; its v1beta1 path answers 404, as on a cluster without that
+# version). Bookmarks of custom resources carry only kind, apiVersion and metadata.
+for _group, _version in (("multicluster.x-k8s.io", "v1alpha1"),
+                         ("networking.kubeslice.io", "v1beta1"), ("mesh.avesha.io", "v1beta1")):
+    RESOURCES["serviceimports." + _group] = Resource(
+        "serviceimports." + _group, "ServiceImport", _group, _version, ["spec", "status"], {},
+        url_plural="serviceimports")
+CRD_GROUPS = ("multicluster.x-k8s.io", "networking.kubeslice.io", "mesh.avesha.io")
+RESOURCE_BY_KIND = {r.kind: r for r in RESOURCES.values() if r.kind != "ServiceImport"}
+
+
+def resource_for(kind, api_version=None):
+    """The Resource of an object's kind and apiVersion, or None."""
+    if kind != "ServiceImport":
+        return RESOURCE_BY_KIND.get(kind)
+    group = (api_version or "").split("/")[0] if "/" in (api_version or "") else ""
+    return RESOURCES.get("serviceimports." + group)
+
+
+def resource_at(api_prefix, url_plural):
+    """The Resource served at /<api_prefix>/<url_plural> ("apis/discovery.k8s.io/v1",
+    "endpointslices"), or None."""
+    for res in RESOURCES.values():
+        if res.url_plural == url_plural and res.prefix() == "/" + api_prefix:
+            return res
+    return None
+
+
+def _selector_terms(selector):
+    """[(key, op, value)] of a labelSelector: "k", "!k", "k=v", "k==v", "k!=v", comma-joined."""
+    terms = []
+    for part in (selector or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if part.startswith("!"):
+            terms.append((part[1:].strip(), "absent", None))
+        elif "!=" in part:
+            k, v = part.split("!=", 1)
+            terms.append((k.strip(), "!=", v.strip()))
+        elif "=" in part:
+            k, v = part.split("==", 1) if "==" in part else part.split("=", 1)
+            terms.append((k.strip(), "=", v.strip()))
+        else:
+            terms.append((part, "exists", None))
+    return terms
+
+
+def selector_matcher(selector):
+    """A function obj -> bool for a labelSelector (None or "" matches everything)."""
+    terms = _selector_terms(selector)
+    if not terms:
+        return lambda obj: True
+
+    def match(obj):
+        labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+        for key, op, value in terms:
+            if op == "exists" and key not in labels:
+                return False
+            if op == "absent" and key in labels:
+                return False
+            if op == "=" and labels.get(key) != value:
+                return False
+            if op == "!=" and labels.get(key) == value:
+                return False
+        return True
+    return match
 
 # Go struct field order (k8s.io/api), used to order keys the way the real server does.
 META_ORDER = ["name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
@@ -235,8 +305,8 @@ def status_not_found_object(res, name):
     details = {"name": name}
     if res.group:
         details["group"] = res.group
-    details["kind"] = res.plural
-    return status(404, f'{res.plural} "{name}" not found', "NotFound", details)
+    details["kind"] = res.url_plural
+    return status(404, f'{res.url_plural} "{name}" not found', "NotFound", details)
 
 
 def status_too_old_watch(rv, oldest):

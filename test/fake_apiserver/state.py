@@ -45,6 +45,7 @@ class State:
         self.default_watch_timeout_s = default_watch_timeout_s
         self.too_large_wait_s = too_large_wait_s
         self.slices_served = slices_served
+        self.crds_absent = set()  # CRD groups not installed: their paths answer 404
         self.down_until = 0.0
         self.churn = None  # the running or last generate.Churn
         self.watches = {}
@@ -107,6 +108,7 @@ class State:
             "faults": self.faults.describe(),
             "store": self.store.describe(),
             "slices_served": self.slices_served,
+            "crds_absent": sorted(self.crds_absent),
             "tokens": len(self.tokens),
             "bookmark_interval_s": self.bookmark_interval_s,
         }

@@ -113,9 +113,9 @@ class Store:
 
     def apply(self, obj):
         """Creates or replaces an object. Returns the Event, or None for a no-op update."""
-        res = shapes.RESOURCE_BY_KIND.get(obj.get("kind"))
+        res = shapes.resource_for(obj.get("kind"), obj.get("apiVersion"))
         if res is None:
-            raise ValueError(f"unsupported kind {obj.get('kind')!r}")
+            raise ValueError(f"unsupported kind {obj.get('kind')!r} ({obj.get('apiVersion')!r})")
         if not (obj.get("metadata") or {}).get("name"):
             raise ValueError("object has no metadata.name")
         key = key_of(obj)
@@ -133,9 +133,10 @@ class Store:
         return self._record(res, Event(self.revision, "MODIFIED" if old else "ADDED", key,
                                        new, old))
 
-    def delete(self, kind, namespace, name):
-        """Deletes an object. Returns the DELETED Event, or None when it did not exist."""
-        res = shapes.RESOURCE_BY_KIND.get(kind)
+    def delete(self, kind, namespace, name, api_version=None):
+        """Deletes an object. Returns the DELETED Event, or None when it did not exist.
+        `api_version` tells the ServiceImport kinds apart."""
+        res = shapes.resource_for(kind, api_version)
         if res is None:
             raise ValueError(f"unsupported kind {kind!r}")
         key = f"{namespace or 'default'}/{name}"

@@ -1,8 +1,9 @@
 // Fuzzes the Kubernetes API decoders with arbitrary bytes: the List decoder, the watch-event
 // decoder (with and without an expected kind), the Status and /version decoders, and a
 // watch stream split on newlines. None may crash, and what they return must be consistent:
-// a failure has a one-line message, a success has no error text, and every decoded
-// endpoint address has its slice's family. In ordinary builds this file is replayed over
+// a failure has a one-line message, a success has no error text, every decoded endpoint
+// address has its slice's family, a headless ServiceImport has no IPs, and a kubeslice
+// name is lower case without a trailing dot. In ordinary builds this file is replayed over
 // test/fuzz/corpus/k8s_decode/.
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +38,31 @@ void CheckService(const Service& service) {
   }
 }
 
+void CheckImport(const ServiceImport& import) {
+  if (import.meta.name.empty() || import.meta.ns.empty()) __builtin_trap();
+  if (import.type == ServiceImportType::kHeadless && !import.ips.empty()) __builtin_trap();
+  for (const ServicePort& port : import.ports) {
+    if (port.port == 0) __builtin_trap();
+  }
+}
+
+void CheckName(const std::string& name) {
+  if (!name.empty() && name.back() == '.') __builtin_trap();
+  for (char c : name) {
+    if (c >= 'A' && c <= 'Z') __builtin_trap();
+  }
+}
+
+void CheckKubesliceImport(const KubesliceServiceImport& import) {
+  if (import.meta.name.empty() || import.meta.ns.empty()) __builtin_trap();
+  CheckName(import.dns_name);
+  for (const std::string& alias : import.aliases) {
+    if (alias.empty()) __builtin_trap();
+    CheckName(alias);
+  }
+  for (const KubesliceEndpoint& endpoint : import.endpoints) CheckName(endpoint.dns_name);
+}
+
 template <typename T>
 void CheckResult(const Result<T>& result) {
   if (result.ok()) {
@@ -62,6 +88,10 @@ void CheckEvent(const Result<WatchEvent>& event) {
   }
   if (const auto* slice = std::get_if<EndpointSlice>(&event->object)) CheckSlice(*slice);
   if (const auto* service = std::get_if<Service>(&event->object)) CheckService(*service);
+  if (const auto* import = std::get_if<ServiceImport>(&event->object)) CheckImport(*import);
+  if (const auto* import = std::get_if<KubesliceServiceImport>(&event->object)) {
+    CheckKubesliceImport(*import);
+  }
 }
 
 }  // namespace
@@ -78,10 +108,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const Endpoints& endpoints : list->endpoints) {
       for (const EndpointSlice& slice : endpoints.slices) CheckSlice(slice);
     }
+    for (const ServiceImport& import : list->service_imports) CheckImport(import);
+    for (const KubesliceServiceImport& import : list->kubeslice_service_imports) {
+      CheckKubesliceImport(import);
+    }
   }
 
   CheckEvent(DecodeWatchEvent(text));
   CheckEvent(DecodeWatchEvent(text, Kind::kEndpointSlice));
+  CheckEvent(DecodeWatchEvent(text, Kind::kServiceImport));
+  CheckEvent(DecodeWatchEvent(text, Kind::kKubesliceServiceImport));
   CheckResult(DecodeStatus(text));
   CheckResult(DecodeVersion(text));
 

@@ -1,5 +1,6 @@
 // Arbitrary packets into kubedns's query handler (Answerer::Answer) over UDP and TCP,
-// against the conformance cluster. Never a crash; the result is a drop (nothing written) or
+// against the conformance cluster and the multicluster conformance objects (both
+// multicluster zones on). Never a crash; the result is a drop (nothing written) or
 // a well-formed response: it parses, has QR set, echoes the ID, fits the transport's limit,
 // and counts no more than it holds.
 #include <cstddef>
@@ -20,15 +21,25 @@ namespace {
 
 const kdns::kubedns::Snapshot& Cluster() {
   static const std::shared_ptr<const kdns::kubedns::Snapshot> snapshot = [] {
-    std::ifstream in("test/conformance/objects.json");
-    std::stringstream text;
-    text << in.rdbuf();
-    auto list = kdns::k8s::DecodeList(text.str());
-    if (!list.ok()) __builtin_trap();  // run from the repository root
+    auto load = [](const char* path) {
+      std::ifstream in(path);
+      std::stringstream text;
+      text << in.rdbuf();
+      auto list = kdns::k8s::DecodeList(text.str());
+      if (!list.ok()) __builtin_trap();  // run from the repository root
+      return std::move(list).value();
+    };
+    auto list = load("test/conformance/objects.json");
+    auto multicluster = load("test/conformance/multicluster_objects.json");
+    list.endpoint_slices.insert(list.endpoint_slices.end(), multicluster.endpoint_slices.begin(),
+                                multicluster.endpoint_slices.end());
     kdns::kubedns::RecordTreeWriter writer;
-    writer.ReplaceAll(
-        {list.value().services, list.value().endpoint_slices, list.value().endpoints});
+    writer.multicluster().SetKubesliceZone("slice.local");
+    writer.ReplaceAll({list.services, list.endpoint_slices, list.endpoints,
+                       multicluster.service_imports, multicluster.kubeslice_service_imports});
     writer.MarkSynced();
+    writer.multicluster().MarkMcsSynced();
+    writer.multicluster().MarkKubesliceSynced();
     return writer.Publish();
   }();
   return *snapshot;
@@ -38,6 +49,8 @@ const kdns::kubedns::Answerer& TheAnswerer() {
   static const kdns::kubedns::Answerer answerer([] {
     kdns::kubedns::AnswerConfig config;
     config.zone = *kdns::dns::Name::FromText("cluster.local.");
+    config.multicluster_zone = kdns::dns::Name::FromText("clusterset.local.");
+    config.kubeslice_zone = kdns::dns::Name::FromText("slice.local.");
     return config;
   }());
   return answerer;

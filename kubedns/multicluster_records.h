@@ -1,0 +1,191 @@
+// The records of the two multicluster zones (DESIGN.md section 8), as immutable snapshots
+// beside the cluster zone's record tree (record_tree.h holds one MulticlusterSnapshot per
+// Snapshot, so a DNS thread reads all zones from one snapshot):
+//
+//   MCS (KEP-1645), zone clusterset.local.: one McsImportRecords per ServiceImport
+//     (namespace/name), derived from the import and the EndpointSlices labelled
+//     multicluster.kubernetes.io/service-name=<name> in its namespace. Only ready endpoints
+//     are served (the spec names no publishNotReadyAddresses for imports). An endpoint is
+//     named by its hostname, else its dashed IP (as in the cluster zone), under the cluster
+//     id of its slice's multicluster.kubernetes.io/source-cluster label; a slice without that
+//     label (or with one that is not a single DNS label) cannot be named and is ignored
+//     (counted in stats().unnamed_slices).
+//   kubeslice, zone slice.local.: a map from each lower-case name (spec.dnsName,
+//     spec.aliases[], status.endpoints[].dnsName, without the trailing dot) to its IPs.
+//     Names outside the zone are ignored. The parents of these names inside the zone are
+//     kept as empty non-terminals (RFC 8020: they exist, so NODATA, not NXDOMAIN).
+//
+// MulticlusterWriter lives on the source thread with the RecordTreeWriter, which owns it.
+// MCS changes rebuild only the import concerned; kubeslice imports are few (one per
+// exported service of a slice), and a change rebuilds that zone's name map.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/base/ip_address.h"
+#include "common/base/persistent_map.h"
+#include "common/k8s/objects.h"
+
+namespace kdns::kubedns {
+
+enum class MulticlusterZone : uint8_t { kMcs, kKubeslice };
+
+// The parts of an MCS EndpointSlice that DNS uses.
+struct McsSliceInfo {
+  struct Address {
+    IpAddress ip;
+    bool ready = true;
+    std::string hostname;
+    friend bool operator==(const Address&, const Address&) = default;
+  };
+  std::string cluster;  // the source-cluster label, lower case
+  std::vector<Address> addresses;
+  std::vector<k8s::EndpointPort> ports;
+
+  static McsSliceInfo FromSlice(const k8s::EndpointSlice& slice);
+  // The cluster id names one DNS label of host.cluster.svc.ns.svc.<zone> (KEP-1645's DNS
+  // specification): empty, longer than 63 bytes or dotted, it cannot, and the slice is left
+  // out.
+  bool nameable() const;
+  friend bool operator==(const McsSliceInfo&, const McsSliceInfo&) = default;
+};
+
+class McsImportRecords {
+ public:
+  struct Host {
+    std::string cluster;  // lower case
+    std::string label;    // lower case: the hostname or the dashed IP
+    IpAddress ip;
+  };
+  struct SrvTarget {
+    uint32_t host;  // index into hosts()
+    uint16_t port;
+  };
+  struct SrvSet {
+    std::string port_name;  // lower case, without the underscore
+    k8s::Protocol protocol;
+    uint16_t port = 0;               // ClusterSetIP: the import's port
+    std::vector<SrvTarget> targets;  // headless: one per host
+  };
+  using Slices = std::vector<std::pair<std::string, std::shared_ptr<const McsSliceInfo>>>;
+
+  // `import` may be null: slices can arrive before their import, and are kept until it
+  // comes (such records answer nothing).
+  McsImportRecords(std::shared_ptr<const k8s::ServiceImport> import, Slices slices);
+
+  const k8s::ServiceImport* import() const { return import_.get(); }
+  bool answerable() const { return import_ != nullptr; }
+  bool headless() const {
+    return import_ != nullptr && import_->type == k8s::ServiceImportType::kHeadless;
+  }
+  const Slices& slices() const { return slices_; }
+  // Ready endpoints of every cluster, sorted by (cluster, label, ip), distinct.
+  const std::vector<Host>& hosts() const { return hosts_; }
+  // The distinct addresses of hosts(), sorted: the bare name's headless answer.
+  const std::vector<IpAddress>& addresses() const { return addresses_; }
+  std::span<const Host> FindHosts(std::string_view cluster, std::string_view label) const;
+  bool HasCluster(std::string_view cluster) const;
+  const SrvSet* FindSrv(std::string_view port_name, std::string_view protocol) const;
+  bool HasSrvProtocol(std::string_view protocol) const;
+  uint64_t address_count() const;  // every endpoint address held in the slices
+
+ private:
+  std::shared_ptr<const k8s::ServiceImport> import_;
+  Slices slices_;  // sorted by slice name
+  std::vector<Host> hosts_;
+  std::vector<IpAddress> addresses_;
+  std::vector<SrvSet> srv_;
+};
+
+class MulticlusterSnapshot {
+ public:
+  using Imports = PersistentMap<std::string, std::shared_ptr<const McsImportRecords>,
+                                TransparentStringHash, std::equal_to<>>;
+  using Names = PersistentMap<std::string, std::shared_ptr<const std::vector<IpAddress>>,
+                              TransparentStringHash, std::equal_to<>>;
+
+  struct Stats {
+    uint64_t mcs_imports = 0;    // ServiceImports (multicluster.x-k8s.io)
+    uint64_t mcs_endpoints = 0;  // addresses held in MCS slices
+    uint64_t unnamed_slices = 0;
+    uint64_t kubeslice_imports = 0;
+    uint64_t kubeslice_endpoints = 0;  // status.endpoints[] with an IP
+  };
+
+  // The import namespace/name, or nullptr.
+  const McsImportRecords* FindImport(std::string_view ns, std::string_view name) const;
+  // True when an answerable import lives in `ns` (ns.svc.clusterset.local exists).
+  bool HasImportNamespace(std::string_view ns) const;
+  // A kubeslice name (lower case, relative to nothing: the full name without the trailing
+  // dot). nullptr: no such name; an empty vector: an empty non-terminal.
+  const std::vector<IpAddress>* FindKubesliceName(std::string_view name) const;
+
+  // A zone is synced once its source delivered a complete set (or found its API absent);
+  // until then its names are answered SERVFAIL.
+  bool mcs_synced() const { return mcs_synced_; }
+  bool kubeslice_synced() const { return kubeslice_synced_; }
+  const Stats& stats() const { return stats_; }
+  const Imports& imports() const { return imports_; }
+  const Names& kubeslice_names() const { return kubeslice_names_; }
+
+ private:
+  friend class MulticlusterWriter;
+  Imports imports_;
+  PersistentMap<std::string, uint32_t, TransparentStringHash, std::equal_to<>> namespaces_;
+  Names kubeslice_names_;
+  bool mcs_synced_ = false;
+  bool kubeslice_synced_ = false;
+  Stats stats_;
+};
+
+class MulticlusterWriter {
+ public:
+  // The kubeslice zone's name in lower case without the trailing dot ("slice.local"); empty
+  // (the default) when that zone is off. Names outside it are not kept. Set it before the
+  // first kubeslice import.
+  void SetKubesliceZone(std::string zone) { kubeslice_zone_ = std::move(zone); }
+
+  void UpsertServiceImport(const k8s::ServiceImport& import);
+  void DeleteServiceImport(std::string_view ns, std::string_view name);
+  void ReplaceServiceImports(const std::vector<k8s::ServiceImport>& imports);
+  // Slices without the multicluster service-name label are ignored here.
+  void UpsertSlice(const k8s::EndpointSlice& slice);
+  void DeleteSlice(std::string_view ns, std::string_view name);
+  void ReplaceSlices(const std::vector<k8s::EndpointSlice>& slices);
+
+  void UpsertKubesliceServiceImport(const k8s::KubesliceServiceImport& import);
+  void DeleteKubesliceServiceImport(std::string_view ns, std::string_view name);
+  void ReplaceKubesliceServiceImports(const std::vector<k8s::KubesliceServiceImport>& imports);
+
+  void MarkMcsSynced() { snapshot_.mcs_synced_ = true; }
+  void MarkKubesliceSynced() { snapshot_.kubeslice_synced_ = true; }
+
+  // The current state; cheap to copy (persistent maps).
+  const MulticlusterSnapshot& snapshot() const { return snapshot_; }
+
+ private:
+  struct SliceOwner {
+    std::string import;  // the import's name
+    std::string cluster;
+  };
+  void Rebuild(const std::string& ns, const std::string& name);
+  void RebuildKubesliceNames();
+
+  std::string kubeslice_zone_;
+  MulticlusterSnapshot snapshot_;
+  // Writer-side state (not published): imports and slices by "ns/name".
+  std::map<std::string, std::shared_ptr<const k8s::ServiceImport>> imports_;
+  std::map<std::string, std::shared_ptr<const McsSliceInfo>> slices_;
+  std::map<std::string, std::string> slice_import_;  // "ns/slice" → import name
+  std::map<std::string, k8s::KubesliceServiceImport> kubeslice_imports_;
+};
+
+}  // namespace kdns::kubedns

@@ -1,0 +1,368 @@
+#!/usr/bin/python3
+"""The multicluster zones end to end (DESIGN.md section 8): MCS ServiceImports under
+clusterset.local. and kubeslice ServiceImports under slice.local., from the real kubedns.
+
+Every case of test/conformance/multicluster_cases.json is asked with real dig and kdig
+against kubedns serving test/conformance/multicluster_objects.json from the objects file,
+and with dig against kubedns following the fake API server (test/fake_apiserver) loaded
+with the same objects, so both sources are held to the same answers. Through the fake: an
+import added, changed (an endpoint moving from one cluster to another) and deleted, timed
+against the same change to a Service (the figures are printed, not asserted); the MCS
+slice watch's label selector; a 410 re-list; and the CRDs missing at start (kubedns ready
+for the cluster zone, the zones answering NXDOMAIN, one log line each) and installed later.
+Closes with `N passed, M failed`.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import kubedns_api  # noqa: E402
+import kubedns_conformance_test as conformance  # noqa: E402
+import servers  # noqa: E402
+from kubedns_api import api_requests, expect, service  # noqa: E402
+
+ROOT = harness.ROOT
+CONFORMANCE = os.path.join(ROOT, "test", "conformance")
+MCS = "clusterset.local."
+KUBESLICE = "slice.local."
+MCS_GROUP = "multicluster.x-k8s.io"
+KUBESLICE_GROUP = "networking.kubeslice.io"
+MCS_IMPORTS = "/apis/multicluster.x-k8s.io/v1alpha1/serviceimports"
+
+
+def load_spec():
+    with open(os.path.join(CONFORMANCE, "multicluster_cases.json")) as f:
+        return json.load(f)
+
+
+def case_problems(port, spec, clients=("dig",), skip=()):
+    problems = []
+    for case in spec["cases"]:
+        if case["id"] in skip:
+            continue
+        for client in clients:
+            got, raw = conformance.ask(client, port, case)
+            for p in conformance.check(case, got, spec["ttl"]):
+                problems.append("%s (%s): %s" % (case["id"], client, p))
+    return problems
+
+
+def mcs_import(ns, name, ips=None, ports=(("http", 80),), headless=False):
+    spec = {"type": "Headless" if headless else "ClusterSetIP",
+            "ports": [{"name": n, "protocol": "TCP", "port": p} for n, p in ports]}
+    if ips:
+        spec["ips"] = list(ips)
+    return {"apiVersion": MCS_GROUP + "/v1alpha1", "kind": "ServiceImport",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def mcs_slice(ns, name, svc, cluster, ips, hostname=None):
+    endpoints = [{"addresses": [ip], "conditions": {"ready": True}} for ip in ips]
+    if hostname:
+        for e in endpoints:
+            e["hostname"] = hostname
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": name, "namespace": ns,
+                         "labels": {"multicluster.kubernetes.io/service-name": svc,
+                                    "multicluster.kubernetes.io/source-cluster": cluster}},
+            "addressType": "IPv4", "endpoints": endpoints,
+            "ports": [{"name": "http", "protocol": "TCP", "port": 8080}]}
+
+
+def slice_import(ns, name, dns_name, endpoints):
+    return {"apiVersion": KUBESLICE_GROUP + "/v1beta1", "kind": "ServiceImport",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"sliceName": "demo", "dnsName": dns_name},
+            "status": {"endpoints": [{"name": "e%d" % i, "ip": ip, "dnsName": d}
+                                     for i, (ip, d) in enumerate(endpoints)]}}
+
+
+def delete(fake, obj):
+    fake.control("/control/delete", {"kind": obj["kind"], "apiVersion": obj["apiVersion"],
+                                     "metadata": obj["metadata"]})
+
+
+def timed(dns, name, qtype, rcode, answers):
+    """Seconds until `name` answers as expected (polled every 5 ms), or None."""
+    def check():
+        got_rcode, got = kubedns_api.dig(dns, name, qtype)
+        return got_rcode == rcode and got == sorted(answers)
+    return harness.time_until(check, 15.0)
+
+
+# ---- the objects file ---------------------------------------------------------------------
+
+def test_objects_file_conformance(env):
+    spec = load_spec()
+    dns = servers.Kubedns(env["workdir"], "kubedns-file",
+                          "--objects-file=" + os.path.join(CONFORMANCE, spec["objects_file"]),
+                          "--domain=" + spec["zone"], *spec["flags"])
+    try:
+        return case_problems(dns.port, spec, ("dig", "kdig"))
+    finally:
+        dns.stop()
+
+
+def test_zones_off_are_forwarded_not_served(env):
+    """Without the flags kubedns does not own the zones: it forwards them (here to a dead
+    upstream, so SERVFAIL), never NXDOMAIN from itself."""
+    spec = load_spec()
+    dns = servers.Kubedns(env["workdir"], "kubedns-off",
+                          "--objects-file=" + os.path.join(CONFORMANCE, spec["objects_file"]),
+                          "--domain=" + spec["zone"], "--nameservers=127.0.0.1:9")
+    try:
+        problems = []
+        for name in ("web.shop.svc." + MCS, "iperf-server.iperf.svc." + KUBESLICE):
+            rcode, _ = kubedns_api.dig(dns, name, "A")
+            if rcode != "SERVFAIL":
+                problems.append("%s answered %s with the zone off" % (name, rcode))
+        return problems
+    finally:
+        dns.stop()
+
+
+def test_manifests_components(env):
+    """An overlay with both kustomize components renders (kubectl kustomize) to a kubedns
+    whose arguments pass its own --check-flags, cache routes for both zones, and read-only
+    RBAC for exactly the two API groups."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        raise harness.Skip("kubectl is not installed")
+    import yaml
+    overlay = os.path.join(env["workdir"], "overlay")
+    os.makedirs(overlay)
+    manifests = os.path.relpath(os.path.join(ROOT, "manifests"), overlay)
+    with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+        f.write("resources:\n  - %s\ncomponents:\n  - %s/components/multicluster\n"
+                "  - %s/components/kubeslice\n" % (manifests, manifests, manifests))
+    run = subprocess.run([kubectl, "kustomize", overlay], capture_output=True, text=True,
+                         timeout=120)
+    if run.returncode != 0:
+        return ["kubectl kustomize failed: " + run.stderr.strip()]
+    docs = [d for d in yaml.safe_load_all(run.stdout) if d]
+    p = []
+    deployment = next(d for d in docs if d["kind"] == "Deployment"
+                      and d["metadata"]["name"] == "kube-dns")
+    containers = {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}
+    kubedns_args = containers["kubedns"]["args"]
+    for flag in ("--multicluster-zone=" + MCS, "--kubeslice-zone=" + KUBESLICE):
+        if flag not in kubedns_args:
+            p.append("kubedns lacks %s" % flag)
+    check = subprocess.run([os.path.join(harness.BIN, "kubedns"), "--check-flags"] +
+                           [a for a in kubedns_args if "$(" not in a],
+                           capture_output=True, text=True, timeout=30)
+    if check.returncode != 0:
+        p.append("kubedns --check-flags refuses the rendered arguments: " + check.stderr)
+    cache_args = containers["dnsmasq"]["args"]
+    after = cache_args[cache_args.index("--") + 1:]
+    for route in ("--server=/clusterset.local/127.0.0.1#10053",
+                  "--server=/slice.local/127.0.0.1#10053"):
+        if route not in after:
+            p.append("the cache has no route %s" % route)
+    rules = {}
+    for d in docs:
+        if d["kind"] == "ClusterRole":
+            for rule in d.get("rules", []):
+                for group in rule["apiGroups"]:
+                    rules.setdefault(group, set()).update(
+                        (r, tuple(rule["verbs"])) for r in rule["resources"])
+    for group in (MCS_GROUP, KUBESLICE_GROUP, "mesh.avesha.io"):
+        if rules.get(group) != {("serviceimports", ("list", "watch"))}:
+            p.append("RBAC for %s: %s" % (group, rules.get(group)))
+    bindings = {d["roleRef"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding"}
+    for role in ("kdns:kube-dns-multicluster", "kdns:kube-dns-kubeslice"):
+        if role not in bindings:
+            p.append("no binding for %s" % role)
+    return p
+
+
+# ---- the fake API server ------------------------------------------------------------------
+
+def test_api_conformance(env):
+    fake, dns = env["fake"], env["dns"]
+    # A cluster serves one kubeslice group: this fake serves networking.kubeslice.io, so
+    # the mesh.avesha.io case is left to test_crds_missing_then_installed.
+    problems = case_problems(dns.port, load_spec(), skip=("K6-older-group",))
+    log = api_requests(fake)
+    selected = [e for e in log if e["path"] == "/apis/discovery.k8s.io/v1/endpointslices"
+                and e["query"].get("labelSelector") == "multicluster.kubernetes.io/service-name"]
+    if {e["verb"] for e in selected} != {"list", "watch"}:
+        problems.append("no LIST and WATCH of slices with the MCS label selector: %s" % log)
+    for path in (MCS_IMPORTS, "/apis/networking.kubeslice.io/v1beta1/serviceimports"):
+        if {e["verb"] for e in log if e["path"] == path} != {"list", "watch"}:
+            problems.append("no LIST and WATCH of %s" % path)
+    return problems
+
+
+def test_import_added_changed_deleted(env):
+    fake, dns = env["fake"], env["dns"]
+    p = []
+    ns = "life"
+    name = "api.%s.svc.%s" % (ns, MCS)
+    # A Service first, the baseline for "as fast as Services".
+    fake.control("/control/objects", service(ns, "base", "10.96.60.1"))
+    service_s = timed(dns, "base.%s.svc.cluster.local." % ns, "A", "NOERROR", ["10.96.60.1"])
+    fake.control("/control/objects", [mcs_import(ns, "api", headless=True),
+                                      mcs_slice(ns, "api-east", "api", "east", ["10.1.60.1"],
+                                                "api-0")])
+    import_s = timed(dns, name, "A", "NOERROR", ["10.1.60.1"])
+    if service_s is None or import_s is None:
+        p.append("never answered: service %s, import %s" % (service_s, import_s))
+    else:
+        print("    latency from the write to the answer: Service %.3f s, ServiceImport %.3f s"
+              % (service_s, import_s))
+    p.append(expect(dns, "api-0.east." + name, "A", "NOERROR", ["10.1.60.1"]))
+    # The endpoint moves from east to west.
+    fake.control("/control/objects", mcs_slice(ns, "api-west", "api", "west", ["10.2.60.1"],
+                                               "api-0"))
+    delete(fake, mcs_slice(ns, "api-east", "api", "east", []))
+    p.append(expect(dns, name, "A", "NOERROR", ["10.2.60.1"]))
+    p.append(expect(dns, "api-0.west." + name, "A", "NOERROR", ["10.2.60.1"]))
+    p.append(expect(dns, "api-0.east." + name, "A", "NXDOMAIN"))
+    p.append(expect(dns, "east." + name, "A", "NXDOMAIN"))
+    # Headless to ClusterSetIP, then deleted.
+    fake.control("/control/objects", mcs_import(ns, "api", ["10.42.60.1"]))
+    p.append(expect(dns, name, "A", "NOERROR", ["10.42.60.1"]))
+    p.append(expect(dns, "_http._tcp." + name, "SRV", "NOERROR", ["10 100 80 " + name]))
+    delete(fake, mcs_import(ns, "api"))
+    p.append(expect(dns, name, "A", "NXDOMAIN"))
+    p.append(expect(dns, "%s.svc.%s" % (ns, MCS), "A", "NXDOMAIN"))
+    # kubeslice: added, an endpoint added, deleted.
+    ks = "app.%s.svc.%s" % (ns, KUBESLICE)
+    obj = slice_import(ns, "app", ks, [("10.3.60.1", "a.w1." + ks)])
+    fake.control("/control/objects", obj)
+    p.append(expect(dns, ks, "A", "NOERROR", ["10.3.60.1"]))
+    obj = slice_import(ns, "app", ks, [("10.3.60.1", "a.w1." + ks), ("10.3.60.2", "b.w2." + ks)])
+    fake.control("/control/objects", obj)
+    p.append(expect(dns, ks, "A", "NOERROR", ["10.3.60.1", "10.3.60.2"]))
+    p.append(expect(dns, "b.w2." + ks, "A", "NOERROR", ["10.3.60.2"]))
+    delete(fake, obj)
+    p.append(expect(dns, ks, "A", "NXDOMAIN"))
+    return [x for x in p if x]
+
+
+def test_expired_watch_relists_imports(env):
+    """History forgotten and watches cut (an apiserver restart): the resumed watches get
+    410, and kubedns re-LISTs the imports; an import deleted while no watch could see it
+    is gone after the re-LIST."""
+    fake, dns = env["fake"], env["dns"]
+    series = 'kdns_kubedns_api_relists_total{resource="serviceimports"}'
+    before = dns.metric(series)
+    since = fake.control("/control/requests")["requests"][-1]["seq"]
+    fake.control("/control/objects", mcs_import("relist", "old", ["10.42.70.2"]))
+    p = [expect(dns, "old.relist.svc." + MCS, "A", "NOERROR", ["10.42.70.2"])]
+    fake.control("/control/restart", {"silence_s": 0, "down_s": 0})
+    fake.control("/control/objects", mcs_import("relist", "svc", ["10.42.70.1"]))
+    p.append(expect(dns, "svc.relist.svc." + MCS, "A", "NOERROR", ["10.42.70.1"], 20))
+    if dns.metric(series) <= before:
+        p.append("%s did not grow after a 410" % series)
+    relists = [e for e in api_requests(fake, since)
+               if e["path"] == MCS_IMPORTS and e["verb"] == "list"]
+    if not relists:
+        p.append("no re-LIST of serviceimports in the request log")
+    fake.control("/control/compact", {})
+    delete(fake, mcs_import("relist", "old"))
+    fake.control("/control/fault/drop", {"now": True})
+    p.append(expect(dns, "old.relist.svc." + MCS, "A", "NXDOMAIN", None, 20))
+    return [x for x in p if x]
+
+
+def test_crds_missing_then_installed(env):
+    """Without the CRDs kubedns is ready for the cluster zone, the zones answer NXDOMAIN
+    (nothing is imported), the absence is logged once per resource, and installing a CRD
+    brings its imports without a restart."""
+    workdir = os.path.join(env["workdir"], "crd")
+    fake = servers.FakeApiserver(
+        os.path.join(workdir, "fake"), "--objects",
+        os.path.join(CONFORMANCE, "multicluster_objects.json"), "--bookmark-interval", "0.5",
+        "--crd-absent", MCS_GROUP, "--crd-absent", KUBESLICE_GROUP,
+        "--crd-absent", "mesh.avesha.io")
+    dns = None
+    try:
+        dns = kubedns_api.Kubedns(workdir, fake.info["kubeconfig"], "kubedns-crd",
+                                  "--multicluster-zone=" + MCS, "--kubeslice-zone=" + KUBESLICE)
+        p = []
+        if not harness.wait_until(dns.ready, 30):
+            return ["not ready without the CRDs: " + dns.log()[-2000:]]
+        p.append(expect(dns, "web.shop.svc.cluster.local.", "A", "NOERROR", ["10.96.7.7"]))
+        p.append(expect(dns, "web.shop.svc." + MCS, "A", "NXDOMAIN"))
+        p.append(expect(dns, "iperf-server.iperf.svc." + KUBESLICE, "A", "NXDOMAIN"))
+        # Let several retries pass (--api-backoff-max=1s): still one line per resource.
+        harness.wait_until(lambda: len([e for e in api_requests(fake)
+                                        if "serviceimports" in e["path"]]) >= 6, 15)
+        for what in ("serviceimports", "kubeslice_serviceimports"):
+            lines = [line for line in dns.log().splitlines()
+                     if "does not serve " + what + " " in line]
+            if len(lines) != 1:
+                p.append("%d log lines about %s missing, want 1" % (len(lines), what))
+        fake.control("/control/crd", {"group": MCS_GROUP, "installed": True})
+        p.append(expect(dns, "web.shop.svc." + MCS, "A", "NOERROR", ["10.42.0.10"], 20))
+        p.append(expect(dns, "db-0.west.db.shop.svc." + MCS, "A", "NOERROR", ["10.2.0.5"]))
+        fake.control("/control/crd", {"group": "mesh.avesha.io", "installed": True})
+        p.append(expect(dns, "legacy.old.svc." + KUBESLICE, "A", "NOERROR", ["10.9.9.9"], 20))
+        if dns.metric('kdns_kubedns_mcs_service_imports') != 4:
+            p.append("kdns_kubedns_mcs_service_imports %s, want 4"
+                     % dns.metric("kdns_kubedns_mcs_service_imports"))
+        return [x for x in p if x]
+    finally:
+        if dns:
+            dns.stop()
+        fake.stop()
+
+
+def main():
+    workdir = tempfile.mkdtemp(prefix="kdns-multicluster-e2e-")
+    passed = failed = 0
+    fake = dns = None
+    try:
+        env = {"workdir": workdir}
+        p, f = harness.run_tests([test_objects_file_conformance,
+                                  test_zones_off_are_forwarded_not_served,
+                                  test_manifests_components,
+                                  test_crds_missing_then_installed], env)
+        passed, failed = passed + p, failed + f
+        fake = servers.FakeApiserver(
+            os.path.join(workdir, "fake"), "--objects",
+            os.path.join(CONFORMANCE, "multicluster_objects.json"), "--bookmark-interval", "0.5",
+            "--history-size", "50", "--crd-absent", "mesh.avesha.io")
+        dns = kubedns_api.Kubedns(workdir, fake.info["kubeconfig"], "kubedns",
+                                  "--multicluster-zone=" + MCS, "--kubeslice-zone=" + KUBESLICE)
+        if not harness.wait_until(dns.ready, 30):
+            raise RuntimeError("kubedns never became ready: " + dns.log()[-2000:])
+        env.update({"fake": fake, "dns": dns})
+        # The zones sync on their own: wait for one name of each before the cases.
+        for name in ("web.shop.svc." + MCS, "iperf-server.iperf.svc." + KUBESLICE):
+            problem = expect(dns, name, "A", "NOERROR", timeout=20)
+            if problem:
+                raise RuntimeError(problem)
+        p, f = harness.run_tests([test_api_conformance, test_import_added_changed_deleted,
+                                  test_expired_watch_relists_imports], env,
+                                 after_each=lambda: fake.control("/control/fault/clear", {}))
+        passed, failed = passed + p, failed + f
+    except Exception:
+        traceback.print_exc()
+        failed += 1
+    finally:
+        if dns:
+            dns.stop()
+            if failed:
+                print("--- kubedns log (tail) ---")
+                print(dns.log()[-4000:])
+        if fake:
+            fake.stop()
+        if failed and os.environ.get("KDNS_KEEP_TMP"):
+            print("kept " + workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return harness.finish(passed, failed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
