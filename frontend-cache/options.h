@@ -15,8 +15,8 @@
 #include "common/base/ip_address.h"
 #include "common/dns/name.h"
 #include "common/server/loop_server.h"
-#include "common/server/rate_limits.h"
 #include "common/server/query_log.h"
+#include "common/server/rate_limits.h"
 #include "common/upstream/upstream_address.h"
 #include "frontend-cache/cache.h"
 

@@ -1,8 +1,7 @@
 #include "common/server/client_limiter.h"
 
-#include <netinet/in.h>
-
 #include <glog/logging.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <array>
@@ -49,8 +48,7 @@ double PerSecond(uint32_t per_window) {
 
 ClientLimiter::ClientLimiter(const ClientLimitOptions& options)
     : options_(options),
-      emission_ns_(options.rate == 0 ? 0
-                                     : std::max<uint64_t>(1, 1'000'000'000ull / options.rate)),
+      emission_ns_(options.rate == 0 ? 0 : std::max<uint64_t>(1, 1'000'000'000ull / options.rate)),
       tolerance_ns_(emission_ns_ *
                     (std::max(options.burst == 0 ? options.rate : options.burst, uint32_t{1}) - 1)),
       shedding_enabled_(options.shed),
@@ -137,10 +135,9 @@ void ClientLimiter::Tick(uint64_t now_ns, Overload seen) {
                           ? Overload::kReceiveBacklog
                           : Overload::kNone;
   // From half full on, keep the median current for the budget's reserve (IsLight).
-  const size_t waiting_percent =
-      options_.waiting == nullptr || options_.waiting->max() == 0
-          ? 0
-          : options_.waiting->waiting() * 100 / options_.waiting->max();
+  const size_t waiting_percent = options_.waiting == nullptr || options_.waiting->max() == 0
+                                     ? 0
+                                     : options_.waiting->waiting() * 100 / options_.waiting->max();
   if (waiting_percent >= kWaitingOverloadPercent) overload = Overload::kWaitingQueries;
   const uint32_t cap = shed_cap_.load(std::memory_order_relaxed);
   if (overload == Overload::kNone && waiting_percent < 50) {
@@ -164,7 +161,8 @@ void ClientLimiter::Tick(uint64_t now_ns, Overload seen) {
 
 void ClientLimiter::RaiseCap(uint32_t cap, uint64_t now_ns) {
   // Quiet for a second: let the heavy clients back in, a half more per tick.
-  if (cap == kNotShedding || now_ns < last_overload_ns_.load(std::memory_order_relaxed) + 10 * kTickNs) {
+  if (cap == kNotShedding ||
+      now_ns < last_overload_ns_.load(std::memory_order_relaxed) + 10 * kTickNs) {
     return;
   }
   const uint64_t raised = uint64_t{cap} + cap / 2 + 1;
@@ -251,9 +249,9 @@ std::vector<ClientLimiter::TopClient> ClientLimiter::Top(size_t count, uint64_t 
     std::optional<IpAddress> address;
     if ((meta >> 8) == 4) {
       const auto v4 = static_cast<uint32_t>(slot.key_high.load(std::memory_order_relaxed));
-      const std::array<uint8_t, 4> bytes = {static_cast<uint8_t>(v4 >> 24),
-                                            static_cast<uint8_t>(v4 >> 16),
-                                            static_cast<uint8_t>(v4 >> 8), static_cast<uint8_t>(v4)};
+      const std::array<uint8_t, 4> bytes = {
+          static_cast<uint8_t>(v4 >> 24), static_cast<uint8_t>(v4 >> 16),
+          static_cast<uint8_t>(v4 >> 8), static_cast<uint8_t>(v4)};
       address = IpAddress::FromBytes(bytes);
     } else {
       std::array<uint8_t, 16> bytes{};

@@ -1,7 +1,8 @@
 #include "common/server/client_limiter.h"
 
-// Before Catch, whose CHECK must win over glog's.
+// clang-format off: waiting_queries.h (which brings glog) before Catch, whose CHECK wins.
 #include "common/server/waiting_queries.h"
+// clang-format on
 
 #include <catch2/catch.hpp>
 #include <random>
@@ -175,12 +176,13 @@ std::vector<int> Run(ClientLimiter& limiter, const std::vector<loop::SocketAddre
     const uint64_t start = *now;
     for (size_t c = 0; c < clients.size(); ++c) {
       for (int q = 0; q < per_window[c]; ++q) {
-        const uint64_t at = start + kWindow * static_cast<uint64_t>(q) /
-                                        static_cast<uint64_t>(per_window[c]);
+        const uint64_t at =
+            start + kWindow * static_cast<uint64_t>(q) / static_cast<uint64_t>(per_window[c]);
         passed[c] += limiter.Check(clients[c], at) == ClientVerdict::kPass;
       }
     }
-    for (uint64_t t = start; t < start + kWindow; t += ClientLimiter::kTickNs) limiter.Tick(t, seen);
+    for (uint64_t t = start; t < start + kWindow; t += ClientLimiter::kTickNs)
+      limiter.Tick(t, seen);
     *now = start + kWindow;
   }
   return passed;
@@ -200,9 +202,9 @@ TEST_CASE("under overload the heaviest are shed first and the light keep everyth
           "[client_limit]") {
   ClientLimiter limiter(ShedOnly());
   uint64_t now = kSecond;
-  const std::vector<loop::SocketAddress> clients = {
-      Client("10.0.0.1"), Client("10.0.0.2"), Client("10.0.0.3"), Client("10.0.0.4"),
-      Client("10.0.0.5")};
+  const std::vector<loop::SocketAddress> clients = {Client("10.0.0.1"), Client("10.0.0.2"),
+                                                    Client("10.0.0.3"), Client("10.0.0.4"),
+                                                    Client("10.0.0.5")};
   const std::vector<int> load = {4000, 1000, 50, 40, 30};
   Run(limiter, clients, load, 2, Overload::kNone, &now);
   // Overloaded for a while: the cap falls, but never below the median client (50).
@@ -260,13 +262,15 @@ TEST_CASE("the waiting budget keeps its last tenth for light clients", "[client_
   const auto heavy = Client("10.0.0.1");
   const auto light = Client("10.0.0.2");
   // No rates looked at yet: everyone may take every slot.
-  for (int i = 0; i < 95; ++i) REQUIRE(budget->TryTakeFor(heavy, now) == WaitingBudget::Take::kTaken);
+  for (int i = 0; i < 95; ++i)
+    REQUIRE(budget->TryTakeFor(heavy, now) == WaitingBudget::Take::kTaken);
   budget->Give(95);
   Run(*limiter, {heavy, light, Client("10.0.0.3")}, {3000, 20, 10}, 2, Overload::kNone, &now);
   for (int i = 0; i < 60; ++i) REQUIRE(budget->TryTake());
   now += ClientLimiter::kTickNs;
   limiter->Tick(now, Overload::kNone);  // over half full: the median is looked at
-  for (int i = 0; i < 30; ++i) REQUIRE(budget->TryTakeFor(heavy, now) == WaitingBudget::Take::kTaken);
+  for (int i = 0; i < 30; ++i)
+    REQUIRE(budget->TryTakeFor(heavy, now) == WaitingBudget::Take::kTaken);
   // 90 taken: the rest is for the light.
   CHECK(budget->TryTakeFor(heavy, now) == WaitingBudget::Take::kReserved);
   for (int i = 0; i < 10; ++i) CHECK(budget->TryTakeFor(light, now) == WaitingBudget::Take::kTaken);
@@ -275,14 +279,16 @@ TEST_CASE("the waiting budget keeps its last tenth for light clients", "[client_
   budget->Give(100);
   // Without a limiter (or once it is gone) there is no reserve.
   limiter.reset();
-  for (int i = 0; i < 100; ++i) REQUIRE(budget->TryTakeFor(heavy, now) == WaitingBudget::Take::kTaken);
+  for (int i = 0; i < 100; ++i)
+    REQUIRE(budget->TryTakeFor(heavy, now) == WaitingBudget::Take::kTaken);
   budget->Give(100);
 }
 
 TEST_CASE("one client alone is never shed: there is no one to be fair to", "[client_limit]") {
   ClientLimiter limiter(ShedOnly());
   uint64_t now = kSecond;
-  const auto passed = Run(limiter, {Client("10.0.0.1")}, {3000}, 6, Overload::kReceiveBacklog, &now);
+  const auto passed =
+      Run(limiter, {Client("10.0.0.1")}, {3000}, 6, Overload::kReceiveBacklog, &now);
   CHECK(passed[0] == 6 * 3000);
   ClientLimitOptions off = ShedOnly();
   off.shed = false;

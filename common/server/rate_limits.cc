@@ -69,9 +69,10 @@ bool MakeRateLimits(const RateLimitFlags& flags, std::shared_ptr<WaitingBudget> 
 void RegisterRateLimitMetrics(metrics::Registry& registry, const RateLimits& limits) {
   std::shared_ptr<ClientLimiter> clients = limits.clients;
   std::shared_ptr<ResponseRateLimiter> responses = limits.responses;
-  registry.AddCallbackGauge("kdns_client_rate_tracked_clients",
-                            "Clients (address prefixes) the rate limiter and shedding track now.",
-                            [clients] { return clients ? static_cast<double>(clients->tracked()) : 0; });
+  registry.AddCallbackGauge(
+      "kdns_client_rate_tracked_clients",
+      "Clients (address prefixes) the rate limiter and shedding track now.",
+      [clients] { return clients ? static_cast<double>(clients->tracked()) : 0; });
   registry.AddCallbackGauge(
       "kdns_shed_cap_queries_per_second",
       "While shedding under overload, the rate above which a client's queries are shed; 0 "
@@ -111,7 +112,8 @@ http::Response TopClientsResponse(const ClientLimiter& clients, const http::Requ
                      ",\"shedding\":" + (cap == ClientLimiter::kNotShedding ? "false" : "true");
   if (cap != ClientLimiter::kNotShedding) {
     char rate[32];
-    std::snprintf(rate, sizeof(rate), "%.0f", cap * 1e9 / static_cast<double>(RateTable::kWindowNs));
+    std::snprintf(rate, sizeof(rate), "%.0f",
+                  cap * 1e9 / static_cast<double>(RateTable::kWindowNs));
     body += ",\"shed_above_qps\":" + std::string(rate) + ",\"shed_reason\":\"" +
             std::string(OverloadName(clients.shed_reason())) + "\"";
   }

@@ -41,7 +41,7 @@ struct RateLimitFlags {
 };
 
 struct RateLimits {
-  std::shared_ptr<ClientLimiter> clients;         // always made (shedding is always on)
+  std::shared_ptr<ClientLimiter> clients;          // always made (shedding is always on)
   std::shared_ptr<ResponseRateLimiter> responses;  // null when RRL is off
 };
 

@@ -128,7 +128,8 @@ size_t WriteTruncated(std::span<const uint8_t> message, std::span<uint8_t> out) 
   const size_t size = reader.offset();
   if (size > out.size()) return 0;
   // The first question is the message's first name: a pointer in it cannot be copied.
-  const std::span<const uint8_t> question = message.subspan(dns::kHeaderSize, size - dns::kHeaderSize);
+  const std::span<const uint8_t> question =
+      message.subspan(dns::kHeaderSize, size - dns::kHeaderSize);
   for (size_t i = 0; i < question.size() - 4;) {
     const uint8_t length = question[i];
     if ((length & 0xc0) != 0) return 0;

@@ -41,7 +41,12 @@ std::vector<uint8_t> Response(const std::string& name, dns::RrType type, dns::Rc
     soa.type = dns::RrType::kSoa;
     soa.ttl_s = 30;
     soa.rdata = dns::RdataSoa{*dns::Name::FromText("ns." + zone),
-                              *dns::Name::FromText("hostmaster." + zone), 1, 3600, 600, 86400, 30};
+                              *dns::Name::FromText("hostmaster." + zone),
+                              1,
+                              3600,
+                              600,
+                              86400,
+                              30};
     REQUIRE(builder.AddRecord(dns::Section::kAuthority, soa) == dns::BuildError::kOk);
   }
   const std::span<const uint8_t> message = builder.Finish();
@@ -51,7 +56,8 @@ std::vector<uint8_t> Response(const std::string& name, dns::RrType type, dns::Rc
 int Sent(ResponseRateLimiter& rrl, const loop::SocketAddress& client,
          const std::vector<uint8_t>& response, int count, uint64_t now) {
   int sent = 0;
-  for (int i = 0; i < count; ++i) sent += rrl.Check(client, response, now) == ResponseVerdict::kSend;
+  for (int i = 0; i < count; ++i)
+    sent += rrl.Check(client, response, now) == ResponseVerdict::kSend;
   return sent;
 }
 
@@ -73,9 +79,9 @@ TEST_CASE("responses are classified into BIND's buckets", "[rrl]") {
   CHECK(ClassifyResponse(Response("x2.y.example.com.", dns::RrType::kA, dns::Rcode::kNxDomain, 0),
                          &b) == ResponseKind::kNxDomain);
   CHECK(a == b);
-  CHECK(ClassifyResponse(Response("x.example.org.", dns::RrType::kA, dns::Rcode::kNxDomain, 0,
-                                  "example.org."),
-                         &b) == ResponseKind::kNxDomain);
+  CHECK(ClassifyResponse(
+            Response("x.example.org.", dns::RrType::kA, dns::Rcode::kNxDomain, 0, "example.org."),
+            &b) == ResponseKind::kNxDomain);
   CHECK(a != b);
   CHECK(ClassifyResponse(Response("x.example.com.", dns::RrType::kA, dns::Rcode::kServFail, 0),
                          &a) == ResponseKind::kError);
