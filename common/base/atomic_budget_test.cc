@@ -30,6 +30,7 @@ TEST_CASE("AtomicBudget is never over its maximum under threads", "[atomic_budge
   AtomicBudget budget(100);
   std::atomic<size_t> over{0};
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 20'000; ++i) {

@@ -116,7 +116,8 @@ TEST_CASE("A datagram the fast path declines reaches the loop with the note it l
       server_ptr->Send(Bytes("handed:" + Text(datagram)), peer, ctx);
     };
     std::string error;
-    REQUIRE(server->StartReceiverThread(std::move(calls), &error));
+    const bool started = server->StartReceiverThread(std::move(calls), &error);
+    REQUIRE(started);
     const SocketAddress server_address = server->GetLocalAddress();
 
     std::vector<Received> received;
@@ -139,7 +140,10 @@ TEST_CASE("A datagram the fast path declines reaches the loop with the note it l
     REQUIRE(handed_off.size() == static_cast<size_t>(kRounds * kPerRound));
     for (const std::string& entry : handed_off) {
       const std::string datagram = entry.substr(0, entry.find('='));
-      CHECK(entry == datagram + "=noted:" + datagram);
+      std::string expected = datagram;
+      expected += "=noted:";
+      expected += datagram;
+      CHECK(entry == expected);
     }
     for (const Received& r : received) {
       CHECK((r.text.starts_with("f") || r.text.starts_with("handed:q")));

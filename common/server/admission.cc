@@ -62,7 +62,8 @@ void Admit(std::span<const uint8_t> packet, dns::Transport transport, const Admi
   admission->reply_limit_bytes = ReplyLimit(query, transport);
   if (packet.size() < dns::kHeaderSize || query.header.qr) {
     admission->verdict = Verdict::kDrop;
-  } else if (error != dns::ParseError::kOk) {
+  } else if (error != dns::ParseError::kOk) {  // NOLINT(bugprone-branch-clone): the
+    // checks' order is the verdicts' precedence, so two of them give FORMERR apart.
     admission->verdict = Verdict::kFormErr;
   } else if (query.edns && query.edns->version != 0) {
     admission->verdict = Verdict::kBadVers;

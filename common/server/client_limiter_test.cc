@@ -75,6 +75,7 @@ TEST_CASE("every slip-th limited query is answered with TC", "[client_limit]") {
   const auto client = Client("10.0.0.1");
   CHECK(limiter.Check(client, kSecond) == ClientVerdict::kPass);
   std::vector<ClientVerdict> verdicts;
+  verdicts.reserve(6);
   for (int i = 0; i < 6; ++i) verdicts.push_back(limiter.Check(client, kSecond));
   const std::vector<ClientVerdict> expected = {ClientVerdict::kLimited, ClientVerdict::kLimited,
                                                ClientVerdict::kSlip,    ClientVerdict::kLimited,
@@ -151,6 +152,7 @@ TEST_CASE("threads share the limit without losing or inventing tokens", "[client
   const auto client = Client("10.0.0.1");
   std::atomic<int> passed{0};
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] { passed += Passed(limiter, client, 5000, kSecond); });
   }

@@ -31,7 +31,7 @@ std::string_view OverloadName(Overload overload) {
 
 }  // namespace
 
-bool MakeRateLimits(const RateLimitFlags& flags, std::shared_ptr<WaitingBudget> waiting,
+bool MakeRateLimits(const RateLimitFlags& flags, const std::shared_ptr<WaitingBudget>& waiting,
                     RateLimits* out, std::string* error) {
   constexpr int64_t kMaxRate = 10'000'000;
   if (!InRange(flags.client_rate_limit, 0, kMaxRate, "client-rate-limit", error) ||

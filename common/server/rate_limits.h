@@ -48,7 +48,7 @@ struct RateLimits {
 // Checks the flags and makes the limiters; `waiting` (optional) is the process's
 // waiting-query budget: its filling up is overload, and it keeps its last slots for the
 // clients the ClientLimiter calls light. False with a one-line *error naming the flag.
-bool MakeRateLimits(const RateLimitFlags& flags, std::shared_ptr<WaitingBudget> waiting,
+bool MakeRateLimits(const RateLimitFlags& flags, const std::shared_ptr<WaitingBudget>& waiting,
                     RateLimits* out, std::string* error);
 
 // kdns_client_rate_tracked_clients, kdns_client_rate_slipped_total, kdns_rrl_slipped_total
