@@ -430,7 +430,7 @@ TEST_CASE("A working set of --cache-size names is never evicted after the first 
 }
 
 // A reply of `count` AAAA records (about 28 bytes each).
-Reply Big(std::string name, int count) {
+Reply Big(const std::string& name, int count) {
   Reply big = Answer(name, {}, RrType::kAaaa);
   for (int i = 0; i < count; ++i) {
     big.answers.push_back(name + " 300 IN AAAA 2001:db8::" + std::to_string(i + 1));
