@@ -93,7 +93,12 @@ RateTable::Slot& ClientLimiter::SlotOf(const loop::SocketAddress& client, uint64
   return slot;
 }
 
-bool ClientLimiter::IsLight(const loop::SocketAddress& client, uint64_t now_ns) const {
+bool ClientLimiter::IsLight(const loop::SocketAddress& client, uint64_t now_ns) {
+  if (table_.capacity() != 0 &&
+      now_ns >= median_at_ns_.load(std::memory_order_relaxed) + kMedianAgeNs) {
+    std::unique_lock lock(scan_mutex_, std::try_to_lock);
+    if (lock.owns_lock()) ScanRates(now_ns);
+  }
   const uint32_t median = median_.load(std::memory_order_relaxed);
   if (median == 0 || table_.capacity() == 0 || !(client.is_v4() || client.is_v6()) ||
       Exempt(client)) {
@@ -201,6 +206,7 @@ void ClientLimiter::ScanRates(uint64_t now_ns) {
   // One client alone, or none: no one is heavier than the others.
   median_.store(rates.size() < 2 ? 0 : rates[rates.size() - 1 - (rates.size() - 1) / 2],
                 std::memory_order_relaxed);
+  median_at_ns_.store(now_ns, std::memory_order_relaxed);
 }
 
 uint32_t ClientLimiter::LowerCap(uint32_t cap) const {

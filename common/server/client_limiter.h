@@ -86,6 +86,7 @@ class ClientLimiter {
   // The heaviest clients are logged at most this often, when any was limited or shed.
   static constexpr uint64_t kLogIntervalNs = 10'000'000'000;
   static constexpr size_t kLoggedOffenders = 5;
+  static constexpr uint64_t kMedianAgeNs = 20'000'000;
 
   explicit ClientLimiter(const ClientLimitOptions& options);
   ClientLimiter(const ClientLimiter&) = delete;
@@ -103,9 +104,10 @@ class ClientLimiter {
   void Tick(uint64_t now_ns, Overload seen);
 
   // Whether `client` is not among the heaviest: exempt, unknown, or at most twice the
-  // median client's recent rate (as of the last tick that looked; with no look yet, every
-  // client is light). Read-only. WaitingBudget keeps its last slots for these.
-  bool IsLight(const loop::SocketAddress& client, uint64_t now_ns) const;
+  // median client's recent rate (with fewer than two clients, every client is light).
+  // WaitingBudget keeps its last slots for these. The median is looked at again when the
+  // last look is over kMedianAgeNs old: the budget can fill between two ticks.
+  bool IsLight(const loop::SocketAddress& client, uint64_t now_ns);
 
   // The cap on a client's arrivals per window while shedding, else kNotShedding.
   uint32_t shed_cap() const { return shed_cap_.load(std::memory_order_relaxed); }
@@ -165,7 +167,8 @@ class ClientLimiter {
   std::atomic<uint64_t> hits_at_last_log_{0};
   std::mutex scan_mutex_;  // guards scratch_
   std::vector<uint32_t> scratch_;
-  std::atomic<uint32_t> median_{0};  // arrivals per window; 0: not known
+  std::atomic<uint32_t> median_{0};        // arrivals per window; 0: not known
+  std::atomic<uint64_t> median_at_ns_{0};  // when ScanRates last set it
 };
 
 // --client-rate-exempt's value: comma-separated prefixes ("10.0.0.0/8,fd00::/8", a bare

@@ -8,7 +8,7 @@ namespace kdns::server {
 
 WaitingBudget::Take WaitingBudget::TryTakeFor(const loop::SocketAddress& client, uint64_t now_ns) {
   if (slots_.used() * 100 >= slots_.max() * (100 - kReservePercent)) {
-    if (std::shared_ptr<const ClientLimiter> limiter = limiter_.lock();
+    if (std::shared_ptr<ClientLimiter> limiter = limiter_.lock();
         limiter != nullptr && !limiter->IsLight(client, now_ns)) {
       return Take::kReserved;
     }

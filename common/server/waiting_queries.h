@@ -70,7 +70,7 @@ class WaitingBudget {
   // kReservePercent).
   [[nodiscard]] Take TryTakeFor(const loop::SocketAddress& client, uint64_t now_ns);
   // Who tells light clients from heavy ones; set before serving.
-  void KeepReserveFor(std::weak_ptr<const ClientLimiter> limiter) { limiter_ = std::move(limiter); }
+  void KeepReserveFor(std::weak_ptr<ClientLimiter> limiter) { limiter_ = std::move(limiter); }
   // Gives back `count` slots taken with TryTake.
   void Give(size_t count = 1);
 
@@ -79,7 +79,7 @@ class WaitingBudget {
 
  private:
   AtomicBudget slots_;
-  std::weak_ptr<const ClientLimiter> limiter_;
+  std::weak_ptr<ClientLimiter> limiter_;
 };
 
 template <class State>
