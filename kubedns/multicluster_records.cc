@@ -7,15 +7,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kubedns/object_key.h"
+
 namespace kdns::kubedns {
 namespace {
-
-std::string Key(std::string_view ns, std::string_view name) {
-  std::string key;
-  key.reserve(ns.size() + 1 + name.size());
-  key.append(ns).append("/").append(name);
-  return key;
-}
 
 std::string Lower(std::string_view text) {
   std::string out(text);
@@ -169,7 +164,7 @@ const std::vector<IpAddress>* MulticlusterSnapshot::FindKubesliceName(std::strin
 }
 
 void MulticlusterWriter::Rebuild(const std::string& ns, const std::string& name) {
-  const std::string key = Key(ns, name);
+  const std::string key = ObjectKey(ns, name);
   std::shared_ptr<const k8s::ServiceImport> import;
   if (auto it = imports_.find(key); it != imports_.end()) import = it->second;
   McsImportRecords::Slices slices;
@@ -203,7 +198,7 @@ void MulticlusterWriter::Rebuild(const std::string& ns, const std::string& name)
 }
 
 void MulticlusterWriter::UpsertServiceImport(const k8s::ServiceImport& import) {
-  const std::string key = Key(import.meta.ns, import.meta.name);
+  const std::string key = ObjectKey(import.meta.ns, import.meta.name);
   auto it = imports_.find(key);
   if (it != imports_.end() && it->second->type == import.type && it->second->ips == import.ips &&
       it->second->ports == import.ports) {
@@ -214,13 +209,13 @@ void MulticlusterWriter::UpsertServiceImport(const k8s::ServiceImport& import) {
 }
 
 void MulticlusterWriter::DeleteServiceImport(std::string_view ns, std::string_view name) {
-  if (imports_.erase(Key(ns, name)) == 0) return;
+  if (imports_.erase(ObjectKey(ns, name)) == 0) return;
   Rebuild(std::string(ns), std::string(name));
 }
 
 void MulticlusterWriter::ReplaceServiceImports(const std::vector<k8s::ServiceImport>& imports) {
   std::unordered_set<std::string> wanted;
-  for (const auto& import : imports) wanted.insert(Key(import.meta.ns, import.meta.name));
+  for (const auto& import : imports) wanted.insert(ObjectKey(import.meta.ns, import.meta.name));
   std::vector<std::pair<std::string, std::string>> gone;
   for (const auto& [key, import] : imports_) {
     if (!wanted.count(key)) gone.emplace_back(import->meta.ns, import->meta.name);
@@ -230,7 +225,7 @@ void MulticlusterWriter::ReplaceServiceImports(const std::vector<k8s::ServiceImp
 }
 
 void MulticlusterWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
-  const std::string key = Key(slice.meta.ns, slice.meta.name);
+  const std::string key = ObjectKey(slice.meta.ns, slice.meta.name);
   auto owner = slice_import_.find(key);
   std::string old_import = owner == slice_import_.end() ? std::string() : owner->second;
   if (slice.multicluster_service_name.empty()) {
@@ -255,7 +250,7 @@ void MulticlusterWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
 }
 
 void MulticlusterWriter::DeleteSlice(std::string_view ns, std::string_view name) {
-  const std::string key = Key(ns, name);
+  const std::string key = ObjectKey(ns, name);
   auto owner = slice_import_.find(key);
   if (owner == slice_import_.end()) return;
   const std::string import = owner->second;
@@ -269,7 +264,7 @@ void MulticlusterWriter::ReplaceSlices(const std::vector<k8s::EndpointSlice>& sl
   std::unordered_set<std::string> wanted;
   for (const auto& slice : slices) {
     if (!slice.multicluster_service_name.empty())
-      wanted.insert(Key(slice.meta.ns, slice.meta.name));
+      wanted.insert(ObjectKey(slice.meta.ns, slice.meta.name));
   }
   std::vector<std::string> gone;
   for (const auto& [key, import] : slice_import_) {
@@ -285,12 +280,12 @@ void MulticlusterWriter::ReplaceSlices(const std::vector<k8s::EndpointSlice>& sl
 }
 
 void MulticlusterWriter::UpsertKubesliceServiceImport(const k8s::KubesliceServiceImport& import) {
-  kubeslice_imports_[Key(import.meta.ns, import.meta.name)] = import;
+  kubeslice_imports_[ObjectKey(import.meta.ns, import.meta.name)] = import;
   RebuildKubesliceNames();
 }
 
 void MulticlusterWriter::DeleteKubesliceServiceImport(std::string_view ns, std::string_view name) {
-  if (kubeslice_imports_.erase(Key(ns, name)) == 0) return;
+  if (kubeslice_imports_.erase(ObjectKey(ns, name)) == 0) return;
   RebuildKubesliceNames();
 }
 
@@ -298,7 +293,7 @@ void MulticlusterWriter::ReplaceKubesliceServiceImports(
     const std::vector<k8s::KubesliceServiceImport>& imports) {
   kubeslice_imports_.clear();
   for (const auto& import : imports)
-    kubeslice_imports_[Key(import.meta.ns, import.meta.name)] = import;
+    kubeslice_imports_[ObjectKey(import.meta.ns, import.meta.name)] = import;
   RebuildKubesliceNames();
 }
 

@@ -6,16 +6,11 @@
 #include <unordered_set>
 #include <utility>
 
+#include "kubedns/object_key.h"
+
 namespace kdns::kubedns {
 
 namespace {
-
-std::string Key(std::string_view ns, std::string_view name) {
-  std::string key;
-  key.reserve(ns.size() + 1 + name.size());
-  key.append(ns).append("/").append(name);
-  return key;
-}
 
 // The pod index key: the namespace, '/', then the address's 4 or 16 network-order bytes (the
 // length tells the family). Written into `out`, which must hold ns.size() + 17 bytes;
@@ -208,7 +203,7 @@ void RecordTreeWriter::SetSlice(const std::string& ns, const std::string& servic
 }
 
 void RecordTreeWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
-  std::string key = Key(slice.meta.ns, slice.meta.name);
+  std::string key = ObjectKey(slice.meta.ns, slice.meta.name);
   auto owner = slice_owner_.find(key);
   if (owner != slice_owner_.end() && owner->second != slice.service_name) {
     SetSlice(slice.meta.ns, owner->second, slice.meta.name, nullptr);  // moved away
@@ -223,7 +218,7 @@ void RecordTreeWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
 }
 
 void RecordTreeWriter::DeleteSlice(std::string_view ns, std::string_view name) {
-  auto owner = slice_owner_.find(Key(ns, name));
+  auto owner = slice_owner_.find(ObjectKey(ns, name));
   if (owner == slice_owner_.end()) return;
   SetSlice(std::string(ns), owner->second, std::string(name), nullptr);
   slice_owner_.erase(owner);
@@ -236,11 +231,11 @@ void RecordTreeWriter::UpsertEndpoints(const k8s::Endpoints& endpoints) {
     UpsertSlice(slice);
     names.push_back(slice.meta.name);
   }
-  endpoints_slices_[Key(endpoints.meta.ns, endpoints.meta.name)] = std::move(names);
+  endpoints_slices_[ObjectKey(endpoints.meta.ns, endpoints.meta.name)] = std::move(names);
 }
 
 void RecordTreeWriter::DeleteEndpoints(std::string_view ns, std::string_view name) {
-  auto it = endpoints_slices_.find(Key(ns, name));
+  auto it = endpoints_slices_.find(ObjectKey(ns, name));
   if (it == endpoints_slices_.end()) return;
   for (const auto& slice : it->second) DeleteSlice(ns, slice);
   endpoints_slices_.erase(it);
@@ -265,7 +260,7 @@ void RecordTreeWriter::UpsertPod(const k8s::Pod& pod) {
     std::sort(ips.begin(), ips.end());
     ips.erase(std::unique(ips.begin(), ips.end()), ips.end());
   }
-  std::string key = Key(pod.meta.ns, pod.meta.name);
+  std::string key = ObjectKey(pod.meta.ns, pod.meta.name);
   auto it = pods_.find(key);
   if (it != pods_.end() && it->second == ips) return;  // the common status-only update
   // Count the new IPs before dropping the old ones, so an IP both have never reaches zero.
@@ -283,7 +278,7 @@ void RecordTreeWriter::UpsertPod(const k8s::Pod& pod) {
 }
 
 void RecordTreeWriter::DeletePod(std::string_view ns, std::string_view name) {
-  auto it = pods_.find(Key(ns, name));
+  auto it = pods_.find(ObjectKey(ns, name));
   if (it == pods_.end()) return;
   const std::string ns_string(ns);
   for (const auto& ip : it->second) CountPodIp(ns_string, ip, -1);
@@ -293,7 +288,7 @@ void RecordTreeWriter::DeletePod(std::string_view ns, std::string_view name) {
 void RecordTreeWriter::ReplacePods(const std::vector<k8s::Pod>& pods) {
   std::unordered_set<std::string> wanted;
   wanted.reserve(pods.size());
-  for (const auto& pod : pods) wanted.insert(Key(pod.meta.ns, pod.meta.name));
+  for (const auto& pod : pods) wanted.insert(ObjectKey(pod.meta.ns, pod.meta.name));
   std::vector<std::string> gone;
   for (const auto& [key, ips] : pods_) {
     if (!wanted.count(key)) gone.push_back(key);
@@ -331,13 +326,13 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
   endpoints_slices_.clear();
   auto add_slice = [&](const k8s::EndpointSlice& slice) {
     if (slice.service_name.empty()) return;
-    slice_owner_[Key(slice.meta.ns, slice.meta.name)] = slice.service_name;
+    slice_owner_[ObjectKey(slice.meta.ns, slice.meta.name)] = slice.service_name;
     pending[{slice.meta.ns, slice.service_name}].slices.emplace_back(
         slice.meta.name, std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice)));
   };
   for (const auto& slice : objects.slices) add_slice(slice);
   for (const auto& endpoints : objects.endpoints) {
-    auto& names = endpoints_slices_[Key(endpoints.meta.ns, endpoints.meta.name)];
+    auto& names = endpoints_slices_[ObjectKey(endpoints.meta.ns, endpoints.meta.name)];
     for (const auto& slice : endpoints.slices) {
       add_slice(slice);
       names.push_back(slice.meta.name);
@@ -386,11 +381,12 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
 
 void RecordTreeWriter::ReplaceServices(const std::vector<k8s::Service>& services) {
   std::unordered_map<std::string, const k8s::Service*> wanted;
-  for (const auto& service : services) wanted[Key(service.meta.ns, service.meta.name)] = &service;
+  for (const auto& service : services)
+    wanted[ObjectKey(service.meta.ns, service.meta.name)] = &service;
   std::vector<std::pair<std::string, std::string>> gone;
   namespaces_.ForEach([&](const std::string& ns, const auto& space) {
     space->services.ForEach([&](const std::string& name, const ServicePtr& records) {
-      if (records->answerable() && !wanted.count(Key(ns, name))) gone.emplace_back(ns, name);
+      if (records->answerable() && !wanted.count(ObjectKey(ns, name))) gone.emplace_back(ns, name);
     });
   });
   for (const auto& [ns, name] : gone) DeleteService(ns, name);
@@ -406,7 +402,7 @@ void RecordTreeWriter::ReplaceServices(const std::vector<k8s::Service>& services
 
 void RecordTreeWriter::ReplaceSlices(const std::vector<k8s::EndpointSlice>& slices) {
   std::unordered_map<std::string, const k8s::EndpointSlice*> wanted;
-  for (const auto& slice : slices) wanted[Key(slice.meta.ns, slice.meta.name)] = &slice;
+  for (const auto& slice : slices) wanted[ObjectKey(slice.meta.ns, slice.meta.name)] = &slice;
   std::vector<std::pair<std::string, std::string>> gone;
   for (const auto& [key, service] : slice_owner_) {
     if (wanted.count(key)) continue;
@@ -418,7 +414,7 @@ void RecordTreeWriter::ReplaceSlices(const std::vector<k8s::EndpointSlice>& slic
   }
   for (const auto& [ns, name] : gone) DeleteSlice(ns, name);
   for (const auto& slice : slices) {
-    auto owner = slice_owner_.find(Key(slice.meta.ns, slice.meta.name));
+    auto owner = slice_owner_.find(ObjectKey(slice.meta.ns, slice.meta.name));
     if (owner != slice_owner_.end() && owner->second == slice.service_name) {
       const ServiceRecords* records = Find(slice.meta.ns, slice.service_name);
       if (records != nullptr) {
@@ -433,7 +429,8 @@ void RecordTreeWriter::ReplaceSlices(const std::vector<k8s::EndpointSlice>& slic
 
 void RecordTreeWriter::ReplaceEndpoints(const std::vector<k8s::Endpoints>& endpoints) {
   std::unordered_map<std::string, const k8s::Endpoints*> wanted;
-  for (const auto& object : endpoints) wanted[Key(object.meta.ns, object.meta.name)] = &object;
+  for (const auto& object : endpoints)
+    wanted[ObjectKey(object.meta.ns, object.meta.name)] = &object;
   std::vector<std::string> gone;
   for (const auto& [key, names] : endpoints_slices_) {
     if (!wanted.count(key)) gone.push_back(key);
