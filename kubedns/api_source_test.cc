@@ -50,6 +50,12 @@ class RecordingSink final : public RecordSink {
     calls.push_back("ReplaceEndpoints " + std::to_string(new_endpoints.size()));
     endpoints = std::move(new_endpoints);
   }
+  void BeginList(RecordTreeWriter::ListKind kind) override {
+    calls.push_back("BeginList " + std::to_string(static_cast<int>(kind)));
+  }
+  void EndList(RecordTreeWriter::ListKind kind) override {
+    calls.push_back("EndList " + std::to_string(static_cast<int>(kind)));
+  }
   void UpsertService(const k8s::Service& service) override {
     calls.push_back("UpsertService " + Name(service.meta));
   }

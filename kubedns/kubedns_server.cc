@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <array>
 #include <chrono>
 #include <future>
 
@@ -81,29 +82,38 @@ class KubednsServer::Publisher final : public RecordSink {
     writer_.ReplaceEndpoints(endpoints);
     Publish();
   }
+  void BeginList(RecordTreeWriter::ListKind kind) override {
+    writer_.BeginList(kind);
+    listing_[static_cast<size_t>(kind)] = true;
+  }
+  void EndList(RecordTreeWriter::ListKind kind) override {
+    writer_.EndList(kind);
+    listing_[static_cast<size_t>(kind)] = false;
+    Publish();
+  }
   void UpsertService(const k8s::Service& service) override {
     writer_.UpsertService(service);
-    Publish();
+    PublishUnlessListing(RecordTreeWriter::ListKind::kServices);
   }
   void DeleteService(std::string_view ns, std::string_view name) override {
     writer_.DeleteService(ns, name);
-    Publish();
+    PublishUnlessListing(RecordTreeWriter::ListKind::kServices);
   }
   void UpsertSlice(const k8s::EndpointSlice& slice) override {
     writer_.UpsertSlice(slice);
-    Publish();
+    PublishUnlessListing(RecordTreeWriter::ListKind::kSlices);
   }
   void DeleteSlice(std::string_view ns, std::string_view name) override {
     writer_.DeleteSlice(ns, name);
-    Publish();
+    PublishUnlessListing(RecordTreeWriter::ListKind::kSlices);
   }
   void UpsertEndpoints(const k8s::Endpoints& endpoints) override {
     writer_.UpsertEndpoints(endpoints);
-    Publish();
+    PublishUnlessListing(RecordTreeWriter::ListKind::kEndpoints);
   }
   void DeleteEndpoints(std::string_view ns, std::string_view name) override {
     writer_.DeleteEndpoints(ns, name);
-    Publish();
+    PublishUnlessListing(RecordTreeWriter::ListKind::kEndpoints);
   }
   void ReplacePods(std::vector<k8s::Pod> pods) override {
     writer_.ReplacePods(pods);
@@ -111,11 +121,11 @@ class KubednsServer::Publisher final : public RecordSink {
   }
   void UpsertPod(const k8s::Pod& pod) override {
     writer_.UpsertPod(pod);
-    Publish();
+    PublishUnlessListing(RecordTreeWriter::ListKind::kPods);
   }
   void DeletePod(std::string_view ns, std::string_view name) override {
     writer_.DeletePod(ns, name);
-    Publish();
+    PublishUnlessListing(RecordTreeWriter::ListKind::kPods);
   }
   void ReplaceServiceImports(std::vector<k8s::ServiceImport> imports) override {
     writer_.multicluster().ReplaceServiceImports(imports);
@@ -175,9 +185,14 @@ class KubednsServer::Publisher final : public RecordSink {
     server_.snapshots_.Publish(writer_.Publish());
     server_.last_publish_unix_ms_ = UnixMs();
   }
+  // The items of a streamed list are published together at its EndList.
+  void PublishUnlessListing(RecordTreeWriter::ListKind kind) {
+    if (!listing_[static_cast<size_t>(kind)]) Publish();
+  }
 
   KubednsServer& server_;
   RecordTreeWriter writer_;
+  std::array<bool, 4> listing_{};  // by RecordTreeWriter::ListKind: a streamed list is open
 };
 
 // One per DNS thread: a DnsHandler, registered so that new routes can reach it.

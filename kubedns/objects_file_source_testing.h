@@ -58,6 +58,8 @@ class RecordingSink final : public RecordSink {
   void ReplaceEndpoints(std::vector<k8s::Endpoints>) override {
     calls.push_back("ReplaceEndpoints");
   }
+  void BeginList(RecordTreeWriter::ListKind) override { calls.push_back("BeginList"); }
+  void EndList(RecordTreeWriter::ListKind) override { calls.push_back("EndList"); }
   void UpsertService(const k8s::Service&) override { calls.push_back("UpsertService"); }
   void DeleteService(std::string_view, std::string_view) override {
     calls.push_back("DeleteService");

@@ -168,8 +168,12 @@ void RecordTreeWriter::Store(const std::string& ns, const std::string& name, Ser
 }
 
 void RecordTreeWriter::UpsertService(const k8s::Service& service) {
+  Listed(ListKind::kServices, ObjectKey(service.meta.ns, service.meta.name));
   auto info = std::make_shared<const ServiceInfo>(ServiceInfo::FromService(service));
   const ServiceRecords* old = Find(service.meta.ns, service.meta.name);
+  if (old != nullptr && old->service() != nullptr && *old->service() == *info) {
+    return;  // unchanged (a re-LIST, or a change of fields DNS does not use)
+  }
   Store(service.meta.ns, service.meta.name,
         old != nullptr
             ? old->WithService(std::move(info))
@@ -178,8 +182,9 @@ void RecordTreeWriter::UpsertService(const k8s::Service& service) {
 
 void RecordTreeWriter::DeleteService(std::string_view ns_view, std::string_view name_view) {
   std::string ns(ns_view), name(name_view);
+  Listed(ListKind::kServices, ObjectKey(ns, name));
   const ServiceRecords* old = Find(ns, name);
-  if (old == nullptr) return;
+  if (old == nullptr || old->service() == nullptr) return;
   // Its slices stay (they are deleted by their own events) until the service comes back.
   Store(ns, name, old->slices().empty() ? nullptr : old->WithService(nullptr));
 }
@@ -204,6 +209,7 @@ void RecordTreeWriter::SetSlice(const std::string& ns, const std::string& servic
 
 void RecordTreeWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
   std::string key = ObjectKey(slice.meta.ns, slice.meta.name);
+  Listed(ListKind::kSlices, key);
   auto owner = slice_owner_.find(key);
   if (owner != slice_owner_.end() && owner->second != slice.service_name) {
     SetSlice(slice.meta.ns, owner->second, slice.meta.name, nullptr);  // moved away
@@ -212,30 +218,55 @@ void RecordTreeWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
     slice_owner_.erase(key);
     return;
   }
+  auto info = std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice));
+  if (owner != slice_owner_.end() && owner->second == slice.service_name) {
+    const ServiceRecords* records = Find(slice.meta.ns, slice.service_name);
+    if (records != nullptr) {
+      auto it = std::find_if(records->slices().begin(), records->slices().end(),
+                             [&](const auto& entry) { return entry.first == slice.meta.name; });
+      if (it != records->slices().end() && *it->second == *info) return;  // unchanged
+    }
+  }
   slice_owner_[key] = slice.service_name;
-  SetSlice(slice.meta.ns, slice.service_name, slice.meta.name,
-           std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice)));
+  SetSlice(slice.meta.ns, slice.service_name, slice.meta.name, std::move(info));
 }
 
 void RecordTreeWriter::DeleteSlice(std::string_view ns, std::string_view name) {
-  auto owner = slice_owner_.find(ObjectKey(ns, name));
+  std::string key = ObjectKey(ns, name);
+  Listed(ListKind::kSlices, key);
+  auto owner = slice_owner_.find(key);
   if (owner == slice_owner_.end()) return;
   SetSlice(std::string(ns), owner->second, std::string(name), nullptr);
   slice_owner_.erase(owner);
 }
 
 void RecordTreeWriter::UpsertEndpoints(const k8s::Endpoints& endpoints) {
-  DeleteEndpoints(endpoints.meta.ns, endpoints.meta.name);
+  std::string key = ObjectKey(endpoints.meta.ns, endpoints.meta.name);
+  Listed(ListKind::kEndpoints, key);
   std::vector<std::string> names;
-  for (const auto& slice : endpoints.slices) {
-    UpsertSlice(slice);
-    names.push_back(slice.meta.name);
+  names.reserve(endpoints.slices.size());
+  for (const auto& slice : endpoints.slices) names.push_back(slice.meta.name);
+  // Remove the derived slices the object no longer has, then upsert the rest: unchanged
+  // subsets keep their records.
+  if (auto it = endpoints_slices_.find(key); it != endpoints_slices_.end()) {
+    for (const auto& old : it->second) {
+      if (std::find(names.begin(), names.end(), old) == names.end()) {
+        DeleteSlice(endpoints.meta.ns, old);
+      }
+    }
   }
-  endpoints_slices_[ObjectKey(endpoints.meta.ns, endpoints.meta.name)] = std::move(names);
+  for (const auto& slice : endpoints.slices) UpsertSlice(slice);
+  if (names.empty()) {
+    endpoints_slices_.erase(key);
+  } else {
+    endpoints_slices_[key] = std::move(names);
+  }
 }
 
 void RecordTreeWriter::DeleteEndpoints(std::string_view ns, std::string_view name) {
-  auto it = endpoints_slices_.find(ObjectKey(ns, name));
+  std::string key = ObjectKey(ns, name);
+  Listed(ListKind::kEndpoints, key);
+  auto it = endpoints_slices_.find(key);
   if (it == endpoints_slices_.end()) return;
   for (const auto& slice : it->second) DeleteSlice(ns, slice);
   endpoints_slices_.erase(it);
@@ -261,6 +292,7 @@ void RecordTreeWriter::UpsertPod(const k8s::Pod& pod) {
     ips.erase(std::unique(ips.begin(), ips.end()), ips.end());
   }
   std::string key = ObjectKey(pod.meta.ns, pod.meta.name);
+  Listed(ListKind::kPods, key);
   auto it = pods_.find(key);
   if (it != pods_.end() && it->second == ips) return;  // the common status-only update
   // Count the new IPs before dropping the old ones, so an IP both have never reaches zero.
@@ -278,7 +310,9 @@ void RecordTreeWriter::UpsertPod(const k8s::Pod& pod) {
 }
 
 void RecordTreeWriter::DeletePod(std::string_view ns, std::string_view name) {
-  auto it = pods_.find(ObjectKey(ns, name));
+  std::string key = ObjectKey(ns, name);
+  Listed(ListKind::kPods, key);
+  auto it = pods_.find(key);
   if (it == pods_.end()) return;
   const std::string ns_string(ns);
   for (const auto& ip : it->second) CountPodIp(ns_string, ip, -1);
@@ -286,18 +320,9 @@ void RecordTreeWriter::DeletePod(std::string_view ns, std::string_view name) {
 }
 
 void RecordTreeWriter::ReplacePods(const std::vector<k8s::Pod>& pods) {
-  std::unordered_set<std::string> wanted;
-  wanted.reserve(pods.size());
-  for (const auto& pod : pods) wanted.insert(ObjectKey(pod.meta.ns, pod.meta.name));
-  std::vector<std::string> gone;
-  for (const auto& [key, ips] : pods_) {
-    if (!wanted.count(key)) gone.push_back(key);
-  }
-  for (const auto& key : gone) {
-    size_t slash = key.find('/');
-    DeletePod(std::string_view(key).substr(0, slash), std::string_view(key).substr(slash + 1));
-  }
+  BeginList(ListKind::kPods);
   for (const auto& pod : pods) UpsertPod(pod);
+  EndList(ListKind::kPods);
 }
 
 void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
@@ -380,66 +405,78 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
 }
 
 void RecordTreeWriter::ReplaceServices(const std::vector<k8s::Service>& services) {
-  std::unordered_map<std::string, const k8s::Service*> wanted;
-  for (const auto& service : services)
-    wanted[ObjectKey(service.meta.ns, service.meta.name)] = &service;
-  std::vector<std::pair<std::string, std::string>> gone;
-  namespaces_.ForEach([&](const std::string& ns, const auto& space) {
-    space->services.ForEach([&](const std::string& name, const ServicePtr& records) {
-      if (records->answerable() && !wanted.count(ObjectKey(ns, name))) gone.emplace_back(ns, name);
-    });
-  });
-  for (const auto& [ns, name] : gone) DeleteService(ns, name);
-  for (const auto& service : services) {
-    const ServiceRecords* old = Find(service.meta.ns, service.meta.name);
-    if (old != nullptr && old->service() != nullptr &&
-        *old->service() == ServiceInfo::FromService(service)) {
-      continue;  // unchanged: keep sharing its records
-    }
-    UpsertService(service);
-  }
+  BeginList(ListKind::kServices);
+  for (const auto& service : services) UpsertService(service);
+  EndList(ListKind::kServices);
 }
 
 void RecordTreeWriter::ReplaceSlices(const std::vector<k8s::EndpointSlice>& slices) {
-  std::unordered_map<std::string, const k8s::EndpointSlice*> wanted;
-  for (const auto& slice : slices) wanted[ObjectKey(slice.meta.ns, slice.meta.name)] = &slice;
-  std::vector<std::pair<std::string, std::string>> gone;
-  for (const auto& [key, service] : slice_owner_) {
-    if (wanted.count(key)) continue;
-    // Slices of v1 Endpoints objects are named "<endpoints>/subset-..." and replaced with
-    // their Endpoints object, not here.
-    size_t slash = key.find('/');
-    if (key.find('/', slash + 1) != std::string::npos) continue;
-    gone.emplace_back(key.substr(0, slash), key.substr(slash + 1));
-  }
-  for (const auto& [ns, name] : gone) DeleteSlice(ns, name);
-  for (const auto& slice : slices) {
-    auto owner = slice_owner_.find(ObjectKey(slice.meta.ns, slice.meta.name));
-    if (owner != slice_owner_.end() && owner->second == slice.service_name) {
-      const ServiceRecords* records = Find(slice.meta.ns, slice.service_name);
-      if (records != nullptr) {
-        auto it = std::find_if(records->slices().begin(), records->slices().end(),
-                               [&](const auto& entry) { return entry.first == slice.meta.name; });
-        if (it != records->slices().end() && *it->second == SliceInfo::FromSlice(slice)) continue;
-      }
-    }
-    UpsertSlice(slice);
-  }
+  BeginList(ListKind::kSlices);
+  for (const auto& slice : slices) UpsertSlice(slice);
+  EndList(ListKind::kSlices);
 }
 
 void RecordTreeWriter::ReplaceEndpoints(const std::vector<k8s::Endpoints>& endpoints) {
-  std::unordered_map<std::string, const k8s::Endpoints*> wanted;
-  for (const auto& object : endpoints)
-    wanted[ObjectKey(object.meta.ns, object.meta.name)] = &object;
-  std::vector<std::string> gone;
-  for (const auto& [key, names] : endpoints_slices_) {
-    if (!wanted.count(key)) gone.push_back(key);
-  }
-  for (const auto& key : gone) {
-    size_t slash = key.find('/');
-    DeleteEndpoints(key.substr(0, slash), key.substr(slash + 1));
-  }
+  BeginList(ListKind::kEndpoints);
   for (const auto& object : endpoints) UpsertEndpoints(object);
+  EndList(ListKind::kEndpoints);
+}
+
+void RecordTreeWriter::BeginList(ListKind kind) {
+  auto& unlisted = unlisted_[static_cast<size_t>(kind)].emplace();
+  switch (kind) {
+    case ListKind::kServices:
+      namespaces_.ForEach([&](const std::string& ns, const auto& space) {
+        space->services.ForEach([&](const std::string& name, const ServicePtr& records) {
+          if (records->answerable()) unlisted.insert(ObjectKey(ns, name));
+        });
+      });
+      break;
+    case ListKind::kSlices:
+      for (const auto& [key, service] : slice_owner_) {
+        // Slices of v1 Endpoints objects ("ns/<endpoints>/subset-...") go with their
+        // Endpoints object, not with the EndpointSlice list.
+        if (key.find('/', key.find('/') + 1) == std::string::npos) unlisted.insert(key);
+      }
+      break;
+    case ListKind::kEndpoints:
+      for (const auto& [key, names] : endpoints_slices_) unlisted.insert(key);
+      break;
+    case ListKind::kPods:
+      for (const auto& [key, ips] : pods_) unlisted.insert(key);
+      break;
+  }
+}
+
+void RecordTreeWriter::EndList(ListKind kind) {
+  auto& open = unlisted_[static_cast<size_t>(kind)];
+  if (!open) return;
+  std::unordered_set<std::string> gone = std::move(*open);
+  open.reset();
+  for (const auto& key : gone) {
+    const size_t slash = key.find('/');
+    const std::string_view ns = std::string_view(key).substr(0, slash);
+    const std::string_view name = std::string_view(key).substr(slash + 1);
+    switch (kind) {
+      case ListKind::kServices:
+        DeleteService(ns, name);
+        break;
+      case ListKind::kSlices:
+        DeleteSlice(ns, name);
+        break;
+      case ListKind::kEndpoints:
+        DeleteEndpoints(ns, name);
+        break;
+      case ListKind::kPods:
+        DeletePod(ns, name);
+        break;
+    }
+  }
+}
+
+void RecordTreeWriter::Listed(ListKind kind, const std::string& key) {
+  auto& open = unlisted_[static_cast<size_t>(kind)];
+  if (open) open->erase(key);
 }
 
 std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {

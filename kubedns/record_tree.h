@@ -14,11 +14,14 @@
 // used as keys as they are; the answerer lower-cases query names before looking up.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/base/ip_address.h"
@@ -121,6 +124,18 @@ class RecordTreeWriter {
   void ReplaceEndpoints(const std::vector<k8s::Endpoints>& endpoints);
   void ReplacePods(const std::vector<k8s::Pod>& pods);
 
+  // A complete list of one kind, streamed (the API source decodes a LIST page by page and
+  // never holds the whole of it): BeginList(kind), then the kind's Upsert* for every listed
+  // object as it is decoded, then EndList(kind), which deletes every object of the kind that
+  // was not upserted since BeginList. An upsert of an unchanged object costs a comparison and
+  // keeps sharing its records, so a re-LIST costs what changed. Between the two, objects are
+  // each in their old or their new version (publishing then shows no half object, only a
+  // list not yet finished); Publish after EndList. BeginList again while a list of the kind
+  // is open (a LIST restarted from its first page) starts it over.
+  enum class ListKind : uint8_t { kServices, kSlices, kEndpoints, kPods };
+  void BeginList(ListKind kind);
+  void EndList(ListKind kind);
+
   void MarkSynced() { synced_ = true; }
 
   // The multicluster zones' writer, published with the tree.
@@ -140,6 +155,8 @@ class RecordTreeWriter {
   void SetSlice(const std::string& ns, const std::string& service, const std::string& slice,
                 std::shared_ptr<const SliceInfo> info);
   void CountPodIp(const std::string& ns, const IpAddress& ip, int delta);
+  // An object of `kind` was upserted or deleted: it is no longer missing from an open list.
+  void Listed(ListKind kind, const std::string& key);
 
   Snapshot::Namespaces namespaces_;
   Snapshot::Reverse reverse_;
@@ -154,6 +171,9 @@ class RecordTreeWriter {
   std::unordered_map<std::string, std::vector<std::string>> endpoints_slices_;
   // "ns/pod" → the IPs that pod adds to pod_ips_.
   std::unordered_map<std::string, std::vector<IpAddress>> pods_;
+  // By ListKind, while a list of the kind is open: the "ns/name" keys it has not delivered
+  // yet (deleted at EndList).
+  std::array<std::optional<std::unordered_set<std::string>>, 4> unlisted_;
 };
 
 }  // namespace kdns::kubedns

@@ -226,6 +226,45 @@ TEST_CASE("a re-LIST of one kind replaces only that kind and keeps unchanged rec
   CHECK(writer.Publish()->FindService("ns", "keep") == slices->FindService("ns", "keep"));
 }
 
+TEST_CASE("a streamed list deletes what it did not deliver, keeps the unchanged, and restarts",
+          "[kubedns][record_tree]") {
+  using Kind = RecordTreeWriter::ListKind;
+  RecordTreeWriter writer;
+  writer.UpsertService(Headless("ns", "web"));
+  writer.UpsertService(ClusterIp("ns", "gone", "10.96.2.1"));
+  writer.UpsertSlice(Slice("ns", "web-1", "web", {"10.0.7.1"}));
+  writer.UpsertSlice(Slice("ns", "web-2", "web", {"10.0.7.2"}));
+  auto before = writer.Publish();
+
+  writer.BeginList(Kind::kServices);
+  writer.UpsertService(Headless("ns", "web"));  // unchanged: the same records stay
+  CHECK(writer.Publish()->FindService("ns", "gone") != nullptr);  // not deleted before the end
+  writer.EndList(Kind::kServices);
+  auto services = writer.Publish();
+  CHECK(services->FindService("ns", "web") == before->FindService("ns", "web"));
+  CHECK(services->FindService("ns", "gone") == nullptr);
+  CHECK(Ptr(*services, "10.96.2.1").empty());
+
+  // A list restarted from its first page (a 410 on a continue token) starts over: what the
+  // first attempt delivered counts only if the second delivers it again.
+  writer.BeginList(Kind::kSlices);
+  writer.UpsertSlice(Slice("ns", "web-1", "web", {"10.0.7.1"}));
+  writer.BeginList(Kind::kSlices);
+  writer.UpsertSlice(Slice("ns", "web-2", "web", {"10.0.7.3"}));
+  writer.EndList(Kind::kSlices);
+  auto slices = writer.Publish();
+  REQUIRE(slices->FindService("ns", "web")->hosts().size() == 1);
+  CHECK(slices->FindService("ns", "web")->hosts()[0].label == "10-0-7-3");
+  CHECK(Ptr(*slices, "10.0.7.1").empty());
+  CHECK(Ptr(*slices, "10.0.7.2").empty());
+  // An EndList without a BeginList, and a delete during the list, change nothing else.
+  writer.EndList(Kind::kSlices);
+  writer.BeginList(Kind::kSlices);
+  writer.DeleteSlice("ns", "web-2");
+  writer.EndList(Kind::kSlices);
+  CHECK(writer.Publish()->FindService("ns", "web")->hosts().empty());
+}
+
 TEST_CASE("a re-LIST of slices leaves the slices of v1 Endpoints alone", "[kubedns][record_tree]") {
   auto endpoints = k8s::DecodeEndpoints(R"({"metadata":{"name":"legacy","namespace":"ns"},
     "subsets":[{"addresses":[{"ip":"10.0.6.1"}]}]})");

@@ -42,6 +42,14 @@ class RecordSink {
   virtual void ReplaceSlices(std::vector<k8s::EndpointSlice> slices) = 0;
   virtual void ReplaceEndpoints(std::vector<k8s::Endpoints> endpoints) = 0;
 
+  // A complete list of one kind, streamed as it is decoded, so the list is never held whole:
+  // BeginList(kind), the kind's Upsert* call for each listed object, then EndList(kind):
+  // objects of the kind not upserted since BeginList are gone (RecordTreeWriter::BeginList).
+  // The sink publishes at EndList, not for each listed object; a change of another kind
+  // meanwhile may publish a list not yet finished, where every object is whole.
+  virtual void BeginList(RecordTreeWriter::ListKind kind) = 0;
+  virtual void EndList(RecordTreeWriter::ListKind kind) = 0;
+
   // Single changes between complete sets (watch events). Names are the object's namespace
   // and name; for v1 Endpoints, every slice derived from the object is replaced at once.
   virtual void UpsertService(const k8s::Service& service) = 0;
