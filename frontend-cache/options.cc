@@ -2,12 +2,14 @@
 
 #include <charconv>
 #include <functional>
+#include <type_traits>
 
 #include "common/base/duration.h"
 
 namespace kdns::frontend {
 namespace {
 
+using QueryLog = server::QueryLogOptions;
 using Setter = std::function<bool(std::string_view value, Options* options, std::string* error)>;
 
 struct OptionSpec {
@@ -25,32 +27,82 @@ bool ParseUint(std::string_view text, uint64_t max, uint64_t* value) {
   return !text.empty() && ec == std::errc() && ptr == end && *value <= max;
 }
 
-// A setter for an unsigned field in [min, max].
+// Where a setter stores its value: a member of Options, or a member of one of its parts
+// (tcp, rate_limits, log_queries).
 template <typename T>
-Setter Uint(T Options::*field, uint64_t min, uint64_t max, std::string_view name) {
+auto In(T Options::*field) {
+  return [field](Options* options) -> T& { return options->*field; };
+}
+template <typename Part, typename T>
+auto In(Part Options::*part, T Part::*field) {
+  return [part, field](Options* options) -> T& { return (options->*part).*field; };
+}
+
+// An unsigned number in [min, max]; `what` names it in the error ("a number of seconds"),
+// `hint` follows the range.
+template <typename Where>
+Setter Number(Where where, uint64_t min, uint64_t max, std::string_view name,
+              std::string_view what = "a number", std::string_view hint = {}) {
   return [=](std::string_view value, Options* options, std::string* error) {
     uint64_t number = 0;
     if (!ParseUint(value, max, &number) || number < min) {
-      *error = "--" + std::string(name) + ": \"" + std::string(value) + "\" is not a number in " +
-               std::to_string(min) + ".." + std::to_string(max);
+      *error = "--" + std::string(name) + ": \"" + std::string(value) + "\" is not " +
+               std::string(what) + " in " + std::to_string(min) + ".." + std::to_string(max) +
+               std::string(hint);
       return false;
     }
-    options->*field = static_cast<T>(number);
+    auto& target = where(options);
+    target = static_cast<std::remove_reference_t<decltype(target)>>(number);
     return true;
   };
 }
 
-// A setter for a number of seconds (a plain or an optional field).
+// Number() into a member of Options.
 template <typename T>
-Setter Seconds(T Options::*field, std::string_view name) {
+Setter Uint(T Options::*field, uint64_t min, uint64_t max, std::string_view name) {
+  return Number(In(field), min, max, name);
+}
+
+template <typename Where>
+Setter Seconds(Where where, std::string_view name) {
+  return Number(where, 0, UINT32_MAX, name, "a number of seconds");
+}
+
+// A duration stored in milliseconds: seconds, or a Go duration ("2s", "500ms").
+template <typename Where>
+Setter DurationMs(Where where, std::string_view name, std::string_view example) {
   return [=](std::string_view value, Options* options, std::string* error) {
-    uint64_t number = 0;
-    if (!ParseUint(value, UINT32_MAX, &number)) {
+    uint64_t seconds = 0;
+    if (ParseUint(value, UINT32_MAX, &seconds)) {
+      where(options) = seconds * 1000;
+      return true;
+    }
+    std::optional<uint64_t> ms = ParseDurationMs(value);
+    if (!ms) {
       *error = "--" + std::string(name) + ": \"" + std::string(value) +
-               "\" is not a number of seconds in 0.." + std::to_string(UINT32_MAX);
+               "\" is not a duration (e.g. " + std::string(example) + ", 500ms, or seconds)";
       return false;
     }
-    options->*field = static_cast<uint32_t>(number);
+    where(options) = *ms;
+    return true;
+  };
+}
+
+// A text that must not be empty, set or appended to a list; `empty` is the error's end
+// ("empty path").
+template <typename Where>
+Setter NonEmpty(Where where, std::string_view name, std::string_view empty) {
+  return [=](std::string_view value, Options* options, std::string* error) {
+    if (value.empty()) {
+      *error = "--" + std::string(name) + ": " + std::string(empty);
+      return false;
+    }
+    auto& target = where(options);
+    if constexpr (std::is_same_v<std::remove_reference_t<decltype(target)>, std::string>) {
+      target = value;
+    } else {
+      target.emplace_back(value);
+    }
     return true;
   };
 }
@@ -62,53 +114,6 @@ Setter Flag(bool Options::*field) {
   };
 }
 
-// A setter for a duration field in milliseconds: a Go duration ("2s", "500ms") or seconds.
-Setter DurationMs(uint64_t server::TcpOptions::*field, std::string_view name) {
-  return [=](std::string_view value, Options* options, std::string* error) {
-    uint64_t seconds = 0;
-    if (ParseUint(value, UINT32_MAX, &seconds)) {
-      options->tcp.*field = seconds * 1000;
-      return true;
-    }
-    std::optional<uint64_t> ms = ParseDurationMs(value);
-    if (!ms) {
-      *error = "--" + std::string(name) + ": \"" + std::string(value) +
-               "\" is not a duration (e.g. 2s, 500ms, or seconds)";
-      return false;
-    }
-    options->tcp.*field = *ms;
-    return true;
-  };
-}
-
-// A setter for a size_t field of the TCP options in [min, max].
-Setter TcpCount(size_t server::TcpOptions::*field, uint64_t min, uint64_t max,
-                std::string_view name) {
-  return [=](std::string_view value, Options* options, std::string* error) {
-    uint64_t number = 0;
-    if (!ParseUint(value, max, &number) || number < min) {
-      *error = "--" + std::string(name) + ": \"" + std::string(value) + "\" is not a number in " +
-               std::to_string(min) + ".." + std::to_string(max);
-      return false;
-    }
-    options->tcp.*field = static_cast<size_t>(number);
-    return true;
-  };
-}
-
-// A rate-limit number (rate_limits.h checks its range once the whole line is read).
-Setter RateLimit(int64_t server::RateLimitFlags::*field, std::string_view name) {
-  return [=](std::string_view value, Options* options, std::string* error) {
-    uint64_t number = 0;
-    if (!ParseUint(value, INT64_MAX, &number)) {
-      *error = "--" + std::string(name) + ": \"" + std::string(value) + "\" is not a number";
-      return false;
-    }
-    options->rate_limits.*field = static_cast<int64_t>(number);
-    return true;
-  };
-}
-
 std::string_view Trim(std::string_view text) {
   size_t start = text.find_first_not_of(' ');
   if (start == std::string_view::npos) return {};
@@ -116,7 +121,7 @@ std::string_view Trim(std::string_view text) {
 }
 
 const std::vector<OptionSpec>& Specs() {
-  static const std::vector<OptionSpec> specs = {
+  static const std::vector<OptionSpec> specs{
       {"server", 'S', true,
        [](std::string_view value, Options* options, std::string* error) {
          ServerOption server;
@@ -129,27 +134,12 @@ const std::vector<OptionSpec>& Specs() {
        }},
       {"cache-size", 'c', true, Uint(&Options::cache_size, 0, kMaxCacheSize, "cache-size")},
       {"no-negcache", 'N', false, Flag(&Options::no_negcache)},
-      {"neg-ttl", 0, true, Seconds(&Options::neg_ttl_s, "neg-ttl")},
+      {"neg-ttl", 0, true, Seconds(In(&Options::neg_ttl_s), "neg-ttl")},
       {"dns-loop-detect", 0, false, Flag(&Options::dns_loop_detect)},
       {"log-facility", '8', true,
-       [](std::string_view value, Options* options, std::string* error) {
-         if (value.empty()) {
-           *error = "--log-facility: empty value (use - for stderr)";
-           return false;
-         }
-         options->log_facility = value;
-         return true;
-       }},
+       NonEmpty(In(&Options::log_facility), "log-facility", "empty value (use - for stderr)")},
       {"no-resolv", 'R', false, Flag(&Options::no_resolv)},
-      {"resolv-file", 'r', true,
-       [](std::string_view value, Options* options, std::string* error) {
-         if (value.empty()) {
-           *error = "--resolv-file: empty path";
-           return false;
-         }
-         options->resolv_file = value;
-         return true;
-       }},
+      {"resolv-file", 'r', true, NonEmpty(In(&Options::resolv_file), "resolv-file", "empty path")},
       {"dns-forward-max", '0', true,
        Uint(&Options::dns_forward_max, 1, 1'000'000, "dns-forward-max")},
       {"listen-address", 'a', true,
@@ -186,7 +176,7 @@ const std::vector<OptionSpec>& Specs() {
          return true;
        }},
       // The cache's bounds.
-      {"max-cache-ttl", 0, true, Seconds(&Options::max_cache_ttl_s, "max-cache-ttl")},
+      {"max-cache-ttl", 0, true, Seconds(In(&Options::max_cache_ttl_s), "max-cache-ttl")},
       {"min-cache-ttl", 0, true,
        [](std::string_view value, Options* options, std::string* error) {
          if (!Uint(&Options::min_cache_ttl_s, 0, UINT32_MAX, "min-cache-ttl")(value, options,
@@ -201,31 +191,8 @@ const std::vector<OptionSpec>& Specs() {
       {"cache-entry-max-bytes", 0, true,
        Uint(&Options::cache_entry_max_bytes, 512, 65535, "cache-entry-max-bytes")},
       {"stale-max", 0, true, Uint(&Options::stale_max_s, 0, UINT32_MAX, "stale-max")},
-      {"lameduck", 0, true,
-       [](std::string_view value, Options* options, std::string* error) {
-         uint64_t seconds = 0;
-         if (ParseUint(value, UINT32_MAX, &seconds)) {
-           options->lameduck_ms = seconds * 1000;
-           return true;
-         }
-         std::optional<uint64_t> ms = ParseDurationMs(value);
-         if (!ms) {
-           *error = "--lameduck: \"" + std::string(value) +
-                    "\" is not a duration (e.g. 5s, 500ms, or seconds)";
-           return false;
-         }
-         options->lameduck_ms = *ms;
-         return true;
-       }},
-      {"servers-file", 0, true,
-       [](std::string_view value, Options* options, std::string* error) {
-         if (value.empty()) {
-           *error = "--servers-file: empty path";
-           return false;
-         }
-         options->servers_file = value;
-         return true;
-       }},
+      {"lameduck", 0, true, DurationMs(In(&Options::lameduck_ms), "lameduck", "5s")},
+      {"servers-file", 0, true, NonEmpty(In(&Options::servers_file), "servers-file", "empty path")},
       {"prometheus-address", 0, true,
        [](std::string_view value, Options* options, std::string* error) {
          std::optional<IpAddress> address = IpAddress::Parse(value);
@@ -237,14 +204,7 @@ const std::vector<OptionSpec>& Specs() {
          return true;
        }},
       {"metrics-textfile", 0, true,
-       [](std::string_view value, Options* options, std::string* error) {
-         if (value.empty()) {
-           *error = "--metrics-textfile: empty path";
-           return false;
-         }
-         options->metrics_textfile = value;
-         return true;
-       }},
+       NonEmpty(In(&Options::metrics_textfile), "metrics-textfile", "empty path")},
       {"prometheus-port", 0, true, Uint(&Options::prometheus_port, 0, 65535, "prometheus-port")},
       // Forwarding budgets.
       {"forward-max-per-route", 0, true,
@@ -253,42 +213,52 @@ const std::vector<OptionSpec>& Specs() {
        Uint(&Options::forward_max_per_upstream, 0, 1'000'000, "forward-max-per-upstream")},
       // DNS over TCP limits.
       {"tcp-idle-timeout", 0, true,
-       DurationMs(&server::TcpOptions::idle_timeout_ms, "tcp-idle-timeout")},
+       DurationMs(In(&Options::tcp, &server::TcpOptions::idle_timeout_ms), "tcp-idle-timeout",
+                  "2s")},
       {"tcp-frame-timeout", 0, true,
-       DurationMs(&server::TcpOptions::frame_timeout_ms, "tcp-frame-timeout")},
+       DurationMs(In(&Options::tcp, &server::TcpOptions::frame_timeout_ms), "tcp-frame-timeout",
+                  "2s")},
       {"tcp-max-connections", 0, true,
-       TcpCount(&server::TcpOptions::max_connections, 1, 1'000'000, "tcp-max-connections")},
+       Number(In(&Options::tcp, &server::TcpOptions::max_connections), 1, 1'000'000,
+              "tcp-max-connections")},
       {"tcp-max-connections-per-source", 0, true,
-       TcpCount(&server::TcpOptions::max_connections_per_source, 1, 1'000'000,
-                "tcp-max-connections-per-source")},
+       Number(In(&Options::tcp, &server::TcpOptions::max_connections_per_source), 1, 1'000'000,
+              "tcp-max-connections-per-source")},
       {"tcp-max-output-bytes-per-connection", 0, true,
-       TcpCount(&server::TcpOptions::max_pending_output_bytes, server::kMinTcpOutputBytes,
-                1ULL << 30, "tcp-max-output-bytes-per-connection")},
+       Number(In(&Options::tcp, &server::TcpOptions::max_pending_output_bytes),
+              server::kMinTcpOutputBytes, 1ULL << 30, "tcp-max-output-bytes-per-connection")},
       {"tcp-max-output-bytes-total", 0, true,
-       TcpCount(&server::TcpOptions::max_pending_output_bytes_total, server::kMinTcpOutputBytes,
-                1ULL << 40, "tcp-max-output-bytes-total")},
+       Number(In(&Options::tcp, &server::TcpOptions::max_pending_output_bytes_total),
+              server::kMinTcpOutputBytes, 1ULL << 40, "tcp-max-output-bytes-total")},
       // Waiting queries.
       {"max-waiting-queries", 0, true,
        Uint(&Options::max_waiting_queries, 1, 1'000'000, "max-waiting-queries")},
       // Per-client rate limit and RRL (common/server/rate_limits.h).
       {"client-rate-limit", 0, true,
-       RateLimit(&server::RateLimitFlags::client_rate_limit, "client-rate-limit")},
+       Number(In(&Options::rate_limits, &server::RateLimitFlags::client_rate_limit), 0, INT64_MAX,
+              "client-rate-limit")},
       {"client-rate-burst", 0, true,
-       RateLimit(&server::RateLimitFlags::client_rate_burst, "client-rate-burst")},
+       Number(In(&Options::rate_limits, &server::RateLimitFlags::client_rate_burst), 0, INT64_MAX,
+              "client-rate-burst")},
       {"client-rate-prefix-v4", 0, true,
-       RateLimit(&server::RateLimitFlags::client_rate_prefix_v4, "client-rate-prefix-v4")},
+       Number(In(&Options::rate_limits, &server::RateLimitFlags::client_rate_prefix_v4), 0,
+              INT64_MAX, "client-rate-prefix-v4")},
       {"client-rate-prefix-v6", 0, true,
-       RateLimit(&server::RateLimitFlags::client_rate_prefix_v6, "client-rate-prefix-v6")},
+       Number(In(&Options::rate_limits, &server::RateLimitFlags::client_rate_prefix_v6), 0,
+              INT64_MAX, "client-rate-prefix-v6")},
       {"client-rate-slip", 0, true,
-       RateLimit(&server::RateLimitFlags::client_rate_slip, "client-rate-slip")},
+       Number(In(&Options::rate_limits, &server::RateLimitFlags::client_rate_slip), 0, INT64_MAX,
+              "client-rate-slip")},
       {"client-rate-exempt", 0, true,
        [](std::string_view value, Options* options, std::string*) {
          options->rate_limits.client_rate_exempt = std::string(value);
          return true;
        }},
       {"rrl-responses-per-second", 0, true,
-       RateLimit(&server::RateLimitFlags::rrl_responses_per_second, "rrl-responses-per-second")},
-      // dnsmasq's options kube-dns Deployments pass (docs/operators.md, "dnsmasq options").
+       Number(In(&Options::rate_limits, &server::RateLimitFlags::rrl_responses_per_second), 0,
+              INT64_MAX, "rrl-responses-per-second")},
+      // dnsmasq's options kube-dns Deployments pass (docs/operators.md, "dnsmasq
+      // options").
       {"no-daemon", 'd', false, Flag(&Options::keep_in_foreground)},
       {"local", 0, true,
        [](std::string_view value, Options* options, std::string* error) {
@@ -318,30 +288,14 @@ const std::vector<OptionSpec>& Specs() {
          return true;
        }},
       {"no-hosts", 'h', false, Flag(&Options::no_hosts)},
-      {"addn-hosts", 'H', true,
-       [](std::string_view value, Options* options, std::string* error) {
-         if (value.empty()) {
-           *error = "--addn-hosts: empty path";
-           return false;
-         }
-         options->addn_hosts.emplace_back(value);
-         return true;
-       }},
-      {"local-ttl", 'T', true, Seconds(&Options::local_ttl_s, "local-ttl")},
+      {"addn-hosts", 'H', true, NonEmpty(In(&Options::addn_hosts), "addn-hosts", "empty path")},
+      {"local-ttl", 'T', true, Seconds(In(&Options::local_ttl_s), "local-ttl")},
       {"domain-needed", 'D', false, Flag(&Options::domain_needed)},
       {"bogus-priv", 'b', false, Flag(&Options::bogus_priv)},
       {"filter-AAAA", 0, false, Flag(&Options::filter_aaaa)},
       {"strict-order", 'o', false, Flag(&Options::strict_order)},
       {"all-servers", 0, false, Flag(&Options::all_servers)},
-      {"user", 'u', true,
-       [](std::string_view value, Options* options, std::string* error) {
-         if (value.empty()) {
-           *error = "--user: empty user name";
-           return false;
-         }
-         options->user = value;
-         return true;
-       }},
+      {"user", 'u', true, NonEmpty(In(&Options::user), "user", "empty user name")},
       {"interface", 'i', true,
        [](std::string_view value, Options* options, std::string* error) {
          // dnsmasq takes a comma-separated list.
@@ -383,27 +337,11 @@ const std::vector<OptionSpec>& Specs() {
        },
        /*optional_value=*/true},
       {"log-queries-rate", 0, true,
-       [](std::string_view value, Options* options, std::string* error) {
-         uint64_t number = 0;
-         if (!ParseUint(value, 1'000'000, &number)) {
-           *error = "--log-queries-rate: \"" + std::string(value) +
-                    "\" is not a number of lines a second in 0..1000000";
-           return false;
-         }
-         options->log_queries.max_lines_per_second = static_cast<uint32_t>(number);
-         return true;
-       }},
+       Number(In(&Options::log_queries, &QueryLog::max_lines_per_second), 0, 1'000'000,
+              "log-queries-rate", "a number of lines a second")},
       {"log-queries-sample", 0, true,
-       [](std::string_view value, Options* options, std::string* error) {
-         uint64_t number = 0;
-         if (!ParseUint(value, 1'000'000, &number) || number == 0) {
-           *error = "--log-queries-sample: \"" + std::string(value) +
-                    "\" is not a number in 1..1000000 (log one query in N)";
-           return false;
-         }
-         options->log_queries.sample_one_in = static_cast<uint32_t>(number);
-         return true;
-       }},
+       Number(In(&Options::log_queries, &QueryLog::sample_one_in), 1, 1'000'000,
+              "log-queries-sample", "a number", " (log one query in N)")},
   };
   return specs;
 }

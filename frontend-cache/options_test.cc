@@ -324,7 +324,7 @@ TEST_CASE("the per-client rate limit and RRL flags, checked where both servers c
   CHECK(set.options.rate_limits.client_rate_exempt == "127.0.0.0/8,::1");
   CHECK(set.options.rate_limits.rrl_responses_per_second == 20);
   CHECK(Parse({"--client-rate-limit=fast"}).error ==
-        "--client-rate-limit: \"fast\" is not a number");
+        "--client-rate-limit: \"fast\" is not a number in 0..9223372036854775807");
   CHECK(Parse({"--client-rate-prefix-v4=33"}).error == "--client-rate-prefix-v4=33: must be 1..32");
   CHECK(Parse({"--client-rate-exempt=10.0.0.1/8"})
             .error.starts_with("--client-rate-exempt: \"10.0.0.1/8\" is not an address prefix"));
