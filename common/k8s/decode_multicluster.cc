@@ -41,10 +41,9 @@ bool DecodeImportFields(FieldContext& ctx, const JsonValue& fields, const FieldP
     FieldPath ips_path = path.Field("ips");
     out->ips.reserve(ips->Size());
     for (rapidjson::SizeType i = 0; i < ips->Size(); ++i) {
-      const JsonValue& ip = (*ips)[i];
-      FieldPath ip_path = ips_path.Index(i);
-      if (!ip.IsString()) return ctx.Fail(ip_path, "not a string: " + Describe(ip));
-      AddIpAddress(ctx, View(ip), ip_path, &out->ips);
+      std::string_view ip;
+      if (!ArrayString(ctx, *ips, i, ips_path, &ip)) return false;
+      AddIpAddress(ctx, ip, ips_path.Index(i), &out->ips);
     }
   }
   return DecodeServicePorts(ctx, fields, path, &out->ports);
@@ -87,10 +86,9 @@ bool DecodeKubesliceServiceImportInto(FieldContext& ctx, const JsonValue& json,
       FieldPath aliases_path = spec_path.Field("aliases");
       out->aliases.reserve(aliases->Size());
       for (rapidjson::SizeType i = 0; i < aliases->Size(); ++i) {
-        const JsonValue& alias = (*aliases)[i];
-        FieldPath alias_path = aliases_path.Index(i);
-        if (!alias.IsString()) return ctx.Fail(alias_path, "not a string: " + Describe(alias));
-        std::string name = CanonicalName(View(alias));
+        std::string_view alias;
+        if (!ArrayString(ctx, *aliases, i, aliases_path, &alias)) return false;
+        std::string name = CanonicalName(alias);
         if (!name.empty()) out->aliases.push_back(std::move(name));
       }
     }

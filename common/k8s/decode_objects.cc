@@ -13,18 +13,6 @@ bool NotAnObject(FieldContext& ctx, const FieldPath& path, const JsonValue& valu
   return ctx.Fail(path, "not an object: " + Describe(value));
 }
 
-// An item of a JSON array that must be a string.
-bool ArrayString(FieldContext& ctx, const JsonValue& array, size_t i, const FieldPath& path,
-                 std::string_view* out) {
-  const JsonValue& value = array[static_cast<rapidjson::SizeType>(i)];
-  if (!value.IsString()) {
-    FieldPath item = path.Index(i);
-    return ctx.Fail(item, "not a string: " + Describe(value));
-  }
-  *out = View(value);
-  return true;
-}
-
 // Reads `protocol` (absent: TCP). An unknown protocol warns and returns false in *known, so
 // the caller drops that port only.
 bool ReadProtocol(FieldContext& ctx, const JsonValue& port, const FieldPath& path,
@@ -175,6 +163,17 @@ void AddClusterIp(FieldContext& ctx, std::string_view text, const FieldPath& pat
 }
 
 }  // namespace
+
+bool ArrayString(FieldContext& ctx, const JsonValue& array, size_t i, const FieldPath& path,
+                 std::string_view* out) {
+  const JsonValue& value = array[static_cast<rapidjson::SizeType>(i)];
+  if (!value.IsString()) {
+    FieldPath item = path.Index(i);
+    return ctx.Fail(item, "not a string: " + Describe(value));
+  }
+  *out = View(value);
+  return true;
+}
 
 bool DecodeServicePorts(FieldContext& ctx, const JsonValue& parent, const FieldPath& path,
                         std::vector<ServicePort>* out) {

@@ -29,6 +29,9 @@ bool DecodeServicePorts(FieldContext& ctx, const JsonValue& parent, const FieldP
                         std::vector<ServicePort>* out);
 void AddIpAddress(FieldContext& ctx, std::string_view text, const FieldPath& path,
                   std::vector<IpAddress>* addresses);
+// Item `i` of `array` (at `path`), which must be a string: false (failing the object) if not.
+bool ArrayString(FieldContext& ctx, const JsonValue& array, size_t i, const FieldPath& path,
+                 std::string_view* out);
 
 bool DecodeServiceInto(FieldContext& ctx, const JsonValue& json, Service* out);
 bool DecodeEndpointSliceInto(FieldContext& ctx, const JsonValue& json, EndpointSlice* out);
