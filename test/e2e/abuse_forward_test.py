@@ -25,10 +25,8 @@ import random
 import select
 import socket
 import sys
-import tempfile
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dns_wire  # noqa: E402
@@ -295,24 +293,10 @@ TESTS = [test_frontend_cache_black_holed_stub,
 
 
 def main():
-    for tool in (os.path.join(harness.BIN, "frontend-cache"), os.path.join(harness.BIN, "kubedns"),
-                 servers.NSD):
-        if not os.access(tool, os.X_OK):
-            print("missing %s" % tool)
-            return harness.finish(0, 1)
-    workdir = tempfile.mkdtemp(prefix="kdns-abuse-forward-")
-    owned = []
-    passed = failed = 0
-    try:
-        nsd = servers.Nsd(workdir)
-        owned.append(nsd)
-        passed, failed = harness.run_tests(TESTS, {"workdir": workdir, "nsd": nsd})
-    except Exception:
-        traceback.print_exc()
-        failed += 1
-    finally:
-        harness.release(owned, workdir, failed)
-    return harness.finish(passed, failed)
+    return harness.main("kdns-abuse-forward-", TESTS,
+                        tools=(os.path.join(harness.BIN, "frontend-cache"),
+                               os.path.join(harness.BIN, "kubedns"), servers.NSD),
+                        setup=servers.start_nsd)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import random
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -362,16 +361,7 @@ TESTS = [test_frontend_cache_holds_a_flooder_to_its_limit,
 
 
 def main():
-    workdir = tempfile.mkdtemp(prefix="kdns-abuse-rate-")
-    owned = []
-    passed, failed = 0, 0
-    try:
-        passed, failed = harness.run_tests(TESTS, {"workdir": workdir, "owned": owned},
-                                           after_each=lambda: harness.stop_all(owned) or
-                                           owned.clear())
-    finally:
-        harness.release(owned, workdir, failed)
-    return harness.finish(passed, failed)
+    return harness.main("kdns-abuse-rate-", TESTS, reset_each=True)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import os
 import socket
 import struct
 import sys
-import tempfile
 import threading
 import time
 
@@ -237,16 +236,7 @@ TESTS = [test_frontend_cache_waiting_queries_stay_bounded,
 
 
 def main():
-    workdir = tempfile.mkdtemp(prefix="kdns-abuse-waiting-")
-    owned = []
-    passed, failed = 0, 0
-    try:
-        passed, failed = harness.run_tests(TESTS, {"workdir": workdir, "owned": owned},
-                                           after_each=lambda: harness.stop_all(owned) or
-                                           owned.clear())
-    finally:
-        harness.release(owned, workdir, failed)
-    return harness.finish(passed, failed)
+    return harness.main("kdns-abuse-waiting-", TESTS, reset_each=True)
 
 
 if __name__ == "__main__":

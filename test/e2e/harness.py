@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import urllib.error
@@ -124,6 +125,33 @@ def finish(passed, failed):
     print("%d passed, %d failed" % (passed, failed))
     sys.stdout.flush()
     return 0 if failed == 0 else 1
+
+
+def main(prefix, tests, tools=(), setup=None, reset_each=False):
+    """The usual suite main(): fails at once when one of `tools` is not executable, makes a
+    work directory, runs `tests` with env {"workdir", "owned"} plus what setup(workdir, owned)
+    returns (servers it starts go into `owned`), stops everything in `owned` after each test
+    when `reset_each` (for tests that start their own servers), then releases and finishes.
+    A set-up that raises fails the suite with its traceback."""
+    for tool in tools:
+        if not os.access(tool, os.X_OK):
+            print("missing %s" % tool)
+            return finish(0, 1)
+    workdir = tempfile.mkdtemp(prefix=prefix)
+    owned = []
+    env = {"workdir": workdir, "owned": owned}
+    passed = failed = 0
+    try:
+        if setup is not None:
+            env.update(setup(workdir, owned) or {})
+        after_each = (lambda: stop_all(owned) or owned.clear()) if reset_each else None
+        passed, failed = run_tests(tests, env, after_each=after_each)
+    except Exception:
+        traceback.print_exc()
+        failed += 1
+    finally:
+        release(owned, workdir, failed)
+    return finish(passed, failed)
 
 
 class Checks:

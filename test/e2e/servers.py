@@ -313,3 +313,10 @@ class FakeApiserver:
 
     def stop(self):
         return self.process.stop()
+
+
+def start_nsd(workdir, owned):
+    """A harness.main() set-up: the NSD upstream as env["nsd"]."""
+    nsd = Nsd(workdir)
+    owned.append(nsd)
+    return {"nsd": nsd}
