@@ -4,12 +4,13 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
 
 #include "common/http/response.h"
 #include "common/metrics/process_metrics.h"
-#include "common/metrics/text_parser.h"
+#include "common/metrics/text_merge.h"
 #include "common/server/limits.h"
 #include "common/upstream/resolv_conf.h"
 
@@ -306,8 +307,8 @@ std::string FrontendServer::RenderMetrics() const {
   std::string text = registry_.Render();
   const std::string& path = options_.flags.metrics_textfile;
   if (path.empty()) return text;
-  // Bounded, and only appended whole when it parses: a half-written or broken file must
-  // not break the scrape of everything else.
+  // Bounded, and only merged in whole when it parses and merges cleanly (text_merge.h): a
+  // half-written or broken file must not break the scrape of everything else.
   constexpr size_t kMaxTextfileBytes = 256 * 1024;
   std::ifstream file(path);
   if (!file) return text;  // not written yet
@@ -318,11 +319,10 @@ std::string FrontendServer::RenderMetrics() const {
   if (extra.size() > kMaxTextfileBytes) {
     LOG_EVERY_N(WARNING, 100) << "--metrics-textfile " << path << ": over " << kMaxTextfileBytes
                               << " bytes, not exported";
-  } else if (!metrics::ParseText(extra, &error)) {
-    LOG_EVERY_N(WARNING, 100) << "--metrics-textfile " << path << ": not exported: " << error;
+  } else if (std::optional<std::string> merged = metrics::MergeText(text, extra, &error)) {
+    return std::move(*merged);
   } else {
-    if (!extra.empty() && extra.back() != '\n') extra += '\n';
-    text += extra;
+    LOG_EVERY_N(WARNING, 100) << "--metrics-textfile " << path << ": not exported: " << error;
   }
   return text;
 }

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <utility>
 
+#include "common/metrics/process_metrics.h"
 #include "nanny/atomic_file.h"
 
 namespace kdns::nanny {
@@ -32,8 +33,13 @@ std::string Join(const std::vector<std::string>& items) {
 }  // namespace
 
 Nanny::Nanny(loop::Loop& loop, Options options)
-    : loop_(loop), options_(std::move(options)), host_timer_(loop), log_timer_(loop) {
+    : loop_(loop),
+      options_(std::move(options)),
+      host_timer_(loop),
+      log_timer_(loop),
+      metrics_timer_(loop) {
   host_retry_ms_ = options_.stub_retry_ms;
+  metrics::RegisterProcessMetrics(process_metrics_, "nanny", metrics::ProcessSeries::kProgramLabel);
 }
 
 Nanny::~Nanny() = default;
@@ -108,6 +114,9 @@ bool Nanny::Start(std::string* error) {
   if (options_.log_interval_ms > 0) {
     log_timer_.StartRepeating(options_.log_interval_ms,
                               [this] { supervisor_->SendWhenSafe(SIGUSR1); });
+  }
+  if (options_.metrics_refresh_ms > 0) {
+    metrics_timer_.StartRepeating(options_.metrics_refresh_ms, [this] { WriteMetrics(); });
   }
   Sync("start");
   return true;
@@ -293,7 +302,7 @@ void Nanny::WriteMetrics() {
     metrics_.restarts_config = supervisor_->config_restarts();
   }
   std::string error;
-  if (!WriteFileAtomically(metrics_file(), metrics_.Render(), &error)) {
+  if (!WriteFileAtomically(metrics_file(), metrics_.Render() + process_metrics_.Render(), &error)) {
     LOG_EVERY_N(ERROR, 100) << "cannot write the metrics file: " << error;
   }
 }
@@ -308,6 +317,7 @@ void Nanny::Shutdown() {
   if (watcher_) watcher_->Stop();
   host_timer_.Stop();
   log_timer_.Stop();
+  metrics_timer_.Stop();
   if (supervisor_) {
     supervisor_->Stop();
   } else {
@@ -323,6 +333,7 @@ void Nanny::Finish(int exit_code) {
   if (reaper_) reaper_->Stop();
   host_timer_.Stop();
   log_timer_.Stop();
+  metrics_timer_.Stop();
   WriteMetrics();
   if (on_finished_) on_finished_(exit_code);
 }

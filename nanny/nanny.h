@@ -34,6 +34,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/timer.h"
+#include "common/metrics/registry.h"
 #include "nanny/crash_loop.h"
 #include "nanny/listen_sockets.h"
 #include "nanny/nanny_metrics.h"
@@ -70,6 +71,9 @@ class Nanny {
     std::vector<loop::SocketAddress> listen;  // in-place: the sockets to hold
     CrashLoop::Options crash_loop;
     uint64_t stop_timeout_ms = 30'000;
+    // The metrics file is rewritten at every change and at this interval, so the nanny's
+    // process_* figures (read when it is written) are at most this old in a scrape.
+    uint64_t metrics_refresh_ms = 10'000;
     // Each line the child prints (they also go to the log); for tests.
     std::function<void(std::string_view line)> on_child_line;
   };
@@ -125,7 +129,11 @@ class Nanny {
   std::unique_ptr<OrphanReaper> reaper_;
   loop::Timer host_timer_;
   loop::Timer log_timer_;
+  loop::Timer metrics_timer_;
   NannyMetrics metrics_;
+  // The nanny's own process_* and kdns_build_info, labelled program="nanny" (they join
+  // frontend-cache's in one scrape: text_merge.h).
+  metrics::Registry process_metrics_;
 
   std::string seen_version_;  // the newest version read (applied or rejected)
   bool seen_any_ = false;

@@ -12,6 +12,9 @@
 //   child_reloads_total                    counter: in-place reloads (SIGHUP)
 //   stub_lookups_total{result}             counter: ok | failed host name lookups
 //   stub_hosts_unresolved                  gauge: stub host names with no address known
+// The Nanny writes its process_* and kdns_build_info after these (process_metrics.h, each
+// series labelled program="nanny"); frontend-cache merges the file into its own families
+// (text_merge.h).
 //
 // A plain value type; no thread affinity.
 #pragma once

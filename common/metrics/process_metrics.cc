@@ -5,9 +5,13 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/base/version.h"
 
@@ -66,6 +70,18 @@ double StartTimeSeconds() {
   return static_cast<double>(*boot) + static_cast<double>(*ticks) / static_cast<double>(hz);
 }
 
+// One series labelled with the program's name, read at each render.
+class OneSeries final : public Collector {
+ public:
+  OneSeries(std::string program, std::function<double()> read)
+      : program_(std::move(program)), read_(std::move(read)) {}
+  void Collect(std::vector<Sample>& out) const override { out.push_back({{program_}, read_()}); }
+
+ private:
+  const std::string program_;
+  const std::function<double()> read_;
+};
+
 }  // namespace
 
 std::optional<unsigned long long> ParseStatStartTicks(std::string_view stat) {
@@ -106,19 +122,30 @@ std::optional<std::pair<unsigned long long, unsigned long long>> ParseStatm(
   return std::make_pair(size, resident);
 }
 
-void RegisterProcessMetrics(Registry& registry, std::string_view program) {
-  registry.AddCallbackCounter("process_cpu_seconds_total",
-                              "Total user and system CPU time spent in seconds.", CpuSeconds);
-  registry.AddCallbackGauge("process_resident_memory_bytes", "Resident memory size in bytes.",
-                            [] { return MemoryBytes().second; });
-  registry.AddCallbackGauge("process_virtual_memory_bytes", "Virtual memory size in bytes.",
-                            [] { return MemoryBytes().first; });
-  registry.AddCallbackGauge("process_open_fds", "Number of open file descriptors.", OpenFds);
-  registry.AddCallbackGauge("process_max_fds", "Maximum number of open file descriptors.", MaxFds);
-  registry
-      .AddGauge("process_start_time_seconds",
-                "Start time of the process since unix epoch in seconds.")
-      .Set(StartTimeSeconds());
+void RegisterProcessMetrics(Registry& registry, std::string_view program, ProcessSeries series) {
+  const std::string program_name(program);
+  auto add = [&](std::string name, std::string help, MetricType type,
+                 std::function<double()> read) {
+    if (series == ProcessSeries::kProgramLabel) {
+      registry.AddCollector(std::move(name), std::move(help), type, {"program"},
+                            std::make_shared<OneSeries>(program_name, std::move(read)));
+    } else if (type == MetricType::kCounter) {
+      registry.AddCallbackCounter(std::move(name), std::move(help), std::move(read));
+    } else {
+      registry.AddCallbackGauge(std::move(name), std::move(help), std::move(read));
+    }
+  };
+  add("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+      MetricType::kCounter, CpuSeconds);
+  add("process_resident_memory_bytes", "Resident memory size in bytes.", MetricType::kGauge,
+      [] { return MemoryBytes().second; });
+  add("process_virtual_memory_bytes", "Virtual memory size in bytes.", MetricType::kGauge,
+      [] { return MemoryBytes().first; });
+  add("process_open_fds", "Number of open file descriptors.", MetricType::kGauge, OpenFds);
+  add("process_max_fds", "Maximum number of open file descriptors.", MetricType::kGauge, MaxFds);
+  const double start = StartTimeSeconds();
+  add("process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
+      MetricType::kGauge, [start] { return start; });
   registry
       .AddGaugeFamily("kdns_build_info", "The running build: 1, labelled by program and version.",
                       {"program", "version"})

@@ -15,6 +15,7 @@
 // Thread: RegisterProcessMetrics() at start-up; the callbacks run on the scrape thread.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -22,7 +23,13 @@
 
 namespace kdns::metrics {
 
-void RegisterProcessMetrics(Registry& registry, std::string_view program);
+// How the process_* series are named. kProgramLabel gives each a {program="<program>"}
+// label: for a process whose metrics join another's scrape (the nanny's file, merged into
+// frontend-cache's /metrics by text_merge.h), so the two processes' series stay apart.
+enum class ProcessSeries : uint8_t { kUnlabelled, kProgramLabel };
+
+void RegisterProcessMetrics(Registry& registry, std::string_view program,
+                            ProcessSeries series = ProcessSeries::kUnlabelled);
 
 // Field 22 of /proc/<pid>/stat (starttime, clock ticks after boot), or nullopt. The second
 // field (comm) may hold spaces and parentheses: fields are counted after its last ')'.

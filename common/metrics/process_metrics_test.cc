@@ -79,3 +79,24 @@ TEST_CASE("open fds follow the descriptors the process holds", "[metrics]") {
 
 }  // namespace
 }  // namespace kdns::metrics
+
+namespace kdns::metrics {
+namespace {
+
+TEST_CASE("labelled process series carry the program, for a scrape shared with another",
+          "[metrics]") {
+  Registry registry;
+  RegisterProcessMetrics(registry, "nanny", ProcessSeries::kProgramLabel);
+  const std::string text = "\n" + registry.Render();
+  std::string error;
+  CHECK(ParseText(registry.Render(), &error).has_value());
+  INFO(text);
+  CHECK(Sample(text, "process_cpu_seconds_total{program=\"nanny\"}") > 0);
+  CHECK(Sample(text, "process_resident_memory_bytes{program=\"nanny\"}") > 0);
+  CHECK(Sample(text, "process_open_fds{program=\"nanny\"}") >= 3);
+  CHECK(Sample(text, "process_start_time_seconds{program=\"nanny\"}") > 1e9);
+  CHECK(text.find("\nprocess_cpu_seconds_total ") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace kdns::metrics

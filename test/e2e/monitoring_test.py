@@ -353,6 +353,19 @@ def test_process_metrics_and_build_info_on_every_port(pod):
         info = 'kdns_build_info{program="%s",version="%s"}' % (what, version)
         if samples.get(info) != 1:
             problems.append("%s: no %s 1" % (what, info))
+        if what != "frontend-cache":
+            continue
+        # The nanny's own process, merged into frontend-cache's families with its label
+        # (promtool, above, checks that the merge is valid text).
+        for name in ("process_cpu_seconds_total", "process_resident_memory_bytes",
+                     "process_open_fds", "process_start_time_seconds"):
+            series = '%s{program="nanny"}' % name
+            if samples.get(series, 0) <= 0:
+                problems.append("frontend-cache: the nanny's %s is %s" % (series,
+                                                                        samples.get(series)))
+        info = 'kdns_build_info{program="nanny",version="%s"}' % version
+        if samples.get(info) != 1:
+            problems.append("frontend-cache: no %s 1" % info)
     return problems
 
 
