@@ -17,10 +17,10 @@ KDNS_KEEP_TMP=1 keeps the temporary directory (logs of every process) after a fa
 import os
 import pwd
 import re
+import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -264,30 +264,62 @@ def test_interface_and_user(env):
     return p
 
 
+def test_user_drops_root_in_every_thread(env):
+    """As root, --user=nobody: every thread of the running process has nobody's uid and gid
+    and no supplementary group, and it still answers (cache and upstream) and reloads."""
+    if os.geteuid() != 0:
+        raise harness.Skip("needs root to drop it")
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        raise harness.Skip("no user nobody")
+    workdir, nsd = env["workdir"], env["nsd"]
+    p = []
+    fe = servers.FrontendCache(workdir, "fe-user", "--no-hosts", "--server=" + nsd.address,
+                               "--threads=2", "--user=nobody")
+    try:
+        for attempt in range(2):  # forwarded, then from the cache
+            answer = fe.dig("www.example.test")
+            if answer.status != "NOERROR" or len(answer.answer) != 2:
+                p.append("answer %d as nobody: %s" % (attempt, answer))
+        pid = fe.process.pid
+        tasks = os.listdir("/proc/%d/task" % pid)
+        if len(tasks) < 2:
+            p.append("expected several threads, found %d" % len(tasks))
+        for task in tasks:
+            with open("/proc/%d/task/%s/status" % (pid, task)) as f:
+                status = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+            uids = status["Uid"].split()
+            gids = status["Gid"].split()
+            if any(int(u) != nobody.pw_uid for u in uids):
+                p.append("thread %s: Uid %s, not nobody's %d" % (task, uids, nobody.pw_uid))
+            if any(int(g) != nobody.pw_gid for g in gids):
+                p.append("thread %s: Gid %s, not nobody's %d" % (task, gids, nobody.pw_gid))
+            if status["Groups"].strip():
+                p.append("thread %s: supplementary groups %r kept" % (task, status["Groups"]))
+        fe.process.signal(signal.SIGHUP)  # a reload as nobody keeps it serving
+        answer = fe.dig("www.example.test")
+        if answer.status != "NOERROR" or not fe.process.alive():
+            p.append("after SIGHUP as nobody: %s, alive %s" % (answer, fe.process.alive()))
+    finally:
+        fe.stop()
+    return p
+
+
 TESTS = [test_refused_dnsmasq_options_stop_start_up,
          test_kubedns_kube_dns_flags,
          test_log_queries_lines,
          test_log_queries_flood_stays_within_its_rate,
          test_log_queries_sampling,
-         test_interface_and_user]
+         test_interface_and_user,
+         test_user_drops_root_in_every_thread]
 
 
 def main():
-    for tool in (os.path.join(harness.BIN, "frontend-cache"), os.path.join(harness.BIN, "kubedns"),
-                 servers.NSD, "/usr/bin/dig"):
-        if not os.access(tool, os.X_OK):
-            print("missing %s" % tool)
-            return harness.finish(0, 1)
-    workdir = tempfile.mkdtemp(prefix="kdns-options-e2e-")
-    owned = []
-    passed = failed = 0
-    try:
-        nsd = servers.Nsd(workdir)
-        owned.append(nsd)
-        passed, failed = harness.run_tests(TESTS, {"workdir": workdir, "nsd": nsd})
-    finally:
-        harness.release(owned, workdir, failed)
-    return harness.finish(passed, failed)
+    return harness.main("kdns-options-e2e-", TESTS,
+                        tools=(os.path.join(harness.BIN, "frontend-cache"),
+                               os.path.join(harness.BIN, "kubedns"), servers.NSD, "/usr/bin/dig"),
+                        setup=servers.start_nsd)
 
 
 if __name__ == "__main__":
