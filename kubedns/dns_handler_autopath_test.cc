@@ -21,12 +21,17 @@
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
 #include "kubedns/autopath.h"
+#include "kubedns/dns_handler_testing.h"
 #include "test/support/fake_dns_server.h"
 
 namespace kdns::kubedns {
 
 using dns::RrType;
 using dns::testing::N;
+using kubedns::testing::AskUdp;
+using kubedns::testing::Bytes;
+using kubedns::testing::Parse;
+using kubedns::testing::ServeDnsHandlers;
 using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
 
@@ -55,15 +60,15 @@ std::shared_ptr<const Snapshot> ClusterSnapshot() {
 // The world outside: www.example.com A (TTL 300), alias.example.com CNAME (TTL 600) to
 // www.example.com, host.node.example NODATA (SOA TTL 3600, MINIMUM 45), slow.* never
 // answered, everything else NXDOMAIN with the root's SOA.
-testing::Replies World(const testing::ReceivedQuery& received) {
+kdns::testing::Replies World(const kdns::testing::ReceivedQuery& received) {
   if (!received.parsed || received.message.questions.empty()) return {};
   const dns::Question& question = received.message.questions[0];
   const std::string name = question.name.Lowercased().ToText();
   if (name.rfind("slow.", 0) == 0) return {};
-  dns::Message reply = testing::ReplyTo(received.message);
+  dns::Message reply = kdns::testing::ReplyTo(received.message);
   auto a_record = [&](const std::string& owner) {
     reply.answers.push_back(
-        {N(owner), RrType::kA, dns::RrClass::kIn, 300, testing::A("192.0.2.80")});
+        {N(owner), RrType::kA, dns::RrClass::kIn, 300, kdns::testing::A("192.0.2.80")});
   };
   if (name == "www.example.com.") {
     if (question.type == RrType::kA) a_record(name);
@@ -81,7 +86,7 @@ testing::Replies World(const testing::ReceivedQuery& received) {
     soa.minimum_s = 900;
     reply.authorities.push_back({N("."), RrType::kSoa, dns::RrClass::kIn, 900, soa});
   }
-  return {testing::Encode(reply)};
+  return {kdns::testing::Encode(reply)};
 }
 
 class WalkFixture {
@@ -89,7 +94,7 @@ class WalkFixture {
   explicit WalkFixture(bool autopath = true,
                        size_t max_waiting = server::WaitingBudget::kDefaultMax,
                        uint64_t total_timeout_ms = 400)
-      : world_(std::make_unique<testing::FakeDnsServer>(loop, World)) {
+      : world_(std::make_unique<kdns::testing::FakeDnsServer>(loop, World)) {
     snapshots_.Publish(ClusterSnapshot());
     shared_.forwarder.min_try_timeout_ms = 50;
     shared_.forwarder.max_try_timeout_ms = 100;
@@ -103,20 +108,7 @@ class WalkFixture {
     auto routes = std::make_shared<const UpstreamRoutes>(std::vector<UpstreamRoute>{},
                                                          upstream::UpstreamSet{world_->address()},
                                                          DefaultSource::kFlag);
-    server::LoopServer::Options options;
-    options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
-    options.admission = kAdmissionPolicy;
-    std::string error;
-    server_ = server::LoopServer::Create(
-        loop, options,
-        [this, routes](const server::ThreadContext& context) {
-          auto handler = std::make_unique<DnsHandler>(context, shared_, routes);
-          handler_ = handler.get();
-          return handler;
-        },
-        stats_, &error);
-    INFO(error);
-    REQUIRE(server_ != nullptr);
+    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_);
   }
   ~WalkFixture() {
     server_.reset();
@@ -125,28 +117,11 @@ class WalkFixture {
   }
 
   static std::vector<uint8_t> Query(const std::string& name, RrType type = RrType::kA) {
-    std::vector<uint8_t> buffer(512);
-    dns::MessageBuilder builder(buffer);
-    builder.header().id = 0x4242;
-    builder.header().rd = true;
-    REQUIRE(builder.AddQuestion(N(name), type, dns::RrClass::kIn) == dns::BuildError::kOk);
-    REQUIRE(builder.SetEdns(dns::EdnsView{}) == dns::BuildError::kOk);
-    auto bytes = builder.Finish();
-    return {bytes.begin(), bytes.end()};
-  }
-
-  static dns::Message Parse(const std::vector<uint8_t>& bytes) {
-    dns::Message message;
-    REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
-    return message;
+    return Bytes({name, type});
   }
 
   dns::Message Ask(const std::string& name, RrType type = RrType::kA) {
-    server::testing::UdpClient client(server_->udp_address());
-    REQUIRE(client.Send(Query(name, type)));
-    std::optional<std::vector<uint8_t>> reply;
-    REQUIRE(RunUntil(loop, [&] { return (reply = client.TryReceive()).has_value(); }));
-    return Parse(*reply);
+    return AskUdp(loop, server_->udp_address(), Query(name, type));
   }
 
   const DnsHandler& handler() const { return *handler_; }
@@ -180,7 +155,7 @@ class WalkFixture {
     return config;
   }
 
-  std::unique_ptr<testing::FakeDnsServer> world_;
+  std::unique_ptr<kdns::testing::FakeDnsServer> world_;
   metrics::Registry registry_;
   Answerer answerer_{Config()};
   Autopath autopath_{N("cluster.local."), {N("node.example.")}};
@@ -221,7 +196,7 @@ TEST_CASE(
   REQUIRE(reply.answers.size() == 2);
   CHECK(
       IsCname(reply.answers[0], "www.example.com.default.svc.cluster.local.", "www.example.com."));
-  CHECK(reply.answers[1].rdata == dns::Rdata{testing::A("192.0.2.80")});
+  CHECK(reply.answers[1].rdata == dns::Rdata{kdns::testing::A("192.0.2.80")});
   // Our CNAME's TTL (30) bounds the whole answer.
   for (const auto& record : reply.answers) CHECK(record.ttl_s == 30);
   // svc.Z and Z from the records; the node's domain, then the name itself, upstream.
@@ -253,7 +228,7 @@ TEST_CASE("a service of another namespace is completed from the records, authori
   CHECK(IsCname(reply.answers[0], "web.other.default.svc.cluster.local.",
                 "web.other.svc.cluster.local."));
   CHECK(reply.answers[1].owner == N("web.other.svc.cluster.local."));
-  CHECK(reply.answers[1].rdata == dns::Rdata{testing::A("10.96.0.20")});
+  CHECK(reply.answers[1].rdata == dns::Rdata{kdns::testing::A("10.96.0.20")});
   CHECK(f.Asked().empty());
   CHECK(f.Metric(R"(kdns_kubedns_autopath_hits_total{suffix="svc.cluster.local."})") == 1);
   // A cluster name asked in full (with ndots:5 it is searched first) wins at the root,
@@ -315,7 +290,7 @@ TEST_CASE("a candidate's own CNAME chain is kept, in ours and in the upstream's"
   CHECK(IsCname(external.answers[0], "ext.other.default.svc.cluster.local.",
                 "ext.other.svc.cluster.local."));
   CHECK(IsCname(external.answers[1], "ext.other.svc.cluster.local.", "www.example.com."));
-  CHECK(external.answers[2].rdata == dns::Rdata{testing::A("192.0.2.80")});
+  CHECK(external.answers[2].rdata == dns::Rdata{kdns::testing::A("192.0.2.80")});
   CHECK(f.Metric(R"(kdns_kubedns_autopath_hits_total{suffix="svc.cluster.local."})") == 1);
 }
 
@@ -361,7 +336,7 @@ TEST_CASE("over the budget of waiting queries a walk's query gets its own NXDOMA
   // The walk that held the slot ends as without autopath too.
   std::optional<std::vector<uint8_t>> late;
   REQUIRE(RunUntil(f.loop, [&] { return (late = slow.TryReceive()).has_value(); }));
-  CHECK(WalkFixture::Parse(*late).rcode() == dns::Rcode::kNxDomain);
+  CHECK(Parse(*late).rcode() == dns::Rcode::kNxDomain);
   CHECK(f.handler().pending() == 0);
 }
 

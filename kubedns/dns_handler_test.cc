@@ -17,11 +17,17 @@
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
 #include "common/upstream/testing.h"
+#include "kubedns/dns_handler_testing.h"
 
 namespace kdns::kubedns {
 namespace {
 
 using dns::testing::N;
+using kubedns::testing::AskUdp;
+using kubedns::testing::Bytes;
+using kubedns::testing::Parse;
+using kubedns::testing::Query;
+using kubedns::testing::ServeDnsHandlers;
 using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
 using upstream::testing::Behaviour;
@@ -43,30 +49,6 @@ std::shared_ptr<const Snapshot> TestSnapshot() {
   }
   writer.MarkSynced();
   return writer.Publish();
-}
-
-struct Query {
-  std::string name;
-  dns::RrType type = dns::RrType::kA;
-  uint16_t id = 0x4242;
-  bool edns = true;
-};
-
-std::vector<uint8_t> Bytes(const Query& q) {
-  std::vector<uint8_t> buffer(512);
-  dns::MessageBuilder builder(buffer);
-  builder.header().id = q.id;
-  builder.header().rd = true;
-  REQUIRE(builder.AddQuestion(N(q.name), q.type, dns::RrClass::kIn) == dns::BuildError::kOk);
-  if (q.edns) REQUIRE(builder.SetEdns(dns::EdnsView{}) == dns::BuildError::kOk);
-  auto bytes = builder.Finish();
-  return {bytes.begin(), bytes.end()};
-}
-
-dns::Message Parse(const std::vector<uint8_t>& bytes) {
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
-  return message;
 }
 
 // kubedns's DNS path on the test's own loop: a LoopServer with a DnsHandler, two fake
@@ -92,20 +74,7 @@ class Fixture {
   void Serve(const std::shared_ptr<const UpstreamRoutes>& routes, size_t forward_max = 150) {
     shared_.forwarder.budgets =
         std::make_shared<upstream::ForwardBudgets>(upstream::ForwardBudgets::Limits{forward_max});
-    server::LoopServer::Options options;
-    options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
-    options.admission = kAdmissionPolicy;
-    std::string error;
-    server_ = server::LoopServer::Create(
-        loop, options,
-        [this, routes](const server::ThreadContext& context) {
-          auto handler = std::make_unique<DnsHandler>(context, shared_, routes);
-          handler_ = handler.get();
-          return handler;
-        },
-        stats_, &error);
-    INFO(error);
-    REQUIRE(server_ != nullptr);
+    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_);
   }
 
   // Routes: stub acme.local. to b (when `stub`), everything else to a.
@@ -116,13 +85,7 @@ class Fixture {
         std::move(stubs), upstream::UpstreamSet{a->address()}, DefaultSource::kFlag);
   }
 
-  dns::Message Ask(const Query& q) {
-    server::testing::UdpClient client(server_->udp_address());
-    REQUIRE(client.Send(Bytes(q)));
-    std::optional<std::vector<uint8_t>> reply;
-    REQUIRE(RunUntil(loop, [&] { return (reply = client.TryReceive()).has_value(); }));
-    return Parse(*reply);
-  }
+  dns::Message Ask(const Query& q) { return AskUdp(loop, server_->udp_address(), Bytes(q)); }
 
   dns::Message AskTcp(const Query& q) {
     server::testing::TcpClient client(server_->tcp_address());
