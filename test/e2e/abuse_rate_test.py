@@ -132,6 +132,16 @@ def top_clients(metrics_port):
     return json.loads(harness.http_get(metrics_port, "/debug/top-clients")[2])
 
 
+def check_flooder_first(top):
+    """The /debug/top-clients view taken during the flood names the flooder first, with
+    limited queries."""
+    if not top.get("clients") or top["clients"][0]["client"] != ATTACKER + "/32":
+        return ["/debug/top-clients does not name the flooder first: %s" % top]
+    if top["clients"][0]["limited"] == 0:
+        return ["/debug/top-clients shows no limited query: %s" % top]
+    return []
+
+
 def check_flooder_limited(light, perf, label):
     problems = light.check(label)
     # The burst (LIMIT) and the rate over the run, with room for timing at both ends.
@@ -139,7 +149,8 @@ def check_flooder_limited(light, perf, label):
     if perf["completed"] is None or perf["completed"] > bound:
         problems.append("%s: the flooder got %s answers, above about the limit (%d)" %
                         (label, perf["completed"], bound))
-    if perf["sent"] is None or perf["sent"] < 3 * bound:
+    # Twice the bound: at least half the flood had to be limited (a loaded machine sends less).
+    if perf["sent"] is None or perf["sent"] < 2 * bound:
         problems.append("%s: the flood was too weak to show anything (%s sent)" %
                         (label, perf["sent"]))
     return problems
@@ -159,12 +170,7 @@ def test_frontend_cache_holds_a_flooder_to_its_limit(env):
     seen = {}
     light, perf = flood_under(fc.port, workdir, names, names, "frontend-cache",
                               lambda: seen.update(top_clients(fc.metrics_port)))
-    problems = check_flooder_limited(light, perf, "frontend-cache")
-    top = seen
-    if not top.get("clients") or top["clients"][0]["client"] != ATTACKER + "/32":
-        problems.append("/debug/top-clients does not name the flooder first: %s" % top)
-    elif top["clients"][0]["limited"] == 0:
-        problems.append("/debug/top-clients shows no limited query: %s" % top)
+    problems = check_flooder_limited(light, perf, "frontend-cache") + check_flooder_first(seen)
     limited = fc.metric('kdns_limit_hits_total{limit="client_rate"}')
     if not limited or limited < perf["sent"] - perf["completed"] - 1000:
         problems.append("client_rate hits %s, but %s queries went unanswered" %
@@ -197,11 +203,7 @@ def test_kubedns_holds_a_flooder_to_its_limit(env):
     seen = {}
     light, perf = flood_under(dns.port, workdir, names, names, "kubedns",
                               lambda: seen.update(top_clients(dns.metrics_port)))
-    problems = check_flooder_limited(light, perf, "kubedns")
-    top = seen
-    if not top.get("clients") or top["clients"][0]["client"] != ATTACKER + "/32":
-        problems.append("/debug/top-clients does not name the flooder first: %s" % top)
-    return problems
+    return check_flooder_limited(light, perf, "kubedns") + check_flooder_first(seen)
 
 
 def test_slipped_queries_get_tc_and_dig_retries_over_tcp(env):
