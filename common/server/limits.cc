@@ -9,6 +9,8 @@
 #include <string>
 
 #include "common/base/clock.h"
+#include "common/metrics/counter.h"
+#include "common/metrics/shard.h"
 
 namespace kdns::server {
 namespace {
@@ -40,14 +42,17 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "shed_waiting_queries",
 };
 
-// One limit's count and log state, on its own cache line so that a flood against one
-// limit does not slow the counting of another.
-struct alignas(64) Slot {
-  std::atomic<uint64_t> hits{0};
-  // The hit count when the last line was logged, and when; guarded by `log_mutex`.
-  std::atomic<uint64_t> next_log_ms{0};
-  std::mutex log_mutex;
-  uint64_t hits_at_last_log = 0;
+// One limit's count and log state. The count is sharded per thread (metrics::Counter): a
+// flood against a limit is counted on every DNS thread at once, one hit per datagram, and a
+// shared atomic would bounce its cache line between them. The log state is read by every hit
+// but written once per log interval, so it stays shared, on its own line.
+struct Slot {
+  metrics::Counter hits;
+  struct alignas(metrics::kCacheLineBytes) {
+    std::atomic<uint64_t> next_log_ms{0};
+    std::mutex log_mutex;
+    uint64_t hits_at_last_log = 0;  // guarded by log_mutex
+  } log;
 };
 
 std::array<Slot, kLimits>& Slots() {
@@ -59,8 +64,7 @@ class LimitCollector final : public metrics::Collector {
  public:
   void Collect(std::vector<metrics::Sample>& out) const override {
     for (size_t i = 0; i < kLimits; ++i) {
-      out.push_back({{std::string(kNames[i])},
-                     static_cast<double>(Slots()[i].hits.load(std::memory_order_relaxed))});
+      out.push_back({{std::string(kNames[i])}, static_cast<double>(Slots()[i].hits.Value())});
     }
   }
 };
@@ -76,14 +80,16 @@ void RecordLimitHit(Limit limit, std::string_view detail) {
   const auto index = static_cast<size_t>(limit);
   if (index >= kLimits) return;
   Slot& slot = Slots()[index];
-  const uint64_t hits = slot.hits.fetch_add(1, std::memory_order_relaxed) + 1;
+  slot.hits.Inc();
   const uint64_t now = SteadyClock::Instance().NowMs();
-  if (now < slot.next_log_ms.load(std::memory_order_relaxed)) return;
-  std::unique_lock lock(slot.log_mutex, std::try_to_lock);
-  if (!lock.owns_lock() || now < slot.next_log_ms.load(std::memory_order_relaxed)) return;
-  slot.next_log_ms.store(now + kLimitLogIntervalMs, std::memory_order_relaxed);
-  const uint64_t since = hits - slot.hits_at_last_log;
-  slot.hits_at_last_log = hits;
+  if (now < slot.log.next_log_ms.load(std::memory_order_relaxed)) return;
+  std::unique_lock lock(slot.log.log_mutex, std::try_to_lock);
+  if (!lock.owns_lock() || now < slot.log.next_log_ms.load(std::memory_order_relaxed)) return;
+  slot.log.next_log_ms.store(now + kLimitLogIntervalMs, std::memory_order_relaxed);
+  const uint64_t hits = slot.hits.Value();
+  // Per-shard sums read at different times: never report a negative difference.
+  const uint64_t since = hits > slot.log.hits_at_last_log ? hits - slot.log.hits_at_last_log : 0;
+  slot.log.hits_at_last_log = hits;
   LOG(WARNING) << "limit " << kNames[index] << " hit" << (detail.empty() ? "" : " (") << detail
                << (detail.empty() ? "" : ")") << "; " << since << " time(s) since the last line, "
                << hits << " in all (kdns_limit_hits_total)";
@@ -91,7 +97,7 @@ void RecordLimitHit(Limit limit, std::string_view detail) {
 
 uint64_t LimitHits(Limit limit) {
   const auto index = static_cast<size_t>(limit);
-  return index < kLimits ? Slots()[index].hits.load(std::memory_order_relaxed) : 0;
+  return index < kLimits ? Slots()[index].hits.Value() : 0;
 }
 
 void RegisterLimitMetrics(metrics::Registry& registry) {

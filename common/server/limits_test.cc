@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "common/metrics/registry.h"
 
@@ -30,6 +32,20 @@ TEST_CASE("a limit hit is counted and exported", "[limits]") {
   CHECK(text.find("kdns_limit_hits_total{limit=\"tcp_frame_timeout\"} " +
                   std::to_string(before + 3)) != std::string::npos);
   CHECK(text.find("kdns_limit_hits_total{limit=\"shed_waiting_queries\"}") != std::string::npos);
+}
+
+TEST_CASE("hits from many threads at once are each counted", "[limits]") {
+  const uint64_t before = LimitHits(Limit::kClientRate);
+  constexpr int kThreads = 4;
+  constexpr int kHits = 20'000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([] {
+      for (int i = 0; i < kHits; ++i) RecordLimitHit(Limit::kClientRate);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(LimitHits(Limit::kClientRate) == before + uint64_t{kThreads} * kHits);
 }
 
 }  // namespace
