@@ -39,6 +39,7 @@ TEST_CASE("hits from many threads at once are each counted", "[limits]") {
   constexpr int kThreads = 4;
   constexpr int kHits = 20'000;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([] {
       for (int i = 0; i < kHits; ++i) RecordLimitHit(Limit::kClientRate);
