@@ -53,9 +53,14 @@ bool HasPod(const Snapshot& snapshot, const std::string& ns, const std::string& 
   return snapshot.HasPodIp(ns, *IpAddress::Parse(ip));
 }
 
+// The PTR targets of `ip`, '\n'-separated.
 std::string Ptr(const Snapshot& snapshot, const std::string& ip) {
-  const std::string* names = snapshot.FindPtr(*IpAddress::Parse(ip));
-  return names == nullptr ? "" : *names;
+  std::string names;
+  snapshot.ForEachPtr(*IpAddress::Parse(ip), [&](std::string_view relative) {
+    if (!names.empty()) names += "\n";
+    names += relative;
+  });
+  return names;
 }
 
 }  // namespace
