@@ -6,6 +6,7 @@
 #include <chrono>
 #include <future>
 
+#include "common/base/heap.h"
 #include "common/k8s/curl_transport.h"
 #include "common/loop/loop.h"
 #include "common/loop/task_queue.h"
@@ -68,7 +69,9 @@ class KubednsServer::Publisher final : public RecordSink {
 
   void ReplaceAll(RecordTreeWriter::ObjectSet objects) override {
     writer_.ReplaceAll(objects);
+    objects = {};  // the decoded objects go before the trim
     Publish();
+    ReleaseFreeHeap();
   }
   void ReplaceServices(std::vector<k8s::Service> services) override {
     writer_.ReplaceServices(services);
@@ -90,6 +93,7 @@ class KubednsServer::Publisher final : public RecordSink {
     writer_.EndList(kind);
     listing_[static_cast<size_t>(kind)] = false;
     Publish();
+    ReleaseFreeHeap();  // a complete list replaced records: what it freed goes back
   }
   void UpsertService(const k8s::Service& service) override {
     writer_.UpsertService(service);
@@ -286,6 +290,10 @@ void KubednsServer::RegisterMetrics() {
                              stat(&Snapshot::Stats::endpoints));
   registry_.AddCallbackGauge("kdns_kubedns_reverse_entries", "IPs with PTR records.",
                              stat(&Snapshot::Stats::reverse_entries));
+  registry_.AddCallbackGauge(
+      "kdns_kubedns_records_bytes",
+      "Bytes the records hold (compact arrays, names, reverse index entries), to compare RSS with.",
+      stat(&Snapshot::Stats::records_bytes));
   registry_.AddCallbackGauge(
       "kdns_kubedns_pod_ips",
       "Distinct (namespace, IP) pairs of live pods (--pod-records=verified).",
