@@ -69,9 +69,8 @@ class KubednsServer::Publisher final : public RecordSink {
 
   void ReplaceAll(RecordTreeWriter::ObjectSet objects) override {
     writer_.ReplaceAll(objects);
-    objects = {};  // the decoded objects go before the trim
-    Publish();
-    ReleaseFreeHeap();
+    objects = {};  // the decoded objects go before the heap is released
+    PublishCompleteLoad();
   }
   void ReplaceServices(std::vector<k8s::Service> services) override {
     writer_.ReplaceServices(services);
@@ -92,8 +91,7 @@ class KubednsServer::Publisher final : public RecordSink {
   void EndList(RecordTreeWriter::ListKind kind) override {
     writer_.EndList(kind);
     listing_[static_cast<size_t>(kind)] = false;
-    Publish();
-    ReleaseFreeHeap();  // a complete list replaced records: what it freed goes back
+    PublishCompleteLoad();
   }
   void UpsertService(const k8s::Service& service) override {
     writer_.UpsertService(service);
@@ -188,6 +186,15 @@ class KubednsServer::Publisher final : public RecordSink {
   void Publish() {
     server_.snapshots_.Publish(writer_.Publish());
     server_.last_publish_unix_ms_ = UnixMs();
+  }
+  // After a file load or a complete list, the heap the load freed goes back to the OS (see
+  // common/base/heap.h): now when nothing else holds the superseded snapshot, else when its
+  // last reader lets it go (Snapshot::ReleaseHeapWhenFreed).
+  void PublishCompleteLoad() {
+    std::shared_ptr<const Snapshot> superseded = server_.snapshots_.Current();
+    if (superseded != nullptr) superseded->ReleaseHeapWhenFreed();
+    Publish();
+    if (superseded == nullptr) ReleaseFreeHeap();
   }
   // The items of a streamed list are published together at its EndList.
   void PublishUnlessListing(RecordTreeWriter::ListKind kind) {

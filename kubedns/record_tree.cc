@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/base/heap.h"
 #include "kubedns/object_key.h"
 
 namespace kdns::kubedns {
@@ -525,7 +526,13 @@ void RecordTreeWriter::Listed(ListKind kind, const std::string& key) {
 }
 
 std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {
-  auto snapshot = std::make_shared<Snapshot>();
+  // Not make_shared: the heap is released after the snapshot's memory is, which a control
+  // block sharing its allocation would hold until the last weak reference went.
+  std::shared_ptr<Snapshot> snapshot(new Snapshot(), [](const Snapshot* gone) {
+    const bool release = gone->release_heap_when_freed_.load();
+    delete gone;
+    if (release) ReleaseFreeHeap();
+  });
   snapshot->namespaces_ = namespaces_;
   snapshot->reverse_ = reverse_;
   snapshot->pod_ips_ = pod_ips_;

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -83,8 +84,15 @@ class Snapshot {
   // The multicluster zones' records (multicluster_records.h).
   const MulticlusterSnapshot& multicluster() const { return multicluster_; }
 
+  // Returns the free heap to the OS (ReleaseFreeHeap, common/base/heap.h) once this snapshot
+  // is freed. Set on the snapshot a complete load supersedes: the records only it held are
+  // freed by its last reader, which may be a DNS thread at its next query, after the load
+  // itself has finished. Any thread.
+  void ReleaseHeapWhenFreed() const { release_heap_when_freed_.store(true); }
+
  private:
   friend class RecordTreeWriter;
+  mutable std::atomic<bool> release_heap_when_freed_{false};
   Namespaces namespaces_;
   MulticlusterSnapshot multicluster_;
   Reverse reverse_;
