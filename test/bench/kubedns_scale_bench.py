@@ -245,8 +245,8 @@ def run(bin_dir, workdir, name, services, namespaces, per_slice):
           (mib(peak), peak / steady, TARGET_PEAK_RATIO))
     print("  reload peak (VmHWM)      %.1f MiB = %.2f x steady (target <= %.1f)" %
           (mib(reload_peak), reload_peak / steady, TARGET_PEAK_RATIO))
-    print("  RSS after reload         %.1f MiB (every endpoint changed; what the DNS threads "
-          "freed after the trim stays in malloc's free lists)" % mib(after_reload))
+    print("  RSS after reload         %.1f MiB (every endpoint changed; the free heap is "
+          "trimmed, what stays is fragmentation)" % mib(after_reload))
     if model:
         print("  model (records_bytes)    %.1f MiB: steady RSS / model %.2f, "
               "(RSS - services only) / model %.2f, model bytes per endpoint %.0f" %
