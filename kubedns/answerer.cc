@@ -435,26 +435,21 @@ bool Answerer::AnswerReverse(const Snapshot& snapshot, const dns::Name& lower,
                              Response& response) const {
   auto ip = dns::AddressFromReverseName(lower);
   if (!ip) return false;
-  const std::string* names = snapshot.FindPtr(*ip);
-  if (names == nullptr) return false;
+  if (snapshot.ForEachPtr(*ip, [](std::string_view) {}) == 0) return false;
   response.builder.header().aa = true;
   const RrType qtype = response.query.qtype;
   if (qtype != RrType::kPtr && qtype != RrType::kAny) return true;  // NODATA
   auto svc_zone = dns::Name::FromLabels({"svc"}, config_.zone);
   response.AnswerRrset([&] {
-    size_t start = 0;
-    while (start < names->size()) {
-      size_t end = names->find('\n', start);
-      if (end == std::string::npos) end = names->size();
-      auto relative = dns::Name::FromText(std::string_view(*names).substr(start, end - start));
+    snapshot.ForEachPtr(*ip, [&](std::string_view relative_text) {
+      auto relative = dns::Name::FromText(relative_text);
       if (relative) {
         if (auto target = dns::Name::Concat(*relative, *svc_zone)) {
           response.builder.Add(response.query.qname, RrType::kPtr, RrClass::kIn, config_.ttl_s,
                                dns::RdataPtr{*target});
         }
       }
-      start = end + 1;
-    }
+    });
   });
   return true;
 }

@@ -97,7 +97,7 @@ std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_
         truncated = true;
         break;
       }
-      String(writer, host.label + " " + host.ip.ToString());
+      String(writer, std::string(host.label) + " " + host.ip.ToString());
     }
     writer.EndArray();
     writer.Key("srv");

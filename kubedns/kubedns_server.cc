@@ -6,6 +6,7 @@
 #include <chrono>
 #include <future>
 
+#include "common/base/heap.h"
 #include "common/k8s/curl_transport.h"
 #include "common/loop/loop.h"
 #include "common/loop/task_queue.h"
@@ -68,7 +69,8 @@ class KubednsServer::Publisher final : public RecordSink {
 
   void ReplaceAll(RecordTreeWriter::ObjectSet objects) override {
     writer_.ReplaceAll(objects);
-    Publish();
+    objects = {};  // the decoded objects go before the heap is released
+    PublishCompleteLoad();
   }
   void ReplaceServices(std::vector<k8s::Service> services) override {
     writer_.ReplaceServices(services);
@@ -89,7 +91,7 @@ class KubednsServer::Publisher final : public RecordSink {
   void EndList(RecordTreeWriter::ListKind kind) override {
     writer_.EndList(kind);
     listing_[static_cast<size_t>(kind)] = false;
-    Publish();
+    PublishCompleteLoad();
   }
   void UpsertService(const k8s::Service& service) override {
     writer_.UpsertService(service);
@@ -184,6 +186,15 @@ class KubednsServer::Publisher final : public RecordSink {
   void Publish() {
     server_.snapshots_.Publish(writer_.Publish());
     server_.last_publish_unix_ms_ = UnixMs();
+  }
+  // After a file load or a complete list, the heap the load freed goes back to the OS (see
+  // common/base/heap.h): now when nothing else holds the superseded snapshot, else when its
+  // last reader lets it go (Snapshot::ReleaseHeapWhenFreed).
+  void PublishCompleteLoad() {
+    std::shared_ptr<const Snapshot> superseded = server_.snapshots_.Current();
+    if (superseded != nullptr) superseded->ReleaseHeapWhenFreed();
+    Publish();
+    if (superseded == nullptr) ReleaseFreeHeap();
   }
   // The items of a streamed list are published together at its EndList.
   void PublishUnlessListing(RecordTreeWriter::ListKind kind) {
@@ -286,6 +297,10 @@ void KubednsServer::RegisterMetrics() {
                              stat(&Snapshot::Stats::endpoints));
   registry_.AddCallbackGauge("kdns_kubedns_reverse_entries", "IPs with PTR records.",
                              stat(&Snapshot::Stats::reverse_entries));
+  registry_.AddCallbackGauge(
+      "kdns_kubedns_records_bytes",
+      "Bytes the records hold (compact arrays, names, reverse index entries), to compare RSS with.",
+      stat(&Snapshot::Stats::records_bytes));
   registry_.AddCallbackGauge(
       "kdns_kubedns_pod_ips",
       "Distinct (namespace, IP) pairs of live pods (--pod-records=verified).",

@@ -196,6 +196,10 @@ void ObjectsFileSource::Check() {
   last_read_hash_ = hash;
 
   auto list = k8s::DecodeList(content);
+  // The text is not needed once decoded: free it before the records are built, so the file,
+  // the decoded objects and the records are never all held at once.
+  const size_t bytes = content.size();
+  std::string().swap(content);
   if (!list.ok()) {
     Fail(list.error());
     return;
@@ -209,7 +213,7 @@ void ObjectsFileSource::Check() {
     Fail(reason);
     return;
   }
-  Apply(std::move(*list), content.size());
+  Apply(std::move(*list), bytes);
 }
 
 void ObjectsFileSource::Apply(k8s::ObjectList list, size_t bytes) {

@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/base/heap.h"
 #include "kubedns/object_key.h"
 
 namespace kdns::kubedns {
@@ -33,55 +34,78 @@ bool PodIsLive(const k8s::Pod& pod) {
   return pod.phase != k8s::PodPhase::kSucceeded && pod.phase != k8s::PodPhase::kFailed;
 }
 
-// The (ip, host label) pairs a service's records contribute to the reverse index, sorted;
-// an empty label stands for the service name itself (a cluster IP). The labels are views
-// into `records`, so diffing two versions of a service allocates no string per host.
-std::vector<std::pair<IpAddress, std::string_view>> ReverseKeys(const ServiceRecords& records) {
-  std::vector<std::pair<IpAddress, std::string_view>> keys;
+// The IPs a service's records contribute to the reverse index, sorted and distinct: its
+// cluster IPs, or its headless hosts' addresses.
+std::vector<IpAddress> ReverseKeys(const ServiceRecords& records) {
+  std::vector<IpAddress> keys;
   const ServiceInfo* service = records.service();
   if (service == nullptr) return keys;
   if (service->kind == ServiceInfo::Kind::kClusterIP) {
-    keys.reserve(service->cluster_ips.size());
-    for (const auto& ip : service->cluster_ips) keys.emplace_back(ip, std::string_view());
+    keys = service->cluster_ips;
   } else if (service->kind == ServiceInfo::Kind::kHeadless) {
     keys.reserve(records.hosts().size());
-    for (const auto& host : records.hosts()) keys.emplace_back(host.ip, host.label);
+    for (const auto& host : records.hosts()) keys.push_back(host.ip);
   }
   std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   return keys;
 }
 
-// "svc.ns" or "host.svc.ns": the PTR target relative to svc.<zone>.
-std::string RelativeName(std::string_view label, const std::string& name, const std::string& ns) {
-  std::string relative;
-  relative.reserve(label.size() + name.size() + ns.size() + 2);
-  if (!label.empty()) relative.append(label).append(".");
-  relative.append(name).append(".").append(ns);
-  return relative;
+bool NameLess(const ServiceName& a, const ServiceName& b) {
+  return a.ns != b.ns ? a.ns < b.ns : a.name < b.name;
 }
 
-uint64_t AddressCount(const ServiceRecords& records) {
-  uint64_t count = 0;
-  for (const auto& [name, slice] : records.slices()) count += slice->addresses.size();
-  return count;
-}
+using Owners = std::vector<std::shared_ptr<const ServiceName>>;
 
-// Removes one '\n'-separated name from a reverse value; returns false if none is left.
-bool RemoveName(std::string* names, const std::string& name) {
-  size_t start = 0;
-  while (start <= names->size()) {
-    size_t end = names->find('\n', start);
-    if (end == std::string::npos) end = names->size();
-    if (names->compare(start, end - start, name) == 0) {
-      size_t erase_from = start == 0 ? 0 : start - 1;  // the separator before, if any
-      size_t erase_to = start == 0 && end < names->size() ? end + 1 : end;
-      names->erase(erase_from, erase_to - erase_from);
-      break;
+// Rebuilds an owner chain from `owners` (sorted by NameLess). A node whose `also` is already
+// right (the last one, when it ends a chain) is reused, so the common single-owner entry is
+// the service's own ServiceName and costs no allocation.
+std::shared_ptr<const ServiceName> Chain(const Owners& owners) {
+  std::shared_ptr<const ServiceName> next;
+  for (auto it = owners.rbegin(); it != owners.rend(); ++it) {
+    if ((*it)->also == next) {
+      next = *it;
+    } else {
+      next = std::make_shared<const ServiceName>(ServiceName{(*it)->ns, (*it)->name, next});
     }
-    start = end + 1;
   }
-  return !names->empty();
+  return next;
 }
+
+Owners OwnersOf(const std::shared_ptr<const ServiceName>* chain) {
+  Owners owners;
+  for (auto node = chain == nullptr ? nullptr : *chain; node != nullptr; node = node->also) {
+    owners.push_back(node);
+  }
+  return owners;
+}
+
+// `chain` (may be null) with `name` added in (ns, name) order.
+std::shared_ptr<const ServiceName> ChainWith(const std::shared_ptr<const ServiceName>* chain,
+                                             const std::shared_ptr<const ServiceName>& name) {
+  if (chain == nullptr || *chain == nullptr) return name;
+  Owners owners = OwnersOf(chain);
+  owners.insert(std::upper_bound(owners.begin(), owners.end(), name,
+                                 [](const auto& a, const auto& b) { return NameLess(*a, *b); }),
+                name);
+  return Chain(owners);
+}
+
+// `chain` without `name`; null when none is left.
+std::shared_ptr<const ServiceName> ChainWithout(const std::shared_ptr<const ServiceName>* chain,
+                                                const ServiceName& name) {
+  Owners owners = OwnersOf(chain);
+  owners.erase(std::remove_if(owners.begin(), owners.end(),
+                              [&](const auto& owner) {
+                                return owner->ns == name.ns && owner->name == name.name;
+                              }),
+               owners.end());
+  return Chain(owners);
+}
+
+// What one reverse index entry costs: its trie slot (hash, key, value, variant tag).
+constexpr uint64_t kReverseEntryBytes =
+    sizeof(uint64_t) + sizeof(IpAddress) + sizeof(std::shared_ptr<const ServiceName>) + 8;
 
 }  // namespace
 
@@ -97,7 +121,21 @@ bool Snapshot::HasNamespace(std::string_view ns) const {
   return space != nullptr && (*space)->answerable > 0;
 }
 
-const std::string* Snapshot::FindPtr(const IpAddress& ip) const { return reverse_.Find(ip); }
+std::string_view PtrRelativeName(std::string_view label, const ServiceName& owner,
+                                 std::span<char> buffer) {
+  const size_t size =
+      (label.empty() ? 0 : label.size() + 1) + owner.name.size() + 1 + owner.ns.size();
+  if (size > buffer.size()) return {};
+  char* out = buffer.data();
+  if (!label.empty()) {
+    out = std::copy(label.begin(), label.end(), out);
+    *out++ = '.';
+  }
+  out = std::copy(owner.name.begin(), owner.name.end(), out);
+  *out++ = '.';
+  std::copy(owner.ns.begin(), owner.ns.end(), out);
+  return std::string_view(buffer.data(), size);
+}
 
 bool Snapshot::HasPodIp(std::string_view ns, const IpAddress& ip) const {
   // A queried namespace is one DNS label, at most 63 bytes.
@@ -117,40 +155,39 @@ const ServiceRecords* RecordTreeWriter::Find(const std::string& ns, const std::s
 void RecordTreeWriter::Store(const std::string& ns, const std::string& name, ServicePtr records) {
   const ServiceRecords* old = Find(ns, name);
   // Reverse index: apply only the difference, so an endpoint change in a large headless
-  // service touches only that endpoint's entries.
-  // Both versions stay alive until the end of this function, so their label views do too.
-  std::vector<std::pair<IpAddress, std::string_view>> before, after, removed, added;
+  // service touches only that endpoint's entries. A host whose label changed keeps its
+  // entry: the PTR target is derived from the records when asked.
+  std::vector<IpAddress> before, after, removed, added;
   if (old != nullptr) before = ReverseKeys(*old);
   if (records != nullptr) after = ReverseKeys(*records);
   std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
                       std::back_inserter(removed));
   std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
                       std::back_inserter(added));
-  for (const auto& [ip, label] : removed) {
-    const std::string* names = reverse_.Find(ip);
-    if (names == nullptr) continue;
-    std::string left = *names;
-    reverse_ = RemoveName(&left, RelativeName(label, name, ns)) ? reverse_.Set(ip, std::move(left))
-                                                                : reverse_.Erase(ip);
+  for (const auto& ip : removed) {
+    const auto* owners = reverse_.Find(ip);
+    if (owners == nullptr) continue;
+    auto left = ChainWithout(owners, old->name());
+    reverse_ = left != nullptr ? reverse_.Set(ip, std::move(left)) : reverse_.Erase(ip);
   }
-  for (const auto& [ip, label] : added) {
-    std::string relative = RelativeName(label, name, ns);
-    const std::string* names = reverse_.Find(ip);
-    reverse_ = reverse_.Set(ip, names == nullptr ? relative : *names + "\n" + relative);
+  for (const auto& ip : added) {
+    reverse_ = reverse_.Set(ip, ChainWith(reverse_.Find(ip), records->shared_name()));
   }
   stats_.reverse_entries = reverse_.size();
 
   Snapshot::Namespace space;
   if (const auto* existing = namespaces_.Find(ns)) space = **existing;
   if (old != nullptr) {
-    stats_.endpoints -= AddressCount(*old);
+    stats_.endpoints -= old->address_count();
+    stats_.records_bytes -= old->ModelBytes();
     if (old->answerable()) {
       --space.answerable;
       --stats_.services;
     }
   }
   if (records != nullptr) {
-    stats_.endpoints += AddressCount(*records);
+    stats_.endpoints += records->address_count();
+    stats_.records_bytes += records->ModelBytes();
     if (records->answerable()) {
       ++space.answerable;
       ++stats_.services;
@@ -177,7 +214,8 @@ void RecordTreeWriter::UpsertService(const k8s::Service& service) {
   Store(service.meta.ns, service.meta.name,
         old != nullptr
             ? old->WithService(std::move(info))
-            : std::make_shared<const ServiceRecords>(std::move(info), ServiceRecords::Slices{}));
+            : std::make_shared<const ServiceRecords>(NameOf(service.meta.ns, service.meta.name),
+                                                     std::move(info), ServiceRecords::Slices{}));
 }
 
 void RecordTreeWriter::DeleteService(std::string_view ns_view, std::string_view name_view) {
@@ -196,7 +234,8 @@ void RecordTreeWriter::SetSlice(const std::string& ns, const std::string& servic
     if (info == nullptr) return;
     ServiceRecords::Slices slices;
     slices.emplace_back(slice, std::move(info));
-    Store(ns, service, std::make_shared<const ServiceRecords>(nullptr, std::move(slices)));
+    Store(ns, service,
+          std::make_shared<const ServiceRecords>(NameOf(ns, service), nullptr, std::move(slices)));
     return;
   }
   auto updated = old->WithSlice(slice, std::move(info));
@@ -366,7 +405,7 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
 
   stats_ = {};
   std::vector<std::pair<std::string, std::shared_ptr<const Snapshot::Namespace>>> spaces;
-  std::unordered_map<IpAddress, std::string, IpAddressHash> reverse;
+  std::unordered_map<IpAddress, std::shared_ptr<const ServiceName>, IpAddressHash> reverse;
   std::vector<std::pair<std::string, ServicePtr>> services;
   uint32_t answerable = 0;
   auto flush_namespace = [&](const std::string& ns) {
@@ -382,23 +421,24 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
     const auto& [ns, name] = key;
     if (!services.empty() && ns != current_ns) flush_namespace(current_ns);
     current_ns = ns;
-    auto records =
-        std::make_shared<const ServiceRecords>(std::move(entry.service), std::move(entry.slices));
-    stats_.endpoints += AddressCount(*records);
+    auto records = std::make_shared<const ServiceRecords>(
+        std::make_shared<const ServiceName>(ServiceName{ns, name, nullptr}),
+        std::move(entry.service), std::move(entry.slices));
+    stats_.endpoints += records->address_count();
+    stats_.records_bytes += records->ModelBytes();
     if (records->answerable()) {
       ++answerable;
       ++stats_.services;
     }
-    for (const auto& [ip, label] : ReverseKeys(*records)) {
-      std::string relative = RelativeName(label, name, ns);
-      auto [it, inserted] = reverse.try_emplace(ip, relative);
-      if (!inserted) it->second += "\n" + relative;
+    for (const auto& ip : ReverseKeys(*records)) {
+      auto& owners = reverse[ip];
+      owners = ChainWith(&owners, records->shared_name());
     }
     services.emplace_back(name, std::move(records));
   }
   if (!services.empty()) flush_namespace(current_ns);
   namespaces_ = Snapshot::Namespaces::FromEntries(std::move(spaces));
-  std::vector<std::pair<IpAddress, std::string>> reverse_entries(
+  std::vector<std::pair<IpAddress, std::shared_ptr<const ServiceName>>> reverse_entries(
       std::make_move_iterator(reverse.begin()), std::make_move_iterator(reverse.end()));
   reverse_ = Snapshot::Reverse::FromEntries(std::move(reverse_entries));
   stats_.reverse_entries = reverse_.size();
@@ -474,13 +514,25 @@ void RecordTreeWriter::EndList(ListKind kind) {
   }
 }
 
+std::shared_ptr<const ServiceName> RecordTreeWriter::NameOf(const std::string& ns,
+                                                            const std::string& name) const {
+  if (const ServiceRecords* records = Find(ns, name)) return records->shared_name();
+  return std::make_shared<const ServiceName>(ServiceName{ns, name, nullptr});
+}
+
 void RecordTreeWriter::Listed(ListKind kind, const std::string& key) {
   auto& open = unlisted_[static_cast<size_t>(kind)];
   if (open) open->erase(key);
 }
 
 std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {
-  auto snapshot = std::make_shared<Snapshot>();
+  // Not make_shared: the heap is released after the snapshot's memory is, which a control
+  // block sharing its allocation would hold until the last weak reference went.
+  std::shared_ptr<Snapshot> snapshot(new Snapshot(), [](const Snapshot* gone) {
+    const bool release = gone->release_heap_when_freed_.load();
+    delete gone;
+    if (release) ReleaseFreeHeap();
+  });
   snapshot->namespaces_ = namespaces_;
   snapshot->reverse_ = reverse_;
   snapshot->pod_ips_ = pod_ips_;
@@ -488,6 +540,7 @@ std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {
   snapshot->generation_ = ++generation_;
   snapshot->synced_ = synced_;
   snapshot->stats_ = stats_;
+  snapshot->stats_.records_bytes += stats_.reverse_entries * kReverseEntryBytes;
   return snapshot;
 }
 

@@ -2,7 +2,9 @@
 //
 // Shape (reversed labels under the cluster domain Z):
 //   Z ─ svc ─ <namespace> ─ <service> ─ ServiceRecords (hosts, SRV sets, cluster IPs)
-//   reverse index: IP → the names that point at it (cluster IPs and headless endpoints)
+//   reverse index: IP → the services that have it (cluster IPs and headless endpoints); the
+//     PTR target is derived from the service's records when asked, so the index holds no
+//     string per IP, only a shared pointer to the service's one ServiceName
 // Each level's children live in a PersistentMap, so publishing a change to one service
 // copies only that service's records and the few trie nodes on its path: the cost of an
 // update is proportional to the service, not to the cluster (see persistent_map.h).
@@ -15,9 +17,11 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -42,9 +46,8 @@ class Snapshot {
   };
   using Namespaces = PersistentMap<std::string, std::shared_ptr<const Namespace>,
                                    TransparentStringHash, std::equal_to<>>;
-  // Relative names ("svc.ns" or "host.svc.ns"), several joined by '\n' in the rare case
-  // that two services share an IP: one string per IP keeps the index compact.
-  using Reverse = PersistentMap<IpAddress, std::string, IpAddressHash>;
+  // The services that have the IP (ServiceName::also chains the rare further ones).
+  using Reverse = PersistentMap<IpAddress, std::shared_ptr<const ServiceName>, IpAddressHash>;
   // Pod IPs by namespace, for `--pod-records=verified`: the key is PodIpKey(ns, ip), the
   // value how many live pods of the namespace have that IP (hostNetwork pods share their
   // node's). Only a Pod watch fills it.
@@ -55,13 +58,19 @@ class Snapshot {
     uint64_t endpoints = 0;  // addresses held in slices
     uint64_t reverse_entries = 0;
     uint64_t pod_ips = 0;  // distinct (namespace, IP) pairs of live pods
+    // The records' own bytes (ServiceRecords::ModelBytes summed, plus the reverse index's
+    // entries): what RSS is compared with in the scale benchmark.
+    uint64_t records_bytes = 0;
   };
 
   const ServiceRecords* FindService(std::string_view ns, std::string_view name) const;
   // True when the namespace holds at least one answerable service (ns.svc.Z exists).
   bool HasNamespace(std::string_view ns) const;
-  // The relative names for `ip`, '\n'-separated, or nullptr.
-  const std::string* FindPtr(const IpAddress& ip) const;
+  // Calls f(relative) for each PTR target of `ip`, relative to svc.<zone> ("svc.ns" for a
+  // cluster IP, "host.svc.ns" for a headless endpoint), services in (ns, name) order; returns
+  // how many (0: the IP has no PTR record). The view is valid during the call only.
+  template <class F>
+  size_t ForEachPtr(const IpAddress& ip, F&& f) const;
   // True when a live pod (not Succeeded or Failed) in `ns` has `ip`. No allocation.
   bool HasPodIp(std::string_view ns, const IpAddress& ip) const;
 
@@ -75,8 +84,15 @@ class Snapshot {
   // The multicluster zones' records (multicluster_records.h).
   const MulticlusterSnapshot& multicluster() const { return multicluster_; }
 
+  // Returns the free heap to the OS (ReleaseFreeHeap, common/base/heap.h) once this snapshot
+  // is freed. Set on the snapshot a complete load supersedes: the records only it held are
+  // freed by its last reader, which may be a DNS thread at its next query, after the load
+  // itself has finished. Any thread.
+  void ReleaseHeapWhenFreed() const { release_heap_when_freed_.store(true); }
+
  private:
   friend class RecordTreeWriter;
+  mutable std::atomic<bool> release_heap_when_freed_{false};
   Namespaces namespaces_;
   MulticlusterSnapshot multicluster_;
   Reverse reverse_;
@@ -157,6 +173,8 @@ class RecordTreeWriter {
   void CountPodIp(const std::string& ns, const IpAddress& ip, int delta);
   // An object of `kind` was upserted or deleted: it is no longer missing from an open list.
   void Listed(ListKind kind, const std::string& key);
+  // The ServiceName of ns/name: the existing records' one, else a new one.
+  std::shared_ptr<const ServiceName> NameOf(const std::string& ns, const std::string& name) const;
 
   Snapshot::Namespaces namespaces_;
   Snapshot::Reverse reverse_;
@@ -175,5 +193,33 @@ class RecordTreeWriter {
   // yet (deleted at EndList).
   std::array<std::optional<std::unordered_set<std::string>>, 4> unlisted_;
 };
+
+// "label.name.ns" (or "name.ns" when the label is empty) into `buffer`; empty when it does
+// not fit (no such name is a DNS name).
+std::string_view PtrRelativeName(std::string_view label, const ServiceName& owner,
+                                 std::span<char> buffer);
+
+template <class F>
+size_t Snapshot::ForEachPtr(const IpAddress& ip, F&& f) const {
+  const auto* owners = reverse_.Find(ip);
+  if (owners == nullptr) return 0;
+  size_t count = 0;
+  std::array<char, 256> buffer;  // a relative name longer than a DNS name is skipped
+  for (const ServiceName* owner = owners->get(); owner != nullptr; owner = owner->also.get()) {
+    const ServiceRecords* records = FindService(owner->ns, owner->name);
+    if (records == nullptr) continue;  // the writer keeps the index and the tree in step
+    std::string_view label;
+    if (records->headless()) {
+      const ServiceRecords::Host* host = records->FindHostByIp(ip);
+      if (host == nullptr) continue;
+      label = host->label;
+    }
+    std::string_view relative = PtrRelativeName(label, *owner, buffer);
+    if (relative.empty()) continue;
+    f(relative);
+    ++count;
+  }
+  return count;
+}
 
 }  // namespace kdns::kubedns

@@ -1,6 +1,8 @@
 #include "kubedns/record_tree.h"
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <random>
 #include <string>
 
 #include "common/k8s/decode.h"
@@ -53,9 +55,14 @@ bool HasPod(const Snapshot& snapshot, const std::string& ns, const std::string& 
   return snapshot.HasPodIp(ns, *IpAddress::Parse(ip));
 }
 
+// The PTR targets of `ip`, '\n'-separated.
 std::string Ptr(const Snapshot& snapshot, const std::string& ip) {
-  const std::string* names = snapshot.FindPtr(*IpAddress::Parse(ip));
-  return names == nullptr ? "" : *names;
+  std::string names;
+  snapshot.ForEachPtr(*IpAddress::Parse(ip), [&](std::string_view relative) {
+    if (!names.empty()) names += "\n";
+    names += relative;
+  });
+  return names;
 }
 
 }  // namespace
@@ -327,6 +334,107 @@ TEST_CASE("the pod index holds the IPs of live pods by namespace", "[kubedns][re
     CHECK(snapshot->stats().pod_ips == 2);
     writer.DeletePod("a", "missing");  // deleting an unknown pod changes nothing
     CHECK(writer.Publish()->stats().pod_ips == 2);
+  }
+}
+
+}  // namespace kdns::kubedns
+
+namespace kdns::kubedns {
+namespace {
+
+// Everything a snapshot answers for the given names and IPs, as text: hosts, SRV targets
+// and PTR names (the compact model must answer as a build from scratch does).
+std::string Answers(const Snapshot& snapshot, const std::vector<std::string>& services,
+                    const std::vector<std::string>& ips) {
+  std::string out;
+  for (const auto& name : services) {
+    const ServiceRecords* records = snapshot.FindService("ns", name);
+    out += name + ":";
+    if (records == nullptr) {
+      out += " none\n";
+      continue;
+    }
+    out += records->answerable() ? (records->headless() ? " headless" : " clusterip") : " orphan";
+    for (const auto& host : records->hosts()) {
+      out += " " + std::string(host.label) + "=" + host.ip.ToString();
+    }
+    for (const auto& set : records->srv_sets()) {
+      out += " _" + set.port_name + ":";
+      for (const auto& target : set.targets) {
+        out += std::string(records->hosts()[target.host].label) + "/" +
+               std::to_string(target.port) + ",";
+      }
+    }
+    out += "\n";
+  }
+  for (const auto& ip : ips) out += ip + " -> " + Ptr(snapshot, ip) + "\n";
+  out += "endpoints " + std::to_string(snapshot.stats().endpoints) + " reverse " +
+         std::to_string(snapshot.stats().reverse_entries) + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("random changes applied one by one answer as the same objects loaded at once",
+          "[kubedns][record_tree]") {
+  const uint32_t seed = GENERATE(1u, 2u, 3u, 4u, 5u);
+  INFO("seed " << seed);
+  std::mt19937 random(seed);
+  auto pick = [&](size_t n) { return static_cast<size_t>(random() % n); };
+  const std::vector<std::string> names = {"a", "b", "c", "d"};
+  const std::vector<std::string> slice_names = {"s1", "s2", "s3", "s4", "s5"};
+  // Few IPs, so services share them (chained reverse entries) and slices overlap.
+  std::vector<std::string> ips;
+  for (int i = 1; i <= 6; ++i) ips.push_back("10.0.9." + std::to_string(i));
+  ips.push_back("10.96.9.1");
+  ips.push_back("10.96.9.2");
+
+  RecordTreeWriter writer;
+  std::map<std::string, k8s::Service> services;
+  std::map<std::string, k8s::EndpointSlice> slices;
+  for (int step = 0; step < 300; ++step) {
+    const std::string& name = names[pick(names.size())];
+    const std::string& slice_name = slice_names[pick(slice_names.size())];
+    switch (pick(5)) {
+      case 0: {  // a service appears or changes kind or cluster IP
+        k8s::Service service =
+            pick(2) == 0 ? Headless("ns", name) : ClusterIp("ns", name, ips[6 + pick(2)]);
+        writer.UpsertService(service);
+        services[name] = service;
+        break;
+      }
+      case 1:
+        writer.DeleteService("ns", name);
+        services.erase(name);
+        break;
+      case 2:
+      case 3: {  // a slice appears, changes or moves to another service
+        std::vector<std::string> addresses;
+        for (size_t n = pick(4); n > 0; --n) addresses.push_back(ips[pick(6)]);
+        auto slice = Slice("ns", slice_name, name, addresses);
+        if (pick(3) == 0 && !slice.endpoints.empty()) {
+          slice.endpoints[0].hostname = pick(2) == 0 ? "Pet" : "pet-" + name;
+        }
+        if (pick(4) == 0 && !slice.endpoints.empty()) slice.endpoints.back().ready = false;
+        writer.UpsertSlice(slice);
+        slices[slice_name] = slice;
+        break;
+      }
+      case 4:
+        writer.DeleteSlice("ns", slice_name);
+        slices.erase(slice_name);
+        break;
+    }
+    if (step % 10 != 9) continue;
+    RecordTreeWriter::ObjectSet objects;
+    for (const auto& [key, service] : services) objects.services.push_back(service);
+    for (const auto& [key, slice] : slices) objects.slices.push_back(slice);
+    RecordTreeWriter fresh;
+    fresh.ReplaceAll(objects);
+    auto incremental = writer.Publish();
+    auto loaded = fresh.Publish();
+    INFO("step " << step);
+    REQUIRE(Answers(*incremental, names, ips) == Answers(*loaded, names, ips));
   }
 }
 

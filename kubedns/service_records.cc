@@ -65,16 +65,50 @@ SliceInfo SliceInfo::FromSlice(const k8s::EndpointSlice& slice) {
   SliceInfo info;
   info.ports = slice.ports;
   if (slice.address_type == k8s::AddressType::kFqdn) return info;
+  // Exact sizes first: these arrays live as long as the slice, so no growth slack is kept.
+  size_t addresses = 0, named = 0, pool = 0;
+  for (const auto& endpoint : slice.endpoints) {
+    addresses += endpoint.addresses.size();
+    if (!endpoint.hostname.empty()) {
+      named += endpoint.addresses.size();
+      pool += endpoint.hostname.size() * endpoint.addresses.size();
+    }
+  }
+  info.addresses.reserve(addresses);
+  info.hostnames.reserve(named);
+  info.hostname_pool.reserve(pool);
   for (const auto& endpoint : slice.endpoints) {
     for (const auto& ip : endpoint.addresses) {
-      info.addresses.push_back(Address{ip, endpoint.ready, endpoint.hostname});
+      if (!endpoint.hostname.empty()) {
+        info.hostname_pool.append(endpoint.hostname);
+        info.hostnames.push_back(Hostname{static_cast<uint32_t>(info.addresses.size()),
+                                          static_cast<uint32_t>(info.hostname_pool.size())});
+      }
+      info.addresses.push_back(Address{ip, endpoint.ready});
     }
   }
   return info;
 }
 
-ServiceRecords::ServiceRecords(std::shared_ptr<const ServiceInfo> service, Slices slices)
-    : service_(std::move(service)), slices_(std::move(slices)) {
+std::string_view SliceInfo::hostname(size_t address) const {
+  auto it = std::lower_bound(hostnames.begin(), hostnames.end(), address,
+                             [](const Hostname& h, size_t a) { return h.address < a; });
+  if (it == hostnames.end() || it->address != address) return {};
+  const uint32_t begin = it == hostnames.begin() ? 0 : (it - 1)->end;
+  return std::string_view(hostname_pool).substr(begin, it->end - begin);
+}
+
+size_t SliceInfo::ModelBytes() const {
+  size_t bytes = sizeof(SliceInfo) + addresses.capacity() * sizeof(Address) +
+                 hostnames.capacity() * sizeof(Hostname) +
+                 ports.capacity() * sizeof(k8s::EndpointPort);
+  if (hostname_pool.capacity() > 15) bytes += hostname_pool.capacity() + 1;  // beyond SSO
+  return bytes;
+}
+
+ServiceRecords::ServiceRecords(std::shared_ptr<const ServiceName> name,
+                               std::shared_ptr<const ServiceInfo> service, Slices slices)
+    : name_(std::move(name)), service_(std::move(service)), slices_(std::move(slices)) {
   std::sort(slices_.begin(), slices_.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   Derive();
@@ -88,12 +122,12 @@ std::shared_ptr<const ServiceRecords> ServiceRecords::WithSlice(
     if (entry.first != slice_name) slices.push_back(entry);
   }
   if (info != nullptr) slices.emplace_back(slice_name, std::move(info));
-  return std::make_shared<const ServiceRecords>(service_, std::move(slices));
+  return std::make_shared<const ServiceRecords>(name_, service_, std::move(slices));
 }
 
 std::shared_ptr<const ServiceRecords> ServiceRecords::WithService(
     std::shared_ptr<const ServiceInfo> service) const {
-  return std::make_shared<const ServiceRecords>(std::move(service), slices_);
+  return std::make_shared<const ServiceRecords>(name_, std::move(service), slices_);
 }
 
 void ServiceRecords::Derive() {
@@ -109,29 +143,50 @@ void ServiceRecords::Derive() {
 
   // Distinct addresses, first slice (by name) first; a hostname wins over none.
   const bool include_not_ready = service_->publish_not_ready_addresses;
+  struct Chosen {
+    const SliceInfo* slice;
+    uint32_t address;
+  };
   std::unordered_map<IpAddress, size_t, IpAddressHash> by_ip;
-  std::vector<const SliceInfo::Address*> chosen;
+  std::vector<Chosen> chosen;
   for (const auto& [name, slice] : slices_) {
-    for (const auto& address : slice->addresses) {
+    for (uint32_t i = 0; i < slice->addresses.size(); ++i) {
+      const auto& address = slice->addresses[i];
       if (!address.ready && !include_not_ready) continue;
       auto [it, inserted] = by_ip.try_emplace(address.ip, chosen.size());
       if (inserted) {
-        chosen.push_back(&address);
-      } else if (chosen[it->second]->hostname.empty() && !address.hostname.empty()) {
-        chosen[it->second] = &address;
+        chosen.push_back(Chosen{slice.get(), i});
+      } else if (const Chosen& first = chosen[it->second];
+                 first.slice->hostname(first.address).empty() && !slice->hostname(i).empty()) {
+        chosen[it->second] = Chosen{slice.get(), i};
       }
     }
   }
+  // The labels go into one pool sized up front, so the views stay valid.
+  std::vector<std::string> labels;
+  labels.reserve(chosen.size());
+  for (const auto& [slice, i] : chosen) {
+    std::string_view hostname = slice->hostname(i);
+    labels.push_back(hostname.empty() ? slice->addresses[i].ip.DashedName() : Lower(hostname));
+    labels_bytes_ += labels.back().size();
+  }
+  labels_ = std::make_unique<char[]>(labels_bytes_);
   hosts_.reserve(chosen.size());
-  for (const auto* address : chosen) {
-    hosts_.push_back(
-        Host{address->hostname.empty() ? address->ip.DashedName() : Lower(address->hostname),
-             address->ip});
+  char* next = labels_.get();
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    std::copy(labels[k].begin(), labels[k].end(), next);
+    hosts_.push_back(Host{std::string_view(next, labels[k].size()),
+                          chosen[k].slice->addresses[chosen[k].address].ip});
+    next += labels[k].size();
   }
   std::sort(hosts_.begin(), hosts_.end(), [](const Host& a, const Host& b) {
     return a.label != b.label ? a.label < b.label : a.ip < b.ip;
   });
   for (size_t i = 0; i < hosts_.size(); ++i) by_ip[hosts_[i].ip] = i;
+  by_ip_.resize(hosts_.size());
+  for (uint32_t i = 0; i < by_ip_.size(); ++i) by_ip_[i] = i;
+  std::sort(by_ip_.begin(), by_ip_.end(),
+            [this](uint32_t a, uint32_t b) { return hosts_[a].ip < hosts_[b].ip; });
 
   // SRV targets per named port of the slices, one per distinct (host label, port).
   for (const auto& [name, slice] : slices_) {
@@ -168,6 +223,39 @@ void ServiceRecords::Derive() {
   srv_.erase(
       std::remove_if(srv_.begin(), srv_.end(), [](const SrvSet& s) { return s.targets.empty(); }),
       srv_.end());
+  for (auto& set : srv_) set.targets.shrink_to_fit();
+}
+
+const ServiceRecords::Host* ServiceRecords::FindHostByIp(const IpAddress& ip) const {
+  auto it =
+      std::lower_bound(by_ip_.begin(), by_ip_.end(), ip,
+                       [this](uint32_t host, const IpAddress& a) { return hosts_[host].ip < a; });
+  return it != by_ip_.end() && hosts_[*it].ip == ip ? &hosts_[*it] : nullptr;
+}
+
+uint64_t ServiceRecords::address_count() const {
+  uint64_t count = 0;
+  for (const auto& [name, slice] : slices_) count += slice->addresses.size();
+  return count;
+}
+
+size_t ServiceRecords::ModelBytes() const {
+  auto string_heap = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
+  size_t bytes = sizeof(ServiceRecords) + sizeof(ServiceName) + string_heap(name_->ns) +
+                 string_heap(name_->name) + labels_bytes_ + hosts_.capacity() * sizeof(Host) +
+                 by_ip_.capacity() * sizeof(uint32_t) +
+                 slices_.capacity() * sizeof(Slices::value_type);
+  for (const auto& set : srv_) {
+    bytes +=
+        sizeof(SrvSet) + string_heap(set.port_name) + set.targets.capacity() * sizeof(SrvTarget);
+  }
+  if (service_ != nullptr) {
+    bytes += sizeof(ServiceInfo) + service_->cluster_ips.capacity() * sizeof(IpAddress) +
+             string_heap(service_->external_name) +
+             service_->ports.capacity() * sizeof(k8s::ServicePort);
+  }
+  for (const auto& [name, slice] : slices_) bytes += string_heap(name) + slice->ModelBytes();
+  return bytes;
 }
 
 std::span<const ServiceRecords::Host> ServiceRecords::FindHost(std::string_view label) const {

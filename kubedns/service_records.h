@@ -12,6 +12,14 @@
 //           one SRV record each, so a host with a v4 and a v6 address appears once.
 // For ClusterIP services only the Service is used: its cluster IPs and its named ports.
 //
+// Memory (DESIGN section 9, a 5,000-node cluster in well under 40 MiB): nothing is kept per
+// endpoint on the heap. A slice holds its addresses as fixed-size values in one array and
+// the hostnames of the few endpoints that have one in one string pool; a headless service
+// holds its host labels in one pool that Host::label views, an IP-sorted index of its hosts
+// (for PTR answers) and its SRV targets as (host index, port) pairs. The service's name is
+// stored once (ServiceName), shared with the reverse index. ModelBytes() is what the
+// kdns_kubedns_records_bytes gauge sums.
+//
 // Immutable once built; shared between snapshots and read by every DNS thread.
 #pragma once
 
@@ -28,6 +36,15 @@
 
 namespace kdns::kubedns {
 
+// A service's namespace and name, stored once per service and shared by its records and the
+// reverse index. In the reverse index, `also` chains the further services that have the same
+// IP (rare: two services listing one pod), sorted by (ns, name); elsewhere it is null.
+struct ServiceName {
+  std::string ns;
+  std::string name;
+  std::shared_ptr<const ServiceName> also;
+};
+
 // The parts of a Service that DNS uses.
 struct ServiceInfo {
   enum class Kind : uint8_t { kClusterIP, kHeadless, kExternalName };
@@ -41,16 +58,29 @@ struct ServiceInfo {
   friend bool operator==(const ServiceInfo&, const ServiceInfo&) = default;
 };
 
-// The parts of an EndpointSlice that DNS uses.
+// The parts of an EndpointSlice that DNS uses, flat: one fixed-size Address per endpoint
+// address, and the hostnames of the addresses that have one in one pool.
 struct SliceInfo {
   struct Address {
     IpAddress ip;
     bool ready = true;
-    std::string hostname;  // empty when the endpoint has none
     friend bool operator==(const Address&, const Address&) = default;
   };
-  std::vector<Address> addresses;  // one per endpoint address
+  // addresses[address] has the hostname hostname_pool[previous end, end).
+  struct Hostname {
+    uint32_t address;
+    uint32_t end;
+    friend bool operator==(const Hostname&, const Hostname&) = default;
+  };
+  std::vector<Address> addresses;   // one per endpoint address
+  std::vector<Hostname> hostnames;  // sorted by address; only addresses with a hostname
+  std::string hostname_pool;
   std::vector<k8s::EndpointPort> ports;
+
+  // The hostname of addresses[address] as given (not lower-cased), or "" when it has none.
+  std::string_view hostname(size_t address) const;
+  // The heap and inline bytes this info holds.
+  size_t ModelBytes() const;
 
   // FQDN slices carry no addresses DNS can serve: their info has no addresses.
   static SliceInfo FromSlice(const k8s::EndpointSlice& slice);
@@ -60,7 +90,7 @@ struct SliceInfo {
 class ServiceRecords {
  public:
   struct Host {
-    std::string label;  // lower case
+    std::string_view label;  // lower case; a view into the records' label pool
     IpAddress ip;
   };
   struct SrvTarget {
@@ -77,7 +107,11 @@ class ServiceRecords {
 
   // `service` may be null: slices can arrive before their Service, and are kept until it
   // comes (such a node answers nothing).
-  ServiceRecords(std::shared_ptr<const ServiceInfo> service, Slices slices);
+  ServiceRecords(std::shared_ptr<const ServiceName> name,
+                 std::shared_ptr<const ServiceInfo> service, Slices slices);
+  // Hosts view the label pool: the records stay where they were built.
+  ServiceRecords(const ServiceRecords&) = delete;
+  ServiceRecords& operator=(const ServiceRecords&) = delete;
 
   // A copy with one slice replaced, added (info non-null) or removed (info null).
   std::shared_ptr<const ServiceRecords> WithSlice(const std::string& slice_name,
@@ -85,6 +119,8 @@ class ServiceRecords {
   std::shared_ptr<const ServiceRecords> WithService(
       std::shared_ptr<const ServiceInfo> service) const;
 
+  const ServiceName& name() const { return *name_; }
+  const std::shared_ptr<const ServiceName>& shared_name() const { return name_; }
   const ServiceInfo* service() const { return service_.get(); }
   const Slices& slices() const { return slices_; }
   bool answerable() const { return service_ != nullptr; }
@@ -94,18 +130,30 @@ class ServiceRecords {
   // Hosts with this label, which must be in lower case (the answerer lower-cases the
   // query name once, without allocating): a v4 and a v6 address may share one label.
   std::span<const Host> FindHost(std::string_view label) const;
+  // The host with this address, or nullptr (PTR answers of headless services).
+  const Host* FindHostByIp(const IpAddress& ip) const;
   // The SRV set for _port._proto (labels without underscores), or nullptr.
   const SrvSet* FindSrv(std::string_view port_name, std::string_view protocol) const;
   const std::vector<SrvSet>& srv_sets() const { return srv_; }
   // True when some SRV set has this protocol (so _proto.svc... is an empty non-terminal).
   bool HasSrvProtocol(std::string_view protocol) const;
+  // Endpoint addresses held in the slices (ready or not).
+  uint64_t address_count() const;
+  // The bytes these records hold: inline, heap, and their service's and slices' infos (each
+  // slice belongs to one service, so summing over the services of a snapshot counts every
+  // byte once; the name is counted here too).
+  size_t ModelBytes() const;
 
  private:
   void Derive();
 
+  std::shared_ptr<const ServiceName> name_;
   std::shared_ptr<const ServiceInfo> service_;
-  Slices slices_;  // sorted by slice name
+  Slices slices_;                   // sorted by slice name
+  std::unique_ptr<char[]> labels_;  // the host labels, back to back
+  size_t labels_bytes_ = 0;
   std::vector<Host> hosts_;
+  std::vector<uint32_t> by_ip_;  // indexes into hosts_, sorted by their IP
   std::vector<SrvSet> srv_;
 };
 

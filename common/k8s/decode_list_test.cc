@@ -151,7 +151,6 @@ TEST_CASE("The EndpointSlice list decodes every slice, the 1000-endpoint one too
   const EndpointSlice& noready = *by_name["noready-1"];
   REQUIRE(noready.endpoints.size() == 1);
   CHECK_FALSE(noready.endpoints[0].ready);
-  CHECK_FALSE(noready.endpoints[0].serving.has_value());  // the writer set only `ready`
 
   const EndpointSlice& v6 = *by_name["headless-v6xyz"];
   CHECK(v6.address_type == AddressType::kIPv6);

@@ -65,20 +65,6 @@ bool DecodePorts(FieldContext& ctx, const JsonValue& parent, const FieldPath& pa
   return true;
 }
 
-// targetRef: only Pod references are kept.
-bool DecodeTargetRef(FieldContext& ctx, const JsonValue& endpoint, const FieldPath& path,
-                     Endpoint* out) {
-  const JsonValue* ref;
-  if (!ReadObject(ctx, endpoint, "targetRef", path, &ref)) return false;
-  if (ref == nullptr) return true;
-  FieldPath ref_path = path.Field("targetRef");
-  std::string_view kind;
-  if (!ReadStringView(ctx, *ref, "kind", ref_path, &kind)) return false;
-  if (kind != "Pod") return true;
-  return ReadString(ctx, *ref, "namespace", ref_path, &out->target_pod_ns) &&
-         ReadString(ctx, *ref, "name", ref_path, &out->target_pod_name);
-}
-
 // Adds `text` to `addresses` if it is an IP of `family` (any family when nullopt); warns
 // otherwise.
 void AddAddress(FieldContext& ctx, std::string_view text, const FieldPath& path,
@@ -117,18 +103,12 @@ bool DecodeEndpoint(FieldContext& ctx, const JsonValue& json, const FieldPath& p
   if (conditions != nullptr) {
     FieldPath conditions_path = path.Field("conditions");
     std::optional<bool> ready;
-    if (!ReadBool(ctx, *conditions, "ready", conditions_path, &ready) ||
-        !ReadBool(ctx, *conditions, "serving", conditions_path, &out->serving) ||
-        !ReadBool(ctx, *conditions, "terminating", conditions_path, &out->terminating)) {
-      return false;
-    }
+    if (!ReadBool(ctx, *conditions, "ready", conditions_path, &ready)) return false;
     // discovery/v1 EndpointConditions: "A nil value indicates an unknown state. In most cases
     // consumers should interpret this unknown state as ready."
     out->ready = ready.value_or(true);
   }
-  return ReadString(ctx, json, "hostname", path, &out->hostname) &&
-         ReadString(ctx, json, "nodeName", path, &out->node_name) &&
-         DecodeTargetRef(ctx, json, path, out);
+  return ReadString(ctx, json, "hostname", path, &out->hostname);
 }
 
 // One v1 EndpointAddress into the slice of its family.
@@ -141,11 +121,7 @@ bool DecodeEndpointAddress(FieldContext& ctx, const JsonValue& json, const Field
   if (ip.empty()) return ctx.Fail(ip_path, "missing");
   Endpoint endpoint;
   endpoint.ready = ready;
-  if (!ReadString(ctx, json, "hostname", path, &endpoint.hostname) ||
-      !ReadString(ctx, json, "nodeName", path, &endpoint.node_name) ||
-      !DecodeTargetRef(ctx, json, path, &endpoint)) {
-    return false;
-  }
+  if (!ReadString(ctx, json, "hostname", path, &endpoint.hostname)) return false;
   AddAddress(ctx, ip, ip_path, std::nullopt, &endpoint.addresses);
   if (endpoint.addresses.empty()) return true;
   EndpointSlice* slice = endpoint.addresses[0].is_v4() ? v4 : v6;

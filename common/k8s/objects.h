@@ -94,12 +94,9 @@ struct Endpoint {
   // prepared to receive traffic ... A nil value indicates an unknown state. In most cases
   // consumers should interpret this unknown state as ready."
   bool ready = true;
-  std::optional<bool> serving;      // conditions.serving as sent (nil: unknown)
-  std::optional<bool> terminating;  // conditions.terminating as sent (nil: not terminating)
-  std::string hostname;             // empty when absent
-  std::string node_name;            // empty when absent
-  std::string target_pod_ns;        // targetRef namespace when targetRef.kind is Pod
-  std::string target_pod_name;      // targetRef name when targetRef.kind is Pod
+  std::string hostname;  // empty when absent
+  // Nothing else: no record uses nodeName, zone, targetRef or the serving and terminating
+  // conditions, so they are not decoded (DESIGN section 9: keep only what an answer needs).
 };
 
 struct EndpointPort {

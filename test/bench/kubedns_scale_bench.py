@@ -1,0 +1,266 @@
+"""The objects-file scale benchmark (issue 18, DESIGN section 9): kubedns loads a generated
+cluster from --objects-file and this prints ready time, steady RSS (VmRSS once synced and
+idle), peak (VmHWM), bytes per endpoint (a run with endpoints against one without, same
+services), and the reload peak (the file rewritten with every endpoint moved, VmHWM reset
+through /proc/PID/clear_refs first), beside the targets and as ratios to the in-process
+model size kubedns exports (kdns_kubedns_records_bytes).
+
+Workloads: "5000-node profile" (10,000 Services in 100 namespaces, one EndpointSlice of 15
+ready endpoints each, every 10th Service headless) and the 100k/1M one (env
+KDNS_SCALE_LARGE=0 skips it). A benchmark prints figures; it never fails on them. Standard
+library only; run with /usr/bin/python3 (test/bench/kubedns_scale_bench.sh).
+"""
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+TARGET_STEADY_MIB = 40
+TARGET_BYTES_PER_ENDPOINT = 150
+TARGET_PEAK_RATIO = 1.2
+
+
+def free_ports(n):
+    """n loopback ports free for both TCP and UDP."""
+    ports, held = [], []
+    while len(ports) < n:
+        t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        t.bind(("127.0.0.1", 0))
+        port = t.getsockname()[1]
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            u.bind(("127.0.0.1", port))
+        except OSError:
+            t.close()
+            u.close()
+            continue
+        held += [t, u]
+        ports.append(port)
+    for s in held:
+        s.close()
+    return ports
+
+
+def write_objects(path, services, namespaces, endpoints_per_slice, generation=0):
+    """A List of `services` Services spread over `namespaces`, each with one EndpointSlice of
+    `endpoints_per_slice` ready endpoints (none when 0), every 10th headless with hostnames
+    on half its endpoints. `generation` shifts every endpoint address (a reload that changes
+    every slice)."""
+    with open(path + ".tmp", "w") as f:
+        f.write('{"apiVersion":"v1","kind":"List","items":[\n')
+        first = True
+        n = 0
+        for i in range(services):
+            ns = "ns-%d" % (i % namespaces)
+            name = "svc-%d" % i
+            headless = i % 10 == 0
+            spec = {"type": "ClusterIP",
+                    "clusterIP": "None" if headless else "10.%d.%d.%d" % (
+                        96 + i // 65536, (i // 256) % 256, i % 256),
+                    "ports": [{"name": "http", "protocol": "TCP", "port": 80}]}
+            items = [{"apiVersion": "v1", "kind": "Service",
+                      "metadata": {"name": name, "namespace": ns,
+                                   "resourceVersion": str(i + 1),
+                                   "labels": {"app": name}},
+                      "spec": spec}]
+            if endpoints_per_slice:
+                eps = []
+                for j in range(endpoints_per_slice):
+                    a = 16 + n + generation * 7919
+                    n += 1
+                    ep = {"addresses": ["10.%d.%d.%d" % (
+                              (a >> 16) % 256, (a >> 8) % 256, a % 256)],
+                          "conditions": {"ready": True, "serving": True,
+                                         "terminating": False},
+                          "nodeName": "node-%d" % (a % 5000),
+                          "targetRef": {"kind": "Pod", "namespace": ns,
+                                        "name": "%s-%d-abcde" % (name, j)}}
+                    if headless and j % 2 == 0:
+                        ep["hostname"] = "%s-%d" % (name, j)
+                    eps.append(ep)
+                items.append({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                              "metadata": {"name": name + "-abcde", "namespace": ns,
+                                           "resourceVersion": str(i + 1),
+                                           "labels": {"kubernetes.io/service-name": name}},
+                              "addressType": "IPv4", "endpoints": eps,
+                              "ports": [{"name": "http", "protocol": "TCP", "port": 8080}]})
+            for item in items:
+                if not first:
+                    f.write(",\n")
+                first = False
+                json.dump(item, f, separators=(",", ":"))
+        f.write("]}\n")
+    os.replace(path + ".tmp", path)
+
+
+def vm(pid):
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) * 1024
+    return out
+
+
+def mib(n):
+    return n / 1048576.0
+
+
+class Kubedns:
+    def __init__(self, bin_dir, objects, log_path):
+        self.port, self.healthz, self.metrics_port = free_ports(3)
+        self.log = open(log_path, "w")
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [os.path.join(bin_dir, "kubedns"), "--objects-file=" + objects,
+             "--dns-bind-address=127.0.0.1", "--dns-port=%d" % self.port,
+             "--http-bind-address=127.0.0.1", "--healthz-port=%d" % self.healthz,
+             "--metrics-port=%d" % self.metrics_port, "--logtostderr"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def ready(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.healthz), timeout=1) as s:
+                s.sendall(b"GET /readiness HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+                head = s.recv(64)
+            return head.startswith(b"HTTP/1.") and head[9:12] == b"200"
+        except OSError:
+            return False
+
+    def wait_ready(self, limit_s=600):
+        deadline = time.monotonic() + limit_s
+        while not self.ready():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("kubedns did not become ready (exit %s)" % self.proc.poll())
+            time.sleep(0.02)
+        return time.monotonic() - self.started
+
+    def metric(self, family):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port,
+                                    timeout=30) as r:
+            text = r.read().decode()
+        total = None
+        for line in text.splitlines():
+            if line.startswith(family + " ") or line.startswith(family + "{"):
+                total = (total or 0) + float(line.rpartition(" ")[2])
+        return total
+
+    def settle(self, limit_s=600):
+        """Waits until RSS stops changing (the load and its trim are over)."""
+        deadline = time.monotonic() + limit_s
+        last = None
+        while time.monotonic() < deadline:
+            now = vm(self.proc.pid)["VmRSS"]
+            if now == last:
+                return now
+            last = now
+            time.sleep(0.5)
+        return last
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def wait_generation(kd, generation, limit_s=600):
+    """Waits until kubedns has published snapshot `generation` (a reload publishes its
+    pods, then the whole set: two generations)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if (kd.metric("kdns_kubedns_snapshot_generation") or 0) >= generation:
+            return
+        time.sleep(0.1)
+    raise SystemExit("kubedns did not reload")
+
+
+def poke(kd, queries=32):
+    """Queries from several source ports, so every DNS thread answers once and drops its
+    copy of the snapshot before the reload (SnapshotHolder readers move on at their next
+    query)."""
+    query = struct.pack(">HHHHHH", 1, 0x0100, 1, 0, 0, 0) + b"\x0ckubernetes\x07default" \
+        b"\x03svc\x07cluster\x05local\x00" + struct.pack(">HH", 1, 1)
+    for _ in range(queries):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.settimeout(2)
+            s.sendto(query, ("127.0.0.1", kd.port))
+            try:
+                s.recv(512)
+            except OSError:
+                pass
+
+
+def run(bin_dir, workdir, name, services, namespaces, per_slice):
+    endpoints = services * per_slice
+    empty = os.path.join(workdir, "empty.json")
+    full = os.path.join(workdir, "full.json")
+    write_objects(empty, services, namespaces, 0)
+    write_objects(full, services, namespaces, per_slice)
+
+    kd = Kubedns(bin_dir, empty, os.path.join(workdir, "empty.log"))
+    try:
+        kd.wait_ready()
+        base_rss = kd.settle()
+    finally:
+        kd.stop()
+
+    kd = Kubedns(bin_dir, full, os.path.join(workdir, "full.log"))
+    try:
+        ready_s = kd.wait_ready()
+        steady = kd.settle()
+        peak = vm(kd.proc.pid)["VmHWM"]
+        model = kd.metric("kdns_kubedns_records_bytes")
+        generation = kd.metric("kdns_kubedns_snapshot_generation") or 0
+        with open("/proc/%d/clear_refs" % kd.proc.pid, "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+        write_objects(full, services, namespaces, per_slice, generation=1)
+        wait_generation(kd, generation + 2)
+        poke(kd)
+        after_reload = kd.settle()
+        reload_peak = vm(kd.proc.pid)["VmHWM"]
+    finally:
+        kd.stop()
+
+    per_endpoint = (steady - base_rss) / endpoints
+    print("workload %r: %d services in %d namespaces, %d endpoints" %
+          (name, services, namespaces, endpoints))
+    print("  ready after start        %.2f s" % ready_s)
+    print("  steady RSS               %.1f MiB (target <= %d MiB at 10k/150k)%s" %
+          (mib(steady), TARGET_STEADY_MIB,
+           "  ratio %.2f" % (mib(steady) / TARGET_STEADY_MIB) if endpoints == 150000 else ""))
+    print("  services only            %.1f MiB" % mib(base_rss))
+    print("  bytes per endpoint       %.0f (target <= %d)  ratio %.2f" %
+          (per_endpoint, TARGET_BYTES_PER_ENDPOINT, per_endpoint / TARGET_BYTES_PER_ENDPOINT))
+    print("  initial peak (VmHWM)     %.1f MiB = %.2f x steady (target <= %.1f)" %
+          (mib(peak), peak / steady, TARGET_PEAK_RATIO))
+    print("  reload peak (VmHWM)      %.1f MiB = %.2f x steady (target <= %.1f)" %
+          (mib(reload_peak), reload_peak / steady, TARGET_PEAK_RATIO))
+    print("  RSS after reload         %.1f MiB (every endpoint changed; the free heap is "
+          "trimmed, what stays is fragmentation)" % mib(after_reload))
+    if model:
+        print("  model (records_bytes)    %.1f MiB: steady RSS / model %.2f, "
+              "(RSS - services only) / model %.2f, model bytes per endpoint %.0f" %
+              (mib(model), steady / model, (steady - base_rss) / model, model / endpoints))
+    sys.stdout.flush()
+
+
+def main():
+    bin_dir = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
+    with tempfile.TemporaryDirectory(prefix="kdns-scale-") as workdir:
+        run(bin_dir, workdir, "5000-node profile", 10000, 100, 15)
+        if os.environ.get("KDNS_SCALE_LARGE", "1") != "0":
+            run(bin_dir, workdir, "100k/1M", 100000, 1000, 10)
+
+
+if __name__ == "__main__":
+    main()
