@@ -250,6 +250,8 @@ bool MessageBuilder::IsQuestionName(const Name& name) const {
   if (name.wire_length() != question_length_) return false;
   const uint8_t* written = buffer_.data() + kHeaderSize;
   const uint8_t* wire = name.wire().data();
+  // Usually the very name asked (the owner of an answer): exact, then case-insensitive.
+  if (std::memcmp(written, wire, question_length_) == 0) return true;
   // Length octets are below 64, so folding them with the letters is harmless.
   for (size_t i = 0; i < question_length_; ++i) {
     if (ToLowerAscii(written[i]) != ToLowerAscii(wire[i])) return false;
@@ -276,7 +278,8 @@ bool MessageBuilder::WriteName(const Name& name, bool compress) {
   }
   size_t match = labels;  // index of the longest suffix already written
   uint16_t match_offset = 0;
-  for (size_t i = 0; i < labels; ++i) {
+  // Nothing to find in an empty table (the question): no search.
+  for (size_t i = 0; i < labels && entry_count_ > 0; ++i) {
     if (auto found = FindSuffix(wire.subspan(offsets[i]), labels - i)) {
       match = i;
       match_offset = *found;
