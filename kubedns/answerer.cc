@@ -245,12 +245,13 @@ void Answerer::AnswerZone(const Snapshot& snapshot, const dns::Name& lower,
       } else {
         std::string_view ns = label(depth - 2);
         std::string_view name = label(depth - 3);
-        const ServiceRecords* records = snapshot.FindService(ns, name);
         // _port._proto.svc.ns.svc.Z is the deepest name; anything else that deep is not.
         bool srv_name = depth == 5 && label(0).size() > 1 && label(0)[0] == '_' &&
                         label(1).size() > 1 && label(1)[0] == '_';
-        if (records == nullptr || !records->answerable() || depth > 5 ||
-            (depth == 5 && !srv_name)) {
+        // The shape first: a search-path miss (svc.ns.svc.Z.ns.svc.Z) costs no lookup.
+        const bool shaped = depth < 5 || (depth == 5 && srv_name);
+        const ServiceRecords* records = shaped ? snapshot.FindService(ns, name) : nullptr;
+        if (records == nullptr || !records->answerable()) {
           nx_domain();
         } else if (depth == 3) {
           AnswerService(snapshot, *records, owner, ns, name, response, 0);
