@@ -39,7 +39,7 @@ bin_dir=${1:-build/bin}
 kubedns=$bin_dir/kubedns
 duration=${DURATION:-5}
 rounds=${ROUNDS:-3}
-mixes=(${MIXES:-a-hits ndots mixed})
+read -ra mixes <<<"${MIXES:-a-hits ndots mixed}"
 clients=${CLIENTS:-4}
 services=${SERVICES:-10000}
 nsd=/usr/sbin/nsd
@@ -374,7 +374,6 @@ for round in $(seq "$rounds"); do
 done
 echo "kubedns/nsd CPU per query, per mix (each round; mean) (target from the issue: at most 0.90):"
 for mix in "${mixes[@]}"; do
-  # shellcheck disable=SC2086
   printf '  %-7s %s; mean %s\n' "$mix" "${ratios[$mix]% }" \
     "$(tr ' ' '\n' <<<"${ratios[$mix]}" | awk 'NF {s += $1; n++} END {printf "%.2f", n ? s / n : 0}')"
 done
