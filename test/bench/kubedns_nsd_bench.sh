@@ -32,7 +32,10 @@
 # Environment: DURATION (s per run, default 5), ROUNDS (default 3), MIXES (default "a-hits
 #              ndots mixed"), QPS (dnsperf -Q; default unlimited), CLIENTS (dnsperf -c,
 #              default 4), SERVICES (default 10000), SERVER_CPU (default the last CPU),
-#              CLIENT_CPU (default 0; with one CPU nothing is pinned), PERF=1, KEEP_TMP=1.
+#              CLIENT_CPU (default 0; with one CPU nothing is pinned), PERF=1, KEEP_TMP=1,
+#              BASELINE_BIN (another build's binary directory: its kubedns is measured
+#              after nsd in every run too, and the ratios kubedns/baseline say what a
+#              change saves).
 set -euo pipefail
 
 bin_dir=${1:-build/bin}
@@ -206,10 +209,10 @@ print("generated: %d services (%d headless), %d endpoints, %d zone records, 5000
 PY
 
 # Free loopback ports (UDP and TCP both free).
-read -r dns_k healthz_k metrics_k dns_n < <(/usr/bin/python3 - <<'PY'
+read -r dns_k healthz_k metrics_k dns_n dns_b healthz_b metrics_b < <(/usr/bin/python3 - <<'PY'
 import socket
 ports, held = [], []
-while len(ports) < 4:
+while len(ports) < 7:
     t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     t.bind(("127.0.0.1", 0))
     port = t.getsockname()[1]
@@ -282,21 +285,33 @@ measure() {
 }
 
 # --- kubedns ---------------------------------------------------------------------------------
-"${server_pin[@]}" "$kubedns" --objects-file="$tmp/objects.json" --dns-bind-address=127.0.0.1 \
-  --dns-port="$dns_k" --healthz-port="$healthz_k" --metrics-port="$metrics_k" \
-  --http-bind-address=127.0.0.1 --dns-threads=1 --domain=cluster.local. --logtostderr \
-  >"$tmp/kubedns.log" 2>&1 &
-kubedns_pid=$!
-pids+=("$kubedns_pid")
-for _ in $(seq 100); do
-  curl -sf -o /dev/null "http://127.0.0.1:$healthz_k/readiness" && break
-  kill -0 "$kubedns_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if ! curl -sf -o /dev/null "http://127.0.0.1:$healthz_k/readiness"; then
-  echo "kubedns did not become ready; its log:"
-  tail -20 "$tmp/kubedns.log"
-  exit 1
+# Starts kubedns binary $1 on DNS port $2 (healthz $3, metrics $4), logging to $5, and waits
+# until it is ready; sets started_pid.
+start_kubedns() {
+  local binary=$1 dns=$2 healthz=$3 metrics=$4 log=$5
+  "${server_pin[@]}" "$binary" --objects-file="$tmp/objects.json" --dns-bind-address=127.0.0.1 \
+    --dns-port="$dns" --healthz-port="$healthz" --metrics-port="$metrics" \
+    --http-bind-address=127.0.0.1 --dns-threads=1 --domain=cluster.local. --logtostderr \
+    >"$log" 2>&1 &
+  started_pid=$!
+  pids+=("$started_pid")
+  for _ in $(seq 100); do
+    curl -sf -o /dev/null "http://127.0.0.1:$healthz/readiness" && break
+    kill -0 "$started_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if ! curl -sf -o /dev/null "http://127.0.0.1:$healthz/readiness"; then
+    echo "$binary did not become ready; its log:"
+    tail -20 "$log"
+    exit 1
+  fi
+}
+start_kubedns "$kubedns" "$dns_k" "$healthz_k" "$metrics_k" "$tmp/kubedns.log"
+kubedns_pid=$started_pid
+base_pid=
+if [[ -n ${BASELINE_BIN:-} ]]; then
+  start_kubedns "$BASELINE_BIN/kubedns" "$dns_b" "$healthz_b" "$metrics_b" "$tmp/kubedns-base.log"
+  base_pid=$started_pid
 fi
 
 # --- nsd -------------------------------------------------------------------------------------
@@ -359,7 +374,9 @@ done
 pinned="unpinned"
 ((${#server_pin[@]} > 0)) && pinned="servers on CPU $server_cpu, dnsperf on CPU $client_cpu"
 echo "dnsperf: ${duration}s per run, $clients clients, EDNS, rate ${QPS:-unlimited}; one server thread each; $pinned"
-declare -A ratios=()
+divide() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
+mean() { tr ' ' '\n' <<<"$1" | awk 'NF {s += $1; n++} END {printf "%.2f", n ? s / n : 0}'; }
+declare -A ratios=() base_ratios=() gains=()
 for round in $(seq "$rounds"); do
   echo "round $round:"
   for mix in "${mixes[@]}"; do
@@ -367,16 +384,31 @@ for round in $(seq "$rounds"); do
     k_us=$us_per_query
     measure "$nsd_pid" "$dns_n" nsd "$mix"
     n_us=$us_per_query
-    ratio=$(awk -v k="$k_us" -v n="$n_us" 'BEGIN {printf "%.2f", (n > 0 ? k / n : 0)}')
+    ratio=$(divide "$k_us" "$n_us")
     ratios[$mix]+="$ratio "
     printf '  %-8s %-7s CPU per query kubedns/nsd %s\n' ratio "$mix" "$ratio"
+    if [[ -n $base_pid ]]; then
+      measure "$base_pid" "$dns_b" baseline "$mix"
+      b_us=$us_per_query
+      base_ratios[$mix]+="$(divide "$b_us" "$n_us") "
+      gains[$mix]+="$(divide "$k_us" "$b_us") "
+      printf '  %-8s %-7s CPU per query baseline/nsd %s, kubedns/baseline %s\n' ratio "$mix" \
+        "$(divide "$b_us" "$n_us")" "$(divide "$k_us" "$b_us")"
+    fi
   done
 done
 echo "kubedns/nsd CPU per query, per mix (each round; mean) (target from the issue: at most 0.90):"
 for mix in "${mixes[@]}"; do
-  printf '  %-7s %s; mean %s\n' "$mix" "${ratios[$mix]% }" \
-    "$(tr ' ' '\n' <<<"${ratios[$mix]}" | awk 'NF {s += $1; n++} END {printf "%.2f", n ? s / n : 0}')"
+  printf '  %-7s %s; mean %s\n' "$mix" "${ratios[$mix]% }" "$(mean "${ratios[$mix]}")"
 done
+if [[ -n $base_pid ]]; then
+  echo "baseline ($BASELINE_BIN/kubedns)/nsd and kubedns/baseline CPU per query (each round; mean):"
+  for mix in "${mixes[@]}"; do
+    printf '  %-7s baseline/nsd %s; mean %s   kubedns/baseline %s; mean %s\n' "$mix" \
+      "${base_ratios[$mix]% }" "$(mean "${base_ratios[$mix]}")" "${gains[$mix]% }" \
+      "$(mean "${gains[$mix]}")"
+  done
+fi
 
 if [[ ${PERF:-0} == 1 && -x /usr/bin/perf ]]; then
   for mix in a-hits ndots; do
