@@ -34,8 +34,8 @@
 #              default 4), SERVICES (default 10000), SERVER_CPU (default the last CPU),
 #              CLIENT_CPU (default 0; with one CPU nothing is pinned), PERF=1, KEEP_TMP=1,
 #              BASELINE_BIN (another build's binary directory: its kubedns is measured
-#              after nsd in every run too, and the ratios kubedns/baseline say what a
-#              change saves).
+#              in every round too, kubedns nsd baseline and baseline nsd kubedns in turn,
+#              and the ratios kubedns/baseline say what a change saves).
 set -euo pipefail
 
 bin_dir=${1:-build/bin}
@@ -380,16 +380,25 @@ declare -A ratios=() base_ratios=() gains=()
 for round in $(seq "$rounds"); do
   echo "round $round:"
   for mix in "${mixes[@]}"; do
-    measure "$kubedns_pid" "$dns_k" kubedns "$mix"
-    k_us=$us_per_query
-    measure "$nsd_pid" "$dns_n" nsd "$mix"
-    n_us=$us_per_query
+    # With a baseline, the order turns round every other round: at a fixed rate the server
+    # measured right after another one pays differently for its wake-ups (5-20% here, the
+    # same binary measured twice), which alternating cancels in the means.
+    order=(kubedns nsd)
+    if [[ -n $base_pid ]]; then
+      order=(kubedns nsd baseline)
+      ((round % 2 == 0)) && order=(baseline nsd kubedns)
+    fi
+    for server in "${order[@]}"; do
+      case $server in
+        kubedns) measure "$kubedns_pid" "$dns_k" kubedns "$mix" && k_us=$us_per_query ;;
+        nsd) measure "$nsd_pid" "$dns_n" nsd "$mix" && n_us=$us_per_query ;;
+        baseline) measure "$base_pid" "$dns_b" baseline "$mix" && b_us=$us_per_query ;;
+      esac
+    done
     ratio=$(divide "$k_us" "$n_us")
     ratios[$mix]+="$ratio "
     printf '  %-8s %-7s CPU per query kubedns/nsd %s\n' ratio "$mix" "$ratio"
     if [[ -n $base_pid ]]; then
-      measure "$base_pid" "$dns_b" baseline "$mix"
-      b_us=$us_per_query
       base_ratios[$mix]+="$(divide "$b_us" "$n_us") "
       gains[$mix]+="$(divide "$k_us" "$b_us") "
       printf '  %-8s %-7s CPU per query baseline/nsd %s, kubedns/baseline %s\n' ratio "$mix" \
