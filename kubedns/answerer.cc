@@ -1,6 +1,9 @@
 #include "kubedns/answerer.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "common/dns/builder.h"
@@ -16,6 +19,9 @@ using dns::Section;
 
 constexpr int kMaxChaseDepth = 8;
 constexpr uint32_t kVersionTtl = 28800;
+// The negative answers' SOA in wire form: three pointers, "ns", "dns", "hostmaster" and the
+// fixed fields (54 bytes).
+constexpr size_t kSoaTemplateMaxSize = 64;
 
 bool WantsAddress(RrType qtype, IpFamily family) {
   if (qtype == RrType::kAny) return true;
@@ -98,13 +104,38 @@ Answerer::Answerer(const AnswerConfig& config)
   ns_name_ = *dns::Name::FromLabels({"ns", "dns"}, config_.zone);
   hostmaster_ = *dns::Name::FromLabels({"hostmaster"}, config_.zone);
   version_txt_.strings = {"1.1.0"};
+  if (!config_.zone.IsRoot()) {
+    // Written once by the builder after a question for Z itself, whose name sits at the
+    // header's end: the pointers to it are the ones to patch.
+    std::vector<uint8_t> buffer(dns::kMaxUdpSizeWithoutEdns);
+    dns::MessageBuilder builder(buffer);
+    const size_t start = dns::kHeaderSize + config_.zone.wire_length() + 4;
+    if (builder.AddQuestion(config_.zone, RrType::kSoa, RrClass::kIn) == dns::BuildError::kOk &&
+        builder.AddRecord(Section::kAuthority,
+                          dns::ResourceRecord{config_.zone, RrType::kSoa, RrClass::kIn,
+                                              config_.soa_minimum_s, Soa(0)}) ==
+            dns::BuildError::kOk) {
+      std::span<const uint8_t> message = builder.Finish();
+      CHECK_LE(message.size() - start, kSoaTemplateMaxSize);  // its size does not depend on Z
+      soa_template_.assign(message.begin() + static_cast<ptrdiff_t>(start), message.end());
+      const size_t zone_length = config_.zone.wire_length();
+      // owner (2), type, class, TTL, RDLENGTH (10), MNAME's own labels, pointer, ...
+      soa_mname_pointer_ = 12 + ns_name_.wire_length() - zone_length;
+      soa_rname_pointer_ = soa_mname_pointer_ + 2 + hostmaster_.wire_length() - zone_length;
+      soa_serial_ = soa_rname_pointer_ + 2;
+    }
+  }
 }
 
-dns::RdataSoa Answerer::Soa(const Snapshot& snapshot) const {
+uint32_t Answerer::SoaSerial(const Snapshot& snapshot) const {
+  return config_.soa_serial_base + static_cast<uint32_t>(snapshot.generation());
+}
+
+dns::RdataSoa Answerer::Soa(uint32_t serial) const {
   dns::RdataSoa soa;
   soa.mname = ns_name_;
   soa.rname = hostmaster_;
-  soa.serial = config_.soa_serial_base + static_cast<uint32_t>(snapshot.generation());
+  soa.serial = serial;
   soa.refresh_s = config_.soa_refresh_s;
   soa.retry_s = config_.soa_retry_s;
   soa.expire_s = config_.soa_expire_s;
@@ -157,7 +188,7 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission&
     response.builder.header().aa = true;
     response.rcode = multicluster_.Answer(
         zone, snapshot == nullptr ? nullptr : &snapshot->multicluster(),
-        snapshot == nullptr ? 0 : Soa(*snapshot).serial, lower, query, response.builder);
+        snapshot == nullptr ? 0 : SoaSerial(*snapshot), lower, query, response.builder);
   } else if (result.reverse && (snapshot == nullptr || !snapshot->synced())) {
     response.rcode = dns::Rcode::kServFail;  // is the IP a cluster's? Not known yet.
   } else if (result.reverse && AnswerReverse(*snapshot, lower, response)) {
@@ -189,7 +220,8 @@ void Answerer::AnswerZone(const Snapshot& snapshot, const dns::Name& lower,
   if (depth == 0) {
     if (qtype == RrType::kSoa || qtype == RrType::kAny) {
       response.AnswerRrset([&] {
-        response.builder.Add(owner, RrType::kSoa, RrClass::kIn, config_.ttl_s, Soa(snapshot));
+        response.builder.Add(owner, RrType::kSoa, RrClass::kIn, config_.ttl_s,
+                             Soa(SoaSerial(snapshot)));
       });
     } else if (qtype == RrType::kNs) {
       response.AnswerRrset([&] {
@@ -213,12 +245,13 @@ void Answerer::AnswerZone(const Snapshot& snapshot, const dns::Name& lower,
       } else {
         std::string_view ns = label(depth - 2);
         std::string_view name = label(depth - 3);
-        const ServiceRecords* records = snapshot.FindService(ns, name);
         // _port._proto.svc.ns.svc.Z is the deepest name; anything else that deep is not.
         bool srv_name = depth == 5 && label(0).size() > 1 && label(0)[0] == '_' &&
                         label(1).size() > 1 && label(1)[0] == '_';
-        if (records == nullptr || !records->answerable() || depth > 5 ||
-            (depth == 5 && !srv_name)) {
+        // The shape first: a search-path miss (svc.ns.svc.Z.ns.svc.Z) costs no lookup.
+        const bool shaped = depth < 5 || (depth == 5 && srv_name);
+        const ServiceRecords* records = shaped ? snapshot.FindService(ns, name) : nullptr;
+        if (records == nullptr || !records->answerable()) {
           nx_domain();
         } else if (depth == 3) {
           AnswerService(snapshot, *records, owner, ns, name, response, 0);
@@ -257,13 +290,41 @@ void Answerer::AnswerZone(const Snapshot& snapshot, const dns::Name& lower,
     }
   }
   bool negative = response.answers() == 0 || response.rcode == dns::Rcode::kNxDomain;
-  if (negative && !response.builder.truncated()) {
-    // NODATA or NXDOMAIN (also at the end of a CNAME chain): the SOA in the authority
-    // section, its TTL the negative TTL (RFC 2308 sections 2.1 and 3).
-    (void)response.builder.AddRecord(Section::kAuthority,
-                                     dns::ResourceRecord{config_.zone, RrType::kSoa, RrClass::kIn,
-                                                         config_.soa_minimum_s, Soa(snapshot)});
+  if (negative && !response.builder.truncated()) AddNegativeSoa(snapshot, lower, depth, response);
+}
+
+void Answerer::AddNegativeSoa(const Snapshot& snapshot, const dns::Name& lower, size_t depth,
+                              Response& response) const {
+  // The template holds when the builder would write what it holds: nothing after the
+  // question yet (so Z's first occurrence is the question's), and no dns.Z or hostmaster.Z
+  // in the question for MNAME or RNAME to point at instead.
+  const bool prepared =
+      config_.writing == AnswerConfig::Writing::kPrepared && !soa_template_.empty() &&
+      response.answers() == 0 && response.builder.count(Section::kAuthority) == 0 &&
+      response.builder.count(Section::kAdditional) == 0 &&
+      (depth == 0 || (lower.label(depth - 1) != "dns" && lower.label(depth - 1) != "hostmaster"));
+  if (prepared) {
+    std::array<uint8_t, kSoaTemplateMaxSize> record;
+    std::copy(soa_template_.begin(), soa_template_.end(), record.begin());
+    const size_t zone_at = dns::kHeaderSize + lower.LabelOffset(depth);
+    const uint8_t pointer[2] = {static_cast<uint8_t>(0xC0 | zone_at >> 8),
+                                static_cast<uint8_t>(zone_at)};
+    for (size_t at : {size_t{0}, soa_mname_pointer_, soa_rname_pointer_}) {
+      record[at] = pointer[0];
+      record[at + 1] = pointer[1];
+    }
+    const uint32_t serial = SoaSerial(snapshot);
+    for (size_t i = 0; i < 4; ++i)
+      record[soa_serial_ + i] = static_cast<uint8_t>(serial >> (24 - 8 * i));
+    (void)response.builder.AddEncodedRecord(
+        Section::kAuthority, std::span<const uint8_t>(record.data(), soa_template_.size()));
+    return;
   }
+  // NODATA or NXDOMAIN (also at the end of a CNAME chain): the SOA in the authority
+  // section, its TTL the negative TTL (RFC 2308 sections 2.1 and 3).
+  (void)response.builder.AddRecord(
+      Section::kAuthority, dns::ResourceRecord{config_.zone, RrType::kSoa, RrClass::kIn,
+                                               config_.soa_minimum_s, Soa(SoaSerial(snapshot))});
 }
 
 void Answerer::AnswerHosts(std::span<const ServiceRecords::Host> hosts, const dns::Name& owner,
@@ -276,10 +337,7 @@ void Answerer::AnswerHosts(std::span<const ServiceRecords::Host> hosts, const dn
     if (!any) continue;
     response.AnswerRrset([&] {
       for (const auto& host : hosts) {
-        if (host.ip.family() == family) {
-          response.builder.Add(owner, AddressType(host.ip), RrClass::kIn, config_.ttl_s,
-                               AddressRdata(host.ip));
-        }
+        if (host.ip.family() == family) response.builder.AddAddress(owner, config_.ttl_s, host.ip);
       }
     });
     if (AnsweredEnough(qtype)) return;
@@ -325,10 +383,7 @@ void Answerer::AnswerService(const Snapshot& snapshot, const ServiceRecords& rec
       if (!any) continue;
       response.AnswerRrset([&] {
         for (const auto& ip : service.cluster_ips) {
-          if (ip.family() == family) {
-            response.builder.Add(owner, AddressType(ip), RrClass::kIn, config_.ttl_s,
-                                 AddressRdata(ip));
-          }
+          if (ip.family() == family) response.builder.AddAddress(owner, config_.ttl_s, ip);
         }
       });
       if (AnsweredEnough(qtype)) return;

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "common/dns/name.h"
 #include "common/dns/parser.h"
@@ -67,6 +68,11 @@ struct AnswerConfig {
   // The multicluster zones (multicluster_answer.h), lower case; unset: not served.
   std::optional<dns::Name> multicluster_zone;  // --multicluster-zone (clusterset.local.)
   std::optional<dns::Name> kubeslice_zone;     // --kubeslice-zone (slice.local.)
+  // kPrepared: the frequent records are written from templates prepared at construction
+  // (the negative answers' SOA); kGeneral: every record through the general builder, which
+  // the tests use to prove the prepared ones byte-identical.
+  enum class Writing : uint8_t { kPrepared, kGeneral };
+  Writing writing = Writing::kPrepared;
 };
 
 enum class Outcome : uint8_t {
@@ -122,7 +128,13 @@ class Answerer {
   // Answers `target` (lower case, inside Z) as a step of a CNAME chain.
   void Chase(const Snapshot& snapshot, const dns::Name& target, Response& response,
              int depth) const;
-  dns::RdataSoa Soa(const Snapshot& snapshot) const;
+  // Z's SOA: its serial is the base plus the snapshot's generation.
+  uint32_t SoaSerial(const Snapshot& snapshot) const;
+  dns::RdataSoa Soa(uint32_t serial) const;
+  // The negative answer's authority section: the SOA of Z (RFC 2308), from soa_template_
+  // when it applies, else through the general builder.
+  void AddNegativeSoa(const Snapshot& snapshot, const dns::Name& lower, size_t depth,
+                      Response& response) const;
 
   AnswerConfig config_;
   MulticlusterAnswerer multicluster_;
@@ -131,6 +143,13 @@ class Answerer {
   dns::Name ns_name_;     // ns.dns.Z
   dns::Name hostmaster_;  // hostmaster.Z
   dns::RdataTxt version_txt_;
+  // The SOA record of a negative answer as the builder writes it after a question under Z
+  // when nothing else is written yet: owner, MNAME's and RNAME's suffix all pointers to Z
+  // in the question (patched per query, like the serial). Empty when Z is the root.
+  std::vector<uint8_t> soa_template_;
+  size_t soa_mname_pointer_ = 0;  // offsets in soa_template_
+  size_t soa_rname_pointer_ = 0;
+  size_t soa_serial_ = 0;
 };
 
 }  // namespace kdns::kubedns

@@ -165,7 +165,8 @@ void DnsHandler::OnForwarded(uint64_t id, const upstream::Result& result) {
     Fail(*waiting, ForwardFailure::kBadReply);
     return;
   }
-  Finish(*waiting, fitted.bytes, result.message.rcode(), TcBit(fitted.bytes));
+  Finish(*waiting, fitted.bytes, result.message.rcode(), TcBit(fitted.bytes),
+         server::AnswerSource::kUpstream);
 }
 
 void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
@@ -215,7 +216,7 @@ void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
     Fail(*done, ForwardFailure::kBadReply);
     return;
   }
-  Finish(*done, reply_, partial.rcode(), TcBit(reply_));
+  Finish(*done, reply_, partial.rcode(), TcBit(reply_), server::AnswerSource::kUpstream);
 }
 
 void DnsHandler::ChaseFailed(uint64_t id, ForwardFailure failure) {
@@ -316,18 +317,24 @@ void DnsHandler::WalkHit(uint64_t id, const dns::Message& reply, AutopathSource 
                                                     source, shared_.answerer.config().ttl_s);
   if (dns::BuildMessage(answer, done->client.limit_bytes, &reply_) != dns::BuildError::kOk) {
     shared_.autopath_metrics->Missed(AutopathMiss::kFailed);
-    Finish(*done, done->state.walk->fallback, dns::Rcode::kNxDomain, false);
+    Finish(*done, done->state.walk->fallback, dns::Rcode::kNxDomain, false,
+           server::AnswerSource::kLocal);
     return;
   }
   shared_.autopath_metrics->Hit(walk.suffix);
-  Finish(*done, reply_, dns::Rcode::kNoError, TcBit(reply_));
+  // The candidate's answer came from our records or from an upstream: logged as such.
+  Finish(*done, reply_, dns::Rcode::kNoError, TcBit(reply_),
+         source == AutopathSource::kOurs ? server::AnswerSource::kLocal
+                                         : server::AnswerSource::kUpstream);
 }
 
 void DnsHandler::WalkMiss(uint64_t id, AutopathMiss miss) {
   std::optional<Waiting> done = waiting_.Take(id);
   if (!done) return;
   shared_.autopath_metrics->Missed(miss);
-  Finish(*done, done->state.walk->fallback, dns::Rcode::kNxDomain, false);
+  // The query's own NXDOMAIN, from our records.
+  Finish(*done, done->state.walk->fallback, dns::Rcode::kNxDomain, false,
+         server::AnswerSource::kLocal);
 }
 
 void DnsHandler::FailTaken(uint64_t id, ForwardFailure failure) {
@@ -339,14 +346,13 @@ void DnsHandler::Fail(Waiting& waiting, ForwardFailure failure) {
   shared_.forward_metrics.Failed(failure);
   std::span<const uint8_t> response = server::WriteEmptyResponse(
       waiting.client.query(), dns::Rcode::kServFail, /*aa=*/false, buffer_);
-  Finish(waiting, response, dns::Rcode::kServFail, false);
+  Finish(waiting, response, dns::Rcode::kServFail, false, server::AnswerSource::kUpstream);
 }
 
 void DnsHandler::Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode,
-                        bool truncated) {
+                        bool truncated, server::AnswerSource source) {
   LogQuery(shared_.query_log, waiting.responder.peer(), waiting.client.qname, waiting.client.qtype,
-           waiting.client.id, waiting.client.transport, response, server::AnswerSource::kUpstream,
-           waiting.state.start);
+           waiting.client.id, waiting.client.transport, response, source, waiting.state.start);
   waiting.responder.Reply(response);
   const double seconds = std::chrono::duration<double>(Clock::now() - waiting.state.start).count();
   shared_.forward_metrics.Answered(seconds);

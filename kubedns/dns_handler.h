@@ -152,9 +152,10 @@ class DnsHandler final : public server::QueryHandler {
   void ChaseFailed(uint64_t id, ForwardFailure failure);
   void OnForwarded(uint64_t id, const upstream::Result& result);
   void OnChased(uint64_t id, const upstream::Result& result);
-  // Sends `response` (or SERVFAIL when empty) and records the metrics.
-  void Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode,
-              bool truncated);
+  // Sends `response` (or SERVFAIL when empty) and records the metrics; `source` is where
+  // the answer came from, for the query log.
+  void Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode, bool truncated,
+              server::AnswerSource source);
   void Fail(Waiting& waiting, ForwardFailure failure);
   void FailTaken(uint64_t id, ForwardFailure failure);
 

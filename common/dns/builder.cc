@@ -56,6 +56,11 @@ BuildError MessageBuilder::AddQuestion(const Name& name, RrType type, RrClass cl
   }
   PutU16(static_cast<uint16_t>(type));
   PutU16(static_cast<uint16_t>(cls));
+  // The first question of a message is written in full at kHeaderSize, its suffixes the
+  // first entries of the table (entry 0 is the whole name).
+  if (counts_[0] == 0 && position == kHeaderSize && entries == 0 && !name.IsRoot()) {
+    question_length_ = name.wire_length();
+  }
   ++counts_[0];
   return BuildError::kOk;
 }
@@ -67,6 +72,19 @@ BuildError MessageBuilder::AddRecord(Section section, const ResourceRecord& reco
 BuildError MessageBuilder::AddRrset(Section section, std::span<const ResourceRecord> records) {
   BeginRrset(section);
   for (const ResourceRecord& record : records) Add(record);
+  return EndRrset();
+}
+
+BuildError MessageBuilder::AddEncodedRecord(Section section, std::span<const uint8_t> record) {
+  BeginRrset(section);
+  if (in_rrset_ && rrset_error_ == BuildError::kOk) {
+    if (Fits(record.size())) {
+      PutBytes(record);
+      ++counts_[static_cast<size_t>(rrset_section_)];
+    } else {
+      rrset_error_ = BuildError::kNoSpace;
+    }
+  }
   return EndRrset();
 }
 
@@ -96,6 +114,25 @@ void MessageBuilder::Add(const Name& owner, RrType type, RrClass cls, uint32_t t
     rrset_error_ = error;
     return;
   }
+  ++counts_[static_cast<size_t>(rrset_section_)];
+}
+
+void MessageBuilder::AddAddress(const Name& owner, uint32_t ttl_s, const IpAddress& address) {
+  if (!in_rrset_) {
+    order_error_ = true;
+    return;
+  }
+  if (rrset_error_ != BuildError::kOk) return;
+  std::span<const uint8_t> bytes = address.bytes();
+  if (!WriteName(owner, true) || !Fits(kRecordFixedSize + bytes.size())) {
+    rrset_error_ = BuildError::kNoSpace;
+    return;
+  }
+  PutU16(static_cast<uint16_t>(address.is_v4() ? RrType::kA : RrType::kAaaa));
+  PutU16(static_cast<uint16_t>(RrClass::kIn));
+  PutU32(ttl_s);
+  PutU16(static_cast<uint16_t>(bytes.size()));
+  PutBytes(bytes);
   ++counts_[static_cast<size_t>(rrset_section_)];
 }
 
@@ -209,7 +246,27 @@ std::optional<uint16_t> MessageBuilder::FindSuffix(std::span<const uint8_t> suff
   return std::nullopt;
 }
 
+bool MessageBuilder::IsQuestionName(const Name& name) const {
+  if (name.wire_length() != question_length_) return false;
+  const uint8_t* written = buffer_.data() + kHeaderSize;
+  const uint8_t* wire = name.wire().data();
+  // Usually the very name asked (the owner of an answer): exact, then case-insensitive.
+  if (std::memcmp(written, wire, question_length_) == 0) return true;
+  // Length octets are below 64, so folding them with the letters is harmless.
+  for (size_t i = 0; i < question_length_; ++i) {
+    if (ToLowerAscii(written[i]) != ToLowerAscii(wire[i])) return false;
+  }
+  return true;
+}
+
 bool MessageBuilder::WriteName(const Name& name, bool compress) {
+  if (compress && question_length_ != 0 && IsQuestionName(name)) {
+    // What the search below finds first for this name (entry 0, the question), without
+    // the search: a pointer to the question, no new entries.
+    if (!Fits(2)) return false;
+    PutU16(static_cast<uint16_t>(0xC000 | kHeaderSize));
+    return true;
+  }
   std::span<const uint8_t> wire = name.wire();
   const size_t labels = name.label_count();
   // Offsets of each label in `wire`; index `labels` is the root octet.
@@ -221,7 +278,8 @@ bool MessageBuilder::WriteName(const Name& name, bool compress) {
   }
   size_t match = labels;  // index of the longest suffix already written
   uint16_t match_offset = 0;
-  for (size_t i = 0; i < labels; ++i) {
+  // Nothing to find in an empty table (the question): no search.
+  for (size_t i = 0; i < labels && entry_count_ > 0; ++i) {
     if (auto found = FindSuffix(wire.subspan(offsets[i]), labels - i)) {
       match = i;
       match_offset = *found;

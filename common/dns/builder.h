@@ -74,11 +74,19 @@ class MessageBuilder {
 
   // One record as an RRset of its own / a whole RRset. Results as EndRrset.
   [[nodiscard]] BuildError AddRecord(Section section, const ResourceRecord& record);
+  // One record already in wire form, as an RRset of its own (results as EndRrset): for
+  // answers a server prepares once and patches per query. Its compression pointers must aim
+  // at names already written; its names are not entered in the compression table, so no
+  // later name points into it.
+  [[nodiscard]] BuildError AddEncodedRecord(Section section, std::span<const uint8_t> record);
   [[nodiscard]] BuildError AddRrset(Section section, std::span<const ResourceRecord> records);
 
   // Streaming form of AddRrset: errors are remembered and reported by EndRrset.
   void BeginRrset(Section section);
   void Add(const Name& owner, RrType type, RrClass cls, uint32_t ttl_s, const Rdata& rdata);
+  // The same as Add(owner, A or AAAA by the address's family, IN, ttl_s, RdataA/RdataAaaa),
+  // written directly: the shape of most answers.
+  void AddAddress(const Name& owner, uint32_t ttl_s, const IpAddress& address);
   void Add(const ResourceRecord& record) {
     Add(record.owner, record.type, record.cls, record.ttl_s, record.rdata);
   }
@@ -110,6 +118,8 @@ class MessageBuilder {
   // Finds an earlier name equal to `suffix` (which has `label_count` labels).
   std::optional<uint16_t> FindSuffix(std::span<const uint8_t> suffix, size_t label_count) const;
   bool WriteName(const Name& name, bool compress);
+  // True when `name` equals the first question's name, ignoring case.
+  bool IsQuestionName(const Name& name) const;
   bool WriteCharacterString(std::string_view text);
   BuildError WriteRdata(const Rdata& rdata);
   BuildError WriteRecord(const Name& owner, RrType type, RrClass cls, uint32_t ttl_s,
@@ -135,6 +145,10 @@ class MessageBuilder {
 
   std::array<CompressionEntry, kMaxCompressionEntries> entries_;
   size_t entry_count_ = 0;
+  // The first question's name, written at kHeaderSize with its suffixes first in the table:
+  // an owner equal to it (the usual answer) is a pointer to kHeaderSize without a search.
+  // Its wire length, 0 when there is none (or it is the root, which is never a pointer).
+  size_t question_length_ = 0;
 };
 
 // Encodes `message` (counts from its vectors, rcode from Message::rcode(), EDNS if any)

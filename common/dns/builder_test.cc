@@ -366,3 +366,127 @@ TEST_CASE("BuildMessage round-trips a message and groups RRsets for truncation",
 
 }  // namespace
 }  // namespace kdns::dns
+
+namespace kdns::dns {
+namespace {
+
+// Builds the same message twice: `general` writes the records through Add, `direct`
+// through the method under test; both start with `question`.
+template <class General, class Direct>
+void RequireSameBytes(const Name& question, size_t limit, General general, Direct direct) {
+  std::vector<uint8_t> a(limit), b(limit);
+  MessageBuilder one(a, limit), two(b, limit);
+  REQUIRE(one.AddQuestion(question, RrType::kA, RrClass::kIn) == BuildError::kOk);
+  REQUIRE(two.AddQuestion(question, RrType::kA, RrClass::kIn) == BuildError::kOk);
+  general(one);
+  direct(two);
+  CHECK(one.truncated() == two.truncated());
+  CHECK(Bytes(one.Finish()) == Bytes(two.Finish()));
+}
+
+TEST_CASE("Builder writes an owner equal to the question as a pointer to it, in any case",
+          "[dns][builder]") {
+  std::vector<uint8_t> buffer(512);
+  MessageBuilder builder(buffer);
+  REQUIRE(builder.AddQuestion(N("Svc.NS.svc.cluster.local."), RrType::kA, RrClass::kIn) ==
+          BuildError::kOk);
+  // A name written before with the same labels but not the question: no pointer to 12.
+  REQUIRE(builder.AddRecord(Section::kAnswer, RR("x.svc.ns.svc.cluster.local. 1 IN A 10.0.0.1")) ==
+          BuildError::kOk);
+  REQUIRE(builder.AddRecord(Section::kAnswer, RR("svc.ns.svc.CLUSTER.local. 1 IN A 10.0.0.2")) ==
+          BuildError::kOk);
+  auto bytes = Bytes(builder.Finish());
+  const size_t second = bytes.size() - 16;  // pointer (2), fixed (10), address (4)
+  CHECK(bytes[second] == 0xC0);
+  CHECK(bytes[second + 1] == 12);
+  Message message = Parse(bytes);
+  REQUIRE(message.answers.size() == 2);
+  CHECK(message.answers[1].owner.ToText() == "Svc.NS.svc.cluster.local.");
+}
+
+TEST_CASE("Builder AddAddress writes what Add writes for A and AAAA", "[dns][builder]") {
+  const IpAddress v4 = *IpAddress::Parse("10.96.0.1");
+  const IpAddress v6 = *IpAddress::Parse("fd00:10:96::1");
+  for (const char* text : {"svc.ns.svc.cluster.local.", "SVC.ns.svc.cluster.local.", "."}) {
+    const Name question = N(text);
+    for (const char* owner_text : {"svc.ns.svc.cluster.local.", "other.ns.svc.cluster.local.",
+                                   "a.svc.ns.svc.cluster.local.", "example.com."}) {
+      const Name owner = N(owner_text);
+      // 64 bytes leave room for the question and some records only: both truncate alike.
+      for (size_t limit : {size_t{512}, size_t{64}, size_t{kHeaderSize + 40}}) {
+        INFO(text << " " << owner_text << " limit " << limit);
+        RequireSameBytes(
+            question, limit,
+            [&](MessageBuilder& b) {
+              for (const IpAddress& ip : {v4, v6}) {
+                b.BeginRrset(Section::kAnswer);
+                for (int i = 0; i < 3; ++i) {
+                  if (ip.is_v4()) {
+                    b.Add(owner, RrType::kA, RrClass::kIn, 30, RdataA{ip});
+                  } else {
+                    b.Add(owner, RrType::kAaaa, RrClass::kIn, 30, RdataAaaa{ip});
+                  }
+                }
+                (void)b.EndRrset();
+              }
+            },
+            [&](MessageBuilder& b) {
+              for (const IpAddress& ip : {v4, v6}) {
+                b.BeginRrset(Section::kAnswer);
+                for (int i = 0; i < 3; ++i) b.AddAddress(owner, 30, ip);
+                (void)b.EndRrset();
+              }
+            });
+      }
+    }
+  }
+}
+
+TEST_CASE("Builder AddEncodedRecord adds a record in wire form as an RRset of its own",
+          "[dns][builder]") {
+  // The record AddRecord writes for this owner, taken from one message and added to another.
+  const ResourceRecord record =
+      RR("cluster.local. 60 IN SOA ns.dns.cluster.local. "
+         "hostmaster.cluster.local. 7 28800 7200 604800 60");
+  std::vector<uint8_t> scratch(512);
+  MessageBuilder source(scratch);
+  REQUIRE(source.AddQuestion(N("x.cluster.local."), RrType::kA, RrClass::kIn) == BuildError::kOk);
+  const size_t start = source.size();
+  REQUIRE(source.AddRecord(Section::kAuthority, record) == BuildError::kOk);
+  const std::vector<uint8_t> encoded(scratch.begin() + static_cast<ptrdiff_t>(start),
+                                     scratch.begin() + static_cast<ptrdiff_t>(source.size()));
+
+  SECTION("it is written as given and counted") {
+    RequireSameBytes(
+        N("x.cluster.local."), 512,
+        [&](MessageBuilder& b) {
+          REQUIRE(b.AddRecord(Section::kAuthority, record) == BuildError::kOk);
+        },
+        [&](MessageBuilder& b) {
+          REQUIRE(b.AddEncodedRecord(Section::kAuthority, encoded) == BuildError::kOk);
+        });
+  }
+  SECTION("one that does not fit sets TC, as AddRecord does") {
+    const size_t limit = start + encoded.size() - 1;
+    RequireSameBytes(
+        N("x.cluster.local."), limit,
+        [&](MessageBuilder& b) {
+          CHECK(b.AddRecord(Section::kAuthority, record) == BuildError::kNoSpace);
+        },
+        [&](MessageBuilder& b) {
+          CHECK(b.AddEncodedRecord(Section::kAuthority, encoded) == BuildError::kNoSpace);
+        });
+  }
+  SECTION("sections out of order are refused") {
+    std::vector<uint8_t> buffer(512);
+    MessageBuilder builder(buffer);
+    REQUIRE(builder.AddQuestion(N("x.cluster.local."), RrType::kA, RrClass::kIn) ==
+            BuildError::kOk);
+    REQUIRE(builder.AddEncodedRecord(Section::kAdditional, encoded) == BuildError::kOk);
+    CHECK(builder.AddEncodedRecord(Section::kAuthority, encoded) == BuildError::kBadOrder);
+    CHECK(builder.count(Section::kAuthority) == 0);
+  }
+}
+
+}  // namespace
+}  // namespace kdns::dns

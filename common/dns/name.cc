@@ -162,8 +162,11 @@ size_t Name::Hash() const {
 }
 
 Name Name::Lowercased() const {
-  Name name = *this;
+  // Only the octets in use: a copy of the whole array would cost more than the folding.
+  Name name;
   for (size_t i = 0; i < length_; ++i) name.data_[i] = ToLowerAscii(data_[i]);
+  name.length_ = length_;
+  name.label_count_ = label_count_;
   return name;
 }
 

@@ -2,30 +2,49 @@
 # kubedns next to NSD (Debian's /usr/sbin/nsd), serving the same cluster names, measured by
 # the same client (dnsperf).
 #
-# A generator writes, into a temporary directory, a cluster of ~1000 services (20% headless,
-# 10 endpoints each on average, one named port) as an objects file for kubedns, the
+# A generator writes, into a temporary directory, a cluster of SERVICES services (20%
+# headless, 10 endpoints each on average, one named port) as an objects file for kubedns, the
 # cluster.local and in-addr.arpa zone files with the records kubedns gives for it (A for
 # services and headless endpoints, SRV for the named port, PTR for cluster IPs and headless
-# endpoints, the SOA and NS at the apex) for NSD, and a dnsperf query file (A of ClusterIP
-# and headless services and of headless hosts, AAAA, SRV, PTR, NXDOMAIN names).
+# endpoints, the SOA and NS at the apex) for NSD, and three dnsperf query files, the mixes:
+#   a-hits  A of the services' names (every one a hit: cluster IPs, headless endpoints);
+#   ndots   what a pod's resolver asks before the hit for a name with fewer than 5 dots
+#           (ndots:5, search path ns.svc.Z svc.Z Z): A and AAAA of svc.ns.svc.Z.<ns>.svc.Z,
+#           svc.ns.svc.Z.svc.Z and svc.ns.svc.Z.Z (NXDOMAIN), and AAAA of the IPv4-only
+#           service itself (NODATA), all with the SOA in the authority section;
+#   mixed   what pods ask in all: A, AAAA, SRV, PTR, headless hosts, search-path misses.
 #
 # Each server runs with one serving thread (kubedns --dns-threads=1, nsd server-count: 1) on
-# free loopback ports, and dnsperf runs against it for DURATION seconds. Printed per server:
-# queries/s (on 2 cores dnsperf itself may be the limit), and server CPU per query from the
-# server's own accounting (utime+stime in /proc/PID/stat of the server and its child
-# processes, before and after, over the queries completed): that is the comparable figure.
-# Then the kubedns/nsd ratios. Figures only: nothing here passes or fails.
+# free loopback ports, pinned with taskset to SERVER_CPU (the whole process: kubedns's
+# other threads and nsd's other processes too), dnsperf pinned to CLIENT_CPU. Runs
+# alternate, kubedns then nsd, for each mix, ROUNDS times: single runs on a shared VM vary
+# by 10% and more, alternating and averaging tells a server's own cost from that. Each
+# run is DURATION seconds of dnsperf after a second of warm-up. Printed per run: queries/s
+# and server CPU per query from the server's own accounting (utime+stime in /proc/PID/stat
+# of the server and its child processes, before and after, over the queries completed):
+# that is the comparable figure. Then, per mix, the kubedns/nsd ratio of CPU per query in
+# each round and their mean. Figures only: nothing here passes or fails.
+#
+# PERF=1 records kubedns with `perf record -g` during one extra run of each of the a-hits
+# and ndots mixes and prints the top symbols (the profile behind the figures).
 #
 # Usage: test/bench/kubedns_nsd_bench.sh [BIN_DIR]   (BIN_DIR holds kubedns; default build/bin)
-# Environment: DURATION (s per server, default 10), QPS (dnsperf -Q; default unlimited),
-#              CLIENTS (dnsperf -c, default 4), SERVICES (default 1000), KEEP_TMP=1.
+# Environment: DURATION (s per run, default 5), ROUNDS (default 3), MIXES (default "a-hits
+#              ndots mixed"), QPS (dnsperf -Q; default unlimited), CLIENTS (dnsperf -c,
+#              default 4), SERVICES (default 10000), SERVER_CPU (default the last CPU),
+#              CLIENT_CPU (default 0; with one CPU nothing is pinned), PERF=1, KEEP_TMP=1,
+#              BASELINE_BIN (another build's binary directory: its kubedns is measured
+#              in every round too, kubedns nsd baseline and baseline nsd kubedns in turn,
+#              and the ratios kubedns/baseline say what a change saves).
 set -euo pipefail
 
 bin_dir=${1:-build/bin}
 kubedns=$bin_dir/kubedns
-duration=${DURATION:-10}
+duration=${DURATION:-5}
+rounds=${ROUNDS:-3}
+read -ra mixes <<<"${MIXES:-a-hits ndots mixed}"
 clients=${CLIENTS:-4}
-services=${SERVICES:-1000}
+services=${SERVICES:-10000}
 nsd=/usr/sbin/nsd
 
 for tool in "$kubedns" "$nsd" /usr/bin/dnsperf /usr/bin/python3 /usr/bin/curl /usr/bin/dig; do
@@ -165,19 +184,35 @@ mix = [(30, lambda: (rng.choice(cluster_names), "A")),
        (10, lambda: (rng.choice(ptr_names), "PTR")),
        (20, lambda: (rng.choice(cluster_names) + "svc." + zone + ".", "A"))]  # NXDOMAIN
 weights = [w for w, _ in mix]
-with open(out + "/queries.txt", "w") as f:
+with open(out + "/queries-mixed.txt", "w") as f:
     for _ in range(50000):
         name, qtype = rng.choices(mix, weights)[0][1]()
         f.write("%s %s\n" % (name, qtype))
-print("generated: %d services (%d headless), %d endpoints, %d zone records, 50000 queries"
+service_names = cluster_names + headless_names
+with open(out + "/queries-a-hits.txt", "w") as f:
+    for _ in range(50000):
+        f.write("%s A\n" % rng.choice(service_names))
+# A pod in namespace `own` looking up svc.ns.svc.Z (4 dots, under ndots:5) asks the search
+# path first; with A and AAAA asked in parallel (glibc), each miss comes twice.
+with open(out + "/queries-ndots.txt", "w") as f:
+    for _ in range(50000):
+        fqdn = rng.choice(cluster_names)
+        own = "ns-%d" % rng.randrange(max(1, services // 100))
+        candidates = [fqdn + own + ".svc." + zone + ".", fqdn + "svc." + zone + ".",
+                      fqdn + zone + "."]
+        if rng.random() < 1 / 7:
+            f.write("%s AAAA\n" % fqdn)  # IPv4-only: NODATA
+        else:
+            f.write("%s %s\n" % (rng.choice(candidates), rng.choice(["A", "AAAA"])))
+print("generated: %d services (%d headless), %d endpoints, %d zone records, 50000 queries per mix"
       % (services, len(headless_names), next_ep, len(fwd) + len(rev)))
 PY
 
 # Free loopback ports (UDP and TCP both free).
-read -r dns_k healthz_k metrics_k dns_n < <(/usr/bin/python3 - <<'PY'
+read -r dns_k healthz_k metrics_k dns_n dns_b healthz_b metrics_b < <(/usr/bin/python3 - <<'PY'
 import socket
 ports, held = [], []
-while len(ports) < 4:
+while len(ports) < 7:
     t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     t.bind(("127.0.0.1", 0))
     port = t.getsockname()[1]
@@ -209,20 +244,31 @@ cpu_ticks() {
 }
 hz=$(getconf CLK_TCK)
 
-# Runs dnsperf against 127.0.0.1:$2 while measuring server process $1; sets qps, completed,
-# cpu_s and us_per_query.
+# Pinning: the servers on one CPU, dnsperf on another (on one CPU, nothing is pinned).
+cpus=$(nproc)
+server_cpu=${SERVER_CPU:-$((cpus - 1))}
+client_cpu=${CLIENT_CPU:-0}
+server_pin=() client_pin=()
+if ((cpus > 1)) && [[ -x /usr/bin/taskset ]]; then
+  server_pin=(/usr/bin/taskset -c "$server_cpu")
+  client_pin=(/usr/bin/taskset -c "$client_cpu")
+fi
+
+# Runs dnsperf with the queries of mix $4 against 127.0.0.1:$2 while measuring server
+# process $1, printed as $3; sets qps, completed, cpu_s and us_per_query.
 measure() {
-  local pid=$1 port=$2 name=$3 before after out
+  local pid=$1 port=$2 name=$3 mix=$4 before after out
+  local queries=$tmp/queries-$mix.txt
   local rate=()
   [[ -n ${QPS:-} ]] && rate=(-Q "$QPS")
   # Warm-up pass (page faults, caches), not counted.
-  /usr/bin/dnsperf -s 127.0.0.1 -p "$port" -d "$tmp/queries.txt" -l 1 -c "$clients" -e \
-    "${rate[@]}" >/dev/null 2>&1 || true
+  "${client_pin[@]}" /usr/bin/dnsperf -s 127.0.0.1 -p "$port" -d "$queries" -l 1 \
+    -c "$clients" -e "${rate[@]}" >/dev/null 2>&1 || true
   before=$(cpu_ticks "$pid")
-  out=$(/usr/bin/dnsperf -s 127.0.0.1 -p "$port" -d "$tmp/queries.txt" -l "$duration" \
-    -c "$clients" -e "${rate[@]}" 2>&1)
+  out=$("${client_pin[@]}" /usr/bin/dnsperf -s 127.0.0.1 -p "$port" -d "$queries" \
+    -l "$duration" -c "$clients" -e "${rate[@]}" 2>&1)
   after=$(cpu_ticks "$pid")
-  echo "$out" >"$tmp/dnsperf-$name.txt"
+  echo "$out" >"$tmp/dnsperf-$name-$mix.txt"
   completed=$(awk '/Queries completed:/ {print $3}' <<<"$out")
   qps=$(awk '/Queries per second:/ {print $4}' <<<"$out")
   local lost
@@ -234,27 +280,38 @@ measure() {
   us_per_query=$(awk -v c="$cpu_s" -v n="$completed" 'BEGIN {printf "%.2f", (n > 0 ? c * 1e6 / n : 0)}')
   local codes
   codes=$(awk '/Response codes:/ {sub(/.*Response codes: */, ""); print}' <<<"$out")
-  printf '%-8s %10.0f queries/s  %9s completed (%s lost)  server CPU %6s s (user %s, sys %s)  %6s us CPU/query\n' \
-    "$name" "$qps" "$completed" "$lost" "$cpu_s" "$user_s" "$sys_s" "$us_per_query"
-  printf '%-8s response codes: %s\n' "$name" "$codes"
+  printf '  %-8s %-7s %8.0f queries/s %8s completed (%s lost)  CPU %5s s (user %s, sys %s)  %5s us/query  %s\n' \
+    "$name" "$mix" "$qps" "$completed" "$lost" "$cpu_s" "$user_s" "$sys_s" "$us_per_query" "$codes"
 }
 
 # --- kubedns ---------------------------------------------------------------------------------
-"$kubedns" --objects-file="$tmp/objects.json" --dns-bind-address=127.0.0.1 \
-  --dns-port="$dns_k" --healthz-port="$healthz_k" --metrics-port="$metrics_k" \
-  --http-bind-address=127.0.0.1 --dns-threads=1 --domain=cluster.local. --logtostderr \
-  >"$tmp/kubedns.log" 2>&1 &
-kubedns_pid=$!
-pids+=("$kubedns_pid")
-for _ in $(seq 100); do
-  curl -sf -o /dev/null "http://127.0.0.1:$healthz_k/readiness" && break
-  kill -0 "$kubedns_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if ! curl -sf -o /dev/null "http://127.0.0.1:$healthz_k/readiness"; then
-  echo "kubedns did not become ready; its log:"
-  tail -20 "$tmp/kubedns.log"
-  exit 1
+# Starts kubedns binary $1 on DNS port $2 (healthz $3, metrics $4), logging to $5, and waits
+# until it is ready; sets started_pid.
+start_kubedns() {
+  local binary=$1 dns=$2 healthz=$3 metrics=$4 log=$5
+  "${server_pin[@]}" "$binary" --objects-file="$tmp/objects.json" --dns-bind-address=127.0.0.1 \
+    --dns-port="$dns" --healthz-port="$healthz" --metrics-port="$metrics" \
+    --http-bind-address=127.0.0.1 --dns-threads=1 --domain=cluster.local. --logtostderr \
+    >"$log" 2>&1 &
+  started_pid=$!
+  pids+=("$started_pid")
+  for _ in $(seq 100); do
+    curl -sf -o /dev/null "http://127.0.0.1:$healthz/readiness" && break
+    kill -0 "$started_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if ! curl -sf -o /dev/null "http://127.0.0.1:$healthz/readiness"; then
+    echo "$binary did not become ready; its log:"
+    tail -20 "$log"
+    exit 1
+  fi
+}
+start_kubedns "$kubedns" "$dns_k" "$healthz_k" "$metrics_k" "$tmp/kubedns.log"
+kubedns_pid=$started_pid
+base_pid=
+if [[ -n ${BASELINE_BIN:-} ]]; then
+  start_kubedns "$BASELINE_BIN/kubedns" "$dns_b" "$healthz_b" "$metrics_b" "$tmp/kubedns-base.log"
+  base_pid=$started_pid
 fi
 
 # --- nsd -------------------------------------------------------------------------------------
@@ -286,7 +343,7 @@ zone:
   name: "in-addr.arpa"
   zonefile: "in-addr.arpa.zone"
 EOF
-"$nsd" -d -c "$tmp/nsd.conf" >"$tmp/nsd.stdout" 2>&1 &
+"${server_pin[@]}" "$nsd" -d -c "$tmp/nsd.conf" >"$tmp/nsd.stdout" 2>&1 &
 nsd_pid=$!
 pids+=("$nsd_pid")
 for _ in $(seq 100); do
@@ -300,23 +357,77 @@ if [[ -z $(dig +short +time=1 +tries=1 -p "$dns_n" @127.0.0.1 SOA cluster.local)
   exit 1
 fi
 
-# Same answers? A few spot checks (sizes of the answer sections), printed, not judged.
-echo "spot check (kubedns | nsd answer counts):"
-for q in "$(sed -n 1p "$tmp/queries.txt")" "$(grep -m1 ' SRV' "$tmp/queries.txt")" \
-  "$(grep -m1 ' PTR' "$tmp/queries.txt")" "$(grep -m1 ' AAAA' "$tmp/queries.txt")"; do
+# Same answers? A few spot checks (sizes of the answer sections and rcodes), printed, not
+# judged.
+echo "spot check (kubedns | nsd: answer count, rcode):"
+for q in "$(sed -n 1p "$tmp/queries-mixed.txt")" "$(grep -m1 ' SRV' "$tmp/queries-mixed.txt")" \
+  "$(grep -m1 ' PTR' "$tmp/queries-mixed.txt")" "$(grep -m1 ' AAAA' "$tmp/queries-mixed.txt")" \
+  "$(sed -n 1p "$tmp/queries-ndots.txt")" "$(sed -n 2p "$tmp/queries-ndots.txt")"; do
   read -r qname qtype <<<"$q"
   k=$(dig +noall +answer -p "$dns_k" @127.0.0.1 "$qname" "$qtype" | grep -vc '^;' || true)
   n=$(dig +noall +answer -p "$dns_n" @127.0.0.1 "$qname" "$qtype" | grep -vc '^;' || true)
-  printf '  %-60s %-5s %3s | %3s\n' "$qname" "$qtype" "$k" "$n"
+  kr=$(dig -p "$dns_k" @127.0.0.1 "$qname" "$qtype" | sed -n 's/.*status: \([A-Z]*\).*/\1/p')
+  nr=$(dig -p "$dns_n" @127.0.0.1 "$qname" "$qtype" | sed -n 's/.*status: \([A-Z]*\).*/\1/p')
+  printf '  %-60s %-5s %3s %-8s | %3s %s\n' "$qname" "$qtype" "$k" "$kr" "$n" "$nr"
 done
 
-echo "dnsperf: ${duration}s per server, $clients clients, EDNS, rate ${QPS:-unlimited}; one server thread each"
-measure "$kubedns_pid" "$dns_k" kubedns
-k_qps=$qps k_us=$us_per_query
-measure "$nsd_pid" "$dns_n" nsd
-n_qps=$qps n_us=$us_per_query
+pinned="unpinned"
+((${#server_pin[@]} > 0)) && pinned="servers on CPU $server_cpu, dnsperf on CPU $client_cpu"
+echo "dnsperf: ${duration}s per run, $clients clients, EDNS, rate ${QPS:-unlimited}; one server thread each; $pinned"
+divide() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
+mean() { tr ' ' '\n' <<<"$1" | awk 'NF {s += $1; n++} END {printf "%.2f", n ? s / n : 0}'; }
+declare -A ratios=() base_ratios=() gains=()
+for round in $(seq "$rounds"); do
+  echo "round $round:"
+  for mix in "${mixes[@]}"; do
+    # With a baseline, the order turns round every other round: at a fixed rate the server
+    # measured right after another one pays differently for its wake-ups (5-20% here, the
+    # same binary measured twice), which alternating cancels in the means.
+    order=(kubedns nsd)
+    if [[ -n $base_pid ]]; then
+      order=(kubedns nsd baseline)
+      ((round % 2 == 0)) && order=(baseline nsd kubedns)
+    fi
+    for server in "${order[@]}"; do
+      case $server in
+        kubedns) measure "$kubedns_pid" "$dns_k" kubedns "$mix" && k_us=$us_per_query ;;
+        nsd) measure "$nsd_pid" "$dns_n" nsd "$mix" && n_us=$us_per_query ;;
+        baseline) measure "$base_pid" "$dns_b" baseline "$mix" && b_us=$us_per_query ;;
+      esac
+    done
+    ratio=$(divide "$k_us" "$n_us")
+    ratios[$mix]+="$ratio "
+    printf '  %-8s %-7s CPU per query kubedns/nsd %s\n' ratio "$mix" "$ratio"
+    if [[ -n $base_pid ]]; then
+      base_ratios[$mix]+="$(divide "$b_us" "$n_us") "
+      gains[$mix]+="$(divide "$k_us" "$b_us") "
+      printf '  %-8s %-7s CPU per query baseline/nsd %s, kubedns/baseline %s\n' ratio "$mix" \
+        "$(divide "$b_us" "$n_us")" "$(divide "$k_us" "$b_us")"
+    fi
+  done
+done
+echo "kubedns/nsd CPU per query, per mix (each round; mean) (target from the issue: at most 0.90):"
+for mix in "${mixes[@]}"; do
+  printf '  %-7s %s; mean %s\n' "$mix" "${ratios[$mix]% }" "$(mean "${ratios[$mix]}")"
+done
+if [[ -n $base_pid ]]; then
+  echo "baseline ($BASELINE_BIN/kubedns)/nsd and kubedns/baseline CPU per query (each round; mean):"
+  for mix in "${mixes[@]}"; do
+    printf '  %-7s baseline/nsd %s; mean %s   kubedns/baseline %s; mean %s\n' "$mix" \
+      "${base_ratios[$mix]% }" "$(mean "${base_ratios[$mix]}")" "${gains[$mix]% }" \
+      "$(mean "${gains[$mix]}")"
+  done
+fi
 
-awk -v kq="$k_qps" -v nq="$n_qps" -v ku="$k_us" -v nu="$n_us" 'BEGIN {
-  printf "ratio kubedns/nsd: queries/s %.2f; CPU per query %.2f  (target from the issue: kubedns CPU per query no higher than nsd'"'"'s, i.e. a ratio of at most 1.00)\n",
-    (nq > 0 ? kq / nq : 0), (nu > 0 ? ku / nu : 0)
-}'
+if [[ ${PERF:-0} == 1 && -x /usr/bin/perf ]]; then
+  for mix in a-hits ndots; do
+    /usr/bin/perf record -g -o "$tmp/perf-$mix.data" -p "$kubedns_pid" -- sleep "$((duration + 2))" \
+      >/dev/null 2>&1 &
+    perf_pid=$!
+    measure "$kubedns_pid" "$dns_k" kubedns "$mix" >/dev/null
+    wait "$perf_pid" || true
+    echo "kubedns profile, $mix (perf, self time, top symbols):"
+    /usr/bin/perf report -i "$tmp/perf-$mix.data" --no-children --sort sym --stdio -g none \
+      --percent-limit 1 2>/dev/null | grep -v '^#' | grep -v '^$' | head -25
+  done
+fi
