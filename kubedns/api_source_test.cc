@@ -635,5 +635,28 @@ TEST_CASE("all reflectors share one QPS limit, and waiting requests are counted"
   CHECK(h.Active(kPods).IsWatch());
 }
 
+TEST_CASE("a LIST streams into the sink, and a LIST restarted from page 1 begins again",
+          "[api_source]") {
+  Harness h;
+  h.source->Start();
+  FakeApiTransport::Respond(h.Active(kServices), 200, ReadCapture("01-list-services-p1"));
+  // Page 1's objects are in the sink already; the list stays open until its last page.
+  CHECK(h.sink.raw == std::vector<std::string>{"BeginList 0", "UpsertService apps/noready",
+                                               "UpsertService apps/split",
+                                               "UpsertService default/dual"});
+  CHECK(h.sink.Listing(RecordTreeWriter::ListKind::kServices));
+  // Page 2's continue token has expired: the LIST starts over, and so does the sink's list.
+  FakeApiTransport::Respond(h.Active(kServices), 410, ReadCapture("05a-list-continue-expired"));
+  h.timers.AdvanceMs(5'000);  // within the relist jitter
+  h.ListServices();
+  CHECK(std::count(h.sink.raw.begin(), h.sink.raw.end(), "BeginList 0") == 2);
+  CHECK(std::count(h.sink.raw.begin(), h.sink.raw.end(), "EndList 0") == 1);
+  CHECK(h.sink.raw.back() == "EndList 0");
+  CHECK(h.sink.services.size() == 12);
+  CHECK_FALSE(h.sink.Listing(RecordTreeWriter::ListKind::kServices));
+  CHECK(h.sink.calls == std::vector<std::string>{"ListServices 12"});
+  CHECK_FALSE(h.source->synced());  // the slices have not listed yet
+}
+
 }  // namespace
 }  // namespace kdns::kubedns
