@@ -182,6 +182,7 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
       options.label_selector = std::string(kMulticlusterSliceSelector);
     }
     options.relist_jitter_ms = source.options_.relist_jitter_ms;
+    options.watch_list = source.options_.watch_list;
     reflector_ = std::make_unique<k8s::Reflector>(*source.limited_, source.timers_, source.clock_,
                                                   *this, std::move(options));
   }

@@ -114,6 +114,7 @@ class ApiSource final : public RecordSource {
     uint32_t watch_timeout_max_s = 600;
     uint64_t stall_timeout_ms = 90'000;
     uint64_t relist_jitter_ms = 5'000;  // bound of the random delay before a re-LIST
+    bool watch_list = false;            // list by streaming watch-list where served (reflector.h)
     double api_qps = 5.0;               // client-side limit on API requests; <= 0: none
     uint32_t api_burst = 10;
     k8s::Backoff::Options backoff;

@@ -51,6 +51,9 @@ DEFINE_double(api_qps, 5,
               "Client-side limit on Kubernetes API requests per second, shared by every "
               "list and watch (client-go's default; CoreDNS's apiserver_qps); 0: no limit.");
 DEFINE_int64(api_burst, 10, "Kubernetes API requests allowed at once above --api-qps.");
+DEFINE_bool(api_watch_list, false,
+            "List by streaming watch-list (sendInitialEvents=true) where the API server "
+            "serves it, falling back to LISTs where it does not (client-go's default: off).");
 DEFINE_string(api_relist_jitter, "5s",
               "A re-LIST after 410 Gone waits a random time up to this, so that replicas told "
               "at once (an API-server restart) do not all list in the same second.");
@@ -179,6 +182,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.api_qps = FLAGS_api_qps;
   flags.api_burst = FLAGS_api_burst;
   flags.api_relist_jitter = FLAGS_api_relist_jitter;
+  flags.api_watch_list = FLAGS_api_watch_list;
   flags.objects_file = FLAGS_objects_file;
   flags.multicluster_zone = FLAGS_multicluster_zone;
   flags.kubeslice_zone = FLAGS_kubeslice_zone;

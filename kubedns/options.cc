@@ -351,6 +351,7 @@ bool ApiOptions(const FlagValues& flags, const k8s::EnvLookup& env, KubednsServe
   }
   options->api.api_qps = flags.api_qps;
   options->api.api_burst = static_cast<uint32_t>(flags.api_burst);
+  options->api.watch_list = flags.api_watch_list;
   return Duration("initial-sync-timeout", flags.initial_sync_timeout,
                   &options->api.initial_sync_timeout_ms, error) &&
          Duration("api-relist-jitter", flags.api_relist_jitter, &options->api.relist_jitter_ms,

@@ -217,6 +217,7 @@ TEST_CASE("kubedns's API QPS, burst and relist jitter default to client-go's and
   CHECK(options.server.api.api_qps == 5);
   CHECK(options.server.api.api_burst == 10);
   CHECK(options.server.api.relist_jitter_ms == 5'000);
+  CHECK_FALSE(options.server.api.watch_list);
 
   flags.api_qps = 20;
   flags.api_burst = 40;

@@ -226,7 +226,8 @@ std::optional<EventType> EventTypeFromString(std::string_view text) {
 
 // A BOOKMARK's object: only metadata.resourceVersion counts; every other field may be null
 // or empty ({"metadata":{"resourceVersion":"117","creationTimestamp":null},"spec":{}}).
-bool DecodeBookmark(const JsonValue& object, Kind kind, ObjectMeta* meta, std::string* error) {
+bool DecodeBookmark(const JsonValue& object, Kind kind, ObjectMeta* meta, bool* initial_events_end,
+                    std::string* error) {
   FieldContext ctx(kind, nullptr, nullptr, "BOOKMARK");
   const FieldPath root;
   const JsonValue* metadata;
@@ -248,6 +249,12 @@ bool DecodeBookmark(const JsonValue& object, Kind kind, ObjectMeta* meta, std::s
     return false;
   }
   meta->resource_version = ResourceVersion::FromText(version);
+  // A watch-list's end of initial events (metadata.annotations, a string "true").
+  const JsonValue* annotations = internal::Member(*metadata, "annotations");
+  if (annotations != nullptr && annotations->IsObject()) {
+    const JsonValue* end = internal::Member(*annotations, "k8s.io/initial-events-end");
+    *initial_events_end = end != nullptr && end->IsString() && internal::View(*end) == "true";
+  }
   return true;
 }
 
@@ -774,7 +781,9 @@ Result<WatchEvent> DecodeWatchEvent(std::string_view line, std::optional<Kind> e
   event.kind = *kind;
 
   if (event.type == EventType::kBookmark) {
-    if (!DecodeBookmark(*object, event.kind, &event.meta, &error)) return R::Failure(error);
+    if (!DecodeBookmark(*object, event.kind, &event.meta, &event.initial_events_end, &error)) {
+      return R::Failure(error);
+    }
     return event;
   }
   // The metadata alone first, so that an object that fails to decode is still identified.

@@ -206,6 +206,9 @@ struct WatchEvent {
   Object object;
   std::string object_error;  // why the object did not decode; meta is still set
   Status status;             // ERROR only: e.g. code 410, reason "Expired"
+  // BOOKMARK only: annotated k8s.io/initial-events-end: "true", the end of a watch-list's
+  // initial events (sendInitialEvents=true).
+  bool initial_events_end = false;
   Warnings warnings;
 };
 

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <optional>
 #include <utility>
+#include <variant>
 
 namespace kdns::k8s {
 namespace {
@@ -146,6 +147,10 @@ void Reflector::BeginList() {
              : stats_.resource_version.empty() ? "0"
                                                : stats_.resource_version.text;
   skip_objects_ = 0;
+  if (options_.watch_list && !watch_list_refused_ && !consistent_list_) {
+    StartWatch(/*initial_events=*/true);
+    return;
+  }
   SendListPage();
 }
 
@@ -296,7 +301,7 @@ void Reflector::OnListDone(const ApiResult& result) {
   Retry(Next::kListPage, Delay::kBackoff, std::nullopt, retry_after);
 }
 
-void Reflector::CompleteList(const ListMeta& meta) {
+void Reflector::CompleteList(const ListMeta& meta, bool start_watch) {
   uint64_t now_ms = clock_.NowMs();
   stats_.resource_version = meta.resource_version;
   stats_.synced = true;
@@ -313,22 +318,28 @@ void Reflector::CompleteList(const ListMeta& meta) {
   Healthy();
   if (state_ == State::kStopped) return;
   handler_.OnListEnd(meta);
-  if (state_ == State::kStopped) return;
+  if (state_ == State::kStopped || !start_watch) return;
   silent_stalls_ = 0;
   StartWatch();
 }
 
 // ---- WATCH ---------------------------------------------------------------------------------
 
-void Reflector::StartWatch() {
+void Reflector::StartWatch(bool initial_events) {
   state_ = State::kWatching;
+  initial_events_ = initial_events;
   uint32_t span = options_.watch_timeout_max_s - options_.watch_timeout_min_s;
   double unit = std::clamp(random_(), 0.0, 1.0);
   uint32_t timeout_s = options_.watch_timeout_min_s +
                        std::min(span, static_cast<uint32_t>(std::floor(unit * (span + 1.0))));
-  std::string path = this->path() + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
-                     UrlEncode(stats_.resource_version.text) +
-                     "&timeoutSeconds=" + std::to_string(timeout_s);
+  std::string path = this->path() + "?watch=1&allowWatchBookmarks=true";
+  if (initial_events) {
+    path += "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan";
+    if (!list_rv_.empty()) path += "&resourceVersion=" + UrlEncode(list_rv_);
+  } else {
+    path += "&resourceVersion=" + UrlEncode(stats_.resource_version.text);
+  }
+  path += "&timeoutSeconds=" + std::to_string(timeout_s);
   if (!options_.label_selector.empty())
     path += "&labelSelector=" + UrlEncode(options_.label_selector);
   head_ = ApiResponseHead{};
@@ -359,7 +370,13 @@ void Reflector::StartWatch() {
 void Reflector::OnWatchHead(const ApiResponseHead& head) {
   head_ = head;
   last_byte_ms_ = clock_.NowMs();
-  if (head.status == 200) Healthy();
+  if (head.status != 200) return;
+  if (initial_events_) {
+    list_objects_ = 0;
+    handler_.OnListBegin();
+    return;  // healthy once the list is complete
+  }
+  Healthy();
 }
 
 void Reflector::OnWatchBody(std::string_view piece) {
@@ -422,6 +439,14 @@ bool Reflector::ProcessLine(std::string_view line) {
   switch (event->type) {
     case EventType::kBookmark:
       ++stats_.bookmarks;
+      if (initial_events_ && event->initial_events_end) {
+        // The watch-list's objects are all in: the list is complete, the watch goes on.
+        initial_events_ = false;
+        ListMeta meta;
+        meta.resource_version = event->meta.resource_version;
+        CompleteList(meta, /*start_watch=*/false);
+        return attempt == attempt_ && state_ == State::kWatching;
+      }
       if (!event->meta.resource_version.empty()) {
         stats_.resource_version = event->meta.resource_version;
       }
@@ -464,7 +489,17 @@ bool Reflector::ProcessLine(std::string_view line) {
                event->meta.name + " at resourceVersion " + event->meta.resource_version.text +
                " did not decode (" + event->object_error + "); dropping it"});
     if (attempt != attempt_ || state_ != State::kWatching) return false;
+    if (initial_events_ && event->type == EventType::kAdded) return true;
     event->type = EventType::kDeleted;
+  }
+  if (initial_events_ && event->type == EventType::kAdded) {
+    // An object of the watch-list's initial state (one that did not decode was reported
+    // above and is left out, as a LIST leaves out a bad item).
+    last_byte_ms_ = now_ms;
+    if (std::holds_alternative<std::monostate>(event->object)) return true;
+    ++list_objects_;
+    handler_.OnListObject(std::move(event->object));
+    return attempt == attempt_ && state_ == State::kWatching;
   }
   if (!event->meta.resource_version.empty()) {
     stats_.resource_version = event->meta.resource_version;
@@ -478,6 +513,39 @@ bool Reflector::ProcessLine(std::string_view line) {
 void Reflector::OnWatchDone(const ApiResult& result) {
   std::string partial = std::move(line_);
   line_.clear();
+  if (initial_events_) {
+    initial_events_ = false;
+    int status = head_.status != 0 ? head_.status : result.status;
+    bool refused = result.ok() && status >= 400 && status < 500 && status != 410 && status != 429;
+    if (result.ok() && (status == 200 || refused)) {
+      // Refused (1.25: 422), or ended before its end bookmark (a server that ignores
+      // sendInitialEvents): LIST from now on, at once.
+      std::string what = status == 200 ? std::string("ended before its initial-events-end bookmark")
+                                       : DescribeStatus(status, body_, nullptr);
+      body_.clear();
+      LOG(WARNING) << Describe() << ": the API server does not serve watch-lists (" << what
+                   << "); listing instead";
+      watch_list_refused_ = true;
+      RunNext(Next::kList);
+      return;
+    }
+    if (result.ok() && status != 410) {
+      std::optional<uint32_t> retry_after = head_.retry_after_s;
+      std::string what = DescribeStatus(status, body_, &retry_after);
+      body_.clear();
+      Error({ReflectorPhase::kList, std::to_string(status), status,
+             Describe() + ": watch-list: " + what});
+      Retry(Next::kList, Delay::kBackoff, std::nullopt, retry_after);
+      return;
+    }
+    if (!result.ok()) {
+      Error({ReflectorPhase::kList, "transport", 0,
+             Describe() + ": watch-list: " + result.transport_error});
+      Retry(Next::kList, Delay::kBackoff, std::nullopt, std::nullopt);
+      return;
+    }
+    // 410: as any other 410 below.
+  }
   if (!result.ok()) {
     Error({ReflectorPhase::kWatch, "transport", 0,
            Describe() + ": watch from resourceVersion " + stats_.resource_version.text + ": " +
@@ -573,6 +641,9 @@ void Reflector::Error(const ReflectorError& error) {
 void Reflector::Retry(Next next, Delay delay_kind, std::optional<RestartReason> reason,
                       std::optional<uint32_t> retry_after_s) {
   if (state_ == State::kStopped) return;
+  // A watch-list that ends before its list does is asked again whole.
+  if (initial_events_ && next == Next::kWatch) next = Next::kList;
+  initial_events_ = false;
   if (reason) {
     ++stats_.restarts[static_cast<size_t>(*reason)];
     if (*reason == RestartReason::kExpired) ++stats_.relists;

@@ -24,6 +24,14 @@
 //          is not used, since mixing snapshots would break the list-then-watch contract. A
 //          later page that fails is asked again with the same token, and the objects of it
 //          already delivered are skipped (a token pins one snapshot, in key order).
+//          With watch_list (off by default, as client-go's WatchListClient), the LIST is a
+//          streaming watch-list instead: GET <path>?watch=1&sendInitialEvents=true&
+//          resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true[&resourceVersion=<rv>]:
+//          its ADDED events are the list's objects (OnListBegin at the 200, OnListObject each),
+//          the BOOKMARK annotated k8s.io/initial-events-end ends the list (OnListEnd with its
+//          RV), and the same response goes on as the watch. A server that refuses it (a 4xx
+//          other than 410 and 429: 1.25 answers 422 "resourceVersionMatch is forbidden for
+//          watch"), or ends it before the end bookmark, is asked with LISTs from then on.
 //   WATCH  GET <path>?watch=1&allowWatchBookmarks=true&resourceVersion=<rv>&timeoutSeconds=<t>
 //          with t drawn in [watch_timeout_min_s, watch_timeout_max_s]. The body is split into
 //          lines (a line may span many pieces, a piece may hold many lines; a line longer than
@@ -166,6 +174,8 @@ struct ReflectorOptions {
   uint64_t max_line_bytes = 16ull << 20;
   // One item of a LIST (or another member of its top level), as text.
   uint64_t max_list_item_bytes = 16ull << 20;
+  // List with a streaming watch-list where the server supports it (see above).
+  bool watch_list = false;
   // The bound of the random delay before a re-LIST after 410 (or a stall); 0: none.
   uint64_t relist_jitter_ms = 5'000;
   uint64_t max_retry_after_ms = 60'000;
@@ -234,8 +244,10 @@ class Reflector {
   void OnListBody(std::string_view piece);
   bool OnListObject(Object&& object, uint64_t attempt);
   void OnListDone(const ApiResult& result);
-  void CompleteList(const ListMeta& meta);
-  void StartWatch();
+  // Ends a LIST: stats, OnListEnd, then the watch unless the list was a watch-list's
+  // initial events (its response goes on as the watch).
+  void CompleteList(const ListMeta& meta, bool start_watch = true);
+  void StartWatch(bool initial_events = false);
   void OnWatchHead(const ApiResponseHead& head);
   void OnWatchBody(std::string_view piece);
   void OnWatchDone(const ApiResult& result);
@@ -296,7 +308,9 @@ class Reflector {
   uint64_t list_objects_ = 0;  // objects of this LIST delivered
 
   // WATCH in progress.
-  std::string line_;  // a partial line carried over between pieces
+  bool initial_events_ = false;      // a watch-list before its end bookmark
+  bool watch_list_refused_ = false;  // the server does not serve watch-lists: LIST instead
+  std::string line_;                 // a partial line carried over between pieces
   uint64_t watch_started_ms_ = 0;
   uint64_t last_byte_ms_ = 0;
   uint64_t watch_lines_ = 0;

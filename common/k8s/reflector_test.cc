@@ -718,5 +718,67 @@ TEST_CASE("re-LISTs after 410 wait a random time within the jitter bound; the fi
   }
 }
 
+TEST_CASE("a watch-list streams the list as ADDED events up to its end bookmark, then watches",
+          "[reflector]") {
+  ReflectorOptions options = Harness::Services();
+  options.watch_list = true;
+  StreamHarness h(options);
+  h.reflector->Start();
+  Request& request = h.transport.Active();
+  REQUIRE(request.IsWatch());
+  CHECK(request.Param("sendInitialEvents") == "true");
+  CHECK(request.Param("resourceVersionMatch") == "NotOlderThan");
+  CHECK(request.Param("allowWatchBookmarks") == "true");
+  CHECK(request.Param("resourceVersion") == "0");
+  const std::string list = ReadCapture("07-list-services-rv0");
+
+  SECTION("served: objects, the end bookmark, then events on the same response") {
+    FakeApiTransport::Head(request, 200);
+    CHECK(h.handler.calls == std::vector<std::string>{"BEGIN"});
+    FakeApiTransport::Body(
+        request,
+        R"({"type":"ADDED","object":{"kind":"Service","apiVersion":"v1","metadata":{"name":"a","namespace":"n","resourceVersion":"5"},"spec":{"clusterIP":"10.0.0.1"}}})"
+        "\n"
+        R"({"type":"ADDED","object":{"kind":"Service","apiVersion":"v1","metadata":{"name":"b","namespace":"n","resourceVersion":"6"},"spec":{"clusterIP":"10.0.0.2"}}})"
+        "\n");
+    CHECK(h.Objects() == 2);
+    CHECK(h.reflector->stats().lists == 0);
+    FakeApiTransport::Body(
+        request,
+        R"({"type":"BOOKMARK","object":{"kind":"Service","apiVersion":"v1","metadata":{"resourceVersion":"9","annotations":{"k8s.io/initial-events-end":"true"}}}})"
+        "\n");
+    CHECK(h.handler.calls.back() == "END 9");
+    CHECK(h.reflector->stats().lists == 1);
+    CHECK(h.reflector->stats().resource_version.text == "9");
+    CHECK(request.active());  // the same response is now the watch
+    CHECK(h.transport.ActiveCount() == 1);
+  }
+  SECTION("refused by a 1.25 server (422): LIST at once, and from then on") {
+    FakeApiTransport::Respond(
+        request, 422,
+        R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch","reason":"Invalid","code":422})");
+    Request& fallback = h.transport.Active();
+    CHECK_FALSE(fallback.IsWatch());
+    CHECK(fallback.path == "/api/v1/services?resourceVersion=0&limit=500");
+    FakeApiTransport::Respond(fallback, 200, list);
+    CHECK(h.handler.calls.back() == "END 117");
+    // A later re-LIST does not try the watch-list again.
+    FakeApiTransport::Respond(h.transport.Active(), 410, ReadCapture("05a-list-continue-expired"));
+    CHECK_FALSE(h.transport.Active().IsWatch());
+  }
+  SECTION("ended before its end bookmark (a server that ignores it): LIST instead") {
+    FakeApiTransport::Head(request, 200);
+    FakeApiTransport::Done(request);
+    CHECK_FALSE(h.transport.Active().IsWatch());
+  }
+  SECTION("cut mid-way: asked again whole, after backoff") {
+    FakeApiTransport::Head(request, 200);
+    FakeApiTransport::Done(request, "connection reset by peer");
+    h.timers.AdvanceMs(h.reflector->retry_delay_ms());
+    CHECK(h.transport.Active().Param("sendInitialEvents") == "true");
+    CHECK(std::count(h.handler.calls.begin(), h.handler.calls.end(), "BEGIN") == 1);
+  }
+}
+
 }  // namespace
 }  // namespace kdns::k8s
