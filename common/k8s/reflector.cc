@@ -188,13 +188,33 @@ void Reflector::SendListPage() {
     if (attempt != attempt_) return;
     request_.reset();
     ++attempt_;
+    stall_timer_->Stop();
     OnListDone(result);
   };
-  request_ = transport_.Get(path, std::move(callbacks), options_.list_timeout_ms);
+  request_ = transport_.Get(path, std::move(callbacks), 0);
+  last_byte_ms_ = clock_.NowMs();
+  stall_timer_->Start(options_.list_timeout_ms, [this] { OnListStall(); });
+}
+
+void Reflector::OnListStall() {
+  uint64_t idle_ms = clock_.NowMs() - last_byte_ms_;
+  if (idle_ms < options_.list_timeout_ms) {
+    stall_timer_->Start(options_.list_timeout_ms - idle_ms, [this] { OnListStall(); });
+    return;
+  }
+  CancelRequest();
+  decoder_.reset();
+  body_.clear();
+  // The same page again; what it delivered so far is not delivered twice.
+  if (!continue_token_.empty()) skip_objects_ = std::max(skip_objects_, page_objects_);
+  Error({ReflectorPhase::kList, "transport", 0,
+         Describe() + ": list: no data for " + std::to_string(idle_ms) + " ms"});
+  Retry(Next::kListPage, Delay::kBackoff, std::nullopt, std::nullopt);
 }
 
 void Reflector::OnListHead(const ApiResponseHead& head) {
   head_ = head;
+  last_byte_ms_ = clock_.NowMs();
   if (head.status != 200) return;
   const uint64_t attempt = attempt_;
   decoder_ = std::make_unique<ListStreamDecoder>(
@@ -215,6 +235,7 @@ bool Reflector::OnListObject(Object&& object, uint64_t attempt) {
 }
 
 void Reflector::OnListBody(std::string_view piece) {
+  last_byte_ms_ = clock_.NowMs();
   if (head_.status != 200) {
     size_t room = kMaxErrorBodyBytes - std::min(kMaxErrorBodyBytes, body_.size());
     body_.append(piece.substr(0, room));

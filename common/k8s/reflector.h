@@ -61,7 +61,8 @@
 //                                          after an etcd restore, hangs silently), jittered
 // LIST failures retry the same page after backoff (a 410 restarts from page 1, jittered). A
 // page that does not decode (not JSON, cut mid-item, a value over max_list_item_bytes)
-// restarts the LIST after backoff. The first LIST is never delayed.
+// restarts the LIST after backoff. A LIST response silent for list_timeout_ms is cut and the
+// page asked again after backoff. The first LIST is never delayed.
 //
 // An event whose object failed to decode (DecodeWatchEvent's object_error) is delivered as a
 // DELETED of that namespace/name, counted as a "decode" error and logged. A re-LIST would
@@ -165,7 +166,9 @@ struct ReflectorOptions {
   // "multicluster.kubernetes.io/service-name": slices that have the label).
   std::string label_selector;
   uint32_t page_size = 500;
-  uint64_t list_timeout_ms = 60'000;  // per page
+  // A LIST response that sends no byte for this long is cut and asked again. Not a bound on
+  // its whole time: a watch-cache LIST of a large resource is one long body.
+  uint64_t list_timeout_ms = 60'000;
   uint32_t watch_timeout_min_s = 300;
   uint32_t watch_timeout_max_s = 600;
   // The real server sends a bookmark about once a minute on an idle watch.
@@ -244,6 +247,7 @@ class Reflector {
   void OnListBody(std::string_view piece);
   bool OnListObject(Object&& object, uint64_t attempt);
   void OnListDone(const ApiResult& result);
+  void OnListStall();
   // Ends a LIST: stats, OnListEnd, then the watch unless the list was a watch-list's
   // initial events (its response goes on as the watch).
   void CompleteList(const ListMeta& meta, bool start_watch = true);

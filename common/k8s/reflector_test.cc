@@ -780,5 +780,28 @@ TEST_CASE("a watch-list streams the list as ADDED events up to its end bookmark,
   }
 }
 
+TEST_CASE("a LIST is cut when it sends nothing for list_timeout_ms, however long it takes",
+          "[reflector]") {
+  StreamHarness h;
+  h.reflector->Start();
+  Request& list = h.transport.Active();
+  CHECK(list.timeout_ms == 0);  // a whole-cluster body may take minutes
+  const std::string body = ReadCapture("07-list-services-rv0");
+  FakeApiTransport::Head(list, 200);
+  for (int i = 0; i < 5; ++i) {  // 5 minutes of a slow body, a byte every 50 s
+    h.timers.AdvanceMs(50'000);
+    FakeApiTransport::Body(list, body.substr(i, 1));
+  }
+  CHECK(list.active());
+  h.timers.AdvanceMs(60'000);  // then silence
+  CHECK(list.cancelled);
+  REQUIRE(h.handler.errors.size() == 1);
+  CHECK(h.handler.errors[0] == "k8s services: list: no data for 60000 ms");
+  h.timers.AdvanceMs(h.reflector->retry_delay_ms());
+  FakeApiTransport::Respond(h.transport.Active(), 200, body);
+  CHECK(h.handler.calls.back() == "END 117");
+  CHECK(std::count(h.handler.calls.begin(), h.handler.calls.end(), "BEGIN") == 2);
+}
+
 }  // namespace
 }  // namespace kdns::k8s
