@@ -167,7 +167,40 @@ def test_watch_list_forms(env):
     return problems
 
 
+def test_kubedns_watch_list_and_fallback(env):
+    """--api-watch-list: served by a 1.32-like fake, refused (422) by the 1.25 one."""
+    problems = []
+    for tag, fake_flags in (("wl-new", ["--watch-list"]), ("wl-old", [])):
+        fake = kubedns_api.start_fake(os.path.join(env["workdir"], tag), *fake_flags)
+        dns = None
+        try:
+            dns = kubedns_api.Kubedns(env["workdir"], fake.info["kubeconfig"], "kubedns-" + tag,
+                                      "--api-watch-list")
+            if not harness.wait_until(dns.ready, 60):
+                problems.append("%s: never ready: %s" % (tag, dns.log()[-2000:]))
+                continue
+            problems.append(expect(dns, "kubernetes.default.svc.cluster.local.", "A",
+                                   "NOERROR", ["10.96.0.1"]))
+            log = fake.control("/control/requests")["requests"]
+            streamed = [e for e in log if e["query"].get("sendInitialEvents") == "true"]
+            lists = [e for e in log if e["verb"] == "list"]
+            if fake_flags and (len(streamed) < 2 or lists or
+                               any(e["status"] != 200 for e in streamed)):
+                problems.append("%s: want watch-lists and no LIST: %s" % (tag, log))
+            if not fake_flags and (not streamed or any(e["status"] != 422 for e in streamed)
+                                   or len(lists) < 2):
+                problems.append("%s: want a 422 per resource, then LISTs: %s" % (tag, log))
+            if fake.control("/control/stats")["reads"]["etcd"] != 0:
+                problems.append("%s: etcd reads: %s" % (tag, fake.control("/control/stats")))
+        finally:
+            if dns is not None:
+                dns.stop()
+            fake.stop()
+    return [p for p in problems if p]
+
+
 if __name__ == "__main__":
     sys.exit(kubedns_api.main([test_restarting_replicas_does_not_multiply_etcd_reads,
                                test_api_server_restart_relists_from_the_cache,
-                               test_watch_list_forms], main_instance=False))
+                               test_watch_list_forms, test_kubedns_watch_list_and_fallback],
+                              main_instance=False))
