@@ -181,7 +181,9 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
     if (resource == Resource::kMulticlusterSlices) {
       options.label_selector = std::string(kMulticlusterSliceSelector);
     }
-    reflector_ = std::make_unique<k8s::Reflector>(source.transport_, source.timers_, source.clock_,
+    options.relist_jitter_ms = source.options_.relist_jitter_ms;
+    options.watch_list = source.options_.watch_list;
+    reflector_ = std::make_unique<k8s::Reflector>(*source.limited_, source.timers_, source.clock_,
                                                   *this, std::move(options));
   }
 
@@ -202,21 +204,46 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
   bool failing() const { return failing_; }
   const std::string& last_error() const { return last_error_; }
 
+  // Services, EndpointSlices, Endpoints and Pods stream into the sink as they are decoded
+  // (BeginList, an Upsert per object, EndList), so a LIST is never held whole; the small
+  // multicluster lists are collected by the reflector and replaced whole (OnList).
+  void OnListBegin() override {
+    if (auto kind = StreamedKind()) {
+      source_.sink_.BeginList(*kind);
+      return;
+    }
+    ReflectorHandler::OnListBegin();
+  }
+
+  void OnListObject(k8s::Object&& object) override {
+    if (!StreamedKind()) {
+      ReflectorHandler::OnListObject(std::move(object));
+      return;
+    }
+    RecordSink& sink = source_.sink_;
+    if (const auto* service = std::get_if<k8s::Service>(&object)) {
+      sink.UpsertService(*service);
+    } else if (const auto* slice = std::get_if<k8s::EndpointSlice>(&object)) {
+      sink.UpsertSlice(*slice);
+    } else if (const auto* endpoints = std::get_if<k8s::Endpoints>(&object)) {
+      sink.UpsertEndpoints(*endpoints);
+    } else if (const auto* pod = std::get_if<k8s::Pod>(&object)) {
+      sink.UpsertPod(*pod);
+    }
+  }
+
+  void OnListEnd(const k8s::ListMeta& meta) override {
+    if (auto kind = StreamedKind()) {
+      source_.sink_.EndList(*kind);
+      Applied();
+      return;
+    }
+    ReflectorHandler::OnListEnd(meta);  // → OnList
+  }
+
   void OnList(k8s::ObjectList list) override {
     RecordSink& sink = source_.sink_;
     switch (resource_) {
-      case Resource::kServices:
-        sink.ReplaceServices(std::move(list.services));
-        break;
-      case Resource::kEndpointSlices:
-        sink.ReplaceSlices(std::move(list.endpoint_slices));
-        break;
-      case Resource::kEndpoints:
-        sink.ReplaceEndpoints(std::move(list.endpoints));
-        break;
-      case Resource::kPods:
-        sink.ReplacePods(std::move(list.pods));
-        break;
       case Resource::kServiceImports:
         sink.ReplaceServiceImports(std::move(list.service_imports));
         break;
@@ -226,7 +253,14 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
       case Resource::kKubesliceServiceImports:
         sink.ReplaceKubesliceServiceImports(std::move(list.kubeslice_service_imports));
         break;
+      default:
+        break;  // streamed (StreamedKind)
     }
+    Applied();
+  }
+
+  // A complete list has reached the sink.
+  void Applied() {
     lists_.Inc();
     Progressed();
     if (absent_) {
@@ -368,6 +402,22 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
   }
 
  private:
+  // The record tree's list kind of a streamed resource; nullopt for the multicluster ones.
+  std::optional<RecordTreeWriter::ListKind> StreamedKind() const {
+    switch (resource_) {
+      case Resource::kServices:
+        return RecordTreeWriter::ListKind::kServices;
+      case Resource::kEndpointSlices:
+        return RecordTreeWriter::ListKind::kSlices;
+      case Resource::kEndpoints:
+        return RecordTreeWriter::ListKind::kEndpoints;
+      case Resource::kPods:
+        return RecordTreeWriter::ListKind::kPods;
+      default:
+        return std::nullopt;
+    }
+  }
+
   void SetState(uint8_t state) {
     source_.progress_->state[static_cast<size_t>(resource_)].store(state,
                                                                    std::memory_order_relaxed);
@@ -397,8 +447,7 @@ ApiSource::ApiSource(loop::Loop& loop, k8s::ApiTransport& transport, RecordSink&
 
 ApiSource::ApiSource(loop::Loop& loop, k8s::ApiTransport& transport, RecordSink& sink,
                      metrics::Registry& registry, Options options, Environment environment)
-    : transport_(transport),
-      sink_(sink),
+    : sink_(sink),
       options_(options),
       clock_(environment.clock != nullptr ? *environment.clock : SteadyClock::Instance()),
       own_timers_(environment.timers != nullptr ? nullptr
@@ -440,6 +489,16 @@ ApiSource::ApiSource(loop::Loop& loop, k8s::ApiTransport& transport, RecordSink&
       "Seconds since the last complete LIST, watch event or bookmark of the resource: how "
       "stale the served records may be.",
       metrics::MetricType::kGauge, {"resource"}, std::make_shared<AgeCollector>(progress_));
+
+  metrics::Counter& delayed = registry.AddCounter(
+      "kdns_kubedns_api_requests_delayed_total",
+      "Kubernetes API requests that waited for the client-side QPS limit (--api-qps, "
+      "--api-burst).");
+  limited_ = std::make_unique<k8s::RateLimitedTransport>(
+      transport, timers_, clock_,
+      k8s::RateLimitedTransport::Options{.qps = options_.api_qps,
+                                         .burst = options_.api_burst,
+                                         .on_delayed = [&delayed] { delayed.Inc(); }});
 
   AddWatcher(Resource::kServices);
   AddWatcher(options_.endpoints_source == EndpointsSource::kEndpoints ? Resource::kEndpoints

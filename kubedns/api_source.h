@@ -19,11 +19,19 @@
 // more when the resource appears), and counts as an empty list. They never hold back
 // Synced(): each zone has its own MulticlusterSynced(zone), once its resources have listed
 // or been found absent.
-// A resource's complete list (first LIST, re-LIST after 410) goes to the sink's per-kind
-// ReplaceServices / ReplaceSlices / ReplaceEndpoints / ReplacePods, which swap the state of that
-// kind at once: kubedns answers from the previous snapshot until then. Watch events go to
-// Upsert* / Delete*. Synced() is called once, when every watched resource has delivered its
-// first complete list; until then cluster names are answered SERVFAIL and readiness fails.
+// A resource's complete list (first LIST, re-LIST after 410) streams into the sink as the
+// reflector decodes it: BeginList(kind), UpsertService / UpsertSlice / UpsertEndpoints /
+// UpsertPod per object, EndList(kind), which drops what the list did not deliver; the sink
+// publishes at EndList, so kubedns answers from the previous snapshot until then, and neither
+// the body nor the decoded list is ever held whole. The small multicluster lists are replaced
+// whole (Replace*). Watch events go to Upsert* / Delete*.
+//
+// Requests to the API server: every reflector's go through one RateLimitedTransport
+// (api_qps, api_burst; client-go's 5 and 10 by default). The first LIST of each resource asks
+// the API server's watch cache (resourceVersion=0), re-LISTs ask it for at least the last RV
+// seen, after a random delay of at most relist_jitter_ms (reflector.h). Synced() is called once,
+// when every watched resource has delivered its first complete list; until then cluster names are
+// answered SERVFAIL and readiness fails.
 //
 // Pods are watched like the rest (UpsertPod / DeletePod); the sink keeps only each live
 // pod's namespace and IPs, for `a-b-c-d.ns.pod.Z` answers under --pod-records=verified.
@@ -47,6 +55,8 @@
 //                                                         bookmark: how stale we may be
 //   kdns_kubedns_api_event_to_publish_seconds             from an event's last byte to the
 //                                                         sink call (which publishes) returning
+//   kdns_kubedns_api_requests_delayed_total               requests that waited for the
+//                                                         client-side QPS limit
 //
 // Thread: lives on the given loop's thread and calls the sink there (see source.h). The
 // metrics are read from the rendering thread through atomics only.
@@ -64,6 +74,7 @@
 #include "common/base/clock.h"
 #include "common/k8s/api_transport.h"
 #include "common/k8s/backoff.h"
+#include "common/k8s/rate_limiter.h"
 #include "common/k8s/reflector.h"
 #include "common/k8s/reflector_timers.h"
 #include "common/loop/loop.h"
@@ -102,6 +113,10 @@ class ApiSource final : public RecordSource {
     uint32_t watch_timeout_min_s = 300;
     uint32_t watch_timeout_max_s = 600;
     uint64_t stall_timeout_ms = 90'000;
+    uint64_t relist_jitter_ms = 5'000;  // bound of the random delay before a re-LIST
+    bool watch_list = false;            // list by streaming watch-list where served (reflector.h)
+    double api_qps = 5.0;               // client-side limit on API requests; <= 0: none
+    uint32_t api_burst = 10;
     k8s::Backoff::Options backoff;
     uint64_t initial_sync_timeout_ms = 60'000;
     uint64_t unreachable_log_interval_ms = 60'000;
@@ -162,7 +177,6 @@ class ApiSource final : public RecordSource {
   uint64_t StalenessMs() const;
   std::string PendingSummary() const;
 
-  k8s::ApiTransport& transport_;
   RecordSink& sink_;
   const Options options_;
   const Clock& clock_;
@@ -172,7 +186,9 @@ class ApiSource final : public RecordSource {
   std::shared_ptr<Progress> progress_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<k8s::OneShotTimer> initial_sync_timer_;
-  std::vector<std::unique_ptr<Watcher>> watchers_;  // after the timers they use
+  // Every reflector's requests go through it (after the timers it uses).
+  std::unique_ptr<k8s::RateLimitedTransport> limited_;
+  std::vector<std::unique_ptr<Watcher>> watchers_;  // after the timers and limiter they use
 
   bool started_ = false;
   bool stopped_ = false;

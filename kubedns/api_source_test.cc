@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <mutex>
@@ -30,7 +31,9 @@ constexpr std::string_view kSlices = "/apis/discovery.k8s.io/v1/endpointslices?"
 constexpr std::string_view kEndpoints = "/api/v1/endpoints?";
 constexpr std::string_view kPods = "/api/v1/pods?";
 
-// Records the sink calls, one line each: "ReplaceServices 12", "UpsertService default/web".
+// Records the sink calls, one line each: "ListServices 12", "UpsertService default/web". A
+// streamed list (BeginList, upserts, EndList) is one line "List<kind> <objects>" at its end,
+// its objects kept in services/slices/endpoints/pods; `raw` has every call as it came.
 class RecordingSink final : public RecordSink {
  public:
   void ReplaceAll(RecordTreeWriter::ObjectSet) override { calls.push_back("ReplaceAll"); }
@@ -51,30 +54,83 @@ class RecordingSink final : public RecordSink {
     endpoints = std::move(new_endpoints);
   }
   void BeginList(RecordTreeWriter::ListKind kind) override {
-    calls.push_back("BeginList " + std::to_string(static_cast<int>(kind)));
+    raw.push_back("BeginList " + std::to_string(static_cast<int>(kind)));
+    open[static_cast<size_t>(kind)] = true;
+    switch (kind) {
+      case RecordTreeWriter::ListKind::kServices:
+        services.clear();
+        break;
+      case RecordTreeWriter::ListKind::kSlices:
+        slices.clear();
+        break;
+      case RecordTreeWriter::ListKind::kEndpoints:
+        endpoints.clear();
+        break;
+      case RecordTreeWriter::ListKind::kPods:
+        pods.clear();
+        break;
+    }
   }
   void EndList(RecordTreeWriter::ListKind kind) override {
-    calls.push_back("EndList " + std::to_string(static_cast<int>(kind)));
+    raw.push_back("EndList " + std::to_string(static_cast<int>(kind)));
+    open[static_cast<size_t>(kind)] = false;
+    switch (kind) {
+      case RecordTreeWriter::ListKind::kServices:
+        calls.push_back("ListServices " + std::to_string(services.size()));
+        break;
+      case RecordTreeWriter::ListKind::kSlices:
+        calls.push_back("ListSlices " + std::to_string(slices.size()));
+        break;
+      case RecordTreeWriter::ListKind::kEndpoints:
+        calls.push_back("ListEndpoints " + std::to_string(endpoints.size()));
+        break;
+      case RecordTreeWriter::ListKind::kPods:
+        calls.push_back("ListPods " + std::to_string(pods.size()));
+        break;
+    }
   }
+  bool Listing(RecordTreeWriter::ListKind kind) const { return open[static_cast<size_t>(kind)]; }
   void UpsertService(const k8s::Service& service) override {
+    raw.push_back("UpsertService " + Name(service.meta));
+    if (Listing(RecordTreeWriter::ListKind::kServices)) {
+      services.push_back(service);
+      return;
+    }
     calls.push_back("UpsertService " + Name(service.meta));
   }
   void DeleteService(std::string_view ns, std::string_view name) override {
     calls.push_back("DeleteService " + std::string(ns) + "/" + std::string(name));
   }
   void UpsertSlice(const k8s::EndpointSlice& slice) override {
+    raw.push_back("UpsertSlice " + Name(slice.meta));
+    if (Listing(RecordTreeWriter::ListKind::kSlices)) {
+      slices.push_back(slice);
+      return;
+    }
     calls.push_back("UpsertSlice " + Name(slice.meta));
   }
   void DeleteSlice(std::string_view ns, std::string_view name) override {
     calls.push_back("DeleteSlice " + std::string(ns) + "/" + std::string(name));
   }
   void UpsertEndpoints(const k8s::Endpoints& object) override {
+    raw.push_back("UpsertEndpoints " + Name(object.meta));
+    if (Listing(RecordTreeWriter::ListKind::kEndpoints)) {
+      endpoints.push_back(object);
+      return;
+    }
     calls.push_back("UpsertEndpoints " + Name(object.meta));
   }
   void DeleteEndpoints(std::string_view ns, std::string_view name) override {
     calls.push_back("DeleteEndpoints " + std::string(ns) + "/" + std::string(name));
   }
-  void UpsertPod(const k8s::Pod& pod) override { calls.push_back("UpsertPod " + Name(pod.meta)); }
+  void UpsertPod(const k8s::Pod& pod) override {
+    raw.push_back("UpsertPod " + Name(pod.meta));
+    if (Listing(RecordTreeWriter::ListKind::kPods)) {
+      pods.push_back(pod);
+      return;
+    }
+    calls.push_back("UpsertPod " + Name(pod.meta));
+  }
   void DeletePod(std::string_view ns, std::string_view name) override {
     calls.push_back("DeletePod " + std::string(ns) + "/" + std::string(name));
   }
@@ -98,6 +154,8 @@ class RecordingSink final : public RecordSink {
   static std::string Name(const k8s::ObjectMeta& meta) { return meta.ns + "/" + meta.name; }
 
   std::vector<std::string> calls;
+  std::vector<std::string> raw;
+  std::array<bool, 4> open{};  // by ListKind
   std::vector<k8s::Service> services;
   std::vector<k8s::EndpointSlice> slices;
   std::vector<k8s::Endpoints> endpoints;
@@ -187,18 +245,19 @@ TEST_CASE("the API source syncs only after both Services and EndpointSlices are 
   Harness h;
   h.source->Start();
   CHECK(h.transport.ActiveCount() == 2);
-  CHECK(h.Active(kServices).path == "/api/v1/services?limit=500");
-  CHECK(h.Active(kSlices).path == "/apis/discovery.k8s.io/v1/endpointslices?limit=500");
+  // From the watch cache (resourceVersion=0), with client-go's page size.
+  CHECK(h.Active(kServices).path == "/api/v1/services?resourceVersion=0&limit=500");
+  CHECK(h.Active(kSlices).path ==
+        "/apis/discovery.k8s.io/v1/endpointslices?resourceVersion=0&limit=500");
 
   h.ListSlices();
-  CHECK(h.sink.calls == std::vector<std::string>{"ReplaceSlices 8"});
+  CHECK(h.sink.calls == std::vector<std::string>{"ListSlices 8"});
   CHECK_FALSE(h.source->synced());
   CHECK(h.Renders(R"(kdns_kubedns_api_synced{resource="endpointslices"} 1)"));
   CHECK(h.Renders(R"(kdns_kubedns_api_synced{resource="services"} 0)"));
 
   h.ListServices();
-  CHECK(h.sink.calls ==
-        std::vector<std::string>{"ReplaceSlices 8", "ReplaceServices 12", "Synced"});
+  CHECK(h.sink.calls == std::vector<std::string>{"ListSlices 8", "ListServices 12", "Synced"});
   CHECK(h.source->synced());
   CHECK(k8s::testing::Keys(h.sink.services) ==
         std::vector<std::string>{
@@ -256,14 +315,13 @@ TEST_CASE("a 404 on the EndpointSlice LIST switches to v1 Endpoints", "[api_sour
   FakeApiTransport::Respond(h.Active(kSlices), 404, ReadCapture("06-notfound-resource"));
   CHECK(h.source->using_endpoints());
   CHECK(h.transport.ActiveFor(kSlices) == nullptr);
-  CHECK(h.Active(kEndpoints).path == "/api/v1/endpoints?limit=500");
+  CHECK(h.Active(kEndpoints).path == "/api/v1/endpoints?resourceVersion=0&limit=500");
   CHECK(logs.Count("does not serve EndpointSlices") == 1);
 
   h.ListServices();
   CHECK_FALSE(h.source->synced());  // the Endpoints are not listed yet
   FakeApiTransport::Respond(h.Active(kEndpoints), 200, kEndpointsList);
-  CHECK(h.sink.calls ==
-        std::vector<std::string>{"ReplaceServices 12", "ReplaceEndpoints 1", "Synced"});
+  CHECK(h.sink.calls == std::vector<std::string>{"ListServices 12", "ListEndpoints 1", "Synced"});
   REQUIRE(h.sink.endpoints.size() == 1);
   CHECK(h.sink.endpoints[0].slices.size() == 1);
   CHECK(h.Active(kEndpoints).Param("resourceVersion") == "200");
@@ -331,8 +389,8 @@ TEST_CASE("pods are listed and watched for verified pod records", "[api_source]"
   h.ListServices();
   CHECK_FALSE(h.source->synced());
   FakeApiTransport::Respond(h.Active(kPods), 200, kPodList);
-  CHECK(h.sink.calls == std::vector<std::string>{"ReplaceSlices 8", "ReplaceServices 12",
-                                                 "ReplacePods 1", "Synced"});
+  CHECK(h.sink.calls ==
+        std::vector<std::string>{"ListSlices 8", "ListServices 12", "ListPods 1", "Synced"});
   REQUIRE(h.sink.pods.size() == 1);
   CHECK(h.sink.pods[0].meta.name == "web-0");
 
@@ -344,9 +402,9 @@ TEST_CASE("pods are listed and watched for verified pod records", "[api_source]"
       "\n"
       R"({"type":"DELETED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web-0","namespace":"default","uid":"p1","resourceVersion":"301"}}})"
       "\n");
-  CHECK(h.sink.calls ==
-        std::vector<std::string>{"ReplaceSlices 8", "ReplaceServices 12", "ReplacePods 1", "Synced",
-                                 "UpsertPod default/web-1", "DeletePod default/web-0"});
+  CHECK(h.sink.calls == std::vector<std::string>{"ListSlices 8", "ListServices 12", "ListPods 1",
+                                                 "Synced", "UpsertPod default/web-1",
+                                                 "DeletePod default/web-0"});
   CHECK(h.Renders(R"(kdns_kubedns_api_events_total{resource="pods",type="DELETED"} 1)"));
 }
 
@@ -363,11 +421,23 @@ TEST_CASE("a re-LIST after 410 replaces one kind and does not sync again", "[api
   h.ListSlices();
   h.ListServices();
   h.sink.calls.clear();
+  h.sink.raw.clear();
   Request& watch = h.Active(kServices);
   FakeApiTransport::Head(watch, 200);
   FakeApiTransport::Body(watch, ReadCapture("05b-watch-services-old-rv-after-restart"));
+  // Not at once: after a random delay within relist_jitter_ms (5 s; the draw here is 0.5).
+  CHECK(h.transport.ActiveFor(kServices) == nullptr);
+  h.timers.AdvanceMs(2'499);
+  CHECK(h.transport.ActiveFor(kServices) == nullptr);
+  h.timers.AdvanceMs(1);
+  // From the watch cache, at least as new as what was seen; paged like the first LIST was.
+  CHECK(h.Active(kServices).path ==
+        "/api/v1/services?resourceVersion=107&resourceVersionMatch=NotOlderThan&limit=500");
   h.ListServices();
-  CHECK(h.sink.calls == std::vector<std::string>{"ReplaceServices 12"});
+  CHECK(h.sink.calls == std::vector<std::string>{"ListServices 12"});
+  // Streamed: the list opens again, every object is upserted, and the list closes.
+  CHECK(h.sink.raw.front() == "BeginList 0");
+  CHECK(h.sink.raw.back() == "EndList 0");
   CHECK(h.Renders(R"(kdns_kubedns_api_relists_total{resource="services"} 1)"));
   CHECK(h.Renders(R"(kdns_kubedns_api_lists_total{resource="services"} 2)"));
   CHECK(h.Renders(
@@ -389,7 +459,7 @@ TEST_CASE("nothing is synced until every list is in, and the wait is logged loud
   CHECK(logs.Count("ERROR Kubernetes API: no initial sync after 60 s; waiting for services "
                    "(last error: k8s services: list: connection refused)") == 1);
   CHECK_FALSE(h.source->synced());
-  CHECK(h.sink.calls == std::vector<std::string>{"ReplaceSlices 8"});
+  CHECK(h.sink.calls == std::vector<std::string>{"ListSlices 8"});
   h.timers.AdvanceMs(60'000);
   CHECK(logs.Count("no initial sync after 120 s") == 1);
   // Still trying: the services LIST is retried (failing again) all along.
@@ -488,13 +558,15 @@ TEST_CASE(
   constexpr std::string_view kMcsV1alpha1 = "/apis/multicluster.x-k8s.io/v1alpha1/serviceimports?";
   constexpr std::string_view kMcsV1beta1 = "/apis/multicluster.x-k8s.io/v1beta1/serviceimports?";
   constexpr std::string_view kMcsSlices =
-      "/apis/discovery.k8s.io/v1/endpointslices?limit=500&labelSelector=";
+      "/apis/discovery.k8s.io/v1/endpointslices?resourceVersion=0&limit=500&labelSelector=";
   constexpr std::string_view kKubeslice = "/apis/networking.kubeslice.io/v1beta1/serviceimports?";
   constexpr std::string_view kMesh = "/apis/mesh.avesha.io/v1beta1/serviceimports?";
   LogCapture logs;
   ApiSource::Options options;
   options.watch_multicluster = true;
   options.watch_kubeslice = true;
+  // The retries below step the timers one by one; the QPS limit's timer has its own test.
+  options.api_qps = 0;
   Harness h(options);
   h.source->Start();
   CHECK(h.transport.ActiveCount() == 5);
@@ -507,9 +579,9 @@ TEST_CASE(
   h.ListSlices();
   h.ListServices();
   CHECK(h.source->synced());  // the multicluster resources never hold the cluster zone back
-  CHECK(h.sink.calls == std::vector<std::string>{
-                            "ReplaceServiceImports 0", "ReplaceKubesliceServiceImports 0",
-                            "KubesliceSynced", "ReplaceSlices 8", "ReplaceServices 12", "Synced"});
+  CHECK(h.sink.calls ==
+        std::vector<std::string>{"ReplaceServiceImports 0", "ReplaceKubesliceServiceImports 0",
+                                 "KubesliceSynced", "ListSlices 8", "ListServices 12", "Synced"});
   h.sink.calls.clear();
   FakeApiTransport::Respond(
       h.Active(kMcsSlices), 200,
@@ -534,6 +606,56 @@ TEST_CASE(
   CHECK(h.Active(kMesh).IsWatch());
   CHECK(h.Renders(R"(kdns_kubedns_api_synced{resource="kubeslice_serviceimports"} 1)"));
   CHECK(h.Renders(R"(kdns_kubedns_api_errors_total{resource="serviceimports",code="404"} 2)"));
+}
+
+TEST_CASE("all reflectors share one QPS limit, and waiting requests are counted", "[api_source]") {
+  ApiSource::Options options;
+  options.api_qps = 2;
+  options.api_burst = 3;
+  options.watch_pods = true;
+  Harness h(options);
+  h.source->Start();
+  // Three LISTs fit the burst: services, endpointslices, pods all go at once.
+  CHECK(h.transport.ActiveCount() == 3);
+  h.ListSlices();  // its watch has to wait for a token
+  CHECK(h.transport.ActiveFor(kSlices) == nullptr);
+  CHECK(h.Renders("kdns_kubedns_api_requests_delayed_total 1"));
+  h.timers.AdvanceMs(499);
+  CHECK(h.transport.ActiveFor(kSlices) == nullptr);
+  h.timers.AdvanceMs(1);  // one token every 500 ms
+  CHECK(h.Active(kSlices).IsWatch());
+  // Services' page 2 and pods' watch queue in order of arrival, one token each.
+  FakeApiTransport::Respond(h.Active(kServices), 200, ReadCapture("01-list-services-p1"));
+  FakeApiTransport::Respond(h.Active(kPods), 200, kPodList);
+  CHECK(h.Renders("kdns_kubedns_api_requests_delayed_total 3"));
+  h.timers.AdvanceMs(500);
+  CHECK(h.Active(kServices).Param("continue") != "");
+  CHECK(h.transport.ActiveFor(kPods) == nullptr);
+  h.timers.AdvanceMs(500);
+  CHECK(h.Active(kPods).IsWatch());
+}
+
+TEST_CASE("a LIST streams into the sink, and a LIST restarted from page 1 begins again",
+          "[api_source]") {
+  Harness h;
+  h.source->Start();
+  FakeApiTransport::Respond(h.Active(kServices), 200, ReadCapture("01-list-services-p1"));
+  // Page 1's objects are in the sink already; the list stays open until its last page.
+  CHECK(h.sink.raw == std::vector<std::string>{"BeginList 0", "UpsertService apps/noready",
+                                               "UpsertService apps/split",
+                                               "UpsertService default/dual"});
+  CHECK(h.sink.Listing(RecordTreeWriter::ListKind::kServices));
+  // Page 2's continue token has expired: the LIST starts over, and so does the sink's list.
+  FakeApiTransport::Respond(h.Active(kServices), 410, ReadCapture("05a-list-continue-expired"));
+  h.timers.AdvanceMs(5'000);  // within the relist jitter
+  h.ListServices();
+  CHECK(std::count(h.sink.raw.begin(), h.sink.raw.end(), "BeginList 0") == 2);
+  CHECK(std::count(h.sink.raw.begin(), h.sink.raw.end(), "EndList 0") == 1);
+  CHECK(h.sink.raw.back() == "EndList 0");
+  CHECK(h.sink.services.size() == 12);
+  CHECK_FALSE(h.sink.Listing(RecordTreeWriter::ListKind::kServices));
+  CHECK(h.sink.calls == std::vector<std::string>{"ListServices 12"});
+  CHECK_FALSE(h.source->synced());  // the slices have not listed yet
 }
 
 }  // namespace

@@ -47,6 +47,16 @@ DEFINE_string(endpoints_source, "endpointslices",
 DEFINE_string(api_backoff_max, "30s", "Longest wait between retries of the Kubernetes API.");
 DEFINE_string(api_stall_timeout, "90s",
               "A watch that sends nothing (not even a bookmark) this long is restarted.");
+DEFINE_double(api_qps, 5,
+              "Client-side limit on Kubernetes API requests per second, shared by every "
+              "list and watch (client-go's default; CoreDNS's apiserver_qps); 0: no limit.");
+DEFINE_int64(api_burst, 10, "Kubernetes API requests allowed at once above --api-qps.");
+DEFINE_bool(api_watch_list, false,
+            "List by streaming watch-list (sendInitialEvents=true) where the API server "
+            "serves it, falling back to LISTs where it does not (client-go's default: off).");
+DEFINE_string(api_relist_jitter, "5s",
+              "A re-LIST after 410 Gone waits a random time up to this, so that replicas told "
+              "at once (an API-server restart) do not all list in the same second.");
 // Ours.
 DEFINE_string(objects_file, "",
               "Serve the objects of this `kubectl get services,endpointslices -A -o json` "
@@ -169,6 +179,10 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.endpoints_source = FLAGS_endpoints_source;
   flags.api_backoff_max = FLAGS_api_backoff_max;
   flags.api_stall_timeout = FLAGS_api_stall_timeout;
+  flags.api_qps = FLAGS_api_qps;
+  flags.api_burst = FLAGS_api_burst;
+  flags.api_relist_jitter = FLAGS_api_relist_jitter;
+  flags.api_watch_list = FLAGS_api_watch_list;
   flags.objects_file = FLAGS_objects_file;
   flags.multicluster_zone = FLAGS_multicluster_zone;
   flags.kubeslice_zone = FLAGS_kubeslice_zone;

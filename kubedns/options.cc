@@ -339,8 +339,23 @@ bool ApiOptions(const FlagValues& flags, const k8s::EnvLookup& env, KubednsServe
         "--endpoints-source: endpointslices or endpoints, not \"" + flags.endpoints_source + "\"";
     return false;
   }
+  // 0 turns the limit off; NaN fails both comparisons.
+  if (!(flags.api_qps >= 0 && flags.api_qps <= 1e6)) {
+    *error = "--api-qps: a number of requests per second from 0 (no limit) to 1000000, not " +
+             std::to_string(flags.api_qps);
+    return false;
+  }
+  if (flags.api_burst < 1 || flags.api_burst > 1'000'000) {
+    *error = "--api-burst: from 1 to 1000000, not " + std::to_string(flags.api_burst);
+    return false;
+  }
+  options->api.api_qps = flags.api_qps;
+  options->api.api_burst = static_cast<uint32_t>(flags.api_burst);
+  options->api.watch_list = flags.api_watch_list;
   return Duration("initial-sync-timeout", flags.initial_sync_timeout,
                   &options->api.initial_sync_timeout_ms, error) &&
+         Duration("api-relist-jitter", flags.api_relist_jitter, &options->api.relist_jitter_ms,
+                  error) &&
          Duration("api-backoff-max", flags.api_backoff_max, &options->api.backoff.cap_ms, error) &&
          Duration("api-stall-timeout", flags.api_stall_timeout, &options->api.stall_timeout_ms,
                   error);

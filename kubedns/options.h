@@ -33,6 +33,10 @@ struct FlagValues {
   std::string endpoints_source = "endpointslices";
   std::string api_backoff_max = "30s";
   std::string api_stall_timeout = "90s";
+  double api_qps = 5;  // client-go's default (rest.Config QPS)
+  int64_t api_burst = 10;
+  std::string api_relist_jitter = "5s";
+  bool api_watch_list = false;  // client-go's WatchListClient default
   std::string objects_file;
   std::string multicluster_zone;  // empty: clusterset.local. is not served
   std::string kubeslice_zone;     // empty: slice.local. is not served

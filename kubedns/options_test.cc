@@ -207,6 +207,38 @@ TEST_CASE("kubedns's API flags are checked when the API is the source", "[kubedn
   CHECK(ErrorOf(flags) == "--api-stall-timeout: not a duration: \"x\"");
 }
 
+TEST_CASE("kubedns's API QPS, burst and relist jitter default to client-go's and are checked",
+          "[kubedns][options]") {
+  FlagValues flags;
+  flags.kube_master_url = "http://127.0.0.1:8080/";
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.api.api_qps == 5);
+  CHECK(options.server.api.api_burst == 10);
+  CHECK(options.server.api.relist_jitter_ms == 5'000);
+  CHECK_FALSE(options.server.api.watch_list);
+
+  flags.api_qps = 20;
+  flags.api_burst = 40;
+  flags.api_relist_jitter = "0s";
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.api.api_qps == 20);
+  CHECK(options.server.api.api_burst == 40);
+  CHECK(options.server.api.relist_jitter_ms == 0);
+  flags.api_qps = 0;  // no limit
+  CHECK(ErrorOf(flags).empty());
+
+  flags.api_qps = -1;
+  CHECK(ErrorOf(flags).starts_with("--api-qps: a number of requests per second"));
+  flags.api_qps = 5;
+  flags.api_burst = 0;
+  CHECK(ErrorOf(flags) == "--api-burst: from 1 to 1000000, not 0");
+  flags.api_burst = 10;
+  flags.api_relist_jitter = "often";
+  CHECK(ErrorOf(flags) == "--api-relist-jitter: not a duration: \"often\"");
+}
+
 TEST_CASE("--check-flags in-cluster does not need the pod's service account",
           "[kubedns][options]") {
   FlagValues flags;  // no objects file, no kubeconfig, no master URL: in-cluster

@@ -164,6 +164,51 @@ bool DecodeListMeta(const JsonValue& json, std::string_view list_kind, ListMeta*
   return true;
 }
 
+enum class ItemOutcome : uint8_t { kDecoded, kBad, kOther };
+
+// One element of a List's items (DecodeList and ListStreamDecoder): resolves its kind from
+// the list's (`list_item_kind`, nullopt for a mixed List) or its own, and decodes it into
+// *out. A bad or other item adds a warning "items[<index>]: ...".
+ItemOutcome DecodeListItem(const JsonValue& item, std::optional<Kind> list_item_kind,
+                           std::string_view list_api_version, std::string_view list_kind,
+                           size_t index, Warnings* warnings, Object* out) {
+  std::string location = "items[" + std::to_string(index) + "]";
+  std::string_view item_kind_text;
+  if (!item.IsObject() || !ReadKind(item, &item_kind_text)) {
+    warnings->Add(
+        location + ": " +
+        (item.IsObject() ? "kind: not a string" : "not an object: " + internal::Describe(item)));
+    return ItemOutcome::kBad;
+  }
+  std::optional<Kind> item_kind = list_item_kind;
+  if (!item_kind_text.empty()) {
+    std::string_view item_api_version = ApiVersionOf(item);
+    // An item of a typed list may leave its apiVersion out: the list's is its own.
+    if (item_api_version.empty() && list_item_kind) item_api_version = list_api_version;
+    std::optional<Kind> named = KindOf(item_kind_text, item_api_version);
+    if (list_item_kind && named != list_item_kind) {
+      warnings->Add(location + ": kind " + internal::Quote(item_kind_text) + " in a " +
+                    std::string(list_kind));
+      return ItemOutcome::kBad;
+    }
+    if (!named) {
+      warnings->Add(location + ": kind " + internal::Quote(item_kind_text) + " ignored");
+      return ItemOutcome::kOther;
+    }
+    item_kind = named;
+  }
+  if (!item_kind) {
+    warnings->Add(location + ": kind: missing in a List");
+    return ItemOutcome::kBad;
+  }
+  std::string error;
+  if (!DecodeAs(*item_kind, item, warnings, location, out, &error)) {
+    warnings->Add(std::move(error));
+    return ItemOutcome::kBad;
+  }
+  return ItemOutcome::kDecoded;
+}
+
 constexpr std::array<std::pair<EventType, std::string_view>, 5> kEventTypeNames{{
     {EventType::kAdded, "ADDED"},
     {EventType::kModified, "MODIFIED"},
@@ -181,7 +226,8 @@ std::optional<EventType> EventTypeFromString(std::string_view text) {
 
 // A BOOKMARK's object: only metadata.resourceVersion counts; every other field may be null
 // or empty ({"metadata":{"resourceVersion":"117","creationTimestamp":null},"spec":{}}).
-bool DecodeBookmark(const JsonValue& object, Kind kind, ObjectMeta* meta, std::string* error) {
+bool DecodeBookmark(const JsonValue& object, Kind kind, ObjectMeta* meta, bool* initial_events_end,
+                    std::string* error) {
   FieldContext ctx(kind, nullptr, nullptr, "BOOKMARK");
   const FieldPath root;
   const JsonValue* metadata;
@@ -203,6 +249,12 @@ bool DecodeBookmark(const JsonValue& object, Kind kind, ObjectMeta* meta, std::s
     return false;
   }
   meta->resource_version = ResourceVersion::FromText(version);
+  // A watch-list's end of initial events (metadata.annotations, a string "true").
+  const JsonValue* annotations = internal::Member(*metadata, "annotations");
+  if (annotations != nullptr && annotations->IsObject()) {
+    const JsonValue* end = internal::Member(*annotations, "k8s.io/initial-events-end");
+    *initial_events_end = end != nullptr && end->IsString() && internal::View(*end) == "true";
+  }
   return true;
 }
 
@@ -338,51 +390,344 @@ Result<ObjectList> DecodeList(std::string_view json_text) {
   }
   ReserveItems(&list, list_item_kind, items->Size());
 
-  std::string location;
   for (rapidjson::SizeType i = 0; i < items->Size(); ++i) {
-    const JsonValue& item = (*items)[i];
-    location.assign("items[").append(std::to_string(i)).append("]");
-    std::string_view item_kind_text;
-    if (!item.IsObject() || !ReadKind(item, &item_kind_text)) {
-      ++list.bad_items;
-      list.warnings.Add(
-          location + ": " +
-          (item.IsObject() ? "kind: not a string" : "not an object: " + internal::Describe(item)));
-      continue;
-    }
-    std::optional<Kind> item_kind = list_item_kind;
-    if (!item_kind_text.empty()) {
-      std::string_view item_api_version = ApiVersionOf(item);
-      // An item of a typed list may leave its apiVersion out: the list's is its own.
-      if (item_api_version.empty() && list_item_kind) item_api_version = ApiVersionOf(json.doc);
-      std::optional<Kind> named = KindOf(item_kind_text, item_api_version);
-      if (list_item_kind && named != list_item_kind) {
-        ++list.bad_items;
-        list.warnings.Add(location + ": kind " + internal::Quote(item_kind_text) + " in a " +
-                          list.kind);
-        continue;
-      }
-      if (!named) {
-        ++list.other_items;
-        list.warnings.Add(location + ": kind " + internal::Quote(item_kind_text) + " ignored");
-        continue;
-      }
-      item_kind = named;
-    }
-    if (!item_kind) {
-      ++list.bad_items;
-      list.warnings.Add(location + ": kind: missing in a List");
-      continue;
-    }
     Object object;
-    if (!DecodeAs(*item_kind, item, &list.warnings, location, &object, &error)) {
-      ++list.bad_items;
-      list.warnings.Add(std::move(error));
-      continue;
+    switch (DecodeListItem((*items)[i], list_item_kind, ApiVersionOf(json.doc), list.kind, i,
+                           &list.warnings, &object)) {
+      case ItemOutcome::kDecoded:
+        AddItem(&list, std::move(object));
+        break;
+      case ItemOutcome::kBad:
+        ++list.bad_items;
+        break;
+      case ItemOutcome::kOther:
+        ++list.other_items;
+        break;
     }
-    AddItem(&list, std::move(object));
   }
   return list;
+}
+
+// ---- ListStreamDecoder ----------------------------------------------------------------------
+
+namespace {
+
+bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Where a scalar outside a string ends (the delimiter is not part of it).
+bool EndsScalar(char c) { return IsJsonSpace(c) || c == ',' || c == '}' || c == ']'; }
+
+}  // namespace
+
+ListStreamDecoder::ListStreamDecoder(OnItem on_item, uint64_t max_value_bytes)
+    : on_item_(std::move(on_item)), max_value_bytes_(max_value_bytes) {}
+
+bool ListStreamDecoder::Fail(std::string message) {
+  state_ = State::kFailed;
+  error_ = "List: " + std::move(message);
+  value_.clear();
+  value_.shrink_to_fit();
+  early_items_.clear();
+  return false;
+}
+
+bool ListStreamDecoder::Feed(std::string_view piece) {
+  if (state_ == State::kFailed || !error_.empty()) return false;
+  size_t i = 0;
+  const size_t n = piece.size();
+  while (i < n) {
+    const char c = piece[i];
+    switch (state_) {
+      case State::kStart:
+        if (IsJsonSpace(c)) break;
+        if (c != '{') {
+          return Fail("not JSON object: starts with '" + std::string(1, c) + "' at offset " +
+                      std::to_string(offset_ + i));
+        }
+        state_ = State::kKey;
+        break;
+      case State::kKey:
+        if (IsJsonSpace(c)) break;
+        if (c == '}' && first_member_) {
+          state_ = State::kDone;
+          break;
+        }
+        if (c != '"') {
+          return Fail("not JSON: expected a member name at offset " + std::to_string(offset_ + i));
+        }
+        key_.clear();
+        key_escape_ = false;
+        state_ = State::kKeyText;
+        break;
+      case State::kKeyText:
+        // Names are compared raw: the ones we read (kind, apiVersion, metadata, items) have
+        // no escapes, and an escaped name is some other member.
+        if (key_escape_) {
+          key_escape_ = false;
+        } else if (c == '\\') {
+          key_escape_ = true;
+        } else if (c == '"') {
+          state_ = State::kColon;
+          break;
+        }
+        if (key_.size() < 64) key_ += c;
+        break;
+      case State::kColon:
+        if (IsJsonSpace(c)) break;
+        if (c != ':')
+          return Fail("not JSON: expected ':' at offset " + std::to_string(offset_ + i));
+        state_ = State::kValue;
+        break;
+      case State::kValue:
+        if (IsJsonSpace(c)) break;
+        first_member_ = false;
+        if (key_ == "items" && c == '[') {
+          state_ = State::kItemsStart;
+          break;
+        }
+        if (c == ',' || c == '}' || c == ']' || c == ':') {
+          return Fail("not JSON: expected a value at offset " + std::to_string(offset_ + i));
+        }
+        capturing_item_ = false;
+        value_.clear();
+        depth_ = 0;
+        in_string_ = escape_ = false;
+        state_ = State::kCapture;
+        continue;  // the capture takes this byte
+      case State::kItemsStart:
+      case State::kItem:
+        if (IsJsonSpace(c)) break;
+        if (c == ']' && state_ == State::kItemsStart) {
+          state_ = State::kAfterValue;
+          break;
+        }
+        if (c == ',' || c == '}' || c == ']' || c == ':') {
+          return Fail("not JSON: expected an item at offset " + std::to_string(offset_ + i));
+        }
+        capturing_item_ = true;
+        value_.clear();
+        depth_ = 0;
+        in_string_ = escape_ = false;
+        state_ = State::kCapture;
+        continue;
+      case State::kAfterItem:
+        if (IsJsonSpace(c)) break;
+        if (c == ',') {
+          state_ = State::kItem;
+        } else if (c == ']') {
+          state_ = State::kAfterValue;
+        } else {
+          return Fail("not JSON: expected ',' or ']' after items[" + std::to_string(index_ - 1) +
+                      "] at offset " + std::to_string(offset_ + i));
+        }
+        break;
+      case State::kCapture: {
+        // Cut out one value: scan to its end, then append the run at once.
+        size_t start = i;
+        bool done = false;
+        for (; i < n; ++i) {
+          const char b = piece[i];
+          if (in_string_) {
+            if (escape_) {
+              escape_ = false;
+            } else if (b == '\\') {
+              escape_ = true;
+            } else if (b == '"') {
+              in_string_ = false;
+              if (depth_ == 0) {
+                ++i;
+                done = true;
+                break;
+              }
+            }
+            continue;
+          }
+          if (b == '"') {
+            in_string_ = true;
+          } else if (b == '{' || b == '[') {
+            ++depth_;
+          } else if (b == '}' || b == ']') {
+            if (depth_ == 0) {  // a scalar ends at the closing bracket of its container
+              done = true;
+              break;
+            }
+            if (--depth_ == 0) {
+              ++i;
+              done = true;
+              break;
+            }
+          } else if (depth_ == 0 && EndsScalar(b) && (i > start || !value_.empty())) {
+            done = true;
+            break;
+          }
+        }
+        if (value_.size() + (i - start) > max_value_bytes_) {
+          return Fail(std::string(capturing_item_ ? "items[" + std::to_string(index_) + "]"
+                                                  : "member " + internal::Quote(key_)) +
+                      " longer than " + std::to_string(max_value_bytes_) + " bytes");
+        }
+        value_.append(piece.substr(start, i - start));
+        if (!done) {
+          offset_ += n;
+          return true;
+        }
+        if (!ValueDone()) return false;
+        continue;  // i is at the first byte after the value
+      }
+      case State::kAfterValue:
+        if (IsJsonSpace(c)) break;
+        if (c == ',') {
+          state_ = State::kKey;
+        } else if (c == '}') {
+          state_ = State::kDone;
+        } else {
+          return Fail("not JSON: expected ',' or '}' after member " + internal::Quote(key_) +
+                      " at offset " + std::to_string(offset_ + i));
+        }
+        break;
+      case State::kDone:
+        if (IsJsonSpace(c)) break;
+        return Fail("not JSON: text after the end at offset " + std::to_string(offset_ + i));
+      case State::kFailed:
+        return false;
+    }
+    ++i;
+  }
+  offset_ += n;
+  return true;
+}
+
+bool ListStreamDecoder::ValueDone() {
+  std::string text = std::move(value_);
+  value_.clear();
+  if (capturing_item_) {
+    state_ = State::kAfterItem;
+    return ItemDone(text);
+  }
+  state_ = State::kAfterValue;
+  return MemberDone(key_, text);
+}
+
+bool ListStreamDecoder::MemberDone(std::string_view name, std::string_view text) {
+  if (name == "metadata") {
+    metadata_text_.assign(text);  // decoded at Finish, once the kind is known
+    return true;
+  }
+  if (name != "kind" && name != "apiVersion" && name != "items") return true;
+  internal::JsonDocument json;
+  std::string error;
+  if (!internal::ParseJson(text, &json, &error)) {
+    return Fail(std::string(name) + ": " + error);
+  }
+  if (name == "items") {  // not an array ('[' starts the streamed form)
+    if (json.doc.IsNull()) return true;
+    return Fail("items: not an array: " + internal::Describe(json.doc));
+  }
+  if (!json.doc.IsString() && !json.doc.IsNull()) {
+    return Fail(std::string(name) + ": not a string: " + internal::Describe(json.doc));
+  }
+  std::string value = json.doc.IsString() ? std::string(internal::View(json.doc)) : "";
+  if (name == "apiVersion") {
+    api_version_ = std::move(value);
+    // A ServiceImportList's item kind depends on the apiVersion too: once items have been
+    // decoded by the kind alone, a late apiVersion must not change it.
+    if (resolved_) {
+      bool supported = true;
+      if (ItemKindOfList(kind_, api_version_, &supported) != item_kind_ || !supported) {
+        return Fail("apiVersion " + internal::Quote(api_version_) + " after the items");
+      }
+    }
+    return true;
+  }
+  kind_ = std::move(value);
+  kind_seen_ = true;
+  // Items kept before the kind are decoded now; otherwise the kind is resolved at the first
+  // item, so that an apiVersion right after the kind (the API server's order) counts.
+  return early_items_.empty() ? true : Resolve();
+}
+
+bool ListStreamDecoder::Resolve() {
+  resolved_ = true;
+  if (kind_.empty()) return Fail("kind: missing");
+  if (kind_ == "Status") return Fail("got a Status instead");
+  item_kind_ = ItemKindOfList(kind_, api_version_, &supported_);
+  if (!supported_) return Fail("unsupported kind " + internal::Quote(kind_));
+  std::vector<std::string> early = std::move(early_items_);
+  early_items_.clear();
+  early_bytes_ = 0;
+  size_t first = index_ - early.size();
+  size_t end = index_;
+  for (size_t k = 0; k < early.size(); ++k) {
+    index_ = first + k;
+    if (!ItemDone(early[k])) return false;
+  }
+  index_ = end;
+  return true;
+}
+
+bool ListStreamDecoder::ItemDone(std::string_view text) {
+  if (!kind_seen_) {
+    early_bytes_ += text.size();
+    if (early_bytes_ > max_value_bytes_) {
+      return Fail("more than " + std::to_string(max_value_bytes_) +
+                  " bytes of items before the list's kind");
+    }
+    early_items_.emplace_back(text);
+    ++index_;
+    return true;
+  }
+  if (!resolved_ && !Resolve()) return false;
+  const size_t index = index_++;
+  internal::JsonDocument json;
+  std::string error;
+  if (!internal::ParseJson(text, &json, &error)) {
+    return Fail("items[" + std::to_string(index) + "]: " + error);
+  }
+  Object object;
+  switch (DecodeListItem(json.doc, item_kind_, api_version_, kind_, index, &warnings_, &object)) {
+    case ItemOutcome::kDecoded:
+      break;
+    case ItemOutcome::kBad:
+      ++bad_items_;
+      return true;
+    case ItemOutcome::kOther:
+      ++other_items_;
+      return true;
+  }
+  ++items_;
+  if (!on_item_(std::move(object))) {
+    state_ = State::kFailed;  // stopped by the caller; error() stays empty
+    return false;
+  }
+  return true;
+}
+
+bool ListStreamDecoder::Finish() {
+  if (state_ == State::kFailed) return false;
+  if (state_ != State::kDone) {
+    return Fail("the body ended inside the list, after " + std::to_string(offset_) + " bytes" +
+                (state_ == State::kCapture && capturing_item_
+                     ? " (in items[" + std::to_string(index_) + "])"
+                     : ""));
+  }
+  if (!kind_seen_) return Fail("kind: missing");
+  if (!resolved_ && !Resolve()) return false;
+  if (metadata_text_.empty()) return true;
+  internal::JsonDocument metadata;
+  std::string error;
+  if (!internal::ParseJson(metadata_text_, &metadata, &error)) {
+    return Fail("metadata: " + error);
+  }
+  // DecodeListMeta reads the `metadata` member of the list object: give it one.
+  rapidjson::Document wrapper;
+  wrapper.SetObject();
+  wrapper.AddMember("metadata", metadata.doc.Move(), wrapper.GetAllocator());
+  if (!DecodeListMeta(wrapper, kind_, &meta_, &error)) {
+    state_ = State::kFailed;
+    error_ = std::move(error);
+    return false;
+  }
+  return true;
 }
 
 Result<WatchEvent> DecodeWatchEvent(std::string_view line, std::optional<Kind> expected_kind) {
@@ -436,7 +781,9 @@ Result<WatchEvent> DecodeWatchEvent(std::string_view line, std::optional<Kind> e
   event.kind = *kind;
 
   if (event.type == EventType::kBookmark) {
-    if (!DecodeBookmark(*object, event.kind, &event.meta, &error)) return R::Failure(error);
+    if (!DecodeBookmark(*object, event.kind, &event.meta, &event.initial_events_end, &error)) {
+      return R::Failure(error);
+    }
     return event;
   }
   // The metadata alone first, so that an object that fails to decode is still identified.

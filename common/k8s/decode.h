@@ -11,6 +11,8 @@
 // family, a port with an unknown protocol.
 //
 // Lists: a List that is not JSON, not an object, or of a kind we do not decode is an error.
+// DecodeList takes the whole text; ListStreamDecoder takes it piece by piece as it arrives
+// and hands over each item as soon as its last byte is in, holding one item's text at a time.
 // A bad item is skipped, counted in `bad_items` and described in the warnings; the other
 // items are kept, so one bad object cannot stop a sync. Items of kinds we do not use (a
 // Namespace in a `kubectl get -o json` file) are skipped and counted in `other_items`.
@@ -27,6 +29,7 @@
 #include <rapidjson/fwd.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -96,11 +99,98 @@ struct ObjectList {
 
 Result<ObjectList> DecodeList(std::string_view json_text);
 
-enum class EventType : uint8_t { kAdded, kModified, kDeleted, kBookmark, kError };
-std::string_view ToString(EventType type);
-
 using Object = std::variant<std::monostate, Service, EndpointSlice, Endpoints, Pod, ServiceImport,
                             KubesliceServiceImport>;
+
+// A List response decoded as a stream, for a LIST whose body may hold a whole cluster
+// (resourceVersion=0 from the watch cache ignores `limit`). Only the top level is scanned
+// here: each member value is cut out of the byte stream (strings and escapes respected) and
+// the small ones (kind, apiVersion, metadata) are parsed; each element of `items` is parsed
+// and decoded on its own and handed to `on_item` at once, so at most one item's text is held.
+// The rules are DecodeList's: a bad item is skipped and counted, an item of a kind we do not
+// use is counted as other, and text that is not JSON fails the list. Items before the list's
+// `kind` (members in another order than the API server's) are kept as text until it comes.
+// The list meta is known at Finish(): `metadata` may come after `items`.
+class ListStreamDecoder {
+ public:
+  // Returns false to stop decoding (Feed returns false with no error).
+  using OnItem = std::function<bool(Object&& object)>;
+
+  // A member value or item longer than `max_value_bytes` fails the list.
+  ListStreamDecoder(OnItem on_item, uint64_t max_value_bytes);
+
+  // The next piece of the body, of any size, cut anywhere. False when the list failed
+  // (error() says why) or on_item asked to stop; the decoder takes no more after that.
+  bool Feed(std::string_view piece);
+  // The body ended. False (error() says why) when it was not one complete List.
+  bool Finish();
+
+  const std::string& error() const { return error_; }
+  const std::string& kind() const { return kind_; }  // the list's, once seen
+  const ListMeta& meta() const { return meta_; }     // complete after Finish()
+  size_t items() const { return items_; }            // handed to on_item
+  size_t bad_items() const { return bad_items_; }
+  size_t other_items() const { return other_items_; }
+  const Warnings& warnings() const { return warnings_; }
+
+ private:
+  enum class State : uint8_t {
+    kStart,       // before the top-level '{'
+    kKey,         // before a member name (or '}' right after '{')
+    kKeyText,     // inside a member name
+    kColon,       // after a member name
+    kValue,       // before a member value
+    kItemsStart,  // after "items": '[', before the first item or ']'
+    kItem,        // before an item (after ',')
+    kAfterItem,   // after an item: ',' or ']'
+    kCapture,     // inside a value being cut out (member value or item)
+    kAfterValue,  // after a member value: ',' or '}'
+    kDone,        // after the top-level '}': only whitespace
+    kFailed,
+  };
+  bool Fail(std::string message);
+  // A member value or item is complete in value_.
+  bool ValueDone();
+  bool MemberDone(std::string_view name, std::string_view text);
+  bool ItemDone(std::string_view text);
+  // Resolves the item kind from the list's kind and apiVersion, then decodes the items kept
+  // before the kind.
+  bool Resolve();
+
+  OnItem on_item_;
+  const uint64_t max_value_bytes_;
+  State state_ = State::kStart;
+  bool first_member_ = true;
+  bool capturing_item_ = false;
+  std::string key_;
+  bool key_escape_ = false;
+  // The value being cut out.
+  std::string value_;
+  uint32_t depth_ = 0;
+  bool in_string_ = false;
+  bool escape_ = false;
+  uint64_t offset_ = 0;  // bytes fed so far, for messages
+
+  std::string kind_;
+  std::string api_version_;
+  bool kind_seen_ = false;
+  bool resolved_ = false;
+  bool supported_ = true;
+  std::optional<Kind> item_kind_;
+  std::vector<std::string> early_items_;  // items before `kind`
+  uint64_t early_bytes_ = 0;
+  std::string metadata_text_;
+  ListMeta meta_;
+  size_t index_ = 0;  // of the next item
+  size_t items_ = 0;
+  size_t bad_items_ = 0;
+  size_t other_items_ = 0;
+  Warnings warnings_;
+  std::string error_;
+};
+
+enum class EventType : uint8_t { kAdded, kModified, kDeleted, kBookmark, kError };
+std::string_view ToString(EventType type);
 
 // One line of a watch stream: {"type":"ADDED","object":{...}}.
 struct WatchEvent {
@@ -116,6 +206,9 @@ struct WatchEvent {
   Object object;
   std::string object_error;  // why the object did not decode; meta is still set
   Status status;             // ERROR only: e.g. code 410, reason "Expired"
+  // BOOKMARK only: annotated k8s.io/initial-events-end: "true", the end of a watch-list's
+  // initial events (sendInitialEvents=true).
+  bool initial_events_end = false;
   Warnings warnings;
 };
 

@@ -3,12 +3,35 @@
 // reflector does, and hands what it learns to a ReflectorHandler.
 //
 // Life cycle (shared/k8s-api/README.md has the captures behind every rule):
-//   LIST   GET <path>?limit=<page_size>[&continue=<token, URL-encoded>], page after page. The
+//   LIST   GET <path>?resourceVersion=<rv>[&resourceVersionMatch=NotOlderThan][&limit=<n>],
+//          then, while a page has metadata.continue, GET <path>?limit=<n>&continue=<token,
+//          URL-encoded> (never with a resourceVersion). Which rv, as client-go chooses it:
+//            first LIST                         rv=0, limit: served from the API server's watch
+//                                               cache, not a quorum read of etcd (the cache
+//                                               ignores limit: the whole resource in one body)
+//            re-LIST (410, stall, malformed)    rv=<last RV seen>, NotOlderThan, no limit (so
+//                                               the watch cache serves it; with limit a 1.25
+//                                               server reads etcd), limit kept if an earlier
+//                                               LIST came back paginated (no watch cache)
+//            after a LIST answered 410 or 504   rv unset, limit: a consistent read from etcd,
+//            "Too large resource version"       paginated (the cache cannot serve that rv)
+//          The body is decoded as a stream (ListStreamDecoder): each object goes to the handler
+//          as soon as it is decoded, between OnListBegin() (at page 1's 200) and OnListEnd()
+//          (after the last page), so neither the body nor the list is ever held whole. The
 //          watch starts from the LIST's metadata.resourceVersion (every page reports the first
-//          page's), never from the largest item RV. The pages are joined and delivered as one
-//          OnList(): the whole state of the resource. A 410 on a continue token restarts the
-//          LIST from page 1; the "inconsistent" token the 410 Status offers is not used, since
-//          mixing snapshots would break the list-then-watch contract.
+//          page's), never from the largest item RV. A 410 on a continue token restarts the
+//          LIST from page 1 (OnListBegin again); the "inconsistent" token the 410 Status offers
+//          is not used, since mixing snapshots would break the list-then-watch contract. A
+//          later page that fails is asked again with the same token, and the objects of it
+//          already delivered are skipped (a token pins one snapshot, in key order).
+//          With watch_list (off by default, as client-go's WatchListClient), the LIST is a
+//          streaming watch-list instead: GET <path>?watch=1&sendInitialEvents=true&
+//          resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true[&resourceVersion=<rv>]:
+//          its ADDED events are the list's objects (OnListBegin at the 200, OnListObject each),
+//          the BOOKMARK annotated k8s.io/initial-events-end ends the list (OnListEnd with its
+//          RV), and the same response goes on as the watch. A server that refuses it (a 4xx
+//          other than 410 and 429: 1.25 answers 422 "resourceVersionMatch is forbidden for
+//          watch"), or ends it before the end bookmark, is asked with LISTs from then on.
 //   WATCH  GET <path>?watch=1&allowWatchBookmarks=true&resourceVersion=<rv>&timeoutSeconds=<t>
 //          with t drawn in [watch_timeout_min_s, watch_timeout_max_s]. The body is split into
 //          lines (a line may span many pieces, a piece may hold many lines; a line longer than
@@ -21,8 +44,11 @@
 //                                          a server that closes at once is not hammered)
 //   transport error, cut mid-line         re-WATCH from the last RV after backoff; the partial
 //                                          line is dropped
-//   HTTP 410, or an ERROR event code 410  re-LIST (a new OnList replaces the state at once);
-//                                          at once the first time, after backoff if it repeats
+//   HTTP 410, or an ERROR event code 410  re-LIST (the new list replaces the state at its
+//                                          end) after a random delay in [0, relist_jitter_ms]
+//                                          the first time (an API-server restart sends 410 to
+//                                          every replica at once: they must not all re-LIST in
+//                                          the same second), after backoff if it repeats
 //   other HTTP status or ERROR event      backoff, then re-WATCH (the transport re-reads the
 //                                          token, so 401/403 heal when it rotates)
 //   Retry-After on any error response     wait that long (at most max_retry_after_ms) instead
@@ -32,14 +58,19 @@
 //   no byte for stall_timeout_ms          cancel and re-WATCH from the last RV at once; when two
 //                                          watches in a row stall without a single line, re-LIST
 //                                          (a watch from an RV the server has not reached, e.g.
-//                                          after an etcd restore, hangs silently)
-// LIST failures retry the same page after backoff (a 410 restarts from page 1). A page that
-// does not decode restarts the LIST after backoff.
+//                                          after an etcd restore, hangs silently), jittered
+// LIST failures retry the same page after backoff (a 410 restarts from page 1, jittered). A
+// page that does not decode (not JSON, cut mid-item, a value over max_list_item_bytes)
+// restarts the LIST after backoff. A LIST response silent for list_timeout_ms is cut and the
+// page asked again after backoff. The first LIST is never delayed.
 //
 // An event whose object failed to decode (DecodeWatchEvent's object_error) is delivered as a
 // DELETED of that namespace/name, counted as a "decode" error and logged. A re-LIST would
-// reach the same state (DecodeList skips an item that does not decode), so deleting avoids a
+// reach the same state (a LIST skips an item that does not decode), so deleting avoids a
 // LIST storm while an object stays undecodable, and never serves its stale copy.
+//
+// Every request goes through the ApiTransport given, which may be a RateLimitedTransport
+// shared by all reflectors of a process (client-side QPS/burst).
 //
 // Backoff: exponential with full jitter (see backoff.h), reset after a stable period.
 //
@@ -97,9 +128,16 @@ class ReflectorHandler {
  public:
   virtual ~ReflectorHandler() = default;
 
-  // The complete state of the resource (the first LIST, and every re-LIST): every object
-  // delivered before and missing here is gone. `list.meta.resource_version` is the list RV.
-  virtual void OnList(ObjectList list) = 0;
+  // A LIST, streamed: OnListBegin(), OnListObject() for each object as it is decoded, then
+  // OnListEnd() with the list's meta (its resource_version is the list RV). Objects delivered
+  // before OnListBegin and not again before OnListEnd are gone. A LIST restarted from its
+  // first page calls OnListBegin again. The defaults collect the objects and call OnList
+  // with the whole list at the end, for handlers of small resources that want it so.
+  virtual void OnListBegin() { collected_ = ObjectList{}; }
+  virtual void OnListObject(Object&& object);
+  virtual void OnListEnd(const ListMeta& meta);
+  // The complete state of the resource, whole (only through the default OnList* above).
+  virtual void OnList(ObjectList list) {}
   // ADDED, MODIFIED or DELETED (never BOOKMARK or ERROR). The object is decoded, except for a
   // DELETED with object_error set (see above), which carries only its metadata.
   // `received` is when the line's last byte arrived.
@@ -112,6 +150,9 @@ class ReflectorHandler {
   // The first success (a complete LIST, or a watch that got its 200) after a failure or at
   // start.
   virtual void OnHealthy() {}
+
+ private:
+  ObjectList collected_;  // by the default OnList* calls
 };
 
 struct ReflectorOptions {
@@ -125,14 +166,21 @@ struct ReflectorOptions {
   // "multicluster.kubernetes.io/service-name": slices that have the label).
   std::string label_selector;
   uint32_t page_size = 500;
-  uint64_t list_timeout_ms = 60'000;  // per page
+  // A LIST response that sends no byte for this long is cut and asked again. Not a bound on
+  // its whole time: a watch-cache LIST of a large resource is one long body.
+  uint64_t list_timeout_ms = 60'000;
   uint32_t watch_timeout_min_s = 300;
   uint32_t watch_timeout_max_s = 600;
   // The real server sends a bookmark about once a minute on an idle watch.
   uint64_t stall_timeout_ms = 90'000;
   uint64_t min_watch_ms = 1'000;
   uint64_t max_line_bytes = 16ull << 20;
-  uint64_t max_list_page_bytes = 512ull << 20;
+  // One item of a LIST (or another member of its top level), as text.
+  uint64_t max_list_item_bytes = 16ull << 20;
+  // List with a streaming watch-list where the server supports it (see above).
+  bool watch_list = false;
+  // The bound of the random delay before a re-LIST after 410 (or a stall); 0: none.
+  uint64_t relist_jitter_ms = 5'000;
   uint64_t max_retry_after_ms = 60'000;
   uint64_t error_log_interval_ms = 30'000;
   // A 404 (a CRD that is not installed) goes to the handler without a log line of its own,
@@ -153,6 +201,7 @@ class Reflector {
     std::optional<uint64_t> last_progress_ms;
     ResourceVersion resource_version;  // where the next watch starts
     uint64_t lists = 0;                // complete lists delivered
+    uint64_t cache_lists = 0;          // LISTs begun with a resourceVersion (watch cache)
     uint64_t list_pages = 0;
     uint64_t relists = 0;  // 410 (HTTP or ERROR event)
     std::array<uint64_t, kRestartReasonCount> restarts{};
@@ -194,9 +243,15 @@ class Reflector {
 
   void BeginList();
   void SendListPage();
+  void OnListHead(const ApiResponseHead& head);
+  void OnListBody(std::string_view piece);
+  bool OnListObject(Object&& object, uint64_t attempt);
   void OnListDone(const ApiResult& result);
-  void CompleteList();
-  void StartWatch();
+  void OnListStall();
+  // Ends a LIST: stats, OnListEnd, then the watch unless the list was a watch-list's
+  // initial events (its response goes on as the watch).
+  void CompleteList(const ListMeta& meta, bool start_watch = true);
+  void StartWatch(bool initial_events = false);
   void OnWatchHead(const ApiResponseHead& head);
   void OnWatchBody(std::string_view piece);
   void OnWatchDone(const ApiResult& result);
@@ -205,8 +260,9 @@ class Reflector {
   void OnStallTimer();
 
   // How long Retry() waits: not at all, the backoff delay, or the backoff delay except for
-  // the first failure after a stable period (re-LISTs after 410).
-  enum class Delay : uint8_t { kNow, kBackoff, kFirstFree };
+  // the first failure after a stable period, which waits a random time in
+  // [0, relist_jitter_ms] instead (re-LISTs after 410 or a stall).
+  enum class Delay : uint8_t { kNow, kBackoff, kJittered };
 
   void CancelRequest();
   // Ends the current attempt: counts the restart (if any), then runs `next` after the delay
@@ -243,11 +299,22 @@ class Reflector {
   std::string body_;  // a LIST page, or the error body of a watch
 
   // LIST in progress.
-  ObjectList pending_list_;
+  // The resourceVersion parameter of this LIST's first page: "0" (watch cache) at first, the
+  // last RV seen after that, "" (etcd, consistent) after a 410 or too-large answer
+  // (consistent_list_).
+  std::string list_rv_;
+  bool consistent_list_ = false;
+  bool paginated_ = false;  // a LIST came back with a continue token: the server pages
   std::string continue_token_;
+  std::unique_ptr<ListStreamDecoder> decoder_;  // of the page being received (status 200)
+  uint64_t page_objects_ = 0;                   // objects of this page delivered
+  uint64_t skip_objects_ = 0;  // of this page delivered by an earlier attempt at it
+  uint64_t list_objects_ = 0;  // objects of this LIST delivered
 
   // WATCH in progress.
-  std::string line_;  // a partial line carried over between pieces
+  bool initial_events_ = false;      // a watch-list before its end bookmark
+  bool watch_list_refused_ = false;  // the server does not serve watch-lists: LIST instead
+  std::string line_;                 // a partial line carried over between pieces
   uint64_t watch_started_ms_ = 0;
   uint64_t last_byte_ms_ = 0;
   uint64_t watch_lines_ = 0;

@@ -1,10 +1,12 @@
 #include "common/k8s/reflector.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <random>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "common/k8s/reflector_testing.h"
@@ -63,6 +65,7 @@ struct Harness {
     options.path = "/api/v1/services";
     options.kind = Kind::kService;
     options.random = [] { return 0.5; };
+    options.relist_jitter_ms = 0;  // re-LISTs at once; the jitter has its own test
     return options;
   }
 
@@ -203,7 +206,8 @@ TEST_CASE("bookmarks advance the resource version without events", "[reflector]"
   Harness h(options);
   h.reflector->Start();
   Request& list = h.transport.Active();
-  CHECK(list.path == "/apis/discovery.k8s.io/v1/endpointslices?limit=500");
+  // The first LIST asks the watch cache (resourceVersion=0), with client-go's page size.
+  CHECK(list.path == "/apis/discovery.k8s.io/v1/endpointslices?resourceVersion=0&limit=500");
   FakeApiTransport::Respond(list, 200, ReadCapture("02-list-endpointslices"));
   REQUIRE(h.handler.lists.size() == 1);
   CHECK(h.handler.lists[0].endpoint_slices.size() == 8);
@@ -247,6 +251,7 @@ TEST_CASE("a 410 on a continue token restarts the LIST from page 1", "[reflector
   // At once (the first re-LIST is free), without the inconsistent token the Status offered.
   CHECK(h.reflector->state() == Reflector::State::kListing);
   Request& again = h.transport.Active();
+  // From etcd this time (no resourceVersion): the token's snapshot is gone from the cache.
   CHECK(again.path == "/api/v1/services?limit=500");
   CHECK(h.reflector->stats().relists == 1);
   CHECK(h.reflector->stats().restarts_for(RestartReason::kExpired) == 1);
@@ -422,7 +427,9 @@ TEST_CASE("a malformed watch line is counted and makes a new LIST after backoff"
   CHECK(h.reflector->stats().restarts_for(RestartReason::kMalformed) == 1);
   CHECK(h.reflector->state() == Reflector::State::kWaiting);
   h.timers.AdvanceMs(h.reflector->retry_delay_ms());
-  CHECK(h.transport.Active().path == "/api/v1/services?limit=500");
+  // At least what we saw, from the watch cache; paged, since this server paged the first.
+  CHECK(h.transport.Active().path ==
+        "/api/v1/services?resourceVersion=107&resourceVersionMatch=NotOlderThan&limit=500");
 }
 
 TEST_CASE("an event whose object does not decode is delivered as a delete", "[reflector]") {
@@ -454,7 +461,7 @@ TEST_CASE("HTTP errors back off exponentially with jitter within bounds", "[refl
   uint64_t ceiling = 500;
   for (int i = 0; i < 10; ++i) {
     Request& list = h.transport.Active();
-    CHECK(list.path == "/api/v1/services?limit=500");  // the same page again
+    CHECK(list.path == "/api/v1/services?resourceVersion=0&limit=500");  // the same page again
     FakeApiTransport::Respond(list, 500, ReadCapture("06-list-rv-not-a-number"));
     uint64_t delay = h.reflector->retry_delay_ms();
     INFO("attempt " << i << " delay " << delay);
@@ -517,44 +524,284 @@ TEST_CASE("on a real loop, the retry timer fires and every handle closes", "[ref
   loop::testing::RequireClosesClean(loop);
 }
 
-}  // namespace
-TEST_CASE("a label selector goes with every LIST and WATCH", "[reflector]") {
+// Records the streamed list calls, one line each: "BEGIN", "ns/name@rv", "END <rv>".
+class StreamRecorder final : public ReflectorHandler {
+ public:
+  void OnListBegin() override { calls.push_back("BEGIN"); }
+  void OnListObject(Object&& object) override {
+    std::visit(
+        [&](const auto& value) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(value)>, std::monostate>) {
+            calls.push_back(Key(value.meta));
+          }
+        },
+        object);
+  }
+  void OnListEnd(const ListMeta& meta) override {
+    calls.push_back("END " + meta.resource_version.text);
+  }
+  void OnEvent(const WatchEvent&, std::chrono::steady_clock::time_point) override {}
+  void OnError(const ReflectorError& error) override { errors.push_back(error.message); }
+
+  std::vector<std::string> calls;
+  std::vector<std::string> errors;
+};
+
+struct StreamHarness {
+  explicit StreamHarness(ReflectorOptions options = Harness::Services()) {
+    reflector = std::make_unique<Reflector>(transport, timers, clock, handler, std::move(options));
+  }
+  size_t Objects() const {
+    return std::count_if(handler.calls.begin(), handler.calls.end(), [](const std::string& call) {
+      return call != "BEGIN" && call.rfind("END ", 0) != 0;
+    });
+  }
+  ManualClock clock{1'000'000};
+  FakeTimers timers{clock};
+  FakeApiTransport transport;
+  StreamRecorder handler;
+  std::unique_ptr<Reflector> reflector;
+};
+
+TEST_CASE("a LIST is delivered object by object as its bytes arrive", "[reflector]") {
   ReflectorOptions options = Harness::Services();
   options.path = "/apis/discovery.k8s.io/v1/endpointslices";
   options.kind = Kind::kEndpointSlice;
-  options.label_selector = "multicluster.kubernetes.io/service-name";
-  Harness h(options);
+  StreamHarness h(options);
   h.reflector->Start();
-  CHECK(h.transport.Active().Param("labelSelector") == "multicluster.kubernetes.io%2Fservice-name");
-  FakeApiTransport::Respond(h.transport.Active(), 200, ReadCapture("02-list-endpointslices"));
-  CHECK(h.Watch().Param("labelSelector") == "multicluster.kubernetes.io%2Fservice-name");
+  Request& list = h.transport.Active();
+  const std::string body = ReadCapture("02-list-endpointslices");
+  FakeApiTransport::Head(list, 200);
+  CHECK(h.handler.calls == std::vector<std::string>{"BEGIN"});
+  // One byte at a time: each slice arrives as soon as its closing brace is in.
+  size_t half = body.size() / 2;
+  for (size_t i = 0; i < half; ++i) FakeApiTransport::Body(list, body.substr(i, 1));
+  size_t early = h.Objects();
+  CHECK(early > 0);
+  CHECK(early < 8);
+  for (size_t i = half; i < body.size(); ++i) FakeApiTransport::Body(list, body.substr(i, 1));
+  CHECK(h.Objects() == 8);
+  CHECK(h.handler.calls.back() != "END 107");  // the end waits for the response's end
+  FakeApiTransport::Done(list);
+  CHECK(h.handler.calls.back() == "END 107");
+  CHECK(h.transport.Active().IsWatch());
 }
 
-TEST_CASE("a 404 LIST tries the other paths in turn, quietly when asked", "[reflector]") {
+TEST_CASE("a later page cut mid-item is asked again and nothing is delivered twice",
+          "[reflector]") {
+  StreamHarness h;
+  h.reflector->Start();
+  FakeApiTransport::Respond(h.transport.Active(), 200, ReadCapture("01-list-services-p1"));
+  Request& page2 = h.transport.Active();
+  const std::string body = ReadCapture("01-list-services-p2");
+  FakeApiTransport::Head(page2, 200);
+  FakeApiTransport::Body(page2, body.substr(0, body.size() * 2 / 3));
+  size_t delivered = h.Objects();
+  CHECK(delivered >= 4);  // page 1's three and some of page 2's
+  FakeApiTransport::Done(page2, "connection closed mid-body");
+  CHECK(h.handler.errors.size() == 1);
+  h.timers.AdvanceMs(h.reflector->retry_delay_ms());
+  Request& again = h.transport.Active();
+  CHECK(again.Param("continue") == page2.Param("continue"));  // the same page
+  FakeApiTransport::Respond(again, 200, body);
+  CHECK(h.Objects() == 6);  // page 2's first objects were not delivered again
+  FakeApiTransport::Respond(h.transport.Active(), 200, ReadCapture("01-list-services-p3"));
+  FakeApiTransport::Respond(h.transport.Active(), 200, ReadCapture("01-list-services-p4"));
+  CHECK(h.Objects() == 12);
+  CHECK(h.handler.calls.front() == "BEGIN");
+  CHECK(std::count(h.handler.calls.begin(), h.handler.calls.end(), "BEGIN") == 1);
+  CHECK(h.handler.calls.back() == "END 107");
+}
+
+TEST_CASE("a LIST body that is not JSON restarts the LIST from page 1", "[reflector]") {
+  StreamHarness h;
+  h.reflector->Start();
+  FakeApiTransport::Respond(h.transport.Active(), 200, ReadCapture("01-list-services-p1"));
+  Request& page2 = h.transport.Active();
+  const std::string body = ReadCapture("01-list-services-p2");
+  FakeApiTransport::Head(page2, 200);
+  SECTION("a malformed item: what came before stays delivered, the LIST starts over") {
+    std::string broken = body;
+    broken.insert(broken.find("\"spec\""), "{");
+    FakeApiTransport::Body(page2, broken);
+    CHECK(page2.cancelled);
+  }
+  SECTION("a body that ends mid-item") {
+    FakeApiTransport::Body(page2, body.substr(0, body.size() / 2));
+    FakeApiTransport::Done(page2);
+  }
+  REQUIRE(h.handler.errors.size() == 1);
+  CHECK(h.handler.errors[0].find("k8s services: list: List: ") == 0);
+  CHECK(h.reflector->stats().errors.at("decode") == 1);
+  CHECK(h.reflector->state() == Reflector::State::kWaiting);
+  h.timers.AdvanceMs(h.reflector->retry_delay_ms());
+  Request& restart = h.transport.Active();
+  CHECK(restart.Param("continue").empty());
+  FakeApiTransport::Respond(restart, 200, ReadCapture("07-list-services-rv0"));
+  CHECK(std::count(h.handler.calls.begin(), h.handler.calls.end(), "BEGIN") == 2);
+  CHECK(h.handler.calls.back() == "END 117");
+}
+
+TEST_CASE("the first LIST comes from the watch cache, re-LISTs at the last RV, etcd after a 410",
+          "[reflector]") {
+  StreamHarness h;
+  h.reflector->Start();
+  Request& first = h.transport.Active();
+  CHECK(first.Param("resourceVersion") == "0");
+  CHECK(first.Param("resourceVersionMatch").empty());
+  // The watch cache ignores limit: the whole resource in one body, no continue.
+  FakeApiTransport::Respond(first, 200, ReadCapture("07-list-services-rv0-limit3"));
+  CHECK(h.Objects() == 12);
+  Request& watch = h.transport.Active();
+  REQUIRE(watch.IsWatch());
+  CHECK(watch.Param("resourceVersion") == "117");
+  FakeApiTransport::Head(watch, 200);
+  FakeApiTransport::Body(
+      watch,
+      R"({"type":"BOOKMARK","object":{"kind":"Service","apiVersion":"v1","metadata":{"resourceVersion":"130"}}})"
+      "\n");
+  FakeApiTransport::Done(watch);  // a clean end: watch again from the bookmark
+  Request& rewatch = h.transport.Active();
+  CHECK(rewatch.Param("resourceVersion") == "130");
+  FakeApiTransport::Respond(rewatch, 410, ReadCapture("05a-list-continue-expired"));
+
+  // At least what was seen (the bookmark's 130), from the cache: no limit, since this server
+  // did not page.
+  Request& relist = h.transport.Active();
+  CHECK(relist.path == "/api/v1/services?resourceVersion=130&resourceVersionMatch=NotOlderThan");
+  CHECK(h.reflector->stats().cache_lists == 2);
+
+  SECTION("the cache cannot serve it: a consistent LIST from etcd, paged") {
+    FakeApiTransport::Respond(relist, 504, ReadCapture("06-list-rv-too-large"));
+    h.timers.AdvanceMs(h.reflector->retry_delay_ms());  // a second failure in a row backs off
+    Request& consistent = h.transport.Active();
+    CHECK(consistent.path == "/api/v1/services?limit=500");
+    CHECK(h.reflector->stats().cache_lists == 2);
+    for (int page = 1; page <= 4; ++page) {
+      FakeApiTransport::Respond(h.transport.Active(), 200,
+                                ReadCapture("01-list-services-p" + std::to_string(page)));
+    }
+    CHECK(h.handler.calls.back() == "END 107");
+  }
+  SECTION("served: the watch resumes from the new list's RV") {
+    FakeApiTransport::Respond(relist, 200, ReadCapture("07-list-services-notolderthan"));
+    CHECK(h.handler.calls.back() == "END 117");
+    CHECK(h.transport.Active().IsWatch());
+  }
+}
+
+TEST_CASE("re-LISTs after 410 wait a random time within the jitter bound; the first does not",
+          "[reflector]") {
+  double draw = 0;
   ReflectorOptions options = Harness::Services();
-  options.path = "/apis/a.example/v1/things";
-  options.other_paths = {"/apis/b.example/v1/things"};
-  options.kind = Kind::kKubesliceServiceImport;
-  options.quiet_not_found = true;
-  Harness h(options);
-  h.reflector->Start();
-  const std::string not_found = ReadCapture("06-notfound-resource");
-  CHECK(h.transport.Active().Path() == "/apis/a.example/v1/things");
-  FakeApiTransport::Respond(h.transport.Active(), 404, not_found);
-  h.timers.AdvanceMs(h.reflector->retry_delay_ms());
-  CHECK(h.transport.Active().Path() == "/apis/b.example/v1/things");
-  FakeApiTransport::Respond(h.transport.Active(), 404, not_found);
-  h.timers.AdvanceMs(h.reflector->retry_delay_ms());
-  CHECK(h.transport.Active().Path() == "/apis/a.example/v1/things");  // round and round
-  FakeApiTransport::Respond(h.transport.Active(), 404, not_found);
-  h.timers.AdvanceMs(h.reflector->retry_delay_ms());
-  CHECK(h.handler.errors.size() == 3);  // every one reaches the handler
-  CHECK(h.reflector->stats().errors.at("404") == 3);
-  FakeApiTransport::Respond(
-      h.transport.Active(), 200,
-      R"({"kind":"ServiceImportList","apiVersion":"mesh.avesha.io/v1beta1","metadata":{"resourceVersion":"5"},"items":[]})");
-  CHECK(h.reflector->path() == "/apis/b.example/v1/things");
-  CHECK(h.Watch().Path() == "/apis/b.example/v1/things");  // the watch follows the list
+  options.relist_jitter_ms = 10'000;
+  options.random = [&] { return draw; };
+  for (double value : {0.0, 0.25, 0.999, 1.0}) {
+    INFO("draw " << value);
+    draw = value;
+    StreamHarness h(options);
+    h.reflector->Start();
+    REQUIRE(h.transport.ActiveCount() == 1);  // the first LIST at once
+    FakeApiTransport::Respond(h.transport.Active(), 200, ReadCapture("07-list-services-rv0"));
+    Request& watch = h.transport.Active();
+    FakeApiTransport::Respond(watch, 410, ReadCapture("05a-list-continue-expired"));
+    const auto expected = static_cast<uint64_t>(value * 10'000);
+    CHECK(h.reflector->retry_delay_ms() == expected);
+    CHECK(h.reflector->retry_delay_ms() <= options.relist_jitter_ms);
+    if (expected > 0) {
+      CHECK(h.transport.ActiveCount() == 0);
+      h.timers.AdvanceMs(expected - 1);
+      CHECK(h.transport.ActiveCount() == 0);
+      h.timers.AdvanceMs(1);
+    }
+    CHECK_FALSE(h.transport.Active().IsWatch());
+  }
 }
 
+TEST_CASE("a watch-list streams the list as ADDED events up to its end bookmark, then watches",
+          "[reflector]") {
+  ReflectorOptions options = Harness::Services();
+  options.watch_list = true;
+  StreamHarness h(options);
+  h.reflector->Start();
+  Request& request = h.transport.Active();
+  REQUIRE(request.IsWatch());
+  CHECK(request.Param("sendInitialEvents") == "true");
+  CHECK(request.Param("resourceVersionMatch") == "NotOlderThan");
+  CHECK(request.Param("allowWatchBookmarks") == "true");
+  CHECK(request.Param("resourceVersion") == "0");
+  const std::string list = ReadCapture("07-list-services-rv0");
+
+  SECTION("served: objects, the end bookmark, then events on the same response") {
+    FakeApiTransport::Head(request, 200);
+    CHECK(h.handler.calls == std::vector<std::string>{"BEGIN"});
+    FakeApiTransport::Body(
+        request,
+        R"({"type":"ADDED","object":{"kind":"Service","apiVersion":"v1","metadata":{"name":"a","namespace":"n","resourceVersion":"5"},"spec":{"clusterIP":"10.0.0.1"}}})"
+        "\n"
+        R"({"type":"ADDED","object":{"kind":"Service","apiVersion":"v1","metadata":{"name":"b","namespace":"n","resourceVersion":"6"},"spec":{"clusterIP":"10.0.0.2"}}})"
+        "\n");
+    CHECK(h.Objects() == 2);
+    CHECK(h.reflector->stats().lists == 0);
+    FakeApiTransport::Body(
+        request,
+        R"({"type":"BOOKMARK","object":{"kind":"Service","apiVersion":"v1","metadata":{"resourceVersion":"9","annotations":{"k8s.io/initial-events-end":"true"}}}})"
+        "\n");
+    CHECK(h.handler.calls.back() == "END 9");
+    CHECK(h.reflector->stats().lists == 1);
+    CHECK(h.reflector->stats().resource_version.text == "9");
+    CHECK(request.active());  // the same response is now the watch
+    CHECK(h.transport.ActiveCount() == 1);
+  }
+  SECTION("refused by a 1.25 server (422): LIST at once, and from then on") {
+    FakeApiTransport::Respond(
+        request, 422,
+        R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch","reason":"Invalid","code":422})");
+    Request& fallback = h.transport.Active();
+    CHECK_FALSE(fallback.IsWatch());
+    CHECK(fallback.path == "/api/v1/services?resourceVersion=0&limit=500");
+    FakeApiTransport::Respond(fallback, 200, list);
+    CHECK(h.handler.calls.back() == "END 117");
+    // A later re-LIST does not try the watch-list again.
+    FakeApiTransport::Respond(h.transport.Active(), 410, ReadCapture("05a-list-continue-expired"));
+    CHECK_FALSE(h.transport.Active().IsWatch());
+  }
+  SECTION("ended before its end bookmark (a server that ignores it): LIST instead") {
+    FakeApiTransport::Head(request, 200);
+    FakeApiTransport::Done(request);
+    CHECK_FALSE(h.transport.Active().IsWatch());
+  }
+  SECTION("cut mid-way: asked again whole, after backoff") {
+    FakeApiTransport::Head(request, 200);
+    FakeApiTransport::Done(request, "connection reset by peer");
+    h.timers.AdvanceMs(h.reflector->retry_delay_ms());
+    CHECK(h.transport.Active().Param("sendInitialEvents") == "true");
+    CHECK(std::count(h.handler.calls.begin(), h.handler.calls.end(), "BEGIN") == 1);
+  }
+}
+
+TEST_CASE("a LIST is cut when it sends nothing for list_timeout_ms, however long it takes",
+          "[reflector]") {
+  StreamHarness h;
+  h.reflector->Start();
+  Request& list = h.transport.Active();
+  CHECK(list.timeout_ms == 0);  // a whole-cluster body may take minutes
+  const std::string body = ReadCapture("07-list-services-rv0");
+  FakeApiTransport::Head(list, 200);
+  for (int i = 0; i < 5; ++i) {  // 5 minutes of a slow body, a byte every 50 s
+    h.timers.AdvanceMs(50'000);
+    FakeApiTransport::Body(list, body.substr(i, 1));
+  }
+  CHECK(list.active());
+  h.timers.AdvanceMs(60'000);  // then silence
+  CHECK(list.cancelled);
+  REQUIRE(h.handler.errors.size() == 1);
+  CHECK(h.handler.errors[0] == "k8s services: list: no data for 60000 ms");
+  h.timers.AdvanceMs(h.reflector->retry_delay_ms());
+  FakeApiTransport::Respond(h.transport.Active(), 200, body);
+  CHECK(h.handler.calls.back() == "END 117");
+  CHECK(std::count(h.handler.calls.begin(), h.handler.calls.end(), "BEGIN") == 2);
+}
+
+}  // namespace
 }  // namespace kdns::k8s

@@ -266,6 +266,7 @@ class Api:
                     token_rv, start = shapes.decode_continue(token)
                 except ValueError as e:
                     return 400, shapes.status_bad_continue(str(e)), None
+                st.count_read(res.plural, "etcd")  # every continue reads etcd
                 if token_rv < 0:  # the inconsistent token a 410 hands out
                     snap, list_rv = st.store.snapshot(res.plural), st.store.revision
                 else:
@@ -283,6 +284,10 @@ class Api:
                 if want > st.store.revision:
                     return (504, shapes.status_rv_too_large(want, st.store.revision),
                             {"Retry-After": "1"})
+                # The watch cache serves rv=0, and a NotOlderThan without limit; a limit
+                # or Exact goes to etcd (captures 07-*).
+                cached = match != "Exact" and (want == 0 or not limit)
+                st.count_read(res.plural, "cache" if cached else "etcd")
                 if match == "Exact":
                     try:
                         snap, list_rv = st.store.snapshot(res.plural, want), want
@@ -295,6 +300,7 @@ class Api:
                         limit, sort = 0, False
                         snap = dict(random.sample(list(snap.items()), len(snap)))
             else:
+                st.count_read(res.plural, "etcd")  # a consistent (quorum) read
                 snap, list_rv = st.store.snapshot(res.plural), st.store.revision
         selector = _first(query, "labelSelector")
         if selector:  # filtered before paging, as the apiserver's storage does
@@ -333,6 +339,27 @@ class Api:
             self._record(req, path, qflat, "watch", 500, auth)
             return self._json_reply(req, 500, shapes.status_rv_not_a_number(rv_s))
         bookmarks = _first(query, "allowWatchBookmarks") in ("1", "true")
+        match = _first(query, "resourceVersionMatch") or None
+        initial = _first(query, "sendInitialEvents") in ("1", "true")
+        refusal = None
+        if match and not st.watch_list:
+            # 1.25 (and later servers without the WatchList feature) validate ListOptions so.
+            refusal = shapes.status_forbidden_option(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden for watch")
+        elif st.watch_list and initial and match != "NotOlderThan":
+            refusal = shapes.status_forbidden_option(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
+        elif st.watch_list and initial and not bookmarks:
+            refusal = shapes.status_forbidden_option(
+                "allowWatchBookmarks", "sendInitialEvents requires allowWatchBookmarks=true")
+        elif st.watch_list and match and not initial:
+            refusal = shapes.status_forbidden_option(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
+        if refusal is not None:
+            self._record(req, path, qflat, "watch", 422, auth)
+            return self._json_reply(req, 422, refusal)
         try:
             timeout_s = float(_first(query, "timeoutSeconds") or st.default_watch_timeout_s)
         except ValueError:
@@ -344,10 +371,10 @@ class Api:
             timeout_s = cap
         return Reply(200, _headers({}), stream=self._watch_stream(
             req, res, namespace, path, rv_s, qflat, auth, bookmarks, timeout_s,
-            shapes.selector_matcher(_first(query, "labelSelector"))))
+            shapes.selector_matcher(_first(query, "labelSelector")), initial and st.watch_list))
 
     def _watch_stream(self, req, res, namespace, path, rv_s, qflat, auth, bookmarks,
-                      timeout_s, selected):
+                      timeout_s, selected, initial_events=False):
         """A generator: HEAD, then data lines (bytes), then END or a Cut.
 
         The writer sends each item as it comes. If the client is gone it raises
@@ -380,7 +407,19 @@ class Api:
             w.log_entry.update(proto=req.proto, conn=req.conn)
             epoch = st.store.epoch  # a restart bumps it
             first_lines, expired = [], None
-            if rv_s is None or rv_s == "0":
+            if initial_events:
+                # Watch-list: the state from the watch cache as ADDED events (at least as
+                # new as the rv asked for), then a bookmark that marks their end.
+                st.count_read(res.plural, "cache")
+                snap = st.store.snapshot(res.plural)
+                first_lines = [shapes.watch_line("ADDED", o)
+                               for k, o in sorted(snap.items()) if (prefix is None or
+                               k.startswith(prefix)) and selected(o)]
+                end = shapes.bookmark(res, st.store.revision)
+                end["metadata"]["annotations"] = {"k8s.io/initial-events-end": "true"}
+                first_lines.append(shapes.watch_line("BOOKMARK", end))
+                w.cursor = st.store.revision
+            elif rv_s is None or rv_s == "0":
                 snap = st.store.snapshot(res.plural)
                 first_lines = [shapes.watch_line("ADDED", o)
                                for k, o in sorted(snap.items()) if (prefix is None or
@@ -392,6 +431,7 @@ class Api:
                     st.store.events_after(res.plural, w.cursor)
                 except store.Expired as e:
                     expired = e
+                    st.count_read(res.plural, "etcd")  # the cache sends it to etcd
         reason = "client-gone"
         try:
             yield HEAD

@@ -128,6 +128,9 @@ def parse_args(argv):
                    help="start without this CRD group (multicluster.x-k8s.io, "
                         "networking.kubeslice.io, mesh.avesha.io): its paths answer 404 "
                         "until POST /control/crd installs it (repeatable)")
+    p.add_argument("--watch-list", action="store_true",
+                   help="serve watch-list (sendInitialEvents=true) like a 1.32+ server; "
+                        "without it a watch with resourceVersionMatch gets 1.25's 422")
     p.add_argument("--max-connections", type=int, default=256)
     p.add_argument("--api-port", type=int, default=0)
     p.add_argument("--control-port", type=int, default=0)
@@ -148,6 +151,7 @@ def main(argv):
     st = state_mod.State(args.history_size, args.initial_rv, tokens, args.bookmark_interval,
                          args.default_watch_timeout, args.too_large_wait, not args.no_slices)
     st.max_watch_timeout_s = args.max_watch_timeout
+    st.watch_list = args.watch_list
     for group in args.crd_absent:
         if group not in api.shapes.CRD_GROUPS:
             sys.exit(f"fake_apiserver: --crd-absent: unknown group {group!r}")

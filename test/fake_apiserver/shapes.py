@@ -334,6 +334,15 @@ def status_match_without_rv():
                                "field": "resourceVersionMatch"}]})
 
 
+def status_forbidden_option(field, msg):
+    """The 422 of an invalid ListOptions (the form of 07-list-services-match-without-rv)."""
+    return status(422, f'ListOptions.meta.k8s.io "" is invalid: {field}: Forbidden: {msg}',
+                  "Invalid",
+                  {"group": "meta.k8s.io", "kind": "ListOptions",
+                   "causes": [{"reason": "FieldValueForbidden", "message": f"Forbidden: {msg}",
+                               "field": field}]})
+
+
 def status_list_rv_expired():
     return status(410, "The resourceVersion for the provided list is too old.", "Expired")
 

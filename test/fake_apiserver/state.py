@@ -46,6 +46,9 @@ class State:
         self.too_large_wait_s = too_large_wait_s
         self.slices_served = slices_served
         self.crds_absent = set()  # CRD groups not installed: their paths answer 404
+        # Serve watch-list (sendInitialEvents=true), as a 1.32+ server does; off, the fake
+        # is the 1.25 server of the captures, which refuses resourceVersionMatch on a watch.
+        self.watch_list = False
         self.down_until = 0.0
         self.churn = None  # the running or last generate.Churn
         self.watches = {}
@@ -58,6 +61,12 @@ class State:
         self.watch_ends = collections.Counter()
         self.dropped_while_down = 0
         self.log = collections.deque(maxlen=REQUEST_LOG_SIZE)
+        # Reads by where a real apiserver serves them: "etcd" (a consistent LIST, a page of
+        # one, an Exact or paged NotOlderThan LIST, a watch from before the window) or
+        # "cache" (the watch cache: resourceVersion=0, NotOlderThan without limit,
+        # watch-list's initial events), each also by resource plural.
+        self.reads = collections.Counter()
+        self.reads_by_resource = collections.defaultdict(collections.Counter)
 
     # The methods below expect the lock held.
 
@@ -67,6 +76,10 @@ class State:
                  "path": path, "query": query, "verb": verb, "status": status, "auth": auth}
         self.log.append(entry)
         return entry
+
+    def count_read(self, plural, source):
+        self.reads[source] += 1
+        self.reads_by_resource[plural][source] += 1
 
     def open_watch(self, path, query):
         w = OpenWatch(next(self._watch_ids), path, query)
@@ -111,6 +124,9 @@ class State:
             "crds_absent": sorted(self.crds_absent),
             "tokens": len(self.tokens),
             "bookmark_interval_s": self.bookmark_interval_s,
+            "reads": {"etcd": self.reads["etcd"], "cache": self.reads["cache"]},
+            "reads_by_resource": {p: dict(c) for p, c in self.reads_by_resource.items()},
+            "watch_list": self.watch_list,
         }
 
     def requests_since(self, seq):
