@@ -147,6 +147,9 @@ DEFINE_string(federations, "",
 DEFINE_bool(log_queries, false,
             "Log one line per answer: client, name, type, rcode, source (local, upstream), "
             "duration.");
+DEFINE_bool(log_queries_extra, false,
+            "With --log-queries: also the query ID, transport and reply size, as frontend-cache's "
+            "--log-queries=extra (which kubedns accepts too).");
 DEFINE_int32(log_queries_rate, 100,
              "With --log-queries, at most this many lines a second (0: no limit); the rest are "
              "counted and summed in one line.");
@@ -215,6 +218,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.config_map_namespace = FLAGS_config_map_namespace;
   flags.federations = FLAGS_federations;
   flags.log_queries = FLAGS_log_queries;
+  flags.log_queries_extra = FLAGS_log_queries_extra;
   flags.log_queries_rate = FLAGS_log_queries_rate;
   flags.log_queries_sample = FLAGS_log_queries_sample;
   flags.autopath = FLAGS_autopath;
@@ -230,7 +234,8 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
 int main(int argc, char** argv) {
   kdns::app::SetProgram(
       {"kubedns", "Authoritative DNS for the Kubernetes cluster domain.\nUsage: kubedns [flags]"});
-  kdns::app::ParseFlags(std::vector<std::string>(argv, argv + argc));
+  kdns::app::ParseFlags(
+      kdns::kubedns::ExpandLogQueriesExtra(std::vector<std::string>(argv, argv + argc)));
   kdns::kubedns::Options options;
   std::string error;
   if (!kdns::kubedns::BuildOptions(FlagValuesFromGflags(), kdns::k8s::ProcessEnv(), &options,

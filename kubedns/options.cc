@@ -231,8 +231,10 @@ bool QueryLogOptions(const FlagValues& flags, server::QueryLogOptions* log, std:
     *error = "--log-queries-sample: must be in 1..1000000 (log one query in N)";
     return false;
   }
-  log->detail = flags.log_queries ? server::QueryLogOptions::Detail::kBasic
-                                  : server::QueryLogOptions::Detail::kOff;
+  using Detail = server::QueryLogOptions::Detail;
+  log->detail = !flags.log_queries        ? Detail::kOff
+                : flags.log_queries_extra ? Detail::kExtra
+                                          : Detail::kBasic;
   log->max_lines_per_second = static_cast<uint32_t>(flags.log_queries_rate);
   log->sample_one_in = static_cast<uint32_t>(flags.log_queries_sample);
   return true;
@@ -389,6 +391,23 @@ bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env, Options* o
   return Duration("initial-sync-timeout", flags.initial_sync_timeout,
                   &options->initial_sync_timeout_ms, error) &&
          Duration("lameduck", flags.lameduck, &options->lameduck_ms, error);
+}
+
+std::vector<std::string> ExpandLogQueriesExtra(std::vector<std::string> args) {
+  std::vector<std::string> out;
+  out.reserve(args.size() + 1);
+  bool extra = false;
+  for (std::string& arg : args) {
+    if (arg == "--log-queries=extra" || arg == "-log-queries=extra" ||
+        arg == "--log_queries=extra" || arg == "-log_queries=extra") {
+      out.emplace_back("--log_queries");
+      extra = true;
+    } else {
+      out.push_back(std::move(arg));
+    }
+  }
+  if (extra) out.emplace_back("--log_queries_extra");
+  return out;
 }
 
 }  // namespace kdns::kubedns

@@ -70,6 +70,7 @@ struct FlagValues {
   std::string federations;  // refused when set
   // Query logging (common/server/query_log.h).
   bool log_queries = false;
+  bool log_queries_extra = false;  // also the query ID, transport and reply size
   int64_t log_queries_rate = 100;
   int64_t log_queries_sample = 1;
   // --autopath; --autopath-search: nullopt when not given (resolv.conf's search list), a
@@ -92,6 +93,11 @@ struct Options {
 
 // Checks the flags and builds the options; false with a one-line *error naming the first
 // bad flag. `env` gives $PROMETHEUS_PORT and, in-cluster, the API server's address.
+// `--log-queries=extra` (frontend-cache's and dnsmasq's spelling) for kubedns's gflags, where
+// --log-queries is a bool: the same as `--log-queries --log-queries-extra`. Every other
+// argument is left as it is.
+std::vector<std::string> ExpandLogQueriesExtra(std::vector<std::string> args);
+
 [[nodiscard]] bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env,
                                 Options* options, std::string* error);
 

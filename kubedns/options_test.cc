@@ -406,6 +406,26 @@ TEST_CASE("--log-queries turns the query log on, bounded by its rate", "[kubedns
   CHECK(ErrorOf(flags) == "--log-queries-sample: must be in 1..1000000 (log one query in N)");
 }
 
+TEST_CASE("--log-queries=extra is --log-queries with the extra detail", "[kubedns][options]") {
+  using Args = std::vector<std::string>;
+  CHECK(ExpandLogQueriesExtra(Args{"kubedns", "--log-queries=extra", "--v=2"}) ==
+        Args{"kubedns", "--log_queries", "--v=2", "--log_queries_extra"});
+  CHECK(ExpandLogQueriesExtra(Args{"kubedns", "-log_queries=extra"}) ==
+        Args{"kubedns", "--log_queries", "--log_queries_extra"});
+  CHECK(ExpandLogQueriesExtra(Args{"kubedns", "--log-queries", "--log-queries=true"}) ==
+        Args{"kubedns", "--log-queries", "--log-queries=true"});
+  Options options;
+  std::string error;
+  FlagValues flags = Offline();
+  flags.log_queries = true;
+  flags.log_queries_extra = true;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.query_log.detail == server::QueryLogOptions::Detail::kExtra);
+  flags.log_queries = false;  // --log-queries-extra alone logs nothing
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.query_log.detail == server::QueryLogOptions::Detail::kOff);
+}
+
 }  // namespace
 TEST_CASE("kubedns --autopath is off by default; --autopath-search gives the node's domains",
           "[kubedns][options][autopath]") {
