@@ -7,6 +7,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/header.h"
+#include "common/dns/message.h"
 #include "common/dns/wire_reader.h"
 #include "common/server/forward_reply.h"
 
@@ -229,6 +230,44 @@ size_t WriteForwardedResponse(std::span<const uint8_t> reply, const dns::Query& 
   // The upstream's own TC stays: what it sent is partial, the client must retry over TCP.
   if (size > 0 && analysis.result == Cacheability::kTruncated) out[2] |= kTcBit;
   return size;
+}
+
+bool StripAaaa(std::span<const uint8_t> reply, std::vector<uint8_t>* out) {
+  dns::Message message;
+  if (dns::ParseMessage(reply, &message, dns::TrailingData::kIgnore) != dns::ParseError::kOk) {
+    return false;
+  }
+  auto is_aaaa = [](const dns::ResourceRecord& record) {
+    return record.type == dns::RrType::kAaaa;
+  };
+  bool any = false;
+  for (auto section :
+       {dns::Section::kAnswer, dns::Section::kAuthority, dns::Section::kAdditional}) {
+    any = any ||
+          std::any_of(message.section(section).begin(), message.section(section).end(), is_aaaa);
+  }
+  if (!any) return false;
+  // Removing records only shrinks the message, so the reply's own size is room enough.
+  std::vector<uint8_t> buffer(std::max(reply.size(), dns::kHeaderSize));
+  dns::MessageBuilder builder(buffer, dns::kMaxMessageSize);
+  builder.header() = message.header;
+  builder.header().rcode = message.rcode();
+  if (message.edns && builder.SetEdns(message.edns->View()) != dns::BuildError::kOk) return false;
+  for (const dns::Question& question : message.questions) {
+    if (builder.AddQuestion(question.name, question.type, question.cls) != dns::BuildError::kOk) {
+      return false;
+    }
+  }
+  for (auto section :
+       {dns::Section::kAnswer, dns::Section::kAuthority, dns::Section::kAdditional}) {
+    for (const dns::ResourceRecord& record : message.section(section)) {
+      if (is_aaaa(record)) continue;
+      if (builder.AddRecord(section, record) != dns::BuildError::kOk) return false;
+    }
+  }
+  const std::span<const uint8_t> written = builder.Finish();
+  out->assign(written.begin(), written.end());
+  return true;
 }
 
 }  // namespace kdns::frontend

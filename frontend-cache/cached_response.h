@@ -98,6 +98,13 @@ size_t WriteCachedResponse(std::span<const uint8_t> stored, size_t question_end,
 // OPT replaced by ours when the client sent EDNS, TC with no records when it does not fit
 // max_size_bytes). `scratch` and `ttl_offsets` are caller-owned buffers reused across calls.
 // Returns the size written, 0 when `reply` is not a whole reply to the query's question.
+// --filter-AAAA on an upstream's reply, as dnsmasq's: the reply without its AAAA records, in
+// every section (an ANY answer, glue in the additional section), re-encoded into *out.
+// False, leaving *out alone, when the reply has none or does not parse (it is then used as
+// it is: the rest of the path judges it). AAAA queries never get here: the filter answers
+// them NODATA itself.
+bool StripAaaa(std::span<const uint8_t> reply, std::vector<uint8_t>* out);
+
 size_t WriteForwardedResponse(std::span<const uint8_t> reply, const dns::Query& query,
                               const CachePolicy& policy, std::vector<uint8_t>* scratch,
                               std::vector<uint16_t>* ttl_offsets, std::span<uint8_t> out,

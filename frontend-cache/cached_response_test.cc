@@ -189,3 +189,47 @@ TEST_CASE(
 }
 
 }  // namespace kdns::frontend
+
+namespace kdns::frontend {
+namespace {
+
+TEST_CASE("--filter-AAAA strips AAAA records from every section of a reply",
+          "[frontend][cached_response]") {
+  testing::Reply reply;
+  reply.qname = "www.example.com.";
+  reply.type = dns::RrType::kAny;
+  reply.answers = {"www.example.com. 300 IN A 192.0.2.1",
+                   "www.example.com. 300 IN AAAA 2001:db8::1",
+                   "www.example.com. 300 IN TXT \"kept\""};
+  reply.authorities = {"example.com. 600 IN NS ns.example.com."};
+  reply.additionals = {"ns.example.com. 900 IN A 192.0.2.53",
+                       "ns.example.com. 900 IN AAAA 2001:db8::53"};
+  reply.ad = true;
+  const std::vector<uint8_t> bytes = testing::MakeReply(reply);
+  std::vector<uint8_t> stripped;
+  REQUIRE(StripAaaa(bytes, &stripped));
+  const dns::Message before = testing::Parse(bytes);
+  const dns::Message after = testing::Parse(stripped);
+  CHECK(after.header.id == before.header.id);
+  CHECK(after.header.ad);
+  CHECK(after.questions == before.questions);
+  REQUIRE(after.answers.size() == 2);
+  CHECK(after.answers[0] == before.answers[0]);
+  CHECK(after.answers[1] == before.answers[2]);
+  CHECK(after.authorities == before.authorities);
+  REQUIRE(after.additionals.size() == 1);
+  CHECK(after.additionals[0] == before.additionals[0]);
+  CHECK(after.edns == before.edns);
+
+  // Nothing to strip, or not a message: the reply is used as it is.
+  testing::Reply plain;
+  plain.qname = "www.example.com.";
+  plain.answers = {"www.example.com. 300 IN A 192.0.2.1"};
+  std::vector<uint8_t> untouched = {1, 2, 3};
+  CHECK_FALSE(StripAaaa(testing::MakeReply(plain), &untouched));
+  CHECK_FALSE(StripAaaa(std::vector<uint8_t>{0, 1, 2}, &untouched));
+  CHECK(untouched == std::vector<uint8_t>({1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace kdns::frontend

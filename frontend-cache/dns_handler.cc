@@ -112,12 +112,10 @@ DnsHandler::~DnsHandler() {
 }
 
 void DnsHandler::HandleQuery(server::Request& request) {
-  using Source = FrontendMetrics::Source;
-  const auto start = FrontendMetrics::AnswerClock::now();
+  using server::AnswerSource;
+  const Start start = StartNow();
   const server::Admission& admission = request.admission();
   const dns::Query& query = admission.query;
-  const uint64_t start_us = LogStart();
-  using server::AnswerSource;
   switch (admission.verdict) {
     case server::Verdict::kAdmitted:
       break;
@@ -126,7 +124,7 @@ void DnsHandler::HandleQuery(server::Request& request) {
       return;
     case server::Verdict::kFormErr:
       shared_.metrics.Malformed();
-      shared_.metrics.AnswerTime(Source::kLocal, start);
+      shared_.metrics.AnswerTime(AnswerSource::kLocal, start.at);
       (void)request.Reply(server::WriteRefusal(admission, request.response_buffer()));
       return;
     case server::Verdict::kBadVers:
@@ -135,11 +133,11 @@ void DnsHandler::HandleQuery(server::Request& request) {
       const std::span<const uint8_t> refusal =
           server::WriteRefusal(admission, request.response_buffer());
       if (refusal.empty()) return;  // cannot happen for a parsed query; the client retries
+      // Counted by the verdict's rcode: BADVERS is an extended rcode, not in the header.
       shared_.metrics.Answered(query.qtype, server::RefusalRcode(admission.verdict));
-      shared_.metrics.AnswerTime(Source::kLocal, start);
-      if (start_us != 0) {
-        LogAnswer(request.peer(), query, refusal, AnswerSource::kLocal, request.transport(),
-                  start_us);
+      shared_.metrics.AnswerTime(AnswerSource::kLocal, start.at);
+      if (start.logged) {
+        LogAnswer(request.peer(), query, refusal, AnswerSource::kLocal, request.transport(), start);
       }
       (void)request.Reply(refusal);
       return;
@@ -147,25 +145,23 @@ void DnsHandler::HandleQuery(server::Request& request) {
   }
   if (query.qclass == dns::RrClass::kCh) {
     shared_.metrics.LocalAnswer(FrontendMetrics::Local::kChaos);
-    shared_.metrics.AnswerTime(Source::kLocal, start);
     const size_t limit = admission.reply_limit_bytes;
     const size_t size =
         frontend::AnswerChaos(query, ChaosStatsNow(), request.response_buffer(), limit);
     if (size == 0) {
-      return ReplyEmpty(request, query, dns::Rcode::kServFail, AnswerSource::kLocal, start_us);
+      return ReplyEmpty(request, query, dns::Rcode::kServFail, AnswerSource::kLocal, start);
     }
     return Reply(request, query, request.response_buffer().first(size), AnswerSource::kLocal,
-                 start_us);
+                 start);
   }
   if (upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
     // Our own loop probe came back from its upstream's side: that upstream forwards to us.
     // Never forward such a name; a replayed, expired or foreign one disables nothing.
     shared_.metrics.LocalAnswer(FrontendMetrics::Local::kLoopProbe);
-    shared_.metrics.AnswerTime(Source::kLocal, start);
     if (auto upstream = shared_.upstream_table->MatchLoopProbe(query.qname, request.peer())) {
       shared_.upstream_table->Disable(*upstream, "its queries come back to us (a loop)");
     }
-    return ReplyEmpty(request, query, dns::Rcode::kRefused, AnswerSource::kLocal, start_us);
+    return ReplyEmpty(request, query, dns::Rcode::kRefused, AnswerSource::kLocal, start);
   }
   const RoutingState* routing = routing_.Get();
   const Route& route = routing->table.Lookup(query.qname);
@@ -176,21 +172,19 @@ void DnsHandler::HandleQuery(server::Request& request) {
     const size_t size =
         routing->local.Write(local, query, request.response_buffer(), admission.reply_limit_bytes);
     if (size == 0) {
-      return ReplyEmpty(request, query, dns::Rcode::kServFail, AnswerSource::kLocal, start_us);
+      return ReplyEmpty(request, query, dns::Rcode::kServFail, AnswerSource::kLocal, start);
     }
     return Reply(request, query, request.response_buffer().first(size), AnswerSource::kLocal,
-                 start_us);
+                 start);
   }
   if (route.action == RouteAction::kNxDomain) {
     shared_.metrics.LocalAnswer(FrontendMetrics::Local::kNxDomain);
-    shared_.metrics.AnswerTime(Source::kLocal, start);
-    return ReplyEmpty(request, query, dns::Rcode::kNxDomain, AnswerSource::kLocal, start_us,
+    return ReplyEmpty(request, query, dns::Rcode::kNxDomain, AnswerSource::kLocal, start,
                       /*aa=*/true);
   }
   if (route.action == RouteAction::kRefused) {
     shared_.metrics.LocalAnswer(FrontendMetrics::Local::kRefused);
-    shared_.metrics.AnswerTime(Source::kLocal, start);
-    return ReplyEmpty(request, query, dns::Rcode::kRefused, AnswerSource::kLocal, start_us);
+    return ReplyEmpty(request, query, dns::Rcode::kRefused, AnswerSource::kLocal, start);
   }
   const upstream::UpstreamSet& upstreams = routing->SetFor(route);
   const CacheKey key = CacheKey::FromQuery(query);
@@ -198,17 +192,15 @@ void DnsHandler::HandleQuery(server::Request& request) {
   const LookupResult hit = shared_.cache.Lookup(key, query, request.response_buffer(), limit);
   if (hit.status == LookupStatus::kHit) {
     routing->local.ClearNxDomainOfKnownName(query.qname, request.response_buffer().first(hit.size));
-    shared_.metrics.AnswerTime(Source::kCache, start);
-    Reply(request, query, request.response_buffer().first(hit.size), AnswerSource::kCache,
-          start_us);
+    Reply(request, query, request.response_buffer().first(hit.size), AnswerSource::kCache, start);
     if (hit.prefetch) Prefetch(query, key, upstreams, routing->generation);
     return;
   }
   // A miss: the right to answer is kept until the upstream's answer, within the budget.
-  const uint64_t id = waiting_.Add(request, Forwarded{routing->generation, start, start_us});
+  const uint64_t id = waiting_.Add(request, Forwarded{routing->generation, start});
   if (id == 0) {
     return ReplyStaleOrFail(request, query, key, limit, upstream::Outcome::kOverloaded,
-                            upstream::FailReason::kNone, start, start_us);
+                            upstream::FailReason::kNone, start);
   }
   forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport), upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
@@ -222,13 +214,13 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
                                           std::span<const uint8_t> query_bytes,
                                           const loop::SocketAddress& peer, std::span<uint8_t> out) {
   (void)query_bytes;
-  const auto start = FrontendMetrics::AnswerClock::now();
+  // Sampled for the query log only once the hit is known: a query left to HandleQuery is
+  // sampled there.
+  Start start{FrontendMetrics::AnswerClock::now()};
   const dns::Query& query = admission.query;
   if (query.qclass == dns::RrClass::kCh || upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
     return 0;
   }
-  // Sampled only once the hit is known: a query left to HandleQuery is sampled there.
-  const uint64_t start_us = shared_.query_log.enabled() ? server::NowUs() : 0;
   const RoutingState* routing = receiver_routing_.Get();
   if (routing == nullptr) return 0;
   const Route& forward_route = routing->table.Lookup(query.qname);
@@ -246,10 +238,11 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
   if (hit.status != LookupStatus::kHit) return 0;  // HandleQuery looks again and counts it
   routing->local.ClearNxDomainOfKnownName(query.qname, out.first(hit.size));
   shared_.metrics.Answered(query.qtype, RcodeOf(out.first(hit.size)));
-  shared_.metrics.AnswerTime(FrontendMetrics::Source::kCache, start);  // sent by the caller
-  if (start_us != 0 && shared_.query_log.Sample()) {
+  shared_.metrics.AnswerTime(server::AnswerSource::kCache, start.at);  // sent by the caller
+  start.logged = shared_.query_log.Sample();
+  if (start.logged) {
     LogAnswer(peer, query, out.first(hit.size), server::AnswerSource::kCache, dns::Transport::kUdp,
-              start_us);
+              start);
   }
   if (hit.prefetch) {
     // The forwarder lives on the serving thread: refresh the entry from there.
@@ -269,106 +262,103 @@ void DnsHandler::Prefetch(const dns::Query& query, const CacheKey& key,
       upstream::Request::FromQuery(query, dns::Transport::kUdp), upstreams,
       [this, key, routing_generation](const upstream::Result& result) {
         if (result.outcome == upstream::Outcome::kAnswer && Cacheable(routing_generation)) {
-          (void)shared_.cache.Insert(key, result.reply);
+          (void)shared_.cache.Insert(key, Filtered(result.reply));
         }
       });
 }
 
 void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
-  using Source = FrontendMetrics::Source;
   std::optional<server::WaitingQueries<Forwarded>::Waiting> waiting = waiting_.Take(id);
   if (!waiting) return;  // its TCP client went away
-  const auto start = waiting->state.start;
+  const Start start = waiting->state.start;
   server::Responder& responder = waiting->responder;
   const dns::Query query = waiting->client.query();
   const CacheKey key = CacheKey::FromQuery(query);
   const std::span<uint8_t> out = context_.response_buffer;
   const size_t limit = waiting->client.limit_bytes;
-  const uint64_t start_us = waiting->state.start_us;
   if (result.outcome == upstream::Outcome::kAnswer) {
+    const std::span<const uint8_t> reply = Filtered(result.reply);
     if (Cacheable(waiting->state.routing_generation)) {
-      (void)shared_.cache.Insert(key, result.reply);
+      (void)shared_.cache.Insert(key, reply);
     }
-    const size_t size = WriteForwardedResponse(result.reply, query, shared_.cache_policy, &scratch_,
+    const size_t size = WriteForwardedResponse(reply, query, shared_.cache_policy, &scratch_,
                                                &ttl_offsets_, out, limit);
     if (size > 0) {
       routing_.Get()->local.ClearNxDomainOfKnownName(query.qname, out.first(size));
-      shared_.metrics.AnswerTime(Source::kUpstream, start);
-      return Reply(responder, query, out.first(size), server::AnswerSource::kUpstream, start_us);
+      return Reply(responder, query, out.first(size), server::AnswerSource::kUpstream, start);
     }
     shared_.metrics.BadReply();  // matched the question, yet not a whole message
-    shared_.metrics.AnswerTime(Source::kFailure, start);
-    return ReplyEmpty(responder, query, dns::Rcode::kServFail, server::AnswerSource::kUpstream,
-                      start_us);
+    return ReplyEmpty(responder, query, dns::Rcode::kServFail, server::AnswerSource::kFailure,
+                      start);
   }
   if (result.reason == upstream::FailReason::kShutdown) {
     shared_.metrics.ServFail(result.outcome, result.reason);
-    shared_.metrics.AnswerTime(Source::kFailure, start);
-    return ReplyEmpty(responder, query, dns::Rcode::kServFail, server::AnswerSource::kLocal,
-                      start_us);
+    return ReplyEmpty(responder, query, dns::Rcode::kServFail, server::AnswerSource::kFailure,
+                      start);
   }
   // Every upstream failed, or the forwarder's budget is spent (kOverloaded).
-  ReplyStaleOrFail(responder, query, key, limit, result.outcome, result.reason, start, start_us);
+  ReplyStaleOrFail(responder, query, key, limit, result.outcome, result.reason, start);
 }
 
 template <class To>
 void DnsHandler::ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKey& key,
                                   size_t limit, upstream::Outcome outcome,
-                                  upstream::FailReason reason,
-                                  FrontendMetrics::AnswerClock::time_point start,
-                                  uint64_t start_us) {
+                                  upstream::FailReason reason, const Start& start) {
   // RFC 8767: an expired answer is better than none (a fresh one, refreshed meanwhile by
   // another query, better still).
   const std::span<uint8_t> out = context_.response_buffer;
   const LookupResult stale = shared_.cache.LookupStale(key, query, out, limit);
   if (stale.status != LookupStatus::kMiss) {
     routing_.Get()->local.ClearNxDomainOfKnownName(query.qname, out.first(stale.size));
-    shared_.metrics.AnswerTime(FrontendMetrics::Source::kStale, start);
     // A fresh entry (refreshed meanwhile by another query) is a cache answer.
     return Reply(to, query, out.first(stale.size),
                  stale.status == LookupStatus::kHit ? server::AnswerSource::kCache
                                                     : server::AnswerSource::kStale,
-                 start_us);
+                 start);
   }
   shared_.metrics.ServFail(outcome, reason);
-  shared_.metrics.AnswerTime(FrontendMetrics::Source::kFailure, start);
-  // Never forwarded (a budget was spent): our own answer; else the upstreams' failure.
-  ReplyEmpty(to, query, dns::Rcode::kServFail,
-             outcome == upstream::Outcome::kOverloaded ? server::AnswerSource::kLocal
-                                                       : server::AnswerSource::kUpstream,
-             start_us);
+  ReplyEmpty(to, query, dns::Rcode::kServFail, server::AnswerSource::kFailure, start);
+}
+
+std::span<const uint8_t> DnsHandler::Filtered(std::span<const uint8_t> reply) {
+  if (!shared_.filter_aaaa || !StripAaaa(reply, &filtered_)) return reply;
+  return filtered_;
 }
 
 bool DnsHandler::Cacheable(uint64_t routing_generation) {
   return routing_.Get()->generation == routing_generation;
 }
 
-uint64_t DnsHandler::LogStart() { return shared_.query_log.Sample() ? server::NowUs() : 0; }
+DnsHandler::Start DnsHandler::StartNow() {
+  return Start{FrontendMetrics::AnswerClock::now(), shared_.query_log.Sample()};
+}
 
 void DnsHandler::LogAnswer(const loop::SocketAddress& client, const dns::Query& query,
                            std::span<const uint8_t> response, server::AnswerSource source,
-                           dns::Transport transport, uint64_t start_us) {
-  const uint64_t now_us = server::NowUs();
+                           dns::Transport transport, const Start& start) {
+  const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+      FrontendMetrics::AnswerClock::now() - start.at);
   shared_.query_log.Log(server::QueryLogEntry{client, query.qname, query.qtype, RcodeOf(response),
-                                              source, now_us > start_us ? now_us - start_us : 0,
+                                              source, static_cast<uint64_t>(took.count()),
                                               query.header.id, transport, response.size()});
 }
 
 template <class To>
 void DnsHandler::Reply(To& to, const dns::Query& query, std::span<const uint8_t> response,
-                       server::AnswerSource source, uint64_t start_us) {
+                       server::AnswerSource source, const Start& start) {
   shared_.metrics.Answered(query.qtype, RcodeOf(response));
-  if (start_us != 0) LogAnswer(to.peer(), query, response, source, to.transport(), start_us);
+  shared_.metrics.AnswerTime(source, start.at);
+  if (start.logged) LogAnswer(to.peer(), query, response, source, to.transport(), start);
   (void)to.Reply(response);
 }
 
 template <class To>
 void DnsHandler::ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode,
-                            server::AnswerSource source, uint64_t start_us, bool aa) {
+                            server::AnswerSource source, const Start& start, bool aa) {
   std::span<const uint8_t> response =
       server::WriteEmptyResponse(query, rcode, aa, context_.response_buffer);
   if (response.empty()) return;  // cannot happen for a parsed query; the client retries
-  Reply(to, query, response, source, start_us);
+  Reply(to, query, response, source, start);
 }
 
 ChaosStats DnsHandler::ChaosStatsNow() const {

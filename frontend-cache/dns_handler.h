@@ -119,6 +119,7 @@ class DnsHandler final : public server::QueryHandler {
     // The process's budget of waiting queries (--max-waiting-queries).
     std::shared_ptr<server::WaitingBudget> waiting;
     server::QueryLog& query_log;  // --log-queries
+    bool filter_aaaa = false;     // --filter-AAAA: upstream replies lose their AAAA records
   };
 
   DnsHandler(const server::ThreadContext& context, const Shared& shared);
@@ -139,38 +140,44 @@ class DnsHandler final : public server::QueryHandler {
   std::thread::id thread() const { return thread_; }
 
  private:
+  // When the handler was given a query (the client latency histogram and the query log's
+  // duration both count from it), and whether the query log samples the query.
+  struct Start {
+    FrontendMetrics::AnswerClock::time_point at;
+    bool logged = false;
+  };
   // A forwarded miss keeps its Responder and ClientQuery (the cache key is computed again
   // from the ClientQuery when the upstream answers) and the routing it was forwarded
   // under: its answer is cached only while that routing is still the current one (see
   // Cacheable).
   struct Forwarded {
     uint64_t routing_generation = 0;
-    FrontendMetrics::AnswerClock::time_point start;  // when HandleQuery was given it
-    uint64_t start_us = 0;  // when the query came, for the query log (0: not logged)
+    Start start;
   };
 
-  // When a query came, for its query log line; 0 when it is not logged (sampled out or
-  // --log-queries off), which is what Reply checks.
-  uint64_t LogStart();
+  // Now, sampled for the query log if it is on.
+  Start StartNow();
+  // `reply` as the client and the cache get it: without AAAA records under --filter-AAAA
+  // (then a view of filtered_, valid until the next call).
+  std::span<const uint8_t> Filtered(std::span<const uint8_t> reply);
 
   // `to` is the Request (answered now, the common case: no Responder is moved) or a kept
-  // Responder (answered later). `source` and `start_us` are for the query log.
+  // Responder (answered later). Counts the answer by type, rcode and, with its time since
+  // `start`, by `source`; logs it when `start.logged`.
   template <class To>
   void Reply(To& to, const dns::Query& query, std::span<const uint8_t> response,
-             server::AnswerSource source, uint64_t start_us);
+             server::AnswerSource source, const Start& start);
   template <class To>
   void ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, server::AnswerSource source,
-                  uint64_t start_us, bool aa = false);
+                  const Start& start, bool aa = false);
   // Over a budget, or every upstream failed (RFC 8767): an expired answer if the cache
-  // still has one, else SERVFAIL (counted under `outcome` and `reason`, and the answer's
-  // time since `start`).
+  // still has one, else SERVFAIL (counted under `outcome` and `reason`).
   template <class To>
   void ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKey& key, size_t limit,
-                        upstream::Outcome outcome, upstream::FailReason reason,
-                        FrontendMetrics::AnswerClock::time_point start, uint64_t start_us);
+                        upstream::Outcome outcome, upstream::FailReason reason, const Start& start);
   void LogAnswer(const loop::SocketAddress& client, const dns::Query& query,
                  std::span<const uint8_t> response, server::AnswerSource source,
-                 dns::Transport transport, uint64_t start_us);
+                 dns::Transport transport, const Start& start);
   void Prefetch(const dns::Query& query, const CacheKey& key,
                 const upstream::UpstreamSet& upstreams, uint64_t routing_generation);
   void Complete(uint64_t id, const upstream::Result& result);
@@ -189,6 +196,7 @@ class DnsHandler final : public server::QueryHandler {
   server::WaitingQueries<Forwarded> waiting_;
   std::vector<uint8_t> scratch_;
   std::vector<uint16_t> ttl_offsets_;
+  std::vector<uint8_t> filtered_;  // Filtered()'s reply
   // Destroyed before everything but tasks_, so no callback can reach waiting_ once it is
   // gone.
   upstream::Forwarder forwarder_;

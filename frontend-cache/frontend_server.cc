@@ -53,7 +53,8 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
   handler_shared_ = std::make_unique<DnsHandler::Shared>(DnsHandler::Shared{
       cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_, upstream_table_,
       options_.forwarder, clock_, handlers_,
-      std::make_shared<server::WaitingBudget>(options_.flags.max_waiting_queries), query_log_});
+      std::make_shared<server::WaitingBudget>(options_.flags.max_waiting_queries), query_log_,
+      options_.flags.filter_aaaa});
   std::string error;
   CHECK(server::MakeRateLimits(options_.flags.rate_limits, handler_shared_->waiting, &rate_limits_,
                                &error))

@@ -38,9 +38,9 @@ FrontendMetrics::FrontendMetrics(metrics::Registry& registry) {
       "Time from a query's hand-over to its answer, by where the answer came from.", {"source"},
       {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
        2.5, 5});
-  const char* sources[] = {"cache", "upstream", "stale", "local", "failure"};
   for (size_t i = 0; i < answer_seconds_.size(); ++i) {
-    answer_seconds_[i] = &answer_seconds.WithLabels({sources[i]});
+    answer_seconds_[i] = &answer_seconds.WithLabels(
+        {server::AnswerSourceName(static_cast<server::AnswerSource>(i))});
   }
 }
 

@@ -29,6 +29,7 @@
 #include "common/dns/types.h"
 #include "common/metrics/counter.h"
 #include "common/metrics/registry.h"
+#include "common/server/query_log.h"
 #include "common/upstream/forwarder.h"
 
 namespace kdns::frontend {
@@ -55,11 +56,6 @@ class FrontendMetrics {
     kBogusPriv,
     kCount
   };
-  // Where an answer came from, the `source` label: a fresh cache entry; an upstream's
-  // answer; an expired entry served because every upstream failed (RFC 8767); made here
-  // (CHAOS, local domains, refusals, FORMERR); a SERVFAIL made here because no upstream
-  // answered in time or a forwarding budget was spent.
-  enum class Source : uint8_t { kCache, kUpstream, kStale, kLocal, kFailure, kCount };
   using AnswerClock = std::chrono::steady_clock;
 
   explicit FrontendMetrics(metrics::Registry& registry);
@@ -72,8 +68,9 @@ class FrontendMetrics {
   void ServFail(upstream::Outcome outcome, upstream::FailReason reason);
   void BadReply() { servfail_bad_reply_->Inc(); }
   void LocalAnswer(Local kind) { local_[static_cast<size_t>(kind)]->Inc(); }
-  // An answer sent now to a query the handler was given at `start`.
-  void AnswerTime(Source source, AnswerClock::time_point start) {
+  // An answer sent now to a query the handler was given at `start`, by its source
+  // (server::AnswerSource, the `source` label).
+  void AnswerTime(server::AnswerSource source, AnswerClock::time_point start) {
     answer_seconds_[static_cast<size_t>(source)]->Observe(
         std::chrono::duration<double>(AnswerClock::now() - start).count());
   }
@@ -89,7 +86,7 @@ class FrontendMetrics {
   std::array<metrics::Counter*, 7> servfail_{};
   metrics::Counter* servfail_bad_reply_ = nullptr;
   std::array<metrics::Counter*, static_cast<size_t>(Local::kCount)> local_{};
-  std::array<metrics::Histogram*, static_cast<size_t>(Source::kCount)> answer_seconds_{};
+  std::array<metrics::Histogram*, server::kAnswerSources> answer_seconds_{};
 };
 
 }  // namespace kdns::frontend

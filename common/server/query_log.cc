@@ -34,6 +34,8 @@ const char* AnswerSourceName(AnswerSource source) {
       return "stale";
     case AnswerSource::kLocal:
       return "local";
+    case AnswerSource::kFailure:
+      return "failure";
   }
   return "unknown";
 }

@@ -40,7 +40,12 @@ class Name;
 
 namespace kdns::server {
 
-enum class AnswerSource : uint8_t { kCache, kUpstream, kStale, kLocal };
+// Where an answer came from: a fresh cache entry; an upstream's answer; an expired entry
+// served because every upstream failed (RFC 8767); made here (records, CHAOS, local domains,
+// refusals, FORMERR); a SERVFAIL made here because no upstream answered in time or a
+// forwarding budget was spent. The query log's `source=` and frontend-cache's `source` label.
+enum class AnswerSource : uint8_t { kCache, kUpstream, kStale, kLocal, kFailure };
+inline constexpr size_t kAnswerSources = 5;
 const char* AnswerSourceName(AnswerSource source);
 
 struct QueryLogOptions {
