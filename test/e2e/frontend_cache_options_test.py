@@ -84,7 +84,7 @@ def test_kubedns_kube_dns_flags(env):
     workdir = env["workdir"]
     objects = os.path.join(harness.ROOT, "kubedns", "demo-cluster.json")
     kd = servers.Kubedns(workdir, "kubedns-log", "--objects-file=" + objects,
-                         "--log-queries", "--config-map=kube-dns")
+                         "--log-queries=extra", "--config-map=kube-dns")
     try:
         name = "hello.default.svc.cluster.local"
         answer = harness.dig(kd.port, name)
@@ -96,6 +96,12 @@ def test_kubedns_kube_dns_flags(env):
                    for m in lines):
             p.append("no query log line for %s with source=local: %s" % (
                 name, [m.group(1) for m in lines]))
+        # --log-queries=extra, as frontend-cache's: the ID, transport and size too.
+        for m in lines:
+            extra = dict(kv.split("=", 1) for kv in m.group(7).split())
+            if not extra.get("id", "").isdigit() or extra.get("transport") != "udp" \
+                    or not extra.get("bytes", "").isdigit():
+                p.append("kubedns --log-queries=extra: extra fields missing: %s" % m.group(1))
         if "--config-map=kube-dns is deprecated" not in kd.process.log():
             p.append("the --config-map warning is not in the log")
     finally:
