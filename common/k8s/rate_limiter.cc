@@ -12,7 +12,7 @@ RateLimitedTransport::RateLimitedTransport(ApiTransport& inner, TimerFactory& ti
                                            const Clock& clock, Options options)
     : inner_(inner),
       clock_(clock),
-      options_(options),
+      options_(std::move(options)),
       timer_(timers.NewTimer()),
       tokens_(std::max<uint32_t>(options.burst, 1)),
       refilled_ms_(clock.NowMs()) {}
