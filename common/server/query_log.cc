@@ -40,12 +40,6 @@ const char* AnswerSourceName(AnswerSource source) {
   return "unknown";
 }
 
-uint64_t NowUs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 QueryLog::Sink QueryLog::GlogSink() {
   return [](std::string_view line) { LOG(INFO) << line; };
 }

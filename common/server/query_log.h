@@ -106,7 +106,4 @@ class QueryLog {
   std::atomic<uint64_t> suppressed_total_{0};
 };
 
-// The steady clock in microseconds, for QueryLogEntry::duration_us.
-uint64_t NowUs();
-
 }  // namespace kdns::server
