@@ -7,20 +7,17 @@
 
 #include <catch2/catch.hpp>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/base/clock.h"
-#include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/testing.h"
 #include "common/k8s/decode.h"
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
-#include "common/server/loop_server.h"
-#include "common/server/server_test_util.h"
 #include "kubedns/autopath.h"
+#include "kubedns/dns_handler_testing.h"
 #include "test/support/fake_dns_server.h"
 
 namespace kdns::kubedns {
@@ -28,8 +25,10 @@ namespace {
 
 using dns::RrType;
 using dns::testing::N;
+using kubedns::testing::AskUdp;
+using kubedns::testing::Bytes;
+using kubedns::testing::ServeDnsHandlers;
 using loop::testing::RequireClosesClean;
-using loop::testing::RunUntil;
 
 std::shared_ptr<const Snapshot> ClusterSnapshot() {
   RecordTreeWriter writer;
@@ -43,26 +42,26 @@ std::shared_ptr<const Snapshot> ClusterSnapshot() {
 }
 
 // The world outside: www.example.com A, everything else NXDOMAIN.
-testing::Replies World(const testing::ReceivedQuery& received) {
+kdns::testing::Replies World(const kdns::testing::ReceivedQuery& received) {
   if (!received.parsed || received.message.questions.empty()) return {};
   const dns::Question& question = received.message.questions[0];
-  dns::Message reply = testing::ReplyTo(received.message);
+  dns::Message reply = kdns::testing::ReplyTo(received.message);
   if (question.name == N("www.example.com.")) {
     if (question.type == RrType::kA) {
       reply.answers.push_back(
-          {question.name, RrType::kA, dns::RrClass::kIn, 300, testing::A("192.0.2.80")});
+          {question.name, RrType::kA, dns::RrClass::kIn, 300, kdns::testing::A("192.0.2.80")});
     }
   } else {
     reply.header.rcode = dns::Rcode::kNxDomain;
   }
-  return {testing::Encode(reply)};
+  return {kdns::testing::Encode(reply)};
 }
 
 // A handler with autopath (cluster.local., then node.example.) and a query log whose lines
 // the test reads.
 class LogFixture {
  public:
-  LogFixture() : world_(std::make_unique<testing::FakeDnsServer>(loop, World)) {
+  LogFixture() : world_(std::make_unique<kdns::testing::FakeDnsServer>(loop, World)) {
     snapshots_.Publish(ClusterSnapshot());
     shared_.forwarder.min_try_timeout_ms = 50;
     shared_.forwarder.max_try_timeout_ms = 100;
@@ -74,18 +73,8 @@ class LogFixture {
     auto routes = std::make_shared<const UpstreamRoutes>(std::vector<UpstreamRoute>{},
                                                          upstream::UpstreamSet{world_->address()},
                                                          DefaultSource::kFlag);
-    server::LoopServer::Options options;
-    options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
-    options.admission = kAdmissionPolicy;
-    std::string error;
-    server_ = server::LoopServer::Create(
-        loop, options,
-        [this, routes](const server::ThreadContext& context) {
-          return std::make_unique<DnsHandler>(context, shared_, routes);
-        },
-        stats_, &error);
-    INFO(error);
-    REQUIRE(server_ != nullptr);
+    DnsHandler* handler = nullptr;
+    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler);
   }
   ~LogFixture() {
     server_.reset();
@@ -94,19 +83,7 @@ class LogFixture {
   }
 
   dns::Message Ask(const std::string& name) {
-    std::vector<uint8_t> buffer(512);
-    dns::MessageBuilder builder(buffer);
-    builder.header().id = 0x4242;
-    builder.header().rd = true;
-    REQUIRE(builder.AddQuestion(N(name), RrType::kA, dns::RrClass::kIn) == dns::BuildError::kOk);
-    auto bytes = builder.Finish();
-    server::testing::UdpClient client(server_->udp_address());
-    REQUIRE(client.Send({bytes.begin(), bytes.end()}));
-    std::optional<std::vector<uint8_t>> reply;
-    REQUIRE(RunUntil(loop, [&] { return (reply = client.TryReceive()).has_value(); }));
-    dns::Message message;
-    REQUIRE(dns::ParseMessage(*reply, &message) == dns::ParseError::kOk);
-    return message;
+    return AskUdp(loop, server_->udp_address(), Bytes({name, RrType::kA, 0x4242, false}));
   }
 
   // The lines logged for `name`.
@@ -133,7 +110,7 @@ class LogFixture {
     return options;
   }
 
-  std::unique_ptr<testing::FakeDnsServer> world_;
+  std::unique_ptr<kdns::testing::FakeDnsServer> world_;
   metrics::Registry registry_;
   Answerer answerer_{Config()};
   Autopath autopath_{N("cluster.local."), {N("node.example.")}};
