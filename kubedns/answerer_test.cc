@@ -14,28 +14,14 @@
 #include "common/dns/message.h"
 #include "common/dns/presentation.h"
 #include "common/k8s/decode.h"
+#include "kubedns/conformance_testing.h"
 #include "kubedns/record_tree.h"
 
 namespace kdns::kubedns {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-// The conformance objects, loaded the way the objects-file source loads them.
-std::shared_ptr<const Snapshot> ConformanceSnapshot() {
-  auto list = k8s::DecodeList(ReadFile("test/conformance/objects.json"));
-  REQUIRE(list.ok());
-  RecordTreeWriter writer;
-  writer.ReplaceAll(
-      {list.value().services, list.value().endpoint_slices, list.value().endpoints, {}, {}});
-  writer.MarkSynced();
-  return writer.Publish();
-}
+using testing::ConformanceSnapshot;
+using testing::ReadFile;
 
 AnswerConfig Config() {
   AnswerConfig config;

@@ -14,27 +14,14 @@
 #include "common/dns/presentation.h"
 #include "common/k8s/decode.h"
 #include "kubedns/answerer.h"
+#include "kubedns/conformance_testing.h"
 #include "kubedns/record_tree.h"
 
 namespace kdns::kubedns {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-std::shared_ptr<const Snapshot> ConformanceSnapshot() {
-  auto list = k8s::DecodeList(ReadFile("test/conformance/objects.json"));
-  REQUIRE(list.ok());
-  RecordTreeWriter writer;
-  writer.ReplaceAll(
-      {list.value().services, list.value().endpoint_slices, list.value().endpoints, {}, {}});
-  writer.MarkSynced();
-  return writer.Publish();
-}
+using testing::ConformanceSnapshot;
+using testing::ReadFile;
 
 AnswerConfig Config(AnswerConfig::Writing writing) {
   AnswerConfig config;
