@@ -20,30 +20,12 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kubedns_api_bench_lib import free_ports, mib, vm  # noqa: E402
+
 TARGET_STEADY_MIB = 40
 TARGET_BYTES_PER_ENDPOINT = 150
 TARGET_PEAK_RATIO = 1.2
-
-
-def free_ports(n):
-    """n loopback ports free for both TCP and UDP."""
-    ports, held = [], []
-    while len(ports) < n:
-        t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        t.bind(("127.0.0.1", 0))
-        port = t.getsockname()[1]
-        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            u.bind(("127.0.0.1", port))
-        except OSError:
-            t.close()
-            u.close()
-            continue
-        held += [t, u]
-        ports.append(port)
-    for s in held:
-        s.close()
-    return ports
 
 
 def write_objects(path, services, namespaces, endpoints_per_slice, generation=0):
@@ -96,20 +78,6 @@ def write_objects(path, services, namespaces, endpoints_per_slice, generation=0)
                 json.dump(item, f, separators=(",", ":"))
         f.write("]}\n")
     os.replace(path + ".tmp", path)
-
-
-def vm(pid):
-    out = {}
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0]) * 1024
-    return out
-
-
-def mib(n):
-    return n / 1048576.0
 
 
 class Kubedns:
