@@ -41,18 +41,6 @@ class RecordingSink final : public RecordSink {
     calls.push_back("ReplacePods " + std::to_string(new_pods.size()));
     pods = std::move(new_pods);
   }
-  void ReplaceServices(std::vector<k8s::Service> new_services) override {
-    calls.push_back("ReplaceServices " + std::to_string(new_services.size()));
-    services = std::move(new_services);
-  }
-  void ReplaceSlices(std::vector<k8s::EndpointSlice> new_slices) override {
-    calls.push_back("ReplaceSlices " + std::to_string(new_slices.size()));
-    slices = std::move(new_slices);
-  }
-  void ReplaceEndpoints(std::vector<k8s::Endpoints> new_endpoints) override {
-    calls.push_back("ReplaceEndpoints " + std::to_string(new_endpoints.size()));
-    endpoints = std::move(new_endpoints);
-  }
   void BeginList(RecordTreeWriter::ListKind kind) override {
     raw.push_back("BeginList " + std::to_string(static_cast<int>(kind)));
     open[static_cast<size_t>(kind)] = true;

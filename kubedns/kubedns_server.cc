@@ -2,7 +2,6 @@
 
 #include <glog/logging.h>
 
-#include <array>
 #include <chrono>
 #include <future>
 
@@ -72,25 +71,9 @@ class KubednsServer::Publisher final : public RecordSink {
     objects = {};  // the decoded objects go before the heap is released
     PublishCompleteLoad();
   }
-  void ReplaceServices(std::vector<k8s::Service> services) override {
-    writer_.ReplaceServices(services);
-    Publish();
-  }
-  void ReplaceSlices(std::vector<k8s::EndpointSlice> slices) override {
-    writer_.ReplaceSlices(slices);
-    Publish();
-  }
-  void ReplaceEndpoints(std::vector<k8s::Endpoints> endpoints) override {
-    writer_.ReplaceEndpoints(endpoints);
-    Publish();
-  }
-  void BeginList(RecordTreeWriter::ListKind kind) override {
-    writer_.BeginList(kind);
-    listing_[static_cast<size_t>(kind)] = true;
-  }
+  void BeginList(RecordTreeWriter::ListKind kind) override { writer_.BeginList(kind); }
   void EndList(RecordTreeWriter::ListKind kind) override {
     writer_.EndList(kind);
-    listing_[static_cast<size_t>(kind)] = false;
     PublishCompleteLoad();
   }
   void UpsertService(const k8s::Service& service) override {
@@ -198,12 +181,11 @@ class KubednsServer::Publisher final : public RecordSink {
   }
   // The items of a streamed list are published together at its EndList.
   void PublishUnlessListing(RecordTreeWriter::ListKind kind) {
-    if (!listing_[static_cast<size_t>(kind)]) Publish();
+    if (!writer_.listing(kind)) Publish();
   }
 
   KubednsServer& server_;
   RecordTreeWriter writer_;
-  std::array<bool, 4> listing_{};  // by RecordTreeWriter::ListKind: a streamed list is open
 };
 
 // One per DNS thread: a DnsHandler, registered so that new routes can reach it.

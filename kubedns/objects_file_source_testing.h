@@ -53,11 +53,6 @@ class RecordingSink final : public RecordSink {
     calls.push_back("ReplacePods");
     pods = std::move(new_pods);
   }
-  void ReplaceServices(std::vector<k8s::Service>) override { calls.push_back("ReplaceServices"); }
-  void ReplaceSlices(std::vector<k8s::EndpointSlice>) override { calls.push_back("ReplaceSlices"); }
-  void ReplaceEndpoints(std::vector<k8s::Endpoints>) override {
-    calls.push_back("ReplaceEndpoints");
-  }
   void BeginList(RecordTreeWriter::ListKind) override { calls.push_back("BeginList"); }
   void EndList(RecordTreeWriter::ListKind) override { calls.push_back("EndList"); }
   void UpsertService(const k8s::Service&) override { calls.push_back("UpsertService"); }

@@ -151,6 +151,8 @@ class RecordTreeWriter {
   enum class ListKind : uint8_t { kServices, kSlices, kEndpoints, kPods };
   void BeginList(ListKind kind);
   void EndList(ListKind kind);
+  // Between BeginList(kind) and EndList(kind).
+  bool listing(ListKind kind) const { return unlisted_[static_cast<size_t>(kind)].has_value(); }
 
   void MarkSynced() { synced_ = true; }
 

@@ -243,10 +243,14 @@ TEST_CASE("a streamed list deletes what it did not deliver, keeps the unchanged,
   writer.UpsertSlice(Slice("ns", "web-2", "web", {"10.0.7.2"}));
   auto before = writer.Publish();
 
+  CHECK_FALSE(writer.listing(Kind::kServices));
   writer.BeginList(Kind::kServices);
+  CHECK(writer.listing(Kind::kServices));
+  CHECK_FALSE(writer.listing(Kind::kSlices));
   writer.UpsertService(Headless("ns", "web"));  // unchanged: the same records stay
   CHECK(writer.Publish()->FindService("ns", "gone") != nullptr);  // not deleted before the end
   writer.EndList(Kind::kServices);
+  CHECK_FALSE(writer.listing(Kind::kServices));
   auto services = writer.Publish();
   CHECK(services->FindService("ns", "web") == before->FindService("ns", "web"));
   CHECK(services->FindService("ns", "gone") == nullptr);

@@ -3,8 +3,9 @@
 // publishes snapshots to the DNS threads) receives them. The answer code only ever sees the
 // snapshots, so a new source plugs in without touching it.
 //
-// Protocol: a source delivers a complete set with ReplaceAll (a file load, a LIST or a
-// re-LIST after 410 Gone), and between complete sets, if it can, single changes with the
+// Protocol: a source delivers a complete set with ReplaceAll (a file load), or one resource's
+// complete list streamed with BeginList / Upsert* / EndList (a LIST or a re-LIST after 410
+// Gone), and between complete sets, if it can, single changes with the
 // Upsert*/Delete* calls (watch events). It calls Synced() once, after the first complete set:
 // that is when cluster-zone answers and readiness may start. Later complete sets do not call
 // Synced() again.
@@ -34,13 +35,6 @@ class RecordSink {
   // them yet, so they travel beside it: a source calls ReplacePods right before the
   // ReplaceAll of the same set. Sinks that do not verify pod records ignore them.
   virtual void ReplacePods(std::vector<k8s::Pod> pods) {}
-
-  // A complete list of one kind (a re-LIST of that resource after 410 Gone, or one
-  // resource's first LIST): objects of that kind missing from it are gone. The API source
-  // uses these, since each resource is listed and watched on its own.
-  virtual void ReplaceServices(std::vector<k8s::Service> services) = 0;
-  virtual void ReplaceSlices(std::vector<k8s::EndpointSlice> slices) = 0;
-  virtual void ReplaceEndpoints(std::vector<k8s::Endpoints> endpoints) = 0;
 
   // A complete list of one kind, streamed as it is decoded, so the list is never held whole:
   // BeginList(kind), the kind's Upsert* call for each listed object, then EndList(kind):
