@@ -14,7 +14,10 @@ library only, plus dnsperf. For each size (services/endpoints):
    pages of 500 (ApiSource::Options::page_size, no flag; the fake's request log shows the
    `limit`). Time from exec to the first 200 of /readiness (polled every 10 ms); VmHWM
    from /proc/PID/status afterwards; CPU seconds of kubedns and of the fake meanwhile.
-3. Idle: dnsperf for DURATION seconds (kubedns --dns-threads=DNS_THREADS).
+3. Idle: dnsperf for DURATION seconds (kubedns --dns-threads=DNS_THREADS). kubedns forwards
+   what is not its own to a loopback dnsmasq answering NXDOMAIN (lib.Upstream): under churn
+   the mix's PTRs of replaced endpoint addresses go upstream, and the machine's resolver
+   would time some out (SERVFAIL, lost queries holding dnsperf's slots for 5 s).
 4. Event-to-answer: the fake's churn generator (POST /control/churn) rewrites CHURN_RATE
    endpoint addresses per second, PROBE_RATE of them on the probe services (round robin,
    each set to a new unique address, the time of the write logged by the fake on
@@ -51,7 +54,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 from kubedns_api_bench_lib import (  # noqa: E402
-    FAKE_DIR, PAGE_SIZE, PYTHON, ZONE, Asker, Broken, Fake, Kubedns,
+    FAKE_DIR, PAGE_SIZE, PYTHON, ZONE, Asker, Broken, Fake, Kubedns, Upstream,
     api_get, bucket_quantile, capacity, cpu_s, dns_answer, dns_query, dnsperf, env_float,
     env_int, histogram, list_walk, metric_sum, mib, percentile, print_perf, target,
     thread_cpu, threads, vm, watch_observer)
@@ -354,11 +357,17 @@ def phase_churn_throughput(fake, dns, queries, labels, idle, idle_q, cfg, result
                                     "probe_rate": cfg["probe_rate"],
                                     "probe_namespace": PROBE_NS,
                                     "namespace_prefix": GEN_PREFIX})
+    before = dns.metrics()
     churn = dnsperf(dns, queries, cfg["duration"], cfg, labels, fake.pid)
     churn_q = dnsperf(dns, queries, half, cfg, labels, fake.pid, idle_q["rate"], False)
     st = fake.control("/control/churn/stop", {})
+    after = dns.metrics()
     print_perf("churn", churn)
     print_perf("churn", churn_q)
+    forwarded, failed = (metric_sum(after, f) - metric_sum(before, f) for f in (
+        "kdns_kubedns_forward_queries_total", "kdns_kubedns_forward_failures_total"))
+    print("  forwarded meanwhile: %d queries (PTRs of endpoint addresses the churn replaced, "
+          "to the loopback upstream), %d of them failed" % (forwarded, failed))
     ratio = churn["qps"] / idle["qps"] if idle["qps"] else 0
     print("  churn/idle queries/s as measured: %.2f (%s); churn %.0f changes/s applied, fake "
           "CPU %.2f s of %d s" % (ratio, target(round(ratio, 2) >= 0.9, ">= 0.90"),
@@ -440,11 +449,13 @@ def run_size(bin_dir, workdir, services, endpoints, extra, cfg):
           % (services, total_endpoints, PAGE_SIZE))
     results = {}
     fake = Fake(workdir)
+    upstream = Upstream(workdir)
     dns = None
     try:
         phase_fake(fake, services, endpoints, extra, cfg)
         fake.control("/control/reset-stats", {})
-        dns = Kubedns(bin_dir, workdir, fake.info["kubeconfig"], cfg["dns_threads"])
+        dns = Kubedns(bin_dir, workdir, fake.info["kubeconfig"], cfg["dns_threads"],
+                      "127.0.0.1:%d" % upstream.port)
         phase_sync(fake, dns, services, total_endpoints, cfg, results)
         time.sleep(0.5)  # the watches start
         labels = threads(dns.pid, cfg["dns_threads"])
@@ -474,6 +485,7 @@ def run_size(bin_dir, workdir, services, endpoints, extra, cfg):
     finally:
         if dns is not None:
             dns.stop()
+        upstream.stop()
         fake.stop()
 
 

@@ -22,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 FAKE_DIR = os.path.join(ROOT, "test", "fake_apiserver")
 PYTHON = "/usr/bin/python3"
 DNSPERF = "/usr/bin/dnsperf"
+DNSMASQ = "/usr/sbin/dnsmasq"
 ZONE = "cluster.local."
 HZ = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = 500  # kubedns's LIST page size, for the fake-alone walk
@@ -183,8 +184,29 @@ class Fake:
         self.log.close()
 
 
+class Upstream:
+    """The upstream resolver kubedns forwards to: Debian's dnsmasq on a free loopback port,
+    answering every name NXDOMAIN at once (--local=/#/), as a resolver would the reverse
+    names of addresses the cluster no longer has (the query mix asks PTRs of endpoints the
+    churn replaces). Without it kubedns would forward those to the machine's resolver,
+    whose latency and losses are not kubedns's figures."""
+
+    def __init__(self, workdir):
+        self.port = free_ports(1)[0]
+        self.log = open(os.path.join(workdir, "upstream.log"), "w")
+        self.proc = subprocess.Popen(
+            [DNSMASQ, "--keep-in-foreground", "--no-resolv", "--no-hosts", "--conf-file=/dev/null",
+             "--listen-address=127.0.0.1", "--bind-interfaces", "--port=%d" % self.port,
+             "--local=/#/", "--cache-size=0", "--user=root", "--pid-file="],
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def stop(self):
+        stop_process(self.proc)
+        self.log.close()
+
+
 class Kubedns:
-    def __init__(self, bin_dir, workdir, kubeconfig, dns_threads):
+    def __init__(self, bin_dir, workdir, kubeconfig, dns_threads, nameservers=""):
         self.port, self.healthz, self.metrics_port = free_ports(3)
         self.dns_threads = dns_threads
         self.log_path = os.path.join(workdir, "kubedns.log")
@@ -196,7 +218,8 @@ class Kubedns:
              "--dns-bind-address=127.0.0.1", "--dns-port=%d" % self.port,
              "--http-bind-address=127.0.0.1", "--healthz-port=%d" % self.healthz,
              "--metrics-port=%d" % self.metrics_port, "--domain=" + ZONE,
-             "--dns-threads=%d" % dns_threads, "--logtostderr"],
+             "--dns-threads=%d" % dns_threads, "--logtostderr"] +
+            (["--nameservers=" + nameservers] if nameservers else []),
             stdout=self.log, stderr=subprocess.STDOUT)
         self.pid = self.proc.pid
 
