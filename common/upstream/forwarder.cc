@@ -7,6 +7,8 @@
 
 #include "common/upstream/forwarder.h"
 
+#include <uv.h>
+
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -101,6 +103,21 @@ Forwarder::Server& Forwarder::GetServer(const loop::SocketAddress& address) {
   health_options.failure_threshold = options_.failure_threshold;
   auto server = std::make_unique<Server>(address, health_options, table_->Get(address),
                                          budgets_->Upstream(address));
+  UdpSocketPool::Callbacks callbacks;
+  callbacks.on_datagram = [this](UdpSocketPool::Waiter* waiter, std::span<const uint8_t> datagram) {
+    OnDatagram(static_cast<Attempt*>(waiter), datagram);
+  };
+  callbacks.on_malformed = [this] { counters_.malformed.fetch_add(1, std::memory_order_relaxed); };
+  // A reply to a try already closed (a duplicate, a slower server's answer after the first,
+  // an --all-servers loser) or a guess at our ID: either way not ours any more.
+  callbacks.on_unknown = [this] { counters_.mismatched.fetch_add(1, std::memory_order_relaxed); };
+  callbacks.on_error = [this](std::span<UdpSocketPool::Waiter* const> waiters, int status) {
+    for (UdpSocketPool::Waiter* waiter : waiters) {
+      OnAttemptFailed(static_cast<Attempt*>(waiter), /*timeout=*/false, uv_strerror(status));
+    }
+  };
+  server->udp = std::make_unique<UdpSocketPool>(loop_, address, options_.udp_sockets,
+                                                receive_buffer_, random_, std::move(callbacks));
   Server& ref = *server;
   servers_.emplace(address, std::move(server));
   return ref;

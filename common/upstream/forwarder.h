@@ -23,8 +23,10 @@
 //      max_tries_per_upstream tries each, within total_timeout_ms. With
 //      FirstTry::kAllServers (dnsmasq's --all-servers) the first try goes to every one of
 //      them at once.
-//   5. A UDP try uses a fresh socket (random ephemeral port, connect()ed to the server) and
-//      a random ID from the kernel's CSPRNG; a client that came over TCP is forwarded over
+//   5. A UDP try goes out on one of the server's pooled sockets (udp_socket_pool.h: random
+//      ephemeral ports, connect()ed to the server, picked at random, rotated after
+//      Options::udp_sockets.queries_per_socket queries) with a random ID from the kernel's
+//      CSPRNG, unique on that socket; a client that came over TCP is forwarded over
 //      TCP on a reused, pipelined connection per server (RFC 7766). Every query carries
 //      EDNS0 (payload Options::edns_payload_bytes, the client's DO bit) and the client's CD.
 //   6. A reply counts only if it matches (wire.h: source, ID, QR, question); others are
@@ -85,7 +87,7 @@
 #include "common/upstream/forward_budgets.h"
 #include "common/upstream/random.h"
 #include "common/upstream/tcp_client.h"
-#include "common/upstream/udp_client.h"
+#include "common/upstream/udp_socket_pool.h"
 #include "common/upstream/upstream_health.h"
 #include "common/upstream/upstream_set.h"
 #include "common/upstream/upstream_table.h"
@@ -174,6 +176,8 @@ class Forwarder {
     size_t max_waiters_per_query = 1024;
     uint16_t edns_payload_bytes = dns::kDefaultUdpPayloadSize;
     uint64_t tcp_idle_timeout_ms = 10'000;
+    // Per server: how many UDP sockets, and how long each is used (source-port rotation).
+    UdpSocketPool::Options udp_sockets;
     uint64_t probe_interval_ms = 5'000;
     dns::Name probe_name = dns::Name::Root();  // ". NS" by default
     dns::RrType probe_type = dns::RrType::kNs;
@@ -260,7 +264,8 @@ class Forwarder {
   const Clock& clock_;
   SecureRandom random_;
   ForwarderCounters counters_;
-  std::vector<uint8_t> receive_buffer_;  // shared by every UdpClient of this Forwarder
+  std::vector<uint8_t> receive_buffer_;  // shared by every UDP socket of this Forwarder
+  std::vector<uint8_t> query_;           // the query being sent (BuildQuery reuses it)
 
   std::unordered_map<loop::SocketAddress, std::unique_ptr<Server>> servers_;
   std::unordered_map<Job*, std::unique_ptr<Job>> jobs_;

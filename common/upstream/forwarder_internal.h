@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/upstream/forwarder.h"
+#include "common/upstream/udp_socket_pool.h"
 
 namespace kdns::upstream {
 
@@ -23,21 +24,22 @@ struct Forwarder::Server {
   loop::SocketAddress address;
   UpstreamHealth health;
   UpstreamTable::Entry& entry;
-  InFlightBudget& budget;  // shared by every thread's Forwarder
-  bool probing = false;    // a health probe is outstanding
+  InFlightBudget& budget;              // shared by every thread's Forwarder
+  bool probing = false;                // a health probe is outstanding
+  std::unique_ptr<UdpSocketPool> udp;  // the UDP tries' sockets
 };
 
-// One query sent to one server.
-struct Forwarder::Attempt {
+// One query sent to one server. Waiter::id is its query ID on either transport; over UDP it
+// waits in its server's UdpSocketPool (Waiter::socket, which drew the ID) from the send until
+// CloseAttempt.
+struct Forwarder::Attempt : UdpSocketPool::Waiter {
   Job* job = nullptr;
   Server* server = nullptr;
   size_t candidate = 0;
   Transport transport = Transport::kUdp;
   EdnsMode edns = EdnsMode::kWithEdns;
-  uint16_t id = 0;
   uint64_t sent_ms = 0;
-  bool closed = false;  // answered, failed or superseded: ignore what still arrives
-  std::unique_ptr<UdpClient> udp;
+  bool closed = false;     // answered, failed or superseded: ignore what still arrives
   TcpSlot* tcp = nullptr;  // registered there under `id` while open
 };
 

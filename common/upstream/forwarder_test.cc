@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -717,7 +718,10 @@ TEST_CASE("Source ports and IDs are random", "[upstream]") {
   loop::Loop loop;
   {
     FakeUpstream a(loop, 1);
-    Forwarder forwarder(loop, TestOptions());
+    Forwarder::Options options = TestOptions();
+    // One socket per query, as before pooling: every query from its own random port.
+    options.udp_sockets.queries_per_socket = 1;
+    Forwarder forwarder(loop, options);
     constexpr int kQueries = 20;
     for (int i = 0; i < kQueries; ++i) {
       ResolveAndWait(loop, forwarder, Req("q" + std::to_string(i) + ".example."), {a.address()});
@@ -736,6 +740,35 @@ TEST_CASE("Source ports and IDs are random", "[upstream]") {
     CHECK(ports.size() >= kQueries - 2);
     CHECK(ids.size() >= kQueries - 2);
     CHECK(sequential <= 1);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("Pooled sockets rotate: each port carries at most queries_per_socket queries",
+          "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    Forwarder::Options options = TestOptions();
+    options.udp_sockets.sockets = 4;
+    options.udp_sockets.queries_per_socket = 5;
+    Forwarder forwarder(loop, options);
+    constexpr int kQueries = 40;
+    for (int i = 0; i < kQueries; ++i) {
+      CHECK(AnswerAddress(ResolveAndWait(
+                loop, forwarder, Req("q" + std::to_string(i) + ".example."), {a.address()})) ==
+            "192.0.2.1");
+    }
+    std::map<uint16_t, int> per_port;
+    std::set<uint16_t> ids;
+    for (const auto& query : a.queries()) {
+      ++per_port[query.from.port()];
+      ids.insert(query.message.header.id);
+    }
+    // 40 queries, at most 5 per socket: at least 8 sockets, each on its own port.
+    CHECK(per_port.size() >= kQueries / 5);
+    for (const auto& [port, count] : per_port) CHECK(count <= 5);
+    CHECK(ids.size() >= kQueries - 2);
   }
   RequireClosesClean(loop);
 }
