@@ -208,29 +208,29 @@ class Forwarder {
   const UpstreamHealth* health(const loop::SocketAddress& upstream) const;
   size_t in_flight() const { return client_jobs_; }
   size_t open_tcp_connections() const { return tcp_.size(); }
+  // Finished jobs kept for reuse (tests).
+  size_t reusable_jobs() const { return free_jobs_.size(); }
 
  private:
   struct Job;
   struct Attempt;
   struct Server;
   struct TcpSlot;
-  struct Key {
-    dns::Name qname;
-    dns::RrType qtype;
-    dns::RrClass qclass;
-    bool dnssec_ok;
-    bool checking_disabled;
-    UpstreamSet upstreams;
-    friend bool operator==(const Key&, const Key&) = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& key) const;
-  };
   enum class JobKind : uint8_t { kClient, kHealthProbe, kLoopProbe };
 
   Server& GetServer(const loop::SocketAddress& address);
   InFlightBudget& RouteBudget(const UpstreamSet& upstreams);
-  Job* StartJob(JobKind kind, const Request& request, std::vector<Server*> candidates);
+  Job* StartJob(JobKind kind, const Request& request, const std::vector<Server*>& candidates);
+  // Finished jobs and their attempts are reset and kept for the next queries (up to
+  // kMaxFreeJobs), so the steady miss path allocates no Job, Attempt, timer or vector.
+  void Recycle(std::unique_ptr<Job> job);
+  Attempt* NewAttempt(Job* job);
+  // Coalescing: client jobs by (name ignoring case, type, class, DO, CD, set), in a table
+  // chained through the jobs themselves (no node or key copy per query).
+  static size_t KeyHash(const Request& request, const UpstreamSet& upstreams);
+  Job* FindCoalesced(size_t hash, const Request& request, const UpstreamSet& upstreams) const;
+  void AddCoalesced(Job* job, size_t hash, const UpstreamSet& upstreams);
+  void RemoveCoalesced(Job* job);
   void StartNextTry(Job* job);
   void SendTry(Job* job, size_t candidate, Transport transport, EdnsMode edns);
   void SendUdp(Attempt* attempt, std::span<const uint8_t> query);
@@ -248,7 +248,8 @@ class Forwarder {
   void FinishAnswer(Job* job, Attempt* attempt, std::span<const uint8_t> bytes,
                     dns::Message message);
   void FinishFailed(Job* job, FailReason reason);
-  void Finish(Job* job, Result result);
+  // Delivers job->result, which FinishAnswer/FinishFailed filled.
+  void Finish(Job* job);
   void Deliver(std::vector<Callback> waiters, std::shared_ptr<const Result> result);
   void SchedulePost();
   void RunPosted();
@@ -268,8 +269,12 @@ class Forwarder {
   std::vector<uint8_t> query_;           // the query being sent (BuildQuery reuses it)
 
   std::unordered_map<loop::SocketAddress, std::unique_ptr<Server>> servers_;
-  std::unordered_map<Job*, std::unique_ptr<Job>> jobs_;
-  std::unordered_map<Key, Job*, KeyHash> coalesce_;
+  std::vector<std::unique_ptr<Job>> jobs_;  // under way; Job::index is the position
+  std::vector<Job*> coalesce_;              // buckets (a power of two), chained
+  size_t coalesced_jobs_ = 0;
+  std::vector<Server*> candidates_;  // Resolve's scratch
+  std::vector<std::unique_ptr<Job>> free_jobs_;
+  std::vector<std::unique_ptr<Attempt>> free_attempts_;
   size_t client_jobs_ = 0;
   std::unordered_map<loop::SocketAddress, std::unique_ptr<TcpSlot>> tcp_;
 

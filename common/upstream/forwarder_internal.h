@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -44,10 +43,19 @@ struct Forwarder::Attempt : UdpSocketPool::Waiter {
 };
 
 // One upstream query under way, with everyone waiting for it.
+// Reused (Forwarder::Recycle): every field is reset there, so add new ones to Reset().
 struct Forwarder::Job {
   explicit Job(loop::Loop& loop) : try_timer(loop), deadline_timer(loop) {}
+  // Back to a fresh job, keeping the vectors' capacity; attempts go to `free_attempts`.
+  void Reset(std::vector<std::unique_ptr<Attempt>>& free_attempts, size_t max_free_attempts);
   JobKind kind = JobKind::kClient;
-  std::optional<Key> key;  // set for coalescable (client) jobs
+  size_t index = 0;  // in Forwarder::jobs_ while under way
+  // Coalescable (client) jobs: in Forwarder::coalesce_ under key_hash until finished; the key
+  // is the request's question and DO/CD bits and `upstreams`.
+  bool coalescable = false;
+  size_t key_hash = 0;
+  UpstreamSet upstreams;
+  Job* next_coalesced = nullptr;
   Request request;
   std::vector<Server*> candidates;
   std::vector<uint32_t> tries;  // per candidate
@@ -73,6 +81,7 @@ struct Forwarder::Job {
   std::vector<uint8_t> error_reply;
   dns::Message error_message;
   Attempt* error_attempt = nullptr;
+  Result result;  // filled when the job ends, delivered from here
   loop::Timer try_timer;
   loop::Timer deadline_timer;
 };

@@ -773,6 +773,53 @@ TEST_CASE("Pooled sockets rotate: each port carries at most queries_per_socket q
   RequireClosesClean(loop);
 }
 
+TEST_CASE("A reused job carries nothing over from the query before it", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    Forwarder::Options options = TestOptions();
+    options.server_order = ServerOrder::kConfigured;
+    Forwarder forwarder(loop, options);
+    const UpstreamSet set{a.address(), b.address()};
+    // The first query leaves every kind of per-query state behind: an error reply and a
+    // server marked done (SERVFAIL from a), or a server marked without EDNS (FORMERR), a
+    // second try, DO and CD, a TCP client.
+    const Behaviour first = GENERATE(Behaviour::kServFail, Behaviour::kFormErrToEdns);
+    a.set_behaviour(first);
+    Request one = Req("one.example.", Transport::kTcp);
+    one.dnssec_ok = true;
+    one.checking_disabled = true;
+    Result result = ResolveAndWait(loop, forwarder, one, set);
+    CHECK(result.tries == 2);
+    CHECK(result.upstream == (first == Behaviour::kServFail ? b.address() : a.address()));
+    // Finished jobs are reset and kept on the next loop iteration.
+    REQUIRE(RunUntil(loop, [&] { return forwarder.reusable_jobs() == 1; }));
+
+    a.set_behaviour(Behaviour::kAnswer);
+    const size_t sent_before = a.queries().size();
+    std::optional<Result> answered;
+    forwarder.Resolve(Req("two.example."), set, [&](const Result& r) { answered = r; });
+    CHECK(forwarder.reusable_jobs() == 0);  // the recycled job took the query
+    REQUIRE(RunUntil(loop, [&] { return answered.has_value(); }));
+    const Result& two = *answered;
+    CHECK(AnswerAddress(two) == "192.0.2.1");
+    CHECK(two.upstream == a.address());
+    CHECK(two.tries == 1);
+    CHECK(two.transport == Transport::kUdp);
+    CHECK(two.reason == FailReason::kNone);
+    CHECK(two.message.questions[0].name == N("two.example."));
+    REQUIRE(a.queries().size() == sent_before + 1);
+    const dns::Message& sent = a.queries().back().message;
+    CHECK(a.queries().back().transport == Transport::kUdp);
+    CHECK(sent.questions[0].name == N("two.example."));
+    REQUIRE(sent.edns.has_value());
+    CHECK_FALSE(sent.edns->dnssec_ok);
+    CHECK_FALSE(sent.header.cd);
+    CHECK(forwarder.in_flight() == 0);
+  }
+  RequireClosesClean(loop);
+}
+
 TEST_CASE("A loop probe that comes back disables its upstream", "[upstream]") {
   loop::Loop loop;
   {

@@ -73,15 +73,12 @@ void Forwarder::SendTry(Job* job, size_t candidate, Transport transport, EdnsMod
     return;
   }
   Server* server = job->candidates[candidate];
-  auto owned = std::make_unique<Attempt>();
-  Attempt* attempt = owned.get();
-  attempt->job = job;
+  Attempt* attempt = NewAttempt(job);
   attempt->server = server;
   attempt->candidate = candidate;
   attempt->transport = transport;
   attempt->edns = edns;
   attempt->sent_ms = clock_.NowMs();
-  job->attempts.push_back(std::move(owned));
   job->current = attempt;
   ++job->tries[candidate];
   ++job->sent;
