@@ -36,9 +36,10 @@ uint16_t UdpSocketPool::local_port(const Waiter* waiter) const {
 bool UdpSocketPool::Acquire(Waiter* waiter, uint64_t now_ms, std::string* error) {
   DCHECK(waiter->socket == nullptr);
   CloseIdleRetired();
-  // A random slot: which port a query leaves from is as unpredictable as the sockets'.
+  // A random slot: which port a query leaves from is as unpredictable as the sockets'. (16
+  // bits: no bias for a power-of-two pool, and the CSPRNG buffer lasts longer.)
   const size_t index =
-      slots_.size() == 1 ? 0 : static_cast<size_t>(random_.Next64() % slots_.size());
+      slots_.size() == 1 ? 0 : static_cast<size_t>(random_.Next16() % slots_.size());
   Socket* socket = slots_[index].get();
   if (socket != nullptr && (socket->queries >= options_.queries_per_socket ||
                             now_ms - socket->opened_ms >= options_.max_age_ms)) {
