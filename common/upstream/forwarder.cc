@@ -65,6 +65,17 @@ namespace {
 constexpr size_t kMaxFreeJobs = 4096;
 constexpr size_t kMaxFreeAttempts = 2 * kMaxFreeJobs;
 
+// An idle job keeps room for one question, never decoded records: a whole large reply
+// decodes to hundreds of KiB (wire.h: ReplyDecode), and up to kMaxFreeJobs jobs wait idle.
+void ClearKeepingQuestion(dns::Message& message) {
+  message.header = dns::Header();
+  message.questions.clear();
+  std::vector<dns::ResourceRecord>().swap(message.answers);
+  std::vector<dns::ResourceRecord>().swap(message.authorities);
+  std::vector<dns::ResourceRecord>().swap(message.additionals);
+  message.edns.reset();
+}
+
 }  // namespace
 
 size_t Forwarder::KeyHash(const Request& request, const UpstreamSet& upstreams) {
@@ -165,6 +176,7 @@ void Forwarder::Job::Reset(std::vector<std::unique_ptr<Attempt>>& free_attempts,
   result.outcome = Outcome::kServFail;
   result.reason = FailReason::kNone;
   result.reply.clear();
+  ClearKeepingQuestion(result.message);
   result.upstream = loop::SocketAddress();
   result.transport = Transport::kUdp;
   result.rtt_ms = 0;
@@ -380,13 +392,13 @@ Forwarder::Job* Forwarder::StartJob(JobKind kind, const Request& request,
 }
 
 void Forwarder::FinishAnswer(Job* job, Attempt* attempt, std::span<const uint8_t> bytes,
-                             dns::Message message) {
+                             dns::Message& message) {
   if (job->finished) return;
   Result& result = job->result;
   result.outcome = Outcome::kAnswer;
   result.reason = FailReason::kNone;
   result.reply.assign(bytes.begin(), bytes.end());
-  result.message = std::move(message);
+  std::swap(result.message, message);
   result.upstream = attempt->server->address;
   result.transport = attempt->transport;
   const uint64_t now = clock_.NowMs();

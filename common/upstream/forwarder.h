@@ -132,7 +132,8 @@ struct Result {
   Outcome outcome = Outcome::kServFail;
   FailReason reason = FailReason::kNone;
   // The reply as received (the upstream's ID and name case; see RewriteForClient) and its
-  // parse. kAnswer: always set. kServFail/kUpstreamError: the last error reply.
+  // parse (whole, or header, question and EDNS only: Options::reply_decode). kAnswer:
+  // always set. kServFail/kUpstreamError: the last error reply.
   std::vector<uint8_t> reply;
   dns::Message message;
   loop::SocketAddress upstream;  // who sent `reply`
@@ -178,6 +179,9 @@ class Forwarder {
     uint64_t tcp_idle_timeout_ms = 10'000;
     // Per server: how many UDP sockets, and how long each is used (source-port rotation).
     UdpSocketPool::Options udp_sockets;
+    // How much of a reply Result::message holds (wire.h): kQuestion for a caller that uses
+    // the bytes only, so a large reply costs no decoded records.
+    ReplyDecode reply_decode = ReplyDecode::kWhole;
     uint64_t probe_interval_ms = 5'000;
     dns::Name probe_name = dns::Name::Root();  // ". NS" by default
     dns::RrType probe_type = dns::RrType::kNs;
@@ -239,14 +243,15 @@ class Forwarder {
   void OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram);
   void OnTcpMessage(const loop::SocketAddress& peer, std::span<const uint8_t> message);
   void OnTcpClosed(const loop::SocketAddress& peer, const std::string& reason);
-  void OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::Message message);
+  // `message` is reply_message_: taken by swapping (the caller's scratch gets the old one).
+  void OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::Message& message);
   void OnAttemptFailed(Attempt* attempt, bool timeout, const char* why);
   // A try without a reply counts against the server; a health probe's timing out marks it
   // down.
   void OnServerFailure(Job* job, Server* server, bool timeout);
   void CloseAttempt(Attempt* attempt);
   void FinishAnswer(Job* job, Attempt* attempt, std::span<const uint8_t> bytes,
-                    dns::Message message);
+                    dns::Message& message);
   void FinishFailed(Job* job, FailReason reason);
   // Delivers job->result, which FinishAnswer/FinishFailed filled.
   void Finish(Job* job);
@@ -267,6 +272,9 @@ class Forwarder {
   ForwarderCounters counters_;
   std::vector<uint8_t> receive_buffer_;  // shared by every UDP socket of this Forwarder
   std::vector<uint8_t> query_;           // the query being sent (BuildQuery reuses it)
+  // The reply being matched; swapped with the job's on a match, so the two trade capacity
+  // instead of allocating.
+  dns::Message reply_message_;
 
   std::unordered_map<loop::SocketAddress, std::unique_ptr<Server>> servers_;
   std::vector<std::unique_ptr<Job>> jobs_;  // under way; Job::index is the position

@@ -820,6 +820,32 @@ TEST_CASE("A reused job carries nothing over from the query before it", "[upstre
   RequireClosesClean(loop);
 }
 
+TEST_CASE("Decoding the question only: the result carries the reply's bytes, no records",
+          "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    Forwarder::Options options = TestOptions();
+    options.reply_decode = ReplyDecode::kQuestion;
+    Forwarder forwarder(loop, options);
+    const UpstreamSet set{a.address()};
+    for (const char* name : {"one.example.", "two.example."}) {  // the second on a reused job
+      const Result result = ResolveAndWait(loop, forwarder, Req(name), set);
+      REQUIRE(result.outcome == Outcome::kAnswer);
+      CHECK(result.message.header.ancount == 1);
+      CHECK(result.message.answers.empty());
+      REQUIRE(result.message.questions.size() == 1);
+      CHECK(result.message.questions[0].name == N(name));
+      dns::Message whole;
+      REQUIRE(dns::ParseMessage(result.reply, &whole) == dns::ParseError::kOk);
+      REQUIRE(whole.answers.size() == 1);
+      CHECK(std::get<dns::RdataA>(whole.answers[0].rdata).address.ToString() == "192.0.2.1");
+      REQUIRE(RunUntil(loop, [&] { return forwarder.reusable_jobs() == 1; }));
+    }
+  }
+  RequireClosesClean(loop);
+}
+
 TEST_CASE("A loop probe that comes back disables its upstream", "[upstream]") {
   loop::Loop loop;
   {
