@@ -270,8 +270,11 @@ class Forwarder {
   const Clock& clock_;
   SecureRandom random_;
   ForwarderCounters counters_;
-  std::vector<uint8_t> receive_buffer_;  // shared by every UDP socket of this Forwarder
-  std::vector<uint8_t> query_;           // the query being sent (BuildQuery reuses it)
+  // Shared by every UDP socket of this Forwarder: up to kReceiveSlices replies per recvmmsg.
+  // Not zeroed, so only the pages replies land in become resident.
+  static constexpr size_t kReceiveSlices = 8;
+  std::unique_ptr<uint8_t[]> receive_buffer_;
+  std::vector<uint8_t> query_;  // the query being sent (BuildQuery reuses it)
   // The reply being matched; swapped with the job's on a match, so the two trade capacity
   // instead of allocating.
   dns::Message reply_message_;
