@@ -344,11 +344,18 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
   }
   // Healthy servers by SRTT (stable: ties keep the configured order), then failed ones.
   const bool by_rtt = options_.server_order == ServerOrder::kFastest;
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [by_rtt](const Server* a, const Server* b) {
-                     if (a->health.failed() != b->health.failed()) return !a->health.failed();
-                     return by_rtt && a->health.SelectionRttMs() < b->health.SelectionRttMs();
-                   });
+  auto before = [by_rtt](const Server* a, const Server* b) {
+    if (a->health.failed() != b->health.failed()) return !a->health.failed();
+    return by_rtt && a->health.SelectionRttMs() < b->health.SelectionRttMs();
+  };
+  // A stable insertion sort: a set has a handful of servers, and std::stable_sort takes a
+  // temporary buffer from the heap on every call (one allocation per miss).
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    Server* server = candidates[i];
+    size_t j = i;
+    for (; j > 0 && before(server, candidates[j - 1]); --j) candidates[j] = candidates[j - 1];
+    candidates[j] = server;
+  }
   Job* job = StartJob(JobKind::kClient, request, candidates);
   job->route_hold = std::move(route_hold);
   job->process_hold = std::move(process_hold);

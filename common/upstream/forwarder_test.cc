@@ -16,6 +16,7 @@
 #include "common/loop/socket_util.h"
 #include "common/server/limits.h"
 #include "common/upstream/testing.h"
+#include "test/unit/allocation_counter.h"
 
 namespace kdns::upstream {
 namespace {
@@ -842,6 +843,32 @@ TEST_CASE("Decoding the question only: the result carries the reply's bytes, no 
       CHECK(std::get<dns::RdataA>(whole.answers[0].rdata).address.ToString() == "192.0.2.1");
       REQUIRE(RunUntil(loop, [&] { return forwarder.reusable_jobs() == 1; }));
     }
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A miss on a warm forwarder allocates nothing to send its query", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    Forwarder::Options options = TestOptions();
+    options.udp_sockets.sockets = 1;  // opened by the warm-up, not rotated within it
+    options.reply_decode = ReplyDecode::kQuestion;
+    Forwarder forwarder(loop, options);
+    const UpstreamSet set{a.address(), b.address()};  // two servers: ordered per query
+    int answered = 0;
+    auto count = [&answered](const Result& r) { answered += r.outcome == Outcome::kAnswer; };
+    for (int i = 0; i < 3; ++i) {  // grows the job, attempt, table and socket state
+      forwarder.Resolve(Req("warm" + std::to_string(i) + ".example."), set, count);
+      REQUIRE(RunUntil(loop, [&] { return answered == i + 1; }));
+      REQUIRE(RunUntil(loop, [&] { return forwarder.reusable_jobs() == 1; }));
+    }
+    const Request request = Req("cold.example.");
+    const size_t before = kdns::testing::AllocationCount();
+    forwarder.Resolve(request, set, count);  // coalescing, budgets, order, job, socket, send
+    const size_t after = kdns::testing::AllocationCount();
+    CHECK(after == before);
+    REQUIRE(RunUntil(loop, [&] { return answered == 4; }));
   }
   RequireClosesClean(loop);
 }
