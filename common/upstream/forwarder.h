@@ -30,9 +30,11 @@
 //      TCP on a reused, pipelined connection per server (RFC 7766). Every query carries
 //      EDNS0 (payload Options::edns_payload_bytes, the client's DO bit) and the client's CD.
 //   6. A reply counts only if it matches (wire.h: source, ID, QR, question); others are
-//      dropped and counted, and the try keeps waiting. A try whose timeout (RFC 6298 RTO
-//      from the server's SRTT, see upstream_health.h) expires moves the query on to the
-//      next server, but its socket keeps listening: a late answer still wins.
+//      dropped and counted, and the try keeps waiting. A matching reply's records are
+//      decoded into Result::message, or only walked (Options::reply_decode). A try whose
+//      timeout (RFC 6298 RTO from the server's SRTT, see upstream_health.h) expires moves
+//      the query on to the next server, but its socket keeps listening: a late answer
+//      still wins.
 //   7. TC over UDP: the same server again over TCP. FORMERR to a query with EDNS: the same
 //      server once more without EDNS (RFC 6891 §7). SERVFAIL, REFUSED, NOTIMP (and FORMERR
 //      without EDNS): the next server. Anything else (NOERROR, NXDOMAIN, ...) is the answer.
