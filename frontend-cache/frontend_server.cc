@@ -50,6 +50,9 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
     options_.forwarder.server_order = upstream::ServerOrder::kConfigured;
   }
   if (options_.flags.all_servers) options_.forwarder.first_try = upstream::FirstTry::kAllServers;
+  // The cache keeps and serves the reply's bytes: no decoded records (a large reply's would
+  // take some 50 times its size).
+  options_.forwarder.reply_decode = upstream::ReplyDecode::kQuestion;
   handler_shared_ = std::make_unique<DnsHandler::Shared>(DnsHandler::Shared{
       cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_, upstream_table_,
       options_.forwarder, clock_, handlers_,

@@ -7,6 +7,8 @@
 
 #include "common/upstream/forwarder.h"
 
+#include <uv.h>
+
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -57,12 +59,150 @@ const char* FailReasonName(FailReason reason) {
   return "?";
 }
 
-size_t Forwarder::KeyHash::operator()(const Key& key) const {
-  size_t hash = key.qname.Hash();
-  hash = hash * 31 + static_cast<size_t>(key.qtype);
-  hash = hash * 31 + static_cast<size_t>(key.qclass);
-  hash = hash * 4 + (key.dnssec_ok ? 2 : 0) + (key.checking_disabled ? 1 : 0);
-  return hash ^ key.upstreams.Hash();
+namespace {
+
+// Enough for a busy thread's in-flight queries; beyond, finished jobs are freed.
+constexpr size_t kMaxFreeJobs = 4096;
+constexpr size_t kMaxFreeAttempts = 2 * kMaxFreeJobs;
+
+// An idle job keeps room for one question, never decoded records: a whole large reply
+// decodes to hundreds of KiB (wire.h: ReplyDecode), and up to kMaxFreeJobs jobs wait idle.
+void ClearKeepingQuestion(dns::Message& message) {
+  message.header = dns::Header();
+  message.questions.clear();
+  std::vector<dns::ResourceRecord>().swap(message.answers);
+  std::vector<dns::ResourceRecord>().swap(message.authorities);
+  std::vector<dns::ResourceRecord>().swap(message.additionals);
+  message.edns.reset();
+}
+
+}  // namespace
+
+size_t Forwarder::KeyHash(const Request& request, const UpstreamSet& upstreams) {
+  size_t hash = request.qname.Hash();
+  hash = hash * 31 + static_cast<size_t>(request.qtype);
+  hash = hash * 31 + static_cast<size_t>(request.qclass);
+  hash = hash * 4 + (request.dnssec_ok ? 2 : 0) + (request.checking_disabled ? 1 : 0);
+  return hash ^ upstreams.Hash();
+}
+
+Forwarder::Job* Forwarder::FindCoalesced(size_t hash, const Request& request,
+                                         const UpstreamSet& upstreams) const {
+  if (coalesce_.empty()) return nullptr;
+  for (Job* job = coalesce_[hash & (coalesce_.size() - 1)]; job != nullptr;
+       job = job->next_coalesced) {
+    const Request& other = job->request;
+    if (job->key_hash == hash && other.qname == request.qname && other.qtype == request.qtype &&
+        other.qclass == request.qclass && other.dnssec_ok == request.dnssec_ok &&
+        other.checking_disabled == request.checking_disabled && job->upstreams == upstreams) {
+      return job;
+    }
+  }
+  return nullptr;
+}
+
+void Forwarder::AddCoalesced(Job* job, size_t hash, const UpstreamSet& upstreams) {
+  if (coalesced_jobs_ + 1 > coalesce_.size()) {
+    // Grow (load factor at most 1) and rechain.
+    std::vector<Job*> buckets(std::max<size_t>(64, coalesce_.size() * 2), nullptr);
+    for (Job* head : coalesce_) {
+      while (head != nullptr) {
+        Job* next = head->next_coalesced;
+        Job*& bucket = buckets[head->key_hash & (buckets.size() - 1)];
+        head->next_coalesced = bucket;
+        bucket = head;
+        head = next;
+      }
+    }
+    coalesce_ = std::move(buckets);
+  }
+  job->coalescable = true;
+  job->key_hash = hash;
+  job->upstreams = upstreams;  // copy-assigned: reuses the recycled job's capacity
+  Job*& bucket = coalesce_[hash & (coalesce_.size() - 1)];
+  job->next_coalesced = bucket;
+  bucket = job;
+  ++coalesced_jobs_;
+}
+
+void Forwarder::RemoveCoalesced(Job* job) {
+  if (!job->coalescable) return;
+  job->coalescable = false;
+  for (Job** link = &coalesce_[job->key_hash & (coalesce_.size() - 1)]; *link != nullptr;
+       link = &(*link)->next_coalesced) {
+    if (*link == job) {
+      *link = job->next_coalesced;
+      job->next_coalesced = nullptr;
+      --coalesced_jobs_;
+      return;
+    }
+  }
+}
+
+void Forwarder::Job::Reset(std::vector<std::unique_ptr<Attempt>>& free_attempts,
+                           size_t max_free_attempts) {
+  kind = JobKind::kClient;
+  index = 0;
+  coalescable = false;
+  key_hash = 0;
+  next_coalesced = nullptr;
+  request = Request();
+  candidates.clear();
+  tries.clear();
+  done.clear();
+  no_edns.clear();
+  route_hold.Release();
+  process_hold.Release();
+  upstream_holds.clear();
+  upstream_refused = false;
+  next_candidate = 0;
+  force_tcp = false;
+  tcp_reconnected = false;
+  for (auto& attempt : attempts) {
+    if (free_attempts.size() >= max_free_attempts) break;
+    *attempt = Attempt();
+    free_attempts.push_back(std::move(attempt));
+  }
+  attempts.clear();
+  current = nullptr;
+  waiters.clear();
+  deadline_ms = 0;
+  sent = 0;
+  any_timeout = false;
+  finished = false;
+  error_reply.clear();
+  error_message = dns::Message();
+  error_attempt = nullptr;
+  result.outcome = Outcome::kServFail;
+  result.reason = FailReason::kNone;
+  result.reply.clear();
+  ClearKeepingQuestion(result.message);
+  result.upstream = loop::SocketAddress();
+  result.transport = Transport::kUdp;
+  result.rtt_ms = 0;
+  result.tries = 0;
+  try_timer.Stop();
+  deadline_timer.Stop();
+}
+
+void Forwarder::Recycle(std::unique_ptr<Job> job) {
+  if (free_jobs_.size() >= kMaxFreeJobs) return;  // freed here
+  job->Reset(free_attempts_, kMaxFreeAttempts);
+  free_jobs_.push_back(std::move(job));
+}
+
+Forwarder::Attempt* Forwarder::NewAttempt(Job* job) {
+  std::unique_ptr<Attempt> owned;
+  if (free_attempts_.empty()) {
+    owned = std::make_unique<Attempt>();
+  } else {
+    owned = std::move(free_attempts_.back());
+    free_attempts_.pop_back();
+  }
+  Attempt* attempt = owned.get();
+  attempt->job = job;
+  job->attempts.push_back(std::move(owned));
+  return attempt;
 }
 
 Forwarder::Forwarder(loop::Loop& loop, const Options& options, std::shared_ptr<UpstreamTable> table,
@@ -72,14 +212,15 @@ Forwarder::Forwarder(loop::Loop& loop, const Options& options, std::shared_ptr<U
       table_(table ? std::move(table) : std::make_shared<UpstreamTable>()),
       budgets_(options.budgets ? options.budgets : std::make_shared<ForwardBudgets>()),
       clock_(clock),
-      receive_buffer_(65536),
+      receive_buffer_(std::make_unique_for_overwrite<uint8_t[]>(kReceiveSlices *
+                                                                UdpClient::kReceiveSliceBytes)),
       post_timer_(loop),
       probe_timer_(loop) {}
 
 Forwarder::~Forwarder() {
   // Unregister TCP waiters before the jobs go, then drop everything without callbacks.
-  for (auto& [job, owned] : jobs_) {
-    for (auto& attempt : owned->attempts) attempt->tcp = nullptr;
+  for (auto& job : jobs_) {
+    for (auto& attempt : job->attempts) attempt->tcp = nullptr;
   }
   jobs_.clear();
   graveyard_.clear();
@@ -101,6 +242,23 @@ Forwarder::Server& Forwarder::GetServer(const loop::SocketAddress& address) {
   health_options.failure_threshold = options_.failure_threshold;
   auto server = std::make_unique<Server>(address, health_options, table_->Get(address),
                                          budgets_->Upstream(address));
+  UdpSocketPool::Callbacks callbacks;
+  callbacks.on_datagram = [this](UdpSocketPool::Waiter* waiter, std::span<const uint8_t> datagram) {
+    OnDatagram(static_cast<Attempt*>(waiter), datagram);
+  };
+  callbacks.on_malformed = [this] { counters_.malformed.fetch_add(1, std::memory_order_relaxed); };
+  // A reply to a try already closed (a duplicate, a slower server's answer after the first,
+  // an --all-servers loser) or a guess at our ID: either way not ours any more.
+  callbacks.on_unknown = [this] { counters_.mismatched.fetch_add(1, std::memory_order_relaxed); };
+  callbacks.on_error = [this](std::span<UdpSocketPool::Waiter* const> waiters, int status) {
+    for (UdpSocketPool::Waiter* waiter : waiters) {
+      OnAttemptFailed(static_cast<Attempt*>(waiter), /*timeout=*/false, uv_strerror(status));
+    }
+  };
+  server->udp = std::make_unique<UdpSocketPool>(
+      loop_, address, options_.udp_sockets,
+      std::span<uint8_t>(receive_buffer_.get(), kReceiveSlices * UdpClient::kReceiveSliceBytes),
+      random_, std::move(callbacks));
   Server& ref = *server;
   servers_.emplace(address, std::move(server));
   return ref;
@@ -117,9 +275,7 @@ InFlightBudget& Forwarder::RouteBudget(const UpstreamSet& upstreams) {
 void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Callback callback) {
   ++resolve_depth_;
   counters_.requests.fetch_add(1, std::memory_order_relaxed);
-  Key key{
-      request.qname, request.qtype, request.qclass, request.dnssec_ok, request.checking_disabled,
-      upstreams};
+  const size_t key_hash = KeyHash(request, upstreams);
   auto fail_now = [&](Outcome outcome, FailReason reason) {
     auto result = std::make_shared<Result>();
     result->outcome = outcome;
@@ -134,8 +290,7 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
     fail_now(Outcome::kOverloaded, reason);
     --resolve_depth_;
   };
-  if (auto it = coalesce_.find(key); it != coalesce_.end()) {
-    Job* job = it->second;
+  if (Job* job = FindCoalesced(key_hash, request, upstreams); job != nullptr) {
     if (job->waiters.size() >= options_.max_waiters_per_query) {
       refuse(server::Limit::kWaitersPerQuery, FailReason::kWaitersPerQuery, request.qname.ToText());
       return;
@@ -146,7 +301,8 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
     return;
   }
   // The set's usable servers: neither loop-disabled nor known down.
-  std::vector<Server*> candidates;
+  std::vector<Server*>& candidates = candidates_;
+  candidates.clear();
   bool any_down = false;
   bool any_room = false;
   for (const auto& address : upstreams.addresses()) {
@@ -188,29 +344,41 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
   }
   // Healthy servers by SRTT (stable: ties keep the configured order), then failed ones.
   const bool by_rtt = options_.server_order == ServerOrder::kFastest;
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [by_rtt](const Server* a, const Server* b) {
-                     if (a->health.failed() != b->health.failed()) return !a->health.failed();
-                     return by_rtt && a->health.SelectionRttMs() < b->health.SelectionRttMs();
-                   });
-  Job* job = StartJob(JobKind::kClient, request, std::move(candidates));
+  auto before = [by_rtt](const Server* a, const Server* b) {
+    if (a->health.failed() != b->health.failed()) return !a->health.failed();
+    return by_rtt && a->health.SelectionRttMs() < b->health.SelectionRttMs();
+  };
+  // A stable insertion sort: a set has a handful of servers, and std::stable_sort takes a
+  // temporary buffer from the heap on every call (one allocation per miss).
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    Server* server = candidates[i];
+    size_t j = i;
+    for (; j > 0 && before(server, candidates[j - 1]); --j) candidates[j] = candidates[j - 1];
+    candidates[j] = server;
+  }
+  Job* job = StartJob(JobKind::kClient, request, candidates);
   job->route_hold = std::move(route_hold);
   job->process_hold = std::move(process_hold);
   job->waiters.push_back(std::move(callback));
-  job->key = std::move(key);
-  coalesce_.emplace(*job->key, job);
+  AddCoalesced(job, key_hash, upstreams);
   StartNextTry(job);
   --resolve_depth_;
 }
 
 Forwarder::Job* Forwarder::StartJob(JobKind kind, const Request& request,
-                                    std::vector<Server*> candidates) {
-  auto owned = std::make_unique<Job>(loop_);
+                                    const std::vector<Server*>& candidates) {
+  std::unique_ptr<Job> owned;
+  if (free_jobs_.empty()) {
+    owned = std::make_unique<Job>(loop_);
+  } else {
+    owned = std::move(free_jobs_.back());
+    free_jobs_.pop_back();
+  }
   Job* job = owned.get();
   job->kind = kind;
   job->request = request;
   job->force_tcp = request.client_transport == Transport::kTcp;
-  job->candidates = std::move(candidates);
+  job->candidates.assign(candidates.begin(), candidates.end());
   job->tries.assign(job->candidates.size(), 0);
   job->done.assign(job->candidates.size(), false);
   job->no_edns.assign(job->candidates.size(), false);
@@ -224,7 +392,8 @@ Forwarder::Job* Forwarder::StartJob(JobKind kind, const Request& request,
     }
     FinishFailed(job, FailReason::kTimeout);
   });
-  jobs_.emplace(job, std::move(owned));
+  job->index = jobs_.size();
+  jobs_.push_back(std::move(owned));
   if (kind == JobKind::kClient) {
     ++client_jobs_;
     counters_.in_flight.store(client_jobs_, std::memory_order_relaxed);
@@ -233,26 +402,33 @@ Forwarder::Job* Forwarder::StartJob(JobKind kind, const Request& request,
 }
 
 void Forwarder::FinishAnswer(Job* job, Attempt* attempt, std::span<const uint8_t> bytes,
-                             dns::Message message) {
-  Result result;
+                             dns::Message& message) {
+  if (job->finished) return;
+  Result& result = job->result;
   result.outcome = Outcome::kAnswer;
+  result.reason = FailReason::kNone;
   result.reply.assign(bytes.begin(), bytes.end());
-  result.message = std::move(message);
+  std::swap(result.message, message);
   result.upstream = attempt->server->address;
   result.transport = attempt->transport;
   const uint64_t now = clock_.NowMs();
   result.rtt_ms = now > attempt->sent_ms ? now - attempt->sent_ms : 0;
   result.tries = job->sent;
-  Finish(job, std::move(result));
+  Finish(job);
 }
 
 void Forwarder::FinishFailed(Job* job, FailReason reason) {
   if (job->finished) return;
-  Result result;
+  Result& result = job->result;
   // Every server left was over its budget before any try was sent.
   result.outcome =
       reason == FailReason::kUpstreamBudget ? Outcome::kOverloaded : Outcome::kServFail;
   result.reason = reason;
+  result.reply.clear();
+  result.message = dns::Message();
+  result.upstream = loop::SocketAddress();
+  result.transport = Transport::kUdp;
+  result.rtt_ms = 0;
   if (job->error_attempt != nullptr) {
     result.reply = std::move(job->error_reply);
     result.message = std::move(job->error_message);
@@ -260,16 +436,17 @@ void Forwarder::FinishFailed(Job* job, FailReason reason) {
     result.transport = job->error_attempt->transport;
   }
   result.tries = job->sent;
-  Finish(job, std::move(result));
+  Finish(job);
 }
 
-void Forwarder::Finish(Job* job, Result result) {
+void Forwarder::Finish(Job* job) {
   if (job->finished) return;
   job->finished = true;
   job->try_timer.Stop();
   job->deadline_timer.Stop();
   for (auto& attempt : job->attempts) CloseAttempt(attempt.get());
-  if (job->key) coalesce_.erase(*job->key);
+  RemoveCoalesced(job);
+  const Result& result = job->result;
   if (job->kind == JobKind::kClient) {
     --client_jobs_;
     counters_.in_flight.store(client_jobs_, std::memory_order_relaxed);
@@ -292,15 +469,26 @@ void Forwarder::Finish(Job* job, Result result) {
   } else if (job->kind == JobKind::kHealthProbe && !job->candidates.empty()) {
     job->candidates.front()->probing = false;
   }
-  std::vector<Callback> waiters = std::move(job->waiters);
-  auto it = jobs_.find(job);
-  if (it != jobs_.end()) {
-    graveyard_.push_back(std::move(it->second));
-    jobs_.erase(it);
+  // Out of the table; reaped (recycled) on the next loop iteration, so it outlives the
+  // callbacks below.
+  const size_t index = job->index;
+  graveyard_.push_back(std::move(jobs_[index]));
+  if (index + 1 != jobs_.size()) {
+    jobs_[index] = std::move(jobs_.back());
+    jobs_[index]->index = index;
   }
+  jobs_.pop_back();
   SchedulePost();
-  if (!waiters.empty()) {
-    Deliver(std::move(waiters), std::make_shared<const Result>(std::move(result)));
+  if (job->waiters.empty()) return;
+  if (resolve_depth_ > 0) {
+    // Inside Resolve: the result must outlive the job; a copy (rare: failures found at once).
+    deferred_.emplace_back(std::move(job->waiters), std::make_shared<const Result>(result));
+    return;
+  }
+  // The job is finished and out of the coalescing table: callbacks that Resolve again start
+  // other jobs and never touch these waiters.
+  for (auto& waiter : job->waiters) {
+    if (waiter) waiter(result);
   }
 }
 
@@ -320,6 +508,7 @@ void Forwarder::SchedulePost() {
 }
 
 void Forwarder::RunPosted() {
+  for (auto& job : graveyard_) Recycle(std::move(job));
   graveyard_.clear();
   closed_tcp_.clear();
   // Callbacks may Resolve again and so add to deferred_: take the batch first.
@@ -330,7 +519,7 @@ void Forwarder::RunPosted() {
 
 void Forwarder::CancelAll() {
   std::vector<Job*> jobs;
-  for (auto& [job, owned] : jobs_) jobs.push_back(job);
+  for (auto& job : jobs_) jobs.push_back(job.get());
   for (Job* job : jobs) FinishFailed(job, FailReason::kShutdown);
   auto batch = std::move(deferred_);
   deferred_.clear();

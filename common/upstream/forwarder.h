@@ -23,14 +23,18 @@
 //      max_tries_per_upstream tries each, within total_timeout_ms. With
 //      FirstTry::kAllServers (dnsmasq's --all-servers) the first try goes to every one of
 //      them at once.
-//   5. A UDP try uses a fresh socket (random ephemeral port, connect()ed to the server) and
-//      a random ID from the kernel's CSPRNG; a client that came over TCP is forwarded over
+//   5. A UDP try goes out on one of the server's pooled sockets (udp_socket_pool.h: random
+//      ephemeral ports, connect()ed to the server, picked at random, rotated after
+//      Options::udp_sockets.queries_per_socket queries) with a random ID from the kernel's
+//      CSPRNG, unique on that socket; a client that came over TCP is forwarded over
 //      TCP on a reused, pipelined connection per server (RFC 7766). Every query carries
 //      EDNS0 (payload Options::edns_payload_bytes, the client's DO bit) and the client's CD.
 //   6. A reply counts only if it matches (wire.h: source, ID, QR, question); others are
-//      dropped and counted, and the try keeps waiting. A try whose timeout (RFC 6298 RTO
-//      from the server's SRTT, see upstream_health.h) expires moves the query on to the
-//      next server, but its socket keeps listening: a late answer still wins.
+//      dropped and counted, and the try keeps waiting. A matching reply's records are
+//      decoded into Result::message, or only walked (Options::reply_decode). A try whose
+//      timeout (RFC 6298 RTO from the server's SRTT, see upstream_health.h) expires moves
+//      the query on to the next server, but its socket keeps listening: a late answer
+//      still wins.
 //   7. TC over UDP: the same server again over TCP. FORMERR to a query with EDNS: the same
 //      server once more without EDNS (RFC 6891 §7). SERVFAIL, REFUSED, NOTIMP (and FORMERR
 //      without EDNS): the next server. Anything else (NOERROR, NXDOMAIN, ...) is the answer.
@@ -85,7 +89,7 @@
 #include "common/upstream/forward_budgets.h"
 #include "common/upstream/random.h"
 #include "common/upstream/tcp_client.h"
-#include "common/upstream/udp_client.h"
+#include "common/upstream/udp_socket_pool.h"
 #include "common/upstream/upstream_health.h"
 #include "common/upstream/upstream_set.h"
 #include "common/upstream/upstream_table.h"
@@ -130,7 +134,8 @@ struct Result {
   Outcome outcome = Outcome::kServFail;
   FailReason reason = FailReason::kNone;
   // The reply as received (the upstream's ID and name case; see RewriteForClient) and its
-  // parse. kAnswer: always set. kServFail/kUpstreamError: the last error reply.
+  // parse (whole, or header, question and EDNS only: Options::reply_decode). kAnswer:
+  // always set. kServFail/kUpstreamError: the last error reply.
   std::vector<uint8_t> reply;
   dns::Message message;
   loop::SocketAddress upstream;  // who sent `reply`
@@ -174,6 +179,11 @@ class Forwarder {
     size_t max_waiters_per_query = 1024;
     uint16_t edns_payload_bytes = dns::kDefaultUdpPayloadSize;
     uint64_t tcp_idle_timeout_ms = 10'000;
+    // Per server: how many UDP sockets, and how long each is used (source-port rotation).
+    UdpSocketPool::Options udp_sockets;
+    // How much of a reply Result::message holds (wire.h): kQuestion for a caller that uses
+    // the bytes only, so a large reply costs no decoded records.
+    ReplyDecode reply_decode = ReplyDecode::kWhole;
     uint64_t probe_interval_ms = 5'000;
     dns::Name probe_name = dns::Name::Root();  // ". NS" by default
     dns::RrType probe_type = dns::RrType::kNs;
@@ -204,29 +214,29 @@ class Forwarder {
   const UpstreamHealth* health(const loop::SocketAddress& upstream) const;
   size_t in_flight() const { return client_jobs_; }
   size_t open_tcp_connections() const { return tcp_.size(); }
+  // Finished jobs kept for reuse (tests).
+  size_t reusable_jobs() const { return free_jobs_.size(); }
 
  private:
   struct Job;
   struct Attempt;
   struct Server;
   struct TcpSlot;
-  struct Key {
-    dns::Name qname;
-    dns::RrType qtype;
-    dns::RrClass qclass;
-    bool dnssec_ok;
-    bool checking_disabled;
-    UpstreamSet upstreams;
-    friend bool operator==(const Key&, const Key&) = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& key) const;
-  };
   enum class JobKind : uint8_t { kClient, kHealthProbe, kLoopProbe };
 
   Server& GetServer(const loop::SocketAddress& address);
   InFlightBudget& RouteBudget(const UpstreamSet& upstreams);
-  Job* StartJob(JobKind kind, const Request& request, std::vector<Server*> candidates);
+  Job* StartJob(JobKind kind, const Request& request, const std::vector<Server*>& candidates);
+  // Finished jobs and their attempts are reset and kept for the next queries (up to
+  // kMaxFreeJobs), so the steady miss path allocates no Job, Attempt, timer or vector.
+  void Recycle(std::unique_ptr<Job> job);
+  Attempt* NewAttempt(Job* job);
+  // Coalescing: client jobs by (name ignoring case, type, class, DO, CD, set), in a table
+  // chained through the jobs themselves (no node or key copy per query).
+  static size_t KeyHash(const Request& request, const UpstreamSet& upstreams);
+  Job* FindCoalesced(size_t hash, const Request& request, const UpstreamSet& upstreams) const;
+  void AddCoalesced(Job* job, size_t hash, const UpstreamSet& upstreams);
+  void RemoveCoalesced(Job* job);
   void StartNextTry(Job* job);
   void SendTry(Job* job, size_t candidate, Transport transport, EdnsMode edns);
   void SendUdp(Attempt* attempt, std::span<const uint8_t> query);
@@ -235,16 +245,18 @@ class Forwarder {
   void OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram);
   void OnTcpMessage(const loop::SocketAddress& peer, std::span<const uint8_t> message);
   void OnTcpClosed(const loop::SocketAddress& peer, const std::string& reason);
-  void OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::Message message);
+  // `message` is reply_message_: taken by swapping (the caller's scratch gets the old one).
+  void OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::Message& message);
   void OnAttemptFailed(Attempt* attempt, bool timeout, const char* why);
   // A try without a reply counts against the server; a health probe's timing out marks it
   // down.
   void OnServerFailure(Job* job, Server* server, bool timeout);
   void CloseAttempt(Attempt* attempt);
   void FinishAnswer(Job* job, Attempt* attempt, std::span<const uint8_t> bytes,
-                    dns::Message message);
+                    dns::Message& message);
   void FinishFailed(Job* job, FailReason reason);
-  void Finish(Job* job, Result result);
+  // Delivers job->result, which FinishAnswer/FinishFailed filled.
+  void Finish(Job* job);
   void Deliver(std::vector<Callback> waiters, std::shared_ptr<const Result> result);
   void SchedulePost();
   void RunPosted();
@@ -260,11 +272,22 @@ class Forwarder {
   const Clock& clock_;
   SecureRandom random_;
   ForwarderCounters counters_;
-  std::vector<uint8_t> receive_buffer_;  // shared by every UdpClient of this Forwarder
+  // Shared by every UDP socket of this Forwarder: up to kReceiveSlices replies per recvmmsg.
+  // Not zeroed, so only the pages replies land in become resident.
+  static constexpr size_t kReceiveSlices = 8;
+  std::unique_ptr<uint8_t[]> receive_buffer_;
+  std::vector<uint8_t> query_;  // the query being sent (BuildQuery reuses it)
+  // The reply being matched; swapped with the job's on a match, so the two trade capacity
+  // instead of allocating.
+  dns::Message reply_message_;
 
   std::unordered_map<loop::SocketAddress, std::unique_ptr<Server>> servers_;
-  std::unordered_map<Job*, std::unique_ptr<Job>> jobs_;
-  std::unordered_map<Key, Job*, KeyHash> coalesce_;
+  std::vector<std::unique_ptr<Job>> jobs_;  // under way; Job::index is the position
+  std::vector<Job*> coalesce_;              // buckets (a power of two), chained
+  size_t coalesced_jobs_ = 0;
+  std::vector<Server*> candidates_;  // Resolve's scratch
+  std::vector<std::unique_ptr<Job>> free_jobs_;
+  std::vector<std::unique_ptr<Attempt>> free_attempts_;
   size_t client_jobs_ = 0;
   std::unordered_map<loop::SocketAddress, std::unique_ptr<TcpSlot>> tcp_;
 

@@ -7,11 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "common/upstream/forwarder.h"
+#include "common/upstream/udp_socket_pool.h"
 
 namespace kdns::upstream {
 
@@ -23,29 +23,39 @@ struct Forwarder::Server {
   loop::SocketAddress address;
   UpstreamHealth health;
   UpstreamTable::Entry& entry;
-  InFlightBudget& budget;  // shared by every thread's Forwarder
-  bool probing = false;    // a health probe is outstanding
+  InFlightBudget& budget;              // shared by every thread's Forwarder
+  bool probing = false;                // a health probe is outstanding
+  std::unique_ptr<UdpSocketPool> udp;  // the UDP tries' sockets
 };
 
-// One query sent to one server.
-struct Forwarder::Attempt {
+// One query sent to one server. Waiter::id is its query ID on either transport; over UDP it
+// waits in its server's UdpSocketPool (Waiter::socket, which drew the ID) from the send until
+// CloseAttempt.
+struct Forwarder::Attempt : UdpSocketPool::Waiter {
   Job* job = nullptr;
   Server* server = nullptr;
   size_t candidate = 0;
   Transport transport = Transport::kUdp;
   EdnsMode edns = EdnsMode::kWithEdns;
-  uint16_t id = 0;
   uint64_t sent_ms = 0;
-  bool closed = false;  // answered, failed or superseded: ignore what still arrives
-  std::unique_ptr<UdpClient> udp;
+  bool closed = false;     // answered, failed or superseded: ignore what still arrives
   TcpSlot* tcp = nullptr;  // registered there under `id` while open
 };
 
 // One upstream query under way, with everyone waiting for it.
+// Reused (Forwarder::Recycle): every field is reset there, so add new ones to Reset().
 struct Forwarder::Job {
   explicit Job(loop::Loop& loop) : try_timer(loop), deadline_timer(loop) {}
+  // Back to a fresh job, keeping the vectors' capacity; attempts go to `free_attempts`.
+  void Reset(std::vector<std::unique_ptr<Attempt>>& free_attempts, size_t max_free_attempts);
   JobKind kind = JobKind::kClient;
-  std::optional<Key> key;  // set for coalescable (client) jobs
+  size_t index = 0;  // in Forwarder::jobs_ while under way
+  // Coalescable (client) jobs: in Forwarder::coalesce_ under key_hash until finished; the key
+  // is the request's question and DO/CD bits and `upstreams`.
+  bool coalescable = false;
+  size_t key_hash = 0;
+  UpstreamSet upstreams;
+  Job* next_coalesced = nullptr;
   Request request;
   std::vector<Server*> candidates;
   std::vector<uint32_t> tries;  // per candidate
@@ -71,6 +81,7 @@ struct Forwarder::Job {
   std::vector<uint8_t> error_reply;
   dns::Message error_message;
   Attempt* error_attempt = nullptr;
+  Result result;  // filled when the job ends, delivered from here
   loop::Timer try_timer;
   loop::Timer deadline_timer;
 };

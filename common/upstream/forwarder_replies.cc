@@ -16,9 +16,9 @@ namespace kdns::upstream {
 
 void Forwarder::OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram) {
   if (attempt->closed || attempt->job->finished) return;
-  dns::Message message;
   size_t end = datagram.size();
-  Match match = MatchReply(datagram, attempt->id, attempt->job->request, &message, &end);
+  Match match = MatchReply(datagram, attempt->id, attempt->job->request, &reply_message_, &end,
+                           options_.reply_decode);
   if (match != Match::kOk) {
     (match == Match::kMalformed ? counters_.malformed : counters_.mismatched)
         .fetch_add(1, std::memory_order_relaxed);
@@ -29,7 +29,7 @@ void Forwarder::OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram) 
   }
   // Bytes after the last record are dropped here: the cache and every client get the
   // message alone (kubedns passes replies that fit as they are).
-  OnReply(attempt, datagram.first(end), std::move(message));
+  OnReply(attempt, datagram.first(end), reply_message_);
 }
 
 void Forwarder::OnTcpMessage(const loop::SocketAddress& peer, std::span<const uint8_t> message) {
@@ -79,7 +79,7 @@ void Forwarder::OnTcpClosed(const loop::SocketAddress& peer, const std::string& 
   }
 }
 
-void Forwarder::OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::Message message) {
+void Forwarder::OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::Message& message) {
   Job* job = attempt->job;
   Server* server = attempt->server;
   const uint64_t now = clock_.NowMs();
@@ -96,7 +96,7 @@ void Forwarder::OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::M
   const dns::Rcode rcode = message.rcode();
 
   if (job->kind == JobKind::kHealthProbe) {
-    FinishAnswer(job, attempt, bytes, std::move(message));
+    FinishAnswer(job, attempt, bytes, message);
     return;
   }
   if (message.header.tc && attempt->transport == Transport::kUdp) {
@@ -120,7 +120,7 @@ void Forwarder::OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::M
     if (job->kind == JobKind::kClient) server->entry.failed.Inc();
     job->done[attempt->candidate] = true;
     job->error_reply.assign(bytes.begin(), bytes.end());
-    job->error_message = std::move(message);
+    std::swap(job->error_message, message);
     job->error_attempt = attempt;
     CloseAttempt(attempt);
     if (!is_current) return;
@@ -129,7 +129,7 @@ void Forwarder::OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::M
     return;
   }
   if (job->kind == JobKind::kClient) server->entry.answers.Inc();
-  FinishAnswer(job, attempt, bytes, std::move(message));
+  FinishAnswer(job, attempt, bytes, message);
 }
 
 }  // namespace kdns::upstream

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -15,6 +16,7 @@
 #include "common/loop/socket_util.h"
 #include "common/server/limits.h"
 #include "common/upstream/testing.h"
+#include "test/unit/allocation_counter.h"
 
 namespace kdns::upstream {
 namespace {
@@ -717,7 +719,10 @@ TEST_CASE("Source ports and IDs are random", "[upstream]") {
   loop::Loop loop;
   {
     FakeUpstream a(loop, 1);
-    Forwarder forwarder(loop, TestOptions());
+    Forwarder::Options options = TestOptions();
+    // One socket per query, as before pooling: every query from its own random port.
+    options.udp_sockets.queries_per_socket = 1;
+    Forwarder forwarder(loop, options);
     constexpr int kQueries = 20;
     for (int i = 0; i < kQueries; ++i) {
       ResolveAndWait(loop, forwarder, Req("q" + std::to_string(i) + ".example."), {a.address()});
@@ -736,6 +741,134 @@ TEST_CASE("Source ports and IDs are random", "[upstream]") {
     CHECK(ports.size() >= kQueries - 2);
     CHECK(ids.size() >= kQueries - 2);
     CHECK(sequential <= 1);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("Pooled sockets rotate: each port carries at most queries_per_socket queries",
+          "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    Forwarder::Options options = TestOptions();
+    options.udp_sockets.sockets = 4;
+    options.udp_sockets.queries_per_socket = 5;
+    Forwarder forwarder(loop, options);
+    constexpr int kQueries = 40;
+    for (int i = 0; i < kQueries; ++i) {
+      CHECK(AnswerAddress(ResolveAndWait(
+                loop, forwarder, Req("q" + std::to_string(i) + ".example."), {a.address()})) ==
+            "192.0.2.1");
+    }
+    std::map<uint16_t, int> per_port;
+    std::set<uint16_t> ids;
+    for (const auto& query : a.queries()) {
+      ++per_port[query.from.port()];
+      ids.insert(query.message.header.id);
+    }
+    // 40 queries, at most 5 per socket: at least 8 sockets, each on its own port.
+    CHECK(per_port.size() >= kQueries / 5);
+    for (const auto& [port, count] : per_port) CHECK(count <= 5);
+    CHECK(ids.size() >= kQueries - 2);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A reused job carries nothing over from the query before it", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    Forwarder::Options options = TestOptions();
+    options.server_order = ServerOrder::kConfigured;
+    Forwarder forwarder(loop, options);
+    const UpstreamSet set{a.address(), b.address()};
+    // The first query leaves every kind of per-query state behind: an error reply and a
+    // server marked done (SERVFAIL from a), or a server marked without EDNS (FORMERR), a
+    // second try, DO and CD, a TCP client.
+    const Behaviour first = GENERATE(Behaviour::kServFail, Behaviour::kFormErrToEdns);
+    a.set_behaviour(first);
+    Request one = Req("one.example.", Transport::kTcp);
+    one.dnssec_ok = true;
+    one.checking_disabled = true;
+    Result result = ResolveAndWait(loop, forwarder, one, set);
+    CHECK(result.tries == 2);
+    CHECK(result.upstream == (first == Behaviour::kServFail ? b.address() : a.address()));
+    // Finished jobs are reset and kept on the next loop iteration.
+    REQUIRE(RunUntil(loop, [&] { return forwarder.reusable_jobs() == 1; }));
+
+    a.set_behaviour(Behaviour::kAnswer);
+    const size_t sent_before = a.queries().size();
+    std::optional<Result> answered;
+    forwarder.Resolve(Req("two.example."), set, [&](const Result& r) { answered = r; });
+    CHECK(forwarder.reusable_jobs() == 0);  // the recycled job took the query
+    REQUIRE(RunUntil(loop, [&] { return answered.has_value(); }));
+    const Result& two = *answered;
+    CHECK(AnswerAddress(two) == "192.0.2.1");
+    CHECK(two.upstream == a.address());
+    CHECK(two.tries == 1);
+    CHECK(two.transport == Transport::kUdp);
+    CHECK(two.reason == FailReason::kNone);
+    CHECK(two.message.questions[0].name == N("two.example."));
+    REQUIRE(a.queries().size() == sent_before + 1);
+    const dns::Message& sent = a.queries().back().message;
+    CHECK(a.queries().back().transport == Transport::kUdp);
+    CHECK(sent.questions[0].name == N("two.example."));
+    REQUIRE(sent.edns.has_value());
+    CHECK_FALSE(sent.edns->dnssec_ok);
+    CHECK_FALSE(sent.header.cd);
+    CHECK(forwarder.in_flight() == 0);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("Decoding the question only: the result carries the reply's bytes, no records",
+          "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    Forwarder::Options options = TestOptions();
+    options.reply_decode = ReplyDecode::kQuestion;
+    Forwarder forwarder(loop, options);
+    const UpstreamSet set{a.address()};
+    for (const char* name : {"one.example.", "two.example."}) {  // the second on a reused job
+      const Result result = ResolveAndWait(loop, forwarder, Req(name), set);
+      REQUIRE(result.outcome == Outcome::kAnswer);
+      CHECK(result.message.header.ancount == 1);
+      CHECK(result.message.answers.empty());
+      REQUIRE(result.message.questions.size() == 1);
+      CHECK(result.message.questions[0].name == N(name));
+      dns::Message whole;
+      REQUIRE(dns::ParseMessage(result.reply, &whole) == dns::ParseError::kOk);
+      REQUIRE(whole.answers.size() == 1);
+      CHECK(std::get<dns::RdataA>(whole.answers[0].rdata).address.ToString() == "192.0.2.1");
+      REQUIRE(RunUntil(loop, [&] { return forwarder.reusable_jobs() == 1; }));
+    }
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A miss on a warm forwarder allocates nothing to send its query", "[upstream]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1), b(loop, 2);
+    Forwarder::Options options = TestOptions();
+    options.udp_sockets.sockets = 1;  // opened by the warm-up, not rotated within it
+    options.reply_decode = ReplyDecode::kQuestion;
+    Forwarder forwarder(loop, options);
+    const UpstreamSet set{a.address(), b.address()};  // two servers: ordered per query
+    int answered = 0;
+    auto count = [&answered](const Result& r) { answered += r.outcome == Outcome::kAnswer; };
+    for (int i = 0; i < 3; ++i) {  // grows the job, attempt, table and socket state
+      forwarder.Resolve(Req("warm" + std::to_string(i) + ".example."), set, count);
+      REQUIRE(RunUntil(loop, [&] { return answered == i + 1; }));
+      REQUIRE(RunUntil(loop, [&] { return forwarder.reusable_jobs() == 1; }));
+    }
+    const Request request = Req("cold.example.");
+    const size_t before = kdns::testing::AllocationCount();
+    forwarder.Resolve(request, set, count);  // coalescing, budgets, order, job, socket, send
+    const size_t after = kdns::testing::AllocationCount();
+    CHECK(after == before);
+    REQUIRE(RunUntil(loop, [&] { return answered == 4; }));
   }
   RequireClosesClean(loop);
 }

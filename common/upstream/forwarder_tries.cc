@@ -73,16 +73,12 @@ void Forwarder::SendTry(Job* job, size_t candidate, Transport transport, EdnsMod
     return;
   }
   Server* server = job->candidates[candidate];
-  auto owned = std::make_unique<Attempt>();
-  Attempt* attempt = owned.get();
-  attempt->job = job;
+  Attempt* attempt = NewAttempt(job);
   attempt->server = server;
   attempt->candidate = candidate;
   attempt->transport = transport;
   attempt->edns = edns;
-  attempt->id = random_.Next16();
   attempt->sent_ms = clock_.NowMs();
-  job->attempts.push_back(std::move(owned));
   job->current = attempt;
   ++job->tries[candidate];
   ++job->sent;
@@ -95,45 +91,35 @@ void Forwarder::SendTry(Job* job, size_t candidate, Transport transport, EdnsMod
   timeout = std::min(timeout, job->deadline_ms - now);
   job->try_timer.Start(timeout, [this, job] { OnTryTimeout(job); });
 
-  std::vector<uint8_t> query;
-  if (transport == Transport::kTcp) {
+  if (transport == Transport::kUdp) {
+    // The pool picks the socket and draws the ID, unique among the queries on it.
+    std::string error;
+    if (!server->udp->Acquire(attempt, now, &error)) {
+      LOG_EVERY_N(WARNING, 100) << "upstream " << error;
+      OnAttemptFailed(attempt, /*timeout=*/false, "socket");
+      return;
+    }
+  } else {
     // The ID must be unique among the queries pipelined on the connection.
+    attempt->id = random_.Next16();
     auto it = tcp_.find(server->address);
     if (it != tcp_.end()) {
       while (it->second->waiting.count(attempt->id) != 0) attempt->id = random_.Next16();
     }
   }
-  if (!BuildQuery(job->request, attempt->id, edns, options_.edns_payload_bytes, &query)) {
+  if (!BuildQuery(job->request, attempt->id, edns, options_.edns_payload_bytes, &query_)) {
     OnAttemptFailed(attempt, /*timeout=*/false, "query does not fit");
     return;
   }
   if (transport == Transport::kUdp) {
-    SendUdp(attempt, query);
+    SendUdp(attempt, query_);
   } else {
-    SendTcp(attempt, query);
+    SendTcp(attempt, query_);
   }
 }
 
 void Forwarder::SendUdp(Attempt* attempt, std::span<const uint8_t> query) {
-  std::string error;
-  attempt->udp = UdpClient::Open(
-      loop_, attempt->server->address, receive_buffer_,
-      [this, attempt](std::span<const uint8_t> datagram) { OnDatagram(attempt, datagram); },
-      [this, attempt](int status) {
-        if (attempt->closed || attempt->job->finished) return;
-        if (status == UV_EMSGSIZE) {
-          counters_.malformed.fetch_add(1, std::memory_order_relaxed);
-          return;
-        }
-        OnAttemptFailed(attempt, /*timeout=*/false, uv_strerror(status));
-      },
-      &error);
-  if (attempt->udp == nullptr) {
-    LOG_EVERY_N(WARNING, 100) << "upstream " << error;
-    OnAttemptFailed(attempt, /*timeout=*/false, "socket");
-    return;
-  }
-  if (int status = attempt->udp->Send(query); status != 0) {
+  if (int status = attempt->server->udp->Send(attempt, query); status != 0) {
     OnAttemptFailed(attempt, /*timeout=*/false, uv_strerror(status));
   }
 }
@@ -238,7 +224,8 @@ void Forwarder::CloseAttempt(Attempt* attempt) {
     attempt->tcp->waiting.erase(attempt->id);
     attempt->tcp = nullptr;
   }
-  // The UDP socket stays open until the job is reaped: we may be inside its callback.
+  // Frees its ID on the socket; what still arrives for it is counted as mismatched.
+  attempt->server->udp->Release(attempt);
 }
 
 }  // namespace kdns::upstream

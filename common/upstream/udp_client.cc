@@ -24,7 +24,8 @@ std::unique_ptr<UdpClient> UdpClient::Open(loop::Loop& loop, const loop::SocketA
     return nullptr;  // the destructor closes the handle
   };
   int status = client->handle_.Open(client.get(), [&](uv_udp_t* h) {
-    return uv_udp_init_ex(loop.get(), h, static_cast<unsigned>(peer.family()));
+    // recvmmsg: several replies per system call when the buffer holds several slices.
+    return uv_udp_init_ex(loop.get(), h, static_cast<unsigned>(peer.family()) | UV_UDP_RECVMMSG);
   });
   if (status != 0) return fail("udp init for", status);
   uv_udp_t* handle = client->handle_.get();
@@ -73,7 +74,7 @@ void UdpClient::OnReceive(uv_udp_t* handle, ssize_t nread, const uv_buf_t* buf,
                              [&] { self->on_error_(static_cast<int>(nread)); });
     return;
   }
-  if (addr == nullptr) return;  // nothing more to read this time
+  if (addr == nullptr) return;  // nothing more to read this time, or the batch's end
   if ((flags & UV_UDP_PARTIAL) != 0) {
     loop::internal::CallUser("upstream udp error", [&] { self->on_error_(UV_EMSGSIZE); });
     return;

@@ -1,14 +1,17 @@
-// UdpClient: one connected UDP socket for one upstream try. Each try gets a fresh socket
-// with a kernel-chosen ephemeral port (Linux picks it at random), so the source port is as
-// unpredictable as the query ID (RFC 5452 §9.2). The socket is connect()ed to the upstream:
+// UdpClient: one connected UDP socket to one upstream server, on a kernel-chosen ephemeral
+// port (Linux picks it at random), so the source port is as unpredictable as the query ID
+// (RFC 5452 §9.2); udp_socket_pool.h decides how many queries use it. The socket is
+// connect()ed to the upstream:
 // the kernel then drops datagrams from any other address or port, and an ICMP "port
 // unreachable" comes back as an error, so a dead upstream fails over at once instead of
 // after a timeout. The source is still checked again on every datagram.
 //
 // Built on uv_udp_t rather than loop::UdpSocket: that class is a server socket with a
-// 32-slot recvmmsg buffer (128 KiB) per socket, too heavy for one socket per query. Here
-// every UdpClient of a Forwarder receives into one shared buffer (the loop is
-// single-threaded and the datagram is consumed inside the callback).
+// 32-slot recvmmsg buffer (128 KiB) per socket, too heavy for many sockets. Here every
+// UdpClient of a Forwarder receives into one shared buffer (the loop is single-threaded and
+// each datagram is consumed inside its callback). Replies waiting on a socket are read with
+// one recvmmsg (libuv's UV_UDP_RECVMMSG) into as many 64 KiB slices as the buffer holds
+// (kReceiveSliceBytes), not one recvmsg each.
 //
 // Thread: the loop's thread only. Destroying the UdpClient (also from inside its callback)
 // closes the socket; no callback follows.
@@ -30,6 +33,10 @@ namespace kdns::upstream {
 
 class UdpClient {
  public:
+  // libuv reads one datagram per slice of this size (its largest); a receive buffer of N
+  // slices reads up to N replies per system call.
+  static constexpr size_t kReceiveSliceBytes = 64 * 1024;
+
   // A datagram from the connected peer; valid during the call only.
   using DatagramCallback = std::function<void(std::span<const uint8_t> datagram)>;
   // A receive error (negative libuv code, e.g. UV_ECONNREFUSED) or a datagram cut short

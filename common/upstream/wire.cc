@@ -64,15 +64,44 @@ bool MayOmitQuestion(dns::Rcode rcode) {
          rcode == dns::Rcode::kNotImp || rcode == dns::Rcode::kRefused;
 }
 
+// ReplyDecode::kQuestion for a reply with one question: the query fast path's decoder walks
+// the same structure (it does not look at QR), with no record kept. Bytes after the last
+// record are tolerated, as by ParseMessage with TrailingData::kIgnore.
+Match MatchQuestionOnly(std::span<const uint8_t> reply, const Request& request,
+                        dns::Message* parsed, size_t* reply_end) {
+  dns::Query decoded;
+  if (dns::ParseQuery(reply, &decoded) != dns::ParseError::kOk) return Match::kMalformed;
+  if (decoded.qtype != request.qtype || decoded.qclass != request.qclass ||
+      !(decoded.qname == request.qname)) {
+    return Match::kWrongQuestion;
+  }
+  parsed->header = decoded.header;
+  // Reused capacity: the caller's Message keeps its one question's room between replies.
+  parsed->questions.resize(1);
+  parsed->questions.front().name = decoded.qname;
+  parsed->questions.front().type = decoded.qtype;
+  parsed->questions.front().cls = decoded.qclass;
+  parsed->answers.clear();
+  parsed->authorities.clear();
+  parsed->additionals.clear();
+  parsed->edns.reset();
+  if (decoded.edns.has_value()) parsed->edns = dns::Edns::FromView(*decoded.edns);
+  if (reply_end != nullptr) *reply_end = decoded.message_end;
+  return Match::kOk;
+}
+
 }  // namespace
 
 Match MatchReply(std::span<const uint8_t> reply, uint16_t id, const Request& request,
-                 dns::Message* parsed, size_t* reply_end) {
+                 dns::Message* parsed, size_t* reply_end, ReplyDecode decode) {
   dns::Header header;
   if (dns::ParseHeader(reply, &header) != dns::ParseError::kOk) return Match::kMalformed;
   if (!header.qr || header.opcode != dns::Opcode::kQuery) return Match::kNotResponse;
   if (header.id != id) return Match::kWrongId;
   if (header.qdcount > 1) return Match::kWrongQuestion;
+  if (decode == ReplyDecode::kQuestion && header.qdcount == 1) {
+    return MatchQuestionOnly(reply, request, parsed, reply_end);
+  }
   // Bytes after the last record are tolerated, as some servers pad.
   if (dns::ParseMessage(reply, parsed, dns::TrailingData::kIgnore, reply_end) !=
       dns::ParseError::kOk) {

@@ -61,11 +61,25 @@ enum class Match : uint8_t {
 };
 const char* MatchName(Match match);
 
-// Checks `reply` against the query sent with `id` for `request`; fills *parsed on kOk,
-// and *reply_end (when given) with the size of the message without the bytes some servers
-// leave after its last record (tolerated, never passed on).
+// How much of a matching reply MatchReply decodes into its dns::Message.
+enum class ReplyDecode : uint8_t {
+  // Every record (kubedns chases CNAMEs and re-encodes answers from them).
+  kWhole,
+  // The header, the question and EDNS; the records are walked structurally (names, lengths,
+  // one OPT in the additional section, as dns::ParseQuery does) and left in the bytes
+  // (frontend-cache caches and serves the bytes). A decoded record takes about 800 bytes
+  // (an inline name and rdata), so a 7.7 KiB reply of 480 A records would take 390 KiB
+  // decoded; this takes nothing per record and allocates nothing once `parsed` has room for
+  // one question.
+  kQuestion,
+};
+
+// Checks `reply` against the query sent with `id` for `request`; fills *parsed on kOk (as
+// `decode` says), and *reply_end (when given) with the size of the message without the
+// bytes some servers leave after its last record (tolerated, never passed on).
 [[nodiscard]] Match MatchReply(std::span<const uint8_t> reply, uint16_t id, const Request& request,
-                               dns::Message* parsed, size_t* reply_end = nullptr);
+                               dns::Message* parsed, size_t* reply_end = nullptr,
+                               ReplyDecode decode = ReplyDecode::kWhole);
 
 // Turns a reply into the answer for one client: writes the client's ID and, when the
 // reply's first question is written uncompressed with the same labels, the client's

@@ -6,6 +6,8 @@
 #include "common/dns/message.h"
 #include "common/dns/testing.h"
 #include "common/upstream/testing.h"
+#include "test/support/fake_dns_server.h"
+#include "test/unit/allocation_counter.h"
 
 namespace kdns::upstream {
 namespace {
@@ -106,6 +108,73 @@ TEST_CASE("A reply matches only with QR, our ID and our question", "[upstream]")
     bytes.resize(bytes.size() - 3);
     CHECK(MatchReply(bytes, 77, request, &parsed) == Match::kMalformed);
     CHECK(MatchReply(std::vector<uint8_t>{0, 77, 0x81}, 77, request, &parsed) == Match::kMalformed);
+  }
+}
+
+TEST_CASE("Decoding the question only matches as the whole decode does, keeping no records",
+          "[upstream]") {
+  Request request = MakeRequest("www.example.");
+  std::vector<uint8_t> query_bytes;
+  REQUIRE(BuildQuery(request, 77, EdnsMode::kWithEdns, 1232, &query_bytes));
+  dns::Message query = Parse(query_bytes);
+  const auto address = FakeUpstream::A(192, 0, 2, 1);
+  dns::Message parsed;
+  auto match = [&](const std::vector<uint8_t>& bytes, uint16_t id, size_t* end = nullptr) {
+    return MatchReply(bytes, id, request, &parsed, end, ReplyDecode::kQuestion);
+  };
+
+  SECTION("the answer: header, question and EDNS, the records left in the bytes") {
+    dns::Message upper = query;
+    upper.questions[0].name = N("WWW.EXAMPLE.");
+    std::vector<uint8_t> bytes = FakeUpstream::Answer(upper, address);
+    bytes.insert(bytes.end(), {0, 0});  // trailing bytes: tolerated, cut off
+    size_t end = 0;
+    REQUIRE(match(bytes, 77, &end) == Match::kOk);
+    CHECK(end == bytes.size() - 2);
+    CHECK(parsed.header.ancount == 1);
+    CHECK(parsed.answers.empty());
+    REQUIRE(parsed.questions.size() == 1);
+    CHECK(parsed.questions[0].name == N("www.example."));
+    CHECK(parsed.edns.has_value());
+    CHECK(parsed.rcode() == dns::Rcode::kNoError);
+  }
+  SECTION("what the whole decode refuses, this refuses too") {
+    CHECK(match(FakeUpstream::Answer(query, address), 78) == Match::kWrongId);
+    CHECK(match(query_bytes, 77) == Match::kNotResponse);
+    dns::Message other = query;
+    other.questions[0].type = dns::RrType::kAaaa;
+    CHECK(match(FakeUpstream::Answer(other, address), 77) == Match::kWrongQuestion);
+    other = query;
+    other.questions[0].name = N("www.example.org.");
+    CHECK(match(FakeUpstream::Answer(other, address), 77) == Match::kWrongQuestion);
+    std::vector<uint8_t> cut = FakeUpstream::Answer(query, address);
+    cut.resize(cut.size() - 3);
+    CHECK(match(cut, 77) == Match::kMalformed);
+    dns::Message empty = query;
+    empty.questions.clear();
+    CHECK(match(FakeUpstream::Answer(empty, address, dns::Rcode::kFormErr), 77) == Match::kOk);
+    CHECK(parsed.rcode() == dns::Rcode::kFormErr);
+    CHECK(match(FakeUpstream::Answer(empty, address, dns::Rcode::kNxDomain), 77) ==
+          Match::kWrongQuestion);
+  }
+  SECTION("a large answer costs no allocation once the message has room for the question") {
+    // 480 A records (about 7.7 KiB): decoded whole they would take some 390 KiB.
+    dns::Message reply = kdns::testing::ReplyTo(query);
+    for (int i = 0; i < 480; ++i) {
+      reply.answers.push_back(dns::ResourceRecord{
+          N("www.example."), dns::RrType::kA, dns::RrClass::kIn, 60,
+          FakeUpstream::A(10, 0, static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i))});
+    }
+    reply.edns = dns::Edns{};
+    const std::vector<uint8_t> bytes = kdns::testing::Encode(reply);
+    REQUIRE(match(bytes, 77) == Match::kOk);  // the first grows `parsed` to one question
+    const size_t before = kdns::testing::AllocationCount();
+    const Match again = match(bytes, 77);
+    const size_t after = kdns::testing::AllocationCount();
+    CHECK(again == Match::kOk);
+    CHECK(after == before);
+    CHECK(parsed.header.ancount == 480);
+    CHECK(parsed.answers.empty());
   }
 }
 
