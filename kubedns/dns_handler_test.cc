@@ -70,11 +70,12 @@ class Fixture {
     RequireClosesClean(loop);
   }
 
-  // Starts serving with `routes`.
-  void Serve(const std::shared_ptr<const UpstreamRoutes>& routes, size_t forward_max = 150) {
+  // Starts serving with `routes` (and `udp`'s receiver thread, say).
+  void Serve(const std::shared_ptr<const UpstreamRoutes>& routes, size_t forward_max = 150,
+             const server::UdpOptions& udp = {}) {
     shared_.forwarder.budgets =
         std::make_shared<upstream::ForwardBudgets>(upstream::ForwardBudgets::Limits{forward_max});
-    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_);
+    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_, udp);
   }
 
   // Routes: stub acme.local. to b (when `stub`), everything else to a.
@@ -112,6 +113,7 @@ class Fixture {
   const server::WaitingBudget& waiting_budget() const { return *shared_.waiting; }
   upstream::Forwarder::Options& forwarder_options() { return shared_.forwarder; }
   loop::SocketAddress udp_address() const { return server_->udp_address(); }
+  server::ServerStats stats() const { return stats_.Read(); }
 
   loop::Loop loop;
   std::unique_ptr<FakeUpstream> a;
@@ -193,6 +195,42 @@ TEST_CASE("cluster names are answered locally; unknown reverse names are forward
   CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="reverse"})") == 2);
   CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="auth"})") == 2);
   CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="recursive"})") == 0);
+}
+
+TEST_CASE(
+    "with a receiver thread, the records' answers leave from it and everything else from the "
+    "loop, each counted once",
+    "[kubedns][handler]") {
+  Fixture f;
+  server::UdpOptions udp;
+  udp.receiver_thread = true;
+  f.Serve(f.Routes(), 150, udp);
+  CHECK(f.Ask({"KUBERNETES.default.svc.cluster.local."}).answers.size() == 1);
+  CHECK(f.Ask({"nope.default.svc.cluster.local."}).rcode() == dns::Rcode::kNxDomain);
+  CHECK(f.Ask({"1.0.96.10.in-addr.arpa.", dns::RrType::kPtr}).answers.size() == 1);
+  CHECK(f.stats().udp_fast_answers == 3);
+  CHECK(f.a->queries().empty());
+
+  // Forwarded, and an ExternalName chased through an upstream: declined by the receiver
+  // thread, answered from the loop.
+  dns::Message forwarded = f.Ask({"WwW.Example.COM."});
+  REQUIRE(forwarded.answers.size() == 1);
+  CHECK(IsA(forwarded.answers[0], 1));
+  CHECK(forwarded.questions[0].name.IdenticalTo(N("WwW.Example.COM.")));
+  dns::Message chased = f.Ask({"ext.default.svc.cluster.local."});
+  CHECK(chased.rcode() == dns::Rcode::kNoError);
+  REQUIRE(chased.answers.size() == 2);
+  CHECK(chased.answers[0].type == dns::RrType::kCname);
+  CHECK(IsA(chased.answers[1], 1));
+  CHECK(f.stats().udp_fast_answers == 3);
+  CHECK(f.a->queries().size() == 2);
+
+  // Every query counted once, where it was answered.
+  CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="auth"})") == 3);
+  CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="reverse"})") == 1);
+  CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="recursive"})") == 1);
+  CHECK(f.Metric(R"(kdns_kubedns_queries_total{type="A",rcode="NXDOMAIN"})") == 1);
+  CHECK(f.Metric("kdns_kubedns_forward_in_flight") == 0);
 }
 
 TEST_CASE("stub domains go to their servers; new routes apply to new queries",
