@@ -42,11 +42,25 @@ std::shared_ptr<const Snapshot> TestSnapshot() {
                "spec":{"type":"ExternalName","externalName":"www.example.com"}})",
            R"({"metadata":{"name":"stubby","namespace":"default"},
                "spec":{"type":"ExternalName","externalName":"host.acme.local"}})",
+           R"({"metadata":{"name":"many","namespace":"default"},
+               "spec":{"clusterIP":"None","clusterIPs":["None"]}})",
        }) {
     auto service = k8s::DecodeService(json);
     REQUIRE(service.ok());
     writer.UpsertService(service.value());
   }
+  // many.default: 40 ready endpoints, 40 A records (over 512 bytes without EDNS).
+  std::string endpoints;
+  for (int i = 1; i <= 40; ++i) {
+    if (!endpoints.empty()) endpoints += ",";
+    endpoints += R"({"addresses":["10.244.0.)" + std::to_string(i) + R"("]})";
+  }
+  auto slice = k8s::DecodeEndpointSlice(
+      R"({"metadata":{"name":"many-1","namespace":"default",)"
+      R"("labels":{"kubernetes.io/service-name":"many"}},"addressType":"IPv4","endpoints":[)" +
+      endpoints + "]}");
+  REQUIRE(slice.ok());
+  writer.UpsertSlice(slice.value());
   writer.MarkSynced();
   return writer.Publish();
 }
@@ -231,6 +245,15 @@ TEST_CASE(
   CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="recursive"})") == 1);
   CHECK(f.Metric(R"(kdns_kubedns_queries_total{type="A",rcode="NXDOMAIN"})") == 1);
   CHECK(f.Metric("kdns_kubedns_forward_in_flight") == 0);
+
+  SECTION("an answer over the client's size leaves from the receiver thread cut, with TC") {
+    dns::Message cut = f.Ask({"many.default.svc.cluster.local.", dns::RrType::kA, 7, false});
+    CHECK(cut.header.tc);
+    CHECK(cut.answers.size() < 40);
+    CHECK(f.stats().udp_fast_answers == 4);
+    CHECK(f.Metric("kdns_kubedns_truncated_total") == 1);
+    CHECK(f.AskTcp({"many.default.svc.cluster.local."}).answers.size() == 40);
+  }
 }
 
 TEST_CASE("stub domains go to their servers; new routes apply to new queries",
