@@ -19,18 +19,23 @@
 # other threads and nsd's other processes too), dnsperf pinned to CLIENT_CPU. Runs
 # alternate, kubedns then nsd, for each mix, ROUNDS times: single runs on a shared VM vary
 # by 10% and more, alternating and averaging tells a server's own cost from that. Each
-# run is DURATION seconds of dnsperf after a second of warm-up. Printed per run: queries/s
+# run is DURATION seconds of dnsperf after a second of warm-up. All of that at each offered
+# load of RATES: unlimited (dnsperf as fast as the server answers), and a fixed rate, where
+# the server wakes for a few queries at a time and its per-wake-up costs (the wait for the
+# socket, the system calls of a batch) weigh more than at full load. Printed per run: queries/s
 # and server CPU per query from the server's own accounting (utime+stime in /proc/PID/stat
 # of the server and its child processes, before and after, over the queries completed):
 # that is the comparable figure. Then, per mix, the kubedns/nsd ratio of CPU per query in
-# each round and their mean. Figures only: nothing here passes or fails.
+# each round and their mean, per rate. Figures only: nothing here passes or fails.
 #
 # PERF=1 records kubedns with `perf record -g` during one extra run of each of the a-hits
-# and ndots mixes and prints the top symbols (the profile behind the figures).
+# and ndots mixes, at the last of RATES, and prints the top symbols (the profile behind the
+# figures).
 #
 # Usage: test/bench/kubedns_nsd_bench.sh [BIN_DIR]   (BIN_DIR holds kubedns; default build/bin)
 # Environment: DURATION (s per run, default 5), ROUNDS (default 3), MIXES (default "a-hits
-#              ndots mixed"), QPS (dnsperf -Q; default unlimited), CLIENTS (dnsperf -c,
+#              ndots mixed"), RATES (offered loads, each "unlimited" or queries/s for
+#              dnsperf -Q; default "unlimited 20000"), QPS (one rate: RATES=$QPS), CLIENTS (dnsperf -c,
 #              default 4), SERVICES (default 10000), SERVER_CPU (default the last CPU),
 #              CLIENT_CPU (default 0; with one CPU nothing is pinned), PERF=1, KEEP_TMP=1,
 #              BASELINE_BIN (another build's binary directory: its kubedns is measured
@@ -43,6 +48,7 @@ kubedns=$bin_dir/kubedns
 duration=${DURATION:-5}
 rounds=${ROUNDS:-3}
 read -ra mixes <<<"${MIXES:-a-hits ndots mixed}"
+read -ra rates <<<"${QPS:-${RATES:-unlimited 20000}}"
 clients=${CLIENTS:-4}
 services=${SERVICES:-10000}
 nsd=/usr/sbin/nsd
@@ -255,12 +261,13 @@ if ((cpus > 1)) && [[ -x /usr/bin/taskset ]]; then
 fi
 
 # Runs dnsperf with the queries of mix $4 against 127.0.0.1:$2 while measuring server
-# process $1, printed as $3; sets qps, completed, cpu_s and us_per_query.
+# process $1, printed as $3, at offered load $5 (default unlimited); sets qps, completed,
+# cpu_s and us_per_query.
 measure() {
-  local pid=$1 port=$2 name=$3 mix=$4 before after out
+  local pid=$1 port=$2 name=$3 mix=$4 offered=${5:-unlimited} before after out
   local queries=$tmp/queries-$mix.txt
   local rate=()
-  [[ -n ${QPS:-} ]] && rate=(-Q "$QPS")
+  [[ $offered != unlimited ]] && rate=(-Q "$offered")
   # Warm-up pass (page faults, caches), not counted.
   "${client_pin[@]}" /usr/bin/dnsperf -s 127.0.0.1 -p "$port" -d "$queries" -l 1 \
     -c "$clients" -e "${rate[@]}" >/dev/null 2>&1 || true
@@ -373,58 +380,65 @@ done
 
 pinned="unpinned"
 ((${#server_pin[@]} > 0)) && pinned="servers on CPU $server_cpu, dnsperf on CPU $client_cpu"
-echo "dnsperf: ${duration}s per run, $clients clients, EDNS, rate ${QPS:-unlimited}; one server thread each; $pinned"
+echo "dnsperf: ${duration}s per run, $clients clients, EDNS, rates ${rates[*]}; one server thread each; $pinned"
 divide() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
 mean() { tr ' ' '\n' <<<"$1" | awk 'NF {s += $1; n++} END {printf "%.2f", n ? s / n : 0}'; }
 declare -A ratios=() base_ratios=() gains=()
-for round in $(seq "$rounds"); do
-  echo "round $round:"
-  for mix in "${mixes[@]}"; do
-    # With a baseline, the order turns round every other round: at a fixed rate the server
-    # measured right after another one pays differently for its wake-ups (5-20% here, the
-    # same binary measured twice), which alternating cancels in the means.
-    order=(kubedns nsd)
-    if [[ -n $base_pid ]]; then
-      order=(kubedns nsd baseline)
-      ((round % 2 == 0)) && order=(baseline nsd kubedns)
-    fi
-    for server in "${order[@]}"; do
-      case $server in
-        kubedns) measure "$kubedns_pid" "$dns_k" kubedns "$mix" && k_us=$us_per_query ;;
-        nsd) measure "$nsd_pid" "$dns_n" nsd "$mix" && n_us=$us_per_query ;;
-        baseline) measure "$base_pid" "$dns_b" baseline "$mix" && b_us=$us_per_query ;;
-      esac
+for offered in "${rates[@]}"; do
+  for round in $(seq "$rounds"); do
+    echo "rate $offered, round $round:"
+    for mix in "${mixes[@]}"; do
+      # With a baseline, the order turns round every other round: at a fixed rate the server
+      # measured right after another one pays differently for its wake-ups (5-20% here, the
+      # same binary measured twice), which alternating cancels in the means.
+      order=(kubedns nsd)
+      if [[ -n $base_pid ]]; then
+        order=(kubedns nsd baseline)
+        ((round % 2 == 0)) && order=(baseline nsd kubedns)
+      fi
+      for server in "${order[@]}"; do
+        case $server in
+          kubedns) measure "$kubedns_pid" "$dns_k" kubedns "$mix" "$offered" && k_us=$us_per_query ;;
+          nsd) measure "$nsd_pid" "$dns_n" nsd "$mix" "$offered" && n_us=$us_per_query ;;
+          baseline) measure "$base_pid" "$dns_b" baseline "$mix" "$offered" && b_us=$us_per_query ;;
+        esac
+      done
+      key="$offered $mix"
+      ratio=$(divide "$k_us" "$n_us")
+      ratios[$key]+="$ratio "
+      printf '  %-8s %-7s CPU per query kubedns/nsd %s\n' ratio "$mix" "$ratio"
+      if [[ -n $base_pid ]]; then
+        base_ratios[$key]+="$(divide "$b_us" "$n_us") "
+        gains[$key]+="$(divide "$k_us" "$b_us") "
+        printf '  %-8s %-7s CPU per query baseline/nsd %s, kubedns/baseline %s\n' ratio "$mix" \
+          "$(divide "$b_us" "$n_us")" "$(divide "$k_us" "$b_us")"
+      fi
     done
-    ratio=$(divide "$k_us" "$n_us")
-    ratios[$mix]+="$ratio "
-    printf '  %-8s %-7s CPU per query kubedns/nsd %s\n' ratio "$mix" "$ratio"
-    if [[ -n $base_pid ]]; then
-      base_ratios[$mix]+="$(divide "$b_us" "$n_us") "
-      gains[$mix]+="$(divide "$k_us" "$b_us") "
-      printf '  %-8s %-7s CPU per query baseline/nsd %s, kubedns/baseline %s\n' ratio "$mix" \
-        "$(divide "$b_us" "$n_us")" "$(divide "$k_us" "$b_us")"
-    fi
   done
 done
-echo "kubedns/nsd CPU per query, per mix (each round; mean) (target from the issue: at most 0.90):"
-for mix in "${mixes[@]}"; do
-  printf '  %-7s %s; mean %s\n' "$mix" "${ratios[$mix]% }" "$(mean "${ratios[$mix]}")"
-done
-if [[ -n $base_pid ]]; then
-  echo "baseline ($BASELINE_BIN/kubedns)/nsd and kubedns/baseline CPU per query (each round; mean):"
+for offered in "${rates[@]}"; do
+  echo "kubedns/nsd CPU per query at rate $offered, per mix (each round; mean) (target from the issue: at most 0.90):"
   for mix in "${mixes[@]}"; do
-    printf '  %-7s baseline/nsd %s; mean %s   kubedns/baseline %s; mean %s\n' "$mix" \
-      "${base_ratios[$mix]% }" "$(mean "${base_ratios[$mix]}")" "${gains[$mix]% }" \
-      "$(mean "${gains[$mix]}")"
+    key="$offered $mix"
+    printf '  %-7s %s; mean %s\n' "$mix" "${ratios[$key]% }" "$(mean "${ratios[$key]}")"
   done
-fi
+  if [[ -n $base_pid ]]; then
+    echo "baseline ($BASELINE_BIN/kubedns)/nsd and kubedns/baseline CPU per query at rate $offered (each round; mean):"
+    for mix in "${mixes[@]}"; do
+      key="$offered $mix"
+      printf '  %-7s baseline/nsd %s; mean %s   kubedns/baseline %s; mean %s\n' "$mix" \
+        "${base_ratios[$key]% }" "$(mean "${base_ratios[$key]}")" "${gains[$key]% }" \
+        "$(mean "${gains[$key]}")"
+    done
+  fi
+done
 
 if [[ ${PERF:-0} == 1 && -x /usr/bin/perf ]]; then
   for mix in a-hits ndots; do
     /usr/bin/perf record -g -o "$tmp/perf-$mix.data" -p "$kubedns_pid" -- sleep "$((duration + 2))" \
       >/dev/null 2>&1 &
     perf_pid=$!
-    measure "$kubedns_pid" "$dns_k" kubedns "$mix" >/dev/null
+    measure "$kubedns_pid" "$dns_k" kubedns "$mix" "${rates[-1]}" >/dev/null
     wait "$perf_pid" || true
     echo "kubedns profile, $mix (perf, self time, top symbols):"
     /usr/bin/perf report -i "$tmp/perf-$mix.data" --no-children --sort sym --stdio -g none \
