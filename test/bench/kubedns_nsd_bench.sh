@@ -25,8 +25,10 @@
 # socket, the system calls of a batch) weigh more than at full load. Printed per run: queries/s
 # and server CPU per query from the server's own accounting (utime+stime in /proc/PID/stat
 # of the server and its child processes, before and after, over the queries completed):
-# that is the comparable figure. Then, per mix, the kubedns/nsd ratio of CPU per query in
-# each round and their mean, per rate. Figures only: nothing here passes or fails.
+# that is the comparable figure; and queries per wake-up (voluntary context switches of
+# all the server's threads), which explains it at a fixed rate. Then, per mix, the
+# kubedns/nsd ratio of CPU per query in each round and their mean and median, per rate.
+# Figures only: nothing here passes or fails.
 #
 # PERF=1 records kubedns with `perf record -g` during one extra run of each of the a-hits
 # and ndots mixes, at the last of RATES, and prints the top symbols (the profile behind the
@@ -250,6 +252,21 @@ cpu_ticks() {
 }
 hz=$(getconf CLK_TCK)
 
+# Wake-ups of a process and its descendants: the voluntary context switches of all their
+# threads (each is a sleep in epoll_wait, recvmmsg or poll, and the wake-up after it). At a
+# fixed rate they, not the queries, make most of the CPU: what one costs depends on whether
+# the CPU went idle meanwhile, which the wake-up count does not, so it explains the figures.
+wakeups() {
+  local pid=$1 total=0 p status
+  for p in $(tree "$pid"); do
+    for status in /proc/"$p"/task/*/status; do
+      [[ -r $status ]] || continue
+      total=$((total + $(awk '/^voluntary_ctxt_switches:/ {print $2}' "$status" 2>/dev/null || echo 0)))
+    done
+  done
+  echo "$total"
+}
+
 # Pinning: the servers on one CPU, dnsperf on another (on one CPU, nothing is pinned).
 cpus=$(nproc)
 server_cpu=${SERVER_CPU:-$((cpus - 1))}
@@ -264,7 +281,7 @@ fi
 # process $1, printed as $3, at offered load $5 (default unlimited); sets qps, completed,
 # cpu_s and us_per_query.
 measure() {
-  local pid=$1 port=$2 name=$3 mix=$4 offered=${5:-unlimited} before after out
+  local pid=$1 port=$2 name=$3 mix=$4 offered=${5:-unlimited} before after out woken
   local queries=$tmp/queries-$mix.txt
   local rate=()
   [[ $offered != unlimited ]] && rate=(-Q "$offered")
@@ -272,9 +289,11 @@ measure() {
   "${client_pin[@]}" /usr/bin/dnsperf -s 127.0.0.1 -p "$port" -d "$queries" -l 1 \
     -c "$clients" -e "${rate[@]}" >/dev/null 2>&1 || true
   before=$(cpu_ticks "$pid")
+  woken=$(wakeups "$pid")
   out=$("${client_pin[@]}" /usr/bin/dnsperf -s 127.0.0.1 -p "$port" -d "$queries" \
     -l "$duration" -c "$clients" -e "${rate[@]}" 2>&1)
   after=$(cpu_ticks "$pid")
+  woken=$(($(wakeups "$pid") - woken))
   echo "$out" >"$tmp/dnsperf-$name-$mix.txt"
   completed=$(awk '/Queries completed:/ {print $3}' <<<"$out")
   qps=$(awk '/Queries per second:/ {print $4}' <<<"$out")
@@ -287,8 +306,11 @@ measure() {
   us_per_query=$(awk -v c="$cpu_s" -v n="$completed" 'BEGIN {printf "%.2f", (n > 0 ? c * 1e6 / n : 0)}')
   local codes
   codes=$(awk '/Response codes:/ {sub(/.*Response codes: */, ""); print}' <<<"$out")
-  printf '  %-8s %-7s %8.0f queries/s %8s completed (%s lost)  CPU %5s s (user %s, sys %s)  %5s us/query  %s\n' \
-    "$name" "$mix" "$qps" "$completed" "$lost" "$cpu_s" "$user_s" "$sys_s" "$us_per_query" "$codes"
+  local queries_per_wakeup
+  queries_per_wakeup=$(awk -v n="$completed" -v w="$woken" 'BEGIN {printf "%.1f", (w > 0 ? n / w : 0)}')
+  printf '  %-8s %-7s %8.0f queries/s %8s completed (%s lost)  CPU %5s s (user %s, sys %s)  %5s us/query  %5s queries/wake-up  %s\n' \
+    "$name" "$mix" "$qps" "$completed" "$lost" "$cpu_s" "$user_s" "$sys_s" "$us_per_query" \
+    "$queries_per_wakeup" "$codes"
 }
 
 # --- kubedns ---------------------------------------------------------------------------------
