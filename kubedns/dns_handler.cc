@@ -38,6 +38,7 @@ DnsHandler::DnsHandler(const server::ThreadContext& context, const Shared& share
     : shared_(shared),
       buffer_(context.response_buffer),
       reader_(shared.snapshots),
+      receiver_reader_(shared.snapshots),
       routes_(routes ? std::move(routes) : std::make_shared<const UpstreamRoutes>()),
       waiting_(shared.waiting),
       candidate_buffer_(shared.autopath != nullptr ? dns::kMaxMessageSize : 0),
@@ -52,30 +53,57 @@ void DnsHandler::SetRoutes(std::shared_ptr<const UpstreamRoutes> routes) {
   if (routes) routes_ = std::move(routes);
 }
 
+bool DnsHandler::AnsweredByRecords(const AnswerResult& result) const {
+  switch (result.outcome) {
+    case Outcome::kNotOurs:
+    case Outcome::kExternalTarget:
+      return false;
+    case Outcome::kAnswered:
+      // An NXDOMAIN may start a walk (StartWalk decides whether the name qualifies).
+      return result.rcode != dns::Rcode::kNxDomain || shared_.autopath == nullptr;
+    case Outcome::kFormErr:
+    case Outcome::kDropped:
+      return true;
+  }
+  return true;
+}
+
+void DnsHandler::RecordLocal(const AnswerResult& result, const loop::SocketAddress& peer,
+                             const server::Admission& admission, Clock::time_point start) {
+  if (!result.response.empty()) {
+    const dns::Query& query = admission.query;
+    LogQuery(shared_.query_log, peer, query.qname, query.qtype, query.header.id,
+             admission.transport, result.response, server::AnswerSource::kLocal, start);
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  shared_.dns_metrics.Record(result, result.response.size(), seconds);
+}
+
 void DnsHandler::HandleQuery(server::Request& request) {
   const Clock::time_point start = Clock::now();
   AnswerResult result =
       shared_.answerer.Answer(reader_.Get(), request.admission(), request.response_buffer());
-  if (result.outcome == Outcome::kNotOurs) {
-    Forward(request, result, start);
-    return;
+  if (!AnsweredByRecords(result)) {
+    if (result.outcome == Outcome::kNotOurs) return Forward(request, result, start);
+    if (result.outcome == Outcome::kExternalTarget) return StartChase(request, result, start);
+    if (StartWalk(request, result, start)) return;
   }
-  if (result.outcome == Outcome::kExternalTarget) {
-    StartChase(request, result, start);
-    return;
-  }
-  if (result.outcome == Outcome::kAnswered && result.rcode == dns::Rcode::kNxDomain &&
-      shared_.autopath != nullptr && StartWalk(request, result, start)) {
-    return;
-  }
-  if (!result.response.empty()) {
-    const dns::Query& query = request.admission().query;
-    LogQuery(shared_.query_log, request.peer(), query.qname, query.qtype, query.header.id,
-             request.transport(), result.response, server::AnswerSource::kLocal, start);
-    request.Reply(result.response);
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  shared_.dns_metrics.Record(result, result.response.size(), seconds);
+  if (!result.response.empty()) request.Reply(result.response);
+  RecordLocal(result, request.peer(), request.admission(), start);
+}
+
+size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
+                                          std::span<const uint8_t> query,
+                                          const loop::SocketAddress& peer, std::span<uint8_t> out) {
+  (void)query;
+  // The Answerer writes up to the reply limit (at most 1232 bytes over UDP); never less room.
+  if (out.size() < admission.reply_limit_bytes) return 0;
+  const Clock::time_point start = Clock::now();
+  const AnswerResult result = shared_.answerer.Answer(receiver_reader_.Get(), admission, out);
+  // A drop is HandleQuery's to count; the rest needs this handler's thread.
+  if (result.response.empty() || !AnsweredByRecords(result)) return 0;
+  RecordLocal(result, peer, admission, start);
+  return result.response.size();
 }
 
 void DnsHandler::OnConnectionClosed(uint64_t connection_id) {

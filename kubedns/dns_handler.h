@@ -38,7 +38,17 @@
 // Routing changes arrive through SetRoutes (DnsServer::Post from the config thread);
 // queries under way finish with the route they started with.
 //
-// Thread: the DNS thread that created it (HandleQuery, SetRoutes, the Forwarder's callbacks).
+// With UDP receiver threads (server::UdpOptions::receiver_thread, --receiver-threads),
+// AnswerOnReceiverThread answers on the socket's receiver thread every UDP query the records
+// answer by themselves, from a snapshot reader of that thread's own, and leaves the rest
+// (forwarded, chased, an autopath walk's NXDOMAIN) to HandleQuery on the DNS thread, which
+// gets it with the same admission and answers it from the start. A receiver thread sleeps
+// in recvmmsg, so a batch of queries costs no epoll_wait (see frontend-cache/README.md, "Why
+// a receiver thread").
+//
+// Thread: the DNS thread that created it (HandleQuery, SetRoutes, the Forwarder's callbacks),
+// except AnswerOnReceiverThread (its socket's receiver thread), which uses only the shared
+// const Answerer, the thread-safe metrics and query log, and receiver_reader_.
 // Pending answers are dropped (the clients retry) when it is destroyed.
 #pragma once
 
@@ -100,6 +110,8 @@ class DnsHandler final : public server::QueryHandler {
 
   void HandleQuery(server::Request& request) override;
   void OnConnectionClosed(uint64_t connection_id) override;
+  size_t AnswerOnReceiverThread(const server::Admission& admission, std::span<const uint8_t> query,
+                                const loop::SocketAddress& peer, std::span<uint8_t> out) override;
 
   void SetRoutes(std::shared_ptr<const UpstreamRoutes> routes);
   const UpstreamRoutes& routes() const { return *routes_; }
@@ -133,6 +145,12 @@ class DnsHandler final : public server::QueryHandler {
   };
   using Waiting = server::WaitingQueries<Forwarding>::Waiting;
 
+  // True when the records' `result` is the whole answer: no upstream and no autopath walk
+  // is needed to finish it (HandleQuery's and AnswerOnReceiverThread's one rule).
+  bool AnsweredByRecords(const AnswerResult& result) const;
+  // Logs and counts an answer the records gave (`result`), sent or dropped.
+  void RecordLocal(const AnswerResult& result, const loop::SocketAddress& peer,
+                   const server::Admission& admission, Clock::time_point start);
   void Forward(server::Request& request, const AnswerResult& result, Clock::time_point start);
   void StartChase(server::Request& request, const AnswerResult& result, Clock::time_point start);
   // Over the budget of waiting queries: SERVFAIL now (the request is still pending).
@@ -162,6 +180,8 @@ class DnsHandler final : public server::QueryHandler {
   const Shared& shared_;
   std::span<uint8_t> buffer_;  // the thread's response buffer
   SnapshotHolder<Snapshot>::Reader reader_;
+  // The receiver thread's (AnswerOnReceiverThread's): a Reader belongs to one thread.
+  SnapshotHolder<Snapshot>::Reader receiver_reader_;
   std::shared_ptr<const UpstreamRoutes> routes_;
   server::WaitingQueries<Forwarding> waiting_;
   std::vector<uint8_t> reply_;  // reused for answers encoded for the client (chase, re-encode)

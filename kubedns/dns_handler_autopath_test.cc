@@ -93,7 +93,7 @@ class WalkFixture {
  public:
   explicit WalkFixture(bool autopath = true,
                        size_t max_waiting = server::WaitingBudget::kDefaultMax,
-                       uint64_t total_timeout_ms = 400)
+                       uint64_t total_timeout_ms = 400, const server::UdpOptions& udp = {})
       : world_(std::make_unique<kdns::testing::FakeDnsServer>(loop, World)) {
     snapshots_.Publish(ClusterSnapshot());
     shared_.forwarder.min_try_timeout_ms = 50;
@@ -108,7 +108,7 @@ class WalkFixture {
     auto routes = std::make_shared<const UpstreamRoutes>(std::vector<UpstreamRoute>{},
                                                          upstream::UpstreamSet{world_->address()},
                                                          DefaultSource::kFlag);
-    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_);
+    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_, udp);
   }
   ~WalkFixture() {
     server_.reset();
@@ -125,6 +125,7 @@ class WalkFixture {
   }
 
   const DnsHandler& handler() const { return *handler_; }
+  server::ServerStats stats() const { return stats_.Read(); }
   loop::SocketAddress udp_address() const { return server_->udp_address(); }
   loop::SocketAddress tcp_address() const { return server_->tcp_address(); }
 
@@ -220,7 +221,11 @@ TEST_CASE(
 
 TEST_CASE("a service of another namespace is completed from the records, authoritatively",
           "[kubedns][autopath][handler]") {
-  WalkFixture f;
+  // With a receiver thread, the NXDOMAIN that starts the walk is left to the loop.
+  server::UdpOptions udp;
+  udp.receiver_thread = GENERATE(false, true);
+  CAPTURE(udp.receiver_thread);
+  WalkFixture f(/*autopath=*/true, server::WaitingBudget::kDefaultMax, 400, udp);
   dns::Message reply = f.Ask("web.other.default.svc.cluster.local.");
   CHECK(reply.rcode() == dns::Rcode::kNoError);
   CHECK(reply.header.aa);
@@ -238,6 +243,10 @@ TEST_CASE("a service of another namespace is completed from the records, authori
   CHECK(full.header.aa);
   CHECK((f.Asked() == std::vector<std::string>{"web.other.svc.cluster.local.node.example."}));
   CHECK(f.Metric(R"(kdns_kubedns_autopath_hits_total{suffix="."})") == 1);
+  CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="auth"})") == 2);
+  // An existing name is the receiver thread's.
+  CHECK(f.Ask("web.other.svc.cluster.local.").answers.size() == 1);
+  CHECK(f.stats().udp_fast_answers == (udp.receiver_thread ? 1u : 0u));
 }
 
 TEST_CASE("when every candidate is NXDOMAIN the answer is the name's own NXDOMAIN",

@@ -42,11 +42,25 @@ std::shared_ptr<const Snapshot> TestSnapshot() {
                "spec":{"type":"ExternalName","externalName":"www.example.com"}})",
            R"({"metadata":{"name":"stubby","namespace":"default"},
                "spec":{"type":"ExternalName","externalName":"host.acme.local"}})",
+           R"({"metadata":{"name":"many","namespace":"default"},
+               "spec":{"clusterIP":"None","clusterIPs":["None"]}})",
        }) {
     auto service = k8s::DecodeService(json);
     REQUIRE(service.ok());
     writer.UpsertService(service.value());
   }
+  // many.default: 40 ready endpoints, 40 A records (over 512 bytes without EDNS).
+  std::string endpoints;
+  for (int i = 1; i <= 40; ++i) {
+    if (!endpoints.empty()) endpoints += ",";
+    endpoints += R"({"addresses":["10.244.0.)" + std::to_string(i) + R"("]})";
+  }
+  auto slice = k8s::DecodeEndpointSlice(
+      R"({"metadata":{"name":"many-1","namespace":"default",)"
+      R"("labels":{"kubernetes.io/service-name":"many"}},"addressType":"IPv4","endpoints":[)" +
+      endpoints + "]}");
+  REQUIRE(slice.ok());
+  writer.UpsertSlice(slice.value());
   writer.MarkSynced();
   return writer.Publish();
 }
@@ -70,11 +84,12 @@ class Fixture {
     RequireClosesClean(loop);
   }
 
-  // Starts serving with `routes`.
-  void Serve(const std::shared_ptr<const UpstreamRoutes>& routes, size_t forward_max = 150) {
+  // Starts serving with `routes` (and `udp`'s receiver thread, say).
+  void Serve(const std::shared_ptr<const UpstreamRoutes>& routes, size_t forward_max = 150,
+             const server::UdpOptions& udp = {}) {
     shared_.forwarder.budgets =
         std::make_shared<upstream::ForwardBudgets>(upstream::ForwardBudgets::Limits{forward_max});
-    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_);
+    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_, udp);
   }
 
   // Routes: stub acme.local. to b (when `stub`), everything else to a.
@@ -112,6 +127,7 @@ class Fixture {
   const server::WaitingBudget& waiting_budget() const { return *shared_.waiting; }
   upstream::Forwarder::Options& forwarder_options() { return shared_.forwarder; }
   loop::SocketAddress udp_address() const { return server_->udp_address(); }
+  server::ServerStats stats() const { return stats_.Read(); }
 
   loop::Loop loop;
   std::unique_ptr<FakeUpstream> a;
@@ -193,6 +209,51 @@ TEST_CASE("cluster names are answered locally; unknown reverse names are forward
   CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="reverse"})") == 2);
   CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="auth"})") == 2);
   CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="recursive"})") == 0);
+}
+
+TEST_CASE(
+    "with a receiver thread, the records' answers leave from it and everything else from the "
+    "loop, each counted once",
+    "[kubedns][handler]") {
+  Fixture f;
+  server::UdpOptions udp;
+  udp.receiver_thread = true;
+  f.Serve(f.Routes(), 150, udp);
+  CHECK(f.Ask({"KUBERNETES.default.svc.cluster.local."}).answers.size() == 1);
+  CHECK(f.Ask({"nope.default.svc.cluster.local."}).rcode() == dns::Rcode::kNxDomain);
+  CHECK(f.Ask({"1.0.96.10.in-addr.arpa.", dns::RrType::kPtr}).answers.size() == 1);
+  CHECK(f.stats().udp_fast_answers == 3);
+  CHECK(f.a->queries().empty());
+
+  // Forwarded, and an ExternalName chased through an upstream: declined by the receiver
+  // thread, answered from the loop.
+  dns::Message forwarded = f.Ask({"WwW.Example.COM."});
+  REQUIRE(forwarded.answers.size() == 1);
+  CHECK(IsA(forwarded.answers[0], 1));
+  CHECK(forwarded.questions[0].name.IdenticalTo(N("WwW.Example.COM.")));
+  dns::Message chased = f.Ask({"ext.default.svc.cluster.local."});
+  CHECK(chased.rcode() == dns::Rcode::kNoError);
+  REQUIRE(chased.answers.size() == 2);
+  CHECK(chased.answers[0].type == dns::RrType::kCname);
+  CHECK(IsA(chased.answers[1], 1));
+  CHECK(f.stats().udp_fast_answers == 3);
+  CHECK(f.a->queries().size() == 2);
+
+  // Every query counted once, where it was answered.
+  CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="auth"})") == 3);
+  CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="reverse"})") == 1);
+  CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="recursive"})") == 1);
+  CHECK(f.Metric(R"(kdns_kubedns_queries_total{type="A",rcode="NXDOMAIN"})") == 1);
+  CHECK(f.Metric("kdns_kubedns_forward_in_flight") == 0);
+
+  SECTION("an answer over the client's size leaves from the receiver thread cut, with TC") {
+    dns::Message cut = f.Ask({"many.default.svc.cluster.local.", dns::RrType::kA, 7, false});
+    CHECK(cut.header.tc);
+    CHECK(cut.answers.size() < 40);
+    CHECK(f.stats().udp_fast_answers == 4);
+    CHECK(f.Metric("kdns_kubedns_truncated_total") == 1);
+    CHECK(f.AskTcp({"many.default.svc.cluster.local."}).answers.size() == 40);
+  }
 }
 
 TEST_CASE("stub domains go to their servers; new routes apply to new queries",

@@ -47,14 +47,15 @@ inline dns::Message Parse(const std::vector<uint8_t>& bytes) {
 }
 
 // DnsHandlers made from `shared` and `routes`, served on 127.0.0.1:0 (UDP and TCP) with
-// kubedns's admission policy; *handler points at the last one made. `shared` and `stats`
-// must outlive the server.
+// kubedns's admission policy and `udp` (a receiver thread, say); *handler points at the last
+// one made. `shared` and `stats` must outlive the server.
 inline std::unique_ptr<server::LoopServer> ServeDnsHandlers(
     loop::Loop& loop, DnsHandler::Shared& shared, std::shared_ptr<const UpstreamRoutes> routes,
-    server::ThreadStats& stats, DnsHandler** handler) {
+    server::ThreadStats& stats, DnsHandler** handler, const server::UdpOptions& udp = {}) {
   server::LoopServer::Options options;
   options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
   options.admission = kAdmissionPolicy;
+  options.udp = udp;
   std::string error;
   auto server = server::LoopServer::Create(
       loop, options,

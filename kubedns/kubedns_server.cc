@@ -203,6 +203,10 @@ class KubednsServer::Handler final : public server::QueryHandler {
   void OnConnectionClosed(uint64_t connection_id) override {
     handler_.OnConnectionClosed(connection_id);
   }
+  size_t AnswerOnReceiverThread(const server::Admission& admission, std::span<const uint8_t> query,
+                                const loop::SocketAddress& peer, std::span<uint8_t> out) override {
+    return handler_.AnswerOnReceiverThread(admission, query, peer, out);
+  }
 
  private:
   KubednsServer& server_;
@@ -354,6 +358,8 @@ bool KubednsServer::Start(std::string* error) {
   server::DnsServer::Options dns;
   dns.listen_address = options_.dns_address;
   dns.threads = options_.dns_threads;
+  dns.udp.receiver_thread = options_.receiver_threads;
+  dns.shared_sockets = options_.receiver_threads;
   dns.admission = kAdmissionPolicy;
   dns.tcp = options_.tcp;
   dns.clients = rate_limits_.clients;

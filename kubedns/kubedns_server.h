@@ -59,8 +59,12 @@ class KubednsServer {
  public:
   struct Options {
     AnswerConfig answer;
-    loop::SocketAddress dns_address;      // --dns-bind-address, --dns-port
-    size_t dns_threads = 0;               // 0: one per usable CPU (cpu_quota.h)
+    loop::SocketAddress dns_address;  // --dns-bind-address, --dns-port
+    size_t dns_threads = 0;           // 0: one per usable CPU (cpu_quota.h)
+    // UDP is received on a receiver thread per socket, which answers what the records
+    // answer (DnsHandler::AnswerOnReceiverThread); the DNS threads share one socket, so
+    // their receivers take turns (server::DnsServer). --receiver-threads.
+    bool receiver_threads = true;
     loop::SocketAddress healthz_address;  // /readiness, /healthz
     loop::SocketAddress metrics_address;  // /metrics
     // /cache (the whole record tree): served only when set, never on the metrics port,

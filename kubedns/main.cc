@@ -71,6 +71,10 @@ DEFINE_int32(ttl, 30, "TTL of the records served, in seconds.");
 DEFINE_int32(
     dns_threads, 0,
     "DNS serving threads; 0: one per usable CPU (the container's CPU limit, else the cores).");
+DEFINE_string(receiver_threads, "auto",
+              "auto|on|off. on: a receiver thread per UDP socket sleeps in recvmmsg and answers "
+              "the queries the records answer (no epoll_wait per batch); off: UDP is received "
+              "on the DNS threads' loops; auto: on.");
 DEFINE_string(pod_records, "insecure",
               "a-b-c-d.ns.pod.<domain> records: insecure (any IP), verified (only the IP "
               "of a live pod in that namespace; watches Pods), disabled.");
@@ -191,6 +195,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.kubeslice_zone = FLAGS_kubeslice_zone;
   flags.ttl = FLAGS_ttl;
   flags.dns_threads = FLAGS_dns_threads;
+  flags.receiver_threads = FLAGS_receiver_threads;
   flags.pod_records = FLAGS_pod_records;
   flags.metrics_port = FLAGS_metrics_port;
   flags.http_bind_address = FLAGS_http_bind_address;

@@ -150,6 +150,14 @@ bool ListenOptions(const FlagValues& flags, const k8s::EnvLookup& env,
     return false;
   }
   options->dns_threads = static_cast<size_t>(flags.dns_threads);
+  if (flags.receiver_threads == "auto" || flags.receiver_threads == "on") {
+    options->receiver_threads = true;
+  } else if (flags.receiver_threads == "off") {
+    options->receiver_threads = false;
+  } else {
+    *error = "--receiver-threads: \"" + flags.receiver_threads + "\" is not auto, on or off";
+    return false;
+  }
   if (!Address("http-bind-address", flags.http_bind_address, "healthz-port", flags.healthz_port,
                &options->healthz_address, error)) {
     return false;

@@ -42,6 +42,7 @@ struct FlagValues {
   std::string kubeslice_zone;     // empty: slice.local. is not served
   int64_t ttl = 30;
   int64_t dns_threads = 0;
+  std::string receiver_threads = "auto";  // auto|on|off, as frontend-cache's
   std::string pod_records = "insecure";
   int64_t metrics_port = -1;  // -1: $PROMETHEUS_PORT, else 10055
   std::string http_bind_address = "0.0.0.0";

@@ -43,6 +43,7 @@ TEST_CASE("kubedns's default flags build kube-dns's defaults", "[kubedns][option
   CHECK(server.metrics_address.ToString() == "0.0.0.0:10055");
   CHECK_FALSE(server.cache_dump_address.has_value());  // /cache only when asked for
   CHECK(server.dns_threads == 0);
+  CHECK(server.receiver_threads);  // auto: on
   CHECK(server.config_period_ms == 10'000);
   CHECK(server.resolv_conf == "/etc/resolv.conf");
   CHECK(server.forwarder.budgets->process().max() == 4096);
@@ -68,6 +69,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   flags.forward_max_per_upstream = 2;
   flags.lameduck = "2s";
   flags.cache_dump_address = "127.0.0.1:10057";
+  flags.receiver_threads = "off";
   Options options;
   std::string error;
   REQUIRE(BuildOptions(flags, Env({}), &options, &error));
@@ -83,6 +85,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   CHECK(options.server.forwarder.budgets->max_per_route() == 3);
   CHECK(options.server.forwarder.budgets->max_per_upstream() == 2);
   CHECK(options.lameduck_ms == 2000);
+  CHECK_FALSE(options.server.receiver_threads);
   REQUIRE(options.server.cache_dump_address.has_value());
   CHECK(options.server.cache_dump_address->ToString() == "127.0.0.1:10057");
 }
@@ -127,6 +130,10 @@ TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
   SECTION("threads") {
     flags.dns_threads = -2;
     expected = "--dns-threads: must not be negative";
+  }
+  SECTION("receiver threads") {
+    flags.receiver_threads = "yes";
+    expected = "--receiver-threads: \"yes\" is not auto, on or off";
   }
   SECTION("healthz port") {
     flags.healthz_port = -5;

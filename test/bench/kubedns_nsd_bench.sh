@@ -19,18 +19,25 @@
 # other threads and nsd's other processes too), dnsperf pinned to CLIENT_CPU. Runs
 # alternate, kubedns then nsd, for each mix, ROUNDS times: single runs on a shared VM vary
 # by 10% and more, alternating and averaging tells a server's own cost from that. Each
-# run is DURATION seconds of dnsperf after a second of warm-up. Printed per run: queries/s
+# run is DURATION seconds of dnsperf after a second of warm-up. All of that at each offered
+# load of RATES: unlimited (dnsperf as fast as the server answers), and a fixed rate, where
+# the server wakes for a few queries at a time and its per-wake-up costs (the wait for the
+# socket, the system calls of a batch) weigh more than at full load. Printed per run: queries/s
 # and server CPU per query from the server's own accounting (utime+stime in /proc/PID/stat
 # of the server and its child processes, before and after, over the queries completed):
-# that is the comparable figure. Then, per mix, the kubedns/nsd ratio of CPU per query in
-# each round and their mean. Figures only: nothing here passes or fails.
+# that is the comparable figure; and queries per wake-up (voluntary context switches of
+# all the server's threads), which explains it at a fixed rate. Then, per mix, the
+# kubedns/nsd ratio of CPU per query in each round and their mean and median, per rate.
+# Figures only: nothing here passes or fails.
 #
 # PERF=1 records kubedns with `perf record -g` during one extra run of each of the a-hits
-# and ndots mixes and prints the top symbols (the profile behind the figures).
+# and ndots mixes, at the last of RATES, and prints the top symbols (the profile behind the
+# figures).
 #
 # Usage: test/bench/kubedns_nsd_bench.sh [BIN_DIR]   (BIN_DIR holds kubedns; default build/bin)
 # Environment: DURATION (s per run, default 5), ROUNDS (default 3), MIXES (default "a-hits
-#              ndots mixed"), QPS (dnsperf -Q; default unlimited), CLIENTS (dnsperf -c,
+#              ndots mixed"), RATES (offered loads, each "unlimited" or queries/s for
+#              dnsperf -Q; default "unlimited 20000"), QPS (one rate: RATES=$QPS), CLIENTS (dnsperf -c,
 #              default 4), SERVICES (default 10000), SERVER_CPU (default the last CPU),
 #              CLIENT_CPU (default 0; with one CPU nothing is pinned), PERF=1, KEEP_TMP=1,
 #              BASELINE_BIN (another build's binary directory: its kubedns is measured
@@ -43,6 +50,7 @@ kubedns=$bin_dir/kubedns
 duration=${DURATION:-5}
 rounds=${ROUNDS:-3}
 read -ra mixes <<<"${MIXES:-a-hits ndots mixed}"
+read -ra rates <<<"${QPS:-${RATES:-unlimited 20000}}"
 clients=${CLIENTS:-4}
 services=${SERVICES:-10000}
 nsd=/usr/sbin/nsd
@@ -244,6 +252,21 @@ cpu_ticks() {
 }
 hz=$(getconf CLK_TCK)
 
+# Wake-ups of a process and its descendants: the voluntary context switches of all their
+# threads (each is a sleep in epoll_wait, recvmmsg or poll, and the wake-up after it). At a
+# fixed rate they, not the queries, make most of the CPU: what one costs depends on whether
+# the CPU went idle meanwhile, which the wake-up count does not, so it explains the figures.
+wakeups() {
+  local pid=$1 total=0 p status
+  for p in $(tree "$pid"); do
+    for status in /proc/"$p"/task/*/status; do
+      [[ -r $status ]] || continue
+      total=$((total + $(awk '/^voluntary_ctxt_switches:/ {print $2}' "$status" 2>/dev/null || echo 0)))
+    done
+  done
+  echo "$total"
+}
+
 # Pinning: the servers on one CPU, dnsperf on another (on one CPU, nothing is pinned).
 cpus=$(nproc)
 server_cpu=${SERVER_CPU:-$((cpus - 1))}
@@ -255,19 +278,22 @@ if ((cpus > 1)) && [[ -x /usr/bin/taskset ]]; then
 fi
 
 # Runs dnsperf with the queries of mix $4 against 127.0.0.1:$2 while measuring server
-# process $1, printed as $3; sets qps, completed, cpu_s and us_per_query.
+# process $1, printed as $3, at offered load $5 (default unlimited); sets qps, completed,
+# cpu_s and us_per_query.
 measure() {
-  local pid=$1 port=$2 name=$3 mix=$4 before after out
+  local pid=$1 port=$2 name=$3 mix=$4 offered=${5:-unlimited} before after out woken
   local queries=$tmp/queries-$mix.txt
   local rate=()
-  [[ -n ${QPS:-} ]] && rate=(-Q "$QPS")
+  [[ $offered != unlimited ]] && rate=(-Q "$offered")
   # Warm-up pass (page faults, caches), not counted.
   "${client_pin[@]}" /usr/bin/dnsperf -s 127.0.0.1 -p "$port" -d "$queries" -l 1 \
     -c "$clients" -e "${rate[@]}" >/dev/null 2>&1 || true
   before=$(cpu_ticks "$pid")
+  woken=$(wakeups "$pid")
   out=$("${client_pin[@]}" /usr/bin/dnsperf -s 127.0.0.1 -p "$port" -d "$queries" \
     -l "$duration" -c "$clients" -e "${rate[@]}" 2>&1)
   after=$(cpu_ticks "$pid")
+  woken=$(($(wakeups "$pid") - woken))
   echo "$out" >"$tmp/dnsperf-$name-$mix.txt"
   completed=$(awk '/Queries completed:/ {print $3}' <<<"$out")
   qps=$(awk '/Queries per second:/ {print $4}' <<<"$out")
@@ -280,8 +306,11 @@ measure() {
   us_per_query=$(awk -v c="$cpu_s" -v n="$completed" 'BEGIN {printf "%.2f", (n > 0 ? c * 1e6 / n : 0)}')
   local codes
   codes=$(awk '/Response codes:/ {sub(/.*Response codes: */, ""); print}' <<<"$out")
-  printf '  %-8s %-7s %8.0f queries/s %8s completed (%s lost)  CPU %5s s (user %s, sys %s)  %5s us/query  %s\n' \
-    "$name" "$mix" "$qps" "$completed" "$lost" "$cpu_s" "$user_s" "$sys_s" "$us_per_query" "$codes"
+  local queries_per_wakeup
+  queries_per_wakeup=$(awk -v n="$completed" -v w="$woken" 'BEGIN {printf "%.1f", (w > 0 ? n / w : 0)}')
+  printf '  %-8s %-7s %8.0f queries/s %8s completed (%s lost)  CPU %5s s (user %s, sys %s)  %5s us/query  %5s queries/wake-up  %s\n' \
+    "$name" "$mix" "$qps" "$completed" "$lost" "$cpu_s" "$user_s" "$sys_s" "$us_per_query" \
+    "$queries_per_wakeup" "$codes"
 }
 
 # --- kubedns ---------------------------------------------------------------------------------
@@ -373,58 +402,74 @@ done
 
 pinned="unpinned"
 ((${#server_pin[@]} > 0)) && pinned="servers on CPU $server_cpu, dnsperf on CPU $client_cpu"
-echo "dnsperf: ${duration}s per run, $clients clients, EDNS, rate ${QPS:-unlimited}; one server thread each; $pinned"
+echo "dnsperf: ${duration}s per run, $clients clients, EDNS, rates ${rates[*]}; one server thread each; $pinned"
 divide() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
 mean() { tr ' ' '\n' <<<"$1" | awk 'NF {s += $1; n++} END {printf "%.2f", n ? s / n : 0}'; }
+# The median too: at a fixed rate a run now and then lands while another process keeps the
+# server's CPU from idling, which spares that server its wake-ups from idle (a ratio of
+# 0.2 or 1.4 among 0.8s); the median is not moved by one such run, the mean is.
+median() {
+  tr ' ' '\n' <<<"$1" | awk 'NF' | sort -n |
+    awk '{v[NR] = $1} END {printf "%.2f", NR ? (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) : 0}'
+}
 declare -A ratios=() base_ratios=() gains=()
-for round in $(seq "$rounds"); do
-  echo "round $round:"
-  for mix in "${mixes[@]}"; do
-    # With a baseline, the order turns round every other round: at a fixed rate the server
-    # measured right after another one pays differently for its wake-ups (5-20% here, the
-    # same binary measured twice), which alternating cancels in the means.
-    order=(kubedns nsd)
-    if [[ -n $base_pid ]]; then
-      order=(kubedns nsd baseline)
-      ((round % 2 == 0)) && order=(baseline nsd kubedns)
-    fi
-    for server in "${order[@]}"; do
-      case $server in
-        kubedns) measure "$kubedns_pid" "$dns_k" kubedns "$mix" && k_us=$us_per_query ;;
-        nsd) measure "$nsd_pid" "$dns_n" nsd "$mix" && n_us=$us_per_query ;;
-        baseline) measure "$base_pid" "$dns_b" baseline "$mix" && b_us=$us_per_query ;;
-      esac
+for offered in "${rates[@]}"; do
+  for round in $(seq "$rounds"); do
+    echo "rate $offered, round $round:"
+    for mix in "${mixes[@]}"; do
+      # With a baseline, the order turns round every other round: at a fixed rate the server
+      # measured right after another one pays differently for its wake-ups (5-20% here, the
+      # same binary measured twice), which alternating cancels in the means.
+      order=(kubedns nsd)
+      if [[ -n $base_pid ]]; then
+        order=(kubedns nsd baseline)
+        ((round % 2 == 0)) && order=(baseline nsd kubedns)
+      fi
+      for server in "${order[@]}"; do
+        case $server in
+          kubedns) measure "$kubedns_pid" "$dns_k" kubedns "$mix" "$offered" && k_us=$us_per_query ;;
+          nsd) measure "$nsd_pid" "$dns_n" nsd "$mix" "$offered" && n_us=$us_per_query ;;
+          baseline) measure "$base_pid" "$dns_b" baseline "$mix" "$offered" && b_us=$us_per_query ;;
+        esac
+      done
+      key="$offered $mix"
+      ratio=$(divide "$k_us" "$n_us")
+      ratios[$key]+="$ratio "
+      printf '  %-8s %-7s CPU per query kubedns/nsd %s\n' ratio "$mix" "$ratio"
+      if [[ -n $base_pid ]]; then
+        base_ratios[$key]+="$(divide "$b_us" "$n_us") "
+        gains[$key]+="$(divide "$k_us" "$b_us") "
+        printf '  %-8s %-7s CPU per query baseline/nsd %s, kubedns/baseline %s\n' ratio "$mix" \
+          "$(divide "$b_us" "$n_us")" "$(divide "$k_us" "$b_us")"
+      fi
     done
-    ratio=$(divide "$k_us" "$n_us")
-    ratios[$mix]+="$ratio "
-    printf '  %-8s %-7s CPU per query kubedns/nsd %s\n' ratio "$mix" "$ratio"
-    if [[ -n $base_pid ]]; then
-      base_ratios[$mix]+="$(divide "$b_us" "$n_us") "
-      gains[$mix]+="$(divide "$k_us" "$b_us") "
-      printf '  %-8s %-7s CPU per query baseline/nsd %s, kubedns/baseline %s\n' ratio "$mix" \
-        "$(divide "$b_us" "$n_us")" "$(divide "$k_us" "$b_us")"
-    fi
   done
 done
-echo "kubedns/nsd CPU per query, per mix (each round; mean) (target from the issue: at most 0.90):"
-for mix in "${mixes[@]}"; do
-  printf '  %-7s %s; mean %s\n' "$mix" "${ratios[$mix]% }" "$(mean "${ratios[$mix]}")"
-done
-if [[ -n $base_pid ]]; then
-  echo "baseline ($BASELINE_BIN/kubedns)/nsd and kubedns/baseline CPU per query (each round; mean):"
+for offered in "${rates[@]}"; do
+  echo "kubedns/nsd CPU per query at rate $offered, per mix (each round; mean; median) (target from the issue: at most 0.90):"
   for mix in "${mixes[@]}"; do
-    printf '  %-7s baseline/nsd %s; mean %s   kubedns/baseline %s; mean %s\n' "$mix" \
-      "${base_ratios[$mix]% }" "$(mean "${base_ratios[$mix]}")" "${gains[$mix]% }" \
-      "$(mean "${gains[$mix]}")"
+    key="$offered $mix"
+    printf '  %-7s %s; mean %s; median %s\n' "$mix" "${ratios[$key]% }" "$(mean "${ratios[$key]}")" \
+      "$(median "${ratios[$key]}")"
   done
-fi
+  if [[ -n $base_pid ]]; then
+    echo "baseline ($BASELINE_BIN/kubedns)/nsd and kubedns/baseline CPU per query at rate $offered (each round; mean; median):"
+    for mix in "${mixes[@]}"; do
+      key="$offered $mix"
+      printf '  %-7s baseline/nsd %s; mean %s; median %s   kubedns/baseline %s; mean %s; median %s\n' \
+        "$mix" "${base_ratios[$key]% }" "$(mean "${base_ratios[$key]}")" \
+        "$(median "${base_ratios[$key]}")" "${gains[$key]% }" "$(mean "${gains[$key]}")" \
+        "$(median "${gains[$key]}")"
+    done
+  fi
+done
 
 if [[ ${PERF:-0} == 1 && -x /usr/bin/perf ]]; then
   for mix in a-hits ndots; do
     /usr/bin/perf record -g -o "$tmp/perf-$mix.data" -p "$kubedns_pid" -- sleep "$((duration + 2))" \
       >/dev/null 2>&1 &
     perf_pid=$!
-    measure "$kubedns_pid" "$dns_k" kubedns "$mix" >/dev/null
+    measure "$kubedns_pid" "$dns_k" kubedns "$mix" "${rates[-1]}" >/dev/null
     wait "$perf_pid" || true
     echo "kubedns profile, $mix (perf, self time, top symbols):"
     /usr/bin/perf report -i "$tmp/perf-$mix.data" --no-children --sort sym --stdio -g none \
