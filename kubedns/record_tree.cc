@@ -268,7 +268,8 @@ void RecordTreeWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
       if (it != records->slices().end() && *it->second == *info) return;  // unchanged
     }
   }
-  slice_owner_.Set(key, slice.service_name);
+  // Only a new owner is written: an unchanged entry costs a load's journal nothing.
+  if (owner == nullptr || *owner != slice.service_name) slice_owner_.Set(key, slice.service_name);
   SetSlice(slice.meta.ns, slice.service_name, slice.meta.name, std::move(info));
 }
 
@@ -298,9 +299,10 @@ void RecordTreeWriter::UpsertEndpoints(const k8s::Endpoints& endpoints) {
     }
   }
   for (const auto& slice : endpoints.slices) UpsertSlice(slice);
+  const auto* before = endpoints_slices_.Find(key);
   if (names.empty()) {
     endpoints_slices_.Erase(key);
-  } else {
+  } else if (before == nullptr || *before != names) {
     endpoints_slices_.Set(key, std::move(names));
   }
 }
