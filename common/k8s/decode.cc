@@ -609,14 +609,18 @@ bool ListStreamDecoder::Feed(std::string_view piece) {
 }
 
 bool ListStreamDecoder::ValueDone() {
-  std::string text = std::move(value_);
-  value_.clear();
+  // value_ keeps its capacity for the next value: a list of many items then allocates its
+  // text buffer once, not once per item in growing steps.
+  bool ok = true;
   if (capturing_item_) {
     state_ = State::kAfterItem;
-    return ItemDone(text);
+    ok = ItemDone(value_);
+  } else {
+    state_ = State::kAfterValue;
+    ok = MemberDone(key_, value_);
   }
-  state_ = State::kAfterValue;
-  return MemberDone(key_, text);
+  value_.clear();
+  return ok;
 }
 
 bool ListStreamDecoder::MemberDone(std::string_view name, std::string_view text) {
