@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <map>
-#include <unordered_set>
 #include <utility>
 
 #include "common/base/heap.h"
@@ -471,12 +470,13 @@ void RecordTreeWriter::ReplaceEndpoints(const std::vector<k8s::Endpoints>& endpo
 }
 
 void RecordTreeWriter::BeginList(ListKind kind) {
-  auto& unlisted = unlisted_[static_cast<size_t>(kind)].emplace();
+  Unlisted& unlisted = unlisted_[static_cast<size_t>(kind)].emplace();
+  std::vector<std::string>& keys = unlisted.keys;
   switch (kind) {
     case ListKind::kServices:
       namespaces_.ForEach([&](const std::string& ns, const auto& space) {
         space->services.ForEach([&](const std::string& name, const ServicePtr& records) {
-          if (records->answerable()) unlisted.insert(ObjectKey(ns, name));
+          if (records->answerable()) keys.push_back(ObjectKey(ns, name));
         });
       });
       break;
@@ -484,24 +484,29 @@ void RecordTreeWriter::BeginList(ListKind kind) {
       for (const auto& [key, service] : slice_owner_.map()) {
         // Slices of v1 Endpoints objects ("ns/<endpoints>/subset-...") go with their
         // Endpoints object, not with the EndpointSlice list.
-        if (key.find('/', key.find('/') + 1) == std::string::npos) unlisted.insert(key);
+        if (key.find('/', key.find('/') + 1) == std::string::npos) keys.push_back(key);
       }
       break;
     case ListKind::kEndpoints:
-      for (const auto& [key, names] : endpoints_slices_.map()) unlisted.insert(key);
+      for (const auto& [key, names] : endpoints_slices_.map()) keys.push_back(key);
       break;
     case ListKind::kPods:
-      for (const auto& [key, ips] : pods_.map()) unlisted.insert(key);
+      for (const auto& [key, ips] : pods_.map()) keys.push_back(key);
       break;
   }
+  keys.shrink_to_fit();
+  std::sort(keys.begin(), keys.end());
+  unlisted.listed.assign(keys.size(), false);
 }
 
 void RecordTreeWriter::EndList(ListKind kind) {
   auto& open = unlisted_[static_cast<size_t>(kind)];
   if (!open) return;
-  std::unordered_set<std::string> gone = std::move(*open);
+  const Unlisted unlisted = std::move(*open);
   open.reset();
-  for (const auto& key : gone) {
+  for (size_t i = 0; i < unlisted.keys.size(); ++i) {
+    if (unlisted.listed[i]) continue;
+    const std::string& key = unlisted.keys[i];
     const size_t slash = key.find('/');
     const std::string_view ns = std::string_view(key).substr(0, slash);
     const std::string_view name = std::string_view(key).substr(slash + 1);
@@ -568,7 +573,9 @@ std::shared_ptr<const ServiceName> RecordTreeWriter::NameOf(const std::string& n
 
 void RecordTreeWriter::Listed(ListKind kind, const std::string& key) {
   auto& open = unlisted_[static_cast<size_t>(kind)];
-  if (open) open->erase(key);
+  if (!open) return;
+  auto it = std::lower_bound(open->keys.begin(), open->keys.end(), key);
+  if (it != open->keys.end() && *it == key) open->listed[it - open->keys.begin()] = true;
 }
 
 std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {

@@ -25,7 +25,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "common/base/ip_address.h"
@@ -258,9 +257,15 @@ class RecordTreeWriter {
   UndoableIndex<std::vector<std::string>> endpoints_slices_;
   // "ns/pod" → the IPs that pod adds to pod_ips_.
   UndoableIndex<std::vector<IpAddress>> pods_;
-  // By ListKind, while a list of the kind is open: the "ns/name" keys it has not delivered
-  // yet (deleted at EndList).
-  std::array<std::optional<std::unordered_set<std::string>>, 4> unlisted_;
+  // By ListKind, while a list of the kind is open: the "ns/name" keys of the kind at
+  // BeginList, sorted, and which of them the list has delivered since (the others are
+  // deleted at EndList). A sorted array and a bit per object, not a hash set: a re-LIST or
+  // a file load holds one per object of the cluster, at about a third of a set's bytes.
+  struct Unlisted {
+    std::vector<std::string> keys;
+    std::vector<bool> listed;
+  };
+  std::array<std::optional<Unlisted>, 4> unlisted_;
   // While a load is open: the published state at BeginLoad (the indexes keep their own).
   struct Saved {
     Snapshot::Namespaces namespaces;
