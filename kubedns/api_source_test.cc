@@ -36,11 +36,9 @@ constexpr std::string_view kPods = "/api/v1/pods?";
 // its objects kept in services/slices/endpoints/pods; `raw` has every call as it came.
 class RecordingSink final : public RecordSink {
  public:
-  void ReplaceAll(RecordTreeWriter::ObjectSet) override { calls.push_back("ReplaceAll"); }
-  void ReplacePods(std::vector<k8s::Pod> new_pods) override {
-    calls.push_back("ReplacePods " + std::to_string(new_pods.size()));
-    pods = std::move(new_pods);
-  }
+  void BeginLoad() override { calls.push_back("BeginLoad"); }
+  void EndLoad() override { calls.push_back("EndLoad"); }
+  void AbortLoad() override { calls.push_back("AbortLoad"); }
   void BeginList(RecordTreeWriter::ListKind kind) override {
     raw.push_back("BeginList " + std::to_string(static_cast<int>(kind)));
     open[static_cast<size_t>(kind)] = true;

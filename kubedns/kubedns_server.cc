@@ -66,11 +66,13 @@ class KubednsServer::Publisher final : public RecordSink {
     }
   }
 
-  void ReplaceAll(RecordTreeWriter::ObjectSet objects) override {
-    writer_.ReplaceAll(objects);
-    objects = {};  // the decoded objects go before the heap is released
+  void BeginLoad() override { writer_.BeginLoad(); }
+  void EndLoad() override {
+    writer_.EndLoad();
     PublishCompleteLoad();
   }
+  // Nothing of the load was published: the current snapshot is still the last good set.
+  void AbortLoad() override { writer_.AbortLoad(); }
   void BeginList(RecordTreeWriter::ListKind kind) override { writer_.BeginList(kind); }
   void EndList(RecordTreeWriter::ListKind kind) override {
     writer_.EndList(kind);
@@ -99,10 +101,6 @@ class KubednsServer::Publisher final : public RecordSink {
   void DeleteEndpoints(std::string_view ns, std::string_view name) override {
     writer_.DeleteEndpoints(ns, name);
     PublishUnlessListing(RecordTreeWriter::ListKind::kEndpoints);
-  }
-  void ReplacePods(std::vector<k8s::Pod> pods) override {
-    writer_.ReplacePods(pods);
-    Publish();
   }
   void UpsertPod(const k8s::Pod& pod) override {
     writer_.UpsertPod(pod);
@@ -166,7 +164,9 @@ class KubednsServer::Publisher final : public RecordSink {
   }
 
  private:
+  // Not inside a load: its changes are published together at EndLoad.
   void Publish() {
+    if (writer_.loading()) return;
     server_.snapshots_.Publish(writer_.Publish());
     server_.last_publish_unix_ms_ = UnixMs();
   }

@@ -12,12 +12,21 @@
 #include <functional>
 #include <string_view>
 #include <utility>
+#include <variant>
+#include <vector>
+
+#include "common/base/hash.h"
 
 namespace kdns::kubedns {
 namespace {
 
 // How many decoder warnings one log line quotes.
 constexpr size_t kWarningsPerLogLine = 5;
+
+// The file is read in blocks of this size: memory for the text is one block, whatever the
+// file's size. Blocks are filled whole (short reads are continued), so the content hash,
+// which is taken block by block, depends on the bytes alone.
+constexpr size_t kBlockBytes = 64 << 10;
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
@@ -51,52 +60,71 @@ ObjectsFileSource::FileId ObjectsFileSource::StatPath(const std::string& path) {
   return IdFromStat(st);
 }
 
-bool ObjectsFileSource::ReadFile(const std::string& path, uint64_t max_bytes, std::string* content,
-                                 FileId* id, std::string* error) {
+int ObjectsFileSource::OpenFile(const std::string& path, uint64_t max_bytes, FileId* id,
+                                std::string* error) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int open_errno = errno;
     *id = StatPath(path);
     *error = "cannot open: " + ErrnoText(open_errno);
-    return false;
+    return -1;
   }
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { close(fd); }
-  } closer{fd};
   struct stat st;
   if (fstat(fd, &st) != 0) {
     *id = FileId{};
     id->error = errno;
     *error = "cannot stat: " + ErrnoText(errno);
-    return false;
+    close(fd);
+    return -1;
   }
   *id = IdFromStat(st);
   if (!S_ISREG(st.st_mode)) {
     *error = "not a regular file";
-    return false;
+    close(fd);
+    return -1;
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     *error = "file of " + std::to_string(st.st_size) + " bytes is larger than the limit of " +
              std::to_string(max_bytes);
-    return false;
+    close(fd);
+    return -1;
   }
-  content->clear();
-  content->reserve(static_cast<size_t>(st.st_size));
-  char buffer[65536];
-  while (true) {
-    ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = "cannot read: " + ErrnoText(errno);
-      return false;
+  return fd;
+}
+
+bool ObjectsFileSource::ReadBlocks(int fd, uint64_t max_bytes,
+                                   const std::function<bool(std::string_view)>& on_block,
+                                   uint64_t* hash, uint64_t* bytes, std::string* error) {
+  std::string block(kBlockBytes, '\0');
+  *hash = 0;
+  *bytes = 0;
+  bool end = false;
+  while (!end) {
+    size_t filled = 0;
+    while (filled < block.size()) {
+      ssize_t n = pread(fd, block.data() + filled, block.size() - filled,
+                        static_cast<off_t>(*bytes + filled));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        *error = "cannot read: " + ErrnoText(errno);
+        return false;
+      }
+      if (n == 0) {
+        end = true;
+        break;
+      }
+      filled += static_cast<size_t>(n);
     }
-    if (n == 0) break;
-    content->append(buffer, static_cast<size_t>(n));
-    if (content->size() > max_bytes) {  // grew while we read
+    *bytes += filled;
+    if (*bytes > max_bytes) {  // grew while we read
       *error = "file is larger than the limit of " + std::to_string(max_bytes) + " bytes";
       return false;
     }
+    if (filled == 0) break;
+    const std::string_view piece(block.data(), filled);
+    // 64 bits: a collision would only delay a reload until the next change.
+    *hash = Mix64(*hash ^ std::hash<std::string_view>{}(piece)) + filled;
+    if (on_block && !on_block(piece)) return false;
   }
   return true;
 }
@@ -177,88 +205,100 @@ void ObjectsFileSource::OnPollTick() {
 }
 
 void ObjectsFileSource::Check() {
-  std::string content;
   FileId id;
   std::string error;
-  bool read = ReadFile(options_.path, options_.max_file_bytes, &content, &id, &error);
+  const int fd = OpenFile(options_.path, options_.max_file_bytes, &id, &error);
   last_id_ = id;
-  if (!read) {
+  if (fd < 0) {
     last_read_hash_.reset();  // whatever comes next is applied
     Fail(error);
     return;
   }
-  // A 64-bit hash: a collision would only delay a reload until the next change.
-  size_t hash = std::hash<std::string_view>{}(content);
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
+  // A first pass only hashes (cheap next to decoding), so a `touch` or a rewrite with the same
+  // bytes costs no decode and no publish.
+  uint64_t hash = 0;
+  uint64_t bytes = 0;
+  if (!ReadBlocks(fd, options_.max_file_bytes, nullptr, &hash, &bytes, &error)) {
+    last_read_hash_.reset();
+    Fail(error);
+    return;
+  }
   if (last_read_hash_ == hash) {
     ++stats_.unchanged;
     return;
   }
-  last_read_hash_ = hash;
-
-  auto list = k8s::DecodeList(content);
-  // The text is not needed once decoded: free it before the records are built, so the file,
-  // the decoded objects and the records are never all held at once.
-  const size_t bytes = content.size();
-  std::string().swap(content);
-  if (!list.ok()) {
-    Fail(list.error());
-    return;
-  }
-  size_t usable = list->services.size() + list->endpoint_slices.size() + list->endpoints.size() +
-                  list->pods.size() + list->service_imports.size() +
-                  list->kubeslice_service_imports.size();
-  if (usable == 0 && list->bad_items > 0) {
-    std::string reason = "none of its " + std::to_string(list->bad_items) + " items decoded";
-    if (!list->warnings.messages().empty()) reason += "; " + list->warnings.messages().front();
-    Fail(reason);
-    return;
-  }
-  Apply(std::move(*list), bytes);
+  Load(fd, hash);
 }
 
-void ObjectsFileSource::Apply(k8s::ObjectList list, size_t bytes) {
-  const size_t services = list.services.size();
-  const size_t slices = list.endpoint_slices.size();
-  const size_t endpoints = list.endpoints.size();
-  const size_t pods = list.pods.size();
-  const size_t imports = list.service_imports.size() + list.kubeslice_service_imports.size();
-
-  if (!list.warnings.empty()) {
-    // One line per reload: the count of skipped items and the first few reasons, which
-    // carry the item index ("items[3]: ...").
-    std::string quoted;
-    const auto& messages = list.warnings.messages();
-    for (size_t i = 0; i < messages.size() && i < kWarningsPerLogLine; ++i) {
-      quoted += (i == 0 ? "" : "; ") + messages[i];
-    }
-    size_t more = list.warnings.count() - std::min(messages.size(), kWarningsPerLogLine);
-    LOG(WARNING) << "objects file " << options_.path << ": " << list.bad_items
-                 << " bad item(s) skipped, " << list.warnings.count() << " warning(s): " << quoted
-                 << (more > 0 ? " (and " + std::to_string(more) + " more)" : "");
+void ObjectsFileSource::Load(int fd, uint64_t first_hash) {
+  // Each item goes to the sink as soon as it is decoded: neither the text nor the decoded
+  // list is ever held whole next to the records. The multicluster objects are few and their
+  // sink calls take whole lists, so they are gathered.
+  Counts counts;
+  std::vector<k8s::ServiceImport> imports;
+  std::vector<k8s::EndpointSlice> mcs_slices;
+  std::vector<k8s::KubesliceServiceImport> kubeslice_imports;
+  sink_.BeginLoad();
+  k8s::ListStreamDecoder decoder(
+      [&](k8s::Object&& object) {
+        if (auto* service = std::get_if<k8s::Service>(&object)) {
+          ++counts.services;
+          sink_.UpsertService(*service);
+        } else if (auto* slice = std::get_if<k8s::EndpointSlice>(&object)) {
+          ++counts.slices;
+          sink_.UpsertSlice(*slice);
+          if (!slice->multicluster_service_name.empty()) mcs_slices.push_back(std::move(*slice));
+        } else if (auto* endpoints = std::get_if<k8s::Endpoints>(&object)) {
+          ++counts.endpoints;
+          sink_.UpsertEndpoints(*endpoints);
+        } else if (auto* pod = std::get_if<k8s::Pod>(&object)) {
+          ++counts.pods;
+          sink_.UpsertPod(*pod);
+        } else if (auto* import = std::get_if<k8s::ServiceImport>(&object)) {
+          imports.push_back(std::move(*import));
+        } else if (auto* kubeslice = std::get_if<k8s::KubesliceServiceImport>(&object)) {
+          kubeslice_imports.push_back(std::move(*kubeslice));
+        }
+        return true;
+      },
+      options_.max_file_bytes);
+  uint64_t hash = 0;
+  uint64_t bytes = 0;
+  std::string error;
+  const bool whole = ReadBlocks(
+      fd, options_.max_file_bytes, [&](std::string_view piece) { return decoder.Feed(piece); },
+      &hash, &bytes, &error);
+  if (!error.empty()) {  // a read error: the same bytes may read well next time
+    last_read_hash_.reset();
+    sink_.AbortLoad();
+    Fail(error);
+    return;
   }
-  stats_.bad_items += list.bad_items;
-  metrics_.bad_items.Inc(list.bad_items);
-
-  RecordTreeWriter::ObjectSet objects;
-  objects.services = std::move(list.services);
-  objects.slices = std::move(list.endpoint_slices);
-  objects.endpoints = std::move(list.endpoints);
-  objects.service_imports = std::move(list.service_imports);
-  objects.kubeslice_service_imports = std::move(list.kubeslice_service_imports);
-
-  ++stats_.reloads_ok;
-  metrics_.reloads_ok.Inc();
-  metrics_.last_success_s.Set(WallClockSeconds());
-  metrics_.services.Set(static_cast<double>(services));
-  metrics_.slices.Set(static_cast<double>(slices));
-  metrics_.endpoints.Set(static_cast<double>(endpoints));
-  metrics_.pods.Set(static_cast<double>(pods));
-  LOG(INFO) << "objects file " << options_.path << ": loaded " << services << " services, "
-            << slices << " endpointslices, " << endpoints << " endpoints, " << pods << " pods, "
-            << imports << " serviceimports (" << bytes << " bytes)";
-
-  sink_.ReplacePods(std::move(list.pods));
-  sink_.ReplaceAll(std::move(objects));
+  // Content equal to this is not tried again, good or bad. The hash of what this pass read
+  // when it read it all (the file may have changed in place since the first pass).
+  last_read_hash_ = whole ? hash : first_hash;
+  if (!whole || !decoder.Finish()) error = decoder.error();
+  if (error.empty() && decoder.items() == 0 && decoder.bad_items() > 0) {
+    error = "none of its " + std::to_string(decoder.bad_items()) + " items decoded";
+    if (!decoder.warnings().messages().empty()) {
+      error += "; " + decoder.warnings().messages().front();
+    }
+  }
+  if (!error.empty()) {
+    sink_.AbortLoad();
+    Fail(error);
+    return;
+  }
+  counts.imports = imports.size() + kubeslice_imports.size();
+  sink_.ReplaceServiceImports(std::move(imports));
+  sink_.ReplaceMulticlusterSlices(std::move(mcs_slices));
+  sink_.ReplaceKubesliceServiceImports(std::move(kubeslice_imports));
+  Applied(decoder, counts, bytes);
+  sink_.EndLoad();
   if (!stats_.synced) {
     stats_.synced = true;
     // The file is the whole state of every zone.
@@ -266,6 +306,38 @@ void ObjectsFileSource::Apply(k8s::ObjectList list, size_t bytes) {
     sink_.MulticlusterSynced(MulticlusterZone::kKubeslice);
     sink_.Synced();
   }
+}
+
+void ObjectsFileSource::Applied(const k8s::ListStreamDecoder& decoder, const Counts& counts,
+                                uint64_t bytes) {
+  const k8s::Warnings& warnings = decoder.warnings();
+  if (!warnings.empty()) {
+    // One line per reload: the count of skipped items and the first few reasons, which
+    // carry the item index ("items[3]: ...").
+    std::string quoted;
+    const auto& messages = warnings.messages();
+    for (size_t i = 0; i < messages.size() && i < kWarningsPerLogLine; ++i) {
+      quoted += (i == 0 ? "" : "; ") + messages[i];
+    }
+    size_t more = warnings.count() - std::min(messages.size(), kWarningsPerLogLine);
+    LOG(WARNING) << "objects file " << options_.path << ": " << decoder.bad_items()
+                 << " bad item(s) skipped, " << warnings.count() << " warning(s): " << quoted
+                 << (more > 0 ? " (and " + std::to_string(more) + " more)" : "");
+  }
+  stats_.bad_items += decoder.bad_items();
+  metrics_.bad_items.Inc(decoder.bad_items());
+
+  ++stats_.reloads_ok;
+  metrics_.reloads_ok.Inc();
+  metrics_.last_success_s.Set(WallClockSeconds());
+  metrics_.services.Set(static_cast<double>(counts.services));
+  metrics_.slices.Set(static_cast<double>(counts.slices));
+  metrics_.endpoints.Set(static_cast<double>(counts.endpoints));
+  metrics_.pods.Set(static_cast<double>(counts.pods));
+  LOG(INFO) << "objects file " << options_.path << ": loaded " << counts.services << " services, "
+            << counts.slices << " endpointslices, " << counts.endpoints << " endpoints, "
+            << counts.pods << " pods, " << counts.imports << " serviceimports (" << bytes
+            << " bytes)";
 }
 
 void ObjectsFileSource::Fail(const std::string& reason) {

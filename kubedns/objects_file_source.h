@@ -12,11 +12,19 @@
 // inode, size, mtime or ctime changed. Every read is hashed, and content equal to the last
 // read is not applied again (a `touch`, a rewrite with the same bytes).
 //
+// Memory: the file is read in blocks and decoded as a stream (k8s::ListStreamDecoder), each
+// item handed to the sink as soon as it is decoded, inside one load (RecordSink::BeginLoad):
+// neither the file's text nor the decoded list is held whole, so a load costs the records
+// and one item. A first pass over the file only hashes it, so unchanged content costs no
+// decode; the second decodes. Whether a file is good is known only at its end, so a bad
+// one is undone with AbortLoad (the sink keeps the last good set, nothing was published).
+//
 // Error policy (the file is outside input): a file that is missing, unreadable, not a List
 // we decode, or whose items all failed to decode, is not applied; kubedns keeps serving the
 // last good content. Each such attempt is counted and logged in one line (the same reason
 // at most once per error_log_interval_ms). Bad items inside a good List are skipped,
-// counted, and logged in one line per reload; the good items are applied.
+// counted, and logged in one line per reload; the good items are applied. A file cut short
+// (a writer that truncates and rewrites in place, seen mid-write) is not a List.
 //
 // Metrics (registered on the Registry given to the constructor, so one source per registry):
 //   kdns_objects_file_reloads_total{result="ok|error"}
@@ -31,9 +39,11 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/k8s/decode.h"
 #include "common/loop/file_watcher.h"
@@ -63,7 +73,7 @@ class ObjectsFileSource final : public RecordSource {
   // For tests and status pages. `last_error` is the reason of the most recent failed
   // attempt (kept after later successes; compare the counters to see which came last).
   struct Stats {
-    uint64_t reloads_ok = 0;      // contents delivered with ReplaceAll
+    uint64_t reloads_ok = 0;      // loads ended with EndLoad
     uint64_t reloads_failed = 0;  // attempts that kept the last good content
     uint64_t unchanged = 0;       // reads whose content equalled the last read
     uint64_t bad_items = 0;       // items skipped inside applied Lists, in total
@@ -78,7 +88,7 @@ class ObjectsFileSource final : public RecordSource {
   ObjectsFileSource(const ObjectsFileSource&) = delete;
   ObjectsFileSource& operator=(const ObjectsFileSource&) = delete;
 
-  // Reads the file once before returning (delivering ReplaceAll and Synced if it is good),
+  // Reads the file once before returning (delivering a load and Synced if it is good),
   // then watches it. Call once.
   void Start() override;
   void Stop() override;
@@ -99,11 +109,17 @@ class ObjectsFileSource final : public RecordSource {
   };
   static FileId IdFromStat(const struct stat& st);
   static FileId StatPath(const std::string& path);
-  // Reads a whole regular file of at most max_bytes. On failure returns false with a one-line
-  // reason. `id` is always set: from the opened file, or from stat(2) when it could not be
-  // opened, so that a lasting failure looks unchanged to the poll timer.
-  [[nodiscard]] static bool ReadFile(const std::string& path, uint64_t max_bytes,
-                                     std::string* content, FileId* id, std::string* error);
+  // Opens a regular file of at most max_bytes: its descriptor, or -1 with a one-line reason.
+  // `id` is always set: from the opened file, or from stat(2) when it could not be opened, so
+  // that a lasting failure looks unchanged to the poll timer.
+  [[nodiscard]] static int OpenFile(const std::string& path, uint64_t max_bytes, FileId* id,
+                                    std::string* error);
+  // Reads the whole file from its start in blocks of kBlockBytes, giving each to `on_block`
+  // (may be empty) and hashing them into `hash`. False when on_block returned false (error
+  // left empty), or on a read error or more than max_bytes (a one-line reason in `error`).
+  [[nodiscard]] static bool ReadBlocks(int fd, uint64_t max_bytes,
+                                       const std::function<bool(std::string_view)>& on_block,
+                                       uint64_t* hash, uint64_t* bytes, std::string* error);
   struct Metrics {
     metrics::Counter& reloads_ok;
     metrics::Counter& reloads_error;
@@ -119,7 +135,19 @@ class ObjectsFileSource final : public RecordSource {
   void OnPollTick();
   // Reads PATH and applies it if its content differs from the last read.
   void Check();
-  void Apply(k8s::ObjectList list, size_t bytes);
+  // Objects of each kind in a load.
+  struct Counts {
+    size_t services = 0;
+    size_t slices = 0;
+    size_t endpoints = 0;
+    size_t pods = 0;
+    size_t imports = 0;
+  };
+  // Decodes the file (whose first pass hashed to first_hash) into one load of the sink, and
+  // ends or aborts it.
+  void Load(int fd, uint64_t first_hash);
+  // Counts, logs and exports a good load.
+  void Applied(const k8s::ListStreamDecoder& decoder, const Counts& counts, uint64_t bytes);
   void Fail(const std::string& reason);
 
   loop::Loop& loop_;
@@ -130,8 +158,8 @@ class ObjectsFileSource final : public RecordSource {
   std::unique_ptr<loop::FileWatcher> watcher_;
   bool started_ = false;
 
-  std::optional<FileId> last_id_;         // identity at the last read attempt
-  std::optional<size_t> last_read_hash_;  // content hash of the last successful read
+  std::optional<FileId> last_id_;           // identity at the last read attempt
+  std::optional<uint64_t> last_read_hash_;  // content hash of the last successful read
   bool logged_error_ = false;
   std::string last_logged_error_;
   uint64_t last_error_log_ms_ = 0;

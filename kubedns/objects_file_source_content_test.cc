@@ -31,9 +31,10 @@ TEST_CASE("A broken file keeps the last good set and counts an error, then a fix
     RecordingSink sink;
     ObjectsFileSource source(loop, sink, registry, InotifyOnly(path));
     source.Start();
-    REQUIRE(sink.replace_all == 1);
+    REQUIRE(sink.loads == 1);
 
     std::string reason;
+    int aborted = 1;  // a load that began and was undone; none when the file did not open
     SECTION("not JSON") {
       WriteInPlace(path, R"({"kind":"List","items":[)");
       reason = "JSON";
@@ -53,14 +54,18 @@ TEST_CASE("A broken file keeps the last good set and counts an error, then a fix
     SECTION("removed") {
       REQUIRE(unlink(path.c_str()) == 0);
       reason = "No such file or directory";
+      aborted = 0;
     }
     SECTION("a directory in its place") {
       REQUIRE(unlink(path.c_str()) == 0);
       REQUIRE(mkdir(path.c_str(), 0755) == 0);
       reason = "not a regular file";  // open(2) of a directory read-only succeeds
+      aborted = 0;
     }
     REQUIRE(WaitFor(loop, [&] { return source.stats().reloads_failed == 1; }));
-    CHECK(sink.replace_all == 1);  // the last good set stays
+    CHECK(sink.loads == 1);  // the last good set stays
+    CHECK(sink.aborted_loads == aborted);
+    CHECK(sink.calls.back() == (aborted == 1 ? "AbortLoad" : "Synced"));
     CHECK(sink.ServiceNames() == std::vector<std::string>{"default/web", "shop/cart"});
     INFO("last error: " << source.stats().last_error);
     CHECK(source.stats().last_error.find(reason) != std::string::npos);
@@ -69,10 +74,78 @@ TEST_CASE("A broken file keeps the last good set and counts an error, then a fix
     std::error_code ignored;
     std::filesystem::remove(path, ignored);  // the directory case
     WriteByRename(path, kOneService);
-    REQUIRE(WaitFor(loop, [&] { return sink.replace_all == 2; }));
+    REQUIRE(WaitFor(loop, [&] { return sink.loads == 2; }));
     CHECK(sink.ServiceNames() == std::vector<std::string>{"default/web"});
     CHECK(source.stats().reloads_failed == 1);
     CHECK(sink.synced == 1);
+  }
+  loop::testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("A bad file after a good one is undone: the records stay the last good set's",
+          "[objects_file]") {
+  TempDir dir;
+  const std::string path = dir.File("objects.json");
+  const std::string good =
+      List({ServiceItem("default", "web", "10.96.1.1"), SliceItem("default", "web", "10.0.0.1"),
+            EndpointsItem("shop", "cart", "10.0.1.1"), ServiceItem("shop", "cart", "10.96.1.2"),
+            PodItem("default", "web-0", "10.0.0.1")});
+  WriteInPlace(path, good);
+  loop::Loop loop;
+  {
+    metrics::Registry registry;
+    WriterSink sink;
+    ObjectsFileSource source(loop, sink, registry, InotifyOnly(path));
+    source.Start();
+    REQUIRE(sink.snapshot != nullptr);
+    const auto loaded = sink.snapshot;
+    REQUIRE(loaded->stats().services == 2);
+    REQUIRE(loaded->stats().endpoints == 2);
+
+    // Each bad file changes, adds and drops objects before it turns out bad.
+    const std::string changed = ServiceItem("default", "web", "10.96.9.1") + "," +
+                                SliceItem("default", "web", "10.0.9.1") + "," +
+                                ServiceItem("default", "new", "10.96.9.2") + "," +
+                                PodItem("default", "web-0", "10.0.9.1");
+    const std::string head = R"({"apiVersion":"v1","kind":"List","items":[)";
+    std::string bad;
+    std::string reason;
+    SECTION("cut short in the middle of an item") {
+      const std::string next = ServiceItem("default", "late", "10.96.9.3");
+      bad = head + changed + "," + next.substr(0, next.size() / 2);
+      reason = "ended inside the list";
+    }
+    SECTION("broken JSON after good items") {
+      bad = head + changed + R"(,{"kind":"Service",]})";
+      reason = "not JSON";
+    }
+    SECTION("a typed list whose kind comes after items of another kind") {
+      bad = R"({"apiVersion":"v1","items":[)" + changed + R"(],"kind":"PodList"})";
+      reason = "before the kind of a PodList";
+    }
+    WriteByRename(path, bad);
+    REQUIRE(WaitFor(loop, [&] { return source.stats().reloads_failed == 1; }));
+    INFO("last error: " << source.stats().last_error);
+    CHECK(source.stats().last_error.find(reason) != std::string::npos);
+    CHECK(sink.aborted_loads == 1);
+    const auto kept = sink.snapshot;
+    for (const auto& [ns, name] :
+         std::vector<std::pair<std::string, std::string>>{{"default", "web"}, {"shop", "cart"}}) {
+      INFO(ns << "/" << name);
+      CHECK(kept->FindService(ns, name) == loaded->FindService(ns, name));  // the same records
+    }
+    CHECK(kept->FindService("default", "new") == nullptr);
+    CHECK(kept->stats().services == 2);
+    CHECK(kept->stats().endpoints == 2);
+    CHECK(kept->HasPodIp("default", *IpAddress::Parse("10.0.0.1")));
+    CHECK_FALSE(kept->HasPodIp("default", *IpAddress::Parse("10.0.9.1")));
+
+    // The next good file applies over the last good set, in kubectl's member order.
+    WriteByRename(path, R"({"apiVersion":"v1","items":[)" + changed + R"(],"kind":"List"})");
+    REQUIRE(WaitFor(loop, [&] { return source.stats().reloads_ok == 2; }));
+    CHECK(sink.snapshot->FindService("default", "new") != nullptr);
+    CHECK(sink.snapshot->FindService("shop", "cart") == nullptr);
+    CHECK(sink.snapshot->stats().endpoints == 1);
   }
   loop::testing::RequireClosesClean(loop);
 }
@@ -90,7 +163,7 @@ TEST_CASE("After a failed read the same good content is applied again", "[object
     REQUIRE(unlink(path.c_str()) == 0);
     REQUIRE(WaitFor(loop, [&] { return source.stats().reloads_failed == 1; }));
     WriteByRename(path, kOneService);
-    REQUIRE(WaitFor(loop, [&] { return sink.replace_all == 2; }));
+    REQUIRE(WaitFor(loop, [&] { return sink.loads == 2; }));
     CHECK(source.stats().reloads_ok == 2);
   }
   loop::testing::RequireClosesClean(loop);
@@ -113,7 +186,7 @@ TEST_CASE("A file missing at start is not synced, counts an error, and is applie
 
     WriteByRename(path, kOneService);
     REQUIRE(WaitFor(loop, [&] { return sink.synced == 1; }));
-    CHECK(sink.calls == std::vector<std::string>{"ReplacePods", "ReplaceAll", "Synced"});
+    CHECK(sink.calls == std::vector<std::string>{"BeginLoad", "EndLoad", "Synced"});
     CHECK(sink.ServiceNames() == std::vector<std::string>{"default/web"});
     CHECK(source.stats().reloads_failed == 1);
   }
@@ -134,7 +207,7 @@ TEST_CASE("Bad items inside a good List are skipped and counted; the rest is app
     RecordingSink sink;
     ObjectsFileSource source(loop, sink, registry, InotifyOnly(path));
     source.Start();
-    REQUIRE(sink.replace_all == 1);
+    REQUIRE(sink.loads == 1);
     CHECK(sink.synced == 1);
     CHECK(sink.ServiceNames() == std::vector<std::string>{"default/web"});
     CHECK(sink.last.slices.size() == 1);
@@ -148,7 +221,7 @@ TEST_CASE("Bad items inside a good List are skipped and counted; the rest is app
 
     // Counted per applied reload.
     WriteByRename(path, List({ServiceItem("default", "web", "10.96.1.1"), BadItem()}));
-    REQUIRE(WaitFor(loop, [&] { return sink.replace_all == 2; }));
+    REQUIRE(WaitFor(loop, [&] { return sink.loads == 2; }));
     CHECK(source.stats().bad_items == 3);
     CHECK(sink.pods.empty());
   }
@@ -166,7 +239,7 @@ TEST_CASE("An empty List is a valid, empty cluster", "[objects_file]") {
     ObjectsFileSource source(loop, sink, registry, InotifyOnly(path));
     source.Start();
     WriteByRename(path, List({}));
-    REQUIRE(WaitFor(loop, [&] { return sink.replace_all == 2; }));
+    REQUIRE(WaitFor(loop, [&] { return sink.loads == 2; }));
     CHECK(sink.last.services.empty());
     CHECK(source.stats().reloads_failed == 0);
   }

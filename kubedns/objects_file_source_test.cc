@@ -29,7 +29,7 @@ TEST_CASE("Loading the conformance objects file delivers every Service and slice
     ObjectsFileSource source(loop, sink, registry, InotifyOnly(path));
     source.Start();  // reads before returning
 
-    CHECK(sink.calls == std::vector<std::string>{"ReplacePods", "ReplaceAll", "Synced"});
+    CHECK(sink.calls == std::vector<std::string>{"BeginLoad", "EndLoad", "Synced"});
     CHECK(sink.last.services.size() == expected->services.size());
     CHECK(sink.last.slices.size() == expected->endpoint_slices.size());
     CHECK(sink.last.services.size() == 12);
@@ -63,7 +63,7 @@ TEST_CASE("A file rewritten in place is picked up by the inotify watch", "[objec
     REQUIRE(sink.ServiceNames() == std::vector<std::string>{"default/web"});
 
     WriteInPlace(path, kTwoServices);
-    REQUIRE(WaitFor(loop, [&] { return sink.replace_all == 2; }));
+    REQUIRE(WaitFor(loop, [&] { return sink.loads == 2; }));
     CHECK(sink.ServiceNames() == std::vector<std::string>{"default/web", "shop/cart"});
     CHECK(sink.synced == 1);  // Synced is delivered once, not per reload
     CHECK(source.stats().reloads_ok == 2);
@@ -82,15 +82,15 @@ TEST_CASE("A file replaced by a rename over it is picked up by the inotify watch
     RecordingSink sink;
     ObjectsFileSource source(loop, sink, registry, InotifyOnly(path));
     source.Start();
-    REQUIRE(sink.replace_all == 1);
+    REQUIRE(sink.loads == 1);
 
     WriteByRename(path, kTwoServices);
-    REQUIRE(WaitFor(loop, [&] { return sink.replace_all == 2; }));
+    REQUIRE(WaitFor(loop, [&] { return sink.loads == 2; }));
     CHECK(sink.ServiceNames() == std::vector<std::string>{"default/web", "shop/cart"});
 
     // And again: the watch is on the directory, so the new inode is watched too.
     WriteByRename(path, kOneService);
-    REQUIRE(WaitFor(loop, [&] { return sink.replace_all == 3; }));
+    REQUIRE(WaitFor(loop, [&] { return sink.loads == 3; }));
     CHECK(sink.ServiceNames() == std::vector<std::string>{"default/web"});
   }
   loop::testing::RequireClosesClean(loop);
@@ -112,7 +112,7 @@ TEST_CASE("A ConfigMap-style update that swaps the ..data symlink is picked up",
     RecordingSink sink;
     ObjectsFileSource source(loop, sink, registry, InotifyOnly(dir.File("objects.json")));
     source.Start();
-    REQUIRE(sink.replace_all == 1);
+    REQUIRE(sink.loads == 1);
 
     fs::create_directory(dir.File("..v2"));
     WriteInPlace(dir.File("..v2/objects.json"), kTwoServices);
@@ -120,7 +120,7 @@ TEST_CASE("A ConfigMap-style update that swaps the ..data symlink is picked up",
     fs::rename(dir.File("..data_tmp"), dir.File("..data"));
     fs::remove_all(dir.File("..v1"));
 
-    REQUIRE(WaitFor(loop, [&] { return sink.replace_all == 2; }));
+    REQUIRE(WaitFor(loop, [&] { return sink.loads == 2; }));
     CHECK(sink.ServiceNames() == std::vector<std::string>{"default/web", "shop/cart"});
   }
   loop::testing::RequireClosesClean(loop);
@@ -141,7 +141,7 @@ TEST_CASE("A burst of writes is read once, after it ends", "[objects_file]") {
     for (int i = 0; i < 5; ++i) {
       WriteInPlace(path, List({ServiceItem("default", "web-" + std::to_string(i), "10.96.1.1")}));
     }
-    REQUIRE(WaitFor(loop, [&] { return sink.replace_all == 2; }));
+    REQUIRE(WaitFor(loop, [&] { return sink.loads == 2; }));
     CHECK(sink.ServiceNames() == std::vector<std::string>{"default/web-4"});
     CHECK(source.stats().reloads_ok == 2);
     CHECK(source.stats().unchanged == 0);
@@ -162,14 +162,14 @@ TEST_CASE("An unchanged file is not applied again after a touch or a same-bytes 
     options.poll_interval_ms = 10;  // the poll sees the touch (inotify does not watch times)
     ObjectsFileSource source(loop, sink, registry, options);
     source.Start();
-    REQUIRE(sink.replace_all == 1);
+    REQUIRE(sink.loads == 1);
 
     uint64_t unchanged = source.stats().unchanged;
     SECTION("a rewrite with the same bytes") { WriteInPlace(path, kOneService); }
     SECTION("a touch") { Touch(path); }
     SECTION("a rename of the same bytes over it") { WriteByRename(path, kOneService); }
     REQUIRE(WaitFor(loop, [&] { return source.stats().unchanged > unchanged; }));
-    CHECK(sink.replace_all == 1);
+    CHECK(sink.loads == 1);
     CHECK(source.stats().reloads_ok == 1);
     CHECK(source.stats().reloads_failed == 0);
   }
@@ -190,18 +190,18 @@ TEST_CASE("The poll timer alone picks up changes when the inotify watch is off",
     // A missing file that stays missing is not counted again at every poll.
     WriteInPlace(dir.File("other.json"), "{}");
     WriteByRename(path, kOneService);
-    REQUIRE(WaitFor(loop, [&] { return sink.replace_all == 1; }));
+    REQUIRE(WaitFor(loop, [&] { return sink.loads == 1; }));
     CHECK(sink.synced == 1);
     CHECK(source.stats().reloads_failed == 1);
 
     WriteInPlace(path, kTwoServices);  // in place, a different size
-    REQUIRE(WaitFor(loop, [&] { return sink.replace_all == 2; }));
+    REQUIRE(WaitFor(loop, [&] { return sink.loads == 2; }));
     CHECK(sink.ServiceNames() == std::vector<std::string>{"default/web", "shop/cart"});
 
     WriteByRename(path, "garbage");
     REQUIRE(WaitFor(loop, [&] { return source.stats().reloads_failed == 2; }));
     WriteByRename(path, kOneService);
-    REQUIRE(WaitFor(loop, [&] { return sink.replace_all == 3; }));
+    REQUIRE(WaitFor(loop, [&] { return sink.loads == 3; }));
     CHECK(sink.ServiceNames() == std::vector<std::string>{"default/web"});
   }
   loop::testing::RequireClosesClean(loop);
@@ -221,7 +221,7 @@ TEST_CASE("A stopped source delivers nothing more and leaves no handle open", "[
   WriteByRename(path, kTwoServices);
   // With the source stopped nothing is active, so the loop runs dry and returns.
   loop.Run();
-  CHECK(sink.replace_all == 1);
+  CHECK(sink.loads == 1);
   source.reset();
   loop::testing::RequireClosesClean(loop);
 }

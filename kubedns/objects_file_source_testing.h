@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,29 +42,49 @@ inline constexpr int kWaitMs = 5000;
 // Long enough that only inotify can notice a change during a test.
 inline constexpr uint64_t kNoPollMs = 3'600'000;
 
-// Records what the source delivers, in order.
+// Records what the source delivers: the protocol calls in order, and each load's objects,
+// which become `last` (and `pods`) at its EndLoad and are dropped at its AbortLoad.
 class RecordingSink final : public RecordSink {
  public:
-  void ReplaceAll(RecordTreeWriter::ObjectSet objects) override {
-    calls.push_back("ReplaceAll");
-    ++replace_all;
-    last = std::move(objects);
+  void BeginLoad() override {
+    calls.push_back("BeginLoad");
+    pending = {};
+    pending_pods.clear();
   }
-  void ReplacePods(std::vector<k8s::Pod> new_pods) override {
-    calls.push_back("ReplacePods");
-    pods = std::move(new_pods);
+  void EndLoad() override {
+    calls.push_back("EndLoad");
+    ++loads;
+    last = std::move(pending);
+    pods = std::move(pending_pods);
+    pending = {};
+    pending_pods.clear();
+  }
+  void AbortLoad() override {
+    calls.push_back("AbortLoad");
+    ++aborted_loads;
+    pending = {};
+    pending_pods.clear();
   }
   void BeginList(RecordTreeWriter::ListKind) override { calls.push_back("BeginList"); }
   void EndList(RecordTreeWriter::ListKind) override { calls.push_back("EndList"); }
-  void UpsertService(const k8s::Service&) override { calls.push_back("UpsertService"); }
+  void UpsertService(const k8s::Service& service) override { pending.services.push_back(service); }
   void DeleteService(std::string_view, std::string_view) override {
     calls.push_back("DeleteService");
   }
-  void UpsertSlice(const k8s::EndpointSlice&) override { calls.push_back("UpsertSlice"); }
+  void UpsertSlice(const k8s::EndpointSlice& slice) override { pending.slices.push_back(slice); }
   void DeleteSlice(std::string_view, std::string_view) override { calls.push_back("DeleteSlice"); }
-  void UpsertEndpoints(const k8s::Endpoints&) override { calls.push_back("UpsertEndpoints"); }
+  void UpsertEndpoints(const k8s::Endpoints& endpoints) override {
+    pending.endpoints.push_back(endpoints);
+  }
   void DeleteEndpoints(std::string_view, std::string_view) override {
     calls.push_back("DeleteEndpoints");
+  }
+  void UpsertPod(const k8s::Pod& pod) override { pending_pods.push_back(pod); }
+  void ReplaceServiceImports(std::vector<k8s::ServiceImport> imports) override {
+    pending.service_imports = std::move(imports);
+  }
+  void ReplaceKubesliceServiceImports(std::vector<k8s::KubesliceServiceImport> imports) override {
+    pending.kubeslice_service_imports = std::move(imports);
   }
   void Synced() override {
     calls.push_back("Synced");
@@ -81,10 +102,52 @@ class RecordingSink final : public RecordSink {
   }
 
   std::vector<std::string> calls;
-  int replace_all = 0;
+  int loads = 0;  // ended with EndLoad
+  int aborted_loads = 0;
   int synced = 0;
-  RecordTreeWriter::ObjectSet last;
-  std::vector<k8s::Pod> pods;
+  RecordTreeWriter::ObjectSet last;     // of the last ended load
+  std::vector<k8s::Pod> pods;           // of the last ended load
+  RecordTreeWriter::ObjectSet pending;  // of the open load
+  std::vector<k8s::Pod> pending_pods;
+};
+
+// Applies what the source delivers to a RecordTreeWriter, as kubedns's Publisher does, and
+// publishes `snapshot` after each load, ended or aborted: after an abort it must show the last
+// good set.
+class WriterSink final : public RecordSink {
+ public:
+  void BeginLoad() override { writer.BeginLoad(); }
+  void EndLoad() override {
+    writer.EndLoad();
+    snapshot = writer.Publish();
+  }
+  void AbortLoad() override {
+    writer.AbortLoad();
+    ++aborted_loads;
+    snapshot = writer.Publish();
+  }
+  void BeginList(RecordTreeWriter::ListKind kind) override { writer.BeginList(kind); }
+  void EndList(RecordTreeWriter::ListKind kind) override { writer.EndList(kind); }
+  void UpsertService(const k8s::Service& service) override { writer.UpsertService(service); }
+  void DeleteService(std::string_view ns, std::string_view name) override {
+    writer.DeleteService(ns, name);
+  }
+  void UpsertSlice(const k8s::EndpointSlice& slice) override { writer.UpsertSlice(slice); }
+  void DeleteSlice(std::string_view ns, std::string_view name) override {
+    writer.DeleteSlice(ns, name);
+  }
+  void UpsertEndpoints(const k8s::Endpoints& endpoints) override {
+    writer.UpsertEndpoints(endpoints);
+  }
+  void DeleteEndpoints(std::string_view ns, std::string_view name) override {
+    writer.DeleteEndpoints(ns, name);
+  }
+  void UpsertPod(const k8s::Pod& pod) override { writer.UpsertPod(pod); }
+  void Synced() override {}
+
+  RecordTreeWriter writer;
+  std::shared_ptr<const Snapshot> snapshot;
+  int aborted_loads = 0;
 };
 
 // Truncates and rewrites the file (same inode): IN_CLOSE_WRITE.

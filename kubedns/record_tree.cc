@@ -1,9 +1,10 @@
 #include "kubedns/record_tree.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <array>
 #include <map>
-#include <unordered_set>
 #include <utility>
 
 #include "common/base/heap.h"
@@ -249,16 +250,16 @@ void RecordTreeWriter::SetSlice(const std::string& ns, const std::string& servic
 void RecordTreeWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
   std::string key = ObjectKey(slice.meta.ns, slice.meta.name);
   Listed(ListKind::kSlices, key);
-  auto owner = slice_owner_.find(key);
-  if (owner != slice_owner_.end() && owner->second != slice.service_name) {
-    SetSlice(slice.meta.ns, owner->second, slice.meta.name, nullptr);  // moved away
+  const std::string* owner = slice_owner_.Find(key);
+  if (owner != nullptr && *owner != slice.service_name) {
+    SetSlice(slice.meta.ns, *owner, slice.meta.name, nullptr);  // moved away
   }
   if (slice.service_name.empty()) {
-    slice_owner_.erase(key);
+    slice_owner_.Erase(key);
     return;
   }
   auto info = std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice));
-  if (owner != slice_owner_.end() && owner->second == slice.service_name) {
+  if (owner != nullptr && *owner == slice.service_name) {
     const ServiceRecords* records = Find(slice.meta.ns, slice.service_name);
     if (records != nullptr) {
       auto it = std::find_if(records->slices().begin(), records->slices().end(),
@@ -266,17 +267,19 @@ void RecordTreeWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
       if (it != records->slices().end() && *it->second == *info) return;  // unchanged
     }
   }
-  slice_owner_[key] = slice.service_name;
+  // Only a new owner is written: an unchanged entry costs a load's journal nothing.
+  if (owner == nullptr || *owner != slice.service_name) slice_owner_.Set(key, slice.service_name);
   SetSlice(slice.meta.ns, slice.service_name, slice.meta.name, std::move(info));
 }
 
 void RecordTreeWriter::DeleteSlice(std::string_view ns, std::string_view name) {
   std::string key = ObjectKey(ns, name);
   Listed(ListKind::kSlices, key);
-  auto owner = slice_owner_.find(key);
-  if (owner == slice_owner_.end()) return;
-  SetSlice(std::string(ns), owner->second, std::string(name), nullptr);
-  slice_owner_.erase(owner);
+  const std::string* owner = slice_owner_.Find(key);
+  if (owner == nullptr) return;
+  const std::string service = *owner;
+  slice_owner_.Erase(key);
+  SetSlice(std::string(ns), service, std::string(name), nullptr);
 }
 
 void RecordTreeWriter::UpsertEndpoints(const k8s::Endpoints& endpoints) {
@@ -287,28 +290,30 @@ void RecordTreeWriter::UpsertEndpoints(const k8s::Endpoints& endpoints) {
   for (const auto& slice : endpoints.slices) names.push_back(slice.meta.name);
   // Remove the derived slices the object no longer has, then upsert the rest: unchanged
   // subsets keep their records.
-  if (auto it = endpoints_slices_.find(key); it != endpoints_slices_.end()) {
-    for (const auto& old : it->second) {
+  if (const auto* before = endpoints_slices_.Find(key)) {
+    for (const auto& old : *before) {
       if (std::find(names.begin(), names.end(), old) == names.end()) {
         DeleteSlice(endpoints.meta.ns, old);
       }
     }
   }
   for (const auto& slice : endpoints.slices) UpsertSlice(slice);
+  const auto* before = endpoints_slices_.Find(key);
   if (names.empty()) {
-    endpoints_slices_.erase(key);
-  } else {
-    endpoints_slices_[key] = std::move(names);
+    endpoints_slices_.Erase(key);
+  } else if (before == nullptr || *before != names) {
+    endpoints_slices_.Set(key, std::move(names));
   }
 }
 
 void RecordTreeWriter::DeleteEndpoints(std::string_view ns, std::string_view name) {
   std::string key = ObjectKey(ns, name);
   Listed(ListKind::kEndpoints, key);
-  auto it = endpoints_slices_.find(key);
-  if (it == endpoints_slices_.end()) return;
-  for (const auto& slice : it->second) DeleteSlice(ns, slice);
-  endpoints_slices_.erase(it);
+  const auto* slices = endpoints_slices_.Find(key);
+  if (slices == nullptr) return;
+  const std::vector<std::string> names = *slices;
+  endpoints_slices_.Erase(key);
+  for (const auto& slice : names) DeleteSlice(ns, slice);
 }
 
 void RecordTreeWriter::CountPodIp(const std::string& ns, const IpAddress& ip, int delta) {
@@ -332,30 +337,28 @@ void RecordTreeWriter::UpsertPod(const k8s::Pod& pod) {
   }
   std::string key = ObjectKey(pod.meta.ns, pod.meta.name);
   Listed(ListKind::kPods, key);
-  auto it = pods_.find(key);
-  if (it != pods_.end() && it->second == ips) return;  // the common status-only update
+  const std::vector<IpAddress>* before = pods_.Find(key);
+  if (before != nullptr && *before == ips) return;  // the common status-only update
   // Count the new IPs before dropping the old ones, so an IP both have never reaches zero.
   for (const auto& ip : ips) CountPodIp(pod.meta.ns, ip, +1);
-  if (it != pods_.end()) {
-    for (const auto& ip : it->second) CountPodIp(pod.meta.ns, ip, -1);
+  if (before != nullptr) {
+    for (const auto& ip : *before) CountPodIp(pod.meta.ns, ip, -1);
   }
   if (ips.empty()) {
-    if (it != pods_.end()) pods_.erase(it);
-  } else if (it != pods_.end()) {
-    it->second = std::move(ips);
+    pods_.Erase(key);
   } else {
-    pods_.emplace(std::move(key), std::move(ips));
+    pods_.Set(key, std::move(ips));
   }
 }
 
 void RecordTreeWriter::DeletePod(std::string_view ns, std::string_view name) {
   std::string key = ObjectKey(ns, name);
   Listed(ListKind::kPods, key);
-  auto it = pods_.find(key);
-  if (it == pods_.end()) return;
+  const std::vector<IpAddress>* ips = pods_.Find(key);
+  if (ips == nullptr) return;
   const std::string ns_string(ns);
-  for (const auto& ip : it->second) CountPodIp(ns_string, ip, -1);
-  pods_.erase(it);
+  for (const auto& ip : *ips) CountPodIp(ns_string, ip, -1);
+  pods_.Erase(key);
 }
 
 void RecordTreeWriter::ReplacePods(const std::vector<k8s::Pod>& pods) {
@@ -365,6 +368,7 @@ void RecordTreeWriter::ReplacePods(const std::vector<k8s::Pod>& pods) {
 }
 
 void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
+  CHECK(!loading()) << "ReplaceAll inside a load";
   multicluster_.ReplaceServiceImports(objects.service_imports);
   multicluster_.ReplaceSlices(objects.slices);
   multicluster_.ReplaceKubesliceServiceImports(objects.kubeslice_service_imports);
@@ -386,22 +390,25 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
     pending[{service.meta.ns, service.meta.name}].service =
         std::make_shared<const ServiceInfo>(ServiceInfo::FromService(service));
   }
-  slice_owner_.clear();
-  endpoints_slices_.clear();
+  slice_owner_.Clear();
+  endpoints_slices_.Clear();
+  // v1 Endpoints object → the names of the slices derived from it.
+  std::unordered_map<std::string, std::vector<std::string>> derived;
   auto add_slice = [&](const k8s::EndpointSlice& slice) {
     if (slice.service_name.empty()) return;
-    slice_owner_[ObjectKey(slice.meta.ns, slice.meta.name)] = slice.service_name;
+    slice_owner_.Set(ObjectKey(slice.meta.ns, slice.meta.name), slice.service_name);
     pending[{slice.meta.ns, slice.service_name}].slices.emplace_back(
         slice.meta.name, std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice)));
   };
   for (const auto& slice : objects.slices) add_slice(slice);
   for (const auto& endpoints : objects.endpoints) {
-    auto& names = endpoints_slices_[ObjectKey(endpoints.meta.ns, endpoints.meta.name)];
+    auto& names = derived[ObjectKey(endpoints.meta.ns, endpoints.meta.name)];
     for (const auto& slice : endpoints.slices) {
       add_slice(slice);
       names.push_back(slice.meta.name);
     }
   }
+  for (auto& [key, names] : derived) endpoints_slices_.Set(key, std::move(names));
 
   stats_ = {};
   std::vector<std::pair<std::string, std::shared_ptr<const Snapshot::Namespace>>> spaces;
@@ -463,37 +470,43 @@ void RecordTreeWriter::ReplaceEndpoints(const std::vector<k8s::Endpoints>& endpo
 }
 
 void RecordTreeWriter::BeginList(ListKind kind) {
-  auto& unlisted = unlisted_[static_cast<size_t>(kind)].emplace();
+  Unlisted& unlisted = unlisted_[static_cast<size_t>(kind)].emplace();
+  std::vector<std::string>& keys = unlisted.keys;
   switch (kind) {
     case ListKind::kServices:
       namespaces_.ForEach([&](const std::string& ns, const auto& space) {
         space->services.ForEach([&](const std::string& name, const ServicePtr& records) {
-          if (records->answerable()) unlisted.insert(ObjectKey(ns, name));
+          if (records->answerable()) keys.push_back(ObjectKey(ns, name));
         });
       });
       break;
     case ListKind::kSlices:
-      for (const auto& [key, service] : slice_owner_) {
+      for (const auto& [key, service] : slice_owner_.map()) {
         // Slices of v1 Endpoints objects ("ns/<endpoints>/subset-...") go with their
         // Endpoints object, not with the EndpointSlice list.
-        if (key.find('/', key.find('/') + 1) == std::string::npos) unlisted.insert(key);
+        if (key.find('/', key.find('/') + 1) == std::string::npos) keys.push_back(key);
       }
       break;
     case ListKind::kEndpoints:
-      for (const auto& [key, names] : endpoints_slices_) unlisted.insert(key);
+      for (const auto& [key, names] : endpoints_slices_.map()) keys.push_back(key);
       break;
     case ListKind::kPods:
-      for (const auto& [key, ips] : pods_) unlisted.insert(key);
+      for (const auto& [key, ips] : pods_.map()) keys.push_back(key);
       break;
   }
+  keys.shrink_to_fit();
+  std::sort(keys.begin(), keys.end());
+  unlisted.listed.assign(keys.size(), false);
 }
 
 void RecordTreeWriter::EndList(ListKind kind) {
   auto& open = unlisted_[static_cast<size_t>(kind)];
   if (!open) return;
-  std::unordered_set<std::string> gone = std::move(*open);
+  const Unlisted unlisted = std::move(*open);
   open.reset();
-  for (const auto& key : gone) {
+  for (size_t i = 0; i < unlisted.keys.size(); ++i) {
+    if (unlisted.listed[i]) continue;
+    const std::string& key = unlisted.keys[i];
     const size_t slash = key.find('/');
     const std::string_view ns = std::string_view(key).substr(0, slash);
     const std::string_view name = std::string_view(key).substr(slash + 1);
@@ -514,6 +527,44 @@ void RecordTreeWriter::EndList(ListKind kind) {
   }
 }
 
+void RecordTreeWriter::BeginLoad() {
+  CHECK(!loading()) << "BeginLoad inside a load";
+  saved_ = Saved{namespaces_, reverse_, pod_ips_, stats_};
+  slice_owner_.StartJournal();
+  endpoints_slices_.StartJournal();
+  pods_.StartJournal();
+  for (ListKind kind :
+       {ListKind::kServices, ListKind::kSlices, ListKind::kEndpoints, ListKind::kPods}) {
+    BeginList(kind);
+  }
+}
+
+void RecordTreeWriter::EndLoad() {
+  CHECK(loading()) << "EndLoad without BeginLoad";
+  // The old state is not needed any more: let it go before the deletions.
+  saved_.reset();
+  slice_owner_.DropJournal();
+  endpoints_slices_.DropJournal();
+  pods_.DropJournal();
+  for (ListKind kind :
+       {ListKind::kServices, ListKind::kSlices, ListKind::kEndpoints, ListKind::kPods}) {
+    EndList(kind);
+  }
+}
+
+void RecordTreeWriter::AbortLoad() {
+  CHECK(loading()) << "AbortLoad without BeginLoad";
+  namespaces_ = std::move(saved_->namespaces);
+  reverse_ = std::move(saved_->reverse);
+  pod_ips_ = std::move(saved_->pod_ips);
+  stats_ = saved_->stats;
+  saved_.reset();
+  slice_owner_.Undo();
+  endpoints_slices_.Undo();
+  pods_.Undo();
+  for (auto& unlisted : unlisted_) unlisted.reset();
+}
+
 std::shared_ptr<const ServiceName> RecordTreeWriter::NameOf(const std::string& ns,
                                                             const std::string& name) const {
   if (const ServiceRecords* records = Find(ns, name)) return records->shared_name();
@@ -522,7 +573,9 @@ std::shared_ptr<const ServiceName> RecordTreeWriter::NameOf(const std::string& n
 
 void RecordTreeWriter::Listed(ListKind kind, const std::string& key) {
   auto& open = unlisted_[static_cast<size_t>(kind)];
-  if (open) open->erase(key);
+  if (!open) return;
+  auto it = std::lower_bound(open->keys.begin(), open->keys.end(), key);
+  if (it != open->keys.end() && *it == key) open->listed[it - open->keys.begin()] = true;
 }
 
 std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {

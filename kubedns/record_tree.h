@@ -25,7 +25,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "common/base/ip_address.h"
@@ -102,6 +101,58 @@ class Snapshot {
   Stats stats_;
 };
 
+// A writer-side index ("ns/name" → V) that can undo: between StartJournal and
+// DropJournal/Undo it notes each entry's value before its first change, so that Undo puts
+// back the map StartJournal saw at the cost of what changed, not of the whole map. Lives
+// with its RecordTreeWriter.
+template <class V>
+class UndoableIndex {
+ public:
+  using Map = std::unordered_map<std::string, V>;
+  const V* Find(const std::string& key) const {
+    auto it = map_.find(key);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  void Set(const std::string& key, V value) {
+    Note(key);
+    map_.insert_or_assign(key, std::move(value));
+  }
+  void Erase(const std::string& key) {
+    Note(key);
+    map_.erase(key);
+  }
+  void Clear() {
+    for (const auto& [key, value] : map_) Note(key);
+    map_.clear();
+  }
+  const Map& map() const { return map_; }
+  bool empty() const { return map_.empty(); }
+
+  void StartJournal() { journal_.emplace(); }
+  void DropJournal() { journal_.reset(); }
+  void Undo() {
+    if (!journal_) return;
+    for (auto& [key, before] : *journal_) {
+      if (before) {
+        map_.insert_or_assign(key, std::move(*before));
+      } else {
+        map_.erase(key);
+      }
+    }
+    journal_.reset();
+  }
+
+ private:
+  void Note(const std::string& key) {
+    if (!journal_ || journal_->count(key) != 0) return;
+    auto it = map_.find(key);
+    journal_->emplace(key, it == map_.end() ? std::nullopt : std::optional<V>(it->second));
+  }
+
+  Map map_;
+  std::optional<std::unordered_map<std::string, std::optional<V>>> journal_;
+};
+
 class RecordTreeWriter {
  public:
   RecordTreeWriter() = default;
@@ -154,6 +205,21 @@ class RecordTreeWriter {
   // Between BeginList(kind) and EndList(kind).
   bool listing(ListKind kind) const { return unlisted_[static_cast<size_t>(kind)].has_value(); }
 
+  // A complete set of every kind (a file load), streamed as it is decoded: BeginLoad() opens
+  // a list of each ListKind and remembers the state, then the Upsert* of every object of the
+  // set, then EndLoad() ends every list (objects the set does not have are gone) or
+  // AbortLoad() puts back the state BeginLoad remembered, as if the load had never begun (the
+  // file turned out not to be a List, cut short, or with no good item). Remembering costs
+  // nothing up front: the published maps are persistent, so the old versions are shared, and
+  // the writer-side indexes note an entry's old value when it first changes. Publish only
+  // after EndLoad or AbortLoad (between them the state is half old, half new). The
+  // multicluster zones are not part of a load: give their lists (multicluster().Replace*)
+  // once the load is known to be good, before EndLoad.
+  void BeginLoad();
+  void EndLoad();
+  void AbortLoad();
+  bool loading() const { return saved_.has_value(); }
+
   void MarkSynced() { synced_ = true; }
 
   // The multicluster zones' writer, published with the tree.
@@ -187,13 +253,27 @@ class RecordTreeWriter {
   bool synced_ = false;
   // Writer-side indexes (not published): which service each slice belongs to
   // ("ns/slice" → service name), and which slices each v1 Endpoints object produced.
-  std::unordered_map<std::string, std::string> slice_owner_;
-  std::unordered_map<std::string, std::vector<std::string>> endpoints_slices_;
+  UndoableIndex<std::string> slice_owner_;
+  UndoableIndex<std::vector<std::string>> endpoints_slices_;
   // "ns/pod" → the IPs that pod adds to pod_ips_.
-  std::unordered_map<std::string, std::vector<IpAddress>> pods_;
-  // By ListKind, while a list of the kind is open: the "ns/name" keys it has not delivered
-  // yet (deleted at EndList).
-  std::array<std::optional<std::unordered_set<std::string>>, 4> unlisted_;
+  UndoableIndex<std::vector<IpAddress>> pods_;
+  // By ListKind, while a list of the kind is open: the "ns/name" keys of the kind at
+  // BeginList, sorted, and which of them the list has delivered since (the others are
+  // deleted at EndList). A sorted array and a bit per object, not a hash set: a re-LIST or
+  // a file load holds one per object of the cluster, at about a third of a set's bytes.
+  struct Unlisted {
+    std::vector<std::string> keys;
+    std::vector<bool> listed;
+  };
+  std::array<std::optional<Unlisted>, 4> unlisted_;
+  // While a load is open: the published state at BeginLoad (the indexes keep their own).
+  struct Saved {
+    Snapshot::Namespaces namespaces;
+    Snapshot::Reverse reverse;
+    Snapshot::PodIps pod_ips;
+    Snapshot::Stats stats;
+  };
+  std::optional<Saved> saved_;
 };
 
 // "label.name.ns" (or "name.ns" when the label is empty) into `buffer`; empty when it does

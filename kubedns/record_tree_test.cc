@@ -443,3 +443,76 @@ TEST_CASE("random changes applied one by one answer as the same objects loaded a
 }
 
 }  // namespace kdns::kubedns
+
+namespace kdns::kubedns {
+
+TEST_CASE("a load ends like a complete set, and an aborted load leaves the tree as it was",
+          "[kubedns][record_tree]") {
+  auto legacy = k8s::DecodeEndpoints(R"({"metadata":{"name":"legacy","namespace":"ns"},
+    "subsets":[{"addresses":[{"ip":"10.0.6.1"}]}]})");
+  REQUIRE(legacy.ok());
+  RecordTreeWriter writer;
+  writer.BeginLoad();
+  CHECK(writer.loading());
+  writer.UpsertService(Headless("ns", "web"));
+  writer.UpsertService(ClusterIp("ns", "api", "10.96.3.1"));
+  writer.UpsertService(Headless("ns", "legacy"));
+  writer.UpsertSlice(Slice("ns", "web-1", "web", {"10.0.8.1"}));
+  writer.UpsertEndpoints(legacy.value());
+  writer.UpsertPod(MakePod("ns", "web-0", "Running", {"10.0.8.1"}));
+  writer.EndLoad();
+  CHECK_FALSE(writer.loading());
+  auto good = writer.Publish();
+  REQUIRE(good->stats().services == 3);
+  REQUIRE(good->stats().endpoints == 2);
+
+  // Everything a bad file could do before it turned out bad: change, add, move a slice,
+  // replace the Endpoints' subsets, change a pod's IPs, delete.
+  writer.BeginLoad();
+  writer.UpsertService(ClusterIp("ns", "api", "10.96.3.2"));
+  writer.UpsertService(ClusterIp("ns", "new", "10.96.3.3"));
+  writer.UpsertSlice(Slice("ns", "web-1", "new", {"10.0.8.2"}));
+  writer.UpsertSlice(Slice("ns", "new-1", "new", {"10.0.8.3"}));
+  auto moved = k8s::DecodeEndpoints(R"({"metadata":{"name":"legacy","namespace":"ns"},
+    "subsets":[{"addresses":[{"ip":"10.0.6.2"}]},{"addresses":[{"ip":"10.0.6.3"}]}]})");
+  REQUIRE(moved.ok());
+  writer.UpsertEndpoints(moved.value());
+  writer.UpsertPod(MakePod("ns", "web-0", "Running", {"10.0.8.9"}));
+  writer.DeleteService("ns", "web");
+  writer.AbortLoad();
+  CHECK_FALSE(writer.loading());
+  for (auto kind : {RecordTreeWriter::ListKind::kServices, RecordTreeWriter::ListKind::kSlices,
+                    RecordTreeWriter::ListKind::kEndpoints, RecordTreeWriter::ListKind::kPods}) {
+    CHECK_FALSE(writer.listing(kind));
+  }
+  auto kept = writer.Publish();
+  for (const char* name : {"web", "api", "legacy"}) {
+    INFO(name);
+    CHECK(kept->FindService("ns", name) == good->FindService("ns", name));  // the same records
+  }
+  CHECK(kept->FindService("ns", "new") == nullptr);
+  CHECK(kept->stats().services == 3);
+  CHECK(kept->stats().endpoints == 2);
+  CHECK(kept->stats().records_bytes == good->stats().records_bytes);
+  CHECK(Ptr(*kept, "10.96.3.1") == "api.ns");
+  CHECK(Ptr(*kept, "10.0.8.1") == "10-0-8-1.web.ns");
+  CHECK(Ptr(*kept, "10.0.8.2").empty());
+  CHECK(HasPod(*kept, "ns", "10.0.8.1"));
+  CHECK_FALSE(HasPod(*kept, "ns", "10.0.8.9"));
+
+  // The writer-side indexes came back too: the next load removes exactly what it lacks.
+  writer.BeginLoad();
+  writer.UpsertService(Headless("ns", "web"));
+  writer.UpsertService(Headless("ns", "legacy"));
+  writer.EndLoad();
+  auto next = writer.Publish();
+  CHECK(next->FindService("ns", "api") == nullptr);
+  CHECK(next->FindService("ns", "web")->hosts().empty());  // its slice is gone with the set
+  CHECK(next->FindService("ns", "legacy")->hosts().empty());
+  CHECK(next->stats().endpoints == 0);
+  CHECK(next->stats().pod_ips == 0);
+  CHECK(Ptr(*next, "10.0.8.1").empty());
+  CHECK(Ptr(*next, "10.0.6.1").empty());
+}
+
+}  // namespace kdns::kubedns

@@ -3,12 +3,12 @@
 // publishes snapshots to the DNS threads) receives them. The answer code only ever sees the
 // snapshots, so a new source plugs in without touching it.
 //
-// Protocol: a source delivers a complete set with ReplaceAll (a file load), or one resource's
-// complete list streamed with BeginList / Upsert* / EndList (a LIST or a re-LIST after 410
-// Gone), and between complete sets, if it can, single changes with the
-// Upsert*/Delete* calls (watch events). It calls Synced() once, after the first complete set:
-// that is when cluster-zone answers and readiness may start. Later complete sets do not call
-// Synced() again.
+// Protocol: a source delivers a complete set of every kind streamed with BeginLoad / Upsert* /
+// EndLoad (a file load, which it may abort), or one resource's complete list streamed with
+// BeginList / Upsert* / EndList (a LIST or a re-LIST after 410 Gone), and between complete
+// sets, if it can, single changes with the Upsert*/Delete* calls (watch events). It calls Synced()
+// once, after the first complete set: that is when cluster-zone answers and readiness may start.
+// Later complete sets do not call Synced() again.
 //
 // Threads: a source lives on one loop thread, which the caller owns and runs. Start(),
 // Stop() and the destructor are called on that thread, and the source calls every sink
@@ -28,13 +28,17 @@ class RecordSink {
  public:
   virtual ~RecordSink() = default;
 
-  // The whole state: objects missing from `objects` are gone.
-  virtual void ReplaceAll(RecordTreeWriter::ObjectSet objects) = 0;
-
-  // Pods of the same complete set, for `--pod-records=verified`. ObjectSet has no field for
-  // them yet, so they travel beside it: a source calls ReplacePods right before the
-  // ReplaceAll of the same set. Sinks that do not verify pod records ignore them.
-  virtual void ReplacePods(std::vector<k8s::Pod> pods) {}
+  // The whole state of every kind, streamed as it is decoded, so the set is never held
+  // whole (RecordTreeWriter::BeginLoad): BeginLoad(), the Upsert* call of each object of the
+  // set (Pods included; sinks that do not verify pod records ignore them), the multicluster
+  // zones' complete lists (Replace*, below) once the set is known to be good, then EndLoad():
+  // objects missing from the set are gone, and the sink publishes once. Or AbortLoad()
+  // instead (the set turned out bad: not a List, cut short, no item decoded): the sink
+  // forgets every change since BeginLoad and keeps serving what it had. Nothing of a load is
+  // published before its EndLoad.
+  virtual void BeginLoad() = 0;
+  virtual void EndLoad() = 0;
+  virtual void AbortLoad() = 0;
 
   // A complete list of one kind, streamed as it is decoded, so the list is never held whole:
   // BeginList(kind), the kind's Upsert* call for each listed object, then EndList(kind):
@@ -60,7 +64,7 @@ class RecordSink {
   // readiness, so a missing CRD never holds back the cluster zone. Replace* are complete lists
   // of one resource (an empty one when the API does not serve it: nothing is imported);
   // MulticlusterSynced(zone) once the zone's resources have each delivered one. Sinks that do
-  // not serve the zones ignore them; the objects file delivers them in ReplaceAll.
+  // not serve the zones ignore them; the objects file delivers them inside its load.
   virtual void ReplaceServiceImports(std::vector<k8s::ServiceImport> imports) {}
   virtual void UpsertServiceImport(const k8s::ServiceImport& import) {}
   virtual void DeleteServiceImport(std::string_view ns, std::string_view name) {}

@@ -217,6 +217,24 @@ class PersistentMap {
       *added = true;
       return fresh;
     }
+    uint32_t bit = Bit(leaf.hash, shift);
+    if (!node->collision && (node->bitmap & bit) == 0) {
+      // A new slot: build the node at its final size. Copying and then inserting would
+      // double the vector's capacity, and a map built by updates (a watch, a streamed list)
+      // would keep that slack in every node it touched.
+      const size_t index = Index(node->bitmap, bit);
+      auto grown = std::make_shared<Node>();
+      grown->bitmap = node->bitmap | bit;
+      grown->slots.reserve(node->slots.size() + 1);
+      grown->slots.insert(grown->slots.end(), node->slots.begin(),
+                          node->slots.begin() + static_cast<std::ptrdiff_t>(index));
+      grown->slots.emplace_back(std::move(leaf));
+      grown->slots.insert(grown->slots.end(),
+                          node->slots.begin() + static_cast<std::ptrdiff_t>(index),
+                          node->slots.end());
+      *added = true;
+      return grown;
+    }
     auto copy = std::make_shared<Node>(*node);
     if (node->collision) {
       for (Slot& slot : copy->slots) {
@@ -229,16 +247,7 @@ class PersistentMap {
       *added = true;
       return copy;
     }
-    uint32_t bit = Bit(leaf.hash, shift);
-    size_t index = Index(node->bitmap, bit);
-    if ((node->bitmap & bit) == 0) {
-      copy->bitmap |= bit;
-      copy->slots.insert(copy->slots.begin() + static_cast<std::ptrdiff_t>(index),
-                         Slot(std::move(leaf)));
-      *added = true;
-      return copy;
-    }
-    Slot& slot = copy->slots[index];
+    Slot& slot = copy->slots[Index(node->bitmap, bit)];
     if (Leaf* existing = std::get_if<Leaf>(&slot)) {
       if (existing->hash == leaf.hash && Eq{}(existing->key, leaf.key)) {
         existing->value = std::move(leaf.value);

@@ -2,6 +2,7 @@
 
 #include <rapidjson/document.h>
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -96,6 +97,16 @@ bool ReadKind(const JsonValue& object, std::string_view* kind) {
 std::string_view ApiVersionOf(const JsonValue& object) {
   const JsonValue* value = internal::Member(object, "apiVersion");
   return value != nullptr && value->IsString() ? internal::View(*value) : std::string_view();
+}
+
+// The kind of a decoded object (never monostate here).
+Kind KindOfObject(const Object& object) {
+  if (std::holds_alternative<Service>(object)) return Kind::kService;
+  if (std::holds_alternative<EndpointSlice>(object)) return Kind::kEndpointSlice;
+  if (std::holds_alternative<Endpoints>(object)) return Kind::kEndpoints;
+  if (std::holds_alternative<Pod>(object)) return Kind::kPod;
+  if (std::holds_alternative<ServiceImport>(object)) return Kind::kServiceImport;
+  return Kind::kKubesliceServiceImport;
 }
 
 void AddItem(ObjectList* list, Object&& object) {
@@ -598,14 +609,18 @@ bool ListStreamDecoder::Feed(std::string_view piece) {
 }
 
 bool ListStreamDecoder::ValueDone() {
-  std::string text = std::move(value_);
-  value_.clear();
+  // value_ keeps its capacity for the next value: a list of many items then allocates its
+  // text buffer once, not once per item in growing steps.
+  bool ok = true;
   if (capturing_item_) {
     state_ = State::kAfterItem;
-    return ItemDone(text);
+    ok = ItemDone(value_);
+  } else {
+    state_ = State::kAfterValue;
+    ok = MemberDone(key_, value_);
   }
-  state_ = State::kAfterValue;
-  return MemberDone(key_, text);
+  value_.clear();
+  return ok;
 }
 
 bool ListStreamDecoder::MemberDone(std::string_view name, std::string_view text) {
@@ -652,39 +667,54 @@ bool ListStreamDecoder::Resolve() {
   if (kind_ == "Status") return Fail("got a Status instead");
   item_kind_ = ItemKindOfList(kind_, api_version_, &supported_);
   if (!supported_) return Fail("unsupported kind " + internal::Quote(kind_));
-  std::vector<std::string> early = std::move(early_items_);
+  for (Kind early : early_kinds_) {
+    if (item_kind_ && early != *item_kind_) {
+      return Fail("an item of kind " + std::string(ToString(early)) + " before the kind of a " +
+                  kind_);
+    }
+  }
+  std::vector<std::pair<size_t, std::string>> early = std::move(early_items_);
   early_items_.clear();
   early_bytes_ = 0;
-  size_t first = index_ - early.size();
-  size_t end = index_;
-  for (size_t k = 0; k < early.size(); ++k) {
-    index_ = first + k;
-    if (!ItemDone(early[k])) return false;
+  const size_t end = index_;
+  for (const auto& [index, text] : early) {
+    index_ = index;
+    if (!ItemDone(text)) return false;
   }
   index_ = end;
   return true;
 }
 
 bool ListStreamDecoder::ItemDone(std::string_view text) {
-  if (!kind_seen_) {
-    early_bytes_ += text.size();
-    if (early_bytes_ > max_value_bytes_) {
-      return Fail("more than " + std::to_string(max_value_bytes_) +
-                  " bytes of items before the list's kind");
-    }
-    early_items_.emplace_back(text);
-    ++index_;
-    return true;
-  }
-  if (!resolved_ && !Resolve()) return false;
   const size_t index = index_++;
   internal::JsonDocument json;
   std::string error;
   if (!internal::ParseJson(text, &json, &error)) {
     return Fail("items[" + std::to_string(index) + "]: " + error);
   }
+  if (kind_seen_ && !resolved_ && !Resolve()) return false;
+  std::optional<Kind> list_item_kind = item_kind_;
+  if (!kind_seen_) {
+    // `kubectl get -o json` writes a List's items before its kind. An item that names its own
+    // kind and apiVersion decodes as in a mixed List at once (Resolve then checks that a
+    // typed list's kind agrees); only the others wait, as text, for the list's kind.
+    std::string_view own_kind;
+    const bool named = json.doc.IsObject() && ReadKind(json.doc, &own_kind) && !own_kind.empty() &&
+                       !ApiVersionOf(json.doc).empty();
+    if (!named) {
+      early_bytes_ += text.size();
+      if (early_bytes_ > max_value_bytes_) {
+        return Fail("more than " + std::to_string(max_value_bytes_) +
+                    " bytes of items before the list's kind");
+      }
+      early_items_.emplace_back(index, text);
+      return true;
+    }
+    list_item_kind = std::nullopt;
+  }
   Object object;
-  switch (DecodeListItem(json.doc, item_kind_, api_version_, kind_, index, &warnings_, &object)) {
+  switch (
+      DecodeListItem(json.doc, list_item_kind, api_version_, kind_, index, &warnings_, &object)) {
     case ItemOutcome::kDecoded:
       break;
     case ItemOutcome::kBad:
@@ -695,6 +725,12 @@ bool ListStreamDecoder::ItemDone(std::string_view text) {
       return true;
   }
   ++items_;
+  if (!kind_seen_) {
+    const Kind kind = KindOfObject(object);
+    if (std::find(early_kinds_.begin(), early_kinds_.end(), kind) == early_kinds_.end()) {
+      early_kinds_.push_back(kind);
+    }
+  }
   if (!on_item_(std::move(object))) {
     state_ = State::kFailed;  // stopped by the caller; error() stays empty
     return false;
@@ -705,7 +741,8 @@ bool ListStreamDecoder::ItemDone(std::string_view text) {
 bool ListStreamDecoder::Finish() {
   if (state_ == State::kFailed) return false;
   if (state_ != State::kDone) {
-    return Fail("the body ended inside the list, after " + std::to_string(offset_) + " bytes" +
+    return Fail("not JSON: the body ended inside the list, after " + std::to_string(offset_) +
+                " bytes" +
                 (state_ == State::kCapture && capturing_item_
                      ? " (in items[" + std::to_string(index_) + "])"
                      : ""));

@@ -109,7 +109,9 @@ using Object = std::variant<std::monostate, Service, EndpointSlice, Endpoints, P
 // and decoded on its own and handed to `on_item` at once, so at most one item's text is held.
 // The rules are DecodeList's: a bad item is skipped and counted, an item of a kind we do not
 // use is counted as other, and text that is not JSON fails the list. Items before the list's
-// `kind` (members in another order than the API server's) are kept as text until it comes.
+// `kind` (members in another order than the API server's, as `kubectl get -o json` writes
+// them) decode at once when they name their own kind and apiVersion, as in a mixed List (a
+// typed list whose kind then disagrees fails); others are kept as text until the kind comes.
 // The list meta is known at Finish(): `metadata` may come after `items`.
 class ListStreamDecoder {
  public:
@@ -177,7 +179,8 @@ class ListStreamDecoder {
   bool resolved_ = false;
   bool supported_ = true;
   std::optional<Kind> item_kind_;
-  std::vector<std::string> early_items_;  // items before `kind`
+  std::vector<std::pair<size_t, std::string>> early_items_;  // (index, text) before `kind`
+  std::vector<Kind> early_kinds_;                            // of the items decoded before `kind`
   uint64_t early_bytes_ = 0;
   std::string metadata_text_;
   ListMeta meta_;

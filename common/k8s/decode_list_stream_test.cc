@@ -115,6 +115,42 @@ TEST_CASE("the conformance objects file (kubectl's member order) streams too", "
   CHECK(streamed.other_items == whole->other_items);
 }
 
+TEST_CASE("items before the list's kind are handed over at once when they name their kind",
+          "[k8s][stream]") {
+  // kubectl's order: holding these until the kind came would hold the whole file.
+  const std::string named =
+      R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"a","namespace":"n","resourceVersion":"5"},"spec":{"clusterIP":"10.0.0.1"}})";
+  const std::string unnamed =
+      R"({"metadata":{"name":"b","namespace":"n","resourceVersion":"6"},"spec":{"clusterIP":"10.0.0.2"}})";
+  std::vector<std::string> keys;
+  ListStreamDecoder decoder(
+      [&](Object&& object) {
+        keys.push_back(KeyOf(object));
+        return true;
+      },
+      1 << 20);
+  REQUIRE(decoder.Feed(R"({"apiVersion":"v1","items":[)" + named + "," + unnamed));
+  CHECK(keys == std::vector<std::string>{"n/a@5"});  // the unnamed one waits for the kind
+  SECTION("a mixed List") {
+    REQUIRE(decoder.Feed("," + named + R"(],"kind":"List","metadata":{}})"));
+    REQUIRE(decoder.Finish());
+    // The unnamed item has no kind in a mixed List: bad, as DecodeList has it.
+    CHECK(keys == std::vector<std::string>{"n/a@5", "n/a@5"});
+    CHECK(decoder.bad_items() == 1);
+    CHECK(decoder.warnings().messages().front().rfind("items[1]: ", 0) == 0);
+  }
+  SECTION("a typed list of the same kind") {
+    REQUIRE(decoder.Feed(R"(],"kind":"ServiceList","metadata":{}})"));
+    REQUIRE(decoder.Finish());
+    CHECK(keys == std::vector<std::string>{"n/a@5", "n/b@6"});
+    CHECK(decoder.bad_items() == 0);
+  }
+  SECTION("a typed list of another kind fails") {
+    CHECK_FALSE(decoder.Feed(R"(],"kind":"PodList","metadata":{}})"));
+    CHECK(decoder.error() == "List: an item of kind Service before the kind of a PodList");
+  }
+}
+
 TEST_CASE("a List body cut anywhere before its end fails at Finish", "[k8s][stream]") {
   const std::string body = ReadCapture("01-list-services-p1");
   for (size_t cut = 0; cut + 1 < body.size(); cut += 37) {
@@ -124,7 +160,7 @@ TEST_CASE("a List body cut anywhere before its end fails at Finish", "[k8s][stre
     CHECK(streamed.error.rfind("List: ", 0) == 0);
   }
   Streamed mid = Stream(body.substr(0, body.size() / 2), [] { return 50; });
-  CHECK(mid.error.find("the body ended inside the list") != std::string::npos);
+  CHECK(mid.error.find("not JSON: the body ended inside the list") != std::string::npos);
   CHECK(mid.error.find("(in items[") != std::string::npos);
 }
 

@@ -141,12 +141,12 @@ class Kubedns:
         self.log.close()
 
 
-def wait_generation(kd, generation, limit_s=600):
-    """Waits until kubedns has published snapshot `generation` (a reload publishes its
-    pods, then the whole set: two generations)."""
+def wait_reload(kd, reloads, limit_s=600):
+    """Waits until kubedns has finished reload number `reloads` of the file (good or not:
+    kdns_objects_file_reloads_total sums both results)."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
-        if (kd.metric("kdns_kubedns_snapshot_generation") or 0) >= generation:
+        if (kd.metric("kdns_objects_file_reloads_total") or 0) >= reloads:
             return
         time.sleep(0.1)
     raise SystemExit("kubedns did not reload")
@@ -188,11 +188,11 @@ def run(bin_dir, workdir, name, services, namespaces, per_slice):
         steady = kd.settle()
         peak = vm(kd.proc.pid)["VmHWM"]
         model = kd.metric("kdns_kubedns_records_bytes")
-        generation = kd.metric("kdns_kubedns_snapshot_generation") or 0
+        reloads = kd.metric("kdns_objects_file_reloads_total") or 0
         with open("/proc/%d/clear_refs" % kd.proc.pid, "w") as f:
             f.write("5")  # resets VmHWM to the current RSS
         write_objects(full, services, namespaces, per_slice, generation=1)
-        wait_generation(kd, generation + 2)
+        wait_reload(kd, reloads + 1)
         poke(kd)
         after_reload = kd.settle()
         reload_peak = vm(kd.proc.pid)["VmHWM"]
@@ -213,8 +213,9 @@ def run(bin_dir, workdir, name, services, namespaces, per_slice):
           (mib(peak), peak / steady, TARGET_PEAK_RATIO))
     print("  reload peak (VmHWM)      %.1f MiB = %.2f x steady (target <= %.1f)" %
           (mib(reload_peak), reload_peak / steady, TARGET_PEAK_RATIO))
-    print("  RSS after reload         %.1f MiB (every endpoint changed; the free heap is "
-          "trimmed, what stays is fragmentation)" % mib(after_reload))
+    print("  RSS after reload         %.1f MiB = %.2f x steady (every endpoint changed: the old "
+          "pages keep the unchanged objects, kubedns/README.md \"Memory\")" %
+          (mib(after_reload), after_reload / steady))
     if model:
         print("  model (records_bytes)    %.1f MiB: steady RSS / model %.2f, "
               "(RSS - services only) / model %.2f, model bytes per endpoint %.0f" %

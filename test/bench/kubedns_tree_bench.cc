@@ -173,10 +173,7 @@ class Cluster {
     for (size_t k = 0; k < ips.size(); ++k) {
       k8s::Endpoint endpoint;
       endpoint.addresses.push_back(ips[k]);
-      endpoint.ready = true;
-      endpoint.serving = true;
-      endpoint.terminating = false;
-      endpoint.node_name = "node-" + std::to_string(k % 50);  // (targetRef omitted: not used)
+      endpoint.ready = true;  // (the decoders keep no other endpoint field)
       slice.endpoints.push_back(std::move(endpoint));
     }
     slice.ports.push_back(k8s::EndpointPort{"http", k8s::Protocol::kTcp, 8080});
