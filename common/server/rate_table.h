@@ -21,7 +21,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <span>
+
+#include "common/base/zeroed_array.h"
 
 namespace kdns::server {
 
@@ -75,12 +77,13 @@ class RateTable {
   // Keys pushed out of their slot while their bucket was not yet full again.
   uint64_t busy_evictions() const { return busy_evictions_.load(std::memory_order_relaxed); }
   size_t memory_bytes() const { return slots_.size() * sizeof(Slot); }
-  const std::vector<Slot>& slots() const { return slots_; }
+  std::span<const Slot> slots() const { return slots_.items(); }
 
   static uint64_t WindowOf(uint64_t now_ns) { return now_ns >> kWindowShift; }
 
  private:
-  std::vector<Slot> slots_;
+  // Pages of slots no key has reached cost no RSS (a quiet cluster touches few of them).
+  ZeroedArray<Slot> slots_;
   std::atomic<size_t> tracked_{0};
   std::atomic<uint64_t> busy_evictions_{0};
 };
