@@ -50,6 +50,7 @@ RateTable::Slot& RateTable::Find(uint64_t tag, uint64_t now_ns, bool* claimed) {
   Slot* victim = nullptr;
   uint64_t victim_idle = 0;  // windows since last seen; empty slots are the most idle
   uint64_t victim_tat = 0;
+  uint64_t victim_held = 0;  // its tag when we looked: the claim below expects it still
   for (size_t i = 0; i < kProbe; ++i) {
     Slot& slot = slots_[(first + i) & mask];
     const uint64_t held = slot.tag.load(std::memory_order_relaxed);
@@ -64,11 +65,20 @@ RateTable::Slot& RateTable::Find(uint64_t tag, uint64_t now_ns, bool* claimed) {
       victim = &slot;
       victim_idle = idle;
       victim_tat = tat;
+      victim_held = held;
     }
   }
-  uint64_t old = victim->tag.load(std::memory_order_relaxed);
+  uint64_t old = victim_held;
+  // The bucket and windows as they were before the claim: they are reset below only if
+  // nobody has changed them since, because once the tag is ours another thread may find the
+  // slot and charge this key before the reset, and a plain store would wipe its charges
+  // (inventing tokens).
+  uint64_t tat_before = victim->tat_ns.load(std::memory_order_relaxed);
+  uint64_t window_before = victim->window.load(std::memory_order_relaxed);
   if (!victim->tag.compare_exchange_strong(old, tag, std::memory_order_relaxed)) {
-    // Another thread claimed it meanwhile (for this key, most likely): use it as it is.
+    // Another thread claimed it since we looked (for this key, most likely): use it as it
+    // is. (Expecting the tag seen in the scan, not a fresh read, is what keeps a second
+    // thread from "claiming" the slot this key already took and resetting its bucket.)
     return *victim;
   }
   *claimed = true;
@@ -77,8 +87,9 @@ RateTable::Slot& RateTable::Find(uint64_t tag, uint64_t now_ns, bool* claimed) {
   } else if (victim_tat > now_ns) {
     busy_evictions_.fetch_add(1, std::memory_order_relaxed);
   }
-  victim->tat_ns.store(now_ns, std::memory_order_relaxed);
-  victim->window.store(Pack({now_window, 0, 0}), std::memory_order_relaxed);
+  victim->tat_ns.compare_exchange_strong(tat_before, now_ns, std::memory_order_relaxed);
+  victim->window.compare_exchange_strong(window_before, Pack({now_window, 0, 0}),
+                                         std::memory_order_relaxed);
   victim->limited.store(0, std::memory_order_relaxed);
   return *victim;
 }
