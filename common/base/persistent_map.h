@@ -217,8 +217,20 @@ class PersistentMap {
       *added = true;
       return fresh;
     }
+    if (node->collision) {  // past the hash's last bits: no Bit() here
+      auto copy = std::make_shared<Node>(*node);
+      for (Slot& slot : copy->slots) {
+        if (Eq{}(std::get<Leaf>(slot).key, leaf.key)) {
+          slot = std::move(leaf);
+          return copy;
+        }
+      }
+      copy->slots.emplace_back(std::move(leaf));
+      *added = true;
+      return copy;
+    }
     uint32_t bit = Bit(leaf.hash, shift);
-    if (!node->collision && (node->bitmap & bit) == 0) {
+    if ((node->bitmap & bit) == 0) {
       // A new slot: build the node at its final size. Copying and then inserting would
       // double the vector's capacity, and a map built by updates (a watch, a streamed list)
       // would keep that slack in every node it touched.
@@ -236,17 +248,6 @@ class PersistentMap {
       return grown;
     }
     auto copy = std::make_shared<Node>(*node);
-    if (node->collision) {
-      for (Slot& slot : copy->slots) {
-        if (Eq{}(std::get<Leaf>(slot).key, leaf.key)) {
-          slot = std::move(leaf);
-          return copy;
-        }
-      }
-      copy->slots.emplace_back(std::move(leaf));
-      *added = true;
-      return copy;
-    }
     Slot& slot = copy->slots[Index(node->bitmap, bit)];
     if (Leaf* existing = std::get_if<Leaf>(&slot)) {
       if (existing->hash == leaf.hash && Eq{}(existing->key, leaf.key)) {
