@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/ares/channel.h"
+#include "common/base/thread_name.h"
 #include "common/loop/file_watcher.h"
 #include "common/upstream/resolv_conf.h"
 
@@ -157,6 +158,7 @@ struct LookupRound {
 
 void ForwardConfig::Run(const loop::SocketAddress& resolver_server,
                         std::promise<loop::TaskQueue::Poster>* started) {
+  SetThreadName("forward-config");
   loop::Loop loop;
   {
     run_loop_ = &loop;

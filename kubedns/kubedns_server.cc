@@ -6,6 +6,7 @@
 #include <future>
 
 #include "common/base/heap.h"
+#include "common/base/thread_name.h"
 #include "common/k8s/curl_transport.h"
 #include "common/loop/loop.h"
 #include "common/loop/task_queue.h"
@@ -446,6 +447,7 @@ loop::SocketAddress KubednsServer::cache_dump_address() const {
 }
 
 void KubednsServer::RunSource(std::promise<void>* started) {
+  SetThreadName("source");
   loop::Loop loop;
   {
     loop::TaskQueue tasks(loop);

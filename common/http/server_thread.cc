@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include "common/base/thread_name.h"
 #include "common/loop/loop.h"
 
 namespace kdns::http {
@@ -43,6 +44,7 @@ void ServerThread::Stop() {
 }
 
 void ServerThread::Run(std::promise<std::string>* started) {
+  SetThreadName("http");
   loop::Loop loop;
   {
     server_ = std::make_unique<Server>(loop, options_);

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/base/single_writer.h"
+#include "common/base/thread_name.h"
 
 namespace kdns::loop {
 namespace {
@@ -109,6 +110,7 @@ UdpReceiverThread::Stats UdpReceiverThread::stats() const {
 // all (also when dups of it are shared between our threads): it sleeps in recvmmsg, a
 // system call less per wake-up.
 void UdpReceiverThread::Run() {
+  SetThreadName("dns-receiver");
   while (!stopping()) {
     if (!TakeLead()) break;
     if (poll_next_ && !WaitForDatagrams()) continue;  // look at the stop flag

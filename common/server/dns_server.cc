@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/base/cpu_quota.h"
+#include "common/base/thread_name.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_util.h"
 
@@ -208,6 +209,7 @@ DnsServer::StartResult DnsServer::StartThread(Thread& thread, const LoopServer::
 
 void DnsServer::Run(Thread* thread, const LoopServer::Options& options,
                     std::promise<StartResult>* started) {
+  SetThreadName("dns");
   serving_server = this;
   loop::Loop loop;
   {

@@ -27,8 +27,9 @@ library only, plus dnsperf. For each size (services/endpoints):
    bound). A plain watch client in its own process (WATCH_OBSERVER=1) notes when each probe
    write reaches it, which is the fake's share of the latency.
 5. Churn throughput: the same churn while dnsperf runs for DURATION; queries/s as a
-   fraction of idle, and kubedns's CPU per answered query split by thread (thread ids in
-   creation order: main, source, DNS threads, HTTP), since on 2 cores dnsperf, the fake and
+   fraction of idle, and kubedns's CPU per answered query split by thread (by the names
+   kubedns gives them: the DNS threads with their receiver threads, the source thread,
+   the rest), since on 2 cores dnsperf, the fake and
    kubedns share the CPUs and the measured rate is not kubedns's limit.
 6. re-LIST: at steady state VmHWM is reset (echo 5 > /proc/PID/clear_refs) and VmRSS read;
    the fake restarts (POST /control/restart: history gone, watches cut), so kubedns's

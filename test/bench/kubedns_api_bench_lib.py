@@ -90,19 +90,26 @@ def vm(pid):
 
 
 def threads(pid, dns_threads):
-    """{label: [tid]} for kubedns: thread ids in creation order are main, the source thread
-    (KubednsServer::Start creates it first), the DNS threads, then HTTP and others."""
-    tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+    """{label: [tid]} for kubedns, from the names its threads give themselves
+    (common/base/thread_name.h): the DNS threads and their receiver threads ("dns",
+    "dns-receiver") are "dns", the record source's is "source"."""
     labels = {"main": [], "source": [], "dns": [], "other": []}
-    for i, tid in enumerate(tids):
+    for tid in sorted(int(t) for t in os.listdir(f"/proc/{pid}/task")):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+        except OSError:
+            continue  # ended meanwhile
         if tid == pid:
             labels["main"].append(tid)
-        elif i == 1:
+        elif name == "source":
             labels["source"].append(tid)
-        elif i < 2 + dns_threads:
+        elif name.startswith("dns"):
             labels["dns"].append(tid)
         else:
             labels["other"].append(tid)
+    if len(labels["dns"]) < dns_threads or not labels["source"]:
+        raise Broken("kubedns's threads are not named as expected: %s" % labels)
     return labels
 
 
