@@ -455,7 +455,8 @@ def run_size(bin_dir, workdir, services, endpoints, extra, cfg):
     try:
         phase_fake(fake, services, endpoints, extra, cfg)
         fake.control("/control/reset-stats", {})
-        dns = Kubedns(bin_dir, workdir, fake.info["kubeconfig"], cfg["dns_threads"],
+        dns = Kubedns(bin_dir, os.path.join(workdir, "kubedns.log"),
+                      ["--kubecfg-file=" + fake.info["kubeconfig"]], cfg["dns_threads"],
                       "127.0.0.1:%d" % upstream.port)
         phase_sync(fake, dns, services, total_endpoints, cfg, results)
         time.sleep(0.5)  # the watches start

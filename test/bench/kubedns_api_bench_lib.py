@@ -213,16 +213,19 @@ class Upstream:
 
 
 class Kubedns:
-    def __init__(self, bin_dir, workdir, kubeconfig, dns_threads, nameservers=""):
+    """kubedns on free loopback ports, its records from `source_args` (--kubecfg-file=...
+    or --objects-file=...), its log in `log_path`."""
+
+    def __init__(self, bin_dir, log_path, source_args, dns_threads=1, nameservers=""):
         self.port, self.healthz, self.metrics_port = free_ports(3)
         self.dns_threads = dns_threads
-        self.log_path = os.path.join(workdir, "kubedns.log")
+        self.log_path = log_path
         self.log = open(self.log_path, "w")
         self.started = time.monotonic()
         self.started_wall = time.time()
         self.proc = subprocess.Popen(
-            [os.path.join(bin_dir, "kubedns"), "--kubecfg-file=" + kubeconfig,
-             "--dns-bind-address=127.0.0.1", "--dns-port=%d" % self.port,
+            [os.path.join(bin_dir, "kubedns")] + source_args +
+            ["--dns-bind-address=127.0.0.1", "--dns-port=%d" % self.port,
              "--http-bind-address=127.0.0.1", "--healthz-port=%d" % self.healthz,
              "--metrics-port=%d" % self.metrics_port, "--domain=" + ZONE,
              "--dns-threads=%d" % dns_threads, "--logtostderr"] +
@@ -239,6 +242,32 @@ class Kubedns:
             return head.startswith(b"HTTP/1.") and head[9:12] == b"200"
         except OSError:
             return False
+
+    def wait_ready(self, limit_s=600):
+        """Seconds from exec to the first 200 of /readiness."""
+        deadline = time.monotonic() + limit_s
+        while not self.ready():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise Broken("kubedns did not become ready (exit %s); see %s" %
+                             (self.proc.poll(), self.log_path))
+            time.sleep(0.02)
+        return time.monotonic() - self.started
+
+    def settle(self, limit_s=600):
+        """VmRSS once it stops changing (a load and its trim are over)."""
+        deadline = time.monotonic() + limit_s
+        last = None
+        while time.monotonic() < deadline:
+            now = vm(self.pid)["VmRSS"]
+            if now == last:
+                return now
+            last = now
+            time.sleep(0.5)
+        return last
+
+    def metric(self, family):
+        """The sum of a family's samples; 0 when kubedns has none."""
+        return metric_sum(self.metrics(), family)
 
     def metrics(self):
         """{series: value} of /metrics (series with their labels, as written)."""

@@ -14,14 +14,12 @@ import json
 import os
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kubedns_api_bench_lib import free_ports, mib, vm  # noqa: E402
+from kubedns_api_bench_lib import Kubedns, mib, vm  # noqa: E402
 
 TARGET_STEADY_MIB = 40
 TARGET_BYTES_PER_ENDPOINT = 150
@@ -80,82 +78,21 @@ def write_objects(path, services, namespaces, endpoints_per_slice, generation=0)
     os.replace(path + ".tmp", path)
 
 
-class Kubedns:
-    def __init__(self, bin_dir, objects, log_path):
-        self.port, self.healthz, self.metrics_port = free_ports(3)
-        self.log = open(log_path, "w")
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen(
-            [os.path.join(bin_dir, "kubedns"), "--objects-file=" + objects,
-             "--dns-bind-address=127.0.0.1", "--dns-port=%d" % self.port,
-             "--http-bind-address=127.0.0.1", "--healthz-port=%d" % self.healthz,
-             "--metrics-port=%d" % self.metrics_port, "--logtostderr"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-
-    def ready(self):
-        try:
-            with socket.create_connection(("127.0.0.1", self.healthz), timeout=1) as s:
-                s.sendall(b"GET /readiness HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-                head = s.recv(64)
-            return head.startswith(b"HTTP/1.") and head[9:12] == b"200"
-        except OSError:
-            return False
-
-    def wait_ready(self, limit_s=600):
-        deadline = time.monotonic() + limit_s
-        while not self.ready():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("kubedns did not become ready (exit %s)" % self.proc.poll())
-            time.sleep(0.02)
-        return time.monotonic() - self.started
-
-    def metric(self, family):
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port,
-                                    timeout=30) as r:
-            text = r.read().decode()
-        total = None
-        for line in text.splitlines():
-            if line.startswith(family + " ") or line.startswith(family + "{"):
-                total = (total or 0) + float(line.rpartition(" ")[2])
-        return total
-
-    def settle(self, limit_s=600):
-        """Waits until RSS stops changing (the load and its trim are over)."""
-        deadline = time.monotonic() + limit_s
-        last = None
-        while time.monotonic() < deadline:
-            now = vm(self.proc.pid)["VmRSS"]
-            if now == last:
-                return now
-            last = now
-            time.sleep(0.5)
-        return last
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-
-
 def wait_reload(kd, reloads, limit_s=600):
     """Waits until kubedns has finished reload number `reloads` of the file (good or not:
     kdns_objects_file_reloads_total sums both results)."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
-        if (kd.metric("kdns_objects_file_reloads_total") or 0) >= reloads:
+        if kd.metric("kdns_objects_file_reloads_total") >= reloads:
             return
         time.sleep(0.1)
     raise SystemExit("kubedns did not reload")
 
 
 def poke(kd, queries=32):
-    """Queries from several source ports, so every DNS thread answers once and drops its
-    copy of the snapshot before the reload (SnapshotHolder readers move on at their next
-    query)."""
+    """Queries from several source ports, so that the DNS threads (and their receiver
+    threads, whichever reads each query) answer and drop their copy of the old snapshot
+    (SnapshotHolder readers move on at their next query)."""
     query = struct.pack(">HHHHHH", 1, 0x0100, 1, 0, 0, 0) + b"\x0ckubernetes\x07default" \
         b"\x03svc\x07cluster\x05local\x00" + struct.pack(">HH", 1, 1)
     for _ in range(queries):
@@ -175,20 +112,20 @@ def run(bin_dir, workdir, name, services, namespaces, per_slice):
     write_objects(empty, services, namespaces, 0)
     write_objects(full, services, namespaces, per_slice)
 
-    kd = Kubedns(bin_dir, empty, os.path.join(workdir, "empty.log"))
+    kd = Kubedns(bin_dir, os.path.join(workdir, "empty.log"), ["--objects-file=" + empty])
     try:
         kd.wait_ready()
         base_rss = kd.settle()
     finally:
         kd.stop()
 
-    kd = Kubedns(bin_dir, full, os.path.join(workdir, "full.log"))
+    kd = Kubedns(bin_dir, os.path.join(workdir, "full.log"), ["--objects-file=" + full])
     try:
         ready_s = kd.wait_ready()
         steady = kd.settle()
         peak = vm(kd.proc.pid)["VmHWM"]
         model = kd.metric("kdns_kubedns_records_bytes")
-        reloads = kd.metric("kdns_objects_file_reloads_total") or 0
+        reloads = kd.metric("kdns_objects_file_reloads_total")
         with open("/proc/%d/clear_refs" % kd.proc.pid, "w") as f:
             f.write("5")  # resets VmHWM to the current RSS
         write_objects(full, services, namespaces, per_slice, generation=1)
