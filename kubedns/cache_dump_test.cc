@@ -3,31 +3,15 @@
 #include <rapidjson/document.h>
 
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <sstream>
 
 #include "common/k8s/decode.h"
+#include "kubedns/conformance_testing.h"
 
 namespace kdns::kubedns {
-namespace {
-
-std::shared_ptr<const Snapshot> Conformance() {
-  std::ifstream in("test/conformance/objects.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  auto list = k8s::DecodeList(text.str());
-  REQUIRE(list.ok());
-  RecordTreeWriter writer;
-  writer.ReplaceAll(
-      {list.value().services, list.value().endpoint_slices, list.value().endpoints, {}, {}});
-  writer.MarkSynced();
-  return writer.Publish();
-}
-
-}  // namespace
+using testing::ConformanceSnapshot;
 
 TEST_CASE("the cache dump is valid JSON describing every service", "[kubedns][cache_dump]") {
-  auto snapshot = Conformance();
+  auto snapshot = ConformanceSnapshot();
   rapidjson::Document doc;
   std::string json = CacheJson(snapshot.get(), 1000, 2000);
   REQUIRE_FALSE(doc.Parse(json.c_str()).HasParseError());
@@ -43,7 +27,7 @@ TEST_CASE("the cache dump is valid JSON describing every service", "[kubedns][ca
 }
 
 TEST_CASE("the cache dump is bounded in services and hosts", "[kubedns][cache_dump]") {
-  auto snapshot = Conformance();
+  auto snapshot = ConformanceSnapshot();
   rapidjson::Document doc;
   std::string json = CacheJson(snapshot.get(), 3, 10);
   REQUIRE_FALSE(doc.Parse(json.c_str()).HasParseError());
@@ -63,10 +47,7 @@ TEST_CASE("the cache dump before any snapshot says so", "[kubedns][cache_dump]")
 }
 
 TEST_CASE("the cache dump shows the multicluster zones' records", "[kubedns]") {
-  std::ifstream in("test/conformance/multicluster_objects.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  auto list = k8s::DecodeList(text.str());
+  auto list = k8s::DecodeList(testing::ReadFile("test/conformance/multicluster_objects.json"));
   REQUIRE(list.ok());
   RecordTreeWriter writer;
   writer.multicluster().SetKubesliceZone("slice.local");
