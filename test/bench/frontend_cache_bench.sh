@@ -115,71 +115,12 @@ for peer in $peers; do
   fi
 done
 
-tmp=$(mktemp -d /tmp/kdns-cache-bench.XXXXXX)
-pids=()
-# A process and all its descendants (dnsmasq forks for TCP).
-tree() {
-  local child
-  echo "$1"
-  for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do
-    tree "$child"
-  done
-}
-cleanup() {
-  local pid all=() _
-  for pid in "${pids[@]}"; do
-    all+=($(tree "$pid"))
-  done
-  for pid in "${pids[@]}"; do
-    kill "$pid" 2>/dev/null || true
-  done
-  for _ in $(seq 30); do
-    kill -0 "${all[@]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  for pid in "${all[@]}"; do
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
-  if [[ ${KEEP_TMP:-0} == 1 ]]; then
-    echo "kept $tmp"
-  else
-    rm -rf "$tmp"
-  fi
-}
-trap cleanup EXIT
+# shellcheck source=test/bench/bench_lib.sh
+source "$(dirname "$0")/bench_lib.sh"
+bench_start cache-bench
 
 # --- helpers ---------------------------------------------------------------------------------
 
-# A loopback port free for both UDP and TCP (the servers bind both).
-free_port() {
-  /usr/bin/python3 - <<'PY'
-import socket
-while True:
-    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    t.bind(("127.0.0.1", 0))
-    port = t.getsockname()[1]
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        u.bind(("127.0.0.1", port))
-    except OSError:
-        continue
-    print(port)
-    break
-PY
-}
-
-hz=$(getconf CLK_TCK)
-# CPU seconds (utime+stime) of a process tree, from the kernel's accounting.
-cpu_seconds() {
-  local total=0 p ticks
-  for p in $(tree "$1"); do
-    # Fields after the ")" of the command name: state is $1, utime $12, stime $13.
-    ticks=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}') || continue
-    total=$((total + ${ticks:-0}))
-  done
-  awk -v t="$total" -v hz="$hz" 'BEGIN {printf "%.2f", t / hz}'
-}
 # Resident set of a process tree, in kB.
 rss_kb() {
   local total=0 p kb

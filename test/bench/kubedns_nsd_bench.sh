@@ -62,42 +62,9 @@ for tool in "$kubedns" "$nsd" /usr/bin/dnsperf /usr/bin/python3 /usr/bin/curl /u
   fi
 done
 
-tmp=$(mktemp -d /tmp/kdns-nsd-bench.XXXXXX)
-pids=()
-# A process and all its descendants: `nsd -d` stays as xfrd, whose child is nsd's main
-# process, whose children are the servers.
-tree() {
-  local child
-  echo "$1"
-  for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do
-    tree "$child"
-  done
-}
-cleanup() {
-  local pid all=() _
-  for pid in "${pids[@]}"; do
-    all+=($(tree "$pid"))
-  done
-  for pid in "${pids[@]}"; do
-    kill "$pid" 2>/dev/null || true
-  done
-  for pid in "${pids[@]}"; do
-    wait "$pid" 2>/dev/null || true
-  done
-  for _ in $(seq 20); do
-    kill -0 "${all[@]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  for pid in "${all[@]}"; do
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-  if [[ ${KEEP_TMP:-0} == 1 ]]; then
-    echo "kept $tmp"
-  else
-    rm -rf "$tmp"
-  fi
-}
-trap cleanup EXIT
+# shellcheck source=test/bench/bench_lib.sh
+source "$(dirname "$0")/bench_lib.sh"
+bench_start nsd-bench
 
 # --- the cluster, the zones and the queries -----------------------------------------------
 /usr/bin/python3 - "$tmp" "$services" <<'PY'
@@ -250,7 +217,6 @@ cpu_ticks() {
   done
   echo "$user $sys"
 }
-hz=$(getconf CLK_TCK)
 
 # Wake-ups of a process and its descendants: the voluntary context switches of all their
 # threads (each is a sleep in epoll_wait, recvmmsg or poll, and the wake-up after it). At a
