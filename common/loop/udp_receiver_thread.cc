@@ -64,6 +64,7 @@ void UdpReceiverThread::Stop() {
     std::lock_guard lock(mutex_);  // a receiver between its check and its wait sees it
   }
   room_.notify_all();
+  loop_waiting_.notify_all();
   // A socket that is ours alone: shutting down its read side wakes the thread now. One that
   // others hold too (a parent keeping it for our successor, or sibling threads serving
   // dups of it) must go on serving them: the thread notices within wake_ms.
@@ -77,6 +78,17 @@ void UdpReceiverThread::Stop() {
   queued_ = 0;
 }
 
+void UdpReceiverThread::LoopWaiting() {
+  if (finished_ == taken_) return;  // both written on this thread: no lock needed to look
+  bool wake = false;
+  {
+    std::lock_guard lock(mutex_);
+    finished_ = taken_;
+    wake = waiting_for_loop_;
+  }
+  if (wake) loop_waiting_.notify_one();
+}
+
 std::span<const UdpReceiverThread::Handoff> UdpReceiverThread::TakeHandoffs() {
   size_t count = 0;
   {
@@ -84,6 +96,7 @@ std::span<const UdpReceiverThread::Handoff> UdpReceiverThread::TakeHandoffs() {
     std::swap(queue_, draining_);
     count = queued_;
     queued_ = 0;
+    taken_ = handed_off_;
   }
   room_.notify_one();
   return {draining_.data(), count};
@@ -120,7 +133,10 @@ void UdpReceiverThread::Run() {
     ShareLeadIfBacklog(received);
     AnswerOnThread(received);
     SendAnswers();
-    if (handoffs_ > 0 && !HandOffRest()) break;
+    if (handoffs_ > 0) {
+      if (!HandOffRest()) break;
+      WaitForLoop();
+    }
   }
   GiveUpLead();  // to a sibling that is still serving
 }
@@ -252,6 +268,8 @@ bool UdpReceiverThread::HandOffRest() {
       }
     }
     wake = queued_ == 0;
+    loop_busy_ = queued_ > 0 || taken_ != finished_;
+    ++handed_off_;
     for (size_t h = 0; h < handoffs_; ++h) {
       if (queued_ == queue_.size()) queue_.emplace_back();
       Handoff& slot = queue_[queued_++];
@@ -270,6 +288,23 @@ bool UdpReceiverThread::HandOffRest() {
     }
   }
   return true;
+}
+
+// The loop was busy when this batch was handed off: let it finish before the next receive
+// (see the header: "Waiting for the loop").
+void UdpReceiverThread::WaitForLoop() {
+  std::unique_lock lock(mutex_);
+  if (!loop_busy_) return;
+  const uint64_t mine = handed_off_;
+  if (leading_) {
+    lock.unlock();
+    GiveUpLead();  // a sibling whose loop is free reads meanwhile
+    lock.lock();
+  }
+  waiting_for_loop_ = true;
+  loop_waiting_.wait_for(lock, std::chrono::milliseconds(options_.wake_ms),
+                         [&] { return finished_ >= mine || stopping(); });
+  waiting_for_loop_ = false;
 }
 
 }  // namespace kdns::loop

@@ -11,8 +11,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -335,6 +337,100 @@ TEST_CASE("Handoffs wait while receiving is paused; beyond the bound, datagrams 
     for (const auto& r : received) ++texts[r.text];
     CHECK(texts.size() == kQueries + 1);
     CHECK(texts.count("fast:fast last") == 1);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+// A blocking client socket on a thread of its own, so the loop thread can be held up in a
+// callback while datagrams keep arriving.
+class ThreadClient {
+ public:
+  ThreadClient() : fd_(socket(AF_INET, SOCK_DGRAM, 0)) {
+    timeval timeout{.tv_sec = 0, .tv_usec = 20'000};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  }
+  ~ThreadClient() { close(fd_); }
+  void Send(const std::string& text, const SocketAddress& to) const {
+    REQUIRE(sendto(fd_, text.data(), text.size(), 0, to.sockaddr_ptr(), to.sockaddr_len()) ==
+            static_cast<ssize_t>(text.size()));
+  }
+  // A reply waiting within 20 ms, or "".
+  std::string Receive() const {
+    char buffer[512];
+    const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
+    return n > 0 ? std::string(buffer, static_cast<size_t>(n)) : std::string();
+  }
+
+ private:
+  int fd_;
+};
+
+TEST_CASE("A receiver that hands off to a busy loop reads again only once the loop is done",
+          "[loop][udp]") {
+  Loop loop;
+  {
+    std::string error;
+    UdpSocket* server_ptr = nullptr;
+    std::atomic<bool> in_callback{false};
+    std::atomic<bool> release{false};
+    UdpSocket::Options options;
+    options.receiver_wake_ms = 60'000;  // no time-out: the gate, not the clock, lets go
+    auto server = UdpSocket::Bind(
+        loop, *SocketAddress::Parse("127.0.0.1:0"), options,
+        [&](std::span<const uint8_t> d, const SocketAddress& peer,
+            const UdpSocket::ReplyContext& ctx) {
+          in_callback = true;
+          while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          server_ptr->Send(Bytes("echo:" + Text(d)), peer, ctx);
+        },
+        &error);
+    REQUIRE(server != nullptr);
+    server_ptr = server.get();
+    FastPathProbe probe;
+    REQUIRE(server->StartReceiverThread(probe.Make(), &error));
+    const SocketAddress address = server->GetLocalAddress();
+
+    std::vector<std::string> replies;
+    bool fast_while_busy = false;
+    std::atomic<bool> client_done{false};
+    std::thread client_thread([&] {
+      ThreadClient client;
+      // Bounded waits: a broken receiver fails the checks below instead of hanging the run.
+      const auto wait_for = [](const auto& ready) {
+        for (int i = 0; i < 10'000 && !ready(); ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      };
+      // The loop is idle: this hand-off wakes it, and the loop is then held in its callback.
+      client.Send("slow0", address);
+      wait_for([&] { return in_callback.load(); });
+      // The loop is busy: the receiver hands this one off and waits for the loop.
+      client.Send("slow1", address);
+      wait_for([&] { return probe.calls >= 2; });
+      // A datagram the receiver would answer at once, if it were reading.
+      client.Send("fast", address);
+      for (int i = 0; i < 10; ++i) {
+        std::string reply = client.Receive();
+        if (reply == "fast:fast") fast_while_busy = true;
+        if (!reply.empty()) replies.push_back(reply);
+      }
+      release = true;
+      for (int i = 0; i < 1000 && replies.size() < 3; ++i) {
+        std::string reply = client.Receive();
+        if (!reply.empty()) replies.push_back(reply);
+      }
+      client_done = true;
+    });
+    // The loop runs (and is held in the callback) until the client is done.
+    const bool done = testing::RunUntil(
+        loop, [&] { return client_done.load(); }, 30'000);
+    client_thread.join();
+    CHECK(done);
+    CHECK_FALSE(fast_while_busy);
+    CHECK(probe.calls == 3);
+    std::sort(replies.begin(), replies.end());
+    CHECK(replies == std::vector<std::string>{"echo:slow0", "echo:slow1", "fast:fast"});
+    CHECK(server->stats().handoff_dropped == 0);
   }
   testing::RequireClosesClean(loop);
 }

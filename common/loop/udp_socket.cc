@@ -163,6 +163,10 @@ bool UdpSocket::StartReceiverThread(ReceiverThreadCalls calls, std::string* erro
     return false;
   }
   on_handoff_ = std::move(calls.on_handoff);
+  CHECK_EQ(loop_waits_.Open(this, [&](uv_prepare_t* h) { return uv_prepare_init(loop_.get(), h); }),
+           0);
+  uv_prepare_start(loop_waits_.get(), &OnLoopWaits);
+  uv_unref(reinterpret_cast<uv_handle_t*>(loop_waits_.get()));
   UpdatePollEvents();  // the loop no longer polls for datagrams
   return true;
 }
@@ -171,6 +175,12 @@ void UdpSocket::StopReceiverThread() {
   if (receiver_ == nullptr || !handoff_async_) return;
   receiver_->Stop();
   handoff_async_.Reset();
+  loop_waits_.Reset();
+}
+
+void UdpSocket::OnLoopWaits(uv_prepare_t* handle) noexcept {
+  auto* self = static_cast<UdpSocket*>(handle->data);
+  if (self != nullptr && self->receiver_ != nullptr) self->receiver_->LoopWaiting();
 }
 
 void UdpSocket::OnHandoff(uv_async_t* handle) noexcept {

@@ -177,6 +177,7 @@ class UdpSocket {
   static void OnCheck(uv_check_t* handle) noexcept;
   static void OnIdle(uv_idle_t* handle) noexcept;
   static void OnHandoff(uv_async_t* handle) noexcept;
+  static void OnLoopWaits(uv_prepare_t* handle) noexcept;
   // Returns false if the callback destroyed this socket.
   [[nodiscard]] bool ReceiveBatches();
   // The loop thread's delivery of what the receiver thread handed off.
@@ -201,6 +202,7 @@ class UdpSocket {
   Stats stats_;
   std::unique_ptr<UdpReceiverThread> receiver_;
   UvHandle<uv_async_t> handoff_async_;  // the receiver thread's wake-up of the loop
+  UvHandle<uv_prepare_t> loop_waits_;   // tells the receiver thread the loop is done
 
   internal::UdpReceiveBatch receive_;  // kBatchSize slots of max_datagram_bytes
   internal::UdpSendBatch send_;
