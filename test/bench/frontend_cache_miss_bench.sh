@@ -14,6 +14,12 @@
 # queries answered), and the ratios ours/PEER of CPU per query (goal from issue 18: at most
 # 1.00 against dnsdist). Figures only: nothing here passes or fails on timing.
 #
+# Each RATES entry is a set of rounds: "unlimited" (dnsperf as fast as the server answers,
+# where batches are large) and fixed query rates (dnsperf -Q), where queries arrive a few at
+# a time and what a server pays per wake-up shows. "fc-loops" is this build's frontend-cache
+# with --receiver-threads=off (every datagram read by the loop: one thread wake-up fewer
+# per miss, the receiver threads' hit-path gain given up).
+#
 # With BASELINE_BIN (another build's binary directory), that build's frontend-cache is
 # measured in the same rounds as "fc-base", for before/after figures.
 #
@@ -21,6 +27,7 @@
 # Environment: MISS_NAMES (names per run, default 100000), ROUNDS (default 3), CLIENTS
 #   (dnsperf -c, default 4), OUTSTANDING (dnsperf -q, default 100), PEERS (default "dnsdist
 #   dnsmasq unbound"), PIN_CPU (the server's core, default the last one; "" for no pinning),
+#   RATES (default "unlimited 20000"), LOOPS=0 (leave out fc-loops),
 #   BASELINE_BIN, FC_ARGS (more flags for this build's frontend-cache), PERF=1 (profile
 #   frontend-cache in one extra run: the top symbols go to stdout), KEEP_TMP=1.
 set -euo pipefail
@@ -50,7 +57,9 @@ if [[ -n $baseline_bin && ! -x $baseline_bin/frontend-cache ]]; then
   echo "frontend_cache_miss_bench: BASELINE_BIN=$baseline_bin has no frontend-cache"
   exit 1
 fi
+rates=${RATES:-unlimited 20000}
 kinds=(frontend-cache)
+[[ ${LOOPS:-1} == 1 ]] && kinds+=(fc-loops)
 [[ -n $baseline_bin ]] && kinds+=(fc-base)
 for peer in $peers; do
   if [[ -x ${tool[$peer]:-/nonexistent} ]]; then
@@ -145,12 +154,15 @@ start_server() {
   local kind=$1 port=$2 dir=$tmp/$1
   mkdir -p "$dir"
   case $kind in
-    frontend-cache | fc-base)
-      # shellcheck disable=SC2086
+    frontend-cache | fc-loops | fc-base)
+      local extra=()
+      # shellcheck disable=SC2206
+      [[ $kind != fc-base ]] && extra+=($fc_args)
+      [[ $kind == fc-loops ]] && extra+=(--receiver-threads=off)
       "${server_pin[@]}" "$([[ $kind == fc-base ]] && echo "$baseline_bin" || echo "$bin_dir")/frontend-cache" \
         -k --no-resolv --listen-address=127.0.0.1 --port="$port" --threads=1 --cache-size=0 \
-        --server="127.0.0.1#$upstream_port" --lameduck=0 --log-facility=- \
-        $([[ $kind == frontend-cache ]] && echo "$fc_args") >"$dir/log" 2>&1 &
+        --server="127.0.0.1#$upstream_port" --lameduck=0 --log-facility=- "${extra[@]}" \
+        >"$dir/log" 2>&1 &
       ;;
     dnsmasq)
       "${server_pin[@]}" /usr/sbin/dnsmasq -k -C /dev/null --no-resolv --no-hosts --port="$port" \
@@ -220,10 +232,13 @@ measure() {
   port=$(free_port)
   start_server "$kind" "$port" || return 0
   before=$(cpu_seconds "$server_pid")
+  local rate_flag=()
+  [[ $rate == unlimited ]] || rate_flag=(-Q "$rate")
   out=$("${other_pin[@]}" "$dnsperf" -s 127.0.0.1 -p "$port" -d "$names" -c "$clients" \
-    -q "$outstanding" -n 1 -t 5 2>&1) || true
+    -q "$outstanding" -n 1 -t 5 "${rate_flag[@]}" 2>&1) || true
   after=$(cpu_seconds "$server_pid")
-  if [[ ${PERF:-0} == 1 && $kind == frontend-cache && $round == 1 && -x /usr/bin/perf ]]; then
+  if [[ ${PERF:-0} == 1 && $kind == frontend-cache && $round == 1 && $rate == "${rates%% *}" &&
+    -x /usr/bin/perf ]]; then
     profile "$port" "$server_pid"
   fi
   stop "$server_pid"
@@ -237,8 +252,8 @@ measure() {
   fi
   R[$kind,$round]=$(calc %.2f "($after - $before) * 1e6 / $completed")
   Q[$kind,$round]=$qps
-  printf '  round %d  %-15s %8s q/s  %7s answered (%s lost)  server %6s us CPU per forwarded query\n' \
-    "$round" "$kind" "$qps" "$completed" "${lost:-?}" "${R[$kind,$round]}"
+  printf '  rate %s round %d  %-15s %8s q/s  %7s answered (%s lost)  server %6s us CPU per forwarded query\n' \
+    "$rate" "$round" "$kind" "$qps" "$completed" "${lost:-?}" "${R[$kind,$round]}"
 }
 
 # PERF=1: one more miss run of frontend-cache under perf record (not counted).
@@ -256,16 +271,6 @@ profile() {
     --sort dso,symbol 2>/dev/null | grep '%' | head -30 | cut -c1-110 | sed 's/^/    /' || true
 }
 
-echo "frontend_cache_miss_bench: $miss_names new names per run, $rounds rounds, dnsperf -c $clients" \
-  "-q $outstanding; upstream nsd; server pinned to CPU ${pin_cpu:-none} of $ncpu"
-for ((round = 1; round <= rounds; round++)); do
-  # Rotate the order each round.
-  order=("${kinds[@]:$(((round - 1) % ${#kinds[@]}))}" "${kinds[@]:0:$(((round - 1) % ${#kinds[@]}))}")
-  for kind in "${order[@]}"; do
-    measure "$kind" "$round"
-  done
-done
-
 mean() {  # KIND ARRAY: mean over the rounds that have a figure
   local kind=$1 arr=$2 sum=0 n=0 round v
   for ((round = 1; round <= rounds; round++)); do
@@ -276,23 +281,44 @@ mean() {  # KIND ARRAY: mean over the rounds that have a figure
   done
   [[ $n -gt 0 ]] && calc %.2f "$sum / $n" || echo ""
 }
-echo
-echo "cache misses (upstream nsd), means over $rounds rounds:"
-printf '  %-15s %9s %14s\n' server "q/s" "us CPU/query"
-for kind in "${kinds[@]}"; do
-  printf '  %-15s %9s %14s\n' "$kind" "$(mean "$kind" Q)" "$(mean "$kind" R)"
-done
-ours=$(mean frontend-cache R)
-for kind in "${kinds[@]}"; do
-  [[ $kind == frontend-cache ]] && continue
-  theirs=$(mean "$kind" R)
-  [[ -n $ours && -n $theirs ]] || continue
-  per_round=""
-  for ((round = 1; round <= rounds; round++)); do
-    [[ -n ${R[frontend-cache,$round]:-} && -n ${R[$kind,$round]:-} ]] || continue
-    per_round+=" $(calc %.2f "${R[frontend-cache,$round]} / ${R[$kind,$round]}")"
+summary() {  # the means and ratios of the rounds at $rate
+  echo
+  echo "cache misses (upstream nsd) at rate $rate, means over $rounds rounds:"
+  printf '  %-15s %9s %14s\n' server "q/s" "us CPU/query"
+  for kind in "${kinds[@]}"; do
+    printf '  %-15s %9s %14s\n' "$kind" "$(mean "$kind" Q)" "$(mean "$kind" R)"
   done
-  printf '  CPU per forwarded query  frontend-cache / %-8s %5s   (rounds:%s)%s\n' "$kind" \
-    "$(calc %.2f "$ours / $theirs")" "$per_round" \
-    "$([[ $kind == dnsdist ]] && echo "   (goal <= 1.00)")"
+  ours=$(mean frontend-cache R)
+  for kind in "${kinds[@]}"; do
+    [[ $kind == frontend-cache ]] && continue
+    theirs=$(mean "$kind" R)
+    [[ -n $ours && -n $theirs ]] || continue
+    per_round=""
+    for ((round = 1; round <= rounds; round++)); do
+      [[ -n ${R[frontend-cache,$round]:-} && -n ${R[$kind,$round]:-} ]] || continue
+      per_round+=" $(calc %.2f "${R[frontend-cache,$round]} / ${R[$kind,$round]}")"
+    done
+    printf '  CPU per forwarded query  frontend-cache / %-8s %5s   (rounds:%s)%s\n' "$kind" \
+      "$(calc %.2f "$ours / $theirs")" "$per_round" \
+      "$([[ $kind == dnsdist ]] && echo "   (goal <= 1.00)")"
+  done
+}
+
+echo "frontend_cache_miss_bench: $miss_names new names per run, $rounds rounds per rate (RATES:" \
+  "$rates), dnsperf -c $clients -q $outstanding; upstream nsd; server pinned to CPU" \
+  "${pin_cpu:-none} of $ncpu"
+summaries=""
+for rate in $rates; do
+  R=()
+  Q=()
+  for ((round = 1; round <= rounds; round++)); do
+    # Rotate the order each round.
+    order=("${kinds[@]:$(((round - 1) % ${#kinds[@]}))}" "${kinds[@]:0:$(((round - 1) % ${#kinds[@]}))}")
+    for kind in "${order[@]}"; do
+      measure "$kind" "$round"
+    done
+  done
+  summaries+=$(summary)$'\n'
 done
+echo
+echo -n "$summaries"
