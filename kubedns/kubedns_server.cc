@@ -208,6 +208,8 @@ class KubednsServer::Handler final : public server::QueryHandler {
                                 const loop::SocketAddress& peer, std::span<uint8_t> out) override {
     return handler_.AnswerOnReceiverThread(admission, query, peer, out);
   }
+  void ReleaseSnapshots() override { handler_.ReleaseSnapshots(); }
+  void ReleaseReceiverSnapshots() override { handler_.ReleaseReceiverSnapshots(); }
 
  private:
   KubednsServer& server_;

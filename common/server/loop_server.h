@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "common/loop/dns_tcp_connection.h"
+#include "common/loop/handle.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/socket_util.h"
@@ -212,6 +213,8 @@ class LoopServer {
   void MirrorSocketStats();
   // Reports this socket's receive backlog to the ClientLimiter.
   void TickClients();
+  // Before the loop waits: the handler releases its snapshots (QueryHandler::ReleaseSnapshots).
+  static void OnPrepare(uv_prepare_t* handle) noexcept;
 
   loop::Loop& loop_;
   Options options_;
@@ -226,7 +229,8 @@ class LoopServer {
   uint64_t next_connection_id_ = 1;
   loop::Timer mirror_timer_;
   loop::Timer clients_timer_;
-  uint32_t socket_drops_ = 0;  // SK_MEMINFO_DROPS at the last TickClients
+  uint32_t socket_drops_ = 0;                     // SK_MEMINFO_DROPS at the last TickClients
+  loop::UvHandle<uv_prepare_t> release_prepare_;  // calls OnPrepare; unref'd
   // Destroyed first (see the destructor).
   std::unique_ptr<QueryHandler> handler_;
 };
