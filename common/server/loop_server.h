@@ -10,7 +10,10 @@
 // own, which admits each datagram, answers what the handler's AnswerOnReceiverThread can
 // answer and hands the rest to this loop with their admission (an AdmittedDatagram, the
 // socket's handoff note), which HandleQuery then gets as it is. The destructor stops that
-// thread before anything else.
+// thread before anything else. A thread about to wait idle (this loop before it blocks, a
+// uv_prepare_t; the receiver thread when no datagram came for receiver_wake_ms) tells the
+// handler to let go of its snapshots (QueryHandler::ReleaseSnapshots), so that an idle
+// server does not keep replaced state alive.
 //
 // DNS over TCP is held to TcpOptions' limits: the frame and idle timeouts (in
 // DnsTcpConnection), the process-wide and per-source connection caps (at a cap this thread's
