@@ -85,8 +85,8 @@ class Snapshot {
 
   // Returns the free heap to the OS (ReleaseFreeHeap, common/base/heap.h) once this snapshot
   // is freed. Set on the snapshot a complete load supersedes: the records only it held are
-  // freed by its last reader, which may be a DNS thread at its next query, after the load
-  // itself has finished. Any thread.
+  // freed by its last reader, which may be a DNS thread at its next query or when it goes
+  // idle (SnapshotHolder::Reader::Release), after the load itself has finished. Any thread.
   void ReleaseHeapWhenFreed() const { release_heap_when_freed_.store(true); }
 
  private:
