@@ -310,12 +310,12 @@ void ObjectsFileSource::Apply(int fd, uint64_t checked_hash) {
       &hash, &bytes, &error);
   if (error.empty()) error = ListError(decoder, whole);
   if (!error.empty()) {
-    // Validated, then unreadable or no longer good: the file changed in place under us. What
-    // was applied stays (each object whole, as after watch events); nothing is deleted, and
-    // the next read, whatever it finds, is applied from scratch.
+    // Validated, then unreadable or no longer good: the file changed in place under us (or
+    // the read failed). What was applied stays (each object whole, as after watch events);
+    // nothing is deleted, and the next read, whatever it finds, is applied from scratch.
     last_read_hash_.reset();
     sink_.AbortLoad();
-    Fail("changed while being applied (the objects read so far stay applied): " + error);
+    Fail("not applied whole, the objects read so far stay (changed in place?): " + error);
     return;
   }
   if (hash != checked_hash) {
