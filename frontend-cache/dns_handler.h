@@ -133,6 +133,9 @@ class DnsHandler final : public server::QueryHandler {
   size_t AnswerOnReceiverThread(const server::Admission& admission,
                                 std::span<const uint8_t> query_bytes,
                                 const loop::SocketAddress& peer, std::span<uint8_t> out) override;
+  // Idle threads let go of their routing snapshots, so a replaced one is freed.
+  void ReleaseSnapshots() override { routing_.Release(); }
+  void ReleaseReceiverSnapshots() override { receiver_routing_.Release(); }
 
   upstream::Forwarder& forwarder() { return forwarder_; }
   size_t waiting() const { return waiting_.size(); }

@@ -22,8 +22,10 @@
 // A resource's complete list (first LIST, re-LIST after 410) streams into the sink as the
 // reflector decodes it: BeginList(kind), UpsertService / UpsertSlice / UpsertEndpoints /
 // UpsertPod per object, EndList(kind), which drops what the list did not deliver; the sink
-// publishes at EndList, so kubedns answers from the previous snapshot until then, and neither
-// the body nor the decoded list is ever held whole. The small multicluster lists are replaced
+// publishes at EndList, and on the way once much has changed (RecordTreeWriter::PublishDue:
+// a re-LIST that changes everything frees the old records as it goes), each object then
+// whole in its old or its new version; neither the body nor the decoded list is ever held
+// whole. The small multicluster lists are replaced
 // whole (Replace*). Watch events go to Upsert* / Delete*.
 //
 // Requests to the API server: every reflector's go through one RateLimitedTransport

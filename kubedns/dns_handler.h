@@ -112,6 +112,9 @@ class DnsHandler final : public server::QueryHandler {
   void OnConnectionClosed(uint64_t connection_id) override;
   size_t AnswerOnReceiverThread(const server::Admission& admission, std::span<const uint8_t> query,
                                 const loop::SocketAddress& peer, std::span<uint8_t> out) override;
+  // Idle threads let go of their record snapshots, so a reload's old tree is freed.
+  void ReleaseSnapshots() override { reader_.Release(); }
+  void ReleaseReceiverSnapshots() override { receiver_reader_.Release(); }
 
   void SetRoutes(std::shared_ptr<const UpstreamRoutes> routes);
   const UpstreamRoutes& routes() const { return *routes_; }

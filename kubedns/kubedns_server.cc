@@ -72,8 +72,11 @@ class KubednsServer::Publisher final : public RecordSink {
     writer_.EndLoad();
     PublishCompleteLoad();
   }
-  // Nothing of the load was published: the current snapshot is still the last good set.
-  void AbortLoad() override { writer_.AbortLoad(); }
+  // The objects delivered stay in their new version (RecordTreeWriter::AbortLoad).
+  void AbortLoad() override {
+    writer_.AbortLoad();
+    PublishCompleteLoad();
+  }
   void BeginList(RecordTreeWriter::ListKind kind) override { writer_.BeginList(kind); }
   void EndList(RecordTreeWriter::ListKind kind) override {
     writer_.EndList(kind);
@@ -165,9 +168,11 @@ class KubednsServer::Publisher final : public RecordSink {
   }
 
  private:
-  // Not inside a load: its changes are published together at EndLoad.
+  // Not inside a load, but for PublishDue: its other changes are published at EndLoad.
   void Publish() {
-    if (writer_.loading()) return;
+    if (!writer_.loading()) PublishNow();
+  }
+  void PublishNow() {
     server_.snapshots_.Publish(writer_.Publish());
     server_.last_publish_unix_ms_ = UnixMs();
   }
@@ -180,9 +185,15 @@ class KubednsServer::Publisher final : public RecordSink {
     Publish();
     if (superseded == nullptr) ReleaseFreeHeap();
   }
-  // The items of a streamed list are published together at its EndList.
+  // The items of a streamed list (or load) are published at its end, and on the way every
+  // RecordTreeWriter::kListPublishBytes of new records, so that a list that changes
+  // everything frees the old records as it goes instead of holding two trees.
   void PublishUnlessListing(RecordTreeWriter::ListKind kind) {
-    if (!writer_.listing(kind)) Publish();
+    if (writer_.PublishDue()) {
+      PublishNow();
+    } else if (!writer_.listing(kind)) {
+      Publish();
+    }
   }
 
   KubednsServer& server_;
@@ -208,6 +219,8 @@ class KubednsServer::Handler final : public server::QueryHandler {
                                 const loop::SocketAddress& peer, std::span<uint8_t> out) override {
     return handler_.AnswerOnReceiverThread(admission, query, peer, out);
   }
+  void ReleaseSnapshots() override { handler_.ReleaseSnapshots(); }
+  void ReleaseReceiverSnapshots() override { handler_.ReleaseReceiverSnapshots(); }
 
  private:
   KubednsServer& server_;

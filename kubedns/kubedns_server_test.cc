@@ -291,6 +291,70 @@ TEST_CASE("kubedns picks up a changed objects file and keeps the last good one",
   CHECK(server.ready());
 }
 
+// `count` ClusterIP services in 10 namespaces, each with one slice of 15 ready endpoints;
+// `shift` moves every cluster IP and endpoint address (a reload that changes every object).
+std::string ShiftedCluster(int count, int shift) {
+  auto ip = [](int a, int n) {
+    return std::to_string(a) + "." + std::to_string((n >> 16) & 255) + "." +
+           std::to_string((n >> 8) & 255) + "." + std::to_string(n & 255);
+  };
+  std::string text = R"({"apiVersion":"v1","kind":"List","items":[)";
+  for (int i = 0; i < count; ++i) {
+    const std::string ns = "ns-" + std::to_string(i % 10);
+    const std::string name = "svc-" + std::to_string(i);
+    text += (i == 0 ? "" : ",");
+    text += R"({"apiVersion":"v1","kind":"Service","metadata":{"name":")" + name +
+            R"(","namespace":")" + ns + R"("},"spec":{"clusterIP":")" +
+            ip(10, (96 << 16) + i + shift * 10000) + R"("}},)";
+    text += R"({"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":")" +
+            name + R"(-a","namespace":")" + ns + R"(","labels":{"kubernetes.io/service-name":")" +
+            name + R"("}},"addressType":"IPv4","endpoints":[)";
+    for (int j = 0; j < 15; ++j) {
+      text += (j == 0 ? "" : ",");
+      text += R"({"addresses":[")" + ip(10, (128 << 16) + i * 15 + j + shift * 100000) +
+              R"("],"conditions":{"ready":true}})";
+    }
+    text += "]}";
+  }
+  return text + "]}";
+}
+
+TEST_CASE(
+    "kubedns publishes a reload that changes everything on the way, and idle threads "
+    "let the old records go",
+    "[kubedns][server]") {
+  TempDir dir;
+  std::string file = dir.File("objects.json");
+  // About 2 MiB of records: more than one RecordTreeWriter::kListPublishBytes.
+  WriteFile(file, ShiftedCluster(2000, 0));
+  KubednsServer server(Options(file));
+  std::string error;
+  REQUIRE(server.Start(&error));
+  REQUIRE(Eventually([&] { return server.ready(); }));
+  // Enough queries that every DNS thread answers and holds the snapshot.
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(Ask(server.dns_address(), "svc-1.ns-1.svc.cluster.local.").rcode() ==
+            dns::Rcode::kNoError);
+  }
+  std::weak_ptr<const Snapshot> before = server.snapshot();
+  const uint64_t generation = server.snapshot()->generation();
+
+  WriteFile(file, ShiftedCluster(2000, 1));
+  REQUIRE(Eventually([&] {
+    return Get(server.metrics_address(), "/metrics")
+               .find("kdns_objects_file_reloads_total{result=\"ok\"} 2") != std::string::npos;
+  }));
+  // Published along the way, not only at the end.
+  CHECK(server.snapshot()->generation() > generation + 1);
+  // No query came since: the idle threads let go of the old snapshot themselves.
+  CHECK(Eventually([&] { return before.expired(); }));
+  const dns::Message reply = Ask(server.dns_address(), "svc-1.ns-1.svc.cluster.local.");
+  REQUIRE(reply.answers.size() == 1);
+  const auto* a = std::get_if<dns::RdataA>(&reply.answers[0].rdata);
+  REQUIRE(a != nullptr);
+  CHECK(a->address == *IpAddress::Parse("10.96.39.17"));  // 10.96.0.1 moved by 10000
+}
+
 TEST_CASE("kubedns reports a port in use as a start-up error", "[kubedns][server]") {
   KubednsServer first(Options("test/conformance/objects.json"));
   std::string error;

@@ -231,10 +231,46 @@ void ObjectsFileSource::Check() {
     ++stats_.unchanged;
     return;
   }
-  Load(fd, hash);
+  uint64_t checked_hash = 0;
+  if (!Validate(fd, hash, &checked_hash)) return;
+  Apply(fd, checked_hash);
 }
 
-void ObjectsFileSource::Load(int fd, uint64_t first_hash) {
+std::string ObjectsFileSource::ListError(k8s::ListStreamDecoder& decoder, bool whole) {
+  if (!whole || !decoder.Finish()) return decoder.error();
+  if (decoder.items() == 0 && decoder.bad_items() > 0) {
+    std::string error = "none of its " + std::to_string(decoder.bad_items()) + " items decoded";
+    if (!decoder.warnings().messages().empty()) {
+      error += "; " + decoder.warnings().messages().front();
+    }
+    return error;
+  }
+  return "";
+}
+
+bool ObjectsFileSource::Validate(int fd, uint64_t first_hash, uint64_t* checked_hash) {
+  // Every item is decoded and dropped: memory for one item, whatever the file's size.
+  k8s::ListStreamDecoder decoder([](k8s::Object&&) { return true; }, options_.max_file_bytes);
+  uint64_t bytes = 0;
+  std::string error;
+  const bool whole = ReadBlocks(
+      fd, options_.max_file_bytes, [&](std::string_view piece) { return decoder.Feed(piece); },
+      checked_hash, &bytes, &error);
+  if (!error.empty()) {  // a read error: the same bytes may read well next time
+    last_read_hash_.reset();
+    Fail(error);
+    return false;
+  }
+  error = ListError(decoder, whole);
+  if (error.empty()) return true;
+  // Content equal to this is not tried again. The hash of what this pass read when it read
+  // it all (the file may have changed in place since the first pass).
+  last_read_hash_ = whole ? *checked_hash : first_hash;
+  Fail(error);
+  return false;
+}
+
+void ObjectsFileSource::Apply(int fd, uint64_t checked_hash) {
   // Each item goes to the sink as soon as it is decoded: neither the text nor the decoded
   // list is ever held whole next to the records. The multicluster objects are few and their
   // sink calls take whole lists, so they are gathered.
@@ -272,27 +308,22 @@ void ObjectsFileSource::Load(int fd, uint64_t first_hash) {
   const bool whole = ReadBlocks(
       fd, options_.max_file_bytes, [&](std::string_view piece) { return decoder.Feed(piece); },
       &hash, &bytes, &error);
-  if (!error.empty()) {  // a read error: the same bytes may read well next time
+  if (error.empty()) error = ListError(decoder, whole);
+  if (!error.empty()) {
+    // Validated, then unreadable or no longer good: the file changed in place under us (or
+    // the read failed). What was applied stays (each object whole, as after watch events);
+    // nothing is deleted, and the next read, whatever it finds, is applied from scratch.
     last_read_hash_.reset();
     sink_.AbortLoad();
-    Fail(error);
+    Fail("not applied whole, the objects read so far stay (changed in place?): " + error);
     return;
   }
-  // Content equal to this is not tried again, good or bad. The hash of what this pass read
-  // when it read it all (the file may have changed in place since the first pass).
-  last_read_hash_ = whole ? hash : first_hash;
-  if (!whole || !decoder.Finish()) error = decoder.error();
-  if (error.empty() && decoder.items() == 0 && decoder.bad_items() > 0) {
-    error = "none of its " + std::to_string(decoder.bad_items()) + " items decoded";
-    if (!decoder.warnings().messages().empty()) {
-      error += "; " + decoder.warnings().messages().front();
-    }
+  if (hash != checked_hash) {
+    LOG(INFO) << "objects file " << options_.path
+              << ": changed between its check and its load; applied the complete List the "
+                 "second read found";
   }
-  if (!error.empty()) {
-    sink_.AbortLoad();
-    Fail(error);
-    return;
-  }
+  last_read_hash_ = hash;
   counts.imports = imports.size() + kubeslice_imports.size();
   sink_.ReplaceServiceImports(std::move(imports));
   sink_.ReplaceMulticlusterSlices(std::move(mcs_slices));

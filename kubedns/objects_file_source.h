@@ -12,19 +12,32 @@
 // inode, size, mtime or ctime changed. Every read is hashed, and content equal to the last
 // read is not applied again (a `touch`, a rewrite with the same bytes).
 //
-// Memory: the file is read in blocks and decoded as a stream (k8s::ListStreamDecoder), each
-// item handed to the sink as soon as it is decoded, inside one load (RecordSink::BeginLoad):
-// neither the file's text nor the decoded list is held whole, so a load costs the records
-// and one item. A first pass over the file only hashes it, so unchanged content costs no
-// decode; the second decodes. Whether a file is good is known only at its end, so a bad
-// one is undone with AbortLoad (the sink keeps the last good set, nothing was published).
+// Memory: the file is read in blocks and decoded as a stream (k8s::ListStreamDecoder), so
+// neither its text nor the decoded list is ever held whole. A read takes up to three passes
+// over the one open descriptor (pread from offset 0 each time; a file replaced by a rename
+// keeps its inode for us): the first only hashes, so unchanged content costs no decode; the
+// second (Validate) decodes every item and drops it, to learn whether the file is good, in
+// the memory of one item; only a good file gets the third (Apply), which hands each item
+// to the sink as it is decoded, inside one load (RecordSink::BeginLoad). Because the set is
+// known to be good before its first item is applied, the sink may publish during the load
+// (every RecordTreeWriter::kListPublishBytes of new records), so a reload that changes
+// every object frees the old records as it goes rather than holding two trees at once.
+//
+// A file that changes between the passes: one replaced by a rename is not seen (we read the
+// inode we opened) and the next read takes the new one. One rewritten in place is read
+// anew by the applying pass: if that still reads as a complete good List it is applied as
+// read (logged); if it no longer does (cut short, not a List, unreadable), the load ends
+// with AbortLoad: the objects applied so far stay, each whole, nothing is deleted, the
+// attempt counts as an error, and the next read (the rewrite's own event or the poll) is
+// applied from scratch whatever its hash.
 //
 // Error policy (the file is outside input): a file that is missing, unreadable, not a List
-// we decode, or whose items all failed to decode, is not applied; kubedns keeps serving the
-// last good content. Each such attempt is counted and logged in one line (the same reason
-// at most once per error_log_interval_ms). Bad items inside a good List are skipped,
-// counted, and logged in one line per reload; the good items are applied. A file cut short
-// (a writer that truncates and rewrites in place, seen mid-write) is not a List.
+// we decode, or whose items all failed to decode, is not applied (the validating pass
+// stops it before the sink sees any of it); kubedns keeps serving the last good content.
+// Each such attempt is counted and logged in one line (the same reason at most once per
+// error_log_interval_ms). Bad items inside a good List are skipped, counted, and logged in
+// one line per reload; the good items are applied. A file cut short (a writer that
+// truncates and rewrites in place, seen mid-write) is not a List.
 //
 // Metrics (registered on the Registry given to the constructor, so one source per registry):
 //   kdns_objects_file_reloads_total{result="ok|error"}
@@ -74,7 +87,7 @@ class ObjectsFileSource final : public RecordSource {
   // attempt (kept after later successes; compare the counters to see which came last).
   struct Stats {
     uint64_t reloads_ok = 0;      // loads ended with EndLoad
-    uint64_t reloads_failed = 0;  // attempts that kept the last good content
+    uint64_t reloads_failed = 0;  // attempts that kept the last good content, or aborted
     uint64_t unchanged = 0;       // reads whose content equalled the last read
     uint64_t bad_items = 0;       // items skipped inside applied Lists, in total
     bool synced = false;          // Synced() has been delivered
@@ -143,9 +156,16 @@ class ObjectsFileSource final : public RecordSource {
     size_t pods = 0;
     size_t imports = 0;
   };
-  // Decodes the file (whose first pass hashed to first_hash) into one load of the sink, and
-  // ends or aborts it.
-  void Load(int fd, uint64_t first_hash);
+  // Why a decoded file is not a good List (empty when it is); `whole` is false when the
+  // read stopped early.
+  static std::string ListError(k8s::ListStreamDecoder& decoder, bool whole);
+  // The validating pass: decodes the file (whose first pass hashed to first_hash) and drops
+  // every item. True when it is a good List (`checked_hash`: what this pass read); else
+  // counts the failure.
+  [[nodiscard]] bool Validate(int fd, uint64_t first_hash, uint64_t* checked_hash);
+  // The applying pass: decodes the file again into one load of the sink and ends it, or
+  // aborts it if the file is no longer good (see the header comment).
+  void Apply(int fd, uint64_t checked_hash);
   // Counts, logs and exports a good load.
   void Applied(const k8s::ListStreamDecoder& decoder, const Counts& counts, uint64_t bytes);
   void Fail(const std::string& reason);

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -111,12 +112,20 @@ class RecordingSink final : public RecordSink {
   std::vector<k8s::Pod> pending_pods;
 };
 
-// Applies what the source delivers to a RecordTreeWriter, as kubedns's Publisher does, and
-// publishes `snapshot` after each load, ended or aborted: after an abort it must show the last
-// good set.
+// Applies what the source delivers to a RecordTreeWriter, as kubedns's Publisher does:
+// publishes `snapshot` after each load, ended or aborted, and inside a load whenever the
+// writer says a publish is due (every `list_publish_bytes` of new records), counting those
+// in `publishes_during_loads`. `on_begin_load`, if set, runs at each BeginLoad: between the
+// source's validating and applying passes.
 class WriterSink final : public RecordSink {
  public:
-  void BeginLoad() override { writer.BeginLoad(); }
+  explicit WriterSink(uint64_t list_publish_bytes = RecordTreeWriter::kListPublishBytes)
+      : writer(list_publish_bytes) {}
+
+  void BeginLoad() override {
+    if (on_begin_load) on_begin_load();
+    writer.BeginLoad();
+  }
   void EndLoad() override {
     writer.EndLoad();
     snapshot = writer.Publish();
@@ -128,16 +137,23 @@ class WriterSink final : public RecordSink {
   }
   void BeginList(RecordTreeWriter::ListKind kind) override { writer.BeginList(kind); }
   void EndList(RecordTreeWriter::ListKind kind) override { writer.EndList(kind); }
-  void UpsertService(const k8s::Service& service) override { writer.UpsertService(service); }
+  void UpsertService(const k8s::Service& service) override {
+    writer.UpsertService(service);
+    PublishIfDue();
+  }
   void DeleteService(std::string_view ns, std::string_view name) override {
     writer.DeleteService(ns, name);
   }
-  void UpsertSlice(const k8s::EndpointSlice& slice) override { writer.UpsertSlice(slice); }
+  void UpsertSlice(const k8s::EndpointSlice& slice) override {
+    writer.UpsertSlice(slice);
+    PublishIfDue();
+  }
   void DeleteSlice(std::string_view ns, std::string_view name) override {
     writer.DeleteSlice(ns, name);
   }
   void UpsertEndpoints(const k8s::Endpoints& endpoints) override {
     writer.UpsertEndpoints(endpoints);
+    PublishIfDue();
   }
   void DeleteEndpoints(std::string_view ns, std::string_view name) override {
     writer.DeleteEndpoints(ns, name);
@@ -148,6 +164,15 @@ class WriterSink final : public RecordSink {
   RecordTreeWriter writer;
   std::shared_ptr<const Snapshot> snapshot;
   int aborted_loads = 0;
+  int publishes_during_loads = 0;
+  std::function<void()> on_begin_load;
+
+ private:
+  void PublishIfDue() {
+    if (!writer.PublishDue()) return;
+    snapshot = writer.Publish();
+    ++publishes_during_loads;
+  }
 };
 
 // Truncates and rewrites the file (same inode): IN_CLOSE_WRITE.

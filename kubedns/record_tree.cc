@@ -104,6 +104,13 @@ std::shared_ptr<const ServiceName> ChainWithout(const std::shared_ptr<const Serv
   return Chain(owners);
 }
 
+// The value of `key` in a writer-side index, or null.
+template <class Map>
+const typename Map::mapped_type* FindIn(const Map& map, const std::string& key) {
+  auto it = map.find(key);
+  return it == map.end() ? nullptr : &it->second;
+}
+
 // What one reverse index entry costs: its trie slot (hash, key, value, variant tag).
 constexpr uint64_t kReverseEntryBytes =
     sizeof(uint64_t) + sizeof(IpAddress) + sizeof(std::shared_ptr<const ServiceName>) + 8;
@@ -189,6 +196,7 @@ void RecordTreeWriter::Store(const std::string& ns, const std::string& name, Ser
   if (records != nullptr) {
     stats_.endpoints += records->address_count();
     stats_.records_bytes += records->ModelBytes();
+    unpublished_bytes_ += records->ModelBytes();
     if (records->answerable()) {
       ++space.answerable;
       ++stats_.services;
@@ -250,12 +258,12 @@ void RecordTreeWriter::SetSlice(const std::string& ns, const std::string& servic
 void RecordTreeWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
   std::string key = ObjectKey(slice.meta.ns, slice.meta.name);
   Listed(ListKind::kSlices, key);
-  const std::string* owner = slice_owner_.Find(key);
+  const std::string* owner = FindIn(slice_owner_, key);
   if (owner != nullptr && *owner != slice.service_name) {
     SetSlice(slice.meta.ns, *owner, slice.meta.name, nullptr);  // moved away
   }
   if (slice.service_name.empty()) {
-    slice_owner_.Erase(key);
+    slice_owner_.erase(key);
     return;
   }
   auto info = std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice));
@@ -267,18 +275,19 @@ void RecordTreeWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
       if (it != records->slices().end() && *it->second == *info) return;  // unchanged
     }
   }
-  // Only a new owner is written: an unchanged entry costs a load's journal nothing.
-  if (owner == nullptr || *owner != slice.service_name) slice_owner_.Set(key, slice.service_name);
+  // Only a new owner is written: an unchanged entry is left as it is.
+  if (owner == nullptr || *owner != slice.service_name)
+    slice_owner_.insert_or_assign(key, slice.service_name);
   SetSlice(slice.meta.ns, slice.service_name, slice.meta.name, std::move(info));
 }
 
 void RecordTreeWriter::DeleteSlice(std::string_view ns, std::string_view name) {
   std::string key = ObjectKey(ns, name);
   Listed(ListKind::kSlices, key);
-  const std::string* owner = slice_owner_.Find(key);
+  const std::string* owner = FindIn(slice_owner_, key);
   if (owner == nullptr) return;
   const std::string service = *owner;
-  slice_owner_.Erase(key);
+  slice_owner_.erase(key);
   SetSlice(std::string(ns), service, std::string(name), nullptr);
 }
 
@@ -290,7 +299,7 @@ void RecordTreeWriter::UpsertEndpoints(const k8s::Endpoints& endpoints) {
   for (const auto& slice : endpoints.slices) names.push_back(slice.meta.name);
   // Remove the derived slices the object no longer has, then upsert the rest: unchanged
   // subsets keep their records.
-  if (const auto* before = endpoints_slices_.Find(key)) {
+  if (const auto* before = FindIn(endpoints_slices_, key)) {
     for (const auto& old : *before) {
       if (std::find(names.begin(), names.end(), old) == names.end()) {
         DeleteSlice(endpoints.meta.ns, old);
@@ -298,21 +307,21 @@ void RecordTreeWriter::UpsertEndpoints(const k8s::Endpoints& endpoints) {
     }
   }
   for (const auto& slice : endpoints.slices) UpsertSlice(slice);
-  const auto* before = endpoints_slices_.Find(key);
+  const auto* before = FindIn(endpoints_slices_, key);
   if (names.empty()) {
-    endpoints_slices_.Erase(key);
+    endpoints_slices_.erase(key);
   } else if (before == nullptr || *before != names) {
-    endpoints_slices_.Set(key, std::move(names));
+    endpoints_slices_.insert_or_assign(key, std::move(names));
   }
 }
 
 void RecordTreeWriter::DeleteEndpoints(std::string_view ns, std::string_view name) {
   std::string key = ObjectKey(ns, name);
   Listed(ListKind::kEndpoints, key);
-  const auto* slices = endpoints_slices_.Find(key);
+  const auto* slices = FindIn(endpoints_slices_, key);
   if (slices == nullptr) return;
   const std::vector<std::string> names = *slices;
-  endpoints_slices_.Erase(key);
+  endpoints_slices_.erase(key);
   for (const auto& slice : names) DeleteSlice(ns, slice);
 }
 
@@ -337,7 +346,7 @@ void RecordTreeWriter::UpsertPod(const k8s::Pod& pod) {
   }
   std::string key = ObjectKey(pod.meta.ns, pod.meta.name);
   Listed(ListKind::kPods, key);
-  const std::vector<IpAddress>* before = pods_.Find(key);
+  const std::vector<IpAddress>* before = FindIn(pods_, key);
   if (before != nullptr && *before == ips) return;  // the common status-only update
   // Count the new IPs before dropping the old ones, so an IP both have never reaches zero.
   for (const auto& ip : ips) CountPodIp(pod.meta.ns, ip, +1);
@@ -345,20 +354,20 @@ void RecordTreeWriter::UpsertPod(const k8s::Pod& pod) {
     for (const auto& ip : *before) CountPodIp(pod.meta.ns, ip, -1);
   }
   if (ips.empty()) {
-    pods_.Erase(key);
+    pods_.erase(key);
   } else {
-    pods_.Set(key, std::move(ips));
+    pods_.insert_or_assign(key, std::move(ips));
   }
 }
 
 void RecordTreeWriter::DeletePod(std::string_view ns, std::string_view name) {
   std::string key = ObjectKey(ns, name);
   Listed(ListKind::kPods, key);
-  const std::vector<IpAddress>* ips = pods_.Find(key);
+  const std::vector<IpAddress>* ips = FindIn(pods_, key);
   if (ips == nullptr) return;
   const std::string ns_string(ns);
   for (const auto& ip : *ips) CountPodIp(ns_string, ip, -1);
-  pods_.Erase(key);
+  pods_.erase(key);
 }
 
 void RecordTreeWriter::ReplacePods(const std::vector<k8s::Pod>& pods) {
@@ -390,13 +399,13 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
     pending[{service.meta.ns, service.meta.name}].service =
         std::make_shared<const ServiceInfo>(ServiceInfo::FromService(service));
   }
-  slice_owner_.Clear();
-  endpoints_slices_.Clear();
+  slice_owner_.clear();
+  endpoints_slices_.clear();
   // v1 Endpoints object → the names of the slices derived from it.
   std::unordered_map<std::string, std::vector<std::string>> derived;
   auto add_slice = [&](const k8s::EndpointSlice& slice) {
     if (slice.service_name.empty()) return;
-    slice_owner_.Set(ObjectKey(slice.meta.ns, slice.meta.name), slice.service_name);
+    slice_owner_.insert_or_assign(ObjectKey(slice.meta.ns, slice.meta.name), slice.service_name);
     pending[{slice.meta.ns, slice.service_name}].slices.emplace_back(
         slice.meta.name, std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice)));
   };
@@ -408,7 +417,7 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
       names.push_back(slice.meta.name);
     }
   }
-  for (auto& [key, names] : derived) endpoints_slices_.Set(key, std::move(names));
+  for (auto& [key, names] : derived) endpoints_slices_.insert_or_assign(key, std::move(names));
 
   stats_ = {};
   std::vector<std::pair<std::string, std::shared_ptr<const Snapshot::Namespace>>> spaces;
@@ -433,6 +442,7 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
         std::move(entry.service), std::move(entry.slices));
     stats_.endpoints += records->address_count();
     stats_.records_bytes += records->ModelBytes();
+    unpublished_bytes_ += records->ModelBytes();
     if (records->answerable()) {
       ++answerable;
       ++stats_.services;
@@ -481,17 +491,17 @@ void RecordTreeWriter::BeginList(ListKind kind) {
       });
       break;
     case ListKind::kSlices:
-      for (const auto& [key, service] : slice_owner_.map()) {
+      for (const auto& [key, service] : slice_owner_) {
         // Slices of v1 Endpoints objects ("ns/<endpoints>/subset-...") go with their
         // Endpoints object, not with the EndpointSlice list.
         if (key.find('/', key.find('/') + 1) == std::string::npos) keys.push_back(key);
       }
       break;
     case ListKind::kEndpoints:
-      for (const auto& [key, names] : endpoints_slices_.map()) keys.push_back(key);
+      for (const auto& [key, names] : endpoints_slices_) keys.push_back(key);
       break;
     case ListKind::kPods:
-      for (const auto& [key, ips] : pods_.map()) keys.push_back(key);
+      for (const auto& [key, ips] : pods_) keys.push_back(key);
       break;
   }
   keys.shrink_to_fit();
@@ -528,11 +538,8 @@ void RecordTreeWriter::EndList(ListKind kind) {
 }
 
 void RecordTreeWriter::BeginLoad() {
-  CHECK(!loading()) << "BeginLoad inside a load";
-  saved_ = Saved{namespaces_, reverse_, pod_ips_, stats_};
-  slice_owner_.StartJournal();
-  endpoints_slices_.StartJournal();
-  pods_.StartJournal();
+  CHECK(!loading_) << "BeginLoad inside a load";
+  loading_ = true;
   for (ListKind kind :
        {ListKind::kServices, ListKind::kSlices, ListKind::kEndpoints, ListKind::kPods}) {
     BeginList(kind);
@@ -540,12 +547,8 @@ void RecordTreeWriter::BeginLoad() {
 }
 
 void RecordTreeWriter::EndLoad() {
-  CHECK(loading()) << "EndLoad without BeginLoad";
-  // The old state is not needed any more: let it go before the deletions.
-  saved_.reset();
-  slice_owner_.DropJournal();
-  endpoints_slices_.DropJournal();
-  pods_.DropJournal();
+  CHECK(loading_) << "EndLoad without BeginLoad";
+  loading_ = false;
   for (ListKind kind :
        {ListKind::kServices, ListKind::kSlices, ListKind::kEndpoints, ListKind::kPods}) {
     EndList(kind);
@@ -553,16 +556,15 @@ void RecordTreeWriter::EndLoad() {
 }
 
 void RecordTreeWriter::AbortLoad() {
-  CHECK(loading()) << "AbortLoad without BeginLoad";
-  namespaces_ = std::move(saved_->namespaces);
-  reverse_ = std::move(saved_->reverse);
-  pod_ips_ = std::move(saved_->pod_ips);
-  stats_ = saved_->stats;
-  saved_.reset();
-  slice_owner_.Undo();
-  endpoints_slices_.Undo();
-  pods_.Undo();
+  CHECK(loading_) << "AbortLoad without BeginLoad";
+  loading_ = false;
   for (auto& unlisted : unlisted_) unlisted.reset();
+}
+
+bool RecordTreeWriter::PublishDue() const {
+  if (unpublished_bytes_ < list_publish_bytes_) return false;
+  return std::any_of(unlisted_.begin(), unlisted_.end(),
+                     [](const auto& unlisted) { return unlisted.has_value(); });
 }
 
 std::shared_ptr<const ServiceName> RecordTreeWriter::NameOf(const std::string& ns,
@@ -591,6 +593,7 @@ std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {
   snapshot->pod_ips_ = pod_ips_;
   snapshot->multicluster_ = multicluster_.snapshot();
   snapshot->generation_ = ++generation_;
+  unpublished_bytes_ = 0;
   snapshot->synced_ = synced_;
   snapshot->stats_ = stats_;
   snapshot->stats_.records_bytes += stats_.reverse_entries * kReverseEntryBytes;

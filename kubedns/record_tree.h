@@ -85,8 +85,8 @@ class Snapshot {
 
   // Returns the free heap to the OS (ReleaseFreeHeap, common/base/heap.h) once this snapshot
   // is freed. Set on the snapshot a complete load supersedes: the records only it held are
-  // freed by its last reader, which may be a DNS thread at its next query, after the load
-  // itself has finished. Any thread.
+  // freed by its last reader, which may be a DNS thread at its next query or when it goes
+  // idle (SnapshotHolder::Reader::Release), after the load itself has finished. Any thread.
   void ReleaseHeapWhenFreed() const { release_heap_when_freed_.store(true); }
 
  private:
@@ -101,61 +101,16 @@ class Snapshot {
   Stats stats_;
 };
 
-// A writer-side index ("ns/name" → V) that can undo: between StartJournal and
-// DropJournal/Undo it notes each entry's value before its first change, so that Undo puts
-// back the map StartJournal saw at the cost of what changed, not of the whole map. Lives
-// with its RecordTreeWriter.
-template <class V>
-class UndoableIndex {
- public:
-  using Map = std::unordered_map<std::string, V>;
-  const V* Find(const std::string& key) const {
-    auto it = map_.find(key);
-    return it == map_.end() ? nullptr : &it->second;
-  }
-  void Set(const std::string& key, V value) {
-    Note(key);
-    map_.insert_or_assign(key, std::move(value));
-  }
-  void Erase(const std::string& key) {
-    Note(key);
-    map_.erase(key);
-  }
-  void Clear() {
-    for (const auto& [key, value] : map_) Note(key);
-    map_.clear();
-  }
-  const Map& map() const { return map_; }
-  bool empty() const { return map_.empty(); }
-
-  void StartJournal() { journal_.emplace(); }
-  void DropJournal() { journal_.reset(); }
-  void Undo() {
-    if (!journal_) return;
-    for (auto& [key, before] : *journal_) {
-      if (before) {
-        map_.insert_or_assign(key, std::move(*before));
-      } else {
-        map_.erase(key);
-      }
-    }
-    journal_.reset();
-  }
-
- private:
-  void Note(const std::string& key) {
-    if (!journal_ || journal_->count(key) != 0) return;
-    auto it = map_.find(key);
-    journal_->emplace(key, it == map_.end() ? std::nullopt : std::optional<V>(it->second));
-  }
-
-  Map map_;
-  std::optional<std::unordered_map<std::string, std::optional<V>>> journal_;
-};
-
 class RecordTreeWriter {
  public:
-  RecordTreeWriter() = default;
+  // While a list or a load is open, PublishDue() turns true once this many bytes of new
+  // records (ServiceRecords::ModelBytes) wait unpublished. 1 MiB: a few percent of the
+  // records at 10k services, so a list that replaces everything holds at most about this
+  // much of the old and the new tree at once, in some 10-100 publishes per list.
+  static constexpr uint64_t kListPublishBytes = 1 << 20;
+
+  explicit RecordTreeWriter(uint64_t list_publish_bytes = kListPublishBytes)
+      : list_publish_bytes_(list_publish_bytes) {}
 
   void UpsertService(const k8s::Service& service);
   void DeleteService(std::string_view ns, std::string_view name);
@@ -206,19 +161,25 @@ class RecordTreeWriter {
   bool listing(ListKind kind) const { return unlisted_[static_cast<size_t>(kind)].has_value(); }
 
   // A complete set of every kind (a file load), streamed as it is decoded: BeginLoad() opens
-  // a list of each ListKind and remembers the state, then the Upsert* of every object of the
-  // set, then EndLoad() ends every list (objects the set does not have are gone) or
-  // AbortLoad() puts back the state BeginLoad remembered, as if the load had never begun (the
-  // file turned out not to be a List, cut short, or with no good item). Remembering costs
-  // nothing up front: the published maps are persistent, so the old versions are shared, and
-  // the writer-side indexes note an entry's old value when it first changes. Publish only
-  // after EndLoad or AbortLoad (between them the state is half old, half new). The
-  // multicluster zones are not part of a load: give their lists (multicluster().Replace*)
-  // once the load is known to be good, before EndLoad.
+  // a list of each ListKind, then the Upsert* of every object of the set, then EndLoad()
+  // ends every list (objects the set does not have are gone). A load cannot be undone: the
+  // source delivers only a set it has checked (ObjectsFileSource's validating pass), so
+  // between the two every object is in its old or its new version, never half of each, and
+  // the state may be published at any time, as during a list (PublishDue). That is what
+  // keeps a load that changes everything from holding the old tree and the new one at once:
+  // the old records are freed as the load goes, once the readers have moved on. AbortLoad()
+  // instead of EndLoad(): the set will not be completed (the file changed under the
+  // source): every list closes and nothing is deleted, so what was delivered stays in its
+  // new version and the rest in its old one. The multicluster zones are not part of a load:
+  // give their lists (multicluster().Replace*) before EndLoad.
   void BeginLoad();
   void EndLoad();
   void AbortLoad();
-  bool loading() const { return saved_.has_value(); }
+  bool loading() const { return loading_; }
+
+  // A list or a load is open and at least list_publish_bytes of new records wait
+  // unpublished: publish now, so that the records they replace can be freed.
+  bool PublishDue() const;
 
   void MarkSynced() { synced_ = true; }
 
@@ -253,10 +214,10 @@ class RecordTreeWriter {
   bool synced_ = false;
   // Writer-side indexes (not published): which service each slice belongs to
   // ("ns/slice" → service name), and which slices each v1 Endpoints object produced.
-  UndoableIndex<std::string> slice_owner_;
-  UndoableIndex<std::vector<std::string>> endpoints_slices_;
+  std::unordered_map<std::string, std::string> slice_owner_;
+  std::unordered_map<std::string, std::vector<std::string>> endpoints_slices_;
   // "ns/pod" → the IPs that pod adds to pod_ips_.
-  UndoableIndex<std::vector<IpAddress>> pods_;
+  std::unordered_map<std::string, std::vector<IpAddress>> pods_;
   // By ListKind, while a list of the kind is open: the "ns/name" keys of the kind at
   // BeginList, sorted, and which of them the list has delivered since (the others are
   // deleted at EndList). A sorted array and a bit per object, not a hash set: a re-LIST or
@@ -266,14 +227,9 @@ class RecordTreeWriter {
     std::vector<bool> listed;
   };
   std::array<std::optional<Unlisted>, 4> unlisted_;
-  // While a load is open: the published state at BeginLoad (the indexes keep their own).
-  struct Saved {
-    Snapshot::Namespaces namespaces;
-    Snapshot::Reverse reverse;
-    Snapshot::PodIps pod_ips;
-    Snapshot::Stats stats;
-  };
-  std::optional<Saved> saved_;
+  bool loading_ = false;
+  const uint64_t list_publish_bytes_;
+  uint64_t unpublished_bytes_ = 0;  // ModelBytes of the records stored since the last Publish
 };
 
 // "label.name.ns" (or "name.ns" when the label is empty) into `buffer`; empty when it does

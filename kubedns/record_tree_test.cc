@@ -446,8 +446,9 @@ TEST_CASE("random changes applied one by one answer as the same objects loaded a
 
 namespace kdns::kubedns {
 
-TEST_CASE("a load ends like a complete set, and an aborted load leaves the tree as it was",
-          "[kubedns][record_tree]") {
+TEST_CASE(
+    "a load ends like a complete set; an aborted one keeps what it delivered, deleting nothing",
+    "[kubedns][record_tree]") {
   auto legacy = k8s::DecodeEndpoints(R"({"metadata":{"name":"legacy","namespace":"ns"},
     "subsets":[{"addresses":[{"ip":"10.0.6.1"}]}]})");
   REQUIRE(legacy.ok());
@@ -466,19 +467,12 @@ TEST_CASE("a load ends like a complete set, and an aborted load leaves the tree 
   REQUIRE(good->stats().services == 3);
   REQUIRE(good->stats().endpoints == 2);
 
-  // Everything a bad file could do before it turned out bad: change, add, move a slice,
-  // replace the Endpoints' subsets, change a pod's IPs, delete.
+  // A load that stops after changing and adding some objects (its file changed under the
+  // source): those are in their new version, the rest in their old one, nothing is deleted.
   writer.BeginLoad();
   writer.UpsertService(ClusterIp("ns", "api", "10.96.3.2"));
   writer.UpsertService(ClusterIp("ns", "new", "10.96.3.3"));
-  writer.UpsertSlice(Slice("ns", "web-1", "new", {"10.0.8.2"}));
   writer.UpsertSlice(Slice("ns", "new-1", "new", {"10.0.8.3"}));
-  auto moved = k8s::DecodeEndpoints(R"({"metadata":{"name":"legacy","namespace":"ns"},
-    "subsets":[{"addresses":[{"ip":"10.0.6.2"}]},{"addresses":[{"ip":"10.0.6.3"}]}]})");
-  REQUIRE(moved.ok());
-  writer.UpsertEndpoints(moved.value());
-  writer.UpsertPod(MakePod("ns", "web-0", "Running", {"10.0.8.9"}));
-  writer.DeleteService("ns", "web");
   writer.AbortLoad();
   CHECK_FALSE(writer.loading());
   for (auto kind : {RecordTreeWriter::ListKind::kServices, RecordTreeWriter::ListKind::kSlices,
@@ -486,33 +480,56 @@ TEST_CASE("a load ends like a complete set, and an aborted load leaves the tree 
     CHECK_FALSE(writer.listing(kind));
   }
   auto kept = writer.Publish();
-  for (const char* name : {"web", "api", "legacy"}) {
-    INFO(name);
-    CHECK(kept->FindService("ns", name) == good->FindService("ns", name));  // the same records
-  }
-  CHECK(kept->FindService("ns", "new") == nullptr);
-  CHECK(kept->stats().services == 3);
-  CHECK(kept->stats().endpoints == 2);
-  CHECK(kept->stats().records_bytes == good->stats().records_bytes);
-  CHECK(Ptr(*kept, "10.96.3.1") == "api.ns");
+  CHECK(kept->FindService("ns", "web") == good->FindService("ns", "web"));  // the same records
+  CHECK(kept->FindService("ns", "legacy") == good->FindService("ns", "legacy"));
+  CHECK(kept->FindService("ns", "new") != nullptr);
+  CHECK(kept->stats().services == 4);
+  CHECK(kept->stats().endpoints == 3);
+  CHECK(Ptr(*kept, "10.96.3.1").empty());
+  CHECK(Ptr(*kept, "10.96.3.2") == "api.ns");
   CHECK(Ptr(*kept, "10.0.8.1") == "10-0-8-1.web.ns");
-  CHECK(Ptr(*kept, "10.0.8.2").empty());
   CHECK(HasPod(*kept, "ns", "10.0.8.1"));
-  CHECK_FALSE(HasPod(*kept, "ns", "10.0.8.9"));
 
-  // The writer-side indexes came back too: the next load removes exactly what it lacks.
+  // The next load removes exactly what it lacks.
   writer.BeginLoad();
   writer.UpsertService(Headless("ns", "web"));
   writer.UpsertService(Headless("ns", "legacy"));
   writer.EndLoad();
   auto next = writer.Publish();
   CHECK(next->FindService("ns", "api") == nullptr);
+  CHECK(next->FindService("ns", "new") == nullptr);
   CHECK(next->FindService("ns", "web")->hosts().empty());  // its slice is gone with the set
   CHECK(next->FindService("ns", "legacy")->hosts().empty());
   CHECK(next->stats().endpoints == 0);
   CHECK(next->stats().pod_ips == 0);
   CHECK(Ptr(*next, "10.0.8.1").empty());
   CHECK(Ptr(*next, "10.0.6.1").empty());
+}
+
+TEST_CASE("a publish is due inside a list once enough new records wait, never outside one",
+          "[kubedns][record_tree]") {
+  RecordTreeWriter writer(/*list_publish_bytes=*/1);
+  writer.UpsertService(ClusterIp("ns", "api", "10.96.3.1"));
+  CHECK_FALSE(writer.PublishDue());  // no list open: single changes publish anyway
+  writer.Publish();
+  writer.BeginLoad();
+  CHECK_FALSE(writer.PublishDue());  // nothing new yet
+  writer.UpsertService(ClusterIp("ns", "api", "10.96.3.1"));
+  CHECK_FALSE(writer.PublishDue());  // unchanged: its records are shared, nothing new
+  writer.UpsertService(ClusterIp("ns", "api", "10.96.3.2"));
+  CHECK(writer.PublishDue());
+  auto middle = writer.Publish();
+  CHECK_FALSE(writer.PublishDue());
+  CHECK(Ptr(*middle, "10.96.3.2") == "api.ns");
+  writer.EndLoad();
+  writer.UpsertService(ClusterIp("ns", "web", "10.96.3.5"));
+  CHECK_FALSE(writer.PublishDue());
+
+  RecordTreeWriter large;  // the default: a few small services are not worth a publish
+  large.BeginList(RecordTreeWriter::ListKind::kServices);
+  large.UpsertService(ClusterIp("ns", "api", "10.96.3.1"));
+  CHECK_FALSE(large.PublishDue());
+  large.EndList(RecordTreeWriter::ListKind::kServices);
 }
 
 }  // namespace kdns::kubedns

@@ -31,11 +31,13 @@ class RecordSink {
   // The whole state of every kind, streamed as it is decoded, so the set is never held
   // whole (RecordTreeWriter::BeginLoad): BeginLoad(), the Upsert* call of each object of the
   // set (Pods included; sinks that do not verify pod records ignore them), the multicluster
-  // zones' complete lists (Replace*, below) once the set is known to be good, then EndLoad():
-  // objects missing from the set are gone, and the sink publishes once. Or AbortLoad()
-  // instead (the set turned out bad: not a List, cut short, no item decoded): the sink
-  // forgets every change since BeginLoad and keeps serving what it had. Nothing of a load is
-  // published before its EndLoad.
+  // zones' complete lists (Replace*, below), then EndLoad(): objects missing from the set are
+  // gone, and the sink publishes. A source delivers only a set it has checked to be good
+  // (ObjectsFileSource's validating pass), so a load is never undone, and the sink may
+  // publish during it (each object then in its old or its new version, as during a watch):
+  // that lets a load that changes everything free the old records as it goes. AbortLoad()
+  // instead of EndLoad(): the set changed under the source and will not be completed; what
+  // was delivered stays, nothing is deleted, the sink publishes, and the source reads again.
   virtual void BeginLoad() = 0;
   virtual void EndLoad() = 0;
   virtual void AbortLoad() = 0;
@@ -43,8 +45,9 @@ class RecordSink {
   // A complete list of one kind, streamed as it is decoded, so the list is never held whole:
   // BeginList(kind), the kind's Upsert* call for each listed object, then EndList(kind):
   // objects of the kind not upserted since BeginList are gone (RecordTreeWriter::BeginList).
-  // The sink publishes at EndList, not for each listed object; a change of another kind
-  // meanwhile may publish a list not yet finished, where every object is whole.
+  // The sink publishes at EndList, not for each listed object, and on the way when much has
+  // changed (RecordTreeWriter::PublishDue); a change of another kind meanwhile may publish
+  // too. A list not yet finished shows every object whole, in its old or its new version.
   virtual void BeginList(RecordTreeWriter::ListKind kind) = 0;
   virtual void EndList(RecordTreeWriter::ListKind kind) = 0;
 

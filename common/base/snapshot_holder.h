@@ -5,7 +5,11 @@
 // reader thread keeps a Reader, which holds its own copy of the pointer and the generation
 // it saw. Get() costs one atomic load while nothing changed; after a publish, the next
 // Get() takes the mutex once to copy the new pointer (model: PowerDNS pdns/sholder.hh).
-// An old snapshot is freed when the last Reader has moved past it.
+// An old snapshot is freed when the last Reader has moved past it. A Reader moves on only
+// when its thread calls Get(), so a thread that goes idle would keep the snapshot it last
+// saw alive indefinitely (a whole record tree, after a reload that changed everything): a
+// thread that waits calls Release() first, and its next Get() takes the current snapshot
+// again (one mutex and one reference count per release, never per read).
 //
 // Thread-safety: Publish and Current from any thread; each Reader belongs to one thread.
 #pragma once
@@ -54,7 +58,18 @@ class SnapshotHolder {
       return local_.get();
     }
 
+    // Lets go of this thread's copy, so that it does not keep an old snapshot alive while
+    // the thread is idle; the next Get() takes the current one. Pointers Get() returned are
+    // invalid afterwards. When it was the last holder, the snapshot is freed here, on this
+    // thread.
+    void Release() {
+      local_.reset();
+      seen_ = kReleased;
+    }
+
    private:
+    // No generation: Publish counts up from 0, and 2^64 publishes do not happen.
+    static constexpr uint64_t kReleased = UINT64_MAX;
     const SnapshotHolder& holder_;
     std::shared_ptr<const T> local_;
     uint64_t seen_ = 0;

@@ -29,6 +29,38 @@ TEST_CASE("a reader sees each published value and keeps its copy alive", "[snaps
   CHECK(holder.generation() == 2);
 }
 
+TEST_CASE("a reader that released does not keep an old snapshot alive", "[snapshot_holder]") {
+  SnapshotHolder<int> holder;
+  SnapshotHolder<int>::Reader idle(holder);
+  SnapshotHolder<int>::Reader busy(holder);
+  holder.Publish(std::make_shared<const int>(1));
+  REQUIRE(*idle.Get() == 1);
+  REQUIRE(*busy.Get() == 1);
+  std::weak_ptr<const int> first = holder.Current();
+  CHECK(first.use_count() == 3);  // the holder and both readers
+  idle.Release();
+  CHECK(first.use_count() == 2);
+  holder.Publish(std::make_shared<const int>(2));
+  CHECK(*busy.Get() == 2);
+  CHECK(first.expired());  // the idle reader, released, does not pin generation 1
+  std::weak_ptr<const int> second = holder.Current();
+  CHECK(second.use_count() == 2);  // the holder and the busy reader only
+  CHECK(*idle.Get() == 2);         // the next Get takes the current snapshot again
+  CHECK(second.use_count() == 3);
+  idle.Release();
+  idle.Release();  // twice is harmless
+  CHECK(*idle.Get() == 2);
+}
+
+TEST_CASE("a reader released before the first publish still sees nothing", "[snapshot_holder]") {
+  SnapshotHolder<int> holder;
+  SnapshotHolder<int>::Reader reader(holder);
+  reader.Release();
+  CHECK(reader.Get() == nullptr);
+  holder.Publish(std::make_shared<const int>(7));
+  CHECK(*reader.Get() == 7);
+}
+
 TEST_CASE("readers on other threads always see a whole, increasing value", "[snapshot_holder]") {
   struct Pair {
     int a;

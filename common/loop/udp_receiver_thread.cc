@@ -144,6 +144,7 @@ void UdpReceiverThread::Run() {
 // With a group, only the leader reads the socket.
 bool UdpReceiverThread::TakeLead() {
   if (options_.group == nullptr || leading_) return true;
+  CallIdle();  // a follower may wait long for the lead
   if (!options_.group->Lead(stop_)) return false;
   leading_ = true;
   return true;
@@ -159,7 +160,20 @@ void UdpReceiverThread::GiveUpLead() {
 // False on the timeout or EINTR.
 bool UdpReceiverThread::WaitForDatagrams() {
   pollfd ready{.fd = options_.fd, .events = POLLIN, .revents = 0};
-  return poll(&ready, 1, options_.wake_ms) > 0;
+  const int result = poll(&ready, 1, options_.wake_ms);
+  if (result == 0) CallIdle();  // nothing for wake_ms
+  return result > 0;
+}
+
+void UdpReceiverThread::CallIdle() const {
+  if (!calls_.idle) return;
+  try {
+    calls_.idle();
+  } catch (const std::exception& e) {
+    LOG_EVERY_N(ERROR, 100) << "UdpSocket idle call threw: " << e.what();
+  } catch (...) {
+    LOG_EVERY_N(ERROR, 100) << "UdpSocket idle call threw a non-std exception";
+  }
 }
 
 // One recvmmsg. Blocking: waits for the first datagram (up to SO_RCVTIMEO), then takes what
@@ -181,6 +195,7 @@ int UdpReceiverThread::ReceiveBatch() {
       if (flags >= 0 && (flags & O_NONBLOCK) != 0) {
         fcntl(options_.fd, F_SETFL, flags & ~O_NONBLOCK);
       }
+      CallIdle();  // nothing for wake_ms (SO_RCVTIMEO)
     }
     return 0;
   }

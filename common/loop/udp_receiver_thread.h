@@ -95,11 +95,17 @@ class UdpReceiverThread {
                            std::span<uint8_t> out, UdpHandoffNote* note)>;
   // Makes one note; called when the thread starts and as the handoff queue grows.
   using MakeNote = std::function<std::unique_ptr<UdpHandoffNote>()>;
-  // What the thread calls: the FastPath for every datagram, and make_note (optional) for
-  // the notes it passes the FastPath.
+  // Called on the receiver thread before it waits with nothing to answer: when no datagram
+  // came for wake_ms, and before it waits for the lead of its group. The FastPath's state
+  // lets go of what an idle thread must not keep (SnapshotHolder::Reader::Release). Must
+  // not block; an exception is logged and ignored.
+  using Idle = std::function<void()>;
+  // What the thread calls: the FastPath for every datagram, make_note (optional) for the
+  // notes it passes the FastPath, and idle (optional).
   struct Calls {
     FastPath fast_path;
     MakeNote make_note;
+    Idle idle;
   };
   // Room for one FastPath reply.
   static constexpr size_t kFastReplyBytes = 4096;
@@ -162,6 +168,7 @@ class UdpReceiverThread {
   bool TakeLead();
   void GiveUpLead();
   bool WaitForDatagrams();
+  void CallIdle() const;
   int ReceiveBatch();
   void ShareLeadIfBacklog(int received);
   void AnswerOnThread(int received);

@@ -157,7 +157,8 @@ bool UdpSocket::StartReceiverThread(ReceiverThreadCalls calls, std::string* erro
   options.group = options_.receiver_group;
   options.handoff_ready = handoff_async_.get();
   receiver_ = UdpReceiverThread::Start(
-      options, {std::move(calls.fast_path), std::move(calls.make_note)}, error);
+      options, {std::move(calls.fast_path), std::move(calls.make_note), std::move(calls.idle)},
+      error);
   if (receiver_ == nullptr) {
     handoff_async_.Reset();
     return false;

@@ -116,6 +116,7 @@ class UdpSocket {
   struct ReceiverThreadCalls {
     FastPath fast_path;
     UdpReceiverThread::MakeNote make_note;
+    UdpReceiverThread::Idle idle;
     HandoffCallback on_handoff;
   };
   static constexpr size_t kFastReplyBytes = UdpReceiverThread::kFastReplyBytes;

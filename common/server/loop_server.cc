@@ -207,6 +207,7 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
       return reply.size();
     };
     calls.make_note = [] { return std::make_unique<AdmittedDatagram>(); };
+    calls.idle = [handler] { handler->ReleaseReceiverSnapshots(); };
     calls.on_handoff = [self](std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                               const loop::UdpReplyContext& reply_context,
                               loop::UdpHandoffNote* note) {
@@ -218,6 +219,12 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
       return nullptr;
     }
   }
+  // Unref'd: releasing snapshots is no reason to keep the loop running.
+  CHECK_EQ(server->release_prepare_.Open(
+               self, [&](uv_prepare_t* h) { return uv_prepare_init(loop.get(), h); }),
+           0);
+  uv_prepare_start(server->release_prepare_.get(), &LoopServer::OnPrepare);
+  uv_unref(reinterpret_cast<uv_handle_t*>(server->release_prepare_.get()));
   server->mirror_timer_.StartRepeating(kMirrorIntervalMs, [self] { self->MirrorSocketStats(); });
   if (options.clients != nullptr && options.clients->enabled()) {
     server->clients_timer_.StartRepeating(ClientLimiter::kTickNs / 1'000'000,
@@ -242,6 +249,7 @@ LoopServer::LoopServer(loop::Loop& loop, const Options& options, ThreadStats& st
 LoopServer::~LoopServer() {
   // The receiver thread calls into the handler.
   if (udp_ != nullptr) udp_->StopReceiverThread();
+  release_prepare_.Reset();
   // Responders the handler holds drop into connections that still exist.
   handler_.reset();
   MirrorSocketStats();
@@ -477,6 +485,21 @@ void LoopServer::TickClients() {
     socket_drops_ = drops;
   }
   options_.clients->Tick(SteadyNowNs(), backlog ? Overload::kReceiveBacklog : Overload::kNone);
+}
+
+// Only when the loop may block: an iteration that goes straight on (pending work, a
+// timer due) keeps the thread's snapshot, so a busy loop pays nothing.
+void LoopServer::OnPrepare(uv_prepare_t* handle) noexcept {
+  auto* self = static_cast<LoopServer*>(handle->data);
+  if (self == nullptr || self->handler_ == nullptr) return;
+  if (uv_backend_timeout(handle->loop) == 0) return;
+  try {
+    self->handler_->ReleaseSnapshots();
+  } catch (const std::exception& e) {
+    LOG_EVERY_N(ERROR, 100) << "ReleaseSnapshots threw: " << e.what();
+  } catch (...) {
+    LOG_EVERY_N(ERROR, 100) << "ReleaseSnapshots threw a non-std exception";
+  }
 }
 
 void LoopServer::MirrorSocketStats() {

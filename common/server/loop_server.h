@@ -10,7 +10,10 @@
 // own, which admits each datagram, answers what the handler's AnswerOnReceiverThread can
 // answer and hands the rest to this loop with their admission (an AdmittedDatagram, the
 // socket's handoff note), which HandleQuery then gets as it is. The destructor stops that
-// thread before anything else.
+// thread before anything else. A thread about to wait idle (this loop before it blocks, a
+// uv_prepare_t; the receiver thread when no datagram came for receiver_wake_ms) tells the
+// handler to let go of its snapshots (QueryHandler::ReleaseSnapshots), so that an idle
+// server does not keep replaced state alive.
 //
 // DNS over TCP is held to TcpOptions' limits: the frame and idle timeouts (in
 // DnsTcpConnection), the process-wide and per-source connection caps (at a cap this thread's
@@ -46,6 +49,7 @@
 #include <vector>
 
 #include "common/loop/dns_tcp_connection.h"
+#include "common/loop/handle.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/socket_util.h"
@@ -212,6 +216,8 @@ class LoopServer {
   void MirrorSocketStats();
   // Reports this socket's receive backlog to the ClientLimiter.
   void TickClients();
+  // Before the loop waits: the handler releases its snapshots (QueryHandler::ReleaseSnapshots).
+  static void OnPrepare(uv_prepare_t* handle) noexcept;
 
   loop::Loop& loop_;
   Options options_;
@@ -226,7 +232,8 @@ class LoopServer {
   uint64_t next_connection_id_ = 1;
   loop::Timer mirror_timer_;
   loop::Timer clients_timer_;
-  uint32_t socket_drops_ = 0;  // SK_MEMINFO_DROPS at the last TickClients
+  uint32_t socket_drops_ = 0;                     // SK_MEMINFO_DROPS at the last TickClients
+  loop::UvHandle<uv_prepare_t> release_prepare_;  // calls OnPrepare; unref'd
   // Destroyed first (see the destructor).
   std::unique_ptr<QueryHandler> handler_;
 };

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/loop/loop_test_util.h"
@@ -248,6 +249,45 @@ TEST_CASE("With a receiver thread, the handler answers on it first and the loop 
   CHECK(s.udp_replies == 10);
   CHECK(s.tcp_queries == 1);
   server.reset();  // stops the receiver thread before the handler goes
+  RequireClosesClean(loop);
+}
+
+// Counts the calls that tell it to let go of its snapshots, and on which thread they came.
+class ReleasingHandler : public QueryHandler {
+ public:
+  void HandleQuery(Request& request) override { CHECK(testing::ReplyEcho(request)); }
+  void ReleaseSnapshots() override {
+    ++loop_releases;
+    if (std::this_thread::get_id() != loop_thread) loop_release_elsewhere = true;
+  }
+  void ReleaseReceiverSnapshots() override {
+    ++receiver_releases;
+    if (std::this_thread::get_id() == loop_thread) receiver_release_on_loop = true;
+  }
+  const std::thread::id loop_thread = std::this_thread::get_id();
+  int loop_releases = 0;
+  bool loop_release_elsewhere = false;
+  std::atomic<int> receiver_releases{0};
+  std::atomic<bool> receiver_release_on_loop{false};
+};
+
+TEST_CASE("An idle server tells its handler to release its snapshots, on each of its threads",
+          "[server]") {
+  loop::Loop loop;
+  ThreadStats stats;
+  ReleasingHandler* handler = nullptr;
+  LoopServer::Options options;
+  options.udp.receiver_thread = true;
+  auto server = StartWith(loop, options, stats, &handler);
+  UdpClient udp(server->udp_address());
+  REQUIRE(udp.Send(MakeQuery(1)));
+  REQUIRE(RunUntil(loop, [&] { return udp.TryReceive().has_value(); }));
+  // Nothing more comes: the loop waits, and the receiver thread's receive times out.
+  REQUIRE(RunUntil(
+      loop, [&] { return handler->loop_releases >= 1 && handler->receiver_releases.load() >= 1; }));
+  CHECK_FALSE(handler->loop_release_elsewhere);
+  CHECK_FALSE(handler->receiver_release_on_loop);
+  server.reset();
   RequireClosesClean(loop);
 }
 

@@ -168,6 +168,16 @@ class QueryHandler {
   // HandleQuery or a Reply; must not throw.
   virtual void OnConnectionClosed(uint64_t connection_id) { (void)connection_id; }
 
+  // Called on the serving thread before its loop waits for events (LoopServer's
+  // uv_prepare_t), never inside a query: the handler lets go of its thread's copies of
+  // shared snapshots (SnapshotHolder::Reader::Release), so that an idle thread does not keep
+  // an old one alive; the first query after the wait takes the current one again (one
+  // mutex per wake, not per query). Must not block or throw.
+  virtual void ReleaseSnapshots() {}
+  // The same on the UDP receiver thread (with UdpOptions::receiver_thread), called when no
+  // datagram came for receiver_wake_ms. Must not block or throw.
+  virtual void ReleaseReceiverSnapshots() {}
+
   // The UDP fast path, with UdpOptions::receiver_thread: called on the UDP socket's
   // receiver thread for every admitted datagram (admission.h; the rest go to HandleQuery)
   // before the serving thread sees it, concurrently with HandleQuery. Writes a whole reply

@@ -8,7 +8,8 @@ and compute names and addresses without asking the fake:
   every fifth one (i % 5 == 0, with the default 20%) is headless, the others have the
   ClusterIP `cluster_ip(i)` (10.96.1.0 upwards); each has one port `http` 80 -> 8080/TCP.
 - service i has `endpoint_count(spec, i)` endpoints, addresses `endpoint_ip(n)` for
-  consecutive n from `first_endpoint(spec, i)` (10.128.0.0 upwards), split into slices
+  consecutive n from `first_endpoint(spec, i)` (10.128.0.0 upwards; `endpoint_shift` added
+  to n moves every address, as a cluster whose pods were all replaced), split into slices
   `svc-<i>-<k>` of at most `max_endpoints_per_slice` (100, the EndpointSlice
   controller's default) each, shaped as that controller writes them (labels, owner
   reference, conditions, nodeName, targetRef to a pod).
@@ -25,7 +26,7 @@ import shapes
 
 DEFAULTS = {"services": 1000, "endpoints_per_service": 10, "headless_percent": 20,
             "services_per_namespace": 100, "namespace_prefix": "gen",
-            "max_endpoints_per_slice": 100, "nodes": 50}
+            "max_endpoints_per_slice": 100, "nodes": 50, "endpoint_shift": 0}
 CHURN_IP_BASE = (10 << 24) | (160 << 16)
 PROBE_IP_BASE = (10 << 24) | (240 << 16)
 MAX_CHURN_RATE = 100000
@@ -59,8 +60,8 @@ def parse_spec(body):
     for key in ("services_per_namespace", "max_endpoints_per_slice", "nodes"):
         if spec[key] < 1:
             raise ValueError(f"{key} must be at least 1")
-    if total_endpoints(spec) > 1 << 21:  # 10.128.0.0/11, below the churn addresses
-        raise ValueError("at most 2097152 endpoints in all")
+    if total_endpoints(spec) + spec["endpoint_shift"] > 1 << 21:  # 10.128.0.0/11
+        raise ValueError("at most 2097152 endpoints in all, endpoint_shift included")
     return spec
 
 
@@ -133,7 +134,7 @@ def cluster_objects(spec):
             endpoints = []
             for n in range(first + begin, first + min(count, begin + per_slice)):
                 endpoints.append({
-                    "addresses": [endpoint_ip(n)],
+                    "addresses": [endpoint_ip(n + spec["endpoint_shift"])],
                     "conditions": {"ready": True, "serving": True, "terminating": False},
                     "targetRef": {"kind": "Pod", "namespace": ns,
                                   "name": "%s-%x" % (name, n), "uid": _uid(3, n)},
