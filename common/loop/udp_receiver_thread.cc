@@ -283,7 +283,7 @@ bool UdpReceiverThread::HandOffRest() {
       }
     }
     wake = queued_ == 0;
-    loop_busy_ = queued_ > 0 || taken_ != finished_;
+    loop_busy_ = handoffs_ >= options_.wait_handoffs && (queued_ > 0 || taken_ != finished_);
     ++handed_off_;
     for (size_t h = 0; h < handoffs_; ++h) {
       if (queued_ == queue_.size()) queue_.emplace_back();

@@ -154,6 +154,7 @@ bool UdpSocket::StartReceiverThread(ReceiverThreadCalls calls, std::string* erro
   options.slot_bytes = options_.max_datagram_bytes;
   options.max_handoff = options_.max_handoff;
   options.wake_ms = options_.receiver_wake_ms;
+  options.wait_handoffs = options_.receiver_wait_handoffs;
   options.group = options_.receiver_group;
   options.handoff_ready = handoff_async_.get();
   receiver_ = UdpReceiverThread::Start(

@@ -78,6 +78,11 @@ class UdpSocket {
     // thread waits for the loop, and what arrives meanwhile waits in the socket (an empty
     // queue takes a whole batch, however large).
     size_t max_handoff = 1024;
+    // Receiver thread: a batch that hands off at least this many datagrams to a loop still
+    // busy with earlier ones makes the receiver wait for the loop (see udp_receiver_thread.h,
+    // "Waiting for the loop"). Smaller batches mean a light load, where waiting would only
+    // add a wake-up.
+    size_t receiver_wait_handoffs = 8;
     // Receiver thread: how often a sleeping receiver looks for a stop request (SO_RCVTIMEO
     // of a blocking recvmmsg, the timeout of an inherited socket's poll).
     int receiver_wake_ms = 50;
