@@ -303,16 +303,25 @@ std::string ShiftedCluster(int count, int shift) {
     const std::string ns = "ns-" + std::to_string(i % 10);
     const std::string name = "svc-" + std::to_string(i);
     text += (i == 0 ? "" : ",");
-    text += R"({"apiVersion":"v1","kind":"Service","metadata":{"name":")" + name +
-            R"(","namespace":")" + ns + R"("},"spec":{"clusterIP":")" +
-            ip(10, (96 << 16) + i + shift * 10000) + R"("}},)";
-    text += R"({"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":")" +
-            name + R"(-a","namespace":")" + ns + R"(","labels":{"kubernetes.io/service-name":")" +
-            name + R"("}},"addressType":"IPv4","endpoints":[)";
+    text += R"({"apiVersion":"v1","kind":"Service","metadata":{"name":")";
+    text += name;
+    text += R"(","namespace":")";
+    text += ns;
+    text += R"("},"spec":{"clusterIP":")";
+    text += ip(10, (96 << 16) + i + shift * 10000);
+    text += R"("}},)";
+    text += R"({"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":")";
+    text += name;
+    text += R"(-a","namespace":")";
+    text += ns;
+    text += R"(","labels":{"kubernetes.io/service-name":")";
+    text += name;
+    text += R"("}},"addressType":"IPv4","endpoints":[)";
     for (int j = 0; j < 15; ++j) {
       text += (j == 0 ? "" : ",");
-      text += R"({"addresses":[")" + ip(10, (128 << 16) + i * 15 + j + shift * 100000) +
-              R"("],"conditions":{"ready":true}})";
+      text += R"({"addresses":[")";
+      text += ip(10, (128 << 16) + i * 15 + j + shift * 100000);
+      text += R"("],"conditions":{"ready":true}})";
     }
     text += "]}";
   }
