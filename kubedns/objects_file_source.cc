@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/base/hash.h"
+#include "common/base/unique_fd.h"
 
 namespace kdns::kubedns {
 namespace {
@@ -214,10 +215,7 @@ void ObjectsFileSource::Check() {
     Fail(error);
     return;
   }
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { close(fd); }
-  } closer{fd};
+  const UniqueFd closer(fd);
   // A first pass only hashes (cheap next to decoding), so a `touch` or a rewrite with the same
   // bytes costs no decode and no publish.
   uint64_t hash = 0;

@@ -11,6 +11,7 @@
 #include <map>
 #include <utility>
 
+#include "common/base/unique_fd.h"
 #include "common/upstream/upstream_address.h"
 
 namespace kdns::config {
@@ -19,21 +20,6 @@ namespace {
 constexpr const char* kDataLink = "..data";
 // How often we start over when the kubelet swaps `..data` while we read.
 constexpr int kMaxReadAttempts = 5;
-
-// Closes a file descriptor at scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string Errno(int error_number) { return std::strerror(error_number); }
 
@@ -70,7 +56,7 @@ ReadStatus ReadKey(const std::string& dir, std::string_view name, std::string* o
                    std::string* error) {
   const std::string key(name);
   const std::string path = dir + "/" + key;
-  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) {
     const int open_error = errno;
     if (open_error == ENOENT) return ReadStatus::kMissing;
