@@ -537,11 +537,15 @@ void RecordTreeWriter::EndList(ListKind kind) {
   }
 }
 
+// Every kind a load lists.
+constexpr RecordTreeWriter::ListKind kAllListKinds[] = {
+    RecordTreeWriter::ListKind::kServices, RecordTreeWriter::ListKind::kSlices,
+    RecordTreeWriter::ListKind::kEndpoints, RecordTreeWriter::ListKind::kPods};
+
 void RecordTreeWriter::BeginLoad() {
   CHECK(!loading_) << "BeginLoad inside a load";
   loading_ = true;
-  for (ListKind kind :
-       {ListKind::kServices, ListKind::kSlices, ListKind::kEndpoints, ListKind::kPods}) {
+  for (ListKind kind : kAllListKinds) {
     BeginList(kind);
   }
 }
@@ -549,8 +553,7 @@ void RecordTreeWriter::BeginLoad() {
 void RecordTreeWriter::EndLoad() {
   CHECK(loading_) << "EndLoad without BeginLoad";
   loading_ = false;
-  for (ListKind kind :
-       {ListKind::kServices, ListKind::kSlices, ListKind::kEndpoints, ListKind::kPods}) {
+  for (ListKind kind : kAllListKinds) {
     EndList(kind);
   }
 }
