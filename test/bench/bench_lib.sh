@@ -6,8 +6,11 @@
 #                     KILL after 3 s) and removes $tmp (kept, and said, with KEEP_TMP=1).
 #   tree PID          PID and all its descendants (nsd's xfrd, main and server processes,
 #                     dnsmasq's TCP forks).
-#   free_port         a loopback port free for both UDP and TCP (the servers bind both).
-#   cpu_seconds PID   CPU seconds (utime+stime) of a process tree, from the kernel's accounting.
+#   free_port [N]     N (default 1) distinct loopback ports free for both UDP and TCP (the
+#                     servers bind both), from the Python benches' free_ports.
+#   cpu_ticks PID     "user sys": the clock ticks (utime, stime) of a process tree, from the
+#                     kernel's accounting.
+#   cpu_seconds PID   CPU seconds (utime+stime) of a process tree.
 #   hz                the kernel's clock ticks per second (/proc/PID/stat counts in them).
 
 bench_start() {
@@ -47,30 +50,27 @@ bench_cleanup() {
   fi
 }
 
+bench_lib_dir=$(dirname "${BASH_SOURCE[0]}")
 free_port() {
-  /usr/bin/python3 - <<'PY'
-import socket
-while True:
-    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    t.bind(("127.0.0.1", 0))
-    port = t.getsockname()[1]
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        u.bind(("127.0.0.1", port))
-    except OSError:
-        continue
-    print(port)
-    break
-PY
+  PYTHONPATH="$bench_lib_dir" /usr/bin/python3 -c \
+    'import sys; from kubedns_api_bench_lib import free_ports; print(*free_ports(int(sys.argv[1])))' \
+    "${1:-1}"
 }
 
 hz=$(getconf CLK_TCK)
-cpu_seconds() {
-  local total=0 p ticks
+cpu_ticks() {
+  local user=0 sys=0 p u s
   for p in $(tree "$1"); do
     # Fields after the ")" of the command name: state is $1, utime $12, stime $13.
-    ticks=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}') || continue
-    total=$((total + ${ticks:-0}))
+    read -r u s < <(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12, $13}') ||
+      continue
+    user=$((user + ${u:-0}))
+    sys=$((sys + ${s:-0}))
   done
-  awk -v t="$total" -v hz="$hz" 'BEGIN {printf "%.2f", t / hz}'
+  echo "$user $sys"
+}
+cpu_seconds() {
+  local user sys
+  read -r user sys < <(cpu_ticks "$1")
+  awk -v t=$((user + sys)) -v hz="$hz" 'BEGIN {printf "%.2f", t / hz}'
 }

@@ -184,39 +184,7 @@ print("generated: %d services (%d headless), %d endpoints, %d zone records, 5000
 PY
 
 # Free loopback ports (UDP and TCP both free).
-read -r dns_k healthz_k metrics_k dns_n dns_b healthz_b metrics_b < <(/usr/bin/python3 - <<'PY'
-import socket
-ports, held = [], []
-while len(ports) < 7:
-    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    t.bind(("127.0.0.1", 0))
-    port = t.getsockname()[1]
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        u.bind(("127.0.0.1", port))
-    except OSError:
-        t.close()
-        continue
-    held += [t, u]
-    ports.append(port)
-print(*ports)
-PY
-)
-
-# CPU ticks "utime stime" of a process and all its descendants (nsd's main and server
-# processes; kubedns's threads are in its own line).
-cpu_ticks() {
-  local pid=$1 user=0 sys=0 p fields
-  for p in $(tree "$pid"); do
-    [[ -r /proc/$p/stat ]] || continue
-    # Fields after the ")" of the command name: state is $1, utime $12, stime $13.
-    fields=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null) || continue
-    read -r u s <<<"$(awk '{print $12, $13}' <<<"$fields")"
-    user=$((user + u))
-    sys=$((sys + s))
-  done
-  echo "$user $sys"
-}
+read -r dns_k healthz_k metrics_k dns_n dns_b healthz_b metrics_b < <(free_port 7)
 
 # Wake-ups of a process and its descendants: the voluntary context switches of all their
 # threads (each is a sleep in epoll_wait, recvmmsg or poll, and the wake-up after it). At a
