@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/loop/loop_test_util.h"
+#include "common/loop/socket_test_util.h"
 #include "common/loop/udp_test_util.h"
 
 namespace kdns::loop {
@@ -341,30 +342,6 @@ TEST_CASE("Handoffs wait while receiving is paused; beyond the bound, datagrams 
   testing::RequireClosesClean(loop);
 }
 
-// A blocking client socket on a thread of its own, so the loop thread can be held up in a
-// callback while datagrams keep arriving.
-class ThreadClient {
- public:
-  ThreadClient() : fd_(socket(AF_INET, SOCK_DGRAM, 0)) {
-    timeval timeout{.tv_sec = 0, .tv_usec = 20'000};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  }
-  ~ThreadClient() { close(fd_); }
-  void Send(const std::string& text, const SocketAddress& to) const {
-    REQUIRE(sendto(fd_, text.data(), text.size(), 0, to.sockaddr_ptr(), to.sockaddr_len()) ==
-            static_cast<ssize_t>(text.size()));
-  }
-  // A reply waiting within 20 ms, or "".
-  std::string Receive() const {
-    char buffer[512];
-    const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
-    return n > 0 ? std::string(buffer, static_cast<size_t>(n)) : std::string();
-  }
-
- private:
-  int fd_;
-};
-
 // What a client saw while the loop was held in its callback: the loop takes "slow0", then
 // the receiver hands "slow1" off to the busy loop, then "fast" arrives, which the receiver
 // answers itself if it reads on.
@@ -402,8 +379,19 @@ BusyLoopOutcome RunWithBusyLoop(size_t wait_handoffs) {
     std::vector<std::string> replies;
     bool fast_while_busy = false;
     std::atomic<bool> client_done{false};
+    std::atomic<bool> all_sent{true};
+    // Made here (its constructor REQUIREs), used on the client thread below, so the loop
+    // thread can be held up in a callback while datagrams keep arriving.
+    testing::UdpClient client(address);
     std::thread client_thread([&] {
-      ThreadClient client;
+      const auto send = [&](const std::string& text) {
+        if (!client.Send(Bytes(text))) all_sent = false;
+      };
+      // A reply waiting within 20 ms, or "".
+      const auto receive = [&] {
+        const auto reply = client.Receive(20);
+        return reply ? Text(*reply) : std::string();
+      };
       // Bounded waits: a broken receiver fails the checks below instead of hanging the run.
       const auto wait_for = [](const auto& ready) {
         for (int i = 0; i < 10'000 && !ready(); ++i) {
@@ -411,21 +399,21 @@ BusyLoopOutcome RunWithBusyLoop(size_t wait_handoffs) {
         }
       };
       // The loop is idle: this hand-off wakes it, and the loop is then held in its callback.
-      client.Send("slow0", address);
+      send("slow0");
       wait_for([&] { return in_callback.load(); });
       // The loop is busy: the receiver hands this one off and waits for the loop.
-      client.Send("slow1", address);
+      send("slow1");
       wait_for([&] { return probe.calls >= 2; });
       // A datagram the receiver would answer at once, if it were reading.
-      client.Send("fast", address);
+      send("fast");
       for (int i = 0; i < 10; ++i) {
-        std::string reply = client.Receive();
+        std::string reply = receive();
         if (reply == "fast:fast") fast_while_busy = true;
         if (!reply.empty()) replies.push_back(reply);
       }
       release = true;
       for (int i = 0; i < 1000 && replies.size() < 3; ++i) {
-        std::string reply = client.Receive();
+        std::string reply = receive();
         if (!reply.empty()) replies.push_back(reply);
       }
       client_done = true;
@@ -435,6 +423,7 @@ BusyLoopOutcome RunWithBusyLoop(size_t wait_handoffs) {
         loop, [&] { return client_done.load(); }, 30'000);
     client_thread.join();
     CHECK(done);
+    CHECK(all_sent);
     CHECK(probe.calls == 3);
     CHECK(server->stats().handoff_dropped == 0);
     std::sort(replies.begin(), replies.end());

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/loop/socket_address.h"
+#include "common/loop/socket_test_util.h"
 #include "common/server/query_handler.h"
 
 namespace kdns::server::testing {
@@ -71,46 +72,8 @@ inline HandlerFactory EchoFactory() {
   };
 }
 
-// Waits until fd is readable; false on timeout.
-inline bool WaitReadable(int fd, int timeout_ms) {
-  pollfd p{fd, POLLIN, 0};
-  int rc;
-  do {
-    rc = poll(&p, 1, timeout_ms);
-  } while (rc < 0 && errno == EINTR);
-  return rc > 0;
-}
-
-class UdpClient {
- public:
-  explicit UdpClient(const loop::SocketAddress& server) {
-    fd_ = socket(server.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd_ >= 0);
-    REQUIRE(connect(fd_, server.sockaddr_ptr(), server.sockaddr_len()) == 0);
-  }
-  ~UdpClient() { close(fd_); }
-  UdpClient(const UdpClient&) = delete;
-  UdpClient& operator=(const UdpClient&) = delete;
-
-  bool Send(const std::vector<uint8_t>& message) {
-    return send(fd_, message.data(), message.size(), 0) == static_cast<ssize_t>(message.size());
-  }
-  std::optional<std::vector<uint8_t>> TryReceive() {
-    std::vector<uint8_t> buf(65536);
-    ssize_t n = recv(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
-    if (n < 0) return std::nullopt;
-    buf.resize(static_cast<size_t>(n));
-    return buf;
-  }
-  std::optional<std::vector<uint8_t>> Receive(int timeout_ms = 5000) {
-    if (!WaitReadable(fd_, timeout_ms)) return std::nullopt;
-    return TryReceive();
-  }
-  int fd() const { return fd_; }
-
- private:
-  int fd_ = -1;
-};
+using loop::testing::UdpClient;
+using loop::testing::WaitReadable;
 
 // DNS over TCP: two-byte length prefixes (RFC 1035 4.2.2).
 class TcpClient {

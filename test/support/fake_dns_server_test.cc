@@ -95,7 +95,7 @@ TEST_CASE("The fake DNS server's scripts", "[fake_dns_server]") {
   }
   SECTION("silence, and garbage counted apart") {
     REQUIRE(udp.Send(Query("a.example.", 1)));
-    REQUIRE(udp.Send({1, 2, 3}));
+    REQUIRE(udp.Send(std::vector<uint8_t>{1, 2, 3}));
     // Queries are handled in order: the first reply to come is the answer to the third.
     REQUIRE(WaitFor([&] { return server.garbage_count() == 1; }));
     server.set_script(AnswerA(A("192.0.2.1")));
