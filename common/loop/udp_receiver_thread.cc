@@ -80,13 +80,11 @@ void UdpReceiverThread::Stop() {
 
 void UdpReceiverThread::LoopWaiting() {
   if (finished_ == taken_) return;  // both written on this thread: no lock needed to look
-  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     finished_ = taken_;
-    wake = waiting_for_loop_;
   }
-  if (wake) loop_waiting_.notify_one();
+  loop_waiting_.notify_one();  // no system call when nobody waits
 }
 
 std::span<const UdpReceiverThread::Handoff> UdpReceiverThread::TakeHandoffs() {
@@ -316,10 +314,8 @@ void UdpReceiverThread::WaitForLoop() {
     GiveUpLead();  // a sibling whose loop is free reads meanwhile
     lock.lock();
   }
-  waiting_for_loop_ = true;
   loop_waiting_.wait_for(lock, std::chrono::milliseconds(options_.wake_ms),
                          [&] { return finished_ >= mine || stopping(); });
-  waiting_for_loop_ = false;
 }
 
 }  // namespace kdns::loop

@@ -200,7 +200,6 @@ class UdpReceiverThread {
   uint64_t taken_ = 0;
   uint64_t finished_ = 0;
   bool loop_busy_ = false;                // at the last hand-off; guarded by mutex_
-  bool waiting_for_loop_ = false;         // guarded by mutex_
   std::condition_variable loop_waiting_;  // LoopWaiting finished what was taken, or stop
   std::vector<Handoff> draining_;         // the loop thread's
 
