@@ -6,18 +6,19 @@
 // unreachable" comes back as an error, so a dead upstream fails over at once instead of
 // after a timeout. The source is still checked again on every datagram.
 //
-// Built on uv_udp_t rather than loop::UdpSocket: that class is a server socket with a
-// 32-slot recvmmsg buffer (128 KiB) per socket, too heavy for many sockets. Here every
-// UdpClient of a Forwarder receives into one shared buffer (the loop is single-threaded and
-// each datagram is consumed inside its callback). Replies waiting on a socket are read with
-// one recvmmsg (libuv's UV_UDP_RECVMMSG) into as many 64 KiB slices as the buffer holds
-// (kReceiveSliceBytes), not one recvmsg each.
+// Built on a non-blocking fd watched by a loop::FdWatch rather than loop::UdpSocket: that
+// class is a server socket with a 64-slot recvmmsg buffer (256 KiB) per socket, too heavy
+// for many sockets. Here every UdpClient of a Forwarder receives into one shared buffer
+// (the loop is single-threaded and each datagram is consumed inside its callback): one
+// recvmmsg reads the replies waiting on the socket into as many kReceiveSliceBytes slices
+// as the buffer holds. A batch that does not fill the slices drained the socket, so the
+// read stops there (the poll is level-triggered: anything arriving later is reported
+// again) instead of asking once more only to hear EAGAIN, which libuv's uv_udp_t did: a
+// system call per forwarded query.
 //
 // Thread: the loop's thread only. Destroying the UdpClient (also from inside its callback)
 // closes the socket; no callback follows.
 #pragma once
-
-#include <uv.h>
 
 #include <cstdint>
 #include <functional>
@@ -25,6 +26,7 @@
 #include <span>
 #include <string>
 
+#include "common/loop/fd_watch.h"
 #include "common/loop/handle.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
@@ -33,14 +35,14 @@ namespace kdns::upstream {
 
 class UdpClient {
  public:
-  // libuv reads one datagram per slice of this size (its largest); a receive buffer of N
-  // slices reads up to N replies per system call.
+  // One datagram per slice of this size (the largest UDP payload fits); a receive buffer of
+  // N slices reads up to N replies per system call.
   static constexpr size_t kReceiveSliceBytes = 64 * 1024;
 
   // A datagram from the connected peer; valid during the call only.
   using DatagramCallback = std::function<void(std::span<const uint8_t> datagram)>;
-  // A receive error (negative libuv code, e.g. UV_ECONNREFUSED) or a datagram cut short
-  // by the receive buffer (UV_EMSGSIZE).
+  // A receive error (negative libuv code, i.e. -errno, e.g. UV_ECONNREFUSED) or a datagram
+  // cut short by the receive buffer (UV_EMSGSIZE).
   using ErrorCallback = std::function<void(int status)>;
 
   // `receive_buffer` must outlive the UdpClient. nullptr with *error on failure.
@@ -53,22 +55,27 @@ class UdpClient {
   UdpClient(const UdpClient&) = delete;
   UdpClient& operator=(const UdpClient&) = delete;
 
-  // Sends one datagram at once (uv_udp_try_send). 0 or a negative libuv code.
+  // Sends one datagram at once (send with MSG_DONTWAIT). 0 or a negative libuv code
+  // (UV_EAGAIN when the socket buffer is full).
   [[nodiscard]] int Send(std::span<const uint8_t> bytes);
   uint16_t local_port() const;
 
  private:
-  UdpClient(const loop::SocketAddress& peer, std::span<uint8_t> receive_buffer,
-            DatagramCallback on_datagram, ErrorCallback on_error);
-  static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) noexcept;
-  static void OnReceive(uv_udp_t* handle, ssize_t nread, const uv_buf_t* buf, const sockaddr* addr,
-                        unsigned flags) noexcept;
+  // Up to this many recvmmsg batches per readable event, then the loop's other sockets
+  // get their turn.
+  static constexpr int kMaxBatchesPerWakeup = 4;
 
-  loop::UvHandle<uv_udp_t> handle_;
+  UdpClient(int fd, const loop::SocketAddress& peer, std::span<uint8_t> receive_buffer,
+            DatagramCallback on_datagram, ErrorCallback on_error);
+  void OnReadable(int status);
+
+  int fd_;
+  std::unique_ptr<loop::FdWatch> watch_;
   loop::SocketAddress peer_;
   std::span<uint8_t> receive_buffer_;
   DatagramCallback on_datagram_;
   ErrorCallback on_error_;
+  loop::internal::DeathWatch death_watch_;
 };
 
 }  // namespace kdns::upstream
