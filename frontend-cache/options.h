@@ -112,7 +112,9 @@ struct Options {
   uint32_t threads = 0;      // --threads (0: one per usable CPU, cpu_quota.h)
   // --receiver-threads=auto|on|off: a receiver thread per UDP socket that answers cache
   // hits itself, or UDP received on the serving loops (epoll). auto (the default) is on,
-  // for sockets bound here and inherited ones alike (see README.md).
+  // for sockets bound here and inherited ones alike, except that a receiver of its own
+  // (one serving thread) that hands off most datagrams, cache misses, leaves the socket to
+  // its loop until the loop answers most of them from the cache (see README.md).
   ReceiverThreads receiver_threads = ReceiverThreads::kAuto;
   // The cache's bounds (see docs/operators.md, "Limits").
   uint32_t max_cache_ttl_s = kDefaultMaxCacheTtlS;              // --max-cache-ttl (0: no cap)

@@ -65,6 +65,7 @@ void UdpReceiverThread::Stop() {
   }
   room_.notify_all();
   loop_waiting_.notify_all();
+  resumed_.notify_all();
   // A socket that is ours alone: shutting down its read side wakes the thread now. One that
   // others hold too (a parent keeping it for our successor, or sibling threads serving
   // dups of it) must go on serving them: the thread notices within wake_ms.
@@ -85,6 +86,14 @@ void UdpReceiverThread::LoopWaiting() {
     finished_ = taken_;
   }
   loop_waiting_.notify_one();  // no system call when nobody waits
+}
+
+void UdpReceiverThread::Resume() {
+  {
+    std::lock_guard lock(mutex_);
+    yielded_.store(false, std::memory_order_release);
+  }
+  resumed_.notify_one();
 }
 
 std::span<const UdpReceiverThread::Handoff> UdpReceiverThread::TakeHandoffs() {
@@ -108,6 +117,7 @@ UdpReceiverThread::Stats UdpReceiverThread::stats() const {
   stats.errors = LoadRelaxed(errors_);
   stats.fast_answered = LoadRelaxed(fast_answered_);
   stats.handoff_dropped = LoadRelaxed(handoff_dropped_);
+  stats.yields = LoadRelaxed(yields_);
   return stats;
 }
 
@@ -135,6 +145,7 @@ void UdpReceiverThread::Run() {
       if (!HandOffRest()) break;
       WaitForLoop();
     }
+    if (ShouldYield(received)) YieldToLoop();
   }
   GiveUpLead();  // to a sibling that is still serving
 }
@@ -316,6 +327,33 @@ void UdpReceiverThread::WaitForLoop() {
   }
   loop_waiting_.wait_for(lock, std::chrono::milliseconds(options_.wake_ms),
                          [&] { return finished_ >= mine || stopping(); });
+}
+
+// Counts the window's datagrams; at its end, whether the thread handed off enough of them
+// to leave the socket to the loop (see the header: "Yielding to the loop").
+bool UdpReceiverThread::ShouldYield(int received) {
+  if (options_.yield_window == 0 || options_.group != nullptr) return false;
+  window_received_ += static_cast<size_t>(received);
+  window_handed_off_ += handoffs_;
+  if (window_received_ < options_.yield_window) return false;
+  const bool yield = window_handed_off_ * 100 >= window_received_ * options_.yield_handoff_percent;
+  window_received_ = 0;
+  window_handed_off_ = 0;
+  return yield;
+}
+
+// Stops reading, wakes the loop to read in its place, and sleeps until it gives the socket
+// back (Resume) or the thread stops.
+void UdpReceiverThread::YieldToLoop() {
+  {
+    std::lock_guard lock(mutex_);
+    yielded_.store(true, std::memory_order_release);
+  }
+  AddSingleWriter(yields_);
+  uv_async_send(options_.handoff_ready);
+  CallIdle();  // asleep for as long as the misses last
+  std::unique_lock lock(mutex_);
+  resumed_.wait(lock, [&] { return !yielded_.load(std::memory_order_relaxed) || stopping(); });
 }
 
 }  // namespace kdns::loop

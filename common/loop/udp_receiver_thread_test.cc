@@ -447,5 +447,130 @@ TEST_CASE("A hand-off smaller than wait_handoffs does not wait for the busy loop
   CHECK(outcome.replies == std::vector<std::string>{"echo:slow0", "echo:slow1", "fast:fast"});
 }
 
+// Yielding to the loop: a server whose loop answers at once only when `answer_now` is set
+// (otherwise it keeps the datagram, as a forwarder waits for its upstream), behind
+// FastPathProbe's fast path ("f..." answered on the receiver, the rest handed off).
+struct YieldingServer {
+  explicit YieldingServer(Loop& loop, size_t window) {
+    UdpSocket::Options options;
+    options.receiver_yield_window = window;
+    std::string error;
+    socket = UdpSocket::Bind(
+        loop, *SocketAddress::Parse("127.0.0.1:0"), options,
+        [this](std::span<const uint8_t> datagram, const SocketAddress& peer,
+               const UdpSocket::ReplyContext& ctx) {
+          ++delivered;
+          if (answer_now) socket->Send(Bytes("echo:" + Text(datagram)), peer, ctx);
+        },
+        &error);
+    INFO(error);
+    REQUIRE(socket != nullptr);
+    REQUIRE(socket->StartReceiverThread(probe.Make(), &error));
+    address = socket->GetLocalAddress();
+  }
+
+  // Sends `count` datagrams "<prefix><i>" and runs the loop until the loop took them all
+  // (`delivered` grew by the ones the fast path did not answer: `expect_delivered`).
+  void SendAndDeliver(Loop& loop, UdpSocket& client, const std::string& prefix, int count,
+                      int expect_delivered) {
+    const int before = delivered;
+    for (int i = 0; i < count; ++i) {
+      REQUIRE(client.Send(Bytes(prefix + std::to_string(i)), address));
+    }
+    REQUIRE(testing::RunUntil(loop, [&] { return delivered == before + expect_delivered; }));
+  }
+
+  FastPathProbe probe;
+  std::unique_ptr<UdpSocket> socket;
+  SocketAddress address;
+  int delivered = 0;
+  bool answer_now = false;
+};
+
+TEST_CASE(
+    "A receiver that hands off most datagrams leaves the socket to the loop until the "
+    "loop answers most of them itself",
+    "[loop][udp]") {
+  Loop loop;
+  {
+    YieldingServer server(loop, /*window=*/32);
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+
+    // Misses: every datagram handed off. Within a few windows the receiver yields.
+    for (int round = 0; round < 10 && server.socket->stats().receiver_yields == 0; ++round) {
+      server.SendAndDeliver(loop, *client, "m", 32, 32);
+      REQUIRE(testing::RunUntil(loop, [&] { return server.probe.calls == 32 * (round + 1); }));
+    }
+    REQUIRE(testing::RunUntil(loop, [&] { return server.socket->stats().receiver_yields == 1; }));
+    const int fast_calls = server.probe.calls;
+
+    // The loop reads now: what the fast path would answer reaches the loop's callback, and
+    // the fast path is not asked. Unanswered on the loop too, so the loop keeps the socket.
+    server.SendAndDeliver(loop, *client, "f", 100, 100);
+    CHECK(server.probe.calls == fast_calls);
+    CHECK(server.socket->stats().receiver_resumes == 0);
+
+    // The loop answers at once: within a few windows it gives the socket back.
+    server.answer_now = true;
+    for (int round = 0; round < 10 && server.socket->stats().receiver_resumes == 0; ++round) {
+      server.SendAndDeliver(loop, *client, "x", 32, 32);
+    }
+    CHECK(server.socket->stats().receiver_resumes == 1);
+    CHECK(server.probe.calls == fast_calls);
+
+    // The receiver reads again: the fast path answers.
+    received.clear();
+    for (int i = 0; i < 10; ++i)
+      REQUIRE(client->Send(Bytes("f" + std::to_string(i)), server.address));
+    // (Echoes of the last "x" datagrams may still come in.)
+    const auto fast_replies = [&] {
+      return std::count_if(received.begin(), received.end(),
+                           [](const Received& r) { return r.text.starts_with("fast:"); });
+    };
+    REQUIRE(testing::RunUntil(loop, [&] { return fast_replies() == 10; }));
+    CHECK(server.probe.calls == fast_calls + 10);
+    CHECK(server.socket->stats().receiver_yields == 1);
+    CHECK(server.socket->stats().handoff_dropped == 0);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("A receiver without a yield window hands off every miss and keeps the socket",
+          "[loop][udp]") {
+  Loop loop;
+  {
+    YieldingServer server(loop, /*window=*/0);
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+    for (int round = 0; round < 4; ++round) server.SendAndDeliver(loop, *client, "m", 64, 64);
+    REQUIRE(testing::RunUntil(loop, [&] { return server.probe.calls == 256; }));
+    CHECK(server.socket->stats().receiver_yields == 0);
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("A receiver that left the socket to the loop stops with it", "[loop][udp]") {
+  Loop loop;
+  {
+    YieldingServer server(loop, /*window=*/16);
+    std::vector<Received> received;
+    auto client = BindClient(loop, received);
+    for (int round = 0; round < 10 && server.socket->stats().receiver_yields == 0; ++round) {
+      server.SendAndDeliver(loop, *client, "m", 16, 16);
+      REQUIRE(testing::RunUntil(loop, [&] { return server.probe.calls == 16 * (round + 1); }));
+    }
+    REQUIRE(testing::RunUntil(loop, [&] { return server.socket->stats().receiver_yields == 1; }));
+    server.socket->StopReceiverThread();  // joins the sleeping thread
+    // Nothing is received after the stop, by the receiver or by the loop.
+    const int delivered = server.delivered;
+    REQUIRE(client->Send(Bytes("m-late"), server.address));
+    CHECK_FALSE(testing::RunUntil(
+        loop, [&] { return server.delivered != delivered; }, 100));
+    CHECK(server.delivered == delivered);
+  }
+  testing::RequireClosesClean(loop);
+}
+
 }  // namespace
 }  // namespace kdns::loop

@@ -135,6 +135,7 @@ UdpSocket::Stats UdpSocket::stats() const {
     stats.errors += r.errors;
     stats.fast_answered += r.fast_answered;
     stats.handoff_dropped += r.handoff_dropped;
+    stats.receiver_yields += r.yields;
   }
   return stats;
 }
@@ -157,6 +158,8 @@ bool UdpSocket::StartReceiverThread(ReceiverThreadCalls calls, std::string* erro
   options.wait_handoffs = options_.receiver_wait_handoffs;
   options.group = options_.receiver_group;
   options.handoff_ready = handoff_async_.get();
+  options.yield_window = options_.receiver_group == nullptr ? options_.receiver_yield_window : 0;
+  options.yield_handoff_percent = options_.receiver_yield_handoff_percent;
   receiver_ = UdpReceiverThread::Start(
       options, {std::move(calls.fast_path), std::move(calls.make_note), std::move(calls.idle)},
       error);
@@ -178,6 +181,8 @@ void UdpSocket::StopReceiverThread() {
   receiver_->Stop();
   handoff_async_.Reset();
   loop_waits_.Reset();
+  loop_reads_ = false;  // nothing is received after a stop
+  UpdatePollEvents();
 }
 
 void UdpSocket::OnLoopWaits(uv_prepare_t* handle) noexcept {
@@ -207,10 +212,34 @@ void UdpSocket::DeliverHandoff() {
   }
   in_batch_ = false;
   Flush();
+  if (!loop_reads_ && receiver_->yielded()) StartLoopReading();
+}
+
+void UdpSocket::StartLoopReading() {
+  loop_reads_ = true;
+  window_received_ = 0;
+  window_answered_ = 0;
+  UpdatePollEvents();
+}
+
+// At the end of a window the loop read: gives the socket back to the receiver thread when
+// the loop answered enough of it at once (cache hits, local answers), which the receiver
+// would have answered without waking the loop.
+void UdpSocket::MaybeResumeReceiver() {
+  if (window_received_ < options_.receiver_yield_window) return;
+  const bool resume =
+      window_answered_ * 100 >= window_received_ * options_.receiver_resume_answered_percent;
+  window_received_ = 0;
+  window_answered_ = 0;
+  if (!resume) return;
+  loop_reads_ = false;
+  UpdatePollEvents();
+  ++stats_.receiver_resumes;
+  receiver_->Resume();
 }
 
 void UdpSocket::UpdatePollEvents() {
-  const bool poll_readable = receiving_ && receiver_ == nullptr;
+  const bool poll_readable = receiving_ && (receiver_ == nullptr || loop_reads_);
   const int events =
       (poll_readable ? FdWatch::kReadable : 0) | (waiting_writable_ ? FdWatch::kWritable : 0);
   if (events != watch_->interest()) watch_->SetInterest(events);
@@ -247,6 +276,7 @@ bool UdpSocket::ReceiveBatches() {
       break;
     }
     in_batch_ = true;
+    const uint64_t sends_before = batch_sends_;
     // Stops early, touching nothing, when the callback destroyed this socket.
     const bool alive = receive_.ForEachDatagram(
         n,
@@ -260,9 +290,14 @@ bool UdpSocket::ReceiveBatches() {
         [this] { ++stats_.truncated; });
     if (!alive) return false;
     in_batch_ = false;
+    if (loop_reads_) {
+      window_received_ += static_cast<uint64_t>(n);
+      window_answered_ += batch_sends_ - sends_before;
+    }
     Flush();
     if (static_cast<size_t>(n) < kBatchSize) break;  // drained
   }
+  if (loop_reads_) MaybeResumeReceiver();
   return true;
 }
 
@@ -282,6 +317,7 @@ bool UdpSocket::Send(std::span<const uint8_t> bytes, const SocketAddress& to,
     pending_head_ = 0;
     pending_.resize(std::min(options_.max_pending_sends, pending_.size() * 2));
   }
+  if (in_batch_) ++batch_sends_;
   Pending& slot = pending_[(pending_head_ + pending_count_) % pending_.size()];
   slot.bytes.assign(bytes.begin(), bytes.end());
   slot.to = to;

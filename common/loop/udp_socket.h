@@ -27,7 +27,9 @@
 // from the loop onto a UdpReceiverThread, which answers what its FastPath can and hands
 // the rest to the loop thread, where they reach the HandoffCallback (with what the
 // FastPath noted about them) or else the ReceiveCallback, so replies to them go through
-// Send(). How that thread waits and stops depends on who else holds
+// Send(). With Options::receiver_yield_window, a receiver that hands off most datagrams
+// leaves the socket to the loop (which then receives into the ReceiveCallback) until the
+// loop answers most of them at once. How that thread waits and stops depends on who else holds
 // the socket (SocketSharing, given to FromFd; a socket from Bind is ours alone): see
 // udp_receiver_thread.h. Loop-thread sends always use MSG_DONTWAIT. The loop and the
 // receiver thread receive and send through the same batches (udp_batch.h).
@@ -83,6 +85,14 @@ class UdpSocket {
     // "Waiting for the loop"). Smaller batches mean a light load, where waiting would only
     // add a wake-up.
     size_t receiver_wait_handoffs = 8;
+    // Receiver thread: over every receiver_yield_window datagrams (0: never), a receiver
+    // that handed off at least receiver_yield_handoff_percent of them leaves the socket to
+    // the loop, which gives it back once it answered at least
+    // receiver_resume_answered_percent of a window at once (udp_receiver_thread.h,
+    // "Yielding to the loop"). Not with a receiver_group.
+    size_t receiver_yield_window = 0;
+    unsigned receiver_yield_handoff_percent = 40;
+    unsigned receiver_resume_answered_percent = 85;
     // Receiver thread: how often a sleeping receiver looks for a stop request (SO_RCVTIMEO
     // of a blocking recvmmsg, the timeout of an inherited socket's poll).
     int receiver_wake_ms = 50;
@@ -95,13 +105,15 @@ class UdpSocket {
 
   // Counters, read on the loop thread. With a receiver thread they include its own.
   struct Stats {
-    uint64_t received = 0;         // datagrams handed to the callback or answered by the FastPath
-    uint64_t sent = 0;             // datagrams the kernel accepted
-    uint64_t dropped = 0;          // replies dropped because the send queue was full
-    uint64_t truncated = 0;        // received datagrams longer than max_datagram_bytes
-    uint64_t errors = 0;           // failed receive/send system calls (the datagram is lost)
-    uint64_t fast_answered = 0;    // datagrams the FastPath answered (receiver thread)
-    uint64_t handoff_dropped = 0;  // datagrams read but never handed over (a stop came first)
+    uint64_t received = 0;          // datagrams handed to the callback or answered by the FastPath
+    uint64_t sent = 0;              // datagrams the kernel accepted
+    uint64_t dropped = 0;           // replies dropped because the send queue was full
+    uint64_t truncated = 0;         // received datagrams longer than max_datagram_bytes
+    uint64_t errors = 0;            // failed receive/send system calls (the datagram is lost)
+    uint64_t fast_answered = 0;     // datagrams the FastPath answered (receiver thread)
+    uint64_t handoff_dropped = 0;   // datagrams read but never handed over (a stop came first)
+    uint64_t receiver_yields = 0;   // times the receiver thread left the socket to the loop
+    uint64_t receiver_resumes = 0;  // times the loop gave it back
   };
 
   // `datagram` is valid only during the call. Send() may be called from inside.
@@ -188,6 +200,10 @@ class UdpSocket {
   [[nodiscard]] bool ReceiveBatches();
   // The loop thread's delivery of what the receiver thread handed off.
   void DeliverHandoff();
+  // Yielding to the loop: the loop reads the socket while the receiver sleeps, and gives it
+  // back when it answers most datagrams at once.
+  void StartLoopReading();
+  void MaybeResumeReceiver();
   void Flush();
   void UpdatePollEvents();
 
@@ -209,6 +225,10 @@ class UdpSocket {
   std::unique_ptr<UdpReceiverThread> receiver_;
   UvHandle<uv_async_t> handoff_async_;  // the receiver thread's wake-up of the loop
   UvHandle<uv_prepare_t> loop_waits_;   // tells the receiver thread the loop is done
+  bool loop_reads_ = false;             // the receiver thread yielded the socket to the loop
+  uint64_t window_received_ = 0;        // datagrams the loop read in the current window
+  uint64_t window_answered_ = 0;        // and answered while their batch was being received
+  uint64_t batch_sends_ = 0;            // Send()s from inside a receive callback
 
   internal::UdpReceiveBatch receive_;  // kBatchSize slots of max_datagram_bytes
   internal::UdpSendBatch send_;

@@ -111,6 +111,7 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
   udp.send_buffer_bytes = options.udp.send_buffer_bytes;
   udp.max_pending_sends = options.udp.max_pending_sends;
   udp.receiver_group = options.udp.receiver_group;
+  udp.receiver_yield_window = options.udp.receiver_yield_window;
   auto on_datagram = [self](std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                             const loop::UdpReplyContext& reply_context) {
     self->OnDatagram(datagram, peer, reply_context);

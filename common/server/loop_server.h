@@ -75,6 +75,10 @@ struct UdpOptions {
   // Receive on a thread of its own that offers every datagram to the handler's
   // AnswerOnReceiverThread first (loop::UdpSocket::StartReceiverThread).
   bool receiver_thread = false;
+  // A receiver that hands off most of a window of this many datagrams leaves the socket to
+  // the loop until the loop answers most of them itself (0: never; see
+  // loop::UdpSocket::Options::receiver_yield_window). Ignored with a receiver_group.
+  size_t receiver_yield_window = 0;
   // The receiver threads serving dups of the same socket take turns (DnsServer sets it).
   std::shared_ptr<loop::UdpReceiverGroup> receiver_group;
 };
