@@ -22,6 +22,12 @@
 // slots, rather than keeping them until the upstream answers. The forwarder's callback for
 // such a query then finds no entry, as it does for any id already taken.
 //
+// Storage: the queries live in slots that are reused (a deque, so a Waiting* stays valid
+// while others are added, and a free list), not in nodes of a hash map: a forwarded miss
+// allocates nothing once the slots have grown to the peak number waiting. An id names a
+// slot and the slot's generation, so an id whose query is gone never finds the query that
+// reuses its slot.
+//
 // Thread: a WaitingQueries lives on its handler's serving thread; the WaitingBudget is
 // shared by all of them (relaxed atomics, no lock).
 #pragma once
@@ -29,10 +35,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "common/base/atomic_budget.h"
 #include "common/base/clock.h"
@@ -94,7 +102,7 @@ class WaitingQueries {
   // `budget` is shared with the other threads' handlers and outlives this.
   explicit WaitingQueries(std::shared_ptr<WaitingBudget> budget) : budget_(std::move(budget)) {}
   // The queries still waiting are dropped (their Responders drop), their slots given back.
-  ~WaitingQueries() { budget_->Give(entries_.size()); }
+  ~WaitingQueries() { budget_->Give(size_); }
   WaitingQueries(const WaitingQueries&) = delete;
   WaitingQueries& operator=(const WaitingQueries&) = delete;
 
@@ -112,28 +120,38 @@ class WaitingQueries {
         RecordLimitHit(Limit::kShedWaitingQueries);
         return 0;
     }
-    const uint64_t id = next_id_++;
-    Waiting waiting{request.TakeResponder(), ClientQuery::From(request.admission()),
-                    std::move(state)};
-    if (waiting.responder.transport() == dns::Transport::kTcp) {
-      by_connection_.emplace(waiting.responder.connection_id(), id);
+    uint32_t index = 0;
+    if (free_.empty()) {
+      index = static_cast<uint32_t>(slots_.size());
+      slots_.emplace_back();
+    } else {
+      index = free_.back();
+      free_.pop_back();
     }
-    entries_.emplace(id, std::move(waiting));
+    Slot& slot = slots_[index];
+    slot.waiting.emplace(
+        Waiting{request.TakeResponder(), ClientQuery::From(request.admission()), std::move(state)});
+    ++size_;
+    const uint64_t id = IdOf(index, slot.generation);
+    if (slot.waiting->responder.transport() == dns::Transport::kTcp) {
+      by_connection_.emplace(slot.waiting->responder.connection_id(), id);
+    }
     return id;
   }
 
-  // The query waiting under `id`, or nullptr (answered, dropped, never added).
+  // The query waiting under `id`, or nullptr (answered, dropped, never added). Valid until
+  // it is taken or dropped.
   Waiting* Find(uint64_t id) {
-    auto it = entries_.find(id);
-    return it == entries_.end() ? nullptr : &it->second;
+    Slot* slot = SlotOf(id);
+    return slot == nullptr ? nullptr : &*slot->waiting;
   }
 
   // Removes the query waiting under `id` and gives back its slot: the caller answers it.
   std::optional<Waiting> Take(uint64_t id) {
-    auto it = entries_.find(id);
-    if (it == entries_.end()) return std::nullopt;
-    std::optional<Waiting> waiting(std::move(it->second));
-    entries_.erase(it);
+    Slot* slot = SlotOf(id);
+    if (slot == nullptr) return std::nullopt;
+    std::optional<Waiting> waiting(std::move(slot->waiting));
+    Free(id);
     budget_->Give();
     if (waiting->responder.transport() == dns::Transport::kTcp) {
       Unindex(waiting->responder.connection_id(), id);
@@ -146,17 +164,52 @@ class WaitingQueries {
   size_t DropConnection(uint64_t connection_id) {
     auto [first, last] = by_connection_.equal_range(connection_id);
     size_t dropped = 0;
-    for (auto it = first; it != last; ++it) dropped += entries_.erase(it->second);
+    for (auto it = first; it != last; ++it) {
+      if (SlotOf(it->second) == nullptr) continue;
+      Free(it->second);
+      ++dropped;
+    }
     by_connection_.erase(first, last);
     budget_->Give(dropped);
     return dropped;
   }
 
-  size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
   const WaitingBudget& budget() const { return *budget_; }
 
  private:
+  struct Slot {
+    uint32_t generation = 0;  // of the query in it, or of the next one
+    std::optional<Waiting> waiting;
+  };
+
+  // The low 32 bits name the slot (index + 1, so never 0), the high ones its generation.
+  static uint64_t IdOf(uint32_t index, uint32_t generation) {
+    return uint64_t{generation} << 32 | (uint64_t{index} + 1);
+  }
+
+  // The slot a live id names, or nullptr.
+  Slot* SlotOf(uint64_t id) {
+    const uint64_t low = id & 0xffff'ffffU;
+    if (low == 0 || low > slots_.size()) return nullptr;
+    Slot& slot = slots_[low - 1];
+    if (!slot.waiting.has_value() || slot.generation != static_cast<uint32_t>(id >> 32)) {
+      return nullptr;
+    }
+    return &slot;
+  }
+
+  // Ends the query in the live id's slot (destroying what is left of it) and frees the slot.
+  void Free(uint64_t id) {
+    const auto index = static_cast<uint32_t>((id & 0xffff'ffffU) - 1);
+    Slot& slot = slots_[index];
+    slot.waiting.reset();
+    ++slot.generation;
+    free_.push_back(index);
+    --size_;
+  }
+
   void Unindex(uint64_t connection_id, uint64_t id) {
     auto [first, last] = by_connection_.equal_range(connection_id);
     for (auto it = first; it != last; ++it) {
@@ -168,11 +221,12 @@ class WaitingQueries {
   }
 
   std::shared_ptr<WaitingBudget> budget_;
-  std::unordered_map<uint64_t, Waiting> entries_;
+  std::deque<Slot> slots_;
+  std::vector<uint32_t> free_;  // indexes of empty slots
+  size_t size_ = 0;             // queries waiting
   // TCP connection id -> the ids waiting on it (at most the connection's outstanding
   // queries, so the scans above are short).
   std::unordered_multimap<uint64_t, uint64_t> by_connection_;
-  uint64_t next_id_ = 1;
 };
 
 }  // namespace kdns::server
