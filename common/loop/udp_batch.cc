@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -28,10 +29,11 @@ std::optional<SocketAddress> UdpReplyContext::destination() const {
 
 namespace internal {
 
-UdpReceiveBatch::UdpReceiveBatch(size_t slot_bytes)
+UdpReceiveBatch::UdpReceiveBatch(size_t slot_bytes, size_t slots)
     : slot_bytes_(slot_bytes),
-      buffer_(std::make_unique_for_overwrite<uint8_t[]>(kUdpBatchSize * slot_bytes)) {
-  for (size_t i = 0; i < kUdpBatchSize; ++i) {
+      slots_(std::clamp<size_t>(slots, 1, kUdpBatchSize)),
+      buffer_(std::make_unique_for_overwrite<uint8_t[]>(slots_ * slot_bytes)) {
+  for (size_t i = 0; i < slots_; ++i) {
     iovecs_[i] = {buffer_.get() + i * slot_bytes_, slot_bytes_};
     msghdr& hdr = headers_[i].msg_hdr;
     hdr.msg_name = &peers_[i];
@@ -43,13 +45,13 @@ UdpReceiveBatch::UdpReceiveBatch(size_t slot_bytes)
 
 int UdpReceiveBatch::Receive(int fd, int flags) {
   // The kernel overwrites the lengths and flags of every slot it fills.
-  for (mmsghdr& header : headers_) {
-    msghdr& hdr = header.msg_hdr;
+  for (size_t i = 0; i < slots_; ++i) {
+    msghdr& hdr = headers_[i].msg_hdr;
     hdr.msg_namelen = sizeof(sockaddr_storage);
     hdr.msg_controllen = kUdpControlBytes;
     hdr.msg_flags = 0;
   }
-  return recvmmsg(fd, headers_.data(), kUdpBatchSize, flags, nullptr);
+  return recvmmsg(fd, headers_.data(), static_cast<unsigned>(slots_), flags, nullptr);
 }
 
 UdpReplyContext UdpReceiveBatch::ContextOf(const msghdr& hdr) {

@@ -2,9 +2,10 @@
 // loop thread (UdpSocket) and a receiver thread (UdpReceiverThread), which differ in where
 // they run and in what they do with each datagram, not in how they batch it.
 //
-// UdpReceiveBatch holds kUdpBatchSize receive slots with their peer addresses and control
-// messages; Receive() fills them with one recvmmsg, and ForEachDatagram() walks the
-// datagrams that arrived whole, each with its peer and its UdpReplyContext (the local
+// UdpReceiveBatch holds kUdpBatchSize receive slots (fewer if asked) with their peer
+// addresses and control messages (the upstream client's replies use it too, one batch
+// shared by a forwarder's sockets); Receive() fills them with one recvmmsg, and ForEachDatagram()
+// walks the datagrams that arrived whole, each with its peer and its UdpReplyContext (the local
 // address it was sent to: IP_PKTINFO / IPV6_RECVPKTINFO). UdpSendBatch collects up to
 // kUdpBatchSize outgoing datagrams, each with its source address when the socket must
 // choose one, and Send() hands them to sendmmsg.
@@ -66,15 +67,16 @@ inline constexpr size_t kUdpControlBytes =
 
 class UdpReceiveBatch {
  public:
-  // kUdpBatchSize slots of `slot_bytes` each. The buffer is left uninitialised: a page
-  // becomes resident only once a batch that large has used it.
-  explicit UdpReceiveBatch(size_t slot_bytes);
+  // `slots` (at most kUdpBatchSize) slots of `slot_bytes` each. The buffer is left
+  // uninitialised: a page becomes resident only once a batch that large has used it.
+  explicit UdpReceiveBatch(size_t slot_bytes, size_t slots = kUdpBatchSize);
   UdpReceiveBatch(const UdpReceiveBatch&) = delete;
   UdpReceiveBatch& operator=(const UdpReceiveBatch&) = delete;
 
-  // One recvmmsg of up to kUdpBatchSize datagrams with `flags` (MSG_DONTWAIT,
-  // MSG_WAITFORONE). Returns the count, or -1 with errno set.
+  // One recvmmsg of up to slots() datagrams with `flags` (MSG_DONTWAIT, MSG_WAITFORONE).
+  // Returns the count, or -1 with errno set.
   int Receive(int fd, int flags);
+  size_t slots() const { return slots_; }
 
   // Calls visit(index, datagram, peer, ctx) for each of the first `count` datagrams of
   // the last batch that arrived whole from an IP peer, in order, and truncated() for each
@@ -98,7 +100,8 @@ class UdpReceiveBatch {
   static UdpReplyContext ContextOf(const msghdr& hdr);
 
   const size_t slot_bytes_;
-  const std::unique_ptr<uint8_t[]> buffer_;  // kUdpBatchSize * slot_bytes_
+  const size_t slots_;
+  const std::unique_ptr<uint8_t[]> buffer_;  // slots_ * slot_bytes_
   std::array<mmsghdr, kUdpBatchSize> headers_{};
   std::array<iovec, kUdpBatchSize> iovecs_{};
   std::array<sockaddr_storage, kUdpBatchSize> peers_{};

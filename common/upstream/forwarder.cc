@@ -212,8 +212,7 @@ Forwarder::Forwarder(loop::Loop& loop, const Options& options, std::shared_ptr<U
       table_(table ? std::move(table) : std::make_shared<UpstreamTable>()),
       budgets_(options.budgets ? options.budgets : std::make_shared<ForwardBudgets>()),
       clock_(clock),
-      receive_buffer_(std::make_unique_for_overwrite<uint8_t[]>(kReceiveSlices *
-                                                                UdpClient::kReceiveSliceBytes)),
+      receive_(UdpClient::kReceiveSliceBytes, kReceiveSlices),
       post_timer_(loop),
       probe_timer_(loop) {}
 
@@ -255,10 +254,8 @@ Forwarder::Server& Forwarder::GetServer(const loop::SocketAddress& address) {
       OnAttemptFailed(static_cast<Attempt*>(waiter), /*timeout=*/false, uv_strerror(status));
     }
   };
-  server->udp = std::make_unique<UdpSocketPool>(
-      loop_, address, options_.udp_sockets,
-      std::span<uint8_t>(receive_buffer_.get(), kReceiveSlices * UdpClient::kReceiveSliceBytes),
-      random_, std::move(callbacks));
+  server->udp = std::make_unique<UdpSocketPool>(loop_, address, options_.udp_sockets, receive_,
+                                                random_, std::move(callbacks));
   Server& ref = *server;
   servers_.emplace(address, std::move(server));
   return ref;

@@ -86,6 +86,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/timer.h"
+#include "common/loop/udp_batch.h"
 #include "common/upstream/forward_budgets.h"
 #include "common/upstream/random.h"
 #include "common/upstream/tcp_client.h"
@@ -275,7 +276,7 @@ class Forwarder {
   // Shared by every UDP socket of this Forwarder: up to kReceiveSlices replies per recvmmsg.
   // Not zeroed, so only the pages replies land in become resident.
   static constexpr size_t kReceiveSlices = 8;
-  std::unique_ptr<uint8_t[]> receive_buffer_;
+  loop::internal::UdpReceiveBatch receive_;
   std::vector<uint8_t> query_;  // the query being sent (BuildQuery reuses it)
   // The reply being matched; swapped with the job's on a match, so the two trade capacity
   // instead of allocating.

@@ -3,30 +3,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <utility>
 
 #include "common/loop/socket_util.h"
 
 namespace kdns::upstream {
-namespace {
-
-// Slices of the shared buffer, and so replies, per recvmmsg at most.
-constexpr size_t kMaxSlices = 16;
-
-}  // namespace
-
-UdpClient::UdpClient(int fd, const loop::SocketAddress& peer, std::span<uint8_t> receive_buffer,
-                     DatagramCallback on_datagram, ErrorCallback on_error)
+UdpClient::UdpClient(int fd, const loop::SocketAddress& peer,
+                     loop::internal::UdpReceiveBatch& receive, DatagramCallback on_datagram,
+                     ErrorCallback on_error)
     : fd_(fd),
       peer_(peer),
-      receive_buffer_(receive_buffer),
+      receive_(receive),
       on_datagram_(std::move(on_datagram)),
       on_error_(std::move(on_error)) {}
 
 std::unique_ptr<UdpClient> UdpClient::Open(loop::Loop& loop, const loop::SocketAddress& peer,
-                                           std::span<uint8_t> receive_buffer,
+                                           loop::internal::UdpReceiveBatch& receive,
                                            DatagramCallback on_datagram, ErrorCallback on_error,
                                            std::string* error) {
   const int fd = socket(peer.family(), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -35,7 +28,7 @@ std::unique_ptr<UdpClient> UdpClient::Open(loop::Loop& loop, const loop::SocketA
     return nullptr;
   }
   std::unique_ptr<UdpClient> client(
-      new UdpClient(fd, peer, receive_buffer, std::move(on_datagram), std::move(on_error)));
+      new UdpClient(fd, peer, receive, std::move(on_datagram), std::move(on_error)));
   // Binds the wildcard address with an ephemeral port, then connects.
   if (connect(fd, peer.sockaddr_ptr(), peer.sockaddr_len()) != 0) {
     *error = loop::internal::ErrnoMessage("udp connect to " + peer.ToString(), errno);
@@ -73,60 +66,54 @@ int UdpClient::Send(std::span<const uint8_t> bytes) {
   return 0;
 }
 
-void UdpClient::OnReadable(int status) {
-  // Nothing touches `this` after a user callback that destroyed it.
+// Calls a user callback; false if it destroyed this client (then nothing of it may be
+// touched).
+template <typename F>
+bool UdpClient::CallAlive(const char* what, F&& fn) {
   loop::internal::DeathWatch::Scope scope(death_watch_);
+  loop::internal::CallUser(what, std::forward<F>(fn));
+  return !scope.dead();
+}
+
+void UdpClient::OnReadable(int status) {
   if (status < 0) {
     // libuv reports POLLERR (a pending error of the connected socket: an ICMP "port
     // unreachable") as UV_EBADF and stops polling; the error itself is SO_ERROR.
     int err = 0;
     socklen_t length = sizeof(err);
     if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &length) == 0 && err != 0) status = -err;
-    loop::internal::CallUser("upstream udp error", [&] { on_error_(status); });
-    if (!scope.dead()) watch_->SetInterest(loop::FdWatch::kReadable);
+    if (CallAlive("upstream udp error", [&] { on_error_(status); })) {
+      watch_->SetInterest(loop::FdWatch::kReadable);
+    }
     return;
   }
-  const size_t slices =
-      std::min(kMaxSlices, std::max<size_t>(1, receive_buffer_.size() / kReceiveSliceBytes));
-  const size_t slice_bytes = receive_buffer_.size() / slices;
-  std::array<mmsghdr, kMaxSlices> headers{};
-  std::array<iovec, kMaxSlices> iovecs{};
-  std::array<sockaddr_storage, kMaxSlices> peers{};
   for (int batch = 0; batch < kMaxBatchesPerWakeup; ++batch) {
-    for (size_t i = 0; i < slices; ++i) {
-      iovecs[i] = {receive_buffer_.data() + i * slice_bytes, slice_bytes};
-      headers[i].msg_hdr = {};
-      headers[i].msg_hdr.msg_iov = &iovecs[i];
-      headers[i].msg_hdr.msg_iovlen = 1;
-      headers[i].msg_hdr.msg_name = &peers[i];
-      headers[i].msg_hdr.msg_namelen = sizeof(peers[i]);
-    }
-    const int n =
-        recvmmsg(fd_, headers.data(), static_cast<unsigned>(slices), MSG_DONTWAIT, nullptr);
+    const int n = receive_.Receive(fd_, MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       // ICMP errors (ECONNREFUSED) of the connected socket surface here.
       const int err = -errno;
-      loop::internal::CallUser("upstream udp error", [&] { on_error_(err); });
+      (void)CallAlive("upstream udp error", [&] { on_error_(err); });
       return;
     }
-    for (int i = 0; i < n; ++i) {
-      const msghdr& hdr = headers[i].msg_hdr;
-      if ((hdr.msg_flags & MSG_TRUNC) != 0) {
-        loop::internal::CallUser("upstream udp error", [&] { on_error_(UV_EMSGSIZE); });
-      } else {
-        auto from = loop::SocketAddress::FromSockaddr(static_cast<const sockaddr*>(hdr.msg_name),
-                                                      hdr.msg_namelen);
-        if (!from || *from != peer_) continue;  // the kernel filters these; belt and braces
-        const std::span<const uint8_t> datagram(static_cast<const uint8_t*>(iovecs[i].iov_base),
-                                                headers[i].msg_len);
-        loop::internal::CallUser("upstream udp receive", [&] { on_datagram_(datagram); });
-      }
-      if (scope.dead()) return;
-    }
+    // Stops early, touching nothing of this client, when a callback destroyed it.
+    bool alive = true;
+    receive_.ForEachDatagram(
+        n,
+        [&](size_t, std::span<const uint8_t> datagram, const loop::SocketAddress& from,
+            const loop::UdpReplyContext&) {
+          if (!alive) return false;        // the truncated datagram's error destroyed it
+          if (from != peer_) return true;  // the kernel filters these; belt and braces
+          alive = CallAlive("upstream udp receive", [&] { on_datagram_(datagram); });
+          return alive;
+        },
+        [&] {
+          if (alive) alive = CallAlive("upstream udp error", [&] { on_error_(UV_EMSGSIZE); });
+        });
+    if (!alive) return;
     // Fewer than asked for: the socket is drained (the poll reports what comes later).
-    if (static_cast<size_t>(n) < slices) return;
+    if (static_cast<size_t>(n) < receive_.slots()) return;
   }
 }
 

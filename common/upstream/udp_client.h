@@ -8,10 +8,10 @@
 //
 // Built on a non-blocking fd watched by a loop::FdWatch rather than loop::UdpSocket: that
 // class is a server socket with a 64-slot recvmmsg buffer (256 KiB) per socket, too heavy
-// for many sockets. Here every UdpClient of a Forwarder receives into one shared buffer
-// (the loop is single-threaded and each datagram is consumed inside its callback): one
-// recvmmsg reads the replies waiting on the socket into as many kReceiveSliceBytes slices
-// as the buffer holds. A batch that does not fill the slices drained the socket, so the
+// for many sockets. Here every UdpClient of a Forwarder receives through one shared
+// loop::internal::UdpReceiveBatch of kReceiveSliceBytes slots (the loop is single-threaded
+// and each datagram is consumed inside its callback): one recvmmsg reads the replies
+// waiting on the socket. A batch that does not fill the slots drained the socket, so the
 // read stops there (the poll is level-triggered: anything arriving later is reported
 // again) instead of asking once more only to hear EAGAIN, which libuv's uv_udp_t did: a
 // system call per forwarded query.
@@ -30,13 +30,13 @@
 #include "common/loop/handle.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
+#include "common/loop/udp_batch.h"
 
 namespace kdns::upstream {
 
 class UdpClient {
  public:
-  // One datagram per slice of this size (the largest UDP payload fits); a receive buffer of
-  // N slices reads up to N replies per system call.
+  // The receive slot for one reply: the largest UDP payload fits.
   static constexpr size_t kReceiveSliceBytes = 64 * 1024;
 
   // A datagram from the connected peer; valid during the call only.
@@ -45,10 +45,10 @@ class UdpClient {
   // cut short by the receive buffer (UV_EMSGSIZE).
   using ErrorCallback = std::function<void(int status)>;
 
-  // `receive_buffer` must outlive the UdpClient. nullptr with *error on failure.
+  // `receive` must outlive the UdpClient. nullptr with *error on failure.
   [[nodiscard]] static std::unique_ptr<UdpClient> Open(loop::Loop& loop,
                                                        const loop::SocketAddress& peer,
-                                                       std::span<uint8_t> receive_buffer,
+                                                       loop::internal::UdpReceiveBatch& receive,
                                                        DatagramCallback on_datagram,
                                                        ErrorCallback on_error, std::string* error);
   ~UdpClient();
@@ -65,14 +65,16 @@ class UdpClient {
   // get their turn.
   static constexpr int kMaxBatchesPerWakeup = 4;
 
-  UdpClient(int fd, const loop::SocketAddress& peer, std::span<uint8_t> receive_buffer,
+  UdpClient(int fd, const loop::SocketAddress& peer, loop::internal::UdpReceiveBatch& receive,
             DatagramCallback on_datagram, ErrorCallback on_error);
   void OnReadable(int status);
+  template <typename F>
+  bool CallAlive(const char* what, F&& fn);
 
   int fd_;
   std::unique_ptr<loop::FdWatch> watch_;
   loop::SocketAddress peer_;
-  std::span<uint8_t> receive_buffer_;
+  loop::internal::UdpReceiveBatch& receive_;
   DatagramCallback on_datagram_;
   ErrorCallback on_error_;
   loop::internal::DeathWatch death_watch_;

@@ -9,12 +9,12 @@
 namespace kdns::upstream {
 
 UdpSocketPool::UdpSocketPool(loop::Loop& loop, const loop::SocketAddress& peer,
-                             const Options& options, std::span<uint8_t> receive_buffer,
+                             const Options& options, loop::internal::UdpReceiveBatch& receive,
                              SecureRandom& random, Callbacks callbacks)
     : loop_(loop),
       peer_(peer),
       options_(options),
-      receive_buffer_(receive_buffer),
+      receive_(receive),
       random_(random),
       callbacks_(std::move(callbacks)),
       slots_(std::max<size_t>(1, options.sockets)) {
@@ -50,7 +50,7 @@ bool UdpSocketPool::Acquire(Waiter* waiter, uint64_t now_ms, std::string* error)
     auto owned = std::make_unique<Socket>();
     socket = owned.get();
     owned->client = UdpClient::Open(
-        loop_, peer_, receive_buffer_,
+        loop_, peer_, receive_,
         [this, socket](std::span<const uint8_t> datagram) { OnDatagram(socket, datagram); },
         [this, socket](int status) { OnError(socket, status); }, error);
     if (owned->client == nullptr) return false;

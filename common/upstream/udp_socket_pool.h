@@ -35,6 +35,7 @@
 
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
+#include "common/loop/udp_batch.h"
 #include "common/upstream/random.h"
 #include "common/upstream/udp_client.h"
 
@@ -65,9 +66,10 @@ class UdpSocketPool {
     std::function<void(std::span<Waiter* const> waiters, int status)> on_error;
   };
 
-  // `receive_buffer` and `random` must outlive the pool.
+  // `receive` (shared by the sockets, see UdpClient) and `random` must outlive the pool.
   UdpSocketPool(loop::Loop& loop, const loop::SocketAddress& peer, const Options& options,
-                std::span<uint8_t> receive_buffer, SecureRandom& random, Callbacks callbacks);
+                loop::internal::UdpReceiveBatch& receive, SecureRandom& random,
+                Callbacks callbacks);
   ~UdpSocketPool();
   UdpSocketPool(const UdpSocketPool&) = delete;
   UdpSocketPool& operator=(const UdpSocketPool&) = delete;
@@ -100,7 +102,7 @@ class UdpSocketPool {
   loop::Loop& loop_;
   loop::SocketAddress peer_;
   Options options_;
-  std::span<uint8_t> receive_buffer_;
+  loop::internal::UdpReceiveBatch& receive_;
   SecureRandom& random_;
   Callbacks callbacks_;
   std::vector<std::unique_ptr<Socket>> slots_;    // Options::sockets, nullptr when empty

@@ -27,7 +27,7 @@ using testing::FakeUpstream;
 struct PoolFixture {
   PoolFixture(loop::Loop& loop, const loop::SocketAddress& peer,
               const UdpSocketPool::Options& options)
-      : buffer(65536) {
+      : receive(UdpClient::kReceiveSliceBytes, 1) {
     UdpSocketPool::Callbacks callbacks;
     callbacks.on_datagram = [this](UdpSocketPool::Waiter* waiter,
                                    std::span<const uint8_t> datagram) {
@@ -42,7 +42,7 @@ struct PoolFixture {
       }
       last_error = status;
     };
-    pool = std::make_unique<UdpSocketPool>(loop, peer, options, buffer, random, callbacks);
+    pool = std::make_unique<UdpSocketPool>(loop, peer, options, receive, random, callbacks);
   }
 
   // Registers `waiter` and sends it a query for `name` with its ID.
@@ -56,7 +56,7 @@ struct PoolFixture {
     CHECK(pool->Send(waiter, query) == 0);
   }
 
-  std::vector<uint8_t> buffer;
+  loop::internal::UdpReceiveBatch receive;
   SecureRandom random;
   std::unique_ptr<UdpSocketPool> pool;
   std::vector<std::pair<UdpSocketPool::Waiter*, std::vector<uint8_t>>> replies;
