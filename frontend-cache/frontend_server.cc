@@ -11,6 +11,7 @@
 #include "common/http/response.h"
 #include "common/metrics/process_metrics.h"
 #include "common/metrics/text_merge.h"
+#include "common/server/debug_http.h"
 #include "common/server/limits.h"
 #include "common/upstream/resolv_conf.h"
 
@@ -221,12 +222,19 @@ bool FrontendServer::Start(std::string* error) {
     });
     metrics_http_->Handle("/healthz",
                           [](const http::Request&) { return http::Response::Text(200, "ok"); });
-    metrics_http_->Handle("/debug/top-clients", [this](const http::Request& request) {
-      return server::TopClientsResponse(*rate_limits_.clients, request);
-    });
+    // Debug data only on the debug address: every pod reaches this port.
+    server::RefuseDebugPaths(*metrics_http_);
     if (!metrics_http_->Start(error)) {
       *error =
           "--prometheus-port " + std::to_string(options_.flags.prometheus_port) + ": " + *error;
+      Stop();
+      return false;
+    }
+  }
+  if (options_.flags.debug_address) {
+    debug_http_ = server::MakeDebugServer(*options_.flags.debug_address, rate_limits_.clients);
+    if (!debug_http_->Start(error)) {
+      *error = "--debug-address " + options_.flags.debug_address->ToString() + ": " + *error;
       Stop();
       return false;
     }
@@ -294,6 +302,7 @@ void FrontendServer::ProbeForLoops() {
 
 void FrontendServer::Stop() {
   if (metrics_http_) metrics_http_->Stop();
+  if (debug_http_) debug_http_->Stop();
   for (auto& server : servers_) server->Stop();
   servers_.clear();
 }
@@ -313,6 +322,11 @@ std::vector<loop::SocketAddress> FrontendServer::addresses() const {
 const loop::SocketAddress& FrontendServer::metrics_address() const {
   static const loop::SocketAddress kNone;
   return metrics_http_ ? metrics_http_->local_address() : kNone;
+}
+
+const loop::SocketAddress& FrontendServer::debug_address() const {
+  static const loop::SocketAddress kNone;
+  return debug_http_ ? debug_http_->local_address() : kNone;
 }
 
 ForwardTotals FrontendServer::forward_totals() const { return handlers_.Totals(); }

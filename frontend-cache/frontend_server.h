@@ -6,7 +6,9 @@
 //                   loop has its own DnsHandler (dns_handler.h) with its own
 //                   upstream::Forwarder (upstream sockets and coalescing per thread; the
 //                   forwarding budgets are shared by the process)
-//   HTTP thread     /metrics and /healthz on --prometheus-port, when set
+//   HTTP threads    /metrics and /healthz on --prometheus-port, when set (it answers
+//                   /debug/* 404); /debug/top-clients on --debug-address, when set, on a
+//                   thread and port of its own (common/server/debug_http.h)
 //   caller          Start, Reload (SIGHUP), StatsText (SIGUSR1), Stop
 // Shared between threads: the Cache (sharded, thread-safe), the routing (an immutable
 // RoutingState published through a SnapshotHolder, read without a lock), the
@@ -81,6 +83,8 @@ class FrontendServer {
   // The addresses served (after Start), one per DnsServer.
   std::vector<loop::SocketAddress> addresses() const;
   const loop::SocketAddress& metrics_address() const;
+  // Where the debug data is served; unspecified without --debug-address.
+  const loop::SocketAddress& debug_address() const;
   metrics::Registry& registry() { return registry_; }
   const Cache& cache() const { return cache_; }
   const server::QueryLog& query_log() const { return query_log_; }
@@ -112,6 +116,7 @@ class FrontendServer {
   server::RateLimits rate_limits_;  // shared by every DnsServer
   std::vector<std::unique_ptr<server::DnsServer>> servers_;
   std::unique_ptr<http::ServerThread> metrics_http_;
+  std::unique_ptr<http::ServerThread> debug_http_;  // null without --debug-address
 };
 
 }  // namespace kdns::frontend

@@ -20,6 +20,8 @@
 #include "common/dns/message.h"
 #include "common/dns/presentation.h"
 #include "common/dns/testing.h"
+#include "common/http/http_test_util.h"
+#include "common/server/limits.h"
 #include "common/server/server_test_util.h"
 #include "test/support/fake_dns_server.h"
 #include "test/unit/temp_dir.h"
@@ -28,6 +30,7 @@ namespace kdns::frontend {
 namespace {
 
 using dns::testing::N;
+using http::testing::BlockingGet;
 using server::testing::TcpClient;
 using server::testing::UdpClient;
 
@@ -457,6 +460,50 @@ TEST_CASE("a metrics text file is appended to /metrics only when it parses", "[f
   CHECK(server.RenderMetrics().ends_with("kdns_nanny_config_generation 3\n"));
   std::ofstream(path) << "kdns_nanny_config_generation{ 3\n";  // broken: left out
   CHECK(server.RenderMetrics().find("kdns_nanny") == std::string::npos);
+}
+
+// A TCP port free on 127.0.0.1 a moment ago: --prometheus-port has no "any port" (0 is
+// off), so the test asks the kernel for one rather than hard-coding it.
+uint16_t FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  loop::SocketAddress address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  REQUIRE(bind(fd, address.sockaddr_ptr(), address.sockaddr_len()) == 0);
+  socklen_t length = address.sockaddr_len();
+  REQUIRE(getsockname(fd, address.mutable_sockaddr_ptr(), &length) == 0);
+  close(fd);
+  return address.port();
+}
+
+TEST_CASE("debug data is served on --debug-address only, never on the metrics port", "[frontend]") {
+  FrontendServer::Options options;
+  options.flags.no_resolv = true;
+  options.flags.listen_addresses = {*IpAddress::Parse("127.0.0.1")};
+  options.flags.port = 0;
+  options.flags.threads = 1;
+  options.flags.prometheus_address = *IpAddress::Parse("127.0.0.1");
+  options.flags.prometheus_port = FreeLoopbackPort();
+  const bool with_debug_address = GENERATE(false, true);
+  if (with_debug_address) {
+    options.flags.debug_address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  }
+  FrontendServer server(options);
+  std::string error;
+  REQUIRE(server.Start(&error));
+  const uint64_t before = server::LimitHits(server::Limit::kDebugOnPublishedPort);
+  CHECK(BlockingGet(server.metrics_address(), "/metrics").rfind("200", 0) == 0);
+  CHECK(BlockingGet(server.metrics_address(), "/debug/top-clients").rfind("404", 0) == 0);
+  CHECK(server::LimitHits(server::Limit::kDebugOnPublishedPort) == before + 1);
+  CHECK(server.RenderMetrics().find("kdns_limit_hits_total{limit=\"debug_on_published_port\"}") !=
+        std::string::npos);
+  if (with_debug_address) {
+    const std::string top = BlockingGet(server.debug_address(), "/debug/top-clients");
+    CHECK(top.rfind("200 {\"tracked\":", 0) == 0);
+    CHECK(BlockingGet(server.debug_address(), "/metrics").rfind("404", 0) == 0);
+  } else {
+    CHECK(server.debug_address().family() == AF_UNSPEC);
+  }
+  server.Stop();
 }
 
 TEST_CASE("malformed queries get FORMERR, responses are dropped", "[frontend]") {

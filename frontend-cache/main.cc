@@ -34,6 +34,7 @@
 
 #include "common/app/program.h"
 #include "common/base/version.h"
+#include "common/server/debug_http.h"
 #include "frontend-cache/frontend_server.h"
 #include "frontend-cache/options.h"
 
@@ -152,7 +153,7 @@ int main(int argc, char** argv) {
        "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
        "--cache-bytes=N --cache-entry-max-bytes=N --stale-max=S "
        "--lameduck=D "
-       "--prometheus-port=N --prometheus-address=IP "
+       "--prometheus-port=N --prometheus-address=IP --debug-address=IP:PORT "
        "--tcp-idle-timeout=D --tcp-frame-timeout=D --tcp-max-connections=N "
        "--tcp-max-connections-per-source=N --tcp-max-output-bytes-per-connection=N "
        "--tcp-max-output-bytes-total=N --max-waiting-queries=N "
@@ -183,6 +184,11 @@ int main(int argc, char** argv) {
   }
   kdns::app::ExitIfCheckingFlags(FLAGS_check_flags);
   kdns::app::InitProcess(argv[0]);
+  if (options.flags.debug_address) {
+    const std::string warning = kdns::server::DebugAddressWarning(kdns::server::kDebugAddressFlag,
+                                                                  *options.flags.debug_address);
+    if (!warning.empty()) LOG(WARNING) << warning;
+  }
 
   options.inherited = InheritedSockets();
   options.local_addresses = LocalAddresses();
@@ -199,7 +205,10 @@ int main(int argc, char** argv) {
             << " (UDP, TCP)"
             << (server.metrics_address().family() == AF_UNSPEC
                     ? std::string()
-                    : ", metrics on " + server.metrics_address().ToString());
+                    : ", metrics on " + server.metrics_address().ToString())
+            << (server.debug_address().family() == AF_UNSPEC
+                    ? std::string()
+                    : ", debug data on " + server.debug_address().ToString());
 
   while (true) {
     const int number = sigwaitinfo(&signals, nullptr);

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "common/base/duration.h"
+#include "common/server/debug_http.h"
 
 namespace kdns::frontend {
 namespace {
@@ -202,6 +203,11 @@ const std::vector<OptionSpec>& Specs() {
          }
          options->prometheus_address = *address;
          return true;
+       }},
+      {"debug-address", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         return server::ParseDebugAddress(value, server::kDebugAddressFlag, &options->debug_address,
+                                          error);
        }},
       {"metrics-textfile", 0, true,
        NonEmpty(In(&Options::metrics_textfile), "metrics-textfile", "empty path")},

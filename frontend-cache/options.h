@@ -14,6 +14,7 @@
 
 #include "common/base/ip_address.h"
 #include "common/dns/name.h"
+#include "common/loop/socket_address.h"
 #include "common/server/loop_server.h"
 #include "common/server/query_log.h"
 #include "common/server/rate_limits.h"
@@ -125,6 +126,10 @@ struct Options {
   uint64_t lameduck_ms = 5000;   // --lameduck (Go duration or seconds)
   uint16_t prometheus_port = 0;  // --prometheus-port (0: off)
   IpAddress prometheus_address = *IpAddress::Parse("0.0.0.0");  // --prometheus-address
+  // --debug-address=IP:PORT: /debug/top-clients on an HTTP port of its own, off by
+  // default (common/server/debug_http.h); never on --prometheus-port, which every pod
+  // can reach.
+  std::optional<loop::SocketAddress> debug_address;
   // --metrics-textfile: Prometheus text appended to /metrics at every scrape (node
   // exporter's textfile idea); the nanny writes its own figures there.
   std::string metrics_textfile;

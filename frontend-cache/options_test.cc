@@ -100,6 +100,7 @@ TEST_CASE("Every option is read", "[frontend][options]") {
                          "--stale-max=0",
                          "--lameduck=2s",
                          "--prometheus-port=9153",
+                         "--debug-address=127.0.0.1:10057",
                          "-S",
                          "8.8.8.8",
                          "-N",
@@ -122,6 +123,9 @@ TEST_CASE("Every option is read", "[frontend][options]") {
   CHECK(options.stale_max_s == 0);
   CHECK(options.lameduck_ms == 2000);
   CHECK(options.prometheus_port == 9153);
+  REQUIRE(options.debug_address.has_value());
+  CHECK(options.debug_address->ToString() == "127.0.0.1:10057");
+  CHECK_FALSE(Parse({}).options.debug_address.has_value());  // off by default
   REQUIRE(options.servers.size() == 1);
   CHECK(options.servers[0].upstream == Up("8.8.8.8"));
   CHECK(options.no_negcache);
@@ -183,6 +187,10 @@ TEST_CASE("Malformed options fail with one line naming the option", "[frontend][
       {{"--stale-max=1d"}, "--stale-max: \"1d\" is not a number in 0..4294967295"},
       {{"--lameduck=soon"}, "--lameduck: \"soon\" is not a duration (e.g. 5s, 500ms, or seconds)"},
       {{"--prometheus-port=99999"}, "--prometheus-port: \"99999\" is not a number in 0..65535"},
+      {{"--debug-address=10057"},
+       "--debug-address: not an IP address and port (127.0.0.1:10057): \"10057\""},
+      {{"--debug-address=localhost:10057"},
+       "--debug-address: not an IP address and port (127.0.0.1:10057): \"localhost:10057\""},
       {{"--server="}, "--server=: empty value"},
       {{"--server=1.2.3"}, "--server=1.2.3: \"1.2.3\" is not an IP address"},
       {{"--server=1.2.3.4#0"}, "--server=1.2.3.4#0: bad port \"0\" in \"1.2.3.4#0\" (1..65535)"},

@@ -11,6 +11,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/task_queue.h"
 #include "common/metrics/process_metrics.h"
+#include "common/server/debug_http.h"
 #include "common/server/limits.h"
 #include "common/upstream/resolv_conf.h"
 #include "kubedns/cache_dump.h"
@@ -416,18 +417,12 @@ bool KubednsServer::Start(std::string* error) {
     metrics_thread = metrics_http_.get();
   }
   metrics_thread->Handle("/metrics", metrics_handler);
-  // Not on a port the kube-dns Service publishes (it publishes DNS only).
-  metrics_thread->Handle("/debug/top-clients", [this](const http::Request& request) {
-    return server::TopClientsResponse(*rate_limits_.clients, request);
-  });
-  if (options_.cache_dump_address) {
-    http::Server::Options cache;
-    cache.bind_address = *options_.cache_dump_address;
-    // The dump of a large cluster is a few MiB (cache_dump.h bounds it); one at a time per
-    // connection, from an operator's port-forward.
-    cache.max_response_bytes = 16 << 20;
-    cache_http_ = std::make_unique<http::ServerThread>(cache);
-    cache_http_->Handle("/cache", [this](const http::Request&) {
+  // Debug data only on the debug address: every pod reaches the other ports.
+  server::RefuseDebugPaths(*healthz_http_);
+  if (metrics_http_) server::RefuseDebugPaths(*metrics_http_);
+  if (options_.debug_address) {
+    debug_http_ = server::MakeDebugServer(*options_.debug_address, rate_limits_.clients);
+    debug_http_->Handle("/cache", [this](const http::Request&) {
       http::Response response = http::Response::Text(200, CacheJson(snapshots_.Current().get()));
       response.content_type = "application/json";
       return response;
@@ -443,8 +438,8 @@ bool KubednsServer::Start(std::string* error) {
     Stop();
     return false;
   }
-  if (cache_http_ && !cache_http_->Start(error)) {
-    *error = "cache dump on " + options_.cache_dump_address->ToString() + ": " + *error;
+  if (debug_http_ && !debug_http_->Start(error)) {
+    *error = "--debug-address " + options_.debug_address->ToString() + ": " + *error;
     Stop();
     return false;
   }
@@ -455,8 +450,8 @@ const loop::SocketAddress& KubednsServer::metrics_address() const {
   return metrics_http_ ? metrics_http_->local_address() : healthz_http_->local_address();
 }
 
-loop::SocketAddress KubednsServer::cache_dump_address() const {
-  return cache_http_ ? cache_http_->local_address() : loop::SocketAddress();
+loop::SocketAddress KubednsServer::debug_address() const {
+  return debug_http_ ? debug_http_->local_address() : loop::SocketAddress();
 }
 
 void KubednsServer::RunSource(std::promise<void>* started) {
@@ -519,7 +514,7 @@ void KubednsServer::Stop() {
   if (forward_config_) forward_config_->Stop();  // posts nothing more
   if (healthz_http_) healthz_http_->Stop();
   if (metrics_http_) metrics_http_->Stop();
-  if (cache_http_) cache_http_->Stop();
+  if (debug_http_) debug_http_->Stop();
   if (dns_server_) dns_server_->Stop();
   if (source_thread_.joinable()) {
     source_running_ = false;

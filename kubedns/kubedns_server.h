@@ -14,8 +14,10 @@
 //                   with c-ares and, on a change, posts the new UpstreamRoutes to every
 //                   DNS thread (DnsServer::Post)
 //   HTTP thread(s)  /readiness and /healthz on the healthz port, /metrics on the metrics
-//                   port (one thread when the ports are equal), and /cache, only when
-//                   --cache-dump-address asks for it, on a thread and port of its own
+//                   port (one thread when the ports are equal), and the debug data
+//                   (/cache, /debug/top-clients) only when --debug-address asks for it,
+//                   on a thread and port of its own (common/server/debug_http.h); the
+//                   other ports answer those paths 404
 // Data crosses threads only as immutable snapshots (records, routes), per-thread metric
 // counters and the atomic ready flag.
 //
@@ -67,9 +69,10 @@ class KubednsServer {
     bool receiver_threads = true;
     loop::SocketAddress healthz_address;  // /readiness, /healthz
     loop::SocketAddress metrics_address;  // /metrics
-    // /cache (the whole record tree): served only when set, never on the metrics port,
-    // which every pod can reach (docs/operators.md, "HTTP").
-    std::optional<loop::SocketAddress> cache_dump_address;
+    // --debug-address: /cache (the whole record tree) and /debug/top-clients, served only
+    // when set, never on the healthz or metrics port, which every pod can reach
+    // (docs/operators.md, "HTTP").
+    std::optional<loop::SocketAddress> debug_address;
     std::string objects_file;  // the offline source, if set
     uint64_t objects_poll_ms = 2000;
     std::optional<k8s::ApiConfig> api_config;  // otherwise the Kubernetes API
@@ -108,8 +111,8 @@ class KubednsServer {
   const loop::SocketAddress& dns_address() const { return dns_server_->local_address(); }
   const loop::SocketAddress& healthz_address() const { return healthz_http_->local_address(); }
   const loop::SocketAddress& metrics_address() const;
-  // Where /cache is served; empty without Options::cache_dump_address.
-  loop::SocketAddress cache_dump_address() const;
+  // Where the debug data is served; unspecified without Options::debug_address.
+  loop::SocketAddress debug_address() const;
   std::shared_ptr<const Snapshot> snapshot() const { return snapshots_.Current(); }
   metrics::Registry& registry() { return registry_; }
   // The forwarding routes last handed to the DNS threads.
@@ -151,7 +154,7 @@ class KubednsServer {
   std::unique_ptr<server::DnsServer> dns_server_;
   std::unique_ptr<http::ServerThread> healthz_http_;
   std::unique_ptr<http::ServerThread> metrics_http_;  // null when it shares healthz_http_
-  std::unique_ptr<http::ServerThread> cache_http_;    // null unless cache_dump_address
+  std::unique_ptr<http::ServerThread> debug_http_;    // null unless debug_address
 
   std::thread source_thread_;
   loop::TaskQueue::Poster source_poster_;

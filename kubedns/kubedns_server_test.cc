@@ -16,12 +16,15 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
+#include "common/http/http_test_util.h"
+#include "common/server/limits.h"
 #include "test/support/fake_dns_server.h"
 #include "test/unit/temp_dir.h"
 
 namespace kdns::kubedns {
 namespace {
 
+using http::testing::BlockingGet;
 using kdns::testing::TempDir;
 
 // Polls `done` for up to 10 s of wall time (the server runs on its own threads).
@@ -57,23 +60,6 @@ dns::Message Ask(const loop::SocketAddress& server, const std::string& name) {
   dns::Message message;
   REQUIRE(dns::ParseMessage(reply, &message) == dns::ParseError::kOk);
   return message;
-}
-
-// GET over a plain socket: "<status> <body>".
-std::string Get(const loop::SocketAddress& server, const std::string& path) {
-  int fd = socket(server.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  REQUIRE(connect(fd, server.sockaddr_ptr(), server.sockaddr_len()) == 0);
-  std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  REQUIRE(send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
-  std::string response;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) response.append(buffer, n);
-  close(fd);
-  auto body = response.find("\r\n\r\n");
-  REQUIRE(body != std::string::npos);
-  return response.substr(9, 3) + " " + response.substr(body + 4);
 }
 
 KubednsServer::Options Options(const std::string& objects_file) {
@@ -143,7 +129,7 @@ TEST_CASE("kubedns forwards with the routes of its config dir and follows their 
   // An invalid change is rejected; forwarding goes on with the previous configuration.
   WriteFile(config + "/upstreamNameservers", R"(["1.1.1.1", "1.1.1.2", "1.1.1.3", "1.1.1.4"])");
   REQUIRE(Eventually([&] {
-    return Get(server.metrics_address(), "/metrics")
+    return BlockingGet(server.metrics_address(), "/metrics")
                .find("kdns_kubedns_forward_config_reloads_total{result=\"rejected\"} 1") !=
            std::string::npos;
   }));
@@ -188,45 +174,59 @@ TEST_CASE("kubedns --autopath walks the node's domains of its resolv.conf, or th
 
 TEST_CASE("kubedns serves the objects file and reports ready", "[kubedns][server]") {
   KubednsServer::Options options = Options("test/conformance/objects.json");
-  options.cache_dump_address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  options.debug_address = *loop::SocketAddress::Parse("127.0.0.1:0");
   KubednsServer server(options);
   std::string error;
   REQUIRE(server.Start(&error));
   CHECK(Eventually([&] { return server.ready(); }));
-  CHECK(Get(server.healthz_address(), "/readiness") == "200 ok");
-  CHECK(Get(server.healthz_address(), "/healthz") == "200 ok");
+  CHECK(BlockingGet(server.healthz_address(), "/readiness") == "200 ok");
+  CHECK(BlockingGet(server.healthz_address(), "/healthz") == "200 ok");
   dns::Message answer = Ask(server.dns_address(), "kubernetes.default.svc.cluster.local.");
   CHECK(answer.rcode() == dns::Rcode::kNoError);
   REQUIRE(answer.answers.size() == 1);
-  std::string metrics = Get(server.metrics_address(), "/metrics");
+  std::string metrics = BlockingGet(server.metrics_address(), "/metrics");
   CHECK(metrics.rfind("200 ", 0) == 0);
   CHECK(metrics.find("skydns_skydns_dns_request_count_total{system=\"auth\"} 1") !=
         std::string::npos);
   CHECK(metrics.find("kdns_kubedns_services 12") != std::string::npos);
   CHECK(metrics.find("kdns_objects_file_reloads_total") != std::string::npos);
-  std::string cache = Get(server.cache_dump_address(), "/cache");
+  std::string cache = BlockingGet(server.debug_address(), "/cache");
   CHECK(cache.find("\"name\":\"kubernetes\"") != std::string::npos);
-  // The inventory is on its own port only: not where every pod scrapes metrics.
-  CHECK(Get(server.metrics_address(), "/cache").rfind("404", 0) == 0);
-  CHECK(Get(server.cache_dump_address(), "/metrics").rfind("404", 0) == 0);
-  CHECK(Get(server.metrics_address(), "/nope").rfind("404", 0) == 0);
+  CHECK(BlockingGet(server.debug_address(), "/debug/top-clients").rfind("200 {", 0) == 0);
+  // The debug data is on its own port only: not where every pod scrapes metrics.
+  CHECK(BlockingGet(server.metrics_address(), "/cache").rfind("404", 0) == 0);
+  CHECK(BlockingGet(server.metrics_address(), "/debug/top-clients").rfind("404", 0) == 0);
+  CHECK(BlockingGet(server.debug_address(), "/metrics").rfind("404", 0) == 0);
+  CHECK(BlockingGet(server.metrics_address(), "/nope").rfind("404", 0) == 0);
 
   server.StartLameduck();
-  CHECK(Get(server.healthz_address(), "/readiness").rfind("503", 0) == 0);
+  CHECK(BlockingGet(server.healthz_address(), "/readiness").rfind("503", 0) == 0);
   // Still answering during lameduck.
   CHECK(Ask(server.dns_address(), "kubernetes.default.svc.cluster.local.").rcode() ==
         dns::Rcode::kNoError);
   server.Stop();
 }
 
-TEST_CASE("kubedns serves /cache nowhere unless asked to", "[kubedns][server]") {
-  KubednsServer server(Options("test/conformance/objects.json"));
+TEST_CASE("kubedns serves no debug data unless asked to", "[kubedns][server]") {
+  KubednsServer::Options options = Options("test/conformance/objects.json");
+  // Options() binds both to 127.0.0.1:0, which is one port (one HTTP thread).
+  SECTION("metrics and healthz on one port") {}
+  SECTION("metrics and healthz on two ports") {
+    options.metrics_address = *loop::SocketAddress::Parse("127.0.0.2:0");
+  }
+  KubednsServer server(options);
   std::string error;
   REQUIRE(server.Start(&error));
   REQUIRE(Eventually([&] { return server.ready(); }));
-  CHECK(server.cache_dump_address().port() == 0);
-  CHECK(Get(server.metrics_address(), "/cache").rfind("404", 0) == 0);
-  CHECK(Get(server.healthz_address(), "/cache").rfind("404", 0) == 0);
+  CHECK(server.debug_address().family() == AF_UNSPEC);
+  const uint64_t before = server::LimitHits(server::Limit::kDebugOnPublishedPort);
+  for (const auto& port : {server.metrics_address(), server.healthz_address()}) {
+    for (const char* path : {"/cache", "/debug/top-clients"}) {
+      INFO(port.ToString() << path);
+      CHECK(BlockingGet(port, path).rfind("404", 0) == 0);
+    }
+  }
+  CHECK(server::LimitHits(server::Limit::kDebugOnPublishedPort) == before + 4);
   server.Stop();
 }
 
@@ -238,10 +238,10 @@ TEST_CASE("kubedns answers SERVFAIL and is not ready until its source has loaded
   std::string error;
   REQUIRE(server.Start(&error));
   CHECK_FALSE(server.ready());
-  CHECK(Get(server.healthz_address(), "/readiness").rfind("503", 0) == 0);
+  CHECK(BlockingGet(server.healthz_address(), "/readiness").rfind("503", 0) == 0);
   CHECK(Ask(server.dns_address(), "kubernetes.default.svc.cluster.local.").rcode() ==
         dns::Rcode::kServFail);
-  CHECK(Get(server.healthz_address(), "/healthz") == "200 ok");  // liveness is independent
+  CHECK(BlockingGet(server.healthz_address(), "/healthz") == "200 ok");  // liveness is independent
 
   Copy("test/conformance/objects.json", file);
   REQUIRE(Eventually([&] { return server.ready(); }));
@@ -282,7 +282,7 @@ TEST_CASE("kubedns picks up a changed objects file and keeps the last good one",
   }
   std::filesystem::rename(file + ".new", file);
   REQUIRE(Eventually([&] {
-    return Get(server.metrics_address(), "/metrics")
+    return BlockingGet(server.metrics_address(), "/metrics")
                .find("kdns_objects_file_reloads_total{result=\"error\"} 1") != std::string::npos;
   }));
   CHECK(server.snapshot()->generation() == generation);
@@ -350,7 +350,7 @@ TEST_CASE(
 
   WriteFile(file, ShiftedCluster(2000, 1));
   REQUIRE(Eventually([&] {
-    return Get(server.metrics_address(), "/metrics")
+    return BlockingGet(server.metrics_address(), "/metrics")
                .find("kdns_objects_file_reloads_total{result=\"ok\"} 2") != std::string::npos;
   }));
   // Published along the way, not only at the end.

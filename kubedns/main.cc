@@ -80,10 +80,13 @@ DEFINE_string(pod_records, "insecure",
               "of a live pod in that namespace; watches Pods), disabled.");
 DEFINE_int32(metrics_port, -1, "Port for /metrics; default: $PROMETHEUS_PORT, else 10055.");
 DEFINE_string(http_bind_address, "0.0.0.0", "Address for the healthz and metrics ports.");
+DEFINE_string(debug_address, "",
+              "IP:port to serve the debug data on: /cache (the whole record tree, as JSON) and "
+              "/debug/top-clients (the heaviest clients); empty: not served (404 on every "
+              "port). Bind it to 127.0.0.1 and reach it with kubectl port-forward: every pod "
+              "can reach the pod's other addresses.");
 DEFINE_string(cache_dump_address, "",
-              "IP:port to serve /cache (the whole record tree, as JSON) on; empty: not served. "
-              "Bind it to 127.0.0.1 and reach it with kubectl port-forward: every pod can "
-              "reach the pod's other addresses.");
+              "Deprecated: the old name of --debug-address (the same address, with a warning).");
 DEFINE_string(lameduck, "0s",
               "On SIGTERM, fail readiness and keep answering this long before exiting.");
 DEFINE_string(resolv_conf, "/etc/resolv.conf",
@@ -199,6 +202,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.pod_records = FLAGS_pod_records;
   flags.metrics_port = FLAGS_metrics_port;
   flags.http_bind_address = FLAGS_http_bind_address;
+  flags.debug_address = FLAGS_debug_address;
   flags.cache_dump_address = FLAGS_cache_dump_address;
   flags.lameduck = FLAGS_lameduck;
   flags.resolv_conf = FLAGS_resolv_conf;
@@ -260,7 +264,10 @@ int main(int argc, char** argv) {
   LOG(INFO) << "kubedns " << kdns::kVersion << " serving " << options.server.answer.zone.ToText()
             << " on " << server.dns_address().ToString() << " (UDP, TCP), readiness on "
             << server.healthz_address().ToString() << ", metrics on "
-            << server.metrics_address().ToString();
+            << server.metrics_address().ToString()
+            << (options.server.debug_address
+                    ? ", debug data on " + server.debug_address().ToString()
+                    : std::string());
 
   const uint64_t sync_timeout_ms = options.initial_sync_timeout_ms;
   timespec wait{static_cast<time_t>(sync_timeout_ms / 1000),

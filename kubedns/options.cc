@@ -10,6 +10,7 @@
 
 #include "common/base/duration.h"
 #include "common/base/port.h"
+#include "common/server/debug_http.h"
 #include "common/server/loop_server.h"
 #include "common/upstream/forward_budgets.h"
 #include "kubedns/upstream_routes.h"
@@ -179,14 +180,30 @@ bool ListenOptions(const FlagValues& flags, const k8s::EnvLookup& env,
                &options->metrics_address, error)) {
     return false;
   }
+  return true;
+}
+
+// --debug-address, and its old name --cache-dump-address (which served /cache alone).
+bool DebugAddress(const FlagValues& flags, KubednsServer::Options* options,
+                  std::vector<std::string>* warnings, std::string* error) {
+  std::string value = flags.debug_address;
+  std::string_view flag = server::kDebugAddressFlag;
   if (!flags.cache_dump_address.empty()) {
-    options->cache_dump_address = loop::SocketAddress::Parse(flags.cache_dump_address);
-    if (!options->cache_dump_address) {
-      *error = "--cache-dump-address: not an IP address and port (127.0.0.1:10057): \"" +
-               flags.cache_dump_address + "\"";
+    if (!value.empty() && value != flags.cache_dump_address) {
+      *error = "--cache-dump-address=" + flags.cache_dump_address +
+               " is the old name of --debug-address=" + value + ": give one of them";
       return false;
     }
+    warnings->push_back(
+        "--cache-dump-address is deprecated: it is --debug-address, which "
+        "serves /debug/top-clients next to /cache on the same address");
+    value = flags.cache_dump_address;
+    flag = "cache-dump-address";
   }
+  if (value.empty()) return true;
+  if (!server::ParseDebugAddress(value, flag, &options->debug_address, error)) return false;
+  const std::string warning = server::DebugAddressWarning(flag, *options->debug_address);
+  if (!warning.empty()) warnings->push_back(warning);
   return true;
 }
 
@@ -387,6 +404,7 @@ bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env, Options* o
   }
   if (!WaitingOptions(flags, &server, error) ||
       !KubeDnsCompatibility(flags, &server, &options->warnings, error) ||
+      !DebugAddress(flags, &server, &options->warnings, error) ||
       !QueryLogOptions(flags, &server.query_log, error)) {
     return false;
   }

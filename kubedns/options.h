@@ -46,7 +46,10 @@ struct FlagValues {
   std::string pod_records = "insecure";
   int64_t metrics_port = -1;  // -1: $PROMETHEUS_PORT, else 10055
   std::string http_bind_address = "0.0.0.0";
-  std::string cache_dump_address;  // empty: /cache is not served
+  std::string debug_address;  // empty: no debug data (/cache, /debug/*) is served
+  // The old name of --debug-address (it served /cache only): the same address, with a
+  // warning; both given must agree.
+  std::string cache_dump_address;
   std::string lameduck = "0s";
   std::string resolv_conf = "/etc/resolv.conf";
   // Forwarding budgets (common/upstream/forward_budgets.h); 0 per route or upstream: a

@@ -41,7 +41,7 @@ TEST_CASE("kubedns's default flags build kube-dns's defaults", "[kubedns][option
   CHECK(server.dns_address.ToString() == "0.0.0.0:10053");
   CHECK(server.healthz_address.ToString() == "0.0.0.0:8081");
   CHECK(server.metrics_address.ToString() == "0.0.0.0:10055");
-  CHECK_FALSE(server.cache_dump_address.has_value());  // /cache only when asked for
+  CHECK_FALSE(server.debug_address.has_value());  // debug data only when asked for
   CHECK(server.dns_threads == 0);
   CHECK(server.receiver_threads);  // auto: on
   CHECK(server.config_period_ms == 10'000);
@@ -68,7 +68,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   flags.forward_max_per_route = 3;
   flags.forward_max_per_upstream = 2;
   flags.lameduck = "2s";
-  flags.cache_dump_address = "127.0.0.1:10057";
+  flags.debug_address = "127.0.0.1:10057";
   flags.receiver_threads = "off";
   Options options;
   std::string error;
@@ -86,8 +86,9 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   CHECK(options.server.forwarder.budgets->max_per_upstream() == 2);
   CHECK(options.lameduck_ms == 2000);
   CHECK_FALSE(options.server.receiver_threads);
-  REQUIRE(options.server.cache_dump_address.has_value());
-  CHECK(options.server.cache_dump_address->ToString() == "127.0.0.1:10057");
+  REQUIRE(options.server.debug_address.has_value());
+  CHECK(options.server.debug_address->ToString() == "127.0.0.1:10057");
+  CHECK(options.warnings.empty());  // loopback
 }
 
 TEST_CASE("kubedns's metrics port comes from the flag, else $PROMETHEUS_PORT",
@@ -147,9 +148,20 @@ TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
     flags.http_bind_address = "any";
     expected = "--http-bind-address: not an IP address: \"any\"";
   }
-  SECTION("cache dump address") {
+  SECTION("debug address") {
+    flags.debug_address = "10057";
+    expected = "--debug-address: not an IP address and port (127.0.0.1:10057): \"10057\"";
+  }
+  SECTION("debug address by its old name") {
     flags.cache_dump_address = "10057";
     expected = "--cache-dump-address: not an IP address and port (127.0.0.1:10057): \"10057\"";
+  }
+  SECTION("debug address by both names, differently") {
+    flags.debug_address = "127.0.0.1:10057";
+    flags.cache_dump_address = "127.0.0.1:10058";
+    expected =
+        "--cache-dump-address=127.0.0.1:10058 is the old name of "
+        "--debug-address=127.0.0.1:10057: give one of them";
   }
   SECTION("config period") {
     flags.config_period = "10";
@@ -382,6 +394,33 @@ TEST_CASE("kube-dns's deprecated --config-map maps to the mounted directory, wit
     CHECK(plain.warnings.empty());
     CHECK(plain.server.config_dir.empty());
   }
+}
+
+TEST_CASE("the old --cache-dump-address is --debug-address, with a warning", "[kubedns][options]") {
+  FlagValues flags = Offline();
+  flags.cache_dump_address = "127.0.0.1:10057";
+  SECTION("alone") {}
+  SECTION("with --debug-address at the same address") { flags.debug_address = "127.0.0.1:10057"; }
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  REQUIRE(options.server.debug_address.has_value());
+  CHECK(options.server.debug_address->ToString() == "127.0.0.1:10057");
+  REQUIRE(options.warnings.size() == 1);
+  CHECK(
+      options.warnings[0].starts_with("--cache-dump-address is deprecated: it is "
+                                      "--debug-address"));
+}
+
+TEST_CASE("a debug address off loopback is served, with a warning", "[kubedns][options]") {
+  FlagValues flags = Offline();
+  flags.debug_address = "0.0.0.0:10057";
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  REQUIRE(options.server.debug_address.has_value());
+  REQUIRE(options.warnings.size() == 1);
+  CHECK(options.warnings[0].starts_with("--debug-address=0.0.0.0:10057 is not loopback"));
 }
 
 TEST_CASE("--federations is refused with what to do instead", "[kubedns][options]") {

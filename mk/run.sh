@@ -2,17 +2,19 @@
 # `make run`: the whole pod on loopback, as in a cluster:
 #   kubedns         127.0.0.1:10053, the demo cluster (kubedns/demo-cluster.json), or the
 #                   cluster of $KUBECONFIG when it is set; readiness :8081, metrics :10055,
-#                   /cache :10057 (loopback only, as --cache-dump-address asks)
+#                   debug data (/cache, /debug/top-clients) on --debug-address :10057
 #   nanny           holds the cache's port (53 when root, else a free high port) and runs
 #                   frontend-cache with kube-dns's arguments; the ConfigMap directory is
 #                   build/run/kube-dns-config (edit stubDomains/upstreamNameservers there)
 #   frontend-cache  cluster names to kubedns, the rest to /etc/resolv.conf's servers;
-#                   metrics :10056
+#                   metrics :10056, debug data (/debug/top-clients) on --debug-address
+#                   :10058
 #   the multicluster zones clusterset.local. (MCS) and slice.local. (kubeslice) are on:
 #   kubedns serves them, and the nanny routes them to kubedns (-kubednsZones)
 #   sidecar         probes both every 5 s; /healthcheck/<label> and metrics on :10054
-# Ctrl-C stops everything. Ports can be moved with KDNS_DNS_PORT (the cache's) and
-# KDNS_OBJECTS_FILE picks another objects file.
+# Every port is on loopback; the debug addresses are off in a cluster (they name other
+# pods) and on here. Ctrl-C stops everything. Ports can be moved with KDNS_DNS_PORT (the
+# cache's) and KDNS_OBJECTS_FILE picks another objects file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,7 +36,7 @@ else
   dns_port=10153
   while ! port_free "$dns_port"; do dns_port=$((dns_port + 1)); done
 fi
-for port in 10053 8081 10054 10055 10056 10057; do
+for port in 10053 8081 10054 10055 10056 10057 10058; do
   if ! port_free "$port"; then
     echo "make run: port $port is in use on this machine; stop what holds it and retry"
     exit 1
@@ -70,7 +72,7 @@ trap 'exit 0' INT TERM
   --multicluster-zone=clusterset.local. --kubeslice-zone=slice.local. \
   --dns-bind-address=127.0.0.1 --dns-port=10053 --config-dir="$config" \
   --http-bind-address=127.0.0.1 --healthz-port=8081 --metrics-port=10055 \
-  --cache-dump-address=127.0.0.1:10057 \
+  --debug-address=127.0.0.1:10057 \
   >"$run/kubedns.log" 2>&1 &
 pids+=($!)
 
@@ -80,7 +82,8 @@ pids+=($!)
   -k --cache-size=1000 --no-negcache --dns-loop-detect --log-facility=- \
   --server=/cluster.local/127.0.0.1#10053 --server=/in-addr.arpa/127.0.0.1#10053 \
   --server=/ip6.arpa/127.0.0.1#10053 --listen-address=127.0.0.1 --port="$dns_port" \
-  --prometheus-address=127.0.0.1 --prometheus-port=10056 $resolv_flag \
+  --prometheus-address=127.0.0.1 --prometheus-port=10056 \
+  --debug-address=127.0.0.1:10058 $resolv_flag \
   >"$run/nanny.log" 2>&1 &
 pids+=($!)
 
@@ -131,7 +134,10 @@ Health:  curl http://127.0.0.1:10054/healthcheck/kubedns   (and /healthcheck/dns
 Metrics: curl http://127.0.0.1:10054/metrics   (sidecar: kubedns_dnsmasq_*, kubedns_probe_*)
          curl http://127.0.0.1:10055/metrics   (kubedns: skydns_*, kdns_kubedns_*)
          curl http://127.0.0.1:10056/metrics   (frontend-cache and nanny: kdns_frontend_*, kdns_nanny_*)
-Records: curl http://127.0.0.1:10057/cache
+Debug (on for make run, off by default in a cluster: --debug-address):
+         curl http://127.0.0.1:10057/cache               (kubedns: the record tree)
+         curl http://127.0.0.1:10057/debug/top-clients   (kubedns: the heaviest clients)
+         curl http://127.0.0.1:10058/debug/top-clients   (frontend-cache: the heaviest clients)
 Edit $objects and the answers follow; put stubDomains / upstreamNameservers JSON files in
 $config and the cache applies them without dropping a query.
 Logs: $run/{kubedns,nanny,sidecar}.log. Ctrl-C stops.

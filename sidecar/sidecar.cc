@@ -4,6 +4,7 @@
 
 #include "common/metrics/process_metrics.h"
 #include "common/metrics/text_format.h"
+#include "common/server/debug_http.h"
 #include "common/server/limits.h"
 #include "sidecar/health.h"
 
@@ -47,6 +48,9 @@ Sidecar::Sidecar(loop::Loop& loop, Options options, const SidecarTuning& tuning)
     response.content_type = std::string(metrics::kContentType);
     return response;
   });
+  // No debug data here either (the kubelet and every pod reach this port); asking for it is
+  // counted as on the DNS servers' ports.
+  server::RefuseDebugPaths(*http_);
 }
 
 Sidecar::~Sidecar() = default;

@@ -191,7 +191,7 @@ void ClientLimiter::LogOffenders(uint64_t now_ns) {
            (client.limited > 0 ? " (" + std::to_string(client.limited) + " limited)" : "");
   }
   LOG(WARNING) << since << " queries limited or shed since the last line; heaviest clients now: "
-               << (top.empty() ? "none" : top) << " (more on /debug/top-clients)";
+               << (top.empty() ? "none" : top) << " (more on --debug-address: /debug/top-clients)";
 }
 
 void ClientLimiter::ScanRates(uint64_t now_ns) {

@@ -40,6 +40,7 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "response_rate",
     "shed_receive_backlog",
     "shed_waiting_queries",
+    "debug_on_published_port",
 };
 
 // One limit's count and log state. The count is sharded per thread (metrics::Counter): a

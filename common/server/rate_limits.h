@@ -10,8 +10,8 @@
 //   --rrl-responses-per-second=N identical responses per netblock and second (0: off)
 //
 // Fair shedding needs no flag: it is always on (client_limiter.h). Also here: the metrics
-// of both limiters, and /debug/top-clients (served on a program's metrics port, which the
-// kube-dns Service does not publish).
+// of both limiters, and /debug/top-clients (served on the opt-in --debug-address only,
+// debug_http.h: it names other pods and their rates).
 //
 // Thread: Make on the owning thread; the limiters are thread-safe (their headers).
 #pragma once

@@ -12,8 +12,8 @@ answers, each within 1 s) and what the flooder got:
   - no flag at all (fair shedding): dnsperf floods names whose upstream answers slowly,
     filling the waiting-query budget; the light client, whose names need forwarding too,
     keeps its answers while the flooder is shed.
-  - /debug/top-clients names the flooder first; the metrics count what was limited,
-    slipped and shed.
+  - /debug/top-clients (on --debug-address) names the flooder first; the metrics count
+    what was limited, slipped and shed.
 
 Bounded: each flood runs a few seconds. Closes with `N passed, M failed`.
 KDNS_ONLY=substring runs the matching tests only; KDNS_KEEP_TMP=1 keeps the logs.
@@ -128,8 +128,8 @@ def flood_under(port, workdir, light_names, flood_names, label, during=None):
     return light, perf
 
 
-def top_clients(metrics_port):
-    return json.loads(harness.http_get(metrics_port, "/debug/top-clients")[2])
+def top_clients(debug_port):
+    return json.loads(harness.http_get(debug_port, "/debug/top-clients")[2])
 
 
 def check_flooder_first(top):
@@ -161,7 +161,8 @@ def test_frontend_cache_holds_a_flooder_to_its_limit(env):
     up = fu.FakeUpstream(name="up")
     owned.append(up)
     fc = servers.FrontendCache(workdir, "frontend-cache", "--server=" + up.address,
-                               "--client-rate-limit=%d" % LIMIT, "--client-rate-slip=0")
+                               "--client-rate-limit=%d" % LIMIT, "--client-rate-slip=0",
+                               debug=True)
     owned.append(fc)
     names = ["n%d.cached.test" % i for i in range(50)]
     for name in names:  # cached, from the light client's address (its own bucket)
@@ -169,7 +170,7 @@ def test_frontend_cache_holds_a_flooder_to_its_limit(env):
             return ["%s not answered before the flood" % name]
     seen = {}
     light, perf = flood_under(fc.port, workdir, names, names, "frontend-cache",
-                              lambda: seen.update(top_clients(fc.metrics_port)))
+                              lambda: seen.update(top_clients(fc.debug_port)))
     problems = check_flooder_limited(light, perf, "frontend-cache") + check_flooder_first(seen)
     limited = fc.metric('kdns_limit_hits_total{limit="client_rate"}')
     if not limited or limited < perf["sent"] - perf["completed"] - 1000:
@@ -197,12 +198,12 @@ def test_kubedns_holds_a_flooder_to_its_limit(env):
         json.dump(OBJECTS, f)
     dns = servers.Kubedns(workdir, "kubedns", "--objects-file=" + objects,
                           "--domain=cluster.local.", "--client-rate-limit=%d" % LIMIT,
-                          "--client-rate-slip=0")
+                          "--client-rate-slip=0", debug=True)
     owned.append(dns)
     names = ["svc%d.default.svc.cluster.local" % i for i in range(50)]
     seen = {}
     light, perf = flood_under(dns.port, workdir, names, names, "kubedns",
-                              lambda: seen.update(top_clients(dns.metrics_port)))
+                              lambda: seen.update(top_clients(dns.debug_port)))
     return check_flooder_limited(light, perf, "kubedns") + check_flooder_first(seen)
 
 
@@ -324,7 +325,7 @@ def test_a_hundred_thousand_clients_fit_in_the_fixed_table(env):
     up = fu.FakeUpstream(name="up")
     owned.append(up)
     fc = servers.FrontendCache(workdir, "frontend-cache", "--server=" + up.address,
-                               "--client-rate-limit=%d" % LIMIT)
+                               "--client-rate-limit=%d" % LIMIT, debug=True)
     owned.append(fc)
     if dns_wire.ask_udp(fc.port, "www.cached.test")[0] != "NOERROR":
         return ["not answered before"]
@@ -341,7 +342,7 @@ def test_a_hundred_thousand_clients_fit_in_the_fixed_table(env):
     time.sleep(0.5)
     rss_after = harness.rss_kib(fc.process.pid)
     tracked = fc.metric("kdns_client_rate_tracked_clients")
-    top = top_clients(fc.metrics_port)
+    top = top_clients(fc.debug_port)
     print("  %d clients: %s tracked (capacity %s), RSS %d -> %d KiB" % (
         clients, tracked, top["capacity"], rss_before, rss_after))
     problems = []

@@ -267,6 +267,22 @@ def http_get(port, path, method="GET", timeout=5):
         return 0, {}, str(e)
 
 
+def http_get_from(source, port, path, timeout=5):
+    """(status, body text) of one GET to 127.0.0.1:port sent from the address `source`
+    (127.0.0.2 and up: an attacker's, so per-source limits are tested honestly); (0, error)
+    when nothing answers."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout,
+                                            source_address=(source, 0))
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, response.read().decode(errors="replace")
+    except (OSError, http.client.HTTPException) as e:
+        return 0, str(e)
+    finally:
+        connection.close()
+
+
 def http_status(port, path, timeout=2):
     return http_get(port, path, timeout=timeout)[0]
 

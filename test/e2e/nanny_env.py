@@ -94,12 +94,14 @@ class Kubedns(servers.Kubedns):
 
 
 class Nanny:
-    """The nanny with frontend-cache (or another child) on 127.0.0.1 and a free port."""
+    """The nanny with frontend-cache (or another child) on 127.0.0.1 and a free port; with
+    `debug`, frontend-cache's debug data (--debug-address) on a free port of its own."""
 
     def __init__(self, workdir, name, config_dir, flags=(), child_args=None, kubedns=None,
-                 port=None, metrics=True, wait=True, lameduck="0s", threads=2):
+                 port=None, metrics=True, wait=True, lameduck="0s", threads=2, debug=False):
         self.port = port or harness.free_port()
         self.metrics_port = harness.free_port() if metrics else None
+        self.debug_port = harness.free_port() if debug else None
         self.run_dir = os.path.join(workdir, name + "-run")
         os.makedirs(self.run_dir, exist_ok=True)
         argv = [NANNY, "-configDir=" + config_dir, "--runDir=" + self.run_dir]
@@ -115,6 +117,8 @@ class Nanny:
             if metrics:
                 child_args += ["--prometheus-port=%d" % self.metrics_port,
                                "--prometheus-address=127.0.0.1"]
+            if debug:
+                child_args += ["--debug-address=127.0.0.1:%d" % self.debug_port]
         self.argv = argv + child_args
         self.log_path = os.path.join(workdir, name + ".log")
         self.process = harness.Process(self.argv, self.log_path)

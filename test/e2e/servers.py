@@ -187,17 +187,21 @@ UNBOUND_CONF = """server:
 
 
 class FrontendCache:
-    """frontend-cache on 127.0.0.1, a free port, metrics on a free port."""
+    """frontend-cache on 127.0.0.1, a free port, metrics on a free port; with `debug`, the
+    debug data (--debug-address) on 127.0.0.1 and a free port of its own."""
 
     def __init__(self, workdir, name, *args, port=None, metrics=True, wait=True,
-                 threads=2, lameduck="0"):
+                 threads=2, lameduck="0", debug=False):
         self.port = port or free_port()
         self.metrics_port = free_port("0.0.0.0") if metrics else None
+        self.debug_port = free_port() if debug else None
         argv = [os.path.join(BIN, "frontend-cache"), "-k", "--no-resolv",
                 "--listen-address=127.0.0.1", "--port=%d" % self.port,
                 "--threads=%d" % threads, "--lameduck=%s" % lameduck, "--log-facility=-"]
         if metrics:
             argv.append("--prometheus-port=%d" % self.metrics_port)
+        if debug:
+            argv.append("--debug-address=127.0.0.1:%d" % self.debug_port)
         argv += list(args)
         self.process = Process(argv, os.path.join(workdir, name + ".log"))
         if wait and not wait_until(
@@ -225,17 +229,22 @@ class FrontendCache:
 
 class Kubedns:
     """kubedns on 127.0.0.1, DNS, healthz and metrics on free ports, `flags` (its source:
-    --objects-file or --kubecfg-file, and whatever the test needs) after ours. With
-    `wait`, ready (/readiness 200) when the constructor returns."""
+    --objects-file or --kubecfg-file, and whatever the test needs) after ours; with
+    `debug`, the debug data (--debug-address) on a free port of its own. With `wait`,
+    ready (/readiness 200) when the constructor returns."""
 
-    def __init__(self, workdir, name, *flags, threads=2, wait=True):
+    def __init__(self, workdir, name, *flags, threads=2, wait=True, debug=False):
         self.port = free_port()
         self.healthz = free_port()
         self.metrics_port = free_port()
+        self.debug_port = free_port() if debug else None
         argv = [os.path.join(BIN, "kubedns"), "--dns-bind-address=127.0.0.1",
                 "--dns-port=%d" % self.port, "--http-bind-address=127.0.0.1",
                 "--healthz-port=%d" % self.healthz, "--metrics-port=%d" % self.metrics_port,
-                "--dns-threads=%d" % threads, "--logtostderr"] + list(flags)
+                "--dns-threads=%d" % threads, "--logtostderr"]
+        if debug:
+            argv.append("--debug-address=127.0.0.1:%d" % self.debug_port)
+        argv += list(flags)
         self.process = Process(argv, os.path.join(workdir, name + ".log"))
         if wait and not (wait_until(lambda: not self.process.alive() or self.ready(), 30) and
                          self.process.alive()):
