@@ -6,11 +6,13 @@
     port), port names and (port, protocol) pairs unique; every container has liveness, and readiness where it
     serves the Service's traffic (kubedns and the cache);
   - RBAC: kubedns may only list and watch Services, Endpoints, EndpointSlices (and Pods for
-    --pod-records=verified); the autoscaler writes only the kube-dns scale;
+    --pod-records=verified); the autoscaler reads the nodes, gets its own ConfigMap and
+    writes the kube-dns scale, each by name, and creates nothing (RBAC cannot limit
+    `create` to a name: it would reach the kube-dns ConfigMap);
   - security: non-root, read-only root file system, no privilege escalation, capabilities
     dropped, NET_BIND_SERVICE only where a port below 1024 is bound;
-  - the pods are selected, spread and protected; the autoscaler's target, ConfigMap and
-    default parameters agree; the kube-dns ConfigMap is valid (both ConfigMaps from the
+  - the pods are selected, spread and protected; the autoscaler's target and ConfigMap
+    agree, and it has no --default-params (they would make it create the ConfigMap); the kube-dns ConfigMap is valid (both ConfigMaps from the
     configmaps component, manifests/components/configmaps).
 Closes with `N passed, M failed`.
 """
@@ -239,28 +241,63 @@ def test_autoscaler(r):
         for key in ("coresPerReplica", "nodesPerReplica"):
             if key in linear and not (isinstance(linear[key], (int, float)) and linear[key] > 0):
                 p.append("linear.%s must be positive" % key)
-        if "default-params" in flags and json.loads(flags["default-params"]) != params:
-            p.append("--default-params differ from ConfigMap %s" % flags.get("configmap"))
+    if "default-params" in flags:
+        p.append("--default-params makes the autoscaler create its ConfigMap when missing, "
+                 "which its RBAC must not allow (create cannot be limited to a name)")
     account = spec.get("serviceAccountName", "default")
-    for binding_kind, role_kind, role, rule in rbac_of(r, account, NAMESPACE):
+    grants = rbac_of(r, account, NAMESPACE)
+    p += autoscaler_rbac_problems(grants, flags.get("configmap"), name)
+    # The negative control: the check flags what the RBAC used to grant.
+    for bad_rule in ({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+                     {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}):
+        bad = grants + [("RoleBinding", "Role", "control", bad_rule)]
+        if not autoscaler_rbac_problems(bad, flags.get("configmap"), name):
+            p.append("the RBAC check passes %s: it cannot fail" % bad_rule)
+    return p
+
+
+# What the autoscaler may do, and to what: read the nodes; read its ConfigMap and read and
+# write the kube-dns scale, each by name, in kube-system. It needs nothing else (the
+# cluster-proportional-autoscaler only gets its ConfigMap, and creates it only with
+# --default-params, which the manifests do not pass).
+AUTOSCALER_NAMED_VERBS = {"get", "update", "patch"}
+
+
+def autoscaler_rbac_problems(grants, configmap, target):
+    """Problems with the autoscaler's grants ((binding kind, role kind, role, rule)):
+    every write and every ConfigMap access limited to one name; nothing created."""
+    p = []
+    reads_configmap = False
+    for _, role_kind, role, rule in grants:
         verbs = set(rule.get("verbs", []))
         resources = set(rule.get("resources", []))
+        names = rule.get("resourceNames")
+        where = "%s %s (%s on %s)" % (role_kind, role, sorted(verbs), sorted(resources))
         if "*" in verbs or "*" in resources or "*" in rule.get("apiGroups", []):
-            p.append("%s %s uses a wildcard" % (role_kind, role))
-        writes = verbs - {"get", "list", "watch"}
-        if not writes:
-            continue
-        if resources == {"deployments/scale"}:
-            if role_kind != "Role" or rule.get("resourceNames") != ["kube-dns"]:
-                p.append("%s %s: writes to deployments/scale must be a Role limited to "
-                         "kube-dns" % (role_kind, role))
-        elif resources == {"configmaps"} and writes == {"create"}:
-            if role_kind != "Role":
-                p.append("%s %s: creating ConfigMaps must stay in %s" % (role_kind, role,
-                                                                        NAMESPACE))
+            p.append("%s uses a wildcard" % where)
+        elif verbs & {"create", "deletecollection"}:
+            p.append("%s: create and deletecollection cannot be limited to a name in RBAC, "
+                     "so they reach every object of the kind (the kube-dns ConfigMap too)"
+                     % where)
+        elif resources == {"nodes"}:
+            if not verbs <= {"list", "watch"}:
+                p.append("%s: nodes are only listed and watched" % where)
+        elif resources == {"configmaps"}:
+            if role_kind != "Role" or names != [configmap] or \
+                    not verbs <= AUTOSCALER_NAMED_VERBS:
+                p.append("%s: ConfigMaps only as a Role in %s, limited to resourceNames "
+                         "[%s], %s at most" % (where, NAMESPACE, configmap,
+                                               sorted(AUTOSCALER_NAMED_VERBS)))
+            reads_configmap = reads_configmap or "get" in verbs
+        elif resources == {"deployments/scale"}:
+            if role_kind != "Role" or names != [target] or \
+                    not verbs <= AUTOSCALER_NAMED_VERBS:
+                p.append("%s: the scale only as a Role limited to resourceNames [%s]"
+                         % (where, target))
         else:
-            p.append("%s %s grants %s on %s" % (role_kind, role, sorted(writes),
-                                                sorted(resources)))
+            p.append("%s: the autoscaler needs nothing of %s" % (where, sorted(resources)))
+    if not reads_configmap:
+        p.append("the autoscaler may not get its ConfigMap %s" % configmap)
     return p
 
 
