@@ -648,6 +648,13 @@ bool ParseOptions(std::span<const std::string_view> args, Options* options,
              ") is above --max-cache-ttl (" + std::to_string(options->max_cache_ttl_s) + ")";
     return false;
   }
+  if (options->debug_address && options->prometheus_port != 0) {
+    *error = server::DebugAddressClash(
+        *options->debug_address, "--prometheus-port",
+        *loop::SocketAddress::FromHostPort(options->prometheus_address.ToString(),
+                                           options->prometheus_port));
+    if (!error->empty()) return false;
+  }
   for (const auto& [name, value] :
        {std::pair{"--forward-max-per-route", options->forward_max_per_route},
         std::pair{"--forward-max-per-upstream", options->forward_max_per_upstream}}) {

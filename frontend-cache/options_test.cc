@@ -189,6 +189,9 @@ TEST_CASE("Malformed options fail with one line naming the option", "[frontend][
       {{"--prometheus-port=99999"}, "--prometheus-port: \"99999\" is not a number in 0..65535"},
       {{"--debug-address=10057"},
        "--debug-address: not an IP address and port (127.0.0.1:10057): \"10057\""},
+      {{"--prometheus-port=10056", "--debug-address=127.0.0.1:10056"},
+       "--debug-address=127.0.0.1:10056 takes the port of --prometheus-port (0.0.0.0:10056): "
+       "the debug data needs a port of its own"},
       {{"--debug-address=localhost:10057"},
        "--debug-address: not an IP address and port (127.0.0.1:10057): \"localhost:10057\""},
       {{"--server="}, "--server=: empty value"},

@@ -202,6 +202,11 @@ bool DebugAddress(const FlagValues& flags, KubednsServer::Options* options,
   }
   if (value.empty()) return true;
   if (!server::ParseDebugAddress(value, flag, &options->debug_address, error)) return false;
+  for (const auto& [other_flag, other] : {std::pair{"--healthz-port", options->healthz_address},
+                                          std::pair{"--metrics-port", options->metrics_address}}) {
+    *error = server::DebugAddressClash(*options->debug_address, other_flag, other);
+    if (!error->empty()) return false;
+  }
   const std::string warning = server::DebugAddressWarning(flag, *options->debug_address);
   if (!warning.empty()) warnings->push_back(warning);
   return true;

@@ -152,6 +152,12 @@ TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
     flags.debug_address = "10057";
     expected = "--debug-address: not an IP address and port (127.0.0.1:10057): \"10057\"";
   }
+  SECTION("debug address on the metrics port") {
+    flags.debug_address = "127.0.0.1:10055";
+    expected =
+        "--debug-address=127.0.0.1:10055 takes the port of --metrics-port (0.0.0.0:10055): the "
+        "debug data needs a port of its own";
+  }
   SECTION("debug address by its old name") {
     flags.cache_dump_address = "10057";
     expected = "--cache-dump-address: not an IP address and port (127.0.0.1:10057): \"10057\"";

@@ -31,6 +31,15 @@ bool ParseDebugAddress(std::string_view value, std::string_view flag,
   return true;
 }
 
+std::string DebugAddressClash(const loop::SocketAddress& debug, std::string_view other_flag,
+                              const loop::SocketAddress& other) {
+  const bool overlap = debug.IsWildcard() || other.IsWildcard() || debug == other;
+  if (debug.port() == 0 || debug.port() != other.port() || !overlap) return {};
+  return "--" + std::string(kDebugAddressFlag) + "=" + debug.ToString() + " takes the port of " +
+         std::string(other_flag) + " (" + other.ToString() +
+         "): the debug data needs a port of its own";
+}
+
 std::string DebugAddressWarning(std::string_view flag, const loop::SocketAddress& address) {
   if (IsLoopback(address)) return {};
   return "--" + std::string(flag) + "=" + address.ToString() +

@@ -12,7 +12,8 @@
 // asks there.
 //
 //   ParseDebugAddress   the flag's value (kubedns also accepts its old name,
-//                       --cache-dump-address, for the same address)
+//                       --cache-dump-address, for the same address), and
+//   DebugAddressClash   its check against the program's other HTTP ports
 //   MakeDebugServer     an http::ServerThread on the debug address with
 //                       /debug/top-clients; the program adds its own routes (/cache)
 //   RefuseDebugPaths    the 404s on an HTTP port that is not the debug address
@@ -42,6 +43,12 @@ inline constexpr std::string_view kDebugAddressFlag = "debug-address";
 [[nodiscard]] bool ParseDebugAddress(std::string_view value, std::string_view flag,
                                      std::optional<loop::SocketAddress>* address,
                                      std::string* error);
+
+// The one-line error when the debug address would take `other` (the address of the port
+// `other_flag` names: a metrics or health port): the same port on the same or a wildcard
+// address, which could not both be bound; empty otherwise (port 0 never clashes).
+std::string DebugAddressClash(const loop::SocketAddress& debug, std::string_view other_flag,
+                              const loop::SocketAddress& other);
 
 // The warning a program logs at start-up for a debug address that is not loopback (every
 // pod that reaches it reads the debug data); empty for loopback.

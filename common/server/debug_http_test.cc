@@ -45,6 +45,26 @@ TEST_CASE("a debug address is an IP and a port, and loopback is the quiet choice
   }
 }
 
+TEST_CASE("a debug address may not take a metrics or health port", "[debug_http]") {
+  const auto at = [](const char* text) { return *loop::SocketAddress::Parse(text); };
+  SECTION("the same port on the same or a wildcard address clashes") {
+    const auto [debug, other] =
+        GENERATE(table<const char*, const char*>({{"127.0.0.1:10055", "127.0.0.1:10055"},
+                                                  {"127.0.0.1:10055", "0.0.0.0:10055"},
+                                                  {"0.0.0.0:10055", "127.0.0.1:10055"}}));
+    CHECK(DebugAddressClash(at(debug), "--metrics-port", at(other)) ==
+          "--debug-address=" + std::string(debug) + " takes the port of --metrics-port (" + other +
+              "): the debug data needs a port of its own");
+  }
+  SECTION("another port, another address or any free port does not") {
+    const auto [debug, other] =
+        GENERATE(table<const char*, const char*>({{"127.0.0.1:10057", "0.0.0.0:10055"},
+                                                  {"127.0.0.1:10055", "10.0.0.7:10055"},
+                                                  {"127.0.0.1:0", "127.0.0.1:0"}}));
+    CHECK(DebugAddressClash(at(debug), "--metrics-port", at(other)).empty());
+  }
+}
+
 TEST_CASE("the debug server serves /debug/top-clients", "[debug_http]") {
   RateLimits limits = MakeLimits();
   std::unique_ptr<http::ServerThread> debug = MakeDebugServer(kAnyLoopbackPort, limits.clients);
