@@ -202,8 +202,8 @@ class Cache {
   // Removes `slot`'s entry from `shard` (locked) and frees its answer; the slot is the
   // caller's to reuse or to give back with FreeSlot.
   void RemoveLocked(Shard& shard, uint32_t slot);
-  // One step of CLOCK over the pool (hand_mutex_ held): removes the first expired entry
-  // under the hand, or the first whose second chance is used up (an eviction, counted). The
+  // CLOCK over the pool (hand_mutex_ held): moves the hand on until it removes the first
+  // expired entry, or the first whose second chance is used up (an eviction, counted). The
   // removed slot (-1 when every slot is free or being filled) and whether it was removed
   // before its expiry.
   struct Swept {

@@ -522,6 +522,25 @@ TEST_CASE("A working set that outgrows the cache takes its room from the coldest
   CHECK(fresh.Ask(f.cache) == 0);
 }
 
+TEST_CASE("A slot freed ahead of the hand costs a new working set one more eviction, once",
+          "[frontend][cache]") {
+  // The bound cache.h states: an entry dropped after its stale time frees a slot ahead of
+  // the hand; the new entry put there may meet the hand before its first hit.
+  CacheOptions options = OneShard(4);
+  options.stale_max_s = 0;
+  Fixture f(options);
+  for (int i = 0; i < 4; ++i)
+    REQUIRE(f.Insert(Host(i, i == 2 ? 1 : 300)).result == InsertResult::kInserted);
+  f.clock.AdvanceMs(2000);
+  REQUIRE_FALSE(f.Get("h2.example.com."));  // dropped: its slot is free, the hand still at 0
+  REQUIRE(f.cache.Stats().size == 3);
+  const WorkingSet new_set(100, 4);
+  std::vector<uint64_t> evictions;
+  for (int pass = 0; pass < 4; ++pass) evictions.push_back(new_set.Pass(f.cache, 1));
+  CHECK(evictions == std::vector<uint64_t>{3, 1, 0, 0});  // 3 needed, 1 more
+  CHECK(new_set.Ask(f.cache) == 0);
+}
+
 // A reply of `count` AAAA records (about 28 bytes each).
 Reply Big(const std::string& name, int count) {
   Reply big = Answer(name, {}, RrType::kAaaa);
