@@ -25,6 +25,8 @@ constexpr size_t kMinIndexSize = 8;
 // rounded to 16 bytes), counted in each entry's cost so --cache-bytes bounds real memory.
 constexpr size_t kAllocationOverheadBytes = 16;
 constexpr int kShardHashShift = 58;  // shards come from the top 6 bits, index slots from the low
+constexpr uint8_t kNoShard = 0xFF;
+static_assert(kMaxShards < kNoShard);
 
 // A fast non-cryptographic hash over the lower-cased name, 8 octets at a time, finished
 // with MurmurHash3's mixer (Mix64). Clients cannot choose our buckets in a harmful way: a
@@ -100,7 +102,10 @@ struct Cache::Entry {
   uint32_t lifetime_s = 0;
   uint32_t hits = 0;
   uint32_t question_end = 0;
-  uint32_t ring_position = 0;  // in its shard's CLOCK circle
+  // The shard that indexes this slot, kNoShard while the slot is free or being filled.
+  // Changed only under that shard's lock; the hand reads it without one to know which lock
+  // to take, and reads it again under that lock to be sure.
+  std::atomic<uint8_t> shard{kNoShard};
   dns::RrType type = dns::RrType::kA;
   dns::RrClass cls = dns::RrClass::kIn;
   bool dnssec_ok = false;
@@ -124,13 +129,12 @@ struct Cache::Entry {
 struct alignas(64) Cache::Shard {
   std::mutex mutex;
   Entry* slots = nullptr;
+  uint8_t number = 0;  // this shard's place in the Cache's array, as Entry::shard names it
   // Open addressing with linear probing: slot + 1, 0 for empty; at most half full, and
   // shrunk when under an eighth full, so its size follows the entries held.
   std::vector<uint32_t> index{std::vector<uint32_t>(kMinIndexSize, 0)};
   size_t index_mask = kMinIndexSize - 1;
   size_t initial_index_size = kMinIndexSize;
-  std::vector<uint32_t> ring;  // the slots held, in CLOCK order
-  size_t hand = 0;
 
   std::atomic<uint64_t> hits{0};
   std::atomic<uint64_t> misses{0};
@@ -138,13 +142,16 @@ struct alignas(64) Cache::Shard {
   std::atomic<uint64_t> insertions{0};
   std::atomic<uint64_t> evictions{0};
   std::atomic<uint64_t> prefetches{0};
-  std::atomic<uint64_t> size{0};
+  std::atomic<uint64_t> size{0};  // entries indexed; written under the lock
 
-  void Init(Entry* pool, size_t expected_entries) {
+  void Init(Entry* pool, uint8_t shard_number, size_t expected_entries) {
     slots = pool;
+    number = shard_number;
     initial_index_size = std::bit_ceil(std::max(expected_entries * 2, kMinIndexSize));
     Rehash(initial_index_size);
   }
+
+  size_t Size() const { return size.load(std::memory_order_relaxed); }
 
   // The slot holding `key`, or -1.
   int64_t FindSlot(const CacheKey& key) const {
@@ -153,6 +160,16 @@ struct alignas(64) Cache::Shard {
       if (value == 0) return -1;
       if (slots[value - 1].Matches(key)) return value - 1;
     }
+  }
+
+  // The slots held, for a flush.
+  std::vector<uint32_t> Held() const {
+    std::vector<uint32_t> held;
+    held.reserve(Size());
+    for (uint32_t value : index) {
+      if (value != 0) held.push_back(value - 1);
+    }
+    return held;
   }
 
   void IndexInsert(uint32_t slot) {
@@ -177,37 +194,26 @@ struct alignas(64) Cache::Shard {
   }
 
   void Rehash(size_t index_size) {
-    std::vector<uint32_t>(index_size, 0).swap(index);
+    std::vector<uint32_t> old(index_size, 0);
+    old.swap(index);
     index_mask = index_size - 1;
-    for (uint32_t slot : ring) IndexInsert(slot);
+    for (uint32_t value : old) {
+      if (value != 0) IndexInsert(value - 1);
+    }
   }
 
-  // A new entry goes just behind the hand, so the hand sees it last (as CLOCK does); the
-  // one it displaces goes to the end of the circle, still ahead of the hand.
   void Add(uint32_t slot) {
-    if ((ring.size() + 1) * 2 > index.size()) Rehash(index.size() * 2);
-    if (hand >= ring.size()) hand = ring.size();
-    ring.push_back(slot);
-    std::swap(ring[hand], ring.back());
-    slots[ring.back()].ring_position = static_cast<uint32_t>(ring.size() - 1);
-    slots[slot].ring_position = static_cast<uint32_t>(hand);
-    ++hand;
+    if ((Size() + 1) * 2 > index.size()) Rehash(index.size() * 2);
     IndexInsert(slot);
-    size.store(ring.size(), std::memory_order_relaxed);
+    slots[slot].shard.store(number, std::memory_order_relaxed);
+    size.store(Size() + 1, std::memory_order_relaxed);
   }
 
-  // Unindexes `slot`; the last of the circle takes its place (the hand sees it next).
   void Drop(uint32_t slot) {
     IndexErase(slot);
-    const uint32_t position = slots[slot].ring_position;
-    ring[position] = ring.back();
-    slots[ring[position]].ring_position = position;
-    ring.pop_back();
-    if (index.size() > initial_index_size && ring.size() * 8 < index.size()) {
-      Rehash(index.size() / 2);
-      if (ring.capacity() > 4 * std::max<size_t>(ring.size(), 16)) ring.shrink_to_fit();
-    }
-    size.store(ring.size(), std::memory_order_relaxed);
+    slots[slot].shard.store(kNoShard, std::memory_order_relaxed);
+    size.store(Size() - 1, std::memory_order_relaxed);
+    if (index.size() > initial_index_size && Size() * 8 < index.size()) Rehash(index.size() / 2);
   }
 };
 
@@ -222,7 +228,8 @@ Cache::Cache(const CacheOptions& options, const Clock& clock)
   slots_ = std::make_unique<Entry[]>(capacity_);
   shards_ = std::make_unique<Shard[]>(shard_count_);
   for (size_t i = 0; i < shard_count_; ++i) {
-    shards_[i].Init(slots_.get(), (capacity_ + shard_count_ - 1) / shard_count_);
+    shards_[i].Init(slots_.get(), static_cast<uint8_t>(i),
+                    (capacity_ + shard_count_ - 1) / shard_count_);
   }
   free_slots_.reserve(capacity_);
   for (size_t slot = capacity_; slot-- > 0;) free_slots_.push_back(static_cast<uint32_t>(slot));
@@ -236,9 +243,7 @@ size_t Cache::ShardIndex(uint64_t hash) const {
 
 Cache::Shard& Cache::ShardFor(uint64_t hash) const { return shards_[ShardIndex(hash)]; }
 
-size_t Cache::ShardSize(size_t shard) const {
-  return shards_[shard].size.load(std::memory_order_relaxed);
-}
+size_t Cache::ShardSize(size_t shard) const { return shards_[shard].Size(); }
 
 std::optional<uint32_t> Cache::TakeFreeSlot() {
   std::lock_guard lock(free_mutex_);
@@ -260,15 +265,22 @@ void Cache::RemoveLocked(Shard& shard, uint32_t slot) {
   entry.answer = StoredAnswer();  // the memory goes back now, not at the slot's next use
 }
 
-Cache::Swept Cache::SweepLocked(Shard& shard, uint64_t now_ms) {
-  for (size_t step = 0; !shard.ring.empty(); ++step) {
-    if (shard.hand >= shard.ring.size()) shard.hand = 0;
-    const uint32_t slot = shard.ring[shard.hand];
+Cache::Swept Cache::SweepLocked(uint64_t now_ms) {
+  // Two turns at most: in the first an entry hit since the hand last passed keeps its place
+  // (its bit cleared); in the second the next entry goes whatever its bit, as hits may have
+  // set the bits again behind the hand.
+  for (size_t step = 0; step < 2 * capacity_; ++step) {
+    const uint32_t slot = static_cast<uint32_t>(hand_);
+    hand_ = hand_ + 1 == capacity_ ? 0 : hand_ + 1;
     Entry& entry = slots_[slot];
+    const uint8_t owner = entry.shard.load(std::memory_order_relaxed);
+    if (owner == kNoShard) continue;  // free, or a new entry being filled
+    Shard& shard = shards_[owner];
+    std::lock_guard lock(shard.mutex);
+    if (entry.shard.load(std::memory_order_relaxed) != owner) continue;  // moved meanwhile
     const bool live = now_ms < entry.expires_ms;
-    if (live && entry.referenced && step < shard.ring.size()) {
+    if (live && entry.referenced && step < capacity_) {
       entry.referenced = false;
-      ++shard.hand;
       continue;
     }
     if (live) Bump(shard.evictions);
@@ -278,28 +290,28 @@ Cache::Swept Cache::SweepLocked(Shard& shard, uint64_t now_ms) {
   return {};
 }
 
-bool Cache::EvictOne(size_t first, uint64_t now_ms, Need need) {
-  for (size_t i = 0; i < shard_count_; ++i) {
-    Shard& shard = shards_[(first + i) & (shard_count_ - 1)];
-    Swept swept;
-    {
-      std::lock_guard lock(shard.mutex);
-      swept = SweepLocked(shard, now_ms);
-    }
-    if (swept.slot >= 0) {
-      FreeSlot(static_cast<uint32_t>(swept.slot));
-      // Counted (and perhaps logged) without the shard's lock, which hits wait for.
-      if (need == Need::kBytes && swept.live) server::RecordLimitHit(server::Limit::kCacheBytes);
-      return true;
-    }
-  }
-  return false;
+std::optional<uint32_t> Cache::TakeSlot(uint64_t now_ms) {
+  if (std::optional<uint32_t> free = TakeFreeSlot()) return free;
+  std::lock_guard lock(hand_mutex_);
+  // Another insertion's hand may have freed more than it took while this one waited.
+  if (std::optional<uint32_t> free = TakeFreeSlot()) return free;
+  const Swept swept = SweepLocked(now_ms);
+  if (swept.slot < 0) return std::nullopt;
+  return static_cast<uint32_t>(swept.slot);
 }
 
-bool Cache::ReserveBytes(size_t cost, size_t shard_index, uint64_t now_ms) {
+bool Cache::ReserveBytes(size_t cost, uint64_t now_ms) {
   while (!bytes_.TryTake(cost)) {
+    Swept swept;
+    {
+      std::lock_guard lock(hand_mutex_);
+      swept = SweepLocked(now_ms);
+    }
     // Nothing left to evict: what holds the budget is other threads' reservations.
-    if (!EvictOne(shard_index, now_ms, Need::kBytes)) return false;
+    if (swept.slot < 0) return false;
+    FreeSlot(static_cast<uint32_t>(swept.slot));
+    // Counted (and perhaps logged) without the hand, which other insertions wait for.
+    if (swept.live) server::RecordLimitHit(server::Limit::kCacheBytes);
   }
   return true;
 }
@@ -388,27 +400,29 @@ InsertOutcome Cache::Insert(const CacheKey& key, std::span<const uint8_t> respon
   PrepareStoredResponse(prepared, analysis, ttl_offsets, options_.policy);
   StoredAnswer answer(prepared, ttl_offsets);
 
-  const size_t shard_index = ShardIndex(key.hash());
-  Shard& shard = shards_[shard_index];
+  Shard& shard = ShardFor(key.hash());
   const uint64_t now_ms = clock_.NowMs();
-  if (!ReserveBytes(answer.cost_bytes(), shard_index, now_ms)) {
-    return {InsertResult::kNoRoom, Cacheability::kCacheable};
-  }
+  const size_t cost_bytes = answer.cost_bytes();
+  if (!ReserveBytes(cost_bytes, now_ms)) return {InsertResult::kNoRoom, Cacheability::kCacheable};
   std::unique_lock lock(shard.mutex);
   int64_t slot = shard.FindSlot(key);
   bool indexed = slot >= 0;  // a replacement, in place
-  while (slot < 0) {
-    if (std::optional<uint32_t> free = TakeFreeSlot()) {
-      slot = *free;
-    } else if ((slot = SweepLocked(shard, now_ms).slot) < 0) {
-      // The pool is spent and this shard holds nothing: make room in another, without
-      // holding two shard locks, then look again (another thread may have inserted the key).
-      lock.unlock();
-      (void)EvictOne(next_victim_shard_.fetch_add(1, std::memory_order_relaxed), now_ms,
-                     Need::kSlot);
-      lock.lock();
-      slot = shard.FindSlot(key);
-      indexed = slot >= 0;
+  if (!indexed) {
+    // A new entry: take a slot without holding the shard's lock (the hand takes shard
+    // locks), then look again, as another thread may have inserted the key meanwhile.
+    lock.unlock();
+    const std::optional<uint32_t> taken = TakeSlot(now_ms);
+    if (!taken) {
+      bytes_.Give(cost_bytes);
+      return {InsertResult::kNoRoom, Cacheability::kCacheable};
+    }
+    lock.lock();
+    slot = shard.FindSlot(key);
+    indexed = slot >= 0;
+    if (indexed) {
+      FreeSlot(*taken);  // the spare goes back to the pool
+    } else {
+      slot = *taken;
     }
   }
   Entry& entry = slots_[slot];
@@ -436,32 +450,25 @@ InsertOutcome Cache::Insert(const CacheKey& key, std::span<const uint8_t> respon
 }
 
 size_t Cache::Flush() {
-  size_t dropped = 0;
-  for (size_t i = 0; i < shard_count_; ++i) {
-    Shard& shard = shards_[i];
-    std::lock_guard lock(shard.mutex);
-    while (!shard.ring.empty()) {
-      const uint32_t slot = shard.ring.back();
-      RemoveLocked(shard, slot);
-      FreeSlot(slot);
-      ++dropped;
-    }
-  }
-  return dropped;
+  return DropWhere([](const Entry&) { return true; });
 }
 
 size_t Cache::FlushDomain(const dns::Name& domain) {
+  return DropWhere([&domain](const Entry& entry) {
+    const std::span<const uint8_t> bytes = entry.answer.bytes();
+    dns::Name name;
+    dns::WireReader reader(bytes, dns::kHeaderSize, bytes.size());
+    return reader.ReadName(&name) != dns::ParseError::kOk || name.IsSubdomainOf(domain);
+  });
+}
+
+size_t Cache::DropWhere(const std::function<bool(const Entry&)>& drop) {
   size_t dropped = 0;
   for (size_t i = 0; i < shard_count_; ++i) {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mutex);
-    // Backwards: Drop moves the last of the circle into the removed entry's place.
-    for (size_t position = shard.ring.size(); position-- > 0;) {
-      const uint32_t slot = shard.ring[position];
-      const std::span<const uint8_t> bytes = slots_[slot].answer.bytes();
-      dns::Name name;
-      dns::WireReader reader(bytes, dns::kHeaderSize, bytes.size());
-      if (reader.ReadName(&name) == dns::ParseError::kOk && !name.IsSubdomainOf(domain)) continue;
+    for (uint32_t slot : shard.Held()) {
+      if (!drop(slots_[slot])) continue;
       RemoveLocked(shard, slot);
       FreeSlot(slot);
       ++dropped;
@@ -484,7 +491,7 @@ CacheStats Cache::Stats() const {
     stats.insertions += shard.insertions.load(kRelaxed);
     stats.evictions += shard.evictions.load(kRelaxed);
     stats.prefetches += shard.prefetches.load(kRelaxed);
-    stats.size += shard.size.load(kRelaxed);
+    stats.size += shard.Size();
   }
   return stats;
 }

@@ -10,8 +10,9 @@
 //
 // Concurrency: every method is thread-safe; one Cache is shared by all serving threads.
 // Entries are indexed by up to 64 shards by key hash, each with its own mutex, held on a
-// hit only to copy the bytes out. Counters live in the shards (written under the shard's
-// lock, read lock-free as relaxed atomics) and are summed by Stats().
+// hit only to copy the bytes out; a hit takes no other lock and writes only its shard and
+// its entry. Counters live in the shards (written under the shard's lock, read lock-free as
+// relaxed atomics) and are summed by Stats().
 //
 // Capacity is exact: the --cache-size slots form one pool shared by every shard (a free
 // list under its own mutex, taken on insertion only), and a shard's index grows and shrinks
@@ -22,14 +23,26 @@
 // --cache-entry-max-bytes is not cached (limit cache_entry_too_large). An evicted or
 // replaced entry's allocation is freed, not kept for the slot's next entry.
 //
-// Eviction is CLOCK (second chance) per shard: a hit only sets a bit in its entry, where
-// LRU would relink a list on every hit (a write to shared list heads under contention) and
-// segmented LRU would move entries between segments; CLOCK approximates LRU well for DNS
-// popularity skew. When the pool is empty, an insertion sweeps its own shard's circle (the
-// next shard's, round robin, when its own is empty); when the bytes are spent, it sweeps
-// shards from its own on until the answer fits (each live entry removed so is a hit of
-// limit cache_bytes). The hand takes expired entries first; only entries removed before
-// their expiry count as evictions (dnsmasq's "live freed").
+// Eviction is CLOCK (second chance) over the whole pool: one hand, under its own mutex,
+// goes round the slots in order, and the entry it removes is the coldest of the cache, not
+// of one shard. (A hand per shard made each shard evict its own newest entries whenever it
+// drew more of a new working set than it held of the old one, pass after pass, while other
+// shards kept stale entries.) A hit only sets a bit in its entry, where LRU would relink a
+// list on every hit (a write to shared list heads under contention); CLOCK approximates LRU
+// well for DNS popularity skew. The hand runs only when an insertion finds the pool empty
+// or the bytes spent, and locks the shard of each slot it looks at; the slot it frees is
+// just behind it, so the new entry is the last it will see. It takes expired entries first;
+// only entries removed before their expiry count as evictions (dnsmasq's "live freed"),
+// and those removed for bytes are hits of limit cache_bytes.
+//
+// So the first pass of a new working set W, no larger than the cache, evicts exactly what
+// W needs beyond the free slots, none of W's own entries, and later passes evict nothing:
+// W's entries lie behind the hand, which reaches them only after every older entry. From
+// several threads too; two threads inserting the same key at once take two slots for it
+// and give the spare back to the pool. The one exception: a slot freed ahead of the hand
+// (an entry dropped after its stale time by Find, or by a flush) goes to the next new
+// entry, which the hand may then reach before that entry's first hit; each such slot can
+// cost one extra eviction and miss, once.
 //
 // Expired entries stay (RFC 8767) for stale_max_s more seconds, for LookupStale when every
 // upstream failed. A hit in the last 10% of an entry's lifetime, after enough hits, asks
@@ -39,6 +52,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -112,7 +126,8 @@ enum class InsertResult : uint8_t {
   kInserted,
   kDisabled,      // capacity 0
   kNotCacheable,  // see the Cacheability in `reason`
-  kNoRoom,        // other insertions in flight hold the byte budget: try again next time
+  kNoRoom,        // other insertions in flight hold the byte budget or every slot: try again
+                  // next time
 };
 
 struct InsertOutcome {
@@ -178,7 +193,6 @@ class Cache {
   struct Shard;
   struct StoredAnswer;
   enum class Mode : uint8_t { kFresh, kPeek, kStale };
-  enum class Need : uint8_t { kSlot, kBytes };  // what an eviction makes room for
 
   LookupResult Find(const CacheKey& key, const dns::Query& query, std::span<uint8_t> out,
                     size_t max_size_bytes, Mode mode);
@@ -188,21 +202,24 @@ class Cache {
   // Removes `slot`'s entry from `shard` (locked) and frees its answer; the slot is the
   // caller's to reuse or to give back with FreeSlot.
   void RemoveLocked(Shard& shard, uint32_t slot);
-  // CLOCK in `shard` (locked): removes the first expired entry under the hand, or the first
-  // whose second chance is used up (an eviction, counted). The removed slot (-1 when the
-  // shard is empty) and whether it was removed before its expiry.
+  // CLOCK over the pool (hand_mutex_ held): moves the hand on until it removes the first
+  // expired entry, or the first whose second chance is used up (an eviction, counted). The
+  // removed slot (-1 when every slot is free or being filled) and whether it was removed
+  // before its expiry.
   struct Swept {
     int64_t slot = -1;
     bool live = false;
   };
-  Swept SweepLocked(Shard& shard, uint64_t now_ms);
-  // Sweeps one entry out of the first non-empty shard from `first` on, one lock at a time,
-  // and gives its slot back to the pool. False when every shard is empty.
-  bool EvictOne(size_t first, uint64_t now_ms, Need need);
-  // Counts `cost` against --cache-bytes, evicting from `shard_index` on until it fits.
-  [[nodiscard]] bool ReserveBytes(size_t cost, size_t shard_index, uint64_t now_ms);
+  Swept SweepLocked(uint64_t now_ms);
+  // A slot for a new entry: a free one, else the hand's. None when every slot is being
+  // filled by other insertions.
+  std::optional<uint32_t> TakeSlot(uint64_t now_ms);
+  // Counts `cost` against --cache-bytes, evicting with the hand until it fits.
+  [[nodiscard]] bool ReserveBytes(size_t cost, uint64_t now_ms);
   std::optional<uint32_t> TakeFreeSlot();
   void FreeSlot(uint32_t slot);
+  // Drops every entry `drop` picks, shard by shard (for Flush and FlushDomain).
+  size_t DropWhere(const std::function<bool(const Entry&)>& drop);
 
   const CacheOptions options_;
   const Clock& clock_;
@@ -212,9 +229,11 @@ class Cache {
   std::unique_ptr<Shard[]> shards_;
   std::mutex free_mutex_;
   std::vector<uint32_t> free_slots_;  // a stack; under free_mutex_
+  // CLOCK's hand: the next slot it looks at. Taken before any shard's mutex, never after.
+  std::mutex hand_mutex_;
+  size_t hand_ = 0;  // under hand_mutex_
   // EntryCostBytes of every entry and reservation, up to --cache-bytes.
   AtomicBudget bytes_;
-  std::atomic<size_t> next_victim_shard_{0};
 };
 
 }  // namespace kdns::frontend

@@ -8,6 +8,10 @@ each test asserts what the victim sees.
   answered from the cache on every pass after the first: nothing forwarded, no eviction
   (dnsmasq alongside, same --cache-size, same names, counted the same way: the CHAOS
   misses.bind and evictions.bind; both miss ratios printed);
+- a new working set settles (issue 30): with --cache-size=1000 full of 1,000 names asked by
+  the victim, another client cycling 1,000 (or 900) other names evicts exactly that many in
+  its first pass and nothing after, and is answered from the cache from its second pass on
+  (dnsmasq alongside; its figures printed);
 - an answer fetched with CD=1 (the upstream answers differently when CD is set) never
   reaches a CD=0 client;
 - a client asking many names with large answers does not grow RSS past --cache-bytes plus
@@ -169,6 +173,62 @@ def test_working_set_of_10000_names_stays_cached(env):
     return working_set(env, 10000)
 
 
+def new_working_set(env, new_size, size=1000):
+    """The victim fills a --cache-size=`size` cache with its names; another client then
+    cycles `new_size` other names PASSES times: the evictions and forwarded queries of each
+    pass, frontend-cache beside dnsmasq."""
+    p = []
+    nsd = ws_nsd(env)
+    old = ["n%d.ws.test" % i for i in range(size)]
+    new = ["n%d.ws.test" % i for i in range(size, size + new_size)]
+    fe, _ = start_frontend(env, "fe-change-%d" % new_size, nsd, "--cache-size=%d" % size)
+    dm = servers.Dnsmasq(env["workdir"], "dnsmasq-change-%d" % new_size,
+                         "--cache-size=%d" % size, "--server=" + nsd.address)
+    env["owned"].append(dm)
+    figures = {}
+    for label, port in (("frontend-cache", fe.port), ("dnsmasq", dm.port)):
+        if len(ask_many(port, old)) != size:
+            p.append("%s: the victim's names were not all answered (the test's premise)" % label)
+        evictions, misses = [], []
+        for _ in range(PASSES):
+            evicted_before = chaos_count(port, "evictions.bind")
+            missed_before = chaos_count(port, "misses.bind")
+            answered = ask_many(port, new, source=ATTACKER)
+            evictions.append(chaos_count(port, "evictions.bind") - evicted_before)
+            misses.append(chaos_count(port, "misses.bind") - missed_before)
+            if len(answered) != new_size:
+                p.append("%s: %d of %d new names unanswered in a pass" %
+                         (label, new_size - len(answered), new_size))
+        figures[label] = (evictions, misses)
+        print("    --cache-size=%d full of %d names, then %d others: %s evicted per pass %s, "
+              "forwarded per pass %s" % (size, size, new_size, label, evictions, misses))
+    evictions, misses = figures["frontend-cache"]
+    # The change landed: the metric saw the old set go (and only the old set).
+    evicted_metric = fe.metric("kdns_frontend_cache_evictions_total")
+    if evicted_metric != new_size:
+        p.append("kdns_frontend_cache_evictions_total is %s, not %d" % (evicted_metric, new_size))
+    if evictions != [new_size] + [0] * (PASSES - 1):
+        p.append("frontend-cache evicted %s per pass, not %d and then nothing (dnsmasq: %s)" %
+                 (evictions, new_size, figures["dnsmasq"][0]))
+    if misses != [new_size] + [0] * (PASSES - 1):
+        p.append("frontend-cache forwarded %s per pass, not %d and then nothing (dnsmasq: %s)"
+                 % (misses, new_size, figures["dnsmasq"][1]))
+    if fe.metric("kdns_frontend_cache_entries") != size:
+        p.append("the cache holds %s entries, not %d" %
+                 (fe.metric("kdns_frontend_cache_entries"), size))
+    fe.stop()
+    dm.stop()
+    return p
+
+
+def test_new_working_set_of_1000_names_settles_in_one_pass(env):
+    return new_working_set(env, 1000)
+
+
+def test_new_working_set_of_900_names_settles_in_one_pass(env):
+    return new_working_set(env, 900)
+
+
 class CheckingUpstream(fu.FakeUpstream):
     """Answers CD_IP to a query with CD set (as a validating resolver may answer a bogus
     name when validation is disabled), its answer_ip otherwise."""
@@ -279,6 +339,8 @@ def main():
         passed, failed = harness.run_tests(
             [test_working_set_of_1000_names_stays_cached,
              test_working_set_of_10000_names_stays_cached,
+             test_new_working_set_of_1000_names_settles_in_one_pass,
+             test_new_working_set_of_900_names_settles_in_one_pass,
              test_cd_answer_never_reaches_a_cd0_client,
              test_large_answers_stay_within_the_byte_budget], env)
     except Exception:
