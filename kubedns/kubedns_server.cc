@@ -65,6 +65,7 @@ class KubednsServer::Publisher final : public RecordSink {
       text.pop_back();  // the root's dot
       writer_.multicluster().SetKubesliceZone(std::move(text));
     }
+    writer_.multicluster().SetLimits(server.options_.import_limits);
   }
 
   void BeginLoad() override { writer_.BeginLoad(); }

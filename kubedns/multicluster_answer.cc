@@ -264,9 +264,7 @@ dns::Rcode MulticlusterAnswerer::AnswerMcs(const MulticlusterSnapshot& snapshot,
 
 dns::Rcode MulticlusterAnswerer::AnswerKubeslice(const MulticlusterSnapshot& snapshot,
                                                  const dns::Name& lower, Writer& out) const {
-  std::string text = lower.ToText();
-  if (!text.empty() && text.back() == '.') text.pop_back();
-  const std::vector<IpAddress>* ips = snapshot.FindKubesliceName(text);
+  const std::vector<IpAddress>* ips = snapshot.FindKubesliceName(lower);
   if (ips == nullptr) return dns::Rcode::kNxDomain;
   out.Addresses(
       out.owner(), Section::kAnswer, *ips,

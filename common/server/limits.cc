@@ -40,6 +40,9 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "response_rate",
     "shed_receive_backlog",
     "shed_waiting_queries",
+    "import_invalid",
+    "import_too_large",
+    "import_name_conflict",
 };
 
 // One limit's count and log state. The count is sharded per thread (metrics::Counter): a

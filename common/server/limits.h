@@ -1,6 +1,7 @@
 // Limits: the one vocabulary for "a bound protected us" (DESIGN §7), shared by every layer
 // that enforces one (the HTTP server, DNS over TCP, forwarding, waiting queries, the cache,
-// loop probes, rate limiting and shedding) in both DNS servers, the nanny and the sidecar.
+// loop probes, rate limiting and shedding, multicluster imports) in both DNS servers, the
+// nanny and the sidecar.
 //
 // Each hit is counted in one process-wide table and exported by every program as
 //   kdns_limit_hits_total{limit}   times a limit was hit (a connection closed or refused,
@@ -55,6 +56,10 @@ enum class Limit : uint8_t {
   kResponseRate,        // RRL: identical responses over their rate
   kShedReceiveBacklog,  // shed under overload: the receive queue backs up
   kShedWaitingQueries,  // shed under overload: the waiting-query budget is nearly full
+  // Multicluster imports (kubedns): objects a tenant writes
+  kImportInvalid,       // a name that is not a DNS name in its zone: that name (or import) skipped
+  kImportTooLarge,      // an import over a cap (aliases, endpoints, bytes): not served
+  kImportNameConflict,  // a name another namespace's import claimed first: not added to it
   kCount
 };
 
