@@ -248,7 +248,9 @@ dns::Rcode MulticlusterAnswerer::AnswerMcs(const MulticlusterSnapshot& snapshot,
         if (!import.ips.empty()) visit(nullptr, set->port);
         return;
       }
-      for (const auto& target : set->targets) visit(&records->hosts()[target.host], target.port);
+      for_each_host_name([&](const McsImportRecords::Host* host) {
+        visit(host, records->TargetPort(*set, host->cluster));
+      });
     });
     return kNoData;
   }

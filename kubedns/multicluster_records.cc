@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <set>
 #include <tuple>
 #include <unordered_set>
 
@@ -55,13 +54,11 @@ McsImportRecords::McsImportRecords(std::shared_ptr<const k8s::ServiceImport> imp
   std::sort(slices_.begin(), slices_.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   if (import_ == nullptr) return;
-  if (!headless()) {
-    for (const auto& port : import_->ports) {
-      if (port.name.empty()) continue;  // no SRV name for an unnamed port
-      srv_.push_back(SrvSet{Lower(port.name), port.protocol, port.port, {}});
-    }
-    return;
+  for (const auto& port : import_->ports) {
+    if (port.name.empty()) continue;  // no SRV name for an unnamed port
+    srv_.push_back(SrvSet{Lower(port.name), port.protocol, port.port});
   }
+  if (!headless()) return;
   // Ready endpoints of every cluster. The same address twice in one cluster (a slice being
   // split) is one host; the same address in two clusters (overlapping pod networks) is two
   // names but one address of the bare name.
@@ -83,29 +80,40 @@ McsImportRecords::McsImportRecords(std::shared_ptr<const k8s::ServiceImport> imp
   std::sort(addresses_.begin(), addresses_.end());
   addresses_.erase(std::unique(addresses_.begin(), addresses_.end()), addresses_.end());
 
-  // SRV: per named port of the import, one record per (cluster, label) with the port its
-  // own cluster's slice publishes under that name (the target port), else the import's.
-  for (const auto& port : import_->ports) {
-    if (port.name.empty()) continue;
-    SrvSet set{Lower(port.name), port.protocol, port.port, {}};
-    std::set<std::pair<std::string_view, std::string_view>> seen;
-    for (uint32_t i = 0; i < hosts_.size(); ++i) {
-      const Host& host = hosts_[i];
-      if (!seen.emplace(host.cluster, host.label).second) continue;  // a v4 and a v6 address
-      uint16_t number = port.port;
-      for (const auto& [name, slice] : slices_) {
-        if (slice->cluster != host.cluster) continue;
-        for (const auto& slice_port : slice->ports) {
-          if (slice_port.port && slice_port.protocol == port.protocol &&
-              Lower(slice_port.name) == set.port_name) {
-            number = *slice_port.port;
-          }
-        }
-      }
-      set.targets.push_back(SrvTarget{i, number});
+  // The target ports: every named port of every nameable slice, in slice-name order, so that
+  // after a stable sort the last of each (cluster, name, protocol) is the one that counts.
+  for (const auto& [name, slice] : slices_) {
+    if (!slice->nameable()) continue;
+    for (const auto& slice_port : slice->ports) {
+      if (!slice_port.port || slice_port.name.empty()) continue;
+      cluster_ports_.push_back(ClusterPort{slice->cluster, Lower(slice_port.name),
+                                           slice_port.protocol, *slice_port.port});
     }
-    srv_.push_back(std::move(set));
   }
+  auto key = [](const ClusterPort& p) { return std::tie(p.cluster, p.name, p.protocol); };
+  std::stable_sort(cluster_ports_.begin(), cluster_ports_.end(),
+                   [&](const ClusterPort& a, const ClusterPort& b) { return key(a) < key(b); });
+  std::vector<ClusterPort> last;
+  last.reserve(cluster_ports_.size());
+  for (size_t i = 0; i < cluster_ports_.size(); ++i) {
+    if (i + 1 < cluster_ports_.size() && key(cluster_ports_[i]) == key(cluster_ports_[i + 1])) {
+      continue;
+    }
+    last.push_back(std::move(cluster_ports_[i]));
+  }
+  cluster_ports_ = std::move(last);
+}
+
+uint16_t McsImportRecords::TargetPort(const SrvSet& set, std::string_view cluster) const {
+  const auto wanted = std::tie(cluster, set.port_name, set.protocol);
+  auto it = std::lower_bound(cluster_ports_.begin(), cluster_ports_.end(), wanted,
+                             [](const ClusterPort& p, const auto& key) {
+                               return std::tie(p.cluster, p.name, p.protocol) < key;
+                             });
+  if (it != cluster_ports_.end() && std::tie(it->cluster, it->name, it->protocol) == wanted) {
+    return it->port;
+  }
+  return set.port;
 }
 
 std::span<const McsImportRecords::Host> McsImportRecords::FindHosts(std::string_view cluster,

@@ -75,15 +75,13 @@ class McsImportRecords {
     std::string label;    // lower case: the hostname or the dashed IP
     IpAddress ip;
   };
-  struct SrvTarget {
-    uint32_t host;  // index into hosts()
-    uint16_t port;
-  };
+  // One per named port of the import. A headless import's targets are its hosts, each with
+  // TargetPort(set, host.cluster): computed when asked, so the records hold ports plus
+  // hosts, never ports times hosts.
   struct SrvSet {
     std::string port_name;  // lower case, without the underscore
     k8s::Protocol protocol;
-    uint16_t port = 0;               // ClusterSetIP: the import's port
-    std::vector<SrvTarget> targets;  // headless: one per host
+    uint16_t port = 0;  // the import's port
   };
   using Slices = std::vector<std::pair<std::string, std::shared_ptr<const McsSliceInfo>>>;
 
@@ -104,6 +102,10 @@ class McsImportRecords {
   std::span<const Host> FindHosts(std::string_view cluster, std::string_view label) const;
   bool HasCluster(std::string_view cluster) const;
   const SrvSet* FindSrv(std::string_view port_name, std::string_view protocol) const;
+  // The port a headless SRV record of `set` names for a host of `cluster`: the one that
+  // cluster's slices publish under the set's name and protocol (the target port; the last
+  // slice by name wins), else the import's.
+  uint16_t TargetPort(const SrvSet& set, std::string_view cluster) const;
   bool HasSrvProtocol(std::string_view protocol) const;
   uint64_t address_count() const;  // every endpoint address held in the slices
 
@@ -113,6 +115,14 @@ class McsImportRecords {
   std::vector<Host> hosts_;
   std::vector<IpAddress> addresses_;
   std::vector<SrvSet> srv_;
+  // Headless: each cluster's named slice ports, one per (cluster, name, protocol), sorted.
+  struct ClusterPort {
+    std::string_view cluster;  // the slice's McsSliceInfo::cluster, held by slices_
+    std::string name;          // lower case
+    k8s::Protocol protocol;
+    uint16_t port;
+  };
+  std::vector<ClusterPort> cluster_ports_;
 };
 
 class MulticlusterSnapshot {

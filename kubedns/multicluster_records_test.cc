@@ -68,7 +68,7 @@ TEST_CASE("an MCS import is built from its slices of every cluster, ready endpoi
   CHECK(records->HasCluster("west"));
   CHECK_FALSE(records->HasCluster("north"));
   REQUIRE(records->FindSrv("pg", "tcp") != nullptr);
-  CHECK(records->FindSrv("pg", "tcp")->targets.size() == 2);
+  CHECK(records->TargetPort(*records->FindSrv("pg", "tcp"), "east") == 5432);
   CHECK(writer.snapshot().stats().mcs_imports == 1);
   CHECK(writer.snapshot().stats().mcs_endpoints == 3);
   CHECK(writer.snapshot().HasImportNamespace("shop"));
@@ -103,6 +103,36 @@ TEST_CASE("an MCS slice that moves, loses its label or its cluster updates both 
   CHECK(writer.snapshot().FindImport("shop", "db") == nullptr);
   CHECK_FALSE(writer.snapshot().HasImportNamespace("shop"));
   CHECK(writer.snapshot().stats().mcs_imports == 0);
+}
+
+TEST_CASE("a headless MCS SRV target has its own cluster's port, found when asked",
+          "[kubedns][multicluster]") {
+  auto slice = [](const std::string& name, const std::string& cluster, int port) {
+    auto decoded = k8s::DecodeEndpointSlice(
+        R"({"metadata":{"name":")" + name +
+        R"(","namespace":"shop","labels":{)"
+        R"("multicluster.kubernetes.io/service-name":"db",)"
+        R"("multicluster.kubernetes.io/source-cluster":")" +
+        cluster +
+        R"("}},)"
+        R"("addressType":"IPv4","endpoints":[{"addresses":["10.9.0.)" +
+        std::to_string(port % 250) + R"("]}],"ports":[{"name":"PG","protocol":"TCP","port":)" +
+        std::to_string(port) + "}]}");
+    REQUIRE(decoded.ok());
+    return decoded.value();
+  };
+  MulticlusterWriter writer;
+  writer.UpsertServiceImport(Import(kHeadless));
+  writer.UpsertSlice(slice("a-east", "east", 6000));
+  writer.UpsertSlice(slice("b-east", "east", 6001));  // the last slice by name wins
+  writer.UpsertSlice(slice("west", "west", 7000));
+  const McsImportRecords* records = writer.snapshot().FindImport("shop", "db");
+  REQUIRE(records != nullptr);
+  const auto* set = records->FindSrv("pg", "tcp");
+  REQUIRE(set != nullptr);
+  CHECK(records->TargetPort(*set, "east") == 6001);
+  CHECK(records->TargetPort(*set, "west") == 7000);
+  CHECK(records->TargetPort(*set, "north") == 5432);  // no slice port: the import's
 }
 
 TEST_CASE("an MCS import or hostname that is not a DNS label is not served, and counted",
