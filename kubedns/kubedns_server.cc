@@ -338,7 +338,7 @@ void KubednsServer::RegisterMetrics() {
                                zone_synced(&MulticlusterSnapshot::mcs_synced));
   }
   if (options_.answer.kubeslice_zone) {
-    registry_.AddCallbackGauge("kdns_kubedns_kubekubeslice_service_imports",
+    registry_.AddCallbackGauge("kdns_kubedns_kubeslice_service_imports",
                                "kubeslice ServiceImports served.",
                                multicluster(&MulticlusterSnapshot::Stats::kubeslice_imports));
     registry_.AddCallbackGauge("kdns_kubedns_kubeslice_endpoint_addresses",

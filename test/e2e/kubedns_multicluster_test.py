@@ -272,6 +272,7 @@ def attack_problems(dns, land, grew):
                 ("NOERROR", ["10.66.0.1"]))
     ok, peak = rss_while(dns, landed)
     after = harness.rss_kib(dns.process.pid)
+    peak = max(peak, after)
     now = limit_hits(dns)
     print("    RSS %.1f MiB before the attack objects, %.1f MiB after, peak %.1f MiB; "
           "limit hits %s" % (baseline / 1024.0, after / 1024.0, peak / 1024.0,
@@ -349,12 +350,15 @@ def test_10000_aliases_cost_their_size(env):
         last = "m9999.tenant-b.svc." + KUBESLICE
         ok, peak = rss_while(dns, lambda: kubedns_api.dig(dns, last, "A")[0] == "NOERROR")
         after = harness.rss_kib(dns.process.pid)
+        peak = max(peak, after)
         print("    10,000 aliases x 100 endpoints: RSS %.1f MiB -> %.1f MiB (peak %.1f), "
               "%.0f bytes per alias" % (baseline / 1024.0, after / 1024.0, peak / 1024.0,
                                         (after - baseline) * 1024.0 / 10000))
         if not ok:
             return ["the 10,000-alias import was never served"]
-        p = [expect(dns, "m0.tenant-b.svc." + KUBESLICE, "A", "NOERROR", ips),
+        served = dns.metric("kdns_kubedns_kubeslice_service_imports")
+        p = ["kdns_kubedns_kubeslice_service_imports %s, want 3" % served] if served != 3 else []
+        p += [expect(dns, "m0.tenant-b.svc." + KUBESLICE, "A", "NOERROR", ips),
              expect(dns, "tenant-b.svc." + KUBESLICE, "A", "NOERROR", []),
              expect(dns, "web.shop.svc.cluster.local.", "A", "NOERROR", ["10.96.7.7"])]
         if not harness.SANITIZED and after - baseline > RSS_SLACK_KIB:
