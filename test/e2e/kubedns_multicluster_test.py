@@ -11,7 +11,8 @@ against the same change to a Service (the figures are printed, not asserted); th
 slice watch's label selector; a 410 re-list; and the CRDs missing at start (kubedns ready
 for the cluster zone, the zones answering NXDOMAIN, one log line each) and installed later.
 Imports are untrusted input (DESIGN.md section 7, "Tenants"): the 40 KB alias of 20,000
-labels, a 10,000-alias import and an import naming another namespace's name, from the
+labels, a 10,000-alias import, an import naming another namespace's name and an MCS
+endpoint with a 40 KB hostname, from the
 objects file and through the fake, leave kubedns's RSS within a few MiB of its baseline and
 every other name answering as before, each refusal counted in kdns_limit_hits_total; with
 --import-max-aliases=10000 the 10,000 aliases are served for a few hundred bytes each.
@@ -222,7 +223,11 @@ def attack_objects():
             tenant_import("tenant-b", "many", "many.tenant-b.svc." + KUBESLICE, ["10.66.0.2"],
                           many_aliases("tenant-b", 10000)),
             tenant_import("aaa-thief", "steal", "iperf-server.iperf.svc." + KUBESLICE,
-                          ["10.66.0.3"], created="2025-01-01T00:00:00Z")]
+                          ["10.66.0.3"], created="2025-01-01T00:00:00Z"),
+            # MCS: an endpoint whose hostname is 40 KB (named by its address instead).
+            mcs_import("tenant-a", "evil", headless=True),
+            mcs_slice("tenant-a", "evil-east", "evil", "east", ["10.66.0.9"],
+                      hostname="h" * 40000)]
 
 
 # A cluster Service, an MCS import and a kubeslice import (whose name the thief wants).
@@ -268,8 +273,11 @@ def attack_problems(dns, land, grew):
     def landed():
         now = limit_hits(dns)
         return (all(now[what] > hits[what] for what in grew) and
+                now["import_invalid"] >= hits["import_invalid"] + 2 and
                 kubedns_api.dig(dns, "long.tenant-a.svc." + KUBESLICE, "A") ==
-                ("NOERROR", ["10.66.0.1"]))
+                ("NOERROR", ["10.66.0.1"]) and
+                kubedns_api.dig(dns, "10-66-0-9.east.evil.tenant-a.svc." + MCS, "A") ==
+                ("NOERROR", ["10.66.0.9"]))
     ok, peak = rss_while(dns, landed)
     after = harness.rss_kib(dns.process.pid)
     peak = max(peak, after)
