@@ -12,10 +12,10 @@ slice watch's label selector; a 410 re-list; and the CRDs missing at start (kube
 for the cluster zone, the zones answering NXDOMAIN, one log line each) and installed later.
 Imports are untrusted input (DESIGN.md section 7, "Tenants"): the 40 KB alias of 20,000
 labels, a 10,000-alias import, an import naming another namespace's name and an MCS
-endpoint with a 40 KB hostname, from the
-objects file and through the fake, leave kubedns's RSS within a few MiB of its baseline and
-every other name answering as before, each refusal counted in kdns_limit_hits_total; with
---import-max-aliases=10000 the 10,000 aliases are served for a few hundred bytes each.
+endpoint with a 40 KB hostname, from the objects file and through the fake, leave kubedns's
+RSS within a few MiB of its baseline and every other name answering as before, each
+refusal counted in kdns_limit_hits_total; with --import-max-aliases=10000 the 10,000
+aliases are served for a few hundred bytes each.
 Closes with `N passed, M failed`.
 """
 import json
