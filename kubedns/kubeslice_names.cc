@@ -134,8 +134,9 @@ std::optional<KubesliceNamesWriter::Import> KubesliceNamesWriter::Check(
   }
   for (size_t i = 0; i < import.aliases.size(); ++i) {
     const std::string field = "spec.aliases[" + std::to_string(i) + "]";
-    if (auto key = CheckedKey(import, field, import.aliases[i]))
+    if (auto key = CheckedKey(import, field, import.aliases[i])) {
       out.keys.push_back(std::move(*key));
+    }
   }
   std::sort(out.keys.begin(), out.keys.end());
   out.keys.erase(std::unique(out.keys.begin(), out.keys.end()), out.keys.end());
