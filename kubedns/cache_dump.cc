@@ -154,9 +154,9 @@ std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_
     writer.EndObject();
   }
   writer.EndArray();
-  std::vector<std::pair<std::string_view, const std::vector<IpAddress>*>> names;
-  multicluster.kubeslice_names().ForEach([&](const std::string& name, const auto& ips) {
-    if (!ips->empty()) names.emplace_back(name, ips.get());
+  std::vector<std::pair<std::string, const std::vector<IpAddress>*>> names;
+  multicluster.kubeslice_names().ForEach([&](std::string name, const std::vector<IpAddress>& ips) {
+    names.emplace_back(std::move(name), &ips);
   });
   std::sort(names.begin(), names.end());
   if (names.size() > max_services) {

@@ -66,6 +66,7 @@ class KubednsServer::Publisher final : public RecordSink {
       text.pop_back();  // the root's dot
       writer_.multicluster().SetKubesliceZone(std::move(text));
     }
+    writer_.multicluster().SetLimits(server.options_.import_limits);
   }
 
   void BeginLoad() override { writer_.BeginLoad(); }
@@ -338,7 +339,7 @@ void KubednsServer::RegisterMetrics() {
                                zone_synced(&MulticlusterSnapshot::mcs_synced));
   }
   if (options_.answer.kubeslice_zone) {
-    registry_.AddCallbackGauge("kdns_kubedns_kubekubeslice_service_imports",
+    registry_.AddCallbackGauge("kdns_kubedns_kubeslice_service_imports",
                                "kubeslice ServiceImports served.",
                                multicluster(&MulticlusterSnapshot::Stats::kubeslice_imports));
     registry_.AddCallbackGauge("kdns_kubedns_kubeslice_endpoint_addresses",

@@ -51,6 +51,7 @@
 #include "kubedns/dns_handler.h"
 #include "kubedns/forward_config.h"
 #include "kubedns/forward_metrics.h"
+#include "kubedns/import_limits.h"
 #include "kubedns/metrics.h"
 #include "kubedns/record_tree.h"
 #include "kubedns/upstream_routes.h"
@@ -94,6 +95,8 @@ class KubednsServer {
     // search list of resolv_conf, read once at start-up.
     bool autopath = false;
     std::optional<std::vector<dns::Name>> autopath_search;
+    // Bounds on one multicluster ServiceImport (--import-max-*).
+    ImportLimits import_limits;
   };
 
   explicit KubednsServer(Options options);

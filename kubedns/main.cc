@@ -67,6 +67,15 @@ DEFINE_string(multicluster_zone, "",
 DEFINE_string(kubeslice_zone, "",
               "Serve kubeslice ServiceImports (networking.kubeslice.io, or mesh.avesha.io) "
               "under this zone, usually slice.local.; empty: off.");
+// Bounds on one multicluster ServiceImport (docs/operators.md, "Limits").
+DEFINE_int64(import_max_aliases, 100,
+             "spec.aliases of one kubeslice ServiceImport; an import with more is not served.");
+DEFINE_int64(import_max_endpoints, 5000,
+             "status.endpoints of one kubeslice ServiceImport, or addresses in the EndpointSlices "
+             "of one MCS ServiceImport; an import with more is not served.");
+DEFINE_int64(import_max_bytes, 512 * 1024,
+             "Characters of all the names one kubeslice ServiceImport carries (dnsName, aliases, "
+             "endpoint dnsNames); an import with more is not served.");
 DEFINE_int32(ttl, 30, "TTL of the records served, in seconds.");
 DEFINE_int32(
     dns_threads, 0,
@@ -196,6 +205,9 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.objects_file = FLAGS_objects_file;
   flags.multicluster_zone = FLAGS_multicluster_zone;
   flags.kubeslice_zone = FLAGS_kubeslice_zone;
+  flags.import_max_aliases = FLAGS_import_max_aliases;
+  flags.import_max_endpoints = FLAGS_import_max_endpoints;
+  flags.import_max_bytes = FLAGS_import_max_bytes;
   flags.ttl = FLAGS_ttl;
   flags.dns_threads = FLAGS_dns_threads;
   flags.receiver_threads = FLAGS_receiver_threads;

@@ -248,7 +248,9 @@ dns::Rcode MulticlusterAnswerer::AnswerMcs(const MulticlusterSnapshot& snapshot,
         if (!import.ips.empty()) visit(nullptr, set->port);
         return;
       }
-      for (const auto& target : set->targets) visit(&records->hosts()[target.host], target.port);
+      for_each_host_name([&](const McsImportRecords::Host* host) {
+        visit(host, records->TargetPort(*set, host->cluster));
+      });
     });
     return kNoData;
   }
@@ -264,9 +266,7 @@ dns::Rcode MulticlusterAnswerer::AnswerMcs(const MulticlusterSnapshot& snapshot,
 
 dns::Rcode MulticlusterAnswerer::AnswerKubeslice(const MulticlusterSnapshot& snapshot,
                                                  const dns::Name& lower, Writer& out) const {
-  std::string text = lower.ToText();
-  if (!text.empty() && text.back() == '.') text.pop_back();
-  const std::vector<IpAddress>* ips = snapshot.FindKubesliceName(text);
+  const std::vector<IpAddress>* ips = snapshot.FindKubesliceName(lower);
   if (ips == nullptr) return dns::Rcode::kNxDomain;
   out.Addresses(
       out.owner(), Section::kAnswer, *ips,

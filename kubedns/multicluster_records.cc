@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <array>
-#include <set>
 #include <tuple>
-#include <unordered_map>
 #include <unordered_set>
 
+#include "common/base/quote.h"
+#include "common/config/kube_dns_config.h"
+#include "common/server/limits.h"
 #include "kubedns/object_key.h"
 
 namespace kdns::kubedns {
@@ -31,29 +32,33 @@ McsSliceInfo McsSliceInfo::FromSlice(const k8s::EndpointSlice& slice) {
   info.ports = slice.ports;
   if (slice.address_type == k8s::AddressType::kFqdn) return info;
   for (const auto& endpoint : slice.endpoints) {
+    std::string hostname = Lower(endpoint.hostname);
+    if (!hostname.empty() && !config::IsDns1123Label(hostname)) {
+      server::RecordLimitHit(server::Limit::kImportInvalid,
+                             "MCS EndpointSlice " + ObjectKey(slice.meta.ns, slice.meta.name) +
+                                 ": hostname " + QuoteForLog(endpoint.hostname) +
+                                 " is not a DNS label; named by its address instead");
+      hostname.clear();
+    }
     for (const auto& ip : endpoint.addresses) {
-      info.addresses.push_back(Address{ip, endpoint.ready, endpoint.hostname});
+      info.addresses.push_back(Address{ip, endpoint.ready, hostname});
     }
   }
   return info;
 }
 
-bool McsSliceInfo::nameable() const {
-  return !cluster.empty() && cluster.size() <= 63 && cluster.find('.') == std::string::npos;
-}
+bool McsSliceInfo::nameable() const { return config::IsDns1123Label(cluster); }
 
 McsImportRecords::McsImportRecords(std::shared_ptr<const k8s::ServiceImport> import, Slices slices)
     : import_(std::move(import)), slices_(std::move(slices)) {
   std::sort(slices_.begin(), slices_.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   if (import_ == nullptr) return;
-  if (!headless()) {
-    for (const auto& port : import_->ports) {
-      if (port.name.empty()) continue;  // no SRV name for an unnamed port
-      srv_.push_back(SrvSet{Lower(port.name), port.protocol, port.port, {}});
-    }
-    return;
+  for (const auto& port : import_->ports) {
+    if (port.name.empty()) continue;  // no SRV name for an unnamed port
+    srv_.push_back(SrvSet{Lower(port.name), port.protocol, port.port});
   }
+  if (!headless()) return;
   // Ready endpoints of every cluster. The same address twice in one cluster (a slice being
   // split) is one host; the same address in two clusters (overlapping pod networks) is two
   // names but one address of the bare name.
@@ -61,10 +66,9 @@ McsImportRecords::McsImportRecords(std::shared_ptr<const k8s::ServiceImport> imp
     if (!slice->nameable()) continue;
     for (const auto& address : slice->addresses) {
       if (!address.ready) continue;
-      hosts_.push_back(
-          Host{slice->cluster,
-               address.hostname.empty() ? address.ip.DashedName() : Lower(address.hostname),
-               address.ip});
+      hosts_.push_back(Host{slice->cluster,
+                            address.hostname.empty() ? address.ip.DashedName() : address.hostname,
+                            address.ip});
     }
   }
   std::sort(hosts_.begin(), hosts_.end(), Less);
@@ -76,29 +80,40 @@ McsImportRecords::McsImportRecords(std::shared_ptr<const k8s::ServiceImport> imp
   std::sort(addresses_.begin(), addresses_.end());
   addresses_.erase(std::unique(addresses_.begin(), addresses_.end()), addresses_.end());
 
-  // SRV: per named port of the import, one record per (cluster, label) with the port its
-  // own cluster's slice publishes under that name (the target port), else the import's.
-  for (const auto& port : import_->ports) {
-    if (port.name.empty()) continue;
-    SrvSet set{Lower(port.name), port.protocol, port.port, {}};
-    std::set<std::pair<std::string_view, std::string_view>> seen;
-    for (uint32_t i = 0; i < hosts_.size(); ++i) {
-      const Host& host = hosts_[i];
-      if (!seen.emplace(host.cluster, host.label).second) continue;  // a v4 and a v6 address
-      uint16_t number = port.port;
-      for (const auto& [name, slice] : slices_) {
-        if (slice->cluster != host.cluster) continue;
-        for (const auto& slice_port : slice->ports) {
-          if (slice_port.port && slice_port.protocol == port.protocol &&
-              Lower(slice_port.name) == set.port_name) {
-            number = *slice_port.port;
-          }
-        }
-      }
-      set.targets.push_back(SrvTarget{i, number});
+  // The target ports: every named port of every nameable slice, in slice-name order, so that
+  // after a stable sort the last of each (cluster, name, protocol) is the one that counts.
+  for (const auto& [name, slice] : slices_) {
+    if (!slice->nameable()) continue;
+    for (const auto& slice_port : slice->ports) {
+      if (!slice_port.port || slice_port.name.empty()) continue;
+      cluster_ports_.push_back(ClusterPort{slice->cluster, Lower(slice_port.name),
+                                           slice_port.protocol, *slice_port.port});
     }
-    srv_.push_back(std::move(set));
   }
+  auto key = [](const ClusterPort& p) { return std::tie(p.cluster, p.name, p.protocol); };
+  std::stable_sort(cluster_ports_.begin(), cluster_ports_.end(),
+                   [&](const ClusterPort& a, const ClusterPort& b) { return key(a) < key(b); });
+  std::vector<ClusterPort> last;
+  last.reserve(cluster_ports_.size());
+  for (size_t i = 0; i < cluster_ports_.size(); ++i) {
+    if (i + 1 < cluster_ports_.size() && key(cluster_ports_[i]) == key(cluster_ports_[i + 1])) {
+      continue;
+    }
+    last.push_back(std::move(cluster_ports_[i]));
+  }
+  cluster_ports_ = std::move(last);
+}
+
+uint16_t McsImportRecords::TargetPort(const SrvSet& set, std::string_view cluster) const {
+  const auto wanted = std::tie(cluster, set.port_name, set.protocol);
+  auto it = std::lower_bound(cluster_ports_.begin(), cluster_ports_.end(), wanted,
+                             [](const ClusterPort& p, const auto& key) {
+                               return std::tie(p.cluster, p.name, p.protocol) < key;
+                             });
+  if (it != cluster_ports_.end() && std::tie(it->cluster, it->name, it->protocol) == wanted) {
+    return it->port;
+  }
+  return set.port;
 }
 
 std::span<const McsImportRecords::Host> McsImportRecords::FindHosts(std::string_view cluster,
@@ -158,11 +173,6 @@ bool MulticlusterSnapshot::HasImportNamespace(std::string_view ns) const {
   return namespaces_.Find(ns) != nullptr;
 }
 
-const std::vector<IpAddress>* MulticlusterSnapshot::FindKubesliceName(std::string_view name) const {
-  const auto* ips = kubeslice_names_.Find(name);
-  return ips == nullptr ? nullptr : ips->get();
-}
-
 void MulticlusterWriter::Rebuild(const std::string& ns, const std::string& name) {
   const std::string key = ObjectKey(ns, name);
   std::shared_ptr<const k8s::ServiceImport> import;
@@ -172,6 +182,17 @@ void MulticlusterWriter::Rebuild(const std::string& ns, const std::string& name)
     if (it->first.compare(0, ns.size() + 1, ns + "/") != 0) break;
     if (slice_import_[it->first] == name) {
       slices.emplace_back(it->first.substr(ns.size() + 1), it->second);
+    }
+  }
+  if (import != nullptr) {
+    uint64_t addresses = 0;
+    for (const auto& [slice_name, slice] : slices) addresses += slice->addresses.size();
+    if (addresses > limits_.max_endpoints) {
+      server::RecordLimitHit(server::Limit::kImportTooLarge,
+                             "MCS ServiceImport " + key + ": " + std::to_string(addresses) +
+                                 " endpoint addresses, over --import-max-endpoints=" +
+                                 std::to_string(limits_.max_endpoints) + "; not served");
+      import = nullptr;  // kept, answering nothing, until its slices shrink
     }
   }
   MulticlusterSnapshot& s = snapshot_;
@@ -199,6 +220,15 @@ void MulticlusterWriter::Rebuild(const std::string& ns, const std::string& name)
 
 void MulticlusterWriter::UpsertServiceImport(const k8s::ServiceImport& import) {
   const std::string key = ObjectKey(import.meta.ns, import.meta.name);
+  // Its name and namespace are two labels of svc.ns.svc.<zone>. The API server checks a
+  // namespace, but a custom resource's name only as a DNS subdomain ("a.b" passes).
+  if (!config::IsDns1123Label(import.meta.ns) || !config::IsDns1123Label(import.meta.name)) {
+    server::RecordLimitHit(server::Limit::kImportInvalid,
+                           "MCS ServiceImport " + QuoteForLog(key) +
+                               ": its name and namespace are not DNS labels; not served");
+    DeleteServiceImport(import.meta.ns, import.meta.name);
+    return;
+  }
   auto it = imports_.find(key);
   if (it != imports_.end() && it->second->type == import.type && it->second->ips == import.ips &&
       it->second->ports == import.ports) {
@@ -280,59 +310,25 @@ void MulticlusterWriter::ReplaceSlices(const std::vector<k8s::EndpointSlice>& sl
 }
 
 void MulticlusterWriter::UpsertKubesliceServiceImport(const k8s::KubesliceServiceImport& import) {
-  kubeslice_imports_[ObjectKey(import.meta.ns, import.meta.name)] = import;
-  RebuildKubesliceNames();
+  kubeslice_.Upsert(import);
+  PublishKubeslice();
 }
 
 void MulticlusterWriter::DeleteKubesliceServiceImport(std::string_view ns, std::string_view name) {
-  if (kubeslice_imports_.erase(ObjectKey(ns, name)) == 0) return;
-  RebuildKubesliceNames();
+  kubeslice_.Delete(ns, name);
+  PublishKubeslice();
 }
 
 void MulticlusterWriter::ReplaceKubesliceServiceImports(
     const std::vector<k8s::KubesliceServiceImport>& imports) {
-  kubeslice_imports_.clear();
-  for (const auto& import : imports)
-    kubeslice_imports_[ObjectKey(import.meta.ns, import.meta.name)] = import;
-  RebuildKubesliceNames();
+  kubeslice_.Replace(imports);
+  PublishKubeslice();
 }
 
-void MulticlusterWriter::RebuildKubesliceNames() {
-  std::unordered_map<std::string, std::vector<IpAddress>> names;
-  const std::string suffix = "." + kubeslice_zone_;
-  auto in_zone = [&](const std::string& name) {
-    return !kubeslice_zone_.empty() && name.size() > suffix.size() && name.ends_with(suffix);
-  };
-  auto add = [&](const std::string& name, const IpAddress& ip) {
-    if (!in_zone(name)) return;
-    names[name].push_back(ip);
-    // Its parents inside the zone are empty non-terminals.
-    for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
-      if (name.size() - dot - 1 <= kubeslice_zone_.size()) break;  // the apex
-      names.try_emplace(name.substr(dot + 1));
-    }
-  };
-  uint64_t endpoints = 0;
-  for (const auto& [key, import] : kubeslice_imports_) {
-    for (const auto& endpoint : import.endpoints) {
-      if (!endpoint.ip) continue;
-      ++endpoints;
-      add(import.dns_name, *endpoint.ip);
-      for (const auto& alias : import.aliases) add(alias, *endpoint.ip);
-      add(endpoint.dns_name, *endpoint.ip);
-    }
-  }
-  names.erase(kubeslice_zone_);  // the apex is answered by the zone's own records
-  std::vector<std::pair<std::string, std::shared_ptr<const std::vector<IpAddress>>>> entries;
-  entries.reserve(names.size());
-  for (auto& [name, ips] : names) {
-    std::sort(ips.begin(), ips.end());
-    ips.erase(std::unique(ips.begin(), ips.end()), ips.end());
-    entries.emplace_back(name, std::make_shared<const std::vector<IpAddress>>(std::move(ips)));
-  }
-  snapshot_.kubeslice_names_ = MulticlusterSnapshot::Names::FromEntries(std::move(entries));
-  snapshot_.stats_.kubeslice_imports = kubeslice_imports_.size();
-  snapshot_.stats_.kubeslice_endpoints = endpoints;
+void MulticlusterWriter::PublishKubeslice() {
+  snapshot_.kubeslice_names_ = kubeslice_.names();
+  snapshot_.stats_.kubeslice_imports = kubeslice_.imports();
+  snapshot_.stats_.kubeslice_endpoints = kubeslice_.endpoints();
 }
 
 }  // namespace kdns::kubedns

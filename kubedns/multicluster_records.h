@@ -10,14 +10,20 @@
 //     id of its slice's multicluster.kubernetes.io/source-cluster label; a slice without that
 //     label (or with one that is not a single DNS label) cannot be named and is ignored
 //     (counted in stats().unnamed_slices).
-//   kubeslice, zone slice.local.: a map from each lower-case name (spec.dnsName,
-//     spec.aliases[], status.endpoints[].dnsName, without the trailing dot) to its IPs.
-//     Names outside the zone are ignored. The parents of these names inside the zone are
-//     kept as empty non-terminals (RFC 8020: they exist, so NODATA, not NXDOMAIN).
+//   kubeslice, zone slice.local.: each name (spec.dnsName, spec.aliases[],
+//     status.endpoints[].dnsName) with its IPs, checked, capped and claimed per namespace as
+//     kubeslice_names.h says; the names' parents inside the zone are empty non-terminals
+//     (RFC 8020: they exist, so NODATA, not NXDOMAIN).
+// Imports are untrusted input (DESIGN.md section 7, "Tenants"): an MCS import whose name or
+// namespace is not a DNS label is not served (import_invalid), nor one whose slices hold more
+// than ImportLimits::max_endpoints addresses (import_too_large); an endpoint hostname that
+// is not a DNS label is not used (the endpoint is named by its dashed IP; import_invalid).
+// An MCS name needs no claim: svc.ns.svc.<zone> holds only imports and slices of namespace
+// ns, so no other namespace can add to it.
 //
 // MulticlusterWriter lives on the source thread with the RecordTreeWriter, which owns it.
 // MCS changes rebuild only the import concerned; kubeslice imports are few (one per
-// exported service of a slice), and a change rebuilds that zone's name map.
+// exported service of a slice), and a change rebuilds that zone's index.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +38,10 @@
 
 #include "common/base/ip_address.h"
 #include "common/base/persistent_map.h"
+#include "common/dns/name.h"
 #include "common/k8s/objects.h"
+#include "kubedns/import_limits.h"
+#include "kubedns/kubeslice_names.h"
 
 namespace kdns::kubedns {
 
@@ -50,10 +59,11 @@ struct McsSliceInfo {
   std::vector<Address> addresses;
   std::vector<k8s::EndpointPort> ports;
 
+  // An endpoint hostname that is not a DNS label is dropped (counted as import_invalid).
   static McsSliceInfo FromSlice(const k8s::EndpointSlice& slice);
   // The cluster id names one DNS label of host.cluster.svc.ns.svc.<zone> (KEP-1645's DNS
-  // specification): empty, longer than 63 bytes or dotted, it cannot, and the slice is left
-  // out.
+  // specification): when it is not a DNS-1123 label (empty, longer than 63 bytes, dotted,
+  // ...) it cannot, and the slice is left out.
   bool nameable() const;
   friend bool operator==(const McsSliceInfo&, const McsSliceInfo&) = default;
 };
@@ -65,15 +75,13 @@ class McsImportRecords {
     std::string label;    // lower case: the hostname or the dashed IP
     IpAddress ip;
   };
-  struct SrvTarget {
-    uint32_t host;  // index into hosts()
-    uint16_t port;
-  };
+  // One per named port of the import. A headless import's targets are its hosts, each with
+  // TargetPort(set, host.cluster): computed when asked, so the records hold ports plus
+  // hosts, never ports times hosts.
   struct SrvSet {
     std::string port_name;  // lower case, without the underscore
     k8s::Protocol protocol;
-    uint16_t port = 0;               // ClusterSetIP: the import's port
-    std::vector<SrvTarget> targets;  // headless: one per host
+    uint16_t port = 0;  // the import's port
   };
   using Slices = std::vector<std::pair<std::string, std::shared_ptr<const McsSliceInfo>>>;
 
@@ -94,6 +102,10 @@ class McsImportRecords {
   std::span<const Host> FindHosts(std::string_view cluster, std::string_view label) const;
   bool HasCluster(std::string_view cluster) const;
   const SrvSet* FindSrv(std::string_view port_name, std::string_view protocol) const;
+  // The port a headless SRV record of `set` names for a host of `cluster`: the one that
+  // cluster's slices publish under the set's name and protocol (the target port; the last
+  // slice by name wins), else the import's.
+  uint16_t TargetPort(const SrvSet& set, std::string_view cluster) const;
   bool HasSrvProtocol(std::string_view protocol) const;
   uint64_t address_count() const;  // every endpoint address held in the slices
 
@@ -103,14 +115,20 @@ class McsImportRecords {
   std::vector<Host> hosts_;
   std::vector<IpAddress> addresses_;
   std::vector<SrvSet> srv_;
+  // Headless: each cluster's named slice ports, one per (cluster, name, protocol), sorted.
+  struct ClusterPort {
+    std::string_view cluster;  // the slice's McsSliceInfo::cluster, held by slices_
+    std::string name;          // lower case
+    k8s::Protocol protocol;
+    uint16_t port;
+  };
+  std::vector<ClusterPort> cluster_ports_;
 };
 
 class MulticlusterSnapshot {
  public:
   using Imports = PersistentMap<std::string, std::shared_ptr<const McsImportRecords>,
                                 TransparentStringHash, std::equal_to<>>;
-  using Names = PersistentMap<std::string, std::shared_ptr<const std::vector<IpAddress>>,
-                              TransparentStringHash, std::equal_to<>>;
 
   struct Stats {
     uint64_t mcs_imports = 0;    // ServiceImports (multicluster.x-k8s.io)
@@ -124,9 +142,11 @@ class MulticlusterSnapshot {
   const McsImportRecords* FindImport(std::string_view ns, std::string_view name) const;
   // True when an answerable import lives in `ns` (ns.svc.clusterset.local exists).
   bool HasImportNamespace(std::string_view ns) const;
-  // A kubeslice name (lower case, relative to nothing: the full name without the trailing
-  // dot). nullptr: no such name; an empty vector: an empty non-terminal.
-  const std::vector<IpAddress>* FindKubesliceName(std::string_view name) const;
+  // A kubeslice name (lower case). nullptr: no such name; an empty vector: an empty
+  // non-terminal.
+  const std::vector<IpAddress>* FindKubesliceName(const dns::Name& lower) const {
+    return kubeslice_names_->Find(lower);
+  }
 
   // A zone is synced once its source delivered a complete set (or found its API absent);
   // until then its names are answered SERVFAIL.
@@ -134,13 +154,13 @@ class MulticlusterSnapshot {
   bool kubeslice_synced() const { return kubeslice_synced_; }
   const Stats& stats() const { return stats_; }
   const Imports& imports() const { return imports_; }
-  const Names& kubeslice_names() const { return kubeslice_names_; }
+  const KubesliceNames& kubeslice_names() const { return *kubeslice_names_; }
 
  private:
   friend class MulticlusterWriter;
   Imports imports_;
   PersistentMap<std::string, uint32_t, TransparentStringHash, std::equal_to<>> namespaces_;
-  Names kubeslice_names_;
+  std::shared_ptr<const KubesliceNames> kubeslice_names_ = std::make_shared<const KubesliceNames>();
   bool mcs_synced_ = false;
   bool kubeslice_synced_ = false;
   Stats stats_;
@@ -149,9 +169,13 @@ class MulticlusterSnapshot {
 class MulticlusterWriter {
  public:
   // The kubeslice zone's name in lower case without the trailing dot ("slice.local"); empty
-  // (the default) when that zone is off. Names outside it are not kept. Set it before the
-  // first kubeslice import.
-  void SetKubesliceZone(std::string zone) { kubeslice_zone_ = std::move(zone); }
+  // (the default) when that zone is off. Names outside it are not kept. Set it, and the
+  // limits, before the first import.
+  void SetKubesliceZone(std::string zone) { kubeslice_.SetZone(std::move(zone)); }
+  void SetLimits(const ImportLimits& limits) {
+    limits_ = limits;
+    kubeslice_.SetLimits(limits);
+  }
 
   void UpsertServiceImport(const k8s::ServiceImport& import);
   void DeleteServiceImport(std::string_view ns, std::string_view name);
@@ -177,15 +201,15 @@ class MulticlusterWriter {
     std::string cluster;
   };
   void Rebuild(const std::string& ns, const std::string& name);
-  void RebuildKubesliceNames();
+  void PublishKubeslice();
 
-  std::string kubeslice_zone_;
+  ImportLimits limits_;
   MulticlusterSnapshot snapshot_;
   // Writer-side state (not published): imports and slices by "ns/name".
   std::map<std::string, std::shared_ptr<const k8s::ServiceImport>> imports_;
   std::map<std::string, std::shared_ptr<const McsSliceInfo>> slices_;
   std::map<std::string, std::string> slice_import_;  // "ns/slice" → import name
-  std::map<std::string, k8s::KubesliceServiceImport> kubeslice_imports_;
+  KubesliceNamesWriter kubeslice_;
 };
 
 }  // namespace kdns::kubedns

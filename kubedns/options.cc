@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -74,6 +75,23 @@ bool ZoneFlag(const char* flag, const std::string& value, const std::vector<dns:
   return true;
 }
 
+// --import-max-*: each in 1..its ceiling (a bound of 0 would refuse every import).
+bool ImportLimitOptions(const FlagValues& flags, ImportLimits* limits, std::string* error) {
+  for (const auto& [name, value, max] :
+       {std::tuple{"import-max-aliases", flags.import_max_aliases, int64_t{1'000'000}},
+        std::tuple{"import-max-endpoints", flags.import_max_endpoints, int64_t{1'000'000}},
+        std::tuple{"import-max-bytes", flags.import_max_bytes, int64_t{1} << 30}}) {
+    if (value < 1 || value > max) {
+      *error = std::string("--") + name + ": must be in 1.." + std::to_string(max);
+      return false;
+    }
+  }
+  limits->max_aliases = static_cast<uint32_t>(flags.import_max_aliases);
+  limits->max_endpoints = static_cast<uint32_t>(flags.import_max_endpoints);
+  limits->max_name_bytes = static_cast<uint64_t>(flags.import_max_bytes);
+  return true;
+}
+
 bool AnswerOptions(const FlagValues& flags, KubednsServer::Options* options, std::string* error) {
   std::string domain = flags.domain;
   if (domain.empty() || domain.back() != '.') domain += '.';
@@ -93,6 +111,7 @@ bool AnswerOptions(const FlagValues& flags, KubednsServer::Options* options, std
                 error)) {
     return false;
   }
+  if (!ImportLimitOptions(flags, &options->import_limits, error)) return false;
   options->api.watch_multicluster = options->answer.multicluster_zone.has_value();
   options->api.watch_kubeslice = options->answer.kubeslice_zone.has_value();
   if (flags.ttl < 0) {

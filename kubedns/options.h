@@ -40,6 +40,10 @@ struct FlagValues {
   std::string objects_file;
   std::string multicluster_zone;  // empty: clusterset.local. is not served
   std::string kubeslice_zone;     // empty: slice.local. is not served
+  // Bounds on one ServiceImport (import_limits.h); defaults are ImportLimits'.
+  int64_t import_max_aliases = 100;
+  int64_t import_max_endpoints = 5000;
+  int64_t import_max_bytes = 512 * 1024;
   int64_t ttl = 30;
   int64_t dns_threads = 0;
   std::string receiver_threads = "auto";  // auto|on|off, as frontend-cache's

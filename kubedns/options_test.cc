@@ -323,6 +323,32 @@ TEST_CASE("kubedns --max-waiting-queries bounds the waiting queries, 10000 by de
   CHECK(ErrorOf(flags) == "--max-waiting-queries: must be in 1..1000000");
 }
 
+TEST_CASE("kubedns --import-max-* bound one ServiceImport, with sane defaults",
+          "[kubedns][options][multicluster]") {
+  FlagValues flags = Offline();
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.import_limits.max_aliases == 100u);
+  CHECK(options.server.import_limits.max_endpoints == 5000u);
+  CHECK(options.server.import_limits.max_name_bytes == 512u * 1024);
+  flags.import_max_aliases = 10'000;
+  flags.import_max_endpoints = 7;
+  flags.import_max_bytes = 1 << 20;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.import_limits.max_aliases == 10'000u);
+  CHECK(options.server.import_limits.max_endpoints == 7u);
+  CHECK(options.server.import_limits.max_name_bytes == 1u << 20);
+  flags.import_max_aliases = 0;
+  CHECK(ErrorOf(flags) == "--import-max-aliases: must be in 1..1000000");
+  flags.import_max_aliases = 1;
+  flags.import_max_endpoints = -1;
+  CHECK(ErrorOf(flags) == "--import-max-endpoints: must be in 1..1000000");
+  flags.import_max_endpoints = 1;
+  flags.import_max_bytes = (int64_t{1} << 30) + 1;
+  CHECK(ErrorOf(flags) == "--import-max-bytes: must be in 1..1073741824");
+}
+
 TEST_CASE("the per-client rate limit and RRL flags reach the server, checked", "[kubedns][rate]") {
   FlagValues flags = Offline();
   flags.rate_limits.client_rate_limit = 5000;

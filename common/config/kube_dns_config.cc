@@ -360,4 +360,8 @@ bool IsDns1123Subdomain(std::string_view text) {
   return true;
 }
 
+bool IsDns1123Label(std::string_view text) {
+  return text.size() <= 63 && text.find('.') == std::string_view::npos && IsDns1123Subdomain(text);
+}
+
 }  // namespace kdns::config

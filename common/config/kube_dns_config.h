@@ -100,5 +100,7 @@ struct KubeDnsConfig {
 // Kubernetes' IsDNS1123Subdomain: at most 253 characters, dot-separated labels of lower
 // case letters, digits and '-', each starting and ending with a letter or digit.
 bool IsDns1123Subdomain(std::string_view text);
+// Kubernetes' IsDNS1123Label: one such label, at most 63 characters.
+bool IsDns1123Label(std::string_view text);
 
 }  // namespace kdns::config

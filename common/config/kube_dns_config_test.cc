@@ -197,6 +197,17 @@ TEST_CASE("DNS-1123 names are recognised as Kubernetes does", "[config]") {
   }
 }
 
+TEST_CASE("A DNS-1123 label is one such label of at most 63 characters", "[config]") {
+  CHECK(IsDns1123Label("a"));
+  CHECK(IsDns1123Label("0-a"));
+  CHECK(IsDns1123Label(std::string(63, 'a')));
+  for (const std::string& bad : {std::string(64, 'a'), std::string("a.b"), std::string(""),
+                                 std::string("-a"), std::string("A"), std::string("a_b")}) {
+    CAPTURE(bad);
+    CHECK_FALSE(IsDns1123Label(bad));
+  }
+}
+
 TEST_CASE("a plain directory is read as files; missing keys are absent", "[config]") {
   TempDir dir;
   KubeDnsConfig config;

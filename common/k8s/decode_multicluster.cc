@@ -49,6 +49,23 @@ bool DecodeImportFields(FieldContext& ctx, const JsonValue& fields, const FieldP
   return DecodeServicePorts(ctx, fields, path, &out->ports);
 }
 
+// metadata.creationTimestamp into `out` (DecodeMeta has checked that metadata is an object);
+// a malformed one is warned about and left unset.
+bool DecodeCreationTimestamp(FieldContext& ctx, const JsonValue& json,
+                             std::optional<int64_t>* out) {
+  const FieldPath root;
+  const FieldPath path = root.Field("metadata");
+  std::string_view text;
+  if (!ReadStringView(ctx, json["metadata"], "creationTimestamp", path, &text)) return false;
+  if (text.empty()) return true;
+  *out = ParseTimestampS(text);
+  if (!*out) {
+    FieldPath field = path.Field("creationTimestamp");
+    ctx.Warn(field, "not an RFC 3339 time: " + Quote(text));
+  }
+  return true;
+}
+
 }  // namespace
 
 bool DecodeServiceImportInto(FieldContext& ctx, const JsonValue& json, ServiceImport* out) {
@@ -72,7 +89,10 @@ bool DecodeKubesliceServiceImportInto(FieldContext& ctx, const JsonValue& json,
                                       KubesliceServiceImport* out) {
   const FieldPath root;
   if (!json.IsObject()) return NotAnObject(ctx, root, json);
-  if (!DecodeMeta(ctx, json, &out->meta)) return false;
+  if (!DecodeMeta(ctx, json, &out->meta) ||
+      !DecodeCreationTimestamp(ctx, json, &out->creation_unix_s)) {
+    return false;
+  }
   const JsonValue* spec;
   if (!ReadObject(ctx, json, "spec", root, &spec)) return false;
   if (spec != nullptr) {

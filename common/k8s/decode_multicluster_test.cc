@@ -90,6 +90,29 @@ TEST_CASE("A kubeslice ServiceImport keeps its names canonical and its endpoint 
   CHECK(warnings.count() == 1);
 }
 
+TEST_CASE("A kubeslice ServiceImport keeps its creation time, warning about a malformed one",
+          "[k8s]") {
+  Warnings warnings;
+  auto import = DecodeKubesliceServiceImport(
+      R"({"metadata":{"name":"a","namespace":"b","creationTimestamp":"2024-05-01T12:00:00Z"}})",
+      &warnings);
+  REQUIRE(import.ok());
+  CHECK(import->creation_unix_s == 1714564800);
+  import = DecodeKubesliceServiceImport(
+      R"({"metadata":{"name":"a","namespace":"b","creationTimestamp":null}})", &warnings);
+  REQUIRE(import.ok());
+  CHECK_FALSE(import->creation_unix_s.has_value());
+  CHECK(warnings.count() == 0);
+  import = DecodeKubesliceServiceImport(
+      R"({"metadata":{"name":"a","namespace":"b","creationTimestamp":"yesterday"}})", &warnings);
+  REQUIRE(import.ok());  // the object is kept: only its claim order is unknown
+  CHECK_FALSE(import->creation_unix_s.has_value());
+  CHECK(warnings.count() == 1);
+  CHECK_FALSE(DecodeKubesliceServiceImport(
+                  R"({"metadata":{"name":"a","namespace":"b","creationTimestamp":7}})")
+                  .ok());
+}
+
 TEST_CASE("An EndpointSlice carries its MCS labels", "[k8s]") {
   auto slice = DecodeEndpointSlice(R"({"metadata":{"name":"web-east","namespace":"shop",
     "labels":{"multicluster.kubernetes.io/service-name":"web",

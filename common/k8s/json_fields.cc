@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "common/base/quote.h"
+
 namespace kdns::k8s::internal {
 namespace {
 
@@ -77,26 +79,7 @@ void FieldContext::Warn(const FieldPath& path, std::string_view what) {
   if (warnings_ != nullptr) warnings_->Add(Message(path, what));
 }
 
-std::string Quote(std::string_view text) {
-  std::string out = "\"";
-  size_t shown = text.size() < kMaxQuoted ? text.size() : kMaxQuoted;
-  for (size_t i = 0; i < shown; ++i) {
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20 || c >= 0x7f) {
-      char escaped[5];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out.append(escaped);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  out.push_back('"');
-  if (shown < text.size()) out.append("...");
-  return out;
-}
+std::string Quote(std::string_view text) { return QuoteForLog(text, kMaxQuoted); }
 
 std::string Describe(const JsonValue& value) {
   if (value.IsString()) return Quote(View(value));

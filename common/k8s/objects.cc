@@ -83,6 +83,68 @@ ResourceVersion ResourceVersion::FromText(std::string_view text) {
   return version;
 }
 
+namespace {
+
+// Days from 1970-01-01 to the given date of the proleptic Gregorian calendar (H. Hinnant's
+// days_from_civil), so no time zone or libc state is involved.
+int64_t DaysFromCivil(int64_t year, int64_t month, int64_t day) {
+  year -= month <= 2 ? 1 : 0;
+  const int64_t era = (year >= 0 ? year : year - 399) / 400;
+  const int64_t year_of_era = year - era * 400;
+  const int64_t day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+  const int64_t day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+  return era * 146097 + day_of_era - 719468;
+}
+
+// `count` decimal digits at text[at...], or -1.
+int64_t Digits(std::string_view text, size_t at, size_t count) {
+  if (at + count > text.size()) return -1;
+  int64_t value = 0;
+  for (size_t i = at; i < at + count; ++i) {
+    if (text[i] < '0' || text[i] > '9') return -1;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
+std::optional<int64_t> ParseTimestampS(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+hh:mm|-hh:mm)
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':') {
+    return std::nullopt;
+  }
+  const int64_t year = Digits(text, 0, 4), month = Digits(text, 5, 2), day = Digits(text, 8, 2);
+  const int64_t hour = Digits(text, 11, 2), minute = Digits(text, 14, 2);
+  const int64_t second = Digits(text, 17, 2);
+  if (year < 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
+      minute < 0 || minute > 59 || second < 0 || second > 60) {
+    return std::nullopt;
+  }
+  size_t at = 19;
+  if (text[at] == '.') {
+    ++at;
+    const size_t digits_start = at;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
+    if (at == digits_start) return std::nullopt;
+  }
+  int64_t offset_s = 0;
+  const std::string_view zone = text.substr(at);
+  if (zone == "Z" || zone == "z") {
+    offset_s = 0;
+  } else if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
+    const int64_t zone_hours = Digits(zone, 1, 2), zone_minutes = Digits(zone, 4, 2);
+    if (zone_hours < 0 || zone_hours > 23 || zone_minutes < 0 || zone_minutes > 59) {
+      return std::nullopt;
+    }
+    offset_s = (zone_hours * 60 + zone_minutes) * 60 * (zone[0] == '-' ? -1 : 1);
+  } else {
+    return std::nullopt;
+  }
+  return DaysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset_s;
+}
+
 std::string Status::Summary() const {
   std::string summary = std::to_string(code);
   if (!reason.empty()) summary.append(" ").append(reason);

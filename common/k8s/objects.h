@@ -32,6 +32,11 @@ struct ResourceVersion {
   }
 };
 
+// metadata.creationTimestamp (a metav1.Time: RFC 3339, "2024-05-01T12:00:00Z", in UTC with
+// seconds as the server writes it; a fraction and a numeric offset are accepted too) as
+// seconds since the Unix epoch. nullopt for anything else.
+std::optional<int64_t> ParseTimestampS(std::string_view text);
+
 struct ObjectMeta {
   std::string ns;  // metadata.namespace
   std::string name;
@@ -172,6 +177,9 @@ struct KubesliceEndpoint {
 // endpoint's IP, each endpoint's dnsName for its own.
 struct KubesliceServiceImport {
   ObjectMeta meta;
+  // metadata.creationTimestamp (ParseTimestampS); unset when absent or malformed (warned).
+  // Orders the claims of names between namespaces (kubedns/kubeslice_names.h).
+  std::optional<int64_t> creation_unix_s;
   std::string dns_name;
   std::vector<std::string> aliases;
   std::vector<KubesliceEndpoint> endpoints;

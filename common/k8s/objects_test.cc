@@ -25,6 +25,22 @@ TEST_CASE("Resource versions keep their text and parse decimal numbers as a hint
   CHECK(version.empty() == text.empty());
 }
 
+TEST_CASE("Timestamps parse as RFC 3339 into seconds since the epoch", "[k8s]") {
+  CHECK(ParseTimestampS("1970-01-01T00:00:00Z") == 0);
+  CHECK(ParseTimestampS("2024-05-01T12:00:00Z") == 1714564800);
+  CHECK(ParseTimestampS("2024-02-29T23:59:59Z") == 1709251199);  // a leap day
+  CHECK(ParseTimestampS("2024-05-01T12:00:00.123456Z") == 1714564800);
+  CHECK(ParseTimestampS("2024-05-01T14:00:00+02:00") == 1714564800);
+  CHECK(ParseTimestampS("2024-05-01T10:30:00-01:30") == 1714564800);
+  for (const char* bad :
+       {"", "2024-05-01", "2024-05-01T12:00:00", "2024-13-01T12:00:00Z", "2024-05-01T24:00:00Z",
+        "2024-05-01T12:00:00.Z", "2024/05/01T12:00:00Z", "2024-05-01T12:00:00+0200",
+        "2024-05-01T12:00:00Zjunk", "x024-05-01T12:00:00Z"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(ParseTimestampS(bad).has_value());
+  }
+}
+
 TEST_CASE("Resource versions compare by their text only", "[k8s]") {
   CHECK(ResourceVersion::FromText("107") == ResourceVersion::FromText("107"));
   CHECK_FALSE(ResourceVersion::FromText("0107") == ResourceVersion::FromText("107"));

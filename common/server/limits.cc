@@ -41,6 +41,9 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "shed_receive_backlog",
     "shed_waiting_queries",
     "debug_on_published_port",
+    "import_invalid",
+    "import_too_large",
+    "import_name_conflict",
 };
 
 // One limit's count and log state. The count is sharded per thread (metrics::Counter): a

@@ -1,7 +1,7 @@
 // Limits: the one vocabulary for "a bound protected us" (DESIGN §7), shared by every layer
 // that enforces one (the HTTP server, DNS over TCP, forwarding, waiting queries, the cache,
-// loop probes, rate limiting and shedding, debug data asked of a published port) in both DNS
-// servers, the nanny and the sidecar.
+// loop probes, rate limiting and shedding, multicluster imports, debug data asked of a
+// published port) in both DNS servers, the nanny and the sidecar.
 //
 // Each hit is counted in one process-wide table and exported by every program as
 //   kdns_limit_hits_total{limit}   times a limit was hit (a connection closed or refused,
@@ -58,6 +58,10 @@ enum class Limit : uint8_t {
   kShedWaitingQueries,  // shed under overload: the waiting-query budget is nearly full
   // Debug data (debug_http.h)
   kDebugOnPublishedPort,  // /debug/* or /cache asked of a port that is not --debug-address
+  // Multicluster imports (kubedns): objects a tenant writes
+  kImportInvalid,       // a name that is not a DNS name in its zone: that name (or import) skipped
+  kImportTooLarge,      // an import over a cap (aliases, endpoints, bytes): not served
+  kImportNameConflict,  // a name another namespace's import claimed first: not added to it
   kCount
 };
 

@@ -10,6 +10,12 @@ import added, changed (an endpoint moving from one cluster to another) and delet
 against the same change to a Service (the figures are printed, not asserted); the MCS
 slice watch's label selector; a 410 re-list; and the CRDs missing at start (kubedns ready
 for the cluster zone, the zones answering NXDOMAIN, one log line each) and installed later.
+Imports are untrusted input (DESIGN.md section 7, "Tenants"): the 40 KB alias of 20,000
+labels, a 10,000-alias import, an import naming another namespace's name and an MCS
+endpoint with a 40 KB hostname, from the objects file and through the fake, leave kubedns's
+RSS within a few MiB of its baseline and every other name answering as before, each
+refusal counted in kdns_limit_hits_total; with --import-max-aliases=10000 the 10,000
+aliases are served for a few hundred bytes each.
 Closes with `N passed, M failed`.
 """
 import json
@@ -183,6 +189,194 @@ def test_manifests_components(env):
     return p
 
 
+# ---- imports are untrusted input (DESIGN.md section 7, "Tenants") --------------------------
+
+# kubedns's RSS may grow this much when the attack objects land: what they are allowed to
+# cost is their names once each, a few hundred KiB, plus allocator slack.
+RSS_SLACK_KIB = 4 * 1024
+LIMIT = 'kdns_limit_hits_total{limit="%s"}'
+
+
+def tenant_import(ns, name, dns_name, ips, aliases=(), created=None):
+    obj = slice_import(ns, name, dns_name, [(ip, "") for ip in ips])
+    obj["spec"]["aliases"] = list(aliases)
+    if created:
+        obj["metadata"]["creationTimestamp"] = created
+    return obj
+
+
+def huge_alias():
+    """The issue's object: one alias of 20,000 one-letter labels, 40 KB."""
+    return ".".join(["a"] * 20000) + "." + KUBESLICE.rstrip(".")
+
+
+def many_aliases(ns, count):
+    return ["m%d.%s.svc.%s" % (i, ns, KUBESLICE.rstrip(".")) for i in range(count)]
+
+
+def attack_objects():
+    """The 40 KB alias, a 10,000-alias import, and an import of another namespace that
+    names iperf's name with a later creation time (from a namespace that sorts first, so
+    only the time can decide)."""
+    return [tenant_import("tenant-a", "long", "long.tenant-a.svc." + KUBESLICE, ["10.66.0.1"],
+                          [huge_alias()]),
+            tenant_import("tenant-b", "many", "many.tenant-b.svc." + KUBESLICE, ["10.66.0.2"],
+                          many_aliases("tenant-b", 10000)),
+            tenant_import("aaa-thief", "steal", "iperf-server.iperf.svc." + KUBESLICE,
+                          ["10.66.0.3"], created="2025-01-01T00:00:00Z"),
+            # MCS: an endpoint whose hostname is 40 KB (named by its address instead).
+            mcs_import("tenant-a", "evil", headless=True),
+            mcs_slice("tenant-a", "evil-east", "evil", "east", ["10.66.0.9"],
+                      hostname="h" * 40000)]
+
+
+# A cluster Service, an MCS import and a kubeslice import (whose name the thief wants).
+VICTIMS = [("web.shop.svc.cluster.local.", "A"), ("web.shop.svc." + MCS, "A"),
+           ("iperf-server.iperf.svc." + KUBESLICE, "A"), ("iperf.demo." + KUBESLICE, "A")]
+
+
+def victim_answers(dns):
+    """Each victim name asked from 127.0.0.1: {name: (rcode, answers)}."""
+    return {name: kubedns_api.dig(dns, name, qtype) for name, qtype in VICTIMS}
+
+
+def limit_hits(dns):
+    return {what: dns.metric(LIMIT % what)
+            for what in ("import_invalid", "import_too_large", "import_name_conflict")}
+
+
+def rss_while(dns, check, timeout=30.0):
+    """(check() became true, peak VmRSS in KiB meanwhile), sampling every 20 ms."""
+    peak = harness.rss_kib(dns.process.pid)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        peak = max(peak, harness.rss_kib(dns.process.pid))
+        if check():
+            return True, peak
+        time.sleep(0.02)
+    return False, peak
+
+
+def attack_problems(dns, land, grew):
+    """Measures RSS around land() (which delivers attack_objects()), then checks that the
+    attack landed (`grew`: the limits whose hits must grow; the tenant's valid name
+    answers) before holding RSS and every victim's answer to what they were."""
+    p = []
+    before = victim_answers(dns)
+    for name, (rcode, answers) in before.items():
+        if rcode != "NOERROR" or not answers:
+            p.append("%s answers %s %s before the attack" % (name, rcode, answers))
+    hits = limit_hits(dns)
+    baseline = harness.rss_kib(dns.process.pid)
+    land()
+
+    def landed():
+        now = limit_hits(dns)
+        return (all(now[what] > hits[what] for what in grew) and
+                now["import_invalid"] >= hits["import_invalid"] + 2 and
+                kubedns_api.dig(dns, "long.tenant-a.svc." + KUBESLICE, "A") ==
+                ("NOERROR", ["10.66.0.1"]) and
+                kubedns_api.dig(dns, "10-66-0-9.east.evil.tenant-a.svc." + MCS, "A") ==
+                ("NOERROR", ["10.66.0.9"]))
+    ok, peak = rss_while(dns, landed)
+    after = harness.rss_kib(dns.process.pid)
+    peak = max(peak, after)
+    now = limit_hits(dns)
+    print("    RSS %.1f MiB before the attack objects, %.1f MiB after, peak %.1f MiB; "
+          "limit hits %s" % (baseline / 1024.0, after / 1024.0, peak / 1024.0,
+                             {k: now[k] - hits[k] for k in now}))
+    if not ok:
+        return p + ["the attack never landed: hits %s -> %s" % (hits, now)]
+    if not harness.SANITIZED and after - baseline > RSS_SLACK_KIB:
+        p.append("RSS grew %d KiB with the attack objects (more than %d)"
+                 % (after - baseline, RSS_SLACK_KIB))
+    if victim_answers(dns) != before:
+        p.append("victims' answers changed: %s -> %s" % (before, victim_answers(dns)))
+    p.append(expect(dns, "m7.tenant-b.svc." + KUBESLICE, "A", "NXDOMAIN"))  # over the cap
+    p.append(expect(dns, "many.tenant-b.svc." + KUBESLICE, "A", "NXDOMAIN"))
+    return [x for x in p if x]
+
+
+def with_creation_time(objects, created):
+    """The conformance objects with a creation time on each kubeslice import."""
+    for item in objects["items"]:
+        if item["kind"] == "ServiceImport" and not item["apiVersion"].startswith(MCS_GROUP):
+            item["metadata"]["creationTimestamp"] = created
+    return objects
+
+
+def test_objects_file_tenant_imports(env):
+    """The 40 KB alias, a 10,000-alias import (over --import-max-aliases) and a name taken
+    from another namespace, loaded from the objects file: RSS stays within a few MiB, every
+    other name answers as before, and each refusal is counted."""
+    spec = load_spec()
+    workdir = os.path.join(env["workdir"], "tenant-file")
+    os.makedirs(workdir)
+    with open(os.path.join(CONFORMANCE, spec["objects_file"])) as f:
+        objects = with_creation_time(json.load(f), "2024-01-01T00:00:00Z")
+    live = os.path.join(workdir, "objects.json")
+    with open(live, "w") as f:
+        json.dump(objects, f)
+    dns = servers.Kubedns(workdir, "kubedns-tenant", "--objects-file=" + live,
+                          "--domain=" + spec["zone"], *spec["flags"])
+
+    def land():
+        objects["items"] += attack_objects()
+        with open(live + ".new", "w") as f:
+            json.dump(objects, f)
+        os.replace(live + ".new", live)
+    try:
+        return attack_problems(dns, land, ("import_invalid", "import_too_large",
+                                           "import_name_conflict"))
+    finally:
+        dns.stop()
+
+
+def test_10000_aliases_cost_their_size(env):
+    """With --import-max-aliases=10000 the 10,000-alias import is served: each alias once,
+    sharing one address vector, so RSS grows by its names, not by 10,000 copies of anything
+    per parent or per endpoint."""
+    spec = load_spec()
+    workdir = os.path.join(env["workdir"], "tenant-many")
+    os.makedirs(workdir)
+    with open(os.path.join(CONFORMANCE, spec["objects_file"])) as f:
+        objects = json.load(f)
+    live = os.path.join(workdir, "objects.json")
+    with open(live, "w") as f:
+        json.dump(objects, f)
+    dns = servers.Kubedns(workdir, "kubedns-many", "--objects-file=" + live,
+                          "--domain=" + spec["zone"], "--import-max-aliases=10000",
+                          *spec["flags"])
+    try:
+        baseline = harness.rss_kib(dns.process.pid)
+        ips = ["10.67.%d.%d" % (i // 250, i % 250 + 1) for i in range(100)]
+        objects["items"].append(tenant_import("tenant-b", "many", "many.tenant-b.svc." + KUBESLICE,
+                                              ips, many_aliases("tenant-b", 10000)))
+        with open(live + ".new", "w") as f:
+            json.dump(objects, f)
+        os.replace(live + ".new", live)
+        last = "m9999.tenant-b.svc." + KUBESLICE
+        ok, peak = rss_while(dns, lambda: kubedns_api.dig(dns, last, "A")[0] == "NOERROR")
+        after = harness.rss_kib(dns.process.pid)
+        peak = max(peak, after)
+        print("    10,000 aliases x 100 endpoints: RSS %.1f MiB -> %.1f MiB (peak %.1f), "
+              "%.0f bytes per alias" % (baseline / 1024.0, after / 1024.0, peak / 1024.0,
+                                        (after - baseline) * 1024.0 / 10000))
+        if not ok:
+            return ["the 10,000-alias import was never served"]
+        served = dns.metric("kdns_kubedns_kubeslice_service_imports")
+        p = ["kdns_kubedns_kubeslice_service_imports %s, want 3" % served] if served != 3 else []
+        p += [expect(dns, "m0.tenant-b.svc." + KUBESLICE, "A", "NOERROR", ips),
+             expect(dns, "tenant-b.svc." + KUBESLICE, "A", "NOERROR", []),
+             expect(dns, "web.shop.svc.cluster.local.", "A", "NOERROR", ["10.96.7.7"])]
+        if not harness.SANITIZED and after - baseline > RSS_SLACK_KIB:
+            p.append("RSS grew %d KiB for 10,000 aliases (more than %d)"
+                     % (after - baseline, RSS_SLACK_KIB))
+        return [x for x in p if x]
+    finally:
+        dns.stop()
+
+
 # ---- the fake API server ------------------------------------------------------------------
 
 def test_api_conformance(env):
@@ -246,6 +440,21 @@ def test_import_added_changed_deleted(env):
     delete(fake, obj)
     p.append(expect(dns, ks, "A", "NXDOMAIN"))
     return [x for x in p if x]
+
+
+def test_api_tenant_imports(env):
+    """The same attack objects through the fake API server (which stamps each with its
+    creation time, so the thief's import is the later one)."""
+    fake, dns = env["fake"], env["dns"]
+    objects = attack_objects()
+    for obj in objects:
+        obj["metadata"].pop("creationTimestamp", None)  # the server's own clock decides
+    try:
+        return attack_problems(dns, lambda: fake.control("/control/objects", objects),
+                               ("import_invalid", "import_too_large", "import_name_conflict"))
+    finally:
+        for obj in objects:
+            delete(fake, obj)
 
 
 def test_expired_watch_relists_imports(env):
@@ -326,7 +535,9 @@ def main():
         p, f = harness.run_tests([test_objects_file_conformance,
                                   test_zones_off_are_forwarded_not_served,
                                   test_manifests_components,
-                                  test_crds_missing_then_installed], env)
+                                  test_crds_missing_then_installed,
+                                  test_objects_file_tenant_imports,
+                                  test_10000_aliases_cost_their_size], env)
         passed, failed = passed + p, failed + f
         fake = servers.FakeApiserver(
             os.path.join(workdir, "fake"), "--objects",
@@ -343,7 +554,8 @@ def main():
             if problem:
                 raise RuntimeError(problem)
         p, f = harness.run_tests([test_api_conformance, test_import_added_changed_deleted,
-                                  test_expired_watch_relists_imports], env,
+                                  test_api_tenant_imports, test_expired_watch_relists_imports],
+                                 env,
                                  after_each=lambda: fake.control("/control/fault/clear", {}))
         passed, failed = passed + p, failed + f
     except Exception:
