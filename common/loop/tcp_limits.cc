@@ -71,6 +71,29 @@ void TcpConnectionCaps::Release(const IpAddress& source) {
   open_.Give();
 }
 
+std::optional<size_t> PickEvictionVictim(std::span<const EvictionCandidate> candidates,
+                                         size_t newcomer_source_connections) {
+  auto eligible = [newcomer_source_connections](const EvictionCandidate& c) {
+    return c.idle ? c.source_connections >= newcomer_source_connections
+                  : c.source_connections >= newcomer_source_connections + 2;
+  };
+  // Heaviest source first; of equals, idle before busy; then the oldest.
+  auto before = [](const EvictionCandidate& a, const EvictionCandidate& b) {
+    if (a.source_connections != b.source_connections) {
+      return a.source_connections > b.source_connections;
+    }
+    if (a.idle != b.idle) return a.idle;
+    return a.order < b.order;
+  };
+  std::optional<size_t> victim;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (eligible(candidates[i]) && (!victim || before(candidates[i], candidates[*victim]))) {
+      victim = i;
+    }
+  }
+  return victim;
+}
+
 size_t TcpConnectionCaps::open_from(const IpAddress& source) const {
   Shard& shard = ShardOf(source);
   std::lock_guard lock(shard.mu);

@@ -3,8 +3,9 @@
 //
 //   TcpConnectionCaps  open connections in total and per source address. A connection
 //                      holds a Slot from accept to close; the owner decides what to do at
-//                      a cap (LoopServer closes its oldest idle connection to make room
-//                      rather than refuse the new one).
+//                      a cap (LoopServer closes one of its connections to make room rather
+//                      than refuse the new one: at the total cap, PickEvictionVictim's
+//                      choice, so that a few sources cannot hold the cap against the rest).
 //   OutputBudget       bytes of replies waiting in user space for clients that do not
 //                      read, over all connections (TcpConnection charges what the kernel
 //                      did not take at once and releases it when the write completes).
@@ -19,6 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <unordered_map>
 
 #include "common/base/atomic_budget.h"
@@ -79,6 +82,25 @@ class TcpConnectionCaps {
   AtomicBudget open_;  // max_connections_
   mutable std::array<Shard, 16> shards_;
 };
+
+// One open connection that could be closed to make room for a newcomer at the total cap.
+struct EvictionCandidate {
+  size_t source_connections = 0;  // open connections of its source (TcpConnectionCaps)
+  bool idle = false;              // no query outstanding
+  // Smaller is older: for an idle one, when it became idle; for a busy one, when it opened.
+  uint64_t order = 0;
+};
+
+// Which connection to close so that a newcomer whose source already holds
+// `newcomer_source_connections` can take its place at the total cap, fair across sources:
+// the heaviest source loses one (its connection idle longest, else its oldest busy one, whose
+// queries are dropped), so a few clients holding every slot with queries that are never
+// answered cannot lock the others out. A source lighter than the newcomer's never loses one,
+// and a busy connection goes only to a source holding fewer by at least two (swapping equals
+// would only churn). nullopt: refuse the newcomer. Pure; the caller walks its connections
+// only at the cap.
+std::optional<size_t> PickEvictionVictim(std::span<const EvictionCandidate> candidates,
+                                         size_t newcomer_source_connections);
 
 class OutputBudget {
  public:

@@ -73,6 +73,47 @@ TEST_CASE("TcpConnectionCaps holds across threads", "[loop][tcp_limits]") {
   CHECK(caps.open() == 0);
 }
 
+TEST_CASE("At the total cap the heaviest source loses a connection, idle ones first",
+          "[loop][tcp_limits]") {
+  using C = EvictionCandidate;
+  SECTION("four sources hold every slot with queries in flight: a light newcomer gets one") {
+    std::vector<C> held;
+    for (uint64_t i = 0; i < 128; ++i) held.push_back(C{32, false, i});
+    CHECK(PickEvictionVictim(held, 0) == size_t{0});  // the oldest
+  }
+  SECTION("of the heaviest source, the connection idle longest, before any busy one") {
+    const std::vector<C> candidates = {C{5, false, 1}, C{5, true, 9}, C{5, true, 7}, C{2, true, 0},
+                                       C{1, true, 0}};
+    CHECK(PickEvictionVictim(candidates, 0) == size_t{2});
+  }
+  SECTION("the heaviest source's busy connection before a lighter source's idle one") {
+    const std::vector<C> candidates = {C{1, true, 0}, C{30, false, 5}, C{30, false, 3}};
+    CHECK(PickEvictionVictim(candidates, 0) == size_t{2});
+  }
+  SECTION("many pods with one idle connection each: the one idle longest, as before") {
+    const std::vector<C> candidates = {C{1, true, 4}, C{1, true, 2}, C{1, true, 3}};
+    CHECK(PickEvictionVictim(candidates, 0) == size_t{1});
+  }
+  SECTION("a source never takes a connection from a lighter one") {
+    const std::vector<C> candidates = {C{3, true, 0}, C{2, true, 0}};
+    CHECK_FALSE(PickEvictionVictim(candidates, 4));
+  }
+  SECTION("an equal source gives up an idle connection, a busy one only to a lighter source") {
+    CHECK(PickEvictionVictim(std::vector<C>{C{4, true, 0}}, 4) == size_t{0});
+    CHECK_FALSE(PickEvictionVictim(std::vector<C>{C{4, false, 0}}, 4));
+    CHECK_FALSE(PickEvictionVictim(std::vector<C>{C{4, false, 0}}, 3));
+    CHECK(PickEvictionVictim(std::vector<C>{C{4, false, 0}}, 2) == size_t{0});
+  }
+  SECTION("an attacker reconnecting after losing a connection gets none back") {
+    std::vector<C> held;
+    for (uint64_t i = 0; i < 96; ++i) held.push_back(C{32, false, i});
+    for (uint64_t i = 0; i < 31; ++i) held.push_back(C{31, false, 100 + i});
+    held.push_back(C{1, false, 200});  // the victim's dig
+    CHECK_FALSE(PickEvictionVictim(held, 31));
+  }
+  SECTION("nothing to close") { CHECK_FALSE(PickEvictionVictim({}, 0)); }
+}
+
 TEST_CASE("OutputBudget charges what fits and takes back what is released", "[loop][tcp_limits]") {
   OutputBudget budget(100);
   CHECK(budget.TryCharge(60));

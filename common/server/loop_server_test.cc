@@ -50,6 +50,8 @@ std::unique_ptr<LoopServer> StartWith(loop::Loop& loop, LoopServer::Options opti
   return server;
 }
 
+bool ReplyEcho(Responder& responder, const std::vector<uint8_t>& query);
+
 // Takes every query's Responder and keeps it, so the test decides when to answer.
 class HoldingHandler : public QueryHandler {
  public:
@@ -58,9 +60,20 @@ class HoldingHandler : public QueryHandler {
     transports.push_back(request.transport());
     held.push_back(request.TakeResponder());
   }
+  // With answer_overdue, echoes every query it still holds for the connection.
+  void OnQueriesOverdue(uint64_t connection_id) override {
+    overdue.push_back(connection_id);
+    for (size_t i = 0; answer_overdue && i < held.size(); ++i) {
+      if (held[i].pending() && held[i].connection_id() == connection_id) {
+        (void)ReplyEcho(held[i], queries[i]);
+      }
+    }
+  }
   std::vector<std::vector<uint8_t>> queries;
   std::vector<dns::Transport> transports;
   std::vector<Responder> held;
+  std::vector<uint64_t> overdue;
+  bool answer_overdue = false;
 };
 
 // Replies to `responder` with an echo of `query`, built in a buffer of its own.
@@ -504,6 +517,46 @@ TEST_CASE("A TCP client that trickles a query is closed at the frame timeout and
   std::optional<std::vector<uint8_t>> reply;
   REQUIRE(RunUntil(h.loop, [&] { return (reply = fine.TryReceive()).has_value(); }));
   CHECK(IdOf(*reply) == 9);
+  h.Finish();
+}
+
+TEST_CASE("At the TCP query timeout the handler answers the waiting queries, the connection stays",
+          "[server]") {
+  HoldingHandler* handler = nullptr;
+  TcpOptions tcp = LongIdle();
+  tcp.query_timeout_ms = 50;
+  Harness h(HoldingFactory(&handler), 0, tcp);
+  handler->answer_overdue = true;
+  const uint64_t hits = LimitHits(Limit::kTcpQueryTimeout);
+  TcpClient client(h.server->tcp_address());
+  REQUIRE(client.Send(MakeQuery(3)));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(h.loop, [&] { return (reply = client.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 3);
+  CHECK(handler->overdue.size() == 1);
+  CHECK(LimitHits(Limit::kTcpQueryTimeout) - hits == 1);
+  // Idle again, and still serving.
+  REQUIRE(client.Send(MakeQuery(4)));
+  REQUIRE(RunUntil(h.loop, [&] { return (reply = client.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 4);
+  CHECK(h.server->open_connections() == 1);
+  h.Finish();
+}
+
+TEST_CASE("At the TCP query timeout a connection whose queries nobody answers is closed",
+          "[server]") {
+  HoldingHandler* handler = nullptr;
+  TcpOptions tcp = LongIdle();
+  tcp.query_timeout_ms = 50;
+  Harness h(HoldingFactory(&handler), 0, tcp);
+  const uint64_t hits = LimitHits(Limit::kTcpQueryTimeout);
+  TcpClient client(h.server->tcp_address());
+  REQUIRE(client.Send(MakeQuery(3)));
+  REQUIRE(RunUntil(h.loop, [&] { return client.closed(); }));
+  REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
+  CHECK(handler->overdue.size() == 1);
+  CHECK(LimitHits(Limit::kTcpQueryTimeout) - hits == 1);
+  CHECK_FALSE(ReplyEcho(handler->held[0], handler->queries[0]));  // too late: dropped
   h.Finish();
 }
 
