@@ -227,6 +227,13 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
   uv_prepare_start(server->release_prepare_.get(), &LoopServer::OnPrepare);
   uv_unref(reinterpret_cast<uv_handle_t*>(server->release_prepare_.get()));
   server->mirror_timer_.StartRepeating(kMirrorIntervalMs, [self] { self->MirrorSocketStats(); });
+  // Other threads at the total cap may ask this one to close a connection for theirs.
+  server->room_tasks_ = std::make_unique<loop::TaskQueue>(loop);
+  server->room_maker_id_ = server->options_.tcp.caps->AddRoomMaker(
+      [self, poster = server->room_tasks_->poster()](
+          const loop::TcpConnectionCaps::RoomRequest& request) {
+        (void)poster.Post([self, request] { self->MakeRoom(request); });
+      });
   if (options.clients != nullptr && options.clients->enabled()) {
     server->clients_timer_.StartRepeating(ClientLimiter::kTickNs / 1'000'000,
                                           [self] { self->TickClients(); });
@@ -248,6 +255,9 @@ LoopServer::LoopServer(loop::Loop& loop, const Options& options, ThreadStats& st
 }
 
 LoopServer::~LoopServer() {
+  // No other thread reaches this one any more; what they posted is dropped.
+  if (room_maker_id_ != 0) options_.tcp.caps->RemoveRoomMaker(room_maker_id_);
+  room_tasks_.reset();
   // The receiver thread calls into the handler.
   if (udp_ != nullptr) udp_->StopReceiverThread();
   release_prepare_.Reset();
@@ -342,8 +352,14 @@ bool LoopServer::AdmitConnection(const IpAddress& source, loop::TcpConnectionCap
     RecordLimitHit(per_source ? Limit::kTcpConnectionsPerSource : Limit::kTcpConnections,
                    source.ToString());
     if (evictions >= 2) return false;
-    Connection* victim = per_source ? OldestIdleFrom(source) : FairVictim(source);
-    if (victim == nullptr) return false;
+    if (per_source) {
+      Connection* victim = OldestIdleFrom(source);
+      if (victim == nullptr) return false;
+      Evict(*victim);
+      continue;
+    }
+    Connection* victim = FairVictim(options_.tcp.caps->open_from(source));
+    if (victim == nullptr) return AdmitOverCap(source, slot);
     Evict(*victim);
   }
 }
@@ -387,7 +403,26 @@ LoopServer::Connection* LoopServer::OldestIdleFrom(const IpAddress& source) {
   return nullptr;
 }
 
-LoopServer::Connection* LoopServer::FairVictim(const IpAddress& source) {
+bool LoopServer::AdmitOverCap(const IpAddress& source, loop::TcpConnectionCaps::Slot* slot) {
+  loop::TcpConnectionCaps& caps = *options_.tcp.caps;
+  const size_t newcomer = caps.open_from(source);
+  // Only a source holding at least two more may lose a busy connection (PickEvictionVictim);
+  // whether another thread's are idle is not known here, so that is the test.
+  if (caps.max_from_one_source() < newcomer + 2) return false;
+  // At most one place lent per other thread at a time: each can close one at once.
+  const size_t others = caps.room_makers() > 0 ? caps.room_makers() - 1 : 0;
+  if (!caps.TryAcquireOver(source, others, slot)) return false;
+  caps.AskForRoom(room_maker_id_, newcomer);
+  return true;
+}
+
+void LoopServer::MakeRoom(const loop::TcpConnectionCaps::RoomRequest& request) {
+  Connection* victim = FairVictim(request.newcomer_source_connections);
+  // The first thread with a victim closes it; the place lent is covered when it goes.
+  if (victim != nullptr && !request.claim->exchange(true)) Evict(*victim);
+}
+
+LoopServer::Connection* LoopServer::FairVictim(size_t newcomer_source_connections) {
   // Walked only at the cap, over this thread's connections; each source's count is read
   // once (a lock of TcpConnectionCaps' shard).
   std::unordered_map<IpAddress, size_t, IpAddressHash> source_connections;
@@ -406,7 +441,7 @@ LoopServer::Connection* LoopServer::FairVictim(const IpAddress& source) {
     eviction_connections_.push_back(&connection);
   }
   const std::optional<size_t> victim =
-      loop::PickEvictionVictim(eviction_candidates_, count_of(source));
+      loop::PickEvictionVictim(eviction_candidates_, newcomer_source_connections);
   return victim ? eviction_connections_[*victim] : nullptr;
 }
 

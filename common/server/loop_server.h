@@ -19,8 +19,10 @@
 // DnsTcpConnection; at the query timeout the handler answers the connection's waiting
 // queries, QueryHandler::OnQueriesOverdue, or the connection is closed), the process-wide
 // and per-source connection caps (at the total cap one of this thread's connections of the
-// heaviest source is closed for the new one, idle ones first, loop::PickEvictionVictim; at
-// the per-source cap that source's oldest idle one), and the output bounds. Every hit is
+// heaviest source is closed for the new one, idle ones first, loop::PickEvictionVictim; when
+// this thread holds none that may be closed but another thread may, the new one is let in
+// over the cap and the other threads are asked to close one, TcpConnectionCaps::AskForRoom;
+// at the per-source cap that source's oldest idle one), and the output bounds. Every hit is
 // recorded with server::RecordLimitHit (limits.h).
 //
 // Over UDP, a datagram first meets the process's ClientLimiter (before it is even parsed,
@@ -56,6 +58,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/socket_util.h"
+#include "common/loop/task_queue.h"
 #include "common/loop/tcp_connection.h"
 #include "common/loop/tcp_limits.h"
 #include "common/loop/tcp_listener.h"
@@ -227,8 +230,15 @@ class LoopServer {
   void MarkBusy(Connection& connection);
   // The oldest idle connection from `source`, or nullptr.
   Connection* OldestIdleFrom(const IpAddress& source);
-  // The connection to close for a newcomer from `source` at the total cap, or nullptr.
-  Connection* FairVictim(const IpAddress& source);
+  // The connection to close for a newcomer whose source holds `newcomer_source_connections`
+  // at the total cap, or nullptr.
+  Connection* FairVictim(size_t newcomer_source_connections);
+  // At the total cap with nothing of this thread's to close: admits the newcomer from
+  // `source` over the cap if another thread holds a source it may take from, and asks the
+  // other threads to close one for it.
+  bool AdmitOverCap(const IpAddress& source, loop::TcpConnectionCaps::Slot* slot);
+  // Another thread's request (TcpConnectionCaps::AskForRoom), on this thread.
+  void MakeRoom(const loop::TcpConnectionCaps::RoomRequest& request);
   void Evict(Connection& victim);
   void Handle(Request& request);
   // For Responder: sends or drops; `responder` is pending and belongs to this server.
@@ -253,6 +263,10 @@ class LoopServer {
   Connection* idle_newest_ = nullptr;
   uint64_t next_connection_id_ = 1;
   uint64_t next_idle_order_ = 1;
+  // How other threads reach this one to make room (AskForRoom); destroyed first, with
+  // whatever they posted.
+  std::unique_ptr<loop::TaskQueue> room_tasks_;
+  uint64_t room_maker_id_ = 0;
   // FairVictim's, reused: the candidates and the connections they stand for.
   std::vector<loop::EvictionCandidate> eviction_candidates_;
   std::vector<Connection*> eviction_connections_;
