@@ -21,6 +21,11 @@ test confirms that all 128 queries reached the upstream (the cap was full of bus
 connections) and, from kdns_limit_hits_total, that dig's connection met the cap and that a
 connection with a query in flight was evicted for it.
 
+Overdue query: with --tcp-query-timeout=1s, a query from 127.0.0.2 for a name the upstream
+never answers gets SERVFAIL from the query timeout (kdns_limit_hits_total{limit=
+"tcp_query_timeout"} grew: not the forwarder's own 5 s budget), and the same connection
+then gets the answer to its next query.
+
 KDNS_BIN=/work/before-build/bin gives the figure before the limits (the flags are not
 passed: the defaults are what is measured).
 """
@@ -312,6 +317,51 @@ def hold_and_dig(server_name, server, upstream, name):
     return p
 
 
+def exchange(s, name, ident):
+    """Sends one query on the connected socket `s` and reads one reply (parsed)."""
+    query = dns_wire.build_query(name, ident=ident)
+    s.sendall(struct.pack("!H", len(query)) + query)
+    data = b""
+    while len(data) < 2 or len(data) < 2 + struct.unpack("!H", data[:2])[0]:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise OSError("closed by the server")
+        data += chunk
+    return dns_wire.parse_message(data[2:])
+
+
+def overdue_query(server_name, server, name):
+    """The query-timeout case on `server` (--tcp-query-timeout=1s): the problems."""
+    series = 'kdns_limit_hits_total{limit="tcp_query_timeout"}'
+    before = server.metric(series)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((HOLDERS[0], 0))
+        s.settimeout(4)  # below the forwarder's 5 s: only the query timeout can answer
+        s.connect((VICTIM, server.port))
+        overdue = exchange(s, "silent-overdue.fake.test", 0x77)
+        hits = server.metric(series) - before
+        following = exchange(s, name, 0x78)
+    except OSError as e:
+        return ["%s: %s: %s" % (server_name, type(e).__name__, e)]
+    finally:
+        s.close()
+    print("  %s: overdue query answered rcode %d (tcp_query_timeout +%d); the next one on the "
+          "same connection rcode %d with %d answer(s)" % (
+              server_name, overdue["rcode"], hits, following["rcode"],
+              len(following["answers"])))
+    p = []
+    if hits < 1:
+        p.append("%s: the query timeout did not fire" % server_name)
+    if overdue["rcode"] != 2 or overdue["id"] != 0x77:
+        p.append("%s: the overdue query got rcode %d, ID %#x (want SERVFAIL)" % (
+            server_name, overdue["rcode"], overdue["id"]))
+    if following["rcode"] != 0 or not following["answers"]:
+        p.append("%s: the connection did not serve its next query: %r" % (server_name,
+                                                                       following))
+    return p
+
+
 def server_dig(server, name, *options):
     return harness.dig(server.port, name, "A", None, "+tcp", *options, timeout=3)
 
@@ -353,10 +403,31 @@ def test_kubedns_answers_dig_while_four_sources_hold_the_tcp_cap(env):
     return hold_and_dig("kubedns", dns, upstream, "kubernetes.default.svc.cluster.local")
 
 
+def test_frontend_cache_answers_an_overdue_tcp_query_servfail_and_serves_on(env):
+    upstream = FakeUpstream()
+    env["owned"].append(upstream)
+    cache = FrontendCache(env["workdir"], "frontend-cache-overdue",
+                          "--server=" + upstream.address, "--tcp-query-timeout=1s")
+    env["owned"].append(cache)
+    return overdue_query("frontend-cache", cache, "cached.fake.test")
+
+
+def test_kubedns_answers_an_overdue_tcp_query_servfail_and_serves_on(env):
+    upstream = FakeUpstream()
+    env["owned"].append(upstream)
+    dns = Kubedns(env["workdir"], "kubedns-overdue", "--objects-file=" +
+                  os.path.join(ROOT, "kubedns", "demo-cluster.json"),
+                  "--nameservers=127.0.0.1:%d" % upstream.port, "--tcp-query-timeout=1s")
+    env["owned"].append(dns)
+    return overdue_query("kubedns", dns, "kubernetes.default.svc.cluster.local")
+
+
 TESTS = [test_frontend_cache_answers_a_new_tcp_client_during_a_slowloris,
          test_kubedns_answers_a_new_tcp_client_during_a_slowloris,
          test_frontend_cache_answers_dig_while_four_sources_hold_the_tcp_cap,
-         test_kubedns_answers_dig_while_four_sources_hold_the_tcp_cap]
+         test_kubedns_answers_dig_while_four_sources_hold_the_tcp_cap,
+         test_frontend_cache_answers_an_overdue_tcp_query_servfail_and_serves_on,
+         test_kubedns_answers_an_overdue_tcp_query_servfail_and_serves_on]
 
 
 def main():
