@@ -33,7 +33,7 @@ TcpConnectionCaps::Slot& TcpConnectionCaps::Slot::operator=(Slot&& other) noexce
 
 void TcpConnectionCaps::Slot::Release() {
   if (caps_ == nullptr) return;
-  std::exchange(caps_, nullptr)->Release(source_, /*counted_source=*/true);
+  std::exchange(caps_, nullptr)->Release(source_);
 }
 
 TcpConnectionCaps::TcpConnectionCaps(size_t max_connections, size_t max_per_source)
@@ -72,7 +72,7 @@ bool TcpConnectionCaps::TryAcquireOver(const IpAddress& source, size_t max_over,
     if (over >= max_over) return false;
   } while (!over_.compare_exchange_weak(over, over + 1, std::memory_order_relaxed));
   if (!TakeFromSource(source)) {
-    Release(IpAddress(), /*counted_source=*/false);
+    GiveBackTotal();
     return false;
   }
   *slot = Slot();
@@ -81,13 +81,17 @@ bool TcpConnectionCaps::TryAcquireOver(const IpAddress& source, size_t max_over,
   return true;
 }
 
-void TcpConnectionCaps::Release(const IpAddress& source, bool counted_source) {
-  if (counted_source) {
+void TcpConnectionCaps::Release(const IpAddress& source) {
+  {
     Shard& shard = ShardOf(source);
     std::lock_guard lock(shard.mu);
     auto it = shard.open.find(source);
     if (it != shard.open.end() && --it->second == 0) shard.open.erase(it);
   }
+  GiveBackTotal();
+}
+
+void TcpConnectionCaps::GiveBackTotal() {
   // A place lent beyond the cap is covered first: the total comes back under the cap.
   size_t over = over_.load(std::memory_order_relaxed);
   while (over > 0) {

@@ -17,7 +17,7 @@
 //
 // Thread-safe. The total count and the output budget are lock-free atomics; the
 // per-source counts sit in mutex-guarded shards touched only on accept and close, never on
-// the query path.
+// the query path; the serving threads' room makers, under a mutex, only at the cap.
 #pragma once
 
 #include <array>
@@ -106,8 +106,10 @@ class TcpConnectionCaps {
     std::unordered_map<IpAddress, size_t, IpAddressHash> open;
   };
   Shard& ShardOf(const IpAddress& source) const;
-  // Gives back one slot (of `source`, when its per-source count was taken).
-  void Release(const IpAddress& source, bool counted_source);
+  // Gives back one slot of `source`.
+  void Release(const IpAddress& source);
+  // Gives back one place under the total: to a place lent over the cap first, if any.
+  void GiveBackTotal();
 
   // Counts one more connection from `source` unless its per-source cap is full.
   [[nodiscard]] bool TakeFromSource(const IpAddress& source);
