@@ -560,6 +560,47 @@ TEST_CASE("At the TCP query timeout a connection whose queries nobody answers is
   h.Finish();
 }
 
+TEST_CASE(
+    "At the TCP cap a server with nothing of its own to close has another one that shares the "
+    "cap close one",
+    "[server]") {
+  // Two servers sharing the process's caps (as every thread of a DnsServer does); all the
+  // busy connections are on the first, the newcomer comes to the second.
+  loop::Loop loop;
+  ThreadStats stats;
+  LoopServer::Options options;
+  options.tcp = LongIdle();
+  options.tcp.max_connections = 4;
+  options.tcp.max_connections_per_source = 4;
+  options.tcp.caps = MakeTcpCaps(options.tcp);
+  HoldingHandler* holding = nullptr;
+  HoldingHandler* empty = nullptr;
+  auto first = StartWith(loop, options, stats, &holding);
+  auto second = StartWith(loop, options, stats, &empty);
+  const auto heavy = loop::SocketAddress::Parse("127.0.0.2:0");
+  const uint64_t evicted_busy = LimitHits(Limit::kTcpEvictedInFlight);
+  std::vector<std::unique_ptr<TcpClient>> holders;
+  for (size_t i = 1; i <= 4; ++i) {
+    holders.push_back(std::make_unique<TcpClient>(first->tcp_address(), heavy));
+    REQUIRE(holders.back()->Send(MakeQuery(666)));
+    REQUIRE(RunUntil(loop, [&] { return holding->held.size() == i; }));
+  }
+  TcpClient light(second->tcp_address());
+  REQUIRE(light.Send(MakeQuery(7)));
+  REQUIRE(RunUntil(loop, [&] { return empty->held.size() == 1; }));  // served at the cap
+  REQUIRE(RunUntil(loop, [&] { return holders[0]->closed(); }));     // the oldest busy one
+  REQUIRE(RunUntil(loop, [&] { return first->open_connections() == 3; }));
+  CHECK(options.tcp.caps->open() == 4);  // the place lent is covered: back at the cap
+  CHECK(LimitHits(Limit::kTcpEvictedInFlight) - evicted_busy == 1);
+  CHECK(ReplyEcho(empty->held[0], empty->queries[0]));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(loop, [&] { return (reply = light.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 7);
+  first.reset();
+  second.reset();
+  RequireClosesClean(loop);
+}
+
 TEST_CASE("Pipelined TCP queries on one connection are answered in any order", "[server]") {
   HoldingHandler* handler = nullptr;
   Harness h(HoldingFactory(&handler));
