@@ -210,6 +210,17 @@ void DnsHandler::OnConnectionClosed(uint64_t connection_id) {
   (void)waiting_.DropConnection(connection_id);
 }
 
+void DnsHandler::OnQueriesOverdue(uint64_t connection_id) {
+  // The upstream query goes on (its answer, if any, finds no waiter): only the client's
+  // wait ends here.
+  for (auto& waiting : waiting_.TakeConnection(connection_id)) {
+    const dns::Query query = waiting.client.query();
+    ReplyStaleOrFail(waiting.responder, query, CacheKey::FromQuery(query),
+                     waiting.client.limit_bytes, upstream::Outcome::kServFail,
+                     upstream::FailReason::kTimeout, waiting.state.start);
+  }
+}
+
 size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
                                           std::span<const uint8_t> query_bytes,
                                           const loop::SocketAddress& peer, std::span<uint8_t> out) {

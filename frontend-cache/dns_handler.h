@@ -129,6 +129,8 @@ class DnsHandler final : public server::QueryHandler {
 
   void HandleQuery(server::Request& request) override;
   void OnConnectionClosed(uint64_t connection_id) override;
+  // As an upstream timeout: stale if cached, else SERVFAIL.
+  void OnQueriesOverdue(uint64_t connection_id) override;
   // Cache hits of plain queries; everything else is left to HandleQuery.
   size_t AnswerOnReceiverThread(const server::Admission& admission,
                                 std::span<const uint8_t> query_bytes,

@@ -3,6 +3,7 @@
 // (frontend_server_test.cc).
 #include "frontend-cache/dns_handler.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <optional>
@@ -47,6 +48,7 @@ struct Harness {
   struct Setup {
     size_t forward_max = 150;
     size_t max_waiting = server::WaitingBudget::kDefaultMax;
+    uint64_t tcp_query_timeout_ms = server::TcpOptions{}.query_timeout_ms;
   };
 
   Harness() : Harness(Setup{}) {}
@@ -69,6 +71,7 @@ struct Harness {
     std::string error;
     server::LoopServer::Options options;
     options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+    options.tcp.query_timeout_ms = setup.tcp_query_timeout_ms;
     server = server::LoopServer::Create(
         loop, options,
         [this](const server::ThreadContext& context) {
@@ -249,6 +252,31 @@ TEST_CASE(
   }
   REQUIRE(RunUntil(w.h.loop, [&] { return w.h.handler().waiting() == 1; }));
   CHECK(w.h.shared.waiting->waiting() == 1);  // the UDP query still waits
+}
+
+TEST_CASE(
+    "at the TCP query timeout a TCP client's waiting misses are answered: stale if cached, "
+    "else SERVFAIL",
+    "[frontend][handler][waiting]") {
+  OneWaiting w(Harness::Setup{.tcp_query_timeout_ms = 100});
+  server::testing::TcpClient tcp(w.h.server->tcp_address());
+  REQUIRE(tcp.Send(Query("cached.test.")));
+  REQUIRE(tcp.Send(Query("never-seen.test.")));
+  std::vector<dns::Rcode> rcodes;
+  REQUIRE(RunUntil(w.h.loop, [&] {
+    if (auto reply = tcp.TryReceive()) {
+      dns::Message message;
+      REQUIRE(dns::ParseMessage(*reply, &message) == dns::ParseError::kOk);
+      rcodes.push_back(message.rcode());
+    }
+    return rcodes.size() == 2;
+  }));
+  CHECK(std::count(rcodes.begin(), rcodes.end(), dns::Rcode::kNoError) == 1);  // the stale one
+  CHECK(std::count(rcodes.begin(), rcodes.end(), dns::Rcode::kServFail) == 1);
+  CHECK(w.h.cache.Stats().stale_hits == 1);
+  CHECK(w.h.handler().waiting() == 1);  // the UDP query still waits: it has no such timeout
+  CHECK(w.h.shared.waiting->waiting() == 1);
+  CHECK_FALSE(tcp.closed());
 }
 
 }  // namespace

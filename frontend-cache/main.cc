@@ -154,7 +154,8 @@ int main(int argc, char** argv) {
        "--cache-bytes=N --cache-entry-max-bytes=N --stale-max=S "
        "--lameduck=D "
        "--prometheus-port=N --prometheus-address=IP --debug-address=IP:PORT "
-       "--tcp-idle-timeout=D --tcp-frame-timeout=D --tcp-max-connections=N "
+       "--tcp-idle-timeout=D --tcp-frame-timeout=D --tcp-query-timeout=D "
+       "--tcp-max-connections=N "
        "--tcp-max-connections-per-source=N --tcp-max-output-bytes-per-connection=N "
        "--tcp-max-output-bytes-total=N --max-waiting-queries=N "
        "--log-queries-rate=N --log-queries-sample=N]"});

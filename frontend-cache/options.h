@@ -138,7 +138,8 @@ struct Options {
   uint32_t forward_max_per_route = 0;     // --forward-max-per-route
   uint32_t forward_max_per_upstream = 0;  // --forward-max-per-upstream
   // DNS over TCP limits (docs/operators.md, "Limits"); defaults are server::TcpOptions':
-  //   --tcp-idle-timeout, --tcp-frame-timeout            Go duration or seconds; 0: none
+  //   --tcp-idle-timeout, --tcp-frame-timeout,
+  //   --tcp-query-timeout                                Go duration or seconds; 0: none
   //   --tcp-max-connections, --tcp-max-connections-per-source
   //   --tcp-max-output-bytes-per-connection, --tcp-max-output-bytes-total
   server::TcpOptions tcp;

@@ -352,16 +352,18 @@ TEST_CASE("The DNS over TCP limits default to server::TcpOptions' and each flag 
   REQUIRE(defaults.ok);
   const server::TcpOptions expected;
   CHECK(defaults.options.tcp.idle_timeout_ms == expected.idle_timeout_ms);
+  CHECK(defaults.options.tcp.query_timeout_ms == expected.query_timeout_ms);
   CHECK(defaults.options.tcp.max_connections == expected.max_connections);
-  Parsed parsed = Parse({"--tcp-idle-timeout=5", "--tcp-frame-timeout=500ms",
-                         "--tcp-max-connections=100", "--tcp-max-connections-per-source", "10",
-                         "--tcp-max-output-bytes-per-connection=70000",
-                         "--tcp-max-output-bytes-total=1000000"});
+  Parsed parsed = Parse(
+      {"--tcp-idle-timeout=5", "--tcp-frame-timeout=500ms", "--tcp-query-timeout=1500ms",
+       "--tcp-max-connections=100", "--tcp-max-connections-per-source", "10",
+       "--tcp-max-output-bytes-per-connection=70000", "--tcp-max-output-bytes-total=1000000"});
   REQUIRE(parsed.ok);
   CHECK(parsed.rest.empty());
   const server::TcpOptions& tcp = parsed.options.tcp;
   CHECK(tcp.idle_timeout_ms == 5000);
   CHECK(tcp.frame_timeout_ms == 500);
+  CHECK(tcp.query_timeout_ms == 1500);
   CHECK(tcp.max_connections == 100);
   CHECK(tcp.max_connections_per_source == 10);
   CHECK(tcp.max_pending_output_bytes == 70000);
@@ -372,6 +374,8 @@ TEST_CASE("Bad DNS over TCP limits are one line naming the flag", "[frontend][op
   auto [args, error] = GENERATE(table<std::vector<std::string_view>, std::string>({
       {{"--tcp-frame-timeout=soon"},
        "--tcp-frame-timeout: \"soon\" is not a duration (e.g. 2s, 500ms, or seconds)"},
+      {{"--tcp-query-timeout=-1s"},
+       "--tcp-query-timeout: \"-1s\" is not a duration (e.g. 5s, 500ms, or seconds)"},
       {{"--tcp-max-connections=0"}, "--tcp-max-connections: \"0\" is not a number in 1..1000000"},
       {{"--tcp-max-output-bytes-per-connection=1000"},
        "--tcp-max-output-bytes-per-connection: \"1000\" is not a number in 65537..1073741824"},

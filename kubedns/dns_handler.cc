@@ -112,6 +112,14 @@ void DnsHandler::OnConnectionClosed(uint64_t connection_id) {
   for (size_t i = 0; i < dropped; ++i) shared_.forward_metrics.Finished();
 }
 
+void DnsHandler::OnQueriesOverdue(uint64_t connection_id) {
+  // The upstream query goes on (its answer, if any, finds no waiter): only the client's
+  // wait ends here.
+  for (Waiting& waiting : waiting_.TakeConnection(connection_id)) {
+    Fail(waiting, ForwardFailure::kTimeout);
+  }
+}
+
 void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
                          Clock::time_point start) {
   const dns::Query& query = request.admission().query;

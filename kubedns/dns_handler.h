@@ -110,6 +110,8 @@ class DnsHandler final : public server::QueryHandler {
 
   void HandleQuery(server::Request& request) override;
   void OnConnectionClosed(uint64_t connection_id) override;
+  // As an upstream timeout: SERVFAIL.
+  void OnQueriesOverdue(uint64_t connection_id) override;
   size_t AnswerOnReceiverThread(const server::Admission& admission, std::span<const uint8_t> query,
                                 const loop::SocketAddress& peer, std::span<uint8_t> out) override;
   // Idle threads let go of their record snapshots, so a reload's old tree is freed.

@@ -89,7 +89,7 @@ class Fixture {
              const server::UdpOptions& udp = {}) {
     shared_.forwarder.budgets =
         std::make_shared<upstream::ForwardBudgets>(upstream::ForwardBudgets::Limits{forward_max});
-    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_, udp);
+    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_, udp, tcp_);
   }
 
   // Routes: stub acme.local. to b (when `stub`), everything else to a.
@@ -126,6 +126,8 @@ class Fixture {
   }
   const server::WaitingBudget& waiting_budget() const { return *shared_.waiting; }
   upstream::Forwarder::Options& forwarder_options() { return shared_.forwarder; }
+  // DNS over TCP limits; set before Serve.
+  server::TcpOptions& tcp_options() { return tcp_; }
   loop::SocketAddress udp_address() const { return server_->udp_address(); }
   server::ServerStats stats() const { return stats_.Read(); }
 
@@ -153,6 +155,7 @@ class Fixture {
                              {},
                              std::make_shared<server::WaitingBudget>()};
   server::ThreadStats stats_;
+  server::TcpOptions tcp_;
   std::unique_ptr<server::LoopServer> server_;
   DnsHandler* handler_ = nullptr;
 };
@@ -440,6 +443,29 @@ TEST_CASE("kubedns drops a closed TCP client's waiting queries at once, their sl
   REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 1; }));
   CHECK(f.waiting_budget().waiting() == 1);  // the UDP query still waits
   CHECK(f.Metric("kdns_kubedns_forward_in_flight") == 1);
+}
+
+TEST_CASE("at the TCP query timeout a TCP client's waiting queries are answered SERVFAIL",
+          "[kubedns][handler][waiting]") {
+  Fixture f;
+  f.forwarder_options().total_timeout_ms = 60'000;  // the silent upstream's queries wait
+  f.tcp_options().query_timeout_ms = 100;
+  f.SetWaitingBudget(10);
+  f.Serve(f.Routes());
+  f.a->set_behaviour(Behaviour::kSilent);
+  server::testing::UdpClient udp(f.udp_address());
+  REQUIRE(udp.Send(Bytes({"udp.example.", dns::RrType::kA, 1})));
+  server::testing::TcpClient tcp(f.udp_address());
+  REQUIRE(tcp.Send(Bytes({"tcp.example.", dns::RrType::kA, 2})));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(f.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
+  const dns::Message answer = Parse(*reply);
+  CHECK(answer.header.id == 2);
+  CHECK(answer.rcode() == dns::Rcode::kServFail);
+  CHECK(f.handler().pending() == 1);  // the UDP query still waits: it has no such timeout
+  CHECK(f.waiting_budget().waiting() == 1);
+  CHECK(f.Metric("kdns_kubedns_forward_in_flight") == 1);
+  CHECK_FALSE(tcp.closed());
 }
 
 }  // namespace kdns::kubedns

@@ -47,15 +47,17 @@ inline dns::Message Parse(const std::vector<uint8_t>& bytes) {
 }
 
 // DnsHandlers made from `shared` and `routes`, served on 127.0.0.1:0 (UDP and TCP) with
-// kubedns's admission policy and `udp` (a receiver thread, say); *handler points at the last
-// one made. `shared` and `stats` must outlive the server.
+// kubedns's admission policy, `udp` (a receiver thread, say) and `tcp`; *handler points at
+// the last one made. `shared` and `stats` must outlive the server.
 inline std::unique_ptr<server::LoopServer> ServeDnsHandlers(
     loop::Loop& loop, DnsHandler::Shared& shared, std::shared_ptr<const UpstreamRoutes> routes,
-    server::ThreadStats& stats, DnsHandler** handler, const server::UdpOptions& udp = {}) {
+    server::ThreadStats& stats, DnsHandler** handler, const server::UdpOptions& udp = {},
+    const server::TcpOptions& tcp = {}) {
   server::LoopServer::Options options;
   options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
   options.admission = kAdmissionPolicy;
   options.udp = udp;
+  options.tcp = tcp;
   std::string error;
   auto server = server::LoopServer::Create(
       loop, options,

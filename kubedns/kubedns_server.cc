@@ -217,6 +217,9 @@ class KubednsServer::Handler final : public server::QueryHandler {
   void OnConnectionClosed(uint64_t connection_id) override {
     handler_.OnConnectionClosed(connection_id);
   }
+  void OnQueriesOverdue(uint64_t connection_id) override {
+    handler_.OnQueriesOverdue(connection_id);
+  }
   size_t AnswerOnReceiverThread(const server::Admission& admission, std::span<const uint8_t> query,
                                 const loop::SocketAddress& peer, std::span<uint8_t> out) override {
     return handler_.AnswerOnReceiverThread(admission, query, peer, out);

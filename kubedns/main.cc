@@ -120,9 +120,13 @@ DEFINE_string(tcp_idle_timeout, "10s",
 DEFINE_string(tcp_frame_timeout, "2s",
               "A DNS/TCP message must be whole this long after its first byte arrived, however "
               "it trickles in (Knot's tcp-io-timeout); 0: no limit.");
+DEFINE_string(tcp_query_timeout, "5s",
+              "A DNS/TCP connection with queries outstanding and no answer sent for this long "
+              "has them answered SERVFAIL (closed if that is not possible); 0: no limit.");
 DEFINE_int64(tcp_max_connections, 256,
-             "DNS/TCP connections open in the whole process; at the cap the oldest idle one is "
-             "closed for a new one (refused if none is idle).");
+             "DNS/TCP connections open in the whole process; at the cap one of the client "
+             "holding the most is closed for a new one, idle ones first (refused if none may "
+             "be).");
 DEFINE_int64(tcp_max_connections_per_source, 32,
              "DNS/TCP connections open from one client address; at the cap that client's "
              "oldest idle one is closed for its new one.");
@@ -223,6 +227,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.forward_max_per_upstream = FLAGS_forward_max_per_upstream;
   flags.tcp_idle_timeout = FLAGS_tcp_idle_timeout;
   flags.tcp_frame_timeout = FLAGS_tcp_frame_timeout;
+  flags.tcp_query_timeout = FLAGS_tcp_query_timeout;
   flags.tcp_max_connections = FLAGS_tcp_max_connections;
   flags.tcp_max_connections_per_source = FLAGS_tcp_max_connections_per_source;
   flags.tcp_max_output_bytes_per_connection = FLAGS_tcp_max_output_bytes_per_connection;

@@ -352,6 +352,7 @@ bool TcpCount(const char* name, int64_t value, uint64_t min, size_t* out, std::s
 bool TcpOptions(const FlagValues& flags, server::TcpOptions* tcp, std::string* error) {
   if (!Duration("tcp-idle-timeout", flags.tcp_idle_timeout, &tcp->idle_timeout_ms, error) ||
       !Duration("tcp-frame-timeout", flags.tcp_frame_timeout, &tcp->frame_timeout_ms, error) ||
+      !Duration("tcp-query-timeout", flags.tcp_query_timeout, &tcp->query_timeout_ms, error) ||
       !TcpCount("tcp-max-connections", flags.tcp_max_connections, 1, &tcp->max_connections,
                 error) ||
       !TcpCount("tcp-max-connections-per-source", flags.tcp_max_connections_per_source, 1,

@@ -64,6 +64,7 @@ struct FlagValues {
   // DNS over TCP limits (docs/operators.md, "Limits"); defaults are server::TcpOptions'.
   std::string tcp_idle_timeout = "10s";
   std::string tcp_frame_timeout = "2s";
+  std::string tcp_query_timeout = "5s";
   int64_t tcp_max_connections = 256;
   int64_t tcp_max_connections_per_source = 32;
   int64_t tcp_max_output_bytes_per_connection = 2 * (65535 + 2);

@@ -283,6 +283,7 @@ TEST_CASE("kubedns's DNS over TCP flags default to server::TcpOptions' and reach
   const server::TcpOptions& tcp = options.server.tcp;
   CHECK(tcp.idle_timeout_ms == expected.idle_timeout_ms);
   CHECK(tcp.frame_timeout_ms == expected.frame_timeout_ms);
+  CHECK(tcp.query_timeout_ms == expected.query_timeout_ms);
   CHECK(tcp.max_connections == expected.max_connections);
   CHECK(tcp.max_connections_per_source == expected.max_connections_per_source);
   CHECK(tcp.max_pending_output_bytes == expected.max_pending_output_bytes);
@@ -291,11 +292,13 @@ TEST_CASE("kubedns's DNS over TCP flags default to server::TcpOptions' and reach
   FlagValues flags = Offline();
   flags.tcp_idle_timeout = "3s";
   flags.tcp_frame_timeout = "250ms";
+  flags.tcp_query_timeout = "1500ms";
   flags.tcp_max_connections = 64;
   flags.tcp_max_connections_per_source = 8;
   REQUIRE(BuildOptions(flags, Env({}), &options, &error));
   CHECK(options.server.tcp.idle_timeout_ms == 3000);
   CHECK(options.server.tcp.frame_timeout_ms == 250);
+  CHECK(options.server.tcp.query_timeout_ms == 1500);
   CHECK(options.server.tcp.max_connections == 64);
   CHECK(options.server.tcp.max_connections_per_source == 8);
 
@@ -304,6 +307,9 @@ TEST_CASE("kubedns's DNS over TCP flags default to server::TcpOptions' and reach
   flags = Offline();
   flags.tcp_frame_timeout = "x";
   CHECK(ErrorOf(flags) == "--tcp-frame-timeout: not a duration: \"x\"");
+  flags = Offline();
+  flags.tcp_query_timeout = "soon";
+  CHECK(ErrorOf(flags) == "--tcp-query-timeout: not a duration: \"soon\"");
   flags = Offline();
   flags.tcp_max_output_bytes_per_connection = 100;
   CHECK(ErrorOf(flags) == "--tcp-max-output-bytes-per-connection: must be at least 65537");

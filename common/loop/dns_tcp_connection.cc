@@ -11,15 +11,16 @@ using CloseReason = TcpConnection::CloseReason;
 
 DnsTcpConnection::DnsTcpConnection(Loop& loop, std::unique_ptr<TcpConnection> connection,
                                    const Options& options, QueryCallback on_query,
-                                   CloseCallback on_close)
+                                   CloseCallback on_close, OverdueCallback on_overdue)
     : loop_(loop),
       connection_(std::move(connection)),
       options_(options),
       on_query_(std::move(on_query)),
       on_close_(std::move(on_close)),
+      on_overdue_(std::move(on_overdue)),
       resume_timer_(loop),
       deadline_timer_(loop, [this] { OnDeadline(); }),
-      idle_since_ms_(loop.now_ms()) {
+      last_progress_ms_(loop.now_ms()) {
   if (options_.max_outstanding_queries == 0) options_.max_outstanding_queries = 1;
   TcpConnection::Callbacks callbacks;
   callbacks.on_data = [this](std::span<const uint8_t> bytes) { OnData(bytes); };
@@ -50,7 +51,9 @@ void DnsTcpConnection::OnData(std::span<const uint8_t> bytes) {
 }
 
 DnsTcpFramer::Next DnsTcpConnection::OnMessage(std::span<const uint8_t> message) {
-  ++outstanding_;
+  // Only the query that makes the connection busy starts the query clock; later ones wait
+  // behind it.
+  if (outstanding_++ == 0) last_progress_ms_ = loop_.now_ms();
   ++stats_.queries;
   {
     internal::DeathWatch::Scope scope(death_watch_);
@@ -83,7 +86,8 @@ bool DnsTcpConnection::Send(std::span<const uint8_t> response) {
     return false;
   }
   ++stats_.responses;
-  if (outstanding_ > 0 && --outstanding_ == 0) idle_since_ms_ = loop_.now_ms();
+  if (outstanding_ > 0) --outstanding_;
+  last_progress_ms_ = loop_.now_ms();
   if (framer_.paused() && outstanding_ < options_.max_outstanding_queries &&
       !resume_timer_.IsActive()) {
     // Resume on the next iteration, not from inside Send(): the handler that called Send
@@ -117,20 +121,29 @@ void DnsTcpConnection::ResumeFraming() {
 
 std::optional<DnsTcpConnection::Deadline> DnsTcpConnection::NextDeadline(const DnsTcpFramer& framer,
                                                                          size_t outstanding,
-                                                                         uint64_t idle_since_ms,
+                                                                         uint64_t last_progress_ms,
                                                                          const Options& options) {
+  std::optional<Deadline> next;
+  auto consider = [&next](uint64_t at_ms, CloseReason reason) {
+    if (!next || at_ms < next->at_ms) next = Deadline{at_ms, reason};
+  };
   if (std::optional<uint64_t> since = framer.partial_frame_since_ms()) {
     // A message is arriving: its deadline, not the idle one, applies.
-    if (options.frame_timeout_ms == 0) return std::nullopt;
-    return Deadline{*since + options.frame_timeout_ms, CloseReason::kFrameTimeout};
+    if (options.frame_timeout_ms > 0) {
+      consider(*since + options.frame_timeout_ms, CloseReason::kFrameTimeout);
+    }
+  } else if (outstanding == 0 && !framer.paused() && options.idle_timeout_ms > 0) {
+    consider(last_progress_ms + options.idle_timeout_ms, CloseReason::kIdleTimeout);
   }
-  if (outstanding > 0 || framer.paused() || options.idle_timeout_ms == 0) return std::nullopt;
-  return Deadline{idle_since_ms + options.idle_timeout_ms, CloseReason::kIdleTimeout};
+  if (outstanding > 0 && options.query_timeout_ms > 0) {
+    consider(last_progress_ms + options.query_timeout_ms, CloseReason::kQueryTimeout);
+  }
+  return next;
 }
 
 void DnsTcpConnection::UpdateDeadline() {
   const std::optional<Deadline> deadline =
-      NextDeadline(framer_, outstanding_, idle_since_ms_, options_);
+      NextDeadline(framer_, outstanding_, last_progress_ms_, options_);
   if (!deadline) {
     deadline_timer_.Stop();
     return;
@@ -145,12 +158,28 @@ void DnsTcpConnection::UpdateDeadline() {
 void DnsTcpConnection::OnDeadline() {
   // Closing (or flushing after a half-close) connections too; Close() is idempotent.
   const std::optional<Deadline> deadline =
-      NextDeadline(framer_, outstanding_, idle_since_ms_, options_);
+      NextDeadline(framer_, outstanding_, last_progress_ms_, options_);
   if (deadline && loop_.now_ms() >= deadline->at_ms) {
+    if (deadline->reason == CloseReason::kQueryTimeout) return OnQueriesOverdue();
     connection_->Close(deadline->reason);
     return;
   }
   UpdateDeadline();
+}
+
+void DnsTcpConnection::OnQueriesOverdue() {
+  if (on_overdue_ != nullptr && connection_->is_open()) {
+    const uint64_t responses = stats_.responses;
+    {
+      internal::DeathWatch::Scope scope(death_watch_);
+      internal::CallUser("DnsTcpConnection overdue", [&] { on_overdue_(); });
+      if (scope.dead()) return;
+    }
+    // Whatever was answered restarted the clock for what is still outstanding.
+    if (stats_.responses != responses || !connection_->is_open()) return UpdateDeadline();
+  }
+  // Nobody could answer: only closing frees what the queries hold.
+  connection_->Close(CloseReason::kQueryTimeout);
 }
 
 }  // namespace kdns::loop

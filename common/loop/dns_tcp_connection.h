@@ -19,8 +19,13 @@
 //          idle_timeout_ms after it last became idle (kIdleTimeout). Only whole messages
 //          move it: a query makes the connection busy, the response that answers the last
 //          outstanding query makes it idle again. Stray bytes do not.
-// A connection with queries outstanding is not idle and has no timeout here: its queries
-// are bounded by the handler (forwarding budgets).
+//   query  with queries outstanding, a response must go out within query_timeout_ms of the
+//          query that made the connection busy or of the last response. When none did, the
+//          OverdueCallback asks the owner to answer what is outstanding now (a DNS server:
+//          SERVFAIL); an owner that sends nothing then has the connection closed
+//          (kQueryTimeout). New queries do not move it, so a client cannot keep a query that
+//          will never be answered alive by pipelining others behind it; and whatever the
+//          handler does, a connection is never held by its queries for longer.
 //
 // Lifetime: the owner (a DNS server's connection table) keeps the DnsTcpConnection and
 // destroys it in the CloseCallback, which comes from a libuv callback, never from inside
@@ -49,6 +54,7 @@ class DnsTcpConnection {
   struct Options {
     uint64_t idle_timeout_ms = 10'000;  // 0: none
     uint64_t frame_timeout_ms = 2'000;  // 0: none
+    uint64_t query_timeout_ms = 5'000;  // 0: none
     size_t max_outstanding_queries = 32;
     size_t max_pending_output_bytes = 4 * DnsTcpFramer::kMaxFrameBytes;
   };
@@ -61,11 +67,16 @@ class DnsTcpConnection {
   // `query` (without its length prefix) is valid only during the call.
   using QueryCallback = std::function<void(std::span<const uint8_t> query)>;
   using CloseCallback = std::function<void(TcpConnection::CloseReason reason)>;
+  // The query timeout passed with queries outstanding: answer them now (Send), or the
+  // connection is closed with kQueryTimeout when this returns having sent nothing.
+  using OverdueCallback = std::function<void()>;
 
   // Takes over `connection` (accepted, not yet started) and starts reading. Its own idle
-  // timeout is switched off: this class keeps the DNS one.
+  // timeout is switched off: this class keeps the DNS one. Without `on_overdue`, the query
+  // timeout closes the connection.
   DnsTcpConnection(Loop& loop, std::unique_ptr<TcpConnection> connection, const Options& options,
-                   QueryCallback on_query, CloseCallback on_close);
+                   QueryCallback on_query, CloseCallback on_close,
+                   OverdueCallback on_overdue = nullptr);
   ~DnsTcpConnection();
   DnsTcpConnection(const DnsTcpConnection&) = delete;
   DnsTcpConnection& operator=(const DnsTcpConnection&) = delete;
@@ -79,13 +90,15 @@ class DnsTcpConnection {
   }
 
   // When the connection times out next and why, from its state (pure: the timer only
-  // wakes us for it). nullopt: no timeout runs (queries outstanding, or timeouts off).
+  // wakes us for it): the earliest of the timeouts that run. `last_progress_ms`: when the
+  // query that made the connection busy came, or the last response went out. nullopt: no
+  // timeout runs (timeouts off).
   struct Deadline {
     uint64_t at_ms;
-    TcpConnection::CloseReason reason;  // kFrameTimeout or kIdleTimeout
+    TcpConnection::CloseReason reason;  // kFrameTimeout, kIdleTimeout or kQueryTimeout
   };
   static std::optional<Deadline> NextDeadline(const DnsTcpFramer& framer, size_t outstanding,
-                                              uint64_t idle_since_ms, const Options& options);
+                                              uint64_t last_progress_ms, const Options& options);
 
   size_t outstanding_queries() const { return outstanding_; }
   const SocketAddress& peer_address() const { return connection_->peer_address(); }
@@ -100,17 +113,22 @@ class DnsTcpConnection {
   // Re-arms the one timer for the earlier of the frame and the idle deadline, if any.
   void UpdateDeadline();
   void OnDeadline();
+  // The query timeout passed: the owner answers, or the connection closes.
+  void OnQueriesOverdue();
 
   Loop& loop_;
   std::unique_ptr<TcpConnection> connection_;
   Options options_;
   QueryCallback on_query_;
   CloseCallback on_close_;
+  OverdueCallback on_overdue_;
   DnsTcpFramer framer_;
   Timer resume_timer_;
   Timer deadline_timer_;
   uint64_t armed_deadline_ms_ = 0;  // what deadline_timer_ is set for, while active
-  uint64_t idle_since_ms_ = 0;      // when outstanding_ last fell to 0 (or the start)
+  // When outstanding_ last rose from 0 or a response last went out (or the start): idle
+  // since then with none outstanding, waiting since then with some.
+  uint64_t last_progress_ms_ = 0;
   size_t outstanding_ = 0;
   bool peer_done_ = false;  // the client half-closed
   Stats stats_;

@@ -64,6 +64,14 @@ struct Server {
         [this, id](CloseReason reason) {
           reasons.push_back(reason);
           connections.erase(id);
+        },
+        [this, id] {
+          ++overdue;
+          if (answer_overdue) {
+            for (const auto& [connection, query] : queries) {
+              if (connection == id) (void)Answer(id, query);
+            }
+          }
         });
   }
   // Answers with the query's ID and "re:" + the query.
@@ -83,6 +91,8 @@ struct Server {
   std::vector<std::pair<int, std::string>> queries;
   std::vector<CloseReason> reasons;
   bool answer_at_once = false;
+  bool answer_overdue = false;  // the overdue callback answers every query of its connection
+  int overdue = 0;              // overdue callbacks
   int next_id = 0;
 };
 
@@ -290,6 +300,7 @@ TEST_CASE("The next timeout follows the state: frame while a message arrives, id
   DnsTcpConnection::Options options;
   options.frame_timeout_ms = 2000;
   options.idle_timeout_ms = 10'000;
+  options.query_timeout_ms = 0;
   DnsTcpFramer framer;
   auto deliver = [](std::span<const uint8_t>) { return DnsTcpFramer::Next::kContinue; };
   // Idle since 500, nothing arriving: the idle deadline.
@@ -311,6 +322,100 @@ TEST_CASE("The next timeout follows the state: frame while a message arrives, id
   CHECK(DnsTcpConnection::NextDeadline(framer, 3, 500, options)->at_ms == 11'000);
   options.frame_timeout_ms = 0;
   CHECK_FALSE(DnsTcpConnection::NextDeadline(framer, 0, 500, options));
+}
+
+TEST_CASE("With queries outstanding, the query timeout runs from the last progress",
+          "[loop][dns_tcp]") {
+  DnsTcpConnection::Options options;
+  options.frame_timeout_ms = 2000;
+  options.idle_timeout_ms = 10'000;
+  options.query_timeout_ms = 5000;
+  DnsTcpFramer framer;
+  auto deliver = [](std::span<const uint8_t>) { return DnsTcpFramer::Next::kContinue; };
+  // Busy since 500 (or answered last then): the query deadline, however many wait.
+  for (size_t outstanding : {1, 32}) {
+    auto deadline = DnsTcpConnection::NextDeadline(framer, outstanding, 500, options);
+    REQUIRE(deadline);
+    CHECK(deadline->at_ms == 5500);
+    CHECK(deadline->reason == CloseReason::kQueryTimeout);
+  }
+  // Idle: the idle deadline, not the query one.
+  CHECK(DnsTcpConnection::NextDeadline(framer, 0, 500, options)->reason ==
+        CloseReason::kIdleTimeout);
+  // A message arriving behind the outstanding queries: whichever comes first.
+  const uint8_t first_byte = 0;
+  REQUIRE(framer.Feed(std::span<const uint8_t>(&first_byte, 1), deliver, 1000) ==
+          DnsTcpFramer::Result::kOk);
+  auto deadline = DnsTcpConnection::NextDeadline(framer, 1, 500, options);
+  CHECK(deadline->at_ms == 3000);
+  CHECK(deadline->reason == CloseReason::kFrameTimeout);
+  deadline = DnsTcpConnection::NextDeadline(framer, 1, 500, options);
+  options.frame_timeout_ms = 0;
+  deadline = DnsTcpConnection::NextDeadline(framer, 1, 500, options);
+  CHECK(deadline->at_ms == 5500);
+  CHECK(deadline->reason == CloseReason::kQueryTimeout);
+  options.query_timeout_ms = 0;
+  CHECK_FALSE(DnsTcpConnection::NextDeadline(framer, 1, 500, options));
+}
+
+TEST_CASE("An overdue query is answered by the owner and the connection stays open",
+          "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    DnsTcpConnection::Options options;
+    options.query_timeout_ms = 50;
+    options.idle_timeout_ms = 0;
+    Server server(loop, options);
+    server.answer_overdue = true;
+    testing::RawTcpClient client(server.address());
+    client.Send(Framed(Message(1, "never answered")) + Framed(Message(2, "nor this")));
+    REQUIRE(testing::RunUntil(loop, [&] { return Unframe(client.received()).size() == 2; }));
+    CHECK(server.overdue == 1);
+    CHECK(server.connections.begin()->second->outstanding_queries() == 0);
+    // Still open, and serving: the next query is answered too.
+    server.answer_at_once = true;
+    client.Send(Framed(Message(3, "next")));
+    REQUIRE(testing::RunUntil(loop, [&] { return Unframe(client.received()).size() == 3; }));
+    CHECK(server.reasons.empty());
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("An overdue query nobody answers closes its connection", "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    DnsTcpConnection::Options options;
+    options.query_timeout_ms = 50;
+    options.idle_timeout_ms = 0;
+    Server server(loop, options);
+    testing::RawTcpClient client(server.address());
+    client.Send(Framed(Message(1, "never answered")));
+    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
+    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
+    CHECK(server.reasons[0] == CloseReason::kQueryTimeout);
+    CHECK(server.overdue == 1);
+    CHECK(client.received().empty());
+  }
+  testing::RequireClosesClean(loop);
+}
+
+TEST_CASE("Pipelining more queries does not move the query timeout", "[loop][dns_tcp]") {
+  Loop loop;
+  {
+    DnsTcpConnection::Options options;
+    options.query_timeout_ms = 100;
+    options.idle_timeout_ms = 0;
+    Server server(loop, options);
+    testing::RawTcpClient client(server.address());
+    // A new query every 20 ms behind the first, never answered: closed all the same.
+    int sent = 0;
+    Timer pipeline(loop);
+    pipeline.StartRepeating(20, [&] { client.Send(Framed(Message(++sent, "more"))); });
+    REQUIRE(testing::RunUntil(loop, [&] { return !server.reasons.empty(); }));
+    CHECK(server.reasons[0] == CloseReason::kQueryTimeout);
+    CHECK(sent >= 2);
+  }
+  testing::RequireClosesClean(loop);
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ const char* TcpConnection::CloseReasonName(CloseReason reason) {
       return "output-total";
     case CloseReason::kEvicted:
       return "evicted";
+    case CloseReason::kQueryTimeout:
+      return "query-timeout";
   }
   return "unknown";
 }

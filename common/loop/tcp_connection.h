@@ -49,6 +49,8 @@ class TcpConnection {
     kFrameTimeout,    // closed by the owner: a started message did not complete in time
     kOutputTotal,     // the process-wide output budget (Options::output_budget) is spent
     kEvicted,         // closed by the owner to make room for a new connection at a cap
+    kQueryTimeout,    // closed by the owner: its queries got no answer in time, nor could
+                      // they be answered then
   };
   static const char* CloseReasonName(CloseReason reason);
 

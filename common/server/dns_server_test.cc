@@ -281,8 +281,8 @@ TEST_CASE("At the process-wide TCP cap the oldest idle connection is closed for 
 }
 
 TEST_CASE(
-    "A TCP connection with a query outstanding is not idle: at the cap the new one is "
-    "refused",
+    "A TCP connection with a query outstanding is not idle: at the cap the same client's new "
+    "one is refused",
     "[server]") {
   // Two threads: the cap is the process's, whichever thread accepts.
   DnsServer::Options options = LocalOptions(2);
@@ -313,6 +313,51 @@ TEST_CASE(
   CHECK(s.tcp_accepted == 1);
   CHECK(s.tcp_rejected == 4);
   CHECK(s.tcp_evicted == 0);
+}
+
+TEST_CASE(
+    "At the process-wide TCP cap a light client's new connection closes the oldest busy one "
+    "of the client holding the most",
+    "[server]") {
+  // One thread: each thread evicts among its own connections.
+  DnsServer::Options options = LocalOptions(1);
+  options.tcp.max_connections = 4;
+  options.tcp.max_connections_per_source = 4;
+  DnsServer server(options, [](const ThreadContext&) {
+    // Keeps the Responder of every query with ID 666 (never answered), echoes the rest.
+    return std::make_unique<testing::FunctionHandler>(
+        [held = std::make_shared<std::vector<Responder>>()](Request& request) {
+          if (IdOf(request.query()) == 666) {
+            held->push_back(request.TakeResponder());
+          } else {
+            (void)testing::ReplyEcho(request);
+          }
+        });
+  });
+  RequireStart(server);
+  const auto heavy = loop::SocketAddress::Parse("127.0.0.2:0");
+  const uint64_t cap_hits = LimitHits(Limit::kTcpConnections);
+  const uint64_t evicted_busy = LimitHits(Limit::kTcpEvictedInFlight);
+  std::vector<std::unique_ptr<TcpClient>> holders;
+  for (uint64_t i = 1; i <= 4; ++i) {
+    holders.push_back(std::make_unique<TcpClient>(server.tcp_address(), heavy));
+    REQUIRE(holders.back()->Send(MakeQuery(666)));
+    REQUIRE(WaitStat(server, &ServerStats::tcp_queries, i));  // in order: the first is oldest
+  }
+  TcpClient light(server.tcp_address());
+  RequireTcpEcho(light, 7);  // served at the cap
+  CHECK(holders[0]->WaitClosed());
+  for (size_t i = 1; i < holders.size(); ++i) CHECK_FALSE(holders[i]->closed());
+  // The heavy client cannot take its slot back: it holds three, the light one one.
+  TcpClient again(server.tcp_address(), heavy);
+  CHECK(again.WaitClosed());
+  RequireTcpEcho(light, 8);
+  RequireStopsClean(server);
+  ServerStats s = server.stats();
+  CHECK(s.tcp_evicted == 1);
+  CHECK(s.tcp_rejected == 1);
+  CHECK(LimitHits(Limit::kTcpConnections) - cap_hits == 2);
+  CHECK(LimitHits(Limit::kTcpEvictedInFlight) - evicted_busy == 1);
 }
 
 TEST_CASE(

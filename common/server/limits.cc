@@ -27,6 +27,8 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "tcp_idle_timeout",
     "tcp_output_per_connection",
     "tcp_output_total",
+    "tcp_query_timeout",
+    "tcp_evicted_in_flight",
     "route_in_flight",
     "upstream_in_flight",
     "upstream_down",

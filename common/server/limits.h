@@ -39,6 +39,8 @@ enum class Limit : uint8_t {
   kTcpIdleTimeout,           // no whole message in the idle time: closed
   kTcpOutputPerConnection,   // unread replies over one connection's bound
   kTcpOutputTotal,           // unread replies over the process's bound
+  kTcpQueryTimeout,          // queries outstanding with no answer in time: answered now
+  kTcpEvictedInFlight,       // at the total cap, a connection with a query in flight closed
   // Forwarding
   kRouteInFlight,     // a route's in-flight budget (cluster zone, stub domain, default)
   kUpstreamInFlight,  // one upstream's in-flight budget

@@ -227,6 +227,13 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
   uv_prepare_start(server->release_prepare_.get(), &LoopServer::OnPrepare);
   uv_unref(reinterpret_cast<uv_handle_t*>(server->release_prepare_.get()));
   server->mirror_timer_.StartRepeating(kMirrorIntervalMs, [self] { self->MirrorSocketStats(); });
+  // Other threads at the total cap may ask this one to close a connection for theirs.
+  server->room_tasks_ = std::make_unique<loop::TaskQueue>(loop);
+  server->room_maker_id_ = server->options_.tcp.caps->AddRoomMaker(
+      [self, poster = server->room_tasks_->poster()](
+          const loop::TcpConnectionCaps::RoomRequest& request) {
+        (void)poster.Post([self, request] { self->MakeRoom(request); });
+      });
   if (options.clients != nullptr && options.clients->enabled()) {
     server->clients_timer_.StartRepeating(ClientLimiter::kTickNs / 1'000'000,
                                           [self] { self->TickClients(); });
@@ -248,6 +255,9 @@ LoopServer::LoopServer(loop::Loop& loop, const Options& options, ThreadStats& st
 }
 
 LoopServer::~LoopServer() {
+  // No other thread reaches this one any more; what they posted is dropped.
+  if (room_maker_id_ != 0) options_.tcp.caps->RemoveRoomMaker(room_maker_id_);
+  room_tasks_.reset();
   // The receiver thread calls into the handler.
   if (udp_ != nullptr) udp_->StopReceiverThread();
   release_prepare_.Reset();
@@ -314,15 +324,18 @@ void LoopServer::OnAccept(std::unique_ptr<loop::TcpConnection> connection) {
   loop::DnsTcpConnection::Options dns;
   dns.idle_timeout_ms = options_.tcp.idle_timeout_ms;
   dns.frame_timeout_ms = options_.tcp.frame_timeout_ms;
+  dns.query_timeout_ms = options_.tcp.query_timeout_ms;
   dns.max_outstanding_queries = options_.tcp.max_outstanding_queries;
   dns.max_pending_output_bytes = options_.tcp.max_pending_output_bytes;
   Connection& entry = connections_[id];
   entry.slot = std::move(slot);
   entry.source = source;
+  entry.opened_order = id;
   entry.dns = std::make_unique<loop::DnsTcpConnection>(
       loop_, std::move(connection), dns,
       [this, id](std::span<const uint8_t> query) { OnTcpQuery(id, query); },
-      [this, id](loop::TcpConnection::CloseReason reason) { OnTcpClosed(id, reason); });
+      [this, id](loop::TcpConnection::CloseReason reason) { OnTcpClosed(id, reason); },
+      [this, id] { OnTcpOverdue(id); });
   MarkIdle(entry);
   ThreadStats::Increment(stats_.tcp_accepted);
   ThreadStats::Set(stats_.tcp_open, connections_.size());
@@ -338,18 +351,34 @@ bool LoopServer::AdmitConnection(const IpAddress& source, loop::TcpConnectionCap
     const bool per_source = verdict == loop::TcpConnectionCaps::Verdict::kOverSource;
     RecordLimitHit(per_source ? Limit::kTcpConnectionsPerSource : Limit::kTcpConnections,
                    source.ToString());
-    Connection* victim = evictions < 2 ? OldestIdle(per_source ? &source : nullptr) : nullptr;
-    if (victim == nullptr) return false;
-    MarkBusy(*victim);  // off the idle list: it is closing
-    victim->slot.Release();
-    victim->dns->Close(loop::TcpConnection::CloseReason::kEvicted);
-    ThreadStats::Increment(stats_.tcp_evicted);
+    if (evictions >= 2) return false;
+    if (per_source) {
+      Connection* victim = OldestIdleFrom(source);
+      if (victim == nullptr) return false;
+      Evict(*victim);
+      continue;
+    }
+    Connection* victim = FairVictim(options_.tcp.caps->open_from(source));
+    if (victim == nullptr) return AdmitOverCap(source, slot);
+    Evict(*victim);
   }
+}
+
+void LoopServer::Evict(Connection& victim) {
+  if (!victim.idle) {
+    // Its queries are dropped when it closes (OnTcpClosed, QueryHandler::OnConnectionClosed).
+    RecordLimitHit(Limit::kTcpEvictedInFlight, victim.source.ToString());
+  }
+  MarkBusy(victim);  // off the idle list: it is closing
+  victim.slot.Release();
+  victim.dns->Close(loop::TcpConnection::CloseReason::kEvicted);
+  ThreadStats::Increment(stats_.tcp_evicted);
 }
 
 void LoopServer::MarkIdle(Connection& connection) {
   if (connection.idle) return;
   connection.idle = true;
+  connection.idle_order = next_idle_order_++;
   connection.idle_prev = idle_newest_;
   connection.idle_next = nullptr;
   (idle_newest_ != nullptr ? idle_newest_->idle_next : idle_oldest_) = &connection;
@@ -366,12 +395,54 @@ void LoopServer::MarkBusy(Connection& connection) {
   connection.idle_prev = connection.idle_next = nullptr;
 }
 
-LoopServer::Connection* LoopServer::OldestIdle(const IpAddress* source) {
+LoopServer::Connection* LoopServer::OldestIdleFrom(const IpAddress& source) {
   // Bounded by this thread's share of the caps; walked only at a cap.
   for (Connection* c = idle_oldest_; c != nullptr; c = c->idle_next) {
-    if (source == nullptr || c->source == *source) return c;
+    if (c->source == source) return c;
   }
   return nullptr;
+}
+
+bool LoopServer::AdmitOverCap(const IpAddress& source, loop::TcpConnectionCaps::Slot* slot) {
+  loop::TcpConnectionCaps& caps = *options_.tcp.caps;
+  const size_t newcomer = caps.open_from(source);
+  // Only a source holding at least two more may lose a busy connection (PickEvictionVictim);
+  // whether another thread's are idle is not known here, so that is the test.
+  if (caps.max_from_one_source() < newcomer + 2) return false;
+  // At most one place lent per other thread at a time: each can close one at once.
+  const size_t others = caps.room_makers() > 0 ? caps.room_makers() - 1 : 0;
+  if (!caps.TryAcquireOver(source, others, slot)) return false;
+  caps.AskForRoom(room_maker_id_, newcomer);
+  return true;
+}
+
+void LoopServer::MakeRoom(const loop::TcpConnectionCaps::RoomRequest& request) {
+  Connection* victim = FairVictim(request.newcomer_source_connections);
+  // The first thread with a victim closes it; the place lent is covered when it goes.
+  if (victim != nullptr && !request.claim->exchange(true)) Evict(*victim);
+}
+
+LoopServer::Connection* LoopServer::FairVictim(size_t newcomer_source_connections) {
+  // Walked only at the cap, over this thread's connections; each source's count is read
+  // once (a lock of TcpConnectionCaps' shard).
+  std::unordered_map<IpAddress, size_t, IpAddressHash> source_connections;
+  auto count_of = [&](const IpAddress& ip) {
+    auto [it, added] = source_connections.try_emplace(ip, 0);
+    if (added) it->second = options_.tcp.caps->open_from(ip);
+    return it->second;
+  };
+  eviction_candidates_.clear();
+  eviction_connections_.clear();
+  for (auto& [id, connection] : connections_) {
+    if (!connection.slot.held()) continue;  // closing already
+    eviction_candidates_.push_back(
+        {count_of(connection.source), connection.idle,
+         connection.idle ? connection.idle_order : connection.opened_order});
+    eviction_connections_.push_back(&connection);
+  }
+  const std::optional<size_t> victim =
+      loop::PickEvictionVictim(eviction_candidates_, newcomer_source_connections);
+  return victim ? eviction_connections_[*victim] : nullptr;
 }
 
 void LoopServer::OnTcpQuery(uint64_t id, std::span<const uint8_t> query) {
@@ -417,6 +488,15 @@ void LoopServer::OnTcpClosed(uint64_t id, loop::TcpConnection::CloseReason reaso
   ThreadStats::Set(stats_.tcp_open, connections_.size());
   // Its waiting queries can only drop now: let the handler free them at once.
   if (handler_ != nullptr) handler_->OnConnectionClosed(id);
+}
+
+void LoopServer::OnTcpOverdue(uint64_t id) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  RecordLimitHit(Limit::kTcpQueryTimeout, it->second.source.ToString());
+  // What the handler answers now frees the connection; if it answers nothing, the
+  // DnsTcpConnection closes it (kQueryTimeout) and its waiting queries are dropped.
+  if (handler_ != nullptr) handler_->OnQueriesOverdue(id);
 }
 
 void LoopServer::Handle(Request& request) {

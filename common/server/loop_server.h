@@ -15,10 +15,15 @@
 // handler to let go of its snapshots (QueryHandler::ReleaseSnapshots), so that an idle
 // server does not keep replaced state alive.
 //
-// DNS over TCP is held to TcpOptions' limits: the frame and idle timeouts (in
-// DnsTcpConnection), the process-wide and per-source connection caps (at a cap this thread's
-// oldest idle connection is closed for the new one), and the output bounds. Every hit is
-// recorded with server::RecordLimitHit (limits.h), by the close reason of the connection.
+// DNS over TCP is held to TcpOptions' limits: the frame, idle and query timeouts (in
+// DnsTcpConnection; at the query timeout the handler answers the connection's waiting
+// queries, QueryHandler::OnQueriesOverdue, or the connection is closed), the process-wide
+// and per-source connection caps (at the total cap one of this thread's connections of the
+// heaviest source is closed for the new one, idle ones first, loop::PickEvictionVictim; when
+// this thread holds none that may be closed but another thread may, the new one is let in
+// over the cap and the other threads are asked to close one, TcpConnectionCaps::AskForRoom;
+// at the per-source cap that source's oldest idle one), and the output bounds. Every hit is
+// recorded with server::RecordLimitHit (limits.h).
 //
 // Over UDP, a datagram first meets the process's ClientLimiter (before it is even parsed,
 // on whichever thread receives it): over its client's rate it is dropped or, every
@@ -53,6 +58,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/socket_util.h"
+#include "common/loop/task_queue.h"
 #include "common/loop/tcp_connection.h"
 #include "common/loop/tcp_limits.h"
 #include "common/loop/tcp_listener.h"
@@ -94,10 +100,18 @@ struct TcpOptions {
   // A message whose first byte arrived must be whole this much later (Knot's
   // tcp-io-timeout), however its bytes trickle in.
   uint64_t frame_timeout_ms = 2'000;
+  // A connection with queries outstanding must send a response this long after the query
+  // that made it busy, or after its last response; if not, its waiting queries are answered
+  // now (SERVFAIL, or stale from frontend-cache's cache) and the slot they held is free. As
+  // long as the forwarder's time budget (5 s), so a forwarded query normally ends first; it
+  // bounds what the forwarder does not (0: none).
+  uint64_t query_timeout_ms = 5'000;
   // Open connections in the whole process, and from one source address (a per-source cap
-  // above the total is the total). At a cap, the
-  // serving thread's oldest idle connection (of that source, for the per-source cap) is
-  // closed to make room; with none idle, the new connection is closed at once.
+  // above the total is the total). At the total cap, the serving thread closes a connection
+  // of the source holding the most, its idle ones first, even one with a query outstanding
+  // for a source that holds at least two fewer (loop::PickEvictionVictim); at the per-source
+  // cap, that source's oldest idle connection. With none to close, the new connection is
+  // closed at once.
   size_t max_connections = 256;
   size_t max_connections_per_source = 32;
   // Per connection: queries delivered and not yet answered before reading pauses.
@@ -175,6 +189,8 @@ class LoopServer {
     // This thread's idle connections (unanswered == 0), oldest first: an intrusive list, so
     // a query's busy/idle transitions allocate nothing.
     bool idle = false;
+    uint64_t idle_order = 0;    // when it became idle last, in MarkIdle calls
+    uint64_t opened_order = 0;  // its id: in accept order
     Connection* idle_prev = nullptr;
     Connection* idle_next = nullptr;
   };
@@ -205,13 +221,25 @@ class LoopServer {
   void OnAccept(std::unique_ptr<loop::TcpConnection> connection);
   void OnTcpQuery(uint64_t id, std::span<const uint8_t> query);
   void OnTcpClosed(uint64_t id, loop::TcpConnection::CloseReason reason);
-  // Admits a new connection from `source` under the caps, closing idle connections of this
+  // The query timeout passed on connection `id` (DnsTcpConnection::OverdueCallback).
+  void OnTcpOverdue(uint64_t id);
+  // Admits a new connection from `source` under the caps, closing connections of this
   // thread to make room; false if it has to be refused.
   bool AdmitConnection(const IpAddress& source, loop::TcpConnectionCaps::Slot* slot);
   void MarkIdle(Connection& connection);
   void MarkBusy(Connection& connection);
-  // The oldest idle connection (from `source`, if given), or nullptr.
-  Connection* OldestIdle(const IpAddress* source);
+  // The oldest idle connection from `source`, or nullptr.
+  Connection* OldestIdleFrom(const IpAddress& source);
+  // The connection to close for a newcomer whose source holds `newcomer_source_connections`
+  // at the total cap, or nullptr.
+  Connection* FairVictim(size_t newcomer_source_connections);
+  // At the total cap with nothing of this thread's to close: admits the newcomer from
+  // `source` over the cap if another thread holds a source it may take from, and asks the
+  // other threads to close one for it.
+  bool AdmitOverCap(const IpAddress& source, loop::TcpConnectionCaps::Slot* slot);
+  // Another thread's request (TcpConnectionCaps::AskForRoom), on this thread.
+  void MakeRoom(const loop::TcpConnectionCaps::RoomRequest& request);
+  void Evict(Connection& victim);
   void Handle(Request& request);
   // For Responder: sends or drops; `responder` is pending and belongs to this server.
   bool Reply(const Responder& responder, std::span<const uint8_t> response);
@@ -234,6 +262,14 @@ class LoopServer {
   Connection* idle_oldest_ = nullptr;
   Connection* idle_newest_ = nullptr;
   uint64_t next_connection_id_ = 1;
+  uint64_t next_idle_order_ = 1;
+  // How other threads reach this one to make room (AskForRoom); destroyed first, with
+  // whatever they posted.
+  std::unique_ptr<loop::TaskQueue> room_tasks_;
+  uint64_t room_maker_id_ = 0;
+  // FairVictim's, reused: the candidates and the connections they stand for.
+  std::vector<loop::EvictionCandidate> eviction_candidates_;
+  std::vector<Connection*> eviction_connections_;
   loop::Timer mirror_timer_;
   loop::Timer clients_timer_;
   uint32_t socket_drops_ = 0;                     // SK_MEMINFO_DROPS at the last TickClients

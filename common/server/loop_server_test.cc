@@ -50,6 +50,8 @@ std::unique_ptr<LoopServer> StartWith(loop::Loop& loop, LoopServer::Options opti
   return server;
 }
 
+bool ReplyEcho(Responder& responder, const std::vector<uint8_t>& query);
+
 // Takes every query's Responder and keeps it, so the test decides when to answer.
 class HoldingHandler : public QueryHandler {
  public:
@@ -58,9 +60,20 @@ class HoldingHandler : public QueryHandler {
     transports.push_back(request.transport());
     held.push_back(request.TakeResponder());
   }
+  // With answer_overdue, echoes every query it still holds for the connection.
+  void OnQueriesOverdue(uint64_t connection_id) override {
+    overdue.push_back(connection_id);
+    for (size_t i = 0; answer_overdue && i < held.size(); ++i) {
+      if (held[i].pending() && held[i].connection_id() == connection_id) {
+        (void)ReplyEcho(held[i], queries[i]);
+      }
+    }
+  }
   std::vector<std::vector<uint8_t>> queries;
   std::vector<dns::Transport> transports;
   std::vector<Responder> held;
+  std::vector<uint64_t> overdue;
+  bool answer_overdue = false;
 };
 
 // Replies to `responder` with an echo of `query`, built in a buffer of its own.
@@ -505,6 +518,87 @@ TEST_CASE("A TCP client that trickles a query is closed at the frame timeout and
   REQUIRE(RunUntil(h.loop, [&] { return (reply = fine.TryReceive()).has_value(); }));
   CHECK(IdOf(*reply) == 9);
   h.Finish();
+}
+
+TEST_CASE("At the TCP query timeout the handler answers the waiting queries, the connection stays",
+          "[server]") {
+  HoldingHandler* handler = nullptr;
+  TcpOptions tcp = LongIdle();
+  tcp.query_timeout_ms = 50;
+  Harness h(HoldingFactory(&handler), 0, tcp);
+  handler->answer_overdue = true;
+  const uint64_t hits = LimitHits(Limit::kTcpQueryTimeout);
+  TcpClient client(h.server->tcp_address());
+  REQUIRE(client.Send(MakeQuery(3)));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(h.loop, [&] { return (reply = client.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 3);
+  CHECK(handler->overdue.size() == 1);
+  CHECK(LimitHits(Limit::kTcpQueryTimeout) - hits == 1);
+  // Idle again, and still serving.
+  REQUIRE(client.Send(MakeQuery(4)));
+  REQUIRE(RunUntil(h.loop, [&] { return (reply = client.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 4);
+  CHECK(h.server->open_connections() == 1);
+  h.Finish();
+}
+
+TEST_CASE("At the TCP query timeout a connection whose queries nobody answers is closed",
+          "[server]") {
+  HoldingHandler* handler = nullptr;
+  TcpOptions tcp = LongIdle();
+  tcp.query_timeout_ms = 50;
+  Harness h(HoldingFactory(&handler), 0, tcp);
+  const uint64_t hits = LimitHits(Limit::kTcpQueryTimeout);
+  TcpClient client(h.server->tcp_address());
+  REQUIRE(client.Send(MakeQuery(3)));
+  REQUIRE(RunUntil(h.loop, [&] { return client.closed(); }));
+  REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
+  CHECK(handler->overdue.size() == 1);
+  CHECK(LimitHits(Limit::kTcpQueryTimeout) - hits == 1);
+  CHECK_FALSE(ReplyEcho(handler->held[0], handler->queries[0]));  // too late: dropped
+  h.Finish();
+}
+
+TEST_CASE(
+    "At the TCP cap a server with nothing of its own to close has another one that shares the "
+    "cap close one",
+    "[server]") {
+  // Two servers sharing the process's caps (as every thread of a DnsServer does); all the
+  // busy connections are on the first, the newcomer comes to the second.
+  loop::Loop loop;
+  ThreadStats stats;
+  LoopServer::Options options;
+  options.tcp = LongIdle();
+  options.tcp.max_connections = 4;
+  options.tcp.max_connections_per_source = 4;
+  options.tcp.caps = MakeTcpCaps(options.tcp);
+  HoldingHandler* holding = nullptr;
+  HoldingHandler* empty = nullptr;
+  auto first = StartWith(loop, options, stats, &holding);
+  auto second = StartWith(loop, options, stats, &empty);
+  const auto heavy = loop::SocketAddress::Parse("127.0.0.2:0");
+  const uint64_t evicted_busy = LimitHits(Limit::kTcpEvictedInFlight);
+  std::vector<std::unique_ptr<TcpClient>> holders;
+  for (size_t i = 1; i <= 4; ++i) {
+    holders.push_back(std::make_unique<TcpClient>(first->tcp_address(), heavy));
+    REQUIRE(holders.back()->Send(MakeQuery(666)));
+    REQUIRE(RunUntil(loop, [&] { return holding->held.size() == i; }));
+  }
+  TcpClient light(second->tcp_address());
+  REQUIRE(light.Send(MakeQuery(7)));
+  REQUIRE(RunUntil(loop, [&] { return empty->held.size() == 1; }));  // served at the cap
+  REQUIRE(RunUntil(loop, [&] { return holders[0]->closed(); }));     // the oldest busy one
+  REQUIRE(RunUntil(loop, [&] { return first->open_connections() == 3; }));
+  CHECK(options.tcp.caps->open() == 4);  // the place lent is covered: back at the cap
+  CHECK(LimitHits(Limit::kTcpEvictedInFlight) - evicted_busy == 1);
+  CHECK(ReplyEcho(empty->held[0], empty->queries[0]));
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(loop, [&] { return (reply = light.TryReceive()).has_value(); }));
+  CHECK(IdOf(*reply) == 7);
+  first.reset();
+  second.reset();
+  RequireClosesClean(loop);
 }
 
 TEST_CASE("Pipelined TCP queries on one connection are answered in any order", "[server]") {

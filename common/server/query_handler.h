@@ -27,6 +27,9 @@
 //
 // When a TCP connection closes, the handler is told (OnConnectionClosed), so it can drop
 // that connection's Responders at once instead of holding them until they reply in vain.
+// When a TCP connection's queries got no answer within TcpOptions::query_timeout_ms, the
+// handler is asked to answer the ones it keeps now (OnQueriesOverdue); if it answers none,
+// the connection is closed, so no handler can hold a connection's slot for longer.
 //
 // Thread: a QueryHandler, its Requests and Responders live on one serving thread. A
 // Responder must be used and destroyed on that thread, before the handler is destroyed
@@ -167,6 +170,13 @@ class QueryHandler {
   // answers (waiting_queries.h). Called on the serving thread, never from inside
   // HandleQuery or a Reply; must not throw.
   virtual void OnConnectionClosed(uint64_t connection_id) { (void)connection_id; }
+
+  // The TCP connection's queries got no answer within TcpOptions::query_timeout_ms: a
+  // handler that keeps queries waiting answers that connection's now, as it would when the
+  // upstream timed out (SERVFAIL, or a stale answer), giving their slots back. One that
+  // answers none has the connection closed (then OnConnectionClosed). Called on the serving
+  // thread, never from inside HandleQuery or a Reply; must not throw.
+  virtual void OnQueriesOverdue(uint64_t connection_id) { (void)connection_id; }
 
   // Called on the serving thread before its loop waits for events (LoopServer's
   // uv_prepare_t), never inside a query: the handler lets go of its thread's copies of

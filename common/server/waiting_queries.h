@@ -20,7 +20,9 @@
 // A TCP client that closes its connection cannot get its answers: DropConnection (from
 // QueryHandler::OnConnectionClosed) drops its waiting queries at once, releasing their
 // slots, rather than keeping them until the upstream answers. The forwarder's callback for
-// such a query then finds no entry, as it does for any id already taken.
+// such a query then finds no entry, as it does for any id already taken. A TCP connection
+// whose queries got no answer in time (QueryHandler::OnQueriesOverdue) has them taken with
+// TakeConnection, for the handler to answer now as it answers an upstream's timeout.
 //
 // Storage: the queries live in slots that are reused (a deque, so a Waiting* stays valid
 // while others are added, and a free list), not in nodes of a hash map: a forwarded miss
@@ -157,6 +159,22 @@ class WaitingQueries {
       Unindex(waiting->responder.connection_id(), id);
     }
     return waiting;
+  }
+
+  // Removes every query waiting on TCP connection `connection_id` and gives back their
+  // slots: the caller answers them (QueryHandler::OnQueriesOverdue). At most the
+  // connection's outstanding queries.
+  std::vector<Waiting> TakeConnection(uint64_t connection_id) {
+    std::vector<uint64_t> ids;
+    auto [first, last] = by_connection_.equal_range(connection_id);
+    for (auto it = first; it != last; ++it) ids.push_back(it->second);
+    std::vector<Waiting> taken;
+    taken.reserve(ids.size());
+    for (uint64_t id : ids) {
+      if (std::optional<Waiting> waiting = Take(id)) taken.push_back(std::move(*waiting));
+    }
+    by_connection_.erase(connection_id);  // ids already gone, if any were left
+    return taken;
   }
 
   // Drops every query waiting on TCP connection `connection_id` (its client closed it).

@@ -1,5 +1,7 @@
 #!/usr/bin/python3
-"""Abuse: a TCP slowloris against DNS over TCP, on frontend-cache and on kubedns.
+"""Abuse: DNS over TCP held by a few clients, on frontend-cache and on kubedns.
+
+Two attacks, each against both servers.
 
 From 127.0.0.2 the attacker opens ATTACK_CONNECTIONS connections (bounded; reopened when
 the server closes them, up to ATTACK_ATTEMPTS in all): half trickle one byte of a large
@@ -8,6 +10,21 @@ connection for each of VICTIM_QUERIES queries for a name the server answers (cac
 frontend-cache, a cluster Service for kubedns) and must get every answer. The test asserts
 the victim's outcome only; the limits doing it are --tcp-frame-timeout,
 --tcp-idle-timeout, --tcp-max-connections(-per-source) (docs/operators.md, "Limits").
+
+Held queries: with --tcp-max-connections=128, HOLDERS (127.0.0.2-.5) each open
+HOLD_PER_SOURCE connections and keep one query for a name the upstream never answers in
+flight on each (the next one sent as soon as one is answered), so every slot of the cap is
+held by a connection that is not idle. Real `dig +tcp -b 127.0.0.1` must then get its
+answer: at the cap the server closes a connection of the source that holds the most
+(its query in flight dropped) rather than refuse the light newcomer. Before asserting, the
+test confirms that all 128 queries reached the upstream (the cap was full of busy
+connections) and, from kdns_limit_hits_total, that dig's connection met the cap and that a
+connection with a query in flight was evicted for it.
+
+Overdue query: with --tcp-query-timeout=1s, a query from 127.0.0.2 for a name the upstream
+never answers gets SERVFAIL from the query timeout (kdns_limit_hits_total{limit=
+"tcp_query_timeout"} grew: not the forwarder's own 5 s budget), and the same connection
+then gets the answer to its next query.
 
 KDNS_BIN=/work/before-build/bin gives the figure before the limits (the flags are not
 passed: the defaults are what is measured).
@@ -34,6 +51,10 @@ ATTACK_ATTEMPTS = 6000
 TRICKLE_S = 0.2
 VICTIM_QUERIES = 15
 VICTIM_TIMEOUT_S = 3.0
+HOLDERS = ["127.0.0.%d" % i for i in range(2, 6)]
+HOLD_PER_SOURCE = 32
+HOLD_CAP = len(HOLDERS) * HOLD_PER_SOURCE  # 128, the manifests' cap
+HOLD_S = 60  # the holders give up after this, whatever happens
 ROOT = harness.ROOT
 
 
@@ -177,6 +198,174 @@ def attack(server_name, port, name):
     return p
 
 
+class Holders:
+    """HOLD_PER_SOURCE connections from each of HOLDERS, each with one query in flight for
+    a name the fake upstream never answers ("silent-..."), the next sent on a connection as
+    soon as its query is answered; in a thread, for at most HOLD_S."""
+
+    def __init__(self, port):
+        self.port = port
+        self.sockets = []  # [socket, buffered bytes]
+        self.sent = 0
+        self.answered = 0
+        self.closed = 0
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _send(self, c):
+        self.sent += 1
+        query = dns_wire.build_query("silent-%d.hold.fake.test" % self.sent,
+                                     ident=self.sent & 0xffff)
+        c[0].sendall(struct.pack("!H", len(query)) + query)
+
+    def open(self):
+        """Opens every connection and sends each its first query; False if one failed."""
+        for source in HOLDERS:
+            for _ in range(HOLD_PER_SOURCE):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                try:
+                    s.bind((source, 0))
+                    s.settimeout(2)
+                    s.connect((VICTIM, self.port))
+                    c = [s, b""]
+                    self._send(c)
+                except OSError:
+                    s.close()
+                    return False
+                s.setblocking(False)
+                self.sockets.append(c)
+        self.thread.start()
+        return True
+
+    def _run(self):
+        deadline = time.monotonic() + HOLD_S
+        while not self.stop_event.wait(0.05) and time.monotonic() < deadline:
+            for c in self.sockets:
+                if c[0] is None:
+                    continue
+                try:
+                    chunk = c[0].recv(65536)
+                    if not chunk:
+                        raise OSError("closed")
+                    c[1] += chunk
+                    while len(c[1]) >= 2 and len(c[1]) >= 2 + struct.unpack("!H", c[1][:2])[0]:
+                        c[1] = c[1][2 + struct.unpack("!H", c[1][:2])[0]:]
+                        self.answered += 1
+                        self._send(c)
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    c[0].close()
+                    c[0] = None
+                    self.closed += 1
+
+    def open_count(self):
+        return sum(1 for c in self.sockets if c[0] is not None)
+
+    def stop(self):
+        self.stop_event.set()
+        if self.thread.is_alive():
+            self.thread.join(30)
+        for c in self.sockets:
+            if c[0] is not None:
+                c[0].close()
+
+
+def hold_and_dig(server_name, server, upstream, name):
+    """The held-queries attack on `server` (its upstream `upstream`): the problems."""
+    warm = server_dig(server, name)
+    if warm.status != "NOERROR" or not warm.answer:
+        return ["%s: no TCP answer before the attack: %r" % (server_name, warm)]
+    holders = Holders(server.port)
+    try:
+        if not holders.open():
+            return ["%s: the holders could not open their %d connections" % (server_name,
+                                                                             HOLD_CAP)]
+        def at_upstream():
+            return sum(1 for q in upstream.received() if q["name"].lower().startswith("silent-"))
+        if not harness.wait_until(lambda: at_upstream() >= HOLD_CAP, 20):
+            return ["%s: only %d of %d held queries reached the upstream" % (
+                server_name, at_upstream(), HOLD_CAP)]
+        before = server.metrics()
+        answer = server_dig(server, name, "-b", VICTIM)
+        after = server.metrics()
+        held = holders.open_count()
+    finally:
+        holders.stop()
+
+    def grew(limit):
+        series = 'kdns_limit_hits_total{limit="%s"}' % limit
+        return harness.metric_sum(after, series) - harness.metric_sum(before, series)
+
+    cap_hits, evicted_busy = grew("tcp_connections"), grew("tcp_evicted_in_flight")
+    print("  %s: %d held connections, %d queries sent, %d answered (SERVFAIL), %d closed; "
+          "dig met the cap %d time(s), %d busy connection(s) evicted; dig: %s" % (
+              server_name, HOLD_CAP, holders.sent, holders.answered, holders.closed,
+              cap_hits, evicted_busy, answer.status))
+    p = []
+    if cap_hits < 1:
+        p.append("%s: dig's connection did not meet the cap (the attack did not land)" %
+                 server_name)
+    elif evicted_busy < 1:
+        p.append("%s: no connection with a query in flight was evicted for dig" % server_name)
+    if answer.status != "NOERROR" or not answer.answer:
+        p.append("%s: dig +tcp from %s got no answer while the cap was held: %s %r" % (
+            server_name, VICTIM, answer.returncode, answer))
+    if held < HOLD_CAP - 2:
+        p.append("%s: %d of the %d held connections were closed; only dig's room should be "
+                 "made" % (server_name, HOLD_CAP - held, HOLD_CAP))
+    return p
+
+
+def exchange(s, name, ident):
+    """Sends one query on the connected socket `s` and reads one reply (parsed)."""
+    query = dns_wire.build_query(name, ident=ident)
+    s.sendall(struct.pack("!H", len(query)) + query)
+    data = b""
+    while len(data) < 2 or len(data) < 2 + struct.unpack("!H", data[:2])[0]:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise OSError("closed by the server")
+        data += chunk
+    return dns_wire.parse_message(data[2:])
+
+
+def overdue_query(server_name, server, name):
+    """The query-timeout case on `server` (--tcp-query-timeout=1s): the problems."""
+    series = 'kdns_limit_hits_total{limit="tcp_query_timeout"}'
+    before = server.metric(series)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((HOLDERS[0], 0))
+        s.settimeout(4)  # below the forwarder's 5 s: only the query timeout can answer
+        s.connect((VICTIM, server.port))
+        overdue = exchange(s, "silent-overdue.fake.test", 0x77)
+        hits = server.metric(series) - before
+        following = exchange(s, name, 0x78)
+    except OSError as e:
+        return ["%s: %s: %s" % (server_name, type(e).__name__, e)]
+    finally:
+        s.close()
+    print("  %s: overdue query answered rcode %d (tcp_query_timeout +%d); the next one on the "
+          "same connection rcode %d with %d answer(s)" % (
+              server_name, overdue["rcode"], hits, following["rcode"],
+              len(following["answers"])))
+    p = []
+    if hits < 1:
+        p.append("%s: the query timeout did not fire" % server_name)
+    if overdue["rcode"] != 2 or overdue["id"] != 0x77:
+        p.append("%s: the overdue query got rcode %d, ID %#x (want SERVFAIL)" % (
+            server_name, overdue["rcode"], overdue["id"]))
+    if following["rcode"] != 0 or not following["answers"]:
+        p.append("%s: the connection did not serve its next query: %r" % (server_name,
+                                                                       following))
+    return p
+
+
+def server_dig(server, name, *options):
+    return harness.dig(server.port, name, "A", None, "+tcp", *options, timeout=3)
+
+
 def test_frontend_cache_answers_a_new_tcp_client_during_a_slowloris(env):
     upstream = FakeUpstream()
     env["owned"].append(upstream)
@@ -193,8 +382,52 @@ def test_kubedns_answers_a_new_tcp_client_during_a_slowloris(env):
     return attack("kubedns", dns.port, "kubernetes.default.svc.cluster.local")
 
 
+def test_frontend_cache_answers_dig_while_four_sources_hold_the_tcp_cap(env):
+    upstream = FakeUpstream()
+    env["owned"].append(upstream)
+    cache = FrontendCache(env["workdir"], "frontend-cache-held", "--server=" + upstream.address,
+                          "--cache-size=1000", "--dns-forward-max=1000",
+                          "--tcp-max-connections=%d" % HOLD_CAP)
+    env["owned"].append(cache)
+    return hold_and_dig("frontend-cache", cache, upstream, "cached.fake.test")
+
+
+def test_kubedns_answers_dig_while_four_sources_hold_the_tcp_cap(env):
+    upstream = FakeUpstream()
+    env["owned"].append(upstream)
+    dns = Kubedns(env["workdir"], "kubedns-held", "--objects-file=" +
+                  os.path.join(ROOT, "kubedns", "demo-cluster.json"),
+                  "--nameservers=127.0.0.1:%d" % upstream.port,
+                  "--tcp-max-connections=%d" % HOLD_CAP)
+    env["owned"].append(dns)
+    return hold_and_dig("kubedns", dns, upstream, "kubernetes.default.svc.cluster.local")
+
+
+def test_frontend_cache_answers_an_overdue_tcp_query_servfail_and_serves_on(env):
+    upstream = FakeUpstream()
+    env["owned"].append(upstream)
+    cache = FrontendCache(env["workdir"], "frontend-cache-overdue",
+                          "--server=" + upstream.address, "--tcp-query-timeout=1s")
+    env["owned"].append(cache)
+    return overdue_query("frontend-cache", cache, "cached.fake.test")
+
+
+def test_kubedns_answers_an_overdue_tcp_query_servfail_and_serves_on(env):
+    upstream = FakeUpstream()
+    env["owned"].append(upstream)
+    dns = Kubedns(env["workdir"], "kubedns-overdue", "--objects-file=" +
+                  os.path.join(ROOT, "kubedns", "demo-cluster.json"),
+                  "--nameservers=127.0.0.1:%d" % upstream.port, "--tcp-query-timeout=1s")
+    env["owned"].append(dns)
+    return overdue_query("kubedns", dns, "kubernetes.default.svc.cluster.local")
+
+
 TESTS = [test_frontend_cache_answers_a_new_tcp_client_during_a_slowloris,
-         test_kubedns_answers_a_new_tcp_client_during_a_slowloris]
+         test_kubedns_answers_a_new_tcp_client_during_a_slowloris,
+         test_frontend_cache_answers_dig_while_four_sources_hold_the_tcp_cap,
+         test_kubedns_answers_dig_while_four_sources_hold_the_tcp_cap,
+         test_frontend_cache_answers_an_overdue_tcp_query_servfail_and_serves_on,
+         test_kubedns_answers_an_overdue_tcp_query_servfail_and_serves_on]
 
 
 def main():
@@ -202,7 +435,7 @@ def main():
     if limit < ATTACK_CONNECTIONS + 256:
         print("SKIP: RLIMIT_NOFILE %d is too low for %d connections" % (limit,
                                                                        ATTACK_CONNECTIONS))
-        return 0
+        return harness.finish(0, 0)
     workdir = tempfile.mkdtemp(prefix="kdns-abuse-tcp-")
     passed = failed = 0
     for test in TESTS:

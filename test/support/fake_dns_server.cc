@@ -177,8 +177,10 @@ struct FakeDnsServer::Io {
     ++accepted;
     const uint64_t id = next_connection_id++;
     const loop::SocketAddress peer = connection->peer_address();
+    loop::DnsTcpConnection::Options options;
+    options.query_timeout_ms = 0;  // an upstream that does not answer holds its queries
     auto dns_connection = std::make_unique<loop::DnsTcpConnection>(
-        server.loop_, std::move(connection), loop::DnsTcpConnection::Options{},
+        server.loop_, std::move(connection), options,
         [this, &server, id, peer, served = size_t{0}](std::span<const uint8_t> query) mutable {
           size_t limit = 0;
           {
