@@ -34,7 +34,8 @@ void Forwarder::OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram) 
   // message alone (kubedns passes replies that fit as they are).
   std::span<const uint8_t> reply = datagram.first(end);
   if (qname_0x20 != nullptr) {
-    attempt->server->echo_0x20.OnEchoed(*qname_0x20);
+    // An error reply without a question (wire.h) echoed nothing.
+    if (!reply_message_.questions.empty()) attempt->server->echo_0x20.OnEchoed(*qname_0x20);
     // The client's spelling back, in a copy: the datagram is the receive buffer's.
     const dns::Name& asked = attempt->job->request.qname;
     reply_0x20_.assign(reply.begin(), reply.end());
