@@ -3,12 +3,12 @@
 
 Real upstreams echo the case: frontend-cache with --upstream-0x20=on (never falls back, so
 every answer proves the upstream echoed the random spelling) forwarding to NSD and to
-unbound, and kubedns's forwarder to NSD, answer every miss right, with the client's
-spelling. Against the scripted fake (test/e2e/fake_upstream.py): a reply with our port, ID
-and question in the wrong case (a spoof that guessed all but the case) is dropped and the
-real answer wins; an upstream that lower-cases every question (echo_case=False) keeps
-answering under the default --upstream-0x20=auto, and after a few replies gets the plain
-name.
+unbound, frontend-cache forwarding cluster names to kubedns, and kubedns's forwarder to
+NSD, answer every miss right, with the client's spelling. Against the scripted fake
+(test/e2e/fake_upstream.py): a reply with our port, ID and question in the wrong case (a
+spoof that guessed all but the case) is dropped and the real answer wins; an upstream that
+lower-cases every question (echo_case=False) keeps answering under the default
+--upstream-0x20=auto, and after a few replies gets the plain name.
 
 Closes with `N passed, M failed`. KDNS_ONLY=substring runs the matching tests only;
 KDNS_KEEP_TMP=1 keeps the temporary directory (logs of every process) after a failure.
@@ -32,8 +32,26 @@ NSD_NAMES = [("WwW.ExAmPlE.tEsT.", "192.0.2.10"), ("www.EXAMPLE.test.", "192.0.2
 UNBOUND_NAMES = [("wWw.OtHeR.tEsT.", "198.51.100.7"), ("WWW.OTHER.TEST.", "198.51.100.7"),
                  ("www.other.test.", "198.51.100.7")]
 
-OBJECTS = """{"apiVersion": "v1", "kind": "List", "items": []}
+OBJECTS = """{"apiVersion": "v1", "kind": "List", "items": [
+ {"apiVersion": "v1", "kind": "Service",
+  "metadata": {"name": "kubernetes", "namespace": "default"},
+  "spec": {"clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
+           "ports": [{"name": "https", "port": 443, "protocol": "TCP"}]}}]}
 """
+CLUSTER_NAMES = [("kubernetes.default.svc.cluster.local.", "10.96.0.1"),
+                 ("KuBeRnEtEs.DeFaUlT.sVc.ClUsTeR.lOcAl.", "10.96.0.1"),
+                 ("KUBERNETES.default.SVC.cluster.LOCAL.", "10.96.0.1")]
+
+
+def start_kubedns(workdir, name, *flags):
+    objects = os.path.join(workdir, "objects.json")
+    with open(objects, "w") as f:
+        f.write(OBJECTS)
+    resolv = os.path.join(workdir, "resolv.conf")
+    with open(resolv, "w") as f:
+        f.write("# none: --nameservers only\n")
+    return servers.Kubedns(workdir, name, "--objects-file=" + objects,
+                           "--resolv-conf=" + resolv, *flags)
 
 
 def answered_as_asked(got, name, ip):
@@ -74,15 +92,8 @@ def test_frontend_cache_against_nsd_and_unbound(env):
 
 def test_kubedns_against_nsd(env):
     workdir, nsd = env["workdir"], env["nsd"]
-    objects = os.path.join(workdir, "objects.json")
-    with open(objects, "w") as f:
-        f.write(OBJECTS)
-    resolv = os.path.join(workdir, "resolv.conf")
-    with open(resolv, "w") as f:
-        f.write("# none: --nameservers only\n")
-    kd = servers.Kubedns(workdir, "kubedns-0x20-on", "--objects-file=" + objects,
-                         "--upstream-0x20=on", "--nameservers=127.0.0.1:%d" % nsd.port,
-                         "--resolv-conf=" + resolv)
+    kd = start_kubedns(workdir, "kubedns-0x20-on", "--upstream-0x20=on",
+                       "--nameservers=127.0.0.1:%d" % nsd.port)
     try:
         p = []
         for name, ip in NSD_NAMES:
@@ -92,6 +103,32 @@ def test_kubedns_against_nsd(env):
                 p.append("%s = %s against NSD" % (series, kd.metric(series)))
         return p
     finally:
+        kd.stop()
+
+
+def test_frontend_cache_against_kubedns(env):
+    """The pod's own path: cluster names from frontend-cache to kubedns, which echoes."""
+    workdir = env["workdir"]
+    kd = start_kubedns(workdir, "kubedns-upstream")
+    fe = None
+    try:
+        fe = servers.FrontendCache(workdir, "fe-0x20-kubedns", "--upstream-0x20=on",
+                                   "--cache-size=0",
+                                   "--server=/cluster.local/127.0.0.1#%d" % kd.port)
+        p = []
+        for name, ip in CLUSTER_NAMES:
+            p += answered_as_asked(fe.dig(name), name, ip)
+        got = fe.dig("nope.default.svc.cluster.local.")
+        if got.status != "NXDOMAIN":
+            p.append("nope.default.svc.cluster.local.: %s, want NXDOMAIN" % got.status)
+        if fe.metric("kdns_frontend_forward_requests_total") < len(CLUSTER_NAMES) + 1:
+            p.append("the cluster names were not forwarded to kubedns")
+        if fe.metric(MISMATCH) != 0:
+            p.append("%s = %s against kubedns" % (MISMATCH, fe.metric(MISMATCH)))
+        return p
+    finally:
+        if fe:
+            fe.stop()
         kd.stop()
 
 
@@ -156,6 +193,7 @@ def test_upstream_that_lower_cases_gets_the_plain_name(env):
 
 TESTS = [test_frontend_cache_against_nsd_and_unbound,
          test_kubedns_against_nsd,
+         test_frontend_cache_against_kubedns,
          test_spoof_in_the_wrong_case_is_dropped,
          test_upstream_that_lower_cases_gets_the_plain_name]
 
