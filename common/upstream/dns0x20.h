@@ -1,9 +1,9 @@
 // 0x20: random letter case in the names we forward (draft-vixie-dnsext-dns0x20), so a
 // spoofed reply must guess one more bit per letter of the question name besides the
 // source port and the 16-bit ID (udp_socket_pool.h, wire.h; the budget is worked out in
-// docs/design.md, "Forwarding: how hard a reply is to spoof"). Servers copy the question
-// into the reply byte for byte; a reply whose question differs from what we sent in case
-// only is not ours (wire.h: Match::kWrongCase).
+// docs/design.md, §7 "Spoofing"). Servers copy the question into the reply byte for byte;
+// a reply whose question differs from what we sent in case only is not ours (wire.h:
+// Match::kWrongCase).
 //
 // The pieces, all pure (no I/O):
 //   - Dns0x20: the mode (--upstream-0x20=auto|on|off), parsed here once for both programs.
