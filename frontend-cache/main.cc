@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
        "--no-daemon --no-poll] "
        "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
        "--cache-bytes=N --cache-entry-max-bytes=N --stale-max=S "
-       "--lameduck=D "
+       "--lameduck=D --upstream-0x20=auto|on|off "
        "--prometheus-port=N --prometheus-address=IP --debug-address=IP:PORT "
        "--tcp-idle-timeout=D --tcp-frame-timeout=D --tcp-query-timeout=D "
        "--tcp-max-connections=N "

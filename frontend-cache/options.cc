@@ -217,6 +217,12 @@ const std::vector<OptionSpec>& Specs() {
        Uint(&Options::forward_max_per_route, 0, 1'000'000, "forward-max-per-route")},
       {"forward-max-per-upstream", 0, true,
        Uint(&Options::forward_max_per_upstream, 0, 1'000'000, "forward-max-per-upstream")},
+      {"upstream-0x20", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (upstream::ParseDns0x20(value, &options->upstream_0x20)) return true;
+         *error = "--upstream-0x20: \"" + std::string(value) + "\" is not auto, on or off";
+         return false;
+       }},
       // DNS over TCP limits.
       {"tcp-idle-timeout", 0, true,
        DurationMs(In(&Options::tcp, &server::TcpOptions::idle_timeout_ms), "tcp-idle-timeout",

@@ -18,6 +18,7 @@
 #include "common/server/loop_server.h"
 #include "common/server/query_log.h"
 #include "common/server/rate_limits.h"
+#include "common/upstream/dns0x20.h"
 #include "common/upstream/upstream_address.h"
 #include "frontend-cache/cache.h"
 
@@ -137,6 +138,8 @@ struct Options {
   // quarter of it.
   uint32_t forward_max_per_route = 0;     // --forward-max-per-route
   uint32_t forward_max_per_upstream = 0;  // --forward-max-per-upstream
+  // --upstream-0x20=auto|on|off: random case in forwarded names (common/upstream/dns0x20.h).
+  upstream::Dns0x20 upstream_0x20 = upstream::Dns0x20::kAuto;
   // DNS over TCP limits (docs/operators.md, "Limits"); defaults are server::TcpOptions':
   //   --tcp-idle-timeout, --tcp-frame-timeout,
   //   --tcp-query-timeout                                Go duration or seconds; 0: none

@@ -42,6 +42,13 @@ TEST_CASE("Defaults are dnsmasq's", "[frontend][options]") {
   CHECK(parsed.options.servers.empty());
   CHECK(parsed.options.resolv_file == "/etc/resolv.conf");
   CHECK(parsed.options.receiver_threads == ReceiverThreads::kAuto);
+  CHECK(parsed.options.upstream_0x20 == upstream::Dns0x20::kAuto);
+}
+
+TEST_CASE("--upstream-0x20 takes auto, on and off", "[frontend][options]") {
+  CHECK(Parse({"--upstream-0x20=off"}).options.upstream_0x20 == upstream::Dns0x20::kOff);
+  CHECK(Parse({"--upstream-0x20", "on"}).options.upstream_0x20 == upstream::Dns0x20::kOn);
+  CHECK(Parse({"--upstream-0x20=auto"}).options.upstream_0x20 == upstream::Dns0x20::kAuto);
 }
 
 TEST_CASE("--receiver-threads takes auto, on and off", "[frontend][options]") {
@@ -177,6 +184,8 @@ TEST_CASE("Malformed options fail with one line naming the option", "[frontend][
       {{"-p", "x"}, "--port: \"x\" is not a number in 0..65535"},
       {{"--threads=2000"}, "--threads: \"2000\" is not a number in 0..1024"},
       {{"--receiver-threads=yes"}, "--receiver-threads: \"yes\" is not auto, on or off"},
+      {{"--upstream-0x20=yes"}, "--upstream-0x20: \"yes\" is not auto, on or off"},
+      {{"--upstream-0x20="}, "--upstream-0x20: \"\" is not auto, on or off"},
       {{"--max-cache-ttl=x"}, "--max-cache-ttl: \"x\" is not a number of seconds in 0..4294967295"},
       {{"--min-cache-ttl=x"}, "--min-cache-ttl: \"x\" is not a number in 0..4294967295"},
       {{"--max-cache-ttl=10", "--min-cache-ttl=20"},

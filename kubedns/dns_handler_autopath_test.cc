@@ -133,7 +133,8 @@ class WalkFixture {
   std::vector<std::string> Asked() const {
     std::vector<std::string> names;
     for (const auto& query : world_->queries()) {
-      if (query.parsed) names.push_back(query.message.questions[0].name.ToText());
+      // Lower-cased: the forwarder sends names in random case (0x20).
+      if (query.parsed) names.push_back(query.message.questions[0].name.Lowercased().ToText());
     }
     return names;
   }

@@ -113,6 +113,10 @@ DEFINE_int32(forward_max_per_route, 0,
 DEFINE_int32(forward_max_per_upstream, 0,
              "Distinct upstream queries in flight to one upstream server; 0: a quarter of "
              "--forward-max.");
+DEFINE_string(upstream_0x20, "auto",
+              "Random letter case in forwarded names (0x20), checked in the reply: auto (an "
+              "upstream that does not echo the case gets the plain name for 10 minutes), on "
+              "(never falls back), off.");
 // DNS over TCP limits (docs/operators.md, "Limits").
 DEFINE_string(tcp_idle_timeout, "10s",
               "A DNS/TCP connection with no query outstanding is closed this long after its "
@@ -225,6 +229,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.forward_max = FLAGS_forward_max;
   flags.forward_max_per_route = FLAGS_forward_max_per_route;
   flags.forward_max_per_upstream = FLAGS_forward_max_per_upstream;
+  flags.upstream_0x20 = FLAGS_upstream_0x20;
   flags.tcp_idle_timeout = FLAGS_tcp_idle_timeout;
   flags.tcp_frame_timeout = FLAGS_tcp_frame_timeout;
   flags.tcp_query_timeout = FLAGS_tcp_query_timeout;

@@ -13,6 +13,7 @@
 #include "common/base/port.h"
 #include "common/server/debug_http.h"
 #include "common/server/loop_server.h"
+#include "common/upstream/dns0x20.h"
 #include "common/upstream/forward_budgets.h"
 #include "kubedns/upstream_routes.h"
 
@@ -336,6 +337,10 @@ bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, st
   budgets.max_per_route = static_cast<size_t>(flags.forward_max_per_route);
   budgets.max_per_upstream = static_cast<size_t>(flags.forward_max_per_upstream);
   options->forwarder.budgets = std::make_shared<upstream::ForwardBudgets>(budgets);
+  if (!upstream::ParseDns0x20(flags.upstream_0x20, &options->forwarder.dns0x20.mode)) {
+    *error = "--upstream-0x20: \"" + flags.upstream_0x20 + "\" is not auto, on or off";
+    return false;
+  }
   return true;
 }
 

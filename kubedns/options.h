@@ -61,6 +61,7 @@ struct FlagValues {
   int64_t forward_max = 4096;
   int64_t forward_max_per_route = 0;
   int64_t forward_max_per_upstream = 0;
+  std::string upstream_0x20 = "auto";  // auto|on|off (common/upstream/dns0x20.h)
   // DNS over TCP limits (docs/operators.md, "Limits"); defaults are server::TcpOptions'.
   std::string tcp_idle_timeout = "10s";
   std::string tcp_frame_timeout = "2s";

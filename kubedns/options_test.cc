@@ -43,6 +43,7 @@ TEST_CASE("kubedns's default flags build kube-dns's defaults", "[kubedns][option
   CHECK(server.metrics_address.ToString() == "0.0.0.0:10055");
   CHECK_FALSE(server.debug_address.has_value());  // debug data only when asked for
   CHECK(server.dns_threads == 0);
+  CHECK(server.forwarder.dns0x20.mode == upstream::Dns0x20::kAuto);
   CHECK(server.receiver_threads);  // auto: on
   CHECK(server.config_period_ms == 10'000);
   CHECK(server.resolv_conf == "/etc/resolv.conf");
@@ -70,6 +71,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   flags.lameduck = "2s";
   flags.debug_address = "127.0.0.1:10057";
   flags.receiver_threads = "off";
+  flags.upstream_0x20 = "off";
   Options options;
   std::string error;
   REQUIRE(BuildOptions(flags, Env({}), &options, &error));
@@ -84,6 +86,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   CHECK(options.server.forwarder.budgets->process().max() == 7);
   CHECK(options.server.forwarder.budgets->max_per_route() == 3);
   CHECK(options.server.forwarder.budgets->max_per_upstream() == 2);
+  CHECK(options.server.forwarder.dns0x20.mode == upstream::Dns0x20::kOff);
   CHECK(options.lameduck_ms == 2000);
   CHECK_FALSE(options.server.receiver_threads);
   REQUIRE(options.server.debug_address.has_value());
@@ -193,6 +196,10 @@ TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
     expected =
         "--forward-max-per-upstream: must be between 0 (a quarter of --forward-max) and "
         "--forward-max (4096)";
+  }
+  SECTION("0x20") {
+    flags.upstream_0x20 = "yes";
+    expected = "--upstream-0x20: \"yes\" is not auto, on or off";
   }
   SECTION("lameduck") {
     flags.lameduck = "soon";

@@ -35,6 +35,8 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "waiting_queries",
     "waiters_per_query",
     "forward_in_flight",
+    "upstream_0x20_mismatch",
+    "upstream_0x20_fallback",
     "cache_entry_too_large",
     "cache_bytes",
     "loop_probe_rejected",

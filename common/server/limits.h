@@ -48,6 +48,9 @@ enum class Limit : uint8_t {
   kWaitingQueries,    // the process-wide budget of queries waiting for an upstream
   kWaitersPerQuery,   // waiters coalesced on one upstream query
   kForwardInFlight,   // the process-wide ceiling on queries in flight (--dns-forward-max)
+  // Forwarded queries' 0x20 case (common/upstream/dns0x20.h)
+  kUpstream0x20Mismatch,  // a reply with our ID and question in another case: dropped
+  kUpstream0x20Fallback,  // an upstream that does not echo the case gets the plain name
   // Cache
   kCacheEntryTooLarge,  // an answer over the per-entry cap: not cached
   kCacheBytes,          // the byte budget: an entry evicted to make room

@@ -151,6 +151,7 @@ void Forwarder::Job::Reset(std::vector<std::unique_ptr<Attempt>>& free_attempts,
   tries.clear();
   done.clear();
   no_edns.clear();
+  no_0x20.clear();
   route_hold.Release();
   process_hold.Release();
   upstream_holds.clear();
@@ -239,8 +240,8 @@ Forwarder::Server& Forwarder::GetServer(const loop::SocketAddress& address) {
   health_options.min_try_timeout_ms = options_.min_try_timeout_ms;
   health_options.max_try_timeout_ms = options_.max_try_timeout_ms;
   health_options.failure_threshold = options_.failure_threshold;
-  auto server = std::make_unique<Server>(address, health_options, table_->Get(address),
-                                         budgets_->Upstream(address));
+  auto server = std::make_unique<Server>(address, health_options, options_.dns0x20,
+                                         table_->Get(address), budgets_->Upstream(address));
   UdpSocketPool::Callbacks callbacks;
   callbacks.on_datagram = [this](UdpSocketPool::Waiter* waiter, std::span<const uint8_t> datagram) {
     OnDatagram(static_cast<Attempt*>(waiter), datagram);
@@ -379,6 +380,7 @@ Forwarder::Job* Forwarder::StartJob(JobKind kind, const Request& request,
   job->tries.assign(job->candidates.size(), 0);
   job->done.assign(job->candidates.size(), false);
   job->no_edns.assign(job->candidates.size(), false);
+  job->no_0x20.assign(job->candidates.size(), false);
   job->upstream_holds.resize(job->candidates.size());
   loop_.UpdateTime();
   job->deadline_ms = loop_.now_ms() + options_.total_timeout_ms;

@@ -26,11 +26,16 @@
 //   5. A UDP try goes out on one of the server's pooled sockets (udp_socket_pool.h: random
 //      ephemeral ports, connect()ed to the server, picked at random, rotated after
 //      Options::udp_sockets.queries_per_socket queries) with a random ID from the kernel's
-//      CSPRNG, unique on that socket; a client that came over TCP is forwarded over
-//      TCP on a reused, pipelined connection per server (RFC 7766). Every query carries
-//      EDNS0 (payload Options::edns_payload_bytes, the client's DO bit) and the client's CD.
-//   6. A reply counts only if it matches (wire.h: source, ID, QR, question); others are
-//      dropped and counted, and the try keeps waiting. A matching reply's records are
+//      CSPRNG, unique on that socket, and the name in random case (0x20, dns0x20.h:
+//      Options::dns0x20; not for a server known not to echo it); a client that came over
+//      TCP is forwarded over TCP on a reused, pipelined connection per server (RFC 7766),
+//      with the client's spelling. Every query carries EDNS0 (payload
+//      Options::edns_payload_bytes, the client's DO bit) and the client's CD.
+//   6. A reply counts only if it matches (wire.h: source, ID, QR, question, and the case
+//      sent); others are dropped and counted, and the try keeps waiting. A reply in the
+//      wrong case from a server not known to echo it sends the try again at once with the
+//      client's spelling; after a few in a row the server gets no 0x20 for a while. A
+//      matching reply gets the client's spelling back (Restore0x20) and its records are
 //      decoded into Result::message, or only walked (Options::reply_decode). A try whose
 //      timeout (RFC 6298 RTO from the server's SRTT, see upstream_health.h) expires moves
 //      the query on to the next server, but its socket keeps listening: a late answer
@@ -87,6 +92,7 @@
 #include "common/loop/socket_address.h"
 #include "common/loop/timer.h"
 #include "common/loop/udp_batch.h"
+#include "common/upstream/dns0x20.h"
 #include "common/upstream/forward_budgets.h"
 #include "common/upstream/random.h"
 #include "common/upstream/tcp_client.h"
@@ -182,6 +188,9 @@ class Forwarder {
     uint64_t tcp_idle_timeout_ms = 10'000;
     // Per server: how many UDP sockets, and how long each is used (source-port rotation).
     UdpSocketPool::Options udp_sockets;
+    // Random case in the names of UDP client queries, and the fallback for upstreams that
+    // do not echo it (dns0x20.h; --upstream-0x20).
+    Echo0x20::Options dns0x20;
     // How much of a reply Result::message holds (wire.h): kQuestion for a caller that uses
     // the bytes only, so a large reply costs no decoded records.
     ReplyDecode reply_decode = ReplyDecode::kWhole;
@@ -244,6 +253,9 @@ class Forwarder {
   void SendTcp(Attempt* attempt, std::span<const uint8_t> query);
   void OnTryTimeout(Job* job);
   void OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram);
+  // A reply with our ID and question in another case than sent (0x20): dropped as a spoof,
+  // or the try sent again with the client's spelling (dns0x20.h, Echo0x20).
+  void OnWrongCase(Attempt* attempt);
   void OnTcpMessage(const loop::SocketAddress& peer, std::span<const uint8_t> message);
   void OnTcpClosed(const loop::SocketAddress& peer, const std::string& reason);
   // `message` is reply_message_: taken by swapping (the caller's scratch gets the old one).
@@ -277,7 +289,8 @@ class Forwarder {
   // Not zeroed, so only the pages replies land in become resident.
   static constexpr size_t kReceiveSlices = 8;
   loop::internal::UdpReceiveBatch receive_;
-  std::vector<uint8_t> query_;  // the query being sent (BuildQuery reuses it)
+  std::vector<uint8_t> query_;       // the query being sent (BuildQuery reuses it)
+  std::vector<uint8_t> reply_0x20_;  // a 0x20 reply with the client's spelling put back
   // The reply being matched; swapped with the job's on a match, so the two trade capacity
   // instead of allocating.
   dns::Message reply_message_;

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/upstream/dns0x20.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/udp_socket_pool.h"
 
@@ -17,11 +18,12 @@ namespace kdns::upstream {
 
 // What this Forwarder knows about one upstream server.
 struct Forwarder::Server {
-  Server(const loop::SocketAddress& a, const UpstreamHealth::Options& o, UpstreamTable::Entry& e,
-         InFlightBudget& b)
-      : address(a), health(o), entry(e), budget(b) {}
+  Server(const loop::SocketAddress& a, const UpstreamHealth::Options& o, const Echo0x20::Options& c,
+         UpstreamTable::Entry& e, InFlightBudget& b)
+      : address(a), health(o), echo_0x20(c), entry(e), budget(b) {}
   loop::SocketAddress address;
   UpstreamHealth health;
+  Echo0x20 echo_0x20;  // whether it echoes random case (dns0x20.h)
   UpstreamTable::Entry& entry;
   InFlightBudget& budget;              // shared by every thread's Forwarder
   bool probing = false;                // a health probe is outstanding
@@ -40,6 +42,8 @@ struct Forwarder::Attempt : UdpSocketPool::Waiter {
   uint64_t sent_ms = 0;
   bool closed = false;     // answered, failed or superseded: ignore what still arrives
   TcpSlot* tcp = nullptr;  // registered there under `id` while open
+  bool sent_0x20 = false;  // sent with qname_0x20 (UDP client queries only, dns0x20.h)
+  dns::Name qname_0x20;    // the name in the random case it was sent with
 };
 
 // One upstream query under way, with everyone waiting for it.
@@ -61,6 +65,8 @@ struct Forwarder::Job {
   std::vector<uint32_t> tries;  // per candidate
   std::vector<bool> done;       // per candidate: replied with an error, or refused us
   std::vector<bool> no_edns;    // per candidate: FORMERR to EDNS seen
+  std::vector<bool> no_0x20;    // per candidate: a reply in the wrong case seen, asked again
+                                // with the client's spelling (dns0x20.h)
   // Client jobs: the slots held until the job ends (forward_budgets.h). Per candidate: the
   // server's, taken at the first try to it.
   BudgetHold route_hold;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/dns/header.h"
+#include "common/server/limits.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/forwarder_internal.h"
 
@@ -17,11 +18,13 @@ namespace kdns::upstream {
 void Forwarder::OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram) {
   if (attempt->closed || attempt->job->finished) return;
   size_t end = datagram.size();
+  const dns::Name* qname_0x20 = attempt->sent_0x20 ? &attempt->qname_0x20 : nullptr;
   Match match = MatchReply(datagram, attempt->id, attempt->job->request, &reply_message_, &end,
-                           options_.reply_decode);
+                           options_.reply_decode, qname_0x20);
   if (match != Match::kOk) {
     (match == Match::kMalformed ? counters_.malformed : counters_.mismatched)
         .fetch_add(1, std::memory_order_relaxed);
+    if (match == Match::kWrongCase) return OnWrongCase(attempt);
     LOG_EVERY_N(WARNING, 100) << "upstream " << attempt->server->address.ToString()
                               << ": dropped a reply (" << MatchName(match) << ") for "
                               << attempt->job->request.qname.ToText();
@@ -29,7 +32,43 @@ void Forwarder::OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram) 
   }
   // Bytes after the last record are dropped here: the cache and every client get the
   // message alone (kubedns passes replies that fit as they are).
-  OnReply(attempt, datagram.first(end), reply_message_);
+  std::span<const uint8_t> reply = datagram.first(end);
+  if (qname_0x20 != nullptr) {
+    // An error reply without a question (wire.h) echoed nothing.
+    if (!reply_message_.questions.empty()) attempt->server->echo_0x20.OnEchoed(*qname_0x20);
+    // The client's spelling back, in a copy: the datagram is the receive buffer's.
+    const dns::Name& asked = attempt->job->request.qname;
+    reply_0x20_.assign(reply.begin(), reply.end());
+    Restore0x20(reply_0x20_, *qname_0x20, asked);
+    Restore0x20(&reply_message_, *qname_0x20, asked);
+    reply = reply_0x20_;
+  }
+  OnReply(attempt, reply, reply_message_);
+}
+
+void Forwarder::OnWrongCase(Attempt* attempt) {
+  Job* job = attempt->job;
+  Server* server = attempt->server;
+  const std::string upstream = FormatUpstreamAddress(server->address);
+  server::RecordLimitHit(server::Limit::kUpstream0x20Mismatch,
+                         "upstream " + upstream + ", " + job->request.qname.ToText());
+  switch (server->echo_0x20.OnWrongCase(loop_.now_ms())) {
+    case Echo0x20::Verdict::kDrop:
+      return;  // a spoof attempt: the real reply may still come
+    case Echo0x20::Verdict::kFallBack:
+      server::RecordLimitHit(server::Limit::kUpstream0x20Fallback,
+                             "upstream " + upstream + " does not echo the 0x20 case");
+      break;
+    case Echo0x20::Verdict::kRetryPlain:
+      break;
+  }
+  // Probably a server that does not echo case: the same try again with the client's
+  // spelling (as a FORMERR to EDNS is retried without), on a fresh ID.
+  const bool is_current = attempt == job->current || job->current == nullptr;
+  CloseAttempt(attempt);
+  job->no_0x20[attempt->candidate] = true;
+  if (!is_current) return;
+  SendTry(job, attempt->candidate, Transport::kUdp, attempt->edns);
 }
 
 void Forwarder::OnTcpMessage(const loop::SocketAddress& peer, std::span<const uint8_t> message) {

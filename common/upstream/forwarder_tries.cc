@@ -107,7 +107,13 @@ void Forwarder::SendTry(Job* job, size_t candidate, Transport transport, EdnsMod
       while (it->second->waiting.count(attempt->id) != 0) attempt->id = random_.Next16();
     }
   }
-  if (!BuildQuery(job->request, attempt->id, edns, options_.edns_payload_bytes, &query_)) {
+  // 0x20 over UDP only (TCP cannot be spoofed off-path), for client queries (probes' names
+  // are checked elsewhere or have no letters).
+  attempt->sent_0x20 = transport == Transport::kUdp && job->kind == JobKind::kClient &&
+                       !job->no_0x20[candidate] && server->echo_0x20.Use(now);
+  if (attempt->sent_0x20) attempt->qname_0x20 = Randomize0x20(job->request.qname, random_);
+  if (!BuildQuery(job->request, attempt->id, edns, options_.edns_payload_bytes, &query_,
+                  attempt->sent_0x20 ? &attempt->qname_0x20 : nullptr)) {
     OnAttemptFailed(attempt, /*timeout=*/false, "query does not fit");
     return;
   }

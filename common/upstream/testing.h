@@ -2,7 +2,8 @@
 // the scripted fake of test/support/fake_dns_server.h, driven by a Behaviour: a normal
 // answer (A 192.0.2.<tag>, so a test can tell which upstream answered), silence, an error
 // rcode, a truncated UDP answer followed by the full answer over TCP, or a bad reply sent
-// before the good one (wrong ID, wrong question, from another port, garbage). Every reply
+// before the good one (wrong ID, wrong question or its case, from another port, garbage),
+// or the question lower-cased (a server that does not echo 0x20 case). Every reply
 // can be delayed.
 //
 // Thread: the loop's thread. Destroy it before closing the loop.
@@ -33,6 +34,8 @@ enum class Behaviour {
   kWrongQuestionFirst,
   kSpoofFirst,  // a forged answer (A 198.51.100.66) from another port, then the real one
   kGarbageFirst,
+  kWrongCaseFirst,  // our ID and question in flipped case (A 198.51.100.66), then the real one
+  kLowercased,      // answers with the question lower-cased: does not echo 0x20 case
 };
 
 using ReceivedQuery = kdns::testing::ReceivedQuery;
@@ -104,6 +107,12 @@ class FakeUpstream {
         break;
       case Behaviour::kGarbageFirst:
         script = t::GarbageFirst(answer);
+        break;
+      case Behaviour::kWrongCaseFirst:
+        script = t::WrongCaseFirst(answer);
+        break;
+      case Behaviour::kLowercased:
+        script = t::Lowercased(answer);
         break;
     }
     return delay_ms_ == 0 ? script : t::Delayed(delay_ms_, script);

@@ -6,9 +6,11 @@
 // Options::sockets, with a random ID unique among the queries waiting on that socket, and a
 // socket is retired (a new one on a new random port takes its slot) after
 // Options::queries_per_socket queries or Options::max_age_ms, whichever comes first. An
-// off-path attacker who cannot see our traffic must still guess port and ID (and question:
-// wire.h); one who learns a port (by making us ask its own server) can use it for at most
-// that many queries or that long. queries_per_socket = 1 is a fresh socket per query.
+// off-path attacker who cannot see our traffic must still guess port and ID (and question
+// and its random 0x20 case: wire.h, dns0x20.h); one who learns a port (through a side
+// channel: the ports stay open) can use it for at most that many queries or that long.
+// queries_per_socket = 1 is a fresh socket per query: it measured 2.5 times the CPU per
+// miss, so 0x20 on reused sockets was chosen instead (docs/design.md, §7 "Spoofing").
 //
 // Each socket is connect()ed to the server: the kernel drops datagrams from any other
 // address or port, and an ICMP "port unreachable" comes back as a receive error. A datagram

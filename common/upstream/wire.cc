@@ -20,6 +20,8 @@ const char* MatchName(Match match) {
       return "wrong id";
     case Match::kWrongQuestion:
       return "wrong question";
+    case Match::kWrongCase:
+      return "wrong 0x20 case";
   }
   return "?";
 }
@@ -36,7 +38,7 @@ Request Request::FromQuery(const dns::Query& query, Transport client_transport) 
 }
 
 bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns, uint16_t udp_payload_bytes,
-                std::vector<uint8_t>* out) {
+                std::vector<uint8_t>* out, const dns::Name* qname_0x20) {
   // Header, the longest name, type and class, and the OPT record.
   std::array<uint8_t, dns::kHeaderSize + dns::Name::kMaxWireLength + 4 + dns::kOptFixedSize> buffer;
   dns::MessageBuilder builder(buffer);
@@ -49,7 +51,8 @@ bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns, uint16_t udp
     view.dnssec_ok = request.dnssec_ok;
     if (builder.SetEdns(view) != dns::BuildError::kOk) return false;
   }
-  if (builder.AddQuestion(request.qname, request.qtype, request.qclass) != dns::BuildError::kOk) {
+  const dns::Name& qname = qname_0x20 != nullptr ? *qname_0x20 : request.qname;
+  if (builder.AddQuestion(qname, request.qtype, request.qclass) != dns::BuildError::kOk) {
     return false;
   }
   std::span<const uint8_t> packet = builder.Finish();
@@ -64,17 +67,27 @@ bool MayOmitQuestion(dns::Rcode rcode) {
          rcode == dns::Rcode::kNotImp || rcode == dns::Rcode::kRefused;
 }
 
+// The question's name, type and class against ours; the name ignoring case, then, with 0x20,
+// byte for byte.
+Match MatchQuestion(const dns::Name& name, dns::RrType type, dns::RrClass cls,
+                    const Request& request, const dns::Name* qname_0x20) {
+  if (type != request.qtype || cls != request.qclass || !(name == request.qname)) {
+    return Match::kWrongQuestion;
+  }
+  if (qname_0x20 != nullptr && !name.IdenticalTo(*qname_0x20)) return Match::kWrongCase;
+  return Match::kOk;
+}
+
 // ReplyDecode::kQuestion for a reply with one question: the query fast path's decoder walks
 // the same structure (it does not look at QR), with no record kept. Bytes after the last
 // record are tolerated, as by ParseMessage with TrailingData::kIgnore.
 Match MatchQuestionOnly(std::span<const uint8_t> reply, const Request& request,
-                        dns::Message* parsed, size_t* reply_end) {
+                        const dns::Name* qname_0x20, dns::Message* parsed, size_t* reply_end) {
   dns::Query decoded;
   if (dns::ParseQuery(reply, &decoded) != dns::ParseError::kOk) return Match::kMalformed;
-  if (decoded.qtype != request.qtype || decoded.qclass != request.qclass ||
-      !(decoded.qname == request.qname)) {
-    return Match::kWrongQuestion;
-  }
+  const Match match =
+      MatchQuestion(decoded.qname, decoded.qtype, decoded.qclass, request, qname_0x20);
+  if (match != Match::kOk) return match;
   parsed->header = decoded.header;
   // Reused capacity: the caller's Message keeps its one question's room between replies.
   parsed->questions.resize(1);
@@ -93,14 +106,15 @@ Match MatchQuestionOnly(std::span<const uint8_t> reply, const Request& request,
 }  // namespace
 
 Match MatchReply(std::span<const uint8_t> reply, uint16_t id, const Request& request,
-                 dns::Message* parsed, size_t* reply_end, ReplyDecode decode) {
+                 dns::Message* parsed, size_t* reply_end, ReplyDecode decode,
+                 const dns::Name* qname_0x20) {
   dns::Header header;
   if (dns::ParseHeader(reply, &header) != dns::ParseError::kOk) return Match::kMalformed;
   if (!header.qr || header.opcode != dns::Opcode::kQuery) return Match::kNotResponse;
   if (header.id != id) return Match::kWrongId;
   if (header.qdcount > 1) return Match::kWrongQuestion;
   if (decode == ReplyDecode::kQuestion && header.qdcount == 1) {
-    return MatchQuestionOnly(reply, request, parsed, reply_end);
+    return MatchQuestionOnly(reply, request, qname_0x20, parsed, reply_end);
   }
   // Bytes after the last record are tolerated, as some servers pad.
   if (dns::ParseMessage(reply, parsed, dns::TrailingData::kIgnore, reply_end) !=
@@ -111,11 +125,7 @@ Match MatchReply(std::span<const uint8_t> reply, uint16_t id, const Request& req
     return MayOmitQuestion(parsed->rcode()) ? Match::kOk : Match::kWrongQuestion;
   }
   const dns::Question& question = parsed->questions.front();
-  if (question.type != request.qtype || question.cls != request.qclass ||
-      !(question.name == request.qname)) {
-    return Match::kWrongQuestion;
-  }
-  return Match::kOk;
+  return MatchQuestion(question.name, question.type, question.cls, request, qname_0x20);
 }
 
 bool RewriteForClient(std::span<uint8_t> reply, uint16_t client_id, const dns::Name& client_qname) {

@@ -5,8 +5,9 @@
 // Matching (compare dnsdist's responseContentMatches): a reply is ours only if it comes
 // from the address and port we sent to (checked by the caller, which owns the socket), has
 // QR set, our 16-bit ID and a question equal to ours (name case-insensitively, type and
-// class). Everything else is dropped and counted, and the query keeps waiting: an off-path
-// attacker must guess port and ID and question, an honest but confused server cannot
+// class; with 0x20, dns0x20.h, the name byte for byte as sent). Everything else is dropped
+// and counted, and the query keeps waiting: an off-path attacker must guess port and ID and
+// question (and its case), an honest but confused server cannot
 // poison us with an answer to another query. One exception, as in dnsdist: a reply with no
 // question section is accepted when its rcode is FORMERR, SERVFAIL, NOTIMP or REFUSED,
 // because servers that cannot parse a query often drop the question; such a reply is
@@ -46,11 +47,13 @@ struct Request {
   static Request FromQuery(const dns::Query& query, Transport client_transport);
 };
 
-// Writes the upstream query: our ID, RD set, CD copied, the question as asked and, with
-// kWithEdns, an OPT record advertising `udp_payload_bytes` with the client's DO bit.
-// False only if the question does not fit (it always does for a parsed name).
+// Writes the upstream query: our ID, RD set, CD copied, the question as asked (or spelt as
+// `qname_0x20`, when given: the same name in random case) and, with kWithEdns, an OPT record
+// advertising `udp_payload_bytes` with the client's DO bit. False only if the question does
+// not fit (it always does for a parsed name).
 [[nodiscard]] bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns,
-                              uint16_t udp_payload_bytes, std::vector<uint8_t>* out);
+                              uint16_t udp_payload_bytes, std::vector<uint8_t>* out,
+                              const dns::Name* qname_0x20 = nullptr);
 
 enum class Match : uint8_t {
   kOk,
@@ -58,6 +61,7 @@ enum class Match : uint8_t {
   kNotResponse,    // QR clear or an opcode other than QUERY
   kWrongId,        // another query's ID: spoofed, or a late reply to an earlier try
   kWrongQuestion,  // our ID but another question, or no question with a NOERROR/NXDOMAIN
+  kWrongCase,      // our ID and question, but the name not spelt as sent (0x20, dns0x20.h)
 };
 const char* MatchName(Match match);
 
@@ -76,10 +80,13 @@ enum class ReplyDecode : uint8_t {
 
 // Checks `reply` against the query sent with `id` for `request`; fills *parsed on kOk (as
 // `decode` says), and *reply_end (when given) with the size of the message without the
-// bytes some servers leave after its last record (tolerated, never passed on).
+// bytes some servers leave after its last record (tolerated, never passed on). With
+// `qname_0x20` (the name as sent in random case), the question must spell it byte for byte:
+// the same name in another case is kWrongCase.
 [[nodiscard]] Match MatchReply(std::span<const uint8_t> reply, uint16_t id, const Request& request,
                                dns::Message* parsed, size_t* reply_end = nullptr,
-                               ReplyDecode decode = ReplyDecode::kWhole);
+                               ReplyDecode decode = ReplyDecode::kWhole,
+                               const dns::Name* qname_0x20 = nullptr);
 
 // Turns a reply into the answer for one client: writes the client's ID and, when the
 // reply's first question is written uncompressed with the same labels, the client's

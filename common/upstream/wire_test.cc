@@ -28,6 +28,14 @@ dns::Message Parse(const std::vector<uint8_t>& bytes) {
   return message;
 }
 
+TEST_CASE("With 0x20 the upstream query spells the name as given", "[upstream][0x20]") {
+  const Request request = MakeRequest("www.example.");
+  const dns::Name sent = N("wWW.eXample.");
+  std::vector<uint8_t> bytes;
+  REQUIRE(BuildQuery(request, 1, EdnsMode::kWithEdns, 1232, &bytes, &sent));
+  CHECK(Parse(bytes).questions[0].name.IdenticalTo(sent));
+}
+
 TEST_CASE("An upstream query carries our ID, RD, CD, the question as asked and EDNS 1232",
           "[upstream]") {
   Request request = MakeRequest("WwW.Example.");
@@ -71,6 +79,20 @@ TEST_CASE("A reply matches only with QR, our ID and our question", "[upstream]")
     size_t end = 0;
     CHECK(MatchReply(bytes, 77, request, &parsed, &end) == Match::kOk);
     CHECK(end == message_size);
+  }
+  SECTION("0x20: the name must be spelt as sent; another case is kWrongCase") {
+    const dns::Name sent = N("wWw.ExamPle.");
+    dns::Message echoed = query;
+    echoed.questions[0].name = sent;
+    const auto decode = GENERATE(ReplyDecode::kWhole, ReplyDecode::kQuestion);
+    CHECK(MatchReply(FakeUpstream::Answer(echoed, address), 77, request, &parsed, nullptr, decode,
+                     &sent) == Match::kOk);
+    CHECK(MatchReply(FakeUpstream::Answer(query, address), 77, request, &parsed, nullptr, decode,
+                     &sent) == Match::kWrongCase);
+    dns::Message other = query;
+    other.questions[0].name = N("wWw.other.");
+    CHECK(MatchReply(FakeUpstream::Answer(other, address), 77, request, &parsed, nullptr, decode,
+                     &sent) == Match::kWrongQuestion);
   }
   SECTION("another ID") {
     CHECK(MatchReply(FakeUpstream::Answer(query, address), 78, request, &parsed) ==

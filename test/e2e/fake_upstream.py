@@ -22,13 +22,18 @@ Kinds (params in brackets):
   spoofport  over UDP: first a poisoned reply with the right ID and question sent from
              another port of 127.0.0.1, then the answer
   spoofaddr  the same, sent from 127.0.0.2 (the right port number)
+  wrongcase  over UDP: first a poisoned reply with our ID and question, the name's letters
+             in flipped case (a spoof that guessed port and ID but not the 0x20 case), then
+             the answer
   slow       the answer after `delay` seconds [delay=2]
   hold       the answer once release(name) is called (or after `max_hold` s, default 20)
 Poisoned replies carry POISON_IP. A FakeUpstream made with loop_to=(host, port) relays
 every query, as is, to that server and its reply back (a forwarder that forwards to us).
 
 Every query received is logged (`queries`): name as received, type, transport, ID, EDNS
-and DO bit, source. Replies echo the question as received (its case too).
+and DO bit, source. Replies echo the question as received (its case too), unless the
+FakeUpstream was made with echo_case=False: then every reply's question is lower-cased, as
+a server that does not echo the 0x20 case writes it.
 """
 import os
 import socket
@@ -45,6 +50,12 @@ POISON_IP = "6.6.6.6"
 
 def rr(owner_wire, rtype, ttl, rdata, rclass=CLASS_IN):
     return owner_wire + struct.pack("!HHIH", rtype, rclass, ttl, len(rdata)) + rdata
+
+
+def zone_of(qname):
+    """The zone a name's SOA belongs to: its parent, in lower case, as a server writes its
+    zone's SOA from its own data (not in the case of the query, which may be random: 0x20)."""
+    return qname.split(".", 1)[1].lower() if "." in qname.rstrip(".") else "."
 
 
 def soa_rdata(zone, minimum):
@@ -75,8 +86,9 @@ def build_reply(query, rcode=NOERROR, answers=(), authority=(), tc=False, ident=
 
 class FakeUpstream:
     def __init__(self, answer_ip="192.0.2.1", loop_to=None, name="fake", default="answer",
-                 default_params=None):
+                 default_params=None, echo_case=True):
         self.answer_ip = answer_ip
+        self.echo_case = echo_case
         self.default = default
         self.default_params = default_params or {}
         self.loop_to = loop_to
@@ -174,7 +186,8 @@ class FakeUpstream:
             return rule
         first = qname.split(".", 1)[0].lower().split("-", 1)[0]
         known = ("answer", "silent", "servfail", "refused", "nxdomain", "nodata", "nxnosoa",
-                 "tc", "big", "wrongid", "wrongq", "spoofport", "spoofaddr", "slow", "hold")
+                 "tc", "big", "wrongid", "wrongq", "wrongcase", "spoofport", "spoofaddr", "slow",
+                 "hold")
         if first in known:
             return {"kind": first}
         return dict(self.default_params, kind=self.default)
@@ -192,12 +205,12 @@ class FakeUpstream:
             answers = []
         authority = []
         if not answers:
-            zone = qname.split(".", 1)[1] if "." in qname.rstrip(".") else "."
+            zone = zone_of(qname)
             authority = [rr(encode_name(zone), TYPES["SOA"], 300, soa_rdata(zone, 300))]
         return build_reply(query, answers=answers, authority=authority)
 
     def _negative(self, query, msg, rule, rcode, with_soa=True):
-        zone = msg["qname"].split(".", 1)[1] if "." in msg["qname"].rstrip(".") else "."
+        zone = zone_of(msg["qname"])
         authority = []
         if with_soa:
             authority = [rr(encode_name(zone), TYPES["SOA"], rule.get("soa_ttl", 3600),
@@ -232,6 +245,9 @@ class FakeUpstream:
             finally:
                 s.close()
             return
+        if not self.echo_case:
+            name_end = msg["question_end"] - 4  # the name, before its type and class
+            query = query[:12] + query[12:name_end].lower() + query[name_end:]
         rule = self._rule(msg["qname"])
         kind = rule["kind"]
         udp = transport == "udp"
@@ -261,6 +277,11 @@ class FakeUpstream:
         elif kind == "wrongq" and udp:
             victim = "victim." + msg["qname"].split(".", 1)[1]
             send(self._poison(query, msg, question=(victim, msg["qtype"], msg["qclass"])))
+            time.sleep(0.05)
+        elif kind == "wrongcase" and udp:
+            name_end = msg["question_end"] - 4
+            flipped = query[:12] + query[12:name_end].swapcase() + query[name_end:]
+            send(self._poison(flipped, msg))
             time.sleep(0.05)
         elif kind in ("spoofport", "spoofaddr") and udp:
             send(self._poison(query, msg),

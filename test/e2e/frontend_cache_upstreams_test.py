@@ -141,7 +141,8 @@ def test_forward_cap(env):
             p += expect(got, "NOERROR", ["192.0.2.1"], what="held query %d once released" % i)
             if proc is joined and [r.name for r in got.answer] != ["HOLD-1.CAP.TEST."]:
                 p.append("the coalesced answer does not echo its own case: %s" % got)
-        if any(q["name"] == "HOLD-1.CAP.TEST." for q in fake.received()):
+        # Names go upstream in random case (0x20): one query for the name, in any case.
+        if len(fake.received("hold-1.cap.test")) != 1:
             p.append("the coalesced query was sent upstream on its own")
         p += expect(fe.dig("third.cap.test"), "NOERROR", ["192.0.2.1"],
                     what="after the cap cleared")

@@ -7,7 +7,9 @@
 //     with the client's ID and exact question (name case included), QR set, and within the
 //     client's size limit (TC with no records when it does not fit);
 //   - no other name, type or class ever hits the entry;
-//   - kubedns's answer parses, has the client's ID and question and fits the limit.
+//   - kubedns's answer parses, has the client's ID and question and fits the limit;
+//   - the 0x20 restore of the client's spelling leaves a reply that parsed parsing, to the
+//     same names.
 // Input: byte 0 picks the question type, the client's EDNS and DO bits and transport, and
 // whether the reply's ID is forced to ours (so the fuzzer need not guess 16 bits); the rest
 // is the upstream's reply.
@@ -21,6 +23,7 @@
 #include "common/dns/message.h"
 #include "common/dns/parser.h"
 #include "common/server/forward_reply.h"
+#include "common/upstream/dns0x20.h"
 #include "common/upstream/wire.h"
 #include "frontend-cache/cache.h"
 #include "frontend-cache/cached_response.h"
@@ -102,6 +105,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool tcp = (control & 0x10) != 0;
   const size_t limit = tcp ? kdns::dns::kMaxMessageSize
                            : (client.query.edns ? 1232 : kdns::dns::kMaxUdpSizeWithoutEdns);
+
+  // 0x20 (common/upstream/dns0x20.h): putting the client's spelling back over a reply changes
+  // the case of letters only, so a reply that parsed still parses, to the same names.
+  {
+    static const kdns::dns::Name sent = *kdns::dns::Name::FromText("wWW.ExamPLE.com.");
+    std::vector<uint8_t> restored = reply;
+    kdns::upstream::Restore0x20(restored, sent, client.query.qname);
+    kdns::dns::Message before;
+    kdns::dns::Message after;
+    if (kdns::dns::ParseMessage(reply, &before, kdns::dns::TrailingData::kIgnore) ==
+        kdns::dns::ParseError::kOk) {
+      Check(kdns::dns::ParseMessage(restored, &after, kdns::dns::TrailingData::kIgnore) ==
+            kdns::dns::ParseError::kOk);
+      Check(after.questions.size() == before.questions.size());
+      for (size_t i = 0; i < before.questions.size(); ++i) {
+        Check(after.questions[i].name == before.questions[i].name);
+      }
+      Check(after.answers.size() == before.answers.size());
+      for (size_t i = 0; i < before.answers.size(); ++i) {
+        Check(after.answers[i].owner == before.answers[i].owner);
+      }
+    }
+  }
 
   // What the Forwarder does with the bytes.
   const auto request = kdns::upstream::Request::FromQuery(

@@ -142,6 +142,33 @@ Script ForgedFirst(Script script) {
   };
 }
 
+Script WrongCaseFirst(Script script) {
+  return [script = std::move(script)](const ReceivedQuery& query) -> Replies {
+    if (!query.parsed || query.message.questions.empty()) return script(query);
+    const dns::Name& name = query.message.questions.front().name;
+    dns::Name flipped;
+    for (size_t i = 0; i < name.label_count(); ++i) {
+      std::string label(name.label(i));
+      for (char& c : label) {
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) c = static_cast<char>(c ^ 0x20);
+      }
+      CHECK(flipped.AppendLabel(label));
+    }
+    dns::Message other = query.message;
+    other.questions.front().name = flipped;
+    return Concat({AnswerBytes(other, A("198.51.100.66"))}, script(query));
+  };
+}
+
+Script Lowercased(Script script) {
+  return [script = std::move(script)](const ReceivedQuery& query) -> Replies {
+    if (!query.parsed || query.message.questions.empty()) return script(query);
+    ReceivedQuery lowered = query;
+    lowered.message.questions.front().name = query.message.questions.front().name.Lowercased();
+    return script(lowered);
+  };
+}
+
 Script GarbageFirst(Script script) {
   return [script = std::move(script)](const ReceivedQuery& query) -> Replies {
     if (!query.parsed) return script(query);

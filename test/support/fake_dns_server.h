@@ -83,6 +83,10 @@ Script WrongIdFirst(Script script);
 Script WrongQuestionFirst(Script script);  // question wrong.example.
 Script ForgedFirst(Script script);         // the right reply, from another port
 Script GarbageFirst(Script script);        // our ID and QR, a question that runs off the end
+// Our ID and question with every letter's case flipped (a spoof that missed the 0x20 case).
+Script WrongCaseFirst(Script script);
+// `script` answers the question lower-cased: a server that does not echo 0x20 case.
+Script Lowercased(Script script);
 
 class FakeDnsServer {
  public:

@@ -93,6 +93,19 @@ TEST_CASE("The fake DNS server's scripts", "[fake_dns_server]") {
     CHECK(Parse(udp.Receive()).questions[0].name == dns::testing::N("wrong.example."));
     CHECK(Parse(udp.Receive()).questions[0].name == dns::testing::N("a.example."));
   }
+  SECTION("the question in flipped case, then the answer (0x20)") {
+    server.set_script(WrongCaseFirst(AnswerA(A("192.0.2.1"))));
+    REQUIRE(udp.Send(Query("wWw.Example.")));
+    CHECK(Parse(udp.Receive()).questions[0].name.IdenticalTo(dns::testing::N("WwW.eXAMPLE.")));
+    CHECK(Parse(udp.Receive()).questions[0].name.IdenticalTo(dns::testing::N("wWw.Example.")));
+  }
+  SECTION("the question lower-cased (does not echo 0x20)") {
+    server.set_script(Lowercased(AnswerA(A("192.0.2.1"))));
+    REQUIRE(udp.Send(Query("wWw.Example.")));
+    const dns::Message reply = Parse(udp.Receive());
+    CHECK(reply.questions[0].name.IdenticalTo(dns::testing::N("www.example.")));
+    CHECK(reply.answers.size() == 1);
+  }
   SECTION("silence, and garbage counted apart") {
     REQUIRE(udp.Send(Query("a.example.", 1)));
     REQUIRE(udp.Send(std::vector<uint8_t>{1, 2, 3}));
