@@ -53,6 +53,7 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
   budgets.max_in_flight = options_.flags.dns_forward_max;
   budgets.max_per_route = options_.flags.forward_max_per_route;
   budgets.max_per_upstream = options_.flags.forward_max_per_upstream;
+  budgets.client_reserve_percent = options_.flags.forward_client_reserve;
   options_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>(budgets);
   if (options_.flags.strict_order) {
     options_.forwarder.server_order = upstream::ServerOrder::kConfigured;

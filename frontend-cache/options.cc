@@ -211,6 +211,9 @@ const std::vector<OptionSpec>& Specs() {
        Uint(&Options::forward_max_per_route, 0, 1'000'000, "forward-max-per-route")},
       {"forward-max-per-upstream", 0, true,
        Uint(&Options::forward_max_per_upstream, 0, 1'000'000, "forward-max-per-upstream")},
+      {"forward-client-reserve", 0, true,
+       Uint(&Options::forward_client_reserve, 0, upstream::ForwardBudgets::kMaxClientReservePercent,
+            "forward-client-reserve")},
       // DNS over TCP limits.
       {"tcp-idle-timeout", 0, true,
        DurationMs(In(&Options::tcp, &server::TcpOptions::idle_timeout_ms), "tcp-idle-timeout",

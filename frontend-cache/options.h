@@ -17,6 +17,7 @@
 #include "common/server/loop_server.h"
 #include "common/server/query_log.h"
 #include "common/server/rate_limits.h"
+#include "common/upstream/forward_budgets.h"
 #include "common/upstream/upstream_address.h"
 #include "frontend-cache/cache.h"
 
@@ -132,6 +133,9 @@ struct Options {
   // quarter of it.
   uint32_t forward_max_per_route = 0;     // --forward-max-per-route
   uint32_t forward_max_per_upstream = 0;  // --forward-max-per-upstream
+  // --forward-client-reserve: the percent of each route and upstream budget kept for
+  // clients holding less than the average (each client's fair share); 0: off.
+  uint32_t forward_client_reserve = upstream::ForwardBudgets::kDefaultClientReservePercent;
   // DNS over TCP limits (docs/operators.md, "Limits"); defaults are server::TcpOptions':
   //   --tcp-idle-timeout, --tcp-frame-timeout            Go duration or seconds; 0: none
   //   --tcp-max-connections, --tcp-max-connections-per-source

@@ -101,6 +101,11 @@ DEFINE_int32(forward_max_per_route, 0,
 DEFINE_int32(forward_max_per_upstream, 0,
              "Distinct upstream queries in flight to one upstream server; 0: a quarter of "
              "--forward-max.");
+DEFINE_int32(forward_client_reserve,
+             static_cast<int32_t>(kdns::upstream::ForwardBudgets::kDefaultClientReservePercent),
+             "Percent (0-50) of each route's and upstream's budget kept for the clients holding "
+             "less than the average of it, so that one client's queries to a slow domain "
+             "cannot take a whole route; 0: off.");
 // DNS over TCP limits (docs/operators.md, "Limits").
 DEFINE_string(tcp_idle_timeout, "10s",
               "A DNS/TCP connection with no query outstanding is closed this long after its "
@@ -205,6 +210,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.forward_max = FLAGS_forward_max;
   flags.forward_max_per_route = FLAGS_forward_max_per_route;
   flags.forward_max_per_upstream = FLAGS_forward_max_per_upstream;
+  flags.forward_client_reserve = FLAGS_forward_client_reserve;
   flags.tcp_idle_timeout = FLAGS_tcp_idle_timeout;
   flags.tcp_frame_timeout = FLAGS_tcp_frame_timeout;
   flags.tcp_max_connections = FLAGS_tcp_max_connections;

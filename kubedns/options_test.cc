@@ -49,6 +49,7 @@ TEST_CASE("kubedns's default flags build kube-dns's defaults", "[kubedns][option
   CHECK(server.forwarder.budgets->process().max() == 4096);
   CHECK(server.forwarder.budgets->max_per_route() == 1024);
   CHECK(server.forwarder.budgets->max_per_upstream() == 1024);
+  CHECK(server.forwarder.budgets->client_reserve_percent() == 10);
   CHECK(server.nameservers.empty());
   CHECK_FALSE(server.api_config.has_value());  // the objects file is the source
   CHECK(options.initial_sync_timeout_ms == 60'000);
@@ -67,6 +68,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   flags.forward_max = 7;
   flags.forward_max_per_route = 3;
   flags.forward_max_per_upstream = 2;
+  flags.forward_client_reserve = 25;
   flags.lameduck = "2s";
   flags.cache_dump_address = "127.0.0.1:10057";
   flags.receiver_threads = "off";
@@ -84,6 +86,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   CHECK(options.server.forwarder.budgets->process().max() == 7);
   CHECK(options.server.forwarder.budgets->max_per_route() == 3);
   CHECK(options.server.forwarder.budgets->max_per_upstream() == 2);
+  CHECK(options.server.forwarder.budgets->client_reserve_percent() == 25);
   CHECK(options.lameduck_ms == 2000);
   CHECK_FALSE(options.server.receiver_threads);
   REQUIRE(options.server.cache_dump_address.has_value());
@@ -175,6 +178,14 @@ TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
     expected =
         "--forward-max-per-upstream: must be between 0 (a quarter of --forward-max) and "
         "--forward-max (4096)";
+  }
+  SECTION("forward client reserve over half") {
+    flags.forward_client_reserve = 51;
+    expected = "--forward-client-reserve: must be a percent between 0 (off) and 50";
+  }
+  SECTION("forward client reserve negative") {
+    flags.forward_client_reserve = -1;
+    expected = "--forward-client-reserve: must be a percent between 0 (off) and 50";
   }
   SECTION("lameduck") {
     flags.lameduck = "soon";

@@ -33,6 +33,8 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "waiting_queries",
     "waiters_per_query",
     "forward_in_flight",
+    "route_client_share",
+    "upstream_client_share",
     "cache_entry_too_large",
     "cache_bytes",
     "loop_probe_rejected",

@@ -45,6 +45,10 @@ enum class Limit : uint8_t {
   kWaitingQueries,    // the process-wide budget of queries waiting for an upstream
   kWaitersPerQuery,   // waiters coalesced on one upstream query
   kForwardInFlight,   // the process-wide ceiling on queries in flight (--dns-forward-max)
+  // Forwarding, each client's fair share: a route's or an upstream's reserve refused to a
+  // client holding at least the average client's slots
+  kRouteClientShare,
+  kUpstreamClientShare,
   // Cache
   kCacheEntryTooLarge,  // an answer over the per-entry cap: not cached
   kCacheBytes,          // the byte budget: an entry evicted to make room

@@ -61,8 +61,10 @@ struct Forwarder::Job {
   std::vector<uint32_t> tries;  // per candidate
   std::vector<bool> done;       // per candidate: replied with an error, or refused us
   std::vector<bool> no_edns;    // per candidate: FORMERR to EDNS seen
-  // Client jobs: the slots held until the job ends (forward_budgets.h). Per candidate: the
+  // Client jobs: the slots held until the job ends (forward_budgets.h), for `client` (the
+  // client that started the job; coalesced waiters take no slot). Per candidate: the
   // server's, taken at the first try to it.
+  ClientTag client = kNoClient;
   BudgetHold route_hold;
   BudgetHold process_hold;
   std::vector<BudgetHold> upstream_holds;

@@ -1,9 +1,9 @@
 // The fake upstream DNS server of the upstream client's tests (header-only, test code only):
 // the scripted fake of test/support/fake_dns_server.h, driven by a Behaviour: a normal
-// answer (A 192.0.2.<tag>, so a test can tell which upstream answered), silence, an error
-// rcode, a truncated UDP answer followed by the full answer over TCP, or a bad reply sent
-// before the good one (wrong ID, wrong question, from another port, garbage). Every reply
-// can be delayed.
+// answer (A 192.0.2.<tag>, so a test can tell which upstream answered), silence (to every
+// name, or to a slow domain's only), an error rcode, a truncated UDP answer followed by the
+// full answer over TCP, or a bad reply sent before the good one (wrong ID, wrong question,
+// from another port, garbage). Every reply can be delayed.
 //
 // Thread: the loop's thread. Destroy it before closing the loop.
 #pragma once
@@ -33,6 +33,7 @@ enum class Behaviour {
   kWrongQuestionFirst,
   kSpoofFirst,  // a forged answer (A 198.51.100.66) from another port, then the real one
   kGarbageFirst,
+  kSilentUnderSlow,  // never answers names under slow.example. (a slow domain), answers others
 };
 
 using ReceivedQuery = kdns::testing::ReceivedQuery;
@@ -104,6 +105,14 @@ class FakeUpstream {
         break;
       case Behaviour::kGarbageFirst:
         script = t::GarbageFirst(answer);
+        break;
+      case Behaviour::kSilentUnderSlow:
+        script = [answer, silent = t::Silent()](const ReceivedQuery& query) {
+          static const dns::Name kSlow = *dns::Name::FromText("slow.example.");
+          const bool slow = query.parsed && !query.message.questions.empty() &&
+                            query.message.questions[0].name.IsSubdomainOf(kSlow);
+          return slow ? silent(query) : answer(query);
+        };
         break;
     }
     return delay_ms_ == 0 ? script : t::Delayed(delay_ms_, script);

@@ -24,7 +24,8 @@ const char* MatchName(Match match) {
   return "?";
 }
 
-Request Request::FromQuery(const dns::Query& query, Transport client_transport) {
+Request Request::FromQuery(const dns::Query& query, Transport client_transport,
+                           const loop::SocketAddress& client) {
   Request request;
   request.qname = query.qname;
   request.qtype = query.qtype;
@@ -32,6 +33,7 @@ Request Request::FromQuery(const dns::Query& query, Transport client_transport) 
   request.dnssec_ok = query.edns && query.edns->dnssec_ok;
   request.checking_disabled = query.header.cd;
   request.client_transport = client_transport;
+  request.client = client;
   return request;
 }
 
