@@ -405,7 +405,8 @@ void FrontendServer::RegisterMetrics() {
   registry_.AddCallbackCounter(
       "kdns_frontend_forward_rejected_total",
       "Queries not forwarded because a forwarding budget was full (--dns-forward-max, "
-      "--forward-max-per-route, --forward-max-per-upstream): answered stale or SERVFAIL.",
+      "--forward-max-per-route, --forward-max-per-upstream) or the client held its share "
+      "(--forward-client-reserve): answered stale or SERVFAIL.",
       forward(&ForwardTotals::overloaded));
   registry_.AddCallbackCounter("kdns_frontend_forward_failovers_total",
                                "Tries sent to another upstream after a failure.",
