@@ -17,6 +17,8 @@ namespace {
 
 constexpr size_t kLimits = static_cast<size_t>(Limit::kCount);
 
+// One name a line, in Limit's order (clang-format would pack them into columns).
+// clang-format off
 constexpr std::array<std::string_view, kLimits> kNames = {
     "http_connections",
     "http_connections_per_source",
@@ -43,6 +45,7 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "shed_receive_backlog",
     "shed_waiting_queries",
 };
+// clang-format on
 
 // One limit's count and log state. The count is sharded per thread (metrics::Counter): a
 // flood against a limit is counted on every DNS thread at once, one hit per datagram, and a
