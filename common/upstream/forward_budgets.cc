@@ -33,10 +33,18 @@ ClientTag ClientTagOf(const loop::SocketAddress& client) {
     const auto* in = reinterpret_cast<const sockaddr_in*>(client.sockaddr_ptr());
     high = uint64_t{4} << 32 | in->sin_addr.s_addr;
   } else if (client.is_v6()) {
-    // The /64: a host is given one (SLAAC, and a pod's range), and picks within it at will.
     const auto* in6 = reinterpret_cast<const sockaddr_in6*>(client.sockaddr_ptr());
-    std::memcpy(&low, &in6->sin6_addr, sizeof(low));
-    high = uint64_t{6} << 32;
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+      // An IPv4 client on a dual-stack socket (one inherited without IPV6_V6ONLY): the same
+      // client as over IPv4, and not one /64 with every other IPv4 client.
+      uint32_t v4 = 0;
+      std::memcpy(&v4, reinterpret_cast<const uint8_t*>(&in6->sin6_addr) + 12, sizeof(v4));
+      high = uint64_t{4} << 32 | v4;
+    } else {
+      // The /64: a host is given one (SLAAC, and a pod's range), and picks within it at will.
+      std::memcpy(&low, &in6->sin6_addr, sizeof(low));
+      high = uint64_t{6} << 32;
+    }
   } else {
     return kNoClient;
   }

@@ -58,8 +58,9 @@ namespace kdns::upstream {
 class BudgetHold;
 
 // Who a slot is taken for, in the budgets' per-client counts: a hash of the client's address
-// (an IPv6 client's /64, what one host is given; never the port), or kNoClient for our own
-// queries (prefetches, probes), which take slots but have no share to keep.
+// (an IPv6 client's /64, what one host is given; an IPv4-mapped one's IPv4 address; never the
+// port), or kNoClient for our own queries (prefetches, probes), which take slots but have no
+// share to keep.
 using ClientTag = uint64_t;
 inline constexpr ClientTag kNoClient = 0;
 // The tag of `client`; kNoClient for an address that is neither IPv4 nor IPv6. Hashed with a

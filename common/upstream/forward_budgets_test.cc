@@ -84,6 +84,9 @@ TEST_CASE("A client's tag is its address, not its port; an IPv6 client's is its 
   CHECK(Client("10.0.0.1") != Client("10.0.0.2"));
   CHECK(Client("fd00::1") == Client("fd00::ffff:1"));
   CHECK(Client("fd00::1") != Client("fd00:0:0:1::1"));
+  // An IPv4 client seen on a dual-stack IPv6 socket is that IPv4 client.
+  CHECK(Client("::ffff:10.0.0.1") == Client("10.0.0.1"));
+  CHECK(Client("::ffff:10.0.0.1") != Client("::ffff:10.0.0.2"));
   CHECK(Client("10.0.0.1") != kNoClient);
   CHECK(ClientTagOf(loop::SocketAddress()) == kNoClient);
 }
