@@ -54,16 +54,20 @@ ClientTag ClientTagOf(const loop::SocketAddress& client) {
 
 void ClientShares::Add(ClientTag client) {
   if (first_[First(client)].fetch_add(1, std::memory_order_relaxed) == 0) {
-    holders_.fetch_add(1, std::memory_order_relaxed);
+    first_in_use_.fetch_add(1, std::memory_order_relaxed);
   }
-  second_[Second(client)].fetch_add(1, std::memory_order_relaxed);
+  if (second_[Second(client)].fetch_add(1, std::memory_order_relaxed) == 0) {
+    second_in_use_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void ClientShares::Remove(ClientTag client) {
   if (first_[First(client)].fetch_sub(1, std::memory_order_relaxed) == 1) {
-    holders_.fetch_sub(1, std::memory_order_relaxed);
+    first_in_use_.fetch_sub(1, std::memory_order_relaxed);
   }
-  second_[Second(client)].fetch_sub(1, std::memory_order_relaxed);
+  if (second_[Second(client)].fetch_sub(1, std::memory_order_relaxed) == 1) {
+    second_in_use_.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 size_t ClientShares::HeldBy(ClientTag client) const {
@@ -72,7 +76,10 @@ size_t ClientShares::HeldBy(ClientTag client) const {
 }
 
 size_t ClientShares::holders() const {
-  return static_cast<size_t>(std::max<int64_t>(1, holders_.load(std::memory_order_relaxed)));
+  // Two of 40 clients share a counter of a row more often than not; the larger count of the
+  // two rows is short only when both rows have a shared counter.
+  return static_cast<size_t>(std::max<int64_t>({1, first_in_use_.load(std::memory_order_relaxed),
+                                                second_in_use_.load(std::memory_order_relaxed)}));
 }
 
 InFlightBudget::InFlightBudget(size_t max, size_t reserve_slots)

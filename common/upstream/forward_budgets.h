@@ -90,8 +90,8 @@ class ClientShares {
   void Add(ClientTag client);
   void Remove(ClientTag client);
   size_t HeldBy(ClientTag client) const;
-  // The counters of the first row in use: the clients holding slots (those that share a
-  // counter count once). At least 1.
+  // The clients holding slots: the counters in use of the row that has more (clients that
+  // share a counter in both rows count once). At least 1.
   size_t holders() const;
 
  private:
@@ -100,8 +100,10 @@ class ClientShares {
 
   std::array<std::atomic<uint32_t>, kCounters> first_{};
   std::array<std::atomic<uint32_t>, kCounters> second_{};
-  // Signed: an Add and a Remove of one counter on two threads may move it out of order.
-  std::atomic<int64_t> holders_{0};
+  // The counters in use in each row. Signed: an Add and a Remove of one counter on two
+  // threads may move it out of order.
+  std::atomic<int64_t> first_in_use_{0};
+  std::atomic<int64_t> second_in_use_{0};
 };
 
 // One in-flight budget: a count of slots taken and its maximum, and (with a reserve) what

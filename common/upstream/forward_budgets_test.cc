@@ -183,7 +183,8 @@ TEST_CASE("Many clients share the reserve as water fills: the heavy stop, the li
   }
   CHECK(light_slots == 20);  // the whole reserve, and none of it to the floods
   CHECK(budget.full());
-  for (ClientTag flood : floods) CHECK(budget.HeldBy(flood) == 20);
+  // Never less (a light client sharing both of a flood's counters by chance adds to it).
+  for (ClientTag flood : floods) CHECK(budget.HeldBy(flood) >= 20);
   held.clear();
   CHECK(budget.in_flight() == 0);
   for (ClientTag flood : floods) CHECK(budget.HeldBy(flood) == 0);
