@@ -30,9 +30,9 @@
 // pod asking for names a slow domain never answers, at a rate no rate limit minds (each
 // such query holds its slot for the whole time budget), fills at most the part before the
 // reserve, and every other client's misses on that route still find a slot; a client with
-// nothing in flight always gets one while any is free. A route's only client (kubedns
-// behind frontend-cache, which does not say who asked) gets all but the reserve. The
-// process ceiling has no shares: it is what the route budgets divide.
+// nothing in flight always gets one while any is free. A route's only client (kubedns's,
+// when the frontend-cache in front of it does not pass the pod's address on) gets all but
+// the reserve. The process ceiling has no shares: it is what the route budgets divide.
 //
 // Budgets are created on first use and never removed (routes and upstreams come from the
 // configuration, so they are few), so references stay valid for the object's lifetime.
@@ -90,8 +90,8 @@ class ClientShares {
   void Add(ClientTag client);
   void Remove(ClientTag client);
   size_t HeldBy(ClientTag client) const;
-  // The clients holding slots: the counters in use of the row that has more (clients that
-  // share a counter in both rows count once). At least 1.
+  // The clients holding slots: the counters in use of the row that has more (short only
+  // when both rows have a counter shared by two clients). At least 1.
   size_t holders() const;
 
  private:
