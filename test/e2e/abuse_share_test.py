@@ -13,7 +13,9 @@ a time, through the same route: at least 99% must be answered with the upstream'
 
 The same runs against frontend-cache and kubedns (the names forwarded to --nameservers),
 each with a forwarding ceiling of FORWARD_MAX (a route's budget is a quarter of it), a flag
-older binaries knew too, so KDNS_BIN=/work/before-build/bin shows the victim failing there.
+older binaries knew too, so KDNS_BIN=/work/before-build/bin shows the victim failing there;
+and against frontend-cache with three attackers (127.0.0.2-4) at once, each stopped at the
+average client's share.
 
 Closes with `N passed, M failed`. KDNS_ONLY=substring runs the matching tests only;
 KDNS_KEEP_TMP=1 keeps the temporary directory (logs) after a failure.
@@ -32,7 +34,7 @@ import fake_upstream as fu  # noqa: E402
 import harness  # noqa: E402
 import servers  # noqa: E402
 
-ATTACKER = "127.0.0.2"
+ATTACKERS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
 FORWARD_MAX = 256  # a route's budget: 64 slots, its reserve (a tenth) 6
 ROUTE_BUDGET = FORWARD_MAX // 4
 FLOOD_QPS = 200
@@ -47,12 +49,12 @@ FULL_HITS = ['kdns_limit_hits_total{limit="route_in_flight"}',
 
 
 class Flood:
-    """Random names under `domain` sent to 127.0.0.1:port from ATTACKER at FLOOD_QPS on a
+    """Random names under `domain` sent to 127.0.0.1:port from `attacker` at FLOOD_QPS on a
     thread, replies ignored, until stop() or FLOOD_MAX_S."""
 
-    def __init__(self, port, domain):
+    def __init__(self, port, domain, attacker):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind((ATTACKER, 0))
+        self.sock.bind((attacker, 0))
         self.port, self.domain = port, domain
         self.sent = 0
         self.stopping = threading.Event()
@@ -80,18 +82,21 @@ class Flood:
         self.sock.close()
 
 
-def attack(server, in_flight_gauge, owned):
-    """Floods `server` (a servers.FrontendCache or Kubedns) until the attacker is refused
-    its share, then asks the victim's names. Returns the problems."""
-    flood = Flood(server.port, "slow.test")
-    owned.append(flood)
+def attack(server, in_flight_gauge, owned, attackers=1):
+    """Floods `server` (a servers.FrontendCache or Kubedns) from `attackers` addresses until
+    they are refused their share, then asks the victim's names. Returns the problems."""
+    floods = [Flood(server.port, "slow.test", address) for address in ATTACKERS[:attackers]]
+    owned.extend(floods)
+
+    def sent():
+        return sum(flood.sent for flood in floods)
     # The attack landed: the route is past its reserve and the attacker is refused (or,
     # in binaries without shares, the route is full).
     if not harness.wait_until(
             lambda: sum(server.metric(series) for series in [SHARE_HITS] + FULL_HITS) > 0,
             timeout=10):
         return ["the flood (%d queries sent) never filled the route: %s = %s, %s = %s" % (
-            flood.sent, SHARE_HITS, server.metric(SHARE_HITS), in_flight_gauge,
+            sent(), SHARE_HITS, server.metric(SHARE_HITS), in_flight_gauge,
             server.metric(in_flight_gauge))]
     in_flight = server.metric(in_flight_gauge)
     hits_before = server.metric(SHARE_HITS)
@@ -104,11 +109,13 @@ def attack(server, in_flight_gauge, owned):
             bad.append("%s: %s %s" % (name, rcode, records))
         time.sleep(VICTIM_GAP_S)
     hits_during = server.metric(SHARE_HITS) - hits_before
-    flood.stop()
+    for flood in floods:
+        flood.stop()
     answered = VICTIM_QUERIES - len(bad)
-    print("    victim: %d/%d answered while the flood (%d queries) held %d of the route's %d "
-          "slots; %d flood queries refused their share meanwhile" % (
-              answered, VICTIM_QUERIES, flood.sent, in_flight, ROUTE_BUDGET, hits_during))
+    print("    victim: %d/%d answered while the flood (%d queries from %d attackers) held %d of "
+          "the route's %d slots; %d flood queries refused their share meanwhile" % (
+              answered, VICTIM_QUERIES, sent(), len(floods), in_flight, ROUTE_BUDGET,
+              hits_during))
     problems = []
     if in_flight < ROUTE_BUDGET // 2:
         problems.append("the flood held only %d slots of %d" % (in_flight, ROUTE_BUDGET))
@@ -136,6 +143,15 @@ def test_frontend_cache_slow_domain_leaves_the_route_to_others(env):
     return attack(fc, "kdns_frontend_forward_in_flight", owned)
 
 
+def test_frontend_cache_three_slow_floods_leave_the_reserve_to_others(env):
+    workdir, owned = env["workdir"], env["owned"]
+    resolver = slow_resolver(owned)
+    fc = servers.FrontendCache(workdir, "frontend-cache", "--server=" + resolver.address,
+                               "--dns-forward-max=%d" % FORWARD_MAX)
+    owned.append(fc)
+    return attack(fc, "kdns_frontend_forward_in_flight", owned, attackers=3)
+
+
 OBJECTS = {
     "apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Service",
@@ -158,6 +174,7 @@ def test_kubedns_slow_domain_leaves_the_route_to_others(env):
 
 
 TESTS = [test_frontend_cache_slow_domain_leaves_the_route_to_others,
+         test_frontend_cache_three_slow_floods_leave_the_reserve_to_others,
          test_kubedns_slow_domain_leaves_the_route_to_others]
 
 
