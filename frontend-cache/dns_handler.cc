@@ -197,12 +197,13 @@ void DnsHandler::HandleQuery(server::Request& request) {
     return;
   }
   // A miss: the right to answer is kept until the upstream's answer, within the budget.
+  const loop::SocketAddress client = request.peer();  // before Add takes the Responder
   const uint64_t id = waiting_.Add(request, Forwarded{routing->generation, start});
   if (id == 0) {
     return ReplyStaleOrFail(request, query, key, limit, upstream::Outcome::kOverloaded,
                             upstream::FailReason::kNone, start);
   }
-  forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport), upstreams,
+  forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport, client), upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
 }
 
@@ -270,7 +271,8 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
 void DnsHandler::Prefetch(const dns::Query& query, const CacheKey& key,
                           const upstream::UpstreamSet& upstreams, uint64_t routing_generation) {
   forwarder_.Resolve(
-      upstream::Request::FromQuery(query, dns::Transport::kUdp), upstreams,
+      // Ours, not the client's: a refresh of a name in use has no client share to keep.
+      upstream::Request::FromQuery(query, dns::Transport::kUdp, loop::SocketAddress()), upstreams,
       [this, key, routing_generation](const upstream::Result& result) {
         if (result.outcome == upstream::Outcome::kAnswer && Cacheable(routing_generation)) {
           (void)shared_.cache.Insert(key, Filtered(result.reply));

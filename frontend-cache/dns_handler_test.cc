@@ -224,6 +224,31 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "a client holding its share of the route's reserve is answered at once: stale if cached, "
+    "else SERVFAIL",
+    "[frontend][handler][client_share]") {
+  // A route of 10 slots keeps its last one for clients holding less than the average.
+  OneWaiting w(Harness::Setup{.forward_max = 10});
+  upstream::InFlightBudget& route =
+      w.h.shared.forwarder.budgets->Route(upstream::UpstreamSet{w.upstream->address()});
+  const upstream::ClientTag client =
+      upstream::ClientTagOf(*loop::SocketAddress::Parse("127.0.0.1:1"));
+  for (int i = 0; i < 8; ++i) {
+    REQUIRE(w.holder.Send(Query(("hold" + std::to_string(i) + ".test.").c_str())));
+  }
+  REQUIRE(RunUntil(w.h.loop, [&] { return route.HeldBy(client) == 9; }));
+  const uint64_t hits_before = server::LimitHits(server::Limit::kRouteClientShare);
+  dns::Message stale = w.h.Ask(Query("cached.test."));  // from 127.0.0.1 too
+  CHECK(stale.rcode() == dns::Rcode::kNoError);
+  REQUIRE(stale.answers.size() == 1);
+  CHECK(stale.answers[0].ttl_s == 30);
+  CHECK(w.h.Ask(Query("never-seen.test.")).rcode() == dns::Rcode::kServFail);
+  CHECK(w.h.Metric("kdns_frontend_servfail_total{reason=\"overloaded\"} 1"));
+  CHECK(server::LimitHits(server::Limit::kRouteClientShare) == hits_before + 2);
+  CHECK(route.in_flight() == 9);  // the last slot is still free for another client
+}
+
+TEST_CASE(
     "over the budget of waiting queries a miss is answered at once: stale if cached, "
     "else SERVFAIL",
     "[frontend][handler][waiting]") {

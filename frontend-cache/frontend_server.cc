@@ -54,6 +54,7 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
   budgets.max_in_flight = options_.flags.dns_forward_max;
   budgets.max_per_route = options_.flags.forward_max_per_route;
   budgets.max_per_upstream = options_.flags.forward_max_per_upstream;
+  budgets.client_reserve_percent = options_.flags.forward_client_reserve;
   options_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>(budgets);
   if (options_.flags.strict_order) {
     options_.forwarder.server_order = upstream::ServerOrder::kConfigured;
@@ -419,7 +420,8 @@ void FrontendServer::RegisterMetrics() {
   registry_.AddCallbackCounter(
       "kdns_frontend_forward_rejected_total",
       "Queries not forwarded because a forwarding budget was full (--dns-forward-max, "
-      "--forward-max-per-route, --forward-max-per-upstream): answered stale or SERVFAIL.",
+      "--forward-max-per-route, --forward-max-per-upstream) or the client held its share "
+      "(--forward-client-reserve): answered stale or SERVFAIL.",
       forward(&ForwardTotals::overloaded));
   registry_.AddCallbackCounter("kdns_frontend_forward_failovers_total",
                                "Tries sent to another upstream after a failure.",

@@ -223,6 +223,9 @@ const std::vector<OptionSpec>& Specs() {
          *error = "--upstream-0x20: \"" + std::string(value) + "\" is not auto, on or off";
          return false;
        }},
+      {"forward-client-reserve", 0, true,
+       Uint(&Options::forward_client_reserve, 0, upstream::ForwardBudgets::kMaxClientReservePercent,
+            "forward-client-reserve")},
       // DNS over TCP limits.
       {"tcp-idle-timeout", 0, true,
        DurationMs(In(&Options::tcp, &server::TcpOptions::idle_timeout_ms), "tcp-idle-timeout",

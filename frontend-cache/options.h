@@ -19,6 +19,7 @@
 #include "common/server/query_log.h"
 #include "common/server/rate_limits.h"
 #include "common/upstream/dns0x20.h"
+#include "common/upstream/forward_budgets.h"
 #include "common/upstream/upstream_address.h"
 #include "frontend-cache/cache.h"
 
@@ -140,6 +141,9 @@ struct Options {
   uint32_t forward_max_per_upstream = 0;  // --forward-max-per-upstream
   // --upstream-0x20=auto|on|off: random case in forwarded names (common/upstream/dns0x20.h).
   upstream::Dns0x20 upstream_0x20 = upstream::Dns0x20::kAuto;
+  // --forward-client-reserve: the percent of each route and upstream budget kept for
+  // clients holding less than the average (each client's fair share); 0: off.
+  uint32_t forward_client_reserve = upstream::ForwardBudgets::kDefaultClientReservePercent;
   // DNS over TCP limits (docs/operators.md, "Limits"); defaults are server::TcpOptions':
   //   --tcp-idle-timeout, --tcp-frame-timeout,
   //   --tcp-query-timeout                                Go duration or seconds; 0: none

@@ -38,6 +38,7 @@ TEST_CASE("Defaults are dnsmasq's", "[frontend][options]") {
   CHECK(parsed.options.dns_forward_max == 4096);
   CHECK(parsed.options.forward_max_per_route == 0);
   CHECK(parsed.options.forward_max_per_upstream == 0);
+  CHECK(parsed.options.forward_client_reserve == 10);
   CHECK_FALSE(parsed.options.neg_ttl_s);
   CHECK(parsed.options.servers.empty());
   CHECK(parsed.options.resolv_file == "/etc/resolv.conf");
@@ -151,12 +152,13 @@ TEST_CASE("Unknown arguments are left for gflags, in order", "[frontend][options
 }
 
 TEST_CASE("The forwarding budgets are read under --dns-forward-max", "[frontend][options]") {
-  Parsed parsed = Parse(
-      {"--dns-forward-max=500", "--forward-max-per-route=100", "--forward-max-per-upstream", "50"});
+  Parsed parsed = Parse({"--dns-forward-max=500", "--forward-max-per-route=100",
+                         "--forward-max-per-upstream", "50", "--forward-client-reserve=0"});
   REQUIRE(parsed.ok);
   CHECK(parsed.options.dns_forward_max == 500);
   CHECK(parsed.options.forward_max_per_route == 100);
   CHECK(parsed.options.forward_max_per_upstream == 50);
+  CHECK(parsed.options.forward_client_reserve == 0);
 }
 
 TEST_CASE("Malformed options fail with one line naming the option", "[frontend][options]") {
@@ -178,6 +180,10 @@ TEST_CASE("Malformed options fail with one line naming the option", "[frontend][
        "--forward-max-per-route: \"x\" is not a number in 0..1000000"},
       {{"--dns-forward-max=100", "--forward-max-per-upstream=101"},
        "--forward-max-per-upstream (101) is above --dns-forward-max (100)"},
+      {{"--forward-client-reserve=51"},
+       "--forward-client-reserve: \"51\" is not a number in 0..50"},
+      {{"--forward-client-reserve=10%"},
+       "--forward-client-reserve: \"10%\" is not a number in 0..50"},
       {{"--listen-address=localhost"}, "--listen-address: \"localhost\" is not an IP address"},
       {{"--listen-address=1.2.3.4,"}, "--listen-address: \"\" is not an IP address"},
       {{"--port=65536"}, "--port: \"65536\" is not a number in 0..65535"},

@@ -123,12 +123,13 @@ void DnsHandler::OnQueriesOverdue(uint64_t connection_id) {
 void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
                          Clock::time_point start) {
   const dns::Query& query = request.admission().query;
+  const loop::SocketAddress client = request.peer();  // before Add takes the Responder
   const uint64_t id = waiting_.Add(request, Forwarding{start, result.reverse, nullptr, nullptr});
   if (id == 0) return FailNow(request, result, start);
   const UpstreamRoute& route = routes_->Lookup(query.qname);
   shared_.forward_metrics.Sent(route.kind, ForwardKind::kForward);
   shared_.forward_metrics.Started();
-  forwarder_.Resolve(upstream::Request::FromQuery(query, request.admission().transport),
+  forwarder_.Resolve(upstream::Request::FromQuery(query, request.admission().transport, client),
                      route.upstreams,
                      [this, id](const upstream::Result& reply) { OnForwarded(id, reply); });
 }
@@ -180,6 +181,7 @@ void DnsHandler::AskChaseTarget(uint64_t id, Waiting& waiting) {
   request.dnssec_ok = waiting.client.dnssec_ok;
   request.checking_disabled = waiting.client.cd;
   request.client_transport = waiting.client.transport;
+  request.client = waiting.responder.peer();
   const UpstreamRoute& route = routes_->Lookup(chase.target);
   shared_.forward_metrics.Sent(route.kind,
                                waiting.state.walk ? ForwardKind::kAutopath : ForwardKind::kChase);
@@ -310,6 +312,7 @@ void DnsHandler::NextCandidate(uint64_t id) {
       ask.dnssec_ok = waiting->client.dnssec_ok;
       ask.checking_disabled = waiting->client.cd;
       ask.client_transport = waiting->client.transport;
+      ask.client = waiting->responder.peer();
       const UpstreamRoute& route = routes_->Lookup(walk.candidate);
       shared_.forward_metrics.Sent(route.kind, ForwardKind::kAutopath);
       forwarder_.Resolve(ask, route.upstreams,

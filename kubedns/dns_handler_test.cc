@@ -1,5 +1,7 @@
 #include "kubedns/dns_handler.h"
 
+#include <sys/socket.h>
+
 #include <catch2/catch.hpp>
 #include <memory>
 #include <optional>
@@ -372,6 +374,29 @@ TEST_CASE("beyond the in-flight cap a forwarded query gets SERVFAIL at once",
   CHECK(Parse(*r1).rcode() == dns::Rcode::kNoError);
   CHECK(f.a->queries().size() == 1);
   CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="overloaded"})") == 1);
+}
+
+TEST_CASE("forwarded queries and ExternalName chases hold their route's slots as their client's",
+          "[kubedns][handler][client_share]") {
+  Fixture f;
+  f.Serve(f.Routes());
+  f.a->set_behaviour(Behaviour::kSilent);
+  server::testing::UdpClient client(f.udp_address());
+  sockaddr_storage local{};
+  socklen_t length = sizeof(local);
+  REQUIRE(getsockname(client.fd(), reinterpret_cast<sockaddr*>(&local), &length) == 0);
+  const upstream::ClientTag tag = upstream::ClientTagOf(
+      *loop::SocketAddress::FromSockaddr(reinterpret_cast<const sockaddr*>(&local), length));
+  upstream::InFlightBudget& route =
+      f.forwarder_options().budgets->Route(upstream::UpstreamSet{f.a->address()});
+  REQUIRE(client.Send(Bytes({"other.example.com.", dns::RrType::kA, 1})));
+  REQUIRE(RunUntil(f.loop, [&] { return route.HeldBy(tag) == 1; }));
+  // The chase asks for www.example.com. (another question: not coalesced with the first).
+  REQUIRE(client.Send(Bytes({"ext.default.svc.cluster.local.", dns::RrType::kA, 2})));
+  REQUIRE(RunUntil(f.loop, [&] { return route.HeldBy(tag) == 2; }));
+  // Both time out: the slots, and the client's count, are given back.
+  REQUIRE(RunUntil(f.loop, [&] { return route.in_flight() == 0; }));
+  CHECK(route.HeldBy(tag) == 0);
 }
 
 TEST_CASE("beyond the budget of waiting queries a forwarded query gets SERVFAIL at once",

@@ -13,7 +13,8 @@
 //                                                     forwarding path: timeout, upstream_error,
 //                                                     network_error, no_upstreams, overloaded
 //                                                     (over a forwarding budget: --forward-max,
-//                                                     --forward-max-per-route or -per-upstream),
+//                                                     --forward-max-per-route or -per-upstream,
+//                                                     or the client's share of its reserve),
 //                                                     upstream_down (every upstream of the
 //                                                     route known down: failed at once),
 //                                                     shutdown,

@@ -117,6 +117,11 @@ DEFINE_string(upstream_0x20, "auto",
               "Random letter case in forwarded names (0x20), checked in the reply: auto (an "
               "upstream that does not echo the case gets the plain name for 10 minutes), on "
               "(never falls back), off.");
+DEFINE_int32(forward_client_reserve,
+             static_cast<int32_t>(kdns::upstream::ForwardBudgets::kDefaultClientReservePercent),
+             "Percent (0-50) of each route's and upstream's budget kept for the clients holding "
+             "less than the average of it, so that one client's queries to a slow domain "
+             "cannot take a whole route; 0: off.");
 // DNS over TCP limits (docs/operators.md, "Limits").
 DEFINE_string(tcp_idle_timeout, "10s",
               "A DNS/TCP connection with no query outstanding is closed this long after its "
@@ -230,6 +235,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.forward_max_per_route = FLAGS_forward_max_per_route;
   flags.forward_max_per_upstream = FLAGS_forward_max_per_upstream;
   flags.upstream_0x20 = FLAGS_upstream_0x20;
+  flags.forward_client_reserve = FLAGS_forward_client_reserve;
   flags.tcp_idle_timeout = FLAGS_tcp_idle_timeout;
   flags.tcp_frame_timeout = FLAGS_tcp_frame_timeout;
   flags.tcp_query_timeout = FLAGS_tcp_query_timeout;

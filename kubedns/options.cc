@@ -332,10 +332,18 @@ bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, st
       return false;
     }
   }
+  constexpr auto kMaxReserve =
+      static_cast<int64_t>(upstream::ForwardBudgets::kMaxClientReservePercent);
+  if (flags.forward_client_reserve < 0 || flags.forward_client_reserve > kMaxReserve) {
+    *error = "--forward-client-reserve: must be a percent between 0 (off) and " +
+             std::to_string(kMaxReserve);
+    return false;
+  }
   upstream::ForwardBudgets::Limits budgets;
   budgets.max_in_flight = static_cast<size_t>(flags.forward_max);
   budgets.max_per_route = static_cast<size_t>(flags.forward_max_per_route);
   budgets.max_per_upstream = static_cast<size_t>(flags.forward_max_per_upstream);
+  budgets.client_reserve_percent = static_cast<size_t>(flags.forward_client_reserve);
   options->forwarder.budgets = std::make_shared<upstream::ForwardBudgets>(budgets);
   if (!upstream::ParseDns0x20(flags.upstream_0x20, &options->forwarder.dns0x20.mode)) {
     *error = "--upstream-0x20: \"" + flags.upstream_0x20 + "\" is not auto, on or off";

@@ -62,6 +62,10 @@ struct FlagValues {
   int64_t forward_max_per_route = 0;
   int64_t forward_max_per_upstream = 0;
   std::string upstream_0x20 = "auto";  // auto|on|off (common/upstream/dns0x20.h)
+  // Percent of each route and upstream budget kept for clients holding less than the
+  // average (each client's fair share); 0: off.
+  int64_t forward_client_reserve =
+      static_cast<int64_t>(upstream::ForwardBudgets::kDefaultClientReservePercent);
   // DNS over TCP limits (docs/operators.md, "Limits"); defaults are server::TcpOptions'.
   std::string tcp_idle_timeout = "10s";
   std::string tcp_frame_timeout = "2s";

@@ -50,6 +50,7 @@ TEST_CASE("kubedns's default flags build kube-dns's defaults", "[kubedns][option
   CHECK(server.forwarder.budgets->process().max() == 4096);
   CHECK(server.forwarder.budgets->max_per_route() == 1024);
   CHECK(server.forwarder.budgets->max_per_upstream() == 1024);
+  CHECK(server.forwarder.budgets->client_reserve_percent() == 10);
   CHECK(server.nameservers.empty());
   CHECK_FALSE(server.api_config.has_value());  // the objects file is the source
   CHECK(options.initial_sync_timeout_ms == 60'000);
@@ -68,6 +69,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   flags.forward_max = 7;
   flags.forward_max_per_route = 3;
   flags.forward_max_per_upstream = 2;
+  flags.forward_client_reserve = 25;
   flags.lameduck = "2s";
   flags.debug_address = "127.0.0.1:10057";
   flags.receiver_threads = "off";
@@ -87,6 +89,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   CHECK(options.server.forwarder.budgets->max_per_route() == 3);
   CHECK(options.server.forwarder.budgets->max_per_upstream() == 2);
   CHECK(options.server.forwarder.dns0x20.mode == upstream::Dns0x20::kOff);
+  CHECK(options.server.forwarder.budgets->client_reserve_percent() == 25);
   CHECK(options.lameduck_ms == 2000);
   CHECK_FALSE(options.server.receiver_threads);
   REQUIRE(options.server.debug_address.has_value());
@@ -200,6 +203,14 @@ TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
   SECTION("0x20") {
     flags.upstream_0x20 = "yes";
     expected = "--upstream-0x20: \"yes\" is not auto, on or off";
+  }
+  SECTION("forward client reserve over half") {
+    flags.forward_client_reserve = 51;
+    expected = "--forward-client-reserve: must be a percent between 0 (off) and 50";
+  }
+  SECTION("forward client reserve negative") {
+    flags.forward_client_reserve = -1;
+    expected = "--forward-client-reserve: must be a percent between 0 (off) and 50";
   }
   SECTION("lameduck") {
     flags.lameduck = "soon";

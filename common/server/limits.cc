@@ -17,6 +17,8 @@ namespace {
 
 constexpr size_t kLimits = static_cast<size_t>(Limit::kCount);
 
+// One name a line, in Limit's order (clang-format would pack them into columns).
+// clang-format off
 constexpr std::array<std::string_view, kLimits> kNames = {
     "http_connections",
     "http_connections_per_source",
@@ -37,6 +39,8 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "forward_in_flight",
     "upstream_0x20_mismatch",
     "upstream_0x20_fallback",
+    "route_client_share",
+    "upstream_client_share",
     "cache_entry_too_large",
     "cache_bytes",
     "loop_probe_rejected",
@@ -49,6 +53,7 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "import_too_large",
     "import_name_conflict",
 };
+// clang-format on
 
 // One limit's count and log state. The count is sharded per thread (metrics::Counter): a
 // flood against a limit is counted on every DNS thread at once, one hit per datagram, and a

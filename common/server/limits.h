@@ -51,6 +51,10 @@ enum class Limit : uint8_t {
   // Forwarded queries' 0x20 case (common/upstream/dns0x20.h)
   kUpstream0x20Mismatch,  // a reply with our ID and question in another case: dropped
   kUpstream0x20Fallback,  // an upstream that does not echo the case gets the plain name
+  // Forwarding, each client's fair share: a route's or an upstream's reserve refused to a
+  // client holding at least the average client's slots
+  kRouteClientShare,
+  kUpstreamClientShare,
   // Cache
   kCacheEntryTooLarge,  // an answer over the per-entry cap: not cached
   kCacheBytes,          // the byte budget: an entry evicted to make room

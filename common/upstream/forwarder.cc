@@ -1,9 +1,8 @@
 // Forwarder, part 1: the job table. Resolve coalesces identical queries, leaves out servers
-// known down, takes the route's and the process's budgets, orders the set's servers and
-// starts a Job; Finish* complete it and deliver
-// the result to every waiter, never from inside Resolve. Sending and failover are in
-// forwarder_tries.cc, reply matching in forwarder_replies.cc, probes in
-// forwarder_probes.cc.
+// known down, takes the route's (for the client) and the process's budgets, orders the set's
+// servers and starts a Job; Finish* complete it and deliver the result to every waiter, never
+// from inside Resolve. Sending and failover are in forwarder_tries.cc, reply matching in
+// forwarder_replies.cc, probes in forwarder_probes.cc.
 
 #include "common/upstream/forwarder.h"
 
@@ -152,6 +151,7 @@ void Forwarder::Job::Reset(std::vector<std::unique_ptr<Attempt>>& free_attempts,
   done.clear();
   no_edns.clear();
   no_0x20.clear();
+  client = kNoClient;
   route_hold.Release();
   process_hold.Release();
   upstream_holds.clear();
@@ -328,10 +328,16 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
            "every upstream of route " + upstreams.ToString());
     return;
   }
-  BudgetHold route_hold = RouteBudget(upstreams).TryAcquire();
+  const ClientTag client = ClientTagOf(request.client);
+  BudgetHold route_hold = RouteBudget(upstreams).TryAcquire(client);
   if (!route_hold) {
-    refuse(server::Limit::kRouteInFlight, FailReason::kRouteBudget,
-           "route " + upstreams.ToString());
+    if (route_hold.refusal() == Refusal::kClientShare) {
+      refuse(server::Limit::kRouteClientShare, FailReason::kRouteBudget,
+             "client " + request.client.HostString() + ", route " + upstreams.ToString());
+    } else {
+      refuse(server::Limit::kRouteInFlight, FailReason::kRouteBudget,
+             "route " + upstreams.ToString());
+    }
     return;
   }
   BudgetHold process_hold = budgets_->process().TryAcquire();
@@ -355,6 +361,7 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
     candidates[j] = server;
   }
   Job* job = StartJob(JobKind::kClient, request, candidates);
+  job->client = client;
   job->route_hold = std::move(route_hold);
   job->process_hold = std::move(process_hold);
   job->waiters.push_back(std::move(callback));

@@ -11,11 +11,13 @@
 //      unanswered) are left out; when that leaves none, the query fails at once
 //      (kServFail, kUpstreamDown) instead of holding its budgets for total_timeout_ms.
 //   3. Budgets (Options::budgets, forward_budgets.h, shared by every thread): the route's
-//      (the set's), the process ceiling, and each server's, taken at its first try. Over
-//      any of them the query fails at once with kOverloaded and the FailReason naming the
-//      budget (the caller serves stale or answers SERVFAIL): no queue. A server over its
-//      budget is skipped for another of the set. Every slot is given back when the query
-//      ends, whatever ends it.
+//      (the set's), the process ceiling, and each server's, taken at its first try. The
+//      route's and the servers' are taken for Request::client, whose fair share they keep:
+//      in a budget's reserve, a client holding at least the average is refused
+//      (Limit::kRouteClientShare, kUpstreamClientShare). Over any budget the query fails
+//      at once with kOverloaded and the FailReason naming the budget (the caller serves
+//      stale or answers SERVFAIL): no queue. A server over its budget is skipped for
+//      another of the set. Every slot is given back when the query ends, whatever ends it.
 //   4. The set's servers are ordered: healthy ones by smoothed RTT (never-measured ones
 //      count as 0, ties keep the configured order), or in the configured order with
 //      ServerOrder::kConfigured (dnsmasq's --strict-order), then failed ones; loop-disabled
@@ -55,7 +57,7 @@
 // first to have them answered with kServFail/kShutdown.
 //
 // Usage (frontend-cache, on a cache miss):
-//   auto request = upstream::Request::FromQuery(query, upstream::Transport::kUdp);
+//   auto request = upstream::Request::FromQuery(query, upstream::Transport::kUdp, peer);
 //   forwarder.Resolve(request, route.upstreams, [responder = std::move(responder),
 //                                                id = query.header.id, qname = query.qname](
 //                                                   const upstream::Result& result) mutable {

@@ -67,8 +67,10 @@ struct Forwarder::Job {
   std::vector<bool> no_edns;    // per candidate: FORMERR to EDNS seen
   std::vector<bool> no_0x20;    // per candidate: a reply in the wrong case seen, asked again
                                 // with the client's spelling (dns0x20.h)
-  // Client jobs: the slots held until the job ends (forward_budgets.h). Per candidate: the
+  // Client jobs: the slots held until the job ends (forward_budgets.h), for `client` (the
+  // client that started the job; coalesced waiters take no slot). Per candidate: the
   // server's, taken at the first try to it.
+  ClientTag client = kNoClient;
   BudgetHold route_hold;
   BudgetHold process_hold;
   std::vector<BudgetHold> upstream_holds;

@@ -608,6 +608,81 @@ TEST_CASE("A down server is left out while another server of the route answers",
   RequireClosesClean(loop);
 }
 
+loop::SocketAddress Client(const char* ip) { return *loop::SocketAddress::FromHostPort(ip, 40000); }
+
+Request ReqFrom(std::string_view name, const char* client) {
+  Request request = Req(name);
+  request.client = Client(client);
+  return request;
+}
+
+TEST_CASE("A client flooding a slow domain cannot fill its route: others' names are answered",
+          "[upstream][budgets][client_share]") {
+  loop::Loop loop;
+  {
+    FakeUpstream upstream(loop, 1);
+    upstream.set_behaviour(Behaviour::kSilentUnderSlow);
+    Forwarder::Options options = TestOptions();
+    // A route of 20 slots keeps its last 2 for clients holding less than the average.
+    options.budgets = Budgets(/*process=*/100, /*route=*/20, /*upstream=*/100);
+    Forwarder forwarder(loop, options);
+    const UpstreamSet route{upstream.address()};
+    const uint64_t hits_before = server::LimitHits(server::Limit::kRouteClientShare);
+    std::vector<Result> flood;
+    for (int i = 0; i < 40; ++i) {
+      forwarder.Resolve(ReqFrom("f" + std::to_string(i) + ".slow.example.", "127.0.0.2"), route,
+                        [&](const Result& r) { flood.push_back(r); });
+    }
+    REQUIRE(RunUntil(loop, [&] { return flood.size() == 22; }));
+    CHECK(Count(flood, Outcome::kOverloaded, FailReason::kRouteBudget) == 22);
+    CHECK(server::LimitHits(server::Limit::kRouteClientShare) - hits_before == 22);
+    InFlightBudget& budget = options.budgets->Route(route);
+    CHECK(budget.in_flight() == 18);
+    CHECK(budget.HeldBy(ClientTagOf(Client("127.0.0.2"))) == 18);
+    // The victim's misses on the same route find the reserve.
+    for (int i = 0; i < 10; ++i) {
+      Result result = ResolveAndWait(
+          loop, forwarder, ReqFrom("v" + std::to_string(i) + ".example.", "127.0.0.1"), route);
+      CHECK(AnswerAddress(result) == "192.0.2.1");
+    }
+    // Our own queries (no client) are not held to a share.
+    CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("own.example."), route)) ==
+          "192.0.2.1");
+    REQUIRE(RunUntil(loop, [&] { return flood.size() == 40; }));  // the time budget ends
+    CHECK(Count(flood, Outcome::kServFail, FailReason::kTimeout) == 18);
+    CHECK(budget.in_flight() == 0);
+    CHECK(budget.HeldBy(ClientTagOf(Client("127.0.0.2"))) == 0);
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A client flooding a slow domain cannot fill an upstream's budget either",
+          "[upstream][budgets][client_share]") {
+  loop::Loop loop;
+  {
+    FakeUpstream upstream(loop, 1);
+    upstream.set_behaviour(Behaviour::kSilentUnderSlow);
+    Forwarder::Options options = TestOptions();
+    options.budgets = Budgets(/*process=*/100, /*route=*/100, /*upstream=*/10);
+    Forwarder forwarder(loop, options);
+    const UpstreamSet route{upstream.address()};
+    const uint64_t hits_before = server::LimitHits(server::Limit::kUpstreamClientShare);
+    std::vector<Result> flood;
+    for (int i = 0; i < 15; ++i) {
+      forwarder.Resolve(ReqFrom("f" + std::to_string(i) + ".slow.example.", "127.0.0.2"), route,
+                        [&](const Result& r) { flood.push_back(r); });
+    }
+    // Every server of the route refused the client its share: overloaded, as over the budget.
+    REQUIRE(RunUntil(loop, [&] { return flood.size() == 6; }));
+    CHECK(Count(flood, Outcome::kOverloaded, FailReason::kUpstreamBudget) == 6);
+    CHECK(server::LimitHits(server::Limit::kUpstreamClientShare) - hits_before == 6);
+    CHECK(options.budgets->Upstream(upstream.address()).in_flight() == 9);
+    Result result = ResolveAndWait(loop, forwarder, ReqFrom("v.example.", "127.0.0.1"), route);
+    CHECK(AnswerAddress(result) == "192.0.2.1");
+  }
+  RequireClosesClean(loop);
+}
+
 TEST_CASE("Every way a query ends gives its budget slots back", "[upstream][budgets]") {
   loop::Loop loop;
   {

@@ -33,10 +33,16 @@ void Forwarder::StartNextTry(Job* job) {
     if (job->done[candidate] || job->tries[candidate] >= max_tries) continue;
     if (job->kind == JobKind::kClient && !job->upstream_holds[candidate]) {
       Server* server = job->candidates[candidate];
-      job->upstream_holds[candidate] = server->budget.TryAcquire();
+      job->upstream_holds[candidate] = server->budget.TryAcquire(job->client);
       if (!job->upstream_holds[candidate]) {
-        server::RecordLimitHit(server::Limit::kUpstreamInFlight,
-                               "upstream " + FormatUpstreamAddress(server->address));
+        if (job->upstream_holds[candidate].refusal() == Refusal::kClientShare) {
+          server::RecordLimitHit(server::Limit::kUpstreamClientShare,
+                                 "client " + job->request.client.HostString() + ", upstream " +
+                                     FormatUpstreamAddress(server->address));
+        } else {
+          server::RecordLimitHit(server::Limit::kUpstreamInFlight,
+                                 "upstream " + FormatUpstreamAddress(server->address));
+        }
         job->upstream_refused = true;
         job->done[candidate] = true;
         continue;

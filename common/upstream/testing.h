@@ -1,10 +1,10 @@
 // The fake upstream DNS server of the upstream client's tests (header-only, test code only):
 // the scripted fake of test/support/fake_dns_server.h, driven by a Behaviour: a normal
-// answer (A 192.0.2.<tag>, so a test can tell which upstream answered), silence, an error
-// rcode, a truncated UDP answer followed by the full answer over TCP, or a bad reply sent
-// before the good one (wrong ID, wrong question or its case, from another port, garbage),
-// or the question lower-cased (a server that does not echo 0x20 case). Every reply
-// can be delayed.
+// answer (A 192.0.2.<tag>, so a test can tell which upstream answered), silence (to every
+// name, or to a slow domain's only), an error rcode, a truncated UDP answer followed by the
+// full answer over TCP, or a bad reply sent before the good one (wrong ID, wrong question or
+// its case, from another port, garbage), or the question lower-cased (a server that does not
+// echo 0x20 case). Every reply can be delayed.
 //
 // Thread: the loop's thread. Destroy it before closing the loop.
 #pragma once
@@ -34,8 +34,9 @@ enum class Behaviour {
   kWrongQuestionFirst,
   kSpoofFirst,  // a forged answer (A 198.51.100.66) from another port, then the real one
   kGarbageFirst,
-  kWrongCaseFirst,  // our ID and question in flipped case (A 198.51.100.66), then the real one
-  kLowercased,      // answers with the question lower-cased: does not echo 0x20 case
+  kWrongCaseFirst,   // our ID and question in flipped case (A 198.51.100.66), then the real one
+  kLowercased,       // answers with the question lower-cased: does not echo 0x20 case
+  kSilentUnderSlow,  // never answers names under slow.example. (a slow domain), answers others
 };
 
 using ReceivedQuery = kdns::testing::ReceivedQuery;
@@ -113,6 +114,14 @@ class FakeUpstream {
         break;
       case Behaviour::kLowercased:
         script = t::Lowercased(answer);
+        break;
+      case Behaviour::kSilentUnderSlow:
+        script = [answer, silent = t::Silent()](const ReceivedQuery& query) {
+          static const dns::Name kSlow = *dns::Name::FromText("slow.example.");
+          const bool slow = query.parsed && !query.message.questions.empty() &&
+                            query.message.questions[0].name.IsSubdomainOf(kSlow);
+          return slow ? silent(query) : answer(query);
+        };
         break;
     }
     return delay_ms_ == 0 ? script : t::Delayed(delay_ms_, script);

@@ -26,7 +26,8 @@ const char* MatchName(Match match) {
   return "?";
 }
 
-Request Request::FromQuery(const dns::Query& query, Transport client_transport) {
+Request Request::FromQuery(const dns::Query& query, Transport client_transport,
+                           const loop::SocketAddress& client) {
   Request request;
   request.qname = query.qname;
   request.qtype = query.qtype;
@@ -34,6 +35,7 @@ Request Request::FromQuery(const dns::Query& query, Transport client_transport) 
   request.dnssec_ok = query.edns && query.edns->dnssec_ok;
   request.checking_disabled = query.header.cd;
   request.client_transport = client_transport;
+  request.client = client;
   return request;
 }
 

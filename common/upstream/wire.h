@@ -26,6 +26,7 @@
 #include "common/dns/parser.h"
 #include "common/dns/transport.h"
 #include "common/dns/types.h"
+#include "common/loop/socket_address.h"
 
 namespace kdns::upstream {
 
@@ -43,8 +44,13 @@ struct Request {
   bool dnssec_ok = false;          // the client's EDNS DO bit (RFC 3225)
   bool checking_disabled = false;  // the client's CD bit (RFC 4035 §3.2.2)
   Transport client_transport = Transport::kUdp;
+  // Who asked (whatever the handler takes for the client), for the client's fair share of
+  // the forwarding budgets (forward_budgets.h); unspecified for our own queries
+  // (prefetches, probes), which have no share to keep.
+  loop::SocketAddress client;
 
-  static Request FromQuery(const dns::Query& query, Transport client_transport);
+  static Request FromQuery(const dns::Query& query, Transport client_transport,
+                           const loop::SocketAddress& client);
 };
 
 // Writes the upstream query: our ID, RD set, CD copied, the question as asked (or spelt as

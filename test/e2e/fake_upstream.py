@@ -2,9 +2,11 @@
 
 FakeUpstream listens on 127.0.0.1, one free port for UDP and TCP, in threads of the test
 process (standard library only). What it does with a query depends on the query name:
-an explicit rule set with `set(name, kind, **params)`, else the kind named by the first
-label up to its first '-' (so `servfail-3.fake.test` is a SERVFAIL), else `default`
-(`answer` unless the FakeUpstream was made with another, with `default_params`).
+an explicit rule set with `set(name, kind, **params)`, else one for every name under a
+zone, `set_zone(zone, kind, **params)` (so `set_zone("slow.test", "silent")` makes a domain
+whose servers never answer), else the kind named by the first label up to its first '-'
+(so `servfail-3.fake.test` is a SERVFAIL), else `default` (`answer` unless the FakeUpstream
+was made with another, with `default_params`).
 
 Kinds (params in brackets):
   answer     NOERROR with A records [ips (default: the server's answer_ip), ttl=3600]
@@ -94,6 +96,7 @@ class FakeUpstream:
         self.loop_to = loop_to
         self.label = name
         self.rules = {}
+        self.zone_rules = {}  # lower-case zone with its final dot -> rule
         self.queries = []
         self.lock = threading.Lock()
         self.held = {}  # lower-case name -> Event
@@ -140,6 +143,11 @@ class FakeUpstream:
         with self.lock:
             self.rules[name.lower().rstrip(".") + "."] = dict(params, kind=kind)
 
+    def set_zone(self, zone, kind, **params):
+        """`kind` for every name under `zone` (the zone itself included)."""
+        with self.lock:
+            self.zone_rules[zone.lower().rstrip(".") + "."] = dict(params, kind=kind)
+
     def release(self, name=None):
         """Lets held replies go (all of them, or those for `name`)."""
         with self.lock:
@@ -180,8 +188,12 @@ class FakeUpstream:
     # -- behaviour ---------------------------------------------------------------------
 
     def _rule(self, qname):
+        name = qname.lower()
         with self.lock:
-            rule = self.rules.get(qname.lower())
+            rule = self.rules.get(name)
+            if rule is None:
+                rule = next((zone_rule for zone, zone_rule in self.zone_rules.items()
+                             if name == zone or name.endswith("." + zone)), None)
         if rule is not None:
             return rule
         first = qname.split(".", 1)[0].lower().split("-", 1)[0]

@@ -96,8 +96,9 @@ def test_serve_stale(env):
 
 def test_forward_cap(env):
     """--dns-forward-max=2 on one thread (the route's and the upstream's budgets as large:
-    by default each is a quarter of it): a third distinct query is SERVFAILed at once, and
-    a query identical to one in flight is coalesced with it (not rejected)."""
+    by default each is a quarter of it; no client reserve, which would keep one of the two
+    slots from our only client): a third distinct query is SERVFAILed at once, and a query
+    identical to one in flight is coalesced with it (not rejected)."""
     workdir = env["workdir"]
     fake = fu.FakeUpstream(name="cap")
     fe = None
@@ -106,6 +107,7 @@ def test_forward_cap(env):
     try:
         fe = servers.FrontendCache(workdir, "fe-cap", "--dns-forward-max=2",
                                    "--forward-max-per-route=2", "--forward-max-per-upstream=2",
+                                   "--forward-client-reserve=0",
                                    "--server=" + fake.address, threads=1)
         held = [harness.dig_async(fe.port, "hold-%d.cap.test" % i, timeout=15) for i in (1, 2)]
         for i in (1, 2):
