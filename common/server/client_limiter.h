@@ -171,8 +171,4 @@ class ClientLimiter {
   std::atomic<uint64_t> median_at_ns_{0};  // when ScanRates last set it
 };
 
-// --client-rate-exempt's value: comma-separated prefixes ("10.0.0.0/8,fd00::/8", a bare
-// address is the whole address); empty is none. False with a one-line *error.
-bool ParseExemptList(std::string_view text, std::vector<IpPrefix>* out, std::string* error);
-
 }  // namespace kdns::server
