@@ -137,7 +137,7 @@ void DnsHandler::HandleQuery(server::Request& request) {
       shared_.metrics.Answered(query.qtype, server::RefusalRcode(admission.verdict));
       shared_.metrics.AnswerTime(AnswerSource::kLocal, start.at);
       if (start.logged) {
-        LogAnswer(request.peer(), query, refusal, AnswerSource::kLocal, request.transport(), start);
+        LogAnswer(request.client(), query, refusal, AnswerSource::kLocal, request.transport(), start);
       }
       (void)request.Reply(refusal);
       return;
@@ -202,7 +202,11 @@ void DnsHandler::HandleQuery(server::Request& request) {
     return ReplyStaleOrFail(request, query, key, limit, upstream::Outcome::kOverloaded,
                             upstream::FailReason::kNone, start);
   }
-  forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport), upstreams,
+  // The client goes with the query to an upstream trusted with it (kubedns): the first
+  // asker's, when the query is coalesced with others.
+  upstream::Request ask = upstream::Request::FromQuery(query, admission.transport);
+  ask.SetClient(request.client());
+  forwarder_.Resolve(ask, upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
 }
 
@@ -214,6 +218,7 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
                                           std::span<const uint8_t> query_bytes,
                                           const loop::SocketAddress& peer, std::span<uint8_t> out) {
   (void)query_bytes;
+  (void)peer;  // the query log names the client (admission.client)
   // Sampled for the query log only once the hit is known: a query left to HandleQuery is
   // sampled there.
   Start start{FrontendMetrics::AnswerClock::now()};
@@ -241,7 +246,8 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
   shared_.metrics.AnswerTime(server::AnswerSource::kCache, start.at);  // sent by the caller
   start.logged = shared_.query_log.Sample();
   if (start.logged) {
-    LogAnswer(peer, query, out.first(hit.size), server::AnswerSource::kCache, dns::Transport::kUdp,
+    LogAnswer(admission.client, query, out.first(hit.size), server::AnswerSource::kCache,
+              dns::Transport::kUdp,
               start);
   }
   if (hit.prefetch) {
@@ -348,7 +354,7 @@ void DnsHandler::Reply(To& to, const dns::Query& query, std::span<const uint8_t>
                        server::AnswerSource source, const Start& start) {
   shared_.metrics.Answered(query.qtype, RcodeOf(response));
   shared_.metrics.AnswerTime(source, start.at);
-  if (start.logged) LogAnswer(to.peer(), query, response, source, to.transport(), start);
+  if (start.logged) LogAnswer(to.client(), query, response, source, to.transport(), start);
   (void)to.Reply(response);
 }
 

@@ -40,6 +40,8 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "response_rate",
     "shed_receive_backlog",
     "shed_waiting_queries",
+    "client_address_untrusted",
+    "client_address_malformed",
 };
 
 // One limit's count and log state. The count is sharded per thread (metrics::Counter): a

@@ -55,6 +55,9 @@ enum class Limit : uint8_t {
   kResponseRate,        // RRL: identical responses over their rate
   kShedReceiveBacklog,  // shed under overload: the receive queue backs up
   kShedWaitingQueries,  // shed under overload: the waiting-query budget is nearly full
+  // The client-address EDNS option (admission.h)
+  kClientAddressUntrusted,  // sent by a peer not trusted with it: ignored
+  kClientAddressMalformed,  // malformed from a trusted peer: ignored
   kCount
 };
 

@@ -28,7 +28,9 @@
 //      Options::udp_sockets.queries_per_socket queries) with a random ID from the kernel's
 //      CSPRNG, unique on that socket; a client that came over TCP is forwarded over
 //      TCP on a reused, pipelined connection per server (RFC 7766). Every query carries
-//      EDNS0 (payload Options::edns_payload_bytes, the client's DO bit) and the client's CD.
+//      EDNS0 (payload Options::edns_payload_bytes, the client's DO bit) and the client's CD;
+//      a query to a server in Options::client_address_to also carries Request::client (the
+//      first asker's, for coalesced queries) in the client-address option.
 //   6. A reply counts only if it matches (wire.h: source, ID, QR, question); others are
 //      dropped and counted, and the try keeps waiting. A matching reply's records are
 //      decoded into Result::message, or only walked (Options::reply_decode). A try whose
@@ -80,6 +82,8 @@
 #include <vector>
 
 #include "common/base/clock.h"
+#include "common/base/ip_prefix.h"
+#include "common/dns/client_address.h"
 #include "common/dns/edns.h"
 #include "common/dns/message.h"
 #include "common/dns/name.h"
@@ -179,6 +183,12 @@ class Forwarder {
     std::shared_ptr<ForwardBudgets> budgets;
     size_t max_waiters_per_query = 1024;
     uint16_t edns_payload_bytes = dns::kDefaultUdpPayloadSize;
+    // The servers trusted with the client's address (frontend-cache: kubedns, on
+    // loopback): a query to one of them carries Request::client in the client-address
+    // option of code client_address_option (dns/client_address.h); to any other server it
+    // never does, so no pod address leaves for an external upstream. Empty: none.
+    std::vector<IpPrefix> client_address_to;
+    uint16_t client_address_option = dns::kDefaultClientAddressOption;
     uint64_t tcp_idle_timeout_ms = 10'000;
     // Per server: how many UDP sockets, and how long each is used (source-port rotation).
     UdpSocketPool::Options udp_sockets;

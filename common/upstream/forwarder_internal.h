@@ -24,6 +24,8 @@ struct Forwarder::Server {
   UpstreamHealth health;
   UpstreamTable::Entry& entry;
   InFlightBudget& budget;              // shared by every thread's Forwarder
+  // In Options::client_address_to: its queries carry the client's address.
+  bool gets_client_address = false;
   bool probing = false;                // a health probe is outstanding
   std::unique_ptr<UdpSocketPool> udp;  // the UDP tries' sockets
 };

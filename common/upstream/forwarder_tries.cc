@@ -107,7 +107,10 @@ void Forwarder::SendTry(Job* job, size_t candidate, Transport transport, EdnsMod
       while (it->second->waiting.count(attempt->id) != 0) attempt->id = random_.Next16();
     }
   }
-  if (!BuildQuery(job->request, attempt->id, edns, options_.edns_payload_bytes, &query_)) {
+  const std::optional<uint16_t> client_address =
+      server->gets_client_address ? std::optional(options_.client_address_option) : std::nullopt;
+  if (!BuildQuery(job->request, attempt->id, edns, options_.edns_payload_bytes, &query_,
+                  client_address)) {
     OnAttemptFailed(attempt, /*timeout=*/false, "query does not fit");
     return;
   }

@@ -5,6 +5,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/header.h"
+#include "common/loop/tcp_limits.h"
 
 namespace kdns::upstream {
 
@@ -35,10 +36,17 @@ Request Request::FromQuery(const dns::Query& query, Transport client_transport) 
   return request;
 }
 
+void Request::SetClient(const loop::SocketAddress& address) {
+  client = dns::ClientAddress{loop::IpOf(address), address.port()};
+}
+
 bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns, uint16_t udp_payload_bytes,
-                std::vector<uint8_t>* out) {
-  // Header, the longest name, type and class, and the OPT record.
-  std::array<uint8_t, dns::kHeaderSize + dns::Name::kMaxWireLength + 4 + dns::kOptFixedSize> buffer;
+                std::vector<uint8_t>* out, std::optional<uint16_t> client_address_option) {
+  // Header, the longest name, type and class, and the OPT record with its one option.
+  std::array<uint8_t, dns::kHeaderSize + dns::Name::kMaxWireLength + 4 + dns::kOptFixedSize +
+                          dns::kMaxClientAddressOptionBytes>
+      buffer;
+  std::array<uint8_t, dns::kMaxClientAddressOptionBytes> option;
   dns::MessageBuilder builder(buffer);
   builder.header().id = id;
   builder.header().rd = true;
@@ -47,6 +55,10 @@ bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns, uint16_t udp
     dns::EdnsView view;
     view.udp_payload_size = udp_payload_bytes;
     view.dnssec_ok = request.dnssec_ok;
+    if (client_address_option && request.client) {
+      view.options = std::span<const uint8_t>(option).first(
+          dns::WriteClientAddressOption(*request.client, *client_address_option, option));
+    }
     if (builder.SetEdns(view) != dns::BuildError::kOk) return false;
   }
   if (builder.AddQuestion(request.qname, request.qtype, request.qclass) != dns::BuildError::kOk) {

@@ -16,15 +16,18 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "common/dns/client_address.h"
 #include "common/dns/edns.h"
 #include "common/dns/message.h"
 #include "common/dns/name.h"
 #include "common/dns/parser.h"
 #include "common/dns/transport.h"
 #include "common/dns/types.h"
+#include "common/loop/socket_address.h"
 
 namespace kdns::upstream {
 
@@ -42,15 +45,26 @@ struct Request {
   bool dnssec_ok = false;          // the client's EDNS DO bit (RFC 3225)
   bool checking_disabled = false;  // the client's CD bit (RFC 4035 §3.2.2)
   Transport client_transport = Transport::kUdp;
+  // Whom the query is for (server::Request::client), when a client asked: the pod behind
+  // the query, for a server trusted with it (Forwarder::Options::client_address_to), and
+  // for per-client accounting. Coalesced queries carry the first asker's. Unset for the
+  // forwarder's own queries (prefetches, probes).
+  std::optional<dns::ClientAddress> client;
 
   static Request FromQuery(const dns::Query& query, Transport client_transport);
+  // Sets `client` from a socket address.
+  void SetClient(const loop::SocketAddress& address);
 };
 
 // Writes the upstream query: our ID, RD set, CD copied, the question as asked and, with
-// kWithEdns, an OPT record advertising `udp_payload_bytes` with the client's DO bit.
-// False only if the question does not fit (it always does for a parsed name).
+// kWithEdns, an OPT record advertising `udp_payload_bytes` with the client's DO bit and,
+// with `client_address_option` and a Request::client, that client in the client-address
+// option of that code (dns/client_address.h; only for a server trusted with it). Nothing
+// else of the client's EDNS is passed on. False only if the question does not fit (it
+// always does for a parsed name).
 [[nodiscard]] bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns,
-                              uint16_t udp_payload_bytes, std::vector<uint8_t>* out);
+                              uint16_t udp_payload_bytes, std::vector<uint8_t>* out,
+                              std::optional<uint16_t> client_address_option = std::nullopt);
 
 enum class Match : uint8_t {
   kOk,
