@@ -137,7 +137,8 @@ void DnsHandler::HandleQuery(server::Request& request) {
       shared_.metrics.Answered(query.qtype, server::RefusalRcode(admission.verdict));
       shared_.metrics.AnswerTime(AnswerSource::kLocal, start.at);
       if (start.logged) {
-        LogAnswer(request.client(), query, refusal, AnswerSource::kLocal, request.transport(), start);
+        LogAnswer(request.client(), query, refusal, AnswerSource::kLocal, request.transport(),
+                  start);
       }
       (void)request.Reply(refusal);
       return;
@@ -247,8 +248,7 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
   start.logged = shared_.query_log.Sample();
   if (start.logged) {
     LogAnswer(admission.client, query, out.first(hit.size), server::AnswerSource::kCache,
-              dns::Transport::kUdp,
-              start);
+              dns::Transport::kUdp, start);
   }
   if (hit.prefetch) {
     // The forwarder lives on the serving thread: refresh the entry from there.

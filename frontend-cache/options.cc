@@ -265,8 +265,8 @@ const std::vector<OptionSpec>& Specs() {
          return false;
        }},
       {"client-address-option", 0, true,
-       Uint(&Options::client_address_option, dns::kMinPrivateOptionCode,
-            dns::kMaxPrivateOptionCode, "client-address-option")},
+       Uint(&Options::client_address_option, dns::kMinPrivateOptionCode, dns::kMaxPrivateOptionCode,
+            "client-address-option")},
       // dnsmasq's options kube-dns Deployments pass (docs/operators.md, "dnsmasq
       // options").
       {"no-daemon", 'd', false, Flag(&Options::keep_in_foreground)},

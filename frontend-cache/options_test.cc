@@ -336,7 +336,8 @@ TEST_CASE("the client address goes to loopback upstreams by default, the flags c
   CHECK(defaults.client_address_to ==
         std::vector<IpPrefix>{*IpPrefix::Parse("127.0.0.0/8"), *IpPrefix::Parse("::1/128")});
   CHECK(defaults.client_address_option == 65432);
-  const Parsed set = Parse({"--client-address-to=10.96.0.10,127.0.0.1", "--client-address-option=65001"});
+  const Parsed set =
+      Parse({"--client-address-to=10.96.0.10,127.0.0.1", "--client-address-option=65001"});
   REQUIRE(set.error.empty());
   CHECK(set.options.client_address_to ==
         std::vector<IpPrefix>{*IpPrefix::Parse("10.96.0.10"), *IpPrefix::Parse("127.0.0.1")});

@@ -383,8 +383,9 @@ void DnsHandler::Fail(Waiting& waiting, ForwardFailure failure) {
 
 void DnsHandler::Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode,
                         bool truncated, server::AnswerSource source) {
-  LogQuery(shared_.query_log, waiting.responder.client(), waiting.client.qname, waiting.client.qtype,
-           waiting.client.id, waiting.client.transport, response, source, waiting.state.start);
+  LogQuery(shared_.query_log, waiting.responder.client(), waiting.client.qname,
+           waiting.client.qtype, waiting.client.id, waiting.client.transport, response, source,
+           waiting.state.start);
   waiting.responder.Reply(response);
   const double seconds = std::chrono::duration<double>(Clock::now() - waiting.state.start).count();
   shared_.forward_metrics.Answered(seconds);

@@ -58,7 +58,6 @@ ClientAddressFound FindClientAddress(std::span<const uint8_t> options, uint16_t 
 
 // Writes the option (code, length, data) for `client` into `out`; returns its size, 0 when
 // `out` is smaller than that.
-size_t WriteClientAddressOption(const ClientAddress& client, uint16_t code,
-                                std::span<uint8_t> out);
+size_t WriteClientAddressOption(const ClientAddress& client, uint16_t code, std::span<uint8_t> out);
 
 }  // namespace kdns::dns

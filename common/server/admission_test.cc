@@ -265,8 +265,8 @@ TEST_CASE("a detached query keeps the question and drops the EDNS options", "[se
 std::vector<uint8_t> FromClient(const char* client, uint16_t port) {
   Asked asked = Edns(1232);
   asked.options.resize(dns::kMaxClientAddressOptionBytes);
-  const size_t size = dns::WriteClientAddressOption({*IpAddress::Parse(client), port},
-                                                    dns::kDefaultClientAddressOption, asked.options);
+  const size_t size = dns::WriteClientAddressOption(
+      {*IpAddress::Parse(client), port}, dns::kDefaultClientAddressOption, asked.options);
   asked.options.resize(size);
   return Query(asked);
 }

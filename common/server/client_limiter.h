@@ -1,7 +1,8 @@
 // ClientLimiter: what one client may take of a DNS server over UDP (issue 16, DESIGN §7),
-// checked for every datagram before it is parsed, by both servers. A client is an address
-// prefix (/32 for IPv4 and /64 for IPv6 by default: in a cluster a /24 is a whole node's
-// pods). Two mechanisms share one RateTable of clients:
+// checked for every datagram before it is parsed, by both servers; a trusted forwarder's
+// queries (frontend-cache's, to kubedns) once parsed, as the client they name (admission.h). A
+// client is an address prefix (/32 for IPv4 and /64 for IPv6 by default: in a cluster a /24 is a
+// whole node's pods). Two mechanisms share one RateTable of clients:
 //
 // - The rate limit (--client-rate-limit, off by default in the binaries, on in the
 //   manifests): a token bucket of `rate` responses per second and `burst` at once. Over it

@@ -310,18 +310,17 @@ void LoopServer::OnDatagram(std::span<const uint8_t> datagram, const loop::Socke
   size_t short_size = 0;
   // A trusted forwarder's datagrams meet the limiter once parsed, as their client's.
   const bool from_forwarder = options_.client_address.Trusts(peer);
-  if (!from_forwarder && !PassClientLimit(clients, datagram, peer, LimitedReply::kTruncated,
-                                          now_ns, short_reply, &short_size)) {
+  if (!from_forwarder && !PassClientLimit(clients, datagram, peer, LimitedReply::kTruncated, now_ns,
+                                          short_reply, &short_size)) {
     if (short_size > 0) udp_->Send(std::span(short_reply).first(short_size), peer, reply_context);
     return;
   }
   Admission admission;
   AdmitFrom(datagram, dns::Transport::kUdp, peer, options_.admission, options_.client_address,
             &admission);
-  if (from_forwarder &&
-      !PassClientLimit(clients, datagram, admission.client,
-                       LimitedReplyFor(admission.client_source), now_ns, short_reply,
-                       &short_size)) {
+  if (from_forwarder && !PassClientLimit(clients, datagram, admission.client,
+                                         LimitedReplyFor(admission.client_source), now_ns,
+                                         short_reply, &short_size)) {
     if (short_size > 0) udp_->Send(std::span(short_reply).first(short_size), peer, reply_context);
     return;
   }
@@ -424,9 +423,9 @@ void LoopServer::OnTcpQuery(uint64_t id, std::span<const uint8_t> query) {
   Admission admission;
   AdmitFrom(query, dns::Transport::kTcp, peer, options_.admission, options_.client_address,
             &admission);
-  Request request(context_, query, admission,
-                  Responder(this, dns::Transport::kTcp, peer, admission, loop::UdpReplyContext(),
-                            id));
+  Request request(
+      context_, query, admission,
+      Responder(this, dns::Transport::kTcp, peer, admission, loop::UdpReplyContext(), id));
   // TCP is bounded by the connection caps, but a forwarder's connection carries many
   // clients: their queries meet the limiter as their client's (REFUSED over it).
   std::array<uint8_t, kMaxSlipBytes> refusal;
@@ -488,10 +487,10 @@ bool LoopServer::Reply(const Responder& responder, std::span<const uint8_t> resp
   if (responder.transport_ == dns::Transport::kUdp) {
     std::array<uint8_t, kMaxSlipBytes> truncated;
     if (options_.responses != nullptr) {
-      response = LimitResponse(options_.responses.get(), responder.client(), response,
-                               responder.via_forwarder() ? LimitedReply::kRefused
-                                                         : LimitedReply::kTruncated,
-                               SteadyNowNs(), truncated);
+      response = LimitResponse(
+          options_.responses.get(), responder.client(), response,
+          responder.via_forwarder() ? LimitedReply::kRefused : LimitedReply::kTruncated,
+          SteadyNowNs(), truncated);
     }
     if (!response.empty() && udp_ != nullptr &&
         udp_->Send(response, responder.peer(), responder.reply_context_)) {

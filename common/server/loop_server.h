@@ -144,8 +144,9 @@ class LoopServer {
     AdmissionPolicy admission;
     // Whose client-address option names the client (admission.h); by default no one's.
     ClientAddressPolicy client_address;
-    // UDP only (and a trusted forwarder's queries for a client over TCP), shared by every LoopServer of the process (null: none): the per-client
-    // rate limit and fair shedding, checked before admission, and the limit of identical
+    // Shared by every LoopServer of the process (null: none): the per-client rate limit
+    // and fair shedding, checked on UDP before admission (after it, as the client it
+    // names, for a trusted forwarder's queries, over TCP too), and the limit of identical
     // responses, checked on every UDP reply.
     std::shared_ptr<ClientLimiter> clients;
     std::shared_ptr<ResponseRateLimiter> responses;

@@ -123,7 +123,7 @@ class Responder {
   bool via_forwarder_ = false;
   uint64_t connection_id_ = 0;  // TCP: the key in the thread's connection table
   PeerAddress peer_{};
-  PeerAddress client_{};  // set only via_forwarder_ (else the client is the peer)
+  PeerAddress client_{};                 // set only via_forwarder_ (else the client is the peer)
   loop::UdpReplyContext reply_context_;  // UDP: the local address the query came to
 };
 

@@ -23,7 +23,7 @@ struct Forwarder::Server {
   loop::SocketAddress address;
   UpstreamHealth health;
   UpstreamTable::Entry& entry;
-  InFlightBudget& budget;              // shared by every thread's Forwarder
+  InFlightBudget& budget;  // shared by every thread's Forwarder
   // In Options::client_address_to: its queries carry the client's address.
   bool gets_client_address = false;
   bool probing = false;                // a health probe is outstanding

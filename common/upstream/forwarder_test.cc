@@ -1028,9 +1028,8 @@ TEST_CASE("A query to an upstream trusted with it carries the client's address",
     options.client_address_to = {*IpPrefix::Parse("127.0.0.0/8")};
     Forwarder forwarder(loop, options);
     const Transport transport = GENERATE(Transport::kUdp, Transport::kTcp);
-    Result result = ResolveAndWait(loop, forwarder,
-                                   FromClient("www.example.", "10.1.2.3:41000", transport),
-                                   {a.address()});
+    Result result = ResolveAndWait(
+        loop, forwarder, FromClient("www.example.", "10.1.2.3:41000", transport), {a.address()});
     CHECK(AnswerAddress(result) == "192.0.2.1");
     REQUIRE(a.queries().size() == 1);
     CHECK(a.queries()[0].transport == transport);

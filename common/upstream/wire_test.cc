@@ -62,8 +62,8 @@ TEST_CASE("An upstream query carries the client's address only when asked to, wi
   REQUIRE(BuildQuery(request, 1, EdnsMode::kWithEdns, 1232, &bytes));
   CHECK(Parse(bytes).edns->options.empty());
   // For this one: the option of the code asked for, with the longest name too.
-  request.qname = N(std::string(63, 'a') + "." + std::string(63, 'b') + "." +
-                    std::string(63, 'c') + "." + std::string(61, 'd') + ".");
+  request.qname = N(std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') +
+                    "." + std::string(61, 'd') + ".");
   REQUIRE(BuildQuery(request, 1, EdnsMode::kWithEdns, 1232, &bytes, uint16_t{65001}));
   const dns::Message query = Parse(bytes);
   dns::ClientAddress client;
