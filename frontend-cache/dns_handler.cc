@@ -205,9 +205,8 @@ void DnsHandler::HandleQuery(server::Request& request) {
   }
   // The client goes with the query to an upstream trusted with it (kubedns): the first
   // asker's, when the query is coalesced with others.
-  upstream::Request ask = upstream::Request::FromQuery(query, admission.transport);
-  ask.SetClient(request.client());
-  forwarder_.Resolve(ask, upstreams,
+  forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport, request.client()),
+                     upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
 }
 
@@ -265,7 +264,8 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
 void DnsHandler::Prefetch(const dns::Query& query, const CacheKey& key,
                           const upstream::UpstreamSet& upstreams, uint64_t routing_generation) {
   forwarder_.Resolve(
-      upstream::Request::FromQuery(query, dns::Transport::kUdp), upstreams,
+      // Ours, not a client's: nothing to carry, no share to keep.
+      upstream::Request::FromQuery(query, dns::Transport::kUdp, loop::SocketAddress()), upstreams,
       [this, key, routing_generation](const upstream::Result& result) {
         if (result.outcome == upstream::Outcome::kAnswer && Cacheable(routing_generation)) {
           (void)shared_.cache.Insert(key, Filtered(result.reply));

@@ -121,10 +121,9 @@ void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
   const UpstreamRoute& route = routes_->Lookup(query.qname);
   shared_.forward_metrics.Sent(route.kind, ForwardKind::kForward);
   shared_.forward_metrics.Started();
-  upstream::Request ask = upstream::Request::FromQuery(query, request.admission().transport);
-  ask.SetClient(request.client());
-  forwarder_.Resolve(ask, route.upstreams,
-                     [this, id](const upstream::Result& reply) { OnForwarded(id, reply); });
+  forwarder_.Resolve(
+      upstream::Request::FromQuery(query, request.admission().transport, request.client()),
+      route.upstreams, [this, id](const upstream::Result& reply) { OnForwarded(id, reply); });
 }
 
 void DnsHandler::StartChase(server::Request& request, const AnswerResult& result,
@@ -174,7 +173,7 @@ void DnsHandler::AskChaseTarget(uint64_t id, Waiting& waiting) {
   request.dnssec_ok = waiting.client.dnssec_ok;
   request.checking_disabled = waiting.client.cd;
   request.client_transport = waiting.client.transport;
-  request.SetClient(waiting.responder.client());
+  request.client = waiting.responder.client();
   const UpstreamRoute& route = routes_->Lookup(chase.target);
   shared_.forward_metrics.Sent(route.kind,
                                waiting.state.walk ? ForwardKind::kAutopath : ForwardKind::kChase);
@@ -305,7 +304,7 @@ void DnsHandler::NextCandidate(uint64_t id) {
       ask.dnssec_ok = waiting->client.dnssec_ok;
       ask.checking_disabled = waiting->client.cd;
       ask.client_transport = waiting->client.transport;
-      ask.SetClient(waiting->responder.client());
+      ask.client = waiting->responder.client();
       const UpstreamRoute& route = routes_->Lookup(walk.candidate);
       shared_.forward_metrics.Sent(route.kind, ForwardKind::kAutopath);
       forwarder_.Resolve(ask, route.upstreams,

@@ -52,7 +52,7 @@
 // first to have them answered with kServFail/kShutdown.
 //
 // Usage (frontend-cache, on a cache miss):
-//   auto request = upstream::Request::FromQuery(query, upstream::Transport::kUdp);
+//   auto request = upstream::Request::FromQuery(query, upstream::Transport::kUdp, client);
 //   forwarder.Resolve(request, route.upstreams, [responder = std::move(responder),
 //                                                id = query.header.id, qname = query.qname](
 //                                                   const upstream::Result& result) mutable {

@@ -1015,7 +1015,7 @@ std::optional<dns::ClientAddress> CarriedClient(const testing::ReceivedQuery& qu
 
 Request FromClient(std::string_view name, const char* client, Transport transport) {
   Request request = Req(name, transport);
-  request.SetClient(*loop::SocketAddress::Parse(client));
+  request.client = *loop::SocketAddress::Parse(client);
   return request;
 }
 

@@ -25,7 +25,8 @@ const char* MatchName(Match match) {
   return "?";
 }
 
-Request Request::FromQuery(const dns::Query& query, Transport client_transport) {
+Request Request::FromQuery(const dns::Query& query, Transport client_transport,
+                           const loop::SocketAddress& client) {
   Request request;
   request.qname = query.qname;
   request.qtype = query.qtype;
@@ -33,11 +34,8 @@ Request Request::FromQuery(const dns::Query& query, Transport client_transport) 
   request.dnssec_ok = query.edns && query.edns->dnssec_ok;
   request.checking_disabled = query.header.cd;
   request.client_transport = client_transport;
+  request.client = client;
   return request;
-}
-
-void Request::SetClient(const loop::SocketAddress& address) {
-  client = dns::ClientAddress{loop::IpOf(address), address.port()};
 }
 
 bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns, uint16_t udp_payload_bytes,
@@ -55,9 +53,10 @@ bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns, uint16_t udp
     dns::EdnsView view;
     view.udp_payload_size = udp_payload_bytes;
     view.dnssec_ok = request.dnssec_ok;
-    if (client_address_option && request.client) {
+    if (client_address_option && (request.client.is_v4() || request.client.is_v6())) {
+      const dns::ClientAddress client{loop::IpOf(request.client), request.client.port()};
       view.options = std::span<const uint8_t>(option).first(
-          dns::WriteClientAddressOption(*request.client, *client_address_option, option));
+          dns::WriteClientAddressOption(client, *client_address_option, option));
     }
     if (builder.SetEdns(view) != dns::BuildError::kOk) return false;
   }

@@ -45,20 +45,21 @@ struct Request {
   bool dnssec_ok = false;          // the client's EDNS DO bit (RFC 3225)
   bool checking_disabled = false;  // the client's CD bit (RFC 4035 §3.2.2)
   Transport client_transport = Transport::kUdp;
-  // Whom the query is for (server::Request::client), when a client asked: the pod behind
-  // the query, for a server trusted with it (Forwarder::Options::client_address_to), and
-  // for per-client accounting. Coalesced queries carry the first asker's. Unset for the
-  // forwarder's own queries (prefetches, probes).
-  std::optional<dns::ClientAddress> client;
+  // Who asked (server::Request::client: the pod, also behind a trusted forwarder), for the
+  // client's fair share of the forwarding budgets (forward_budgets.h) and, to a server
+  // trusted with it (Forwarder::Options::client_address_to), in the client-address option;
+  // coalesced queries carry the first asker's. Unspecified for our own queries
+  // (prefetches, probes): no share to keep, nothing to carry.
+  loop::SocketAddress client;
 
-  static Request FromQuery(const dns::Query& query, Transport client_transport);
-  // Sets `client` from a socket address.
-  void SetClient(const loop::SocketAddress& address);
+  static Request FromQuery(const dns::Query& query, Transport client_transport,
+                           const loop::SocketAddress& client);
 };
 
 // Writes the upstream query: our ID, RD set, CD copied, the question as asked and, with
 // kWithEdns, an OPT record advertising `udp_payload_bytes` with the client's DO bit and,
-// with `client_address_option` and a Request::client, that client in the client-address
+// with `client_address_option` and a Request::client (IPv4 or IPv6), that client in the
+// client-address
 // option of that code (dns/client_address.h; only for a server trusted with it). Nothing
 // else of the client's EDNS is passed on. False only if the question does not fit (it
 // always does for a parsed name).

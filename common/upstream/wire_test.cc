@@ -57,7 +57,7 @@ TEST_CASE("An upstream query carries the client's address only when asked to, wi
   // No client: nothing to carry.
   REQUIRE(BuildQuery(request, 1, EdnsMode::kWithEdns, 1232, &bytes, uint16_t{65432}));
   CHECK(Parse(bytes).edns->options.empty());
-  request.SetClient(*loop::SocketAddress::Parse("[fd00::17]:41000"));
+  request.client = *loop::SocketAddress::Parse("[fd00::17]:41000");
   // Not for this server.
   REQUIRE(BuildQuery(request, 1, EdnsMode::kWithEdns, 1232, &bytes));
   CHECK(Parse(bytes).edns->options.empty());

@@ -105,7 +105,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // What the Forwarder does with the bytes.
   const auto request = kdns::upstream::Request::FromQuery(
-      client.query, tcp ? kdns::dns::Transport::kTcp : kdns::dns::Transport::kUdp);
+      client.query, tcp ? kdns::dns::Transport::kTcp : kdns::dns::Transport::kUdp,
+      kdns::loop::SocketAddress());
   kdns::dns::Message parsed;
   size_t reply_end = reply.size();
   const kdns::upstream::Match match =
