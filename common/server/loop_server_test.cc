@@ -680,5 +680,40 @@ TEST_CASE("A trusted forwarder's queries are limited as the client they name, an
   RequireClosesClean(loop);
 }
 
+TEST_CASE("RRL limits a trusted forwarder's replies per client it names, REFUSED over it",
+          "[server][client_address]") {
+  loop::Loop loop;
+  ThreadStats stats;
+  LoopServer::Options options;
+  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  options.client_address.trusted = {*IpPrefix::Parse("127.0.0.1/32")};
+  ResponseRateOptions rrl;
+  rrl.responses_per_second = 1;  // one identical response per netblock, then over
+  rrl.slip = 0;                  // a client of its own would get nothing
+  options.responses = std::make_shared<ResponseRateLimiter>(rrl);
+  std::string error;
+  auto server = LoopServer::Create(loop, options, EchoFactory(), stats, &error);
+  INFO(error);
+  REQUIRE(server != nullptr);
+  UdpClient udp(server->udp_address(), *loop::SocketAddress::Parse("127.0.0.1:0"));
+  auto exchange = [&](const std::vector<uint8_t>& query) {
+    REQUIRE(udp.Send(query));
+    std::optional<std::vector<uint8_t>> reply;
+    REQUIRE(RunUntil(loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
+    REQUIRE(IdOf(*reply) == IdOf(query));
+    return RcodeOf(*reply);
+  };
+  const uint64_t limited = LimitHits(Limit::kResponseRate);
+  CHECK(exchange(QueryFor(1, "10.0.0.7:1234")) == dns::Rcode::kNoError);
+  // The same response again for the same netblock: over RRL, REFUSED rather than dropped,
+  // so the forwarder does not take us for dead.
+  CHECK(exchange(QueryFor(2, "10.0.0.7:1234")) == dns::Rcode::kRefused);
+  CHECK(LimitHits(Limit::kResponseRate) == limited + 1);
+  // Another netblock behind the same forwarder has its own.
+  CHECK(exchange(QueryFor(3, "10.0.1.7:1234")) == dns::Rcode::kNoError);
+  server.reset();
+  RequireClosesClean(loop);
+}
+
 }  // namespace
 }  // namespace kdns::server
