@@ -137,7 +137,8 @@ void DnsHandler::HandleQuery(server::Request& request) {
       shared_.metrics.Answered(query.qtype, server::RefusalRcode(admission.verdict));
       shared_.metrics.AnswerTime(AnswerSource::kLocal, start.at);
       if (start.logged) {
-        LogAnswer(request.peer(), query, refusal, AnswerSource::kLocal, request.transport(), start);
+        LogAnswer(request.client(), query, refusal, AnswerSource::kLocal, request.transport(),
+                  start);
       }
       (void)request.Reply(refusal);
       return;
@@ -197,12 +198,14 @@ void DnsHandler::HandleQuery(server::Request& request) {
     return;
   }
   // A miss: the right to answer is kept until the upstream's answer, within the budget.
-  const loop::SocketAddress client = request.peer();  // before Add takes the Responder
+  const loop::SocketAddress client = request.client();  // the pod, for its fair share
   const uint64_t id = waiting_.Add(request, Forwarded{routing->generation, start});
   if (id == 0) {
     return ReplyStaleOrFail(request, query, key, limit, upstream::Outcome::kOverloaded,
                             upstream::FailReason::kNone, start);
   }
+  // The client goes with the query to an upstream trusted with it (kubedns): the first
+  // asker's, when the query is coalesced with others.
   forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport, client), upstreams,
                      [this, id](const upstream::Result& result) { Complete(id, result); });
 }
@@ -226,6 +229,7 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
                                           std::span<const uint8_t> query_bytes,
                                           const loop::SocketAddress& peer, std::span<uint8_t> out) {
   (void)query_bytes;
+  (void)peer;  // the query log names the client (admission.client)
   // Sampled for the query log only once the hit is known: a query left to HandleQuery is
   // sampled there.
   Start start{FrontendMetrics::AnswerClock::now()};
@@ -253,8 +257,8 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
   shared_.metrics.AnswerTime(server::AnswerSource::kCache, start.at);  // sent by the caller
   start.logged = shared_.query_log.Sample();
   if (start.logged) {
-    LogAnswer(peer, query, out.first(hit.size), server::AnswerSource::kCache, dns::Transport::kUdp,
-              start);
+    LogAnswer(admission.client, query, out.first(hit.size), server::AnswerSource::kCache,
+              dns::Transport::kUdp, start);
   }
   if (hit.prefetch) {
     // The forwarder lives on the serving thread: refresh the entry from there.
@@ -361,7 +365,7 @@ void DnsHandler::Reply(To& to, const dns::Query& query, std::span<const uint8_t>
                        server::AnswerSource source, const Start& start) {
   shared_.metrics.Answered(query.qtype, RcodeOf(response));
   shared_.metrics.AnswerTime(source, start.at);
-  if (start.logged) LogAnswer(to.peer(), query, response, source, to.transport(), start);
+  if (start.logged) LogAnswer(to.client(), query, response, source, to.transport(), start);
   (void)to.Reply(response);
 }
 

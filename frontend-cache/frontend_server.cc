@@ -64,6 +64,8 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
   // take some 50 times its size).
   options_.forwarder.reply_decode = upstream::ReplyDecode::kQuestion;
   options_.forwarder.dns0x20.mode = options_.flags.upstream_0x20;
+  options_.forwarder.client_address_to = options_.flags.client_address_to;
+  options_.forwarder.client_address_option = options_.flags.client_address_option;
   handler_shared_ = std::make_unique<DnsHandler::Shared>(DnsHandler::Shared{
       cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_, upstream_table_,
       options_.forwarder, clock_, handlers_,

@@ -275,6 +275,16 @@ const std::vector<OptionSpec>& Specs() {
       {"rrl-responses-per-second", 0, true,
        Number(In(&Options::rate_limits, &server::RateLimitFlags::rrl_responses_per_second), 0,
               INT64_MAX, "rrl-responses-per-second")},
+      // The client's address, to the upstreams trusted with it (server/admission.h).
+      {"client-address-to", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (ParsePrefixList(value, &options->client_address_to, error)) return true;
+         *error = "--client-address-to: " + *error;
+         return false;
+       }},
+      {"client-address-option", 0, true,
+       Uint(&Options::client_address_option, dns::kMinPrivateOptionCode, dns::kMaxPrivateOptionCode,
+            "client-address-option")},
       // dnsmasq's options kube-dns Deployments pass (docs/operators.md, "dnsmasq
       // options").
       {"no-daemon", 'd', false, Flag(&Options::keep_in_foreground)},

@@ -13,8 +13,11 @@
 #include <vector>
 
 #include "common/base/ip_address.h"
+#include "common/base/ip_prefix.h"
+#include "common/dns/client_address.h"
 #include "common/dns/name.h"
 #include "common/loop/socket_address.h"
+#include "common/server/admission.h"
 #include "common/server/loop_server.h"
 #include "common/server/query_log.h"
 #include "common/server/rate_limits.h"
@@ -157,6 +160,11 @@ struct Options {
   // Per-client rate limit, slip, exempt prefixes and RRL (--client-rate-*,
   // --rrl-responses-per-second); shedding under overload is always on.
   server::RateLimitFlags rate_limits;
+  // --client-address-to: the upstreams (prefixes) whose queries carry the asking client's
+  // address (kubedns, on loopback: server/admission.h); empty: none.
+  // --client-address-option: that EDNS option's code.
+  std::vector<IpPrefix> client_address_to = server::DefaultClientAddressPeers();
+  uint16_t client_address_option = dns::kDefaultClientAddressOption;
 };
 
 // dnsmasq reads this hosts file unless --no-hosts.

@@ -356,6 +356,25 @@ TEST_CASE("the per-client rate limit and RRL flags, checked where both servers c
             .error.starts_with("--client-rate-exempt: \"10.0.0.1/8\" is not an address prefix"));
 }
 
+TEST_CASE("the client address goes to loopback upstreams by default, the flags checked",
+          "[frontend][options][client_address]") {
+  const Options defaults = Parse({}).options;
+  CHECK(defaults.client_address_to ==
+        std::vector<IpPrefix>{*IpPrefix::Parse("127.0.0.0/8"), *IpPrefix::Parse("::1/128")});
+  CHECK(defaults.client_address_option == 65432);
+  const Parsed set =
+      Parse({"--client-address-to=10.96.0.10,127.0.0.1", "--client-address-option=65001"});
+  REQUIRE(set.error.empty());
+  CHECK(set.options.client_address_to ==
+        std::vector<IpPrefix>{*IpPrefix::Parse("10.96.0.10"), *IpPrefix::Parse("127.0.0.1")});
+  CHECK(set.options.client_address_option == 65001);
+  CHECK(Parse({"--client-address-to="}).options.client_address_to.empty());  // to none
+  CHECK(Parse({"--client-address-to=kubedns"})
+            .error.starts_with("--client-address-to: \"kubedns\" is not an address prefix"));
+  CHECK(Parse({"--client-address-option=8"}).error ==
+        "--client-address-option: \"8\" is not a number in 65001..65534");
+}
+
 }  // namespace kdns::frontend
 
 namespace kdns::frontend {

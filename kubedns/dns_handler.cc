@@ -68,11 +68,11 @@ bool DnsHandler::AnsweredByRecords(const AnswerResult& result) const {
   return true;
 }
 
-void DnsHandler::RecordLocal(const AnswerResult& result, const loop::SocketAddress& peer,
+void DnsHandler::RecordLocal(const AnswerResult& result, const loop::SocketAddress& client,
                              const server::Admission& admission, Clock::time_point start) {
   if (!result.response.empty()) {
     const dns::Query& query = admission.query;
-    LogQuery(shared_.query_log, peer, query.qname, query.qtype, query.header.id,
+    LogQuery(shared_.query_log, client, query.qname, query.qtype, query.header.id,
              admission.transport, result.response, server::AnswerSource::kLocal, start);
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -89,20 +89,21 @@ void DnsHandler::HandleQuery(server::Request& request) {
     if (StartWalk(request, result, start)) return;
   }
   if (!result.response.empty()) request.Reply(result.response);
-  RecordLocal(result, request.peer(), request.admission(), start);
+  RecordLocal(result, request.client(), request.admission(), start);
 }
 
 size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
                                           std::span<const uint8_t> query,
                                           const loop::SocketAddress& peer, std::span<uint8_t> out) {
   (void)query;
+  (void)peer;  // the query log names the client (admission.client)
   // The Answerer writes up to the reply limit (at most 1232 bytes over UDP); never less room.
   if (out.size() < admission.reply_limit_bytes) return 0;
   const Clock::time_point start = Clock::now();
   const AnswerResult result = shared_.answerer.Answer(receiver_reader_.Get(), admission, out);
   // A drop is HandleQuery's to count; the rest needs this handler's thread.
   if (result.response.empty() || !AnsweredByRecords(result)) return 0;
-  RecordLocal(result, peer, admission, start);
+  RecordLocal(result, admission.client, admission, start);
   return result.response.size();
 }
 
@@ -123,7 +124,7 @@ void DnsHandler::OnQueriesOverdue(uint64_t connection_id) {
 void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
                          Clock::time_point start) {
   const dns::Query& query = request.admission().query;
-  const loop::SocketAddress client = request.peer();  // before Add takes the Responder
+  const loop::SocketAddress client = request.client();  // the pod, also behind the cache
   const uint64_t id = waiting_.Add(request, Forwarding{start, result.reverse, nullptr, nullptr});
   if (id == 0) return FailNow(request, result, start);
   const UpstreamRoute& route = routes_->Lookup(query.qname);
@@ -160,7 +161,7 @@ void DnsHandler::FailNow(server::Request& request, const AnswerResult& result,
       request.admission().query, dns::Rcode::kServFail, /*aa=*/false, request.response_buffer());
   if (!response.empty()) {
     const dns::Query& query = request.admission().query;
-    LogQuery(shared_.query_log, request.peer(), query.qname, query.qtype, query.header.id,
+    LogQuery(shared_.query_log, request.client(), query.qname, query.qtype, query.header.id,
              request.transport(), response, server::AnswerSource::kLocal, start);
     request.Reply(response);
   }
@@ -181,7 +182,7 @@ void DnsHandler::AskChaseTarget(uint64_t id, Waiting& waiting) {
   request.dnssec_ok = waiting.client.dnssec_ok;
   request.checking_disabled = waiting.client.cd;
   request.client_transport = waiting.client.transport;
-  request.client = waiting.responder.peer();
+  request.client = waiting.responder.client();
   const UpstreamRoute& route = routes_->Lookup(chase.target);
   shared_.forward_metrics.Sent(route.kind,
                                waiting.state.walk ? ForwardKind::kAutopath : ForwardKind::kChase);
@@ -312,7 +313,7 @@ void DnsHandler::NextCandidate(uint64_t id) {
       ask.dnssec_ok = waiting->client.dnssec_ok;
       ask.checking_disabled = waiting->client.cd;
       ask.client_transport = waiting->client.transport;
-      ask.client = waiting->responder.peer();
+      ask.client = waiting->responder.client();
       const UpstreamRoute& route = routes_->Lookup(walk.candidate);
       shared_.forward_metrics.Sent(route.kind, ForwardKind::kAutopath);
       forwarder_.Resolve(ask, route.upstreams,
@@ -390,8 +391,9 @@ void DnsHandler::Fail(Waiting& waiting, ForwardFailure failure) {
 
 void DnsHandler::Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode,
                         bool truncated, server::AnswerSource source) {
-  LogQuery(shared_.query_log, waiting.responder.peer(), waiting.client.qname, waiting.client.qtype,
-           waiting.client.id, waiting.client.transport, response, source, waiting.state.start);
+  LogQuery(shared_.query_log, waiting.responder.client(), waiting.client.qname,
+           waiting.client.qtype, waiting.client.id, waiting.client.transport, response, source,
+           waiting.state.start);
   waiting.responder.Reply(response);
   const double seconds = std::chrono::duration<double>(Clock::now() - waiting.state.start).count();
   shared_.forward_metrics.Answered(seconds);

@@ -154,7 +154,7 @@ class DnsHandler final : public server::QueryHandler {
   // is needed to finish it (HandleQuery's and AnswerOnReceiverThread's one rule).
   bool AnsweredByRecords(const AnswerResult& result) const;
   // Logs and counts an answer the records gave (`result`), sent or dropped.
-  void RecordLocal(const AnswerResult& result, const loop::SocketAddress& peer,
+  void RecordLocal(const AnswerResult& result, const loop::SocketAddress& client,
                    const server::Admission& admission, Clock::time_point start);
   void Forward(server::Request& request, const AnswerResult& result, Clock::time_point start);
   void StartChase(server::Request& request, const AnswerResult& result, Clock::time_point start);

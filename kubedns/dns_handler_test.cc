@@ -194,6 +194,30 @@ TEST_CASE("a name outside the cluster is forwarded and answered with the client'
                  upstream::FormatUpstreamAddress(f.a->address()) + R"("})") >= 1);
 }
 
+TEST_CASE("a forwarded query never carries the client-address option it came with",
+          "[kubedns][handler][client_address]") {
+  Fixture f;
+  f.Serve(f.Routes());
+  std::vector<uint8_t> option(dns::kMaxClientAddressOptionBytes);
+  option.resize(dns::WriteClientAddressOption({*IpAddress::Parse("10.0.0.7"), 1234},
+                                              dns::kDefaultClientAddressOption, option));
+  std::vector<uint8_t> buffer(512);
+  dns::MessageBuilder builder(buffer);
+  builder.header().id = 0x4242;
+  builder.header().rd = true;
+  REQUIRE(builder.AddQuestion(N("www.example.com."), dns::RrType::kA, dns::RrClass::kIn) ==
+          dns::BuildError::kOk);
+  dns::EdnsView edns;
+  edns.options = option;
+  REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
+  const std::span<const uint8_t> query = builder.Finish();
+  dns::Message reply = AskUdp(f.loop, f.udp_address(), {query.begin(), query.end()});
+  CHECK(reply.rcode() == dns::Rcode::kNoError);
+  REQUIRE(f.a->queries().size() == 1);
+  REQUIRE(f.a->queries()[0].message.edns.has_value());
+  CHECK(f.a->queries()[0].message.edns->options.empty());
+}
+
 TEST_CASE("cluster names are answered locally; unknown reverse names are forwarded",
           "[kubedns][handler]") {
   Fixture f;

@@ -56,6 +56,8 @@ inline std::unique_ptr<server::LoopServer> ServeDnsHandlers(
   server::LoopServer::Options options;
   options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
   options.admission = kAdmissionPolicy;
+  // kubedns's default --client-address-from: loopback's client-address option is believed.
+  options.client_address.trusted = server::DefaultClientAddressPeers();
   options.udp = udp;
   options.tcp = tcp;
   std::string error;

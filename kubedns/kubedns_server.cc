@@ -380,6 +380,7 @@ bool KubednsServer::Start(std::string* error) {
   dns.udp.receiver_thread = options_.receiver_threads;
   dns.shared_sockets = options_.receiver_threads;
   dns.admission = kAdmissionPolicy;
+  dns.client_address = options_.client_address;
   dns.tcp = options_.tcp;
   dns.clients = rate_limits_.clients;
   dns.responses = rate_limits_.responses;

@@ -90,6 +90,9 @@ class KubednsServer {
     size_t max_waiting_queries = server::WaitingBudget::kDefaultMax;
     // Per-client rate limit and RRL, checked by BuildOptions (--client-rate-*, --rrl-*).
     server::RateLimitFlags rate_limits;
+    // Whose client-address option names the client (--client-address-from, -option):
+    // frontend-cache's, on loopback.
+    server::ClientAddressPolicy client_address;
     server::QueryLogOptions query_log;  // --log-queries, --log-queries-rate/-sample
     // --autopath (autopath.h) and --autopath-search: the node's domains; nullopt: the
     // search list of resolv_conf, read once at start-up.

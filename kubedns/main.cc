@@ -162,6 +162,14 @@ DEFINE_int64(client_rate_slip, 2,
 DEFINE_string(client_rate_exempt, "",
               "Comma-separated address prefixes never rate limited or shed (node-local caches, "
               "probes), e.g. 169.254.20.10/32,10.0.0.0/8.");
+DEFINE_string(client_address_from, "127.0.0.0/8,::1/128",
+              "Comma-separated address prefixes whose client-address EDNS option is believed: "
+              "a query from them is limited, logged and counted as the client the option "
+              "names (frontend-cache, on loopback, names the pod). From anyone else the option "
+              "is ignored and counted. Empty: believed from no one.");
+DEFINE_int32(client_address_option, 65432,
+             "The client-address EDNS option's code, a private-use one (65001-65534); the "
+             "same as frontend-cache's --client-address-option.");
 DEFINE_int64(rrl_responses_per_second, 0,
              "Response rate limiting of identical answers (BIND's RRL): per /24 (/56) and "
              "second, for each answer, NODATA name, NXDOMAIN zone and error kind. 0: off.");
@@ -251,6 +259,8 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.rate_limits.client_rate_slip = FLAGS_client_rate_slip;
   flags.rate_limits.client_rate_exempt = FLAGS_client_rate_exempt;
   flags.rate_limits.rrl_responses_per_second = FLAGS_rrl_responses_per_second;
+  flags.client_address_from = FLAGS_client_address_from;
+  flags.client_address_option = FLAGS_client_address_option;
   flags.config_map = FLAGS_config_map;
   flags.config_map_namespace = FLAGS_config_map_namespace;
   flags.federations = FLAGS_federations;

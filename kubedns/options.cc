@@ -241,7 +241,12 @@ bool WaitingOptions(const FlagValues& flags, KubednsServer::Options* options, st
   server::RateLimits unused;
   if (!server::MakeRateLimits(flags.rate_limits, nullptr, &unused, error)) return false;
   options->rate_limits = flags.rate_limits;
-  return true;
+  if (!ParsePrefixList(flags.client_address_from, &options->client_address.trusted, error)) {
+    *error = "--client-address-from: " + *error;
+    return false;
+  }
+  return server::ParseClientAddressOption(flags.client_address_option,
+                                          &options->client_address.option_code, error);
 }
 
 // kube-dns's --config-map (deprecated there in favour of a mounted --config-dir) and

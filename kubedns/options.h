@@ -78,6 +78,9 @@ struct FlagValues {
   int64_t max_waiting_queries = 10'000;
   // Per-client rate limit and RRL (common/server/rate_limits.h).
   server::RateLimitFlags rate_limits;
+  // Whose client-address EDNS option to believe, and its code (server/admission.h).
+  std::string client_address_from = std::string(server::kDefaultClientAddressPeers);
+  int64_t client_address_option = dns::kDefaultClientAddressOption;
   // kube-dns's, accepted for its Deployments (docs/operators.md, "kube-dns flags").
   std::string config_map;  // deprecated: mapped to --config-dir
   std::string config_map_namespace = "kube-system";

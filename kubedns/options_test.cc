@@ -389,6 +389,35 @@ TEST_CASE("the per-client rate limit and RRL flags reach the server, checked", "
   CHECK(ErrorOf(flags).starts_with("--client-rate-exempt: \"pods\" is not an address prefix"));
 }
 
+TEST_CASE("the client address is believed from loopback by default, the flags checked",
+          "[kubedns][options][client_address]") {
+  FlagValues flags = Offline();
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  const server::ClientAddressPolicy& policy = options.server.client_address;
+  CHECK(policy.option_code == 65432);
+  CHECK(policy.Trusts(*loop::SocketAddress::Parse("127.0.0.1:5353")));
+  CHECK(policy.Trusts(*loop::SocketAddress::Parse("[::1]:5353")));
+  CHECK_FALSE(policy.Trusts(*loop::SocketAddress::Parse("10.0.0.7:5353")));
+
+  flags.client_address_from = "127.0.0.1/32";
+  flags.client_address_option = 65001;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.client_address.option_code == 65001);
+  CHECK_FALSE(options.server.client_address.Trusts(*loop::SocketAddress::Parse("127.0.0.2:53")));
+  flags.client_address_from = "";  // no one
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.client_address.trusted.empty());
+
+  flags.client_address_from = "frontend";
+  CHECK(ErrorOf(flags).starts_with("--client-address-from: \"frontend\" is not an address prefix"));
+  flags.client_address_from = "127.0.0.1";
+  flags.client_address_option = 10;  // ECS's code: not private use
+  CHECK(ErrorOf(flags) ==
+        "--client-address-option=10: must be a private-use EDNS option code, 65001..65534");
+}
+
 }  // namespace
 TEST_CASE("the multicluster zone flags turn the zones and their watches on", "[kubedns][options]") {
   Options options;

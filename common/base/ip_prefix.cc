@@ -54,4 +54,25 @@ std::string IpPrefix::ToString() const {
   return network_.ToString() + "/" + std::to_string(length_);
 }
 
+bool ParsePrefixList(std::string_view text, std::vector<IpPrefix>* out, std::string* error) {
+  out->clear();
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.empty()) continue;
+    const std::optional<IpPrefix> prefix = IpPrefix::Parse(item);
+    if (!prefix) {
+      *error = "\"" + std::string(item) +
+               "\" is not an address prefix (like 10.0.0.0/8 or fd00::/8, with the bits past "
+               "the length zero)";
+      return false;
+    }
+    out->push_back(*prefix);
+  }
+  return true;
+}
+
 }  // namespace kdns

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/base/ip_address.h"
 
@@ -35,5 +36,10 @@ class IpPrefix {
   IpAddress network_;
   uint8_t length_ = 0;
 };
+
+// A flag's list of prefixes (--client-rate-exempt, --client-address-from, ...):
+// comma-separated ("10.0.0.0/8, fd00::/8", a bare address is the whole address); empty is
+// none. False with a one-line *error naming the bad item.
+bool ParsePrefixList(std::string_view text, std::vector<IpPrefix>* out, std::string* error);
 
 }  // namespace kdns

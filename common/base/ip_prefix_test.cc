@@ -1,6 +1,8 @@
 #include "common/base/ip_prefix.h"
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
 namespace kdns {
 namespace {
@@ -45,6 +47,19 @@ TEST_CASE("IpPrefix::Of keeps an address's first bits", "[ip_prefix]") {
   CHECK(IpPrefix::Of(Ip("10.1.2.3"), 40).ToString() == "10.1.2.3/32");
   CHECK(IpPrefix::Of(Ip("2001:db8:1:2:3::4"), 64).ToString() == "2001:db8:1:2::/64");
   CHECK(IpPrefix::Of(Ip("2001:db8::ff"), 121).ToString() == "2001:db8::80/121");
+}
+
+TEST_CASE("a prefix list is parsed strictly", "[ip_prefix]") {
+  std::vector<IpPrefix> prefixes;
+  std::string error;
+  CHECK(ParsePrefixList("", &prefixes, &error));
+  CHECK(prefixes.empty());
+  CHECK(ParsePrefixList("127.0.0.1,::1", &prefixes, &error));
+  CHECK(prefixes.size() == 2);
+  CHECK_FALSE(ParsePrefixList("10.0.0.1/8", &prefixes, &error));
+  CHECK(error.find("10.0.0.1/8") != std::string::npos);
+  CHECK_FALSE(ParsePrefixList("10.0.0.0/8,node-cache", &prefixes, &error));
+  CHECK(error.find("node-cache") != std::string::npos);
 }
 
 }  // namespace

@@ -32,9 +32,12 @@ inline bool WaitReadable(int fd, int timeout_ms) {
 // A UDP socket connected to `server`.
 class UdpClient {
  public:
-  explicit UdpClient(const SocketAddress& server) {
+  // From `source` (an address on the loopback, such as 127.0.0.2), if given.
+  explicit UdpClient(const SocketAddress& server,
+                     const std::optional<SocketAddress>& source = std::nullopt) {
     fd_ = socket(server.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
     REQUIRE(fd_ >= 0);
+    if (source) REQUIRE(bind(fd_, source->sockaddr_ptr(), source->sockaddr_len()) == 0);
     REQUIRE(connect(fd_, server.sockaddr_ptr(), server.sockaddr_len()) == 0);
   }
   ~UdpClient() { close(fd_); }

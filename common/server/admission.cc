@@ -1,11 +1,13 @@
 #include "common/server/admission.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 
 #include "common/dns/builder.h"
+#include "common/loop/tcp_limits.h"
 
 namespace kdns::server {
-namespace {}  // namespace
 
 dns::Rcode RefusalRcode(Verdict verdict) {
   switch (verdict) {
@@ -22,6 +24,25 @@ dns::Rcode RefusalRcode(Verdict verdict) {
       break;
   }
   return dns::Rcode::kNoError;
+}
+
+std::vector<IpPrefix> DefaultClientAddressPeers() {
+  std::vector<IpPrefix> prefixes;
+  std::string error;
+  CHECK(ParsePrefixList(kDefaultClientAddressPeers, &prefixes, &error)) << error;
+  return prefixes;
+}
+
+bool ParseClientAddressOption(int64_t value, uint16_t* code, std::string* error) {
+  if (value < dns::kMinPrivateOptionCode || value > dns::kMaxPrivateOptionCode) {
+    *error = "--client-address-option=" + std::to_string(value) +
+             ": must be a private-use EDNS option code, " +
+             std::to_string(dns::kMinPrivateOptionCode) + ".." +
+             std::to_string(dns::kMaxPrivateOptionCode);
+    return false;
+  }
+  *code = static_cast<uint16_t>(value);
+  return true;
 }
 
 namespace {
@@ -75,6 +96,33 @@ void Admit(std::span<const uint8_t> packet, dns::Transport transport, const Admi
     admission->verdict = Verdict::kRefused;
   } else {
     admission->verdict = Verdict::kAdmitted;
+  }
+}
+
+bool ClientAddressPolicy::Trusts(const loop::SocketAddress& peer) const {
+  if (trusted.empty() || (!peer.is_v4() && !peer.is_v6())) return false;
+  const IpAddress address = loop::IpOf(peer);
+  return std::any_of(trusted.begin(), trusted.end(),
+                     [&](const IpPrefix& prefix) { return prefix.Contains(address); });
+}
+
+void ResolveClient(const loop::SocketAddress& peer, const ClientAddressPolicy& policy,
+                   Admission* admission) {
+  admission->client = peer;
+  admission->client_source = ClientSource::kPeer;
+  const std::optional<dns::EdnsView>& edns = admission->query.edns;
+  if (policy.trusted.empty() || !edns || edns->options.empty()) return;
+  dns::ClientAddress client;
+  const dns::ClientAddressFound found =
+      dns::FindClientAddress(edns->options, policy.option_code, &client);
+  if (found == dns::ClientAddressFound::kAbsent) return;
+  if (!policy.Trusts(peer)) {
+    admission->client_source = ClientSource::kUntrusted;
+  } else if (found == dns::ClientAddressFound::kMalformed) {
+    admission->client_source = ClientSource::kMalformed;
+  } else {
+    admission->client = loop::SocketAddressOf(client.address, client.port);
+    admission->client_source = ClientSource::kOption;
   }
 }
 

@@ -25,6 +25,16 @@
 // least 512, RFC 6891 §6.2.5) capped at 1232 so answers are not fragmented (DNS flag day
 // 2020, and what both servers advertise).
 //
+// Who the query is for (Admission::client, ResolveClient): the peer, or, when the peer is
+// a trusted forwarder (ClientAddressPolicy: frontend-cache on loopback in front of
+// kubedns), the client its client-address option names (common/dns/client_address.h).
+// Every per-client mechanism uses that address (rate limit, shedding, the waiting
+// reserve, RRL, the query log, /debug/top-clients, forward budgets' fair shares); replies
+// still go to the peer. From a peer not trusted the option is ignored (kUntrusted), and so
+// is a malformed one from a trusted peer (kMalformed): the query is the peer's, answered as
+// usual, the caller counts it. Not FORMERR: our forwarder would retry without EDNS and
+// lose the option anyway, and bad input loses nothing here.
+//
 // WriteRefusal writes the reply to a query not admitted; WriteEmptyResponse the record-less
 // answers both servers build for their own reasons (SERVFAIL, NXDOMAIN, REFUSED).
 // Program-specific decisions (frontend-cache: CHAOS, loop probes, routing; kubedns: which
@@ -37,11 +47,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "common/base/ip_prefix.h"
+#include "common/dns/client_address.h"
 #include "common/dns/edns.h"
 #include "common/dns/parser.h"
 #include "common/dns/transport.h"
 #include "common/dns/types.h"
+#include "common/loop/socket_address.h"
 
 namespace kdns::server {
 
@@ -56,6 +72,33 @@ enum class ClassScope : uint8_t {
 
 struct AdmissionPolicy {
   ClassScope classes = ClassScope::kAny;
+};
+
+// Whom a server believes about the client behind a query (see the header comment).
+struct ClientAddressPolicy {
+  uint16_t option_code = dns::kDefaultClientAddressOption;
+  // Peers whose client-address option is believed; empty: the option is not looked at.
+  std::vector<IpPrefix> trusted;
+
+  bool Trusts(const loop::SocketAddress& peer) const;
+};
+
+// The default peers of the client address: loopback, which in the kube-dns pod is
+// frontend-cache for kubedns (--client-address-from) and kubedns for frontend-cache
+// (--client-address-to).
+inline constexpr std::string_view kDefaultClientAddressPeers = "127.0.0.0/8,::1/128";
+std::vector<IpPrefix> DefaultClientAddressPeers();
+
+// --client-address-option's value: a private-use EDNS option code (65001-65534). False
+// with a one-line *error.
+bool ParseClientAddressOption(int64_t value, uint16_t* code, std::string* error);
+
+// Where Admission::client came from.
+enum class ClientSource : uint8_t {
+  kPeer,       // the peer: no option, or the policy trusts no one
+  kOption,     // a trusted peer's client-address option
+  kUntrusted,  // the peer: its option was ignored, the peer is not trusted
+  kMalformed,  // the peer: a trusted peer's option was malformed, ignored
 };
 
 enum class Verdict : uint8_t { kAdmitted, kDrop, kFormErr, kBadVers, kNotImp, kRefused };
@@ -79,6 +122,9 @@ struct Admission {
   dns::Transport transport = dns::Transport::kUdp;
   size_t reply_limit_bytes = 512;      // the largest reply the client takes
   QueryShape shape = QueryShape::kOk;  // why a parsed QUERY is kFormErr, if it is
+  // Whom the query is for (ResolveClient): every per-client mechanism's address.
+  loop::SocketAddress client;
+  ClientSource client_source = ClientSource::kPeer;
 
   bool admitted() const { return verdict == Verdict::kAdmitted; }
 };
@@ -89,6 +135,11 @@ size_t ReplyLimit(const dns::Query& query, dns::Transport transport);
 // Parses and admits `packet` into *admission (overwritten whole).
 void Admit(std::span<const uint8_t> packet, dns::Transport transport, const AdmissionPolicy& policy,
            Admission* admission);
+
+// Sets admission->client (and client_source) for a query parsed by Admit from `peer`
+// (see the header comment).
+void ResolveClient(const loop::SocketAddress& peer, const ClientAddressPolicy& policy,
+                   Admission* admission);
 
 // The rcode a query not admitted is answered with (kNoError for kAdmitted and kDrop).
 dns::Rcode RefusalRcode(Verdict verdict);

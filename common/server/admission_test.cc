@@ -19,6 +19,7 @@ struct Asked {
   dns::Opcode opcode = dns::Opcode::kQuery;
   std::optional<uint16_t> payload;  // EDNS payload size, or no OPT
   uint8_t edns_version = 0;
+  std::vector<uint8_t> options;  // EDNS options, with `payload`
 };
 
 Asked Edns(std::optional<uint16_t> payload, uint8_t version = 0) {
@@ -54,6 +55,7 @@ std::vector<uint8_t> Query(const Asked& asked) {
     dns::EdnsView edns;
     edns.udp_payload_size = *asked.payload;
     edns.version = asked.edns_version;
+    edns.options = asked.options;
     REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
   }
   auto bytes = builder.Finish();
@@ -257,6 +259,83 @@ TEST_CASE("a detached query keeps the question and drops the EDNS options", "[se
   CHECK(copy.qname.IdenticalTo(admission.query.qname));
   REQUIRE(copy.edns.has_value());
   CHECK(copy.edns->options.empty());
+}
+
+// A query carrying the client-address option for `client` (code 65432).
+std::vector<uint8_t> FromClient(const char* client, uint16_t port) {
+  Asked asked = Edns(1232);
+  asked.options.resize(dns::kMaxClientAddressOptionBytes);
+  const size_t size = dns::WriteClientAddressOption(
+      {*IpAddress::Parse(client), port}, dns::kDefaultClientAddressOption, asked.options);
+  asked.options.resize(size);
+  return Query(asked);
+}
+
+loop::SocketAddress Peer(const char* text) { return *loop::SocketAddress::Parse(text); }
+
+ClientAddressPolicy Trusting(std::vector<const char*> prefixes) {
+  ClientAddressPolicy policy;
+  for (const char* prefix : prefixes) policy.trusted.push_back(*IpPrefix::Parse(prefix));
+  return policy;
+}
+
+Admission AdmitFrom(std::span<const uint8_t> packet, const char* peer,
+                    const ClientAddressPolicy& policy) {
+  Admission admission = AdmitBytes(packet);
+  ResolveClient(Peer(peer), policy, &admission);
+  return admission;
+}
+
+TEST_CASE("a trusted peer's client-address option names the client", "[server][admission]") {
+  const auto packet = FromClient("10.1.2.3", 41000);
+  const Admission admission =
+      AdmitFrom(packet, "127.0.0.1:5353", Trusting({"127.0.0.0/8", "::1/128"}));
+  CHECK(admission.admitted());
+  CHECK(admission.client_source == ClientSource::kOption);
+  CHECK(admission.client == Peer("10.1.2.3:41000"));
+}
+
+TEST_CASE("an untrusted peer's client-address option is ignored", "[server][admission]") {
+  const auto packet = FromClient("10.1.2.3", 41000);
+  const Admission admission = AdmitFrom(packet, "127.0.0.2:5353", Trusting({"127.0.0.1/32"}));
+  CHECK(admission.admitted());
+  CHECK(admission.client_source == ClientSource::kUntrusted);
+  CHECK(admission.client == Peer("127.0.0.2:5353"));
+}
+
+TEST_CASE("with no trusted peer the client-address option is not looked at",
+          "[server][admission]") {
+  const auto packet = FromClient("10.1.2.3", 41000);
+  const Admission admission = AdmitFrom(packet, "127.0.0.1:5353", ClientAddressPolicy{});
+  CHECK(admission.client_source == ClientSource::kPeer);
+  CHECK(admission.client == Peer("127.0.0.1:5353"));
+}
+
+TEST_CASE("a malformed client-address option from a trusted peer leaves the peer the client",
+          "[server][admission]") {
+  Asked asked = Edns(1232);
+  asked.options = {0xFF, 0x98, 0, 5, 0, 1, 0, 53, 10};  // one address byte
+  const auto packet = Query(asked);
+  const Admission admission = AdmitFrom(packet, "127.0.0.1:5353", Trusting({"127.0.0.0/8"}));
+  CHECK(admission.admitted());  // answered as usual
+  CHECK(admission.client_source == ClientSource::kMalformed);
+  CHECK(admission.client == Peer("127.0.0.1:5353"));
+}
+
+TEST_CASE("a query without the client-address option is the peer's", "[server][admission]") {
+  const bool edns = GENERATE(false, true);
+  const auto packet = Query(Edns(edns ? std::optional<uint16_t>(1232) : std::nullopt));
+  const Admission admission = AdmitFrom(packet, "[::1]:5353", Trusting({"::1/128"}));
+  CHECK(admission.client_source == ClientSource::kPeer);
+  CHECK(admission.client == Peer("[::1]:5353"));
+}
+
+TEST_CASE("a non-default option code is the only one believed", "[server][admission]") {
+  const auto packet = FromClient("10.1.2.3", 41000);
+  ClientAddressPolicy policy = Trusting({"127.0.0.0/8"});
+  policy.option_code = 65001;
+  const Admission admission = AdmitFrom(packet, "127.0.0.1:5353", policy);
+  CHECK(admission.client_source == ClientSource::kPeer);
 }
 
 }  // namespace

@@ -272,25 +272,4 @@ std::vector<ClientLimiter::TopClient> ClientLimiter::Top(size_t count, uint64_t 
   return top;
 }
 
-bool ParseExemptList(std::string_view text, std::vector<IpPrefix>* out, std::string* error) {
-  out->clear();
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    std::string_view item = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (item.empty()) continue;
-    const std::optional<IpPrefix> prefix = IpPrefix::Parse(item);
-    if (!prefix) {
-      *error = "\"" + std::string(item) +
-               "\" is not an address prefix (like 10.0.0.0/8 or fd00::/8, with the bits past "
-               "the length zero)";
-      return false;
-    }
-    out->push_back(*prefix);
-  }
-  return true;
-}
-
 }  // namespace kdns::server

@@ -1,7 +1,8 @@
 // ClientLimiter: what one client may take of a DNS server over UDP (issue 16, DESIGN §7),
-// checked for every datagram before it is parsed, by both servers. A client is an address
-// prefix (/32 for IPv4 and /64 for IPv6 by default: in a cluster a /24 is a whole node's
-// pods). Two mechanisms share one RateTable of clients:
+// checked for every datagram before it is parsed, by both servers; a trusted forwarder's
+// queries (frontend-cache's, to kubedns) once parsed, as the client they name (admission.h). A
+// client is an address prefix (/32 for IPv4 and /64 for IPv6 by default: in a cluster a /24 is a
+// whole node's pods). Two mechanisms share one RateTable of clients:
 //
 // - The rate limit (--client-rate-limit, off by default in the binaries, on in the
 //   manifests): a token bucket of `rate` responses per second and `burst` at once. Over it
@@ -170,9 +171,5 @@ class ClientLimiter {
   std::atomic<uint32_t> median_{0};        // arrivals per window; 0: not known
   std::atomic<uint64_t> median_at_ns_{0};  // when ScanRates last set it
 };
-
-// --client-rate-exempt's value: comma-separated prefixes ("10.0.0.0/8,fd00::/8", a bare
-// address is the whole address); empty is none. False with a one-line *error.
-bool ParseExemptList(std::string_view text, std::vector<IpPrefix>* out, std::string* error);
 
 }  // namespace kdns::server

@@ -133,6 +133,7 @@ bool DnsServer::Start(std::string* error) {
   if (base.tcp.caps == nullptr) base.tcp.caps = MakeTcpCaps(base.tcp);
   if (base.tcp.output_budget == nullptr) base.tcp.output_budget = MakeOutputBudget(base.tcp);
   base.admission = options_.admission;
+  base.client_address = options_.client_address;
 
   size_t count = options_.threads;
   // The container's CPU allowance, not the node's cores (common/base/cpu_quota.h).

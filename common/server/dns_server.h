@@ -66,6 +66,8 @@ class DnsServer {
     TcpOptions tcp;
     // What every query is checked for before the handler sees it (admission.h).
     AdmissionPolicy admission;
+    // Whose client-address option names the client (admission.h); by default no one's.
+    ClientAddressPolicy client_address;
     // The process's rate limits (LoopServer::Options), shared by all threads; null: none.
     std::shared_ptr<ClientLimiter> clients;
     std::shared_ptr<ResponseRateLimiter> responses;

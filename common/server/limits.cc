@@ -52,6 +52,8 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "import_invalid",
     "import_too_large",
     "import_name_conflict",
+    "client_address_untrusted",
+    "client_address_malformed",
 };
 // clang-format on
 

@@ -71,6 +71,9 @@ enum class Limit : uint8_t {
   kImportInvalid,       // a name that is not a DNS name in its zone: that name (or import) skipped
   kImportTooLarge,      // an import over a cap (aliases, endpoints, bytes): not served
   kImportNameConflict,  // a name another namespace's import claimed first: not added to it
+  // The client-address EDNS option (admission.h)
+  kClientAddressUntrusted,  // sent by a peer not trusted with it: ignored
+  kClientAddressMalformed,  // malformed from a trusted peer: ignored
   kCount
 };
 

@@ -24,55 +24,71 @@ void CloseIfOpen(int fd) {
   if (fd >= 0) close(fd);
 }
 
-// Largest TC reply to a query: header, a name, type and class.
+// Largest TC or REFUSED reply to a query: header, a name, type and class.
 constexpr size_t kMaxSlipBytes = dns::kHeaderSize + 255 + 4;
 
-// The ClientLimiter's say on a UDP datagram from `peer`: true to go on; false when it was
-// dealt with here: dropped, or (slip) its TC reply written into `out`, *reply_size bytes.
-bool PassClientLimit(ClientLimiter* clients, std::span<const uint8_t> datagram,
-                     const loop::SocketAddress& peer, uint64_t now_ns, std::span<uint8_t> out,
-                     size_t* reply_size) {
+// The ClientLimiter's say on a query from `client`: true to go on; false when it was dealt
+// with here: dropped, or its short reply (`kind`: TC every slip-th time; REFUSED every
+// time, see LimitedReply) written into `out`, *reply_size bytes.
+bool PassClientLimit(ClientLimiter* clients, std::span<const uint8_t> query,
+                     const loop::SocketAddress& client, LimitedReply kind, uint64_t now_ns,
+                     std::span<uint8_t> out, size_t* reply_size) {
   *reply_size = 0;
   if (clients == nullptr) return true;
-  switch (clients->Check(peer, now_ns)) {
+  const ClientVerdict verdict = clients->Check(client, now_ns);
+  switch (verdict) {
     case ClientVerdict::kPass:
       return true;
     case ClientVerdict::kShed:
       RecordLimitHit(clients->shed_reason() == Overload::kWaitingQueries
                          ? Limit::kShedWaitingQueries
                          : Limit::kShedReceiveBacklog);
-      return false;
+      break;
     case ClientVerdict::kSlip:
-      // Only a query gets one: a response is never answered, so we reflect nothing.
-      if (datagram.size() >= dns::kHeaderSize && (datagram[2] & 0x80) == 0) {
-        *reply_size = WriteTruncated(datagram, out);
-      }
-      [[fallthrough]];
     case ClientVerdict::kLimited:
       RecordLimitHit(Limit::kClientRate);
-      return false;
+      break;
   }
-  return true;
+  // Only a query gets a reply: a response is never answered, so we reflect nothing.
+  const bool is_query = query.size() >= dns::kHeaderSize && (query[2] & 0x80) == 0;
+  if (is_query && (kind == LimitedReply::kRefused || verdict == ClientVerdict::kSlip)) {
+    *reply_size = WriteLimitedReply(query, kind, out);
+  }
+  return false;
 }
 
-// The ResponseRateLimiter's say on the UDP reply `reply` to `peer`: the bytes to send,
-// which are `reply`, or its truncated form written into `slip`, or none (dropped).
+// How a limited reply to `admission`'s client looks (see LimitedReply).
+LimitedReply LimitedReplyFor(ClientSource source) {
+  return source == ClientSource::kOption ? LimitedReply::kRefused : LimitedReply::kTruncated;
+}
+
+// The ResponseRateLimiter's say on the UDP reply `reply` for `client`: the bytes to send,
+// which are `reply`, or its short form (`kind`) written into `slip`, or none (dropped;
+// never for kRefused).
 std::span<const uint8_t> LimitResponse(ResponseRateLimiter* responses,
-                                       const loop::SocketAddress& peer,
-                                       std::span<const uint8_t> reply, uint64_t now_ns,
-                                       std::span<uint8_t> slip) {
+                                       const loop::SocketAddress& client,
+                                       std::span<const uint8_t> reply, LimitedReply kind,
+                                       uint64_t now_ns, std::span<uint8_t> slip) {
   if (responses == nullptr) return reply;
-  switch (responses->Check(peer, reply, now_ns)) {
-    case ResponseVerdict::kSend:
-      return reply;
-    case ResponseVerdict::kSlip:
-      RecordLimitHit(Limit::kResponseRate);
-      return slip.first(WriteTruncated(reply, slip));
-    case ResponseVerdict::kDrop:
-      RecordLimitHit(Limit::kResponseRate);
-      return {};
+  const ResponseVerdict verdict = responses->Check(client, reply, now_ns);
+  if (verdict == ResponseVerdict::kSend) return reply;
+  RecordLimitHit(Limit::kResponseRate);
+  if (verdict == ResponseVerdict::kDrop && kind == LimitedReply::kTruncated) return {};
+  return slip.first(WriteLimitedReply(reply, kind, slip));
+}
+
+// Admits `packet` from `peer` and resolves its client (admission.h), counting a
+// client-address option that was ignored.
+void AdmitFrom(std::span<const uint8_t> packet, dns::Transport transport,
+               const loop::SocketAddress& peer, const AdmissionPolicy& admission_policy,
+               const ClientAddressPolicy& client_policy, Admission* admission) {
+  Admit(packet, transport, admission_policy, admission);
+  ResolveClient(peer, client_policy, admission);
+  if (admission->client_source == ClientSource::kUntrusted) {
+    RecordLimitHit(Limit::kClientAddressUntrusted, peer.HostString());
+  } else if (admission->client_source == ClientSource::kMalformed) {
+    RecordLimitHit(Limit::kClientAddressMalformed, peer.HostString());
   }
-  return reply;
 }
 
 }  // namespace
@@ -182,27 +198,37 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
     ThreadStats* thread_stats = &server->stats_;
     loop::UdpSocket::ReceiverThreadCalls calls;
     calls.fast_path = [handler, thread_stats, policy = options.admission,
-                       clients = options.clients.get(), responses = options.responses.get()](
+                       client_policy = options.client_address, clients = options.clients.get(),
+                       responses = options.responses.get()](
                           std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                           std::span<uint8_t> out, loop::UdpHandoffNote* note) -> size_t {
       constexpr size_t kDrop = loop::UdpReceiverThread::kDropDatagram;
       const uint64_t now_ns = clients != nullptr || responses != nullptr ? SteadyNowNs() : 0;
-      size_t slip = 0;
-      if (!PassClientLimit(clients, datagram, peer, now_ns, out, &slip)) {
-        return slip > 0 ? slip : kDrop;
+      size_t short_reply = 0;
+      // A trusted forwarder's datagrams meet the limiter once parsed, as their client's.
+      const bool from_forwarder = client_policy.Trusts(peer);
+      if (!from_forwarder && !PassClientLimit(clients, datagram, peer, LimitedReply::kTruncated,
+                                              now_ns, out, &short_reply)) {
+        return short_reply > 0 ? short_reply : kDrop;
       }
       // The same admission as on the loop, made once: a datagram not answered here goes to
       // the loop with it (OnHandedOff).
       auto& admitted = static_cast<AdmittedDatagram&>(*note);
-      admitted.Admit(datagram, policy);
-      if (!admitted.admission.admitted()) return 0;
-      const size_t size = handler->AnswerOnReceiverThread(admitted.admission, datagram, peer, out);
+      admitted.Admit(datagram, peer, policy, client_policy);
+      const Admission& admission = admitted.admission;
+      const LimitedReply limited = LimitedReplyFor(admission.client_source);
+      if (from_forwarder && !PassClientLimit(clients, datagram, admission.client, limited, now_ns,
+                                             out, &short_reply)) {
+        return short_reply > 0 ? short_reply : kDrop;
+      }
+      if (!admission.admitted()) return 0;
+      const size_t size = handler->AnswerOnReceiverThread(admission, datagram, peer, out);
       if (size == 0) return 0;
       ThreadStats::Increment(thread_stats->udp_fast_answers);
       if (responses == nullptr) return size;
       std::array<uint8_t, kMaxSlipBytes> truncated;
       const std::span<const uint8_t> reply =
-          LimitResponse(responses, peer, out.first(size), now_ns, truncated);
+          LimitResponse(responses, admission.client, out.first(size), limited, now_ns, truncated);
       if (reply.empty()) return kDrop;
       if (reply.data() != out.data()) std::copy(reply.begin(), reply.end(), out.begin());
       return reply.size();
@@ -272,8 +298,10 @@ LoopServer::~LoopServer() {
 }
 
 void LoopServer::AdmittedDatagram::Admit(std::span<const uint8_t> datagram,
-                                         const AdmissionPolicy& policy) {
-  server::Admit(datagram, dns::Transport::kUdp, policy, &admission);
+                                         const loop::SocketAddress& peer,
+                                         const AdmissionPolicy& policy,
+                                         const ClientAddressPolicy& client_policy) {
+  AdmitFrom(datagram, dns::Transport::kUdp, peer, policy, client_policy, &admission);
   admitted_from = datagram.data();
 }
 
@@ -286,15 +314,26 @@ void LoopServer::AdmittedDatagram::MoveTo(std::span<const uint8_t> copy) {
 
 void LoopServer::OnDatagram(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                             const loop::UdpReplyContext& reply_context) {
-  std::array<uint8_t, kMaxSlipBytes> slip;
-  size_t slip_size = 0;
-  if (!PassClientLimit(options_.clients.get(), datagram, peer,
-                       options_.clients != nullptr ? SteadyNowNs() : 0, slip, &slip_size)) {
-    if (slip_size > 0) udp_->Send(std::span(slip).first(slip_size), peer, reply_context);
+  ClientLimiter* clients = options_.clients.get();
+  const uint64_t now_ns = clients != nullptr ? SteadyNowNs() : 0;
+  std::array<uint8_t, kMaxSlipBytes> short_reply;
+  size_t short_size = 0;
+  // A trusted forwarder's datagrams meet the limiter once parsed, as their client's.
+  const bool from_forwarder = options_.client_address.Trusts(peer);
+  if (!from_forwarder && !PassClientLimit(clients, datagram, peer, LimitedReply::kTruncated, now_ns,
+                                          short_reply, &short_size)) {
+    if (short_size > 0) udp_->Send(std::span(short_reply).first(short_size), peer, reply_context);
     return;
   }
   Admission admission;
-  Admit(datagram, dns::Transport::kUdp, options_.admission, &admission);
+  AdmitFrom(datagram, dns::Transport::kUdp, peer, options_.admission, options_.client_address,
+            &admission);
+  if (from_forwarder && !PassClientLimit(clients, datagram, admission.client,
+                                         LimitedReplyFor(admission.client_source), now_ns,
+                                         short_reply, &short_size)) {
+    if (short_size > 0) udp_->Send(std::span(short_reply).first(short_size), peer, reply_context);
+    return;
+  }
   HandleDatagram(datagram, admission, peer, reply_context);
 }
 
@@ -309,7 +348,7 @@ void LoopServer::HandleDatagram(std::span<const uint8_t> datagram, const Admissi
                                 const loop::UdpReplyContext& reply_context) {
   ThreadStats::Increment(stats_.udp_queries);
   Request request(context_, datagram, admission,
-                  Responder(this, dns::Transport::kUdp, peer, reply_context, 0));
+                  Responder(this, dns::Transport::kUdp, peer, admission, reply_context, 0));
   Handle(request);
 }
 
@@ -451,11 +490,23 @@ void LoopServer::OnTcpQuery(uint64_t id, std::span<const uint8_t> query) {
   ++it->second.unanswered;
   MarkBusy(it->second);
   ThreadStats::Increment(stats_.tcp_queries);
+  const loop::SocketAddress& peer = it->second.dns->peer_address();
   Admission admission;
-  Admit(query, dns::Transport::kTcp, options_.admission, &admission);
-  Request request(context_, query, admission,
-                  Responder(this, dns::Transport::kTcp, it->second.dns->peer_address(),
-                            loop::UdpReplyContext(), id));
+  AdmitFrom(query, dns::Transport::kTcp, peer, options_.admission, options_.client_address,
+            &admission);
+  Request request(
+      context_, query, admission,
+      Responder(this, dns::Transport::kTcp, peer, admission, loop::UdpReplyContext(), id));
+  // TCP is bounded by the connection caps, but a forwarder's connection carries many
+  // clients: their queries meet the limiter as their client's (REFUSED over it).
+  std::array<uint8_t, kMaxSlipBytes> refusal;
+  size_t refusal_size = 0;
+  if (admission.client_source == ClientSource::kOption &&
+      !PassClientLimit(options_.clients.get(), query, admission.client, LimitedReply::kRefused,
+                       SteadyNowNs(), refusal, &refusal_size)) {
+    if (refusal_size > 0) (void)request.Reply(std::span(refusal).first(refusal_size));
+    return;  // a request still pending is dropped
+  }
   Handle(request);
 }
 
@@ -516,8 +567,10 @@ bool LoopServer::Reply(const Responder& responder, std::span<const uint8_t> resp
   if (responder.transport_ == dns::Transport::kUdp) {
     std::array<uint8_t, kMaxSlipBytes> truncated;
     if (options_.responses != nullptr) {
-      response = LimitResponse(options_.responses.get(), responder.peer(), response, SteadyNowNs(),
-                               truncated);
+      response = LimitResponse(
+          options_.responses.get(), responder.client(), response,
+          responder.via_forwarder() ? LimitedReply::kRefused : LimitedReply::kTruncated,
+          SteadyNowNs(), truncated);
     }
     if (!response.empty() && udp_ != nullptr &&
         udp_->Send(response, responder.peer(), responder.reply_context_)) {

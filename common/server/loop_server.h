@@ -28,7 +28,11 @@
 // Over UDP, a datagram first meets the process's ClientLimiter (before it is even parsed,
 // on whichever thread receives it): over its client's rate it is dropped or, every
 // slip-th time, answered with TC; shed under overload it is dropped. Every UDP reply then
-// meets the ResponseRateLimiter, if any. Every 100 ms each LoopServer tells the
+// meets the ResponseRateLimiter, if any. A datagram from a trusted forwarder
+// (Options::client_address) meets the limiter once parsed instead, as the client its
+// client-address option names; and a query for such a client over the limit, over UDP or
+// TCP, or its reply over the RRL, is answered REFUSED, never dropped or truncated
+// (response_rate_limiter.h, LimitedReply). Every 100 ms each LoopServer tells the
 // ClientLimiter whether its receive queue is backing up (SO_MEMINFO: half full, or the
 // kernel dropped datagrams since the last look). TCP is bounded by its connection caps.
 //
@@ -152,8 +156,11 @@ class LoopServer {
     TcpOptions tcp;
     // What every query is checked for before the handler sees it (admission.h).
     AdmissionPolicy admission;
-    // UDP only, shared by every LoopServer of the process (null: none): the per-client
-    // rate limit and fair shedding, checked before admission, and the limit of identical
+    // Whose client-address option names the client (admission.h); by default no one's.
+    ClientAddressPolicy client_address;
+    // Shared by every LoopServer of the process (null: none): the per-client rate limit
+    // and fair shedding, checked on UDP before admission (after it, as the client it
+    // names, for a trusted forwarder's queries, over TCP too), and the limit of identical
     // responses, checked on every UDP reply.
     std::shared_ptr<ClientLimiter> clients;
     std::shared_ptr<ResponseRateLimiter> responses;
@@ -200,7 +207,8 @@ class LoopServer {
   // reused datagram after datagram.
   struct AdmittedDatagram final : loop::UdpHandoffNote {
     // Admits `datagram` (on the receiver thread) into `admission`.
-    void Admit(std::span<const uint8_t> datagram, const AdmissionPolicy& policy);
+    void Admit(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
+               const AdmissionPolicy& policy, const ClientAddressPolicy& client_policy);
     // Re-points the admission's EDNS options, which point into the receiver thread's
     // buffer, into `copy`: the same datagram as handed to the loop.
     void MoveTo(std::span<const uint8_t> copy);

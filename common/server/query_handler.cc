@@ -11,8 +11,10 @@ namespace kdns::server {
 Responder::Responder(Responder&& other) noexcept
     : server_(std::exchange(other.server_, nullptr)),
       transport_(other.transport_),
+      via_forwarder_(other.via_forwarder_),
       connection_id_(other.connection_id_),
       peer_(other.peer_),
+      client_(other.client_),
       reply_context_(other.reply_context_) {}
 
 Responder& Responder::operator=(Responder&& other) noexcept {
@@ -20,8 +22,10 @@ Responder& Responder::operator=(Responder&& other) noexcept {
     Drop();
     server_ = std::exchange(other.server_, nullptr);
     transport_ = other.transport_;
+    via_forwarder_ = other.via_forwarder_;
     connection_id_ = other.connection_id_;
     peer_ = other.peer_;
+    client_ = other.client_;
     reply_context_ = other.reply_context_;
   }
   return *this;
@@ -38,6 +42,12 @@ Responder::PeerAddress Responder::Compact(const loop::SocketAddress& address) {
 
 loop::SocketAddress Responder::peer() const {
   return loop::SocketAddress::FromSockaddr(&peer_.any, sizeof(peer_))
+      .value_or(loop::SocketAddress());
+}
+
+loop::SocketAddress Responder::client() const {
+  if (!via_forwarder_) return peer();
+  return loop::SocketAddress::FromSockaddr(&client_.any, sizeof(client_))
       .value_or(loop::SocketAddress());
 }
 

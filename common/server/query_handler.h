@@ -88,7 +88,13 @@ class Responder {
   // True until Reply, Drop or a move.
   bool pending() const { return server_ != nullptr; }
   dns::Transport transport() const { return transport_; }
+  // Where the reply goes: the socket peer.
   loop::SocketAddress peer() const;
+  // Whom the query is for (Admission::client): the peer, or the client a trusted
+  // forwarder's client-address option named. Every per-client mechanism uses this.
+  loop::SocketAddress client() const;
+  // Whether client() came from a trusted forwarder's option (the peer is that forwarder).
+  bool via_forwarder() const { return via_forwarder_; }
   // TCP: the connection the query came on, as QueryHandler::OnConnectionClosed names it
   // (unique for the LoopServer's life). 0 for UDP.
   uint64_t connection_id() const { return connection_id_; }
@@ -96,11 +102,14 @@ class Responder {
  private:
   friend class LoopServer;
   Responder(LoopServer* server, dns::Transport transport, const loop::SocketAddress& peer,
-            const loop::UdpReplyContext& reply_context, uint64_t connection_id)
+            const Admission& admission, const loop::UdpReplyContext& reply_context,
+            uint64_t connection_id)
       : server_(server),
         transport_(transport),
+        via_forwarder_(admission.client_source == ClientSource::kOption),
         connection_id_(connection_id),
         peer_(Compact(peer)),
+        client_(via_forwarder_ ? Compact(admission.client) : PeerAddress{}),
         reply_context_(reply_context) {}
 
   // The client's address in the room an IP address needs (a loop::SocketAddress holds a
@@ -114,8 +123,10 @@ class Responder {
 
   LoopServer* server_ = nullptr;
   dns::Transport transport_ = dns::Transport::kUdp;
+  bool via_forwarder_ = false;
   uint64_t connection_id_ = 0;  // TCP: the key in the thread's connection table
   PeerAddress peer_{};
+  PeerAddress client_{};                 // set only via_forwarder_ (else the client is the peer)
   loop::UdpReplyContext reply_context_;  // UDP: the local address the query came to
 };
 
@@ -131,7 +142,10 @@ class Request {
   // into query()).
   const Admission& admission() const { return admission_; }
   dns::Transport transport() const { return responder_.transport(); }
+  // Where the reply goes (the socket peer), and whom the query is for (Responder::client:
+  // the address every per-client mechanism uses).
   loop::SocketAddress peer() const { return responder_.peer(); }
+  loop::SocketAddress client() const { return admission_.client; }
   size_t thread_index() const { return context_.thread_index; }
   // The thread's reusable buffer (ThreadContext::response_buffer).
   std::span<uint8_t> response_buffer() const { return context_.response_buffer; }

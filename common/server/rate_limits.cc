@@ -43,7 +43,7 @@ bool MakeRateLimits(const RateLimitFlags& flags, const std::shared_ptr<WaitingBu
     return false;
   }
   ClientLimitOptions clients;
-  if (!ParseExemptList(flags.client_rate_exempt, &clients.exempt, error)) {
+  if (!ParsePrefixList(flags.client_rate_exempt, &clients.exempt, error)) {
     *error = "--client-rate-exempt: " + *error;
     return false;
   }

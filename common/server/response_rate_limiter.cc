@@ -120,7 +120,8 @@ ResponseVerdict ResponseRateLimiter::Check(const loop::SocketAddress& client,
   return ResponseVerdict::kDrop;
 }
 
-size_t WriteTruncated(std::span<const uint8_t> message, std::span<uint8_t> out) {
+size_t WriteLimitedReply(std::span<const uint8_t> message, LimitedReply kind,
+                         std::span<uint8_t> out) {
   dns::Header header;
   if (dns::ParseHeader(message, &header) != dns::ParseError::kOk || header.qdcount == 0) return 0;
   dns::WireReader reader(message, dns::kHeaderSize, message.size());
@@ -138,7 +139,12 @@ size_t WriteTruncated(std::span<const uint8_t> message, std::span<uint8_t> out) 
   }
   if (!header.qr) header.ra = true;  // answering a query: we resolve
   header.qr = true;
-  header.tc = true;
+  if (kind == LimitedReply::kRefused) {
+    header.tc = false;
+    header.rcode = dns::Rcode::kRefused;
+  } else {
+    header.tc = true;
+  }
   header.qdcount = 1;
   header.ancount = header.nscount = header.arcount = 0;
   dns::WriteHeader(header, out.first<dns::kHeaderSize>());

@@ -72,9 +72,21 @@ class ResponseRateLimiter {
 // The bucket of `response` and the hash of what identifies it within its netblock.
 ResponseKind ClassifyResponse(std::span<const uint8_t> response, uint64_t* key);
 
-// Writes the truncated form of DNS message `message` (a query or a response) into `out`:
-// its header and first question, QR and TC set, no records. Returns its size, 0 if the
-// message has no readable question or `out` is too small.
-size_t WriteTruncated(std::span<const uint8_t> message, std::span<uint8_t> out);
+// What a limited query or response becomes when something is sent at all: TC (a real
+// client retries over TCP, a spoofed victim gets a small packet), or REFUSED, for a peer
+// that is our own forwarder asking for a client (admission.h, ClientSource::kOption): TC
+// would only move the flood onto the forwarder's TCP connection, and silence would look
+// to it like a dead server, counted against every client's route.
+enum class LimitedReply : uint8_t { kTruncated, kRefused };
+
+// Writes the short form of DNS message `message` (a query or a response) into `out`: its
+// header and first question, QR set, no records, and TC (kTruncated) or rcode REFUSED
+// (kRefused). Returns its size, 0 if the message has no readable question or `out` is too
+// small.
+size_t WriteLimitedReply(std::span<const uint8_t> message, LimitedReply kind,
+                         std::span<uint8_t> out);
+inline size_t WriteTruncated(std::span<const uint8_t> message, std::span<uint8_t> out) {
+  return WriteLimitedReply(message, LimitedReply::kTruncated, out);
+}
 
 }  // namespace kdns::server

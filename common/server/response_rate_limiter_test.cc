@@ -151,5 +151,19 @@ TEST_CASE("the truncated form keeps the header and question only", "[rrl]") {
   CHECK(WriteTruncated(header_only, out) == 0);
 }
 
+TEST_CASE("the refused form keeps the header and question, REFUSED and no TC", "[rrl]") {
+  const auto answer = Response("www.example.com.", dns::RrType::kA, dns::Rcode::kNoError, 3);
+  std::vector<uint8_t> out(512);
+  const size_t size = WriteLimitedReply(answer, LimitedReply::kRefused, out);
+  REQUIRE(size == dns::kHeaderSize + 17 + 4);
+  dns::Header header;
+  REQUIRE(dns::ParseHeader(std::span(out).first(size), &header) == dns::ParseError::kOk);
+  CHECK(header.qr);
+  CHECK_FALSE(header.tc);
+  CHECK(header.rcode == dns::Rcode::kRefused);
+  CHECK(header.qdcount == 1);
+  CHECK(header.ancount == 0);
+}
+
 }  // namespace
 }  // namespace kdns::server

@@ -112,11 +112,11 @@ class WaitingQueries {
   // Returns the id to find it again (never 0), or 0 over the budget: the hit is recorded
   // and `request` is left pending, for the caller to answer now.
   uint64_t Add(Request& request, State state) {
-    switch (budget_->TryTakeFor(request.peer(), SteadyNowNs())) {
+    switch (budget_->TryTakeFor(request.client(), SteadyNowNs())) {
       case WaitingBudget::Take::kTaken:
         break;
       case WaitingBudget::Take::kFull:
-        RecordLimitHit(Limit::kWaitingQueries, request.peer().ToString());
+        RecordLimitHit(Limit::kWaitingQueries, request.client().ToString());
         return 0;
       case WaitingBudget::Take::kReserved:
         RecordLimitHit(Limit::kShedWaitingQueries);

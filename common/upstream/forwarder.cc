@@ -13,6 +13,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/loop/tcp_limits.h"
 #include "common/server/limits.h"
 #include "common/upstream/forwarder_internal.h"
 
@@ -242,6 +243,10 @@ Forwarder::Server& Forwarder::GetServer(const loop::SocketAddress& address) {
   health_options.failure_threshold = options_.failure_threshold;
   auto server = std::make_unique<Server>(address, health_options, options_.dns0x20,
                                          table_->Get(address), budgets_->Upstream(address));
+  const IpAddress ip = loop::IpOf(address);
+  server->gets_client_address =
+      std::any_of(options_.client_address_to.begin(), options_.client_address_to.end(),
+                  [&](const IpPrefix& prefix) { return prefix.Contains(ip); });
   UdpSocketPool::Callbacks callbacks;
   callbacks.on_datagram = [this](UdpSocketPool::Waiter* waiter, std::span<const uint8_t> datagram) {
     OnDatagram(static_cast<Attempt*>(waiter), datagram);

@@ -32,7 +32,9 @@
 //      Options::dns0x20; not for a server known not to echo it); a client that came over
 //      TCP is forwarded over TCP on a reused, pipelined connection per server (RFC 7766),
 //      with the client's spelling. Every query carries EDNS0 (payload
-//      Options::edns_payload_bytes, the client's DO bit) and the client's CD.
+//      Options::edns_payload_bytes, the client's DO bit) and the client's CD; a query to a
+//      server in Options::client_address_to also carries Request::client (the first
+//      asker's, for coalesced queries) in the client-address option.
 //   6. A reply counts only if it matches (wire.h: source, ID, QR, question, and the case
 //      sent); others are dropped and counted, and the try keeps waiting. A reply in the
 //      wrong case from a server not known to echo it sends the try again at once with the
@@ -57,7 +59,7 @@
 // first to have them answered with kServFail/kShutdown.
 //
 // Usage (frontend-cache, on a cache miss):
-//   auto request = upstream::Request::FromQuery(query, upstream::Transport::kUdp, peer);
+//   auto request = upstream::Request::FromQuery(query, upstream::Transport::kUdp, client);
 //   forwarder.Resolve(request, route.upstreams, [responder = std::move(responder),
 //                                                id = query.header.id, qname = query.qname](
 //                                                   const upstream::Result& result) mutable {
@@ -87,6 +89,8 @@
 #include <vector>
 
 #include "common/base/clock.h"
+#include "common/base/ip_prefix.h"
+#include "common/dns/client_address.h"
 #include "common/dns/edns.h"
 #include "common/dns/message.h"
 #include "common/dns/name.h"
@@ -187,6 +191,12 @@ class Forwarder {
     std::shared_ptr<ForwardBudgets> budgets;
     size_t max_waiters_per_query = 1024;
     uint16_t edns_payload_bytes = dns::kDefaultUdpPayloadSize;
+    // The servers trusted with the client's address (frontend-cache: kubedns, on
+    // loopback): a query to one of them carries Request::client in the client-address
+    // option of code client_address_option (dns/client_address.h); to any other server it
+    // never does, so no pod address leaves for an external upstream. Empty: none.
+    std::vector<IpPrefix> client_address_to;
+    uint16_t client_address_option = dns::kDefaultClientAddressOption;
     uint64_t tcp_idle_timeout_ms = 10'000;
     // Per server: how many UDP sockets, and how long each is used (source-port rotation).
     UdpSocketPool::Options udp_sockets;

@@ -25,7 +25,9 @@ struct Forwarder::Server {
   UpstreamHealth health;
   Echo0x20 echo_0x20;  // whether it echoes random case (dns0x20.h)
   UpstreamTable::Entry& entry;
-  InFlightBudget& budget;              // shared by every thread's Forwarder
+  InFlightBudget& budget;  // shared by every thread's Forwarder
+  // In Options::client_address_to: its queries carry the client's address.
+  bool gets_client_address = false;
   bool probing = false;                // a health probe is outstanding
   std::unique_ptr<UdpSocketPool> udp;  // the UDP tries' sockets
 };

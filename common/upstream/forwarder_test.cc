@@ -1212,5 +1212,85 @@ TEST_CASE("All servers at once: a silent server does not delay the answer", "[up
   RequireClosesClean(loop);
 }
 
+// The client address a query sent upstream carries, if any.
+std::optional<dns::ClientAddress> CarriedClient(const testing::ReceivedQuery& query) {
+  if (!query.message.edns) return std::nullopt;
+  dns::ClientAddress client;
+  if (dns::FindClientAddress(query.message.edns->options, dns::kDefaultClientAddressOption,
+                             &client) != dns::ClientAddressFound::kFound) {
+    return std::nullopt;
+  }
+  return client;
+}
+
+Request FromClient(std::string_view name, const char* client, Transport transport) {
+  Request request = Req(name, transport);
+  request.client = *loop::SocketAddress::Parse(client);
+  return request;
+}
+
+TEST_CASE("A query to an upstream trusted with it carries the client's address",
+          "[upstream][client_address]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    Forwarder::Options options = TestOptions();
+    options.client_address_to = {*IpPrefix::Parse("127.0.0.0/8")};
+    Forwarder forwarder(loop, options);
+    const Transport transport = GENERATE(Transport::kUdp, Transport::kTcp);
+    Result result = ResolveAndWait(
+        loop, forwarder, FromClient("www.example.", "10.1.2.3:41000", transport), {a.address()});
+    CHECK(AnswerAddress(result) == "192.0.2.1");
+    REQUIRE(a.queries().size() == 1);
+    CHECK(a.queries()[0].transport == transport);
+    CHECK(CarriedClient(a.queries()[0]) ==
+          dns::ClientAddress{*IpAddress::Parse("10.1.2.3"), 41000});
+    // The forwarder's own queries (prefetches) have no client: nothing is carried.
+    (void)ResolveAndWait(loop, forwarder, Req("other.example.", transport), {a.address()});
+    REQUIRE(a.queries().size() == 2);
+    CHECK_FALSE(CarriedClient(a.queries()[1]).has_value());
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("A query to an upstream not trusted with it never carries the client's address",
+          "[upstream][client_address]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    Forwarder::Options options = TestOptions();
+    // None (the default), or only another address.
+    if (GENERATE(false, true)) options.client_address_to = {*IpPrefix::Parse("127.0.0.2/32")};
+    Forwarder forwarder(loop, options);
+    (void)ResolveAndWait(loop, forwarder,
+                         FromClient("www.example.", "10.1.2.3:41000", Transport::kUdp),
+                         {a.address()});
+    REQUIRE(a.queries().size() == 1);
+    REQUIRE(a.queries()[0].message.edns.has_value());
+    CHECK(a.queries()[0].message.edns->options.empty());
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("Coalesced queries carry the first asker's address", "[upstream][client_address]") {
+  loop::Loop loop;
+  {
+    FakeUpstream a(loop, 1);
+    a.set_delay_ms(30);
+    Forwarder::Options options = TestOptions();
+    options.client_address_to = {*IpPrefix::Parse("127.0.0.1")};
+    Forwarder forwarder(loop, options);
+    int answered = 0;
+    for (const char* client : {"10.0.0.1:1000", "10.0.0.2:2000", "10.0.0.3:3000"}) {
+      forwarder.Resolve(FromClient("www.example.", client, Transport::kUdp), {a.address()},
+                        [&](const Result&) { ++answered; });
+    }
+    REQUIRE(RunUntil(loop, [&] { return answered == 3; }));
+    REQUIRE(a.queries().size() == 1);
+    CHECK(CarriedClient(a.queries()[0]) == dns::ClientAddress{*IpAddress::Parse("10.0.0.1"), 1000});
+  }
+  RequireClosesClean(loop);
+}
+
 }  // namespace
 }  // namespace kdns::upstream

@@ -118,8 +118,10 @@ void Forwarder::SendTry(Job* job, size_t candidate, Transport transport, EdnsMod
   attempt->sent_0x20 = transport == Transport::kUdp && job->kind == JobKind::kClient &&
                        !job->no_0x20[candidate] && server->echo_0x20.Use(now);
   if (attempt->sent_0x20) attempt->qname_0x20 = Randomize0x20(job->request.qname, random_);
+  const std::optional<uint16_t> client_address =
+      server->gets_client_address ? std::optional(options_.client_address_option) : std::nullopt;
   if (!BuildQuery(job->request, attempt->id, edns, options_.edns_payload_bytes, &query_,
-                  attempt->sent_0x20 ? &attempt->qname_0x20 : nullptr)) {
+                  attempt->sent_0x20 ? &attempt->qname_0x20 : nullptr, client_address)) {
     OnAttemptFailed(attempt, /*timeout=*/false, "query does not fit");
     return;
   }

@@ -5,6 +5,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/header.h"
+#include "common/loop/tcp_limits.h"
 
 namespace kdns::upstream {
 
@@ -40,9 +41,13 @@ Request Request::FromQuery(const dns::Query& query, Transport client_transport,
 }
 
 bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns, uint16_t udp_payload_bytes,
-                std::vector<uint8_t>* out, const dns::Name* qname_0x20) {
-  // Header, the longest name, type and class, and the OPT record.
-  std::array<uint8_t, dns::kHeaderSize + dns::Name::kMaxWireLength + 4 + dns::kOptFixedSize> buffer;
+                std::vector<uint8_t>* out, const dns::Name* qname_0x20,
+                std::optional<uint16_t> client_address_option) {
+  // Header, the longest name, type and class, and the OPT record with its one option.
+  std::array<uint8_t, dns::kHeaderSize + dns::Name::kMaxWireLength + 4 + dns::kOptFixedSize +
+                          dns::kMaxClientAddressOptionBytes>
+      buffer;
+  std::array<uint8_t, dns::kMaxClientAddressOptionBytes> option;
   dns::MessageBuilder builder(buffer);
   builder.header().id = id;
   builder.header().rd = true;
@@ -51,6 +56,11 @@ bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns, uint16_t udp
     dns::EdnsView view;
     view.udp_payload_size = udp_payload_bytes;
     view.dnssec_ok = request.dnssec_ok;
+    if (client_address_option && (request.client.is_v4() || request.client.is_v6())) {
+      const dns::ClientAddress client{loop::IpOf(request.client), request.client.port()};
+      view.options = std::span<const uint8_t>(option).first(
+          dns::WriteClientAddressOption(client, *client_address_option, option));
+    }
     if (builder.SetEdns(view) != dns::BuildError::kOk) return false;
   }
   const dns::Name& qname = qname_0x20 != nullptr ? *qname_0x20 : request.qname;

@@ -17,9 +17,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "common/dns/client_address.h"
 #include "common/dns/edns.h"
 #include "common/dns/message.h"
 #include "common/dns/name.h"
@@ -44,9 +46,11 @@ struct Request {
   bool dnssec_ok = false;          // the client's EDNS DO bit (RFC 3225)
   bool checking_disabled = false;  // the client's CD bit (RFC 4035 §3.2.2)
   Transport client_transport = Transport::kUdp;
-  // Who asked (whatever the handler takes for the client), for the client's fair share of
-  // the forwarding budgets (forward_budgets.h); unspecified for our own queries
-  // (prefetches, probes), which have no share to keep.
+  // Who asked (server::Request::client: the pod, also behind a trusted forwarder), for the
+  // client's fair share of the forwarding budgets (forward_budgets.h) and, to a server
+  // trusted with it (Forwarder::Options::client_address_to), in the client-address option;
+  // coalesced queries carry the first asker's. Unspecified for our own queries
+  // (prefetches, probes): no share to keep, nothing to carry.
   loop::SocketAddress client;
 
   static Request FromQuery(const dns::Query& query, Transport client_transport,
@@ -55,11 +59,15 @@ struct Request {
 
 // Writes the upstream query: our ID, RD set, CD copied, the question as asked (or spelt as
 // `qname_0x20`, when given: the same name in random case) and, with kWithEdns, an OPT record
-// advertising `udp_payload_bytes` with the client's DO bit. False only if the question does
-// not fit (it always does for a parsed name).
+// advertising `udp_payload_bytes` with the client's DO bit and, with `client_address_option`
+// and a Request::client (IPv4 or IPv6), that client in the client-address option of that
+// code (dns/client_address.h; only for a server trusted with it). Nothing else of the
+// client's EDNS is passed on. False only if the question does not fit (it always does for a
+// parsed name).
 [[nodiscard]] bool BuildQuery(const Request& request, uint16_t id, EdnsMode edns,
                               uint16_t udp_payload_bytes, std::vector<uint8_t>* out,
-                              const dns::Name* qname_0x20 = nullptr);
+                              const dns::Name* qname_0x20 = nullptr,
+                              std::optional<uint16_t> client_address_option = std::nullopt);
 
 enum class Match : uint8_t {
   kOk,

@@ -58,6 +58,31 @@ TEST_CASE("An upstream query carries our ID, RD, CD, the question as asked and E
   CHECK_FALSE(Parse(bytes).edns.has_value());
 }
 
+TEST_CASE("An upstream query carries the client's address only when asked to, with EDNS",
+          "[upstream][client_address]") {
+  Request request = MakeRequest("www.example.");
+  std::vector<uint8_t> bytes;
+  // No client: nothing to carry.
+  REQUIRE(BuildQuery(request, 1, EdnsMode::kWithEdns, 1232, &bytes, nullptr, uint16_t{65432}));
+  CHECK(Parse(bytes).edns->options.empty());
+  request.client = *loop::SocketAddress::Parse("[fd00::17]:41000");
+  // Not for this server.
+  REQUIRE(BuildQuery(request, 1, EdnsMode::kWithEdns, 1232, &bytes));
+  CHECK(Parse(bytes).edns->options.empty());
+  // For this one: the option of the code asked for, with the longest name too.
+  request.qname = N(std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') +
+                    "." + std::string(61, 'd') + ".");
+  REQUIRE(BuildQuery(request, 1, EdnsMode::kWithEdns, 1232, &bytes, nullptr, uint16_t{65001}));
+  const dns::Message query = Parse(bytes);
+  dns::ClientAddress client;
+  REQUIRE(dns::FindClientAddress(query.edns->options, 65001, &client) ==
+          dns::ClientAddressFound::kFound);
+  CHECK(client == dns::ClientAddress{*IpAddress::Parse("fd00::17"), 41000});
+  // Without EDNS there is nowhere to carry it.
+  REQUIRE(BuildQuery(request, 1, EdnsMode::kWithoutEdns, 1232, &bytes, nullptr, uint16_t{65001}));
+  CHECK_FALSE(Parse(bytes).edns.has_value());
+}
+
 TEST_CASE("A reply matches only with QR, our ID and our question", "[upstream]") {
   Request request = MakeRequest("www.example.");
   std::vector<uint8_t> query_bytes;

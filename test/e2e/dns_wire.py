@@ -45,12 +45,13 @@ def read_name(data, offset):
 
 
 def parse_message(data):
-    """Header fields, the first question and whether an OPT (and DO) is present."""
+    """Header fields, the first question, whether an OPT (and DO) is present and its
+    options ((code, data) pairs)."""
     ident, flags, qd, an, ns, ar = struct.unpack("!HHHHHH", data[:12])
     msg = {"id": ident, "flags": flags, "qr": bool(flags & 0x8000), "rcode": flags & 0xF,
            "tc": bool(flags & 0x0200), "aa": bool(flags & 0x0400), "rd": bool(flags & 0x0100),
            "counts": (qd, an, ns, ar), "edns": False, "do": False, "payload": None,
-           "answers": []}
+           "options": [], "answers": []}
     offset = 12
     if qd:
         name, offset = read_name(data, offset)
@@ -67,20 +68,28 @@ def parse_message(data):
                 msg["edns"] = True
                 msg["payload"] = rclass
                 msg["do"] = bool(ttl & 0x8000)
+                at = 0
+                while at + 4 <= len(rdata):
+                    code, length = struct.unpack("!HH", rdata[at:at + 4])
+                    msg["options"].append((code, rdata[at + 4:at + 4 + length]))
+                    at += 4 + length
             elif section == "an":
                 msg["answers"].append((owner, rtype, ttl, rdata))
     return msg
 
 
-def build_query(name, qtype="A", qclass=CLASS_IN, ident=0x1234, edns=True, do=False, rd=True):
+def build_query(name, qtype="A", qclass=CLASS_IN, ident=0x1234, edns=True, do=False, rd=True,
+                options=()):
     """A query, as a client (for direct checks, not for what dig already shows); `qtype`
-    a type name or number."""
+    a type name or number; with `edns`, the EDNS `options` ((code, data) pairs)."""
     flags = 0x0100 if rd else 0
     header = struct.pack("!HHHHHH", ident, flags, 1, 0, 0, 1 if edns else 0)
     body = encode_name(name) + struct.pack("!HH", TYPES.get(qtype, qtype) if isinstance(
         qtype, str) else qtype, qclass)
     if edns:
-        body += b"\0" + struct.pack("!HHIH", TYPES["OPT"], 1232, 0x8000 if do else 0, 0)
+        rdata = b"".join(struct.pack("!HH", code, len(data)) + data for code, data in options)
+        body += b"\0" + struct.pack("!HHIH", TYPES["OPT"], 1232, 0x8000 if do else 0,
+                                     len(rdata)) + rdata
     return header + body
 
 

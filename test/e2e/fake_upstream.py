@@ -245,7 +245,7 @@ class FakeUpstream:
             self.queries.append({"name": msg["qname"], "type": msg["qtype"],
                                  "class": msg["qclass"], "transport": transport,
                                  "id": msg["id"], "edns": msg["edns"], "do": msg["do"],
-                                 "time": time.time()})
+                                 "options": msg["options"], "time": time.time()})
         if self.loop_to is not None:
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.settimeout(3)

@@ -1,5 +1,6 @@
-// Fuzzes the DNS decoders with arbitrary bytes: the query fast path, the full message
-// parser, and the text form of whatever parses. Any record that parses must print as text
+// Fuzzes the DNS decoders with arbitrary bytes: the query fast path (and the
+// client-address option in its EDNS), the full message parser, and the text form of
+// whatever parses. Any record that parses must print as text
 // that parses back to the same record (case included). In ordinary builds this file is
 // replayed over test/fuzz/corpus/dns_parse/.
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "common/dns/client_address.h"
 #include "common/dns/message.h"
 #include "common/dns/parser.h"
 #include "common/dns/presentation.h"
@@ -20,6 +22,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string qname = query.qname.ToText();
     if (Name::FromText(qname) != query.qname) __builtin_trap();
     if (query.edns && query.edns->PayloadSize() < kMinUdpPayloadSize) __builtin_trap();
+    // A client-address option that decodes writes back to the same client.
+    ClientAddress client;
+    if (query.edns && FindClientAddress(query.edns->options, kDefaultClientAddressOption,
+                                        &client) == ClientAddressFound::kFound) {
+      uint8_t option[kMaxClientAddressOptionBytes];
+      const size_t written = WriteClientAddressOption(client, kDefaultClientAddressOption, option);
+      ClientAddress again;
+      if (FindClientAddress(std::span<const uint8_t>(option, written), kDefaultClientAddressOption,
+                            &again) != ClientAddressFound::kFound ||
+          !(again == client)) {
+        __builtin_trap();
+      }
+    }
   }
 
   Message message;
