@@ -12,8 +12,10 @@
 // skipped, in order); a bad length is reported exactly where the model finds one; the
 // partial frame's clock is the time its first byte arrived (or reading resumed); the
 // connection closes at its deadline, so no message completes later than the frame timeout
-// after its first byte and no idle connection outlives the idle timeout after its last
-// whole message; the buffer never holds more than one partial frame.
+// after its first byte, no idle connection outlives the idle timeout after its last
+// whole message, and no busy one waits past the query timeout after it became busy or
+// sent its last answer (its owner then answers or closes; the run ends there); the buffer
+// never holds more than one partial frame.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -44,7 +46,7 @@ struct Model {
   size_t consumed = 0;               // bytes of the frames delivered so far
   uint64_t last_resume_ms = 0;
   size_t outstanding = 0;
-  uint64_t idle_since_ms = 0;
+  uint64_t last_progress_ms = 0;  // as DnsTcpConnection's: busy since, or last answer
 
   // When the frame at `consumed` began for the framer (see the header comment).
   uint64_t FrameSince() const { return std::max(arrived_ms[consumed], last_resume_ms); }
@@ -70,7 +72,7 @@ struct Run {
       CHECK_OR_ABORT(now_ms < model.FrameSince() + options.frame_timeout_ms);
     }
     model.consumed += 2 + length;
-    ++model.outstanding;
+    if (model.outstanding++ == 0) model.last_progress_ms = now_ms;
     return model.outstanding >= kMaxOutstanding ? DnsTcpFramer::Next::kPause
                                                 : DnsTcpFramer::Next::kContinue;
   }
@@ -113,15 +115,20 @@ struct Run {
   // Time passes; the connection's one timer fires at the deadline if it comes first.
   void Advance(uint64_t ms) {
     const auto deadline =
-        DnsTcpConnection::NextDeadline(framer, model.outstanding, model.idle_since_ms, options);
+        DnsTcpConnection::NextDeadline(framer, model.outstanding, model.last_progress_ms, options);
     if (deadline) {
       // The deadline is the model's: frame clock or idle clock, never moved by stray bytes.
       if (deadline->reason == CloseReason::kFrameTimeout) {
         CHECK_OR_ABORT(deadline->at_ms == model.FrameSince() + options.frame_timeout_ms);
+      } else if (deadline->reason == CloseReason::kQueryTimeout) {
+        // Queries outstanding with no answer since the last progress: the owner answers them
+        // or closes; the model ends the run there, as for the other deadlines.
+        CHECK_OR_ABORT(model.outstanding > 0);
+        CHECK_OR_ABORT(deadline->at_ms == model.last_progress_ms + options.query_timeout_ms);
       } else {
         CHECK_OR_ABORT(deadline->reason == CloseReason::kIdleTimeout);
         CHECK_OR_ABORT(model.outstanding == 0);
-        CHECK_OR_ABORT(deadline->at_ms == model.idle_since_ms + options.idle_timeout_ms);
+        CHECK_OR_ABORT(deadline->at_ms == model.last_progress_ms + options.idle_timeout_ms);
       }
       if (now_ms + ms >= deadline->at_ms) {
         now_ms = deadline->at_ms;
@@ -141,7 +148,8 @@ struct Run {
 
   void Answer() {
     if (model.outstanding == 0) return;
-    if (--model.outstanding == 0) model.idle_since_ms = now_ms;
+    --model.outstanding;
+    model.last_progress_ms = now_ms;
     if (framer.paused() && model.outstanding < kMaxOutstanding) {
       model.last_resume_ms = now_ms;
       CheckResult(framer.Resume(Callback(), now_ms));
