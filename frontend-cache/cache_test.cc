@@ -490,8 +490,8 @@ TEST_CASE("A new working set replaces the old one in one pass and then stays",
   const WorkingSet new_set(100'000, new_names);
   REQUIRE(old_set.Pass(f.cache, threads) == 0);
   REQUIRE(f.cache.Stats().size == 1000);
-  std::vector<uint64_t> evictions;
-  for (int pass = 0; pass < 4; ++pass) evictions.push_back(new_set.Pass(f.cache, threads));
+  std::vector<uint64_t> evictions(4);
+  for (uint64_t& pass_evictions : evictions) pass_evictions = new_set.Pass(f.cache, threads);
   CHECK(evictions == std::vector<uint64_t>{uint64_t(new_names), 0, 0, 0});
   const CacheStats stats = f.cache.Stats();
   CHECK(stats.size == 1000);
@@ -535,8 +535,8 @@ TEST_CASE("A slot freed ahead of the hand costs a new working set one more evict
   REQUIRE_FALSE(f.Get("h2.example.com."));  // dropped: its slot is free, the hand still at 0
   REQUIRE(f.cache.Stats().size == 3);
   const WorkingSet new_set(100, 4);
-  std::vector<uint64_t> evictions;
-  for (int pass = 0; pass < 4; ++pass) evictions.push_back(new_set.Pass(f.cache, 1));
+  std::vector<uint64_t> evictions(4);
+  for (uint64_t& pass_evictions : evictions) pass_evictions = new_set.Pass(f.cache, 1);
   CHECK(evictions == std::vector<uint64_t>{3, 1, 0, 0});  // 3 needed, 1 more
   CHECK(new_set.Ask(f.cache) == 0);
 }

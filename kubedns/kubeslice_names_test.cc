@@ -84,6 +84,7 @@ TEST_CASE("every name of one kubeslice import shares one address vector",
           "[kubedns][multicluster]") {
   // Why an import costs its names plus its addresses, not their product.
   std::vector<std::string> aliases;
+  aliases.reserve(50);
   for (int i = 0; i < 50; ++i) aliases.push_back("alias" + std::to_string(i) + ".slice.local");
   KubesliceNamesWriter writer = Writer();
   writer.Upsert(

@@ -273,7 +273,7 @@ std::vector<uint8_t> FromClient(const char* client, uint16_t port) {
 
 loop::SocketAddress Peer(const char* text) { return *loop::SocketAddress::Parse(text); }
 
-ClientAddressPolicy Trusting(std::vector<const char*> prefixes) {
+ClientAddressPolicy Trusting(const std::vector<const char*>& prefixes) {
   ClientAddressPolicy policy;
   for (const char* prefix : prefixes) policy.trusted.push_back(*IpPrefix::Parse(prefix));
   return policy;
