@@ -480,7 +480,8 @@ void KubednsServer::RunSource(std::promise<void>* started) {
     }
     std::unique_ptr<NotifySender> notify;
     if (!options_.notify_targets.empty()) {
-      notify = std::make_unique<NotifySender>(loop, snapshots_, answerer_, options_.notify_targets);
+      notify = std::make_unique<NotifySender>(loop, snapshots_, answerer_, registry_,
+                                              options_.notify_targets);
       std::string error;
       if (!notify->Start(&error)) {
         // Not fatal: the caches' own SOA poll still bounds how stale their negatives get.

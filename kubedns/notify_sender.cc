@@ -14,12 +14,15 @@
 namespace kdns::kubedns {
 
 NotifySender::NotifySender(loop::Loop& loop, const SnapshotHolder<Snapshot>& snapshots,
-                           const Answerer& answerer, std::vector<loop::SocketAddress> targets)
+                           const Answerer& answerer, metrics::Registry& registry,
+                           std::vector<loop::SocketAddress> targets)
     : snapshots_(snapshots),
       answerer_(answerer),
       targets_(std::move(targets)),
       zones_(answerer.ServedZones()),
-      timer_(loop) {}
+      timer_(loop),
+      sent_(registry.AddCounter("kdns_kubedns_notify_sent_total",
+                                "NOTIFY messages sent to --notify targets.")) {}
 
 bool NotifySender::Start(std::string* error) {
   auto open = [&](const loop::SocketAddress& any, std::optional<UniqueFd>* fd) {
@@ -75,7 +78,7 @@ size_t NotifySender::CheckNow() {
       ++sent;
     }
   }
-  sent_ += sent;
+  sent_.Inc(sent);
   VLOG(1) << "records version " << announced_version_ << " (serial " << soa.serial
           << ") announced: " << sent << " NOTIFY sent";
   return sent;

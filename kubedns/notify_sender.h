@@ -29,6 +29,8 @@
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/timer.h"
+#include "common/metrics/counter.h"
+#include "common/metrics/registry.h"
 #include "kubedns/answerer.h"
 #include "kubedns/record_tree.h"
 
@@ -38,9 +40,11 @@ class NotifySender {
  public:
   static constexpr uint64_t kCheckIntervalMs = 100;
 
-  // `snapshots` and `answerer` must outlive the sender.
+  // `snapshots`, `answerer` and `registry` must outlive the sender; it registers
+  // kdns_kubedns_notify_sent_total (datagrams sent) there.
   NotifySender(loop::Loop& loop, const SnapshotHolder<Snapshot>& snapshots,
-               const Answerer& answerer, std::vector<loop::SocketAddress> targets);
+               const Answerer& answerer, metrics::Registry& registry,
+               std::vector<loop::SocketAddress> targets);
   NotifySender(const NotifySender&) = delete;
   NotifySender& operator=(const NotifySender&) = delete;
 
@@ -52,7 +56,7 @@ class NotifySender {
   // Returns how many datagrams were sent (Start's timer calls it; tests call it directly).
   size_t CheckNow();
 
-  uint64_t sent() const { return sent_; }
+  uint64_t sent() const { return sent_.Value(); }
 
  private:
   int SocketFor(const loop::SocketAddress& target) const;
@@ -69,7 +73,7 @@ class NotifySender {
   // caches may hold negatives from before a restart).
   uint64_t announced_version_ = 0;
   uint16_t next_id_ = 1;
-  uint64_t sent_ = 0;
+  metrics::Counter& sent_;
 };
 
 }  // namespace kdns::kubedns

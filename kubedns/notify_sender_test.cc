@@ -66,7 +66,8 @@ TEST_CASE("NOTIFY goes out for each zone when the records change, and only then"
   Receiver cache;
   loop::Loop loop;
   {
-    NotifySender sender(loop, snapshots, answerer, {cache.address});
+    metrics::Registry registry;
+    NotifySender sender(loop, snapshots, answerer, registry, {cache.address});
     std::string error;
     REQUIRE(sender.Start(&error));
     CHECK(sender.CheckNow() == 0);  // nothing published yet
@@ -97,6 +98,7 @@ TEST_CASE("NOTIFY goes out for each zone when the records change, and only then"
       REQUIRE(sent.size() == 3);
       CHECK(dns::SoaSerialOf(sent[0], N("cluster.local.")) == 1003u);
       CHECK(sender.sent() == 6);
+      CHECK(registry.Render().find("kdns_kubedns_notify_sent_total 6") != std::string::npos);
     }
   }
   CHECK(loop.Close());
