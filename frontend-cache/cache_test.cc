@@ -242,6 +242,18 @@ TEST_CASE("--no-negcache caches positive answers only", "[frontend][cache]") {
   CHECK(f.cache.Stats().size == 1);
 }
 
+TEST_CASE("--no-negcache still caches the negative answers of the exact zones",
+          "[frontend][cache]") {
+  CacheOptions options;
+  options.policy.negative_caching = false;
+  options.policy.exact_negative_zones = {N("example.com.")};  // --serial-zones
+  Fixture f(options);
+  CHECK(f.Insert(Nxdomain("nope.Example.com.", 3600, 60)).result == InsertResult::kInserted);
+  CHECK(f.Insert(Nxdomain("nope.example.org.", 3600, 60)).reason ==
+        Cacheability::kNegativeDisabled);
+  CHECK(f.cache.negatives() == 1);
+}
+
 TEST_CASE("SERVFAIL, other errors and truncated replies are not cached", "[frontend][cache]") {
   Fixture f;
   for (Rcode rcode : {Rcode::kServFail, Rcode::kRefused, Rcode::kFormErr, Rcode::kNotImp}) {

@@ -749,6 +749,7 @@ CacheOptions ToCacheOptions(const Options& options) {
   cache.max_bytes = options.cache_bytes;
   cache.max_entry_bytes = options.cache_entry_max_bytes;
   cache.policy.negative_caching = !options.no_negcache;
+  cache.policy.exact_negative_zones = options.serial_zones;
   if (options.neg_ttl_s && *options.neg_ttl_s > 0) cache.policy.neg_ttl_s = options.neg_ttl_s;
   cache.stale_max_s = options.stale_max_s;
   return cache;

@@ -171,7 +171,8 @@ struct Options {
   std::vector<IpPrefix> notify_from = server::DefaultClientAddressPeers();
   // --serial-zones: zones whose SOA serial is asked for every --serial-poll while the
   // cache holds negative answers; a changed serial drops the zone's negatives as a NOTIFY
-  // does, so a lost NOTIFY costs at most one poll interval. Empty (the default): none.
+  // does, so a lost NOTIFY costs at most one poll interval. Their negative answers are
+  // cached even under --no-negcache (they are exact). Empty (the default): none.
   std::vector<dns::Name> serial_zones;
   uint64_t serial_poll_ms = 1000;  // --serial-poll (Go duration or seconds; 0: no polling)
 };

@@ -279,6 +279,9 @@ TEST_CASE("Cache options follow the flags", "[frontend][options]") {
   CHECK_FALSE(cache.policy.neg_ttl_s);  // 0 is unset
   CHECK(cache.policy.max_ttl_s == 9u);
   CHECK(ToCacheOptions(Parse({"--neg-ttl=60"}).options).policy.neg_ttl_s == 60u);
+  // --serial-zones' negative answers are exact: cached even under --no-negcache.
+  CHECK(ToCacheOptions(Parse({"--no-negcache", "--serial-zones=cluster.local"}).options)
+            .policy.exact_negative_zones == std::vector{N("cluster.local.")});
 }
 
 TEST_CASE("The cache is bounded by default: TTLs, bytes and entry size", "[frontend][options]") {
