@@ -10,6 +10,8 @@ negative answers for cluster.local:
   - told by kubedns's NOTIFY (--notify to the cache's port);
   - with no NOTIFY at all (kubedns not told, as when one is lost), found by the cache's own
     SOA poll (--serial-zones, --serial-poll=1s);
+  - the same with kubedns following the fake Kubernetes API server (test/fake_apiserver),
+    the Service created through the API, with and without NOTIFY;
   - the same for an endpoint appearing in a headless Service that had none;
   - a deleted Service: its cached positive answer lives out its TTL (as in kube-dns, and as
     from any authoritative server), then the name is NXDOMAIN.
@@ -27,6 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dns_wire  # noqa: E402
 import harness  # noqa: E402
+import kubedns_api  # noqa: E402
 import servers  # noqa: E402
 
 ZONE = "default.svc.cluster.local"
@@ -58,19 +61,31 @@ def write_objects(path, items):
     os.rename(path + ".tmp", path)
 
 
-def start(env, name, items, notify):
-    """kubedns on the objects file and frontend-cache in front of it as the manifests run
-    it: --no-negcache for other zones, cluster.local's negatives cached and exact
-    (--serial-zones, polled every second); kubedns NOTIFYs the cache when `notify`."""
+def start(env, name, items, notify, api=False):
+    """kubedns on the objects file (with `api`, following the fake API server, serving the
+    conformance objects plus `items`) and frontend-cache in front of it as the manifests
+    run it: --no-negcache for other zones, cluster.local's negatives cached and exact
+    (--serial-zones, polled every second); kubedns NOTIFYs the cache when `notify`.
+    Returns (the objects file, or the fake API server; kubedns; the cache)."""
     workdir, owned = env["workdir"], env["owned"]
-    objects = os.path.join(workdir, name + "-objects.json")
-    write_objects(objects, items)
     cache_port = harness.free_port()
-    flags = ["--objects-file=" + objects, "--domain=cluster.local.", "--ttl=%d" % TTL_S]
+    flags = ["--ttl=%d" % TTL_S]
     if notify:
         flags.append("--notify=127.0.0.1:%d" % cache_port)
-    dns = servers.Kubedns(workdir, name + "-kubedns", *flags)
-    owned.append(dns)
+    if api:
+        objects = kubedns_api.start_fake(os.path.join(workdir, name))  # a fake of its own
+        owned.append(objects)
+        objects.control("/control/objects", items)
+        dns = kubedns_api.Kubedns(workdir, objects.info["kubeconfig"], name + "-kubedns", *flags)
+        owned.append(dns)
+        if not harness.wait_until(dns.ready, 30):
+            raise RuntimeError("kubedns never became ready: " + dns.log()[-2000:])
+    else:
+        objects = os.path.join(workdir, name + "-objects.json")
+        write_objects(objects, items)
+        dns = servers.Kubedns(workdir, name + "-kubedns", "--objects-file=" + objects,
+                              "--domain=cluster.local.", *flags)
+        owned.append(dns)
     # kubedns announces its first records (within 100 ms): let that pass before the cache
     # holds anything, or it would drop the test's first NXDOMAIN.
     if notify and not harness.wait_until(
@@ -113,16 +128,20 @@ def delay_until_answered(cache, name, address, since):
                               timeout=BOUND_S + 5, interval=0.02, start=since)
 
 
-def created_after_nxdomain(env, name, notify):
-    objects, dns, cache = start(env, name, [service("default", "old", "10.96.0.1")], notify)
+def created_after_nxdomain(env, name, notify, api=False):
+    objects, dns, cache = start(env, name, [service("default", "old", "10.96.0.1")], notify,
+                                api)
     qname = "new." + ZONE
     problems = cached_negative(cache, qname)
     before = {m: cache.metric(m) or 0 for m in ("kdns_frontend_notify_total",
                                                 "kdns_frontend_zone_serial_changes_total",
                                                 "kdns_frontend_cache_negative_drops_total")}
     since = time.monotonic()
-    write_objects(objects, [service("default", "old", "10.96.0.1"),
-                            service("default", "new", "10.96.0.77")])
+    if api:
+        objects.control("/control/objects", [service("default", "new", "10.96.0.77")])
+    else:
+        write_objects(objects, [service("default", "old", "10.96.0.1"),
+                                service("default", "new", "10.96.0.77")])
     delay = delay_until_answered(cache, qname, "10.96.0.77", since)
     print("  %s: answered with the new address %s after the Service was written" %
           (name, "never" if delay is None else "%.3f s" % delay))
@@ -150,6 +169,14 @@ def test_a_created_service_replaces_a_cached_nxdomain_on_notify(env):
 
 def test_a_created_service_replaces_a_cached_nxdomain_when_the_notify_is_lost(env):
     return created_after_nxdomain(env, "lost", notify=False)
+
+
+def test_a_service_created_through_the_api_replaces_a_cached_nxdomain(env):
+    return created_after_nxdomain(env, "api", notify=True, api=True)
+
+
+def test_a_service_created_through_the_api_replaces_a_cached_nxdomain_without_notify(env):
+    return created_after_nxdomain(env, "api-lost", notify=False, api=True)
 
 
 def test_an_endpoint_appearing_in_a_headless_service_replaces_its_negative_answer(env):
@@ -203,6 +230,8 @@ def test_a_deleted_service_lives_out_its_ttl_then_is_nxdomain(env):
 
 TESTS = [test_a_created_service_replaces_a_cached_nxdomain_on_notify,
          test_a_created_service_replaces_a_cached_nxdomain_when_the_notify_is_lost,
+         test_a_service_created_through_the_api_replaces_a_cached_nxdomain,
+         test_a_service_created_through_the_api_replaces_a_cached_nxdomain_without_notify,
          test_an_endpoint_appearing_in_a_headless_service_replaces_its_negative_answer,
          test_a_deleted_service_lives_out_its_ttl_then_is_nxdomain]
 
