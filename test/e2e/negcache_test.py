@@ -14,7 +14,9 @@ negative answers for cluster.local:
     the Service created through the API, with and without NOTIFY;
   - the same for an endpoint appearing in a headless Service that had none;
   - a deleted Service: its cached positive answer lives out its TTL (as in kube-dns, and as
-    from any authoritative server), then the name is NXDOMAIN.
+    from any authoritative server), then the name is NXDOMAIN;
+  - attack: NOTIFYs from a pod (127.0.0.2, outside --notify-from) are REFUSED and counted
+    (notify_untrusted) and drop nothing.
 
 The design bound is about one second (NOTIFY: ~100 ms coalescing plus the file's inotify
 debounce; lost NOTIFY: one poll interval). The tests print the measured delay and assert
@@ -23,6 +25,7 @@ on loopback and free ports. Closes with `N passed, M failed`.
 """
 import json
 import os
+import socket
 import sys
 import time
 
@@ -61,7 +64,7 @@ def write_objects(path, items):
     os.rename(path + ".tmp", path)
 
 
-def start(env, name, items, notify, api=False):
+def start(env, name, items, notify, api=False, cache_flags=()):
     """kubedns on the objects file (with `api`, following the fake API server, serving the
     conformance objects plus `items`) and frontend-cache in front of it as the manifests
     run it: --no-negcache for other zones, cluster.local's negatives cached and exact
@@ -94,7 +97,7 @@ def start(env, name, items, notify, api=False):
     cache = servers.FrontendCache(workdir, name + "-cache",
                                   "--server=/cluster.local/127.0.0.1#%d" % dns.port,
                                   "--no-negcache", "--serial-zones=cluster.local",
-                                  "--serial-poll=1s",
+                                  "--serial-poll=1s", *cache_flags,
                                   port=cache_port)
     owned.append(cache)
     if not notify:
@@ -202,6 +205,51 @@ def test_an_endpoint_appearing_in_a_headless_service_replaces_its_negative_answe
     return problems
 
 
+def notify_message(zone, ident):
+    """A NOTIFY for `zone` (opcode 4, AA, the question <zone, SOA, IN>)."""
+    query = bytearray(dns_wire.build_query(zone, "SOA", ident=ident, edns=False, rd=False))
+    query[2] = (query[2] & 0x87) | (4 << 3) | 0x04  # opcode NOTIFY, AA
+    return bytes(query)
+
+
+def test_a_notify_flood_from_a_pod_drops_nothing(env):
+    """Attack: a pod (127.0.0.2, outside --notify-from=127.0.0.1/32) sends NOTIFYs to empty
+    the cache's negative answers and load kubedns. Bounded: 300 datagrams."""
+    objects, dns, cache = start(env, "untrusted", [service("default", "old", "10.96.0.1")],
+                                notify=True, cache_flags=["--notify-from=127.0.0.1/32"])
+    qname = "absent." + ZONE
+    problems = cached_negative(cache, qname)
+    series = 'kdns_limit_hits_total{limit="notify_untrusted"}'
+    untrusted_before = cache.metric(series) or 0
+    drops_before = cache.metric("kdns_frontend_cache_negative_drops_total") or 0
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.2", 0))
+    sock.settimeout(2)
+    refused = 0
+    try:
+        for i in range(300):
+            sock.sendto(notify_message("cluster.local", i), ("127.0.0.1", cache.port))
+            try:
+                refused += dns_wire.parse_message(sock.recv(4096))["rcode"] == dns_wire.REFUSED
+            except OSError:
+                pass
+    finally:
+        sock.close()
+    untrusted = (cache.metric(series) or 0) - untrusted_before
+    print("  untrusted: %d NOTIFYs refused, notify_untrusted grew by %d" % (refused, untrusted))
+    # The attack landed: the cache saw and refused the NOTIFYs.
+    if untrusted < 300 or refused < 300:
+        problems.append("only %d refused, notify_untrusted grew by %d" % (refused, untrusted))
+    # The victim's outcome: the negative answer is still cached, nothing was dropped.
+    if (cache.metric("kdns_frontend_cache_negative_drops_total") or 0) != drops_before:
+        problems.append("negative answers were dropped on an untrusted NOTIFY")
+    hits = cache.metric("kdns_frontend_cache_hits_total") or 0
+    if dns_wire.ask_udp(cache.port, qname)[0] != "NXDOMAIN" or \
+            (cache.metric("kdns_frontend_cache_hits_total") or 0) <= hits:
+        problems.append("the cached NXDOMAIN is gone after the flood")
+    return problems
+
+
 def test_a_deleted_service_lives_out_its_ttl_then_is_nxdomain(env):
     objects, dns, cache = start(env, "deleted", [service("default", "web", "10.96.0.5")],
                                 notify=True)
@@ -233,7 +281,8 @@ TESTS = [test_a_created_service_replaces_a_cached_nxdomain_on_notify,
          test_a_service_created_through_the_api_replaces_a_cached_nxdomain,
          test_a_service_created_through_the_api_replaces_a_cached_nxdomain_without_notify,
          test_an_endpoint_appearing_in_a_headless_service_replaces_its_negative_answer,
-         test_a_deleted_service_lives_out_its_ttl_then_is_nxdomain]
+         test_a_deleted_service_lives_out_its_ttl_then_is_nxdomain,
+         test_a_notify_flood_from_a_pod_drops_nothing]
 
 
 def main():
