@@ -261,6 +261,8 @@ void Cache::FreeSlot(uint32_t slot) {
 void Cache::RemoveLocked(Shard& shard, uint32_t slot) {
   shard.Drop(slot);
   Entry& entry = slots_[slot];
+  if (entry.negative) negatives_.fetch_sub(1, std::memory_order_relaxed);
+  entry.negative = false;
   bytes_.Give(entry.answer.cost_bytes());
   entry.answer = StoredAnswer();  // the memory goes back now, not at the slot's next use
 }
@@ -426,6 +428,8 @@ InsertOutcome Cache::Insert(const CacheKey& key, std::span<const uint8_t> respon
     }
   }
   Entry& entry = slots_[slot];
+  if (indexed && entry.negative) negatives_.fetch_sub(1, std::memory_order_relaxed);
+  if (analysis.negative) negatives_.fetch_add(1, std::memory_order_relaxed);
   StoredAnswer old = std::move(entry.answer);
   entry.answer = std::move(answer);
   entry.hash = key.hash();
@@ -453,13 +457,27 @@ size_t Cache::Flush() {
   return DropWhere([](const Entry&) { return true; });
 }
 
+namespace {
+
+// True when the entry's question is `domain` or a name below it; an entry whose name does
+// not read (it cannot happen: only parsed answers are stored) counts as under every domain.
+template <class Entry>
+bool Under(const Entry& entry, const dns::Name& domain) {
+  const std::span<const uint8_t> bytes = entry.answer.bytes();
+  dns::Name name;
+  dns::WireReader reader(bytes, dns::kHeaderSize, bytes.size());
+  return reader.ReadName(&name) != dns::ParseError::kOk || name.IsSubdomainOf(domain);
+}
+
+}  // namespace
+
 size_t Cache::FlushDomain(const dns::Name& domain) {
-  return DropWhere([&domain](const Entry& entry) {
-    const std::span<const uint8_t> bytes = entry.answer.bytes();
-    dns::Name name;
-    dns::WireReader reader(bytes, dns::kHeaderSize, bytes.size());
-    return reader.ReadName(&name) != dns::ParseError::kOk || name.IsSubdomainOf(domain);
-  });
+  return DropWhere([&domain](const Entry& entry) { return Under(entry, domain); });
+}
+
+size_t Cache::DropNegative(const dns::Name& zone) {
+  if (negatives() == 0) return 0;  // the usual case between changes: no walk at all
+  return DropWhere([&zone](const Entry& entry) { return entry.negative && Under(entry, zone); });
 }
 
 size_t Cache::DropWhere(const std::function<bool(const Entry&)>& drop) {

@@ -181,6 +181,14 @@ class Cache {
   // change on reload). Returns how many entries were dropped; not counted as evictions.
   size_t Flush();
   size_t FlushDomain(const dns::Name& domain);
+  // Drops the negative entries (NXDOMAIN and NODATA) for `zone` and the names below it,
+  // keeping the positive ones: the zone's records changed (a NOTIFY, or a new SOA serial),
+  // so a name that did not exist may now, while one that did keeps its TTL (as it would
+  // from any authoritative server). Returns how many; not counted as evictions. Walks the
+  // whole cache, under each shard's lock in turn, unless no negative entry is held.
+  size_t DropNegative(const dns::Name& zone);
+  // Negative entries held now (any zone), fresh or kept for serving stale.
+  size_t negatives() const { return negatives_.load(std::memory_order_relaxed); }
 
   CacheStats Stats() const;
   size_t capacity() const { return capacity_; }
@@ -234,6 +242,8 @@ class Cache {
   size_t hand_ = 0;  // under hand_mutex_
   // EntryCostBytes of every entry and reservation, up to --cache-bytes.
   AtomicBudget bytes_;
+  // Entries with Entry::negative set (changed under their shard's lock).
+  std::atomic<size_t> negatives_{0};
 };
 
 }  // namespace kdns::frontend

@@ -242,6 +242,18 @@ TEST_CASE("--no-negcache caches positive answers only", "[frontend][cache]") {
   CHECK(f.cache.Stats().size == 1);
 }
 
+TEST_CASE("--no-negcache still caches the negative answers of the exact zones",
+          "[frontend][cache]") {
+  CacheOptions options;
+  options.policy.negative_caching = false;
+  options.policy.exact_negative_zones = {N("example.com.")};  // --serial-zones
+  Fixture f(options);
+  CHECK(f.Insert(Nxdomain("nope.Example.com.", 3600, 60)).result == InsertResult::kInserted);
+  CHECK(f.Insert(Nxdomain("nope.example.org.", 3600, 60)).reason ==
+        Cacheability::kNegativeDisabled);
+  CHECK(f.cache.negatives() == 1);
+}
+
 TEST_CASE("SERVFAIL, other errors and truncated replies are not cached", "[frontend][cache]") {
   Fixture f;
   for (Rcode rcode : {Rcode::kServFail, Rcode::kRefused, Rcode::kFormErr, Rcode::kNotImp}) {
@@ -758,6 +770,38 @@ TEST_CASE("Flush drops everything and FlushDomain a subtree", "[frontend][cache]
   CHECK(f.cache.Flush() == 1);
   CHECK(f.cache.Stats().size == 0);
   CHECK(f.cache.Stats().evictions == 0);
+}
+
+TEST_CASE("DropNegative drops a zone's NXDOMAIN and NODATA entries and keeps the rest",
+          "[frontend][cache]") {
+  Fixture f;
+  CHECK(f.cache.negatives() == 0);
+  CHECK(f.cache.DropNegative(N("example.com.")) == 0);
+  REQUIRE(f.Insert(kWww).result == InsertResult::kInserted);
+  REQUIRE(f.Insert(Nxdomain("gone.example.com.", 60, 60)).result == InsertResult::kInserted);
+  REQUIRE(f.Insert(Negative("www.example.com.", 60, 60, Rcode::kNoError, RrType::kAaaa)).result ==
+          InsertResult::kInserted);
+  REQUIRE(f.Insert(Nxdomain("gone.example.org.", 60, 60)).result == InsertResult::kInserted);
+  CHECK(f.cache.negatives() == 3);
+
+  CHECK(f.cache.DropNegative(N("Example.COM.")) == 2);
+  CHECK(f.cache.negatives() == 1);
+  CHECK_FALSE(f.Get("gone.example.com."));
+  CHECK_FALSE(f.Get("www.example.com.", RrType::kAaaa));
+  CHECK(f.Get("www.example.com."));   // positive: keeps its TTL
+  CHECK(f.Get("gone.example.org."));  // another zone
+  CHECK(f.cache.Stats().evictions == 0);
+
+  SECTION("a negative entry replaced by a positive one is no longer counted") {
+    REQUIRE(
+        f.Insert(Answer("gone.example.org.", {"gone.example.org. 300 IN A 192.0.2.3"})).result ==
+        InsertResult::kInserted);
+    CHECK(f.cache.negatives() == 0);
+  }
+  SECTION("a flush forgets the count too") {
+    CHECK(f.cache.Flush() == 2);
+    CHECK(f.cache.negatives() == 0);
+  }
 }
 
 TEST_CASE("The shard count follows the capacity", "[frontend][cache]") {

@@ -133,7 +133,9 @@ ResponseAnalysis AnalyzeResponse(std::span<const uint8_t> response, const dns::N
     return analysis;
   }
   analysis.negative = rcode == dns::Rcode::kNxDomain || header.ancount == 0;
-  if (analysis.negative && !policy.negative_caching) {
+  if (analysis.negative && !policy.negative_caching &&
+      std::none_of(policy.exact_negative_zones.begin(), policy.exact_negative_zones.end(),
+                   [&qname](const dns::Name& zone) { return qname.IsSubdomainOf(zone); })) {
     analysis.result = Cacheability::kNegativeDisabled;
     return analysis;
   }

@@ -38,6 +38,10 @@ struct CachePolicy {
   std::optional<uint32_t> max_ttl_s;
   // RFC 2308 negative caching; false is --no-negcache.
   bool negative_caching = true;
+  // Zones whose negative answers are cached even under --no-negcache (--serial-zones,
+  // lower case): they stay exact, dropped when the zone's serial changes (zone_serials.h),
+  // so kube-dns's reason to turn negative caching off does not apply to them.
+  std::vector<dns::Name> exact_negative_zones;
   // --neg-ttl: the TTL of negative replies without an SOA (dnsmasq's meaning; without it
   // such replies are not cached) and, our addition, a cap on the SOA-derived TTL.
   std::optional<uint32_t> neg_ttl_s;

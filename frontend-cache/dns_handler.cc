@@ -6,7 +6,11 @@
 #include <optional>
 #include <utility>
 
+#include "common/dns/message.h"
+#include "common/dns/notify.h"
+#include "common/loop/tcp_limits.h"
 #include "common/server/admission.h"
+#include "common/server/limits.h"
 #include "frontend-cache/cached_response.h"
 
 namespace kdns::frontend {
@@ -127,8 +131,10 @@ void DnsHandler::HandleQuery(server::Request& request) {
       shared_.metrics.AnswerTime(AnswerSource::kLocal, start.at);
       (void)request.Reply(server::WriteRefusal(admission, request.response_buffer()));
       return;
-    case server::Verdict::kBadVers:
     case server::Verdict::kNotImp:
+      if (query.header.opcode == dns::Opcode::kNotify) return HandleNotify(request, start);
+      [[fallthrough]];
+    case server::Verdict::kBadVers:
     case server::Verdict::kRefused: {  // kRefused: not under our policy (ClassScope::kAny)
       const std::span<const uint8_t> refusal =
           server::WriteRefusal(admission, request.response_buffer());
@@ -376,6 +382,61 @@ void DnsHandler::ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode,
       server::WriteEmptyResponse(query, rcode, aa, context_.response_buffer);
   if (response.empty()) return;  // cannot happen for a parsed query; the client retries
   Reply(to, query, response, source, start);
+}
+
+void DnsHandler::HandleNotify(server::Request& request, const Start& start) {
+  const dns::Query& notify = request.admission().query;
+  const loop::SocketAddress peer = request.peer();  // never a client-address option's
+  const bool trusted = (peer.is_v4() || peer.is_v6()) &&
+                       std::any_of(shared_.notify_from.begin(), shared_.notify_from.end(),
+                                   [address = loop::IpOf(peer)](const IpPrefix& prefix) {
+                                     return prefix.Contains(address);
+                                   });
+  if (!trusted) {
+    // Anyone could otherwise empty our negative cache at will, to load kubedns.
+    server::RecordLimitHit(server::Limit::kNotifyUntrusted, peer.ToString());
+    return ReplyEmpty(request, notify, dns::Rcode::kRefused, server::AnswerSource::kLocal, start);
+  }
+  if (notify.qtype != dns::RrType::kSoa) {  // RFC 1996 §3.7: the question names the zone
+    return ReplyEmpty(request, notify, dns::Rcode::kFormErr, server::AnswerSource::kLocal, start);
+  }
+  (void)shared_.zone_serials.Notified(notify.qname.Lowercased());
+  const std::span<const uint8_t> reply = dns::WriteNotifyReply(notify, request.response_buffer());
+  if (reply.empty()) return;  // cannot happen for a parsed query; the sender does not retry
+  Reply(request, notify, reply, server::AnswerSource::kLocal, start);
+}
+
+void DnsHandler::StartSerialPoll(uint64_t interval_ms) {
+  if (interval_ms == 0 || shared_.zone_serials.zones().empty()) return;
+  serial_poll_ = std::make_unique<loop::Timer>(context_.loop);
+  serial_poll_->StartRepeating(interval_ms, [this] { PollSerials(); });
+}
+
+void DnsHandler::PollSerials() {
+  const RoutingState* routing = routing_.Get();
+  for (const dns::Name& zone : shared_.zone_serials.ZonesToPoll()) {
+    const Route& route = routing->table.Lookup(zone);
+    if (route.action != RouteAction::kForward) continue;  // nobody to ask
+    dns::Query query;
+    query.header.rd = true;
+    query.qname = zone;
+    query.qtype = dns::RrType::kSoa;
+    query.qclass = dns::RrClass::kIn;
+    // Ours, not a client's (as a prefetch), and never cached: only its serial is wanted.
+    forwarder_.Resolve(
+        upstream::Request::FromQuery(query, dns::Transport::kUdp, loop::SocketAddress()),
+        routing->SetFor(route), [this, zone](const upstream::Result& result) {
+          if (result.outcome != upstream::Outcome::kAnswer) return;  // asked again next time
+          dns::Message message;
+          if (dns::ParseMessage(result.reply, &message, dns::TrailingData::kIgnore) !=
+              dns::ParseError::kOk) {
+            return;
+          }
+          if (std::optional<uint32_t> serial = dns::SoaSerialOf(message, zone)) {
+            (void)shared_.zone_serials.SerialSeen(zone, *serial);
+          }
+        });
+  }
 }
 
 ChaosStats DnsHandler::ChaosStatsNow() const {

@@ -2,6 +2,9 @@
 // (kubedns/dns_handler.h). Every query reaches it admitted (common/server/admission.h:
 // parsed; FORMERR, BADVERS, NOTIMP decided); it then decides in this order:
 //
+//   NOTIFY           (opcode NOTIFY, RFC 1996) from --notify-from: the zone's cached
+//                    negative answers are dropped (zone_serials.h), NOERROR; from anyone
+//                    else REFUSED (limit notify_untrusted)
 //   CHAOS class      dnsmasq's statistics (chaos.h), never forwarded
 //   a loop probe     REFUSED; when it is our own outstanding probe coming back from the
 //                    side of the upstream it was sent to (upstream_table.h), that upstream
@@ -46,8 +49,10 @@
 #include <vector>
 
 #include "common/base/clock.h"
+#include "common/base/ip_prefix.h"
 #include "common/base/snapshot_holder.h"
 #include "common/loop/task_queue.h"
+#include "common/loop/timer.h"
 #include "common/server/forward_reply.h"
 #include "common/server/query_handler.h"
 #include "common/server/query_log.h"
@@ -60,6 +65,7 @@
 #include "frontend-cache/local_answers.h"
 #include "frontend-cache/metrics.h"
 #include "frontend-cache/routing.h"
+#include "frontend-cache/zone_serials.h"
 
 namespace kdns::frontend {
 
@@ -120,6 +126,10 @@ class DnsHandler final : public server::QueryHandler {
     std::shared_ptr<server::WaitingBudget> waiting;
     server::QueryLog& query_log;  // --log-queries
     bool filter_aaaa = false;     // --filter-AAAA: upstream replies lose their AAAA records
+    // Exact negative caching (zone_serials.h): NOTIFY from these sources (--notify-from)
+    // drops a zone's negative answers; the poll reports the serials it finds there.
+    ZoneSerials& zone_serials;
+    std::vector<IpPrefix> notify_from;
   };
 
   DnsHandler(const server::ThreadContext& context, const Shared& shared);
@@ -140,6 +150,9 @@ class DnsHandler final : public server::QueryHandler {
   void ReleaseReceiverSnapshots() override { receiver_routing_.Release(); }
 
   upstream::Forwarder& forwarder() { return forwarder_; }
+  // Asks each zone ZoneSerials::ZonesToPoll names for its SOA every interval_ms, through
+  // this thread's Forwarder (one thread does it for the process). Call on the thread.
+  void StartSerialPoll(uint64_t interval_ms);
   size_t waiting() const { return waiting_.size(); }
   // The serving thread (handlers are made on it).
   std::thread::id thread() const { return thread_; }
@@ -191,6 +204,10 @@ class DnsHandler final : public server::QueryHandler {
   // not refill the flushed cache, or it would be served for a whole TTL after the change.
   bool Cacheable(uint64_t routing_generation);
   ChaosStats ChaosStatsNow() const;
+  // A NOTIFY (kNotImp for admission, which admits QUERY only): see the header comment.
+  void HandleNotify(server::Request& request, const Start& start);
+  // One round of the serial poll (StartSerialPoll).
+  void PollSerials();
 
   const Shared& shared_;
   const server::ThreadContext& context_;
@@ -205,6 +222,8 @@ class DnsHandler final : public server::QueryHandler {
   // Destroyed before everything but tasks_, so no callback can reach waiting_ once it is
   // gone.
   upstream::Forwarder forwarder_;
+  // StartSerialPoll's timer (null on every other thread); before forwarder_ goes.
+  std::unique_ptr<loop::Timer> serial_poll_;
   // Prefetches asked for on the receiver thread run here. Last: destroyed first, dropping
   // any task not run yet.
   loop::TaskQueue tasks_;

@@ -66,7 +66,11 @@ struct Harness {
                clock,
                handlers,
                std::make_shared<server::WaitingBudget>(setup.max_waiting),
-               query_log} {
+               query_log,
+               false,
+               zone_serials,
+               // 127.0.0.1 only, so a test can send from 127.0.0.2 as an untrusted pod.
+               {*IpPrefix::Parse("127.0.0.1/32")}} {
     Route(std::nullopt);
     std::string error;
     server::LoopServer::Options options;
@@ -142,6 +146,7 @@ struct Harness {
   server::QueryLog query_log{{server::QueryLogOptions::Detail::kBasic, 0, 1},
                              clock,
                              [this](std::string_view line) { log_lines.emplace_back(line); }};
+  ZoneSerials zone_serials{cache, {N("cluster.test.")}};
   DnsHandler::Shared shared;
   server::ThreadStats stats;
   std::unique_ptr<server::LoopServer> server;
@@ -160,6 +165,77 @@ TEST_CASE("the handler answers the admission's refusals and counts them by their
   notimp[2] |= 2 << 3;  // opcode STATUS
   CHECK(h.Ask(notimp).rcode() == dns::Rcode::kNotImp);
   CHECK(h.Metric("kdns_frontend_queries_total{type=\"A\",rcode=\"NOTIMP\"} 1"));
+  h.Finish();
+}
+
+// An NXDOMAIN for `name` with an SOA of `zone`, as kubedns answers, cached as a reply to
+// the A question.
+void CacheNxDomain(Cache& cache, const char* name, const char* zone) {
+  std::vector<uint8_t> query_bytes = Query(name);
+  dns::Query query;
+  REQUIRE(dns::ParseQuery(query_bytes, &query) == dns::ParseError::kOk);
+  std::vector<uint8_t> buffer(512);
+  dns::MessageBuilder builder(buffer);
+  REQUIRE(builder.StartResponse(query) == dns::BuildError::kOk);
+  builder.header().rcode = dns::Rcode::kNxDomain;
+  REQUIRE(builder.AddRecord(dns::Section::kAuthority,
+                            dns::testing::RR(std::string(zone) + " 60 IN SOA ns.dns." + zone +
+                                             " hostmaster." + zone + " 7 28800 7200 604800 60")) ==
+          dns::BuildError::kOk);
+  REQUIRE(cache.Insert(CacheKey::FromQuery(query), builder.Finish()).result ==
+          InsertResult::kInserted);
+}
+
+std::vector<uint8_t> Notify(const char* zone) {
+  std::vector<uint8_t> buffer(512);
+  dns::MessageBuilder builder(buffer);
+  builder.header().id = 0x5151;
+  builder.header().opcode = dns::Opcode::kNotify;
+  builder.header().aa = true;
+  REQUIRE(builder.AddQuestion(N(zone), dns::RrType::kSoa, dns::RrClass::kIn) ==
+          dns::BuildError::kOk);
+  auto bytes = builder.Finish();
+  return {bytes.begin(), bytes.end()};
+}
+
+TEST_CASE("a NOTIFY from loopback drops the zone's negative answers, from elsewhere nothing",
+          "[frontend][handler][notify]") {
+  Harness h;
+  CacheNxDomain(h.cache, "missing.ns.svc.cluster.test.", "cluster.test.");
+  CacheNxDomain(h.cache, "missing.example.test.", "example.test.");
+  REQUIRE(h.cache.negatives() == 2);
+
+  SECTION("another address than --notify-from's: REFUSED, counted, nothing dropped") {
+    const uint64_t before = server::LimitHits(server::Limit::kNotifyUntrusted);
+    server::testing::UdpClient stranger(h.server->udp_address(),
+                                        *loop::SocketAddress::Parse("127.0.0.2:0"));
+    REQUIRE(stranger.Send(Notify("cluster.test.")));
+    std::optional<std::vector<uint8_t>> reply;
+    REQUIRE(RunUntil(h.loop, [&] { return (reply = stranger.TryReceive()).has_value(); }));
+    dns::Message refused;
+    REQUIRE(dns::ParseMessage(*reply, &refused) == dns::ParseError::kOk);
+    CHECK(refused.rcode() == dns::Rcode::kRefused);
+    CHECK(server::LimitHits(server::Limit::kNotifyUntrusted) == before + 1);
+    CHECK(h.cache.negatives() == 2);
+    CHECK(h.zone_serials.notifies() == 0);
+  }
+  SECTION("from loopback: NOERROR with AA, and only that zone's negatives go") {
+    dns::Message reply = h.Ask(Notify("Cluster.Test."));
+    CHECK(reply.rcode() == dns::Rcode::kNoError);
+    CHECK(reply.header.qr);
+    CHECK(reply.header.aa);
+    CHECK(reply.header.opcode == dns::Opcode::kNotify);
+    CHECK(reply.header.id == 0x5151);
+    CHECK(h.cache.negatives() == 1);
+    CHECK(h.zone_serials.notifies() == 1);
+    CHECK(h.zone_serials.dropped() == 1);
+  }
+  SECTION("a NOTIFY whose question is not an SOA is malformed") {
+    std::vector<uint8_t> notify = Notify("cluster.test.");
+    notify[notify.size() - 3] = 1;  // QTYPE A
+    CHECK(h.Ask(notify).rcode() == dns::Rcode::kFormErr);
+    CHECK(h.cache.negatives() == 2);
+  }
   h.Finish();
 }
 

@@ -48,6 +48,7 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
       metrics_(registry_),
       cache_(ToCacheOptions(options_.flags), clock),
       cache_policy_(ToCacheOptions(options_.flags).policy),
+      zone_serials_(cache_, options_.flags.serial_zones),
       upstream_table_(std::make_shared<upstream::UpstreamTable>(options_.local_addresses, clock)),
       query_log_(options_.flags.log_queries, clock, std::move(query_log_sink)) {
   upstream::ForwardBudgets::Limits budgets;
@@ -70,7 +71,7 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
       cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_, upstream_table_,
       options_.forwarder, clock_, handlers_,
       std::make_shared<server::WaitingBudget>(options_.flags.max_waiting_queries), query_log_,
-      options_.flags.filter_aaaa});
+      options_.flags.filter_aaaa, zone_serials_, options_.flags.notify_from});
   std::string error;
   CHECK(server::MakeRateLimits(options_.flags.rate_limits, handler_shared_->waiting, &rate_limits_,
                                &error))
@@ -244,6 +245,10 @@ bool FrontendServer::Start(std::string* error) {
     }
   }
   if (options_.flags.dns_loop_detect) ProbeForLoops();
+  // One thread polls for the process: its answers reach the shared ZoneSerials.
+  (void)servers_.front()->Post(0, [this, interval_ms = options_.flags.serial_poll_ms] {
+    if (DnsHandler* here = handlers_.OnThisThread()) here->StartSerialPoll(interval_ms);
+  });
   return true;
 }
 
@@ -396,6 +401,20 @@ void FrontendServer::RegisterMetrics() {
   registry_.AddCallbackCounter("kdns_frontend_cache_evictions_total",
                                "Entries removed before their expiry to make room.",
                                cache_stat(&CacheStats::evictions));
+  registry_.AddCallbackGauge("kdns_frontend_cache_negative_entries",
+                             "Negative answers (NXDOMAIN, NODATA) held now.",
+                             [this] { return static_cast<double>(cache_.negatives()); });
+  registry_.AddCallbackCounter("kdns_frontend_notify_total",
+                               "NOTIFY messages accepted (from --notify-from).",
+                               [this] { return static_cast<double>(zone_serials_.notifies()); });
+  registry_.AddCallbackCounter(
+      "kdns_frontend_zone_serial_changes_total",
+      "SOA serials of --serial-zones found changed (or first seen) by the poll.",
+      [this] { return static_cast<double>(zone_serials_.serial_changes()); });
+  registry_.AddCallbackCounter(
+      "kdns_frontend_cache_negative_drops_total",
+      "Negative answers dropped because their zone changed (NOTIFY or a new serial).",
+      [this] { return static_cast<double>(zone_serials_.dropped()); });
   registry_.AddCallbackCounter("kdns_frontend_cache_prefetches_total",
                                "Popular entries refreshed shortly before they expire.",
                                cache_stat(&CacheStats::prefetches));

@@ -41,6 +41,7 @@
 #include "frontend-cache/metrics.h"
 #include "frontend-cache/options.h"
 #include "frontend-cache/routing.h"
+#include "frontend-cache/zone_serials.h"
 
 namespace kdns::frontend {
 
@@ -104,6 +105,7 @@ class FrontendServer {
   FrontendMetrics metrics_;
   Cache cache_;
   const CachePolicy cache_policy_;
+  ZoneSerials zone_serials_;  // NOTIFY and the SOA poll (zone_serials.h)
   metrics::Counter* metrics_reloads_ = nullptr;
   metrics::Counter* metrics_reload_rejected_ = nullptr;
   std::shared_ptr<upstream::UpstreamTable> upstream_table_;

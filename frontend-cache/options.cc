@@ -282,6 +282,31 @@ const std::vector<OptionSpec>& Specs() {
          *error = "--client-address-to: " + *error;
          return false;
        }},
+      // Exact negative caching: NOTIFY and the SOA serial poll.
+      {"notify-from", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (ParsePrefixList(value, &options->notify_from, error)) return true;
+         *error = "--notify-from: " + *error;
+         return false;
+       }},
+      {"serial-zones", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         options->serial_zones.clear();
+         while (!value.empty()) {
+           const size_t comma = value.find(',');
+           const std::string_view item = Trim(value.substr(0, comma));
+           std::optional<dns::Name> zone = dns::Name::FromText(item);
+           if (item.empty() || !zone) {
+             *error = "--serial-zones: \"" + std::string(item) + "\" is not a domain";
+             return false;
+           }
+           options->serial_zones.push_back(zone->Lowercased());
+           if (comma == std::string_view::npos) break;
+           value = value.substr(comma + 1);
+         }
+         return true;
+       }},
+      {"serial-poll", 0, true, DurationMs(In(&Options::serial_poll_ms), "serial-poll", "1s")},
       {"client-address-option", 0, true,
        Uint(&Options::client_address_option, dns::kMinPrivateOptionCode, dns::kMaxPrivateOptionCode,
             "client-address-option")},
@@ -724,6 +749,7 @@ CacheOptions ToCacheOptions(const Options& options) {
   cache.max_bytes = options.cache_bytes;
   cache.max_entry_bytes = options.cache_entry_max_bytes;
   cache.policy.negative_caching = !options.no_negcache;
+  cache.policy.exact_negative_zones = options.serial_zones;
   if (options.neg_ttl_s && *options.neg_ttl_s > 0) cache.policy.neg_ttl_s = options.neg_ttl_s;
   cache.stale_max_s = options.stale_max_s;
   return cache;

@@ -165,6 +165,16 @@ struct Options {
   // --client-address-option: that EDNS option's code.
   std::vector<IpPrefix> client_address_to = server::DefaultClientAddressPeers();
   uint16_t client_address_option = dns::kDefaultClientAddressOption;
+  // Exact negative caching (docs/design.md, "Negative answers without staleness"):
+  // --notify-from: who may send NOTIFY (RFC 1996): on one for a zone, the zone's cached
+  // negative answers are dropped; kubedns, on loopback; empty: NOTIFY is refused from all.
+  std::vector<IpPrefix> notify_from = server::DefaultClientAddressPeers();
+  // --serial-zones: zones whose SOA serial is asked for every --serial-poll while the
+  // cache holds negative answers; a changed serial drops the zone's negatives as a NOTIFY
+  // does, so a lost NOTIFY costs at most one poll interval. Their negative answers are
+  // cached even under --no-negcache (they are exact). Empty (the default): none.
+  std::vector<dns::Name> serial_zones;
+  uint64_t serial_poll_ms = 1000;  // --serial-poll (Go duration or seconds; 0: no polling)
 };
 
 // dnsmasq reads this hosts file unless --no-hosts.

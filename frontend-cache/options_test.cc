@@ -279,6 +279,9 @@ TEST_CASE("Cache options follow the flags", "[frontend][options]") {
   CHECK_FALSE(cache.policy.neg_ttl_s);  // 0 is unset
   CHECK(cache.policy.max_ttl_s == 9u);
   CHECK(ToCacheOptions(Parse({"--neg-ttl=60"}).options).policy.neg_ttl_s == 60u);
+  // --serial-zones' negative answers are exact: cached even under --no-negcache.
+  CHECK(ToCacheOptions(Parse({"--no-negcache", "--serial-zones=cluster.local"}).options)
+            .policy.exact_negative_zones == std::vector{N("cluster.local.")});
 }
 
 TEST_CASE("The cache is bounded by default: TTLs, bytes and entry size", "[frontend][options]") {
@@ -373,6 +376,30 @@ TEST_CASE("the client address goes to loopback upstreams by default, the flags c
             .error.starts_with("--client-address-to: \"kubedns\" is not an address prefix"));
   CHECK(Parse({"--client-address-option=8"}).error ==
         "--client-address-option: \"8\" is not a number in 65001..65534");
+}
+
+TEST_CASE("NOTIFY is taken from loopback and no zone is polled by default, the flags checked",
+          "[frontend][options][notify]") {
+  const Options defaults = Parse({}).options;
+  CHECK(defaults.notify_from ==
+        std::vector<IpPrefix>{*IpPrefix::Parse("127.0.0.0/8"), *IpPrefix::Parse("::1/128")});
+  CHECK(defaults.serial_zones.empty());
+  CHECK(defaults.serial_poll_ms == 1000);
+  const Parsed set = Parse({"--notify-from=10.0.0.0/8",
+                            "--serial-zones=Cluster.Local,in-addr.arpa.", "--serial-poll=250ms"});
+  REQUIRE(set.error.empty());
+  CHECK(set.options.notify_from == std::vector<IpPrefix>{*IpPrefix::Parse("10.0.0.0/8")});
+  REQUIRE(set.options.serial_zones.size() == 2);
+  CHECK(set.options.serial_zones[0].ToText() == "cluster.local.");  // lower-cased
+  CHECK(set.options.serial_zones[1].ToText() == "in-addr.arpa.");
+  CHECK(set.options.serial_poll_ms == 250);
+  CHECK(Parse({"--serial-poll=0"}).options.serial_poll_ms == 0);  // no polling
+  CHECK(Parse({"--notify-from="}).options.notify_from.empty());   // from no one
+  CHECK(Parse({"--notify-from=kubedns"})
+            .error.starts_with("--notify-from: \"kubedns\" is not an address prefix"));
+  CHECK(Parse({"--serial-zones=cluster.local,,x"}).error == "--serial-zones: \"\" is not a domain");
+  CHECK(
+      Parse({"--serial-poll=soon"}).error.starts_with("--serial-poll: \"soon\" is not a duration"));
 }
 
 }  // namespace kdns::frontend

@@ -128,7 +128,14 @@ Answerer::Answerer(const AnswerConfig& config)
 }
 
 uint32_t Answerer::SoaSerial(const Snapshot& snapshot) const {
-  return config_.soa_serial_base + static_cast<uint32_t>(snapshot.generation());
+  return config_.soa_serial_base + static_cast<uint32_t>(snapshot.records_version());
+}
+
+std::vector<dns::Name> Answerer::ServedZones() const {
+  std::vector<dns::Name> zones = {config_.zone.Lowercased(), in_addr_arpa_, ip6_arpa_};
+  if (config_.multicluster_zone) zones.push_back(*config_.multicluster_zone);
+  if (config_.kubeslice_zone) zones.push_back(*config_.kubeslice_zone);
+  return zones;
 }
 
 dns::RdataSoa Answerer::Soa(uint32_t serial) const {

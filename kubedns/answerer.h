@@ -64,7 +64,9 @@ struct AnswerConfig {
   uint32_t soa_retry_s = 7200;
   uint32_t soa_expire_s = 604800;
   uint32_t soa_minimum_s = 60;
-  uint32_t soa_serial_base = 0;  // the serial is this plus the snapshot generation
+  // The serial of every zone served is this plus the snapshot's records_version(): it
+  // changes exactly when the records change (record_tree.h), by one (RFC 1982 arithmetic).
+  uint32_t soa_serial_base = 0;
   // The multicluster zones (multicluster_answer.h), lower case; unset: not served.
   std::optional<dns::Name> multicluster_zone;  // --multicluster-zone (clusterset.local.)
   std::optional<dns::Name> kubeslice_zone;     // --kubeslice-zone (slice.local.)
@@ -106,6 +108,12 @@ class Answerer {
                       std::span<uint8_t> buffer) const;
 
   const AnswerConfig& config() const { return config_; }
+  // Z's SOA: its serial is the base plus the snapshot's records_version().
+  uint32_t SoaSerial(const Snapshot& snapshot) const;
+  dns::RdataSoa Soa(uint32_t serial) const;
+  // The zones kubedns serves, lower case: Z, the reverse zones, the multicluster zones it is
+  // configured with. All share Z's serial (NotifySender names each).
+  std::vector<dns::Name> ServedZones() const;
 
  private:
   class Response;
@@ -128,9 +136,6 @@ class Answerer {
   // Answers `target` (lower case, inside Z) as a step of a CNAME chain.
   void Chase(const Snapshot& snapshot, const dns::Name& target, Response& response,
              int depth) const;
-  // Z's SOA: its serial is the base plus the snapshot's generation.
-  uint32_t SoaSerial(const Snapshot& snapshot) const;
-  dns::RdataSoa Soa(uint32_t serial) const;
   // The negative answer's authority section: the SOA of Z (RFC 2308), from soa_template_
   // when it applies, else through the general builder.
   void AddNegativeSoa(const Snapshot& snapshot, const dns::Name& lower, size_t depth,

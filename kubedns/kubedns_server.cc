@@ -15,6 +15,7 @@
 #include "common/server/limits.h"
 #include "common/upstream/resolv_conf.h"
 #include "kubedns/cache_dump.h"
+#include "kubedns/notify_sender.h"
 #include "kubedns/objects_file_source.h"
 #include "kubedns/source.h"
 
@@ -476,6 +477,17 @@ void KubednsServer::RunSource(std::promise<void>* started) {
       LOG(INFO) << "following the Kubernetes API at " << options_.api_config->server;
       transport = std::make_unique<k8s::CurlTransport>(loop, *options_.api_config);
       source = std::make_unique<ApiSource>(loop, *transport, publisher, registry_, options_.api);
+    }
+    std::unique_ptr<NotifySender> notify;
+    if (!options_.notify_targets.empty()) {
+      notify = std::make_unique<NotifySender>(loop, snapshots_, answerer_, registry_,
+                                              options_.notify_targets);
+      std::string error;
+      if (!notify->Start(&error)) {
+        // Not fatal: the caches' own SOA poll still bounds how stale their negatives get.
+        LOG(ERROR) << "--notify: " << error << "; the caches will rely on their SOA poll";
+        notify.reset();
+      }
     }
     source_poster_ = tasks.poster();
     if (source) source->Start();

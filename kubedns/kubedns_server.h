@@ -3,7 +3,8 @@
 // Threads:
 //   source thread   owns a loop, the record source (the objects file, or the Kubernetes API
 //                   through libcurl) and the RecordTreeWriter; every change is published as
-//                   a new Snapshot
+//                   a new Snapshot; with --notify, NotifySender (notify_sender.h) tells
+//                   the caches in front when a snapshot changed the records
 //   DNS threads     server::DnsServer, one loop each, with a DnsHandler: every query reads
 //                   the current snapshot through a SnapshotHolder::Reader (no lock) and is
 //                   answered by the Answerer into the thread's buffer; names kubedns does
@@ -83,6 +84,8 @@ class KubednsServer {
     std::string config_dir;  // --config-dir: the kube-dns ConfigMap; empty: none
     uint64_t config_period_ms = 10'000;
     std::vector<loop::SocketAddress> nameservers;  // --nameservers
+    // --notify: told of each change of the records (notify_sender.h), from the source thread.
+    std::vector<loop::SocketAddress> notify_targets;
     std::string resolv_conf = "/etc/resolv.conf";
     upstream::Forwarder::Options forwarder;  // budgets: whole process (--forward-max...)
     server::TcpOptions tcp;                  // DNS over TCP limits (--tcp-*)

@@ -235,7 +235,14 @@ void KubesliceNamesWriter::Rebuild() {
   for (auto& [key, claim] : claims) {
     if (!claim.ips->empty()) entries.push_back({std::string(key), std::move(claim.ips)});
   }
+  if (names_ != nullptr && names_->Holds(entries)) return;
   names_ = std::make_shared<const KubesliceNames>(std::move(entries));
+}
+
+bool KubesliceNames::Holds(const std::vector<Entry>& entries) const {
+  return std::equal(
+      entries_.begin(), entries_.end(), entries.begin(), entries.end(),
+      [](const Entry& a, const Entry& b) { return a.key == b.key && *a.ips == *b.ips; });
 }
 
 }  // namespace kdns::kubedns

@@ -56,6 +56,9 @@ class KubesliceNames {
   KubesliceNames() = default;
   // `entries` sorted by key, keys distinct.
   explicit KubesliceNames(std::vector<Entry> entries);
+  // True when the names are exactly `entries`, keys and addresses: a rebuild that changed
+  // nothing keeps the names published, so the records' version stays (record_tree.h).
+  bool Holds(const std::vector<Entry>& entries) const;
 
   // `lower` (a lower-cased name): its addresses; an empty vector for an empty non-terminal;
   // nullptr when no name is there or below. No allocation.

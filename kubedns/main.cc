@@ -35,6 +35,11 @@ DEFINE_string(nameservers, "",
               "Upstream servers for names outside the cluster domain, comma-separated "
               "ip, ip:port or [ipv6]:port; the ConfigMap's upstreamNameservers take "
               "precedence; without either, the nameservers of --resolv-conf.");
+DEFINE_string(notify, "",
+              "Caches in front of kubedns to tell when its records change (DNS NOTIFY, "
+              "RFC 1996, for each zone served, at most one per zone every 100 ms), "
+              "comma-separated ip, ip:port or [ipv6]:port: frontend-cache drops its cached "
+              "negative answers for the zones then. Empty: none.");
 DEFINE_string(kubecfg_file, "",
               "kubeconfig file for the Kubernetes API; without it and without "
               "--kube-master-url, the in-cluster service account is used.");
@@ -214,6 +219,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.config_period = FLAGS_config_period;
   flags.initial_sync_timeout = FLAGS_initial_sync_timeout;
   flags.nameservers = FLAGS_nameservers;
+  flags.notify = FLAGS_notify;
   flags.kubecfg_file = FLAGS_kubecfg_file;
   flags.kube_master_url = FLAGS_kube_master_url;
   flags.endpoints_source = FLAGS_endpoints_source;

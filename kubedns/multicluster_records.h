@@ -155,6 +155,14 @@ class MulticlusterSnapshot {
   const Stats& stats() const { return stats_; }
   const Imports& imports() const { return imports_; }
   const KubesliceNames& kubeslice_names() const { return *kubeslice_names_; }
+  // True when `other` is this state or a copy of it (nothing changed between the two).
+  bool SameRecordsAs(const MulticlusterSnapshot& other) const {
+    return imports_.SharesRootWith(other.imports_) &&
+           namespaces_.SharesRootWith(other.namespaces_) &&
+           (kubeslice_names_ == other.kubeslice_names_ ||
+            (kubeslice_names_->size() == 0 && other.kubeslice_names_->size() == 0)) &&
+           mcs_synced_ == other.mcs_synced_ && kubeslice_synced_ == other.kubeslice_synced_;
+  }
 
  private:
   friend class MulticlusterWriter;

@@ -323,6 +323,13 @@ bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, st
     }
   }
   options->nameservers = std::move(*nameservers);
+  std::string notify_error;
+  auto notify = ParseNameserversFlag(flags.notify, &notify_error);
+  if (!notify) {
+    *error = "--notify: " + notify_error;
+    return false;
+  }
+  options->notify_targets = std::move(*notify);
   options->resolv_conf = flags.resolv_conf;
   if (flags.forward_max < 1) {
     *error = "--forward-max: must be at least 1";

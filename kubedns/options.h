@@ -28,6 +28,7 @@ struct FlagValues {
   std::string config_period = "10s";
   std::string initial_sync_timeout = "60s";
   std::string nameservers;
+  std::string notify;  // --notify: where to send NOTIFY when the records change
   std::string kubecfg_file;
   std::string kube_master_url;
   std::string endpoints_source = "endpointslices";

@@ -52,6 +52,7 @@ TEST_CASE("kubedns's default flags build kube-dns's defaults", "[kubedns][option
   CHECK(server.forwarder.budgets->max_per_upstream() == 1024);
   CHECK(server.forwarder.budgets->client_reserve_percent() == 10);
   CHECK(server.nameservers.empty());
+  CHECK(server.notify_targets.empty());        // no NOTIFY unless asked for
   CHECK_FALSE(server.api_config.has_value());  // the objects file is the source
   CHECK(options.initial_sync_timeout_ms == 60'000);
   CHECK(options.lameduck_ms == 0);
@@ -66,6 +67,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   flags.ttl = 5;
   flags.pod_records = "verified";
   flags.nameservers = "192.0.2.1,192.0.2.2:5353";
+  flags.notify = "127.0.0.1,[::1]:5353";
   flags.forward_max = 7;
   flags.forward_max_per_route = 3;
   flags.forward_max_per_upstream = 2;
@@ -85,6 +87,9 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   CHECK(options.server.api.watch_pods);
   REQUIRE(options.server.nameservers.size() == 2);
   CHECK(options.server.nameservers[1].ToString() == "192.0.2.2:5353");
+  REQUIRE(options.server.notify_targets.size() == 2);
+  CHECK(options.server.notify_targets[0].ToString() == "127.0.0.1:53");
+  CHECK(options.server.notify_targets[1].ToString() == "[::1]:5353");
   CHECK(options.server.forwarder.budgets->process().max() == 7);
   CHECK(options.server.forwarder.budgets->max_per_route() == 3);
   CHECK(options.server.forwarder.budgets->max_per_upstream() == 2);
@@ -231,6 +236,13 @@ TEST_CASE("kubedns refuses to forward to itself", "[kubedns][options]") {
   CHECK(ErrorOf(flags).empty());
   flags.nameservers = "not-an-ip";
   CHECK(ErrorOf(flags).starts_with("--nameservers: "));
+}
+
+TEST_CASE("a bad --notify target is refused with its name", "[kubedns][options]") {
+  FlagValues flags = Offline();
+  flags.notify = "127.0.0.1:53,frontend";
+  CHECK(ErrorOf(flags).starts_with("--notify: "));
+  CHECK(ErrorOf(flags).find("frontend") != std::string::npos);
 }
 
 TEST_CASE("kubedns's API flags are checked when the API is the source", "[kubedns][options]") {

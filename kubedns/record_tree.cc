@@ -598,8 +598,20 @@ std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {
   snapshot->generation_ = ++generation_;
   unpublished_bytes_ = 0;
   snapshot->synced_ = synced_;
+  // Comparing roots costs nothing and errs only one way: an operation that rebuilt a map
+  // to hold what it held before bumps the version once (a cache drops negatives it could
+  // have kept), never the reverse.
+  const bool unchanged = published_ != nullptr &&
+                         namespaces_.SharesRootWith(published_->namespaces_) &&
+                         reverse_.SharesRootWith(published_->reverse_) &&
+                         pod_ips_.SharesRootWith(published_->pod_ips_) &&
+                         snapshot->multicluster_.SameRecordsAs(published_->multicluster_) &&
+                         synced_ == published_->synced_;
+  snapshot->records_version_ =
+      published_ == nullptr ? 1 : published_->records_version_ + (unchanged ? 0 : 1);
   snapshot->stats_ = stats_;
   snapshot->stats_.records_bytes += stats_.reverse_entries * kReverseEntryBytes;
+  published_ = snapshot;
   return snapshot;
 }
 

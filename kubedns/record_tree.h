@@ -75,6 +75,12 @@ class Snapshot {
 
   // 0 before the first Publish; grows by one with each.
   uint64_t generation() const { return generation_; }
+  // The version of the records: 0 before the first Publish; grows by one with each Publish
+  // that changed anything answers depend on (records, the reverse index, pod IPs, the
+  // multicluster zones, being synced), and stays when a Publish changed nothing (a re-LIST
+  // or a file reload that found everything as it was). The zones' SOA serial derives from
+  // it, so a cache in front can tell that a negative answer may have become stale.
+  uint64_t records_version() const { return records_version_; }
   // The source has delivered a complete set at least once (readiness; before this,
   // cluster-zone queries are answered SERVFAIL).
   bool synced() const { return synced_; }
@@ -97,6 +103,7 @@ class Snapshot {
   Reverse reverse_;
   PodIps pod_ips_;
   uint64_t generation_ = 0;
+  uint64_t records_version_ = 0;
   bool synced_ = false;
   Stats stats_;
 };
@@ -212,6 +219,8 @@ class RecordTreeWriter {
   MulticlusterWriter multicluster_;
   uint64_t generation_ = 0;
   bool synced_ = false;
+  // What the last Publish showed, to tell whether the next one changes anything.
+  std::shared_ptr<const Snapshot> published_;
   // Writer-side indexes (not published): which service each slice belongs to
   // ("ns/slice" → service name), and which slices each v1 Endpoints object produced.
   std::unordered_map<std::string, std::string> slice_owner_;

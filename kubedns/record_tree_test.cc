@@ -100,6 +100,43 @@ TEST_CASE("a service appears, changes kind and disappears", "[kubedns][record_tr
   CHECK(v2->FindService("ns", "web")->hosts().size() == 2);
 }
 
+TEST_CASE("the records version grows only with a publish that changed something",
+          "[kubedns][record_tree]") {
+  RecordTreeWriter writer;
+  auto v1 = writer.Publish();
+  CHECK(v1->records_version() == 1);
+  CHECK(writer.Publish()->records_version() == 1);  // nothing changed
+
+  writer.UpsertService(ClusterIp("ns", "web", "10.96.0.5"));
+  auto v2 = writer.Publish();
+  CHECK(v2->records_version() == 2);
+  // The same object again, and a whole set that is what the tree holds: no change.
+  writer.UpsertService(ClusterIp("ns", "web", "10.96.0.5"));
+  CHECK(writer.Publish()->records_version() == 2);
+  RecordTreeWriter::ObjectSet same;
+  same.services.push_back(ClusterIp("ns", "web", "10.96.0.5"));
+  writer.ReplaceAll(same);
+  CHECK(writer.Publish()->records_version() == 2);
+  writer.DeleteService("ns", "absent");
+  CHECK(writer.Publish()->records_version() == 2);
+
+  SECTION("an endpoint appearing in a headless service changes it") {
+    writer.UpsertService(Headless("ns", "db"));
+    CHECK(writer.Publish()->records_version() == 3);
+    writer.UpsertSlice(Slice("ns", "db-1", "db", {"10.0.0.7"}));
+    CHECK(writer.Publish()->records_version() == 4);
+  }
+  SECTION("a deleted service changes it") {
+    writer.DeleteService("ns", "web");
+    CHECK(writer.Publish()->records_version() == 3);
+  }
+  SECTION("becoming synced changes it (answers go from SERVFAIL to records)") {
+    writer.MarkSynced();
+    CHECK(writer.Publish()->records_version() == 3);
+    CHECK(writer.Publish()->records_version() == 3);
+  }
+}
+
 TEST_CASE("slices that arrive before their service are kept until it comes",
           "[kubedns][record_tree]") {
   RecordTreeWriter writer;

@@ -76,6 +76,9 @@ class PersistentMap {
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  // True when `other` is this very map (a copy of it, not an equal map built apart): what
+  // a writer compares to learn, without a walk, that nothing was set or erased since.
+  bool SharesRootWith(const PersistentMap& other) const { return root_ == other.root_; }
 
   // The value for `key`, or nullptr. The pointer is valid while this map (or any map
   // sharing the node) is alive. Q may differ from K when Hash and Eq accept it (e.g. a

@@ -54,6 +54,7 @@ constexpr std::array<std::string_view, kLimits> kNames = {
     "import_name_conflict",
     "client_address_untrusted",
     "client_address_malformed",
+    "notify_untrusted",
 };
 // clang-format on
 

@@ -74,6 +74,8 @@ enum class Limit : uint8_t {
   // The client-address EDNS option (admission.h)
   kClientAddressUntrusted,  // sent by a peer not trusted with it: ignored
   kClientAddressMalformed,  // malformed from a trusted peer: ignored
+  // NOTIFY (frontend-cache, RFC 1996)
+  kNotifyUntrusted,  // from a source not in --notify-from: REFUSED, nothing dropped
   kCount
 };
 

@@ -42,7 +42,8 @@ POD_RESOLV_CONF = """search default.svc.cluster.local svc.cluster.local cluster.
 nameserver 127.0.0.1
 options ndots:5
 """
-CACHE_ARGS = ["-k", "--cache-size=1000", "--no-negcache", "--dns-loop-detect",
+CACHE_ARGS = ["-k", "--cache-size=1000", "--no-negcache", "--serial-zones=cluster.local",
+              "--dns-loop-detect",
               "--log-facility=-", "--server=/cluster.local/127.0.0.1#10053",
               "--server=/in-addr.arpa/127.0.0.1#10053", "--server=/ip6.arpa/127.0.0.1#10053",
               "--listen-address=127.0.0.1", "--port=53", "--no-resolv", "--lameduck=1s",
@@ -102,6 +103,7 @@ class Pod:
              "--domain=cluster.local.", "--dns-bind-address=127.0.0.1", "--dns-port=10053",
              "--http-bind-address=127.0.0.1", "--healthz-port=8081", "--metrics-port=10055",
              "--config-dir=" + self.config.path, "--lameduck=0s", "--logtostderr",
+             "--notify=127.0.0.1:53",  # the cache drops its cluster-zone negatives then
              # The node's resolver, as dnsPolicy: Default gives the kube-dns pod; never the
              # cache in front of us (a loop, which --dns-loop-detect would rightly cut).
              "--nameservers=127.0.0.1:%d" % self.nsd.port] + self.kubedns_flags,

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Server CPU per query of a pod on the ndots mix, as the manifests configure it and as
+# kube-dns did (--no-negcache): negcache_bench.py next to
+# this script says what is measured and how. Figures and ratios only; nothing fails on them.
+#
+# Usage: test/bench/negcache_bench.sh [BIN_DIR]   (BIN_DIR holds kubedns and frontend-cache;
+#        default build/bin)
+# Environment: LOOKUPS (per figure, default 10000), KEEP_TMP=1.
+set -euo pipefail
+
+bin_dir=${1:-build/bin}
+here=$(cd "$(dirname "$0")" && pwd)
+for tool in "$bin_dir/kubedns" "$bin_dir/frontend-cache" /usr/sbin/nsd /usr/bin/python3 \
+    /usr/bin/dig; do
+  if [[ ! -x $tool ]]; then
+    echo "negcache_bench: skipped: $tool is missing"
+    exit 0
+  fi
+done
+exec /usr/bin/python3 "$here/negcache_bench.py" "$bin_dir"
