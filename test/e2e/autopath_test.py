@@ -104,6 +104,13 @@ def restart_kubedns(pod, flags):
     pod.kubedns.stop()
     pod.kubedns_flags = list(flags)
     pod.start_kubedns()
+    # The cluster zone's negative answers the cache holds from the old kubedns go when the
+    # new one's NOTIFY (sent within 100 ms of its first publish) or the cache's SOA poll
+    # (every second) shows a new serial; until then a pod still gets them, as in a cluster.
+    # Wait for that condition, not for a time.
+    if not harness.wait_until(
+            lambda: cache_metric("kdns_frontend_cache_negative_entries") == 0, 30):
+        raise RuntimeError("the cache kept the old kubedns's negative answers")
 
 
 # ---------------------------------------------------------------------------------------
