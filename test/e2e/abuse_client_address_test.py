@@ -20,7 +20,6 @@ Closes with `N passed, M failed`. KDNS_ONLY=substring runs the matching tests on
 """
 import json
 import os
-import random
 import socket
 import struct
 import sys
@@ -31,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dns_wire  # noqa: E402
 import fake_upstream as fu  # noqa: E402
 import harness  # noqa: E402
+import light_client  # noqa: E402
 import servers  # noqa: E402
 
 ATTACKER = "127.0.0.2"
@@ -80,49 +80,11 @@ def exchange(source, port, payload, host, timeout=2.0):
         sock.close()
 
 
-class LightClient:
-    """Asks distinct cluster-zone misses from 127.0.0.1 at about LIGHT_QPS through the
-    cache, each with a 1 s deadline; an answer is kubedns's NXDOMAIN."""
-
-    def __init__(self, port):
-        self.port = port
-        self.asked = self.answered = 0
-        self.failures = []
-        self.stopping = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        sock.bind((VICTIM, 0))
-        next_at = time.monotonic()
-        while not self.stopping:
-            name = "light%d.%s" % (self.asked, ZONE)
-            ident = random.randrange(65536)
-            sock.sendto(dns_wire.build_query(name, ident=ident, edns=False), (VICTIM, self.port))
-            self.asked += 1
-            deadline = time.monotonic() + 1.0
-            ok = False
-            try:
-                while True:
-                    sock.settimeout(max(0.001, deadline - time.monotonic()))
-                    msg = dns_wire.parse_message(sock.recv(4096))
-                    if msg["id"] == ident:
-                        ok = msg["rcode"] == dns_wire.NXDOMAIN
-                        if not ok and len(self.failures) < 5:
-                            self.failures.append("%s: rcode %d" % (name, msg["rcode"]))
-                        break
-            except OSError:
-                if len(self.failures) < 5:
-                    self.failures.append("%s: no answer within 1 s" % name)
-            self.answered += ok
-            next_at += 1.0 / LIGHT_QPS
-            time.sleep(max(0.0, next_at - time.monotonic()))
-        sock.close()
-
-    def stop(self):
-        self.stopping = True
-        self.thread.join(5)
+def light_client_through(port):
+    """Distinct cluster-zone misses from 127.0.0.1 at about LIGHT_QPS through the cache, each
+    with a 1 s deadline; an answer is kubedns's NXDOMAIN."""
+    return light_client.LightClient(port, LIGHT_QPS, lambda i: "light%d.%s" % (i, ZONE),
+                                    lambda m: m["rcode"] == dns_wire.NXDOMAIN)
 
 
 def flood(port):
@@ -182,7 +144,7 @@ def test_a_flood_through_the_cache_is_limited_by_kubedns_as_its_pod(env):
         problems.append("the external upstream got %s" % carried)
 
     limited_before = dns.metric('kdns_limit_hits_total{limit="client_rate"}') or 0
-    light = LightClient(fc.port)
+    light = light_client_through(fc.port)
     seen = {}
     timer = threading.Timer(FLOOD_SECONDS / 2, lambda: seen.update(json.loads(
         harness.http_get(dns.debug_port, "/debug/top-clients")[2])))

@@ -20,7 +20,6 @@ KDNS_ONLY=substring runs the matching tests only; KDNS_KEEP_TMP=1 keeps the logs
 """
 import json
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -31,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dns_wire  # noqa: E402
 import fake_upstream as fu  # noqa: E402
 import harness  # noqa: E402
+import light_client  # noqa: E402
 import servers  # noqa: E402
 
 ATTACKER = "127.0.0.2"
@@ -40,51 +40,13 @@ LIGHT_QPS = 200
 LIMIT = 1000
 
 
-class LightClient:
+class LightClient(light_client.LightClient):
     """Asks `names` in turn at about LIGHT_QPS from 127.0.0.1 until stopped, each with a
     1 s deadline; counts the answers (NOERROR with an address)."""
 
     def __init__(self, port, names):
-        self.port, self.names = port, names
-        self.asked = self.answered = 0
-        self.failures = []
-        self.stopping = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        sock.bind((VICTIM, 0))
-        i = 0
-        next_at = time.monotonic()
-        while not self.stopping:
-            name = self.names[i % len(self.names)]
-            i += 1
-            ident = random.randrange(65536)
-            sock.sendto(dns_wire.build_query(name, ident=ident, edns=False), (VICTIM, self.port))
-            self.asked += 1
-            deadline = time.monotonic() + 1.0
-            ok = False
-            try:
-                while True:
-                    sock.settimeout(max(0.001, deadline - time.monotonic()))
-                    msg = dns_wire.parse_message(sock.recv(4096))
-                    if msg["id"] == ident:
-                        ok = msg["rcode"] == dns_wire.NOERROR and bool(dns_wire.records_of(msg))
-                        if not ok and len(self.failures) < 5:
-                            self.failures.append("%s: rcode %d" % (name, msg["rcode"]))
-                        break
-            except OSError:
-                if len(self.failures) < 5:
-                    self.failures.append("%s: no answer within 1 s" % name)
-            self.answered += ok
-            next_at += 1.0 / LIGHT_QPS
-            time.sleep(max(0.0, next_at - time.monotonic()))
-        sock.close()
-
-    def stop(self):
-        self.stopping = True
-        self.thread.join(5)
+        super().__init__(port, LIGHT_QPS, lambda i: names[i % len(names)],
+                         lambda m: m["rcode"] == dns_wire.NOERROR and dns_wire.records_of(m))
 
     def check(self, label):
         share = self.answered / max(1, self.asked)
