@@ -244,6 +244,19 @@ TEST_CASE("DnsServer keeps serving TCP after the handler drops a query", "[serve
 }
 
 // Waits (bounded) until the server's counter `field` reads `value`.
+// A handler that keeps the Responder of every query with ID 666 (never answered: the query
+// stays outstanding until the server stops) and echoes the rest.
+std::unique_ptr<QueryHandler> HoldingQuery666(const ThreadContext&) {
+  return std::make_unique<testing::FunctionHandler>(
+      [held = std::make_shared<std::vector<Responder>>()](Request& request) {
+        if (IdOf(request.query()) == 666) {
+          held->push_back(request.TakeResponder());
+        } else {
+          (void)testing::ReplyEcho(request);
+        }
+      });
+}
+
 bool WaitStat(const DnsServer& server, uint64_t ServerStats::*field, uint64_t value) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (server.stats().*field != value) {
@@ -288,17 +301,7 @@ TEST_CASE(
   DnsServer::Options options = LocalOptions(2);
   options.tcp.max_connections = 1;
   options.tcp.max_connections_per_source = 1;
-  DnsServer server(options, [](const ThreadContext&) {
-    // Answers every query except ID 666, which it drops only when the server stops.
-    return std::make_unique<testing::FunctionHandler>(
-        [held = std::make_shared<std::vector<Responder>>()](Request& request) {
-          if (IdOf(request.query()) == 666) {
-            held->push_back(request.TakeResponder());
-          } else {
-            (void)testing::ReplyEcho(request);
-          }
-        });
-  });
+  DnsServer server(options, HoldingQuery666);
   RequireStart(server);
   TcpClient busy(server.tcp_address());
   REQUIRE(busy.Send(MakeQuery(666)));
@@ -323,17 +326,7 @@ TEST_CASE(
   DnsServer::Options options = LocalOptions(1);
   options.tcp.max_connections = 4;
   options.tcp.max_connections_per_source = 4;
-  DnsServer server(options, [](const ThreadContext&) {
-    // Keeps the Responder of every query with ID 666 (never answered), echoes the rest.
-    return std::make_unique<testing::FunctionHandler>(
-        [held = std::make_shared<std::vector<Responder>>()](Request& request) {
-          if (IdOf(request.query()) == 666) {
-            held->push_back(request.TakeResponder());
-          } else {
-            (void)testing::ReplyEcho(request);
-          }
-        });
-  });
+  DnsServer server(options, HoldingQuery666);
   RequireStart(server);
   const auto heavy = loop::SocketAddress::Parse("127.0.0.2:0");
   const uint64_t cap_hits = LimitHits(Limit::kTcpConnections);
