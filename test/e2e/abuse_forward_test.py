@@ -21,7 +21,6 @@ figures. Each test prints its figure. Closes with `N passed, M failed`.
 """
 import heapq
 import os
-import random
 import select
 import socket
 import sys
@@ -32,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dns_wire  # noqa: E402
 import fake_upstream as fu  # noqa: E402
 import harness  # noqa: E402
+import paced_flood  # noqa: E402
 import servers  # noqa: E402
 from frontend_cache import KeptSockets  # noqa: E402
 
@@ -58,41 +58,6 @@ class BlackHole:
         self.port = self.sock.getsockname()[1]
 
     def stop(self):
-        self.sock.close()
-
-
-class Flood:
-    """Random names under `domain` sent to 127.0.0.1:port from 127.0.0.2 at FLOOD_QPS,
-    on a thread, replies ignored, until stop()."""
-
-    def __init__(self, port, domain):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.2", 0))
-        self.port, self.domain = port, domain
-        self.sent = 0
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        started = time.monotonic()
-        while not self.stopping.is_set():
-            due = started + self.sent / FLOOD_QPS
-            delay = due - time.monotonic()
-            if delay > 0:
-                self.stopping.wait(delay)
-                continue
-            name = "%08x.%s" % (random.getrandbits(32), self.domain)
-            try:
-                self.sock.sendto(dns_wire.build_query(name, ident=self.sent & 0xFFFF),
-                                 ("127.0.0.1", self.port))
-            except OSError:
-                pass
-            self.sent += 1
-
-    def stop(self):
-        self.stopping.set()
-        self.thread.join(5)
         self.sock.close()
 
 
@@ -157,7 +122,7 @@ def victim(port, names):
 def under_flood(port, names, log_of):
     """Floods the black-holed domain, lets it fill what it can, runs the victim; the
     problems and the figure line."""
-    flood = Flood(port, "blackhole.test")
+    flood = paced_flood.Flood(port, "blackhole.test", FLOOD_QPS)
     try:
         # Long enough for the flood to be far past every budget (FLOOD_QPS x 1 s).
         time.sleep(1.0)

@@ -23,15 +23,14 @@ KDNS_KEEP_TMP=1 keeps the temporary directory (logs) after a failure.
 import json
 import os
 import random
-import socket
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dns_wire  # noqa: E402
 import fake_upstream as fu  # noqa: E402
 import harness  # noqa: E402
+import paced_flood  # noqa: E402
 import servers  # noqa: E402
 
 ATTACKERS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
@@ -48,44 +47,11 @@ FULL_HITS = ['kdns_limit_hits_total{limit="route_in_flight"}',
              'kdns_limit_hits_total{limit="upstream_in_flight"}']
 
 
-class Flood:
-    """Random names under `domain` sent to 127.0.0.1:port from `attacker` at FLOOD_QPS on a
-    thread, replies ignored, until stop() or FLOOD_MAX_S."""
-
-    def __init__(self, port, domain, attacker):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind((attacker, 0))
-        self.port, self.domain = port, domain
-        self.sent = 0
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        started = time.monotonic()
-        while not self.stopping.is_set() and time.monotonic() - started < FLOOD_MAX_S:
-            delay = started + self.sent / FLOOD_QPS - time.monotonic()
-            if delay > 0:
-                self.stopping.wait(delay)
-                continue
-            name = "%08x.%s" % (random.getrandbits(32), self.domain)
-            try:
-                self.sock.sendto(dns_wire.build_query(name, ident=self.sent & 0xFFFF),
-                                 ("127.0.0.1", self.port))
-            except OSError:
-                pass
-            self.sent += 1
-
-    def stop(self):
-        self.stopping.set()
-        self.thread.join(5)
-        self.sock.close()
-
-
 def attack(server, in_flight_gauge, owned, attackers=1):
     """Floods `server` (a servers.FrontendCache or Kubedns) from `attackers` addresses until
     they are refused their share, then asks the victim's names. Returns the problems."""
-    floods = [Flood(server.port, "slow.test", address) for address in ATTACKERS[:attackers]]
+    floods = [paced_flood.Flood(server.port, "slow.test", FLOOD_QPS, address, FLOOD_MAX_S)
+              for address in ATTACKERS[:attackers]]
     owned.extend(floods)
 
     def sent():
