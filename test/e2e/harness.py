@@ -229,9 +229,15 @@ class ConfigMapDir:
 
     def publish(self, data):
         """Writes a new version ({key: text}); returns the monotonic time of the swap."""
-        self.version += 1
-        name = "..%s_%06d.%d" % (time.strftime("%Y_%m_%d_%H_%M_%S"), self.version, os.getpid())
-        os.mkdir(os.path.join(self.path, name))
+        while True:  # a directory an earlier writer of this path left, in the same second
+            self.version += 1
+            name = "..%s_%06d.%d" % (time.strftime("%Y_%m_%d_%H_%M_%S"), self.version,
+                                     os.getpid())
+            try:
+                os.mkdir(os.path.join(self.path, name))
+                break
+            except FileExistsError:
+                continue
         for key, value in data.items():
             with open(os.path.join(self.path, name, key), "w") as f:
                 f.write(value)
