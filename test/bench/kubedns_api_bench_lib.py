@@ -388,18 +388,12 @@ def list_walk(fake, path):
     return pages, time.monotonic() - start, wire
 
 
-def dnsperf(dns, queries, duration, cfg, labels, fake_pid, rate=None, warmup=True):
-    """Runs dnsperf against kubedns (at `rate` queries/s, or as fast as it goes); returns
-    qps, completed, lost, response codes, kubedns CPU by thread, the fake's CPU."""
-    base = [DNSPERF, "-s", "127.0.0.1", "-p", str(dns.port), "-d", queries,
-            "-c", str(cfg["clients"])] + (["-Q", str(rate)] if rate else [])
-    if warmup:  # page faults, caches; not counted
-        subprocess.run(base + ["-l", "1"], capture_output=True)
-    before = thread_cpu(dns.pid, labels)
-    fake_before = cpu_s(fake_pid)
-    run = subprocess.run(base + ["-l", str(duration)], capture_output=True, text=True)
-    after = thread_cpu(dns.pid, labels)
-    fake_cpu = cpu_s(fake_pid) - fake_before
+def run_dnsperf(port, queries, duration, clients, rate=None):
+    """One dnsperf run over the query file `queries` against 127.0.0.1:`port` for `duration`
+    s (at `rate` queries/s, or as fast as it goes): qps, completed, lost, response codes."""
+    cmd = [DNSPERF, "-s", "127.0.0.1", "-p", str(port), "-d", queries, "-c", str(clients),
+           "-l", str(duration)] + (["-Q", str(rate)] if rate else [])
+    run = subprocess.run(cmd, capture_output=True, text=True)
     out = run.stdout + run.stderr
 
     def field(pattern, cast=float):
@@ -411,8 +405,21 @@ def dnsperf(dns, queries, duration, cfg, labels, fake_pid, rate=None, warmup=Tru
         raise Broken("dnsperf gave no result: " + out[-500:])
     return {"qps": qps, "completed": field(r"Queries completed:\s+(\d+)", int),
             "lost": field(r"Queries lost:\s+(\d+)", int), "rate": rate,
-            "codes": (re.search(r"Response codes:\s*(.*)", out) or [None, "?"])[1],
-            "cpu": {k: after[k] - before[k] for k in after}, "fake_cpu": fake_cpu}
+            "codes": (re.search(r"Response codes:\s*(.*)", out) or [None, "?"])[1]}
+
+
+def dnsperf(dns, queries, duration, cfg, labels, fake_pid, rate=None, warmup=True):
+    """Runs dnsperf against kubedns (at `rate` queries/s, or as fast as it goes); returns
+    qps, completed, lost, response codes, kubedns CPU by thread, the fake's CPU."""
+    if warmup:  # page faults, caches; not counted
+        run_dnsperf(dns.port, queries, 1, cfg["clients"], rate)
+    before = thread_cpu(dns.pid, labels)
+    fake_before = cpu_s(fake_pid)
+    result = run_dnsperf(dns.port, queries, duration, cfg["clients"], rate)
+    after = thread_cpu(dns.pid, labels)
+    result["cpu"] = {k: after[k] - before[k] for k in after}
+    result["fake_cpu"] = cpu_s(fake_pid) - fake_before
+    return result
 
 
 def capacity(r, labels=None):
