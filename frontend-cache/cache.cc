@@ -323,11 +323,6 @@ LookupResult Cache::Lookup(const CacheKey& key, const dns::Query& query, std::sp
   return Find(key, query, out, max_size_bytes, Mode::kFresh);
 }
 
-LookupResult Cache::Peek(const CacheKey& key, const dns::Query& query, std::span<uint8_t> out,
-                         size_t max_size_bytes) {
-  return Find(key, query, out, max_size_bytes, Mode::kPeek);
-}
-
 LookupResult Cache::LookupStale(const CacheKey& key, const dns::Query& query,
                                 std::span<uint8_t> out, size_t max_size_bytes) {
   return Find(key, query, out, max_size_bytes, Mode::kStale);

@@ -164,10 +164,6 @@ class Cache {
   // max_size_bytes: the client's UDP limit, or 65535 over TCP). Allocates nothing.
   LookupResult Lookup(const CacheKey& key, const dns::Query& query, std::span<uint8_t> out,
                       size_t max_size_bytes);
-  // As Lookup, except that a miss is not counted: for a first look whose miss is followed
-  // by a Lookup of the same key (the receiver thread's, see FrontendServer).
-  LookupResult Peek(const CacheKey& key, const dns::Query& query, std::span<uint8_t> out,
-                    size_t max_size_bytes);
   // As Lookup, and when the entry has expired less than stale_max_s ago, serves it with
   // every TTL 30 (RFC 8767 §4). For when every upstream failed; counts no miss.
   LookupResult LookupStale(const CacheKey& key, const dns::Query& query, std::span<uint8_t> out,
@@ -200,7 +196,7 @@ class Cache {
   struct Entry;
   struct Shard;
   struct StoredAnswer;
-  enum class Mode : uint8_t { kFresh, kPeek, kStale };
+  enum class Mode : uint8_t { kFresh, kStale };
 
   LookupResult Find(const CacheKey& key, const dns::Query& query, std::span<uint8_t> out,
                     size_t max_size_bytes, Mode mode);

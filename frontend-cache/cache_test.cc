@@ -94,26 +94,6 @@ Reply NoData(std::string name, RrType type) {
 const Reply kWww = Answer("www.example.com.", {"www.example.com. 300 IN A 192.0.2.1",
                                                "www.example.com. 300 IN A 192.0.2.2"});
 
-TEST_CASE("Peek serves and counts hits as Lookup does, but not misses", "[frontend][cache]") {
-  Fixture f;
-  auto query = MakeQuery("www.example.com.", RrType::kA, 7, Edns::kNone);
-  const CacheKey key = CacheKey::FromQuery(query.query);
-  CHECK(f.cache.Peek(key, query.query, f.buffer, kUdp).status == LookupStatus::kMiss);
-  CHECK(f.cache.Stats().misses == 0);
-  REQUIRE(f.Insert(kWww).result == InsertResult::kInserted);
-  const LookupResult hit = f.cache.Peek(key, query.query, f.buffer, kUdp);
-  REQUIRE(hit.status == LookupStatus::kHit);
-  const dns::Message reply = Parse(std::span(f.buffer.data(), hit.size));
-  CHECK(reply.header.id == 7);
-  CHECK(reply.answers.size() == 2);
-  CHECK(f.cache.Stats().hits == 1);
-  f.clock.AdvanceMs(301'000);  // expired: only a miss for Lookup, never for Peek
-  CHECK(f.cache.Peek(key, query.query, f.buffer, kUdp).status == LookupStatus::kMiss);
-  CHECK(f.cache.Stats().misses == 0);
-  CHECK(f.cache.Lookup(key, query.query, f.buffer, kUdp).status == LookupStatus::kMiss);
-  CHECK(f.cache.Stats().misses == 1);
-}
-
 TEST_CASE("A hit carries the client's ID and name case and the remaining TTL",
           "[frontend][cache]") {
   Fixture f;

@@ -42,12 +42,21 @@ FrontendMetrics::Local LocalMetric(LocalAnswer::Reason reason) {
 
 }  // namespace
 
-const upstream::UpstreamSet& RoutingState::SetFor(const Route& route) const {
+uint32_t RoutingState::IndexOf(const Route& route) const {
   const auto routes = table.domain_routes();
   if (!routes.empty() && &route >= routes.data() && &route < routes.data() + routes.size()) {
-    return domain_sets[static_cast<size_t>(&route - routes.data())];
+    return static_cast<uint32_t>(&route - routes.data());
   }
-  return default_set;
+  return kDefaultRoute;
+}
+
+const Route& RoutingState::RouteAt(uint32_t index) const {
+  return index == kDefaultRoute ? table.default_route() : table.domain_routes()[index];
+}
+
+const upstream::UpstreamSet& RoutingState::SetFor(const Route& route) const {
+  const uint32_t index = IndexOf(route);
+  return index == kDefaultRoute ? default_set : domain_sets[index];
 }
 
 void HandlerList::Add(DnsHandler* handler) {
@@ -120,6 +129,16 @@ void DnsHandler::HandleQuery(server::Request& request) {
   const Start start = StartNow();
   const server::Admission& admission = request.admission();
   const dns::Query& query = admission.query;
+  const server::Decision& decision = request.decision();
+  if (decision.kind == server::Decision::Kind::kForward) {
+    // The receiver thread routed it and missed the cache: forward it, unless the routing
+    // changed since (then decide again, below).
+    const RoutingState* routing = routing_.Get();
+    if (routing->generation == decision.generation) {
+      return Forward(request, *routing, routing->SetFor(routing->RouteAt(decision.route)),
+                     CacheKey::FromQuery(query), start);
+    }
+  }
   switch (admission.verdict) {
     case server::Verdict::kAdmitted:
       break;
@@ -195,20 +214,27 @@ void DnsHandler::HandleQuery(server::Request& request) {
   }
   const upstream::UpstreamSet& upstreams = routing->SetFor(route);
   const CacheKey key = CacheKey::FromQuery(query);
-  const size_t limit = admission.reply_limit_bytes;
-  const LookupResult hit = shared_.cache.Lookup(key, query, request.response_buffer(), limit);
+  const LookupResult hit =
+      shared_.cache.Lookup(key, query, request.response_buffer(), admission.reply_limit_bytes);
   if (hit.status == LookupStatus::kHit) {
-    routing->local.ClearNxDomainOfKnownName(query.qname, request.response_buffer().first(hit.size));
     Reply(request, query, request.response_buffer().first(hit.size), AnswerSource::kCache, start);
     if (hit.prefetch) Prefetch(query, key, upstreams, routing->generation);
     return;
   }
+  Forward(request, *routing, upstreams, key, start);
+}
+
+void DnsHandler::Forward(server::Request& request, const RoutingState& routing,
+                         const upstream::UpstreamSet& upstreams, const CacheKey& key,
+                         const Start& start) {
+  const server::Admission& admission = request.admission();
+  const dns::Query& query = admission.query;
   // A miss: the right to answer is kept until the upstream's answer, within the budget.
   const loop::SocketAddress client = request.client();  // the pod, for its fair share
-  const uint64_t id = waiting_.Add(request, Forwarded{routing->generation, start});
+  const uint64_t id = waiting_.Add(request, Forwarded{routing.generation, start});
   if (id == 0) {
-    return ReplyStaleOrFail(request, query, key, limit, upstream::Outcome::kOverloaded,
-                            upstream::FailReason::kNone, start);
+    return ReplyStaleOrFail(request, query, key, admission.reply_limit_bytes,
+                            upstream::Outcome::kOverloaded, upstream::FailReason::kNone, start);
   }
   // The client goes with the query to an upstream trusted with it (kubedns): the first
   // asker's, when the query is coalesced with others.
@@ -233,7 +259,8 @@ void DnsHandler::OnQueriesOverdue(uint64_t connection_id) {
 
 size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
                                           std::span<const uint8_t> query_bytes,
-                                          const loop::SocketAddress& peer, std::span<uint8_t> out) {
+                                          const loop::SocketAddress& peer, std::span<uint8_t> out,
+                                          server::Decision* decision) {
   (void)query_bytes;
   (void)peer;  // the query log names the client (admission.client)
   // Sampled for the query log only once the hit is known: a query left to HandleQuery is
@@ -256,16 +283,17 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
   }
   const CacheKey key = CacheKey::FromQuery(query);
   const size_t limit = std::min(admission.reply_limit_bytes, out.size());
-  const LookupResult hit = shared_.cache.Peek(key, query, out, limit);
-  if (hit.status != LookupStatus::kHit) return 0;  // HandleQuery looks again and counts it
-  routing->local.ClearNxDomainOfKnownName(query.qname, out.first(hit.size));
-  shared_.metrics.Answered(query.qtype, RcodeOf(out.first(hit.size)));
-  shared_.metrics.AnswerTime(server::AnswerSource::kCache, start.at);  // sent by the caller
-  start.logged = shared_.query_log.Sample();
-  if (start.logged) {
-    LogAnswer(admission.client, query, out.first(hit.size), server::AnswerSource::kCache,
-              dns::Transport::kUdp, start);
+  const LookupResult hit = shared_.cache.Lookup(key, query, out, limit);
+  if (hit.status != LookupStatus::kHit) {
+    // A miss (counted by the lookup): the loop forwards it on this route, not looking again.
+    *decision = server::Decision{server::Decision::Kind::kForward, routing->IndexOf(forward_route),
+                                 routing->generation};
+    return 0;
   }
+  start.logged = shared_.query_log.Sample();
+  const std::span<const uint8_t> answer =
+      Served(routing->local, admission.client, dns::Transport::kUdp, query, out.first(hit.size),
+             server::AnswerSource::kCache, start);  // sent by the caller
   if (hit.prefetch) {
     // The forwarder lives on the serving thread: refresh the entry from there.
     tasks_.Post([this, again = server::Detach(query)] {
@@ -275,7 +303,7 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
       Prefetch(again, CacheKey::FromQuery(again), state->SetFor(route), state->generation);
     });
   }
-  return hit.size;
+  return answer.size();
 }
 
 void DnsHandler::Prefetch(const dns::Query& query, const CacheKey& key,
@@ -307,7 +335,6 @@ void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
     const size_t size = WriteForwardedResponse(reply, query, shared_.cache_policy, &scratch_,
                                                &ttl_offsets_, out, limit);
     if (size > 0) {
-      routing_.Get()->local.ClearNxDomainOfKnownName(query.qname, out.first(size));
       return Reply(responder, query, out.first(size), server::AnswerSource::kUpstream, start);
     }
     shared_.metrics.BadReply();  // matched the question, yet not a whole message
@@ -332,7 +359,6 @@ void DnsHandler::ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKe
   const std::span<uint8_t> out = context_.response_buffer;
   const LookupResult stale = shared_.cache.LookupStale(key, query, out, limit);
   if (stale.status != LookupStatus::kMiss) {
-    routing_.Get()->local.ClearNxDomainOfKnownName(query.qname, out.first(stale.size));
     // A fresh entry (refreshed meanwhile by another query) is a cache answer.
     return Reply(to, query, out.first(stale.size),
                  stale.status == LookupStatus::kHit ? server::AnswerSource::kCache
@@ -366,22 +392,33 @@ void DnsHandler::LogAnswer(const loop::SocketAddress& client, const dns::Query& 
                                               query.header.id, transport, response.size()});
 }
 
-template <class To>
-void DnsHandler::Reply(To& to, const dns::Query& query, std::span<const uint8_t> response,
-                       server::AnswerSource source, const Start& start) {
+std::span<const uint8_t> DnsHandler::Served(const LocalAnswers& local,
+                                            const loop::SocketAddress& client,
+                                            dns::Transport transport, const dns::Query& query,
+                                            std::span<uint8_t> response,
+                                            server::AnswerSource source, const Start& start) {
+  if (source != server::AnswerSource::kLocal && source != server::AnswerSource::kFailure) {
+    local.ClearNxDomainOfKnownName(query.qname, response);
+  }
   shared_.metrics.Answered(query.qtype, RcodeOf(response));
   shared_.metrics.AnswerTime(source, start.at);
-  if (start.logged) LogAnswer(to.client(), query, response, source, to.transport(), start);
-  (void)to.Reply(response);
+  if (start.logged) LogAnswer(client, query, response, source, transport, start);
+  return response;
+}
+
+template <class To>
+void DnsHandler::Reply(To& to, const dns::Query& query, std::span<uint8_t> response,
+                       server::AnswerSource source, const Start& start) {
+  (void)to.Reply(
+      Served(routing_.Get()->local, to.client(), to.transport(), query, response, source, start));
 }
 
 template <class To>
 void DnsHandler::ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode,
                             server::AnswerSource source, const Start& start, bool aa) {
-  std::span<const uint8_t> response =
-      server::WriteEmptyResponse(query, rcode, aa, context_.response_buffer);
-  if (response.empty()) return;  // cannot happen for a parsed query; the client retries
-  Reply(to, query, response, source, start);
+  const size_t size = server::WriteEmptyResponse(query, rcode, aa, context_.response_buffer).size();
+  if (size == 0) return;  // cannot happen for a parsed query; the client retries
+  Reply(to, query, context_.response_buffer.first(size), source, start);
 }
 
 void DnsHandler::HandleNotify(server::Request& request, const Start& start) {
@@ -401,9 +438,10 @@ void DnsHandler::HandleNotify(server::Request& request, const Start& start) {
     return ReplyEmpty(request, notify, dns::Rcode::kFormErr, server::AnswerSource::kLocal, start);
   }
   (void)shared_.zone_serials.Notified(notify.qname.Lowercased());
-  const std::span<const uint8_t> reply = dns::WriteNotifyReply(notify, request.response_buffer());
-  if (reply.empty()) return;  // cannot happen for a parsed query; the sender does not retry
-  Reply(request, notify, reply, server::AnswerSource::kLocal, start);
+  const size_t size = dns::WriteNotifyReply(notify, request.response_buffer()).size();
+  if (size == 0) return;  // cannot happen for a parsed query; the sender does not retry
+  Reply(request, notify, request.response_buffer().first(size), server::AnswerSource::kLocal,
+        start);
 }
 
 void DnsHandler::StartSerialPoll(uint64_t interval_ms) {

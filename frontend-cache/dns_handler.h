@@ -24,8 +24,11 @@
 // A waiting query whose TCP client closes its connection is dropped then.
 //
 // With receiver threads, AnswerOnReceiverThread answers cache hits of plain forwarded
-// queries on the socket's receiver thread and leaves the rest to HandleQuery. The CHAOS,
-// loop-probe and routing checks run there as well, on the thread's own routing reader.
+// queries on the socket's receiver thread and leaves the rest to HandleQuery: a miss with
+// the decision to forward it on its route (server::Decision), which HandleQuery acts on
+// without looking up the route, the local answers or the cache again; anything else
+// undecided. The CHAOS, loop-probe and routing checks run there as well, on the thread's
+// own routing reader.
 //
 // With --log-queries every answer is written to the query log (common/server/query_log.h)
 // with its source: local, cache, upstream or stale.
@@ -82,6 +85,11 @@ struct RoutingState {
   std::vector<upstream::UpstreamAddress> listing_order;
   uint64_t generation = 0;
 
+  // A route's index, as a server::Decision carries it across threads: its place in
+  // table.domain_routes(), or kDefaultRoute.
+  static constexpr uint32_t kDefaultRoute = UINT32_MAX;
+  uint32_t IndexOf(const Route& route) const;
+  const Route& RouteAt(uint32_t index) const;
   const upstream::UpstreamSet& SetFor(const Route& route) const;
 };
 
@@ -141,10 +149,12 @@ class DnsHandler final : public server::QueryHandler {
   void OnConnectionClosed(uint64_t connection_id) override;
   // As an upstream timeout: stale if cached, else SERVFAIL.
   void OnQueriesOverdue(uint64_t connection_id) override;
-  // Cache hits of plain queries; everything else is left to HandleQuery.
+  // Cache hits of plain queries; a miss goes to HandleQuery decided (forward on its route),
+  // everything else undecided.
   size_t AnswerOnReceiverThread(const server::Admission& admission,
                                 std::span<const uint8_t> query_bytes,
-                                const loop::SocketAddress& peer, std::span<uint8_t> out) override;
+                                const loop::SocketAddress& peer, std::span<uint8_t> out,
+                                server::Decision* decision) override;
   // Idle threads let go of their routing snapshots, so a replaced one is freed.
   void ReleaseSnapshots() override { routing_.Release(); }
   void ReleaseReceiverSnapshots() override { receiver_routing_.Release(); }
@@ -179,12 +189,23 @@ class DnsHandler final : public server::QueryHandler {
   // (then a view of filtered_, valid until the next call).
   std::span<const uint8_t> Filtered(std::span<const uint8_t> reply);
 
-  // `to` is the Request (answered now, the common case: no Responder is moved) or a kept
-  // Responder (answered later). Counts the answer by type, rcode and, with its time since
-  // `start`, by `source`; logs it when `start.logged`.
+  // Every answer, on either thread, goes out through here: a cached or forwarded NXDOMAIN
+  // for a name the local answers know becomes NOERROR (LocalAnswers::
+  // ClearNxDomainOfKnownName); the answer is counted by type, rcode and, with its time
+  // since `start`, by `source`, and logged when `start.logged`. Returns `response`.
+  std::span<const uint8_t> Served(const LocalAnswers& local, const loop::SocketAddress& client,
+                                  dns::Transport transport, const dns::Query& query,
+                                  std::span<uint8_t> response, server::AnswerSource source,
+                                  const Start& start);
+  // Served, then sent. `to` is the Request (answered now, the common case: no Responder is
+  // moved) or a kept Responder (answered later).
   template <class To>
-  void Reply(To& to, const dns::Query& query, std::span<const uint8_t> response,
+  void Reply(To& to, const dns::Query& query, std::span<uint8_t> response,
              server::AnswerSource source, const Start& start);
+  // A miss on `upstreams` (of `routing`): waits for the upstream's answer, within the
+  // budget of waiting queries.
+  void Forward(server::Request& request, const RoutingState& routing,
+               const upstream::UpstreamSet& upstreams, const CacheKey& key, const Start& start);
   template <class To>
   void ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, server::AnswerSource source,
                   const Start& start, bool aa = false);

@@ -274,7 +274,9 @@ TEST_CASE("hits are answered on the receiver threads, counted once, and prefetch
             .name.IdenticalTo(N("P.Test.")));  // a hit, in the client's case
   CacheStats stats = h.server->cache().Stats();
   CHECK(stats.hits == 1);
-  CHECK(stats.misses == 1);  // the receiver thread's look before the forward is not a miss
+  // Counted once, by the thread that looked: the loop forwards a receiver thread's miss on the
+  // route it decided (server::Decision), without looking again.
+  CHECK(stats.misses == 1);
   server::ServerStats served = h.server->server_stats();
   CHECK(served.udp_queries == 2);
   CHECK(served.udp_fast_answers == (receiver_threads ? 1 : 0));

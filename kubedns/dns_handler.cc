@@ -94,8 +94,10 @@ void DnsHandler::HandleQuery(server::Request& request) {
 
 size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
                                           std::span<const uint8_t> query,
-                                          const loop::SocketAddress& peer, std::span<uint8_t> out) {
+                                          const loop::SocketAddress& peer, std::span<uint8_t> out,
+                                          server::Decision* decision) {
   (void)query;
+  (void)decision;
   (void)peer;  // the query log names the client (admission.client)
   // The Answerer writes up to the reply limit (at most 1232 bytes over UDP); never less room.
   if (out.size() < admission.reply_limit_bytes) return 0;

@@ -112,8 +112,11 @@ class DnsHandler final : public server::QueryHandler {
   void OnConnectionClosed(uint64_t connection_id) override;
   // As an upstream timeout: SERVFAIL.
   void OnQueriesOverdue(uint64_t connection_id) override;
+  // What the records answer by themselves; the rest goes to HandleQuery undecided (it runs
+  // the Answerer again: its result is a message, too large to hand over).
   size_t AnswerOnReceiverThread(const server::Admission& admission, std::span<const uint8_t> query,
-                                const loop::SocketAddress& peer, std::span<uint8_t> out) override;
+                                const loop::SocketAddress& peer, std::span<uint8_t> out,
+                                server::Decision* decision) override;
   // Idle threads let go of their record snapshots, so a reload's old tree is freed.
   void ReleaseSnapshots() override { reader_.Release(); }
   void ReleaseReceiverSnapshots() override { receiver_reader_.Release(); }

@@ -222,8 +222,9 @@ class KubednsServer::Handler final : public server::QueryHandler {
     handler_.OnQueriesOverdue(connection_id);
   }
   size_t AnswerOnReceiverThread(const server::Admission& admission, std::span<const uint8_t> query,
-                                const loop::SocketAddress& peer, std::span<uint8_t> out) override {
-    return handler_.AnswerOnReceiverThread(admission, query, peer, out);
+                                const loop::SocketAddress& peer, std::span<uint8_t> out,
+                                server::Decision* decision) override {
+    return handler_.AnswerOnReceiverThread(admission, query, peer, out, decision);
   }
   void ReleaseSnapshots() override { handler_.ReleaseSnapshots(); }
   void ReleaseReceiverSnapshots() override { handler_.ReleaseReceiverSnapshots(); }

@@ -496,7 +496,8 @@ class ReceiverEchoHandler : public QueryHandler {
       : receiver_answers_(receiver_answers) {}
   void HandleQuery(Request& request) override { (void)testing::ReplyEcho(request); }
   size_t AnswerOnReceiverThread(const Admission&, std::span<const uint8_t> query,
-                                const loop::SocketAddress&, std::span<uint8_t> out) override {
+                                const loop::SocketAddress&, std::span<uint8_t> out,
+                                Decision*) override {
     ++receiver_answers_;
     return testing::EchoResponse(query, out).size();
   }

@@ -12,6 +12,7 @@
 
 #include "common/base/clock.h"
 #include "common/server/limits.h"
+#include "common/server/query_gate.h"
 
 namespace kdns::server {
 namespace {
@@ -22,73 +23,6 @@ constexpr int kPortZeroAttempts = 16;
 
 void CloseIfOpen(int fd) {
   if (fd >= 0) close(fd);
-}
-
-// Largest TC or REFUSED reply to a query: header, a name, type and class.
-constexpr size_t kMaxSlipBytes = dns::kHeaderSize + 255 + 4;
-
-// The ClientLimiter's say on a query from `client`: true to go on; false when it was dealt
-// with here: dropped, or its short reply (`kind`: TC every slip-th time; REFUSED every
-// time, see LimitedReply) written into `out`, *reply_size bytes.
-bool PassClientLimit(ClientLimiter* clients, std::span<const uint8_t> query,
-                     const loop::SocketAddress& client, LimitedReply kind, uint64_t now_ns,
-                     std::span<uint8_t> out, size_t* reply_size) {
-  *reply_size = 0;
-  if (clients == nullptr) return true;
-  const ClientVerdict verdict = clients->Check(client, now_ns);
-  switch (verdict) {
-    case ClientVerdict::kPass:
-      return true;
-    case ClientVerdict::kShed:
-      RecordLimitHit(clients->shed_reason() == Overload::kWaitingQueries
-                         ? Limit::kShedWaitingQueries
-                         : Limit::kShedReceiveBacklog);
-      break;
-    case ClientVerdict::kSlip:
-    case ClientVerdict::kLimited:
-      RecordLimitHit(Limit::kClientRate);
-      break;
-  }
-  // Only a query gets a reply: a response is never answered, so we reflect nothing.
-  const bool is_query = query.size() >= dns::kHeaderSize && (query[2] & 0x80) == 0;
-  if (is_query && (kind == LimitedReply::kRefused || verdict == ClientVerdict::kSlip)) {
-    *reply_size = WriteLimitedReply(query, kind, out);
-  }
-  return false;
-}
-
-// How a limited reply to `admission`'s client looks (see LimitedReply).
-LimitedReply LimitedReplyFor(ClientSource source) {
-  return source == ClientSource::kOption ? LimitedReply::kRefused : LimitedReply::kTruncated;
-}
-
-// The ResponseRateLimiter's say on the UDP reply `reply` for `client`: the bytes to send,
-// which are `reply`, or its short form (`kind`) written into `slip`, or none (dropped;
-// never for kRefused).
-std::span<const uint8_t> LimitResponse(ResponseRateLimiter* responses,
-                                       const loop::SocketAddress& client,
-                                       std::span<const uint8_t> reply, LimitedReply kind,
-                                       uint64_t now_ns, std::span<uint8_t> slip) {
-  if (responses == nullptr) return reply;
-  const ResponseVerdict verdict = responses->Check(client, reply, now_ns);
-  if (verdict == ResponseVerdict::kSend) return reply;
-  RecordLimitHit(Limit::kResponseRate);
-  if (verdict == ResponseVerdict::kDrop && kind == LimitedReply::kTruncated) return {};
-  return slip.first(WriteLimitedReply(reply, kind, slip));
-}
-
-// Admits `packet` from `peer` and resolves its client (admission.h), counting a
-// client-address option that was ignored.
-void AdmitFrom(std::span<const uint8_t> packet, dns::Transport transport,
-               const loop::SocketAddress& peer, const AdmissionPolicy& admission_policy,
-               const ClientAddressPolicy& client_policy, Admission* admission) {
-  Admit(packet, transport, admission_policy, admission);
-  ResolveClient(peer, client_policy, admission);
-  if (admission->client_source == ClientSource::kUntrusted) {
-    RecordLimitHit(Limit::kClientAddressUntrusted, peer.HostString());
-  } else if (admission->client_source == ClientSource::kMalformed) {
-    RecordLimitHit(Limit::kClientAddressMalformed, peer.HostString());
-  }
 }
 
 }  // namespace
@@ -195,50 +129,17 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
   }
   if (options.udp.receiver_thread) {
     QueryHandler* handler = server->handler_.get();
-    ThreadStats* thread_stats = &server->stats_;
     loop::UdpSocket::ReceiverThreadCalls calls;
-    calls.fast_path = [handler, thread_stats, policy = options.admission,
-                       client_policy = options.client_address, clients = options.clients.get(),
-                       responses = options.responses.get()](
-                          std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
-                          std::span<uint8_t> out, loop::UdpHandoffNote* note) -> size_t {
-      constexpr size_t kDrop = loop::UdpReceiverThread::kDropDatagram;
-      const uint64_t now_ns = clients != nullptr || responses != nullptr ? SteadyNowNs() : 0;
-      size_t short_reply = 0;
-      // A trusted forwarder's datagrams meet the limiter once parsed, as their client's.
-      const bool from_forwarder = client_policy.Trusts(peer);
-      if (!from_forwarder && !PassClientLimit(clients, datagram, peer, LimitedReply::kTruncated,
-                                              now_ns, out, &short_reply)) {
-        return short_reply > 0 ? short_reply : kDrop;
-      }
-      // The same admission as on the loop, made once: a datagram not answered here goes to
-      // the loop with it (OnHandedOff).
-      auto& admitted = static_cast<AdmittedDatagram&>(*note);
-      admitted.Admit(datagram, peer, policy, client_policy);
-      const Admission& admission = admitted.admission;
-      const LimitedReply limited = LimitedReplyFor(admission.client_source);
-      if (from_forwarder && !PassClientLimit(clients, datagram, admission.client, limited, now_ns,
-                                             out, &short_reply)) {
-        return short_reply > 0 ? short_reply : kDrop;
-      }
-      if (!admission.admitted()) return 0;
-      const size_t size = handler->AnswerOnReceiverThread(admission, datagram, peer, out);
-      if (size == 0) return 0;
-      ThreadStats::Increment(thread_stats->udp_fast_answers);
-      if (responses == nullptr) return size;
-      std::array<uint8_t, kMaxSlipBytes> truncated;
-      const std::span<const uint8_t> reply =
-          LimitResponse(responses, admission.client, out.first(size), limited, now_ns, truncated);
-      if (reply.empty()) return kDrop;
-      if (reply.data() != out.data()) std::copy(reply.begin(), reply.end(), out.begin());
-      return reply.size();
+    calls.fast_path = [self](std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
+                             std::span<uint8_t> out, loop::UdpHandoffNote* note) -> size_t {
+      return self->AnswerOnReceiver(datagram, peer, out, static_cast<HandedOff&>(*note));
     };
-    calls.make_note = [] { return std::make_unique<AdmittedDatagram>(); };
+    calls.make_note = [] { return std::make_unique<HandedOff>(); };
     calls.idle = [handler] { handler->ReleaseReceiverSnapshots(); };
     calls.on_handoff = [self](std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                               const loop::UdpReplyContext& reply_context,
                               loop::UdpHandoffNote* note) {
-      self->OnHandedOff(datagram, peer, reply_context, static_cast<AdmittedDatagram&>(*note));
+      self->OnHandedOff(datagram, peer, reply_context, static_cast<HandedOff&>(*note));
     };
     if (!server->udp_->StartReceiverThread(std::move(calls), &socket_error)) {
       *error = "UDP receiver thread: " + socket_error;
@@ -270,6 +171,8 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
 LoopServer::LoopServer(loop::Loop& loop, const Options& options, ThreadStats& stats)
     : loop_(loop),
       options_(options),
+      gate_(options_.admission, options_.client_address, options_.clients.get(),
+            options_.responses.get()),
       stats_(stats),
       response_buffer_(kResponseBufferBytes),
       context_{loop, options.thread_index, std::span<uint8_t>(response_buffer_)},
@@ -297,15 +200,37 @@ LoopServer::~LoopServer() {
   ThreadStats::Set(stats_.tcp_open, 0);
 }
 
-void LoopServer::AdmittedDatagram::Admit(std::span<const uint8_t> datagram,
-                                         const loop::SocketAddress& peer,
-                                         const AdmissionPolicy& policy,
-                                         const ClientAddressPolicy& client_policy) {
-  AdmitFrom(datagram, dns::Transport::kUdp, peer, policy, client_policy, &admission);
-  admitted_from = datagram.data();
+size_t LoopServer::AnswerOnReceiver(std::span<const uint8_t> datagram,
+                                    const loop::SocketAddress& peer, std::span<uint8_t> out,
+                                    HandedOff& note) {
+  constexpr size_t kDrop = loop::UdpReceiverThread::kDropDatagram;
+  const uint64_t now_ns = gate_.NowNs();
+  size_t limited_size = 0;
+  // The same gate as on the loop, passed once: a datagram not answered here goes to the
+  // loop with its admission and the handler's decision (OnHandedOff).
+  note.admitted_from = datagram.data();
+  note.decision = Decision{};
+  if (gate_.Enter(datagram, dns::Transport::kUdp, peer, now_ns, &note.admission, out,
+                  &limited_size) == QueryGate::Pass::kLimited) {
+    return limited_size > 0 ? limited_size : kDrop;
+  }
+  const Admission& admission = note.admission;
+  if (!admission.admitted()) return 0;
+  const size_t size =
+      handler_->AnswerOnReceiverThread(admission, datagram, peer, out, &note.decision);
+  if (size == 0) return 0;
+  ThreadStats::Increment(stats_.udp_fast_answers);
+  if (!gate_.limits_responses()) return size;
+  std::array<uint8_t, kMaxLimitedReplyBytes> slip;
+  const std::span<const uint8_t> reply =
+      gate_.Leave(admission.client, admission.client_source == ClientSource::kOption,
+                  out.first(size), now_ns, slip);
+  if (reply.empty()) return kDrop;
+  if (reply.data() != out.data()) std::copy(reply.begin(), reply.end(), out.begin());
+  return reply.size();
 }
 
-void LoopServer::AdmittedDatagram::MoveTo(std::span<const uint8_t> copy) {
+void LoopServer::HandedOff::MoveTo(std::span<const uint8_t> copy) {
   if (!admission.query.edns || admission.query.edns->options.empty()) return;
   const std::span<const uint8_t> options = admission.query.edns->options;
   admission.query.edns->options =
@@ -314,40 +239,28 @@ void LoopServer::AdmittedDatagram::MoveTo(std::span<const uint8_t> copy) {
 
 void LoopServer::OnDatagram(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                             const loop::UdpReplyContext& reply_context) {
-  ClientLimiter* clients = options_.clients.get();
-  const uint64_t now_ns = clients != nullptr ? SteadyNowNs() : 0;
-  std::array<uint8_t, kMaxSlipBytes> short_reply;
-  size_t short_size = 0;
-  // A trusted forwarder's datagrams meet the limiter once parsed, as their client's.
-  const bool from_forwarder = options_.client_address.Trusts(peer);
-  if (!from_forwarder && !PassClientLimit(clients, datagram, peer, LimitedReply::kTruncated, now_ns,
-                                          short_reply, &short_size)) {
-    if (short_size > 0) udp_->Send(std::span(short_reply).first(short_size), peer, reply_context);
-    return;
-  }
+  std::array<uint8_t, kMaxLimitedReplyBytes> limited;
+  size_t limited_size = 0;
   Admission admission;
-  AdmitFrom(datagram, dns::Transport::kUdp, peer, options_.admission, options_.client_address,
-            &admission);
-  if (from_forwarder && !PassClientLimit(clients, datagram, admission.client,
-                                         LimitedReplyFor(admission.client_source), now_ns,
-                                         short_reply, &short_size)) {
-    if (short_size > 0) udp_->Send(std::span(short_reply).first(short_size), peer, reply_context);
+  if (gate_.Enter(datagram, dns::Transport::kUdp, peer, gate_.NowNs(), &admission, limited,
+                  &limited_size) == QueryGate::Pass::kLimited) {
+    if (limited_size > 0) udp_->Send(std::span(limited).first(limited_size), peer, reply_context);
     return;
   }
-  HandleDatagram(datagram, admission, peer, reply_context);
+  HandleDatagram(datagram, admission, Decision{}, peer, reply_context);
 }
 
 void LoopServer::OnHandedOff(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
-                             const loop::UdpReplyContext& reply_context, AdmittedDatagram& note) {
+                             const loop::UdpReplyContext& reply_context, HandedOff& note) {
   note.MoveTo(datagram);
-  HandleDatagram(datagram, note.admission, peer, reply_context);
+  HandleDatagram(datagram, note.admission, note.decision, peer, reply_context);
 }
 
 void LoopServer::HandleDatagram(std::span<const uint8_t> datagram, const Admission& admission,
-                                const loop::SocketAddress& peer,
+                                const Decision& decision, const loop::SocketAddress& peer,
                                 const loop::UdpReplyContext& reply_context) {
   ThreadStats::Increment(stats_.udp_queries);
-  Request request(context_, datagram, admission,
+  Request request(context_, datagram, admission, decision,
                   Responder(this, dns::Transport::kUdp, peer, admission, reply_context, 0));
   Handle(request);
 }
@@ -492,18 +405,14 @@ void LoopServer::OnTcpQuery(uint64_t id, std::span<const uint8_t> query) {
   ThreadStats::Increment(stats_.tcp_queries);
   const loop::SocketAddress& peer = it->second.dns->peer_address();
   Admission admission;
-  AdmitFrom(query, dns::Transport::kTcp, peer, options_.admission, options_.client_address,
-            &admission);
-  Request request(
-      context_, query, admission,
-      Responder(this, dns::Transport::kTcp, peer, admission, loop::UdpReplyContext(), id));
-  // TCP is bounded by the connection caps, but a forwarder's connection carries many
-  // clients: their queries meet the limiter as their client's (REFUSED over it).
-  std::array<uint8_t, kMaxSlipBytes> refusal;
+  std::array<uint8_t, kMaxLimitedReplyBytes> refusal;
   size_t refusal_size = 0;
-  if (admission.client_source == ClientSource::kOption &&
-      !PassClientLimit(options_.clients.get(), query, admission.client, LimitedReply::kRefused,
-                       SteadyNowNs(), refusal, &refusal_size)) {
+  const QueryGate::Pass pass = gate_.Enter(query, dns::Transport::kTcp, peer, gate_.NowNs(),
+                                           &admission, refusal, &refusal_size);
+  Request request(
+      context_, query, admission, Decision{},
+      Responder(this, dns::Transport::kTcp, peer, admission, loop::UdpReplyContext(), id));
+  if (pass == QueryGate::Pass::kLimited) {
     if (refusal_size > 0) (void)request.Reply(std::span(refusal).first(refusal_size));
     return;  // a request still pending is dropped
   }
@@ -565,12 +474,10 @@ void LoopServer::Handle(Request& request) {
 
 bool LoopServer::Reply(const Responder& responder, std::span<const uint8_t> response) {
   if (responder.transport_ == dns::Transport::kUdp) {
-    std::array<uint8_t, kMaxSlipBytes> truncated;
-    if (options_.responses != nullptr) {
-      response = LimitResponse(
-          options_.responses.get(), responder.client(), response,
-          responder.via_forwarder() ? LimitedReply::kRefused : LimitedReply::kTruncated,
-          SteadyNowNs(), truncated);
+    std::array<uint8_t, kMaxLimitedReplyBytes> slip;
+    if (gate_.limits_responses()) {
+      response =
+          gate_.Leave(responder.client(), responder.via_forwarder(), response, gate_.NowNs(), slip);
     }
     if (!response.empty() && udp_ != nullptr &&
         udp_->Send(response, responder.peer(), responder.reply_context_)) {

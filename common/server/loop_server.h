@@ -8,12 +8,12 @@
 // Every query is admitted (admission.h, with Options::admission) once before the handler
 // sees it. With UdpOptions::receiver_thread, the UDP socket receives on a thread of its
 // own, which admits each datagram, answers what the handler's AnswerOnReceiverThread can
-// answer and hands the rest to this loop with their admission (an AdmittedDatagram, the
-// socket's handoff note), which HandleQuery then gets as it is. The destructor stops that
-// thread before anything else. A thread about to wait idle (this loop before it blocks, a
-// uv_prepare_t; the receiver thread when no datagram came for receiver_wake_ms) tells the
-// handler to let go of its snapshots (QueryHandler::ReleaseSnapshots), so that an idle
-// server does not keep replaced state alive.
+// answer and hands the rest to this loop with their admission and the handler's Decision
+// (a HandedOff, the socket's handoff note), which HandleQuery then gets as they are. The destructor
+// stops that thread before anything else. A thread about to wait idle (this loop before it blocks,
+// a uv_prepare_t; the receiver thread when no datagram came for receiver_wake_ms) tells the handler
+// to let go of its snapshots (QueryHandler::ReleaseSnapshots), so that an idle server does not keep
+// replaced state alive.
 //
 // DNS over TCP is held to TcpOptions' limits: the frame, idle and query timeouts (in
 // DnsTcpConnection; at the query timeout the handler answers the connection's waiting
@@ -25,16 +25,11 @@
 // at the per-source cap that source's oldest idle one), and the output bounds. Every hit is
 // recorded with server::RecordLimitHit (limits.h).
 //
-// Over UDP, a datagram first meets the process's ClientLimiter (before it is even parsed,
-// on whichever thread receives it): over its client's rate it is dropped or, every
-// slip-th time, answered with TC; shed under overload it is dropped. Every UDP reply then
-// meets the ResponseRateLimiter, if any. A datagram from a trusted forwarder
-// (Options::client_address) meets the limiter once parsed instead, as the client its
-// client-address option names; and a query for such a client over the limit, over UDP or
-// TCP, or its reply over the RRL, is answered REFUSED, never dropped or truncated
-// (response_rate_limiter.h, LimitedReply). Every 100 ms each LoopServer tells the
-// ClientLimiter whether its receive queue is backing up (SO_MEMINFO: half full, or the
-// kernel dropped datagrams since the last look). TCP is bounded by its connection caps.
+// Every query passes the QueryGate (query_gate.h) on whichever thread receives it: the
+// ClientLimiter, admission, the client behind it; every UDP reply, from either thread,
+// the ResponseRateLimiter. Every 100 ms each LoopServer tells the ClientLimiter whether its
+// receive queue is backing up (SO_MEMINFO: half full, or the kernel dropped datagrams since
+// the last look). TCP is bounded by its connection caps.
 //
 // Counters go to a ThreadStats the caller owns (it outlives the LoopServer, so metrics can
 // still be read after shutdown). The UDP socket keeps some counters of its own on the loop
@@ -70,6 +65,7 @@
 #include "common/loop/udp_socket.h"
 #include "common/server/admission.h"
 #include "common/server/client_limiter.h"
+#include "common/server/query_gate.h"
 #include "common/server/query_handler.h"
 #include "common/server/response_rate_limiter.h"
 #include "common/server/stats.h"
@@ -202,30 +198,33 @@ class LoopServer {
     Connection* idle_next = nullptr;
   };
 
-  // A datagram's admission, made on the receiver thread and handed to the loop with the
-  // datagram when the handler declined it there. One per slot of the socket's handoff,
-  // reused datagram after datagram.
-  struct AdmittedDatagram final : loop::UdpHandoffNote {
-    // Admits `datagram` (on the receiver thread) into `admission`.
-    void Admit(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
-               const AdmissionPolicy& policy, const ClientAddressPolicy& client_policy);
+  // What the receiver thread hands to the loop with a datagram it did not answer: its
+  // admission and the handler's decision (QueryHandler::AnswerOnReceiverThread), so that
+  // neither is made twice. One per slot of the socket's handoff, reused.
+  struct HandedOff final : loop::UdpHandoffNote {
     // Re-points the admission's EDNS options, which point into the receiver thread's
     // buffer, into `copy`: the same datagram as handed to the loop.
     void MoveTo(std::span<const uint8_t> copy);
 
     Admission admission;
-    const uint8_t* admitted_from = nullptr;  // the datagram Admit saw
+    Decision decision;
+    const uint8_t* admitted_from = nullptr;  // the datagram the receiver admitted
   };
 
   LoopServer(loop::Loop& loop, const Options& options, ThreadStats& stats);
+  // The UDP fast path, on the receiver thread: the gate, then the handler's
+  // AnswerOnReceiverThread; 0 hands the datagram (with `note`) to the loop.
+  size_t AnswerOnReceiver(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
+                          std::span<uint8_t> out, HandedOff& note);
   // A datagram received on the loop: admitted here.
   void OnDatagram(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                   const loop::UdpReplyContext& reply_context);
   // A datagram the receiver thread admitted and did not answer.
   void OnHandedOff(std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
-                   const loop::UdpReplyContext& reply_context, AdmittedDatagram& note);
+                   const loop::UdpReplyContext& reply_context, HandedOff& note);
   void HandleDatagram(std::span<const uint8_t> datagram, const Admission& admission,
-                      const loop::SocketAddress& peer, const loop::UdpReplyContext& reply_context);
+                      const Decision& decision, const loop::SocketAddress& peer,
+                      const loop::UdpReplyContext& reply_context);
   void OnAccept(std::unique_ptr<loop::TcpConnection> connection);
   void OnTcpQuery(uint64_t id, std::span<const uint8_t> query);
   void OnTcpClosed(uint64_t id, loop::TcpConnection::CloseReason reason);
@@ -261,6 +260,7 @@ class LoopServer {
 
   loop::Loop& loop_;
   Options options_;
+  QueryGate gate_;  // over options_' policies
   ThreadStats& stats_;
   std::vector<uint8_t> response_buffer_;
   ThreadContext context_;

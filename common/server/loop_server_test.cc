@@ -6,6 +6,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -180,7 +181,8 @@ class VerdictHandler : public QueryHandler {
     if (!refusal.empty()) (void)request.Reply(refusal);
   }
   size_t AnswerOnReceiverThread(const Admission& admission, std::span<const uint8_t>,
-                                const loop::SocketAddress&, std::span<uint8_t>) override {
+                                const loop::SocketAddress&, std::span<uint8_t>,
+                                Decision*) override {
     if (!admission.admitted()) not_admitted_on_receiver = true;
     return 0;
   }
@@ -223,7 +225,8 @@ class ReceiverThreadHandler : public QueryHandler {
     CHECK(testing::ReplyEcho(request));
   }
   size_t AnswerOnReceiverThread(const Admission&, std::span<const uint8_t> query,
-                                const loop::SocketAddress& peer, std::span<uint8_t> out) override {
+                                const loop::SocketAddress& peer, std::span<uint8_t> out,
+                                Decision*) override {
     // No CHECK here: Catch's assertions are not thread-safe.
     if (peer.port() == 0) peer_port_zero = true;
     if (query.size() < 2 || query[1] % 2 != 0) return 0;
@@ -264,6 +267,61 @@ TEST_CASE("With a receiver thread, the handler answers on it first and the loop 
   CHECK(s.udp_replies == 10);
   CHECK(s.tcp_queries == 1);
   server.reset();  // stops the receiver thread before the handler goes
+  RequireClosesClean(loop);
+}
+
+// Decides every third query ID on the receiver thread (forward on route ID) and answers
+// nothing there; the loop records what it was handed.
+class DecidingHandler : public QueryHandler {
+ public:
+  void HandleQuery(Request& request) override {
+    decisions[request.admission().query.header.id] = request.decision();
+    CHECK(testing::ReplyEcho(request));
+  }
+  size_t AnswerOnReceiverThread(const Admission& admission, std::span<const uint8_t>,
+                                const loop::SocketAddress&, std::span<uint8_t>,
+                                Decision* decision) override {
+    const uint16_t id = admission.query.header.id;
+    if (id % 3 == 0) *decision = Decision{Decision::Kind::kForward, id, 7};
+    return 0;
+  }
+  std::map<uint16_t, Decision> decisions;  // the loop thread's
+};
+
+TEST_CASE(
+    "What the receiver thread decides reaches HandleQuery with the query, and only that query",
+    "[server]") {
+  loop::Loop loop;
+  ThreadStats stats;
+  DecidingHandler* handler = nullptr;
+  LoopServer::Options options;
+  options.udp.receiver_thread = true;
+  auto server = StartWith(loop, options, stats, &handler);
+  UdpClient udp(server->udp_address());
+  size_t replies = 0;
+  // One at a time, so that every datagram reuses the same hand-off slot after a decided one.
+  for (uint16_t id = 1; id <= 9; ++id) {
+    REQUIRE(udp.Send(MakeQuery(id)));
+    REQUIRE(RunUntil(loop, [&] {
+      while (udp.TryReceive()) ++replies;
+      return replies == id;
+    }));
+  }
+  TcpClient tcp(server->tcp_address());  // the loop receives it: nothing decided
+  REQUIRE(tcp.Send(MakeQuery(12)));
+  REQUIRE(RunUntil(loop, [&] { return tcp.TryReceive().has_value(); }));
+  REQUIRE(handler->decisions.size() == 10);
+  for (const auto& [id, decision] : handler->decisions) {
+    INFO("query " << id);
+    if (id % 3 == 0 && id != 12) {
+      CHECK(decision.kind == Decision::Kind::kForward);
+      CHECK(decision.route == id);
+      CHECK(decision.generation == 7);
+    } else {
+      CHECK(decision.kind == Decision::Kind::kUndecided);
+    }
+  }
+  server.reset();
   RequireClosesClean(loop);
 }
 
@@ -338,7 +396,8 @@ class DecliningHandler : public QueryHandler {
     CHECK(testing::ReplyEcho(request));
   }
   size_t AnswerOnReceiverThread(const Admission& admission, std::span<const uint8_t>,
-                                const loop::SocketAddress&, std::span<uint8_t>) override {
+                                const loop::SocketAddress&, std::span<uint8_t>,
+                                Decision*) override {
     std::lock_guard lock(mutex_);
     receiver_admissions_.insert(&admission);
     return 0;

@@ -130,6 +130,26 @@ class Responder {
   loop::UdpReplyContext reply_context_;  // UDP: the local address the query came to
 };
 
+// What a program decided for an admitted query from what it holds (its records, its cache,
+// its routing), without I/O, on the thread that saw the query first: made by
+// AnswerOnReceiverThread on the receiver thread and handed to the loop with the query, so
+// that HandleQuery acts on it instead of looking everything up again. A program decides
+// with one pure function callable from either thread; what it answered there never
+// reaches the loop, so a handed-off decision is one of:
+struct Decision {
+  enum class Kind : uint8_t {
+    kUndecided,  // not decided (the loop received it, or the program declined to decide
+                 // there: CHAOS, local answers, anything counted on the loop): HandleQuery
+                 // decides from the start
+    kForward,    // a miss to forward on the program's route `route` of its routing
+                 // `generation`; when the loop's routing is another generation by now,
+                 // HandleQuery decides again
+  };
+  Kind kind = Kind::kUndecided;
+  uint32_t route = 0;
+  uint64_t generation = 0;
+};
+
 // One query being handled. Lives on the stack for the duration of HandleQuery.
 class Request {
  public:
@@ -141,6 +161,8 @@ class Request {
   // The query parsed and admitted, valid only during HandleQuery (its EDNS options point
   // into query()).
   const Admission& admission() const { return admission_; }
+  // What the receiver thread decided for it (Decision), kUndecided when nothing was.
+  const Decision& decision() const { return decision_; }
   dns::Transport transport() const { return responder_.transport(); }
   // Where the reply goes (the socket peer), and whom the query is for (Responder::client:
   // the address every per-client mechanism uses).
@@ -162,12 +184,17 @@ class Request {
  private:
   friend class LoopServer;
   Request(const ThreadContext& context, std::span<const uint8_t> query, const Admission& admission,
-          Responder responder)
-      : context_(context), query_(query), admission_(admission), responder_(std::move(responder)) {}
+          const Decision& decision, Responder responder)
+      : context_(context),
+        query_(query),
+        admission_(admission),
+        decision_(decision),
+        responder_(std::move(responder)) {}
 
   const ThreadContext& context_;
   std::span<const uint8_t> query_;
   const Admission& admission_;
+  const Decision& decision_;
   Responder responder_;  // dropped at destruction if still pending
 };
 
@@ -207,14 +234,17 @@ class QueryHandler {
   // before the serving thread sees it, concurrently with HandleQuery. Writes a whole reply
   // to `query` (parsed: admission.query) into `out` and returns its size, or returns 0 to
   // leave the query to HandleQuery, which then gets it with this same admission (the query
-  // is not parsed again). May use only state that is safe to share with the serving
-  // thread; must not block or throw.
+  // is not parsed again) and with what was written into *decision (kUndecided when it is
+  // left as it came). May use only state that is safe to share with the serving thread;
+  // must not block or throw.
   virtual size_t AnswerOnReceiverThread(const Admission& admission, std::span<const uint8_t> query,
-                                        const loop::SocketAddress& peer, std::span<uint8_t> out) {
+                                        const loop::SocketAddress& peer, std::span<uint8_t> out,
+                                        Decision* decision) {
     (void)admission;
     (void)query;
     (void)peer;
     (void)out;
+    (void)decision;
     return 0;
   }
 };
