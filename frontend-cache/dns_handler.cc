@@ -17,12 +17,6 @@ namespace kdns::frontend {
 
 namespace {
 
-// The (non-extended) rcode of a response we built; SERVFAIL for one too short to have it.
-dns::Rcode RcodeOf(std::span<const uint8_t> response) {
-  return response.size() >= dns::kHeaderSize ? static_cast<dns::Rcode>(response[3] & 0x0f)
-                                             : dns::Rcode::kServFail;
-}
-
 FrontendMetrics::Local LocalMetric(LocalAnswer::Reason reason) {
   switch (reason) {
     case LocalAnswer::Reason::kHosts:
@@ -387,9 +381,8 @@ void DnsHandler::LogAnswer(const loop::SocketAddress& client, const dns::Query& 
                            dns::Transport transport, const Start& start) {
   const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
       FrontendMetrics::AnswerClock::now() - start.at);
-  shared_.query_log.Log(server::QueryLogEntry{client, query.qname, query.qtype, RcodeOf(response),
-                                              source, static_cast<uint64_t>(took.count()),
-                                              query.header.id, transport, response.size()});
+  shared_.query_log.LogAnswer(client, query, response, source, transport,
+                              static_cast<uint64_t>(took.count()));
 }
 
 std::span<const uint8_t> DnsHandler::Served(const LocalAnswers& local,
@@ -400,7 +393,7 @@ std::span<const uint8_t> DnsHandler::Served(const LocalAnswers& local,
   if (source != server::AnswerSource::kLocal && source != server::AnswerSource::kFailure) {
     local.ClearNxDomainOfKnownName(query.qname, response);
   }
-  shared_.metrics.Answered(query.qtype, RcodeOf(response));
+  shared_.metrics.Answered(query.qtype, dns::RcodeOf(response));
   shared_.metrics.AnswerTime(source, start.at);
   if (start.logged) LogAnswer(client, query, response, source, transport, start);
   return response;

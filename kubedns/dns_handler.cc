@@ -16,19 +16,14 @@ bool TcBit(std::span<const uint8_t> message) { return message.size() > 2 && (mes
 
 // The query log's line for an answer sent (sampled there); `source` is kLocal for our
 // own records and refusals, kUpstream for what a forwarded query or a chase brought.
-void LogQuery(server::QueryLog* log, const loop::SocketAddress& client, const dns::Name& qname,
-              dns::RrType qtype, uint16_t id, dns::Transport transport,
-              std::span<const uint8_t> response, server::AnswerSource source,
-              std::chrono::steady_clock::time_point start) {
+void LogQuery(server::QueryLog* log, const loop::SocketAddress& client, const dns::Query& query,
+              dns::Transport transport, std::span<const uint8_t> response,
+              server::AnswerSource source, std::chrono::steady_clock::time_point start) {
   if (log == nullptr || !log->Sample()) return;
-  const dns::Rcode rcode = response.size() >= dns::kHeaderSize
-                               ? static_cast<dns::Rcode>(response[3] & 0x0f)
-                               : dns::Rcode::kServFail;
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  log->Log(server::QueryLogEntry{
-      client, qname, qtype, rcode, source,
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count()),
-      id, transport, response.size()});
+  log->LogAnswer(client, query, response, source, transport,
+                 static_cast<uint64_t>(
+                     std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count()));
 }
 
 }  // namespace
@@ -72,8 +67,8 @@ void DnsHandler::RecordLocal(const AnswerResult& result, const loop::SocketAddre
                              const server::Admission& admission, Clock::time_point start) {
   if (!result.response.empty()) {
     const dns::Query& query = admission.query;
-    LogQuery(shared_.query_log, client, query.qname, query.qtype, query.header.id,
-             admission.transport, result.response, server::AnswerSource::kLocal, start);
+    LogQuery(shared_.query_log, client, query, admission.transport, result.response,
+             server::AnswerSource::kLocal, start);
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   shared_.dns_metrics.Record(result, result.response.size(), seconds);
@@ -163,8 +158,8 @@ void DnsHandler::FailNow(server::Request& request, const AnswerResult& result,
       request.admission().query, dns::Rcode::kServFail, /*aa=*/false, request.response_buffer());
   if (!response.empty()) {
     const dns::Query& query = request.admission().query;
-    LogQuery(shared_.query_log, request.client(), query.qname, query.qtype, query.header.id,
-             request.transport(), response, server::AnswerSource::kLocal, start);
+    LogQuery(shared_.query_log, request.client(), query, request.transport(), response,
+             server::AnswerSource::kLocal, start);
     request.Reply(response);
   }
   AnswerResult record = result;
@@ -393,9 +388,10 @@ void DnsHandler::Fail(Waiting& waiting, ForwardFailure failure) {
 
 void DnsHandler::Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode,
                         bool truncated, server::AnswerSource source) {
-  LogQuery(shared_.query_log, waiting.responder.client(), waiting.client.qname,
-           waiting.client.qtype, waiting.client.id, waiting.client.transport, response, source,
-           waiting.state.start);
+  if (shared_.query_log != nullptr) {  // the question rebuilt only for a log
+    LogQuery(shared_.query_log, waiting.responder.client(), waiting.client.query(),
+             waiting.client.transport, response, source, waiting.state.start);
+  }
   waiting.responder.Reply(response);
   const double seconds = std::chrono::duration<double>(Clock::now() - waiting.state.start).count();
   shared_.forward_metrics.Answered(seconds);

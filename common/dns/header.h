@@ -37,4 +37,10 @@ struct Header {
 // Writes the header into the first 12 bytes of `out` (which must hold at least 12).
 void WriteHeader(const Header& header, std::span<uint8_t, kHeaderSize> out);
 
+// The (non-extended) rcode in the header of `message`, a response this server built or
+// checked; SERVFAIL for one too short to have a header.
+inline Rcode RcodeOf(std::span<const uint8_t> message) {
+  return message.size() >= kHeaderSize ? static_cast<Rcode>(message[3] & 0x0f) : Rcode::kServFail;
+}
+
 }  // namespace kdns::dns

@@ -7,7 +7,9 @@
 #include <random>
 #include <thread>
 
+#include "common/dns/header.h"
 #include "common/dns/name.h"
+#include "common/dns/parser.h"
 
 namespace kdns::server {
 
@@ -77,6 +79,13 @@ std::string QueryLog::Format(const QueryLogEntry& entry) const {
     line += std::to_string(entry.reply_bytes);
   }
   return line;
+}
+
+void QueryLog::LogAnswer(const loop::SocketAddress& client, const dns::Query& query,
+                         std::span<const uint8_t> response, AnswerSource source,
+                         dns::Transport transport, uint64_t duration_us) {
+  Log(QueryLogEntry{client, query.qname, query.qtype, dns::RcodeOf(response), source, duration_us,
+                    query.header.id, transport, response.size()});
 }
 
 void QueryLog::Log(const QueryLogEntry& entry) {

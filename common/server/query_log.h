@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -36,7 +37,8 @@
 
 namespace kdns::dns {
 class Name;
-}
+struct Query;
+}  // namespace kdns::dns
 
 namespace kdns::server {
 
@@ -87,6 +89,11 @@ class QueryLog {
   bool Sample();
   // Writes the line, or counts it as suppressed when the second's lines are spent.
   void Log(const QueryLogEntry& entry);
+  // Log for the answer `response` (its rcode and size) to `query` from `client`, sent
+  // `duration_us` after the query came: both servers' one way to log an answer.
+  void LogAnswer(const loop::SocketAddress& client, const dns::Query& query,
+                 std::span<const uint8_t> response, AnswerSource source, dns::Transport transport,
+                 uint64_t duration_us);
 
   // The line Log writes for `entry` (no rate limit; for tests and for Log).
   std::string Format(const QueryLogEntry& entry) const;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/dns/name.h"
+#include "common/dns/parser.h"
 
 namespace kdns::server {
 namespace {
@@ -46,6 +47,26 @@ TEST_CASE("a query log line names the client, question, rcode, source and durati
           "query client=10.1.2.3#41000 name=www.example.com. type=A rcode=NOERROR source=stale "
           "duration_us=84 id=4711 transport=tcp bytes=76");
   }
+}
+
+TEST_CASE("an answer's line takes its rcode and size from the reply itself", "[query_log]") {
+  Fixture f;
+  QueryLog log({QueryLogOptions::Detail::kExtra, 0, 1}, f.clock, f.Sink());
+  dns::Query query;
+  query.header.id = 4711;
+  query.qname = kName;
+  query.qtype = dns::RrType::kAaaa;
+  std::vector<uint8_t> reply(40, 0);
+  reply[3] = 0x03;  // NXDOMAIN
+  log.LogAnswer(kClient, query, reply, AnswerSource::kUpstream, dns::Transport::kUdp, 9);
+  // Too short to have a header: counted as SERVFAIL, never read past its end.
+  log.LogAnswer(kClient, query, std::span(reply).first(5), AnswerSource::kFailure,
+                dns::Transport::kTcp, 10);
+  CHECK(f.lines == std::vector<std::string>{
+                       "query client=10.1.2.3#41000 name=www.example.com. type=AAAA rcode=NXDOMAIN "
+                       "source=upstream duration_us=9 id=4711 transport=udp bytes=40",
+                       "query client=10.1.2.3#41000 name=www.example.com. type=AAAA rcode=SERVFAIL "
+                       "source=failure duration_us=10 id=4711 transport=tcp bytes=5"});
 }
 
 TEST_CASE("every answer source has its own name", "[query_log]") {
