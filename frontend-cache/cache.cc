@@ -13,7 +13,7 @@
 #include "common/base/single_writer.h"
 #include "common/dns/header.h"
 #include "common/dns/wire_reader.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 namespace kdns::frontend {
 namespace {

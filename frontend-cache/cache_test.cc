@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/base/clock.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "frontend-cache/options.h"
 #include "frontend-cache/testing.h"
 #include "test/unit/allocation_counter.h"

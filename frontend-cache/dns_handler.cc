@@ -8,9 +8,9 @@
 
 #include "common/dns/message.h"
 #include "common/dns/notify.h"
+#include "common/limits/limits.h"
 #include "common/loop/tcp_limits.h"
 #include "common/server/admission.h"
-#include "common/server/limits.h"
 #include "frontend-cache/cached_response.h"
 
 namespace kdns::frontend {

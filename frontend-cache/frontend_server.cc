@@ -9,10 +9,10 @@
 #include <utility>
 
 #include "common/http/response.h"
+#include "common/limits/limits.h"
 #include "common/metrics/process_metrics.h"
 #include "common/metrics/text_merge.h"
 #include "common/server/debug_http.h"
-#include "common/server/limits.h"
 #include "common/upstream/resolv_conf.h"
 
 namespace kdns::frontend {

@@ -21,7 +21,7 @@
 #include "common/dns/presentation.h"
 #include "common/dns/testing.h"
 #include "common/http/http_test_util.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "common/server/server_test_util.h"
 #include "test/support/fake_dns_server.h"
 #include "test/unit/temp_dir.h"

@@ -17,7 +17,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/http/http_test_util.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "test/support/fake_dns_server.h"
 #include "test/unit/temp_dir.h"
 

@@ -6,7 +6,7 @@
 
 #include "common/base/quote.h"
 #include "common/config/kube_dns_config.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "kubedns/object_key.h"
 
 namespace kdns::kubedns {

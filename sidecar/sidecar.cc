@@ -2,10 +2,10 @@
 
 #include <chrono>
 
+#include "common/limits/limits.h"
 #include "common/metrics/process_metrics.h"
 #include "common/metrics/text_format.h"
 #include "common/server/debug_http.h"
-#include "common/server/limits.h"
 #include "sidecar/health.h"
 
 namespace kdns::sidecar {

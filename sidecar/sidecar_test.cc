@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "common/limits/limits.h"
 #include "common/loop/loop_test_util.h"
-#include "common/server/limits.h"
 #include "sidecar/testing.h"
 
 namespace kdns::sidecar {

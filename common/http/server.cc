@@ -6,8 +6,8 @@
 #include <exception>
 #include <utility>
 
+#include "common/limits/limits.h"
 #include "common/loop/timer.h"
-#include "common/server/limits.h"
 
 namespace kdns::http {
 

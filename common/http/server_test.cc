@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "common/http/server_thread.h"
+#include "common/limits/limits.h"
 #include "common/loop/loop_test_util.h"
 #include "common/loop/timer.h"
-#include "common/server/limits.h"
 
 namespace kdns::http {
 namespace {

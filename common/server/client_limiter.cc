@@ -9,8 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/limits/limits.h"
 #include "common/loop/tcp_limits.h"
-#include "common/server/limits.h"
 #include "common/server/waiting_queries.h"
 
 namespace kdns::server {

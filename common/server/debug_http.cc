@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "common/http/server.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 namespace kdns::server {
 namespace {

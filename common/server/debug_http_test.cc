@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/http/http_test_util.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 namespace kdns::server {
 namespace {

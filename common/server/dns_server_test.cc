@@ -23,9 +23,9 @@
 #include "common/base/cpu_quota.h"
 #include "common/dns/builder.h"
 #include "common/dns/parser.h"
+#include "common/limits/limits.h"
 #include "common/loop/socket_util.h"
 #include "common/loop/timer.h"
-#include "common/server/limits.h"
 #include "common/server/server_test_util.h"
 
 namespace kdns::server {

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "common/base/clock.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 namespace kdns::server {
 namespace {

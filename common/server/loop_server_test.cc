@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "common/dns/builder.h"
+#include "common/limits/limits.h"
 #include "common/loop/loop_test_util.h"
 #include "common/loop/tcp_limits.h"
 #include "common/loop/timer.h"
-#include "common/server/limits.h"
 #include "common/server/server_test_util.h"
 
 namespace kdns::server {

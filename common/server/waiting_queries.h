@@ -46,8 +46,8 @@
 
 #include "common/base/atomic_budget.h"
 #include "common/base/clock.h"
+#include "common/limits/limits.h"
 #include "common/server/forward_reply.h"
-#include "common/server/limits.h"
 #include "common/server/query_handler.h"
 
 namespace kdns::server {

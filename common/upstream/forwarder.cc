@@ -13,8 +13,8 @@
 #include <string_view>
 #include <utility>
 
+#include "common/limits/limits.h"
 #include "common/loop/tcp_limits.h"
-#include "common/server/limits.h"
 #include "common/upstream/forwarder_internal.h"
 
 namespace kdns::upstream {

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "common/dns/header.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/forwarder_internal.h"
 

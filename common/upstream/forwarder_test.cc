@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "common/dns/testing.h"
+#include "common/limits/limits.h"
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
 #include "common/loop/socket_util.h"
-#include "common/server/limits.h"
 #include "common/upstream/testing.h"
 #include "test/unit/allocation_counter.h"
 

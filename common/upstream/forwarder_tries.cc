@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/forwarder_internal.h"
 

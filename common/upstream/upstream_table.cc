@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <span>
 
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "common/upstream/upstream_set.h"
 
 namespace kdns::upstream {

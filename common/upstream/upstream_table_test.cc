@@ -8,7 +8,7 @@
 
 #include "common/base/clock.h"
 #include "common/dns/testing.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 namespace kdns::upstream {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 #include <glog/logging.h>
 

@@ -1,4 +1,4 @@
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 #include <catch2/catch.hpp>
 #include <set>
