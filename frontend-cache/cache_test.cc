@@ -22,8 +22,8 @@ namespace {
 using dns::Rcode;
 using dns::RrType;
 using dns::testing::N;
-using server::Limit;
-using server::LimitHits;
+using limits::Limit;
+using limits::LimitHits;
 using testing::Edns;
 using testing::MakeQuery;
 using testing::MakeReply;

@@ -394,7 +394,7 @@ void DnsHandler::HandleNotify(server::Request& request, const Start& start) {
                                    });
   if (!trusted) {
     // Anyone could otherwise empty our negative cache at will, to load kubedns.
-    server::RecordLimitHit(server::Limit::kNotifyUntrusted, peer.ToString());
+    limits::RecordLimitHit(limits::Limit::kNotifyUntrusted, peer.ToString());
     return ReplyEmpty(request, notify, dns::Rcode::kRefused, server::AnswerSource::kLocal, start);
   }
   if (notify.qtype != dns::RrType::kSoa) {  // RFC 1996 §3.7: the question names the zone

@@ -381,7 +381,7 @@ std::string FrontendServer::StatsText() const {
 }
 
 void FrontendServer::RegisterMetrics() {
-  server::RegisterLimitMetrics(registry_);
+  limits::RegisterLimitMetrics(registry_);
   server::RegisterRateLimitMetrics(registry_, rate_limits_);
   metrics::RegisterProcessMetrics(registry_, "frontend-cache");
   auto cache_stat = [this](uint64_t CacheStats::*field) {

@@ -432,7 +432,7 @@ TEST_CASE("beyond the budget of waiting queries a forwarded query gets SERVFAIL 
   f.SetWaitingBudget(1);
   f.Serve(f.Routes());
   f.a->set_delay_ms(200);
-  const uint64_t hits_before = server::LimitHits(server::Limit::kWaitingQueries);
+  const uint64_t hits_before = limits::LimitHits(limits::Limit::kWaitingQueries);
   server::testing::UdpClient first(f.udp_address());
   server::testing::UdpClient second(f.udp_address());
   REQUIRE(first.Send(Bytes({"one.example.", dns::RrType::kA, 1})));
@@ -445,7 +445,7 @@ TEST_CASE("beyond the budget of waiting queries a forwarded query gets SERVFAIL 
   CHECK_FALSE(first.TryReceive().has_value());  // still waiting for the slow upstream
   CHECK(Parse(*r2).rcode() == dns::Rcode::kServFail);
   CHECK(Parse(*r2).header.id == 2);
-  CHECK(server::LimitHits(server::Limit::kWaitingQueries) == hits_before + 1);
+  CHECK(limits::LimitHits(limits::Limit::kWaitingQueries) == hits_before + 1);
   CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="overloaded"})") == 1);
   REQUIRE(RunUntil(f.loop, [&] { return (r1 = first.TryReceive()).has_value(); }));
   CHECK(Parse(*r1).rcode() == dns::Rcode::kNoError);

@@ -278,7 +278,7 @@ KubednsServer::KubednsServer(Options options)
 KubednsServer::~KubednsServer() { Stop(); }
 
 void KubednsServer::RegisterMetrics() {
-  server::RegisterLimitMetrics(registry_);
+  limits::RegisterLimitMetrics(registry_);
   server::RegisterRateLimitMetrics(registry_, rate_limits_);
   metrics::RegisterProcessMetrics(registry_, "kubedns");
   registry_.AddCallbackGauge("kdns_kubedns_ready", "1 once the first full sync is done.",

@@ -13,8 +13,8 @@
 namespace kdns::kubedns {
 namespace {
 
-using server::Limit;
-using server::LimitHits;
+using limits::Limit;
+using limits::LimitHits;
 
 dns::Name Name(const std::string& text) { return *dns::Name::FromText(text); }
 

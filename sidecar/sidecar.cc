@@ -12,7 +12,7 @@ namespace kdns::sidecar {
 
 Sidecar::Sidecar(loop::Loop& loop, Options options, const SidecarTuning& tuning)
     : loop_(loop), options_(std::move(options)), probe_families_(registry_) {
-  server::RegisterLimitMetrics(registry_);
+  limits::RegisterLimitMetrics(registry_);
   metrics::RegisterProcessMetrics(registry_, "sidecar");
   for (const ProbeOption& probe : options_.probes) {
     DnsProbe::Options probe_options;

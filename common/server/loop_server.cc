@@ -40,13 +40,13 @@ bool PassClientLimit(ClientLimiter* clients, std::span<const uint8_t> query,
     case ClientVerdict::kPass:
       return true;
     case ClientVerdict::kShed:
-      RecordLimitHit(clients->shed_reason() == Overload::kWaitingQueries
-                         ? Limit::kShedWaitingQueries
-                         : Limit::kShedReceiveBacklog);
+      limits::RecordLimitHit(clients->shed_reason() == Overload::kWaitingQueries
+                                 ? limits::Limit::kShedWaitingQueries
+                                 : limits::Limit::kShedReceiveBacklog);
       break;
     case ClientVerdict::kSlip:
     case ClientVerdict::kLimited:
-      RecordLimitHit(Limit::kClientRate);
+      limits::RecordLimitHit(limits::Limit::kClientRate);
       break;
   }
   // Only a query gets a reply: a response is never answered, so we reflect nothing.
@@ -72,7 +72,7 @@ std::span<const uint8_t> LimitResponse(ResponseRateLimiter* responses,
   if (responses == nullptr) return reply;
   const ResponseVerdict verdict = responses->Check(client, reply, now_ns);
   if (verdict == ResponseVerdict::kSend) return reply;
-  RecordLimitHit(Limit::kResponseRate);
+  limits::RecordLimitHit(limits::Limit::kResponseRate);
   if (verdict == ResponseVerdict::kDrop && kind == LimitedReply::kTruncated) return {};
   return slip.first(WriteLimitedReply(reply, kind, slip));
 }
@@ -85,9 +85,9 @@ void AdmitFrom(std::span<const uint8_t> packet, dns::Transport transport,
   Admit(packet, transport, admission_policy, admission);
   ResolveClient(peer, client_policy, admission);
   if (admission->client_source == ClientSource::kUntrusted) {
-    RecordLimitHit(Limit::kClientAddressUntrusted, peer.HostString());
+    limits::RecordLimitHit(limits::Limit::kClientAddressUntrusted, peer.HostString());
   } else if (admission->client_source == ClientSource::kMalformed) {
-    RecordLimitHit(Limit::kClientAddressMalformed, peer.HostString());
+    limits::RecordLimitHit(limits::Limit::kClientAddressMalformed, peer.HostString());
   }
 }
 
@@ -388,8 +388,9 @@ bool LoopServer::AdmitConnection(const IpAddress& source, loop::TcpConnectionCap
     const auto verdict = options_.tcp.caps->TryAcquire(source, slot);
     if (verdict == loop::TcpConnectionCaps::Verdict::kAdmitted) return true;
     const bool per_source = verdict == loop::TcpConnectionCaps::Verdict::kOverSource;
-    RecordLimitHit(per_source ? Limit::kTcpConnectionsPerSource : Limit::kTcpConnections,
-                   source.ToString());
+    limits::RecordLimitHit(
+        per_source ? limits::Limit::kTcpConnectionsPerSource : limits::Limit::kTcpConnections,
+        source.ToString());
     if (evictions >= 2) return false;
     if (per_source) {
       Connection* victim = OldestIdleFrom(source);
@@ -406,7 +407,7 @@ bool LoopServer::AdmitConnection(const IpAddress& source, loop::TcpConnectionCap
 void LoopServer::Evict(Connection& victim) {
   if (!victim.idle) {
     // Its queries are dropped when it closes (OnTcpClosed, QueryHandler::OnConnectionClosed).
-    RecordLimitHit(Limit::kTcpEvictedInFlight, victim.source.ToString());
+    limits::RecordLimitHit(limits::Limit::kTcpEvictedInFlight, victim.source.ToString());
   }
   MarkBusy(victim);  // off the idle list: it is closing
   victim.slot.Release();
@@ -514,24 +515,24 @@ void LoopServer::OnTcpClosed(uint64_t id, loop::TcpConnection::CloseReason reaso
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
   using CloseReason = loop::TcpConnection::CloseReason;
-  std::optional<Limit> limit;
+  std::optional<limits::Limit> limit;
   switch (reason) {
     case CloseReason::kFrameTimeout:
-      limit = Limit::kTcpFrameTimeout;
+      limit = limits::Limit::kTcpFrameTimeout;
       break;
     case CloseReason::kIdleTimeout:
-      limit = Limit::kTcpIdleTimeout;
+      limit = limits::Limit::kTcpIdleTimeout;
       break;
     case CloseReason::kOutputOverflow:
-      limit = Limit::kTcpOutputPerConnection;
+      limit = limits::Limit::kTcpOutputPerConnection;
       break;
     case CloseReason::kOutputTotal:
-      limit = Limit::kTcpOutputTotal;
+      limit = limits::Limit::kTcpOutputTotal;
       break;
     default:
       break;  // evictions were counted at the accept that caused them
   }
-  if (limit) RecordLimitHit(*limit, it->second.source.ToString());
+  if (limit) limits::RecordLimitHit(*limit, it->second.source.ToString());
   MarkBusy(it->second);
   // Destroys the DnsTcpConnection from its close callback, as it allows. Late Responders
   // for it find no entry and drop their reply.
@@ -544,7 +545,7 @@ void LoopServer::OnTcpClosed(uint64_t id, loop::TcpConnection::CloseReason reaso
 void LoopServer::OnTcpOverdue(uint64_t id) {
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
-  RecordLimitHit(Limit::kTcpQueryTimeout, it->second.source.ToString());
+  limits::RecordLimitHit(limits::Limit::kTcpQueryTimeout, it->second.source.ToString());
   // What the handler answers now frees the connection; if it answers nothing, the
   // DnsTcpConnection closes it (kQueryTimeout) and its waiting queries are dropped.
   if (handler_ != nullptr) handler_->OnQueriesOverdue(id);

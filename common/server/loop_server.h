@@ -23,7 +23,7 @@
 // this thread holds none that may be closed but another thread may, the new one is let in
 // over the cap and the other threads are asked to close one, TcpConnectionCaps::AskForRoom;
 // at the per-source cap that source's oldest idle one), and the output bounds. Every hit is
-// recorded with server::RecordLimitHit (common/limits/limits.h).
+// recorded with limits::RecordLimitHit (common/limits/limits.h).
 //
 // Over UDP, a datagram first meets the process's ClientLimiter (before it is even parsed,
 // on whichever thread receives it): over its client's rate it is dropped or, every
