@@ -2,11 +2,6 @@
 // object and reporting through a FieldContext, so that the List and watch decoders can add
 // their own location ("items[4]") to messages. Each returns false with ctx.error() set when
 // the object must be dropped. Field rules: see json_fields.h.
-//
-// Where decode.h is implemented: decode.cc (single objects, Status, /version, and the
-// dispatch by kind below), decode_objects.cc and decode_multicluster.cc (each kind's
-// fields), decode_list.cc (DecodeList), decode_list_stream.cc (ListStreamDecoder),
-// decode_watch.cc (DecodeWatchEvent).
 #pragma once
 
 #include <string>
