@@ -96,7 +96,7 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 .DEFAULT_GOAL := all
 .PHONY: all deps build run test unit integration fuzz-replay bench bench-compare fuzz asan tsan debug \
-        format lint clean check-format images
+        format lint clean check-format check-layers images
 
 all: $(addprefix $(BIN)/,$(PROGRAMS))
 
@@ -221,8 +221,12 @@ format:
 check-format:
 	@clang-format --dry-run --Werror $(SOURCES)
 
+# No #include runs back up the layer order of common/ (docs/design.md, "Layers").
+check-layers:
+	@python3 mk/check_layers.py
+
 # clang-tidy over every translation unit; the checks and which are errors live in .clang-tidy.
-lint: check-format
+lint: check-format check-layers
 	@mk/lint.sh $(OBJ)
 
 clean:

@@ -13,7 +13,7 @@
 #include "common/base/single_writer.h"
 #include "common/dns/header.h"
 #include "common/dns/wire_reader.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 namespace kdns::frontend {
 namespace {
@@ -313,7 +313,7 @@ bool Cache::ReserveBytes(size_t cost, uint64_t now_ms) {
     if (swept.slot < 0) return false;
     FreeSlot(static_cast<uint32_t>(swept.slot));
     // Counted (and perhaps logged) without the hand, which other insertions wait for.
-    if (swept.live) server::RecordLimitHit(server::Limit::kCacheBytes);
+    if (swept.live) limits::RecordLimitHit(limits::Limit::kCacheBytes);
   }
   return true;
 }
@@ -388,8 +388,8 @@ InsertOutcome Cache::Insert(const CacheKey& key, std::span<const uint8_t> respon
     return {InsertResult::kNotCacheable, analysis.result};
   }
   if (analysis.stored_size > options_.max_entry_bytes) {
-    server::RecordLimitHit(
-        server::Limit::kCacheEntryTooLarge,
+    limits::RecordLimitHit(
+        limits::Limit::kCacheEntryTooLarge,
         key.name().ToText() + " (" + std::to_string(analysis.stored_size) + " bytes)");
     return {InsertResult::kNotCacheable, Cacheability::kTooLarge};
   }

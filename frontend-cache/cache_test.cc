@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/base/clock.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "frontend-cache/options.h"
 #include "frontend-cache/testing.h"
 #include "test/unit/allocation_counter.h"
@@ -22,8 +22,8 @@ namespace {
 using dns::Rcode;
 using dns::RrType;
 using dns::testing::N;
-using server::Limit;
-using server::LimitHits;
+using limits::Limit;
+using limits::LimitHits;
 using testing::Edns;
 using testing::MakeQuery;
 using testing::MakeReply;

@@ -8,9 +8,9 @@
 
 #include "common/dns/message.h"
 #include "common/dns/notify.h"
+#include "common/limits/limits.h"
 #include "common/loop/tcp_limits.h"
 #include "common/server/admission.h"
-#include "common/server/limits.h"
 #include "frontend-cache/cached_response.h"
 
 namespace kdns::frontend {
@@ -424,7 +424,7 @@ void DnsHandler::HandleNotify(server::Request& request, const Start& start) {
                                    });
   if (!trusted) {
     // Anyone could otherwise empty our negative cache at will, to load kubedns.
-    server::RecordLimitHit(server::Limit::kNotifyUntrusted, peer.ToString());
+    limits::RecordLimitHit(limits::Limit::kNotifyUntrusted, peer.ToString());
     return ReplyEmpty(request, notify, dns::Rcode::kRefused, server::AnswerSource::kLocal, start);
   }
   if (notify.qtype != dns::RrType::kSoa) {  // RFC 1996 §3.7: the question names the zone

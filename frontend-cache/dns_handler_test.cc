@@ -13,8 +13,8 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/testing.h"
+#include "common/limits/limits.h"
 #include "common/loop/loop_test_util.h"
-#include "common/server/limits.h"
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
 #include "common/upstream/testing.h"
@@ -206,7 +206,7 @@ TEST_CASE("a NOTIFY from loopback drops the zone's negative answers, from elsewh
   REQUIRE(h.cache.negatives() == 2);
 
   SECTION("another address than --notify-from's: REFUSED, counted, nothing dropped") {
-    const uint64_t before = server::LimitHits(server::Limit::kNotifyUntrusted);
+    const uint64_t before = limits::LimitHits(limits::Limit::kNotifyUntrusted);
     server::testing::UdpClient stranger(h.server->udp_address(),
                                         *loop::SocketAddress::Parse("127.0.0.2:0"));
     REQUIRE(stranger.Send(Notify("cluster.test.")));
@@ -215,7 +215,7 @@ TEST_CASE("a NOTIFY from loopback drops the zone's negative answers, from elsewh
     dns::Message refused;
     REQUIRE(dns::ParseMessage(*reply, &refused) == dns::ParseError::kOk);
     CHECK(refused.rcode() == dns::Rcode::kRefused);
-    CHECK(server::LimitHits(server::Limit::kNotifyUntrusted) == before + 1);
+    CHECK(limits::LimitHits(limits::Limit::kNotifyUntrusted) == before + 1);
     CHECK(h.cache.negatives() == 2);
     CHECK(h.zone_serials.notifies() == 0);
   }
@@ -313,14 +313,14 @@ TEST_CASE(
     REQUIRE(w.holder.Send(Query(("hold" + std::to_string(i) + ".test.").c_str())));
   }
   REQUIRE(RunUntil(w.h.loop, [&] { return route.HeldBy(client) == 9; }));
-  const uint64_t hits_before = server::LimitHits(server::Limit::kRouteClientShare);
+  const uint64_t hits_before = limits::LimitHits(limits::Limit::kRouteClientShare);
   dns::Message stale = w.h.Ask(Query("cached.test."));  // from 127.0.0.1 too
   CHECK(stale.rcode() == dns::Rcode::kNoError);
   REQUIRE(stale.answers.size() == 1);
   CHECK(stale.answers[0].ttl_s == 30);
   CHECK(w.h.Ask(Query("never-seen.test.")).rcode() == dns::Rcode::kServFail);
   CHECK(w.h.Metric("kdns_frontend_servfail_total{reason=\"overloaded\"} 1"));
-  CHECK(server::LimitHits(server::Limit::kRouteClientShare) == hits_before + 2);
+  CHECK(limits::LimitHits(limits::Limit::kRouteClientShare) == hits_before + 2);
   CHECK(route.in_flight() == 9);  // the last slot is still free for another client
 }
 
@@ -329,13 +329,13 @@ TEST_CASE(
     "else SERVFAIL",
     "[frontend][handler][waiting]") {
   OneWaiting w(Harness::Setup{.max_waiting = 1});
-  const uint64_t hits_before = server::LimitHits(server::Limit::kWaitingQueries);
+  const uint64_t hits_before = limits::LimitHits(limits::Limit::kWaitingQueries);
   dns::Message stale = w.h.Ask(Query("cached.test."));
   CHECK(stale.rcode() == dns::Rcode::kNoError);
   REQUIRE(stale.answers.size() == 1);
   CHECK(stale.answers[0].ttl_s == 30);
   CHECK(w.h.Ask(Query("never-seen.test.")).rcode() == dns::Rcode::kServFail);
-  CHECK(server::LimitHits(server::Limit::kWaitingQueries) == hits_before + 2);
+  CHECK(limits::LimitHits(limits::Limit::kWaitingQueries) == hits_before + 2);
   CHECK(w.h.handler().forwarder().counters().requests == 2);  // neither was forwarded
   CHECK(w.h.shared.waiting->waiting() == 1);
 }

@@ -9,10 +9,10 @@
 #include <utility>
 
 #include "common/http/response.h"
+#include "common/limits/limits.h"
 #include "common/metrics/process_metrics.h"
 #include "common/metrics/text_merge.h"
 #include "common/server/debug_http.h"
-#include "common/server/limits.h"
 #include "common/upstream/resolv_conf.h"
 
 namespace kdns::frontend {
@@ -381,7 +381,7 @@ std::string FrontendServer::StatsText() const {
 }
 
 void FrontendServer::RegisterMetrics() {
-  server::RegisterLimitMetrics(registry_);
+  limits::RegisterLimitMetrics(registry_);
   server::RegisterRateLimitMetrics(registry_, rate_limits_);
   metrics::RegisterProcessMetrics(registry_, "frontend-cache");
   auto cache_stat = [this](uint64_t CacheStats::*field) {

@@ -21,7 +21,7 @@
 #include "common/dns/presentation.h"
 #include "common/dns/testing.h"
 #include "common/http/http_test_util.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "common/server/server_test_util.h"
 #include "test/support/fake_dns_server.h"
 #include "test/unit/temp_dir.h"
@@ -492,10 +492,10 @@ TEST_CASE("debug data is served on --debug-address only, never on the metrics po
   FrontendServer server(options);
   std::string error;
   REQUIRE(server.Start(&error));
-  const uint64_t before = server::LimitHits(server::Limit::kDebugOnPublishedPort);
+  const uint64_t before = limits::LimitHits(limits::Limit::kDebugOnPublishedPort);
   CHECK(BlockingGet(server.metrics_address(), "/metrics").rfind("200", 0) == 0);
   CHECK(BlockingGet(server.metrics_address(), "/debug/top-clients").rfind("404", 0) == 0);
-  CHECK(server::LimitHits(server::Limit::kDebugOnPublishedPort) == before + 1);
+  CHECK(limits::LimitHits(limits::Limit::kDebugOnPublishedPort) == before + 1);
   CHECK(server.RenderMetrics().find("kdns_limit_hits_total{limit=\"debug_on_published_port\"}") !=
         std::string::npos);
   if (with_debug_address) {

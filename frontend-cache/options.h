@@ -3,6 +3,10 @@
 // small parser of its own: `--opt=value` and `--opt value`, dnsmasq's short forms, and
 // every malformed value rejected with one line naming the flag. Arguments it does not know
 // are handed back in order for gflags (--v, --logtostderr, ...). Pure: reads no file.
+//
+// The code: options.cc (the scan of the arguments, the checks across options, the dnsmasq
+// options refused), option_table.cc (every option's name, short letter and setter),
+// server_option.h (the --server and --address values, and the servers file).
 #pragma once
 
 #include <cstdint>
@@ -25,46 +29,9 @@
 #include "common/upstream/forward_budgets.h"
 #include "common/upstream/upstream_address.h"
 #include "frontend-cache/cache.h"
+#include "frontend-cache/server_option.h"
 
 namespace kdns::frontend {
-
-// One --server value.
-//   --server=ip[#port]             a default upstream (also [ipv6], [ipv6]#port, [ipv6]:port)
-//   --server=/d1/d2/.../ip[#port]  upstream for those domains and the names below them
-//   --server=/domain/              local only: never forwarded, answered NXDOMAIN (as
-//                                  dnsmasq answers a local domain it has no data for)
-//   --server=/domain/#             forwarded to the default upstreams (an exception under a
-//                                  less specific --server=/parent/ip)
-struct ServerOption {
-  enum class Target : uint8_t { kUpstream, kLocal, kDefaultUpstreams };
-  std::vector<dns::Name> domains;  // empty: a default upstream
-  Target target = Target::kUpstream;
-  upstream::UpstreamAddress upstream;  // for kUpstream
-
-  friend bool operator==(const ServerOption&, const ServerOption&) = default;
-};
-
-[[nodiscard]] bool ParseServerOption(std::string_view value, ServerOption* server,
-                                     std::string* error);
-
-// One --address value with an address (dnsmasq's -A). Without one (--address=/domain/) it
-// is --server=/domain/ (local: NXDOMAIN) and parses to a ServerOption instead.
-//   --address=/d1/d2/.../ip   A (IPv4) or AAAA (IPv6) queries for those domains and every
-//                             name below them are answered `ip`; repeat for more addresses
-//   --address=/domain/#       both null addresses, 0.0.0.0 and ::
-//   --address=/#/ip           every name (the root: "/#/" matches any domain)
-// Queries of other types, and of the family with no address given, are routed as usual.
-struct AddressOption {
-  std::vector<dns::Name> domains;
-  std::vector<IpAddress> addresses;
-
-  friend bool operator==(const AddressOption&, const AddressOption&) = default;
-};
-
-// Parses an --address value into `address`, or into `server` for the empty form (`*local`
-// says which). False with a one-line error.
-[[nodiscard]] bool ParseAddressOption(std::string_view value, AddressOption* address,
-                                      ServerOption* server, bool* local, std::string* error);
 
 inline constexpr uint32_t kMaxCacheSize = 1'000'000;
 // dnsmasq caps --min-cache-ttl at one hour (TTL_FLOOR_LIMIT), silently; so do we.
@@ -190,12 +157,6 @@ inline constexpr std::string_view kDefaultHostsFile = "/etc/hosts";
 // without "--", or the short letter), as the one line start-up prints, saying what to do
 // instead; empty for an option that is not a refused dnsmasq option.
 std::string RefusedOptionReason(std::string_view name);
-
-// A --servers-file (dnsmasq's format): one `server=...` per line (the --server value
-// syntax), blank lines and `#` comments ignored, nothing else allowed. Appends to `servers`.
-// False with a one-line error naming the line.
-[[nodiscard]] bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers,
-                                    std::string* error);
 
 // The cache's settings from the options. --neg-ttl=0 counts as unset (dnsmasq's default),
 // not as "cache negative answers for 0 seconds"; so does --max-cache-ttl=0 (dnsmasq's

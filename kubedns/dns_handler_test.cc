@@ -12,10 +12,10 @@
 #include "common/dns/message.h"
 #include "common/dns/testing.h"
 #include "common/k8s/decode.h"
+#include "common/limits/limits.h"
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
 #include "common/metrics/text_parser.h"
-#include "common/server/limits.h"
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
 #include "common/upstream/testing.h"
@@ -432,7 +432,7 @@ TEST_CASE("beyond the budget of waiting queries a forwarded query gets SERVFAIL 
   f.SetWaitingBudget(1);
   f.Serve(f.Routes());
   f.a->set_delay_ms(200);
-  const uint64_t hits_before = server::LimitHits(server::Limit::kWaitingQueries);
+  const uint64_t hits_before = limits::LimitHits(limits::Limit::kWaitingQueries);
   server::testing::UdpClient first(f.udp_address());
   server::testing::UdpClient second(f.udp_address());
   REQUIRE(first.Send(Bytes({"one.example.", dns::RrType::kA, 1})));
@@ -445,7 +445,7 @@ TEST_CASE("beyond the budget of waiting queries a forwarded query gets SERVFAIL 
   CHECK_FALSE(first.TryReceive().has_value());  // still waiting for the slow upstream
   CHECK(Parse(*r2).rcode() == dns::Rcode::kServFail);
   CHECK(Parse(*r2).header.id == 2);
-  CHECK(server::LimitHits(server::Limit::kWaitingQueries) == hits_before + 1);
+  CHECK(limits::LimitHits(limits::Limit::kWaitingQueries) == hits_before + 1);
   CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="overloaded"})") == 1);
   REQUIRE(RunUntil(f.loop, [&] { return (r1 = first.TryReceive()).has_value(); }));
   CHECK(Parse(*r1).rcode() == dns::Rcode::kNoError);

@@ -8,11 +8,11 @@
 #include "common/base/heap.h"
 #include "common/base/thread_name.h"
 #include "common/k8s/curl_transport.h"
+#include "common/limits/limits.h"
 #include "common/loop/loop.h"
 #include "common/loop/task_queue.h"
 #include "common/metrics/process_metrics.h"
 #include "common/server/debug_http.h"
-#include "common/server/limits.h"
 #include "common/upstream/resolv_conf.h"
 #include "kubedns/cache_dump.h"
 #include "kubedns/notify_sender.h"
@@ -279,7 +279,7 @@ KubednsServer::KubednsServer(Options options)
 KubednsServer::~KubednsServer() { Stop(); }
 
 void KubednsServer::RegisterMetrics() {
-  server::RegisterLimitMetrics(registry_);
+  limits::RegisterLimitMetrics(registry_);
   server::RegisterRateLimitMetrics(registry_, rate_limits_);
   metrics::RegisterProcessMetrics(registry_, "kubedns");
   registry_.AddCallbackGauge("kdns_kubedns_ready", "1 once the first full sync is done.",

@@ -17,7 +17,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/http/http_test_util.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "test/support/fake_dns_server.h"
 #include "test/unit/temp_dir.h"
 
@@ -219,14 +219,14 @@ TEST_CASE("kubedns serves no debug data unless asked to", "[kubedns][server]") {
   REQUIRE(server.Start(&error));
   REQUIRE(Eventually([&] { return server.ready(); }));
   CHECK(server.debug_address().family() == AF_UNSPEC);
-  const uint64_t before = server::LimitHits(server::Limit::kDebugOnPublishedPort);
+  const uint64_t before = limits::LimitHits(limits::Limit::kDebugOnPublishedPort);
   for (const auto& port : {server.metrics_address(), server.healthz_address()}) {
     for (const char* path : {"/cache", "/debug/top-clients"}) {
       INFO(port.ToString() << path);
       CHECK(BlockingGet(port, path).rfind("404", 0) == 0);
     }
   }
-  CHECK(server::LimitHits(server::Limit::kDebugOnPublishedPort) == before + 4);
+  CHECK(limits::LimitHits(limits::Limit::kDebugOnPublishedPort) == before + 4);
   server.Stop();
 }
 

@@ -6,7 +6,7 @@
 
 #include "common/base/quote.h"
 #include "common/config/kube_dns_config.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "kubedns/object_key.h"
 
 namespace kdns::kubedns {
@@ -88,7 +88,7 @@ std::optional<std::string> KubesliceNamesWriter::CheckedKey(
   if (inside && config::IsDns1123Subdomain(name) && dns::Name::FromText(name).has_value()) {
     return KubesliceNames::KeyOfName(name);
   }
-  server::RecordLimitHit(server::Limit::kImportInvalid,
+  limits::RecordLimitHit(limits::Limit::kImportInvalid,
                          Describe(import) + ": " + std::string(field) + " " + QuoteForLog(name) +
                              " is not a DNS name inside " + zone_ + "; skipped");
   return std::nullopt;
@@ -100,7 +100,7 @@ std::optional<KubesliceNamesWriter::Import> KubesliceNamesWriter::Check(
   for (const auto& alias : import.aliases) name_bytes += alias.size();
   for (const auto& endpoint : import.endpoints) name_bytes += endpoint.dns_name.size();
   auto too_large = [&](std::string_view what, uint64_t count, std::string_view flag, uint64_t max) {
-    server::RecordLimitHit(server::Limit::kImportTooLarge,
+    limits::RecordLimitHit(limits::Limit::kImportTooLarge,
                            Describe(import) + ": " + std::to_string(count) + " " +
                                std::string(what) + ", over --" + std::string(flag) + "=" +
                                std::to_string(max) + "; not served");
@@ -201,7 +201,7 @@ void KubesliceNamesWriter::Rebuild() {
     if (claim.owner->ns != import.ns) {
       auto conflict = std::make_pair(ObjectKey(import.ns, import.name), std::string(key));
       if (!conflicts_.count(conflict)) {
-        server::RecordLimitHit(server::Limit::kImportNameConflict,
+        limits::RecordLimitHit(limits::Limit::kImportNameConflict,
                                "kubeslice ServiceImport " + conflict.first + ": " +
                                    QuoteForLog(KubesliceNames::NameOfKey(key)) +
                                    " belongs to namespace " + claim.owner->ns + " (" +

@@ -3,7 +3,7 @@
 // clang-format off
 // glog (through limits.h) and Catch both define CHECK, and the last definition wins: glog
 // first, so that the tests' CHECKs are Catch's.
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 // clang-format on
 
 #include <catch2/catch.hpp>
@@ -13,8 +13,8 @@
 namespace kdns::kubedns {
 namespace {
 
-using server::Limit;
-using server::LimitHits;
+using limits::Limit;
+using limits::LimitHits;
 
 dns::Name Name(const std::string& text) { return *dns::Name::FromText(text); }
 

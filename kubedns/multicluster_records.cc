@@ -7,7 +7,7 @@
 
 #include "common/base/quote.h"
 #include "common/config/kube_dns_config.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "kubedns/object_key.h"
 
 namespace kdns::kubedns {
@@ -34,7 +34,7 @@ McsSliceInfo McsSliceInfo::FromSlice(const k8s::EndpointSlice& slice) {
   for (const auto& endpoint : slice.endpoints) {
     std::string hostname = Lower(endpoint.hostname);
     if (!hostname.empty() && !config::IsDns1123Label(hostname)) {
-      server::RecordLimitHit(server::Limit::kImportInvalid,
+      limits::RecordLimitHit(limits::Limit::kImportInvalid,
                              "MCS EndpointSlice " + ObjectKey(slice.meta.ns, slice.meta.name) +
                                  ": hostname " + QuoteForLog(endpoint.hostname) +
                                  " is not a DNS label; named by its address instead");
@@ -188,7 +188,7 @@ void MulticlusterWriter::Rebuild(const std::string& ns, const std::string& name)
     uint64_t addresses = 0;
     for (const auto& [slice_name, slice] : slices) addresses += slice->addresses.size();
     if (addresses > limits_.max_endpoints) {
-      server::RecordLimitHit(server::Limit::kImportTooLarge,
+      limits::RecordLimitHit(limits::Limit::kImportTooLarge,
                              "MCS ServiceImport " + key + ": " + std::to_string(addresses) +
                                  " endpoint addresses, over --import-max-endpoints=" +
                                  std::to_string(limits_.max_endpoints) + "; not served");
@@ -223,7 +223,7 @@ void MulticlusterWriter::UpsertServiceImport(const k8s::ServiceImport& import) {
   // Its name and namespace are two labels of svc.ns.svc.<zone>. The API server checks a
   // namespace, but a custom resource's name only as a DNS subdomain ("a.b" passes).
   if (!config::IsDns1123Label(import.meta.ns) || !config::IsDns1123Label(import.meta.name)) {
-    server::RecordLimitHit(server::Limit::kImportInvalid,
+    limits::RecordLimitHit(limits::Limit::kImportInvalid,
                            "MCS ServiceImport " + QuoteForLog(key) +
                                ": its name and namespace are not DNS labels; not served");
     DeleteServiceImport(import.meta.ns, import.meta.name);

@@ -3,7 +3,7 @@
 // clang-format off
 // glog (through limits.h) and Catch both define CHECK, and the last definition wins: glog
 // first, so that the tests' CHECKs are Catch's.
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 // clang-format on
 
 #include <catch2/catch.hpp>
@@ -137,14 +137,14 @@ TEST_CASE("a headless MCS SRV target has its own cluster's port, found when aske
 
 TEST_CASE("an MCS import or hostname that is not a DNS label is not served, and counted",
           "[kubedns][multicluster]") {
-  using server::Limit;
+  using limits::Limit;
   MulticlusterWriter writer;
-  const uint64_t before = server::LimitHits(Limit::kImportInvalid);
+  const uint64_t before = limits::LimitHits(Limit::kImportInvalid);
   // A custom resource's name need only be a DNS subdomain: "a.b" would never be asked for.
   writer.UpsertServiceImport(Import(R"({"metadata":{"name":"db.x","namespace":"shop"},
     "spec":{"type":"Headless"}})"));
   CHECK(writer.snapshot().FindImport("shop", "db.x") == nullptr);
-  CHECK(server::LimitHits(Limit::kImportInvalid) - before == 1);
+  CHECK(limits::LimitHits(Limit::kImportInvalid) - before == 1);
 
   writer.UpsertServiceImport(Import(kHeadless));
   const std::string huge(40'000, 'h');
@@ -153,7 +153,7 @@ TEST_CASE("an MCS import or hostname that is not a DNS label is not served, and 
                                R"("},)"
                                R"({"addresses":["10.1.0.6"],"hostname":"a.b"},)"
                                R"({"addresses":["10.1.0.7"],"hostname":"db-7"}])"));
-  CHECK(server::LimitHits(Limit::kImportInvalid) - before == 3);
+  CHECK(limits::LimitHits(Limit::kImportInvalid) - before == 3);
   const McsImportRecords* records = writer.snapshot().FindImport("shop", "db");
   REQUIRE(records != nullptr);
   // Named by their addresses instead; still in the bare name's answer.
@@ -165,7 +165,7 @@ TEST_CASE("an MCS import or hostname that is not a DNS label is not served, and 
 
 TEST_CASE("an MCS import over the endpoint cap is not served until its slices shrink",
           "[kubedns][multicluster]") {
-  using server::Limit;
+  using limits::Limit;
   MulticlusterWriter writer;
   ImportLimits limits;
   limits.max_endpoints = 2;
@@ -174,9 +174,9 @@ TEST_CASE("an MCS import over the endpoint cap is not served until its slices sh
   writer.UpsertSlice(Slice("s1", "db", "east", R"([{"addresses":["10.1.0.5"]}])"));
   writer.UpsertSlice(Slice("s2", "db", "west", R"([{"addresses":["10.2.0.5"]}])"));
   CHECK(writer.snapshot().FindImport("shop", "db")->answerable());
-  const uint64_t before = server::LimitHits(Limit::kImportTooLarge);
+  const uint64_t before = limits::LimitHits(Limit::kImportTooLarge);
   writer.UpsertSlice(Slice("s3", "db", "west", R"([{"addresses":["10.2.0.6"]}])"));
-  CHECK(server::LimitHits(Limit::kImportTooLarge) - before == 1);
+  CHECK(limits::LimitHits(Limit::kImportTooLarge) - before == 1);
   CHECK_FALSE(writer.snapshot().FindImport("shop", "db")->answerable());
   CHECK_FALSE(writer.snapshot().HasImportNamespace("shop"));
   writer.DeleteSlice("shop", "s3");

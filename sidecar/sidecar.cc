@@ -2,17 +2,17 @@
 
 #include <chrono>
 
+#include "common/limits/limits.h"
 #include "common/metrics/process_metrics.h"
 #include "common/metrics/text_format.h"
 #include "common/server/debug_http.h"
-#include "common/server/limits.h"
 #include "sidecar/health.h"
 
 namespace kdns::sidecar {
 
 Sidecar::Sidecar(loop::Loop& loop, Options options, const SidecarTuning& tuning)
     : loop_(loop), options_(std::move(options)), probe_families_(registry_) {
-  server::RegisterLimitMetrics(registry_);
+  limits::RegisterLimitMetrics(registry_);
   metrics::RegisterProcessMetrics(registry_, "sidecar");
   for (const ProbeOption& probe : options_.probes) {
     DnsProbe::Options probe_options;

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "common/limits/limits.h"
 #include "common/loop/loop_test_util.h"
-#include "common/server/limits.h"
 #include "sidecar/testing.h"
 
 namespace kdns::sidecar {
@@ -150,9 +150,9 @@ TEST_CASE("healthz, metrics, 404 and 405", "[sidecar]") {
     CHECK_THAT(f.Get("GET", "/healthcheck/ok/more"), Catch::StartsWith("HTTP/1.1 404 "));
     CHECK_THAT(f.Get("GET", "/"), Catch::StartsWith("HTTP/1.1 404 "));
     // No debug data on this port; the ask is counted (common/server/debug_http.h).
-    const uint64_t debug_asks = server::LimitHits(server::Limit::kDebugOnPublishedPort);
+    const uint64_t debug_asks = limits::LimitHits(limits::Limit::kDebugOnPublishedPort);
     CHECK_THAT(f.Get("GET", "/debug/top-clients"), Catch::StartsWith("HTTP/1.1 404 "));
-    CHECK(server::LimitHits(server::Limit::kDebugOnPublishedPort) == debug_asks + 1);
+    CHECK(limits::LimitHits(limits::Limit::kDebugOnPublishedPort) == debug_asks + 1);
     const std::string post = f.Get("POST", "/healthcheck/ok");
     CHECK_THAT(post, Catch::StartsWith("HTTP/1.1 405 "));
     CHECK_THAT(post, Catch::Contains("Allow: GET, HEAD\r\n"));

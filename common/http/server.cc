@@ -6,8 +6,8 @@
 #include <exception>
 #include <utility>
 
+#include "common/limits/limits.h"
 #include "common/loop/timer.h"
-#include "common/server/limits.h"
 
 namespace kdns::http {
 
@@ -151,14 +151,14 @@ class Server::Connection {
     switch (phase_) {
       case Phase::kReading:
         ++server_.stats_.timeouts;
-        server::RecordLimitHit(server::Limit::kHttpRequestTimeout, source_);
+        limits::RecordLimitHit(limits::Limit::kHttpRequestTimeout, source_);
         Respond(Response::Text(408, "Request Timeout\n"), BodyMode::kInclude,
                 ConnectionMode::kClose);
         return;
       case Phase::kWriting:
         // The response did not drain: the request is not done in time either.
         ++server_.stats_.timeouts;
-        server::RecordLimitHit(server::Limit::kHttpRequestTimeout, source_);
+        limits::RecordLimitHit(limits::Limit::kHttpRequestTimeout, source_);
         [[fallthrough]];
       case Phase::kIdle:
       case Phase::kClosing:
@@ -224,14 +224,14 @@ void Server::Accept(std::unique_ptr<TcpConnection> tcp) {
   auto from_source = open_by_source_.find(source);
   if (from_source != open_by_source_.end() &&
       from_source->second >= options_.max_connections_per_source) {
-    server::RecordLimitHit(server::Limit::kHttpConnectionsPerSource, source);
+    limits::RecordLimitHit(limits::Limit::kHttpConnectionsPerSource, source);
     if (!CloseOldestIdle(source)) {
       ++stats_.refused;
       return;  // destroying `tcp` closes it
     }
   }
   if (open_ >= options_.max_connections) {
-    server::RecordLimitHit(server::Limit::kHttpConnections, source);
+    limits::RecordLimitHit(limits::Limit::kHttpConnections, source);
     if (!CloseForNewcomerAtServerCap(source)) {
       ++stats_.refused;
       return;

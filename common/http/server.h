@@ -27,7 +27,7 @@
 //   - one response per connection is in flight (reading pauses until it is written, which
 //     also orders pipelined requests), of at most max_response_bytes, and its output must
 //     drain within request_timeout_ms or the connection is closed.
-// Each cap hit and each timeout of a started request is counted by server::RecordLimitHit
+// Each cap hit and each timeout of a started request is counted by limits::RecordLimitHit
 // (http_connections, http_connections_per_source, http_request_timeout). Nothing ever
 // blocks the loop.
 //

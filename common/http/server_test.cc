@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "common/http/server_thread.h"
+#include "common/limits/limits.h"
 #include "common/loop/loop_test_util.h"
 #include "common/loop/timer.h"
-#include "common/server/limits.h"
 
 namespace kdns::http {
 namespace {
@@ -158,7 +158,7 @@ TEST_CASE("Server answers 408 and closes when a request stalls (slowloris)", "[h
   Server::Options options = TestOptions();
   options.request_timeout_ms = 200;
   Fixture f(options);
-  uint64_t hits = server::LimitHits(server::Limit::kHttpRequestTimeout);
+  uint64_t hits = limits::LimitHits(limits::Limit::kHttpRequestTimeout);
   RawTcpClient client(f.address());
   client.Send("GET /metrics HTTP/1.1\r\nHost: x\r\n");
   // Trickling more bytes does not extend the deadline: it runs from the first byte.
@@ -169,7 +169,7 @@ TEST_CASE("Server answers 408 and closes when a request stalls (slowloris)", "[h
   trickle.Stop();
   CHECK(client.received().find("HTTP/1.1 408 Request Timeout") == 0);
   CHECK(f.server->stats().timeouts == 1);
-  CHECK(server::LimitHits(server::Limit::kHttpRequestTimeout) == hits + 1);
+  CHECK(limits::LimitHits(limits::Limit::kHttpRequestTimeout) == hits + 1);
 }
 
 TEST_CASE("Server closes a connection that stays idle", "[http][server]") {
@@ -221,7 +221,7 @@ TEST_CASE("At the cap a newcomer closes the connection idle longest", "[http][se
   REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 3; }));
   // a was accepted first but has just been used: b is now idle longest.
   RequireServed(f, a);
-  uint64_t hits = server::LimitHits(server::Limit::kHttpConnections);
+  uint64_t hits = limits::LimitHits(limits::Limit::kHttpConnections);
   RawTcpClient newcomer(f.address());
   REQUIRE(RunUntil(f.loop, [&] { return b.closed(); }));
   CHECK(b.received().empty());
@@ -231,7 +231,7 @@ TEST_CASE("At the cap a newcomer closes the connection idle longest", "[http][se
   CHECK(f.server->open_connections() == 3);
   CHECK(f.server->stats().idle_closed_at_cap == 1);
   CHECK(f.server->stats().refused == 0);
-  CHECK(server::LimitHits(server::Limit::kHttpConnections) == hits + 1);
+  CHECK(limits::LimitHits(limits::Limit::kHttpConnections) == hits + 1);
 }
 
 TEST_CASE("The per-source cap closes that source's oldest idle connection, not another's",
@@ -246,15 +246,15 @@ TEST_CASE("The per-source cap closes that source's oldest idle connection, not a
   REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 2; }));
   RawTcpClient second(f.address(), &kOtherSource);
   REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 3; }));
-  uint64_t per_source = server::LimitHits(server::Limit::kHttpConnectionsPerSource);
-  uint64_t global = server::LimitHits(server::Limit::kHttpConnections);
+  uint64_t per_source = limits::LimitHits(limits::Limit::kHttpConnectionsPerSource);
+  uint64_t global = limits::LimitHits(limits::Limit::kHttpConnections);
   RawTcpClient third(f.address(), &kOtherSource);
   REQUIRE(RunUntil(f.loop, [&] { return first.closed(); }));
   RequireServed(f, third);
   CHECK_FALSE(second.closed());
   RequireServed(f, victim);
-  CHECK(server::LimitHits(server::Limit::kHttpConnectionsPerSource) == per_source + 1);
-  CHECK(server::LimitHits(server::Limit::kHttpConnections) == global);
+  CHECK(limits::LimitHits(limits::Limit::kHttpConnectionsPerSource) == per_source + 1);
+  CHECK(limits::LimitHits(limits::Limit::kHttpConnections) == global);
 }
 
 TEST_CASE("A request under way is never closed for a newcomer from the same source",
@@ -274,14 +274,14 @@ TEST_CASE("A request under way is never closed for a newcomer from the same sour
   setsockopt(writing.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
   writing.Send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
   REQUIRE(RunUntil(f.loop, [&] { return f.server->idle_connections() == 0; }));
-  uint64_t hits = server::LimitHits(server::Limit::kHttpConnections);
+  uint64_t hits = limits::LimitHits(limits::Limit::kHttpConnections);
   // Nothing idle to close: the newcomer is closed at accept, as before the caps had a choice.
   RawTcpClient refused(f.address());
   REQUIRE(RunUntil(f.loop, [&] { return refused.closed(); }));
   CHECK(refused.received().empty());
   CHECK(f.server->stats().refused == 1);
   CHECK(f.server->open_connections() == 3);
-  CHECK(server::LimitHits(server::Limit::kHttpConnections) == hits + 1);
+  CHECK(limits::LimitHits(limits::Limit::kHttpConnections) == hits + 1);
   // The response is still being written, and both requests complete.
   CHECK(f.server->stats().timeouts == 0);
   CHECK(CountResponses(writing.received()) == 1);
@@ -386,7 +386,7 @@ TEST_CASE("One source's idle and slow connections leave room for another source"
   CHECK(f.server->open_connections() <= 4);
   RawTcpClient victim(f.address());
   RequireServed(f, victim);
-  CHECK(server::LimitHits(server::Limit::kHttpConnectionsPerSource) > 0);
+  CHECK(limits::LimitHits(limits::Limit::kHttpConnectionsPerSource) > 0);
 }
 
 TEST_CASE("Server closes a client that does not read its response", "[http][server]") {

@@ -24,6 +24,10 @@
 //
 // Parsing uses RapidJSON's DOM with its pool allocator (strings are copied into the pool, one
 // allocation per 64 KiB chunk); decoding reserves every vector at its final size.
+//
+// The code: decode.cc (single objects, Status, /version), decode_list.cc (DecodeList),
+// decode_list_stream.cc (ListStreamDecoder), decode_watch.cc (DecodeWatchEvent), and each
+// kind's fields in decode_objects.cc and decode_multicluster.cc (internal: decode_objects.h).
 #pragma once
 
 #include <rapidjson/fwd.h>

@@ -4,6 +4,10 @@
 // the object must be dropped. Field rules: see json_fields.h.
 #pragma once
 
+#include <string>
+#include <string_view>
+
+#include "common/k8s/decode.h"
 #include "common/k8s/json_fields.h"
 #include "common/k8s/objects.h"
 
@@ -42,5 +46,16 @@ bool DecodeStatusInto(FieldContext& ctx, const JsonValue& json, Status* out);
 bool DecodeServiceImportInto(FieldContext& ctx, const JsonValue& json, ServiceImport* out);
 bool DecodeKubesliceServiceImportInto(FieldContext& ctx, const JsonValue& json,
                                       KubesliceServiceImport* out);
+
+// decode.cc, for the List and watch decoders: one object of a known kind from a parsed value
+// into `out` (its alternative is replaced); `location` prefixes messages ("items[4]"). False
+// with *error set when it does not decode.
+bool DecodeAs(Kind kind, const JsonValue& json, Warnings* warnings, std::string_view location,
+              Object* out, std::string* error);
+// Reads an object's own `kind` (absent: empty). False when it is not a string.
+bool ReadKind(const JsonValue& object, std::string_view* kind);
+// An object's `apiVersion`; empty when absent or not a string (it only tells ServiceImports
+// apart, and one without a readable group is of no kind we decode).
+std::string_view ApiVersionOf(const JsonValue& object);
 
 }  // namespace kdns::k8s::internal

@@ -74,6 +74,9 @@
 //
 // Backoff: exponential with full jitter (see backoff.h), reset after a stable period.
 //
+// The code: reflector.cc (life cycle, errors, retries), reflector_list.cc (LIST),
+// reflector_watch.cc (WATCH).
+//
 // Thread: everything, including every handler call, happens on the thread of the loop that
 // drives the transport and the timers. The handler may call Stop() from inside a callback but
 // must not destroy the Reflector there.
@@ -275,6 +278,13 @@ class Reflector {
   // Counts, logs (rate-limited) and reports one failure; marks us unhealthy.
   void Error(const ReflectorError& error);
   std::string Describe() const;  // "k8s services", the prefix of log lines
+
+  // Error bodies (Status objects) are small; a larger one is cut, only its message matters.
+  static constexpr size_t kMaxErrorBodyBytes = 64 * 1024;
+  // "HTTP 500 InternalError: ..." from a Status body, or the status alone when it is not one;
+  // a Status's retryAfterSeconds goes to *retry_after_s (when not null) unless that is set.
+  static std::string DescribeStatus(int status, const std::string& body,
+                                    std::optional<uint32_t>* retry_after_s);
 
   ApiTransport& transport_;
   const Clock& clock_;

@@ -4,11 +4,20 @@
 //                     inside Get() or Cancel(), as the real transport promises.
 //   FakeTimers        one-shot timers on a ManualClock: AdvanceMs() moves the clock and fires
 //                     the timers that fall due, in order, so tests run on simulated time.
+//   Harness           a services Reflector over both, with a Recorder of every handler call
+//   StreamHarness     the same with a StreamRecorder of the streamed list calls
 // Thread: the test's thread.
 #pragma once
 
+// clang-format off
+// glog (through reflector.h) and Catch both define CHECK, and the last definition wins: glog
+// first, so that the tests' CHECKs are Catch's.
+#include "common/k8s/reflector.h"
+// clang-format on
+
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -18,12 +27,16 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "common/base/clock.h"
 #include "common/k8s/api_transport.h"
+#include "common/k8s/decode.h"
 #include "common/k8s/reflector_timers.h"
+#include "common/k8s/testing.h"
 
 namespace kdns::k8s::testing {
 
@@ -213,6 +226,121 @@ class FakeTimers final : public TimerFactory {
   ManualClock& clock_;
   uint64_t sequence_ = 0;
   std::vector<Timer*> timers_;
+};
+
+// Records every handler call, in order, as one line each in `calls`.
+class Recorder final : public ReflectorHandler {
+ public:
+  void OnList(ObjectList list) override {
+    calls.push_back("LIST " + list.meta.resource_version.text);
+    lists.push_back(std::move(list));
+    if (stop_on_list) reflector->Stop();
+  }
+  void OnEvent(const WatchEvent& event, std::chrono::steady_clock::time_point) override {
+    std::string line = std::string(ToString(event.type)) + " " + Key(event.meta);
+    calls.push_back(line);
+    events.push_back(line);
+  }
+  void OnBookmark(const ResourceVersion& rv) override { calls.push_back("BOOKMARK " + rv.text); }
+  void OnError(const ReflectorError& error) override {
+    calls.push_back("ERROR " + error.code);
+    errors.push_back(error);
+  }
+  void OnRestart(RestartReason reason) override {
+    calls.push_back("RESTART " + std::string(ToString(reason)));
+  }
+  void OnHealthy() override { calls.push_back("HEALTHY"); }
+
+  std::vector<std::string> calls;
+  std::vector<std::string> events;
+  std::vector<ObjectList> lists;
+  std::vector<ReflectorError> errors;
+  bool stop_on_list = false;
+  Reflector* reflector = nullptr;
+};
+
+// The services reflector on simulated time, with the jitter pinned to the middle.
+struct Harness {
+  explicit Harness(ReflectorOptions options = Services()) {
+    reflector = std::make_unique<Reflector>(transport, timers, clock, handler, std::move(options));
+    handler.reflector = reflector.get();
+  }
+  static ReflectorOptions Services() {
+    ReflectorOptions options;
+    options.path = "/api/v1/services";
+    options.kind = Kind::kService;
+    options.random = [] { return 0.5; };
+    options.relist_jitter_ms = 0;  // re-LISTs at once; the jitter has its own test
+    return options;
+  }
+
+  // Answers the four captured pages of the paginated LIST, checking the continue tokens.
+  void ListServices() {
+    std::string token;
+    for (int page = 1; page <= 4; ++page) {
+      FakeApiTransport::Request& request = transport.Active();
+      INFO("page " << page << ": " << request.path);
+      REQUIRE_FALSE(request.IsWatch());
+      REQUIRE(request.Path() == "/api/v1/services");
+      REQUIRE(request.Param("limit") == "500");
+      REQUIRE(request.Param("continue") == token);
+      std::string body = ReadCapture("01-list-services-p" + std::to_string(page));
+      FakeApiTransport::Respond(request, 200, body);
+      auto decoded = DecodeList(body);
+      REQUIRE(decoded.ok());
+      token = UrlEncode(decoded->meta.continue_token);
+    }
+  }
+  FakeApiTransport::Request& Watch() {
+    FakeApiTransport::Request& request = transport.Active();
+    REQUIRE(request.IsWatch());
+    return request;
+  }
+
+  ManualClock clock{1'000'000};
+  FakeTimers timers{clock};
+  FakeApiTransport transport;
+  Recorder handler;
+  std::unique_ptr<Reflector> reflector;  // after what it uses
+};
+
+// Records the streamed list calls, one line each: "BEGIN", "ns/name@rv", "END <rv>".
+class StreamRecorder final : public ReflectorHandler {
+ public:
+  void OnListBegin() override { calls.push_back("BEGIN"); }
+  void OnListObject(Object&& object) override {
+    std::visit(
+        [&](const auto& value) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(value)>, std::monostate>) {
+            calls.push_back(Key(value.meta));
+          }
+        },
+        object);
+  }
+  void OnListEnd(const ListMeta& meta) override {
+    calls.push_back("END " + meta.resource_version.text);
+  }
+  void OnEvent(const WatchEvent&, std::chrono::steady_clock::time_point) override {}
+  void OnError(const ReflectorError& error) override { errors.push_back(error.message); }
+
+  std::vector<std::string> calls;
+  std::vector<std::string> errors;
+};
+
+struct StreamHarness {
+  explicit StreamHarness(ReflectorOptions options = Harness::Services()) {
+    reflector = std::make_unique<Reflector>(transport, timers, clock, handler, std::move(options));
+  }
+  size_t Objects() const {
+    return std::count_if(handler.calls.begin(), handler.calls.end(), [](const std::string& call) {
+      return call != "BEGIN" && call.rfind("END ", 0) != 0;
+    });
+  }
+  ManualClock clock{1'000'000};
+  FakeTimers timers{clock};
+  FakeApiTransport transport;
+  StreamRecorder handler;
+  std::unique_ptr<Reflector> reflector;
 };
 
 }  // namespace kdns::k8s::testing

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/limits/limits.h"
 #include "common/loop/tcp_limits.h"
-#include "common/server/limits.h"
 #include "common/server/waiting_queries.h"
 
 namespace kdns::server {
@@ -177,8 +177,9 @@ void ClientLimiter::RaiseCap(uint32_t cap, uint64_t now_ns) {
 
 void ClientLimiter::LogOffenders(uint64_t now_ns) {
   if (now_ns < next_log_ns_.load(std::memory_order_relaxed)) return;
-  const uint64_t hits = LimitHits(Limit::kClientRate) + LimitHits(Limit::kShedReceiveBacklog) +
-                        LimitHits(Limit::kShedWaitingQueries);
+  const uint64_t hits = limits::LimitHits(limits::Limit::kClientRate) +
+                        limits::LimitHits(limits::Limit::kShedReceiveBacklog) +
+                        limits::LimitHits(limits::Limit::kShedWaitingQueries);
   const uint64_t since = hits - hits_at_last_log_.exchange(hits, std::memory_order_relaxed);
   if (since == 0) return;
   next_log_ns_.store(now_ns + kLogIntervalNs, std::memory_order_relaxed);

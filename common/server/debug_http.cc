@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "common/http/server.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 namespace kdns::server {
 namespace {
@@ -61,7 +61,7 @@ std::unique_ptr<http::ServerThread> MakeDebugServer(const loop::SocketAddress& a
 }
 
 http::Response DebugPathRefused(const http::Request& request) {
-  RecordLimitHit(Limit::kDebugOnPublishedPort, request.path);
+  limits::RecordLimitHit(limits::Limit::kDebugOnPublishedPort, request.path);
   return http::Response::Text(404, "not found: debug data is served only on --debug-address\n");
 }
 

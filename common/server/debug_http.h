@@ -61,7 +61,7 @@ std::unique_ptr<http::ServerThread> MakeDebugServer(const loop::SocketAddress& a
                                                     std::shared_ptr<const ClientLimiter> clients);
 
 // What a port other than the debug address answers for a debug path: 404, and the hit
-// counted (Limit::kDebugOnPublishedPort).
+// counted (limits::Limit::kDebugOnPublishedPort).
 http::Response DebugPathRefused(const http::Request& request);
 
 // Routes /debug/* and /cache of `server` (an http::Server or http::ServerThread, before it

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/http/http_test_util.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 namespace kdns::server {
 namespace {
@@ -88,13 +88,13 @@ TEST_CASE("a port that is not the debug address refuses debug paths and counts t
   REQUIRE(published.Start(&error));
   const std::string path = GENERATE("/debug/top-clients", "/debug/top-clients?n=100",
                                     "/debug/pprof", "/debug", "/cache", "/cache?x=1");
-  const uint64_t before = LimitHits(Limit::kDebugOnPublishedPort);
+  const uint64_t before = limits::LimitHits(limits::Limit::kDebugOnPublishedPort);
   const std::string reply = BlockingGet(published.local_address(), path);
   CHECK(reply.rfind("404 ", 0) == 0);
   CHECK(reply.find("--debug-address") != std::string::npos);
-  CHECK(LimitHits(Limit::kDebugOnPublishedPort) == before + 1);
+  CHECK(limits::LimitHits(limits::Limit::kDebugOnPublishedPort) == before + 1);
   CHECK(BlockingGet(published.local_address(), "/metrics").rfind("200", 0) == 0);
-  CHECK(LimitHits(Limit::kDebugOnPublishedPort) == before + 1);
+  CHECK(limits::LimitHits(limits::Limit::kDebugOnPublishedPort) == before + 1);
   published.Stop();
 }
 

@@ -23,9 +23,9 @@
 #include "common/base/cpu_quota.h"
 #include "common/dns/builder.h"
 #include "common/dns/parser.h"
+#include "common/limits/limits.h"
 #include "common/loop/socket_util.h"
 #include "common/loop/timer.h"
-#include "common/server/limits.h"
 #include "common/server/server_test_util.h"
 
 namespace kdns::server {
@@ -274,7 +274,7 @@ TEST_CASE("At the process-wide TCP cap the oldest idle connection is closed for 
   options.tcp.max_connections_per_source = 2;
   DnsServer server(options, EchoFactory());
   RequireStart(server);
-  const uint64_t hits_before = LimitHits(Limit::kTcpConnections);
+  const uint64_t hits_before = limits::LimitHits(limits::Limit::kTcpConnections);
   TcpClient oldest(server.tcp_address());
   RequireTcpEcho(oldest, 1);
   TcpClient newer(server.tcp_address());
@@ -290,7 +290,7 @@ TEST_CASE("At the process-wide TCP cap the oldest idle connection is closed for 
   CHECK(s.tcp_accepted == 3);
   CHECK(s.tcp_rejected == 0);
   CHECK(s.tcp_evicted == 1);
-  CHECK(LimitHits(Limit::kTcpConnections) - hits_before == 1);
+  CHECK(limits::LimitHits(limits::Limit::kTcpConnections) - hits_before == 1);
 }
 
 TEST_CASE(
@@ -329,8 +329,8 @@ TEST_CASE(
   DnsServer server(options, HoldingQuery666);
   RequireStart(server);
   const auto heavy = loop::SocketAddress::Parse("127.0.0.2:0");
-  const uint64_t cap_hits = LimitHits(Limit::kTcpConnections);
-  const uint64_t evicted_busy = LimitHits(Limit::kTcpEvictedInFlight);
+  const uint64_t cap_hits = limits::LimitHits(limits::Limit::kTcpConnections);
+  const uint64_t evicted_busy = limits::LimitHits(limits::Limit::kTcpEvictedInFlight);
   std::vector<std::unique_ptr<TcpClient>> holders;
   for (uint64_t i = 1; i <= 4; ++i) {
     holders.push_back(std::make_unique<TcpClient>(server.tcp_address(), heavy));
@@ -349,8 +349,8 @@ TEST_CASE(
   ServerStats s = server.stats();
   CHECK(s.tcp_evicted == 1);
   CHECK(s.tcp_rejected == 1);
-  CHECK(LimitHits(Limit::kTcpConnections) - cap_hits == 2);
-  CHECK(LimitHits(Limit::kTcpEvictedInFlight) - evicted_busy == 1);
+  CHECK(limits::LimitHits(limits::Limit::kTcpConnections) - cap_hits == 2);
+  CHECK(limits::LimitHits(limits::Limit::kTcpEvictedInFlight) - evicted_busy == 1);
 }
 
 TEST_CASE(
@@ -363,7 +363,7 @@ TEST_CASE(
   DnsServer server(options, EchoFactory());
   RequireStart(server);
   const auto other_source = loop::SocketAddress::Parse("127.0.0.2:0");
-  const uint64_t hits_before = LimitHits(Limit::kTcpConnectionsPerSource);
+  const uint64_t hits_before = limits::LimitHits(limits::Limit::kTcpConnectionsPerSource);
   TcpClient victim(server.tcp_address());  // 127.0.0.1, older than all the others
   RequireTcpEcho(victim, 1);
   TcpClient first(server.tcp_address(), other_source);
@@ -377,7 +377,7 @@ TEST_CASE(
   RequireTcpEcho(victim, 5);  // still open and served
   RequireStopsClean(server);
   CHECK(server.stats().tcp_evicted == 1);
-  CHECK(LimitHits(Limit::kTcpConnectionsPerSource) - hits_before == 1);
+  CHECK(limits::LimitHits(limits::Limit::kTcpConnectionsPerSource) - hits_before == 1);
 }
 
 TEST_CASE("DnsServer fails to start with a clear error when the port is taken", "[server]") {

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "common/base/clock.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "common/server/query_gate.h"
 
 namespace kdns::server {
@@ -301,8 +301,9 @@ bool LoopServer::AdmitConnection(const IpAddress& source, loop::TcpConnectionCap
     const auto verdict = options_.tcp.caps->TryAcquire(source, slot);
     if (verdict == loop::TcpConnectionCaps::Verdict::kAdmitted) return true;
     const bool per_source = verdict == loop::TcpConnectionCaps::Verdict::kOverSource;
-    RecordLimitHit(per_source ? Limit::kTcpConnectionsPerSource : Limit::kTcpConnections,
-                   source.ToString());
+    limits::RecordLimitHit(
+        per_source ? limits::Limit::kTcpConnectionsPerSource : limits::Limit::kTcpConnections,
+        source.ToString());
     if (evictions >= 2) return false;
     if (per_source) {
       Connection* victim = OldestIdleFrom(source);
@@ -319,7 +320,7 @@ bool LoopServer::AdmitConnection(const IpAddress& source, loop::TcpConnectionCap
 void LoopServer::Evict(Connection& victim) {
   if (!victim.idle) {
     // Its queries are dropped when it closes (OnTcpClosed, QueryHandler::OnConnectionClosed).
-    RecordLimitHit(Limit::kTcpEvictedInFlight, victim.source.ToString());
+    limits::RecordLimitHit(limits::Limit::kTcpEvictedInFlight, victim.source.ToString());
   }
   MarkBusy(victim);  // off the idle list: it is closing
   victim.slot.Release();
@@ -423,24 +424,24 @@ void LoopServer::OnTcpClosed(uint64_t id, loop::TcpConnection::CloseReason reaso
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
   using CloseReason = loop::TcpConnection::CloseReason;
-  std::optional<Limit> limit;
+  std::optional<limits::Limit> limit;
   switch (reason) {
     case CloseReason::kFrameTimeout:
-      limit = Limit::kTcpFrameTimeout;
+      limit = limits::Limit::kTcpFrameTimeout;
       break;
     case CloseReason::kIdleTimeout:
-      limit = Limit::kTcpIdleTimeout;
+      limit = limits::Limit::kTcpIdleTimeout;
       break;
     case CloseReason::kOutputOverflow:
-      limit = Limit::kTcpOutputPerConnection;
+      limit = limits::Limit::kTcpOutputPerConnection;
       break;
     case CloseReason::kOutputTotal:
-      limit = Limit::kTcpOutputTotal;
+      limit = limits::Limit::kTcpOutputTotal;
       break;
     default:
       break;  // evictions were counted at the accept that caused them
   }
-  if (limit) RecordLimitHit(*limit, it->second.source.ToString());
+  if (limit) limits::RecordLimitHit(*limit, it->second.source.ToString());
   MarkBusy(it->second);
   // Destroys the DnsTcpConnection from its close callback, as it allows. Late Responders
   // for it find no entry and drop their reply.
@@ -453,7 +454,7 @@ void LoopServer::OnTcpClosed(uint64_t id, loop::TcpConnection::CloseReason reaso
 void LoopServer::OnTcpOverdue(uint64_t id) {
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
-  RecordLimitHit(Limit::kTcpQueryTimeout, it->second.source.ToString());
+  limits::RecordLimitHit(limits::Limit::kTcpQueryTimeout, it->second.source.ToString());
   // What the handler answers now frees the connection; if it answers nothing, the
   // DnsTcpConnection closes it (kQueryTimeout) and its waiting queries are dropped.
   if (handler_ != nullptr) handler_->OnQueriesOverdue(id);

@@ -23,7 +23,7 @@
 // this thread holds none that may be closed but another thread may, the new one is let in
 // over the cap and the other threads are asked to close one, TcpConnectionCaps::AskForRoom;
 // at the per-source cap that source's oldest idle one), and the output bounds. Every hit is
-// recorded with server::RecordLimitHit (limits.h).
+// recorded with limits::RecordLimitHit (common/limits/limits.h).
 //
 // Every query passes the QueryGate (query_gate.h) on whichever thread receives it: the
 // ClientLimiter, admission, the client behind it; every UDP reply, from either thread,

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "common/dns/builder.h"
+#include "common/limits/limits.h"
 #include "common/loop/loop_test_util.h"
 #include "common/loop/tcp_limits.h"
 #include "common/loop/timer.h"
-#include "common/server/limits.h"
 #include "common/server/server_test_util.h"
 
 namespace kdns::server {
@@ -566,13 +566,14 @@ TEST_CASE("A TCP client that trickles a query is closed at the frame timeout and
   TcpOptions tcp = LongIdle();
   tcp.frame_timeout_ms = 50;
   Harness h(EchoFactory(), 0, tcp);
-  const uint64_t frame_hits = LimitHits(Limit::kTcpFrameTimeout);
+  const uint64_t frame_hits = limits::LimitHits(limits::Limit::kTcpFrameTimeout);
   TcpClient slow(h.server->tcp_address());
   REQUIRE(slow.SendRaw({0, 40, 1}));  // a 40-byte message, one byte of it
   REQUIRE(RunUntil(h.loop, [&] { return slow.closed(); }));
   // Counted when the server has finished closing it (a later loop iteration).
-  REQUIRE(RunUntil(h.loop, [&] { return LimitHits(Limit::kTcpFrameTimeout) != frame_hits; }));
-  CHECK(LimitHits(Limit::kTcpFrameTimeout) - frame_hits == 1);
+  REQUIRE(RunUntil(
+      h.loop, [&] { return limits::LimitHits(limits::Limit::kTcpFrameTimeout) != frame_hits; }));
+  CHECK(limits::LimitHits(limits::Limit::kTcpFrameTimeout) - frame_hits == 1);
   TcpClient fine(h.server->tcp_address());
   REQUIRE(fine.Send(MakeQuery(9)));
   std::optional<std::vector<uint8_t>> reply;
@@ -588,14 +589,14 @@ TEST_CASE("At the TCP query timeout the handler answers the waiting queries, the
   tcp.query_timeout_ms = 50;
   Harness h(HoldingFactory(&handler), 0, tcp);
   handler->answer_overdue = true;
-  const uint64_t hits = LimitHits(Limit::kTcpQueryTimeout);
+  const uint64_t hits = limits::LimitHits(limits::Limit::kTcpQueryTimeout);
   TcpClient client(h.server->tcp_address());
   REQUIRE(client.Send(MakeQuery(3)));
   std::optional<std::vector<uint8_t>> reply;
   REQUIRE(RunUntil(h.loop, [&] { return (reply = client.TryReceive()).has_value(); }));
   CHECK(IdOf(*reply) == 3);
   CHECK(handler->overdue.size() == 1);
-  CHECK(LimitHits(Limit::kTcpQueryTimeout) - hits == 1);
+  CHECK(limits::LimitHits(limits::Limit::kTcpQueryTimeout) - hits == 1);
   // Idle again, and still serving.
   REQUIRE(client.Send(MakeQuery(4)));
   REQUIRE(RunUntil(h.loop, [&] { return (reply = client.TryReceive()).has_value(); }));
@@ -610,13 +611,13 @@ TEST_CASE("At the TCP query timeout a connection whose queries nobody answers is
   TcpOptions tcp = LongIdle();
   tcp.query_timeout_ms = 50;
   Harness h(HoldingFactory(&handler), 0, tcp);
-  const uint64_t hits = LimitHits(Limit::kTcpQueryTimeout);
+  const uint64_t hits = limits::LimitHits(limits::Limit::kTcpQueryTimeout);
   TcpClient client(h.server->tcp_address());
   REQUIRE(client.Send(MakeQuery(3)));
   REQUIRE(RunUntil(h.loop, [&] { return client.closed(); }));
   REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
   CHECK(handler->overdue.size() == 1);
-  CHECK(LimitHits(Limit::kTcpQueryTimeout) - hits == 1);
+  CHECK(limits::LimitHits(limits::Limit::kTcpQueryTimeout) - hits == 1);
   CHECK_FALSE(ReplyEcho(handler->held[0], handler->queries[0]));  // too late: dropped
   h.Finish();
 }
@@ -639,7 +640,7 @@ TEST_CASE(
   auto first = StartWith(loop, options, stats, &holding);
   auto second = StartWith(loop, options, stats, &empty);
   const auto heavy = loop::SocketAddress::Parse("127.0.0.2:0");
-  const uint64_t evicted_busy = LimitHits(Limit::kTcpEvictedInFlight);
+  const uint64_t evicted_busy = limits::LimitHits(limits::Limit::kTcpEvictedInFlight);
   std::vector<std::unique_ptr<TcpClient>> holders;
   for (size_t i = 1; i <= 4; ++i) {
     holders.push_back(std::make_unique<TcpClient>(first->tcp_address(), heavy));
@@ -652,7 +653,7 @@ TEST_CASE(
   REQUIRE(RunUntil(loop, [&] { return holders[0]->closed(); }));     // the oldest busy one
   REQUIRE(RunUntil(loop, [&] { return first->open_connections() == 3; }));
   CHECK(options.tcp.caps->open() == 4);  // the place lent is covered: back at the cap
-  CHECK(LimitHits(Limit::kTcpEvictedInFlight) - evicted_busy == 1);
+  CHECK(limits::LimitHits(limits::Limit::kTcpEvictedInFlight) - evicted_busy == 1);
   CHECK(ReplyEcho(empty->held[0], empty->queries[0]));
   std::optional<std::vector<uint8_t>> reply;
   REQUIRE(RunUntil(loop, [&] { return (reply = light.TryReceive()).has_value(); }));
@@ -802,11 +803,11 @@ TEST_CASE("A trusted forwarder's queries are limited as the client they name, an
   CHECK(seen[0] == std::pair<std::string, std::string>{"10.0.0.7", "127.0.0.1"});
   // The same client again is over its rate: REFUSED (never silence, never TC to our own
   // forwarder), and the handler never sees it.
-  const uint64_t limited = LimitHits(Limit::kClientRate);
+  const uint64_t limited = limits::LimitHits(limits::Limit::kClientRate);
   const std::vector<uint8_t> refused = exchange(udp, QueryFor(2, "10.0.0.7:1234"));
   CHECK(RcodeOf(refused) == dns::Rcode::kRefused);
   CHECK((refused[2] & 0x02) == 0);  // no TC
-  CHECK(LimitHits(Limit::kClientRate) == limited + 1);
+  CHECK(limits::LimitHits(limits::Limit::kClientRate) == limited + 1);
   CHECK(seen.size() == 1);
   // Another client through the same forwarder has its own rate.
   CHECK(RcodeOf(exchange(udp, QueryFor(3, "10.0.0.8:1234"))) == dns::Rcode::kNoError);
@@ -814,12 +815,12 @@ TEST_CASE("A trusted forwarder's queries are limited as the client they name, an
   CHECK(seen[1].first == "10.0.0.8");
 
   // From a peer not trusted, the option is ignored and counted: the peer is the client.
-  const uint64_t untrusted = LimitHits(Limit::kClientAddressUntrusted);
+  const uint64_t untrusted = limits::LimitHits(limits::Limit::kClientAddressUntrusted);
   UdpClient forged(server->udp_address(), stranger);
   CHECK(RcodeOf(exchange(forged, QueryFor(4, "10.0.0.9:1234"))) == dns::Rcode::kNoError);
   REQUIRE(seen.size() == 3);
   CHECK(seen[2] == std::pair<std::string, std::string>{"127.0.0.2", "127.0.0.2"});
-  CHECK(LimitHits(Limit::kClientAddressUntrusted) == untrusted + 1);
+  CHECK(limits::LimitHits(limits::Limit::kClientAddressUntrusted) == untrusted + 1);
 
   // Over TCP the forwarder's connection carries many clients: limited per client too.
   TcpClient tcp(server->tcp_address(), forwarder);
@@ -856,12 +857,12 @@ TEST_CASE("RRL limits a trusted forwarder's replies per client it names, REFUSED
     REQUIRE(IdOf(*reply) == IdOf(query));
     return RcodeOf(*reply);
   };
-  const uint64_t limited = LimitHits(Limit::kResponseRate);
+  const uint64_t limited = limits::LimitHits(limits::Limit::kResponseRate);
   CHECK(exchange(QueryFor(1, "10.0.0.7:1234")) == dns::Rcode::kNoError);
   // The same response again for the same netblock: over RRL, REFUSED rather than dropped,
   // so the forwarder does not take us for dead.
   CHECK(exchange(QueryFor(2, "10.0.0.7:1234")) == dns::Rcode::kRefused);
-  CHECK(LimitHits(Limit::kResponseRate) == limited + 1);
+  CHECK(limits::LimitHits(limits::Limit::kResponseRate) == limited + 1);
   // Another netblock behind the same forwarder has its own.
   CHECK(exchange(QueryFor(3, "10.0.1.7:1234")) == dns::Rcode::kNoError);
   server.reset();

@@ -1,7 +1,7 @@
 #include "common/server/query_gate.h"
 
 #include "common/base/clock.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 namespace kdns::server {
 namespace {
@@ -15,9 +15,9 @@ LimitedReply LimitedReplyFor(ClientSource source) {
 // Counts a client-address option that was ignored.
 void CountIgnoredOption(const Admission& admission, const loop::SocketAddress& peer) {
   if (admission.client_source == ClientSource::kUntrusted) {
-    RecordLimitHit(Limit::kClientAddressUntrusted, peer.HostString());
+    limits::RecordLimitHit(limits::Limit::kClientAddressUntrusted, peer.HostString());
   } else if (admission.client_source == ClientSource::kMalformed) {
-    RecordLimitHit(Limit::kClientAddressMalformed, peer.HostString());
+    limits::RecordLimitHit(limits::Limit::kClientAddressMalformed, peer.HostString());
   }
 }
 
@@ -60,7 +60,7 @@ std::span<const uint8_t> QueryGate::Leave(const loop::SocketAddress& client, boo
   if (responses_ == nullptr) return reply;
   const ResponseVerdict verdict = responses_->Check(client, reply, now_ns);
   if (verdict == ResponseVerdict::kSend) return reply;
-  RecordLimitHit(Limit::kResponseRate);
+  limits::RecordLimitHit(limits::Limit::kResponseRate);
   const LimitedReply kind = via_forwarder ? LimitedReply::kRefused : LimitedReply::kTruncated;
   if (verdict == ResponseVerdict::kDrop && kind == LimitedReply::kTruncated) return {};
   return slip.first(WriteLimitedReply(reply, kind, slip));
@@ -75,13 +75,13 @@ bool QueryGate::PassClients(std::span<const uint8_t> packet, const loop::SocketA
     case ClientVerdict::kPass:
       return true;
     case ClientVerdict::kShed:
-      RecordLimitHit(clients_->shed_reason() == Overload::kWaitingQueries
-                         ? Limit::kShedWaitingQueries
-                         : Limit::kShedReceiveBacklog);
+      limits::RecordLimitHit(clients_->shed_reason() == Overload::kWaitingQueries
+                                 ? limits::Limit::kShedWaitingQueries
+                                 : limits::Limit::kShedReceiveBacklog);
       break;
     case ClientVerdict::kSlip:
     case ClientVerdict::kLimited:
-      RecordLimitHit(Limit::kClientRate);
+      limits::RecordLimitHit(limits::Limit::kClientRate);
       break;
   }
   // Only a query gets a reply: a response is never answered, so we reflect nothing.

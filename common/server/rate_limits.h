@@ -53,7 +53,7 @@ bool MakeRateLimits(const RateLimitFlags& flags, const std::shared_ptr<WaitingBu
 
 // kdns_client_rate_tracked_clients, kdns_client_rate_slipped_total, kdns_rrl_slipped_total
 // and kdns_shed_cap_queries_per_second (0: not shedding). The limits' hits themselves are
-// kdns_limit_hits_total{limit="client_rate"|"response_rate"|"shed_*"} (limits.h).
+// kdns_limit_hits_total{limit="client_rate"|"response_rate"|"shed_*"} (common/limits/limits.h).
 void RegisterRateLimitMetrics(metrics::Registry& registry, const RateLimits& limits);
 
 // The most at most; ?n= asks for fewer or more, up to this.

@@ -11,7 +11,7 @@
 //
 // Add takes the Request's Responder only if the budget has room (and, near full, if the
 // client is not one of the heaviest: WaitingBudget::kReservePercent). Over it, the hit is
-// recorded (Limit::kWaitingQueries, with the client's address) and the Request is left
+// recorded (limits::Limit::kWaitingQueries, with the client's address) and the Request is left
 // pending: the handler answers it at once (frontend-cache: stale if cached, else SERVFAIL;
 // kubedns: SERVFAIL). A query waits, so an upstream that never answers holds its slot for
 // the forwarder's whole time budget; the budget, not the rate of queries, bounds the memory
@@ -46,8 +46,8 @@
 
 #include "common/base/atomic_budget.h"
 #include "common/base/clock.h"
+#include "common/limits/limits.h"
 #include "common/server/forward_reply.h"
-#include "common/server/limits.h"
 #include "common/server/query_handler.h"
 
 namespace kdns::server {
@@ -116,10 +116,10 @@ class WaitingQueries {
       case WaitingBudget::Take::kTaken:
         break;
       case WaitingBudget::Take::kFull:
-        RecordLimitHit(Limit::kWaitingQueries, request.client().ToString());
+        limits::RecordLimitHit(limits::Limit::kWaitingQueries, request.client().ToString());
         return 0;
       case WaitingBudget::Take::kReserved:
-        RecordLimitHit(Limit::kShedWaitingQueries);
+        limits::RecordLimitHit(limits::Limit::kShedWaitingQueries);
         return 0;
     }
     uint32_t index = 0;

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <utility>
 
+#include "common/limits/limits.h"
 #include "common/loop/tcp_limits.h"
-#include "common/server/limits.h"
 #include "common/upstream/forwarder_internal.h"
 
 namespace kdns::upstream {
@@ -287,15 +287,15 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
     waiters.push_back(std::move(callback));
     Deliver(std::move(waiters), std::move(result));
   };
-  auto refuse = [&](server::Limit limit, FailReason reason, std::string_view detail) {
+  auto refuse = [&](limits::Limit limit, FailReason reason, std::string_view detail) {
     counters_.overloaded.fetch_add(1, std::memory_order_relaxed);
-    server::RecordLimitHit(limit, detail);
+    limits::RecordLimitHit(limit, detail);
     fail_now(Outcome::kOverloaded, reason);
     --resolve_depth_;
   };
   if (Job* job = FindCoalesced(key_hash, request, upstreams); job != nullptr) {
     if (job->waiters.size() >= options_.max_waiters_per_query) {
-      refuse(server::Limit::kWaitersPerQuery, FailReason::kWaitersPerQuery, request.qname.ToText());
+      refuse(limits::Limit::kWaitersPerQuery, FailReason::kWaitersPerQuery, request.qname.ToText());
       return;
     }
     counters_.coalesced.fetch_add(1, std::memory_order_relaxed);
@@ -322,14 +322,14 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
   if (candidates.empty()) {
     if (any_down) {
       counters_.upstream_down.fetch_add(1, std::memory_order_relaxed);
-      server::RecordLimitHit(server::Limit::kUpstreamDown, "route " + upstreams.ToString());
+      limits::RecordLimitHit(limits::Limit::kUpstreamDown, "route " + upstreams.ToString());
     }
     fail_now(Outcome::kServFail, any_down ? FailReason::kUpstreamDown : FailReason::kNoUpstreams);
     --resolve_depth_;
     return;
   }
   if (!any_room) {
-    refuse(server::Limit::kUpstreamInFlight, FailReason::kUpstreamBudget,
+    refuse(limits::Limit::kUpstreamInFlight, FailReason::kUpstreamBudget,
            "every upstream of route " + upstreams.ToString());
     return;
   }
@@ -337,17 +337,17 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
   BudgetHold route_hold = RouteBudget(upstreams).TryAcquire(client);
   if (!route_hold) {
     if (route_hold.refusal() == Refusal::kClientShare) {
-      refuse(server::Limit::kRouteClientShare, FailReason::kRouteBudget,
+      refuse(limits::Limit::kRouteClientShare, FailReason::kRouteBudget,
              "client " + request.client.HostString() + ", route " + upstreams.ToString());
     } else {
-      refuse(server::Limit::kRouteInFlight, FailReason::kRouteBudget,
+      refuse(limits::Limit::kRouteInFlight, FailReason::kRouteBudget,
              "route " + upstreams.ToString());
     }
     return;
   }
   BudgetHold process_hold = budgets_->process().TryAcquire();
   if (!process_hold) {
-    refuse(server::Limit::kForwardInFlight, FailReason::kForwardMax,
+    refuse(limits::Limit::kForwardInFlight, FailReason::kForwardMax,
            "route " + upstreams.ToString());
     return;
   }

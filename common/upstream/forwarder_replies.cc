@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "common/dns/header.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/forwarder_internal.h"
 
@@ -50,13 +50,13 @@ void Forwarder::OnWrongCase(Attempt* attempt) {
   Job* job = attempt->job;
   Server* server = attempt->server;
   const std::string upstream = FormatUpstreamAddress(server->address);
-  server::RecordLimitHit(server::Limit::kUpstream0x20Mismatch,
+  limits::RecordLimitHit(limits::Limit::kUpstream0x20Mismatch,
                          "upstream " + upstream + ", " + job->request.qname.ToText());
   switch (server->echo_0x20.OnWrongCase(loop_.now_ms())) {
     case Echo0x20::Verdict::kDrop:
       return;  // a spoof attempt: the real reply may still come
     case Echo0x20::Verdict::kFallBack:
-      server::RecordLimitHit(server::Limit::kUpstream0x20Fallback,
+      limits::RecordLimitHit(limits::Limit::kUpstream0x20Fallback,
                              "upstream " + upstream + " does not echo the 0x20 case");
       break;
     case Echo0x20::Verdict::kRetryPlain:

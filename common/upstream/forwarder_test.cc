@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "common/dns/testing.h"
+#include "common/limits/limits.h"
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
 #include "common/loop/socket_util.h"
-#include "common/server/limits.h"
 #include "common/upstream/testing.h"
 #include "test/unit/allocation_counter.h"
 
@@ -429,14 +429,14 @@ TEST_CASE("Forwarders sharing budgets share them, as threads of one process do",
     Forwarder second(loop, options);
     std::vector<Result> results;
     auto keep = [&](const Result& r) { results.push_back(r); };
-    const uint64_t hits_before = server::LimitHits(server::Limit::kForwardInFlight);
+    const uint64_t hits_before = limits::LimitHits(limits::Limit::kForwardInFlight);
     first.Resolve(Req("a.example."), {a.address()}, keep);
     second.Resolve(Req("b.example."), {a.address()}, keep);
     second.Resolve(Req("c.example."), {a.address()}, keep);  // the third overall: refused
     REQUIRE(RunUntil(loop, [&] { return results.size() == 3; }));
     CHECK(results[0].outcome == Outcome::kOverloaded);
     CHECK(results[0].reason == FailReason::kForwardMax);
-    CHECK(server::LimitHits(server::Limit::kForwardInFlight) - hits_before == 1);
+    CHECK(limits::LimitHits(limits::Limit::kForwardInFlight) - hits_before == 1);
     CHECK(second.counters().overloaded == 1);
     // Every finished query gave its slots back.
     CHECK(options.budgets->process().in_flight() == 0);
@@ -455,13 +455,13 @@ TEST_CASE("A black-holed route fills only its own budget; other routes are answe
     Forwarder::Options options = TestOptions();
     options.budgets = Budgets(/*process=*/100, /*route=*/3, /*upstream=*/100);
     Forwarder forwarder(loop, options);
-    const uint64_t hits_before = server::LimitHits(server::Limit::kRouteInFlight);
+    const uint64_t hits_before = limits::LimitHits(limits::Limit::kRouteInFlight);
     std::vector<Result> flood;
     ResolveMany(forwarder, "flood", 10, {dead.address()}, &flood);
     // Over the route's budget: refused at once, while its 3 queries wait for the silence.
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 7; }));
     CHECK(Count(flood, Outcome::kOverloaded, FailReason::kRouteBudget) == 7);
-    CHECK(server::LimitHits(server::Limit::kRouteInFlight) - hits_before == 7);
+    CHECK(limits::LimitHits(limits::Limit::kRouteInFlight) - hits_before == 7);
     CHECK(options.budgets->Route({dead.address()}).in_flight() == 3);
     // Another route (its own server set) still has its whole budget.
     for (int i = 0; i < 5; ++i) {
@@ -488,7 +488,7 @@ TEST_CASE("A dead upstream fills only its own budget; its routes' other servers 
     options.failure_threshold = 100;  // keep the dead one first in the order
     options.budgets = Budgets(/*process=*/100, /*route=*/100, /*upstream=*/2);
     Forwarder forwarder(loop, options);
-    const uint64_t hits_before = server::LimitHits(server::Limit::kUpstreamInFlight);
+    const uint64_t hits_before = limits::LimitHits(limits::Limit::kUpstreamInFlight);
     std::vector<Result> stuck;
     ResolveMany(forwarder, "stuck", 2, {dead.address()}, &stuck);
     REQUIRE(RunUntil(loop, [&] { return dead.queries().size() == 2; }));
@@ -503,7 +503,7 @@ TEST_CASE("A dead upstream fills only its own budget; its routes' other servers 
     CHECK(AnswerAddress(answered) == "192.0.2.2");
     CHECK(answered.tries == 1);
     CHECK(dead.queries().size() == 2);
-    CHECK(server::LimitHits(server::Limit::kUpstreamInFlight) - hits_before == 2);
+    CHECK(limits::LimitHits(limits::Limit::kUpstreamInFlight) - hits_before == 2);
     REQUIRE(RunUntil(loop, [&] { return stuck.size() == 2; }));
     CHECK(options.budgets->Upstream(dead.address()).in_flight() == 0);
     CHECK(options.budgets->Upstream(healthy.address()).in_flight() == 0);
@@ -533,7 +533,7 @@ TEST_CASE("An upstream known down fails its queries at once until a probe brings
     // Failed is not down: only a probe without a reply makes it down.
     REQUIRE(RunUntil(loop, [&] { return forwarder.health(a.address())->down(); }));
 
-    const uint64_t hits_before = server::LimitHits(server::Limit::kUpstreamDown);
+    const uint64_t hits_before = limits::LimitHits(limits::Limit::kUpstreamDown);
     bool inside_resolve = true;
     std::optional<Result> fast;
     forwarder.Resolve(Req("two.example."), {a.address()}, [&](const Result& r) {
@@ -547,7 +547,7 @@ TEST_CASE("An upstream known down fails its queries at once until a probe brings
     CHECK(fast->tries == 0);
     CHECK(client_queries() == 1);  // nothing sent
     CHECK(forwarder.counters().upstream_down == 1);
-    CHECK(server::LimitHits(server::Limit::kUpstreamDown) - hits_before == 1);
+    CHECK(limits::LimitHits(limits::Limit::kUpstreamDown) - hits_before == 1);
 
     // It comes back: the next probe sees it, and queries go to it again.
     a.set_behaviour(Behaviour::kAnswer);
@@ -599,11 +599,11 @@ TEST_CASE("A down server is left out while another server of the route answers",
     const UpstreamSet set{a.address(), b.address()};
     CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("one.example."), set)) == "192.0.2.2");
     REQUIRE(RunUntil(loop, [&] { return forwarder.health(a.address())->down(); }));
-    const uint64_t hits_before = server::LimitHits(server::Limit::kUpstreamDown);
+    const uint64_t hits_before = limits::LimitHits(limits::Limit::kUpstreamDown);
     Result result = ResolveAndWait(loop, forwarder, Req("two.example."), set);
     CHECK(AnswerAddress(result) == "192.0.2.2");
     CHECK(result.tries == 1);
-    CHECK(server::LimitHits(server::Limit::kUpstreamDown) == hits_before);
+    CHECK(limits::LimitHits(limits::Limit::kUpstreamDown) == hits_before);
   }
   RequireClosesClean(loop);
 }
@@ -627,7 +627,7 @@ TEST_CASE("A client flooding a slow domain cannot fill its route: others' names 
     options.budgets = Budgets(/*process=*/100, /*route=*/20, /*upstream=*/100);
     Forwarder forwarder(loop, options);
     const UpstreamSet route{upstream.address()};
-    const uint64_t hits_before = server::LimitHits(server::Limit::kRouteClientShare);
+    const uint64_t hits_before = limits::LimitHits(limits::Limit::kRouteClientShare);
     std::vector<Result> flood;
     for (int i = 0; i < 40; ++i) {
       forwarder.Resolve(ReqFrom("f" + std::to_string(i) + ".slow.example.", "127.0.0.2"), route,
@@ -635,7 +635,7 @@ TEST_CASE("A client flooding a slow domain cannot fill its route: others' names 
     }
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 22; }));
     CHECK(Count(flood, Outcome::kOverloaded, FailReason::kRouteBudget) == 22);
-    CHECK(server::LimitHits(server::Limit::kRouteClientShare) - hits_before == 22);
+    CHECK(limits::LimitHits(limits::Limit::kRouteClientShare) - hits_before == 22);
     InFlightBudget& budget = options.budgets->Route(route);
     CHECK(budget.in_flight() == 18);
     CHECK(budget.HeldBy(ClientTagOf(Client("127.0.0.2"))) == 18);
@@ -666,7 +666,7 @@ TEST_CASE("A client flooding a slow domain cannot fill an upstream's budget eith
     options.budgets = Budgets(/*process=*/100, /*route=*/100, /*upstream=*/10);
     Forwarder forwarder(loop, options);
     const UpstreamSet route{upstream.address()};
-    const uint64_t hits_before = server::LimitHits(server::Limit::kUpstreamClientShare);
+    const uint64_t hits_before = limits::LimitHits(limits::Limit::kUpstreamClientShare);
     std::vector<Result> flood;
     for (int i = 0; i < 15; ++i) {
       forwarder.Resolve(ReqFrom("f" + std::to_string(i) + ".slow.example.", "127.0.0.2"), route,
@@ -675,7 +675,7 @@ TEST_CASE("A client flooding a slow domain cannot fill an upstream's budget eith
     // Every server of the route refused the client its share: overloaded, as over the budget.
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 6; }));
     CHECK(Count(flood, Outcome::kOverloaded, FailReason::kUpstreamBudget) == 6);
-    CHECK(server::LimitHits(server::Limit::kUpstreamClientShare) - hits_before == 6);
+    CHECK(limits::LimitHits(limits::Limit::kUpstreamClientShare) - hits_before == 6);
     CHECK(options.budgets->Upstream(upstream.address()).in_flight() == 9);
     Result result = ResolveAndWait(loop, forwarder, ReqFrom("v.example.", "127.0.0.1"), route);
     CHECK(AnswerAddress(result) == "192.0.2.1");
@@ -843,10 +843,10 @@ TEST_CASE("0x20: a reply in the wrong case is dropped and the real one accepted"
     // The first reply echoes our case: the upstream is known to echo it.
     REQUIRE(AnswerAddress(ResolveAndWait(loop, forwarder, Req(kLongName), set)) == "192.0.2.1");
     a.set_behaviour(Behaviour::kWrongCaseFirst);
-    const uint64_t hits = server::LimitHits(server::Limit::kUpstream0x20Mismatch);
+    const uint64_t hits = limits::LimitHits(limits::Limit::kUpstream0x20Mismatch);
     const Result result = ResolveAndWait(loop, forwarder, Req("x." + std::string(kLongName)), set);
     // The forged A 198.51.100.66 landed (our port, ID and question) and lost.
-    CHECK(server::LimitHits(server::Limit::kUpstream0x20Mismatch) == hits + 1);
+    CHECK(limits::LimitHits(limits::Limit::kUpstream0x20Mismatch) == hits + 1);
     CHECK(forwarder.counters().mismatched == 1);
     CHECK(AnswerAddress(result) == "192.0.2.1");
     CHECK(result.tries == 1);
@@ -865,7 +865,7 @@ TEST_CASE("0x20: an upstream that lower-cases is asked again plainly, then gets 
     options.dns0x20.fallback_after = 3;
     Forwarder forwarder(loop, options);
     const UpstreamSet set{a.address()};
-    const uint64_t fallbacks = server::LimitHits(server::Limit::kUpstream0x20Fallback);
+    const uint64_t fallbacks = limits::LimitHits(limits::Limit::kUpstream0x20Fallback);
     for (int i = 0; i < 3; ++i) {
       const Request request = Req("q" + std::to_string(i) + "." + std::string(kLongName));
       const Result result = ResolveAndWait(loop, forwarder, request, set);
@@ -876,7 +876,7 @@ TEST_CASE("0x20: an upstream that lower-cases is asked again plainly, then gets 
       CHECK(QuestionOf(result.reply).IdenticalTo(request.qname.Lowercased()));
       CHECK(a.queries().back().message.questions[0].name.IdenticalTo(request.qname));
     }
-    CHECK(server::LimitHits(server::Limit::kUpstream0x20Fallback) == fallbacks + 1);
+    CHECK(limits::LimitHits(limits::Limit::kUpstream0x20Fallback) == fallbacks + 1);
     // Marked: the plain name at once.
     const Request request = Req(kLongName);
     const Result result = ResolveAndWait(loop, forwarder, request, set);

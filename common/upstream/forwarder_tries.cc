@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/forwarder_internal.h"
 
@@ -36,11 +36,11 @@ void Forwarder::StartNextTry(Job* job) {
       job->upstream_holds[candidate] = server->budget.TryAcquire(job->client);
       if (!job->upstream_holds[candidate]) {
         if (job->upstream_holds[candidate].refusal() == Refusal::kClientShare) {
-          server::RecordLimitHit(server::Limit::kUpstreamClientShare,
+          limits::RecordLimitHit(limits::Limit::kUpstreamClientShare,
                                  "client " + job->request.client.HostString() + ", upstream " +
                                      FormatUpstreamAddress(server->address));
         } else {
-          server::RecordLimitHit(server::Limit::kUpstreamInFlight,
+          limits::RecordLimitHit(limits::Limit::kUpstreamInFlight,
                                  "upstream " + FormatUpstreamAddress(server->address));
         }
         job->upstream_refused = true;

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <span>
 
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 #include "common/upstream/upstream_set.h"
 
 namespace kdns::upstream {
@@ -130,8 +130,8 @@ std::optional<loop::SocketAddress> UpstreamTable::MatchLoopProbe(const dns::Name
       }
     }
   }
-  server::RecordLimitHit(
-      server::Limit::kLoopProbeRejected,
+  limits::RecordLimitHit(
+      limits::Limit::kLoopProbeRejected,
       qname.ToText() + " from " + from.ToString() +
           (sent_to ? ": sent to " + FormatUpstreamAddress(*sent_to) + ", not from its side"
                    : ": not an outstanding probe (unknown, expired or used)"));

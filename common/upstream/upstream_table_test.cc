@@ -8,7 +8,7 @@
 
 #include "common/base/clock.h"
 #include "common/dns/testing.h"
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 namespace kdns::upstream {
 namespace {
@@ -57,9 +57,9 @@ TEST_CASE("A loop probe is accepted once, from its upstream's side, for a few se
   UpstreamTable table({*IpAddress::Parse("127.0.0.1"), pod_ip, *IpAddress::Parse("::1")}, clock);
   SecureRandom random;
   const auto upstream = Addr("192.0.2.53:53");
-  const uint64_t rejected_before = server::LimitHits(server::Limit::kLoopProbeRejected);
+  const uint64_t rejected_before = limits::LimitHits(limits::Limit::kLoopProbeRejected);
   auto rejected = [&] {
-    return server::LimitHits(server::Limit::kLoopProbeRejected) - rejected_before;
+    return limits::LimitHits(limits::Limit::kLoopProbeRejected) - rejected_before;
   };
 
   SECTION("single use: a replay from the upstream itself disables nothing") {

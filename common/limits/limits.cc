@@ -1,4 +1,4 @@
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 #include <glog/logging.h>
 
@@ -12,7 +12,7 @@
 #include "common/metrics/counter.h"
 #include "common/metrics/shard.h"
 
-namespace kdns::server {
+namespace kdns::limits {
 namespace {
 
 constexpr size_t kLimits = static_cast<size_t>(Limit::kCount);
@@ -124,4 +124,4 @@ void RegisterLimitMetrics(metrics::Registry& registry) {
                         std::make_shared<LimitCollector>());
 }
 
-}  // namespace kdns::server
+}  // namespace kdns::limits

@@ -12,7 +12,7 @@
 //
 // Usage, where the bound is enforced:
 //   if (open_ >= max_) {
-//     server::RecordLimitHit(server::Limit::kTcpConnections, peer.ToString());
+//     limits::RecordLimitHit(limits::Limit::kTcpConnections, peer.ToString());
 //     CloseOldestIdle();
 //   }
 //
@@ -25,7 +25,7 @@
 
 #include "common/metrics/registry.h"
 
-namespace kdns::server {
+namespace kdns::limits {
 
 enum class Limit : uint8_t {
   // HTTP (health, readiness, metrics)
@@ -95,4 +95,4 @@ uint64_t LimitHits(Limit limit);
 // Adds kdns_limit_hits_total (every limit, zeros included) to `registry`.
 void RegisterLimitMetrics(metrics::Registry& registry);
 
-}  // namespace kdns::server
+}  // namespace kdns::limits

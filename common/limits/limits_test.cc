@@ -1,4 +1,4 @@
-#include "common/server/limits.h"
+#include "common/limits/limits.h"
 
 #include <catch2/catch.hpp>
 #include <set>
@@ -8,7 +8,7 @@
 
 #include "common/metrics/registry.h"
 
-namespace kdns::server {
+namespace kdns::limits {
 namespace {
 
 TEST_CASE("every limit has its own non-empty name", "[limits]") {
@@ -50,4 +50,4 @@ TEST_CASE("hits from many threads at once are each counted", "[limits]") {
 }
 
 }  // namespace
-}  // namespace kdns::server
+}  // namespace kdns::limits

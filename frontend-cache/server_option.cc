@@ -1,0 +1,178 @@
+// The --server and --address values and the --servers-file lines, in dnsmasq's syntax
+// (server_option.h).
+#include "frontend-cache/server_option.h"
+
+#include <optional>
+
+#include "common/base/trim.h"
+
+namespace kdns::frontend {
+namespace {
+
+// The address of a --server value (kDnsmasqSyntax), with the errors worded for --server.
+std::optional<upstream::UpstreamAddress> ParseServerAddress(std::string_view text,
+                                                            std::string* error) {
+  const upstream::ParsedAddress parsed = upstream::ParseAddress(text, upstream::kDnsmasqSyntax);
+  const std::string quoted = "\"" + std::string(text) + "\"";
+  switch (parsed.shape) {
+    case upstream::AddressShape::kMissingBracket:
+      *error = "missing ']' in " + quoted;
+      return std::nullopt;
+    case upstream::AddressShape::kBadAfterBracket:
+    case upstream::AddressShape::kUnbracketedIpv6:
+      *error = "expected '#port' after ']' in " + quoted;
+      return std::nullopt;
+    case upstream::AddressShape::kOk:
+      break;
+  }
+  if (parsed.host.find('@') != std::string_view::npos ||
+      parsed.port_text.find('@') != std::string_view::npos) {
+    *error = "source address or interface ('@') is not supported in " + quoted;
+    return std::nullopt;
+  }
+  if (!parsed.ip) {
+    *error = "\"" + std::string(parsed.host) + "\" is not an IP address";
+    return std::nullopt;
+  }
+  if (!parsed.port) {
+    *error = "bad port \"" + std::string(parsed.port_text) + "\" in " + quoted + " (1..65535)";
+    return std::nullopt;
+  }
+  return parsed.upstream();
+}
+
+}  // namespace
+
+bool ParseServerOption(std::string_view value, ServerOption* server, std::string* error) {
+  *server = ServerOption();
+  if (value.empty()) {
+    *error = "empty value";
+    return false;
+  }
+  std::string_view target = value;
+  if (value.front() == '/') {
+    const size_t last = value.rfind('/');
+    if (last == 0) {
+      *error = "missing '/' after the domain";
+      return false;
+    }
+    std::string_view domains = value.substr(1, last - 1);
+    target = value.substr(last + 1);
+    while (true) {
+      const size_t slash = domains.find('/');
+      std::string_view domain = domains.substr(0, slash);
+      if (domain.empty()) {
+        *error = "empty domain (dnsmasq's // for unqualified names is not supported)";
+        return false;
+      }
+      if (domain.find('*') != std::string_view::npos ||
+          domain.find('#') != std::string_view::npos) {
+        *error = "wildcard domain \"" + std::string(domain) + "\" is not supported";
+        return false;
+      }
+      std::optional<dns::Name> name = dns::Name::FromText(domain);
+      if (!name) {
+        *error = "bad domain \"" + std::string(domain) + "\"";
+        return false;
+      }
+      server->domains.push_back(name->Lowercased());
+      if (slash == std::string_view::npos) break;
+      domains = domains.substr(slash + 1);
+    }
+    if (target.empty()) {
+      server->target = ServerOption::Target::kLocal;
+      return true;
+    }
+    if (target == "#") {
+      server->target = ServerOption::Target::kDefaultUpstreams;
+      return true;
+    }
+  }
+  std::optional<upstream::UpstreamAddress> upstream = ParseServerAddress(target, error);
+  if (!upstream) return false;
+  server->target = ServerOption::Target::kUpstream;
+  server->upstream = *upstream;
+  return true;
+}
+
+bool ParseAddressOption(std::string_view value, AddressOption* address, ServerOption* server,
+                        bool* local, std::string* error) {
+  *address = AddressOption();
+  *local = false;
+  if (value.empty() || value.front() != '/') {
+    *error = "expected /domain/[address]";
+    return false;
+  }
+  const size_t last = value.rfind('/');
+  if (last == 0) {
+    *error = "missing '/' after the domain";
+    return false;
+  }
+  const std::string_view target = value.substr(last + 1);
+  if (target.empty()) {
+    // dnsmasq: "--address=/example.com/ is equivalent to --server=/example.com/".
+    *local = true;
+    return ParseServerOption(value, server, error);
+  }
+  std::string_view domains = value.substr(1, last - 1);
+  while (true) {
+    const size_t slash = domains.find('/');
+    const std::string_view domain = domains.substr(0, slash);
+    if (domain == "#") {
+      address->domains.push_back(dns::Name::Root());  // dnsmasq: /#/ matches any domain
+    } else {
+      std::optional<dns::Name> name;
+      if (!domain.empty() && domain.find('*') == std::string_view::npos) {
+        name = dns::Name::FromText(domain);
+      }
+      if (!name) {
+        *error = "bad domain \"" + std::string(domain) + "\"";
+        return false;
+      }
+      address->domains.push_back(name->Lowercased());
+    }
+    if (slash == std::string_view::npos) break;
+    domains = domains.substr(slash + 1);
+  }
+  if (target == "#") {
+    // dnsmasq: "#" is both null addresses.
+    address->addresses = {*IpAddress::Parse("0.0.0.0"), *IpAddress::Parse("::")};
+    return true;
+  }
+  std::optional<IpAddress> ip = IpAddress::Parse(target);
+  if (!ip) {
+    *error = "\"" + std::string(target) + "\" is not an IP address";
+    return false;
+  }
+  address->addresses = {*ip};
+  return true;
+}
+
+bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers,
+                      std::string* error) {
+  size_t number = 0;
+  while (!text.empty()) {
+    ++number;
+    const size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    line = Trim(line);
+    if (line.empty() || line.front() == '#') continue;
+    constexpr std::string_view kServer = "server=";
+    if (!line.starts_with(kServer)) {
+      *error = "line " + std::to_string(number) + ": \"" + std::string(line) +
+               "\": only server=... lines are allowed";
+      return false;
+    }
+    ServerOption server;
+    if (!ParseServerOption(line.substr(kServer.size()), &server, error)) {
+      *error = "line " + std::to_string(number) + ": " + std::string(line) + ": " + *error;
+      return false;
+    }
+    servers->push_back(std::move(server));
+  }
+  return true;
+}
+
+}  // namespace kdns::frontend

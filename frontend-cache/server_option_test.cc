@@ -1,0 +1,74 @@
+#include "frontend-cache/server_option.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/dns/testing.h"
+
+namespace kdns::frontend {
+namespace {
+
+using dns::testing::N;
+
+upstream::UpstreamAddress Up(std::string_view ip, uint16_t port = 53) {
+  return upstream::UpstreamAddress{*IpAddress::Parse(ip), port};
+}
+
+TEST_CASE("--server forms", "[frontend][server_option]") {
+  ServerOption server;
+  std::string error;
+  SECTION("default upstreams") {
+    REQUIRE(ParseServerOption("10.0.0.10", &server, &error));
+    CHECK(server.domains.empty());
+    CHECK(server.upstream == Up("10.0.0.10"));
+    REQUIRE(ParseServerOption("10.0.0.10#5353", &server, &error));
+    CHECK(server.upstream == Up("10.0.0.10", 5353));
+    REQUIRE(ParseServerOption("fd00::1#54", &server, &error));
+    CHECK(server.upstream == Up("fd00::1", 54));
+    REQUIRE(ParseServerOption("[fd00::1]#54", &server, &error));
+    CHECK(server.upstream == Up("fd00::1", 54));
+    REQUIRE(ParseServerOption("[fd00::1]:55", &server, &error));
+    CHECK(server.upstream == Up("fd00::1", 55));
+    REQUIRE(ParseServerOption("[fd00::1]", &server, &error));
+    CHECK(server.upstream == Up("fd00::1", 53));
+  }
+  SECTION("domains") {
+    REQUIRE(ParseServerOption("/Example.COM/corp.local./10.0.0.1#53", &server, &error));
+    CHECK(server.target == ServerOption::Target::kUpstream);
+    REQUIRE(server.domains.size() == 2);
+    CHECK(server.domains[0].IdenticalTo(N("example.com.")));  // lower-cased
+    CHECK(server.domains[1].IdenticalTo(N("corp.local.")));
+  }
+  SECTION("local and default-server domains") {
+    REQUIRE(ParseServerOption("/local.lan/", &server, &error));
+    CHECK(server.target == ServerOption::Target::kLocal);
+    REQUIRE(ParseServerOption("/public.corp.example/#", &server, &error));
+    CHECK(server.target == ServerOption::Target::kDefaultUpstreams);
+    CHECK(server.domains == std::vector{N("public.corp.example.")});
+  }
+}
+
+TEST_CASE("a servers file holds server lines and comments only", "[frontend][server_option]") {
+  std::vector<ServerOption> servers;
+  std::string error;
+  REQUIRE(
+      ParseServersFile("# stub domains\r\nserver=/acme.local/10.0.0.1#5353\n\n"
+                       "  server=10.0.0.53  \nserver=/corp/\n",
+                       &servers, &error));
+  REQUIRE(servers.size() == 3);
+  CHECK(servers[0].domains.size() == 1);
+  CHECK(servers[0].upstream.port == 5353);
+  CHECK(servers[1].domains.empty());
+  CHECK(servers[2].target == ServerOption::Target::kLocal);
+
+  servers.clear();
+  CHECK_FALSE(ParseServersFile("server=10.0.0.1\ncache-size=5\n", &servers, &error));
+  CHECK(error == "line 2: \"cache-size=5\": only server=... lines are allowed");
+  CHECK_FALSE(ParseServersFile("server=/x/10.0.0.300\n", &servers, &error));
+  CHECK(error.starts_with("line 1: server=/x/10.0.0.300: "));
+}
+
+}  // namespace
+}  // namespace kdns::frontend
