@@ -26,9 +26,7 @@ import os
 import socket
 import struct
 import sys
-import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_upstream as fu  # noqa: E402
@@ -318,37 +316,30 @@ def test_large_answers_stay_within_the_byte_budget(env):
     return p
 
 
-def main():
-    for tool in (os.path.join(harness.BIN, "frontend-cache"), servers.DNSMASQ, servers.NSD,
-                 "/usr/bin/dig"):
-        if not os.access(tool, os.X_OK):
-            print("missing %s" % tool)
-            return harness.finish(0, 1)
+def attacker_address_missing():
+    """Why the suite cannot run here: the attacker's address cannot be bound (or None)."""
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         probe.bind((ATTACKER, 0))
+        return None
     except OSError:
-        print("cannot bind %s (the attacker's address)" % ATTACKER)
-        return harness.finish(0, 1)
+        return "cannot bind %s (the attacker's address)" % ATTACKER
     finally:
         probe.close()
-    workdir = tempfile.mkdtemp(prefix="kdns-abuse-cache-")
-    env = {"workdir": workdir, "owned": []}
-    passed = failed = 0
-    try:
-        passed, failed = harness.run_tests(
-            [test_working_set_of_1000_names_stays_cached,
-             test_working_set_of_10000_names_stays_cached,
-             test_new_working_set_of_1000_names_settles_in_one_pass,
-             test_new_working_set_of_900_names_settles_in_one_pass,
-             test_cd_answer_never_reaches_a_cd0_client,
-             test_large_answers_stay_within_the_byte_budget], env)
-    except Exception:
-        traceback.print_exc()
-        failed += 1
-    finally:
-        harness.release(env["owned"], workdir, failed)
-    return harness.finish(passed, failed)
+
+
+def main():
+    return harness.main(
+        "kdns-abuse-cache-",
+        [test_working_set_of_1000_names_stays_cached,
+         test_working_set_of_10000_names_stays_cached,
+         test_new_working_set_of_1000_names_settles_in_one_pass,
+         test_new_working_set_of_900_names_settles_in_one_pass,
+         test_cd_answer_never_reaches_a_cd0_client,
+         test_large_answers_stay_within_the_byte_budget],
+        tools=(os.path.join(harness.BIN, "frontend-cache"), servers.DNSMASQ, servers.NSD,
+               "/usr/bin/dig"),
+        needs=attacker_address_missing)
 
 
 if __name__ == "__main__":

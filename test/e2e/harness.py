@@ -127,42 +127,78 @@ def finish(passed, failed):
     return 0 if failed == 0 else 1
 
 
-def main(prefix, tests, tools=(), setup=None, reset_each=False):
-    """The usual suite main(): fails at once when one of `tools` is not executable, makes a
-    work directory, runs `tests` with env {"workdir", "owned"} plus what setup(workdir, owned)
-    returns (servers it starts go into `owned`), stops everything in `owned` after each test
-    when `reset_each` (for tests that start their own servers), then releases and finishes.
-    A set-up that raises fails the suite with its traceback."""
-    for tool in tools:
-        if not os.access(tool, os.X_OK):
-            print("missing %s" % tool)
-            return finish(0, 1)
+def main(prefix, tests, tools=(), needs=None, skip_unmet=False, setup=None, reset_each=False,
+         after_each=None, report=None):
+    """The one suite main(), which every suite's `__main__` calls; returns the exit code.
+
+    - `tools`: paths that must be executable, and needs(): why the suite cannot run here
+      (an address it cannot bind, a resource limit) or None. Either unmet fails the suite,
+      or skips it (0 passed, 0 failed) with `skip_unmet`.
+    - setup(workdir, owned): starts what the tests share (servers go into `owned`) and
+      returns the env: a dict is merged into {"workdir", "owned"}, anything else (a pod
+      object) is the env itself.
+    - `tests`: the test functions, run with run_tests; or, for a suite that runs in phases
+      or counts checks, a function run(env, checks) that adds to `checks` (a Checks:
+      checks.run(tests, env) for a phase, checks.check(...) for one check).
+    - after_each(): runs after every test; `reset_each` stops what a test started (in
+      `owned`) after it.
+    - report(env, failed): prints what the suite measured, or logs when something failed,
+      before the servers stop.
+    Work goes into a fresh directory, removed at the end (kept with KDNS_KEEP_TMP when
+    something failed). A set-up or phase that raises fails the suite with its traceback,
+    and the counts so far stand."""
+    unmet = ["%s is missing" % tool for tool in tools if not os.access(tool, os.X_OK)]
+    if not unmet and needs is not None:
+        unmet = [reason for reason in [needs()] if reason]
+    if unmet:
+        print("%s: %s" % ("SKIP" if skip_unmet else "FAIL", "; ".join(unmet)))
+        return finish(0, 0 if skip_unmet else 1)
     workdir = tempfile.mkdtemp(prefix=prefix)
     owned = []
     env = {"workdir": workdir, "owned": owned}
-    passed = failed = 0
+    checks = Checks()
+    if reset_each:
+        after_each = (lambda: stop_all(owned) or owned.clear()) if after_each is None else (
+            lambda hook=after_each: hook() or stop_all(owned) or owned.clear())
     try:
         if setup is not None:
-            env.update(setup(workdir, owned) or {})
-        after_each = (lambda: stop_all(owned) or owned.clear()) if reset_each else None
-        passed, failed = run_tests(tests, env, after_each=after_each)
+            made = setup(workdir, owned)
+            env = dict(env, **made) if isinstance(made, dict) else made
+        if callable(tests):
+            tests(env, checks)
+        else:
+            checks.run(tests, env, after_each=after_each)
     except Exception:
         traceback.print_exc()
-        failed += 1
+        checks.failed += 1
     finally:
-        release(owned, workdir, failed)
-    return finish(passed, failed)
+        if report is not None:
+            try:
+                report(env, checks.failed)
+            except Exception:
+                traceback.print_exc()
+        release(owned, workdir, checks.failed)
+    return checks.finish()
 
 
 class Checks:
-    """Counts named checks for suites that run one long scenario (each check a test):
-    check() prints FAIL with the detail when `ok` is false and returns `ok`."""
+    """The counts of a suite: tests run in phases (run) and named checks of a suite that
+    runs one long scenario (check: each check a test)."""
 
     def __init__(self):
         self.passed = 0
         self.failed = 0
 
+    def run(self, tests, env, after_each=None):
+        """Runs `tests` with run_tests and adds their counts."""
+        self.add(*run_tests(tests, env, after_each=after_each))
+
+    def add(self, passed, failed):
+        self.passed += passed
+        self.failed += failed
+
     def check(self, name, ok, detail=""):
+        """Counts one check; prints FAIL with the detail when `ok` is false; returns `ok`."""
         if ok:
             self.passed += 1
         else:
@@ -173,6 +209,14 @@ class Checks:
 
     def finish(self):
         return finish(self.passed, self.failed)
+
+
+def print_figures(title, figures, width=70):
+    """Prints what a suite measured ([(what, value)]) under `title`, when it measured any."""
+    if figures:
+        print(title)
+        for what, value in figures:
+            print("  %-*s %s" % (width, what, value))
 
 
 # -- waits on a condition -------------------------------------------------------------------
