@@ -228,15 +228,16 @@ class FrontendCache:
 
 
 class Kubedns:
-    """kubedns on 127.0.0.1, DNS, healthz and metrics on free ports, `flags` (its source:
-    --objects-file or --kubecfg-file, and whatever the test needs) after ours; with
-    `debug`, the debug data (--debug-address) on a free port of its own. With `wait`,
-    ready (/readiness 200) when the constructor returns."""
+    """kubedns on 127.0.0.1, DNS, healthz and metrics on free ports (or the ones given),
+    `flags` (its source: --objects-file or --kubecfg-file, and whatever the test needs)
+    after ours; with `debug`, the debug data (--debug-address) on a free port of its own.
+    With `wait`, ready (/readiness 200) when the constructor returns."""
 
-    def __init__(self, workdir, name, *flags, threads=2, wait=True, debug=False):
-        self.port = free_port()
-        self.healthz = free_port()
-        self.metrics_port = free_port()
+    def __init__(self, workdir, name, *flags, threads=2, wait=True, debug=False, port=None,
+                 healthz=None, metrics_port=None):
+        self.port = port or free_port()
+        self.healthz = healthz or free_port()
+        self.metrics_port = metrics_port or free_port()
         self.debug_port = free_port() if debug else None
         argv = [os.path.join(BIN, "kubedns"), "--dns-bind-address=127.0.0.1",
                 "--dns-port=%d" % self.port, "--http-bind-address=127.0.0.1",
@@ -249,6 +250,14 @@ class Kubedns:
         if wait and not (wait_until(lambda: not self.process.alive() or self.ready(), 30) and
                          self.process.alive()):
             raise RuntimeError("%s did not become ready: %s" % (name, self.log()[-1500:]))
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def wait(self, timeout):
+        """Its exit code once it has exited, None when `timeout` passes first."""
+        return self.process.wait(timeout)
 
     def ready(self):
         return http_status(self.healthz, "/readiness", 1) == 200
