@@ -3,14 +3,18 @@ kubedns) and what reads them (/proc, /metrics, the fake's control port), a minim
 client over UDP, dnsperf, a LIST walker and a plain watch client. Standard library only;
 run with /usr/bin/python3.
 """
+import contextlib
 import http.client
 import json
 import os
 import re
 import socket
+import shutil
 import ssl
 import struct
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -19,6 +23,8 @@ import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+import harness  # noqa: E402  (parse_dnsperf)
 FAKE_DIR = os.path.join(ROOT, "test", "fake_apiserver")
 PYTHON = "/usr/bin/python3"
 DNSPERF = "/usr/bin/dnsperf"
@@ -30,6 +36,20 @@ PAGE_SIZE = 500  # kubedns's LIST page size, for the fake-alone walk
 
 class Broken(Exception):
     """Something that is not a timing: the benchmark cannot go on."""
+
+
+@contextlib.contextmanager
+def bench_workdir(prefix):
+    """A temporary directory for a benchmark's files, removed at the end; kept (and said)
+    with KEEP_TMP=1, as bench_lib.sh does for the shell benchmarks."""
+    workdir = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield workdir
+    finally:
+        if os.environ.get("KEEP_TMP") == "1":
+            print("kept " + workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def env_int(name, default):
@@ -395,17 +415,13 @@ def run_dnsperf(port, queries, duration, clients, rate=None):
            "-l", str(duration)] + (["-Q", str(rate)] if rate else [])
     run = subprocess.run(cmd, capture_output=True, text=True)
     out = run.stdout + run.stderr
-
-    def field(pattern, cast=float):
-        m = re.search(pattern, out)
-        return cast(m.group(1)) if m else None
-
-    qps = field(r"Queries per second:\s+([\d.]+)")
-    if qps is None:
+    figures = harness.parse_dnsperf(out)
+    if figures["qps"] is None:
         raise Broken("dnsperf gave no result: " + out[-500:])
-    return {"qps": qps, "completed": field(r"Queries completed:\s+(\d+)", int),
-            "lost": field(r"Queries lost:\s+(\d+)", int), "rate": rate,
-            "codes": (re.search(r"Response codes:\s*(.*)", out) or [None, "?"])[1]}
+    return {"qps": figures["qps"],
+            "completed": None if figures["completed"] is None else int(figures["completed"]),
+            "lost": None if figures["lost"] is None else int(figures["lost"]), "rate": rate,
+            "codes": figures["codes_line"] or "?"}
 
 
 def dnsperf(dns, queries, duration, cfg, labels, fake_pid, rate=None, warmup=True):

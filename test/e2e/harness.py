@@ -492,8 +492,9 @@ def dig_async(port, name, qtype="A", qclass=None, *options, timeout=5, client="d
 
 
 def parse_dnsperf(text):
-    """dnsperf's summary: sent, completed, lost and qps (floats, None when missing) and
-    codes (response code -> count)."""
+    """dnsperf's summary, the one reader of it (the benchmarks' too): sent, completed, lost
+    and qps (floats, None when missing), codes (response code -> count) and codes_line (the
+    response codes as dnsperf printed them, None when missing)."""
     out = {}
     for key, pattern in (("sent", r"Queries sent:\s+(\d+)"),
                          ("completed", r"Queries completed:\s+(\d+)"),
@@ -502,6 +503,7 @@ def parse_dnsperf(text):
         m = re.search(pattern, text)
         out[key] = float(m.group(1)) if m else None
     m = re.search(r"Response codes:\s+(.*)", text)
+    out["codes_line"] = m.group(1).strip() if m else None
     codes = {}
     if m:
         for code, count in re.findall(r"([A-Z]+) (\d+)", m.group(1)):
