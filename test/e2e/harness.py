@@ -158,8 +158,14 @@ def main(prefix, tests, tools=(), needs=None, skip_unmet=False, setup=None, rese
     env = {"workdir": workdir, "owned": owned}
     checks = Checks()
     if reset_each:
-        after_each = (lambda: stop_all(owned) or owned.clear()) if after_each is None else (
-            lambda hook=after_each: hook() or stop_all(owned) or owned.clear())
+        hook = after_each
+
+        def hook_then_reset():
+            if hook is not None:
+                hook()
+            stop_all(owned)
+            owned.clear()
+        after_each = hook_then_reset
     try:
         if setup is not None:
             made = setup(workdir, owned)
