@@ -24,6 +24,7 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+import dns_wire  # noqa: E402  (build_query)
 import harness  # noqa: E402  (parse_dnsperf)
 FAKE_DIR = os.path.join(ROOT, "test", "fake_apiserver")
 PYTHON = "/usr/bin/python3"
@@ -142,10 +143,8 @@ def mib(n):
 
 
 def dns_query(qid, name, qtype=1):
-    out = struct.pack(">HHHHHH", qid, 0, 1, 0, 0, 0)
-    for label in name.rstrip(".").split("."):
-        out += bytes([len(label)]) + label.encode()
-    return out + b"\0" + struct.pack(">HH", qtype, 1)
+    """A query without RD or EDNS (dns_wire.build_query)."""
+    return dns_wire.build_query(name, qtype, ident=qid, edns=False, rd=False)
 
 
 def _skip_name(msg, i):

@@ -24,7 +24,6 @@ flags are left out and the tests fail with the figures of the attack.
 """
 import os
 import socket
-import struct
 import sys
 import time
 
@@ -32,20 +31,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_upstream as fu  # noqa: E402
 import harness  # noqa: E402
 import servers  # noqa: E402
-from dns_wire import TYPES, encode_name, parse_message, records_of  # noqa: E402
+from dns_wire import build_query, parse_message, records_of  # noqa: E402
 
 VICTIM = "127.0.0.1"
 ATTACKER = "127.0.0.2"
 CD_IP = "198.51.100.66"  # what the upstream answers when CD is set
 PASSES = 4
-
-
-def query_bytes(name, ident, cd=False, payload=1232):
-    """A query with RD (and CD when asked) and an OPT record advertising `payload`."""
-    flags = 0x0100 | (0x0010 if cd else 0)
-    return (struct.pack("!HHHHHH", ident, flags, 1, 0, 0, 1) + encode_name(name) +
-            struct.pack("!HH", TYPES["A"], 1) + b"\0" +
-            struct.pack("!HHIH", TYPES["OPT"], payload, 0, 0))
 
 
 def ask_many(port, names, source=VICTIM, cd=False, payload=1232, window=100, tries=4):
@@ -64,7 +55,8 @@ def ask_many(port, names, source=VICTIM, cd=False, payload=1232, window=100, tri
                 if not pending:
                     break
                 for ident, name in pending.items():
-                    sock.sendto(query_bytes(name, ident, cd, payload), ("127.0.0.1", port))
+                    sock.sendto(build_query(name, ident=ident, cd=cd, payload=payload),
+                                ("127.0.0.1", port))
                 deadline = time.monotonic() + 2.0
                 while pending and time.monotonic() < deadline:
                     sock.settimeout(max(0.01, deadline - time.monotonic()))
