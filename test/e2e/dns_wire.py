@@ -5,6 +5,7 @@ fast enough to poll every few milliseconds (ask_udp). Standard library only.
 import random
 import socket
 import struct
+import threading
 import time
 
 TYPES = {"A": 1, "NS": 2, "CNAME": 5, "SOA": 6, "PTR": 12, "MX": 15, "TXT": 16,
@@ -93,6 +94,29 @@ def build_query(name, qtype="A", qclass=CLASS_IN, ident=0x1234, edns=True, do=Fa
         body += b"\0" + struct.pack("!HHIH", TYPES["OPT"], payload, 0x8000 if do else 0,
                                      len(rdata)) + rdata
     return header + body
+
+
+class ReplyReader:
+    """Reads what comes back to `sock` (a flooder's, with a receive timeout) on a thread,
+    handing each parsed message to on_message(message), until stop()."""
+
+    def __init__(self, sock, on_message):
+        self.sock, self.on_message = sock, on_message
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stopping.is_set():
+            try:
+                message = parse_message(self.sock.recv(4096))
+            except OSError:
+                continue
+            self.on_message(message)
+
+    def stop(self, timeout=2):
+        self.stopping.set()
+        self.thread.join(timeout)
 
 
 def udp_exchange(port, payload, timeout=5.0, host="127.0.0.1"):
