@@ -7,7 +7,7 @@
 #   tree PID          PID and all its descendants (nsd's xfrd, main and server processes,
 #                     dnsmasq's TCP forks).
 #   free_port [N]     N (default 1) distinct loopback ports free for both UDP and TCP (the
-#                     servers bind both), from the Python benches' free_ports.
+#                     servers bind both), from test/e2e/harness.py's free_ports.
 #   cpu_ticks PID     "user sys": the clock ticks (utime, stime) of a process tree, from the
 #                     kernel's accounting.
 #   cpu_seconds PID   CPU seconds (utime+stime) of a process tree.
@@ -68,8 +68,8 @@ bench_cleanup() {
 
 bench_lib_dir=$(dirname "${BASH_SOURCE[0]}")
 free_port() {
-  PYTHONPATH="$bench_lib_dir" /usr/bin/python3 -c \
-    'import sys; from kubedns_api_bench_lib import free_ports; print(*free_ports(int(sys.argv[1])))' \
+  PYTHONPATH="$bench_lib_dir/../e2e" /usr/bin/python3 -c \
+    'import sys; from harness import free_ports; print(*free_ports(int(sys.argv[1])))' \
     "${1:-1}"
 }
 

@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
 import dns_wire  # noqa: E402  (build_query)
-import harness  # noqa: E402  (parse_dnsperf)
+import harness  # noqa: E402  (free_ports, parse_dnsperf)
 FAKE_DIR = os.path.join(ROOT, "test", "fake_apiserver")
 PYTHON = "/usr/bin/python3"
 DNSPERF = "/usr/bin/dnsperf"
@@ -65,27 +65,6 @@ def env_float(name, default):
         return float(os.environ.get(name, default))
     except ValueError:
         raise Broken(f"{name} must be a number") from None
-
-
-def free_ports(n):
-    """n loopback ports free for both TCP and UDP."""
-    ports, held = [], []
-    while len(ports) < n:
-        t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        t.bind(("127.0.0.1", 0))
-        port = t.getsockname()[1]
-        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            u.bind(("127.0.0.1", port))
-        except OSError:
-            t.close()
-            u.close()
-            continue
-        held += [t, u]
-        ports.append(port)
-    for s in held:
-        s.close()
-    return ports
 
 
 def cpu_s(pid, tid=None):
@@ -218,7 +197,7 @@ class Upstream:
     whose latency and losses are not kubedns's figures."""
 
     def __init__(self, workdir):
-        self.port = free_ports(1)[0]
+        self.port = harness.free_port()
         self.log = open(os.path.join(workdir, "upstream.log"), "w")
         self.proc = subprocess.Popen(
             [DNSMASQ, "--keep-in-foreground", "--no-resolv", "--no-hosts", "--conf-file=/dev/null",
@@ -236,7 +215,7 @@ class Kubedns:
     or --objects-file=...), its log in `log_path`."""
 
     def __init__(self, bin_dir, log_path, source_args, dns_threads=1, nameservers=""):
-        self.port, self.healthz, self.metrics_port = free_ports(3)
+        self.port, self.healthz, self.metrics_port = harness.free_ports(3)
         self.dns_threads = dns_threads
         self.log_path = log_path
         self.log = open(self.log_path, "w")

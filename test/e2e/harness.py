@@ -43,22 +43,35 @@ def rss_kib(pid):
     return 0
 
 
+def free_ports(n, host="127.0.0.1"):
+    """`n` distinct ports free for both UDP and TCP on `host` (0.0.0.0: on every address),
+    held together until all are found (the benchmarks' too: bench_lib.sh free_port)."""
+    ports, held = [], []
+    try:
+        for _ in range(50 * n):
+            if len(ports) == n:
+                return ports
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            udp.bind((host, 0))
+            port = udp.getsockname()[1]
+            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held += [udp, tcp]
+            try:
+                tcp.bind((host, port))
+            except OSError:
+                continue
+            ports.append(port)
+        if len(ports) == n:
+            return ports
+        raise RuntimeError("no free port")
+    finally:
+        for sock in held:
+            sock.close()
+
+
 def free_port(host="127.0.0.1"):
     """A port free for both UDP and TCP on `host` (0.0.0.0: on every address)."""
-    for _ in range(50):
-        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        udp.bind((host, 0))
-        port = udp.getsockname()[1]
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            tcp.bind((host, port))
-            return port
-        except OSError:
-            continue
-        finally:
-            udp.close()
-            tcp.close()
-    raise RuntimeError("no free port")
+    return free_ports(1, host)[0]
 
 
 class Skip(Exception):
