@@ -1,16 +1,18 @@
 """The one end-to-end test harness: everything the suites in test/e2e/ (and the fake API
 server's self-test) share, so that no suite carries its own copy.
 
-- the runner: run_tests() (one ok/FAIL line per test, closing `N passed, M failed` via
-  finish()) and Checks for suites that count checks rather than test functions;
+- the one suite main, main(): tools and needs checked, a work directory, the shared set-up,
+  the tests (run_tests: one ok/FAIL line per test) or phases and checks (Checks), the
+  closing `N passed, M failed` (finish()) that test/run_suites.sh sums, the release;
 - free ports, processes started in their own session and stopped by their process group
-  (NSD forks), so nothing outlives a suite (the servers themselves: servers.py);
+  (NSD forks), so nothing outlives a suite (the servers themselves: servers.py; the
+  kube-dns pod: pod.py);
 - a ConfigMap directory written as the kubelet writes it (the `..data` symlink swap);
 - waits on a condition (wait_until, time_until, eventually) instead of fixed sleeps: a
   check that something did not happen first waits for a positive sign that it would have
   by then (a later answer, a counter or log line that moved);
 - dig/kdig wrappers that parse what a client sees (a raw-UDP client: dns_wire.py);
-- Prometheus text scraping and parsing, and dnsperf's summary.
+- Prometheus text scraping and parsing, and dnsperf's summary (the benchmarks' too).
 """
 import http.client
 import os
