@@ -93,7 +93,10 @@ def conformance_problems(dns):
     return problems
 
 
-KUBECONFIG_TOKEN = """apiVersion: v1
+def kubeconfig(server, ca_file, credential):
+    """A kubeconfig for `server` trusting `ca_file`, its user's `credential` a kubeconfig
+    user field ("token: T" or "tokenFile: PATH")."""
+    return """apiVersion: v1
 kind: Config
 clusters:
 - name: fake
@@ -103,29 +106,12 @@ clusters:
 users:
 - name: u
   user:
-    token: %s
+    %s
 contexts:
 - name: c
   context: {cluster: fake, user: u}
 current-context: c
-"""
-
-KUBECONFIG_TOKEN_FILE = """apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster:
-    server: %s
-    certificate-authority: %s
-users:
-- name: u
-  user:
-    tokenFile: %s
-contexts:
-- name: c
-  context: {cluster: fake, user: u}
-current-context: c
-"""
+""" % (server, ca_file, credential)
 
 
 def start(workdir, owned, kubedns_flags):
