@@ -426,7 +426,7 @@ TEST_CASE("A working set of --cache-size names is never evicted after the first 
 // a lookup, and on a miss the upstream's answer inserted.
 struct WorkingSet {
   struct Name {
-    testing::TestQuery query;
+    dns::testing::ParsedQuery query;
     std::vector<uint8_t> reply;
   };
   std::vector<Name> names;
@@ -803,7 +803,7 @@ TEST_CASE("Four threads share the cache's hits", "[frontend][cache]") {
   Fixture f(options);
   constexpr int kNames = 200;
   for (int i = 0; i < kNames; ++i) REQUIRE(f.Insert(Host(i)).result == InsertResult::kInserted);
-  std::vector<testing::TestQuery> queries;
+  std::vector<dns::testing::ParsedQuery> queries;
   queries.reserve(kNames);
   for (int i = 0; i < kNames; ++i) {
     queries.push_back(
@@ -843,9 +843,9 @@ TEST_CASE("Threads inserting into a full cache keep the entry and byte counts ex
   constexpr int kNamesPerThread = 1000;
   // Built before the threads start: Catch's assertions (in MakeQuery) are not thread-safe.
   struct Step {
-    testing::TestQuery shared;  // a name every thread asks and inserts (i % 97)
+    dns::testing::ParsedQuery shared;  // a name every thread asks and inserts (i % 97)
     std::vector<uint8_t> shared_reply;
-    testing::TestQuery own;  // a name only this thread inserts
+    dns::testing::ParsedQuery own;  // a name only this thread inserts
     std::vector<uint8_t> own_reply;
   };
   std::vector<std::vector<Step>> steps(kThreads);

@@ -66,7 +66,7 @@ TEST_CASE("Records cut short are malformed", "[frontend][cached_response]") {
 }
 
 TEST_CASE("Uncached replies reach the client like cached ones", "[frontend][cached_response]") {
-  testing::TestQuery client = testing::MakeQuery("WWW.Example.com.", RrType::kA, 0x7777);
+  dns::testing::ParsedQuery client = testing::MakeQuery("WWW.Example.com.", RrType::kA, 0x7777);
   std::vector<uint8_t> scratch;
   std::vector<uint16_t> offsets;
   std::vector<uint8_t> out(512);

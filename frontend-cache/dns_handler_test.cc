@@ -12,6 +12,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
+#include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
 #include "common/limits/limits.h"
 #include "common/loop/loop_test_util.h"
@@ -24,23 +25,9 @@ namespace kdns::frontend {
 namespace {
 
 using dns::testing::N;
+using dns::testing::QuerySpec;
 using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
-
-std::vector<uint8_t> Query(const char* name, std::optional<uint8_t> edns_version = std::nullopt) {
-  std::vector<uint8_t> buffer(512);
-  dns::MessageBuilder builder(buffer);
-  builder.header().id = 0x4242;
-  builder.header().rd = true;
-  REQUIRE(builder.AddQuestion(N(name), dns::RrType::kA, dns::RrClass::kIn) == dns::BuildError::kOk);
-  if (edns_version) {
-    dns::EdnsView edns;
-    edns.version = *edns_version;
-    REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
-  }
-  auto bytes = builder.Finish();
-  return {bytes.begin(), bytes.end()};
-}
 
 // One DnsHandler on a LoopServer, routing `--server=/local.test/` locally and, after
 // RouteTo, every other name to that upstream.
@@ -155,13 +142,13 @@ struct Harness {
 TEST_CASE("the handler answers the admission's refusals and counts them by their rcode",
           "[frontend][handler]") {
   Harness h;
-  dns::Message badvers = h.Ask(Query("x.test.", 1));
+  dns::Message badvers = h.Ask(QuerySpec("x.test.").Edns().EdnsVersion(1).Bytes());
   CHECK(badvers.rcode() == dns::Rcode::kBadVers);
   CHECK(badvers.header.ra);
   // BADVERS is not among the labelled rcodes: counted as "other", not as NOERROR.
   CHECK(h.Metric("kdns_frontend_queries_total{type=\"A\",rcode=\"other\"} 1"));
   CHECK_FALSE(h.Metric("kdns_frontend_queries_total{type=\"A\",rcode=\"NOERROR\"} 1"));
-  std::vector<uint8_t> notimp = Query("x.test.");
+  std::vector<uint8_t> notimp = QuerySpec("x.test.").Bytes();
   notimp[2] |= 2 << 3;  // opcode STATUS
   CHECK(h.Ask(notimp).rcode() == dns::Rcode::kNotImp);
   CHECK(h.Metric("kdns_frontend_queries_total{type=\"A\",rcode=\"NOTIMP\"} 1"));
@@ -171,7 +158,7 @@ TEST_CASE("the handler answers the admission's refusals and counts them by their
 // An NXDOMAIN for `name` with an SOA of `zone`, as kubedns answers, cached as a reply to
 // the A question.
 void CacheNxDomain(Cache& cache, const char* name, const char* zone) {
-  std::vector<uint8_t> query_bytes = Query(name);
+  std::vector<uint8_t> query_bytes = QuerySpec(name).Bytes();
   dns::Query query;
   REQUIRE(dns::ParseQuery(query_bytes, &query) == dns::ParseError::kOk);
   std::vector<uint8_t> buffer(512);
@@ -242,10 +229,10 @@ TEST_CASE("a NOTIFY from loopback drops the zone's negative answers, from elsewh
 TEST_CASE("local domains get NXDOMAIN with AA, names with no upstream REFUSED",
           "[frontend][handler]") {
   Harness h;
-  dns::Message local = h.Ask(Query("a.local.test."));
+  dns::Message local = h.Ask(QuerySpec("a.local.test.").Bytes());
   CHECK(local.rcode() == dns::Rcode::kNxDomain);
   CHECK(local.header.aa);
-  CHECK(h.Ask(Query("elsewhere.test.")).rcode() == dns::Rcode::kRefused);
+  CHECK(h.Ask(QuerySpec("elsewhere.test.").Bytes()).rcode() == dns::Rcode::kRefused);
   CHECK(h.Metric("kdns_frontend_local_answers_total{kind=\"nxdomain\"} 1"));
   CHECK(h.Metric("kdns_frontend_local_answers_total{kind=\"refused\"} 1"));
   h.Finish();
@@ -266,10 +253,10 @@ struct OneWaiting {
   explicit OneWaiting(const Harness::Setup& setup)
       : h(setup), upstream(std::make_unique<upstream::testing::FakeUpstream>(h.loop, 7)) {
     h.Route(upstream->address());
-    REQUIRE(h.Ask(Query("cached.test.")).answers.size() == 1);
+    REQUIRE(h.Ask(QuerySpec("cached.test.").Bytes()).answers.size() == 1);
     h.clock.AdvanceMs(61'000);
     upstream->set_behaviour(upstream::testing::Behaviour::kSilent);
-    REQUIRE(holder.Send(Query("hold.test.")));
+    REQUIRE(holder.Send(QuerySpec("hold.test.").Bytes()));
     REQUIRE(RunUntil(h.loop, [&] { return h.handler().waiting() == 1; }));
   }
   ~OneWaiting() {
@@ -289,12 +276,12 @@ TEST_CASE(
     "[frontend][handler][waiting]") {
   OneWaiting w(Harness::Setup{.forward_max = 1});
   REQUIRE(w.h.handler().forwarder().in_flight() == 1);
-  dns::Message stale = w.h.Ask(Query("cached.test."));
+  dns::Message stale = w.h.Ask(QuerySpec("cached.test.").Bytes());
   CHECK(stale.rcode() == dns::Rcode::kNoError);
   REQUIRE(stale.answers.size() == 1);
   CHECK(stale.answers[0].ttl_s == 30);  // RFC 8767 §4
   CHECK(w.h.cache.Stats().stale_hits == 1);
-  CHECK(w.h.Ask(Query("never-seen.test.")).rcode() == dns::Rcode::kServFail);
+  CHECK(w.h.Ask(QuerySpec("never-seen.test.").Bytes()).rcode() == dns::Rcode::kServFail);
   CHECK(w.h.Metric("kdns_frontend_servfail_total{reason=\"overloaded\"} 1"));
   CHECK(w.h.handler().waiting() == 1);  // only the first still waits
 }
@@ -310,15 +297,15 @@ TEST_CASE(
   const upstream::ClientTag client =
       upstream::ClientTagOf(*loop::SocketAddress::Parse("127.0.0.1:1"));
   for (int i = 0; i < 8; ++i) {
-    REQUIRE(w.holder.Send(Query(("hold" + std::to_string(i) + ".test.").c_str())));
+    REQUIRE(w.holder.Send(QuerySpec("hold" + std::to_string(i) + ".test.").Bytes()));
   }
   REQUIRE(RunUntil(w.h.loop, [&] { return route.HeldBy(client) == 9; }));
   const uint64_t hits_before = limits::LimitHits(limits::Limit::kRouteClientShare);
-  dns::Message stale = w.h.Ask(Query("cached.test."));  // from 127.0.0.1 too
+  dns::Message stale = w.h.Ask(QuerySpec("cached.test.").Bytes());  // from 127.0.0.1 too
   CHECK(stale.rcode() == dns::Rcode::kNoError);
   REQUIRE(stale.answers.size() == 1);
   CHECK(stale.answers[0].ttl_s == 30);
-  CHECK(w.h.Ask(Query("never-seen.test.")).rcode() == dns::Rcode::kServFail);
+  CHECK(w.h.Ask(QuerySpec("never-seen.test.").Bytes()).rcode() == dns::Rcode::kServFail);
   CHECK(w.h.Metric("kdns_frontend_servfail_total{reason=\"overloaded\"} 1"));
   CHECK(limits::LimitHits(limits::Limit::kRouteClientShare) == hits_before + 2);
   CHECK(route.in_flight() == 9);  // the last slot is still free for another client
@@ -330,11 +317,11 @@ TEST_CASE(
     "[frontend][handler][waiting]") {
   OneWaiting w(Harness::Setup{.max_waiting = 1});
   const uint64_t hits_before = limits::LimitHits(limits::Limit::kWaitingQueries);
-  dns::Message stale = w.h.Ask(Query("cached.test."));
+  dns::Message stale = w.h.Ask(QuerySpec("cached.test.").Bytes());
   CHECK(stale.rcode() == dns::Rcode::kNoError);
   REQUIRE(stale.answers.size() == 1);
   CHECK(stale.answers[0].ttl_s == 30);
-  CHECK(w.h.Ask(Query("never-seen.test.")).rcode() == dns::Rcode::kServFail);
+  CHECK(w.h.Ask(QuerySpec("never-seen.test.").Bytes()).rcode() == dns::Rcode::kServFail);
   CHECK(limits::LimitHits(limits::Limit::kWaitingQueries) == hits_before + 2);
   CHECK(w.h.handler().forwarder().counters().requests == 2);  // neither was forwarded
   CHECK(w.h.shared.waiting->waiting() == 1);
@@ -346,7 +333,8 @@ TEST_CASE(
   OneWaiting w(Harness::Setup{});
   {
     server::testing::TcpClient tcp(w.h.server->tcp_address());
-    for (const char* name : {"a.test.", "b.test.", "c.test."}) REQUIRE(tcp.Send(Query(name)));
+    for (const char* name : {"a.test.", "b.test.", "c.test."})
+      REQUIRE(tcp.Send(QuerySpec(name).Bytes()));
     REQUIRE(RunUntil(w.h.loop, [&] { return w.h.handler().waiting() == 4; }));
     CHECK(w.h.shared.waiting->waiting() == 4);
     tcp.Reset();  // gone: a half-close (FIN) would still be answered (RFC 7766)
@@ -361,8 +349,8 @@ TEST_CASE(
     "[frontend][handler][waiting]") {
   OneWaiting w(Harness::Setup{.tcp_query_timeout_ms = 100});
   server::testing::TcpClient tcp(w.h.server->tcp_address());
-  REQUIRE(tcp.Send(Query("cached.test.")));
-  REQUIRE(tcp.Send(Query("never-seen.test.")));
+  REQUIRE(tcp.Send(QuerySpec("cached.test.").Bytes()));
+  REQUIRE(tcp.Send(QuerySpec("never-seen.test.").Bytes()));
   std::vector<dns::Rcode> rcodes;
   REQUIRE(RunUntil(w.h.loop, [&] {
     if (auto reply = tcp.TryReceive()) {
@@ -396,7 +384,7 @@ TEST_CASE("local answers come before the routing and are logged as local", "[fro
   h.routing.Publish(std::move(state));
   // --address for a name under the local-only --server=/local.test/: the address wins, as
   // the rule is as specific as the route.
-  dns::Message answer = h.Ask(Query("www.local.test."));
+  dns::Message answer = h.Ask(QuerySpec("www.local.test.").Bytes());
   CHECK(answer.rcode() == dns::Rcode::kNoError);
   CHECK(answer.header.aa);
   REQUIRE(answer.answers.size() == 1);
@@ -407,7 +395,7 @@ TEST_CASE("local answers come before the routing and are logged as local", "[fro
   CHECK(h.log_lines[0].find(" name=www.local.test. type=A rcode=NOERROR source=local ") !=
         std::string::npos);
   // Another type is routed as before: local-only, NXDOMAIN.
-  std::vector<uint8_t> mx = Query("www.local.test.");
+  std::vector<uint8_t> mx = QuerySpec("www.local.test.").Bytes();
   mx[mx.size() - 3] = static_cast<uint8_t>(dns::RrType::kMx);
   CHECK(h.Ask(mx).rcode() == dns::Rcode::kNxDomain);
   CHECK(h.log_lines.size() == 2);

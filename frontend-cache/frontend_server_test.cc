@@ -19,6 +19,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/presentation.h"
+#include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
 #include "common/http/http_test_util.h"
 #include "common/limits/limits.h"
@@ -30,6 +31,7 @@ namespace kdns::frontend {
 namespace {
 
 using dns::testing::N;
+using dns::testing::QuerySpec;
 using http::testing::BlockingGet;
 using server::testing::TcpClient;
 using server::testing::UdpClient;
@@ -141,22 +143,11 @@ class ScriptedUpstream {
   kdns::testing::FakeDnsServerThread server_;  // last: stopped before the state it uses
 };
 
-std::vector<uint8_t> Query(std::string_view name, dns::RrType type = dns::RrType::kA,
-                           uint16_t id = 0x4242, dns::RrClass cls = dns::RrClass::kIn) {
-  std::vector<uint8_t> bytes(512);
-  dns::MessageBuilder builder(bytes);
-  builder.header().id = id;
-  builder.header().rd = true;
-  REQUIRE(builder.AddQuestion(N(name), type, cls) == dns::BuildError::kOk);
-  bytes.resize(builder.Finish().size());
-  return bytes;
-}
-
 dns::Message Ask(const loop::SocketAddress& server, std::string_view name,
                  dns::RrType type = dns::RrType::kA, uint16_t id = 0x4242,
                  dns::RrClass cls = dns::RrClass::kIn) {
   UdpClient client(server);
-  REQUIRE(client.Send(Query(name, type, id, cls)));
+  REQUIRE(client.Send(QuerySpec(name).Type(type).Class(cls).Id(id).Bytes()));
   auto reply = client.Receive(5000);
   REQUIRE(reply.has_value());
   dns::Message message;
@@ -241,7 +232,7 @@ TEST_CASE("misses are forwarded and answered again from the cache", "[frontend]"
   }
   SECTION("TCP clients are forwarded over TCP") {
     TcpClient client(h.address);
-    REQUIRE(client.Send(Query("tcp.test.", dns::RrType::kA, 0x3333)));
+    REQUIRE(client.Send(QuerySpec("tcp.test.").Id(0x3333).Bytes()));
     auto reply = client.Receive();
     REQUIRE(reply.has_value());
     dns::Message message;
@@ -353,7 +344,7 @@ TEST_CASE("an answer in flight across a reload reaches its client but is not cac
   };
   before.Hold("host.corp.test.");
   UdpClient client(h.address);
-  REQUIRE(client.Send(Query("host.corp.test.")));
+  REQUIRE(client.Send(QuerySpec("host.corp.test.").Bytes()));
   REQUIRE(before.WaitHeld());
   h.WriteServers({"/corp.test/" + after.address()});
   std::string error;
@@ -420,7 +411,7 @@ TEST_CASE("beyond --dns-forward-max queries get SERVFAIL at once", "[frontend]")
   std::vector<std::unique_ptr<UdpClient>> clients;
   for (int i = 0; i < 8; ++i) {
     clients.push_back(std::make_unique<UdpClient>(h.address));
-    REQUIRE(clients.back()->Send(Query("q" + std::to_string(i) + ".test.")));
+    REQUIRE(clients.back()->Send(QuerySpec("q" + std::to_string(i) + ".test.").Bytes()));
   }
   for (auto& client : clients) {
     auto reply = client->Receive(5000);
@@ -512,13 +503,13 @@ TEST_CASE("malformed queries get FORMERR, responses are dropped", "[frontend]") 
   ScriptedUpstream upstream(9);
   Harness h({upstream.address()});
   UdpClient client(h.address);
-  std::vector<uint8_t> bad = Query("x.test.");
+  std::vector<uint8_t> bad = QuerySpec("x.test.").Bytes();
   bad[5] = 2;  // QDCOUNT 2 with one question
   REQUIRE(client.Send(bad));
   auto reply = client.Receive(5000);
   REQUIRE(reply.has_value());
   CHECK(((*reply)[3] & 0x0f) == static_cast<int>(dns::Rcode::kFormErr));
-  std::vector<uint8_t> response = Query("x.test.");
+  std::vector<uint8_t> response = QuerySpec("x.test.").Bytes();
   response[2] |= 0x80;  // QR
   REQUIRE(client.Send(response));
   CHECK_FALSE(client.Receive(300).has_value());

@@ -12,34 +12,22 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/parser.h"
+#include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
 
 namespace kdns::frontend::testing {
 
 enum class Edns : uint8_t { kNone, kPlain, kDnssecOk };
 
-// A parsed client query and the bytes it points into (kept alive together).
-struct TestQuery {
-  std::vector<uint8_t> bytes;
-  dns::Query query;
-};
-
-inline TestQuery MakeQuery(std::string_view name, dns::RrType type, uint16_t id = 0x1234,
-                           Edns edns = Edns::kNone, dns::RrClass cls = dns::RrClass::kIn) {
-  TestQuery result;
-  result.bytes.resize(512);
-  dns::MessageBuilder builder(result.bytes);
-  builder.header().id = id;
-  builder.header().rd = true;
-  REQUIRE(builder.AddQuestion(dns::testing::N(name), type, cls) == dns::BuildError::kOk);
-  if (edns != Edns::kNone) {
-    dns::EdnsView view;
-    view.dnssec_ok = edns == Edns::kDnssecOk;
-    REQUIRE(builder.SetEdns(view) == dns::BuildError::kOk);
-  }
-  result.bytes.resize(builder.Finish().size());
-  REQUIRE(dns::ParseQuery(result.bytes, &result.query) == dns::ParseError::kOk);
-  return result;
+// A client's query (dns::testing::QuerySpec) and its parse, in this suite's terms.
+inline dns::testing::ParsedQuery MakeQuery(std::string_view name, dns::RrType type,
+                                           uint16_t id = 0x1234, Edns edns = Edns::kNone,
+                                           dns::RrClass cls = dns::RrClass::kIn) {
+  dns::testing::QuerySpec spec(name);
+  spec.Type(type).Class(cls).Id(id);
+  if (edns != Edns::kNone) spec.Edns();
+  if (edns == Edns::kDnssecOk) spec.DnssecOk();
+  return spec.Parsed();
 }
 
 struct Reply {

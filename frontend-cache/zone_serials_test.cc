@@ -7,6 +7,7 @@
 #include "common/base/clock.h"
 #include "common/dns/builder.h"
 #include "common/dns/parser.h"
+#include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
 
 namespace kdns::frontend {
@@ -16,13 +17,9 @@ using dns::testing::N;
 
 // Caches a reply to `name` A: NXDOMAIN with the SOA of `zone`, or one A record.
 void Put(Cache& cache, const std::string& name, const std::string& zone, bool negative) {
-  std::vector<uint8_t> query_buffer(512);
-  dns::MessageBuilder question(query_buffer);
-  REQUIRE(question.AddQuestion(N(name), dns::RrType::kA, dns::RrClass::kIn) ==
-          dns::BuildError::kOk);
-  const auto query_bytes = question.Finish();
-  dns::Query query;
-  REQUIRE(dns::ParseQuery(query_bytes, &query) == dns::ParseError::kOk);
+  const dns::testing::ParsedQuery asked =
+      dns::testing::QuerySpec(name).Id(0).Recursion(false).Parsed();
+  const dns::Query& query = asked.query;
   std::vector<uint8_t> buffer(512);
   dns::MessageBuilder reply(buffer);
   REQUIRE(reply.StartResponse(query) == dns::BuildError::kOk);

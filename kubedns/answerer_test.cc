@@ -13,6 +13,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/presentation.h"
+#include "common/dns/query_testing.h"
 #include "common/k8s/decode.h"
 #include "kubedns/conformance_testing.h"
 #include "kubedns/record_tree.h"
@@ -38,23 +39,14 @@ struct Asked {
 };
 
 std::vector<uint8_t> BuildQuery(const Asked& asked, uint16_t id = 0x1234) {
-  std::vector<uint8_t> buffer(512);
-  dns::MessageBuilder builder(buffer);
-  builder.header().id = id;
-  builder.header().rd = true;
-  auto name = dns::Name::FromText(asked.name);
-  auto type = dns::RrTypeFromText(asked.type);
-  REQUIRE(name);
+  const auto type = dns::RrTypeFromText(asked.type);
   REQUIRE(type);
-  REQUIRE(builder.AddQuestion(*name, *type, dns::RrClass::kIn) == dns::BuildError::kOk);
+  dns::testing::QuerySpec spec(asked.name);
+  spec.Type(*type).Id(id);
   if (asked.edns_version >= 0) {
-    dns::EdnsView edns;
-    edns.udp_payload_size = asked.payload;
-    edns.version = static_cast<uint8_t>(asked.edns_version);
-    REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
+    spec.Edns(asked.payload).EdnsVersion(static_cast<uint8_t>(asked.edns_version));
   }
-  auto bytes = builder.Finish();
-  return {bytes.begin(), bytes.end()};
+  return spec.Bytes();
 }
 
 // Admits `packet` as kubedns's server does, then answers it.

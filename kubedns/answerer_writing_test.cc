@@ -12,6 +12,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/presentation.h"
+#include "common/dns/query_testing.h"
 #include "common/k8s/decode.h"
 #include "kubedns/answerer.h"
 #include "kubedns/conformance_testing.h"
@@ -40,23 +41,14 @@ struct Asked {
 };
 
 std::vector<uint8_t> BuildQuery(const Asked& asked) {
-  std::vector<uint8_t> buffer(512);
-  dns::MessageBuilder builder(buffer);
-  builder.header().id = 0x4321;
-  builder.header().rd = true;
-  auto name = dns::Name::FromText(asked.name);
-  auto type = dns::RrTypeFromText(asked.type);
-  REQUIRE(name);
+  const auto type = dns::RrTypeFromText(asked.type);
   REQUIRE(type);
-  REQUIRE(builder.AddQuestion(*name, *type, dns::RrClass::kIn) == dns::BuildError::kOk);
+  dns::testing::QuerySpec spec(asked.name);
+  spec.Type(*type).Id(0x4321);
   if (asked.edns_version >= 0) {
-    dns::EdnsView edns;
-    edns.udp_payload_size = asked.payload;
-    edns.version = static_cast<uint8_t>(asked.edns_version);
-    REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
+    spec.Edns(asked.payload).EdnsVersion(static_cast<uint8_t>(asked.edns_version));
   }
-  auto bytes = builder.Finish();
-  return {bytes.begin(), bytes.end()};
+  return spec.Bytes();
 }
 
 std::vector<uint8_t> AnswerBytes(const Answerer& answerer, const Snapshot* snapshot,

@@ -10,6 +10,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
+#include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
 #include "common/k8s/decode.h"
 #include "common/limits/limits.h"
@@ -201,17 +202,9 @@ TEST_CASE("a forwarded query never carries the client-address option it came wit
   std::vector<uint8_t> option(dns::kMaxClientAddressOptionBytes);
   option.resize(dns::WriteClientAddressOption({*IpAddress::Parse("10.0.0.7"), 1234},
                                               dns::kDefaultClientAddressOption, option));
-  std::vector<uint8_t> buffer(512);
-  dns::MessageBuilder builder(buffer);
-  builder.header().id = 0x4242;
-  builder.header().rd = true;
-  REQUIRE(builder.AddQuestion(N("www.example.com."), dns::RrType::kA, dns::RrClass::kIn) ==
-          dns::BuildError::kOk);
-  dns::EdnsView edns;
-  edns.options = option;
-  REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
-  const std::span<const uint8_t> query = builder.Finish();
-  dns::Message reply = AskUdp(f.loop, f.udp_address(), {query.begin(), query.end()});
+  dns::Message reply =
+      AskUdp(f.loop, f.udp_address(),
+             dns::testing::QuerySpec("www.example.com.").Edns().EdnsOptions(option).Bytes());
   CHECK(reply.rcode() == dns::Rcode::kNoError);
   REQUIRE(f.a->queries().size() == 1);
   REQUIRE(f.a->queries()[0].message.edns.has_value());

@@ -11,6 +11,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
+#include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
@@ -29,15 +30,10 @@ struct Query {
 };
 
 inline std::vector<uint8_t> Bytes(const Query& q) {
-  std::vector<uint8_t> buffer(512);
-  dns::MessageBuilder builder(buffer);
-  builder.header().id = q.id;
-  builder.header().rd = true;
-  REQUIRE(builder.AddQuestion(dns::testing::N(q.name), q.type, dns::RrClass::kIn) ==
-          dns::BuildError::kOk);
-  if (q.edns) REQUIRE(builder.SetEdns(dns::EdnsView{}) == dns::BuildError::kOk);
-  auto bytes = builder.Finish();
-  return {bytes.begin(), bytes.end()};
+  dns::testing::QuerySpec spec(q.name);
+  spec.Type(q.type).Id(q.id);
+  if (q.edns) spec.Edns();
+  return spec.Bytes();
 }
 
 inline dns::Message Parse(const std::vector<uint8_t>& bytes) {

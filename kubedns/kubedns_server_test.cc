@@ -16,6 +16,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
+#include "common/dns/query_testing.h"
 #include "common/http/http_test_util.h"
 #include "common/limits/limits.h"
 #include "test/support/fake_dns_server.h"
@@ -40,12 +41,7 @@ bool Eventually(F done) {
 
 // One UDP query; the parsed response (rcode kServFail with no questions on timeout).
 dns::Message Ask(const loop::SocketAddress& server, const std::string& name) {
-  std::vector<uint8_t> query(512);
-  dns::MessageBuilder builder(query);
-  builder.header().id = 7;
-  REQUIRE(builder.AddQuestion(*dns::Name::FromText(name), dns::RrType::kA, dns::RrClass::kIn) ==
-          dns::BuildError::kOk);
-  auto bytes = builder.Finish();
+  const std::vector<uint8_t> bytes = dns::testing::QuerySpec(name).Id(7).Recursion(false).Bytes();
   int fd = socket(server.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
   REQUIRE(fd >= 0);
   timeval timeout{5, 0};

@@ -10,6 +10,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/parser.h"
+#include "common/dns/query_testing.h"
 #include "common/k8s/decode.h"
 
 namespace kdns::kubedns {
@@ -30,14 +31,9 @@ struct Answered {
 
 Answered Ask(const MulticlusterAnswerer& answerer, const MulticlusterSnapshot* snapshot,
              const std::string& name, dns::RrType type, size_t limit) {
-  std::vector<uint8_t> query_bytes(512);
-  dns::MessageBuilder query_builder(query_bytes);
-  REQUIRE(query_builder.AddQuestion(*dns::Name::FromText(name), type, dns::RrClass::kIn) ==
-          dns::BuildError::kOk);
-  auto wire = query_builder.Finish();
-  dns::Query parsed;
-  REQUIRE(dns::ParseQuery(wire, &parsed) == dns::ParseError::kOk);
-  const dns::Query* query = &parsed;
+  const dns::testing::ParsedQuery asked =
+      dns::testing::QuerySpec(name).Type(type).Id(0).Recursion(false).Parsed();
+  const dns::Query* query = &asked.query;
   std::vector<uint8_t> buffer(65535);
   dns::MessageBuilder builder(buffer, limit);
   REQUIRE(builder.StartResponse((*query)) == dns::BuildError::kOk);

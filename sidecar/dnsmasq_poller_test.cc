@@ -32,18 +32,40 @@ std::map<std::string, double> Samples(const metrics::Registry& registry) {
   return parsed->samples;
 }
 
+// A poller polling a fake cache that answers `values` (a test may change them between
+// rounds), once its first round is done.
+class PolledCache {
+ public:
+  PolledCache(loop::Loop& loop, DnsmasqValues* values)
+      : server(loop, testing::ChaosStats(values)),
+        poller(loop, PollerOptions(server.address()), registry),
+        loop_(loop) {
+    std::string error;
+    REQUIRE(poller.Start(&error));
+    REQUIRE(RunUntil(loop, [&] { return poller.rounds_done() >= 1; }));
+  }
+
+  // Waits for the round after the one that is running now.
+  void NextRound() {
+    const uint64_t rounds = poller.rounds_done();
+    REQUIRE(RunUntil(loop_, [&] { return poller.rounds_done() > rounds; }));
+  }
+
+  FakeDnsServer server;
+  metrics::Registry registry;
+  DnsmasqPoller poller;
+
+ private:
+  loop::Loop& loop_;
+};
+
 TEST_CASE("The poller exports the cache's statistics with kube-dns's names, types and help",
           "[sidecar][dnsmasq]") {
   loop::Loop loop;
   {
     DnsmasqValues values = {120, 30, 2, 28, 1000};
-    FakeDnsServer server(loop, testing::ChaosStats(&values));
-    metrics::Registry registry;
-    DnsmasqPoller poller(loop, PollerOptions(server.address()), registry);
-    std::string error;
-    REQUIRE(poller.Start(&error));
-    REQUIRE(RunUntil(loop, [&] { return poller.rounds_done() >= 1; }));
-    const std::string text = registry.Render();
+    PolledCache cache(loop, &values);
+    const std::string text = cache.registry.Render();
     for (const char* expected : {
              "# HELP kubedns_dnsmasq_hits Number of DNS cache hits (from start of process)\n"
              "# TYPE kubedns_dnsmasq_hits counter\nkubedns_dnsmasq_hits 120\n",
@@ -63,12 +85,12 @@ TEST_CASE("The poller exports the cache's statistics with kube-dns's names, type
       CHECK_THAT(text, Catch::Contains(expected));
     }
     // The five CHAOS TXT questions, RD set.
-    REQUIRE(server.queries().size() >= 5);
+    REQUIRE(cache.server.queries().size() >= 5);
     for (size_t i = 0; i < 5; ++i) {
-      const dns::Question& q = server.queries()[i].message.questions.at(0);
+      const dns::Question& q = cache.server.queries()[i].message.questions.at(0);
       CHECK(q.cls == dns::RrClass::kCh);
       CHECK(q.type == dns::RrType::kTxt);
-      CHECK(server.queries()[i].message.header.rd);
+      CHECK(cache.server.queries()[i].message.header.rd);
     }
   }
   RequireClosesClean(loop);
@@ -93,24 +115,17 @@ TEST_CASE("Counters mirror the cache and never decrease when it restarts", "[sid
   loop::Loop loop;
   {
     DnsmasqValues values = {100, 10, 0, 10, 1000};
-    FakeDnsServer server(loop, testing::ChaosStats(&values));
-    metrics::Registry registry;
-    DnsmasqPoller poller(loop, PollerOptions(server.address()), registry);
-    std::string error;
-    REQUIRE(poller.Start(&error));
-    REQUIRE(RunUntil(loop, [&] { return poller.rounds_done() >= 1; }));
-    CHECK(Samples(registry).at("kubedns_dnsmasq_hits") == 100);
+    PolledCache cache(loop, &values);
+    CHECK(Samples(cache.registry).at("kubedns_dnsmasq_hits") == 100);
 
     values = {150, 12, 0, 12, 1000};
-    uint64_t rounds = poller.rounds_done();
-    REQUIRE(RunUntil(loop, [&] { return poller.rounds_done() > rounds; }));
-    CHECK(Samples(registry).at("kubedns_dnsmasq_hits") == 150);
+    cache.NextRound();
+    CHECK(Samples(cache.registry).at("kubedns_dnsmasq_hits") == 150);
 
     // The cache restarts: its counters start again from zero.
     values = {5, 1, 0, 1, 1000};
-    rounds = poller.rounds_done();
-    REQUIRE(RunUntil(loop, [&] { return poller.rounds_done() > rounds; }));
-    auto samples = Samples(registry);
+    cache.NextRound();
+    auto samples = Samples(cache.registry);
     CHECK(samples.at("kubedns_dnsmasq_hits") == 155);
     CHECK(samples.at("kubedns_dnsmasq_misses") == 13);
     CHECK(samples.at("kubedns_dnsmasq_insertions") == 13);
@@ -118,10 +133,9 @@ TEST_CASE("Counters mirror the cache and never decrease when it restarts", "[sid
     CHECK(samples.at("kdns_sidecar_dnsmasq_restarts_total") == 1);
 
     values = {25, 1, 0, 1, 1000};
-    rounds = poller.rounds_done();
-    REQUIRE(RunUntil(loop, [&] { return poller.rounds_done() > rounds; }));
-    CHECK(Samples(registry).at("kubedns_dnsmasq_hits") == 175);
-    CHECK(poller.errors() == 0);
+    cache.NextRound();
+    CHECK(Samples(cache.registry).at("kubedns_dnsmasq_hits") == 175);
+    CHECK(cache.poller.errors() == 0);
   }
   RequireClosesClean(loop);
 }
@@ -131,48 +145,44 @@ TEST_CASE("A malformed answer counts one error per round and exports nothing new
   loop::Loop loop;
   {
     DnsmasqValues values = {100, 10, 0, 10, 1000};
-    FakeDnsServer server(loop, testing::ChaosStats(&values));
-    metrics::Registry registry;
-    DnsmasqPoller poller(loop, PollerOptions(server.address()), registry);
-    std::string error;
-    REQUIRE(poller.Start(&error));
-    REQUIRE(RunUntil(loop, [&] { return poller.rounds_done() >= 1; }));
+    PolledCache cache(loop, &values);
 
     // misses.bind. now answers "x" (and the others a higher hit count).
     values = {500, 10, 0, 10, 1000};
     auto good = testing::ChaosStats(&values);
-    server.set_script([good](
-                          const kdns::testing::ReceivedQuery& received) -> kdns::testing::Replies {
-      const dns::Message& query = received.message;
-      if (received.parsed && query.questions.at(0).name == *dns::Name::FromText("misses.bind.")) {
-        dns::Message reply = testing::ReplyTo(query);
-        reply.answers.push_back({query.questions[0].name, dns::RrType::kTxt, dns::RrClass::kCh, 0,
-                                 dns::RdataTxt{{"x"}}});
-        return {testing::Encode(reply)};
-      }
-      return good(received);
-    });
-    const uint64_t rounds = poller.rounds_done();
-    REQUIRE(RunUntil(loop, [&] { return poller.rounds_done() >= rounds + 3; }));
-    const auto samples = Samples(registry);
+    cache.server.set_script(
+        [good](const kdns::testing::ReceivedQuery& received) -> kdns::testing::Replies {
+          const dns::Message& query = received.message;
+          if (received.parsed &&
+              query.questions.at(0).name == *dns::Name::FromText("misses.bind.")) {
+            dns::Message reply = testing::ReplyTo(query);
+            reply.answers.push_back({query.questions[0].name, dns::RrType::kTxt, dns::RrClass::kCh,
+                                     0, dns::RdataTxt{{"x"}}});
+            return {testing::Encode(reply)};
+          }
+          return good(received);
+        });
+    const uint64_t rounds = cache.poller.rounds_done();
+    REQUIRE(RunUntil(loop, [&] { return cache.poller.rounds_done() >= rounds + 3; }));
+    const auto samples = Samples(cache.registry);
     CHECK(samples.at("kubedns_dnsmasq_hits") == 100);  // not 500: the round was thrown away
     CHECK(samples.at("kubedns_dnsmasq_errors") ==
-          static_cast<double>(poller.rounds_done() - rounds));
+          static_cast<double>(cache.poller.rounds_done() - rounds));
     CHECK_THAT(
-        poller.last_error(),
+        cache.poller.last_error(),
         Catch::Contains("strconv.ParseInt: parsing \"x\": invalid syntax (for misses.bind.)"));
 
     // NOTIMP to everything (a server that does not publish statistics).
-    server.set_script(kdns::testing::AnswerRcode(dns::Rcode::kNotImp));
-    const uint64_t errors = poller.errors();
-    REQUIRE(RunUntil(loop, [&] { return poller.errors() >= errors + 2; }));
-    CHECK_THAT(poller.last_error(), Catch::Contains("invalid number of Answer records"));
-    CHECK(Samples(registry).at("kubedns_dnsmasq_hits") == 100);
+    cache.server.set_script(kdns::testing::AnswerRcode(dns::Rcode::kNotImp));
+    const uint64_t errors = cache.poller.errors();
+    REQUIRE(RunUntil(loop, [&] { return cache.poller.errors() >= errors + 2; }));
+    CHECK_THAT(cache.poller.last_error(), Catch::Contains("invalid number of Answer records"));
+    CHECK(Samples(cache.registry).at("kubedns_dnsmasq_hits") == 100);
 
     // It answers again: counting resumes.
-    server.set_script(testing::ChaosStats(&values));
-    REQUIRE(RunUntil(loop, [&] { return poller.last_error().empty(); }));
-    CHECK(Samples(registry).at("kubedns_dnsmasq_hits") == 500);
+    cache.server.set_script(testing::ChaosStats(&values));
+    REQUIRE(RunUntil(loop, [&] { return cache.poller.last_error().empty(); }));
+    CHECK(Samples(cache.registry).at("kubedns_dnsmasq_hits") == 500);
   }
   RequireClosesClean(loop);
 }

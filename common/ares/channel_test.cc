@@ -8,26 +8,18 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
+#include "common/dns/query_testing.h"
 #include "common/loop/loop_test_util.h"
 #include "common/upstream/testing.h"
 
 namespace kdns::ares {
 namespace {
 
+using dns::testing::QuerySpec;
 using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
 using upstream::testing::Behaviour;
 using upstream::testing::FakeUpstream;
-
-std::vector<uint8_t> Query(std::string_view name, dns::RrType type = dns::RrType::kA) {
-  std::vector<uint8_t> buffer(512);
-  dns::MessageBuilder builder(buffer);
-  builder.header().rd = true;
-  REQUIRE(builder.AddQuestion(*dns::Name::FromText(name), type, dns::RrClass::kIn) ==
-          dns::BuildError::kOk);
-  std::span<const uint8_t> bytes = builder.Finish();
-  return {bytes.begin(), bytes.end()};
-}
 
 std::unique_ptr<Channel> Open(loop::Loop& loop, const loop::SocketAddress& server,
                               uint64_t timeout_ms = 2000) {
@@ -58,7 +50,7 @@ TEST_CASE("A c-ares Channel sends a query and hands back the reply", "[ares]") {
   {
     FakeUpstream upstream(loop, 7);
     auto channel = Open(loop, upstream.address());
-    Channel::Reply reply = Exchange(loop, *channel, Query("www.example.test"));
+    Channel::Reply reply = Exchange(loop, *channel, QuerySpec("www.example.test").Id(0).Bytes());
     CHECK(reply.status == ARES_SUCCESS);
     CHECK(reply.latency_ns > 0);
     dns::Message message = Decode(reply);
@@ -79,7 +71,7 @@ TEST_CASE("A c-ares Channel hands back replies of any rcode", "[ares]") {
     for (auto [behaviour, rcode] : {std::pair{Behaviour::kServFail, dns::Rcode::kServFail},
                                     std::pair{Behaviour::kRefused, dns::Rcode::kRefused}}) {
       upstream.set_behaviour(behaviour);
-      Channel::Reply reply = Exchange(loop, *channel, Query("a.example.test"));
+      Channel::Reply reply = Exchange(loop, *channel, QuerySpec("a.example.test").Id(0).Bytes());
       REQUIRE(reply.status == ARES_SUCCESS);
       CHECK(Decode(reply).rcode() == rcode);
     }
@@ -95,7 +87,7 @@ TEST_CASE("A c-ares Channel retries a truncated reply over TCP", "[ares]") {
     FakeUpstream upstream(loop, 9);
     upstream.set_behaviour(Behaviour::kTruncate);
     auto channel = Open(loop, upstream.address());
-    Channel::Reply reply = Exchange(loop, *channel, Query("big.example.test"));
+    Channel::Reply reply = Exchange(loop, *channel, QuerySpec("big.example.test").Id(0).Bytes());
     REQUIRE(reply.status == ARES_SUCCESS);
     CHECK(Decode(reply).answers.size() == 1);
     CHECK(upstream.CountQueries(upstream::Transport::kUdp) == 1);
@@ -112,7 +104,8 @@ TEST_CASE("A c-ares Channel ignores replies that do not match the query", "[ares
     for (Behaviour behaviour :
          {Behaviour::kWrongIdFirst, Behaviour::kWrongQuestionFirst, Behaviour::kSpoofFirst}) {
       upstream.set_behaviour(behaviour);
-      Channel::Reply reply = Exchange(loop, *channel, Query("match.example.test"));
+      Channel::Reply reply =
+          Exchange(loop, *channel, QuerySpec("match.example.test").Id(0).Bytes());
       REQUIRE(reply.status == ARES_SUCCESS);
       dns::Message message = Decode(reply);
       REQUIRE(message.answers.size() == 1);
@@ -126,7 +119,7 @@ TEST_CASE("A c-ares Channel reports a refused port and a silent server", "[ares]
   loop::Loop loop;
   {
     auto refused = Open(loop, kdns::testing::UnusedUdpAddress(loop));
-    Channel::Reply reply = Exchange(loop, *refused, Query("a.example.test"));
+    Channel::Reply reply = Exchange(loop, *refused, QuerySpec("a.example.test").Id(0).Bytes());
     CHECK(reply.status == ARES_ECONNREFUSED);
     CHECK(Channel::StatusText(reply.status) == "connection refused");
     CHECK(reply.bytes.empty());
@@ -134,7 +127,7 @@ TEST_CASE("A c-ares Channel reports a refused port and a silent server", "[ares]
     FakeUpstream upstream(loop, 1);
     upstream.set_behaviour(Behaviour::kSilent);
     auto silent = Open(loop, upstream.address(), 100);
-    reply = Exchange(loop, *silent, Query("a.example.test"));
+    reply = Exchange(loop, *silent, QuerySpec("a.example.test").Id(0).Bytes());
     CHECK(reply.status == ARES_ETIMEOUT);
     CHECK(Channel::StatusText(reply.status) == "timeout");
     CHECK(reply.latency_ns >= 90'000'000);
@@ -151,10 +144,11 @@ TEST_CASE("A c-ares Channel keeps several queries in flight at once", "[ares]") 
     auto channel = Open(loop, upstream.address());
     int done = 0;
     for (int i = 0; i < 5; ++i) {
-      channel->Send(Query("n" + std::to_string(i) + ".example.test"), [&](const Channel::Reply& r) {
-        CHECK(r.status == ARES_SUCCESS);
-        ++done;
-      });
+      channel->Send(QuerySpec("n" + std::to_string(i) + ".example.test").Id(0).Bytes(),
+                    [&](const Channel::Reply& r) {
+                      CHECK(r.status == ARES_SUCCESS);
+                      ++done;
+                    });
     }
     CHECK(channel->in_flight() == 5);
     REQUIRE(RunUntil(loop, [&] { return done == 5; }));
@@ -171,7 +165,8 @@ TEST_CASE("Destroying a c-ares Channel with queries in flight calls nobody and l
     upstream.set_behaviour(Behaviour::kSilent);
     auto channel = Open(loop, upstream.address());
     bool called = false;
-    channel->Send(Query("a.example.test"), [&](const Channel::Reply&) { called = true; });
+    channel->Send(QuerySpec("a.example.test").Id(0).Bytes(),
+                  [&](const Channel::Reply&) { called = true; });
     REQUIRE(RunUntil(loop, [&] { return upstream.queries().size() == 1; }));
     CHECK(channel->open_sockets() >= 1);
     channel.reset();
@@ -187,9 +182,9 @@ TEST_CASE("A callback may send the next query", "[ares]") {
     auto channel = Open(loop, upstream.address());
     int replies = 0;
     std::function<void(Channel::Reply)> again = [&](const Channel::Reply&) {
-      if (++replies < 3) channel->Send(Query("again.example.test"), again);
+      if (++replies < 3) channel->Send(QuerySpec("again.example.test").Id(0).Bytes(), again);
     };
-    channel->Send(Query("again.example.test"), again);
+    channel->Send(QuerySpec("again.example.test").Id(0).Bytes(), again);
     REQUIRE(RunUntil(loop, [&] { return replies == 3; }));
     CHECK(upstream.queries().size() == 3);
   }

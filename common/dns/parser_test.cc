@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/dns/builder.h"
+#include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
 #include "test/unit/allocation_counter.h"
 
@@ -13,25 +14,17 @@ namespace {
 using testing::N;
 using testing::Packet;
 
-std::vector<uint8_t> MakeQuery(std::string_view name, RrType type, bool edns = true,
-                               uint16_t payload = 1232) {
-  std::vector<uint8_t> buffer(512);
-  MessageBuilder builder(buffer);
-  builder.header().id = 0x4242;
-  builder.header().rd = true;
-  REQUIRE(builder.AddQuestion(N(name), type, RrClass::kIn) == BuildError::kOk);
-  if (edns) {
-    EdnsView view;
-    view.udp_payload_size = payload;
-    view.dnssec_ok = true;
-    REQUIRE(builder.SetEdns(view) == BuildError::kOk);
-  }
-  auto bytes = builder.Finish();
-  return {bytes.begin(), bytes.end()};
+using testing::QuerySpec;
+
+// A stub's query: EDNS with 1232 bytes and DO.
+QuerySpec StubQuery(std::string_view name) {
+  QuerySpec spec(name);
+  spec.Edns(1232).DnssecOk();
+  return spec;
 }
 
 TEST_CASE("ParseQuery reads the header, the question and EDNS", "[dns][parser]") {
-  auto bytes = MakeQuery("Kubernetes.Default.svc.cluster.local.", RrType::kAaaa);
+  auto bytes = StubQuery("Kubernetes.Default.svc.cluster.local.").Type(RrType::kAaaa).Bytes();
   Query query;
   REQUIRE(ParseQuery(bytes, &query) == ParseError::kOk);
   CHECK(query.header.id == 0x4242);
@@ -48,14 +41,14 @@ TEST_CASE("ParseQuery reads the header, the question and EDNS", "[dns][parser]")
 }
 
 TEST_CASE("ParseQuery clamps tiny EDNS payload sizes to 512", "[dns][parser]") {
-  auto bytes = MakeQuery("a.example.", RrType::kA, true, 100);
+  auto bytes = QuerySpec("a.example.").Edns(100).DnssecOk().Bytes();
   Query query;
   REQUIRE(ParseQuery(bytes, &query) == ParseError::kOk);
   CHECK(query.edns->PayloadSize() == 512);
 }
 
 TEST_CASE("ParseQuery without EDNS has no OPT", "[dns][parser]") {
-  auto bytes = MakeQuery("a.example.", RrType::kA, false);
+  auto bytes = QuerySpec("a.example.").Bytes();
   Query query;
   query.edns = EdnsView{};  // stale state from an earlier packet is cleared
   REQUIRE(ParseQuery(bytes, &query) == ParseError::kOk);
@@ -63,7 +56,7 @@ TEST_CASE("ParseQuery without EDNS has no OPT", "[dns][parser]") {
 }
 
 TEST_CASE("ParseQuery allocates nothing", "[dns][parser]") {
-  auto bytes = MakeQuery("kubernetes.default.svc.cluster.local.", RrType::kA);
+  auto bytes = StubQuery("kubernetes.default.svc.cluster.local.").Bytes();
   Query query;
   size_t before = kdns::testing::AllocationCount();
   ParseError error = ParseQuery(bytes, &query);
@@ -88,7 +81,7 @@ TEST_CASE("ParseQuery asks for FORMERR on question counts other than one", "[dns
 }
 
 TEST_CASE("ParseQuery rejects truncated and lying packets", "[dns][parser]") {
-  auto bytes = MakeQuery("a.example.", RrType::kA);
+  auto bytes = StubQuery("a.example.").Bytes();
   Query query;
   SECTION("every strict prefix fails") {
     for (size_t size = 0; size < bytes.size(); ++size) {

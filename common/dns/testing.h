@@ -13,6 +13,7 @@
 #include "common/dns/message.h"
 #include "common/dns/name.h"
 #include "common/dns/presentation.h"
+#include "common/dns/query_testing.h"
 
 namespace kdns::dns::testing {
 

@@ -6,6 +6,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
+#include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
 
 namespace kdns::server {
@@ -13,54 +14,24 @@ namespace {
 
 using dns::testing::N;
 
-struct Asked {
-  dns::RrType type = dns::RrType::kA;
-  dns::RrClass cls = dns::RrClass::kIn;
-  dns::Opcode opcode = dns::Opcode::kQuery;
-  std::optional<uint16_t> payload;  // EDNS payload size, or no OPT
-  uint8_t edns_version = 0;
-  std::vector<uint8_t> options;  // EDNS options, with `payload`
-};
+using dns::testing::QuerySpec;
 
-Asked Edns(std::optional<uint16_t> payload, uint8_t version = 0) {
-  Asked asked;
-  asked.payload = payload;
-  asked.edns_version = version;
+// The query the tests vary: Example.com. A IN, ID 0x1234 (the echo keeps the name's case).
+QuerySpec Asked() {
+  QuerySpec asked("Example.com.");
+  asked.Id(0x1234);
   return asked;
 }
-Asked OfClass(dns::RrClass cls) {
-  Asked asked;
-  asked.cls = cls;
+QuerySpec Edns(std::optional<uint16_t> payload, uint8_t version = 0) {
+  QuerySpec asked = Asked();
+  if (payload) asked.Edns(*payload).EdnsVersion(version);
   return asked;
 }
-Asked OfType(dns::RrType type, std::optional<uint16_t> payload = std::nullopt) {
-  Asked asked = Edns(payload);
-  asked.type = type;
-  return asked;
+QuerySpec OfClass(dns::RrClass cls) { return Asked().Class(cls); }
+QuerySpec OfType(dns::RrType type, std::optional<uint16_t> payload = std::nullopt) {
+  return Edns(payload).Type(type);
 }
-Asked WithOpcode(dns::Opcode opcode) {
-  Asked asked;
-  asked.opcode = opcode;
-  return asked;
-}
-
-std::vector<uint8_t> Query(const Asked& asked) {
-  std::vector<uint8_t> buffer(512);
-  dns::MessageBuilder builder(buffer);
-  builder.header().id = 0x1234;
-  builder.header().rd = true;
-  builder.header().opcode = asked.opcode;
-  REQUIRE(builder.AddQuestion(N("Example.com."), asked.type, asked.cls) == dns::BuildError::kOk);
-  if (asked.payload) {
-    dns::EdnsView edns;
-    edns.udp_payload_size = *asked.payload;
-    edns.version = asked.edns_version;
-    edns.options = asked.options;
-    REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
-  }
-  auto bytes = builder.Finish();
-  return {bytes.begin(), bytes.end()};
-}
+QuerySpec WithOpcode(dns::Opcode opcode) { return Asked().Operation(opcode); }
 
 Admission AdmitBytes(std::span<const uint8_t> packet,
                      dns::Transport transport = dns::Transport::kUdp,
@@ -77,7 +48,7 @@ dns::Message Parse(std::span<const uint8_t> bytes) {
 }
 
 TEST_CASE("a well-formed query is admitted with its parsed question", "[server][admission]") {
-  auto packet = Query({});
+  auto packet = Asked().Bytes();
   Admission admission = AdmitBytes(packet);
   CHECK(admission.admitted());
   CHECK(admission.query.qname.IdenticalTo(N("Example.com.")));
@@ -89,7 +60,7 @@ TEST_CASE("a well-formed query is admitted with its parsed question", "[server][
 TEST_CASE("what is not a query is dropped without a reply", "[server][admission]") {
   const uint8_t short_packet[5] = {1, 2, 3, 4, 5};
   CHECK(AdmitBytes(short_packet).verdict == Verdict::kDrop);
-  auto response = Query({});
+  auto response = Asked().Bytes();
   response[2] |= 0x80;  // QR
   Admission admission = AdmitBytes(response);
   CHECK(admission.verdict == Verdict::kDrop);
@@ -98,7 +69,7 @@ TEST_CASE("what is not a query is dropped without a reply", "[server][admission]
 }
 
 TEST_CASE("a malformed query gets FORMERR with its ID and no question", "[server][admission]") {
-  auto packet = Query({});
+  auto packet = Asked().Bytes();
   packet.resize(packet.size() - 3);
   Admission admission = AdmitBytes(packet);
   REQUIRE(admission.verdict == Verdict::kFormErr);
@@ -127,7 +98,7 @@ TEST_CASE("a query that carries more than its question and OPT gets FORMERR",
           "[server][admission]") {
   const bool edns = GENERATE(false, true);
   CAPTURE(edns);
-  const auto packet = Query(Edns(edns ? std::optional<uint16_t>(1232) : std::nullopt));
+  const auto packet = Edns(edns ? std::optional<uint16_t>(1232) : std::nullopt).Bytes();
   REQUIRE(AdmitBytes(packet).admitted());
   struct Case {
     const char* what;
@@ -161,7 +132,7 @@ TEST_CASE("a query that carries more than its question and OPT gets FORMERR",
 
 TEST_CASE("a second OPT, or an OPT outside the additional section, gets FORMERR",
           "[server][admission]") {
-  const auto packet = Query(Edns(1232));
+  const auto packet = Edns(1232).Bytes();
   const std::vector<uint8_t> opt(packet.end() - 11, packet.end());
   std::vector<uint8_t> two = packet;
   two.insert(two.end(), opt.begin(), opt.end());
@@ -174,14 +145,14 @@ TEST_CASE("a second OPT, or an OPT outside the additional section, gets FORMERR"
 }
 
 TEST_CASE("other opcodes get NOTIMP even with records in their sections", "[server][admission]") {
-  auto notify = WithRecord(Query(WithOpcode(dns::Opcode::kNotify)), 1);  // RFC 1996: SOA
+  auto notify = WithRecord(WithOpcode(dns::Opcode::kNotify).Bytes(), 1);  // RFC 1996: SOA
   CHECK(AdmitBytes(notify).verdict == Verdict::kNotImp);
 }
 
 TEST_CASE("EDNS version, opcode and (for kInternetOnly) class decide the refusal",
           "[server][admission]") {
   struct Case {
-    Asked asked;
+    QuerySpec asked;
     ClassScope classes;
     Verdict verdict;
     dns::Rcode rcode;
@@ -201,7 +172,7 @@ TEST_CASE("EDNS version, opcode and (for kInternetOnly) class decide the refusal
       Case{OfType(dns::RrType::kAxfr), ClassScope::kAny, Verdict::kAdmitted, dns::Rcode::kNoError},
       Case{OfClass(dns::RrClass::kAny), ClassScope::kInternetOnly, Verdict::kAdmitted,
            dns::Rcode::kNoError});
-  auto packet = Query(c.asked);
+  auto packet = c.asked.Bytes();
   Admission admission = AdmitBytes(packet, dns::Transport::kUdp, c.classes);
   REQUIRE(admission.verdict == c.verdict);
   CHECK(RefusalRcode(admission.verdict) == c.rcode);
@@ -214,7 +185,7 @@ TEST_CASE("EDNS version, opcode and (for kInternetOnly) class decide the refusal
   CHECK_FALSE(reply.header.aa);
   REQUIRE(reply.questions.size() == 1);
   CHECK(reply.questions[0].name.IdenticalTo(N("Example.com.")));
-  CHECK(reply.edns.has_value() == c.asked.payload.has_value());  // OPT only when asked with one
+  CHECK(reply.edns.has_value() == c.asked.has_edns());  // OPT only when asked with one
 }
 
 TEST_CASE("the reply limit follows the transport and the client's EDNS size",
@@ -230,7 +201,7 @@ TEST_CASE("the reply limit follows the transport and the client's EDNS size",
                     Case{4096, dns::Transport::kUdp, 1232},  // capped: no fragments
                     Case{std::nullopt, dns::Transport::kTcp, 65535},
                     Case{4096, dns::Transport::kTcp, 65535});
-  auto packet = Query(Edns(c.payload));
+  auto packet = Edns(c.payload).Bytes();
   Admission admission = AdmitBytes(packet, c.transport);
   CHECK(admission.transport == c.transport);
   CHECK(admission.reply_limit_bytes == c.limit);
@@ -239,7 +210,7 @@ TEST_CASE("the reply limit follows the transport and the client's EDNS size",
 TEST_CASE("WriteEmptyResponse echoes the question with RA, AA as asked, and OPT when sent",
           "[server][admission]") {
   const bool edns = GENERATE(false, true);
-  auto packet = Query(Edns(edns ? std::optional<uint16_t>(4096) : std::nullopt));
+  auto packet = Edns(edns ? std::optional<uint16_t>(4096) : std::nullopt).Bytes();
   Admission admission = AdmitBytes(packet);
   std::vector<uint8_t> out(512);
   dns::Message reply =
@@ -253,7 +224,7 @@ TEST_CASE("WriteEmptyResponse echoes the question with RA, AA as asked, and OPT 
 }
 
 TEST_CASE("a detached query keeps the question and drops the EDNS options", "[server][admission]") {
-  auto packet = Query(Edns(1232));
+  auto packet = Edns(1232).Bytes();
   Admission admission = AdmitBytes(packet);
   dns::Query copy = Detach(admission.query);
   CHECK(copy.qname.IdenticalTo(admission.query.qname));
@@ -263,12 +234,12 @@ TEST_CASE("a detached query keeps the question and drops the EDNS options", "[se
 
 // A query carrying the client-address option for `client` (code 65432).
 std::vector<uint8_t> FromClient(const char* client, uint16_t port) {
-  Asked asked = Edns(1232);
-  asked.options.resize(dns::kMaxClientAddressOptionBytes);
-  const size_t size = dns::WriteClientAddressOption(
-      {*IpAddress::Parse(client), port}, dns::kDefaultClientAddressOption, asked.options);
-  asked.options.resize(size);
-  return Query(asked);
+  std::vector<uint8_t> option(dns::kMaxClientAddressOptionBytes);
+  option.resize(dns::WriteClientAddressOption({*IpAddress::Parse(client), port},
+                                              dns::kDefaultClientAddressOption, option));
+  QuerySpec asked = Edns(1232);
+  asked.EdnsOptions(option);
+  return asked.Bytes();
 }
 
 loop::SocketAddress Peer(const char* text) { return *loop::SocketAddress::Parse(text); }
@@ -313,9 +284,10 @@ TEST_CASE("with no trusted peer the client-address option is not looked at",
 
 TEST_CASE("a malformed client-address option from a trusted peer leaves the peer the client",
           "[server][admission]") {
-  Asked asked = Edns(1232);
-  asked.options = {0xFF, 0x98, 0, 5, 0, 1, 0, 53, 10};  // one address byte
-  const auto packet = Query(asked);
+  const uint8_t option[] = {0xFF, 0x98, 0, 5, 0, 1, 0, 53, 10};  // one address byte
+  QuerySpec asked = Edns(1232);
+  asked.EdnsOptions(option);
+  const auto packet = asked.Bytes();
   const Admission admission = AdmitFrom(packet, "127.0.0.1:5353", Trusting({"127.0.0.0/8"}));
   CHECK(admission.admitted());  // answered as usual
   CHECK(admission.client_source == ClientSource::kMalformed);
@@ -324,7 +296,7 @@ TEST_CASE("a malformed client-address option from a trusted peer leaves the peer
 
 TEST_CASE("a query without the client-address option is the peer's", "[server][admission]") {
   const bool edns = GENERATE(false, true);
-  const auto packet = Query(Edns(edns ? std::optional<uint16_t>(1232) : std::nullopt));
+  const auto packet = Edns(edns ? std::optional<uint16_t>(1232) : std::nullopt).Bytes();
   const Admission admission = AdmitFrom(packet, "[::1]:5353", Trusting({"::1/128"}));
   CHECK(admission.client_source == ClientSource::kPeer);
   CHECK(admission.client == Peer("[::1]:5353"));

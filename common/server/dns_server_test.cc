@@ -23,6 +23,7 @@
 #include "common/base/cpu_quota.h"
 #include "common/dns/builder.h"
 #include "common/dns/parser.h"
+#include "common/dns/query_testing.h"
 #include "common/limits/limits.h"
 #include "common/loop/socket_util.h"
 #include "common/loop/timer.h"
@@ -31,10 +32,10 @@
 namespace kdns::server {
 namespace {
 
+using dns::testing::QuerySpec;
 using testing::EchoFactory;
 using testing::IdOf;
 using testing::IsResponse;
-using testing::MakeQuery;
 using testing::TcpClient;
 using testing::UdpClient;
 
@@ -60,7 +61,7 @@ void RequireStopsClean(DnsServer& server) {
 
 // Sends one query and checks the echo comes back.
 void RequireUdpEcho(UdpClient& client, uint16_t id) {
-  REQUIRE(client.Send(MakeQuery(id)));
+  REQUIRE(client.Send(QuerySpec().Id(id).Bytes()));
   auto reply = client.Receive();
   REQUIRE(reply.has_value());
   CHECK(IdOf(*reply) == id);
@@ -68,7 +69,7 @@ void RequireUdpEcho(UdpClient& client, uint16_t id) {
 }
 
 void RequireTcpEcho(TcpClient& client, uint16_t id) {
-  REQUIRE(client.Send(MakeQuery(id)));
+  REQUIRE(client.Send(QuerySpec().Id(id).Bytes()));
   auto reply = client.Receive();
   REQUIRE(reply.has_value());
   CHECK(IdOf(*reply) == id);
@@ -122,7 +123,7 @@ TEST_CASE("SO_REUSEPORT spreads many clients over the threads", "[server]") {
     std::vector<std::unique_ptr<UdpClient>> clients;
     for (int i = 0; i < kClients; ++i) {
       clients.push_back(std::make_unique<UdpClient>(server.local_address()));
-      REQUIRE(clients.back()->Send(MakeQuery(static_cast<uint16_t>(i))));
+      REQUIRE(clients.back()->Send(QuerySpec().Id(static_cast<uint16_t>(i)).Bytes()));
     }
     for (int i = 0; i < kClients; ++i) {
       auto reply = clients[i]->Receive();
@@ -137,7 +138,7 @@ TEST_CASE("SO_REUSEPORT spreads many clients over the threads", "[server]") {
     std::vector<std::unique_ptr<TcpClient>> clients;
     for (int i = 0; i < kClients; ++i) {
       clients.push_back(std::make_unique<TcpClient>(server.tcp_address()));
-      REQUIRE(clients.back()->Send(MakeQuery(static_cast<uint16_t>(i))));
+      REQUIRE(clients.back()->Send(QuerySpec().Id(static_cast<uint16_t>(i)).Bytes()));
     }
     for (int i = 0; i < kClients; ++i) {
       auto reply = clients[i]->Receive();
@@ -188,7 +189,7 @@ TEST_CASE("DnsServer sends asynchronous replies from a Responder after a timer",
   RequireStart(server);
 
   UdpClient udp(server.local_address());
-  for (uint16_t id = 1; id <= 8; ++id) REQUIRE(udp.Send(MakeQuery(id)));
+  for (uint16_t id = 1; id <= 8; ++id) REQUIRE(udp.Send(QuerySpec().Id(id).Bytes()));
   std::vector<uint16_t> udp_ids;
   for (int i = 0; i < 8; ++i) {
     auto reply = udp.Receive();
@@ -201,7 +202,7 @@ TEST_CASE("DnsServer sends asynchronous replies from a Responder after a timer",
   TcpClient tcp(server.tcp_address());
   std::vector<uint8_t> pipelined;
   for (uint16_t id = 11; id <= 14; ++id) {
-    auto framed = TcpClient::Frame(MakeQuery(id));
+    auto framed = TcpClient::Frame(QuerySpec().Id(id).Bytes());
     pipelined.insert(pipelined.end(), framed.begin(), framed.end());
   }
   REQUIRE(tcp.SendRaw(pipelined));
@@ -229,12 +230,12 @@ TEST_CASE("DnsServer keeps serving TCP after the handler drops a query", "[serve
   });
   RequireStart(server);
   TcpClient dropped(server.tcp_address());
-  REQUIRE(dropped.Send(MakeQuery(666)));
+  REQUIRE(dropped.Send(QuerySpec().Id(666).Bytes()));
   CHECK(dropped.WaitClosed());  // nothing else outstanding: closed at once
   TcpClient fine(server.tcp_address());
   RequireTcpEcho(fine, 1);
   UdpClient udp(server.local_address());
-  REQUIRE(udp.Send(MakeQuery(666)));
+  REQUIRE(udp.Send(QuerySpec().Id(666).Bytes()));
   RequireUdpEcho(udp, 2);  // the reply to 666 would have come first
   RequireStopsClean(server);
   ServerStats s = server.stats();
@@ -304,7 +305,7 @@ TEST_CASE(
   DnsServer server(options, HoldingQuery666);
   RequireStart(server);
   TcpClient busy(server.tcp_address());
-  REQUIRE(busy.Send(MakeQuery(666)));
+  REQUIRE(busy.Send(QuerySpec().Id(666).Bytes()));
   REQUIRE(WaitStat(server, &ServerStats::tcp_queries, 1));  // delivered: busy, not idle
   for (int i = 0; i < 4; ++i) {
     TcpClient refused(server.tcp_address());
@@ -334,7 +335,7 @@ TEST_CASE(
   std::vector<std::unique_ptr<TcpClient>> holders;
   for (uint64_t i = 1; i <= 4; ++i) {
     holders.push_back(std::make_unique<TcpClient>(server.tcp_address(), heavy));
-    REQUIRE(holders.back()->Send(MakeQuery(666)));
+    REQUIRE(holders.back()->Send(QuerySpec().Id(666).Bytes()));
     REQUIRE(WaitStat(server, &ServerStats::tcp_queries, i));  // in order: the first is oldest
   }
   TcpClient light(server.tcp_address());
@@ -558,7 +559,7 @@ void FloodUdp(const loop::SocketAddress& server, const std::atomic<bool>& done,
               std::atomic<uint64_t>& replies) {
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0 || connect(fd, server.sockaddr_ptr(), server.sockaddr_len()) != 0) return;
-  std::vector<uint8_t> query = MakeQuery(1);
+  std::vector<uint8_t> query = QuerySpec().Id(1).Bytes();
   uint8_t buf[512];
   while (!done.load()) {
     for (int i = 0; i < 8; ++i) (void)send(fd, query.data(), query.size(), 0);
@@ -571,7 +572,7 @@ void FloodUdp(const loop::SocketAddress& server, const std::atomic<bool>& done,
 // The same over TCP, reconnecting after the server closes (and failing once it is gone).
 void FloodTcp(const loop::SocketAddress& server, const std::atomic<bool>& done,
               std::atomic<uint64_t>& replies) {
-  std::vector<uint8_t> framed = TcpClient::Frame(MakeQuery(2));
+  std::vector<uint8_t> framed = TcpClient::Frame(QuerySpec().Id(2).Bytes());
   uint8_t buf[512];
   while (!done.load()) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

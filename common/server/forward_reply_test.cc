@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/dns/builder.h"
+#include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
 #include "common/server/forward_reply_testing.h"
 
@@ -17,17 +18,10 @@ using dns::testing::RR;
 
 ClientQuery Client(const char* name, dns::RrType type, std::optional<uint16_t> edns_payload,
                    dns::Transport transport = dns::Transport::kUdp) {
-  std::vector<uint8_t> buffer(512);
-  dns::MessageBuilder builder(buffer);
-  builder.header().id = 0xbeef;
-  builder.header().rd = true;
-  REQUIRE(builder.AddQuestion(N(name), type, dns::RrClass::kIn) == dns::BuildError::kOk);
-  if (edns_payload) {
-    dns::EdnsView edns;
-    edns.udp_payload_size = *edns_payload;
-    REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
-  }
-  auto bytes = builder.Finish();
+  dns::testing::QuerySpec spec(name);
+  spec.Type(type).Id(0xbeef);
+  if (edns_payload) spec.Edns(*edns_payload);
+  const std::vector<uint8_t> bytes = spec.Bytes();
   Admission admission;
   Admit(bytes, transport, AdmissionPolicy{}, &admission);
   REQUIRE(admission.admitted());

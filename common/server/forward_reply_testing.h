@@ -18,6 +18,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/parser.h"
+#include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
 #include "common/server/admission.h"
 #include "common/upstream/forwarder.h"
@@ -44,20 +45,11 @@ inline std::string Hex(std::span<const uint8_t> bytes) {
 // A client's A query for `name` (ID 0xbeef, RD), with EDNS (`payload`, DO) when given.
 inline std::vector<uint8_t> PinQuery(const char* name, std::optional<uint16_t> payload,
                                      bool dnssec_ok = false) {
-  std::vector<uint8_t> buffer(512);
-  dns::MessageBuilder builder(buffer);
-  builder.header().id = 0xbeef;
-  builder.header().rd = true;
-  REQUIRE(builder.AddQuestion(dns::testing::N(name), dns::RrType::kA, dns::RrClass::kIn) ==
-          dns::BuildError::kOk);
-  if (payload) {
-    dns::EdnsView edns;
-    edns.udp_payload_size = *payload;
-    edns.dnssec_ok = dnssec_ok;
-    REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
-  }
-  buffer.resize(builder.Finish().size());
-  return buffer;
+  dns::testing::QuerySpec spec(name);
+  spec.Id(0xbeef);
+  if (payload) spec.Edns(*payload);
+  if (payload && dnssec_ok) spec.DnssecOk();
+  return spec.Bytes();
 }
 
 // `bytes` admitted over `transport` (the reply limit follows from both).

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/dns/builder.h"
+#include "common/dns/query_testing.h"
 #include "common/limits/limits.h"
 #include "common/loop/loop_test_util.h"
 #include "common/loop/tcp_limits.h"
@@ -24,12 +25,12 @@
 namespace kdns::server {
 namespace {
 
+using dns::testing::QuerySpec;
 using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
 using testing::EchoFactory;
 using testing::IdOf;
 using testing::IsResponse;
-using testing::MakeQuery;
 using testing::TcpClient;
 using testing::UdpClient;
 
@@ -143,14 +144,14 @@ TEST_CASE("LoopServer answers UDP and TCP on one port and tells the handler who 
   REQUIRE(h.server->udp_address().port() == h.server->tcp_address().port());
 
   UdpClient udp(h.server->udp_address());
-  REQUIRE(udp.Send(MakeQuery(7)));
+  REQUIRE(udp.Send(QuerySpec().Id(7).Bytes()));
   std::optional<std::vector<uint8_t>> reply;
   REQUIRE(RunUntil(h.loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
   CHECK(IdOf(*reply) == 7);
   CHECK(IsResponse(*reply));
 
   TcpClient tcp(h.server->tcp_address());
-  REQUIRE(tcp.Send(MakeQuery(8)));
+  REQUIRE(tcp.Send(QuerySpec().Id(8).Bytes()));
   REQUIRE(RunUntil(h.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
   CHECK(IdOf(*reply) == 8);
   CHECK(IsResponse(*reply));
@@ -201,10 +202,9 @@ TEST_CASE("queries reach the handler admitted under the server's policy, on both
   options.udp.receiver_thread = receiver_thread;
   options.admission.classes = ClassScope::kInternetOnly;
   auto server = StartWith(loop, options, stats, &handler);
-  std::vector<uint8_t> chaos = MakeQuery(2);
-  chaos[chaos.size() - 1] = 3;  // class CH
+  std::vector<uint8_t> chaos = QuerySpec().Class(dns::RrClass::kCh).Id(2).Bytes();
   UdpClient udp(server->udp_address());
-  REQUIRE(udp.Send(MakeQuery(1)));
+  REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
   REQUIRE(RunUntil(loop, [&] { return handler->verdicts.size() == 1; }));
   REQUIRE(udp.Send(chaos));
   std::optional<std::vector<uint8_t>> reply;
@@ -247,7 +247,7 @@ TEST_CASE("With a receiver thread, the handler answers on it first and the loop 
   options.udp.receiver_thread = true;
   auto server = StartWith(loop, options, stats, &handler);
   UdpClient udp(server->udp_address());
-  for (uint16_t id = 1; id <= 10; ++id) REQUIRE(udp.Send(MakeQuery(id)));
+  for (uint16_t id = 1; id <= 10; ++id) REQUIRE(udp.Send(QuerySpec().Id(id).Bytes()));
   std::vector<uint16_t> ids;
   REQUIRE(RunUntil(loop, [&] {
     while (auto reply = udp.TryReceive()) ids.push_back(IdOf(*reply));
@@ -258,7 +258,7 @@ TEST_CASE("With a receiver thread, the handler answers on it first and the loop 
   CHECK_FALSE(handler->peer_port_zero);
   // TCP never takes the fast path.
   TcpClient tcp(server->tcp_address());
-  REQUIRE(tcp.Send(MakeQuery(12)));
+  REQUIRE(tcp.Send(QuerySpec().Id(12).Bytes()));
   std::optional<std::vector<uint8_t>> reply;
   REQUIRE(RunUntil(loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
   CHECK(handler->loop_thread_queries == 6);
@@ -301,14 +301,14 @@ TEST_CASE(
   size_t replies = 0;
   // One at a time, so that every datagram reuses the same hand-off slot after a decided one.
   for (uint16_t id = 1; id <= 9; ++id) {
-    REQUIRE(udp.Send(MakeQuery(id)));
+    REQUIRE(udp.Send(QuerySpec().Id(id).Bytes()));
     REQUIRE(RunUntil(loop, [&] {
       while (udp.TryReceive()) ++replies;
       return replies == id;
     }));
   }
   TcpClient tcp(server->tcp_address());  // the loop receives it: nothing decided
-  REQUIRE(tcp.Send(MakeQuery(12)));
+  REQUIRE(tcp.Send(QuerySpec().Id(12).Bytes()));
   REQUIRE(RunUntil(loop, [&] { return tcp.TryReceive().has_value(); }));
   REQUIRE(handler->decisions.size() == 10);
   for (const auto& [id, decision] : handler->decisions) {
@@ -353,7 +353,7 @@ TEST_CASE("An idle server tells its handler to release its snapshots, on each of
   options.udp.receiver_thread = true;
   auto server = StartWith(loop, options, stats, &handler);
   UdpClient udp(server->udp_address());
-  REQUIRE(udp.Send(MakeQuery(1)));
+  REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
   REQUIRE(RunUntil(loop, [&] { return udp.TryReceive().has_value(); }));
   // Nothing more comes: the loop waits, and the receiver thread's receive times out.
   REQUIRE(RunUntil(
@@ -366,12 +366,8 @@ TEST_CASE("An idle server tells its handler to release its snapshots, on each of
 
 // A query for `example. A IN` with an OPT record carrying one option (code 65001, "abcd").
 std::vector<uint8_t> MakeQueryWithOption(uint16_t id) {
-  std::vector<uint8_t> q = MakeQuery(id);
-  q[11] = 1;                                                                 // ARCOUNT
-  const uint8_t opt[] = {0,    0,    41, 0x10, 0x00, 0,   0,   0,  0, 0, 8,  // OPT, 4096, rdlen 8
-                         0xfd, 0xe9, 0,  4,    'a',  'b', 'c', 'd'};
-  q.insert(q.end(), std::begin(opt), std::end(opt));
-  return q;
+  static constexpr uint8_t kOption[] = {0xfd, 0xe9, 0, 4, 'a', 'b', 'c', 'd'};
+  return QuerySpec().Id(id).Edns(4096).EdnsOptions(kOption).Bytes();
 }
 
 // Declines every query on the receiver thread, noting the Admission it was given, and
@@ -451,7 +447,7 @@ TEST_CASE("LoopServer lets a handler answer later through a Responder", "[server
 
   SECTION("over UDP") {
     UdpClient udp(h.server->udp_address());
-    REQUIRE(udp.Send(MakeQuery(21)));
+    REQUIRE(udp.Send(QuerySpec().Id(21).Bytes()));
     REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
     CHECK(handler->held[0].pending());
     CHECK(handler->held[0].transport() == dns::Transport::kUdp);
@@ -461,7 +457,7 @@ TEST_CASE("LoopServer lets a handler answer later through a Responder", "[server
   }
   SECTION("over TCP") {
     TcpClient tcp(h.server->tcp_address());
-    REQUIRE(tcp.Send(MakeQuery(21)));
+    REQUIRE(tcp.Send(QuerySpec().Id(21).Bytes()));
     REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
     CHECK(handler->held[0].transport() == dns::Transport::kTcp);
     timer->Start(1, [&] { CHECK(ReplyEcho(handler->held[0], handler->queries[0])); });
@@ -480,7 +476,7 @@ TEST_CASE("A late reply to a TCP connection the client closed is dropped safely"
   HoldingHandler* handler = nullptr;
   Harness h(HoldingFactory(&handler));
   TcpClient tcp(h.server->tcp_address());
-  REQUIRE(tcp.Send(MakeQuery(5)));
+  REQUIRE(tcp.Send(QuerySpec().Id(5).Bytes()));
   REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
   // A FIN alone would not do: it may be a half-close, after which the client still expects
   // its answers (RFC 7766 6.2.1). A reset closes the server's side.
@@ -499,7 +495,7 @@ TEST_CASE("A client that half-closes after its query still gets the answer", "[s
   HoldingHandler* handler = nullptr;
   Harness h(HoldingFactory(&handler));
   TcpClient tcp(h.server->tcp_address());
-  REQUIRE(tcp.Send(MakeQuery(5)));
+  REQUIRE(tcp.Send(QuerySpec().Id(5).Bytes()));
   tcp.ShutdownWrite();
   REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
   h.loop.RunNoWait();
@@ -520,8 +516,8 @@ TEST_CASE("A dropped UDP query gets no reply and is counted", "[server]") {
     });
   });
   UdpClient udp(h.server->udp_address());
-  REQUIRE(udp.Send(MakeQuery(1)));
-  REQUIRE(udp.Send(MakeQuery(2)));
+  REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
+  REQUIRE(udp.Send(QuerySpec().Id(2).Bytes()));
   std::optional<std::vector<uint8_t>> reply;
   REQUIRE(RunUntil(h.loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
   // Loopback keeps the order: a reply to query 1 would have come first.
@@ -539,8 +535,8 @@ TEST_CASE("A dropped TCP query closes the connection once the other queries are 
   HoldingHandler* handler = nullptr;
   Harness h(HoldingFactory(&handler));
   TcpClient tcp(h.server->tcp_address());
-  std::vector<uint8_t> both = TcpClient::Frame(MakeQuery(1));
-  std::vector<uint8_t> second = TcpClient::Frame(MakeQuery(2));
+  std::vector<uint8_t> both = TcpClient::Frame(QuerySpec().Id(1).Bytes());
+  std::vector<uint8_t> second = TcpClient::Frame(QuerySpec().Id(2).Bytes());
   both.insert(both.end(), second.begin(), second.end());
   REQUIRE(tcp.SendRaw(both));
   REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 2; }));
@@ -575,7 +571,7 @@ TEST_CASE("A TCP client that trickles a query is closed at the frame timeout and
       h.loop, [&] { return limits::LimitHits(limits::Limit::kTcpFrameTimeout) != frame_hits; }));
   CHECK(limits::LimitHits(limits::Limit::kTcpFrameTimeout) - frame_hits == 1);
   TcpClient fine(h.server->tcp_address());
-  REQUIRE(fine.Send(MakeQuery(9)));
+  REQUIRE(fine.Send(QuerySpec().Id(9).Bytes()));
   std::optional<std::vector<uint8_t>> reply;
   REQUIRE(RunUntil(h.loop, [&] { return (reply = fine.TryReceive()).has_value(); }));
   CHECK(IdOf(*reply) == 9);
@@ -591,14 +587,14 @@ TEST_CASE("At the TCP query timeout the handler answers the waiting queries, the
   handler->answer_overdue = true;
   const uint64_t hits = limits::LimitHits(limits::Limit::kTcpQueryTimeout);
   TcpClient client(h.server->tcp_address());
-  REQUIRE(client.Send(MakeQuery(3)));
+  REQUIRE(client.Send(QuerySpec().Id(3).Bytes()));
   std::optional<std::vector<uint8_t>> reply;
   REQUIRE(RunUntil(h.loop, [&] { return (reply = client.TryReceive()).has_value(); }));
   CHECK(IdOf(*reply) == 3);
   CHECK(handler->overdue.size() == 1);
   CHECK(limits::LimitHits(limits::Limit::kTcpQueryTimeout) - hits == 1);
   // Idle again, and still serving.
-  REQUIRE(client.Send(MakeQuery(4)));
+  REQUIRE(client.Send(QuerySpec().Id(4).Bytes()));
   REQUIRE(RunUntil(h.loop, [&] { return (reply = client.TryReceive()).has_value(); }));
   CHECK(IdOf(*reply) == 4);
   CHECK(h.server->open_connections() == 1);
@@ -613,7 +609,7 @@ TEST_CASE("At the TCP query timeout a connection whose queries nobody answers is
   Harness h(HoldingFactory(&handler), 0, tcp);
   const uint64_t hits = limits::LimitHits(limits::Limit::kTcpQueryTimeout);
   TcpClient client(h.server->tcp_address());
-  REQUIRE(client.Send(MakeQuery(3)));
+  REQUIRE(client.Send(QuerySpec().Id(3).Bytes()));
   REQUIRE(RunUntil(h.loop, [&] { return client.closed(); }));
   REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
   CHECK(handler->overdue.size() == 1);
@@ -644,11 +640,11 @@ TEST_CASE(
   std::vector<std::unique_ptr<TcpClient>> holders;
   for (size_t i = 1; i <= 4; ++i) {
     holders.push_back(std::make_unique<TcpClient>(first->tcp_address(), heavy));
-    REQUIRE(holders.back()->Send(MakeQuery(666)));
+    REQUIRE(holders.back()->Send(QuerySpec().Id(666).Bytes()));
     REQUIRE(RunUntil(loop, [&] { return holding->held.size() == i; }));
   }
   TcpClient light(second->tcp_address());
-  REQUIRE(light.Send(MakeQuery(7)));
+  REQUIRE(light.Send(QuerySpec().Id(7).Bytes()));
   REQUIRE(RunUntil(loop, [&] { return empty->held.size() == 1; }));  // served at the cap
   REQUIRE(RunUntil(loop, [&] { return holders[0]->closed(); }));     // the oldest busy one
   REQUIRE(RunUntil(loop, [&] { return first->open_connections() == 3; }));
@@ -669,7 +665,7 @@ TEST_CASE("Pipelined TCP queries on one connection are answered in any order", "
   TcpClient tcp(h.server->tcp_address());
   std::vector<uint8_t> all;
   for (uint16_t id = 1; id <= 5; ++id) {
-    std::vector<uint8_t> framed = TcpClient::Frame(MakeQuery(id));
+    std::vector<uint8_t> framed = TcpClient::Frame(QuerySpec().Id(id).Bytes());
     all.insert(all.end(), framed.begin(), framed.end());
   }
   REQUIRE(tcp.SendRaw(all));  // one write: the server frames five queries from it
@@ -691,8 +687,8 @@ TEST_CASE("Destroying a LoopServer drops the Responders its handler still holds"
   Harness h(HoldingFactory(&handler));
   UdpClient udp(h.server->udp_address());
   TcpClient tcp(h.server->tcp_address());
-  REQUIRE(udp.Send(MakeQuery(1)));
-  REQUIRE(tcp.Send(MakeQuery(2)));
+  REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
+  REQUIRE(tcp.Send(QuerySpec().Id(2).Bytes()));
   REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 2; }));
   h.Finish();  // the handler goes first, its Responders drop into a live connection table
   ServerStats s = h.stats.Read();
@@ -742,17 +738,7 @@ std::vector<uint8_t> QueryFor(uint16_t id, const char* client) {
   const loop::SocketAddress address = *loop::SocketAddress::Parse(client);
   option.resize(dns::WriteClientAddressOption({loop::IpOf(address), address.port()},
                                               dns::kDefaultClientAddressOption, option));
-  std::vector<uint8_t> buffer(512);
-  dns::MessageBuilder builder(buffer);
-  builder.header().id = id;
-  builder.header().rd = true;
-  REQUIRE(builder.AddQuestion(dns::Name::FromText("example.").value(), dns::RrType::kA,
-                              dns::RrClass::kIn) == dns::BuildError::kOk);
-  dns::EdnsView edns;
-  edns.options = option;
-  REQUIRE(builder.SetEdns(edns) == dns::BuildError::kOk);
-  const std::span<const uint8_t> bytes = builder.Finish();
-  return {bytes.begin(), bytes.end()};
+  return QuerySpec().Id(id).Edns().EdnsOptions(option).Bytes();
 }
 
 dns::Rcode RcodeOf(std::span<const uint8_t> message) {

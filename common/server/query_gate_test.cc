@@ -8,12 +8,13 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
+#include "common/dns/query_testing.h"
 #include "common/server/server_test_util.h"
 
 namespace kdns::server {
 namespace {
 
-using testing::MakeQuery;
+using dns::testing::QuerySpec;
 
 loop::SocketAddress Peer(const char* text) { return *loop::SocketAddress::Parse(text); }
 
@@ -46,7 +47,7 @@ TEST_CASE("The gate admits a query and names its client", "[server][gate]") {
   const AdmissionPolicy admission;
   const ClientAddressPolicy client_address;
   const QueryGate gate(admission, client_address, nullptr, nullptr);
-  const auto query = MakeQuery(7);
+  const auto query = QuerySpec().Id(7).Bytes();
   const Entered entered = Enter(gate, query, dns::Transport::kUdp, "192.0.2.1:5353");
   CHECK(entered.pass == QueryGate::Pass::kHandle);
   CHECK(entered.admission.admitted());
@@ -66,7 +67,7 @@ TEST_CASE("Over its rate a UDP client gets TC, a response nothing, and TCP is no
   const auto clients = OnePerSecond();
   const QueryGate gate(admission, client_address, clients.get(), nullptr);
   CHECK(gate.NowNs() != 0);
-  const auto query = MakeQuery(7);
+  const auto query = QuerySpec().Id(7).Bytes();
   REQUIRE(Enter(gate, query, dns::Transport::kUdp, "192.0.2.1:5353").pass ==
           QueryGate::Pass::kHandle);
   const Entered limited = Enter(gate, query, dns::Transport::kUdp, "192.0.2.1:5353");
@@ -75,7 +76,7 @@ TEST_CASE("Over its rate a UDP client gets TC, a response nothing, and TCP is no
   CHECK(testing::IdOf(limited.limited) == 7);
   CHECK((limited.limited[2] & 0x02) != 0);  // TC
   // A response is never answered: nothing is reflected.
-  auto response = MakeQuery(8);
+  auto response = QuerySpec().Id(8).Bytes();
   response[2] |= 0x80;
   const Entered reflected = Enter(gate, response, dns::Transport::kUdp, "192.0.2.1:5353");
   CHECK(reflected.pass == QueryGate::Pass::kLimited);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dns/query_testing.h"
 #include "common/loop/loop_test_util.h"
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
@@ -14,10 +15,10 @@
 namespace kdns::server {
 namespace {
 
+using dns::testing::QuerySpec;
 using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
 using testing::IdOf;
-using testing::MakeQuery;
 using testing::UdpClient;
 
 // A LoopServer on the test's loop whose handler is `fn`; sends one UDP query and runs the
@@ -41,7 +42,7 @@ ServerStats HandleOneQuery(const std::function<void(Request&, ThreadStats&)>& fn
         stats, &error);
     REQUIRE(server != nullptr);
     UdpClient udp(server->udp_address());
-    REQUIRE(udp.Send(MakeQuery(1)));
+    REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
     REQUIRE(RunUntil(loop, [&] { return handled; }));
   }
   RequireClosesClean(loop);
@@ -141,8 +142,8 @@ TEST_CASE("A handler that throws has its query dropped and the server keeps serv
         stats, &error);
     REQUIRE(server != nullptr);
     UdpClient udp(server->udp_address());
-    REQUIRE(udp.Send(MakeQuery(1)));
-    REQUIRE(udp.Send(MakeQuery(2)));
+    REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
+    REQUIRE(udp.Send(QuerySpec().Id(2).Bytes()));
     std::optional<std::vector<uint8_t>> reply;
     REQUIRE(RunUntil(loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
     CHECK(IdOf(*reply) == 2);

@@ -1,6 +1,6 @@
-// Test helpers for kdns::server: DNS query bytes, an echo handler (the query back with QR
-// set), a handler built from a lambda, and plain-socket UDP and TCP clients that either
-// wait with a poll() timeout (servers on other threads) or never block (a server on the
+// Test helpers for kdns::server (queries: common/dns/query_testing.h): an echo handler (the query
+// back with QR set), a handler built from a lambda, and plain-socket UDP and TCP clients that
+// either wait with a poll() timeout (servers on other threads) or never block (a server on the
 // test's own loop, driven with loop::testing::RunUntil). Header-only; tests only.
 #pragma once
 
@@ -28,15 +28,6 @@
 #include "common/server/query_handler.h"
 
 namespace kdns::server::testing {
-
-// A query for `example. A IN` with the given ID and RD set.
-inline std::vector<uint8_t> MakeQuery(uint16_t id) {
-  std::vector<uint8_t> q = {
-      static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
-  const uint8_t question[] = {7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 0, 0, 1, 0, 1};
-  q.insert(q.end(), std::begin(question), std::end(question));
-  return q;
-}
 
 inline uint16_t IdOf(std::span<const uint8_t> message) {
   return message.size() < 2 ? 0 : static_cast<uint16_t>(message[0] << 8 | message[1]);

@@ -21,11 +21,9 @@ after, over the lookups), then the with/without ratio. Figures only: nothing fai
 import os
 import random
 import select
-import shutil
 import socket
 import struct
 import sys
-import tempfile
 import time
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/bin")
@@ -35,6 +33,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import dns_wire  # noqa: E402
 import harness  # noqa: E402
 import servers  # noqa: E402
+from kubedns_api_bench_lib import bench_workdir  # noqa: E402
 
 LOOKUPS = int(os.environ.get("LOOKUPS", "2000"))
 SEARCH = ["default.svc.cluster.local", "svc.cluster.local", "cluster.local"]
@@ -119,36 +118,33 @@ def measure(workdir, nsd, autopath, names):
 
 
 def main():
-    workdir = tempfile.mkdtemp(prefix="kdns-autopath-bench-")
-    nsd = None
-    try:
-        nsd = servers.Nsd(workdir)
-        print("autopath_bench: %d lookups per figure; a pod's getent ahosts (A+AAAA per "
-              "suffix, search list of %d, ndots:5); CPU of kubedns + frontend-cache, one "
-              "thread each" % (LOOKUPS, len(SEARCH)))
-        for workload in ("hot", "cold"):
-            results = {}
-            for autopath in (False, True):
-                if workload == "hot":
-                    names = ["www.example.test"] * LOOKUPS
-                else:
-                    tag = "w" if autopath else "o"
-                    names = ["%s%d.wild.example.test" % (tag, i) for i in range(LOOKUPS)]
-                results[autopath] = measure(workdir, nsd, autopath, names)
-                queries, micros = results[autopath]
-                print("  %-4s %-17s %4.1f queries at the cache, %7.1f us CPU per lookup" %
-                      (workload, "with --autopath" if autopath else "without", queries,
-                       micros))
-            ratio = results[True][1] / results[False][1] if results[False][1] else float("nan")
-            print("  %-4s CPU ratio with/without: %.2f" % (workload, ratio))
-        return 0
-    finally:
-        if nsd is not None:
-            nsd.stop()
-        if os.environ.get("KEEP_TMP") == "1":
-            print("kept " + workdir)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    with bench_workdir("kdns-autopath-bench-") as workdir:
+        nsd = None
+        try:
+            nsd = servers.Nsd(workdir)
+            print("autopath_bench: %d lookups per figure; a pod's getent ahosts (A+AAAA per "
+                  "suffix, search list of %d, ndots:5); CPU of kubedns + frontend-cache, one "
+                  "thread each" % (LOOKUPS, len(SEARCH)))
+            for workload in ("hot", "cold"):
+                results = {}
+                for autopath in (False, True):
+                    if workload == "hot":
+                        names = ["www.example.test"] * LOOKUPS
+                    else:
+                        tag = "w" if autopath else "o"
+                        names = ["%s%d.wild.example.test" % (tag, i) for i in range(LOOKUPS)]
+                    results[autopath] = measure(workdir, nsd, autopath, names)
+                    queries, micros = results[autopath]
+                    print("  %-4s %-17s %4.1f queries at the cache, %7.1f us CPU per lookup" %
+                          (workload, "with --autopath" if autopath else "without", queries,
+                           micros))
+                ratio = (results[True][1] / results[False][1] if results[False][1] else
+                         float("nan"))
+                print("  %-4s CPU ratio with/without: %.2f" % (workload, ratio))
+            return 0
+        finally:
+            if nsd is not None:
+                nsd.stop()
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/parser.h"
+#include "common/dns/query_testing.h"
 #include "frontend-cache/cache.h"
 
 namespace {
@@ -30,27 +31,12 @@ using kdns::frontend::LookupStatus;
 
 constexpr int kNames = 1000;
 
-struct BenchQuery {
-  std::vector<uint8_t> bytes;
-  dns::Query parsed;
-};
+using kdns::dns::testing::ParsedQuery;
 
 std::string HostName(int i) { return "host-" + std::to_string(i) + ".example.com."; }
 
-BenchQuery MakeQuery(int i) {
-  BenchQuery query;
-  query.bytes.resize(512);
-  MessageBuilder builder(query.bytes);
-  builder.header().id = static_cast<uint16_t>(i);
-  builder.header().rd = true;
-  if (builder.AddQuestion(*Name::FromText(HostName(i)), RrType::kA, RrClass::kIn) !=
-          BuildError::kOk ||
-      builder.SetEdns(EdnsView{}) != BuildError::kOk) {
-    std::abort();
-  }
-  query.bytes.resize(builder.Finish().size());
-  if (ParseQuery(query.bytes, &query.parsed) != ParseError::kOk) std::abort();
-  return query;
+ParsedQuery MakeQuery(int i) {
+  return kdns::dns::testing::QuerySpec(HostName(i)).Id(static_cast<uint16_t>(i)).Edns().Parsed();
 }
 
 std::vector<uint8_t> MakeReply(int i) {
@@ -115,15 +101,15 @@ Timing RunThreads(int threads, Body body) {
 }
 
 // Every thread serves every query `rounds` times.
-Timing RunHits(Cache& cache, const std::vector<BenchQuery>& queries, int threads, int rounds) {
+Timing RunHits(Cache& cache, const std::vector<ParsedQuery>& queries, int threads, int rounds) {
   std::atomic<uint64_t> misses{0};
   Timing timing = RunThreads(threads, [&](int) {
     std::vector<uint8_t> out(1232);
     uint64_t local_misses = 0;
     for (int round = 0; round < rounds; ++round) {
-      for (const BenchQuery& query : queries) {
-        CacheKey key = CacheKey::FromQuery(query.parsed);
-        auto result = cache.Lookup(key, query.parsed, out, out.size());
+      for (const ParsedQuery& query : queries) {
+        CacheKey key = CacheKey::FromQuery(query.query);
+        auto result = cache.Lookup(key, query.query, out, out.size());
         if (result.status != LookupStatus::kHit) ++local_misses;
       }
     }
@@ -136,7 +122,7 @@ Timing RunHits(Cache& cache, const std::vector<BenchQuery>& queries, int threads
 
 // Names first + i, as queries and their upstream replies.
 struct Names {
-  std::vector<BenchQuery> queries;
+  std::vector<ParsedQuery> queries;
   std::vector<std::vector<uint8_t>> replies;
 
   Names(int first, int count) {
@@ -151,7 +137,7 @@ struct Names {
 
 void Fill(Cache& cache, const Names& names) {
   for (size_t i = 0; i < names.queries.size(); ++i) {
-    if (cache.Insert(CacheKey::FromQuery(names.queries[i].parsed), names.replies[i]).result !=
+    if (cache.Insert(CacheKey::FromQuery(names.queries[i].query), names.replies[i]).result !=
         frontend::InsertResult::kInserted) {
       std::abort();
     }
@@ -165,7 +151,7 @@ Timing RunEvictions(Cache& cache, const Names& names, int threads, int rounds) {
     double inserted = 0;
     for (int round = 0; round < rounds; ++round) {
       for (size_t i = thread; i < names.queries.size(); i += threads) {
-        const CacheKey key = CacheKey::FromQuery(names.queries[i].parsed);
+        const CacheKey key = CacheKey::FromQuery(names.queries[i].query);
         if (cache.Insert(key, names.replies[i]).result == frontend::InsertResult::kInserted) {
           ++inserted;
         }
@@ -178,7 +164,7 @@ Timing RunEvictions(Cache& cache, const Names& names, int threads, int rounds) {
 }  // namespace
 
 int main() {
-  std::vector<BenchQuery> queries;
+  std::vector<ParsedQuery> queries;
   queries.reserve(kNames);
   for (int i = 0; i < kNames; ++i) queries.push_back(MakeQuery(i));
   const SteadyClock& clock = SteadyClock::Instance();
@@ -188,7 +174,7 @@ int main() {
     options.shard_count = shards;
     Cache cache(options, clock);
     for (int i = 0; i < kNames; ++i) {
-      if (cache.Insert(CacheKey::FromQuery(queries[i].parsed), MakeReply(i)).result !=
+      if (cache.Insert(CacheKey::FromQuery(queries[i].query), MakeReply(i)).result !=
           frontend::InsertResult::kInserted) {
         std::abort();
       }

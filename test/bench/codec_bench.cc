@@ -11,6 +11,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/parser.h"
+#include "common/dns/query_testing.h"
 
 namespace {
 
@@ -37,20 +38,13 @@ Name MustName(const char* text) { return *Name::FromText(text); }
 }  // namespace
 
 int main() {
-  const Name qname = MustName("kubernetes.default.svc.cluster.local.");
   const Name srv_name = MustName("_https._tcp.web.default.svc.cluster.local.");
 
-  std::vector<uint8_t> query_bytes(512);
-  {
-    MessageBuilder builder(query_bytes);
-    builder.header().id = 0x1234;
-    builder.header().rd = true;
-    if (builder.AddQuestion(qname, RrType::kA, RrClass::kIn) != BuildError::kOk ||
-        builder.SetEdns(EdnsView{}) != BuildError::kOk) {
-      return 1;
-    }
-    query_bytes.resize(builder.Finish().size());
-  }
+  const std::vector<uint8_t> query_bytes =
+      kdns::dns::testing::QuerySpec("kubernetes.default.svc.cluster.local.")
+          .Id(0x1234)
+          .Edns()
+          .Bytes();
   Query query;
   if (ParseQuery(query_bytes, &query) != ParseError::kOk) return 1;
 

@@ -134,31 +134,9 @@ rss_kb() {
 machine_busy_seconds() {
   awk -v hz="$hz" '/^cpu / {printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / hz; exit}' /proc/stat
 }
-calc() { awk "BEGIN {printf \"$1\", $2}"; }
 now() { date +%s.%N; }
 
-# Waits until 127.0.0.1:$2 answers a query (any status); false if process $1 died first.
-wait_ready() {
-  local pid=$1 port=$2 _
-  for _ in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || return 1
-    dig +time=1 +tries=1 -p "$port" @127.0.0.1 ready.probe.bench A 2>/dev/null | grep -q 'status:' &&
-      return 0
-    sleep 0.1
-  done
-  return 1
-}
 
-# Stops a server we started and forgets its pid (which the system may hand out again).
-stop() {
-  local pid kept=()
-  kill "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
-  for pid in "${pids[@]}"; do
-    [[ $pid == "$1" ]] || kept+=("$pid")
-  done
-  pids=("${kept[@]}")
-}
 
 # Results: R[label,key].
 declare -A R
@@ -173,7 +151,7 @@ upstream_port=$(free_port)
 "$dnsload" --serve "$upstream_port" >"$tmp/upstream.log" 2>&1 &
 upstream_pid=$!
 pids+=("$upstream_pid")
-if ! wait_ready "$upstream_pid" "$upstream_port"; then
+if ! wait_answers "$upstream_pid" "$upstream_port" ready.probe.bench; then
   echo "frontend_cache_bench: the upstream (dnsload_bench --serve) did not start:"
   cat "$tmp/upstream.log"
   exit 1
@@ -204,35 +182,8 @@ start_server() {
         >"$dir/log" 2>&1 &
       ;;
     unbound)
-      cat >"$dir/unbound.conf" <<EOF
-server:
-  interface: 127.0.0.1
-  port: $port
-  do-daemonize: no
-  username: ""
-  chroot: ""
-  directory: "$dir"
-  pidfile: "$dir/unbound.pid"
-  use-syslog: no
-  logfile: ""
-  verbosity: 0
-  num-threads: $threads
-  so-reuseport: yes
-  do-ip6: no
-  do-not-query-localhost: no
-  access-control: 127.0.0.0/8 allow
-  module-config: "iterator"
-  qname-minimisation: no
-  prefetch: no
-  msg-cache-size: 256m
-  rrset-cache-size: 256m
-  num-queries-per-thread: 1024
-forward-zone:
-  name: "."
-  forward-addr: 127.0.0.1@$upstream_port
-remote-control:
-  control-enable: no
-EOF
+      unbound_forwarder_conf "$dir" "$port" "$upstream_port" "$threads" "so-reuseport: yes" \
+        "msg-cache-size: 256m" "rrset-cache-size: 256m"
       /usr/sbin/unbound -d -c "$dir/unbound.conf" >"$dir/log" 2>&1 &
       ;;
     dnsdist)  # one UDP listener thread per setLocal/addLocal
@@ -250,10 +201,10 @@ EOF
   esac
   server_pid=$!
   pids+=("$server_pid")
-  if ! wait_ready "$server_pid" "$port"; then
+  if ! wait_answers "$server_pid" "$port" ready.probe.bench; then
     echo "frontend_cache_bench: skipped $kind ($threads thread(s)): it did not start; its log:"
     tail -5 "$dir/log" | sed 's/^/  /'
-    stop "$server_pid"
+    stop_server "$server_pid"
     return 1
   fi
 }
@@ -280,17 +231,18 @@ run_dnsperf() {
   echo "$out" >"$tmp/dnsperf-${label//\//_}-$(date +%s%N).txt"
   local completed lost qps wall server_s upstream_s client_s machine_s
   machine_s=$(calc %.2f "$(machine_busy_seconds) - $machine_before")
-  completed=$(awk '/Queries completed:/ {print $3}' <<<"$out")
-  lost=$(awk '/Queries lost:/ {print $3}' <<<"$out")
-  qps=$(awk '/Queries per second:/ {printf "%.0f", $4}' <<<"$out")
-  wall=$(awk '/Run time \(s\):/ {print $4}' <<<"$out")
+  dnsperf_figures "$out"
+  completed=$dnsperf_completed
+  lost=$dnsperf_lost
+  [[ -z $dnsperf_qps ]] || qps=$(calc %.0f "$dnsperf_qps")
+  wall=$dnsperf_wall
   server_s=$(calc %.2f "$(cpu_seconds "$pid") - $server_before")
   upstream_s=$(calc %.2f "$(cpu_seconds "$upstream_pid") - $upstream_before")
   client_s=$(awk '{printf "%.2f", $1 + $2}' "$tmp/time.txt" 2>/dev/null || echo 0)
   [[ -n $wall ]] || wall=$(calc %.2f "$end - $start")
   set_figures "$label" dnsperf "${qps:-0}" "${completed:-0}" "${lost:-?}" "$wall" "$server_s" \
     "$client_s" "$upstream_s" "$threads" "$machine_s"
-  R[$label,dnsperf_codes]=$(awk '/Response codes:/ {sub(/.*Response codes: */, ""); print}' <<<"$out")
+  R[$label,dnsperf_codes]=$dnsperf_codes
 }
 
 # dnsload LABEL PID PORT FILE THREADS [dnsload args]: one run; figures into R[LABEL,dnsload_*].
@@ -406,7 +358,7 @@ for kind in ceiling frontend-cache fc-loop "${available[@]}"; do
     base_port=$(free_port)
     if start_server "$kind" 1 "$base_port" 1000; then
       R[$kind,rss_base]=$(rss_kb "$server_pid")
-      stop "$server_pid"
+      stop_server "$server_pid"
     fi
     R[$kind,rss_empty]=$(rss_kb "$pid")
     run_dnsperf "$kind/miss" "$pid" "$port" "$tmp/miss.txt" 1 -n 1 -l $((duration * 6))
@@ -416,7 +368,7 @@ for kind in ceiling frontend-cache fc-loop "${available[@]}"; do
   hit_runs "$kind" "$pid" "$port" 1
   [[ $kind == frontend-cache || $kind == ceiling ]] && profile_hits "$kind" "$pid" "$port"
   rate_runs "$kind" "$pid" "$port" 1
-  stop "$pid"
+  stop_server "$pid"
 done
 
 # --- two threads --------------------------------------------------------------------------------
@@ -431,7 +383,7 @@ if [[ $two_threads == 1 ]]; then
     warm "$port"
     hit_runs "$kind/2" "$pid" "$port" 2
     rate_runs "$kind/2" "$pid" "$port" 2
-    stop "$pid"
+    stop_server "$pid"
   done
 fi
 
@@ -458,7 +410,7 @@ if [[ ($two_threads == 1 || -n $baseline_bin) && $thread_rounds -gt 0 ]]; then
       warm "$port"
       hit_runs "$label/$round" "$pid" "$port" "$threads"
       rate_runs "$label/$round" "$pid" "$port" "$threads" $thread_rates
-      stop "$pid"
+      stop_server "$pid"
     done
     thread_labels+=("$round")
   done

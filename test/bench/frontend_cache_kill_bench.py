@@ -18,10 +18,8 @@ Environment: KILLS (default 20), RATE (default 8000), SERIES (default 2).
 """
 import os
 import random
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,6 +27,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
 import frontend_cache  # noqa: E402
 import harness  # noqa: E402
 import servers  # noqa: E402
+from kubedns_api_bench_lib import bench_workdir  # noqa: E402
 
 
 def kill_series(workdir, nsd, kills, rate):
@@ -76,23 +75,23 @@ def main():
         if not os.access(tool, os.X_OK):
             print("frontend_cache_kill_bench: skipped: %s is missing" % tool)
             return 0
-    workdir = tempfile.mkdtemp(prefix="kdns-kill-bench-")
-    nsd = None
-    try:
-        nsd = servers.Nsd(workdir)
-        print("kill -9 of frontend-cache on kept sockets, %d kills under %d q/s" % (kills, rate))
-        for i in range(series):
-            sent, lost, codes = kill_series(workdir, nsd, kills, rate)
-            print("  series %d: %d queries, %d lost (%.3f%%), response codes %s"
-                  % (i + 1, sent, lost, 100.0 * lost / max(sent, 1), codes))
-            if set(codes) != {"NOERROR"}:
-                print("  broken: answers other than NOERROR")
-                return 1
-    finally:
-        if nsd is not None:
-            nsd.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
-    return 0
+    with bench_workdir("kdns-kill-bench-") as workdir:
+        nsd = None
+        try:
+            nsd = servers.Nsd(workdir)
+            print("kill -9 of frontend-cache on kept sockets, %d kills under %d q/s" %
+                  (kills, rate))
+            for i in range(series):
+                sent, lost, codes = kill_series(workdir, nsd, kills, rate)
+                print("  series %d: %d queries, %d lost (%.3f%%), response codes %s"
+                      % (i + 1, sent, lost, 100.0 * lost / max(sent, 1), codes))
+                if set(codes) != {"NOERROR"}:
+                    print("  broken: answers other than NOERROR")
+                    return 1
+        finally:
+            if nsd is not None:
+                nsd.stop()
+        return 0
 
 
 if __name__ == "__main__":

@@ -80,31 +80,6 @@ fi
 # shellcheck source=test/bench/bench_lib.sh
 source "$(dirname "$0")/bench_lib.sh"
 bench_start miss-bench
-calc() { awk "BEGIN {printf \"$1\", $2}"; }
-
-wait_ready() {  # PID PORT NAME: true once 127.0.0.1:PORT answers NAME
-  local _
-  for _ in $(seq 100); do
-    kill -0 "$1" 2>/dev/null || return 1
-    dig +time=1 +tries=1 -p "$2" @127.0.0.1 "$3" A 2>/dev/null | grep -q 'status: NOERROR' &&
-      return 0
-    sleep 0.1
-  done
-  return 1
-}
-stop() {
-  local pid kept=() all
-  all=$(tree "$1")
-  kill "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
-  for pid in $all; do
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-  for pid in "${pids[@]}"; do
-    [[ $pid == "$1" ]] || kept+=("$pid")
-  done
-  pids=("${kept[@]}")
-}
 
 # --- the upstream: nsd, one server process, a wildcard zone -------------------------------
 upstream_port=$(free_port)
@@ -116,33 +91,11 @@ $TTL 86400
 ns IN A 192.0.2.53
 * IN A 192.0.2.1
 EOF
-cat >"$tmp/nsd.conf" <<EOF
-server:
-  ip-address: 127.0.0.1@$upstream_port
-  server-count: 1
-  do-ip6: no
-  username: ""
-  chroot: ""
-  zonesdir: "$tmp"
-  pidfile: "$tmp/nsd.pid"
-  database: ""
-  zonelistfile: "$tmp/zone.list"
-  xfrdfile: "$tmp/xfrd.state"
-  logfile: "$tmp/nsd.log"
-  hide-version: yes
-  verbosity: 1
-  rrl-ratelimit: 0
-  rrl-whitelist-ratelimit: 0
-remote-control:
-  control-enable: no
-zone:
-  name: "bench.example"
-  zonefile: "bench.example.zone"
-EOF
+nsd_conf "$tmp" "$upstream_port" bench.example
 "${other_pin[@]}" "$nsd" -d -c "$tmp/nsd.conf" >"$tmp/nsd.stdout" 2>&1 &
 nsd_pid=$!
 pids+=("$nsd_pid")
-if ! wait_ready "$nsd_pid" "$upstream_port" ready.bench.example; then
+if ! wait_answers "$nsd_pid" "$upstream_port" ready.bench.example "status: NOERROR"; then
   echo "frontend_cache_miss_bench: nsd did not answer; its log:"
   tail -20 "$tmp/nsd.log" "$tmp/nsd.stdout" 2>/dev/null
   exit 1
@@ -171,32 +124,7 @@ start_server() {
         --dns-forward-max=1000 >"$dir/log" 2>&1 &
       ;;
     unbound)
-      cat >"$dir/unbound.conf" <<EOF
-server:
-  interface: 127.0.0.1
-  port: $port
-  do-daemonize: no
-  username: ""
-  chroot: ""
-  directory: "$dir"
-  pidfile: "$dir/unbound.pid"
-  use-syslog: no
-  logfile: ""
-  verbosity: 0
-  num-threads: 1
-  do-ip6: no
-  do-not-query-localhost: no
-  access-control: 127.0.0.0/8 allow
-  module-config: "iterator"
-  qname-minimisation: no
-  prefetch: no
-  num-queries-per-thread: 1024
-forward-zone:
-  name: "."
-  forward-addr: 127.0.0.1@$upstream_port
-remote-control:
-  control-enable: no
-EOF
+      unbound_forwarder_conf "$dir" "$port" "$upstream_port" 1
       "${server_pin[@]}" /usr/sbin/unbound -d -c "$dir/unbound.conf" >"$dir/log" 2>&1 &
       ;;
     dnsdist)  # one UDP listener thread, no packet cache
@@ -211,10 +139,10 @@ EOF
   esac
   server_pid=$!
   pids+=("$server_pid")
-  if ! wait_ready "$server_pid" "$port" "ready-$kind.probe.bench.example"; then
+  if ! wait_answers "$server_pid" "$port" "ready-$kind.probe.bench.example" "status: NOERROR"; then
     echo "frontend_cache_miss_bench: $kind did not start; its log:"
     tail -5 "$dir/log" | sed 's/^/  /'
-    stop "$server_pid"
+    stop_server "$server_pid"
     return 1
   fi
 }
@@ -241,11 +169,12 @@ measure() {
     -x /usr/bin/perf ]]; then
     profile "$port" "$server_pid"
   fi
-  stop "$server_pid"
+  stop_server "$server_pid"
   rm -f "$names"
-  completed=$(awk '/Queries completed:/ {print $3}' <<<"$out")
-  lost=$(awk '/Queries lost:/ {print $3}' <<<"$out")
-  qps=$(awk '/Queries per second:/ {printf "%.0f", $4}' <<<"$out")
+  dnsperf_figures "$out"
+  completed=$dnsperf_completed
+  lost=$dnsperf_lost
+  [[ -z $dnsperf_qps ]] || qps=$(calc %.0f "$dnsperf_qps")
   if [[ -z $completed || $completed == 0 ]]; then
     echo "  round $round $kind: no answers: $(tail -3 <<<"$out" | tr '\n' ' ')"
     return 0

@@ -45,12 +45,10 @@ broken (a process that does not start, kubedns that never syncs).
 import json
 import os
 import random
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,8 +56,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 from kubedns_api_bench_lib import (  # noqa: E402
     FAKE_DIR, PAGE_SIZE, PYTHON, ZONE, Asker, Broken, Fake, Kubedns, Upstream,
-    api_get, bucket_quantile, capacity, cpu_s, dns_answer, dns_query, dnsperf, env_float,
-    env_int, histogram, list_walk, metric_sum, mib, percentile, print_perf, target,
+    api_get, bench_workdir, bucket_quantile, capacity, cpu_s, dns_answer, dns_query, dnsperf,
+    env_float, env_int, histogram, list_walk, metric_sum, mib, percentile, print_perf, target,
     thread_cpu, threads, vm, watch_observer)
 
 sys.path.insert(0, FAKE_DIR)
@@ -546,7 +544,6 @@ def main(argv):
            "sync_timeout": env_int("SYNC_TIMEOUT", 300),
            "watch_observer": env_int("WATCH_OBSERVER", 1)}
     sizes = parse_sizes(os.environ.get("SIZES", "10000:100000 100000:1000000"))
-    workroot = tempfile.mkdtemp(prefix="kdns-api-bench.")
 
     def on_signal(signum, frame):
         raise SystemExit(128 + signum)
@@ -555,36 +552,32 @@ def main(argv):
     signal.signal(signal.SIGHUP, on_signal)
     sys.stdout.reconfigure(line_buffering=True)
     summary = []
-    try:
-        for n, (services, endpoints, extra) in enumerate(sizes):
-            workdir = os.path.join(workroot, "%d-%d" % (n, services))
-            os.makedirs(workdir)
-            summary.append(((services, endpoints),
-                            run_size(bin_dir, workdir, services, endpoints, extra, cfg)))
-            print()
-        print("summary (targets: sync of 10k/100k <= 2 s; churn/idle >= 0.90; "
-              "event-to-answer p99 <= 50 ms; sync and re-LIST peaks <= 1.2 x steady):")
-        for (s, e), r in summary:
-            print("  %7d/%-8d sync %6.2f s  peak RSS %6.0f MiB  p50 %6.2f ms  p99 %6.2f ms  "
-                  "churn/idle %.2f (DNS thread CPU %.2f)  sync peak/steady %s  "
-                  "re-LIST peak/steady %s (every endpoint moved %s)" % (
-                      s, e, r["sync_s"], mib(r["hwm"]), r["p50"], r["p99"], r["ratio"],
-                      r["dns_ratio"],
-                      "%.2f" % r["sync_ratio"] if "sync_ratio" in r else "n/a",
-                      "%.2f" % r["relist_ratio"] if "relist_ratio" in r else "n/a",
-                      "%.2f" % r["relist_moved_ratio"] if "relist_moved_ratio" in r else "n/a"))
-        return 0
-    except Broken as e:
-        print("kubedns_api_bench: BROKEN: %s" % e)
-        return 1
-    except KeyboardInterrupt:
-        print("kubedns_api_bench: interrupted")
-        return 130
-    finally:
-        if os.environ.get("KEEP_TMP") == "1":
-            print("kept " + workroot)
-        else:
-            shutil.rmtree(workroot, ignore_errors=True)
+    with bench_workdir("kdns-api-bench.") as workroot:
+        try:
+            for n, (services, endpoints, extra) in enumerate(sizes):
+                workdir = os.path.join(workroot, "%d-%d" % (n, services))
+                os.makedirs(workdir)
+                summary.append(((services, endpoints),
+                                run_size(bin_dir, workdir, services, endpoints, extra, cfg)))
+                print()
+            print("summary (targets: sync of 10k/100k <= 2 s; churn/idle >= 0.90; "
+                  "event-to-answer p99 <= 50 ms; sync and re-LIST peaks <= 1.2 x steady):")
+            for (s, e), r in summary:
+                print("  %7d/%-8d sync %6.2f s  peak RSS %6.0f MiB  p50 %6.2f ms  p99 %6.2f ms  "
+                      "churn/idle %.2f (DNS thread CPU %.2f)  sync peak/steady %s  "
+                      "re-LIST peak/steady %s (every endpoint moved %s)" % (
+                          s, e, r["sync_s"], mib(r["hwm"]), r["p50"], r["p99"], r["ratio"],
+                          r["dns_ratio"],
+                          "%.2f" % r["sync_ratio"] if "sync_ratio" in r else "n/a",
+                          "%.2f" % r["relist_ratio"] if "relist_ratio" in r else "n/a",
+                          "%.2f" % r["relist_moved_ratio"] if "relist_moved_ratio" in r else "n/a"))
+            return 0
+        except Broken as e:
+            print("kubedns_api_bench: BROKEN: %s" % e)
+            return 1
+        except KeyboardInterrupt:
+            print("kubedns_api_bench: interrupted")
+            return 130
 
 
 if __name__ == "__main__":

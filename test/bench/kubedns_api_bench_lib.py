@@ -3,14 +3,18 @@ kubedns) and what reads them (/proc, /metrics, the fake's control port), a minim
 client over UDP, dnsperf, a LIST walker and a plain watch client. Standard library only;
 run with /usr/bin/python3.
 """
+import contextlib
 import http.client
 import json
 import os
 import re
 import socket
+import shutil
 import ssl
 import struct
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -19,6 +23,9 @@ import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+import dns_wire  # noqa: E402  (build_query)
+import harness  # noqa: E402  (free_ports, parse_dnsperf)
 FAKE_DIR = os.path.join(ROOT, "test", "fake_apiserver")
 PYTHON = "/usr/bin/python3"
 DNSPERF = "/usr/bin/dnsperf"
@@ -30,6 +37,20 @@ PAGE_SIZE = 500  # kubedns's LIST page size, for the fake-alone walk
 
 class Broken(Exception):
     """Something that is not a timing: the benchmark cannot go on."""
+
+
+@contextlib.contextmanager
+def bench_workdir(prefix):
+    """A temporary directory for a benchmark's files, removed at the end; kept (and said)
+    with KEEP_TMP=1, as bench_lib.sh does for the shell benchmarks."""
+    workdir = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield workdir
+    finally:
+        if os.environ.get("KEEP_TMP") == "1":
+            print("kept " + workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def env_int(name, default):
@@ -44,27 +65,6 @@ def env_float(name, default):
         return float(os.environ.get(name, default))
     except ValueError:
         raise Broken(f"{name} must be a number") from None
-
-
-def free_ports(n):
-    """n loopback ports free for both TCP and UDP."""
-    ports, held = [], []
-    while len(ports) < n:
-        t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        t.bind(("127.0.0.1", 0))
-        port = t.getsockname()[1]
-        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            u.bind(("127.0.0.1", port))
-        except OSError:
-            t.close()
-            u.close()
-            continue
-        held += [t, u]
-        ports.append(port)
-    for s in held:
-        s.close()
-    return ports
 
 
 def cpu_s(pid, tid=None):
@@ -122,10 +122,8 @@ def mib(n):
 
 
 def dns_query(qid, name, qtype=1):
-    out = struct.pack(">HHHHHH", qid, 0, 1, 0, 0, 0)
-    for label in name.rstrip(".").split("."):
-        out += bytes([len(label)]) + label.encode()
-    return out + b"\0" + struct.pack(">HH", qtype, 1)
+    """A query without RD or EDNS (dns_wire.build_query)."""
+    return dns_wire.build_query(name, qtype, ident=qid, edns=False, rd=False)
 
 
 def _skip_name(msg, i):
@@ -199,7 +197,7 @@ class Upstream:
     whose latency and losses are not kubedns's figures."""
 
     def __init__(self, workdir):
-        self.port = free_ports(1)[0]
+        self.port = harness.free_port()
         self.log = open(os.path.join(workdir, "upstream.log"), "w")
         self.proc = subprocess.Popen(
             [DNSMASQ, "--keep-in-foreground", "--no-resolv", "--no-hosts", "--conf-file=/dev/null",
@@ -217,7 +215,7 @@ class Kubedns:
     or --objects-file=...), its log in `log_path`."""
 
     def __init__(self, bin_dir, log_path, source_args, dns_threads=1, nameservers=""):
-        self.port, self.healthz, self.metrics_port = free_ports(3)
+        self.port, self.healthz, self.metrics_port = harness.free_ports(3)
         self.dns_threads = dns_threads
         self.log_path = log_path
         self.log = open(self.log_path, "w")
@@ -395,17 +393,13 @@ def run_dnsperf(port, queries, duration, clients, rate=None):
            "-l", str(duration)] + (["-Q", str(rate)] if rate else [])
     run = subprocess.run(cmd, capture_output=True, text=True)
     out = run.stdout + run.stderr
-
-    def field(pattern, cast=float):
-        m = re.search(pattern, out)
-        return cast(m.group(1)) if m else None
-
-    qps = field(r"Queries per second:\s+([\d.]+)")
-    if qps is None:
+    figures = harness.parse_dnsperf(out)
+    if figures["qps"] is None:
         raise Broken("dnsperf gave no result: " + out[-500:])
-    return {"qps": qps, "completed": field(r"Queries completed:\s+(\d+)", int),
-            "lost": field(r"Queries lost:\s+(\d+)", int), "rate": rate,
-            "codes": (re.search(r"Response codes:\s*(.*)", out) or [None, "?"])[1]}
+    return {"qps": figures["qps"],
+            "completed": None if figures["completed"] is None else int(figures["completed"]),
+            "lost": None if figures["lost"] is None else int(figures["lost"]), "rate": rate,
+            "codes": figures["codes_line"] or "?"}
 
 
 def dnsperf(dns, queries, duration, cfg, labels, fake_pid, rate=None, warmup=True):

@@ -229,17 +229,16 @@ measure() {
   after=$(cpu_ticks "$pid")
   woken=$(($(wakeups "$pid") - woken))
   echo "$out" >"$tmp/dnsperf-$name-$mix.txt"
-  completed=$(awk '/Queries completed:/ {print $3}' <<<"$out")
-  qps=$(awk '/Queries per second:/ {print $4}' <<<"$out")
-  local lost
-  lost=$(awk '/Queries lost:/ {print $3}' <<<"$out")
+  dnsperf_figures "$out"
+  completed=$dnsperf_completed
+  qps=$dnsperf_qps
+  local lost=$dnsperf_lost
   local user_s sys_s
   read -r user_s sys_s <<<"$(awk -v a="$after" -v b="$before" -v hz="$hz" 'BEGIN {
     split(a, x, " "); split(b, y, " "); printf "%.2f %.2f", (x[1] - y[1]) / hz, (x[2] - y[2]) / hz }')"
   cpu_s=$(awk -v u="$user_s" -v s="$sys_s" 'BEGIN {printf "%.2f", u + s}')
   us_per_query=$(awk -v c="$cpu_s" -v n="$completed" 'BEGIN {printf "%.2f", (n > 0 ? c * 1e6 / n : 0)}')
-  local codes
-  codes=$(awk '/Response codes:/ {sub(/.*Response codes: */, ""); print}' <<<"$out")
+  local codes=$dnsperf_codes
   local queries_per_wakeup
   queries_per_wakeup=$(awk -v n="$completed" -v w="$woken" 'BEGIN {printf "%.1f", (w > 0 ? n / w : 0)}')
   printf '  %-8s %-7s %8.0f queries/s %8s completed (%s lost)  CPU %5s s (user %s, sys %s)  %5s us/query  %5s queries/wake-up  %s\n' \
@@ -278,34 +277,7 @@ if [[ -n ${BASELINE_BIN:-} ]]; then
 fi
 
 # --- nsd -------------------------------------------------------------------------------------
-cat >"$tmp/nsd.conf" <<EOF
-server:
-  ip-address: 127.0.0.1@$dns_n
-  server-count: 1
-  do-ip6: no
-  username: ""
-  chroot: ""
-  zonesdir: "$tmp"
-  pidfile: "$tmp/nsd.pid"
-  database: ""
-  zonelistfile: "$tmp/zone.list"
-  xfrdfile: "$tmp/xfrd.state"
-  logfile: "$tmp/nsd.log"
-  hide-version: yes
-  verbosity: 1
-  # Response rate limiting is on by default (200 q/s per /24): off, every query comes from
-  # 127.0.0.1 here. kubedns has no rate limiting either.
-  rrl-ratelimit: 0
-  rrl-whitelist-ratelimit: 0
-remote-control:
-  control-enable: no
-zone:
-  name: "cluster.local"
-  zonefile: "cluster.local.zone"
-zone:
-  name: "in-addr.arpa"
-  zonefile: "in-addr.arpa.zone"
-EOF
+nsd_conf "$tmp" "$dns_n" cluster.local in-addr.arpa
 "${server_pin[@]}" "$nsd" -d -c "$tmp/nsd.conf" >"$tmp/nsd.stdout" 2>&1 &
 nsd_pid=$!
 pids+=("$nsd_pid")

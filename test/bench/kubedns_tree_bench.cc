@@ -33,6 +33,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/name.h"
 #include "common/dns/parser.h"
+#include "common/dns/query_testing.h"
 #include "common/k8s/objects.h"
 #include "kubedns/answerer.h"
 #include "kubedns/record_tree.h"
@@ -199,20 +200,7 @@ class Cluster {
 
 // A query packet (RD, EDNS with 1232 bytes, as dig and most stubs send).
 std::vector<uint8_t> MakeQuery(const std::string& name, dns::RrType type, uint16_t id) {
-  std::vector<uint8_t> bytes(512);
-  dns::MessageBuilder builder(bytes);
-  builder.header().id = id;
-  builder.header().rd = true;
-  auto qname = dns::Name::FromText(name);
-  dns::EdnsView edns;
-  edns.udp_payload_size = 1232;
-  if (!qname || builder.AddQuestion(*qname, type, dns::RrClass::kIn) != dns::BuildError::kOk ||
-      builder.SetEdns(edns) != dns::BuildError::kOk) {
-    std::fprintf(stderr, "cannot build a query for %s\n", name.c_str());
-    std::exit(1);
-  }
-  bytes.resize(builder.Finish().size());
-  return bytes;
+  return dns::testing::QuerySpec(name).Type(type).Id(id).Edns(1232).Bytes();
 }
 
 std::string ReverseName(const IpAddress& ip) {

@@ -32,9 +32,7 @@ rate the wake-ups of the extra hops count too. Figures only: nothing fails on th
 """
 import json
 import os
-import shutil
 import sys
-import tempfile
 import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -43,7 +41,7 @@ import autopath_bench as ab  # noqa: E402  (sets KDNS_BIN and the e2e path)
 import harness  # noqa: E402
 import kubedns_scale_bench  # noqa: E402
 import servers  # noqa: E402
-from kubedns_api_bench_lib import env_int, run_dnsperf  # noqa: E402
+from kubedns_api_bench_lib import bench_workdir, env_int, run_dnsperf  # noqa: E402
 
 LOOKUPS = env_int("LOOKUPS", 10000)  # enough CPU ticks (10 ms) to count
 # Pods asking at once (each a thread with its own socket, one lookup at a time), so the
@@ -188,45 +186,42 @@ def ratio(slow, fast):
 
 
 def main():
-    workdir = tempfile.mkdtemp(prefix="kdns-negcache-bench-")
-    nsd = None
-    try:
-        objects = write_objects(workdir)
-        nsd = servers.Nsd(workdir)
-        print("negcache_bench: the ndots mix (%s; A+AAAA per suffix, ndots:5) from %d pods; "
-              "kubedns holds the conformance objects and %d Services x 15 endpoints; CPU of "
-              "kubedns + frontend-cache, one thread each" % (", ".join(NAMES), PODS, SERVICES))
-        manifests = measure(workdir, nsd, objects, True)
-        kube_dns = measure(workdir, nsd, objects, False)
-        print("  %-46s %12s %12s %7s" % ("", "manifests", "--no-negcache", "ratio"))
-        for i, what in ((0, "queries per lookup"), (1, "queries reaching kubedns per lookup")):
-            print("  %-46s %12.1f %12.1f" % (what, manifests["pods"][i], kube_dns["pods"][i]))
-        print("  %-46s %12.2f %12.2f %6.2fx" % (
-            "CPU us/query, %d pods one lookup at a time" % PODS, manifests["pods"][2],
-            kube_dns["pods"][2], ratio(kube_dns["pods"][2], manifests["pods"][2])))
-        for rate in RATES:
-            (fast, fast_qps, fast_lost), (slow, slow_qps, slow_lost) = \
-                manifests[rate], kube_dns[rate]
-            what = ("CPU us/query, the stream at %d q/s" % rate if rate else
-                    "CPU us/query, the stream as fast as it goes")
-            note = ""
-            if rate and min(fast_qps, slow_qps) < 0.95 * rate:
-                note = "  (short of the rate: %.0f / %.0f q/s)" % (fast_qps, slow_qps)
-            elif not rate:
-                note = "  (%.0f / %.0f q/s)" % (fast_qps, slow_qps)
-            if fast_lost or slow_lost:
-                note += "  (lost %s / %s)" % (fast_lost, slow_lost)
-            print("  %-46s %12.2f %12.2f %6.2fx%s" % (what, fast, slow, ratio(slow, fast), note))
-        print("  issue 38's target: at least 2.5x at the fixed rates (a node's load); as fast "
-              "as it goes the packets bound it (see negcache_bench.py)")
-        return 0
-    finally:
-        if nsd is not None:
-            nsd.stop()
-        if os.environ.get("KEEP_TMP") == "1":
-            print("kept " + workdir)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    with bench_workdir("kdns-negcache-bench-") as workdir:
+        nsd = None
+        try:
+            objects = write_objects(workdir)
+            nsd = servers.Nsd(workdir)
+            print("negcache_bench: the ndots mix (%s; A+AAAA per suffix, ndots:5) from %d pods; "
+                  "kubedns holds the conformance objects and %d Services x 15 endpoints; CPU of "
+                  "kubedns + frontend-cache, one thread each" % (", ".join(NAMES), PODS, SERVICES))
+            manifests = measure(workdir, nsd, objects, True)
+            kube_dns = measure(workdir, nsd, objects, False)
+            print("  %-46s %12s %12s %7s" % ("", "manifests", "--no-negcache", "ratio"))
+            for i, what in ((0, "queries per lookup"), (1, "queries reaching kubedns per lookup")):
+                print("  %-46s %12.1f %12.1f" % (what, manifests["pods"][i], kube_dns["pods"][i]))
+            print("  %-46s %12.2f %12.2f %6.2fx" % (
+                "CPU us/query, %d pods one lookup at a time" % PODS, manifests["pods"][2],
+                kube_dns["pods"][2], ratio(kube_dns["pods"][2], manifests["pods"][2])))
+            for rate in RATES:
+                (fast, fast_qps, fast_lost), (slow, slow_qps, slow_lost) = \
+                    manifests[rate], kube_dns[rate]
+                what = ("CPU us/query, the stream at %d q/s" % rate if rate else
+                        "CPU us/query, the stream as fast as it goes")
+                note = ""
+                if rate and min(fast_qps, slow_qps) < 0.95 * rate:
+                    note = "  (short of the rate: %.0f / %.0f q/s)" % (fast_qps, slow_qps)
+                elif not rate:
+                    note = "  (%.0f / %.0f q/s)" % (fast_qps, slow_qps)
+                if fast_lost or slow_lost:
+                    note += "  (lost %s / %s)" % (fast_lost, slow_lost)
+                print("  %-46s %12.2f %12.2f %6.2fx%s" % (what, fast, slow, ratio(slow, fast),
+                                                          note))
+            print("  issue 38's target: at least 2.5x at the fixed rates (a node's load); as fast "
+                  "as it goes the packets bound it (see negcache_bench.py)")
+            return 0
+        finally:
+            if nsd is not None:
+                nsd.stop()
 
 
 if __name__ == "__main__":

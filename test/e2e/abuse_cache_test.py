@@ -24,30 +24,19 @@ flags are left out and the tests fail with the figures of the attack.
 """
 import os
 import socket
-import struct
 import sys
-import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_upstream as fu  # noqa: E402
 import harness  # noqa: E402
 import servers  # noqa: E402
-from dns_wire import TYPES, encode_name, parse_message, records_of  # noqa: E402
+from dns_wire import build_query, parse_message, records_of  # noqa: E402
 
 VICTIM = "127.0.0.1"
 ATTACKER = "127.0.0.2"
 CD_IP = "198.51.100.66"  # what the upstream answers when CD is set
 PASSES = 4
-
-
-def query_bytes(name, ident, cd=False, payload=1232):
-    """A query with RD (and CD when asked) and an OPT record advertising `payload`."""
-    flags = 0x0100 | (0x0010 if cd else 0)
-    return (struct.pack("!HHHHHH", ident, flags, 1, 0, 0, 1) + encode_name(name) +
-            struct.pack("!HH", TYPES["A"], 1) + b"\0" +
-            struct.pack("!HHIH", TYPES["OPT"], payload, 0, 0))
 
 
 def ask_many(port, names, source=VICTIM, cd=False, payload=1232, window=100, tries=4):
@@ -66,7 +55,8 @@ def ask_many(port, names, source=VICTIM, cd=False, payload=1232, window=100, tri
                 if not pending:
                     break
                 for ident, name in pending.items():
-                    sock.sendto(query_bytes(name, ident, cd, payload), ("127.0.0.1", port))
+                    sock.sendto(build_query(name, ident=ident, cd=cd, payload=payload),
+                                ("127.0.0.1", port))
                 deadline = time.monotonic() + 2.0
                 while pending and time.monotonic() < deadline:
                     sock.settimeout(max(0.01, deadline - time.monotonic()))
@@ -318,37 +308,30 @@ def test_large_answers_stay_within_the_byte_budget(env):
     return p
 
 
-def main():
-    for tool in (os.path.join(harness.BIN, "frontend-cache"), servers.DNSMASQ, servers.NSD,
-                 "/usr/bin/dig"):
-        if not os.access(tool, os.X_OK):
-            print("missing %s" % tool)
-            return harness.finish(0, 1)
+def attacker_address_missing():
+    """Why the suite cannot run here: the attacker's address cannot be bound (or None)."""
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         probe.bind((ATTACKER, 0))
+        return None
     except OSError:
-        print("cannot bind %s (the attacker's address)" % ATTACKER)
-        return harness.finish(0, 1)
+        return "cannot bind %s (the attacker's address)" % ATTACKER
     finally:
         probe.close()
-    workdir = tempfile.mkdtemp(prefix="kdns-abuse-cache-")
-    env = {"workdir": workdir, "owned": []}
-    passed = failed = 0
-    try:
-        passed, failed = harness.run_tests(
-            [test_working_set_of_1000_names_stays_cached,
-             test_working_set_of_10000_names_stays_cached,
-             test_new_working_set_of_1000_names_settles_in_one_pass,
-             test_new_working_set_of_900_names_settles_in_one_pass,
-             test_cd_answer_never_reaches_a_cd0_client,
-             test_large_answers_stay_within_the_byte_budget], env)
-    except Exception:
-        traceback.print_exc()
-        failed += 1
-    finally:
-        harness.release(env["owned"], workdir, failed)
-    return harness.finish(passed, failed)
+
+
+def main():
+    return harness.main(
+        "kdns-abuse-cache-",
+        [test_working_set_of_1000_names_stays_cached,
+         test_working_set_of_10000_names_stays_cached,
+         test_new_working_set_of_1000_names_settles_in_one_pass,
+         test_new_working_set_of_900_names_settles_in_one_pass,
+         test_cd_answer_never_reaches_a_cd0_client,
+         test_large_answers_stay_within_the_byte_budget],
+        tools=(os.path.join(harness.BIN, "frontend-cache"), servers.DNSMASQ, servers.NSD,
+               "/usr/bin/dig"),
+        needs=attacker_address_missing)
 
 
 if __name__ == "__main__":

@@ -94,17 +94,10 @@ def flood(port):
     sock.bind((ATTACKER, 0))
     sock.settimeout(0.2)
     rcodes = {}
-    stop = threading.Event()
 
-    def receive():
-        while not stop.is_set():
-            try:
-                msg = dns_wire.parse_message(sock.recv(4096))
-            except OSError:
-                continue
-            rcodes[msg["rcode"]] = rcodes.get(msg["rcode"], 0) + 1
-    receiver = threading.Thread(target=receive, daemon=True)
-    receiver.start()
+    def count(msg):
+        rcodes[msg["rcode"]] = rcodes.get(msg["rcode"], 0) + 1
+    reader = dns_wire.ReplyReader(sock, count)
     sent = 0
     batch = FLOOD_QPS // 100
     start = time.monotonic()
@@ -116,8 +109,7 @@ def flood(port):
             sent += 1
         time.sleep(max(0.0, start + (tick + 1) / 100 - time.monotonic()))
     time.sleep(1.5)  # the last replies
-    stop.set()
-    receiver.join(2)
+    reader.stop()
     sock.close()
     return sent, rcodes
 

@@ -23,7 +23,6 @@ import errno
 import os
 import socket
 import sys
-import tempfile
 import threading
 import time
 
@@ -193,32 +192,30 @@ def test_probes_answered_while_many_sources_hold_slowloris_connections(env):
                   sources=["127.0.0.%d" % (2 + i) for i in range(MANY_SOURCES)])
 
 
-def main():
-    for tool in ("kubedns", "sidecar"):
-        if not os.access(os.path.join(harness.BIN, tool), os.X_OK):
-            print("abuse_http_test: skipped: %s is missing" % tool)
-            return harness.finish(0, 0)
+def attacker_address_missing():
+    """Why the suite cannot run here: the attacker's address cannot be bound (or None)."""
     try:
         with socket.socket() as s:
             s.bind((ATTACKER, 0))
+        return None
     except OSError:
-        print("abuse_http_test: skipped: cannot bind %s" % ATTACKER)
-        return harness.finish(0, 0)
-    workdir = tempfile.mkdtemp(prefix="kdns-abuse-http.")
-    env = None
-    passed = failed = 0
-    try:
-        env = Env(workdir)
-        passed, failed = harness.run_tests(
-            [test_probes_answered_while_idle_keepalive_connections_are_held,
-             test_probes_answered_while_slowloris_connections_are_held,
-             test_probes_answered_while_many_sources_hold_slowloris_connections], env)
-    except Exception as e:  # a server that did not start
-        print("FAIL set-up: %s" % e)
-        failed += 1
-    finally:
-        harness.release([env] if env else [], workdir, failed)
-    return harness.finish(passed, failed)
+        return "cannot bind %s" % ATTACKER
+
+
+def start(workdir, owned):
+    env = Env(workdir)
+    owned.append(env)
+    return env
+
+
+def main():
+    return harness.main(
+        "kdns-abuse-http.",
+        [test_probes_answered_while_idle_keepalive_connections_are_held,
+         test_probes_answered_while_slowloris_connections_are_held,
+         test_probes_answered_while_many_sources_hold_slowloris_connections],
+        tools=[os.path.join(harness.BIN, tool) for tool in ("kubedns", "sidecar")],
+        needs=attacker_address_missing, skip_unmet=True, setup=start)
 
 
 if __name__ == "__main__":

@@ -26,9 +26,7 @@ import os
 import random
 import socket
 import sys
-import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dns_wire  # noqa: E402
@@ -212,35 +210,25 @@ TESTS = [test_replay_from_another_address,
          test_real_loop_still_found]
 
 
+def start(workdir, owned):
+    recorder = fu.FakeUpstream(name="kubedns-upstream")
+    stub = fu.FakeUpstream(name="stub", answer_ip=STUB_IP)
+    owned += [recorder, stub]
+    kd = servers.Kubedns(workdir, "kubedns",
+                         "--objects-file=" + os.path.join(harness.ROOT, "test", "conformance",
+                                                          "objects.json"),
+                         "--nameservers=127.0.0.1:%d" % recorder.port)
+    owned.append(kd)
+    return {"recorder": recorder, "stub": stub, "kubedns": kd}
+
+
 def main():
-    for tool in ("frontend-cache", "kubedns"):
-        if not os.access(os.path.join(harness.BIN, tool), os.X_OK):
-            print("missing %s" % os.path.join(harness.BIN, tool))
-            return harness.finish(0, 1)
-    workdir = tempfile.mkdtemp(prefix="kdns-abuse-probe-")
-    owned = []
-    passed = failed = 0
-    try:
-        recorder = fu.FakeUpstream(name="kubedns-upstream")
-        stub = fu.FakeUpstream(name="stub", answer_ip=STUB_IP)
-        owned += [recorder, stub]
-        kd = servers.Kubedns(workdir, "kubedns",
-                             "--objects-file=" + os.path.join(harness.ROOT, "test",
-                                                              "conformance", "objects.json"),
-                             "--nameservers=127.0.0.1:%d" % recorder.port)
-        owned.append(kd)
-        env = {"workdir": workdir, "recorder": recorder, "stub": stub, "kubedns": kd}
-        passed, failed = harness.run_tests(TESTS, env)
-        if FIGURES:
-            print("figures (%s):" % harness.BIN)
-            for what, value in FIGURES:
-                print("  %-78s %s" % (what, value))
-    except Exception:
-        traceback.print_exc()
-        failed += 1
-    finally:
-        harness.release(owned, workdir, failed)
-    return harness.finish(passed, failed)
+    return harness.main(
+        "kdns-abuse-probe-", TESTS,
+        tools=[os.path.join(harness.BIN, tool) for tool in ("frontend-cache", "kubedns")],
+        setup=start,
+        report=lambda env, failed: harness.print_figures("figures (%s):" % harness.BIN, FIGURES,
+                                                         78))
 
 
 if __name__ == "__main__":

@@ -186,20 +186,14 @@ def test_slipped_queries_get_tc_and_dig_retries_over_tcp(env):
     counts = {"answers": 0, "tc": 0}
     stop = threading.Event()
 
-    def receive():
-        while not stop.is_set():
-            try:
-                msg = dns_wire.parse_message(sock.recv(4096))
-            except OSError:
-                continue
-            if msg["flags"] & 0x0200:
-                counts["tc"] += 1
-                if msg["answers"]:
-                    counts["tc_with_records"] = counts.get("tc_with_records", 0) + 1
-            else:
-                counts["answers"] += 1
-    receiver = threading.Thread(target=receive, daemon=True)
-    receiver.start()
+    def count(msg):
+        if msg["flags"] & 0x0200:
+            counts["tc"] += 1
+            if msg["answers"]:
+                counts["tc_with_records"] = counts.get("tc_with_records", 0) + 1
+        else:
+            counts["answers"] += 1
+    reader = dns_wire.ReplyReader(sock, count)
     began = time.monotonic()
     query = dns_wire.build_query("www.cached.test", edns=False)
     flooding = {"sent": 0}
@@ -229,7 +223,7 @@ def test_slipped_queries_get_tc_and_dig_retries_over_tcp(env):
     finally:
         stop.set()
         flooder.join(12)
-        receiver.join(2)
+        reader.stop()
         sock.close()
     sent = flooding["sent"]
     print("  sent %d: %d answers, %d TC; dig: %s" % (

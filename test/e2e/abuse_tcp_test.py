@@ -34,7 +34,6 @@ import resource
 import socket
 import struct
 import sys
-import tempfile
 import threading
 import time
 
@@ -430,24 +429,17 @@ TESTS = [test_frontend_cache_answers_a_new_tcp_client_during_a_slowloris,
          test_kubedns_answers_an_overdue_tcp_query_servfail_and_serves_on]
 
 
-def main():
+def fd_limit_too_low():
+    """Why the suite cannot run here: too few file descriptors for the attack (or None)."""
     limit = raise_fd_limit(ATTACK_CONNECTIONS + 1024)
     if limit < ATTACK_CONNECTIONS + 256:
-        print("SKIP: RLIMIT_NOFILE %d is too low for %d connections" % (limit,
-                                                                       ATTACK_CONNECTIONS))
-        return harness.finish(0, 0)
-    workdir = tempfile.mkdtemp(prefix="kdns-abuse-tcp-")
-    passed = failed = 0
-    for test in TESTS:
-        env = {"workdir": workdir, "owned": []}
-        try:
-            p, f = harness.run_tests([test], env)
-        finally:
-            harness.stop_all(env["owned"])
-        passed += p
-        failed += f
-    harness.release([], workdir, failed)
-    return harness.finish(passed, failed)
+        return "RLIMIT_NOFILE %d is too low for %d connections" % (limit, ATTACK_CONNECTIONS)
+    return None
+
+
+def main():
+    return harness.main("kdns-abuse-tcp-", TESTS, needs=fd_limit_too_low, skip_unmet=True,
+                        reset_each=True)
 
 
 if __name__ == "__main__":

@@ -49,13 +49,9 @@ EDNS_PADDING = 12  # RFC 7830
 def padded_query(name, size, ident):
     """A query for `name` A with an OPT record (payload UDP_PAYLOAD) whose padding option
     makes the whole message `size` bytes."""
-    question = dns_wire.encode_name(name) + struct.pack("!HH", 1, 1)
-    header = struct.pack("!HHHHHH", ident, 0x0100, 1, 0, 0, 1)
-    fixed = len(header) + len(question) + 11 + 4  # OPT without options, option header
-    pad = size - fixed
-    option = struct.pack("!HH", EDNS_PADDING, pad) + bytes(pad)
-    opt = b"\0" + struct.pack("!HHIH", 41, UDP_PAYLOAD, 0, len(option)) + option
-    return header + question + opt
+    pad = size - len(dns_wire.build_query(name, ident=ident, options=[(EDNS_PADDING, b"")]))
+    return dns_wire.build_query(name, ident=ident, payload=UDP_PAYLOAD,
+                                options=[(EDNS_PADDING, bytes(pad))])
 
 
 class RssWatch:

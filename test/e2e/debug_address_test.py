@@ -30,8 +30,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dns_wire  # noqa: E402
 import harness  # noqa: E402
-import nanny_env  # noqa: E402
-import servers  # noqa: E402
+import pod  # noqa: E402
 
 ATTACKER = "127.0.0.2"
 DEBUG_PATHS = ["/debug/top-clients", "/debug/top-clients?n=100", "/debug/pprof/", "/cache",
@@ -39,42 +38,16 @@ DEBUG_PATHS = ["/debug/top-clients", "/debug/top-clients?n=100", "/debug/pprof/"
 # What no answer on a published port may contain: top-clients' and /cache's JSON keys.
 DEBUG_MARKERS = ['"tracked"', '"clients"', '"services"', "kubernetes"]
 LIMIT_SERIES = 'kdns_limit_hits_total{limit="debug_on_published_port"}'
-CLUSTER_NAME = "kubernetes.default.svc.cluster.local"
+CLUSTER_NAME = pod.CLUSTER_NAME
 
 
-class Pod:
+class Pod(pod.Pod):
     """kubedns, the nanny with frontend-cache, the sidecar; with `debug`, both DNS servers
     get --debug-address on a loopback port of its own."""
 
     def __init__(self, workdir, debug):
-        self.owned = []
-        try:
-            config = harness.ConfigMapDir(os.path.join(workdir, "kube-dns-config"))
-            config.publish({})
-            self.kubedns = servers.Kubedns(
-                workdir, "kubedns",
-                "--objects-file=" + os.path.join(harness.ROOT, "test", "conformance",
-                                                 "objects.json"),
-                "--domain=cluster.local.", "--config-dir=" + config.path, debug=debug)
-            self.owned.append(self.kubedns)
-            self.nanny = nanny_env.Nanny(workdir, "nanny", config.path, kubedns=self.kubedns,
-                                         debug=debug)
-            self.owned.append(self.nanny)
-            self.sidecar_port = harness.free_port()
-            self.sidecar = harness.Process(
-                [os.path.join(harness.BIN, "sidecar"), "--v=2", "--logtostderr",
-                 "--probe=kubedns,127.0.0.1:%d,%s,1,SRV" % (self.kubedns.port, CLUSTER_NAME),
-                 "--probe=dnsmasq,127.0.0.1:%d,%s,1,SRV" % (self.nanny.port, CLUSTER_NAME),
-                 "--dnsmasq-addr=127.0.0.1", "--dnsmasq-port=%d" % self.nanny.port,
-                 "--prometheus-addr=127.0.0.1", "--prometheus-port=%d" % self.sidecar_port],
-                os.path.join(workdir, "sidecar.log"))
-            self.owned.append(self.sidecar)
-            if not harness.wait_until(lambda: harness.http_status(
-                    self.sidecar_port, "/healthcheck/dnsmasq") == 200, 30):
-                raise RuntimeError("the sidecar is not healthy: " + self.sidecar.log()[-1500:])
-        except Exception:
-            self.stop()
-            raise
+        super().__init__(workdir, ["--objects-file=" + os.path.join(
+            harness.ROOT, "test", "conformance", "objects.json")], debug=debug)
 
     def published(self):
         """{what: port} of every HTTP port a pod in the cluster can reach."""
@@ -99,9 +72,6 @@ class Pod:
                 "frontend-cache": self.nanny.metrics().get(LIMIT_SERIES),
                 "sidecar": harness.metric_sum(harness.scrape_metrics(self.sidecar_port),
                                               LIMIT_SERIES)}
-
-    def stop(self):
-        harness.stop_all(self.owned)
 
 
 def listening_ports(pids):

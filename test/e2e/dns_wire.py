@@ -5,6 +5,7 @@ fast enough to poll every few milliseconds (ask_udp). Standard library only.
 import random
 import socket
 import struct
+import threading
 import time
 
 TYPES = {"A": 1, "NS": 2, "CNAME": 5, "SOA": 6, "PTR": 12, "MX": 15, "TXT": 16,
@@ -79,18 +80,43 @@ def parse_message(data):
 
 
 def build_query(name, qtype="A", qclass=CLASS_IN, ident=0x1234, edns=True, do=False, rd=True,
-                options=()):
-    """A query, as a client (for direct checks, not for what dig already shows); `qtype`
-    a type name or number; with `edns`, the EDNS `options` ((code, data) pairs)."""
-    flags = 0x0100 if rd else 0
+                options=(), cd=False, payload=1232):
+    """A query, as a client (for direct checks, not for what dig already shows), the one
+    query builder of the Python tests and benchmarks: `qtype` a type name or number; RD and
+    CD as asked; with `edns`, an OPT record advertising `payload` with DO as asked and the
+    EDNS `options` ((code, data) pairs)."""
+    flags = (0x0100 if rd else 0) | (0x0010 if cd else 0)
     header = struct.pack("!HHHHHH", ident, flags, 1, 0, 0, 1 if edns else 0)
     body = encode_name(name) + struct.pack("!HH", TYPES.get(qtype, qtype) if isinstance(
         qtype, str) else qtype, qclass)
     if edns:
         rdata = b"".join(struct.pack("!HH", code, len(data)) + data for code, data in options)
-        body += b"\0" + struct.pack("!HHIH", TYPES["OPT"], 1232, 0x8000 if do else 0,
+        body += b"\0" + struct.pack("!HHIH", TYPES["OPT"], payload, 0x8000 if do else 0,
                                      len(rdata)) + rdata
     return header + body
+
+
+class ReplyReader:
+    """Reads what comes back to `sock` (a flooder's, with a receive timeout) on a thread,
+    handing each parsed message to on_message(message), until stop()."""
+
+    def __init__(self, sock, on_message):
+        self.sock, self.on_message = sock, on_message
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stopping.is_set():
+            try:
+                message = parse_message(self.sock.recv(4096))
+            except OSError:
+                continue
+            self.on_message(message)
+
+    def stop(self, timeout=2):
+        self.stopping.set()
+        self.thread.join(timeout)
 
 
 def udp_exchange(port, payload, timeout=5.0, host="127.0.0.1"):

@@ -28,8 +28,6 @@ import os
 import pwd
 import re
 import sys
-import tempfile
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -481,81 +479,73 @@ def run_queries(queries, ours, theirs, env, seen, exact_ttl=False, ttl_limit=Non
     return passed, failed
 
 
-def main():
-    for tool in (os.path.join(harness.BIN, "frontend-cache"), servers.NSD, servers.UNBOUND,
-                 servers.DNSMASQ,
-                 "/usr/bin/dig", "/usr/bin/kdig"):
-        if not os.access(tool, os.X_OK):
-            print("missing %s" % tool)
-            print("0 passed, 1 failed")
-            return 1
-    workdir = tempfile.mkdtemp(prefix="kdns-dnsmasq-diff-")
-    passed = failed = 0
-    owned = []
+def diff_servers(env, checks):
+    """Both servers on the same upstreams, then each option group on a pair of its own."""
+    workdir, owned = env["workdir"], env["owned"]
     seen = {}
-    try:
-        nsd = servers.Nsd(workdir)
-        owned.append(nsd)
-        unbound = servers.Unbound(workdir)
-        owned.append(unbound)
-        fake = fu.FakeUpstream(name="diff")
-        owned.append(fake)
-        # A domain's server before the default one: servers.bind must list them in this
-        # order, as dnsmasq does.
-        common = ["--cache-size=1000", "--server=/other.test/" + unbound.address,
-                  "--server=" + nsd.address,
-                  "--server=/fake.test/" + fake.address, "--server=/local.test/"]
-        ours = servers.FrontendCache(workdir, "frontend-cache", *common, metrics=False)
-        owned.append(ours)
-        theirs = servers.Dnsmasq(workdir, "dnsmasq", *common)
-        owned.append(theirs)
-        env = {"nsd": nsd, "unbound": unbound}
-        print("frontend-cache on %d, dnsmasq on %d; nsd %s, unbound %s, fake %s" % (
-            ours.port, theirs.port, nsd.address, unbound.address, fake.address))
-        p, f = run_queries(QUERIES, ours, theirs, env, seen)
-        passed, failed = passed + p, failed + f
-        if not ours.process.alive() or not theirs.process.alive():
-            failed += 1
-            print("FAIL a server exited")
-        hosts = os.path.join(workdir, "hosts")
-        with open(hosts, "w") as f:
-            f.write(HOSTS_FILE)
-        user = pwd.getpwuid(os.getuid()).pw_name
-        for group in OPTION_GROUPS:
-            args = ["--no-hosts", "--server=" + nsd.address] + [
-                a.replace("NSD", nsd.address).replace("HOSTS", hosts).replace("USER", user)
-                for a in group["args"]]
-            print("\n-- options: %s" % " ".join(group["args"]))
-            ours_only = [a.replace("USER", user) for a in group["ours_only"]]
-            try:
-                pair = [servers.FrontendCache(workdir, "frontend-cache-" + group["id"],
-                                              *(args + ours_only), metrics=False),
-                        servers.Dnsmasq(workdir, "dnsmasq-" + group["id"], *args)]
-            except RuntimeError as e:
-                failed += 1
-                print("FAIL %s: a server did not start: %s" % (group["id"], e))
-                continue
-            owned.extend(pair)
-            p, f = run_queries(group["queries"], pair[0], pair[1], env, seen,
-                               exact_ttl=group["exact_ttl"],
-                               ttl_limit=1200 if group["id"] == "cache-ttl" else None)
-            passed, failed = passed + p, failed + f
-            for server in pair:
-                if not server.process.alive():
-                    failed += 1
-                    print("FAIL %s: a server exited" % group["id"])
-                server.stop()
-        print("\ndeclared differences (deliberate, or dnsmasq's bug):")
-        for d in DECLARED:
-            print("  %-30s %s" % (d["id"], "seen in " + ", ".join(seen[d["id"]][:6]) + (
-                " ..." if len(seen[d["id"]]) > 6 else "") if d["id"] in seen else "NOT SEEN"))
-            print("      " + d["reason"])
-    except Exception:
-        traceback.print_exc()
-        failed += 1
-    finally:
-        harness.release(owned, workdir, failed)
-    return harness.finish(passed, failed)
+    nsd = servers.Nsd(workdir)
+    owned.append(nsd)
+    unbound = servers.Unbound(workdir)
+    owned.append(unbound)
+    fake = fu.FakeUpstream(name="diff")
+    owned.append(fake)
+    # A domain's server before the default one: servers.bind must list them in this
+    # order, as dnsmasq does.
+    common = ["--cache-size=1000", "--server=/other.test/" + unbound.address,
+              "--server=" + nsd.address,
+              "--server=/fake.test/" + fake.address, "--server=/local.test/"]
+    ours = servers.FrontendCache(workdir, "frontend-cache", *common, metrics=False)
+    owned.append(ours)
+    theirs = servers.Dnsmasq(workdir, "dnsmasq", *common)
+    owned.append(theirs)
+    upstreams = {"nsd": nsd, "unbound": unbound}
+    print("frontend-cache on %d, dnsmasq on %d; nsd %s, unbound %s, fake %s" % (
+        ours.port, theirs.port, nsd.address, unbound.address, fake.address))
+    p, f = run_queries(QUERIES, ours, theirs, upstreams, seen)
+    checks.add(p, f)
+    if not ours.process.alive() or not theirs.process.alive():
+        checks.failed += 1
+        print("FAIL a server exited")
+    hosts = os.path.join(workdir, "hosts")
+    with open(hosts, "w") as f:
+        f.write(HOSTS_FILE)
+    user = pwd.getpwuid(os.getuid()).pw_name
+    for group in OPTION_GROUPS:
+        args = ["--no-hosts", "--server=" + nsd.address] + [
+            a.replace("NSD", nsd.address).replace("HOSTS", hosts).replace("USER", user)
+            for a in group["args"]]
+        print("\n-- options: %s" % " ".join(group["args"]))
+        ours_only = [a.replace("USER", user) for a in group["ours_only"]]
+        try:
+            pair = [servers.FrontendCache(workdir, "frontend-cache-" + group["id"],
+                                          *(args + ours_only), metrics=False),
+                    servers.Dnsmasq(workdir, "dnsmasq-" + group["id"], *args)]
+        except RuntimeError as e:
+            checks.failed += 1
+            print("FAIL %s: a server did not start: %s" % (group["id"], e))
+            continue
+        owned.extend(pair)
+        p, f = run_queries(group["queries"], pair[0], pair[1], upstreams, seen,
+                           exact_ttl=group["exact_ttl"],
+                           ttl_limit=1200 if group["id"] == "cache-ttl" else None)
+        checks.add(p, f)
+        for server in pair:
+            if not server.process.alive():
+                checks.failed += 1
+                print("FAIL %s: a server exited" % group["id"])
+            server.stop()
+    print("\ndeclared differences (deliberate, or dnsmasq's bug):")
+    for d in DECLARED:
+        print("  %-30s %s" % (d["id"], "seen in " + ", ".join(seen[d["id"]][:6]) + (
+            " ..." if len(seen[d["id"]]) > 6 else "") if d["id"] in seen else "NOT SEEN"))
+        print("      " + d["reason"])
+
+
+def main():
+    return harness.main(
+        "kdns-dnsmasq-diff-", diff_servers,
+        tools=(os.path.join(harness.BIN, "frontend-cache"), servers.NSD, servers.UNBOUND,
+               servers.DNSMASQ, "/usr/bin/dig", "/usr/bin/kdig"))
 
 
 if __name__ == "__main__":

@@ -16,8 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -120,57 +118,58 @@ class KeptSockets:
         self.tcp.close()
 
 
+def start(workdir, owned, main_instance):
+    """The upstreams and, with main_instance, the main frontend-cache routing to all of
+    them; the env."""
+    nsd = servers.Nsd(workdir)
+    owned.append(nsd)
+    env = {"nsd": nsd}
+    fe = None
+    if main_instance:
+        unbound = servers.Unbound(workdir)
+        owned.append(unbound)
+        fake = fu.FakeUpstream(name="main")
+        f_timeout = fu.FakeUpstream(name="timeout", default="silent")
+        f_servfail = fu.FakeUpstream(name="servfail", default="servfail")
+        f_ok = fu.FakeUpstream(name="ok", answer_ip=OK_IP)
+        f_stale = fu.FakeUpstream(name="stale", answer_ip=STALE_IP)
+        owned += [fake, f_timeout, f_servfail, f_ok, f_stale]
+        fe = servers.FrontendCache(
+            workdir, "fe-main", "--cache-size=1000", "--neg-ttl=%d" % NEG_TTL,
+            "--server=" + nsd.address,
+            "--server=/other.test/" + unbound.address,
+            "--server=/fake.test/sub.example.test/" + fake.address,
+            "--server=/local.test/",
+            "--server=/fo-timeout.test/" + f_timeout.address,
+            "--server=/fo-timeout.test/" + f_ok.address,
+            "--server=/fo-servfail.test/" + f_servfail.address,
+            "--server=/fo-servfail.test/" + f_ok.address,
+            "--server=/stale.test/" + f_stale.address)
+        owned.append(fe)
+        env.update({"unbound": unbound, "fake": fake, "fe": fe, "f_timeout": f_timeout,
+                    "f_servfail": f_servfail, "f_ok": f_ok, "f_stale": f_stale,
+                    "all_upstreams": [nsd.address, unbound.address, fake.address,
+                                      f_timeout.address, f_servfail.address,
+                                      f_ok.address, f_stale.address]})
+    return env
+
+
+def run(tests):
+    """Runs `tests`, then checks that the main frontend-cache (when there is one) is still up."""
+    def run_and_check(env, checks):
+        checks.run(tests, env)
+        fe = env.get("fe")
+        if fe is not None:
+            checks.check("the main frontend-cache is still running", fe.process.alive(),
+                         fe.process.log()[-1500:])
+    return run_and_check
+
+
 def main(tests, main_instance=True):
     """Starts the upstreams (and, with main_instance, the main frontend-cache routing to
     all of them), runs the tests, stops everything; the exit code."""
-    for tool in (os.path.join(harness.BIN, "frontend-cache"), servers.NSD, servers.UNBOUND,
-                 "/usr/bin/dig", "/usr/bin/kdig"):
-        if not os.access(tool, os.X_OK):
-            print("missing %s" % tool)
-            return harness.finish(0, 1)
-    workdir = tempfile.mkdtemp(prefix="kdns-frontend-e2e-")
-    passed = failed = 0
-    owned = []
-    try:
-        nsd = servers.Nsd(workdir)
-        owned.append(nsd)
-        env = {"workdir": workdir, "nsd": nsd}
-        fe = None
-        if main_instance:
-            unbound = servers.Unbound(workdir)
-            owned.append(unbound)
-            fake = fu.FakeUpstream(name="main")
-            f_timeout = fu.FakeUpstream(name="timeout", default="silent")
-            f_servfail = fu.FakeUpstream(name="servfail", default="servfail")
-            f_ok = fu.FakeUpstream(name="ok", answer_ip=OK_IP)
-            f_stale = fu.FakeUpstream(name="stale", answer_ip=STALE_IP)
-            owned += [fake, f_timeout, f_servfail, f_ok, f_stale]
-            fe = servers.FrontendCache(
-                workdir, "fe-main", "--cache-size=1000", "--neg-ttl=%d" % NEG_TTL,
-                "--server=" + nsd.address,
-                "--server=/other.test/" + unbound.address,
-                "--server=/fake.test/sub.example.test/" + fake.address,
-                "--server=/local.test/",
-                "--server=/fo-timeout.test/" + f_timeout.address,
-                "--server=/fo-timeout.test/" + f_ok.address,
-                "--server=/fo-servfail.test/" + f_servfail.address,
-                "--server=/fo-servfail.test/" + f_ok.address,
-                "--server=/stale.test/" + f_stale.address)
-            owned.append(fe)
-            env.update({"unbound": unbound, "fake": fake, "fe": fe, "f_timeout": f_timeout,
-                        "f_servfail": f_servfail, "f_ok": f_ok, "f_stale": f_stale,
-                        "all_upstreams": [nsd.address, unbound.address, fake.address,
-                                          f_timeout.address, f_servfail.address,
-                                          f_ok.address, f_stale.address]})
-        p, f = harness.run_tests(tests, env)
-        passed += p
-        failed += f
-        if fe is not None and not fe.process.alive():
-            failed += 1
-            print("FAIL the main frontend-cache exited: " + fe.process.log()[-1500:])
-    except Exception:
-        traceback.print_exc()
-        failed += 1
-    finally:
-        harness.release(owned, workdir, failed)
-    return harness.finish(passed, failed)
+    return harness.main(
+        "kdns-frontend-e2e-", run(tests),
+        tools=(os.path.join(harness.BIN, "frontend-cache"), servers.NSD, servers.UNBOUND,
+               "/usr/bin/dig", "/usr/bin/kdig"),
+        setup=lambda workdir, owned: start(workdir, owned, main_instance))

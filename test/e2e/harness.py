@@ -1,16 +1,18 @@
 """The one end-to-end test harness: everything the suites in test/e2e/ (and the fake API
 server's self-test) share, so that no suite carries its own copy.
 
-- the runner: run_tests() (one ok/FAIL line per test, closing `N passed, M failed` via
-  finish()) and Checks for suites that count checks rather than test functions;
+- the one suite main, main(): tools and needs checked, a work directory, the shared set-up,
+  the tests (run_tests: one ok/FAIL line per test) or phases and checks (Checks), the
+  closing `N passed, M failed` (finish()) that test/run_suites.sh sums, the release;
 - free ports, processes started in their own session and stopped by their process group
-  (NSD forks), so nothing outlives a suite (the servers themselves: servers.py);
+  (NSD forks), so nothing outlives a suite (the servers themselves: servers.py; the
+  kube-dns pod: pod.py);
 - a ConfigMap directory written as the kubelet writes it (the `..data` symlink swap);
 - waits on a condition (wait_until, time_until, eventually) instead of fixed sleeps: a
   check that something did not happen first waits for a positive sign that it would have
   by then (a later answer, a counter or log line that moved);
 - dig/kdig wrappers that parse what a client sees (a raw-UDP client: dns_wire.py);
-- Prometheus text scraping and parsing, and dnsperf's summary.
+- Prometheus text scraping and parsing, and dnsperf's summary (the benchmarks' too).
 """
 import http.client
 import os
@@ -43,22 +45,35 @@ def rss_kib(pid):
     return 0
 
 
+def free_ports(n, host="127.0.0.1"):
+    """`n` distinct ports free for both UDP and TCP on `host` (0.0.0.0: on every address),
+    held together until all are found (the benchmarks' too: bench_lib.sh free_port)."""
+    ports, held = [], []
+    try:
+        for _ in range(50 * n):
+            if len(ports) == n:
+                return ports
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            udp.bind((host, 0))
+            port = udp.getsockname()[1]
+            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held += [udp, tcp]
+            try:
+                tcp.bind((host, port))
+            except OSError:
+                continue
+            ports.append(port)
+        if len(ports) == n:
+            return ports
+        raise RuntimeError("no free port")
+    finally:
+        for sock in held:
+            sock.close()
+
+
 def free_port(host="127.0.0.1"):
     """A port free for both UDP and TCP on `host` (0.0.0.0: on every address)."""
-    for _ in range(50):
-        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        udp.bind((host, 0))
-        port = udp.getsockname()[1]
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            tcp.bind((host, port))
-            return port
-        except OSError:
-            continue
-        finally:
-            udp.close()
-            tcp.close()
-    raise RuntimeError("no free port")
+    return free_ports(1, host)[0]
 
 
 class Skip(Exception):
@@ -127,42 +142,84 @@ def finish(passed, failed):
     return 0 if failed == 0 else 1
 
 
-def main(prefix, tests, tools=(), setup=None, reset_each=False):
-    """The usual suite main(): fails at once when one of `tools` is not executable, makes a
-    work directory, runs `tests` with env {"workdir", "owned"} plus what setup(workdir, owned)
-    returns (servers it starts go into `owned`), stops everything in `owned` after each test
-    when `reset_each` (for tests that start their own servers), then releases and finishes.
-    A set-up that raises fails the suite with its traceback."""
-    for tool in tools:
-        if not os.access(tool, os.X_OK):
-            print("missing %s" % tool)
-            return finish(0, 1)
+def main(prefix, tests, tools=(), needs=None, skip_unmet=False, setup=None, reset_each=False,
+         after_each=None, report=None):
+    """The one suite main(), which every suite's `__main__` calls; returns the exit code.
+
+    - `tools`: paths that must be executable, and needs(): why the suite cannot run here
+      (an address it cannot bind, a resource limit) or None. Either unmet fails the suite,
+      or skips it (0 passed, 0 failed) with `skip_unmet`.
+    - setup(workdir, owned): starts what the tests share (servers go into `owned`) and
+      returns the env: a dict is merged into {"workdir", "owned"}, anything else (a pod
+      object) is the env itself.
+    - `tests`: the test functions, run with run_tests; or, for a suite that runs in phases
+      or counts checks, a function run(env, checks) that adds to `checks` (a Checks:
+      checks.run(tests, env) for a phase, checks.check(...) for one check).
+    - after_each(): runs after every test; `reset_each` stops what a test started (in
+      `owned`) after it.
+    - report(env, failed): prints what the suite measured, or logs when something failed,
+      before the servers stop.
+    Work goes into a fresh directory, removed at the end (kept with KDNS_KEEP_TMP when
+    something failed). A set-up or phase that raises fails the suite with its traceback,
+    and the counts so far stand."""
+    unmet = ["%s is missing" % tool for tool in tools if not os.access(tool, os.X_OK)]
+    if not unmet and needs is not None:
+        unmet = [reason for reason in [needs()] if reason]
+    if unmet:
+        print("%s: %s" % ("SKIP" if skip_unmet else "FAIL", "; ".join(unmet)))
+        return finish(0, 0 if skip_unmet else 1)
     workdir = tempfile.mkdtemp(prefix=prefix)
     owned = []
     env = {"workdir": workdir, "owned": owned}
-    passed = failed = 0
+    checks = Checks()
+    if reset_each:
+        hook = after_each
+
+        def hook_then_reset():
+            if hook is not None:
+                hook()
+            stop_all(owned)
+            owned.clear()
+        after_each = hook_then_reset
     try:
         if setup is not None:
-            env.update(setup(workdir, owned) or {})
-        after_each = (lambda: stop_all(owned) or owned.clear()) if reset_each else None
-        passed, failed = run_tests(tests, env, after_each=after_each)
+            made = setup(workdir, owned)
+            env = dict(env, **made) if isinstance(made, dict) else made
+        if callable(tests):
+            tests(env, checks)
+        else:
+            checks.run(tests, env, after_each=after_each)
     except Exception:
         traceback.print_exc()
-        failed += 1
+        checks.failed += 1
     finally:
-        release(owned, workdir, failed)
-    return finish(passed, failed)
+        if report is not None:
+            try:
+                report(env, checks.failed)
+            except Exception:
+                traceback.print_exc()
+        release(owned, workdir, checks.failed)
+    return checks.finish()
 
 
 class Checks:
-    """Counts named checks for suites that run one long scenario (each check a test):
-    check() prints FAIL with the detail when `ok` is false and returns `ok`."""
+    """The counts of a suite: tests run in phases (run) and named checks of a suite that
+    runs one long scenario (check: each check a test)."""
 
     def __init__(self):
         self.passed = 0
         self.failed = 0
 
+    def run(self, tests, env, after_each=None):
+        """Runs `tests` with run_tests and adds their counts."""
+        self.add(*run_tests(tests, env, after_each=after_each))
+
+    def add(self, passed, failed):
+        self.passed += passed
+        self.failed += failed
+
     def check(self, name, ok, detail=""):
+        """Counts one check; prints FAIL with the detail when `ok` is false; returns `ok`."""
         if ok:
             self.passed += 1
         else:
@@ -173,6 +230,14 @@ class Checks:
 
     def finish(self):
         return finish(self.passed, self.failed)
+
+
+def print_figures(title, figures, width=70):
+    """Prints what a suite measured ([(what, value)]) under `title`, when it measured any."""
+    if figures:
+        print(title)
+        for what, value in figures:
+            print("  %-*s %s" % (width, what, value))
 
 
 # -- waits on a condition -------------------------------------------------------------------
@@ -448,8 +513,9 @@ def dig_async(port, name, qtype="A", qclass=None, *options, timeout=5, client="d
 
 
 def parse_dnsperf(text):
-    """dnsperf's summary: sent, completed, lost and qps (floats, None when missing) and
-    codes (response code -> count)."""
+    """dnsperf's summary, the one reader of it (the benchmarks' too): sent, completed, lost
+    and qps (floats, None when missing), codes (response code -> count) and codes_line (the
+    response codes as dnsperf printed them, None when missing)."""
     out = {}
     for key, pattern in (("sent", r"Queries sent:\s+(\d+)"),
                          ("completed", r"Queries completed:\s+(\d+)"),
@@ -458,6 +524,7 @@ def parse_dnsperf(text):
         m = re.search(pattern, text)
         out[key] = float(m.group(1)) if m else None
     m = re.search(r"Response codes:\s+(.*)", text)
+    out["codes_line"] = m.group(1).strip() if m else None
     codes = {}
     if m:
         for code, count in re.findall(r"([A-Z]+) (\d+)", m.group(1)):

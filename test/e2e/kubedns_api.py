@@ -7,10 +7,7 @@ the main fake offer HTTP/2 as well; KDNS_KEEP_TMP=1 keeps the temporary director
 """
 import json
 import os
-import shutil
 import sys
-import tempfile
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -96,7 +93,10 @@ def conformance_problems(dns):
     return problems
 
 
-KUBECONFIG_TOKEN = """apiVersion: v1
+def kubeconfig(server, ca_file, credential):
+    """A kubeconfig for `server` trusting `ca_file`, its user's `credential` a kubeconfig
+    user field ("token: T" or "tokenFile: PATH")."""
+    return """apiVersion: v1
 kind: Config
 clusters:
 - name: fake
@@ -106,64 +106,48 @@ clusters:
 users:
 - name: u
   user:
-    token: %s
+    %s
 contexts:
 - name: c
   context: {cluster: fake, user: u}
 current-context: c
-"""
+""" % (server, ca_file, credential)
 
-KUBECONFIG_TOKEN_FILE = """apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster:
-    server: %s
-    certificate-authority: %s
-users:
-- name: u
-  user:
-    tokenFile: %s
-contexts:
-- name: c
-  context: {cluster: fake, user: u}
-current-context: c
-"""
+
+def start(workdir, owned, kubedns_flags):
+    """The fake API server and kubedns following it with `kubedns_flags`, once it is ready."""
+    fake = start_fake(workdir, "--history-size", "50", *(["--http2"] if MAIN_HTTP2 else []))
+    owned.append(fake)
+    dns = Kubedns(workdir, fake.info["kubeconfig"], "kubedns", *kubedns_flags)
+    owned.append(dns)
+    if not harness.wait_until(dns.ready, 30):
+        raise RuntimeError("kubedns never became ready: " + dns.log()[-2000:])
+    return {"fake": fake, "dns": dns}
+
+
+def clear_faults(env):
+    """After each test: the fake's injected faults cleared (when the suite started it)."""
+    if "fake" in env:
+        env["fake"].control("/control/fault/clear", {})
+
+
+def kubedns_log_on_failure(env, failed):
+    """What kubedns logged, when something failed."""
+    if failed and "dns" in env:
+        print("--- kubedns log (tail) ---")
+        print(env["dns"].log()[-4000:])
 
 
 def main(tests, main_instance=True, kubedns_flags=()):
     """Starts the fake and kubedns following it with `kubedns_flags` (without
     main_instance: neither; the tests start their own), runs the tests, stops everything;
     the exit code."""
-    workdir = tempfile.mkdtemp(prefix="kdns-api-e2e-")
-    passed = failed = 0
-    fake = dns = None
-    try:
-        env = {"workdir": workdir}
+    started = {}
+
+    def setup(workdir, owned):
         if main_instance:
-            fake = start_fake(workdir, "--history-size", "50",
-                              *(["--http2"] if MAIN_HTTP2 else []))
-            dns = Kubedns(workdir, fake.info["kubeconfig"], "kubedns", *kubedns_flags)
-            env.update({"fake": fake, "dns": dns})
-            if not harness.wait_until(dns.ready, 30):
-                raise RuntimeError("kubedns never became ready: " + dns.log()[-2000:])
-        p, f = harness.run_tests(tests, env, after_each=lambda: fake and fake.control(
-            "/control/fault/clear", {}))
-        passed += p
-        failed += f
-    except Exception:
-        traceback.print_exc()
-        failed += 1
-    finally:
-        if dns:
-            dns.stop()
-            if failed:
-                print("--- kubedns log (tail) ---")
-                print(dns.log()[-4000:])
-        if fake:
-            fake.stop()
-        if failed and os.environ.get("KDNS_KEEP_TMP"):
-            print("kept " + workdir)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
-    return harness.finish(passed, failed)
+            started.update(start(workdir, owned, kubedns_flags))
+        return started
+
+    return harness.main("kdns-api-e2e-", tests, setup=setup,
+                        after_each=lambda: clear_faults(started), report=kubedns_log_on_failure)

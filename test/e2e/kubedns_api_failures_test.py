@@ -14,11 +14,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import kubedns_api  # noqa: E402
 from kubedns_api import (  # noqa: E402
-    KUBECONFIG_TOKEN,
-    KUBECONFIG_TOKEN_FILE,
     Kubedns,
     dig,
     expect,
+    kubeconfig,
     service)
 
 
@@ -83,11 +82,11 @@ def test_bad_token_and_rotation(env):
     token_file = os.path.join(workdir, "token")
     with open(token_file, "w") as f:
         f.write("rotating-1")
-    kubeconfig = os.path.join(workdir, "rotating.kubeconfig")
-    with open(kubeconfig, "w") as f:
-        f.write(KUBECONFIG_TOKEN_FILE % (fake.info["api_url"], fake.info["ca_file"], token_file))
+    config = os.path.join(workdir, "rotating.kubeconfig")
+    with open(config, "w") as f:
+        f.write(kubeconfig(fake.info["api_url"], fake.info["ca_file"], "tokenFile: " + token_file))
     fake.control("/control/tokens", {"tokens": ["test-token", "rotating-1"]})
-    dns = Kubedns(workdir, kubeconfig, "kubedns-rotation")
+    dns = Kubedns(workdir, config, "kubedns-rotation")
     p = []
     try:
         if harness.eventually(lambda: None if dns.ready() else "not ready", 30):
@@ -115,11 +114,11 @@ def test_bad_token_and_rotation(env):
 
 def test_wrong_ca_is_refused(env):
     fake, workdir = env["fake"], env["workdir"]
-    kubeconfig = os.path.join(workdir, "wrong-ca.kubeconfig")
-    with open(kubeconfig, "w") as f:
-        f.write(KUBECONFIG_TOKEN % (fake.info["api_url"], fake.info["other_ca_file"],
-                                    fake.info["token"]))
-    dns = Kubedns(workdir, kubeconfig, "kubedns-wrong-ca")
+    config = os.path.join(workdir, "wrong-ca.kubeconfig")
+    with open(config, "w") as f:
+        f.write(kubeconfig(fake.info["api_url"], fake.info["other_ca_file"],
+                           "token: " + fake.info["token"]))
+    dns = Kubedns(workdir, config, "kubedns-wrong-ca")
     p = []
     try:
         def refused():

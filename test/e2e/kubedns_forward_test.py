@@ -17,9 +17,7 @@ Closes with `N passed, M failed`.
 """
 import json
 import os
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -265,23 +263,10 @@ def run(results, tmp):
 
 
 def main():
-    for tool in (servers.UNBOUND, servers.NSD, "/usr/bin/dig", os.path.join(BIN, "kubedns")):
-        if not os.access(tool, os.X_OK):
-            print("kubedns_forward_test: skipped: %s is missing" % tool)
-            print("0 passed, 0 failed")
-            return 0
-    results = harness.Checks()
-    tmp = tempfile.mkdtemp(prefix="kdns-forward-e2e.")
-    try:
-        run(results, tmp)
-    except Exception as e:  # a server that did not start
-        results.check("set-up", False, str(e))
-    finally:
-        if os.environ.get("KEEP_TMP") == "1":
-            print("kept " + tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return results.finish()
+    return harness.main("kdns-forward-e2e.", lambda env, checks: run(checks, env["workdir"]),
+                        tools=(servers.UNBOUND, servers.NSD, "/usr/bin/dig",
+                               os.path.join(BIN, "kubedns")),
+                        skip_unmet=True)
 
 
 if __name__ == "__main__":

@@ -23,9 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -526,55 +524,44 @@ def test_crds_missing_then_installed(env):
         fake.stop()
 
 
-def main():
-    workdir = tempfile.mkdtemp(prefix="kdns-multicluster-e2e-")
-    passed = failed = 0
-    fake = dns = None
-    try:
-        env = {"workdir": workdir}
-        p, f = harness.run_tests([test_objects_file_conformance,
-                                  test_zones_off_are_forwarded_not_served,
-                                  test_manifests_components,
-                                  test_crds_missing_then_installed,
-                                  test_objects_file_tenant_imports,
-                                  test_10000_aliases_cost_their_size], env)
-        passed, failed = passed + p, failed + f
-        fake = servers.FakeApiserver(
-            os.path.join(workdir, "fake"), "--objects",
-            os.path.join(CONFORMANCE, "multicluster_objects.json"), "--bookmark-interval", "0.5",
-            "--history-size", "50", "--crd-absent", "mesh.avesha.io")
-        dns = kubedns_api.Kubedns(workdir, fake.info["kubeconfig"], "kubedns",
-                                  "--multicluster-zone=" + MCS, "--kubeslice-zone=" + KUBESLICE)
-        if not harness.wait_until(dns.ready, 30):
-            raise RuntimeError("kubedns never became ready: " + dns.log()[-2000:])
-        env.update({"fake": fake, "dns": dns})
-        # The zones sync on their own: wait for one name of each before the cases.
-        for name in ("web.shop.svc." + MCS, "iperf-server.iperf.svc." + KUBESLICE):
-            problem = expect(dns, name, "A", "NOERROR", timeout=20)
-            if problem:
-                raise RuntimeError(problem)
-        p, f = harness.run_tests([test_api_conformance, test_import_added_changed_deleted,
-                                  test_api_tenant_imports, test_expired_watch_relists_imports],
-                                 env,
-                                 after_each=lambda: fake.control("/control/fault/clear", {}))
-        passed, failed = passed + p, failed + f
-    except Exception:
-        traceback.print_exc()
-        failed += 1
-    finally:
-        if dns:
-            dns.stop()
-            if failed:
-                print("--- kubedns log (tail) ---")
-                print(dns.log()[-4000:])
-        if fake:
-            fake.stop()
-        if failed and os.environ.get("KDNS_KEEP_TMP"):
-            print("kept " + workdir)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
-    return harness.finish(passed, failed)
+def start_api(env):
+    """The fake API server with the multicluster objects and kubedns following it, once
+    both zones have synced."""
+    fake = servers.FakeApiserver(
+        os.path.join(env["workdir"], "fake"), "--objects",
+        os.path.join(CONFORMANCE, "multicluster_objects.json"), "--bookmark-interval", "0.5",
+        "--history-size", "50", "--crd-absent", "mesh.avesha.io")
+    env["owned"].append(fake)
+    dns = kubedns_api.Kubedns(env["workdir"], fake.info["kubeconfig"], "kubedns",
+                              "--multicluster-zone=" + MCS, "--kubeslice-zone=" + KUBESLICE)
+    env["owned"].append(dns)
+    if not harness.wait_until(dns.ready, 30):
+        raise RuntimeError("kubedns never became ready: " + dns.log()[-2000:])
+    env.update({"fake": fake, "dns": dns})
+    # The zones sync on their own: wait for one name of each before the cases.
+    for name in ("web.shop.svc." + MCS, "iperf-server.iperf.svc." + KUBESLICE):
+        problem = expect(dns, name, "A", "NOERROR", timeout=20)
+        if problem:
+            raise RuntimeError(problem)
 
+
+def run(env, checks):
+    """The objects-file tests, then the API tests against one fake and one kubedns."""
+    checks.run([test_objects_file_conformance,
+                test_zones_off_are_forwarded_not_served,
+                test_manifests_components,
+                test_crds_missing_then_installed,
+                test_objects_file_tenant_imports,
+                test_10000_aliases_cost_their_size], env)
+    start_api(env)
+    checks.run([test_api_conformance, test_import_added_changed_deleted,
+                test_api_tenant_imports, test_expired_watch_relists_imports], env,
+               after_each=lambda: env["fake"].control("/control/fault/clear", {}))
+
+
+def main():
+    return harness.main("kdns-multicluster-e2e-", run,
+                        report=kubedns_api.kubedns_log_on_failure)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import traceback
 import xml.etree.ElementTree
 
 import yaml
@@ -663,10 +662,5 @@ def check_command(container, argv, program, image_env=None):
 
 def main(tests):
     """Renders manifests/ and runs the tests on it; the exit code."""
-    try:
-        rendered = Rendered(*render(MANIFESTS))
-    except Exception:
-        traceback.print_exc()
-        print("FAIL rendering manifests/")
-        return harness.finish(0, 1)
-    return harness.finish(*harness.run_tests(tests, rendered))
+    return harness.main("kdns-manifests-", tests,
+                        setup=lambda workdir, owned: Rendered(*render(MANIFESTS)))

@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import yaml
 
@@ -90,14 +89,9 @@ def test_kubedns_accepts_the_command_line(env):
 
 
 def main():
-    workdir = tempfile.mkdtemp(prefix="kdns-manifests-autopath-")
-    try:
-        passed, failed = harness.run_tests(
-            [test_the_component_adds_autopath_to_kubedns_only,
-             test_kubedns_accepts_the_command_line], {"workdir": workdir})
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return harness.finish(passed, failed)
+    return harness.main("kdns-manifests-autopath-",
+                        [test_the_component_adds_autopath_to_kubedns_only,
+                         test_kubedns_accepts_the_command_line])
 
 
 if __name__ == "__main__":

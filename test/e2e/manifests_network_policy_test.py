@@ -23,7 +23,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import yaml
 
@@ -200,15 +199,10 @@ def test_the_operators_guide_names_what_to_edit(env):
 
 
 def main():
-    workdir = tempfile.mkdtemp(prefix="kdns-manifests-netpol-")
-    try:
-        passed, failed = harness.run_tests(
-            [test_the_component_adds_one_policy_and_nothing_else,
-             test_dns_from_everywhere_health_and_metrics_from_the_nodes_and_monitoring,
-             test_the_operators_guide_names_what_to_edit], {"workdir": workdir})
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return harness.finish(passed, failed)
+    return harness.main("kdns-manifests-netpol-",
+                        [test_the_component_adds_one_policy_and_nothing_else,
+                         test_dns_from_everywhere_health_and_metrics_from_the_nodes_and_monitoring,
+                         test_the_operators_guide_names_what_to_edit])
 
 
 if __name__ == "__main__":

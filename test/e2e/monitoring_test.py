@@ -33,15 +33,13 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import traceback
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import manifests  # noqa: E402
-import nanny_env  # noqa: E402
+import pod  # noqa: E402
 import servers  # noqa: E402
 
 ROOT = harness.ROOT
@@ -216,60 +214,26 @@ def test_dashboard_is_shipped_whole(env):
 # ---------------------------------------------------------------------------------------
 # The running pod.
 
-class Pod:
-    """kubedns on the fake API server, the nanny with frontend-cache, the sidecar."""
+class Pod(pod.Pod):
+    """kubedns on the fake API server, the nanny with frontend-cache, the sidecar with the
+    manifest's probes."""
 
     def __init__(self, workdir):
-        self.owned = []
         self.fake = servers.FakeApiserver(
             os.path.join(workdir, "fake"),
             "--objects", os.path.join(ROOT, "test", "conformance", "objects.json"),
             "--bookmark-interval", "0.5")
-        self.owned.append(self.fake)
         # An RBAC without the EndpointSlice rule: kubedns falls back to v1 Endpoints.
-        self.fake.control("/control/fault/http", {
-            "status": 403, "count": 1, "verb": "list",
-            "path_prefix": "/apis/discovery.k8s.io/v1/endpointslices"})
-        config = harness.ConfigMapDir(os.path.join(workdir, "kube-dns-config"))
-        config.publish({})
-        self.kubedns = servers.Kubedns(
-            workdir, "kubedns", "--kubecfg-file=" + self.fake.info["kubeconfig"],
-            "--domain=cluster.local.", "--config-dir=" + config.path,
-            "--api-backoff-max=1s")
-        self.owned.append(self.kubedns)
-        self.nanny = nanny_env.Nanny(workdir, "nanny", config.path, kubedns=self.kubedns,
-                                     flags=["-restartDnsmasq=true"])
-        self.owned.append(self.nanny)
-        self.sidecar_port = harness.free_port()
-        argv = [os.path.join(harness.BIN, "sidecar"), "--v=2", "--logtostderr",
-                "--dnsmasq-addr=127.0.0.1", "--dnsmasq-port=%d" % self.nanny.port,
-                "--dnsmasq-poll-interval-ms=500", "--prometheus-addr=127.0.0.1",
-                "--prometheus-port=%d" % self.sidecar_port] + self.manifest_probes()
-        self.sidecar = harness.Process(argv, os.path.join(workdir, "sidecar.log"))
-        self.owned.append(self.sidecar)
-        for label in self.probe_labels:
-            if not harness.wait_until(lambda label=label: harness.http_status(
-                    self.sidecar_port, "/healthcheck/" + label) == 200, 30):
-                raise RuntimeError("probe %s never healthy: %s" % (
-                    label, self.sidecar.log()[-1500:]))
-
-    def manifest_probes(self):
-        """The sidecar's --probe flags of manifests/deployment.yaml, aimed at this pod's
-        ports (10053: kubedns, 53: the cache) and run every second."""
-        rendered = manifests.Rendered(*manifests.render(manifests.MANIFESTS))
-        container = rendered.containers_running("sidecar")[0]
-        ports = {"10053": self.kubedns.port, "53": self.nanny.port}
-        probes, self.probe_labels = [], []
-        for arg in rendered.argv(container):
-            m = re.match(r"--?probe=([^,]+),([^,]+):(\d+),([^,]+),(\d+),(\w+)$", arg)
-            if m:
-                label, _, port, name, _, qtype = m.groups()
-                probes.append("--probe=%s,127.0.0.1:%d,%s,1,%s" % (label, ports[port], name,
-                                                                  qtype))
-                self.probe_labels.append(label)
-        if not probes:
-            raise RuntimeError("manifests/deployment.yaml's sidecar has no --probe")
-        return probes
+        try:
+            self.fake.control("/control/fault/http", {
+                "status": 403, "count": 1, "verb": "list",
+                "path_prefix": "/apis/discovery.k8s.io/v1/endpointslices"})
+            super().__init__(workdir, ["--kubecfg-file=" + self.fake.info["kubeconfig"],
+                                       "--api-backoff-max=1s"],
+                             nanny_flags=["-restartDnsmasq=true"], probes=manifest_probes)
+        except Exception:
+            self.fake.stop()
+            raise
 
     def texts(self):
         """{port name: /metrics text} of the three metrics ports."""
@@ -284,7 +248,25 @@ class Pod:
         return out
 
     def stop(self):
-        harness.stop_all(self.owned)
+        super().stop()
+        self.fake.stop()
+
+
+def manifest_probes(running):
+    """The sidecar's --probe flags of manifests/deployment.yaml, aimed at this pod's ports
+    (10053: kubedns, 53: the cache), as pod.Pod's probes."""
+    rendered = manifests.Rendered(*manifests.render(manifests.MANIFESTS))
+    container = rendered.containers_running("sidecar")[0]
+    ports = {"10053": running.kubedns.port, "53": running.nanny.port}
+    probes = []
+    for arg in rendered.argv(container):
+        m = re.match(r"--?probe=([^,]+),([^,]+):(\d+),([^,]+),(\d+),(\w+)$", arg)
+        if m:
+            label, _, port, name, _, qtype = m.groups()
+            probes.append((label, ports[port], name, qtype))
+    if not probes:
+        raise RuntimeError("manifests/deployment.yaml's sidecar has no --probe")
+    return probes
 
 
 def names_in(text):
@@ -449,21 +431,16 @@ class FileEnv:
         self.workdir = workdir
 
 
+def run_phases(env, checks):
+    """The rule files' tests, then the metrics of a running pod."""
+    checks.run(FILE_TESTS, FileEnv(env["workdir"]))
+    pod = Pod(env["workdir"])
+    env["owned"].append(pod)
+    checks.run(POD_TESTS, pod)
+
+
 def main():
-    workdir = tempfile.mkdtemp(prefix="kdns-monitoring-")
-    passed, failed = harness.run_tests(FILE_TESTS, FileEnv(workdir))
-    pod = None
-    try:
-        pod = Pod(workdir)
-    except Exception:
-        traceback.print_exc()
-        print("FAIL starting the pod")
-        failed += 1
-    if pod is not None:
-        p, f = harness.run_tests(POD_TESTS, pod)
-        passed, failed = passed + p, failed + f
-    harness.release([pod] if pod else [], workdir, failed)
-    return harness.finish(passed, failed)
+    return harness.main("kdns-monitoring-", run_phases)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ import json
 import os
 import socket
 import sys
-import tempfile
 import threading
 import time
 
@@ -216,39 +215,30 @@ class Prober(threading.Thread):
                 len(self.sent) - len(self.answered))
 
 
+def start(tmp, owned):
+    """The servers the nanny suites share: NSD, Unbound, two dnsmasq stubs, kubedns."""
+    env = {"tmp": tmp}
+    env["nsd"] = servers.Nsd(tmp)
+    owned.append(env["nsd"])
+    env["unbound"] = servers.Unbound(tmp)
+    owned.append(env["unbound"])
+    env["stub_a"] = servers.Dnsmasq(tmp, "stub-a", "--address=/swap.test/" + SWAP_A,
+                                    "--local-ttl=300")
+    owned.append(env["stub_a"])
+    env["stub_b"] = servers.Dnsmasq(tmp, "stub-b", "--address=/swap.test/" + SWAP_B,
+                                    "--local-ttl=300")
+    owned.append(env["stub_b"])
+    os.makedirs(os.path.join(tmp, "kd"), exist_ok=True)
+    env["kd"] = Kubedns(os.path.join(tmp, "kd"))
+    owned.append(env["kd"])
+    return env
+
+
 def main(tests):
     """Starts the servers the nanny suites share, runs the tests, stops everything; the
     exit code."""
-    for tool in (NANNY, FRONTEND, KUBEDNS, servers.NSD, servers.UNBOUND, servers.DNSMASQ,
-                 "/usr/bin/dnsperf"):
-        if not os.path.exists(tool):
-            print("missing %s" % tool)
-            return harness.finish(0, 1)
-    tmp = tempfile.mkdtemp(prefix="kdns-nanny-e2e-")
-    env = {"tmp": tmp}
-    owned = []
-    passed = failed = 0
-    try:
-        env["nsd"] = servers.Nsd(tmp)
-        owned.append(env["nsd"])
-        env["unbound"] = servers.Unbound(tmp)
-        owned.append(env["unbound"])
-        env["stub_a"] = servers.Dnsmasq(tmp, "stub-a", "--address=/swap.test/" + SWAP_A,
-                                        "--local-ttl=300")
-        owned.append(env["stub_a"])
-        env["stub_b"] = servers.Dnsmasq(tmp, "stub-b", "--address=/swap.test/" + SWAP_B,
-                                        "--local-ttl=300")
-        owned.append(env["stub_b"])
-        os.makedirs(os.path.join(tmp, "kd"), exist_ok=True)
-        env["kd"] = Kubedns(os.path.join(tmp, "kd"))
-        owned.append(env["kd"])
-        p, f = harness.run_tests(tests, env)
-        passed += p
-        failed += f
-    finally:
-        harness.release(owned, tmp, failed)
-    if FIGURES:
-        print("figures:")
-        for what, value in FIGURES:
-            print("  %-70s %s" % (what, value))
-    return harness.finish(passed, failed)
+    return harness.main(
+        "kdns-nanny-e2e-", tests,
+        tools=(NANNY, FRONTEND, KUBEDNS, servers.NSD, servers.UNBOUND, servers.DNSMASQ,
+               "/usr/bin/dnsperf"),
+        setup=start, report=lambda env, failed: harness.print_figures("figures:", FIGURES))

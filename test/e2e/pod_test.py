@@ -27,12 +27,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import pod  # noqa: E402
 import servers  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -56,27 +55,43 @@ def measured(what, value):
     print("     measured: %s: %s" % (what, value))
 
 
-class Pod:
+# The pod's real ports: the C library resolver asks port 53; the rest as in the manifest.
+POD_PORTS = {"kubedns": 10053, "healthz": 8081, "kubedns_metrics": 10055, "cache": 53,
+             "sidecar": 10054}
+
+
+class Pod(pod.Pod):
+    """The pod on its real ports, NSD and unbound as the world behind its stub domains."""
+
     def __init__(self, workdir, kubedns_flags=()):
         self.workdir = workdir
-        self.kubedns_flags = list(kubedns_flags)  # after the pod's own
         self.nsd = servers.Nsd(workdir)
         try:
             self.unbound = servers.Unbound(workdir)
         except Exception:
             self.nsd.stop()
             raise
-        self.config = harness.ConfigMapDir(os.path.join(workdir, "kube-dns-config"))
-        self.config.publish(self.stub_domains(["example.test"]))
-        self.kubedns = None
-        self.nanny = None
-        self.sidecar = None
+        config = harness.ConfigMapDir(os.path.join(workdir, "kube-dns-config"))
+        config.publish(self.stub_domains(["example.test"]))
         try:
-            self.start_kubedns()
-            self.start_nanny()
-            self.start_sidecar()
+            super().__init__(
+                workdir,
+                ["--objects-file=" + self.objects_file(),
+                 "--multicluster-zone=clusterset.local.", "--kubeslice-zone=slice.local.",
+                 "--lameduck=0s",
+                 "--notify=127.0.0.1:53",  # the cache drops its cluster-zone negatives then
+                 # The node's resolver, as dnsPolicy: Default gives the kube-dns pod; never
+                 # the cache in front of us (a loop, which --dns-loop-detect would rightly
+                 # cut).
+                 "--nameservers=127.0.0.1:%d" % self.nsd.port],
+                kubedns_flags=kubedns_flags,
+                nanny_flags=["-v=2", "-logtostderr", "-restartDnsmasq=true",
+                             "-kubednsZones=clusterset.local,slice.local",
+                             "-dnsmasqExec=" + os.path.join(BIN, "frontend-cache")],
+                cache_args=CACHE_ARGS, ports=POD_PORTS, config=config)
         except Exception:
-            self.stop()  # what did start must not outlive a failed start
+            self.unbound.stop()
+            self.nsd.stop()
             raise
 
     def stub_domains(self, domains):
@@ -96,59 +111,12 @@ class Pod:
             json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
         return path
 
-    def start_kubedns(self):
-        self.kubedns = harness.Process(
-            [os.path.join(BIN, "kubedns"), "--objects-file=" + self.objects_file(),
-             "--multicluster-zone=clusterset.local.", "--kubeslice-zone=slice.local.",
-             "--domain=cluster.local.", "--dns-bind-address=127.0.0.1", "--dns-port=10053",
-             "--http-bind-address=127.0.0.1", "--healthz-port=8081", "--metrics-port=10055",
-             "--config-dir=" + self.config.path, "--lameduck=0s", "--logtostderr",
-             "--notify=127.0.0.1:53",  # the cache drops its cluster-zone negatives then
-             # The node's resolver, as dnsPolicy: Default gives the kube-dns pod; never the
-             # cache in front of us (a loop, which --dns-loop-detect would rightly cut).
-             "--nameservers=127.0.0.1:%d" % self.nsd.port] + self.kubedns_flags,
-            os.path.join(self.workdir, "kubedns.log"))
-        if not harness.wait_until(lambda: harness.http_status(8081, "/readiness") == 200, 30):
-            raise RuntimeError("kubedns not ready:\n" + self.kubedns.log()[-2000:])
-
-    def start_nanny(self):
-        self.nanny = harness.Process(
-            [os.path.join(BIN, "nanny"), "-v=2", "-logtostderr",
-             "-configDir=" + self.config.path, "-restartDnsmasq=true",
-             "-kubednsZones=clusterset.local,slice.local",
-             "-dnsmasqExec=" + os.path.join(BIN, "frontend-cache"), "--"] + CACHE_ARGS,
-            os.path.join(self.workdir, "nanny.log"))
-        if not harness.wait_until(lambda: self.answers("kubernetes.default.svc.cluster.local"), 30):
-            raise RuntimeError("the cache is not answering:\n" + self.nanny.log()[-3000:])
-
-    def start_sidecar(self):
-        self.sidecar = harness.Process(
-            [os.path.join(BIN, "sidecar"), "--v=2", "--logtostderr",
-             "--probe=kubedns,127.0.0.1:10053,kubernetes.default.svc.cluster.local,1,SRV",
-             "--probe=dnsmasq,127.0.0.1:53,kubernetes.default.svc.cluster.local,1,SRV",
-             "--dnsmasq-addr=127.0.0.1", "--dnsmasq-port=53", "--dnsmasq-poll-interval-ms=500",
-             "--prometheus-addr=127.0.0.1", "--prometheus-port=10054"],
-            os.path.join(self.workdir, "sidecar.log"))
-        if not harness.wait_until(
-                lambda: harness.http_status(10054, "/healthcheck/dnsmasq") == 200, 30):
-            raise RuntimeError("the sidecar is not healthy:\n" + self.sidecar.log()[-2000:])
-
     def cache_pid(self):
         """frontend-cache: the nanny's child."""
-        run = subprocess.run(["pgrep", "-P", str(self.nanny.pid)], capture_output=True,
-                             text=True)
-        pids = [int(p) for p in run.stdout.split()]
-        return pids[0] if pids else None
-
-    @staticmethod
-    def answers(name, qtype="A", port=53):
-        answer = harness.dig(port, name, qtype, timeout=1)
-        return answer.status == "NOERROR" and bool(answer.answer)
+        return self.nanny.child()
 
     def stop(self):
-        for process in (self.sidecar, self.nanny, self.kubedns):
-            if process is not None:
-                process.stop()
+        super().stop()
         self.unbound.stop()
         self.nsd.stop()
 
@@ -339,38 +307,28 @@ def run_inside(tests=None, resolv_conf=POD_RESOLV_CONF, make_pod=Pod):
     """Inside the namespaces: `resolv_conf` as /etc/resolv.conf, the pod from make_pod(workdir),
     then `tests` (default: this suite's)."""
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    workdir = tempfile.mkdtemp(prefix="kdns-pod-e2e-")
-    resolv = os.path.join(workdir, "resolv.conf")
-    with open(resolv, "w") as f:
-        f.write(resolv_conf)
-    subprocess.run(["mount", "--bind", resolv, "/etc/resolv.conf"], check=True)
-    passed = failed = 0
-    pod = None
-    try:
+    workdirs = []
+
+    def setup(workdir, owned):
+        workdirs.append(workdir)
+        resolv = os.path.join(workdir, "resolv.conf")
+        with open(resolv, "w") as f:
+            f.write(resolv_conf)
+        subprocess.run(["mount", "--bind", resolv, "/etc/resolv.conf"], check=True)
         pod = make_pod(workdir)
-        p, f = harness.run_tests(TESTS if tests is None else tests, pod)
-        passed += p
-        failed += f
-    except Exception:
-        failed += 1
-        print("FAIL setup: " + traceback.format_exc())
-    finally:
-        if pod is not None:
-            if failed:
-                for name in ("kubedns", "nanny", "sidecar"):
-                    path = os.path.join(workdir, name + ".log")
-                    if os.path.exists(path):
-                        with open(path, errors="replace") as f:
-                            print("--- %s log (tail) ---\n%s" % (name, f.read()[-2500:]))
-            pod.stop()
-        if not os.environ.get("KEEP_TMP"):
-            shutil.rmtree(workdir, ignore_errors=True)
-    if MEASURED:
-        print("measured:")
-        for what, value in MEASURED:
-            print("  %-60s %s" % (what, value))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+        owned.append(pod)
+        return pod
+
+    def report(pod, failed):
+        for name in ("kubedns", "nanny", "sidecar") if failed and workdirs else ():
+            path = os.path.join(workdirs[0], name + ".log")
+            if os.path.exists(path):
+                with open(path, errors="replace") as f:
+                    print("--- %s log (tail) ---\n%s" % (name, f.read()[-2500:]))
+        harness.print_figures("measured:", MEASURED, 60)
+
+    return harness.main("kdns-pod-e2e-", TESTS if tests is None else tests, setup=setup,
+                        report=report)
 
 
 def main(script=__file__, inside=run_inside):
@@ -379,8 +337,7 @@ def main(script=__file__, inside=run_inside):
         return inside()
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         print("%s: needs root and unshare(1) for its namespaces" % os.path.basename(script))
-        print("0 passed, 1 failed")
-        return 1
+        return harness.finish(0, 1)
     env = dict(os.environ, **{INSIDE: "1", "KDNS_BIN": BIN})
     return subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "--",
                            sys.executable, os.path.abspath(script)], env=env).returncode

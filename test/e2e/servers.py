@@ -76,17 +76,13 @@ class Nsd:
         zones = zones or default_zones()
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir, exist_ok=True)
-        stanzas = ""
         for zone, text in zones:
             with open(os.path.join(self.dir, zone + ".zone"), "w") as f:
                 f.write(text)
-            stanzas += 'zone:\n  name: "%s"\n  zonefile: "%s.zone"\n' % (zone, zone)
         last = ""
         for _ in range(5):
             self.port = free_port()
-            conf = os.path.join(self.dir, "nsd.conf")
-            with open(conf, "w") as f:
-                f.write(NSD_CONF.format(port=self.port, dir=self.dir) + stanzas)
+            conf = write_nsd_conf(self.dir, self.port, [zone for zone, _ in zones])
             self.process = Process([NSD, "-d", "-c", conf], os.path.join(self.dir, "nsd.out"))
             if wait_until(lambda: not self.process.alive() or dig(
                     self.port, zones[0][0], "SOA", timeout=1).status == "NOERROR", 20):
@@ -104,6 +100,20 @@ class Nsd:
         self.process.stop()
 
 
+def write_nsd_conf(directory, port, zones):
+    """Writes directory/nsd.conf, NSD on 127.0.0.1@port serving each of `zones` (names) from
+    directory/NAME.zone; returns its path. The shell benchmarks write theirs with it too
+    (bench_lib.sh nsd_conf)."""
+    path = os.path.join(directory, "nsd.conf")
+    with open(path, "w") as f:
+        f.write(NSD_CONF.format(port=port, dir=directory))
+        for zone in zones:
+            f.write('zone:\n  name: "%s"\n  zonefile: "%s.zone"\n' % (zone, zone))
+    return path
+
+
+# One server process; response rate limiting (on by default, 200 q/s per /24) off: every
+# query comes from 127.0.0.1 here.
 NSD_CONF = """server:
   ip-address: 127.0.0.1@{port}
   server-count: 1
@@ -228,15 +238,16 @@ class FrontendCache:
 
 
 class Kubedns:
-    """kubedns on 127.0.0.1, DNS, healthz and metrics on free ports, `flags` (its source:
-    --objects-file or --kubecfg-file, and whatever the test needs) after ours; with
-    `debug`, the debug data (--debug-address) on a free port of its own. With `wait`,
-    ready (/readiness 200) when the constructor returns."""
+    """kubedns on 127.0.0.1, DNS, healthz and metrics on free ports (or the ones given),
+    `flags` (its source: --objects-file or --kubecfg-file, and whatever the test needs)
+    after ours; with `debug`, the debug data (--debug-address) on a free port of its own.
+    With `wait`, ready (/readiness 200) when the constructor returns."""
 
-    def __init__(self, workdir, name, *flags, threads=2, wait=True, debug=False):
-        self.port = free_port()
-        self.healthz = free_port()
-        self.metrics_port = free_port()
+    def __init__(self, workdir, name, *flags, threads=2, wait=True, debug=False, port=None,
+                 healthz=None, metrics_port=None):
+        self.port = port or free_port()
+        self.healthz = healthz or free_port()
+        self.metrics_port = metrics_port or free_port()
         self.debug_port = free_port() if debug else None
         argv = [os.path.join(BIN, "kubedns"), "--dns-bind-address=127.0.0.1",
                 "--dns-port=%d" % self.port, "--http-bind-address=127.0.0.1",
@@ -249,6 +260,14 @@ class Kubedns:
         if wait and not (wait_until(lambda: not self.process.alive() or self.ready(), 30) and
                          self.process.alive()):
             raise RuntimeError("%s did not become ready: %s" % (name, self.log()[-1500:]))
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def wait(self, timeout):
+        """Its exit code once it has exited, None when `timeout` passes first."""
+        return self.process.wait(timeout)
 
     def ready(self):
         return http_status(self.healthz, "/readiness", 1) == 200
@@ -329,3 +348,11 @@ def start_nsd(workdir, owned):
     nsd = Nsd(workdir)
     owned.append(nsd)
     return {"nsd": nsd}
+
+
+if __name__ == "__main__":
+    # `servers.py nsd-conf DIR PORT ZONE...`: write_nsd_conf for the shell benchmarks.
+    import sys
+    if len(sys.argv) < 4 or sys.argv[1] != "nsd-conf":
+        sys.exit("usage: servers.py nsd-conf DIR PORT ZONE...")
+    print(write_nsd_conf(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))

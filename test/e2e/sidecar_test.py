@@ -25,10 +25,8 @@ import re
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dns_wire  # noqa: E402
@@ -425,39 +423,33 @@ TESTS = [
 ]
 
 
+def start(workdir, owned):
+    """NSD, and a pod of each kind (dnsmasq, frontend-cache) forwarding to it."""
+    nsd = servers.Nsd(workdir)
+    owned.append(nsd)
+    env = {"nsd": nsd}
+    env["dnsmasq"] = Pod(workdir, "dnsmasq", nsd, cache_size=500)
+    owned.append(env["dnsmasq"])
+    env["frontend"] = Pod(workdir, "frontend-cache", nsd, cache_size=700, ok_type="A",
+                          extra_probes=["srv,127.0.0.1:%d,_http._tcp.example.test,1,SRV"])
+    owned.append(env["frontend"])
+    return env
+
+
+def run(env, checks):
+    """The tests, then a check that neither sidecar exited."""
+    checks.run(TESTS, env)
+    for pod in (env["dnsmasq"], env["frontend"]):
+        checks.check("the %s sidecar is still running" % pod.kind, pod.sidecar.process.alive(),
+                     pod.sidecar.process.log()[-1500:])
+
+
 def main():
-    for tool in (SIDECAR, os.path.join(harness.BIN, "frontend-cache"), servers.NSD, servers.DNSMASQ,
-                 "/usr/bin/dig"):
-        if not os.access(tool, os.X_OK):
-            print("missing %s" % tool)
-            print("0 passed, 1 failed")
-            return 1
-    workdir = tempfile.mkdtemp(prefix="kdns-sidecar-e2e-")
-    passed = failed = 0
-    owned = []
-    try:
-        nsd = servers.Nsd(workdir)
-        owned.append(nsd)
-        env = {"nsd": nsd}
-        env["dnsmasq"] = Pod(workdir, "dnsmasq", nsd, cache_size=500)
-        owned.append(env["dnsmasq"])
-        env["frontend"] = Pod(workdir, "frontend-cache", nsd, cache_size=700, ok_type="A",
-                              extra_probes=["srv,127.0.0.1:%d,_http._tcp.example.test,1,SRV"])
-        owned.append(env["frontend"])
-        p, f = harness.run_tests(TESTS, env)
-        passed += p
-        failed += f
-        for pod in (env["dnsmasq"], env["frontend"]):
-            if not pod.sidecar.process.alive():
-                failed += 1
-                print("FAIL the %s sidecar exited: %s" % (pod.kind,
-                                                          pod.sidecar.process.log()[-1500:]))
-    except Exception:
-        traceback.print_exc()
-        failed += 1
-    finally:
-        harness.release(owned, workdir, failed)
-    return harness.finish(passed, failed)
+    return harness.main(
+        "kdns-sidecar-e2e-", run,
+        tools=(SIDECAR, os.path.join(harness.BIN, "frontend-cache"), servers.NSD,
+               servers.DNSMASQ, "/usr/bin/dig"),
+        setup=start)
 
 
 if __name__ == "__main__":

@@ -373,31 +373,29 @@ def main(tests, http2=False):
     started with --http2 (only when `http2`); the exit code."""
     flags = ["--objects", OBJECTS, "--history-size", "20", "--bookmark-interval", "0.3",
              "--client-cert-auth", "--too-large-wait", "0.3"]
-    fake = Fake(*flags)
-    fake_h2 = None
-    try:
+    fakes = {}
+
+    def start(workdir, owned):
+        fakes["http1"] = Fake(*flags)
+        owned.append(fakes["http1"])
         if http2:
-            fake_h2 = Fake(*flags, "--http2")
+            fakes["h2"] = Fake(*flags, "--http2")
+            owned.append(fakes["h2"])
+        return None
 
-        def bound(fn):
-            """test(env) for the runner: a test without parameters starts its own
-            instance; test_h2_* get the fake that offers h2. A failing check raises."""
-            def run(_):
-                if not inspect.signature(fn).parameters:
-                    return fn()
-                return fn(fake_h2 if fn.__name__.startswith("test_h2_") else fake)
-            run.__name__ = fn.__name__
-            return run
+    def bound(fn):
+        """test(env) for the runner: a test without parameters starts its own instance;
+        test_h2_* get the fake that offers h2. A failing check raises."""
+        def run(_):
+            if not inspect.signature(fn).parameters:
+                return fn()
+            return fn(fakes.get("h2") if fn.__name__.startswith("test_h2_") else fakes["http1"])
+        run.__name__ = fn.__name__
+        return run
 
-        def clear_faults():
-            for f in (fake, fake_h2):
-                if f is not None:
-                    f.ctl("/control/fault/clear", {})
+    def clear_faults():
+        for fake in fakes.values():
+            fake.ctl("/control/fault/clear", {})
 
-        passed, failed = harness.run_tests([bound(fn) for fn in tests], None,
-                                           after_each=clear_faults)
-    finally:
-        if fake_h2:
-            fake_h2.stop()
-        fake.stop()
-    return harness.finish(passed, failed)
+    return harness.main("kdns-fake-client-", [bound(fn) for fn in tests], setup=start,
+                        after_each=clear_faults)

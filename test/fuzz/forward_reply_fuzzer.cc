@@ -16,12 +16,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/base/clock.h"
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/parser.h"
+#include "common/dns/query_testing.h"
 #include "common/server/forward_reply.h"
 #include "common/upstream/dns0x20.h"
 #include "common/upstream/wire.h"
@@ -39,28 +41,15 @@ constexpr uint16_t kClientId = 0xc1e0;
 constexpr kdns::dns::RrType kTypes[] = {kdns::dns::RrType::kA, kdns::dns::RrType::kAaaa,
                                         kdns::dns::RrType::kTxt, kdns::dns::RrType::kSrv};
 
-// The client's query for www.Example.COM. (mixed case on purpose) and its parse.
-struct ClientQuery {
-  std::vector<uint8_t> bytes;
-  kdns::dns::Query query;
-};
+using kdns::dns::testing::ParsedQuery;
 
-ClientQuery MakeClientQuery(kdns::dns::RrType type, bool edns, bool dnssec_ok) {
-  ClientQuery out;
-  out.bytes.resize(512);
-  kdns::dns::MessageBuilder builder(out.bytes);
-  builder.header().id = kClientId;
-  builder.header().rd = true;
-  Check(builder.AddQuestion(*kdns::dns::Name::FromText("www.Example.COM."), type,
-                            kdns::dns::RrClass::kIn) == kdns::dns::BuildError::kOk);
-  if (edns) {
-    kdns::dns::EdnsView view;
-    view.dnssec_ok = dnssec_ok;
-    Check(builder.SetEdns(view) == kdns::dns::BuildError::kOk);
-  }
-  out.bytes.resize(builder.Finish().size());
-  Check(kdns::dns::ParseQuery(out.bytes, &out.query) == kdns::dns::ParseError::kOk);
-  return out;
+// The client's query for www.Example.COM. (mixed case on purpose) and its parse.
+ParsedQuery MakeClientQuery(kdns::dns::RrType type, bool edns, bool dnssec_ok) {
+  kdns::dns::testing::QuerySpec spec("www.Example.COM.");
+  spec.Type(type).Id(kClientId);
+  if (edns) spec.Edns();
+  if (edns && dnssec_ok) spec.DnssecOk();
+  return spec.Parsed();
 }
 
 // A served answer is a whole, well-formed reply to exactly the client's question.
@@ -79,7 +68,7 @@ void CheckServed(std::span<const uint8_t> served, const kdns::dns::Query& query,
 
 // The weaker property for replies the Forwarder would have dropped as malformed (whose
 // records may not parse): still the client's ID and exactly the client's question.
-void CheckServedQuestion(std::span<const uint8_t> served, const ClientQuery& client, size_t limit) {
+void CheckServedQuestion(std::span<const uint8_t> served, const ParsedQuery& client, size_t limit) {
   Check(served.size() <= limit);
   Check(served.size() >= client.query.question_end);
   Check(served[0] == (kClientId >> 8) && served[1] == (kClientId & 0xff));
@@ -100,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     reply[0] = kOurId >> 8;
     reply[1] = kOurId & 0xff;
   }
-  const ClientQuery client =
+  const ParsedQuery client =
       MakeClientQuery(kTypes[control & 3], (control & 4) != 0, (control & 8) != 0);
   const bool tcp = (control & 0x10) != 0;
   const size_t limit = tcp ? kdns::dns::kMaxMessageSize
@@ -209,7 +198,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // No other question ever hits the entry.
   for (kdns::dns::RrType other : kTypes) {
     if (other == client.query.qtype) continue;
-    const ClientQuery different = MakeClientQuery(other, client.query.edns.has_value(), false);
+    const ParsedQuery different = MakeClientQuery(other, client.query.edns.has_value(), false);
     Check(cache
               .Lookup(kdns::frontend::CacheKey::FromQuery(different.query), different.query, out,
                       limit)
