@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/k8s/api_config.h"
-#include "kubedns/kubedns_server.h"
+#include "kubedns/serving/kubedns_server.h"
 
 namespace kdns::kubedns {
 
