@@ -5,80 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <utility>
-#include <variant>
 
 #include "common/metrics/collector.h"
+#include "kubedns/sources/api_resources.h"
 
 namespace kdns::kubedns {
 namespace {
 
 using Resource = ApiSource::Resource;
-
-std::string_view PathOf(Resource resource) {
-  switch (resource) {
-    case Resource::kServices:
-      return "/api/v1/services";
-    case Resource::kEndpointSlices:
-      return "/apis/discovery.k8s.io/v1/endpointslices";
-    case Resource::kEndpoints:
-      return "/api/v1/endpoints";
-    case Resource::kPods:
-      return "/api/v1/pods";
-    case Resource::kServiceImports:
-      return "/apis/multicluster.x-k8s.io/v1alpha1/serviceimports";
-    case Resource::kMulticlusterSlices:
-      return "/apis/discovery.k8s.io/v1/endpointslices";
-    case Resource::kKubesliceServiceImports:
-      return "/apis/networking.kubeslice.io/v1beta1/serviceimports";
-  }
-  return "";
-}
-
-// The other groups/versions a CRD may be served at (tried while the LIST answers 404).
-std::vector<std::string> OtherPathsOf(Resource resource) {
-  switch (resource) {
-    case Resource::kServiceImports:
-      return {"/apis/multicluster.x-k8s.io/v1beta1/serviceimports"};
-    case Resource::kKubesliceServiceImports:
-      return {"/apis/mesh.avesha.io/v1beta1/serviceimports"};
-    default:
-      return {};
-  }
-}
-
-bool IsMulticluster(Resource resource) {
-  return resource == Resource::kServiceImports || resource == Resource::kMulticlusterSlices ||
-         resource == Resource::kKubesliceServiceImports;
-}
-
-MulticlusterZone ZoneOf(Resource resource) {
-  return resource == Resource::kKubesliceServiceImports ? MulticlusterZone::kKubeslice
-                                                        : MulticlusterZone::kMcs;
-}
-
-// The label every MCS-imported EndpointSlice carries (KEP-1645); the selector keeps the
-// cluster's ordinary slices out of this second watch.
-constexpr std::string_view kMulticlusterSliceSelector = "multicluster.kubernetes.io/service-name";
-
-k8s::Kind KindOf(Resource resource) {
-  switch (resource) {
-    case Resource::kServices:
-      return k8s::Kind::kService;
-    case Resource::kEndpointSlices:
-      return k8s::Kind::kEndpointSlice;
-    case Resource::kEndpoints:
-      return k8s::Kind::kEndpoints;
-    case Resource::kPods:
-      return k8s::Kind::kPod;
-    case Resource::kServiceImports:
-      return k8s::Kind::kServiceImport;
-    case Resource::kMulticlusterSlices:
-      return k8s::Kind::kEndpointSlice;
-    case Resource::kKubesliceServiceImports:
-      return k8s::Kind::kKubesliceServiceImport;
-  }
-  return k8s::Kind::kService;
-}
 
 // Sub-millisecond to a second: publishing a snapshot of a large tree takes milliseconds.
 const std::vector<double> kPublishBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
@@ -149,7 +83,8 @@ class ApiSource::AgeCollector final : public metrics::Collector {
   std::shared_ptr<const Progress> progress_;
 };
 
-// One resource: its reflector, and the mapping of what it delivers to the sink and metrics.
+// One resource: its reflector, what it delivers handed to the sink (api_resources.h), its
+// progress and its metrics.
 class ApiSource::Watcher final : public k8s::ReflectorHandler {
  public:
   Watcher(ApiSource& source, Resource resource)
@@ -164,25 +99,8 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
           &source.metrics_->events.WithLabels({label_, k8s::ToString(type)});
     }
     SetState(1);
-    k8s::ReflectorOptions options;
-    options.path = std::string(PathOf(resource));
-    options.kind = KindOf(resource);
-    options.page_size = source.options_.page_size;
-    options.list_timeout_ms = source.options_.list_timeout_ms;
-    options.watch_timeout_min_s = source.options_.watch_timeout_min_s;
-    options.watch_timeout_max_s = source.options_.watch_timeout_max_s;
-    options.stall_timeout_ms = source.options_.stall_timeout_ms;
-    options.backoff = source.options_.backoff;
+    k8s::ReflectorOptions options = ReflectorOptionsFor(resource, source.options_);
     options.random = source.random_;
-    if (IsMulticluster(resource)) {
-      options.other_paths = OtherPathsOf(resource);
-      options.quiet_not_found = true;
-    }
-    if (resource == Resource::kMulticlusterSlices) {
-      options.label_selector = std::string(kMulticlusterSliceSelector);
-    }
-    options.relist_jitter_ms = source.options_.relist_jitter_ms;
-    options.watch_list = source.options_.watch_list;
     reflector_ = std::make_unique<k8s::Reflector>(*source.limited_, source.timers_, source.clock_,
                                                   *this, std::move(options));
   }
@@ -208,7 +126,7 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
   // (BeginList, an Upsert per object, EndList), so a LIST is never held whole; the small
   // multicluster lists are collected by the reflector and replaced whole (OnList).
   void OnListBegin() override {
-    if (auto kind = StreamedKind()) {
+    if (auto kind = StreamedKind(resource_)) {
       source_.sink_.BeginList(*kind);
       return;
     }
@@ -216,24 +134,15 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
   }
 
   void OnListObject(k8s::Object&& object) override {
-    if (!StreamedKind()) {
+    if (!StreamedKind(resource_)) {
       ReflectorHandler::OnListObject(std::move(object));
       return;
     }
-    RecordSink& sink = source_.sink_;
-    if (const auto* service = std::get_if<k8s::Service>(&object)) {
-      sink.UpsertService(*service);
-    } else if (const auto* slice = std::get_if<k8s::EndpointSlice>(&object)) {
-      sink.UpsertSlice(*slice);
-    } else if (const auto* endpoints = std::get_if<k8s::Endpoints>(&object)) {
-      sink.UpsertEndpoints(*endpoints);
-    } else if (const auto* pod = std::get_if<k8s::Pod>(&object)) {
-      sink.UpsertPod(*pod);
-    }
+    UpsertListed(source_.sink_, object);
   }
 
   void OnListEnd(const k8s::ListMeta& meta) override {
-    if (auto kind = StreamedKind()) {
+    if (auto kind = StreamedKind(resource_)) {
       source_.sink_.EndList(*kind);
       Applied();
       return;
@@ -242,20 +151,7 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
   }
 
   void OnList(k8s::ObjectList list) override {
-    RecordSink& sink = source_.sink_;
-    switch (resource_) {
-      case Resource::kServiceImports:
-        sink.ReplaceServiceImports(std::move(list.service_imports));
-        break;
-      case Resource::kMulticlusterSlices:
-        sink.ReplaceMulticlusterSlices(std::move(list.endpoint_slices));
-        break;
-      case Resource::kKubesliceServiceImports:
-        sink.ReplaceKubesliceServiceImports(std::move(list.kubeslice_service_imports));
-        break;
-      default:
-        break;  // streamed (StreamedKind)
-    }
+    ReplaceList(source_.sink_, resource_, std::move(list));
     Applied();
   }
 
@@ -278,20 +174,7 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
     absent_ = true;
     LOG(WARNING) << "Kubernetes API does not serve " << label_ << " (" << message
                  << "); answering as if none existed, retrying with backoff (logged once)";
-    RecordSink& sink = source_.sink_;
-    switch (resource_) {
-      case Resource::kServiceImports:
-        sink.ReplaceServiceImports({});
-        break;
-      case Resource::kMulticlusterSlices:
-        sink.ReplaceMulticlusterSlices({});
-        break;
-      case Resource::kKubesliceServiceImports:
-        sink.ReplaceKubesliceServiceImports({});
-        break;
-      default:
-        break;
-    }
+    ReplaceWithNone(source_.sink_, resource_);
     Listed();
   }
 
@@ -310,52 +193,7 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
                std::chrono::steady_clock::time_point received) override {
     events_[static_cast<size_t>(event.type)]->Inc();
     Progressed();
-    RecordSink& sink = source_.sink_;
-    const bool remove = event.type == k8s::EventType::kDeleted ||
-                        std::holds_alternative<std::monostate>(event.object);
-    const std::string& ns = event.meta.ns;
-    const std::string& name = event.meta.name;
-    if (remove) {
-      switch (resource_) {
-        case Resource::kServices:
-          sink.DeleteService(ns, name);
-          break;
-        case Resource::kEndpointSlices:
-          sink.DeleteSlice(ns, name);
-          break;
-        case Resource::kEndpoints:
-          sink.DeleteEndpoints(ns, name);
-          break;
-        case Resource::kPods:
-          sink.DeletePod(ns, name);
-          break;
-        case Resource::kServiceImports:
-          sink.DeleteServiceImport(ns, name);
-          break;
-        case Resource::kMulticlusterSlices:
-          sink.DeleteMulticlusterSlice(ns, name);
-          break;
-        case Resource::kKubesliceServiceImports:
-          sink.DeleteKubesliceServiceImport(ns, name);
-          break;
-      }
-    } else if (const auto* service = std::get_if<k8s::Service>(&event.object)) {
-      sink.UpsertService(*service);
-    } else if (const auto* slice = std::get_if<k8s::EndpointSlice>(&event.object)) {
-      if (resource_ == Resource::kMulticlusterSlices) {
-        sink.UpsertMulticlusterSlice(*slice);
-      } else {
-        sink.UpsertSlice(*slice);
-      }
-    } else if (const auto* import = std::get_if<k8s::ServiceImport>(&event.object)) {
-      sink.UpsertServiceImport(*import);
-    } else if (const auto* slice_import = std::get_if<k8s::KubesliceServiceImport>(&event.object)) {
-      sink.UpsertKubesliceServiceImport(*slice_import);
-    } else if (const auto* endpoints = std::get_if<k8s::Endpoints>(&event.object)) {
-      sink.UpsertEndpoints(*endpoints);
-    } else if (const auto* pod = std::get_if<k8s::Pod>(&event.object)) {
-      sink.UpsertPod(*pod);
-    }
+    ApplyEvent(source_.sink_, resource_, event);
     source_.metrics_->event_to_publish.Observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
   }
@@ -402,22 +240,6 @@ class ApiSource::Watcher final : public k8s::ReflectorHandler {
   }
 
  private:
-  // The record tree's list kind of a streamed resource; nullopt for the multicluster ones.
-  std::optional<RecordTreeWriter::ListKind> StreamedKind() const {
-    switch (resource_) {
-      case Resource::kServices:
-        return RecordTreeWriter::ListKind::kServices;
-      case Resource::kEndpointSlices:
-        return RecordTreeWriter::ListKind::kSlices;
-      case Resource::kEndpoints:
-        return RecordTreeWriter::ListKind::kEndpoints;
-      case Resource::kPods:
-        return RecordTreeWriter::ListKind::kPods;
-      default:
-        return std::nullopt;
-    }
-  }
-
   void SetState(uint8_t state) {
     source_.progress_->state[static_cast<size_t>(resource_)].store(state,
                                                                    std::memory_order_relaxed);

@@ -28,6 +28,10 @@
 // whole. The small multicluster lists are replaced
 // whole (Replace*). Watch events go to Upsert* / Delete*.
 //
+// How each resource is listed and watched, and how what it delivers becomes sink calls, is
+// api_resources.h's; ApiSource runs the reflectors and keeps track of sync, outages and
+// metrics.
+//
 // Requests to the API server: every reflector's go through one RateLimitedTransport
 // (api_qps, api_burst; client-go's 5 and 10 by default). The first LIST of each resource asks
 // the API server's watch cache (resourceVersion=0), re-LISTs ask it for at least the last RV
