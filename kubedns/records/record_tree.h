@@ -12,7 +12,9 @@
 // RecordTreeWriter lives on the thread that receives objects (the objects-file or API
 // watch thread). It applies object changes and Publish()es a new Snapshot into a
 // SnapshotHolder; DNS threads read the holder's current snapshot without locks (see
-// snapshot_holder.h). Object names in Kubernetes are lower-case DNS labels, so they are
+// snapshot_holder.h). Its changes of single objects and its one-pass build are
+// record_tree.cc's; its complete lists and loads, reconciled with the tree,
+// record_tree_lists.cc's. Object names in Kubernetes are lower-case DNS labels, so they are
 // used as keys as they are; the answerer lower-cases query names before looking up.
 #pragma once
 
