@@ -65,7 +65,7 @@ struct AnswerConfig {
   uint32_t soa_expire_s = 604800;
   uint32_t soa_minimum_s = 60;
   // The serial of every zone served is this plus the snapshot's records_version(): it
-  // changes exactly when the records change (record_tree.h), by one (RFC 1982 arithmetic).
+  // changes exactly when the records change (records/record_tree.h), by one (RFC 1982 arithmetic).
   uint32_t soa_serial_base = 0;
   // The multicluster zones (multicluster_answer.h), lower case; unset: not served.
   std::optional<dns::Name> multicluster_zone;  // --multicluster-zone (clusterset.local.)

@@ -8,7 +8,7 @@
 // candidate` plus the candidate's own answer, so the client stops after one query per type.
 //
 // Autopath holds the walk's suffixes and says (Prefix) whether a query qualifies;
-// ComposeAutopathAnswer makes the answer. No I/O: DnsHandler (dns_handler.h) resolves each
+// ComposeAutopathAnswer makes the answer. No I/O: DnsHandler (serving/dns_handler.h) resolves each
 // candidate, from the record store for the names kubedns owns and through the routes (stub
 // domains honoured) for the others, and falls back to the query's own NXDOMAIN when every
 // candidate is NXDOMAIN or an upstream fails (never SERVFAIL because of autopath).

@@ -1,4 +1,4 @@
-// The wire logic of kubedns's ExternalName chase, with no I/O (dns_handler.h does the I/O):
+// The wire logic of kubedns's ExternalName chase, with no I/O (serving/dns_handler.h does the I/O):
 // AppendChase completes an ExternalName CNAME chain (answerer.h, kExternalTarget) with the
 // upstream's answer for the target: its records, its rcode (NXDOMAIN describes the last
 // name, RFC 6604) and, for a negative answer, its SOA (RFC 2308). When the upstream is

@@ -1,4 +1,4 @@
-// Metrics of kubedns's --autopath (autopath.h), registered on the program's Registry next
+// Metrics of kubedns's --autopath (answering/autopath.h), registered on the program's Registry next
 // to DnsMetrics and ForwardMetrics:
 //
 //   kdns_kubedns_autopath_attempts_total           queries N.<ns>.svc.Z answered NXDOMAIN by

@@ -3,7 +3,7 @@
 // cached negative answers (frontend-cache) and a Service created after a pod asked for it
 // is not hidden behind a cached NXDOMAIN.
 //
-// The records' version (Snapshot::records_version, record_tree.h) is what the zones' SOA
+// The records' version (Snapshot::records_version, records/record_tree.h) is what the zones' SOA
 // serial derives from; the sender looks at the published snapshot every kCheckIntervalMs
 // and sends when that version differs from the last one it sent. So NOTIFYs are coalesced:
 // at most one per zone and target per 100 ms, however fast the records change, and none

@@ -1,6 +1,7 @@
-// Where kubedns gets its Kubernetes objects from. A RecordSource (the objects file today, the
-// API server watch later) produces objects; a RecordSink (in main.cc: a RecordTreeWriter that
-// publishes snapshots to the DNS threads) receives them. The answer code only ever sees the
+// Where kubedns gets its Kubernetes objects from. A RecordSource (the objects file,
+// objects_file_source.h, or the API server, api_source.h) produces objects; a RecordSink
+// (KubednsServer's Publisher, serving/kubedns_server.cc: a RecordTreeWriter that publishes
+// snapshots to the DNS threads) receives them. The answer code only ever sees the
 // snapshots, so a new source plugs in without touching it.
 //
 // Protocol: a source delivers a complete set of every kind streamed with BeginLoad / Upsert* /
@@ -63,7 +64,7 @@ class RecordSink {
   virtual void UpsertPod(const k8s::Pod& pod) {}
   virtual void DeletePod(std::string_view ns, std::string_view name) {}
 
-  // The multicluster zones (multicluster_records.h), each with its own resources and
+  // The multicluster zones (records/multicluster_records.h), each with its own resources and
   // readiness, so a missing CRD never holds back the cluster zone. Replace* are complete lists
   // of one resource (an empty one when the API does not serve it: nothing is imported);
   // MulticlusterSynced(zone) once the zone's resources have each delivered one. Sinks that do
