@@ -7,7 +7,7 @@
 #   tsan     build/tsan/{bin,obj}
 #   fuzz     build/fuzz/{bin,obj}          clang + libFuzzer (+ ASan, UBSan)
 #
-# Source rules: common/**.cc is the static library libkdns_common.a; <program>/*.cc minus
+# Source rules: common/**.cc is the static library libkdns_common.a; <program>/**.cc minus
 # main.cc is lib<program>.a, so tests drive the program's classes without the process;
 # every *_test.cc under common/, the programs and test/support, plus test/unit/*.cc and
 # test/support/*.cc, is the unit test binary; test/integration/*.cc plus test/support/*.cc

@@ -1,5 +1,5 @@
 // DnsHandler: frontend-cache's QueryHandler, one per DNS thread, shaped like kubedns's
-// (kubedns/dns_handler.h). Every query reaches it admitted (common/server/admission.h:
+// (kubedns/serving/dns_handler.h). Every query reaches it admitted (common/server/admission.h:
 // parsed; FORMERR, BADVERS, NOTIMP decided); it then decides in this order:
 //
 //   NOTIFY           (opcode NOTIFY, RFC 1996) from --notify-from: the zone's cached

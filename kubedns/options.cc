@@ -15,7 +15,7 @@
 #include "common/server/loop_server.h"
 #include "common/upstream/dns0x20.h"
 #include "common/upstream/forward_budgets.h"
-#include "kubedns/upstream_routes.h"
+#include "kubedns/serving/upstream_routes.h"
 
 namespace kdns::kubedns {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/k8s/api_config.h"
-#include "kubedns/kubedns_server.h"
+#include "kubedns/serving/kubedns_server.h"
 
 namespace kdns::kubedns {
 
@@ -41,7 +41,7 @@ struct FlagValues {
   std::string objects_file;
   std::string multicluster_zone;  // empty: clusterset.local. is not served
   std::string kubeslice_zone;     // empty: slice.local. is not served
-  // Bounds on one ServiceImport (import_limits.h); defaults are ImportLimits'.
+  // Bounds on one ServiceImport (records/import_limits.h); defaults are ImportLimits'.
   int64_t import_max_aliases = 100;
   int64_t import_max_endpoints = 5000;
   int64_t import_max_bytes = 512 * 1024;

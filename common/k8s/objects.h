@@ -178,7 +178,7 @@ struct KubesliceEndpoint {
 struct KubesliceServiceImport {
   ObjectMeta meta;
   // metadata.creationTimestamp (ParseTimestampS); unset when absent or malformed (warned).
-  // Orders the claims of names between namespaces (kubedns/kubeslice_names.h).
+  // Orders the claims of names between namespaces (kubedns/records/kubeslice_names.h).
   std::optional<int64_t> creation_unix_s;
   std::string dns_name;
   std::vector<std::string> aliases;

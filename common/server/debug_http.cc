@@ -8,7 +8,7 @@
 namespace kdns::server {
 namespace {
 
-// kubedns's /cache of a large cluster is a few MiB (kubedns/cache_dump.h bounds it); one
+// kubedns's /cache of a large cluster is a few MiB (kubedns/records/cache_dump.h bounds it); one
 // response at a time per connection, from an operator's port-forward.
 constexpr size_t kDebugMaxResponseBytes = 16 << 20;
 

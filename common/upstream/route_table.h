@@ -4,7 +4,7 @@
 // member; the table holds one route per domain and a default route, and Lookup returns
 // the most specific domain route a name is under (longest suffix match by labels,
 // case-insensitive), else the default. Each program builds its routes from its own
-// configuration (frontend-cache/routing.h, kubedns/upstream_routes.h).
+// configuration (frontend-cache/routing.h, kubedns/serving/upstream_routes.h).
 //
 // Immutable once built and safe to read from any thread; a reload builds a new table and
 // publishes it as a snapshot. Lookup allocates nothing: it lower-cases the name on the

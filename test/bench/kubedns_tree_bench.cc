@@ -35,8 +35,8 @@
 #include "common/dns/parser.h"
 #include "common/dns/query_testing.h"
 #include "common/k8s/objects.h"
-#include "kubedns/answerer.h"
-#include "kubedns/record_tree.h"
+#include "kubedns/answering/answerer.h"
+#include "kubedns/records/record_tree.h"
 
 // Counts heap allocations (operator new), so the figures can say how many a query or a
 // change costs. The default operator delete frees what this returns.

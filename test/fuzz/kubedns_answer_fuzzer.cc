@@ -14,8 +14,8 @@
 #include "common/dns/header.h"
 #include "common/dns/message.h"
 #include "common/k8s/decode.h"
-#include "kubedns/answerer.h"
-#include "kubedns/record_tree.h"
+#include "kubedns/answering/answerer.h"
+#include "kubedns/records/record_tree.h"
 
 namespace {
 

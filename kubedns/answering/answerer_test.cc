@@ -1,0 +1,496 @@
+#include "kubedns/answering/answerer.h"
+
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/dns/builder.h"
+#include "common/dns/message.h"
+#include "common/dns/presentation.h"
+#include "common/dns/query_testing.h"
+#include "common/k8s/decode.h"
+#include "kubedns/records/conformance_testing.h"
+#include "kubedns/records/record_tree.h"
+
+namespace kdns::kubedns {
+namespace {
+
+using testing::ConformanceSnapshot;
+using testing::ReadFile;
+
+AnswerConfig Config() {
+  AnswerConfig config;
+  config.zone = *dns::Name::FromText("cluster.local.");
+  return config;
+}
+
+struct Asked {
+  std::string name;
+  std::string type;
+  bool tcp = false;
+  int edns_version = -1;  // -1: no EDNS
+  uint16_t payload = 4096;
+};
+
+std::vector<uint8_t> BuildQuery(const Asked& asked, uint16_t id = 0x1234) {
+  const auto type = dns::RrTypeFromText(asked.type);
+  REQUIRE(type);
+  dns::testing::QuerySpec spec(asked.name);
+  spec.Type(*type).Id(id);
+  if (asked.edns_version >= 0) {
+    spec.Edns(asked.payload).EdnsVersion(static_cast<uint8_t>(asked.edns_version));
+  }
+  return spec.Bytes();
+}
+
+// Admits `packet` as kubedns's server does, then answers it.
+AnswerResult Answer(const Answerer& answerer, const Snapshot* snapshot,
+                    std::span<const uint8_t> packet, dns::Transport transport,
+                    std::span<uint8_t> buffer) {
+  server::Admission admission;
+  server::Admit(packet, transport, kAdmissionPolicy, &admission);
+  return answerer.Answer(snapshot, admission, buffer);
+}
+
+struct Answered {
+  AnswerResult result;
+  dns::Message message;
+  std::vector<uint8_t> bytes;
+};
+
+Answered Ask(const Answerer& answerer, const Snapshot* snapshot, const Asked& asked) {
+  std::vector<uint8_t> query = BuildQuery(asked);
+  Answered answered;
+  answered.bytes.resize(dns::kMaxMessageSize);
+  answered.result = Answer(answerer, snapshot, query,
+                           asked.tcp ? dns::Transport::kTcp : dns::Transport::kUdp, answered.bytes);
+  answered.bytes.assign(answered.result.response.begin(), answered.result.response.end());
+  if (!answered.bytes.empty()) {
+    REQUIRE(dns::ParseMessage(answered.bytes, &answered.message) == dns::ParseError::kOk);
+  }
+  return answered;
+}
+
+std::string Normalize(const std::string& text) {
+  dns::ResourceRecord record;
+  INFO(text);
+  REQUIRE(dns::RecordFromText(text, &record) == dns::ParseError::kOk);
+  return dns::RecordToText(record);
+}
+
+std::vector<std::string> Texts(const std::vector<dns::ResourceRecord>& records) {
+  std::vector<std::string> out;
+  out.reserve(records.size());
+  for (const auto& record : records) out.push_back(dns::RecordToText(record));
+  return out;
+}
+
+std::vector<std::string> Types(const std::vector<dns::ResourceRecord>& records) {
+  std::vector<std::string> out;
+  out.reserve(records.size());
+  for (const auto& record : records) out.emplace_back(dns::RrTypeToText(record.type));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every conformance case is answered as the specification says",
+          "[kubedns][conformance]") {
+  rapidjson::Document cases;
+  std::string text = ReadFile("test/conformance/cases.json");
+  REQUIRE_FALSE(cases.Parse(text.c_str()).HasParseError());
+  auto snapshot = ConformanceSnapshot();
+  Answerer answerer(Config());
+  const uint32_t default_ttl = cases["ttl"].GetUint();
+  size_t checked = 0;
+
+  for (const auto& c : cases["cases"].GetArray()) {
+    ++checked;
+    INFO("case " << c["id"].GetString() << ": " << c["q"].GetString() << " " << c["t"].GetString());
+    Asked asked{c["q"].GetString(), c["t"].GetString()};
+    asked.tcp = c.HasMember("tcp") && c["tcp"].GetBool();
+    if (c.HasMember("edns")) asked.edns_version = c["edns"].GetInt();
+    if (c.HasMember("payload")) asked.payload = static_cast<uint16_t>(c["payload"].GetUint());
+    Answered got = Ask(answerer, snapshot.get(), asked);
+    REQUIRE(got.result.outcome == Outcome::kAnswered);
+    const dns::Message& m = got.message;
+    INFO(dns::MessageToText(m));
+
+    CHECK(dns::RcodeToText(m.rcode()) == std::string(c["rcode"].GetString()));
+    // Zone-wide rules: the question echoed exactly, AA and RA set, TC only where expected.
+    REQUIRE(m.questions.size() == 1);
+    CHECK(m.questions[0].name.ToText() == asked.name);
+    CHECK(m.header.aa);
+    CHECK(m.header.ra);
+    bool want_tc = c.HasMember("tc") && c["tc"].GetBool();
+    CHECK(m.header.tc == want_tc);
+    CHECK(m.edns.has_value() == (asked.edns_version >= 0));
+
+    std::vector<std::string> answers = Texts(m.answers);
+    std::set<std::string> unique(answers.begin(), answers.end());
+    CHECK(unique.size() == answers.size());  // no duplicate records
+    if (c.HasMember("answer")) {
+      std::vector<std::string> want;
+      for (const auto& rr : c["answer"].GetArray()) want.push_back(Normalize(rr.GetString()));
+      if (c.HasMember("ordered") && c["ordered"].GetBool()) {
+        CHECK(answers == want);
+      } else {
+        std::vector<std::string> sorted_answers = answers;
+        std::sort(sorted_answers.begin(), sorted_answers.end());
+        std::sort(want.begin(), want.end());
+        CHECK(sorted_answers == want);
+      }
+    }
+    if (c.HasMember("answer_count")) CHECK(m.answers.size() == c["answer_count"].GetUint());
+    if (c.HasMember("answer_types")) {
+      std::set<std::string> want;
+      for (const auto& t : c["answer_types"].GetArray()) want.insert(t.GetString());
+      auto types = Types(m.answers);
+      CHECK(std::set<std::string>(types.begin(), types.end()) == want);
+    }
+    if (c.HasMember("authority_types")) {
+      std::set<std::string> want;
+      for (const auto& t : c["authority_types"].GetArray()) want.insert(t.GetString());
+      auto types = Types(m.authorities);
+      CHECK(std::set<std::string>(types.begin(), types.end()) == want);
+    }
+    const dns::RdataSoa* soa = nullptr;
+    for (const auto* section : {&m.answers, &m.authorities}) {
+      for (const auto& rr : *section) {
+        if (rr.type == dns::RrType::kSoa) soa = &std::get<dns::RdataSoa>(rr.rdata);
+      }
+    }
+    if (c.HasMember("soa_mname")) {
+      REQUIRE(soa != nullptr);
+      CHECK(soa->mname.ToText() == c["soa_mname"].GetString());
+    }
+    if (c.HasMember("soa_rname")) {
+      REQUIRE(soa != nullptr);
+      CHECK(soa->rname.ToText() == c["soa_rname"].GetString());
+    }
+    if (c.HasMember("soa_minimum")) {
+      REQUIRE(soa != nullptr);
+      CHECK(soa->minimum_s == c["soa_minimum"].GetUint());
+    }
+    if (c.HasMember("additional_contains")) {
+      auto additional = Texts(m.additionals);
+      for (const auto& rr : c["additional_contains"].GetArray()) {
+        CHECK(std::count(additional.begin(), additional.end(), Normalize(rr.GetString())) == 1);
+      }
+    }
+    // Data records carry the default TTL unless the case spells out another.
+    if (!c.HasMember("answer")) {
+      for (const auto& rr : m.answers) {
+        if (rr.type != dns::RrType::kSoa) CHECK(rr.ttl_s == default_ttl);
+      }
+    }
+  }
+  CHECK(checked == cases["cases"].GetArray().Size());
+  CHECK(checked >= 40);
+}
+
+TEST_CASE("cluster-zone queries get SERVFAIL until the first full sync", "[kubedns]") {
+  Answerer answerer(Config());
+  Answered before = Ask(answerer, nullptr, {"kubernetes.default.svc.cluster.local.", "A"});
+  CHECK(before.message.rcode() == dns::Rcode::kServFail);
+
+  RecordTreeWriter writer;
+  auto unsynced = writer.Publish();
+  CHECK(Ask(answerer, unsynced.get(), {"kubernetes.default.svc.cluster.local.", "A"})
+            .message.rcode() == dns::Rcode::kServFail);
+  writer.MarkSynced();
+  auto synced = writer.Publish();
+  CHECK(
+      Ask(answerer, synced.get(), {"kubernetes.default.svc.cluster.local.", "A"}).message.rcode() ==
+      dns::Rcode::kNxDomain);
+}
+
+TEST_CASE("names kubedns does not own are marked for forwarding", "[kubedns]") {
+  auto snapshot = ConformanceSnapshot();
+  Answerer answerer(Config());
+  for (const char* name :
+       {"www.example.com.", "local.", "4.3.2.1.in-addr.arpa.", "10.in-addr.arpa."}) {
+    CAPTURE(name);
+    Answered got = Ask(answerer, snapshot.get(), {name, "A"});
+    CHECK(got.result.outcome == Outcome::kNotOurs);
+    CHECK(got.message.rcode() == dns::Rcode::kRefused);
+    CHECK_FALSE(got.message.header.aa);
+  }
+}
+
+TEST_CASE(
+    "reverse names get SERVFAIL until the first full sync, then unknown ones are "
+    "forwarded",
+    "[kubedns]") {
+  Answerer answerer(Config());
+  RecordTreeWriter writer;
+  auto unsynced = writer.Publish();
+  for (const Snapshot* snapshot : {static_cast<const Snapshot*>(nullptr), unsynced.get()}) {
+    Answered got = Ask(answerer, snapshot, {"1.0.96.10.in-addr.arpa.", "PTR"});
+    CHECK(got.result.outcome == Outcome::kAnswered);
+    CHECK(got.message.rcode() == dns::Rcode::kServFail);
+  }
+  auto synced = ConformanceSnapshot();
+  CHECK(Ask(answerer, synced.get(), {"1.0.96.10.in-addr.arpa.", "PTR"}).result.outcome ==
+        Outcome::kAnswered);
+  Answered unknown = Ask(answerer, synced.get(), {"9.9.96.10.in-addr.arpa.", "PTR"});
+  CHECK(unknown.result.outcome == Outcome::kNotOurs);
+  CHECK(unknown.result.reverse);
+}
+
+TEST_CASE("an ExternalName chain that leaves the zone is handed over with its target",
+          "[kubedns]") {
+  auto outside = k8s::DecodeService(R"({"metadata":{"name":"out","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"WWW.Example.com"}})");
+  auto alias = k8s::DecodeService(R"({"metadata":{"name":"alias","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"out.x.svc.cluster.local"}})");
+  REQUIRE(outside.ok());
+  REQUIRE(alias.ok());
+  RecordTreeWriter writer;
+  writer.UpsertService(outside.value());
+  writer.UpsertService(alias.value());
+  writer.MarkSynced();
+  auto snapshot = writer.Publish();
+  Answerer answerer(Config());
+
+  Answered direct = Ask(answerer, snapshot.get(), {"Out.x.svc.cluster.local.", "A", false, 0});
+  CHECK(direct.result.outcome == Outcome::kExternalTarget);
+  CHECK(direct.result.chase_target.IdenticalTo(*dns::Name::FromText("WWW.Example.com.")));
+  CHECK(direct.message.rcode() == dns::Rcode::kNoError);
+  CHECK(direct.message.header.aa);
+  CHECK(Texts(direct.message.answers) ==
+        std::vector<std::string>{"Out.x.svc.cluster.local. 30 IN CNAME WWW.Example.com."});
+  CHECK(direct.message.authorities.empty());
+
+  Answered chained = Ask(answerer, snapshot.get(), {"alias.x.svc.cluster.local.", "AAAA"});
+  CHECK(chained.result.outcome == Outcome::kExternalTarget);
+  CHECK(chained.result.chase_target.ToText() == "WWW.Example.com.");
+  CHECK(Types(chained.message.answers) == std::vector<std::string>{"CNAME", "CNAME"});
+
+  // CNAME and ANY questions are answered by the CNAME itself.
+  for (const char* type : {"CNAME", "ANY"}) {
+    CAPTURE(type);
+    Answered cname = Ask(answerer, snapshot.get(), {"out.x.svc.cluster.local.", type});
+    CHECK(cname.result.outcome == Outcome::kAnswered);
+    CHECK(Types(cname.message.answers) == std::vector<std::string>{"CNAME"});
+  }
+}
+
+TEST_CASE("malformed queries are answered FORMERR or dropped", "[kubedns]") {
+  auto snapshot = ConformanceSnapshot();
+  Answerer answerer(Config());
+  std::vector<uint8_t> out(dns::kMaxMessageSize);
+  SECTION("shorter than a header: dropped") {
+    const uint8_t junk[5] = {1, 2, 3, 4, 5};
+    CHECK(Answer(answerer, snapshot.get(), junk, dns::Transport::kUdp, out).outcome ==
+          Outcome::kDropped);
+  }
+  SECTION("a response sent to us: dropped, so two servers never ping-pong") {
+    auto query = BuildQuery({"kubernetes.default.svc.cluster.local.", "A"});
+    query[2] |= 0x80;
+    CHECK(Answer(answerer, snapshot.get(), query, dns::Transport::kUdp, out).outcome ==
+          Outcome::kDropped);
+  }
+  SECTION("no question: FORMERR with the query's ID") {
+    const uint8_t header[12] = {0xab, 0xcd, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    auto result = Answer(answerer, snapshot.get(), header, dns::Transport::kUdp, out);
+    CHECK(result.outcome == Outcome::kFormErr);
+    REQUIRE(result.response.size() >= 12);
+    CHECK(result.response[0] == 0xab);
+    CHECK(result.response[1] == 0xcd);
+    CHECK((result.response[3] & 0x0f) == 1);
+  }
+  SECTION("a question cut short: FORMERR") {
+    auto query = BuildQuery({"kubernetes.default.svc.cluster.local.", "A"});
+    query.resize(query.size() - 3);
+    CHECK(Answer(answerer, snapshot.get(), query, dns::Transport::kUdp, out).outcome ==
+          Outcome::kFormErr);
+  }
+}
+
+TEST_CASE("EDNS versions above 0 get BADVERS", "[kubedns]") {
+  auto snapshot = ConformanceSnapshot();
+  Answerer answerer(Config());
+  Answered got =
+      Ask(answerer, snapshot.get(), {"kubernetes.default.svc.cluster.local.", "A", false, 1});
+  CHECK(got.message.rcode() == dns::Rcode::kBadVers);
+  CHECK(got.message.answers.empty());
+}
+
+TEST_CASE("ANY gets one RRset of the name (RFC 8482), over UDP and TCP", "[kubedns]") {
+  auto snapshot = ConformanceSnapshot();
+  Answerer answerer(Config());
+  const bool tcp = GENERATE(false, true);
+  CAPTURE(tcp);
+  auto any = [&](const char* name) { return Ask(answerer, snapshot.get(), {name, "ANY", tcp}); };
+  // A dual-stack service: its A records, not the AAAA ones as well.
+  CHECK(Texts(any("dual.default.svc.cluster.local.").message.answers) ==
+        std::vector<std::string>{"dual.default.svc.cluster.local. 30 IN A 10.96.0.20"});
+  // No IPv4 address: the AAAA records.
+  CHECK(Types(any("v6only.default.svc.cluster.local.").message.answers) ==
+        std::vector<std::string>{"AAAA"});
+  // A headless service with v4 and v6 endpoints: no more than its A question gets.
+  Answered headless = any("headless.default.svc.cluster.local.");
+  Answered a = Ask(answerer, snapshot.get(), {"headless.default.svc.cluster.local.", "A", tcp});
+  CHECK(Texts(headless.message.answers) == Texts(a.message.answers));
+  CHECK(headless.bytes.size() == a.bytes.size());
+  Answered host = any("my-pet.headless.default.svc.cluster.local.");
+  CHECK(Types(host.message.answers) == std::vector<std::string>{"A"});
+  // Names with one RRset keep it; an apex ANY is the SOA alone.
+  CHECK(Types(any("_https._tcp.kubernetes.default.svc.cluster.local.").message.answers) ==
+        std::vector<std::string>{"SRV"});
+  CHECK(Types(any("cluster.local.").message.answers) == std::vector<std::string>{"SOA"});
+  CHECK(Types(any("dns-version.cluster.local.").message.answers) ==
+        std::vector<std::string>{"TXT"});
+  CHECK(Types(any("1.0.96.10.in-addr.arpa.").message.answers) == std::vector<std::string>{"PTR"});
+  CHECK(Types(any("10-244-1-5.default.pod.cluster.local.").message.answers) ==
+        std::vector<std::string>{"A"});
+  // Negative answers as for any type.
+  Answered nx = any("nope.default.svc.cluster.local.");
+  CHECK(nx.message.rcode() == dns::Rcode::kNxDomain);
+  CHECK(Types(nx.message.authorities) == std::vector<std::string>{"SOA"});
+}
+
+TEST_CASE("service SRV without a port name lists every address entry with port 0", "[kubedns]") {
+  auto snapshot = ConformanceSnapshot();
+  Answerer answerer(Config());
+  SECTION("ClusterIP") {
+    Answered got = Ask(answerer, snapshot.get(), {"kubernetes.default.svc.cluster.local.", "SRV"});
+    CHECK(Texts(got.message.answers) ==
+          std::vector<std::string>{"kubernetes.default.svc.cluster.local. 30 IN SRV 10 100 0 "
+                                   "kubernetes.default.svc.cluster.local."});
+  }
+  SECTION("headless: one per host, weight floor(100/N)") {
+    Answered got = Ask(answerer, snapshot.get(), {"headless.default.svc.cluster.local.", "SRV"});
+    CHECK(got.message.answers.size() == 4);
+    for (const auto& rr : got.message.answers) {
+      CHECK(std::get<dns::RdataSrv>(rr.rdata).weight == 25);
+      CHECK(std::get<dns::RdataSrv>(rr.rdata).port == 0);
+    }
+  }
+}
+
+TEST_CASE("pod records follow --pod-records", "[kubedns]") {
+  auto snapshot = ConformanceSnapshot();
+  SECTION("insecure answers any well-formed dashed IP, v4 and v6") {
+    Answerer answerer(Config());
+    CHECK(Texts(Ask(answerer, snapshot.get(), {"1-2-3-4.any.pod.cluster.local.", "A"})
+                    .message.answers) ==
+          std::vector<std::string>{"1-2-3-4.any.pod.cluster.local. 30 IN A 1.2.3.4"});
+    CHECK(Texts(Ask(answerer, snapshot.get(), {"fd00--1.any.pod.cluster.local.", "AAAA"})
+                    .message.answers) ==
+          std::vector<std::string>{"fd00--1.any.pod.cluster.local. 30 IN AAAA fd00::1"});
+    // Three dashes, yet v6.
+    CHECK(Texts(Ask(answerer, snapshot.get(), {"fd00--7-1.any.pod.cluster.local.", "AAAA"})
+                    .message.answers) ==
+          std::vector<std::string>{"fd00--7-1.any.pod.cluster.local. 30 IN AAAA fd00::7:1"});
+    CHECK(
+        Ask(answerer, snapshot.get(), {"1-2-3-4.any.pod.cluster.local.", "AAAA"}).message.rcode() ==
+        dns::Rcode::kNoError);
+    CHECK(
+        Ask(answerer, snapshot.get(), {"1-2-3-999.any.pod.cluster.local.", "A"}).message.rcode() ==
+        dns::Rcode::kNxDomain);
+  }
+  SECTION("verified answers only the IPs of live pods in the namespace asked") {
+    AnswerConfig config = Config();
+    config.pod_records = PodRecords::kVerified;
+    Answerer answerer(config);
+    auto pod = k8s::DecodePod(R"({"metadata":{"name":"p","namespace":"default"},
+      "status":{"phase":"Running","podIP":"10.244.1.5","podIPs":[{"ip":"10.244.1.5"}]}})");
+    auto alias = k8s::DecodeService(R"({"metadata":{"name":"alias","namespace":"default"},
+      "spec":{"type":"ExternalName","externalName":"10-244-1-5.default.pod.cluster.local"}})");
+    REQUIRE(pod.ok());
+    REQUIRE(alias.ok());
+    RecordTreeWriter writer;
+    writer.UpsertPod(pod.value());
+    writer.UpsertService(alias.value());
+    writer.MarkSynced();
+    auto verified = writer.Publish();
+    CHECK(Texts(Ask(answerer, verified.get(), {"10-244-1-5.default.pod.cluster.local.", "A"})
+                    .message.answers) ==
+          std::vector<std::string>{"10-244-1-5.default.pod.cluster.local. 30 IN A 10.244.1.5"});
+    CHECK(Types(Ask(answerer, verified.get(), {"alias.default.svc.cluster.local.", "A"})
+                    .message.answers) == std::vector<std::string>{"CNAME", "A"});
+    // The IP in another namespace, and an IP no pod has: the names do not exist.
+    CHECK(Ask(answerer, verified.get(), {"10-244-1-5.other.pod.cluster.local.", "A"})
+              .message.rcode() == dns::Rcode::kNxDomain);
+    CHECK(Ask(answerer, verified.get(), {"10-244-1-6.default.pod.cluster.local.", "A"})
+              .message.rcode() == dns::Rcode::kNxDomain);
+    writer.DeletePod("default", "p");
+    auto gone = writer.Publish();
+    CHECK(
+        Ask(answerer, gone.get(), {"10-244-1-5.default.pod.cluster.local.", "A"}).message.rcode() ==
+        dns::Rcode::kNxDomain);
+    auto chased = Ask(answerer, gone.get(), {"alias.default.svc.cluster.local.", "A"});
+    CHECK(chased.message.rcode() == dns::Rcode::kNxDomain);
+    CHECK(Types(chased.message.answers) == std::vector<std::string>{"CNAME"});
+  }
+  SECTION("disabled answers NXDOMAIN") {
+    AnswerConfig config = Config();
+    config.pod_records = PodRecords::kDisabled;
+    Answerer answerer(config);
+    CHECK(Ask(answerer, snapshot.get(), {"1-2-3-4.any.pod.cluster.local.", "A"}).message.rcode() ==
+          dns::Rcode::kNxDomain);
+  }
+}
+
+TEST_CASE("a CNAME loop between ExternalName services ends", "[kubedns]") {
+  auto a = k8s::DecodeService(R"({"metadata":{"name":"a","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"b.x.svc.cluster.local"}})");
+  auto b = k8s::DecodeService(R"({"metadata":{"name":"b","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"a.x.svc.cluster.local"}})");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  RecordTreeWriter writer;
+  writer.UpsertService(a.value());
+  writer.UpsertService(b.value());
+  writer.MarkSynced();
+  auto snapshot = writer.Publish();
+  Answerer answerer(Config());
+  Answered got = Ask(answerer, snapshot.get(), {"a.x.svc.cluster.local.", "A"});
+  CHECK(got.message.answers.size() >= 2);
+  CHECK(got.message.answers.size() <= 10);
+  for (const auto& rr : got.message.answers) CHECK(rr.type == dns::RrType::kCname);
+}
+
+TEST_CASE("an externalName with a trailing dot answers as the same name without it", "[kubedns]") {
+  RecordTreeWriter writer;
+  for (const char* json :
+       {R"({"metadata":{"name":"target","namespace":"x"},"spec":{"clusterIP":"10.96.5.5"}})",
+        R"({"metadata":{"name":"dotted","namespace":"x"},
+             "spec":{"type":"ExternalName","externalName":"target.x.svc.cluster.local."}})",
+        R"({"metadata":{"name":"plain","namespace":"x"},
+             "spec":{"type":"ExternalName","externalName":"target.x.svc.cluster.local"}})",
+        R"({"metadata":{"name":"out-dotted","namespace":"x"},
+             "spec":{"type":"ExternalName","externalName":"www.example.com."}})"}) {
+    auto service = k8s::DecodeService(json);
+    REQUIRE(service.ok());
+    writer.UpsertService(service.value());
+  }
+  writer.MarkSynced();
+  auto snapshot = writer.Publish();
+  Answerer answerer(Config());
+  for (const char* type : {"A", "CNAME", "AAAA"}) {
+    CAPTURE(type);
+    Answered dotted = Ask(answerer, snapshot.get(), {"dotted.x.svc.cluster.local.", type});
+    Answered plain = Ask(answerer, snapshot.get(), {"plain.x.svc.cluster.local.", type});
+    CHECK(dotted.message.rcode() == dns::Rcode::kNoError);
+    CHECK(dotted.message.rcode() == plain.message.rcode());
+    std::vector<std::string> want = Texts(plain.message.answers);
+    for (auto& text : want) {
+      if (text.starts_with("plain.")) text.replace(0, 5, "dotted");  // the question's owner
+    }
+    CHECK(Texts(dotted.message.answers) == want);
+  }
+  Answered out = Ask(answerer, snapshot.get(), {"out-dotted.x.svc.cluster.local.", "A"});
+  CHECK(out.result.outcome == Outcome::kExternalTarget);
+  CHECK(out.result.chase_target.ToText() == "www.example.com.");
+}
+
+}  // namespace kdns::kubedns

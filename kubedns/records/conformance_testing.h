@@ -1,0 +1,36 @@
+// The DNS spec's conformance objects (test/conformance/objects.json) as a published
+// snapshot, loaded the way the objects-file source loads them, and the cases' file reader:
+// for the answerer's tests.
+// Header-only; tests only; any thread.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "common/k8s/decode.h"
+#include "kubedns/records/record_tree.h"
+
+namespace kdns::kubedns::testing {
+
+// A file's whole text ("" when it cannot be read), relative to the repository root.
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+inline std::shared_ptr<const Snapshot> ConformanceSnapshot() {
+  auto list = k8s::DecodeList(ReadFile("test/conformance/objects.json"));
+  REQUIRE(list.ok());
+  RecordTreeWriter writer;
+  writer.ReplaceAll(
+      {list.value().services, list.value().endpoint_slices, list.value().endpoints, {}, {}});
+  writer.MarkSynced();
+  return writer.Publish();
+}
+
+}  // namespace kdns::kubedns::testing

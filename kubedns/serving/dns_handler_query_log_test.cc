@@ -1,0 +1,171 @@
+// DnsHandler's query log (--log-queries, common/server/query_log.h) for the answers of an
+// autopath walk: each is logged once, with where its answer came from (our records: local;
+// an upstream: upstream), like any other answer.
+// clang-format off: the tested header (which brings glog) before Catch, whose CHECK must win.
+#include "kubedns/serving/dns_handler.h"
+// clang-format on
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/base/clock.h"
+#include "common/dns/message.h"
+#include "common/dns/testing.h"
+#include "common/k8s/decode.h"
+#include "common/loop/loop.h"
+#include "common/loop/loop_test_util.h"
+#include "kubedns/answering/autopath.h"
+#include "kubedns/serving/dns_handler_testing.h"
+#include "test/support/fake_dns_server.h"
+
+namespace kdns::kubedns {
+namespace {
+
+using dns::RrType;
+using dns::testing::N;
+using kubedns::testing::AskUdp;
+using kubedns::testing::Bytes;
+using kubedns::testing::ServeDnsHandlers;
+using loop::testing::RequireClosesClean;
+
+std::shared_ptr<const Snapshot> ClusterSnapshot() {
+  RecordTreeWriter writer;
+  auto service = k8s::DecodeService(
+      R"({"metadata":{"name":"web","namespace":"other"},
+          "spec":{"clusterIP":"10.96.0.20","clusterIPs":["10.96.0.20"]}})");
+  REQUIRE(service.ok());
+  writer.UpsertService(service.value());
+  writer.MarkSynced();
+  return writer.Publish();
+}
+
+// The world outside: www.example.com A, everything else NXDOMAIN.
+kdns::testing::Replies World(const kdns::testing::ReceivedQuery& received) {
+  if (!received.parsed || received.message.questions.empty()) return {};
+  const dns::Question& question = received.message.questions[0];
+  dns::Message reply = kdns::testing::ReplyTo(received.message);
+  if (question.name == N("www.example.com.")) {
+    if (question.type == RrType::kA) {
+      reply.answers.push_back(
+          {question.name, RrType::kA, dns::RrClass::kIn, 300, kdns::testing::A("192.0.2.80")});
+    }
+  } else {
+    reply.header.rcode = dns::Rcode::kNxDomain;
+  }
+  return {kdns::testing::Encode(reply)};
+}
+
+// A handler with autopath (cluster.local., then node.example.) and a query log whose lines
+// the test reads.
+class LogFixture {
+ public:
+  LogFixture() : world_(std::make_unique<kdns::testing::FakeDnsServer>(loop, World)) {
+    snapshots_.Publish(ClusterSnapshot());
+    shared_.forwarder.min_try_timeout_ms = 50;
+    shared_.forwarder.max_try_timeout_ms = 100;
+    shared_.forwarder.total_timeout_ms = 400;
+    shared_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>();
+    shared_.autopath = &autopath_;
+    shared_.autopath_metrics = &autopath_metrics_;
+    shared_.query_log = &query_log_;
+    auto routes = std::make_shared<const UpstreamRoutes>(std::vector<UpstreamRoute>{},
+                                                         upstream::UpstreamSet{world_->address()},
+                                                         DefaultSource::kFlag);
+    DnsHandler* handler = nullptr;
+    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler);
+  }
+  ~LogFixture() {
+    server_.reset();
+    world_.reset();
+    RequireClosesClean(loop);
+  }
+
+  dns::Message Ask(const std::string& name) {
+    return AskUdp(loop, server_->udp_address(), Bytes({name, RrType::kA, 0x4242, false}));
+  }
+
+  // The lines logged for `name`.
+  std::vector<std::string> LinesFor(const std::string& name) const {
+    std::vector<std::string> found;
+    for (const auto& line : lines_) {
+      if (line.find(" name=" + name + " ") != std::string::npos) found.push_back(line);
+    }
+    return found;
+  }
+
+  loop::Loop loop;
+
+ private:
+  static AnswerConfig Config() {
+    AnswerConfig config;
+    config.zone = N("cluster.local.");
+    return config;
+  }
+  static server::QueryLogOptions LogOptions() {
+    server::QueryLogOptions options;
+    options.detail = server::QueryLogOptions::Detail::kBasic;
+    options.max_lines_per_second = 0;
+    return options;
+  }
+
+  std::unique_ptr<kdns::testing::FakeDnsServer> world_;
+  metrics::Registry registry_;
+  Answerer answerer_{Config()};
+  Autopath autopath_{N("cluster.local."), {N("node.example.")}};
+  AutopathMetrics autopath_metrics_{registry_, autopath_};
+  std::vector<std::string> lines_;
+  server::QueryLog query_log_{LogOptions(), SteadyClock::Instance(),
+                              [this](std::string_view line) { lines_.emplace_back(line); }};
+  SnapshotHolder<Snapshot> snapshots_;
+  DnsMetrics dns_metrics_{registry_, "skydns_skydns"};
+  std::shared_ptr<upstream::UpstreamTable> table_ = std::make_shared<upstream::UpstreamTable>();
+  ForwardMetrics forward_metrics_{registry_, table_};
+  DnsHandler::Shared shared_{answerer_,
+                             snapshots_,
+                             dns_metrics_,
+                             forward_metrics_,
+                             table_,
+                             {},
+                             std::make_shared<server::WaitingBudget>()};
+  server::ThreadStats stats_;
+  std::unique_ptr<server::LoopServer> server_;
+};
+
+}  // namespace
+
+TEST_CASE("an autopath answer from the records is logged once, as local",
+          "[kubedns][autopath][handler]") {
+  LogFixture f;
+  const std::string name = "web.other.default.svc.cluster.local.";
+  REQUIRE(f.Ask(name).rcode() == dns::Rcode::kNoError);
+  const auto lines = f.LinesFor(name);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find(" rcode=NOERROR ") != std::string::npos);
+  CHECK(lines[0].find(" source=local ") != std::string::npos);
+}
+
+TEST_CASE("an autopath answer from an upstream is logged once, as upstream",
+          "[kubedns][autopath][handler]") {
+  LogFixture f;
+  const std::string name = "www.example.com.default.svc.cluster.local.";
+  REQUIRE(f.Ask(name).rcode() == dns::Rcode::kNoError);
+  const auto lines = f.LinesFor(name);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find(" rcode=NOERROR ") != std::string::npos);
+  CHECK(lines[0].find(" source=upstream ") != std::string::npos);
+}
+
+TEST_CASE("a walk that finds nothing logs the query's own NXDOMAIN once, as local",
+          "[kubedns][autopath][handler]") {
+  LogFixture f;
+  const std::string name = "nothing.here.default.svc.cluster.local.";
+  REQUIRE(f.Ask(name).rcode() == dns::Rcode::kNxDomain);
+  const auto lines = f.LinesFor(name);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find(" rcode=NXDOMAIN ") != std::string::npos);
+  CHECK(lines[0].find(" source=local ") != std::string::npos);
+}
+
+}  // namespace kdns::kubedns
