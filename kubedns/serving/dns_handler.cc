@@ -28,13 +28,12 @@ void LogQuery(server::QueryLog* log, const loop::SocketAddress& client, const dn
 
 }  // namespace
 
-DnsHandler::DnsHandler(const server::ThreadContext& context, const Shared& shared,
-                       std::shared_ptr<const UpstreamRoutes> routes)
+DnsHandler::DnsHandler(const server::ThreadContext& context, const Shared& shared)
     : shared_(shared),
       buffer_(context.response_buffer),
       reader_(shared.snapshots),
       receiver_reader_(shared.snapshots),
-      routes_(routes ? std::move(routes) : std::make_shared<const UpstreamRoutes>()),
+      routes_(shared.routes),
       waiting_(shared.waiting),
       candidate_buffer_(shared.autopath != nullptr ? dns::kMaxMessageSize : 0),
       forwarder_(context.loop, shared.forwarder, shared.table) {}
@@ -44,8 +43,10 @@ DnsHandler::~DnsHandler() {
   for (size_t i = 0; i < waiting_.size(); ++i) shared_.forward_metrics.Finished();
 }
 
-void DnsHandler::SetRoutes(std::shared_ptr<const UpstreamRoutes> routes) {
-  if (routes) routes_ = std::move(routes);
+const UpstreamRoutes& DnsHandler::Routes() {
+  static const UpstreamRoutes kNone;
+  const UpstreamRoutes* routes = routes_.Get();
+  return routes != nullptr ? *routes : kNone;
 }
 
 bool DnsHandler::AnsweredByRecords(const AnswerResult& result) const {
@@ -124,7 +125,7 @@ void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
   const loop::SocketAddress client = request.client();  // the pod, also behind the cache
   const uint64_t id = waiting_.Add(request, Forwarding{start, result.reverse, nullptr, nullptr});
   if (id == 0) return FailNow(request, result, start);
-  const UpstreamRoute& route = routes_->Lookup(query.qname);
+  const UpstreamRoute& route = Routes().Lookup(query.qname);
   shared_.forward_metrics.Sent(route.kind, ForwardKind::kForward);
   shared_.forward_metrics.Started();
   forwarder_.Resolve(upstream::Request::FromQuery(query, request.admission().transport, client),
@@ -180,7 +181,7 @@ void DnsHandler::AskChaseTarget(uint64_t id, Waiting& waiting) {
   request.checking_disabled = waiting.client.cd;
   request.client_transport = waiting.client.transport;
   request.client = waiting.responder.client();
-  const UpstreamRoute& route = routes_->Lookup(chase.target);
+  const UpstreamRoute& route = Routes().Lookup(chase.target);
   shared_.forward_metrics.Sent(route.kind,
                                waiting.state.walk ? ForwardKind::kAutopath : ForwardKind::kChase);
   forwarder_.Resolve(request, route.upstreams,
@@ -311,7 +312,7 @@ void DnsHandler::NextCandidate(uint64_t id) {
       ask.checking_disabled = waiting->client.cd;
       ask.client_transport = waiting->client.transport;
       ask.client = waiting->responder.client();
-      const UpstreamRoute& route = routes_->Lookup(walk.candidate);
+      const UpstreamRoute& route = Routes().Lookup(walk.candidate);
       shared_.forward_metrics.Sent(route.kind, ForwardKind::kAutopath);
       forwarder_.Resolve(ask, route.upstreams,
                          [this, id](const upstream::Result& reply) { OnCandidate(id, reply); });

@@ -35,8 +35,8 @@
 //                    that exists is answered as a CNAME to it plus its answer; when none
 //                    does, or an upstream fails, the query's own NXDOMAIN (never SERVFAIL).
 //
-// Routing changes arrive through SetRoutes (DnsServer::Post from the config thread);
-// queries under way finish with the route they started with.
+// Routing changes are published to every thread at once (Shared::routes, a SnapshotHolder
+// as for the records); queries under way finish with the route they started with.
 //
 // With UDP receiver threads (server::UdpOptions::receiver_thread, --receiver-threads),
 // AnswerOnReceiverThread answers on the socket's receiver thread every UDP query the records
@@ -46,7 +46,7 @@
 // in recvmmsg, so a batch of queries costs no epoll_wait (see frontend-cache/README.md, "Why
 // a receiver thread").
 //
-// Thread: the DNS thread that created it (HandleQuery, SetRoutes, the Forwarder's callbacks),
+// Thread: the DNS thread that created it (HandleQuery, the Forwarder's callbacks),
 // except AnswerOnReceiverThread (its socket's receiver thread), which uses only the shared
 // const Answerer, the thread-safe metrics and query log, and receiver_reader_.
 // Pending answers are dropped (the clients retry) when it is destroyed.
@@ -89,6 +89,9 @@ class DnsHandler final : public server::QueryHandler {
   struct Shared {
     const Answerer& answerer;
     SnapshotHolder<Snapshot>& snapshots;
+    // The forwarding routes (ConfigMap stub domains, upstream nameservers), published as
+    // the records are; none yet: everything not ours is SERVFAIL.
+    SnapshotHolder<UpstreamRoutes>& routes;
     DnsMetrics& dns_metrics;
     ForwardMetrics& forward_metrics;
     std::shared_ptr<upstream::UpstreamTable> table;
@@ -102,8 +105,7 @@ class DnsHandler final : public server::QueryHandler {
     server::QueryLog* query_log = nullptr;
   };
 
-  DnsHandler(const server::ThreadContext& context, const Shared& shared,
-             std::shared_ptr<const UpstreamRoutes> routes);
+  DnsHandler(const server::ThreadContext& context, const Shared& shared);
   ~DnsHandler() override;
   DnsHandler(const DnsHandler&) = delete;
   DnsHandler& operator=(const DnsHandler&) = delete;
@@ -117,12 +119,14 @@ class DnsHandler final : public server::QueryHandler {
   size_t AnswerOnReceiverThread(const server::Admission& admission, std::span<const uint8_t> query,
                                 const loop::SocketAddress& peer, std::span<uint8_t> out,
                                 server::Decision* decision) override;
-  // Idle threads let go of their record snapshots, so a reload's old tree is freed.
-  void ReleaseSnapshots() override { reader_.Release(); }
+  // Idle threads let go of their record and route snapshots, so a reload's old tree is
+  // freed.
+  void ReleaseSnapshots() override {
+    reader_.Release();
+    routes_.Release();
+  }
   void ReleaseReceiverSnapshots() override { receiver_reader_.Release(); }
 
-  void SetRoutes(std::shared_ptr<const UpstreamRoutes> routes);
-  const UpstreamRoutes& routes() const { return *routes_; }
   size_t pending() const { return waiting_.size(); }
   const upstream::Forwarder& forwarder() const { return forwarder_; }
 
@@ -153,6 +157,8 @@ class DnsHandler final : public server::QueryHandler {
   };
   using Waiting = server::WaitingQueries<Forwarding>::Waiting;
 
+  // The routes now (empty before the first publish).
+  const UpstreamRoutes& Routes();
   // True when the records' `result` is the whole answer: no upstream and no autopath walk
   // is needed to finish it (HandleQuery's and AnswerOnReceiverThread's one rule).
   bool AnsweredByRecords(const AnswerResult& result) const;
@@ -190,7 +196,7 @@ class DnsHandler final : public server::QueryHandler {
   SnapshotHolder<Snapshot>::Reader reader_;
   // The receiver thread's (AnswerOnReceiverThread's): a Reader belongs to one thread.
   SnapshotHolder<Snapshot>::Reader receiver_reader_;
-  std::shared_ptr<const UpstreamRoutes> routes_;
+  SnapshotHolder<UpstreamRoutes>::Reader routes_;
   server::WaitingQueries<Forwarding> waiting_;
   std::vector<uint8_t> reply_;  // reused for answers encoded for the client (chase, re-encode)
   std::vector<uint8_t> candidate_buffer_;  // the records' answer to a walk's candidate

@@ -166,13 +166,10 @@ class WalkFixture {
   DnsMetrics dns_metrics_{registry_, "skydns_skydns"};
   std::shared_ptr<upstream::UpstreamTable> table_ = std::make_shared<upstream::UpstreamTable>();
   ForwardMetrics forward_metrics_{registry_, table_};
-  DnsHandler::Shared shared_{answerer_,
-                             snapshots_,
-                             dns_metrics_,
-                             forward_metrics_,
-                             table_,
-                             {},
-                             std::make_shared<server::WaitingBudget>()};
+  SnapshotHolder<UpstreamRoutes> routes_;
+  DnsHandler::Shared shared_{
+      answerer_,        snapshots_, routes_, dns_metrics_,
+      forward_metrics_, table_,     {},      std::make_shared<server::WaitingBudget>()};
   server::ThreadStats stats_;
   std::unique_ptr<server::LoopServer> server_;
   DnsHandler* handler_ = nullptr;

@@ -95,6 +95,11 @@ class Fixture {
     server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_, udp, tcp_);
   }
 
+  // What the config thread does when the ConfigMap changes.
+  void PublishRoutes(std::shared_ptr<const UpstreamRoutes> routes) {
+    routes_.Publish(std::move(routes));
+  }
+
   // Routes: stub acme.local. to b (when `stub`), everything else to a.
   std::shared_ptr<const UpstreamRoutes> Routes(bool stub = true) const {
     std::vector<UpstreamRoute> stubs;
@@ -150,13 +155,10 @@ class Fixture {
   DnsMetrics dns_metrics_{registry_, "skydns_skydns"};
   std::shared_ptr<upstream::UpstreamTable> table_ = std::make_shared<upstream::UpstreamTable>();
   ForwardMetrics forward_metrics_{registry_, table_};
-  DnsHandler::Shared shared_{answerer_,
-                             snapshots_,
-                             dns_metrics_,
-                             forward_metrics_,
-                             table_,
-                             {},
-                             std::make_shared<server::WaitingBudget>()};
+  SnapshotHolder<UpstreamRoutes> routes_;
+  DnsHandler::Shared shared_{
+      answerer_,        snapshots_, routes_, dns_metrics_,
+      forward_metrics_, table_,     {},      std::make_shared<server::WaitingBudget>()};
   server::ThreadStats stats_;
   server::TcpOptions tcp_;
   std::unique_ptr<server::LoopServer> server_;
@@ -290,7 +292,7 @@ TEST_CASE("stub domains go to their servers; new routes apply to new queries",
   CHECK(IsA(other.answers[0], 1));
   CHECK(f.Metric(R"(kdns_kubedns_forward_queries_total{route="stub",kind="forward"})") == 1);
 
-  f.handler().SetRoutes(f.Routes(/*stub=*/false));
+  f.PublishRoutes(f.Routes(/*stub=*/false));
   dns::Message now_default = f.Ask({"other.acme.local."});
   REQUIRE(now_default.answers.size() == 1);
   CHECK(IsA(now_default.answers[0], 1));

@@ -42,9 +42,10 @@ inline dns::Message Parse(const std::vector<uint8_t>& bytes) {
   return message;
 }
 
-// DnsHandlers made from `shared` and `routes`, served on 127.0.0.1:0 (UDP and TCP) with
-// kubedns's admission policy, `udp` (a receiver thread, say) and `tcp`; *handler points at
-// the last one made. `shared` and `stats` must outlive the server.
+// DnsHandlers made from `shared`, with `routes` published to shared.routes, served on
+// 127.0.0.1:0 (UDP and TCP) with kubedns's admission policy, `udp` (a receiver thread, say)
+// and `tcp`; *handler points at the last one made. `shared` and `stats` must outlive the
+// server.
 inline std::unique_ptr<server::LoopServer> ServeDnsHandlers(
     loop::Loop& loop, DnsHandler::Shared& shared, std::shared_ptr<const UpstreamRoutes> routes,
     server::ThreadStats& stats, DnsHandler** handler, const server::UdpOptions& udp = {},
@@ -56,11 +57,12 @@ inline std::unique_ptr<server::LoopServer> ServeDnsHandlers(
   options.client_address.trusted = server::DefaultClientAddressPeers();
   options.udp = udp;
   options.tcp = tcp;
+  shared.routes.Publish(std::move(routes));
   std::string error;
   auto server = server::LoopServer::Create(
       loop, options,
-      [&shared, routes, handler](const server::ThreadContext& context) {
-        auto made = std::make_unique<DnsHandler>(context, shared, routes);
+      [&shared, handler](const server::ThreadContext& context) {
+        auto made = std::make_unique<DnsHandler>(context, shared);
         *handler = made.get();
         return made;
       },

@@ -203,38 +203,6 @@ class KubednsServer::Publisher final : public RecordSink {
   RecordTreeWriter writer_;
 };
 
-// One per DNS thread: a DnsHandler, registered so that new routes can reach it.
-class KubednsServer::Handler final : public server::QueryHandler {
- public:
-  Handler(KubednsServer& server, const server::ThreadContext& context)
-      : server_(server),
-        thread_index_(context.thread_index),
-        handler_(context, server.handler_shared_, server.routes()) {
-    server_.RegisterHandler(thread_index_, &handler_);
-  }
-  ~Handler() override { server_.RegisterHandler(thread_index_, nullptr); }
-
-  void HandleQuery(server::Request& request) override { handler_.HandleQuery(request); }
-  void OnConnectionClosed(uint64_t connection_id) override {
-    handler_.OnConnectionClosed(connection_id);
-  }
-  void OnQueriesOverdue(uint64_t connection_id) override {
-    handler_.OnQueriesOverdue(connection_id);
-  }
-  size_t AnswerOnReceiverThread(const server::Admission& admission, std::span<const uint8_t> query,
-                                const loop::SocketAddress& peer, std::span<uint8_t> out,
-                                server::Decision* decision) override {
-    return handler_.AnswerOnReceiverThread(admission, query, peer, out, decision);
-  }
-  void ReleaseSnapshots() override { handler_.ReleaseSnapshots(); }
-  void ReleaseReceiverSnapshots() override { handler_.ReleaseReceiverSnapshots(); }
-
- private:
-  KubednsServer& server_;
-  const size_t thread_index_;
-  DnsHandler handler_;
-};
-
 KubednsServer::KubednsServer(Options options)
     : options_(std::move(options)),
       answerer_(options_.answer),
@@ -249,6 +217,7 @@ KubednsServer::KubednsServer(Options options)
       query_log_(options_.query_log, SteadyClock::Instance(), server::QueryLog::GlogSink()),
       handler_shared_{answerer_,
                       snapshots_,
+                      routes_,
                       dns_metrics_,
                       forward_metrics_,
                       upstream_table_,
@@ -388,7 +357,7 @@ bool KubednsServer::Start(std::string* error) {
   dns.responses = rate_limits_.responses;
   dns_server_ =
       std::make_unique<server::DnsServer>(dns, [this](const server::ThreadContext& context) {
-        return std::make_unique<Handler>(*this, context);
+        return std::make_unique<DnsHandler>(context, handler_shared_);
       });
   if (!dns_server_->Start(error)) {
     *error = "DNS on " + options_.dns_address.ToString() + ": " + *error;
@@ -500,32 +469,12 @@ void KubednsServer::RunSource(std::promise<void>* started) {
 }
 
 std::shared_ptr<const UpstreamRoutes> KubednsServer::routes() const {
-  std::lock_guard lock(handlers_mu_);
-  return routes_ ? routes_ : std::make_shared<const UpstreamRoutes>();
+  std::shared_ptr<const UpstreamRoutes> routes = routes_.Current();
+  return routes ? routes : std::make_shared<const UpstreamRoutes>();
 }
 
 void KubednsServer::PublishRoutes(const std::shared_ptr<const UpstreamRoutes>& routes) {
-  {
-    std::lock_guard lock(handlers_mu_);
-    routes_ = routes;
-  }
-  if (!dns_server_) return;  // the first pass, before the DNS threads: they start with it
-  for (size_t i = 0; i < dns_server_->thread_count(); ++i) {
-    dns_server_->Post(i, [this, i, routes] {
-      if (DnsHandler* handler = FindHandler(i)) handler->SetRoutes(routes);
-    });
-  }
-}
-
-void KubednsServer::RegisterHandler(size_t thread_index, DnsHandler* handler) {
-  std::lock_guard lock(handlers_mu_);
-  if (handlers_.size() <= thread_index) handlers_.resize(thread_index + 1, nullptr);
-  handlers_[thread_index] = handler;
-}
-
-DnsHandler* KubednsServer::FindHandler(size_t thread_index) {
-  std::lock_guard lock(handlers_mu_);
-  return thread_index < handlers_.size() ? handlers_[thread_index] : nullptr;
+  routes_.Publish(routes);
 }
 
 void KubednsServer::Stop() {

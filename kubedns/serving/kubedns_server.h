@@ -124,19 +124,18 @@ class KubednsServer {
   loop::SocketAddress debug_address() const;
   std::shared_ptr<const Snapshot> snapshot() const { return snapshots_.Current(); }
   metrics::Registry& registry() { return registry_; }
-  // The forwarding routes last handed to the DNS threads.
+  // The forwarding routes last published to the DNS threads.
   std::shared_ptr<const UpstreamRoutes> routes() const;
 
  private:
   class Publisher;
-  class Handler;
 
   void RunSource(std::promise<void>* started);
   void RegisterMetrics();
-  // Hands `routes` to every DNS thread (from the config thread, or Start's first pass).
+  // Publishes `routes` to the DNS threads (from the config thread, or Start's first pass),
+  // as the records are: a query forwarded after it takes them, one forwarded before
+  // finishes with the routes it started with.
   void PublishRoutes(const std::shared_ptr<const UpstreamRoutes>& routes);
-  void RegisterHandler(size_t thread_index, DnsHandler* handler);
-  DnsHandler* FindHandler(size_t thread_index);
 
   Options options_;
   metrics::Registry registry_;
@@ -148,14 +147,12 @@ class KubednsServer {
   std::unique_ptr<const Autopath> autopath_;
   std::unique_ptr<AutopathMetrics> autopath_metrics_;
   SnapshotHolder<Snapshot> snapshots_;
+  SnapshotHolder<UpstreamRoutes> routes_;
   server::QueryLog query_log_;
   DnsHandler::Shared handler_shared_;
   server::RateLimits rate_limits_;  // shared by every DNS thread
   std::unique_ptr<ForwardConfig> forward_config_;
 
-  mutable std::mutex handlers_mu_;
-  std::vector<DnsHandler*> handlers_;             // Guarded by handlers_mu_; by thread index.
-  std::shared_ptr<const UpstreamRoutes> routes_;  // Guarded by handlers_mu_.
   std::atomic<bool> synced_{false};
   std::atomic<bool> lameduck_{false};
   std::atomic<uint64_t> last_publish_unix_ms_{0};
