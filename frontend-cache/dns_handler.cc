@@ -8,7 +8,7 @@
 
 #include "common/dns/message.h"
 #include "common/dns/notify.h"
-#include "common/loop/tcp_limits.h"
+#include "common/loop/socket_address.h"
 #include "common/server/admission.h"
 #include "common/server/limits.h"
 #include "frontend-cache/cached_response.h"
@@ -448,14 +448,12 @@ ChaosStats DnsHandler::ChaosStatsNow() const {
   chaos.misses = stats.misses;
   chaos.hits = stats.hits;
   // dnsmasq lists the servers it is configured with, in order.
-  for (const upstream::UpstreamAddress& address : shared_.routing.Current()->listing_order) {
+  for (const loop::SocketAddress& address : shared_.routing.Current()->listing_order) {
     UpstreamCounters counters;
     counters.address = address;
-    if (auto socket = loop::SocketAddress::FromHostPort(address.address.ToString(), address.port)) {
-      const auto& entry = shared_.upstream_table->Get(*socket);
-      counters.sent = entry.sent.Value();
-      counters.failed = entry.failed.Value();
-    }
+    const auto& entry = shared_.upstream_table->Get(address);
+    counters.sent = entry.sent.Value();
+    counters.failed = entry.failed.Value();
     chaos.servers.push_back(counters);
   }
   return chaos;

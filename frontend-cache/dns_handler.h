@@ -79,7 +79,7 @@ struct RoutingState {
   LocalAnswers local;
   // Every upstream once, in the order dnsmasq lists them in servers.bind: the --server
   // options as given (command line, then --servers-file), then resolv.conf's.
-  std::vector<upstream::UpstreamAddress> listing_order;
+  std::vector<loop::SocketAddress> listing_order;
   uint64_t generation = 0;
 
   const upstream::UpstreamSet& SetFor(const Route& route) const;

@@ -54,9 +54,9 @@ std::vector<kdns::IpAddress> LocalAddresses() {
     if (entry->ifa_addr == nullptr) continue;
     socklen_t len =
         entry->ifa_addr->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-    if (auto address = kdns::loop::SocketAddress::FromSockaddr(entry->ifa_addr, len)) {
-      if (auto ip = kdns::IpAddress::Parse(address->HostString())) out.push_back(*ip);
-    }
+    auto address = kdns::loop::SocketAddress::FromSockaddr(entry->ifa_addr, len);
+    // A zoned (link-local) address cannot be named by an IpAddress: skipped.
+    if (address && address->scope_id() == 0) out.push_back(kdns::loop::IpOf(*address));
   }
   freeifaddrs(list);
   return out;
@@ -84,7 +84,7 @@ std::vector<kdns::IpAddress> InterfaceAddresses(const std::vector<std::string>& 
         IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6*>(entry->ifa_addr)->sin6_addr)) {
       continue;
     }
-    if (auto ip = kdns::IpAddress::Parse(address->HostString())) out.push_back(*ip);
+    if (address->scope_id() == 0) out.push_back(kdns::loop::IpOf(*address));
   }
   freeifaddrs(list);
   return out;

@@ -414,8 +414,7 @@ const OptionSpec* FindShort(char name) {
 }
 
 // The address of a --server value (kDnsmasqSyntax), with the errors worded for --server.
-std::optional<upstream::UpstreamAddress> ParseServerAddress(std::string_view text,
-                                                            std::string* error) {
+std::optional<loop::SocketAddress> ParseServerAddress(std::string_view text, std::string* error) {
   const upstream::ParsedAddress parsed = upstream::ParseAddress(text, upstream::kDnsmasqSyntax);
   const std::string quoted = "\"" + std::string(text) + "\"";
   switch (parsed.shape) {
@@ -492,7 +491,7 @@ bool ParseServerOption(std::string_view value, ServerOption* server, std::string
       return true;
     }
   }
-  std::optional<upstream::UpstreamAddress> upstream = ParseServerAddress(target, error);
+  std::optional<loop::SocketAddress> upstream = ParseServerAddress(target, error);
   if (!upstream) return false;
   server->target = ServerOption::Target::kUpstream;
   server->upstream = *upstream;
@@ -698,8 +697,7 @@ bool ParseOptions(std::span<const std::string_view> args, Options* options,
   if (options->debug_address && options->prometheus_port != 0) {
     *error = server::DebugAddressClash(
         *options->debug_address, "--prometheus-port",
-        *loop::SocketAddress::FromHostPort(options->prometheus_address.ToString(),
-                                           options->prometheus_port));
+        loop::SocketAddressOf(options->prometheus_address, options->prometheus_port));
     if (!error->empty()) return false;
   }
   for (const auto& [name, value] :

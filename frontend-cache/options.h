@@ -39,7 +39,7 @@ struct ServerOption {
   enum class Target : uint8_t { kUpstream, kLocal, kDefaultUpstreams };
   std::vector<dns::Name> domains;  // empty: a default upstream
   Target target = Target::kUpstream;
-  upstream::UpstreamAddress upstream;  // for kUpstream
+  loop::SocketAddress upstream;  // for kUpstream
 
   friend bool operator==(const ServerOption&, const ServerOption&) = default;
 };

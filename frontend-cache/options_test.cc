@@ -25,8 +25,8 @@ Parsed Parse(std::vector<std::string_view> args) {
   return parsed;
 }
 
-upstream::UpstreamAddress Up(std::string_view ip, uint16_t port = 53) {
-  return upstream::UpstreamAddress{*IpAddress::Parse(ip), port};
+loop::SocketAddress Up(std::string_view ip, uint16_t port = 53) {
+  return loop::SocketAddressOf(*IpAddress::Parse(ip), port);
 }
 
 TEST_CASE("Defaults are dnsmasq's", "[frontend][options]") {
@@ -313,7 +313,7 @@ TEST_CASE("a servers file holds server lines and comments only", "[frontend][opt
                        &servers, &error));
   REQUIRE(servers.size() == 3);
   CHECK(servers[0].domains.size() == 1);
-  CHECK(servers[0].upstream.port == 5353);
+  CHECK(servers[0].upstream.port() == 5353);
   CHECK(servers[1].domains.empty());
   CHECK(servers[2].target == ServerOption::Target::kLocal);
 

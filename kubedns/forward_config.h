@@ -98,8 +98,8 @@ class ForwardConfig {
   config::ConfigDirData last_data_;  // last read, valid or not
   bool seen_data_ = false;
   bool data_valid_ = true;
-  std::string last_read_error_;                         // logged once per distinct error
-  std::vector<upstream::UpstreamAddress> resolv_conf_;  // last good read
+  std::string last_read_error_;                   // logged once per distinct error
+  std::vector<loop::SocketAddress> resolv_conf_;  // last good read
   std::string resolv_error_;
   std::vector<std::string> last_warnings_;
 

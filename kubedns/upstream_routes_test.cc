@@ -23,7 +23,9 @@ config::KubeDnsConfig Config(const std::string& stubs, const std::string& upstre
 loop::SocketAddress A(const char* text) { return *loop::SocketAddress::Parse(text); }
 
 IpAddress Ip(const char* text) { return *IpAddress::Parse(text); }
-upstream::UpstreamAddress Up(const char* text) { return {Ip(text), upstream::kDnsPort}; }
+loop::SocketAddress Up(const char* text) {
+  return loop::SocketAddressOf(Ip(text), upstream::kDnsPort);
+}
 
 UpstreamRoutes Build(const RoutingInputs& inputs, std::vector<std::string>* warnings = nullptr) {
   std::vector<std::string> ignored;

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/loop/tcp_limits.h"
+#include "common/loop/socket_address.h"
 #include "common/server/limits.h"
 #include "common/server/waiting_queries.h"
 

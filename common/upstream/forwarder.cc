@@ -13,7 +13,7 @@
 #include <string_view>
 #include <utility>
 
-#include "common/loop/tcp_limits.h"
+#include "common/loop/socket_address.h"
 #include "common/server/limits.h"
 #include "common/upstream/forwarder_internal.h"
 
