@@ -19,46 +19,6 @@
 
 namespace kdns::upstream {
 
-const char* OutcomeName(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::kAnswer:
-      return "answer";
-    case Outcome::kServFail:
-      return "servfail";
-    case Outcome::kOverloaded:
-      return "overloaded";
-  }
-  return "?";
-}
-
-const char* FailReasonName(FailReason reason) {
-  switch (reason) {
-    case FailReason::kNone:
-      return "none";
-    case FailReason::kTimeout:
-      return "timeout";
-    case FailReason::kUpstreamError:
-      return "upstream error";
-    case FailReason::kNetworkError:
-      return "network error";
-    case FailReason::kNoUpstreams:
-      return "no upstreams";
-    case FailReason::kShutdown:
-      return "shutdown";
-    case FailReason::kUpstreamDown:
-      return "upstream down";
-    case FailReason::kForwardMax:
-      return "forward max";
-    case FailReason::kRouteBudget:
-      return "route budget";
-    case FailReason::kUpstreamBudget:
-      return "upstream budget";
-    case FailReason::kWaitersPerQuery:
-      return "waiters per query";
-  }
-  return "?";
-}
-
 namespace {
 
 // Enough for a busy thread's in-flight queries; beyond, finished jobs are freed.
@@ -175,7 +135,7 @@ void Forwarder::Job::Reset(std::vector<std::unique_ptr<Attempt>>& free_attempts,
   error_reply.clear();
   error_message = dns::Message();
   error_attempt = nullptr;
-  result.outcome = Outcome::kServFail;
+  result.outcome = ForwardOutcome::kServFail;
   result.reason = FailReason::kNone;
   result.reply.clear();
   ClearKeepingQuestion(result.message);
@@ -279,7 +239,7 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
   ++resolve_depth_;
   counters_.requests.fetch_add(1, std::memory_order_relaxed);
   const size_t key_hash = KeyHash(request, upstreams);
-  auto fail_now = [&](Outcome outcome, FailReason reason) {
+  auto fail_now = [&](ForwardOutcome outcome, FailReason reason) {
     auto result = std::make_shared<Result>();
     result->outcome = outcome;
     result->reason = reason;
@@ -290,7 +250,7 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
   auto refuse = [&](server::Limit limit, FailReason reason, std::string_view detail) {
     counters_.overloaded.fetch_add(1, std::memory_order_relaxed);
     server::RecordLimitHit(limit, detail);
-    fail_now(Outcome::kOverloaded, reason);
+    fail_now(ForwardOutcome::kOverloaded, reason);
     --resolve_depth_;
   };
   if (Job* job = FindCoalesced(key_hash, request, upstreams); job != nullptr) {
@@ -324,7 +284,8 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
       counters_.upstream_down.fetch_add(1, std::memory_order_relaxed);
       server::RecordLimitHit(server::Limit::kUpstreamDown, "route " + upstreams.ToString());
     }
-    fail_now(Outcome::kServFail, any_down ? FailReason::kUpstreamDown : FailReason::kNoUpstreams);
+    fail_now(ForwardOutcome::kServFail,
+             any_down ? FailReason::kUpstreamDown : FailReason::kNoUpstreams);
     --resolve_depth_;
     return;
   }
@@ -416,7 +377,7 @@ void Forwarder::FinishAnswer(Job* job, Attempt* attempt, std::span<const uint8_t
                              dns::Message& message) {
   if (job->finished) return;
   Result& result = job->result;
-  result.outcome = Outcome::kAnswer;
+  result.outcome = ForwardOutcome::kAnswer;
   result.reason = FailReason::kNone;
   result.reply.assign(bytes.begin(), bytes.end());
   std::swap(result.message, message);
@@ -432,8 +393,8 @@ void Forwarder::FinishFailed(Job* job, FailReason reason) {
   if (job->finished) return;
   Result& result = job->result;
   // Every server left was over its budget before any try was sent.
-  result.outcome =
-      reason == FailReason::kUpstreamBudget ? Outcome::kOverloaded : Outcome::kServFail;
+  result.outcome = reason == FailReason::kUpstreamBudget ? ForwardOutcome::kOverloaded
+                                                         : ForwardOutcome::kServFail;
   result.reason = reason;
   result.reply.clear();
   result.message = dns::Message();
@@ -467,13 +428,13 @@ void Forwarder::Finish(Job* job) {
     job->process_hold.Release();
     for (BudgetHold& hold : job->upstream_holds) hold.Release();
     switch (result.outcome) {
-      case Outcome::kAnswer:
+      case ForwardOutcome::kAnswer:
         counters_.answers.fetch_add(1, std::memory_order_relaxed);
         break;
-      case Outcome::kServFail:
+      case ForwardOutcome::kServFail:
         counters_.servfails.fetch_add(1, std::memory_order_relaxed);
         break;
-      case Outcome::kOverloaded:
+      case ForwardOutcome::kOverloaded:
         counters_.overloaded.fetch_add(1, std::memory_order_relaxed);
         break;
     }

@@ -63,7 +63,7 @@
 //   forwarder.Resolve(request, route.upstreams, [responder = std::move(responder),
 //                                                id = query.header.id, qname = query.qname](
 //                                                   const upstream::Result& result) mutable {
-//     if (result.outcome != upstream::Outcome::kAnswer) return responder.ServFail();
+//     if (result.outcome != upstream::ForwardOutcome::kAnswer) return responder.ServFail();
 //     std::vector<uint8_t> reply = result.reply;  // shared by coalesced waiters: copy
 //     upstream::RewriteForClient(reply, id, qname);
 //     responder.Reply(reply);  // or re-encode result.message to fit the client's buffer
@@ -100,6 +100,7 @@
 #include "common/loop/udp_batch.h"
 #include "common/upstream/dns0x20.h"
 #include "common/upstream/forward_budgets.h"
+#include "common/upstream/forward_outcome.h"
 #include "common/upstream/random.h"
 #include "common/upstream/tcp_client.h"
 #include "common/upstream/udp_socket_pool.h"
@@ -110,26 +111,6 @@
 
 namespace kdns::upstream {
 
-enum class Outcome : uint8_t {
-  kAnswer,      // `reply` is the upstream's answer (any rcode but the failover ones)
-  kServFail,    // no usable answer; `reason` says why
-  kOverloaded,  // over a budget (`reason` says which): not forwarded; serve stale or SERVFAIL
-};
-enum class FailReason : uint8_t {
-  kNone,
-  kTimeout,        // no reply within the time budget
-  kUpstreamError,  // every server replied SERVFAIL/REFUSED/NOTIMP/FORMERR (`reply` is the last)
-  kNetworkError,   // sockets failed or connections were refused
-  kNoUpstreams,    // the set is empty, or every server in it is loop-disabled
-  kShutdown,       // CancelAll()
-  kUpstreamDown,   // every server of the set is known down: failed at once (kServFail)
-  // kOverloaded, by budget (forward_budgets.h):
-  kForwardMax,       // the process ceiling (--dns-forward-max, --forward-max)
-  kRouteBudget,      // the route's budget
-  kUpstreamBudget,   // the budget of every server of the set that was not tried yet
-  kWaitersPerQuery,  // Options::max_waiters_per_query waiters already on this query
-};
-const char* OutcomeName(Outcome outcome);
 // Which of a set's healthy servers is asked first.
 enum class ServerOrder : uint8_t {
   kFastest,     // the lowest smoothed RTT
@@ -141,10 +122,8 @@ enum class FirstTry : uint8_t {
   kAllServers,  // every usable server at once, the first answer wins (dnsmasq's
                 // --all-servers); later tries go one at a time
 };
-const char* FailReasonName(FailReason reason);
-
 struct Result {
-  Outcome outcome = Outcome::kServFail;
+  ForwardOutcome outcome = ForwardOutcome::kServFail;
   FailReason reason = FailReason::kNone;
   // The reply as received (the upstream's ID and name case; see RewriteForClient) and its
   // parse (whole, or header, question and EDNS only: Options::reply_decode). kAnswer:

@@ -68,14 +68,14 @@ void ResolveMany(Forwarder& forwarder, const std::string& prefix, int count, con
   }
 }
 
-size_t Count(const std::vector<Result>& results, Outcome outcome, FailReason reason) {
+size_t Count(const std::vector<Result>& results, ForwardOutcome outcome, FailReason reason) {
   size_t n = 0;
   for (const Result& r : results) n += r.outcome == outcome && r.reason == reason ? 1 : 0;
   return n;
 }
 
 std::string AnswerAddress(const Result& result) {
-  REQUIRE(result.outcome == Outcome::kAnswer);
+  REQUIRE(result.outcome == ForwardOutcome::kAnswer);
   REQUIRE(result.message.answers.size() == 1);
   return std::get<dns::RdataA>(result.message.answers[0].rdata).address.ToString();
 }
@@ -185,7 +185,7 @@ TEST_CASE("When every upstream fails the result is SERVFAIL with the reason", "[
       b.set_behaviour(Behaviour::kRefused);
       Result result =
           ResolveAndWait(loop, forwarder, Req("www.example."), {a.address(), b.address()});
-      CHECK(result.outcome == Outcome::kServFail);
+      CHECK(result.outcome == ForwardOutcome::kServFail);
       CHECK(result.reason == FailReason::kUpstreamError);
       CHECK(result.message.rcode() == dns::Rcode::kRefused);
       CHECK(result.upstream == b.address());
@@ -195,7 +195,7 @@ TEST_CASE("When every upstream fails the result is SERVFAIL with the reason", "[
       b.set_behaviour(Behaviour::kSilent);
       Result result =
           ResolveAndWait(loop, forwarder, Req("www.example."), {a.address(), b.address()});
-      CHECK(result.outcome == Outcome::kServFail);
+      CHECK(result.outcome == ForwardOutcome::kServFail);
       CHECK(result.reason == FailReason::kTimeout);
       CHECK(result.tries == 2);
       CHECK(forwarder.counters().servfails == 1);
@@ -207,7 +207,7 @@ TEST_CASE("When every upstream fails the result is SERVFAIL with the reason", "[
       Forwarder patient(loop, options);
       a.set_behaviour(Behaviour::kSilent);
       Result result = ResolveAndWait(loop, patient, Req("www.example."), {a.address()});
-      CHECK(result.outcome == Outcome::kServFail);
+      CHECK(result.outcome == ForwardOutcome::kServFail);
       CHECK(result.reason == FailReason::kTimeout);
       CHECK(result.tries >= 2);
       CHECK(result.tries <= 3);
@@ -305,7 +305,7 @@ TEST_CASE("Client TCP queries go upstream over one reused TCP connection", "[ups
     int done = 0;
     for (const char* name : {"three.example.", "four.example."}) {
       forwarder.Resolve(Req(name, Transport::kTcp), {a.address()}, [&](const Result& r) {
-        CHECK(r.outcome == Outcome::kAnswer);
+        CHECK(r.outcome == ForwardOutcome::kAnswer);
         ++done;
       });
     }
@@ -327,10 +327,10 @@ TEST_CASE("A closed idle TCP connection is replaced on the next query", "[upstre
     options.tcp_idle_timeout_ms = 50;
     Forwarder forwarder(loop, options);
     CHECK(ResolveAndWait(loop, forwarder, Req("one.example.", Transport::kTcp), {a.address()})
-              .outcome == Outcome::kAnswer);
+              .outcome == ForwardOutcome::kAnswer);
     REQUIRE(RunUntil(loop, [&] { return forwarder.open_tcp_connections() == 0; }));
     CHECK(ResolveAndWait(loop, forwarder, Req("two.example.", Transport::kTcp), {a.address()})
-              .outcome == Outcome::kAnswer);
+              .outcome == ForwardOutcome::kAnswer);
     CHECK(a.tcp_connections_accepted() == 2);
   }
   RequireClosesClean(loop);
@@ -343,7 +343,7 @@ TEST_CASE("A reused TCP connection closed under a query is retried on a new one"
     a.set_tcp_queries_per_connection(1);
     Forwarder forwarder(loop, TestOptions());
     CHECK(ResolveAndWait(loop, forwarder, Req("one.example.", Transport::kTcp), {a.address()})
-              .outcome == Outcome::kAnswer);
+              .outcome == ForwardOutcome::kAnswer);
     Result second =
         ResolveAndWait(loop, forwarder, Req("two.example.", Transport::kTcp), {a.address()});
     CHECK(AnswerAddress(second) == "192.0.2.1");
@@ -392,7 +392,7 @@ TEST_CASE("Beyond the process ceiling queries are refused at once, never inside 
     Forwarder::Options options = TestOptions();
     options.budgets = Budgets(/*process=*/2, /*route=*/2, /*upstream=*/2);
     Forwarder forwarder(loop, options);
-    std::vector<Outcome> outcomes;
+    std::vector<ForwardOutcome> outcomes;
     bool inside_resolve = false;
     for (const char* name : {"a.example.", "b.example.", "c.example."}) {
       inside_resolve = true;
@@ -404,12 +404,12 @@ TEST_CASE("Beyond the process ceiling queries are refused at once, never inside 
     }
     CHECK(outcomes.empty());
     REQUIRE(RunUntil(loop, [&] { return outcomes.size() == 1; }));
-    CHECK(outcomes[0] == Outcome::kOverloaded);  // long before the 50 ms answers
+    CHECK(outcomes[0] == ForwardOutcome::kOverloaded);  // long before the 50 ms answers
     // Joining a query in flight costs no upstream query, so it is not refused.
     forwarder.Resolve(Req("a.example."), {a.address()},
                       [&](const Result& r) { outcomes.push_back(r.outcome); });
     REQUIRE(RunUntil(loop, [&] { return outcomes.size() == 4; }));
-    CHECK(outcomes[1] == Outcome::kAnswer);
+    CHECK(outcomes[1] == ForwardOutcome::kAnswer);
     CHECK(forwarder.counters().overloaded == 1);
     CHECK(a.queries().size() == 2);
   }
@@ -434,7 +434,7 @@ TEST_CASE("Forwarders sharing budgets share them, as threads of one process do",
     second.Resolve(Req("b.example."), {a.address()}, keep);
     second.Resolve(Req("c.example."), {a.address()}, keep);  // the third overall: refused
     REQUIRE(RunUntil(loop, [&] { return results.size() == 3; }));
-    CHECK(results[0].outcome == Outcome::kOverloaded);
+    CHECK(results[0].outcome == ForwardOutcome::kOverloaded);
     CHECK(results[0].reason == FailReason::kForwardMax);
     CHECK(server::LimitHits(server::Limit::kForwardInFlight) - hits_before == 1);
     CHECK(second.counters().overloaded == 1);
@@ -460,7 +460,7 @@ TEST_CASE("A black-holed route fills only its own budget; other routes are answe
     ResolveMany(forwarder, "flood", 10, {dead.address()}, &flood);
     // Over the route's budget: refused at once, while its 3 queries wait for the silence.
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 7; }));
-    CHECK(Count(flood, Outcome::kOverloaded, FailReason::kRouteBudget) == 7);
+    CHECK(Count(flood, ForwardOutcome::kOverloaded, FailReason::kRouteBudget) == 7);
     CHECK(server::LimitHits(server::Limit::kRouteInFlight) - hits_before == 7);
     CHECK(options.budgets->Route({dead.address()}).in_flight() == 3);
     // Another route (its own server set) still has its whole budget.
@@ -470,7 +470,7 @@ TEST_CASE("A black-holed route fills only its own budget; other routes are answe
       CHECK(AnswerAddress(result) == "192.0.2.2");
     }
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 10; }));  // the time budget ends
-    CHECK(Count(flood, Outcome::kServFail, FailReason::kTimeout) == 3);
+    CHECK(Count(flood, ForwardOutcome::kServFail, FailReason::kTimeout) == 3);
     CHECK(options.budgets->Route({dead.address()}).in_flight() == 0);
     CHECK(options.budgets->process().in_flight() == 0);
     CHECK(forwarder.counters().overloaded == 7);
@@ -495,7 +495,7 @@ TEST_CASE("A dead upstream fills only its own budget; its routes' other servers 
     CHECK(options.budgets->Upstream(dead.address()).in_flight() == 2);
     // A route served by the dead server alone: refused at once.
     Result refused = ResolveAndWait(loop, forwarder, Req("more.example."), {dead.address()});
-    CHECK(refused.outcome == Outcome::kOverloaded);
+    CHECK(refused.outcome == ForwardOutcome::kOverloaded);
     CHECK(refused.reason == FailReason::kUpstreamBudget);
     // A route with another server: the dead one is skipped, the other answers at once.
     const UpstreamSet both{dead.address(), healthy.address()};
@@ -542,7 +542,7 @@ TEST_CASE("An upstream known down fails its queries at once until a probe brings
     });
     inside_resolve = false;
     REQUIRE(RunUntil(loop, [&] { return fast.has_value(); }));
-    CHECK(fast->outcome == Outcome::kServFail);
+    CHECK(fast->outcome == ForwardOutcome::kServFail);
     CHECK(fast->reason == FailReason::kUpstreamDown);
     CHECK(fast->tries == 0);
     CHECK(client_queries() == 1);  // nothing sent
@@ -634,7 +634,7 @@ TEST_CASE("A client flooding a slow domain cannot fill its route: others' names 
                         [&](const Result& r) { flood.push_back(r); });
     }
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 22; }));
-    CHECK(Count(flood, Outcome::kOverloaded, FailReason::kRouteBudget) == 22);
+    CHECK(Count(flood, ForwardOutcome::kOverloaded, FailReason::kRouteBudget) == 22);
     CHECK(server::LimitHits(server::Limit::kRouteClientShare) - hits_before == 22);
     InFlightBudget& budget = options.budgets->Route(route);
     CHECK(budget.in_flight() == 18);
@@ -649,7 +649,7 @@ TEST_CASE("A client flooding a slow domain cannot fill its route: others' names 
     CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("own.example."), route)) ==
           "192.0.2.1");
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 40; }));  // the time budget ends
-    CHECK(Count(flood, Outcome::kServFail, FailReason::kTimeout) == 18);
+    CHECK(Count(flood, ForwardOutcome::kServFail, FailReason::kTimeout) == 18);
     CHECK(budget.in_flight() == 0);
     CHECK(budget.HeldBy(ClientTagOf(Client("127.0.0.2"))) == 0);
   }
@@ -674,7 +674,7 @@ TEST_CASE("A client flooding a slow domain cannot fill an upstream's budget eith
     }
     // Every server of the route refused the client its share: overloaded, as over the budget.
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 6; }));
-    CHECK(Count(flood, Outcome::kOverloaded, FailReason::kUpstreamBudget) == 6);
+    CHECK(Count(flood, ForwardOutcome::kOverloaded, FailReason::kUpstreamBudget) == 6);
     CHECK(server::LimitHits(server::Limit::kUpstreamClientShare) - hits_before == 6);
     CHECK(options.budgets->Upstream(upstream.address()).in_flight() == 9);
     Result result = ResolveAndWait(loop, forwarder, ReqFrom("v.example.", "127.0.0.1"), route);
@@ -734,7 +734,7 @@ TEST_CASE("Every way a query ends gives its budget slots back", "[upstream][budg
       REQUIRE(RunUntil(loop, [&] { return a.queries().size() == 4; }));
       CHECK_FALSE(all_free());
       forwarder->CancelAll();
-      CHECK(Count(results, Outcome::kServFail, FailReason::kShutdown) == 4);
+      CHECK(Count(results, ForwardOutcome::kServFail, FailReason::kShutdown) == 4);
     }
     SECTION("the Forwarder destroyed with queries in flight") {
       a.set_behaviour(Behaviour::kSilent);
@@ -817,7 +817,7 @@ TEST_CASE("0x20: the name goes upstream in random case; the result has the clien
     const dns::Name& sent = a.queries()[0].message.questions[0].name;
     CHECK(sent == request.qname);
     CHECK_FALSE(sent.IdenticalTo(request.qname));
-    REQUIRE(result.outcome == Outcome::kAnswer);
+    REQUIRE(result.outcome == ForwardOutcome::kAnswer);
     CHECK(result.tries == 1);
     // The upstream echoed the random case; the client (and the cache) see theirs.
     dns::Message reply;
@@ -898,7 +898,7 @@ TEST_CASE("0x20 on: a reply in another case is never accepted", "[upstream][0x20
     options.total_timeout_ms = 300;
     Forwarder forwarder(loop, options);
     const Result result = ResolveAndWait(loop, forwarder, Req(kLongName), {a.address()});
-    CHECK(result.outcome == Outcome::kServFail);
+    CHECK(result.outcome == ForwardOutcome::kServFail);
     CHECK(result.reason == FailReason::kTimeout);
     CHECK(a.queries().size() == 1);
   }
@@ -1042,7 +1042,7 @@ TEST_CASE("Decoding the question only: the result carries the reply's bytes, no 
     const UpstreamSet set{a.address()};
     for (const char* name : {"one.example.", "two.example."}) {  // the second on a reused job
       const Result result = ResolveAndWait(loop, forwarder, Req(name), set);
-      REQUIRE(result.outcome == Outcome::kAnswer);
+      REQUIRE(result.outcome == ForwardOutcome::kAnswer);
       CHECK(result.message.header.ancount == 1);
       CHECK(result.message.answers.empty());
       REQUIRE(result.message.questions.size() == 1);
@@ -1067,7 +1067,7 @@ TEST_CASE("A miss on a warm forwarder allocates nothing to send its query", "[up
     Forwarder forwarder(loop, options);
     const UpstreamSet set{a.address(), b.address()};  // two servers: ordered per query
     int answered = 0;
-    auto count = [&answered](const Result& r) { answered += r.outcome == Outcome::kAnswer; };
+    auto count = [&answered](const Result& r) { answered += r.outcome == ForwardOutcome::kAnswer; };
     for (int i = 0; i < 3; ++i) {  // grows the job, attempt, table and socket state
       forwarder.Resolve(Req("warm" + std::to_string(i) + ".example."), set, count);
       REQUIRE(RunUntil(loop, [&] { return answered == i + 1; }));
@@ -1108,7 +1108,7 @@ TEST_CASE("A loop probe that comes back disables its upstream", "[upstream]") {
     CHECK(AnswerAddress(ResolveAndWait(loop, other_thread, Req("x.example."), set)) == "192.0.2.2");
     CHECK(a.queries().size() == 1);
     Result none = ResolveAndWait(loop, other_thread, Req("x.example."), {a.address()});
-    CHECK(none.outcome == Outcome::kServFail);
+    CHECK(none.outcome == ForwardOutcome::kServFail);
     CHECK(none.reason == FailReason::kNoUpstreams);
   }
   RequireClosesClean(loop);
