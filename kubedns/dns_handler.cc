@@ -387,7 +387,7 @@ void DnsHandler::Fail(Waiting& waiting, upstream::ForwardFailure failure) {
   shared_.forward_metrics.Failed(failure);
   std::span<const uint8_t> response = server::WriteEmptyResponse(
       waiting.client.query(), dns::Rcode::kServFail, /*aa=*/false, buffer_);
-  Finish(waiting, response, dns::Rcode::kServFail, false, server::AnswerSource::kUpstream);
+  Finish(waiting, response, dns::Rcode::kServFail, false, server::AnswerSource::kFailure);
 }
 
 void DnsHandler::Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode,
