@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
        "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
        "--cache-bytes=N --cache-entry-max-bytes=N --stale-max=S "
        "--lameduck=D --upstream-0x20=auto|on|off "
-       "--prometheus-port=N --prometheus-address=IP --debug-address=IP:PORT "
+       "--prometheus-port=N --prometheus-addr=IP --debug-address=IP:PORT "
        "--tcp-idle-timeout=D --tcp-frame-timeout=D --tcp-query-timeout=D "
        "--tcp-max-connections=N "
        "--tcp-max-connections-per-source=N --tcp-max-output-bytes-per-connection=N "
@@ -185,6 +185,7 @@ int main(int argc, char** argv) {
   }
   kdns::app::ExitIfCheckingFlags(FLAGS_check_flags);
   kdns::app::InitProcess(argv[0]);
+  for (const std::string& warning : options.flags.warnings) LOG(WARNING) << warning;
   if (options.flags.debug_address) {
     const std::string warning = kdns::server::DebugAddressWarning(kdns::server::kDebugAddressFlag,
                                                                   *options.flags.debug_address);

@@ -47,7 +47,7 @@ CACHE_ARGS = ["-k", "--cache-size=1000", "--no-negcache", "--serial-zones=cluste
               "--log-facility=-", "--server=/cluster.local/127.0.0.1#10053",
               "--server=/in-addr.arpa/127.0.0.1#10053", "--server=/ip6.arpa/127.0.0.1#10053",
               "--listen-address=127.0.0.1", "--port=53", "--no-resolv", "--lameduck=1s",
-              "--prometheus-port=10056", "--prometheus-address=127.0.0.1"]
+              "--prometheus-port=10056", "--prometheus-addr=127.0.0.1"]
 MEASURED = []  # (what, value) lines for the summary
 
 
@@ -101,7 +101,7 @@ class Pod:
             [os.path.join(BIN, "kubedns"), "--objects-file=" + self.objects_file(),
              "--multicluster-zone=clusterset.local.", "--kubeslice-zone=slice.local.",
              "--domain=cluster.local.", "--dns-bind-address=127.0.0.1", "--dns-port=10053",
-             "--http-bind-address=127.0.0.1", "--healthz-port=8081", "--metrics-port=10055",
+             "--http-bind-address=127.0.0.1", "--healthz-port=8081", "--prometheus-port=10055",
              "--config-dir=" + self.config.path, "--lameduck=0s", "--logtostderr",
              "--notify=127.0.0.1:53",  # the cache drops its cluster-zone negatives then
              # The node's resolver, as dnsPolicy: Default gives the kube-dns pod; never the
