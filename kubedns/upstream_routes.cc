@@ -94,6 +94,10 @@ UpstreamRoutes BuildRoutes(const RoutingInputs& inputs, const HostResolver& reso
                             server.ToString() + (error.empty() ? "" : ": " + error));
         continue;
       }
+      if (!error.empty()) {
+        warnings->push_back("stub domain " + stub.domain.ToText() + ": cannot resolve " +
+                            server.ToString() + ": " + error + "; keeping its last addresses");
+      }
       for (const IpAddress& ip : ips) {
         AddUnique(&addresses, loop::SocketAddressOf(ip, upstream::kDnsPort));
       }

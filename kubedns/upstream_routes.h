@@ -87,7 +87,8 @@ struct RoutingInputs {
   std::vector<loop::SocketAddress> resolv_conf;       // /etc/resolv.conf (port 53)
 };
 
-// Resolves a stub server's host name; an empty list with *error when it cannot.
+// Resolves a stub server's host name: its addresses; when the lookup failed, *error and
+// the last known addresses (config::StubHostAddresses), or none if it never resolved.
 using HostResolver =
     std::function<std::vector<IpAddress>(const dns::Name& host, std::string* error)>;
 

@@ -129,6 +129,26 @@ TEST_CASE("stub host names are resolved; failures keep the stub's names off the 
                         "answers those names itself and never forwards them"});
 }
 
+TEST_CASE("a stub host that stopped resolving is routed to its last known addresses",
+          "[kubedns][routing]") {
+  RoutingInputs inputs;
+  inputs.config = Config(R"({"acme.local": ["dns.acme.example"]})");
+  std::vector<std::string> warnings;
+  // The resolver's answer after a failed lookup: the addresses config::StubHostAddresses
+  // kept, and the lookup's error.
+  const UpstreamRoutes routes = BuildRoutes(
+      inputs,
+      [](const dns::Name&, std::string* error) -> std::vector<IpAddress> {
+        *error = "timeout";
+        return {Ip("10.9.0.1")};
+      },
+      &warnings);
+  CHECK(routes.Lookup(N("a.acme.local.")).upstreams.ToString() == "10.9.0.1#53");
+  CHECK(warnings == std::vector<std::string>{"stub domain acme.local.: cannot resolve "
+                                             "dns.acme.example: timeout; keeping its last "
+                                             "addresses"});
+}
+
 TEST_CASE("two builds from the same inputs are equal; a changed server is not",
           "[kubedns][routing]") {
   RoutingInputs inputs;
