@@ -58,16 +58,14 @@
 // Destroying the Forwarder drops pending callbacks without calling them; call CancelAll()
 // first to have them answered with kServFail/kShutdown.
 //
-// Usage (frontend-cache, on a cache miss):
-//   auto request = upstream::Request::FromQuery(query, upstream::Transport::kUdp, client);
-//   forwarder.Resolve(request, route.upstreams, [responder = std::move(responder),
-//                                                id = query.header.id, qname = query.qname](
-//                                                   const upstream::Result& result) mutable {
-//     if (result.outcome != upstream::ForwardOutcome::kAnswer) return responder.ServFail();
-//     std::vector<uint8_t> reply = result.reply;  // shared by coalesced waiters: copy
-//     upstream::RewriteForClient(reply, id, qname);
-//     responder.Reply(reply);  // or re-encode result.message to fit the client's buffer
-//   });
+// Usage (frontend-cache's DnsHandler on a cache miss: the client's query waits in its
+// server::WaitingQueries under `id`, and the result completes it there):
+//   forwarder.Resolve(upstream::Request::FromQuery(query, dns::Transport::kUdp, client),
+//                     upstreams, [this, id](const upstream::Result& result) {
+//                       // kAnswer: result.reply, rewritten for the client
+//                       // (RewriteForClient); else stale or SERVFAIL.
+//                       Complete(id, result);
+//                     });
 //
 // Thread: the loop's thread only; counters() may be read from any thread. The
 // UpstreamTable may be shared with the Forwarders of other threads.
