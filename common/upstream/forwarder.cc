@@ -140,7 +140,7 @@ void Forwarder::Job::Reset(std::vector<std::unique_ptr<Attempt>>& free_attempts,
   result.reply.clear();
   ClearKeepingQuestion(result.message);
   result.upstream = loop::SocketAddress();
-  result.transport = Transport::kUdp;
+  result.transport = dns::Transport::kUdp;
   result.rtt_ms = 0;
   result.tries = 0;
   try_timer.Stop();
@@ -348,7 +348,7 @@ Forwarder::Job* Forwarder::StartJob(JobKind kind, const Request& request,
   Job* job = owned.get();
   job->kind = kind;
   job->request = request;
-  job->force_tcp = request.client_transport == Transport::kTcp;
+  job->force_tcp = request.client_transport == dns::Transport::kTcp;
   job->candidates.assign(candidates.begin(), candidates.end());
   job->tries.assign(job->candidates.size(), 0);
   job->done.assign(job->candidates.size(), false);
@@ -399,7 +399,7 @@ void Forwarder::FinishFailed(Job* job, FailReason reason) {
   result.reply.clear();
   result.message = dns::Message();
   result.upstream = loop::SocketAddress();
-  result.transport = Transport::kUdp;
+  result.transport = dns::Transport::kUdp;
   result.rtt_ms = 0;
   if (job->error_attempt != nullptr) {
     result.reply = std::move(job->error_reply);

@@ -129,7 +129,7 @@ struct Result {
   std::vector<uint8_t> reply;
   dns::Message message;
   loop::SocketAddress upstream;  // who sent `reply`
-  Transport transport = Transport::kUdp;
+  dns::Transport transport = dns::Transport::kUdp;
   uint64_t rtt_ms = 0;
   uint32_t tries = 0;  // upstream queries sent, TCP and EDNS retries included
 };
@@ -237,7 +237,7 @@ class Forwarder {
   void AddCoalesced(Job* job, size_t hash, const UpstreamSet& upstreams);
   void RemoveCoalesced(Job* job);
   void StartNextTry(Job* job);
-  void SendTry(Job* job, size_t candidate, Transport transport, EdnsMode edns);
+  void SendTry(Job* job, size_t candidate, dns::Transport transport, EdnsMode edns);
   void SendUdp(Attempt* attempt, std::span<const uint8_t> query);
   void SendTcp(Attempt* attempt, std::span<const uint8_t> query);
   void OnTryTimeout(Job* job);

@@ -37,7 +37,7 @@ Forwarder::Options TestOptions() {
   return options;
 }
 
-Request Req(std::string_view name, Transport transport = Transport::kUdp) {
+Request Req(std::string_view name, dns::Transport transport = dns::Transport::kUdp) {
   Request request;
   request.qname = N(name);
   request.client_transport = transport;
@@ -94,7 +94,7 @@ TEST_CASE("A query is answered by the upstream, sent with the client's case and 
     Result result = ResolveAndWait(loop, forwarder, request, {a.address()});
     CHECK(AnswerAddress(result) == "192.0.2.1");
     CHECK(result.upstream == a.address());
-    CHECK(result.transport == Transport::kUdp);
+    CHECK(result.transport == dns::Transport::kUdp);
     CHECK(result.tries == 1);
     REQUIRE(a.queries().size() == 1);
     const dns::Message& sent = a.queries()[0].message;
@@ -280,9 +280,9 @@ TEST_CASE("A truncated UDP reply is retried over TCP to the same upstream", "[up
     Result result =
         ResolveAndWait(loop, forwarder, Req("big.example."), {a.address(), b.address()});
     CHECK(AnswerAddress(result) == "192.0.2.1");
-    CHECK(result.transport == Transport::kTcp);
-    CHECK(a.CountQueries(Transport::kUdp) == 1);
-    CHECK(a.CountQueries(Transport::kTcp) == 1);
+    CHECK(result.transport == dns::Transport::kTcp);
+    CHECK(a.CountQueries(dns::Transport::kUdp) == 1);
+    CHECK(a.CountQueries(dns::Transport::kTcp) == 1);
     CHECK(b.queries().empty());
     CHECK(forwarder.counters().tcp_retries == 1);
   }
@@ -295,23 +295,23 @@ TEST_CASE("Client TCP queries go upstream over one reused TCP connection", "[ups
     FakeUpstream a(loop, 1);
     Forwarder forwarder(loop, TestOptions());
     Result first =
-        ResolveAndWait(loop, forwarder, Req("one.example.", Transport::kTcp), {a.address()});
+        ResolveAndWait(loop, forwarder, Req("one.example.", dns::Transport::kTcp), {a.address()});
     CHECK(AnswerAddress(first) == "192.0.2.1");
-    CHECK(first.transport == Transport::kTcp);
+    CHECK(first.transport == dns::Transport::kTcp);
     Result second =
-        ResolveAndWait(loop, forwarder, Req("two.example.", Transport::kTcp), {a.address()});
+        ResolveAndWait(loop, forwarder, Req("two.example.", dns::Transport::kTcp), {a.address()});
     CHECK(AnswerAddress(second) == "192.0.2.1");
     // Two more at once: pipelined on the same connection.
     int done = 0;
     for (const char* name : {"three.example.", "four.example."}) {
-      forwarder.Resolve(Req(name, Transport::kTcp), {a.address()}, [&](const Result& r) {
+      forwarder.Resolve(Req(name, dns::Transport::kTcp), {a.address()}, [&](const Result& r) {
         CHECK(r.outcome == ForwardOutcome::kAnswer);
         ++done;
       });
     }
     REQUIRE(RunUntil(loop, [&] { return done == 2; }));
-    CHECK(a.CountQueries(Transport::kTcp) == 4);
-    CHECK(a.CountQueries(Transport::kUdp) == 0);
+    CHECK(a.CountQueries(dns::Transport::kTcp) == 4);
+    CHECK(a.CountQueries(dns::Transport::kUdp) == 0);
     CHECK(a.tcp_connections_accepted() == 1);
     CHECK(forwarder.counters().tcp_connections == 1);
     CHECK(forwarder.open_tcp_connections() == 1);
@@ -326,10 +326,10 @@ TEST_CASE("A closed idle TCP connection is replaced on the next query", "[upstre
     Forwarder::Options options = TestOptions();
     options.tcp_idle_timeout_ms = 50;
     Forwarder forwarder(loop, options);
-    CHECK(ResolveAndWait(loop, forwarder, Req("one.example.", Transport::kTcp), {a.address()})
+    CHECK(ResolveAndWait(loop, forwarder, Req("one.example.", dns::Transport::kTcp), {a.address()})
               .outcome == ForwardOutcome::kAnswer);
     REQUIRE(RunUntil(loop, [&] { return forwarder.open_tcp_connections() == 0; }));
-    CHECK(ResolveAndWait(loop, forwarder, Req("two.example.", Transport::kTcp), {a.address()})
+    CHECK(ResolveAndWait(loop, forwarder, Req("two.example.", dns::Transport::kTcp), {a.address()})
               .outcome == ForwardOutcome::kAnswer);
     CHECK(a.tcp_connections_accepted() == 2);
   }
@@ -342,10 +342,10 @@ TEST_CASE("A reused TCP connection closed under a query is retried on a new one"
     FakeUpstream a(loop, 1);
     a.set_tcp_queries_per_connection(1);
     Forwarder forwarder(loop, TestOptions());
-    CHECK(ResolveAndWait(loop, forwarder, Req("one.example.", Transport::kTcp), {a.address()})
+    CHECK(ResolveAndWait(loop, forwarder, Req("one.example.", dns::Transport::kTcp), {a.address()})
               .outcome == ForwardOutcome::kAnswer);
     Result second =
-        ResolveAndWait(loop, forwarder, Req("two.example.", Transport::kTcp), {a.address()});
+        ResolveAndWait(loop, forwarder, Req("two.example.", dns::Transport::kTcp), {a.address()});
     CHECK(AnswerAddress(second) == "192.0.2.1");
     CHECK(a.tcp_connections_accepted() == 2);
     CHECK_FALSE(forwarder.health(a.address())->failed());
@@ -729,7 +729,7 @@ TEST_CASE("Every way a query ends gives its budget slots back", "[upstream][budg
       a.set_behaviour(Behaviour::kSilent);
       b.set_behaviour(Behaviour::kSilent);
       ResolveMany(*forwarder, "c", 3, set, &results);
-      forwarder->Resolve(Req("t.example.", Transport::kTcp), set,
+      forwarder->Resolve(Req("t.example.", dns::Transport::kTcp), set,
                          [&](const Result& r) { results.push_back(r); });
       REQUIRE(RunUntil(loop, [&] { return a.queries().size() == 4; }));
       CHECK_FALSE(all_free());
@@ -915,10 +915,10 @@ TEST_CASE("0x20: the TCP retry of a truncated reply asks with the client's spell
     const Request request = Req(kLongName);
     Result result = ResolveAndWait(loop, forwarder, request, {a.address()});
     CHECK(AnswerAddress(result) == "192.0.2.1");
-    CHECK(result.transport == Transport::kTcp);
+    CHECK(result.transport == dns::Transport::kTcp);
     REQUIRE(a.queries().size() == 2);
     CHECK_FALSE(a.queries()[0].message.questions[0].name.IdenticalTo(request.qname));
-    CHECK(a.queries()[1].transport == Transport::kTcp);
+    CHECK(a.queries()[1].transport == dns::Transport::kTcp);
     CHECK(a.queries()[1].message.questions[0].name.IdenticalTo(request.qname));
     CHECK(QuestionOf(result.reply).IdenticalTo(request.qname));
   }
@@ -997,7 +997,7 @@ TEST_CASE("A reused job carries nothing over from the query before it", "[upstre
     // second try, DO and CD, a TCP client.
     const Behaviour first = GENERATE(Behaviour::kServFail, Behaviour::kFormErrToEdns);
     a.set_behaviour(first);
-    Request one = Req("one.example.", Transport::kTcp);
+    Request one = Req("one.example.", dns::Transport::kTcp);
     one.dnssec_ok = true;
     one.checking_disabled = true;
     Result result = ResolveAndWait(loop, forwarder, one, set);
@@ -1016,12 +1016,12 @@ TEST_CASE("A reused job carries nothing over from the query before it", "[upstre
     CHECK(AnswerAddress(two) == "192.0.2.1");
     CHECK(two.upstream == a.address());
     CHECK(two.tries == 1);
-    CHECK(two.transport == Transport::kUdp);
+    CHECK(two.transport == dns::Transport::kUdp);
     CHECK(two.reason == FailReason::kNone);
     CHECK(two.message.questions[0].name == N("two.example."));
     REQUIRE(a.queries().size() == sent_before + 1);
     const dns::Message& sent = a.queries().back().message;
-    CHECK(a.queries().back().transport == Transport::kUdp);
+    CHECK(a.queries().back().transport == dns::Transport::kUdp);
     CHECK(sent.questions[0].name == N("two.example."));
     REQUIRE(sent.edns.has_value());
     CHECK_FALSE(sent.edns->dnssec_ok);
@@ -1123,7 +1123,7 @@ TEST_CASE("CancelAll answers every pending query with a shutdown SERVFAIL", "[up
     std::vector<FailReason> reasons;
     forwarder.Resolve(Req("a.example."), {a.address()},
                       [&](const Result& r) { reasons.push_back(r.reason); });
-    forwarder.Resolve(Req("b.example.", Transport::kTcp), {a.address()},
+    forwarder.Resolve(Req("b.example.", dns::Transport::kTcp), {a.address()},
                       [&](const Result& r) { reasons.push_back(r.reason); });
     REQUIRE(RunUntil(loop, [&] { return a.queries().size() == 2; }));
     forwarder.CancelAll();
@@ -1141,7 +1141,7 @@ TEST_CASE("Destroying the Forwarder with queries in flight leaks nothing", "[ups
     auto forwarder = std::make_unique<Forwarder>(loop, TestOptions());
     bool called = false;
     forwarder->Resolve(Req("a.example."), {a.address()}, [&](const Result&) { called = true; });
-    forwarder->Resolve(Req("b.example.", Transport::kTcp), {a.address()},
+    forwarder->Resolve(Req("b.example.", dns::Transport::kTcp), {a.address()},
                        [&](const Result&) { called = true; });
     REQUIRE(RunUntil(loop, [&] { return a.queries().size() == 2; }));
     forwarder.reset();
@@ -1223,7 +1223,7 @@ std::optional<dns::ClientAddress> CarriedClient(const testing::ReceivedQuery& qu
   return client;
 }
 
-Request FromClient(std::string_view name, const char* client, Transport transport) {
+Request FromClient(std::string_view name, const char* client, dns::Transport transport) {
   Request request = Req(name, transport);
   request.client = *loop::SocketAddress::Parse(client);
   return request;
@@ -1237,7 +1237,7 @@ TEST_CASE("A query to an upstream trusted with it carries the client's address",
     Forwarder::Options options = TestOptions();
     options.client_address_to = {*IpPrefix::Parse("127.0.0.0/8")};
     Forwarder forwarder(loop, options);
-    const Transport transport = GENERATE(Transport::kUdp, Transport::kTcp);
+    const dns::Transport transport = GENERATE(dns::Transport::kUdp, dns::Transport::kTcp);
     Result result = ResolveAndWait(
         loop, forwarder, FromClient("www.example.", "10.1.2.3:41000", transport), {a.address()});
     CHECK(AnswerAddress(result) == "192.0.2.1");
@@ -1263,7 +1263,7 @@ TEST_CASE("A query to an upstream not trusted with it never carries the client's
     if (GENERATE(false, true)) options.client_address_to = {*IpPrefix::Parse("127.0.0.2/32")};
     Forwarder forwarder(loop, options);
     (void)ResolveAndWait(loop, forwarder,
-                         FromClient("www.example.", "10.1.2.3:41000", Transport::kUdp),
+                         FromClient("www.example.", "10.1.2.3:41000", dns::Transport::kUdp),
                          {a.address()});
     REQUIRE(a.queries().size() == 1);
     REQUIRE(a.queries()[0].message.edns.has_value());
@@ -1282,7 +1282,7 @@ TEST_CASE("Coalesced queries carry the first asker's address", "[upstream][clien
     Forwarder forwarder(loop, options);
     int answered = 0;
     for (const char* client : {"10.0.0.1:1000", "10.0.0.2:2000", "10.0.0.3:3000"}) {
-      forwarder.Resolve(FromClient("www.example.", client, Transport::kUdp), {a.address()},
+      forwarder.Resolve(FromClient("www.example.", client, dns::Transport::kUdp), {a.address()},
                         [&](const Result&) { ++answered; });
     }
     REQUIRE(RunUntil(loop, [&] { return answered == 3; }));

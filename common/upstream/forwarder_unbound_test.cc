@@ -121,10 +121,10 @@ TEST_CASE("The Forwarder gets answers from a real unbound over UDP and TCP", "[u
       REQUIRE(first.has_value());
       REQUIRE(first->outcome == ForwardOutcome::kAnswer);
 
-      for (Transport transport : {Transport::kUdp, Transport::kTcp}) {
-        INFO(TransportName(transport));
+      for (dns::Transport transport : {dns::Transport::kUdp, dns::Transport::kTcp}) {
+        INFO(dns::TransportName(transport));
         request.client_transport = transport;
-        request.qname = N(transport == Transport::kUdp ? "a.KDNS.test." : "A.kdns.TEST.");
+        request.qname = N(transport == dns::Transport::kUdp ? "a.KDNS.test." : "A.kdns.TEST.");
         std::optional<Result> result = ResolveOnce(loop, forwarder, request, set);
         REQUIRE(result.has_value());
         REQUIRE(result->outcome == ForwardOutcome::kAnswer);

@@ -27,7 +27,7 @@ const char* MatchName(Match match) {
   return "?";
 }
 
-Request Request::FromQuery(const dns::Query& query, Transport client_transport,
+Request Request::FromQuery(const dns::Query& query, dns::Transport client_transport,
                            const loop::SocketAddress& client) {
   Request request;
   request.qname = query.qname;
