@@ -8,6 +8,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/name.h"
 #include "common/dns/rdata.h"
+#include "common/upstream/upstream_address.h"
 
 namespace kdns::frontend {
 namespace {
@@ -43,8 +44,8 @@ std::optional<std::vector<std::string>> StatStrings(const Name& qname, const Cha
     std::vector<std::string> strings;
     strings.reserve(servers.size());
     for (const UpstreamCounters& server : servers) {
-      strings.push_back(server.address.ToString() + " " + std::to_string(server.sent) + " " +
-                        std::to_string(server.failed));
+      strings.push_back(upstream::FormatUpstreamAddress(server.address) + " " +
+                        std::to_string(server.sent) + " " + std::to_string(server.failed));
     }
     if (strings.empty()) strings.emplace_back();
     return strings;

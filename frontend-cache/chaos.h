@@ -24,12 +24,12 @@
 #include <vector>
 
 #include "common/dns/parser.h"
-#include "common/upstream/upstream_address.h"
+#include "common/loop/socket_address.h"
 
 namespace kdns::frontend {
 
 struct UpstreamCounters {
-  upstream::UpstreamAddress address;
+  loop::SocketAddress address;
   uint64_t sent = 0;    // queries sent to it (dnsmasq's "queries")
   uint64_t failed = 0;  // of which failed: timeout, SERVFAIL, REFUSED (dnsmasq's "failed_queries")
 };

@@ -16,8 +16,8 @@ using dns::testing::N;
 using testing::Edns;
 using testing::MakeQuery;
 
-upstream::UpstreamAddress Up(std::string_view ip, uint16_t port = 53) {
-  return upstream::UpstreamAddress{*IpAddress::Parse(ip), port};
+loop::SocketAddress Up(std::string_view ip, uint16_t port = 53) {
+  return loop::SocketAddressOf(*IpAddress::Parse(ip), port);
 }
 
 ChaosStats Stats() {

@@ -9,7 +9,7 @@
 #include "common/dns/message.h"
 #include "common/dns/notify.h"
 #include "common/limits/limits.h"
-#include "common/loop/tcp_limits.h"
+#include "common/loop/socket_address.h"
 #include "common/server/admission.h"
 #include "frontend-cache/cached_response.h"
 
@@ -228,7 +228,8 @@ void DnsHandler::Forward(server::Request& request, const RoutingState& routing,
   const uint64_t id = waiting_.Add(request, Forwarded{routing.generation, start});
   if (id == 0) {
     return ReplyStaleOrFail(request, query, key, admission.reply_limit_bytes,
-                            upstream::Outcome::kOverloaded, upstream::FailReason::kNone, start);
+                            upstream::ForwardOutcome::kOverloaded, upstream::FailReason::kNone,
+                            start);
   }
   // The client goes with the query to an upstream trusted with it (kubedns): the first
   // asker's, when the query is coalesced with others.
@@ -246,7 +247,7 @@ void DnsHandler::OnQueriesOverdue(uint64_t connection_id) {
   for (auto& waiting : waiting_.TakeConnection(connection_id)) {
     const dns::Query query = waiting.client.query();
     ReplyStaleOrFail(waiting.responder, query, CacheKey::FromQuery(query),
-                     waiting.client.limit_bytes, upstream::Outcome::kServFail,
+                     waiting.client.limit_bytes, upstream::ForwardOutcome::kServFail,
                      upstream::FailReason::kTimeout, waiting.state.start);
   }
 }
@@ -306,7 +307,7 @@ void DnsHandler::Prefetch(const dns::Query& query, const CacheKey& key,
       // Ours, not the client's: a refresh of a name in use has no client share to keep.
       upstream::Request::FromQuery(query, dns::Transport::kUdp, loop::SocketAddress()), upstreams,
       [this, key, routing_generation](const upstream::Result& result) {
-        if (result.outcome == upstream::Outcome::kAnswer && Cacheable(routing_generation)) {
+        if (result.outcome == upstream::ForwardOutcome::kAnswer && Cacheable(routing_generation)) {
           (void)shared_.cache.Insert(key, Filtered(result.reply));
         }
       });
@@ -321,7 +322,7 @@ void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
   const CacheKey key = CacheKey::FromQuery(query);
   const std::span<uint8_t> out = context_.response_buffer;
   const size_t limit = waiting->client.limit_bytes;
-  if (result.outcome == upstream::Outcome::kAnswer) {
+  if (result.outcome == upstream::ForwardOutcome::kAnswer) {
     const std::span<const uint8_t> reply = Filtered(result.reply);
     if (Cacheable(waiting->state.routing_generation)) {
       (void)shared_.cache.Insert(key, reply);
@@ -331,12 +332,13 @@ void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
     if (size > 0) {
       return Reply(responder, query, out.first(size), server::AnswerSource::kUpstream, start);
     }
-    shared_.metrics.BadReply();  // matched the question, yet not a whole message
+    // Matched the question, yet not a whole message.
+    shared_.metrics.ServFail(upstream::ForwardFailure::kBadReply);
     return ReplyEmpty(responder, query, dns::Rcode::kServFail, server::AnswerSource::kFailure,
                       start);
   }
   if (result.reason == upstream::FailReason::kShutdown) {
-    shared_.metrics.ServFail(result.outcome, result.reason);
+    shared_.metrics.ServFail(upstream::ForwardFailureOf(result.outcome, result.reason));
     return ReplyEmpty(responder, query, dns::Rcode::kServFail, server::AnswerSource::kFailure,
                       start);
   }
@@ -346,7 +348,7 @@ void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
 
 template <class To>
 void DnsHandler::ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKey& key,
-                                  size_t limit, upstream::Outcome outcome,
+                                  size_t limit, upstream::ForwardOutcome outcome,
                                   upstream::FailReason reason, const Start& start) {
   // RFC 8767: an expired answer is better than none (a fresh one, refreshed meanwhile by
   // another query, better still).
@@ -359,7 +361,7 @@ void DnsHandler::ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKe
                                                     : server::AnswerSource::kStale,
                  start);
   }
-  shared_.metrics.ServFail(outcome, reason);
+  shared_.metrics.ServFail(upstream::ForwardFailureOf(outcome, reason));
   ReplyEmpty(to, query, dns::Rcode::kServFail, server::AnswerSource::kFailure, start);
 }
 
@@ -457,7 +459,7 @@ void DnsHandler::PollSerials() {
     forwarder_.Resolve(
         upstream::Request::FromQuery(query, dns::Transport::kUdp, loop::SocketAddress()),
         routing->SetFor(route), [this, zone](const upstream::Result& result) {
-          if (result.outcome != upstream::Outcome::kAnswer) return;  // asked again next time
+          if (result.outcome != upstream::ForwardOutcome::kAnswer) return;  // asked again next time
           dns::Message message;
           if (dns::ParseMessage(result.reply, &message, dns::TrailingData::kIgnore) !=
               dns::ParseError::kOk) {
@@ -479,14 +481,12 @@ ChaosStats DnsHandler::ChaosStatsNow() const {
   chaos.misses = stats.misses;
   chaos.hits = stats.hits;
   // dnsmasq lists the servers it is configured with, in order.
-  for (const upstream::UpstreamAddress& address : shared_.routing.Current()->listing_order) {
+  for (const loop::SocketAddress& address : shared_.routing.Current()->listing_order) {
     UpstreamCounters counters;
     counters.address = address;
-    if (auto socket = loop::SocketAddress::FromHostPort(address.address.ToString(), address.port)) {
-      const auto& entry = shared_.upstream_table->Get(*socket);
-      counters.sent = entry.sent.Value();
-      counters.failed = entry.failed.Value();
-    }
+    const auto& entry = shared_.upstream_table->Get(address);
+    counters.sent = entry.sent.Value();
+    counters.failed = entry.failed.Value();
     chaos.servers.push_back(counters);
   }
   return chaos;

@@ -19,7 +19,7 @@
 //                    and written for the client (cached_response.h), or on failure an
 //                    expired entry is served stale (RFC 8767), else SERVFAIL
 //
-// Over a budget (the waiting queries', or the forwarder's: Outcome::kOverloaded) the query
+// Over a budget (the waiting queries', or the forwarder's: ForwardOutcome::kOverloaded) the query
 // is answered at once the same way: stale if the cache still has the name, else SERVFAIL.
 // A waiting query whose TCP client closes its connection is dropped then.
 //
@@ -82,7 +82,7 @@ struct RoutingState {
   LocalAnswers local;
   // Every upstream once, in the order dnsmasq lists them in servers.bind: the --server
   // options as given (command line, then --servers-file), then resolv.conf's.
-  std::vector<upstream::UpstreamAddress> listing_order;
+  std::vector<loop::SocketAddress> listing_order;
   uint64_t generation = 0;
 
   // A route's index, as a server::Decision carries it across threads: its place in
@@ -213,7 +213,8 @@ class DnsHandler final : public server::QueryHandler {
   // still has one, else SERVFAIL (counted under `outcome` and `reason`).
   template <class To>
   void ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKey& key, size_t limit,
-                        upstream::Outcome outcome, upstream::FailReason reason, const Start& start);
+                        upstream::ForwardOutcome outcome, upstream::FailReason reason,
+                        const Start& start);
   void LogAnswer(const loop::SocketAddress& client, const dns::Query& query,
                  std::span<const uint8_t> response, server::AnswerSource source,
                  dns::Transport transport, const Start& start);

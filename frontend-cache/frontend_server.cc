@@ -19,18 +19,6 @@ namespace kdns::frontend {
 
 namespace {
 
-upstream::UpstreamSet ToSet(const std::vector<upstream::UpstreamAddress>& upstreams) {
-  std::vector<loop::SocketAddress> addresses;
-  addresses.reserve(upstreams.size());
-  for (const auto& upstream : upstreams) {
-    if (auto address =
-            loop::SocketAddress::FromHostPort(upstream.address.ToString(), upstream.port)) {
-      addresses.push_back(*address);
-    }
-  }
-  return upstream::UpstreamSet(std::move(addresses));
-}
-
 // auto: a receiver thread that hands off most datagrams (a cold or mostly missing cache)
 // leaves the socket to the loop, judged over windows of this many datagrams (about 50 ms
 // at 20,000 q/s); on: it never does.
@@ -97,7 +85,7 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
       return false;
     }
   }
-  std::vector<upstream::UpstreamAddress> resolv;
+  std::vector<loop::SocketAddress> resolv;
   if (!o.flags.no_resolv) {
     upstream::ResolvConf conf;
     std::string resolv_error;
@@ -113,7 +101,7 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
   }
   state->table = RoutingTable::Build(servers, resolv);
   state->listing_order.clear();
-  auto list = [&](const upstream::UpstreamAddress& address) {
+  auto list = [&](const loop::SocketAddress& address) {
     if (std::find(state->listing_order.begin(), state->listing_order.end(), address) ==
         state->listing_order.end()) {
       state->listing_order.push_back(address);
@@ -122,7 +110,7 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
   for (const ServerOption& server : servers) {
     if (server.target == ServerOption::Target::kUpstream) list(server.upstream);
   }
-  for (const upstream::UpstreamAddress& address : state->table.AllUpstreams()) list(address);
+  for (const loop::SocketAddress& address : state->table.AllUpstreams()) list(address);
   if (o.inherited.empty()) {
     std::vector<IpAddress> listen = o.flags.listen_addresses;
     if (!CheckNoSelfLoop(state->table, listen, o.flags.port, o.local_addresses, error)) {
@@ -131,9 +119,9 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
   }
   state->domain_sets.clear();
   for (const Route& route : state->table.domain_routes()) {
-    state->domain_sets.push_back(ToSet(route.upstreams));
+    state->domain_sets.push_back(upstream::UpstreamSet(route.upstreams));
   }
-  state->default_set = ToSet(state->table.default_route().upstreams);
+  state->default_set = upstream::UpstreamSet(state->table.default_route().upstreams);
   // The hosts files, re-read on every reload as dnsmasq does on SIGHUP. One that cannot be
   // read is left out, loudly (dnsmasq carries on without it too); bad lines are skipped.
   std::vector<HostsEntry> hosts;
@@ -198,8 +186,7 @@ bool FrontendServer::Start(std::string* error) {
       config.udp.receiver_yield_window = ReceiverYieldWindow(options_.flags.receiver_threads);
       // One socket for all threads, so their receivers take turns (see DnsServer).
       config.shared_sockets = config.udp.receiver_thread;
-      config.listen_address =
-          *loop::SocketAddress::FromHostPort(ip.ToString(), options_.flags.port);
+      config.listen_address = loop::SocketAddressOf(ip, options_.flags.port);
       config.tcp = tcp;
       config.clients = rate_limits_.clients;
       config.responses = rate_limits_.responses;
@@ -217,8 +204,8 @@ bool FrontendServer::Start(std::string* error) {
 
   if (options_.flags.prometheus_port != 0) {
     http::Server::Options http_options;
-    http_options.bind_address = *loop::SocketAddress::FromHostPort(
-        options_.flags.prometheus_address.ToString(), options_.flags.prometheus_port);
+    http_options.bind_address =
+        loop::SocketAddressOf(options_.flags.prometheus_address, options_.flags.prometheus_port);
     metrics_http_ = std::make_unique<http::ServerThread>(http_options);
     metrics_http_->Handle("/metrics", [this](const http::Request&) {
       http::Response response = http::Response::Text(200, RenderMetrics());

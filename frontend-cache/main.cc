@@ -54,9 +54,9 @@ std::vector<kdns::IpAddress> LocalAddresses() {
     if (entry->ifa_addr == nullptr) continue;
     socklen_t len =
         entry->ifa_addr->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-    if (auto address = kdns::loop::SocketAddress::FromSockaddr(entry->ifa_addr, len)) {
-      if (auto ip = kdns::IpAddress::Parse(address->HostString())) out.push_back(*ip);
-    }
+    auto address = kdns::loop::SocketAddress::FromSockaddr(entry->ifa_addr, len);
+    // A zoned (link-local) address cannot be named by an IpAddress: skipped.
+    if (address && address->scope_id() == 0) out.push_back(kdns::loop::IpOf(*address));
   }
   freeifaddrs(list);
   return out;
@@ -84,7 +84,7 @@ std::vector<kdns::IpAddress> InterfaceAddresses(const std::vector<std::string>& 
         IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6*>(entry->ifa_addr)->sin6_addr)) {
       continue;
     }
-    if (auto ip = kdns::IpAddress::Parse(address->HostString())) out.push_back(*ip);
+    if (address->scope_id() == 0) out.push_back(kdns::loop::IpOf(*address));
   }
   freeifaddrs(list);
   return out;
@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
        "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
        "--cache-bytes=N --cache-entry-max-bytes=N --stale-max=S "
        "--lameduck=D --upstream-0x20=auto|on|off "
-       "--prometheus-port=N --prometheus-address=IP --debug-address=IP:PORT "
+       "--prometheus-port=N --prometheus-addr=IP --debug-address=IP:PORT "
        "--tcp-idle-timeout=D --tcp-frame-timeout=D --tcp-query-timeout=D "
        "--tcp-max-connections=N "
        "--tcp-max-connections-per-source=N --tcp-max-output-bytes-per-connection=N "
@@ -185,6 +185,7 @@ int main(int argc, char** argv) {
   }
   kdns::app::ExitIfCheckingFlags(FLAGS_check_flags);
   kdns::app::InitProcess(argv[0]);
+  for (const std::string& warning : options.flags.warnings) LOG(WARNING) << warning;
   if (options.flags.debug_address) {
     const std::string warning = kdns::server::DebugAddressWarning(kdns::server::kDebugAddressFlag,
                                                                   *options.flags.debug_address);

@@ -21,11 +21,11 @@ FrontendMetrics::FrontendMetrics(metrics::Registry& registry) {
       "kdns_frontend_servfail_total",
       "SERVFAIL answers made here because no upstream gave a usable answer, by reason.",
       {"reason"});
-  // FailReason order from kTimeout to kShutdown, then any budget, then fail-fast.
-  const char* reasons[] = {"timeout",  "upstream_error", "network_error", "no_upstreams",
-                           "shutdown", "overloaded",     "upstream_down"};
-  for (size_t i = 0; i < servfail_.size(); ++i) servfail_[i] = &servfail.WithLabels({reasons[i]});
-  servfail_bad_reply_ = &servfail.WithLabels({"bad_reply"});
+  for (size_t i = 0; i < servfail_.size(); ++i) {
+    const auto failure = static_cast<upstream::ForwardFailure>(i);
+    if (failure == upstream::ForwardFailure::kChain) continue;  // kubedns's ExternalName chains
+    servfail_[i] = &servfail.WithLabels({upstream::ForwardFailureName(failure)});
+  }
   auto& local = registry.AddCounterFamily(
       "kdns_frontend_local_answers_total",
       "Queries answered without asking an upstream (cache hits aside), by kind.", {"kind"});
@@ -41,41 +41,6 @@ FrontendMetrics::FrontendMetrics(metrics::Registry& registry) {
   for (size_t i = 0; i < answer_seconds_.size(); ++i) {
     answer_seconds_[i] = &answer_seconds.WithLabels(
         {server::AnswerSourceName(static_cast<server::AnswerSource>(i))});
-  }
-}
-
-void FrontendMetrics::ServFail(upstream::Outcome outcome, upstream::FailReason reason) {
-  if (outcome == upstream::Outcome::kOverloaded) {
-    servfail_[5]->Inc();
-    return;
-  }
-  switch (reason) {
-    case upstream::FailReason::kTimeout:
-      servfail_[0]->Inc();
-      break;
-    case upstream::FailReason::kUpstreamError:
-      servfail_[1]->Inc();
-      break;
-    case upstream::FailReason::kNetworkError:
-      servfail_[2]->Inc();
-      break;
-    case upstream::FailReason::kNoUpstreams:
-      servfail_[3]->Inc();
-      break;
-    case upstream::FailReason::kUpstreamDown:
-      servfail_[6]->Inc();
-      break;
-    case upstream::FailReason::kShutdown:
-    case upstream::FailReason::kNone:
-      servfail_[4]->Inc();
-      break;
-    // Budgets come with kOverloaded, handled above.
-    case upstream::FailReason::kForwardMax:
-    case upstream::FailReason::kRouteBudget:
-    case upstream::FailReason::kUpstreamBudget:
-    case upstream::FailReason::kWaitersPerQuery:
-      servfail_[5]->Inc();
-      break;
   }
 }
 

@@ -5,7 +5,8 @@
 //   kdns_frontend_queries_total{type,rcode}   answered queries; both labels from small fixed
 //                                             sets ("other" beyond them)
 //   kdns_frontend_malformed_total             queries answered FORMERR or dropped unparsed
-//   kdns_frontend_servfail_total{reason}      SERVFAILs we made: timeout, upstream_error,
+//   kdns_frontend_servfail_total{reason}      SERVFAILs we made, by upstream::ForwardFailure
+//                                             (kubedns's words): timeout, upstream_error,
 //                                             network_error, no_upstreams, overloaded (over
 //                                             a forwarding budget), upstream_down (every
 //                                             upstream of the route known down), bad_reply,
@@ -30,7 +31,7 @@
 #include "common/metrics/counter.h"
 #include "common/metrics/registry.h"
 #include "common/server/query_log.h"
-#include "common/upstream/forwarder.h"
+#include "common/upstream/forward_outcome.h"
 
 namespace kdns::frontend {
 
@@ -64,9 +65,10 @@ class FrontendMetrics {
     queries_[TypeIndex(type)][RcodeIndex(rcode)]->Inc();
   }
   void Malformed() { malformed_->Inc(); }
-  // A SERVFAIL we answered because the forwarder gave no answer.
-  void ServFail(upstream::Outcome outcome, upstream::FailReason reason);
-  void BadReply() { servfail_bad_reply_->Inc(); }
+  // A SERVFAIL we answered because the forwarder gave no usable answer (never kChain).
+  void ServFail(upstream::ForwardFailure failure) {
+    servfail_[static_cast<size_t>(failure)]->Inc();
+  }
   void LocalAnswer(Local kind) { local_[static_cast<size_t>(kind)]->Inc(); }
   // An answer sent now to a query the handler was given at `start`, by its source
   // (server::AnswerSource, the `source` label).
@@ -82,9 +84,8 @@ class FrontendMetrics {
   // [type index (kTypes.size() = other)][rcode index (kRcodes.size() = other)]
   std::array<std::array<metrics::Counter*, kRcodes.size() + 1>, kTypes.size() + 1> queries_{};
   metrics::Counter* malformed_ = nullptr;
-  // By FailReason - 1 up to kShutdown, then overloaded, then upstream_down.
-  std::array<metrics::Counter*, 7> servfail_{};
-  metrics::Counter* servfail_bad_reply_ = nullptr;
+  // By ForwardFailure; kChain (kubedns's) has no series here.
+  std::array<metrics::Counter*, upstream::kForwardFailures> servfail_{};
   std::array<metrics::Counter*, static_cast<size_t>(Local::kCount)> local_{};
   std::array<metrics::Histogram*, server::kAnswerSources> answer_seconds_{};
 };

@@ -2,6 +2,7 @@
 // setter that checks its value and stores it into Options.
 #include "frontend-cache/option_table.h"
 
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <type_traits>
@@ -108,6 +109,28 @@ Setter Flag(bool Options::*field) {
   };
 }
 
+// --prometheus-addr (the sidecar's kube-dns spelling, one for every program of the pod), and
+// its deprecated old name --prometheus-address, which still works, with a warning.
+Setter PrometheusAddr(std::string_view flag) {
+  return [flag](std::string_view value, Options* options, std::string* error) {
+    std::optional<IpAddress> address = IpAddress::Parse(value);
+    if (!address) {
+      *error = "--" + std::string(flag) + ": \"" + std::string(value) + "\" is not an IP address";
+      return false;
+    }
+    options->prometheus_address = *address;
+    if (flag != "prometheus-addr") {
+      const std::string warning =
+          "--" + std::string(flag) + " is deprecated: it is --prometheus-addr";
+      if (std::find(options->warnings.begin(), options->warnings.end(), warning) ==
+          options->warnings.end()) {
+        options->warnings.push_back(warning);
+      }
+    }
+    return true;
+  };
+}
+
 const std::vector<OptionSpec>& Specs() {
   static const std::vector<OptionSpec> specs{
       {"server", 'S', true,
@@ -181,16 +204,8 @@ const std::vector<OptionSpec>& Specs() {
       {"stale-max", 0, true, Uint(&Options::stale_max_s, 0, UINT32_MAX, "stale-max")},
       {"lameduck", 0, true, DurationMs(In(&Options::lameduck_ms), "lameduck", "5s")},
       {"servers-file", 0, true, NonEmpty(In(&Options::servers_file), "servers-file", "empty path")},
-      {"prometheus-address", 0, true,
-       [](std::string_view value, Options* options, std::string* error) {
-         std::optional<IpAddress> address = IpAddress::Parse(value);
-         if (!address) {
-           *error = "--prometheus-address: \"" + std::string(value) + "\" is not an IP address";
-           return false;
-         }
-         options->prometheus_address = *address;
-         return true;
-       }},
+      {"prometheus-addr", 0, true, PrometheusAddr("prometheus-addr")},
+      {"prometheus-address", 0, true, PrometheusAddr("prometheus-address")},  // deprecated
       {"debug-address", 0, true,
        [](std::string_view value, Options* options, std::string* error) {
          return server::ParseDebugAddress(value, server::kDebugAddressFlag, &options->debug_address,

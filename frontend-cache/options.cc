@@ -151,8 +151,7 @@ bool ParseOptions(std::span<const std::string_view> args, Options* options,
   if (options->debug_address && options->prometheus_port != 0) {
     *error = server::DebugAddressClash(
         *options->debug_address, "--prometheus-port",
-        *loop::SocketAddress::FromHostPort(options->prometheus_address.ToString(),
-                                           options->prometheus_port));
+        loop::SocketAddressOf(options->prometheus_address, options->prometheus_port));
     if (!error->empty()) return false;
   }
   for (const auto& [name, value] :

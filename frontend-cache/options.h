@@ -97,7 +97,7 @@ struct Options {
   uint32_t stale_max_s = 86400;                                 // --stale-max (0: no stale answers)
   uint64_t lameduck_ms = 5000;   // --lameduck (Go duration or seconds)
   uint16_t prometheus_port = 0;  // --prometheus-port (0: off)
-  IpAddress prometheus_address = *IpAddress::Parse("0.0.0.0");  // --prometheus-address
+  IpAddress prometheus_address = *IpAddress::Parse("0.0.0.0");  // --prometheus-addr
   // --debug-address=IP:PORT: /debug/top-clients on an HTTP port of its own, off by
   // default (common/server/debug_http.h); never on --prometheus-port, which every pod
   // can reach.
@@ -105,6 +105,8 @@ struct Options {
   // --metrics-textfile: Prometheus text appended to /metrics at every scrape (node
   // exporter's textfile idea); the nanny writes its own figures there.
   std::string metrics_textfile;
+  // What main logs as warnings once logging is set up: a deprecated flag used, once each.
+  std::vector<std::string> warnings;
   // Forwarding budgets (common/upstream/forward_budgets.h), under --dns-forward-max; 0: a
   // quarter of it.
   uint32_t forward_max_per_route = 0;     // --forward-max-per-route

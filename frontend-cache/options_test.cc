@@ -25,8 +25,8 @@ Parsed Parse(std::vector<std::string_view> args) {
   return parsed;
 }
 
-upstream::UpstreamAddress Up(std::string_view ip, uint16_t port = 53) {
-  return upstream::UpstreamAddress{*IpAddress::Parse(ip), port};
+loop::SocketAddress Up(std::string_view ip, uint16_t port = 53) {
+  return loop::SocketAddressOf(*IpAddress::Parse(ip), port);
 }
 
 TEST_CASE("Defaults are dnsmasq's", "[frontend][options]") {
@@ -44,6 +44,19 @@ TEST_CASE("Defaults are dnsmasq's", "[frontend][options]") {
   CHECK(parsed.options.resolv_file == "/etc/resolv.conf");
   CHECK(parsed.options.receiver_threads == ReceiverThreads::kAuto);
   CHECK(parsed.options.upstream_0x20 == upstream::Dns0x20::kAuto);
+}
+
+TEST_CASE("--prometheus-addr sets the metrics address; its old name still does, with a warning",
+          "[frontend][options]") {
+  Parsed now = Parse({"--prometheus-addr=127.0.0.1"});
+  REQUIRE(now.ok);
+  CHECK(now.options.prometheus_address == *IpAddress::Parse("127.0.0.1"));
+  CHECK(now.options.warnings.empty());
+  Parsed old = Parse({"--prometheus-address=127.0.0.2", "--prometheus-address=127.0.0.3"});
+  REQUIRE(old.ok);
+  CHECK(old.options.prometheus_address == *IpAddress::Parse("127.0.0.3"));
+  CHECK(old.options.warnings ==  // once, however often it is given
+        std::vector<std::string>{"--prometheus-address is deprecated: it is --prometheus-addr"});
 }
 
 TEST_CASE("--upstream-0x20 takes auto, on and off", "[frontend][options]") {
@@ -202,6 +215,8 @@ TEST_CASE("Malformed options fail with one line naming the option", "[frontend][
       {{"--stale-max=1d"}, "--stale-max: \"1d\" is not a number in 0..4294967295"},
       {{"--lameduck=soon"}, "--lameduck: \"soon\" is not a duration (e.g. 5s, 500ms, or seconds)"},
       {{"--prometheus-port=99999"}, "--prometheus-port: \"99999\" is not a number in 0..65535"},
+      {{"--prometheus-addr=any"}, "--prometheus-addr: \"any\" is not an IP address"},
+      {{"--prometheus-address=any"}, "--prometheus-address: \"any\" is not an IP address"},
       {{"--debug-address=10057"},
        "--debug-address: not an IP address and port (127.0.0.1:10057): \"10057\""},
       {{"--prometheus-port=10056", "--debug-address=127.0.0.1:10056"},

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "common/upstream/upstream_address.h"
+
 namespace kdns::frontend {
 namespace {
 
@@ -11,8 +13,7 @@ std::string WireKey(const dns::Name& name) {
   return std::string(reinterpret_cast<const char*>(wire.data()), wire.size());
 }
 
-void AddUnique(std::vector<upstream::UpstreamAddress>* list,
-               const upstream::UpstreamAddress& upstream) {
+void AddUnique(std::vector<loop::SocketAddress>* list, const loop::SocketAddress& upstream) {
   if (std::find(list->begin(), list->end(), upstream) == list->end()) list->push_back(upstream);
 }
 
@@ -30,20 +31,20 @@ bool IsUnspecified(const IpAddress& address) {
 }  // namespace
 
 RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
-                                 std::span<const upstream::UpstreamAddress> resolv_conf) {
-  std::vector<upstream::UpstreamAddress> defaults;
+                                 std::span<const loop::SocketAddress> resolv_conf) {
+  std::vector<loop::SocketAddress> defaults;
   for (const ServerOption& server : servers) {
     if (server.domains.empty()) AddUnique(&defaults, server.upstream);
   }
   if (defaults.empty()) {
-    for (const upstream::UpstreamAddress& upstream : resolv_conf) AddUnique(&defaults, upstream);
+    for (const loop::SocketAddress& upstream : resolv_conf) AddUnique(&defaults, upstream);
   }
   Route fallback;
   fallback.action = defaults.empty() ? RouteAction::kRefused : RouteAction::kForward;
   fallback.upstreams = defaults;
 
   struct Pending {
-    std::vector<upstream::UpstreamAddress> upstreams;
+    std::vector<loop::SocketAddress> upstreams;
     bool use_defaults = false;
   };
   std::vector<std::pair<dns::Name, Pending>> pending;  // configuration order
@@ -66,8 +67,7 @@ RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
     route.domain = domain;
     route.upstreams = std::move(entry.upstreams);
     if (entry.use_defaults) {
-      for (const upstream::UpstreamAddress& upstream : defaults)
-        AddUnique(&route.upstreams, upstream);
+      for (const loop::SocketAddress& upstream : defaults) AddUnique(&route.upstreams, upstream);
     }
     if (!route.upstreams.empty()) {
       route.action = RouteAction::kForward;
@@ -81,10 +81,10 @@ RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
   return table;
 }
 
-std::vector<upstream::UpstreamAddress> RoutingTable::AllUpstreams() const {
-  std::vector<upstream::UpstreamAddress> all = default_route().upstreams;
+std::vector<loop::SocketAddress> RoutingTable::AllUpstreams() const {
+  std::vector<loop::SocketAddress> all = default_route().upstreams;
   for (const Route& route : domain_routes()) {
-    for (const upstream::UpstreamAddress& upstream : route.upstreams) AddUnique(&all, upstream);
+    for (const loop::SocketAddress& upstream : route.upstreams) AddUnique(&all, upstream);
   }
   return all;
 }
@@ -113,16 +113,17 @@ bool CheckNoSelfLoop(const RoutingTable& table, std::span<const IpAddress> liste
   const bool wildcard =
       listen_addresses.empty() ||
       std::any_of(listen_addresses.begin(), listen_addresses.end(), IsUnspecified);
-  for (const upstream::UpstreamAddress& upstream : table.AllUpstreams()) {
-    if (upstream.port != port) continue;
-    const IpAddress& address = upstream.address;
+  for (const loop::SocketAddress& upstream : table.AllUpstreams()) {
+    if (upstream.port() != port) continue;
+    const IpAddress address = loop::IpOf(upstream);
     const bool listened = std::find(listen_addresses.begin(), listen_addresses.end(), address) !=
                           listen_addresses.end();
     const bool local =
         IsLoopback(address) || IsUnspecified(address) ||
         std::find(local_addresses.begin(), local_addresses.end(), address) != local_addresses.end();
     if (listened || (wildcard && local)) {
-      *error = "upstream " + upstream.ToString() + " is this server itself (listening on " +
+      *error = "upstream " + upstream::FormatUpstreamAddress(upstream) +
+               " is this server itself (listening on " +
                (wildcard ? std::string("every address") : address.ToString()) + " port " +
                std::to_string(port) + "): queries would loop";
       return false;

@@ -23,8 +23,8 @@
 
 #include "common/base/ip_address.h"
 #include "common/dns/name.h"
+#include "common/loop/socket_address.h"
 #include "common/upstream/route_table.h"
-#include "common/upstream/upstream_address.h"
 #include "frontend-cache/options.h"
 
 namespace kdns::frontend {
@@ -38,7 +38,7 @@ enum class RouteAction : uint8_t {
 struct Route {
   dns::Name domain;  // lower-cased; the root for the default route
   RouteAction action = RouteAction::kRefused;
-  std::vector<upstream::UpstreamAddress> upstreams;
+  std::vector<loop::SocketAddress> upstreams;
 
   friend bool operator==(const Route& a, const Route& b) {
     return a.domain.IdenticalTo(b.domain) && a.action == b.action && a.upstreams == b.upstreams;
@@ -54,7 +54,7 @@ class RoutingTable {
   // --server options for one domain add up; `/domain/#` adds the default upstreams after
   // the domain's own.
   static RoutingTable Build(std::span<const ServerOption> servers,
-                            std::span<const upstream::UpstreamAddress> resolv_conf);
+                            std::span<const loop::SocketAddress> resolv_conf);
 
   // The route for `qname`: the most specific domain route, else the default route.
   const Route& Lookup(const dns::Name& qname) const { return table_.Lookup(qname); }
@@ -62,7 +62,7 @@ class RoutingTable {
   const Route& default_route() const { return table_.default_route(); }
   std::span<const Route> domain_routes() const { return table_.domain_routes(); }
   // Every distinct upstream, default ones first, in configuration order (servers.bind).
-  std::vector<upstream::UpstreamAddress> AllUpstreams() const;
+  std::vector<loop::SocketAddress> AllUpstreams() const;
 
  private:
   upstream::RouteTable<Route> table_;

@@ -12,8 +12,8 @@ namespace {
 
 using dns::testing::N;
 
-upstream::UpstreamAddress Up(std::string_view ip, uint16_t port = 53) {
-  return upstream::UpstreamAddress{*IpAddress::Parse(ip), port};
+loop::SocketAddress Up(std::string_view ip, uint16_t port = 53) {
+  return loop::SocketAddressOf(*IpAddress::Parse(ip), port);
 }
 
 std::vector<ServerOption> Servers(const std::vector<std::string_view>& values) {
@@ -29,7 +29,7 @@ std::vector<ServerOption> Servers(const std::vector<std::string_view>& values) {
 }
 
 RoutingTable Table(const std::vector<std::string_view>& values,
-                   const std::vector<upstream::UpstreamAddress>& resolv_conf = {}) {
+                   const std::vector<loop::SocketAddress>& resolv_conf = {}) {
   return RoutingTable::Build(Servers(values), resolv_conf);
 }
 
@@ -49,7 +49,7 @@ TEST_CASE("The most specific domain wins, case-insensitively", "[frontend][routi
 }
 
 TEST_CASE("Default upstreams come from --server=ip, else resolv.conf", "[frontend][routing]") {
-  std::vector<upstream::UpstreamAddress> resolv = {Up("10.96.0.10"), Up("10.96.0.11")};
+  std::vector<loop::SocketAddress> resolv = {Up("10.96.0.10"), Up("10.96.0.11")};
   CHECK(Table({"1.1.1.1"}, resolv).default_route().upstreams == std::vector{Up("1.1.1.1")});
   CHECK(Table({"/corp/10.0.0.1"}, resolv).default_route().upstreams == resolv);
   CHECK(Table({"/corp/10.0.0.1"}).default_route().action == RouteAction::kRefused);

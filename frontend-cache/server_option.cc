@@ -10,8 +10,7 @@ namespace kdns::frontend {
 namespace {
 
 // The address of a --server value (kDnsmasqSyntax), with the errors worded for --server.
-std::optional<upstream::UpstreamAddress> ParseServerAddress(std::string_view text,
-                                                            std::string* error) {
+std::optional<loop::SocketAddress> ParseServerAddress(std::string_view text, std::string* error) {
   const upstream::ParsedAddress parsed = upstream::ParseAddress(text, upstream::kDnsmasqSyntax);
   const std::string quoted = "\"" + std::string(text) + "\"";
   switch (parsed.shape) {
@@ -88,7 +87,7 @@ bool ParseServerOption(std::string_view value, ServerOption* server, std::string
       return true;
     }
   }
-  std::optional<upstream::UpstreamAddress> upstream = ParseServerAddress(target, error);
+  std::optional<loop::SocketAddress> upstream = ParseServerAddress(target, error);
   if (!upstream) return false;
   server->target = ServerOption::Target::kUpstream;
   server->upstream = *upstream;

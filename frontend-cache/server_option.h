@@ -11,7 +11,7 @@
 
 #include "common/base/ip_address.h"
 #include "common/dns/name.h"
-#include "common/upstream/upstream_address.h"
+#include "common/loop/socket_address.h"
 
 namespace kdns::frontend {
 
@@ -26,7 +26,7 @@ struct ServerOption {
   enum class Target : uint8_t { kUpstream, kLocal, kDefaultUpstreams };
   std::vector<dns::Name> domains;  // empty: a default upstream
   Target target = Target::kUpstream;
-  upstream::UpstreamAddress upstream;  // for kUpstream
+  loop::SocketAddress upstream;  // for kUpstream
 
   friend bool operator==(const ServerOption&, const ServerOption&) = default;
 };

@@ -12,8 +12,8 @@ namespace {
 
 using dns::testing::N;
 
-upstream::UpstreamAddress Up(std::string_view ip, uint16_t port = 53) {
-  return upstream::UpstreamAddress{*IpAddress::Parse(ip), port};
+loop::SocketAddress Up(std::string_view ip, uint16_t port = 53) {
+  return loop::SocketAddressOf(*IpAddress::Parse(ip), port);
 }
 
 TEST_CASE("--server forms", "[frontend][server_option]") {
@@ -59,7 +59,7 @@ TEST_CASE("a servers file holds server lines and comments only", "[frontend][ser
                        &servers, &error));
   REQUIRE(servers.size() == 3);
   CHECK(servers[0].domains.size() == 1);
-  CHECK(servers[0].upstream.port == 5353);
+  CHECK(servers[0].upstream.port() == 5353);
   CHECK(servers[1].domains.empty());
   CHECK(servers[2].target == ServerOption::Target::kLocal);
 

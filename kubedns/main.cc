@@ -92,7 +92,9 @@ DEFINE_string(receiver_threads, "auto",
 DEFINE_string(pod_records, "insecure",
               "a-b-c-d.ns.pod.<domain> records: insecure (any IP), verified (only the IP "
               "of a live pod in that namespace; watches Pods), disabled.");
-DEFINE_int32(metrics_port, -1, "Port for /metrics; default: $PROMETHEUS_PORT, else 10055.");
+DEFINE_int32(prometheus_port, -1, "Port for /metrics; default: $PROMETHEUS_PORT, else 10055.");
+DEFINE_int32(metrics_port, -1,
+             "Deprecated: the old name of --prometheus-port (the same port, with a warning).");
 DEFINE_string(http_bind_address, "0.0.0.0", "Address for the healthz and metrics ports.");
 DEFINE_string(debug_address, "",
               "IP:port to serve the debug data on: /cache (the whole record tree, as JSON) and "
@@ -239,6 +241,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.dns_threads = FLAGS_dns_threads;
   flags.receiver_threads = FLAGS_receiver_threads;
   flags.pod_records = FLAGS_pod_records;
+  flags.prometheus_port = FLAGS_prometheus_port;
   flags.metrics_port = FLAGS_metrics_port;
   flags.http_bind_address = FLAGS_http_bind_address;
   flags.debug_address = FLAGS_debug_address;

@@ -160,8 +160,29 @@ bool AutopathOptions(const FlagValues& flags, KubednsServer::Options* options, s
   return true;
 }
 
+// --prometheus-port (the sidecar's kube-dns spelling, one for every program of the pod),
+// and its deprecated old name --metrics-port: the same port, with a warning; both given
+// must agree. -1 when neither is given; *flag: the one given.
+bool PrometheusPort(const FlagValues& flags, int64_t* port, const char** flag,
+                    std::vector<std::string>* warnings, std::string* error) {
+  *port = flags.prometheus_port;
+  *flag = "prometheus-port";
+  if (flags.metrics_port < 0) return true;
+  if (flags.prometheus_port >= 0 && flags.prometheus_port != flags.metrics_port) {
+    *error = "--metrics-port=" + std::to_string(flags.metrics_port) +
+             " is the old name of --prometheus-port=" + std::to_string(flags.prometheus_port) +
+             ": give one of them";
+    return false;
+  }
+  warnings->push_back("--metrics-port is deprecated: it is --prometheus-port");
+  *port = flags.metrics_port;
+  *flag = "metrics-port";
+  return true;
+}
+
 bool ListenOptions(const FlagValues& flags, const k8s::EnvLookup& env,
-                   KubednsServer::Options* options, std::string* error) {
+                   KubednsServer::Options* options, std::vector<std::string>* warnings,
+                   std::string* error) {
   if (!Address("dns-bind-address", flags.dns_bind_address, "dns-port", flags.dns_port,
                &options->dns_address, error)) {
     return false;
@@ -183,7 +204,9 @@ bool ListenOptions(const FlagValues& flags, const k8s::EnvLookup& env,
                &options->healthz_address, error)) {
     return false;
   }
-  int64_t metrics_port = flags.metrics_port;
+  int64_t metrics_port = -1;
+  const char* metrics_flag = nullptr;
+  if (!PrometheusPort(flags, &metrics_port, &metrics_flag, warnings, error)) return false;
   if (metrics_port < 0) {
     const std::optional<std::string> prometheus_port = env("PROMETHEUS_PORT");  // kube-dns's
     metrics_port = 10055;
@@ -196,7 +219,7 @@ bool ListenOptions(const FlagValues& flags, const k8s::EnvLookup& env,
       metrics_port = *port;
     }
   }
-  if (!Address("http-bind-address", flags.http_bind_address, "metrics-port", metrics_port,
+  if (!Address("http-bind-address", flags.http_bind_address, metrics_flag, metrics_port,
                &options->metrics_address, error)) {
     return false;
   }
@@ -222,8 +245,9 @@ bool DebugAddress(const FlagValues& flags, KubednsServer::Options* options,
   }
   if (value.empty()) return true;
   if (!server::ParseDebugAddress(value, flag, &options->debug_address, error)) return false;
-  for (const auto& [other_flag, other] : {std::pair{"--healthz-port", options->healthz_address},
-                                          std::pair{"--metrics-port", options->metrics_address}}) {
+  for (const auto& [other_flag, other] :
+       {std::pair{"--healthz-port", options->healthz_address},
+        std::pair{"--prometheus-port", options->metrics_address}}) {
     *error = server::DebugAddressClash(*options->debug_address, other_flag, other);
     if (!error->empty()) return false;
   }
@@ -444,7 +468,7 @@ bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env, Options* o
                   std::string* error) {
   KubednsServer::Options& server = options->server;
   if (!AnswerOptions(flags, &server, error) || !AutopathOptions(flags, &server, error) ||
-      !ListenOptions(flags, env, &server, error)) {
+      !ListenOptions(flags, env, &server, &options->warnings, error)) {
     return false;
   }
   server.metrics_prefix = DnsMetrics::SkydnsPrefixFromEnvironment();

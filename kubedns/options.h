@@ -49,7 +49,8 @@ struct FlagValues {
   int64_t dns_threads = 0;
   std::string receiver_threads = "auto";  // auto|on|off, as frontend-cache's
   std::string pod_records = "insecure";
-  int64_t metrics_port = -1;  // -1: $PROMETHEUS_PORT, else 10055
+  int64_t prometheus_port = -1;  // -1: $PROMETHEUS_PORT, else 10055
+  int64_t metrics_port = -1;     // the deprecated old name of --prometheus-port
   std::string http_bind_address = "0.0.0.0";
   std::string debug_address;  // empty: no debug data (/cache, /debug/*) is served
   // The old name of --debug-address (it served /cache only): the same address, with a

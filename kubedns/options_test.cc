@@ -109,11 +109,30 @@ TEST_CASE("kubedns's metrics port comes from the flag, else $PROMETHEUS_PORT",
   REQUIRE(BuildOptions(Offline(), Env({{"PROMETHEUS_PORT", "9153"}}), &options, &error));
   CHECK(options.server.metrics_address.port() == 9153);
   FlagValues flags = Offline();
-  flags.metrics_port = 0;
+  flags.prometheus_port = 0;
   REQUIRE(BuildOptions(flags, Env({{"PROMETHEUS_PORT", "9153"}}), &options, &error));
   CHECK(options.server.metrics_address.port() == 0);
+  CHECK(options.warnings.empty());
   REQUIRE_FALSE(BuildOptions(Offline(), Env({{"PROMETHEUS_PORT", "91x3"}}), &options, &error));
   CHECK(error == "PROMETHEUS_PORT: \"91x3\" is not a port (1..65535)");
+}
+
+TEST_CASE("kubedns's old --metrics-port still sets the metrics port, with a warning",
+          "[kubedns][options]") {
+  Options options;
+  std::string error;
+  FlagValues flags = Offline();
+  flags.metrics_port = 9154;
+  REQUIRE(BuildOptions(flags, Env({{"PROMETHEUS_PORT", "9153"}}), &options, &error));
+  CHECK(options.server.metrics_address.port() == 9154);
+  CHECK(options.warnings ==
+        std::vector<std::string>{"--metrics-port is deprecated: it is --prometheus-port"});
+  flags.prometheus_port = 9154;  // both, agreeing
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.metrics_address.port() == 9154);
+  flags.prometheus_port = 9155;
+  REQUIRE_FALSE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(error == "--metrics-port=9154 is the old name of --prometheus-port=9155: give one of them");
 }
 
 TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
@@ -152,6 +171,10 @@ TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
     expected = "--healthz-port: not a port";
   }
   SECTION("metrics port") {
+    flags.prometheus_port = 65536;
+    expected = "--prometheus-port: not a port";
+  }
+  SECTION("metrics port by its old name") {
     flags.metrics_port = 65536;
     expected = "--metrics-port: not a port";
   }
@@ -166,7 +189,7 @@ TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
   SECTION("debug address on the metrics port") {
     flags.debug_address = "127.0.0.1:10055";
     expected =
-        "--debug-address=127.0.0.1:10055 takes the port of --metrics-port (0.0.0.0:10055): the "
+        "--debug-address=127.0.0.1:10055 takes the port of --prometheus-port (0.0.0.0:10055): the "
         "debug data needs a port of its own";
   }
   SECTION("debug address by its old name") {

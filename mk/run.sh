@@ -82,7 +82,7 @@ pids+=($!)
   -k --cache-size=1000 --no-negcache --dns-loop-detect --log-facility=- \
   --server=/cluster.local/127.0.0.1#10053 --server=/in-addr.arpa/127.0.0.1#10053 \
   --server=/ip6.arpa/127.0.0.1#10053 --listen-address=127.0.0.1 --port="$dns_port" \
-  --prometheus-address=127.0.0.1 --prometheus-port=10056 \
+  --prometheus-addr=127.0.0.1 --prometheus-port=10056 \
   --debug-address=127.0.0.1:10058 $resolv_flag \
   >"$run/nanny.log" 2>&1 &
 pids+=($!)

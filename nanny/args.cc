@@ -165,7 +165,7 @@ bool ParseListenSpec(const std::vector<std::string>& child_args, ListenSpec* spe
   }
   if (ips.empty()) ips.push_back(*IpAddress::Parse("0.0.0.0"));
   for (const IpAddress& ip : ips) {
-    result.addresses.push_back(*loop::SocketAddress::FromHostPort(ip.ToString(), result.port));
+    result.addresses.push_back(loop::SocketAddressOf(ip, result.port));
   }
   *spec = std::move(result);
   return true;

@@ -14,14 +14,8 @@ std::string_view WithoutDot(std::string_view name) {
   return name;
 }
 
-// kube-dns takes the first address Go's resolver returns, which prefers IPv4.
-std::optional<IpAddress> PickAddress(const std::vector<IpAddress>& addresses) {
-  for (const auto& address : addresses) {
-    if (address.is_v4()) return address;
-  }
-  if (addresses.empty()) return std::nullopt;
-  return addresses.front();
-}
+// The name as a key of the common memory; the configuration's host names always are one.
+dns::Name Key(const std::string& name) { return dns::Name::FromText(name).value_or(dns::Name()); }
 
 }  // namespace
 
@@ -43,6 +37,10 @@ bool StubHosts::Known(const std::vector<std::string>& names) const {
 }
 
 void StubHosts::Resolve(const std::vector<std::string>& names, Done done) {
+  std::vector<dns::Name> keys;
+  keys.reserve(names.size());
+  for (const std::string& name : names) keys.push_back(Key(name));
+  known_.Retain(keys);
   for (auto it = addresses_.begin(); it != addresses_.end();) {
     if (std::find(names.begin(), names.end(), it->first) == names.end()) {
       it = addresses_.erase(it);
@@ -63,30 +61,34 @@ void StubHosts::Resolve(const std::vector<std::string>& names, Done done) {
   for (const std::string& name : names) {
     const bool cluster = UnderDomain(name, cluster_domain_);
     ares::Channel& channel = cluster ? cluster_ : system_;
-    channel.LookupAddresses(
-        name, [this, batch, name, cluster](const std::vector<IpAddress>& addresses,
-                                           const std::string& error) {
-          const std::optional<IpAddress> address = PickAddress(addresses);
-          if (address) {
-            ++lookups_ok_;
-            auto [it, inserted] = addresses_.try_emplace(name, *address);
-            if (inserted || it->second != *address) {
-              LOG(INFO) << "stub server " << name << " is " << address->ToString()
-                        << (inserted ? "" : " (was " + it->second.ToString() + ")");
-              it->second = *address;
-              batch->changed = true;
-            }
-          } else {
-            ++lookups_failed_;
-            auto known = addresses_.find(name);
-            LOG(WARNING) << "cannot resolve stub server " << error
-                         << (cluster ? " (asked kubedns)" : "")
-                         << (known == addresses_.end()
-                                 ? ": no address known, left out"
-                                 : ": keeping its last address " + known->second.ToString());
-          }
-          if (--batch->outstanding == 0) batch->done(batch->changed);
-        });
+    channel.LookupAddresses(name, [this, batch, name, cluster](
+                                      const std::vector<IpAddress>& addresses,
+                                      const std::string& error) {
+      const dns::Name key = Key(name);
+      const config::HostUpdate update = known_.Record(key, addresses);
+      if (update != config::HostUpdate::kKeptLast && update != config::HostUpdate::kUnresolved) {
+        ++lookups_ok_;
+        // kube-dns takes the first address Go's resolver returns, which prefers IPv4:
+        // the first known one (they list IPv4 first).
+        const IpAddress address = known_.Find(key).front();
+        auto [it, inserted] = addresses_.try_emplace(name, address);
+        if (inserted || it->second != address) {
+          LOG(INFO) << "stub server " << name << " is " << address.ToString()
+                    << (inserted ? "" : " (was " + it->second.ToString() + ")");
+          it->second = address;
+          batch->changed = true;
+        }
+      } else {
+        ++lookups_failed_;
+        auto known = addresses_.find(name);
+        LOG(WARNING) << "cannot resolve stub server " << error
+                     << (cluster ? " (asked kubedns)" : "")
+                     << (known == addresses_.end()
+                             ? ": no address known, left out"
+                             : ": keeping its last address " + known->second.ToString());
+      }
+      if (--batch->outstanding == 0) batch->done(batch->changed);
+    });
   }
 }
 

@@ -3,9 +3,10 @@
 // Names under the cluster domain are asked of kubedns (-kubednsServer), every other name of
 // the system resolver, as kube-dns's nanny does: two c-ares channels (common/ares). The
 // address kept is one, as kube-dns takes the first one Go's resolver returns: the first IPv4
-// address when there is one, else the first IPv6 address. A failed lookup keeps the last known
-// address (a kubedns restart or a flaky upstream must not take a stub domain away); a name
-// never resolved stays unknown. Names that left the configuration are forgotten at the next
+// address when there is one, else the first IPv6 address. What a failed lookup, a name never
+// resolved and a name that left the configuration leave known is the policy kubedns applies
+// too, common/config/stub_hosts.h: a failed lookup keeps the last known address, a name
+// never resolved stays unknown, names that left the configuration are forgotten at the next
 // Resolve().
 //
 // Thread: the loop's thread only (the resolvers live on it).
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "common/ares/channel.h"
+#include "common/config/stub_hosts.h"
 #include "nanny/translate.h"
 
 namespace kdns::nanny {
@@ -46,7 +48,8 @@ class StubHosts {
   ares::Channel& cluster_;
   ares::Channel& system_;
   std::string cluster_domain_;
-  HostAddresses addresses_;
+  config::StubHostAddresses known_;  // every address of each name, by the common policy
+  HostAddresses addresses_;          // the one of each that the child is given
   uint64_t lookups_ok_ = 0;
   uint64_t lookups_failed_ = 0;
 };

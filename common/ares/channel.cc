@@ -165,7 +165,8 @@ void Channel::OnAddrInfo(void* arg, int status, int /*timeouts*/, ares_addrinfo*
          node = node->ai_next) {
       auto address = loop::SocketAddress::FromSockaddr(node->ai_addr, node->ai_addrlen);
       if (!address) continue;
-      if (auto ip = IpAddress::Parse(address->HostString())) addresses.push_back(*ip);
+      // A zoned (link-local) address cannot be named by an IpAddress: skipped.
+      if (address->scope_id() == 0) addresses.push_back(loop::IpOf(*address));
     }
     if (addresses.empty()) error = pending->name + ": no IPv4 or IPv6 address";
   } else {

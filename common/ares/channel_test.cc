@@ -90,8 +90,8 @@ TEST_CASE("A c-ares Channel retries a truncated reply over TCP", "[ares]") {
     Channel::Reply reply = Exchange(loop, *channel, QuerySpec("big.example.test").Id(0).Bytes());
     REQUIRE(reply.status == ARES_SUCCESS);
     CHECK(Decode(reply).answers.size() == 1);
-    CHECK(upstream.CountQueries(upstream::Transport::kUdp) == 1);
-    CHECK(upstream.CountQueries(upstream::Transport::kTcp) == 1);
+    CHECK(upstream.CountQueries(dns::Transport::kUdp) == 1);
+    CHECK(upstream.CountQueries(dns::Transport::kTcp) == 1);
   }
   RequireClosesClean(loop);
 }

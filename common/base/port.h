@@ -1,4 +1,4 @@
-// Port numbers as operators write them: in flags (`--dns-port`, `--metrics-port`), in
+// Port numbers as operators write them: in flags (`--dns-port`, `--prometheus-port`), in
 // addresses (`1.2.3.4#53`, `[::1]:10053`) and in the environment (KUBERNETES_SERVICE_PORT,
 // PROMETHEUS_PORT). One parser, so every program accepts and refuses the same text.
 //

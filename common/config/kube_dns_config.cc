@@ -150,7 +150,7 @@ bool ParseStubServer(std::string_view text, StubServer* server) {
   syntax.is_host_name = IsDns1123Subdomain;
   const upstream::ParsedAddress parsed = upstream::ParseAddress(text, syntax);
   if (auto address = parsed.upstream()) {
-    server->address = address->ToSocketAddress();
+    server->address = *address;
     return true;
   }
   if (!parsed.ok()) return false;
@@ -235,7 +235,7 @@ bool ParseUpstreams(const std::string& text, std::vector<loop::SocketAddress>* o
                " (an IP address with an optional port)";
       return false;
     }
-    out->push_back(address->ToSocketAddress());
+    out->push_back(*address);
   }
   return true;
 }
@@ -294,7 +294,7 @@ bool ReadConfigDir(const std::string& dir, ConfigDirData* data, std::string* err
 }
 
 std::string StubServer::ToString() const {
-  if (address) return address->HostString() + "#" + std::to_string(address->port());
+  if (address) return upstream::FormatUpstreamAddress(*address);
   std::string text = host.ToText();
   if (text.size() > 1 && text.back() == '.') text.pop_back();
   return text;
@@ -314,8 +314,7 @@ std::string KubeDnsConfig::ToString() const {
   out += "}; upstreamNameservers: [";
   for (size_t i = 0; i < upstream_nameservers.size(); ++i) {
     if (i > 0) out += ", ";
-    out +=
-        upstream_nameservers[i].HostString() + "#" + std::to_string(upstream_nameservers[i].port());
+    out += upstream::FormatUpstreamAddress(upstream_nameservers[i]);
   }
   return out + "]";
 }

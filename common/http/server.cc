@@ -183,20 +183,23 @@ class Server::Connection {
   bool counted_ = true;  // counts against the caps until it closes
 };
 
-Server::Server(loop::Loop& loop, const Options& options)
+Server::Server(loop::Loop& loop, const Options& options, Routes routes)
     : loop_(loop),
       options_(options),
-      parser_(RequestParser::Limits{options.max_request_bytes, 64, kMaxBodyBytes}) {
+      parser_(RequestParser::Limits{options.max_request_bytes, 64, kMaxBodyBytes}),
+      routes_(std::move(routes)) {
   CHECK_GT(options_.max_connections, 0u);
   CHECK_GT(options_.max_connections_per_source, 0u);
 }
 
 Server::~Server() = default;
 
-void Server::Handle(const std::string& path, Handler handler) { exact_[path] = std::move(handler); }
+void Server::Handle(const std::string& path, Handler handler) {
+  routes_.Handle(path, std::move(handler));
+}
 
 void Server::HandlePrefix(const std::string& prefix, Handler handler) {
-  prefixes_[prefix] = std::move(handler);
+  routes_.HandlePrefix(prefix, std::move(handler));
 }
 
 bool Server::Start(std::string* error) {
@@ -319,18 +322,7 @@ Response Server::Dispatch(const Request& request) {
     response.headers.emplace_back("Allow", "GET, HEAD");
     return response;
   }
-  const Handler* handler = nullptr;
-  if (auto it = exact_.find(request.path); it != exact_.end()) {
-    handler = &it->second;
-  } else {
-    size_t best = 0;
-    for (const auto& [prefix, h] : prefixes_) {
-      if (request.path.compare(0, prefix.size(), prefix) == 0 && prefix.size() >= best) {
-        best = prefix.size();
-        handler = &h;
-      }
-    }
-  }
+  const Handler* handler = routes_.Find(request.path);
   if (handler == nullptr) return Response::Text(404, "Not Found\n");
   try {
     return (*handler)(request);

@@ -31,8 +31,7 @@
 // (http_connections, http_connections_per_source, http_request_timeout). Nothing ever
 // blocks the loop.
 //
-// Routing: Handle(path) matches the path exactly; HandlePrefix(prefix) matches paths that
-// start with prefix (the longest prefix wins); exact matches win over prefixes. GET and
+// Routing: by its Routes (routes.h): exact paths, else the longest prefix. GET and
 // HEAD only (HEAD gets the GET headers without the body); other methods get 405 with
 // `Allow: GET, HEAD`; unknown paths 404; a handler that throws, 500.
 //
@@ -50,13 +49,12 @@
 
 #include "common/http/request_parser.h"
 #include "common/http/response.h"
+#include "common/http/routes.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/tcp_listener.h"
 
 namespace kdns::http {
-
-using Handler = std::function<Response(const Request& request)>;
 
 class Server {
  public:
@@ -81,7 +79,8 @@ class Server {
     uint64_t refused = 0;             // newcomers closed at accept: a cap with none idle
   };
 
-  Server(loop::Loop& loop, const Options& options);
+  // `routes`: those registered before the server exists (ServerThread's); more may follow.
+  Server(loop::Loop& loop, const Options& options, Routes routes = Routes());
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -119,8 +118,7 @@ class Server {
   loop::Loop& loop_;
   Options options_;
   RequestParser parser_;
-  std::map<std::string, Handler> exact_;
-  std::map<std::string, Handler> prefixes_;
+  Routes routes_;
   std::unique_ptr<loop::TcpListener> listener_;
   std::map<uint64_t, std::unique_ptr<Connection>> connections_;
   // Counted connections: in total and by source address (no entry at zero).

@@ -9,12 +9,12 @@ namespace kdns::http {
 
 void ServerThread::Handle(const std::string& path, Handler handler) {
   DCHECK(!thread_.joinable()) << "routes are fixed once the thread runs";
-  routes_.push_back({false, path, std::move(handler)});
+  routes_.Handle(path, std::move(handler));
 }
 
 void ServerThread::HandlePrefix(const std::string& prefix, Handler handler) {
   DCHECK(!thread_.joinable()) << "routes are fixed once the thread runs";
-  routes_.push_back({true, prefix, std::move(handler)});
+  routes_.HandlePrefix(prefix, std::move(handler));
 }
 
 bool ServerThread::Start(std::string* error) {
@@ -47,14 +47,7 @@ void ServerThread::Run(std::promise<std::string>* started) {
   SetThreadName("http");
   loop::Loop loop;
   {
-    server_ = std::make_unique<Server>(loop, options_);
-    for (auto& route : routes_) {
-      if (route.prefix) {
-        server_->HandlePrefix(route.path, std::move(route.handler));
-      } else {
-        server_->Handle(route.path, std::move(route.handler));
-      }
-    }
+    server_ = std::make_unique<Server>(loop, options_, std::move(routes_));
     std::string error;
     if (!server_->Start(&error)) {
       server_.reset();

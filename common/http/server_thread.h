@@ -44,16 +44,10 @@ class ServerThread {
   const loop::SocketAddress& local_address() const { return local_address_; }
 
  private:
-  struct Route {
-    bool prefix;
-    std::string path;
-    Handler handler;
-  };
-
   void Run(std::promise<std::string>* started);
 
   Server::Options options_;
-  std::vector<Route> routes_;
+  Routes routes_;  // handed to the Server when the thread starts
   // Owned and used by the HTTP thread only.
   std::unique_ptr<Server> server_;
   loop::Loop* loop_ = nullptr;

@@ -1,6 +1,9 @@
 // SocketAddress: an IPv4 or IPv6 address and port, stored as a sockaddr_storage so it can
-// be handed to the socket calls as is. Parses and formats `1.2.3.4:53` and `[::1]:53`.
-// A value type with no thread affinity.
+// be handed to the socket calls as is. Parses and formats `1.2.3.4:53` and `[::1]:53`,
+// and converts to and from an IpAddress directly (IpOf, SocketAddressOf), never through
+// text. It is also the one type for an upstream DNS server's address (see
+// common/upstream/upstream_address.h for the notations that name one). A value type with
+// no thread affinity.
 #pragma once
 
 #include <netinet/in.h>
@@ -12,6 +15,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "common/base/ip_address.h"
 
 namespace kdns::loop {
 
@@ -37,6 +42,8 @@ class SocketAddress {
   void set_port(uint16_t port);
   // True for 0.0.0.0 and ::.
   bool IsWildcard() const;
+  // An IPv6 address's zone (sin6_scope_id, fe80::1%eth0); 0 for none and for IPv4.
+  uint32_t scope_id() const;
 
   // `1.2.3.4:53` or `[::1]:53`.
   std::string ToString() const;
@@ -55,6 +62,13 @@ class SocketAddress {
  private:
   sockaddr_storage storage_;
 };
+
+// The IP address of an AF_INET/AF_INET6 socket address, without its zone (v4-mapped IPv6
+// is kept as IPv6: the kernel reports a dual-stack listener's IPv4 peers that way,
+// consistently).
+IpAddress IpOf(const SocketAddress& address);
+// Its inverse: `address` and `port` as a socket address (no text round trip).
+SocketAddress SocketAddressOf(const IpAddress& address, uint16_t port);
 
 }  // namespace kdns::loop
 

@@ -76,5 +76,21 @@ TEST_CASE("SocketAddress round-trips through sockaddr", "[loop][address]") {
   CHECK_FALSE(SocketAddress::FromSockaddr(nullptr, 0).has_value());
 }
 
+TEST_CASE("IpOf gives a socket address's IP, without its zone", "[loop][address]") {
+  CHECK(IpOf(*SocketAddress::Parse("127.0.0.2:53")) == *IpAddress::Parse("127.0.0.2"));
+  CHECK(IpOf(*SocketAddress::Parse("[2001:db8::1]:53")) == *IpAddress::Parse("2001:db8::1"));
+  const SocketAddress zoned = *SocketAddress::Parse("[fe80::1%7]:53");
+  CHECK(zoned.scope_id() == 7);
+  CHECK(IpOf(zoned) == *IpAddress::Parse("fe80::1"));
+  CHECK(SocketAddress::Parse("1.2.3.4:53")->scope_id() == 0);
+}
+
+TEST_CASE("SocketAddressOf is IpOf's inverse, with the port", "[loop][address]") {
+  CHECK(SocketAddressOf(*IpAddress::Parse("10.1.2.3"), 41000) ==
+        *SocketAddress::Parse("10.1.2.3:41000"));
+  CHECK(SocketAddressOf(*IpAddress::Parse("fd00::17"), 53) ==
+        *SocketAddress::Parse("[fd00::17]:53"));
+}
+
 }  // namespace
 }  // namespace kdns::loop

@@ -1,47 +1,10 @@
 #include "common/loop/tcp_limits.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include <algorithm>
-#include <cstring>
 #include <utility>
 #include <vector>
 
 namespace kdns::loop {
-
-IpAddress IpOf(const SocketAddress& address) {
-  if (address.is_v4()) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(address.sockaddr_ptr());
-    return IpAddress::FromV4(
-        std::span<const uint8_t, 4>(reinterpret_cast<const uint8_t*>(&in->sin_addr), 4));
-  }
-  if (address.is_v6()) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(address.sockaddr_ptr());
-    return IpAddress::FromV6(
-        std::span<const uint8_t, 16>(reinterpret_cast<const uint8_t*>(&in6->sin6_addr), 16));
-  }
-  return IpAddress();
-}
-
-SocketAddress SocketAddressOf(const IpAddress& address, uint16_t port) {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  if (address.is_v4()) {
-    auto* in = reinterpret_cast<sockaddr_in*>(&storage);
-    in->sin_family = AF_INET;
-    in->sin_port = htons(port);
-    std::memcpy(&in->sin_addr, address.bytes().data(), IpAddress::kV4Size);
-    length = sizeof(sockaddr_in);
-  } else {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&storage);
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(port);
-    std::memcpy(&in6->sin6_addr, address.bytes().data(), IpAddress::kV6Size);
-    length = sizeof(sockaddr_in6);
-  }
-  return *SocketAddress::FromSockaddr(reinterpret_cast<const sockaddr*>(&storage), length);
-}
 
 TcpConnectionCaps::Slot& TcpConnectionCaps::Slot::operator=(Slot&& other) noexcept {
   if (this != &other) {

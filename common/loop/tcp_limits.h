@@ -38,12 +38,6 @@
 
 namespace kdns::loop {
 
-// The IP address of an AF_INET/AF_INET6 socket address (v4-mapped IPv6 is kept as IPv6:
-// the kernel reports a dual-stack listener's IPv4 peers that way, consistently).
-IpAddress IpOf(const SocketAddress& address);
-// Its inverse: `address` and `port` as a socket address (no text round trip).
-SocketAddress SocketAddressOf(const IpAddress& address, uint16_t port);
-
 class TcpConnectionCaps {
  public:
   enum class Verdict { kAdmitted, kOverTotal, kOverSource };

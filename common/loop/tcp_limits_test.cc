@@ -194,15 +194,5 @@ TEST_CASE("OutputBudget charges what fits and takes back what is released", "[lo
   CHECK(unbounded.TryCharge(size_t{1} << 40));
 }
 
-TEST_CASE("IpOf gives a socket address's IP", "[loop][tcp_limits]") {
-  CHECK(IpOf(*SocketAddress::Parse("127.0.0.2:53")) == Ip("127.0.0.2"));
-  CHECK(IpOf(*SocketAddress::Parse("[2001:db8::1]:53")) == Ip("2001:db8::1"));
-}
-
-TEST_CASE("SocketAddressOf is IpOf's inverse, with the port", "[loop][tcp_limits]") {
-  CHECK(SocketAddressOf(Ip("10.1.2.3"), 41000) == *SocketAddress::Parse("10.1.2.3:41000"));
-  CHECK(SocketAddressOf(Ip("fd00::17"), 53) == *SocketAddress::Parse("[fd00::17]:53"));
-}
-
 }  // namespace
 }  // namespace kdns::loop

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "common/dns/builder.h"
-#include "common/loop/tcp_limits.h"
+#include "common/loop/socket_address.h"
 
 namespace kdns::server {
 

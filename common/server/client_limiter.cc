@@ -10,7 +10,7 @@
 #include <string>
 
 #include "common/limits/limits.h"
-#include "common/loop/tcp_limits.h"
+#include "common/loop/socket_address.h"
 #include "common/server/waiting_queries.h"
 
 namespace kdns::server {

@@ -82,7 +82,7 @@ struct ReplyToFit {
   // `wire` parsed: Truncation::kWholeRRsets re-encodes from it. Null for kEmpty.
   const dns::Message* message = nullptr;
 
-  // An upstream's reply (Outcome::kAnswer), its OPT's DO bit passed on.
+  // An upstream's reply (ForwardOutcome::kAnswer), its OPT's DO bit passed on.
   static ReplyToFit From(const upstream::Result& result);
 };
 

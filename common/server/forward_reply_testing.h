@@ -65,7 +65,7 @@ inline Admission PinAdmit(std::span<const uint8_t> bytes, dns::Transport transpo
 inline upstream::Result PinUpstream(const char* name, const std::vector<std::string>& answers,
                                     bool edns) {
   upstream::Result result;
-  result.outcome = upstream::Outcome::kAnswer;
+  result.outcome = upstream::ForwardOutcome::kAnswer;
   dns::Message m;
   m.header.id = 0x1111;
   m.header.qr = true;
@@ -104,7 +104,7 @@ inline upstream::Result UpstreamReply(const char* name, dns::RrType type,
                                       dns::Rcode rcode = dns::Rcode::kNoError,
                                       std::vector<dns::ResourceRecord> authorities = {}) {
   upstream::Result result;
-  result.outcome = upstream::Outcome::kAnswer;
+  result.outcome = upstream::ForwardOutcome::kAnswer;
   dns::Message& m = result.message;
   m.header.id = 0x1111;
   m.header.qr = true;

@@ -8,7 +8,7 @@
 #include "common/dns/header.h"
 #include "common/dns/name.h"
 #include "common/dns/wire_reader.h"
-#include "common/loop/tcp_limits.h"
+#include "common/loop/socket_address.h"
 
 namespace kdns::server {
 namespace {

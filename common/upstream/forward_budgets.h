@@ -18,7 +18,7 @@
 // upstreams) black-holed at once still leave the fourth its whole budget, and a healthy
 // one can take a burst of a quarter of the ceiling (in-flight = rate x RTT: a cold cache
 // facing 1,000 distinct misses at once to a kubedns answering in 1 ms needs 1,000 slots
-// for 1 ms). A query over any budget fails at once (Forwarder: Outcome::kOverloaded); there
+// for 1 ms). A query over any budget fails at once (Forwarder: ForwardOutcome::kOverloaded); there
 // is no queue. frontend-cache and kubedns make one ForwardBudgets at start-up and hand it
 // to the Forwarder of every serving thread (Forwarder::Options::budgets), so the budgets
 // are the same whatever the thread count.

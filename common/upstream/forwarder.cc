@@ -14,50 +14,10 @@
 #include <utility>
 
 #include "common/limits/limits.h"
-#include "common/loop/tcp_limits.h"
+#include "common/loop/socket_address.h"
 #include "common/upstream/forwarder_internal.h"
 
 namespace kdns::upstream {
-
-const char* OutcomeName(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::kAnswer:
-      return "answer";
-    case Outcome::kServFail:
-      return "servfail";
-    case Outcome::kOverloaded:
-      return "overloaded";
-  }
-  return "?";
-}
-
-const char* FailReasonName(FailReason reason) {
-  switch (reason) {
-    case FailReason::kNone:
-      return "none";
-    case FailReason::kTimeout:
-      return "timeout";
-    case FailReason::kUpstreamError:
-      return "upstream error";
-    case FailReason::kNetworkError:
-      return "network error";
-    case FailReason::kNoUpstreams:
-      return "no upstreams";
-    case FailReason::kShutdown:
-      return "shutdown";
-    case FailReason::kUpstreamDown:
-      return "upstream down";
-    case FailReason::kForwardMax:
-      return "forward max";
-    case FailReason::kRouteBudget:
-      return "route budget";
-    case FailReason::kUpstreamBudget:
-      return "upstream budget";
-    case FailReason::kWaitersPerQuery:
-      return "waiters per query";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -175,12 +135,12 @@ void Forwarder::Job::Reset(std::vector<std::unique_ptr<Attempt>>& free_attempts,
   error_reply.clear();
   error_message = dns::Message();
   error_attempt = nullptr;
-  result.outcome = Outcome::kServFail;
+  result.outcome = ForwardOutcome::kServFail;
   result.reason = FailReason::kNone;
   result.reply.clear();
   ClearKeepingQuestion(result.message);
   result.upstream = loop::SocketAddress();
-  result.transport = Transport::kUdp;
+  result.transport = dns::Transport::kUdp;
   result.rtt_ms = 0;
   result.tries = 0;
   try_timer.Stop();
@@ -279,7 +239,7 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
   ++resolve_depth_;
   counters_.requests.fetch_add(1, std::memory_order_relaxed);
   const size_t key_hash = KeyHash(request, upstreams);
-  auto fail_now = [&](Outcome outcome, FailReason reason) {
+  auto fail_now = [&](ForwardOutcome outcome, FailReason reason) {
     auto result = std::make_shared<Result>();
     result->outcome = outcome;
     result->reason = reason;
@@ -290,7 +250,7 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
   auto refuse = [&](limits::Limit limit, FailReason reason, std::string_view detail) {
     counters_.overloaded.fetch_add(1, std::memory_order_relaxed);
     limits::RecordLimitHit(limit, detail);
-    fail_now(Outcome::kOverloaded, reason);
+    fail_now(ForwardOutcome::kOverloaded, reason);
     --resolve_depth_;
   };
   if (Job* job = FindCoalesced(key_hash, request, upstreams); job != nullptr) {
@@ -324,7 +284,8 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
       counters_.upstream_down.fetch_add(1, std::memory_order_relaxed);
       limits::RecordLimitHit(limits::Limit::kUpstreamDown, "route " + upstreams.ToString());
     }
-    fail_now(Outcome::kServFail, any_down ? FailReason::kUpstreamDown : FailReason::kNoUpstreams);
+    fail_now(ForwardOutcome::kServFail,
+             any_down ? FailReason::kUpstreamDown : FailReason::kNoUpstreams);
     --resolve_depth_;
     return;
   }
@@ -387,7 +348,7 @@ Forwarder::Job* Forwarder::StartJob(JobKind kind, const Request& request,
   Job* job = owned.get();
   job->kind = kind;
   job->request = request;
-  job->force_tcp = request.client_transport == Transport::kTcp;
+  job->force_tcp = request.client_transport == dns::Transport::kTcp;
   job->candidates.assign(candidates.begin(), candidates.end());
   job->tries.assign(job->candidates.size(), 0);
   job->done.assign(job->candidates.size(), false);
@@ -416,7 +377,7 @@ void Forwarder::FinishAnswer(Job* job, Attempt* attempt, std::span<const uint8_t
                              dns::Message& message) {
   if (job->finished) return;
   Result& result = job->result;
-  result.outcome = Outcome::kAnswer;
+  result.outcome = ForwardOutcome::kAnswer;
   result.reason = FailReason::kNone;
   result.reply.assign(bytes.begin(), bytes.end());
   std::swap(result.message, message);
@@ -432,13 +393,13 @@ void Forwarder::FinishFailed(Job* job, FailReason reason) {
   if (job->finished) return;
   Result& result = job->result;
   // Every server left was over its budget before any try was sent.
-  result.outcome =
-      reason == FailReason::kUpstreamBudget ? Outcome::kOverloaded : Outcome::kServFail;
+  result.outcome = reason == FailReason::kUpstreamBudget ? ForwardOutcome::kOverloaded
+                                                         : ForwardOutcome::kServFail;
   result.reason = reason;
   result.reply.clear();
   result.message = dns::Message();
   result.upstream = loop::SocketAddress();
-  result.transport = Transport::kUdp;
+  result.transport = dns::Transport::kUdp;
   result.rtt_ms = 0;
   if (job->error_attempt != nullptr) {
     result.reply = std::move(job->error_reply);
@@ -467,13 +428,13 @@ void Forwarder::Finish(Job* job) {
     job->process_hold.Release();
     for (BudgetHold& hold : job->upstream_holds) hold.Release();
     switch (result.outcome) {
-      case Outcome::kAnswer:
+      case ForwardOutcome::kAnswer:
         counters_.answers.fetch_add(1, std::memory_order_relaxed);
         break;
-      case Outcome::kServFail:
+      case ForwardOutcome::kServFail:
         counters_.servfails.fetch_add(1, std::memory_order_relaxed);
         break;
-      case Outcome::kOverloaded:
+      case ForwardOutcome::kOverloaded:
         counters_.overloaded.fetch_add(1, std::memory_order_relaxed);
         break;
     }

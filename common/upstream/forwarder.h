@@ -58,16 +58,14 @@
 // Destroying the Forwarder drops pending callbacks without calling them; call CancelAll()
 // first to have them answered with kServFail/kShutdown.
 //
-// Usage (frontend-cache, on a cache miss):
-//   auto request = upstream::Request::FromQuery(query, upstream::Transport::kUdp, client);
-//   forwarder.Resolve(request, route.upstreams, [responder = std::move(responder),
-//                                                id = query.header.id, qname = query.qname](
-//                                                   const upstream::Result& result) mutable {
-//     if (result.outcome != upstream::Outcome::kAnswer) return responder.ServFail();
-//     std::vector<uint8_t> reply = result.reply;  // shared by coalesced waiters: copy
-//     upstream::RewriteForClient(reply, id, qname);
-//     responder.Reply(reply);  // or re-encode result.message to fit the client's buffer
-//   });
+// Usage (frontend-cache's DnsHandler on a cache miss: the client's query waits in its
+// server::WaitingQueries under `id`, and the result completes it there):
+//   forwarder.Resolve(upstream::Request::FromQuery(query, dns::Transport::kUdp, client),
+//                     upstreams, [this, id](const upstream::Result& result) {
+//                       // kAnswer: result.reply, rewritten for the client
+//                       // (RewriteForClient); else stale or SERVFAIL.
+//                       Complete(id, result);
+//                     });
 //
 // Thread: the loop's thread only; counters() may be read from any thread. The
 // UpstreamTable may be shared with the Forwarders of other threads.
@@ -100,6 +98,7 @@
 #include "common/loop/udp_batch.h"
 #include "common/upstream/dns0x20.h"
 #include "common/upstream/forward_budgets.h"
+#include "common/upstream/forward_outcome.h"
 #include "common/upstream/random.h"
 #include "common/upstream/tcp_client.h"
 #include "common/upstream/udp_socket_pool.h"
@@ -110,26 +109,6 @@
 
 namespace kdns::upstream {
 
-enum class Outcome : uint8_t {
-  kAnswer,      // `reply` is the upstream's answer (any rcode but the failover ones)
-  kServFail,    // no usable answer; `reason` says why
-  kOverloaded,  // over a budget (`reason` says which): not forwarded; serve stale or SERVFAIL
-};
-enum class FailReason : uint8_t {
-  kNone,
-  kTimeout,        // no reply within the time budget
-  kUpstreamError,  // every server replied SERVFAIL/REFUSED/NOTIMP/FORMERR (`reply` is the last)
-  kNetworkError,   // sockets failed or connections were refused
-  kNoUpstreams,    // the set is empty, or every server in it is loop-disabled
-  kShutdown,       // CancelAll()
-  kUpstreamDown,   // every server of the set is known down: failed at once (kServFail)
-  // kOverloaded, by budget (forward_budgets.h):
-  kForwardMax,       // the process ceiling (--dns-forward-max, --forward-max)
-  kRouteBudget,      // the route's budget
-  kUpstreamBudget,   // the budget of every server of the set that was not tried yet
-  kWaitersPerQuery,  // Options::max_waiters_per_query waiters already on this query
-};
-const char* OutcomeName(Outcome outcome);
 // Which of a set's healthy servers is asked first.
 enum class ServerOrder : uint8_t {
   kFastest,     // the lowest smoothed RTT
@@ -141,10 +120,8 @@ enum class FirstTry : uint8_t {
   kAllServers,  // every usable server at once, the first answer wins (dnsmasq's
                 // --all-servers); later tries go one at a time
 };
-const char* FailReasonName(FailReason reason);
-
 struct Result {
-  Outcome outcome = Outcome::kServFail;
+  ForwardOutcome outcome = ForwardOutcome::kServFail;
   FailReason reason = FailReason::kNone;
   // The reply as received (the upstream's ID and name case; see RewriteForClient) and its
   // parse (whole, or header, question and EDNS only: Options::reply_decode). kAnswer:
@@ -152,7 +129,7 @@ struct Result {
   std::vector<uint8_t> reply;
   dns::Message message;
   loop::SocketAddress upstream;  // who sent `reply`
-  Transport transport = Transport::kUdp;
+  dns::Transport transport = dns::Transport::kUdp;
   uint64_t rtt_ms = 0;
   uint32_t tries = 0;  // upstream queries sent, TCP and EDNS retries included
 };
@@ -260,7 +237,7 @@ class Forwarder {
   void AddCoalesced(Job* job, size_t hash, const UpstreamSet& upstreams);
   void RemoveCoalesced(Job* job);
   void StartNextTry(Job* job);
-  void SendTry(Job* job, size_t candidate, Transport transport, EdnsMode edns);
+  void SendTry(Job* job, size_t candidate, dns::Transport transport, EdnsMode edns);
   void SendUdp(Attempt* attempt, std::span<const uint8_t> query);
   void SendTcp(Attempt* attempt, std::span<const uint8_t> query);
   void OnTryTimeout(Job* job);

@@ -39,7 +39,7 @@ struct Forwarder::Attempt : UdpSocketPool::Waiter {
   Job* job = nullptr;
   Server* server = nullptr;
   size_t candidate = 0;
-  Transport transport = Transport::kUdp;
+  dns::Transport transport = dns::Transport::kUdp;
   EdnsMode edns = EdnsMode::kWithEdns;
   uint64_t sent_ms = 0;
   bool closed = false;     // answered, failed or superseded: ignore what still arrives

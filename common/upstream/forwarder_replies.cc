@@ -68,7 +68,7 @@ void Forwarder::OnWrongCase(Attempt* attempt) {
   CloseAttempt(attempt);
   job->no_0x20[attempt->candidate] = true;
   if (!is_current) return;
-  SendTry(job, attempt->candidate, Transport::kUdp, attempt->edns);
+  SendTry(job, attempt->candidate, dns::Transport::kUdp, attempt->edns);
 }
 
 void Forwarder::OnTcpMessage(const loop::SocketAddress& peer, std::span<const uint8_t> message) {
@@ -111,7 +111,7 @@ void Forwarder::OnTcpClosed(const loop::SocketAddress& peer, const std::string& 
     if (was_reused && attempt == job->current && !job->tcp_reconnected) {
       job->tcp_reconnected = true;
       CloseAttempt(attempt);
-      SendTry(job, attempt->candidate, Transport::kTcp, attempt->edns);
+      SendTry(job, attempt->candidate, dns::Transport::kTcp, attempt->edns);
       continue;
     }
     OnAttemptFailed(attempt, /*timeout=*/false, reason.c_str());
@@ -138,12 +138,12 @@ void Forwarder::OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::M
     FinishAnswer(job, attempt, bytes, message);
     return;
   }
-  if (message.header.tc && attempt->transport == Transport::kUdp) {
+  if (message.header.tc && attempt->transport == dns::Transport::kUdp) {
     CloseAttempt(attempt);
     if (!is_current) return;
     counters_.tcp_retries.fetch_add(1, std::memory_order_relaxed);
     job->force_tcp = true;
-    SendTry(job, attempt->candidate, Transport::kTcp, attempt->edns);
+    SendTry(job, attempt->candidate, dns::Transport::kTcp, attempt->edns);
     return;
   }
   if (rcode == dns::Rcode::kFormErr && attempt->edns == EdnsMode::kWithEdns) {

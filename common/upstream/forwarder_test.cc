@@ -37,7 +37,7 @@ Forwarder::Options TestOptions() {
   return options;
 }
 
-Request Req(std::string_view name, Transport transport = Transport::kUdp) {
+Request Req(std::string_view name, dns::Transport transport = dns::Transport::kUdp) {
   Request request;
   request.qname = N(name);
   request.client_transport = transport;
@@ -68,14 +68,14 @@ void ResolveMany(Forwarder& forwarder, const std::string& prefix, int count, con
   }
 }
 
-size_t Count(const std::vector<Result>& results, Outcome outcome, FailReason reason) {
+size_t Count(const std::vector<Result>& results, ForwardOutcome outcome, FailReason reason) {
   size_t n = 0;
   for (const Result& r : results) n += r.outcome == outcome && r.reason == reason ? 1 : 0;
   return n;
 }
 
 std::string AnswerAddress(const Result& result) {
-  REQUIRE(result.outcome == Outcome::kAnswer);
+  REQUIRE(result.outcome == ForwardOutcome::kAnswer);
   REQUIRE(result.message.answers.size() == 1);
   return std::get<dns::RdataA>(result.message.answers[0].rdata).address.ToString();
 }
@@ -94,7 +94,7 @@ TEST_CASE("A query is answered by the upstream, sent with the client's case and 
     Result result = ResolveAndWait(loop, forwarder, request, {a.address()});
     CHECK(AnswerAddress(result) == "192.0.2.1");
     CHECK(result.upstream == a.address());
-    CHECK(result.transport == Transport::kUdp);
+    CHECK(result.transport == dns::Transport::kUdp);
     CHECK(result.tries == 1);
     REQUIRE(a.queries().size() == 1);
     const dns::Message& sent = a.queries()[0].message;
@@ -185,7 +185,7 @@ TEST_CASE("When every upstream fails the result is SERVFAIL with the reason", "[
       b.set_behaviour(Behaviour::kRefused);
       Result result =
           ResolveAndWait(loop, forwarder, Req("www.example."), {a.address(), b.address()});
-      CHECK(result.outcome == Outcome::kServFail);
+      CHECK(result.outcome == ForwardOutcome::kServFail);
       CHECK(result.reason == FailReason::kUpstreamError);
       CHECK(result.message.rcode() == dns::Rcode::kRefused);
       CHECK(result.upstream == b.address());
@@ -195,7 +195,7 @@ TEST_CASE("When every upstream fails the result is SERVFAIL with the reason", "[
       b.set_behaviour(Behaviour::kSilent);
       Result result =
           ResolveAndWait(loop, forwarder, Req("www.example."), {a.address(), b.address()});
-      CHECK(result.outcome == Outcome::kServFail);
+      CHECK(result.outcome == ForwardOutcome::kServFail);
       CHECK(result.reason == FailReason::kTimeout);
       CHECK(result.tries == 2);
       CHECK(forwarder.counters().servfails == 1);
@@ -207,7 +207,7 @@ TEST_CASE("When every upstream fails the result is SERVFAIL with the reason", "[
       Forwarder patient(loop, options);
       a.set_behaviour(Behaviour::kSilent);
       Result result = ResolveAndWait(loop, patient, Req("www.example."), {a.address()});
-      CHECK(result.outcome == Outcome::kServFail);
+      CHECK(result.outcome == ForwardOutcome::kServFail);
       CHECK(result.reason == FailReason::kTimeout);
       CHECK(result.tries >= 2);
       CHECK(result.tries <= 3);
@@ -280,9 +280,9 @@ TEST_CASE("A truncated UDP reply is retried over TCP to the same upstream", "[up
     Result result =
         ResolveAndWait(loop, forwarder, Req("big.example."), {a.address(), b.address()});
     CHECK(AnswerAddress(result) == "192.0.2.1");
-    CHECK(result.transport == Transport::kTcp);
-    CHECK(a.CountQueries(Transport::kUdp) == 1);
-    CHECK(a.CountQueries(Transport::kTcp) == 1);
+    CHECK(result.transport == dns::Transport::kTcp);
+    CHECK(a.CountQueries(dns::Transport::kUdp) == 1);
+    CHECK(a.CountQueries(dns::Transport::kTcp) == 1);
     CHECK(b.queries().empty());
     CHECK(forwarder.counters().tcp_retries == 1);
   }
@@ -295,23 +295,23 @@ TEST_CASE("Client TCP queries go upstream over one reused TCP connection", "[ups
     FakeUpstream a(loop, 1);
     Forwarder forwarder(loop, TestOptions());
     Result first =
-        ResolveAndWait(loop, forwarder, Req("one.example.", Transport::kTcp), {a.address()});
+        ResolveAndWait(loop, forwarder, Req("one.example.", dns::Transport::kTcp), {a.address()});
     CHECK(AnswerAddress(first) == "192.0.2.1");
-    CHECK(first.transport == Transport::kTcp);
+    CHECK(first.transport == dns::Transport::kTcp);
     Result second =
-        ResolveAndWait(loop, forwarder, Req("two.example.", Transport::kTcp), {a.address()});
+        ResolveAndWait(loop, forwarder, Req("two.example.", dns::Transport::kTcp), {a.address()});
     CHECK(AnswerAddress(second) == "192.0.2.1");
     // Two more at once: pipelined on the same connection.
     int done = 0;
     for (const char* name : {"three.example.", "four.example."}) {
-      forwarder.Resolve(Req(name, Transport::kTcp), {a.address()}, [&](const Result& r) {
-        CHECK(r.outcome == Outcome::kAnswer);
+      forwarder.Resolve(Req(name, dns::Transport::kTcp), {a.address()}, [&](const Result& r) {
+        CHECK(r.outcome == ForwardOutcome::kAnswer);
         ++done;
       });
     }
     REQUIRE(RunUntil(loop, [&] { return done == 2; }));
-    CHECK(a.CountQueries(Transport::kTcp) == 4);
-    CHECK(a.CountQueries(Transport::kUdp) == 0);
+    CHECK(a.CountQueries(dns::Transport::kTcp) == 4);
+    CHECK(a.CountQueries(dns::Transport::kUdp) == 0);
     CHECK(a.tcp_connections_accepted() == 1);
     CHECK(forwarder.counters().tcp_connections == 1);
     CHECK(forwarder.open_tcp_connections() == 1);
@@ -326,11 +326,11 @@ TEST_CASE("A closed idle TCP connection is replaced on the next query", "[upstre
     Forwarder::Options options = TestOptions();
     options.tcp_idle_timeout_ms = 50;
     Forwarder forwarder(loop, options);
-    CHECK(ResolveAndWait(loop, forwarder, Req("one.example.", Transport::kTcp), {a.address()})
-              .outcome == Outcome::kAnswer);
+    CHECK(ResolveAndWait(loop, forwarder, Req("one.example.", dns::Transport::kTcp), {a.address()})
+              .outcome == ForwardOutcome::kAnswer);
     REQUIRE(RunUntil(loop, [&] { return forwarder.open_tcp_connections() == 0; }));
-    CHECK(ResolveAndWait(loop, forwarder, Req("two.example.", Transport::kTcp), {a.address()})
-              .outcome == Outcome::kAnswer);
+    CHECK(ResolveAndWait(loop, forwarder, Req("two.example.", dns::Transport::kTcp), {a.address()})
+              .outcome == ForwardOutcome::kAnswer);
     CHECK(a.tcp_connections_accepted() == 2);
   }
   RequireClosesClean(loop);
@@ -342,10 +342,10 @@ TEST_CASE("A reused TCP connection closed under a query is retried on a new one"
     FakeUpstream a(loop, 1);
     a.set_tcp_queries_per_connection(1);
     Forwarder forwarder(loop, TestOptions());
-    CHECK(ResolveAndWait(loop, forwarder, Req("one.example.", Transport::kTcp), {a.address()})
-              .outcome == Outcome::kAnswer);
+    CHECK(ResolveAndWait(loop, forwarder, Req("one.example.", dns::Transport::kTcp), {a.address()})
+              .outcome == ForwardOutcome::kAnswer);
     Result second =
-        ResolveAndWait(loop, forwarder, Req("two.example.", Transport::kTcp), {a.address()});
+        ResolveAndWait(loop, forwarder, Req("two.example.", dns::Transport::kTcp), {a.address()});
     CHECK(AnswerAddress(second) == "192.0.2.1");
     CHECK(a.tcp_connections_accepted() == 2);
     CHECK_FALSE(forwarder.health(a.address())->failed());
@@ -392,7 +392,7 @@ TEST_CASE("Beyond the process ceiling queries are refused at once, never inside 
     Forwarder::Options options = TestOptions();
     options.budgets = Budgets(/*process=*/2, /*route=*/2, /*upstream=*/2);
     Forwarder forwarder(loop, options);
-    std::vector<Outcome> outcomes;
+    std::vector<ForwardOutcome> outcomes;
     bool inside_resolve = false;
     for (const char* name : {"a.example.", "b.example.", "c.example."}) {
       inside_resolve = true;
@@ -404,12 +404,12 @@ TEST_CASE("Beyond the process ceiling queries are refused at once, never inside 
     }
     CHECK(outcomes.empty());
     REQUIRE(RunUntil(loop, [&] { return outcomes.size() == 1; }));
-    CHECK(outcomes[0] == Outcome::kOverloaded);  // long before the 50 ms answers
+    CHECK(outcomes[0] == ForwardOutcome::kOverloaded);  // long before the 50 ms answers
     // Joining a query in flight costs no upstream query, so it is not refused.
     forwarder.Resolve(Req("a.example."), {a.address()},
                       [&](const Result& r) { outcomes.push_back(r.outcome); });
     REQUIRE(RunUntil(loop, [&] { return outcomes.size() == 4; }));
-    CHECK(outcomes[1] == Outcome::kAnswer);
+    CHECK(outcomes[1] == ForwardOutcome::kAnswer);
     CHECK(forwarder.counters().overloaded == 1);
     CHECK(a.queries().size() == 2);
   }
@@ -434,7 +434,7 @@ TEST_CASE("Forwarders sharing budgets share them, as threads of one process do",
     second.Resolve(Req("b.example."), {a.address()}, keep);
     second.Resolve(Req("c.example."), {a.address()}, keep);  // the third overall: refused
     REQUIRE(RunUntil(loop, [&] { return results.size() == 3; }));
-    CHECK(results[0].outcome == Outcome::kOverloaded);
+    CHECK(results[0].outcome == ForwardOutcome::kOverloaded);
     CHECK(results[0].reason == FailReason::kForwardMax);
     CHECK(limits::LimitHits(limits::Limit::kForwardInFlight) - hits_before == 1);
     CHECK(second.counters().overloaded == 1);
@@ -460,7 +460,7 @@ TEST_CASE("A black-holed route fills only its own budget; other routes are answe
     ResolveMany(forwarder, "flood", 10, {dead.address()}, &flood);
     // Over the route's budget: refused at once, while its 3 queries wait for the silence.
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 7; }));
-    CHECK(Count(flood, Outcome::kOverloaded, FailReason::kRouteBudget) == 7);
+    CHECK(Count(flood, ForwardOutcome::kOverloaded, FailReason::kRouteBudget) == 7);
     CHECK(limits::LimitHits(limits::Limit::kRouteInFlight) - hits_before == 7);
     CHECK(options.budgets->Route({dead.address()}).in_flight() == 3);
     // Another route (its own server set) still has its whole budget.
@@ -470,7 +470,7 @@ TEST_CASE("A black-holed route fills only its own budget; other routes are answe
       CHECK(AnswerAddress(result) == "192.0.2.2");
     }
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 10; }));  // the time budget ends
-    CHECK(Count(flood, Outcome::kServFail, FailReason::kTimeout) == 3);
+    CHECK(Count(flood, ForwardOutcome::kServFail, FailReason::kTimeout) == 3);
     CHECK(options.budgets->Route({dead.address()}).in_flight() == 0);
     CHECK(options.budgets->process().in_flight() == 0);
     CHECK(forwarder.counters().overloaded == 7);
@@ -495,7 +495,7 @@ TEST_CASE("A dead upstream fills only its own budget; its routes' other servers 
     CHECK(options.budgets->Upstream(dead.address()).in_flight() == 2);
     // A route served by the dead server alone: refused at once.
     Result refused = ResolveAndWait(loop, forwarder, Req("more.example."), {dead.address()});
-    CHECK(refused.outcome == Outcome::kOverloaded);
+    CHECK(refused.outcome == ForwardOutcome::kOverloaded);
     CHECK(refused.reason == FailReason::kUpstreamBudget);
     // A route with another server: the dead one is skipped, the other answers at once.
     const UpstreamSet both{dead.address(), healthy.address()};
@@ -542,7 +542,7 @@ TEST_CASE("An upstream known down fails its queries at once until a probe brings
     });
     inside_resolve = false;
     REQUIRE(RunUntil(loop, [&] { return fast.has_value(); }));
-    CHECK(fast->outcome == Outcome::kServFail);
+    CHECK(fast->outcome == ForwardOutcome::kServFail);
     CHECK(fast->reason == FailReason::kUpstreamDown);
     CHECK(fast->tries == 0);
     CHECK(client_queries() == 1);  // nothing sent
@@ -634,7 +634,7 @@ TEST_CASE("A client flooding a slow domain cannot fill its route: others' names 
                         [&](const Result& r) { flood.push_back(r); });
     }
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 22; }));
-    CHECK(Count(flood, Outcome::kOverloaded, FailReason::kRouteBudget) == 22);
+    CHECK(Count(flood, ForwardOutcome::kOverloaded, FailReason::kRouteBudget) == 22);
     CHECK(limits::LimitHits(limits::Limit::kRouteClientShare) - hits_before == 22);
     InFlightBudget& budget = options.budgets->Route(route);
     CHECK(budget.in_flight() == 18);
@@ -649,7 +649,7 @@ TEST_CASE("A client flooding a slow domain cannot fill its route: others' names 
     CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("own.example."), route)) ==
           "192.0.2.1");
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 40; }));  // the time budget ends
-    CHECK(Count(flood, Outcome::kServFail, FailReason::kTimeout) == 18);
+    CHECK(Count(flood, ForwardOutcome::kServFail, FailReason::kTimeout) == 18);
     CHECK(budget.in_flight() == 0);
     CHECK(budget.HeldBy(ClientTagOf(Client("127.0.0.2"))) == 0);
   }
@@ -674,7 +674,7 @@ TEST_CASE("A client flooding a slow domain cannot fill an upstream's budget eith
     }
     // Every server of the route refused the client its share: overloaded, as over the budget.
     REQUIRE(RunUntil(loop, [&] { return flood.size() == 6; }));
-    CHECK(Count(flood, Outcome::kOverloaded, FailReason::kUpstreamBudget) == 6);
+    CHECK(Count(flood, ForwardOutcome::kOverloaded, FailReason::kUpstreamBudget) == 6);
     CHECK(limits::LimitHits(limits::Limit::kUpstreamClientShare) - hits_before == 6);
     CHECK(options.budgets->Upstream(upstream.address()).in_flight() == 9);
     Result result = ResolveAndWait(loop, forwarder, ReqFrom("v.example.", "127.0.0.1"), route);
@@ -729,12 +729,12 @@ TEST_CASE("Every way a query ends gives its budget slots back", "[upstream][budg
       a.set_behaviour(Behaviour::kSilent);
       b.set_behaviour(Behaviour::kSilent);
       ResolveMany(*forwarder, "c", 3, set, &results);
-      forwarder->Resolve(Req("t.example.", Transport::kTcp), set,
+      forwarder->Resolve(Req("t.example.", dns::Transport::kTcp), set,
                          [&](const Result& r) { results.push_back(r); });
       REQUIRE(RunUntil(loop, [&] { return a.queries().size() == 4; }));
       CHECK_FALSE(all_free());
       forwarder->CancelAll();
-      CHECK(Count(results, Outcome::kServFail, FailReason::kShutdown) == 4);
+      CHECK(Count(results, ForwardOutcome::kServFail, FailReason::kShutdown) == 4);
     }
     SECTION("the Forwarder destroyed with queries in flight") {
       a.set_behaviour(Behaviour::kSilent);
@@ -817,7 +817,7 @@ TEST_CASE("0x20: the name goes upstream in random case; the result has the clien
     const dns::Name& sent = a.queries()[0].message.questions[0].name;
     CHECK(sent == request.qname);
     CHECK_FALSE(sent.IdenticalTo(request.qname));
-    REQUIRE(result.outcome == Outcome::kAnswer);
+    REQUIRE(result.outcome == ForwardOutcome::kAnswer);
     CHECK(result.tries == 1);
     // The upstream echoed the random case; the client (and the cache) see theirs.
     dns::Message reply;
@@ -898,7 +898,7 @@ TEST_CASE("0x20 on: a reply in another case is never accepted", "[upstream][0x20
     options.total_timeout_ms = 300;
     Forwarder forwarder(loop, options);
     const Result result = ResolveAndWait(loop, forwarder, Req(kLongName), {a.address()});
-    CHECK(result.outcome == Outcome::kServFail);
+    CHECK(result.outcome == ForwardOutcome::kServFail);
     CHECK(result.reason == FailReason::kTimeout);
     CHECK(a.queries().size() == 1);
   }
@@ -915,10 +915,10 @@ TEST_CASE("0x20: the TCP retry of a truncated reply asks with the client's spell
     const Request request = Req(kLongName);
     Result result = ResolveAndWait(loop, forwarder, request, {a.address()});
     CHECK(AnswerAddress(result) == "192.0.2.1");
-    CHECK(result.transport == Transport::kTcp);
+    CHECK(result.transport == dns::Transport::kTcp);
     REQUIRE(a.queries().size() == 2);
     CHECK_FALSE(a.queries()[0].message.questions[0].name.IdenticalTo(request.qname));
-    CHECK(a.queries()[1].transport == Transport::kTcp);
+    CHECK(a.queries()[1].transport == dns::Transport::kTcp);
     CHECK(a.queries()[1].message.questions[0].name.IdenticalTo(request.qname));
     CHECK(QuestionOf(result.reply).IdenticalTo(request.qname));
   }
@@ -997,7 +997,7 @@ TEST_CASE("A reused job carries nothing over from the query before it", "[upstre
     // second try, DO and CD, a TCP client.
     const Behaviour first = GENERATE(Behaviour::kServFail, Behaviour::kFormErrToEdns);
     a.set_behaviour(first);
-    Request one = Req("one.example.", Transport::kTcp);
+    Request one = Req("one.example.", dns::Transport::kTcp);
     one.dnssec_ok = true;
     one.checking_disabled = true;
     Result result = ResolveAndWait(loop, forwarder, one, set);
@@ -1016,12 +1016,12 @@ TEST_CASE("A reused job carries nothing over from the query before it", "[upstre
     CHECK(AnswerAddress(two) == "192.0.2.1");
     CHECK(two.upstream == a.address());
     CHECK(two.tries == 1);
-    CHECK(two.transport == Transport::kUdp);
+    CHECK(two.transport == dns::Transport::kUdp);
     CHECK(two.reason == FailReason::kNone);
     CHECK(two.message.questions[0].name == N("two.example."));
     REQUIRE(a.queries().size() == sent_before + 1);
     const dns::Message& sent = a.queries().back().message;
-    CHECK(a.queries().back().transport == Transport::kUdp);
+    CHECK(a.queries().back().transport == dns::Transport::kUdp);
     CHECK(sent.questions[0].name == N("two.example."));
     REQUIRE(sent.edns.has_value());
     CHECK_FALSE(sent.edns->dnssec_ok);
@@ -1042,7 +1042,7 @@ TEST_CASE("Decoding the question only: the result carries the reply's bytes, no 
     const UpstreamSet set{a.address()};
     for (const char* name : {"one.example.", "two.example."}) {  // the second on a reused job
       const Result result = ResolveAndWait(loop, forwarder, Req(name), set);
-      REQUIRE(result.outcome == Outcome::kAnswer);
+      REQUIRE(result.outcome == ForwardOutcome::kAnswer);
       CHECK(result.message.header.ancount == 1);
       CHECK(result.message.answers.empty());
       REQUIRE(result.message.questions.size() == 1);
@@ -1067,7 +1067,7 @@ TEST_CASE("A miss on a warm forwarder allocates nothing to send its query", "[up
     Forwarder forwarder(loop, options);
     const UpstreamSet set{a.address(), b.address()};  // two servers: ordered per query
     int answered = 0;
-    auto count = [&answered](const Result& r) { answered += r.outcome == Outcome::kAnswer; };
+    auto count = [&answered](const Result& r) { answered += r.outcome == ForwardOutcome::kAnswer; };
     for (int i = 0; i < 3; ++i) {  // grows the job, attempt, table and socket state
       forwarder.Resolve(Req("warm" + std::to_string(i) + ".example."), set, count);
       REQUIRE(RunUntil(loop, [&] { return answered == i + 1; }));
@@ -1108,7 +1108,7 @@ TEST_CASE("A loop probe that comes back disables its upstream", "[upstream]") {
     CHECK(AnswerAddress(ResolveAndWait(loop, other_thread, Req("x.example."), set)) == "192.0.2.2");
     CHECK(a.queries().size() == 1);
     Result none = ResolveAndWait(loop, other_thread, Req("x.example."), {a.address()});
-    CHECK(none.outcome == Outcome::kServFail);
+    CHECK(none.outcome == ForwardOutcome::kServFail);
     CHECK(none.reason == FailReason::kNoUpstreams);
   }
   RequireClosesClean(loop);
@@ -1123,7 +1123,7 @@ TEST_CASE("CancelAll answers every pending query with a shutdown SERVFAIL", "[up
     std::vector<FailReason> reasons;
     forwarder.Resolve(Req("a.example."), {a.address()},
                       [&](const Result& r) { reasons.push_back(r.reason); });
-    forwarder.Resolve(Req("b.example.", Transport::kTcp), {a.address()},
+    forwarder.Resolve(Req("b.example.", dns::Transport::kTcp), {a.address()},
                       [&](const Result& r) { reasons.push_back(r.reason); });
     REQUIRE(RunUntil(loop, [&] { return a.queries().size() == 2; }));
     forwarder.CancelAll();
@@ -1141,7 +1141,7 @@ TEST_CASE("Destroying the Forwarder with queries in flight leaks nothing", "[ups
     auto forwarder = std::make_unique<Forwarder>(loop, TestOptions());
     bool called = false;
     forwarder->Resolve(Req("a.example."), {a.address()}, [&](const Result&) { called = true; });
-    forwarder->Resolve(Req("b.example.", Transport::kTcp), {a.address()},
+    forwarder->Resolve(Req("b.example.", dns::Transport::kTcp), {a.address()},
                        [&](const Result&) { called = true; });
     REQUIRE(RunUntil(loop, [&] { return a.queries().size() == 2; }));
     forwarder.reset();
@@ -1223,7 +1223,7 @@ std::optional<dns::ClientAddress> CarriedClient(const testing::ReceivedQuery& qu
   return client;
 }
 
-Request FromClient(std::string_view name, const char* client, Transport transport) {
+Request FromClient(std::string_view name, const char* client, dns::Transport transport) {
   Request request = Req(name, transport);
   request.client = *loop::SocketAddress::Parse(client);
   return request;
@@ -1237,7 +1237,7 @@ TEST_CASE("A query to an upstream trusted with it carries the client's address",
     Forwarder::Options options = TestOptions();
     options.client_address_to = {*IpPrefix::Parse("127.0.0.0/8")};
     Forwarder forwarder(loop, options);
-    const Transport transport = GENERATE(Transport::kUdp, Transport::kTcp);
+    const dns::Transport transport = GENERATE(dns::Transport::kUdp, dns::Transport::kTcp);
     Result result = ResolveAndWait(
         loop, forwarder, FromClient("www.example.", "10.1.2.3:41000", transport), {a.address()});
     CHECK(AnswerAddress(result) == "192.0.2.1");
@@ -1263,7 +1263,7 @@ TEST_CASE("A query to an upstream not trusted with it never carries the client's
     if (GENERATE(false, true)) options.client_address_to = {*IpPrefix::Parse("127.0.0.2/32")};
     Forwarder forwarder(loop, options);
     (void)ResolveAndWait(loop, forwarder,
-                         FromClient("www.example.", "10.1.2.3:41000", Transport::kUdp),
+                         FromClient("www.example.", "10.1.2.3:41000", dns::Transport::kUdp),
                          {a.address()});
     REQUIRE(a.queries().size() == 1);
     REQUIRE(a.queries()[0].message.edns.has_value());
@@ -1282,7 +1282,7 @@ TEST_CASE("Coalesced queries carry the first asker's address", "[upstream][clien
     Forwarder forwarder(loop, options);
     int answered = 0;
     for (const char* client : {"10.0.0.1:1000", "10.0.0.2:2000", "10.0.0.3:3000"}) {
-      forwarder.Resolve(FromClient("www.example.", client, Transport::kUdp), {a.address()},
+      forwarder.Resolve(FromClient("www.example.", client, dns::Transport::kUdp), {a.address()},
                         [&](const Result&) { ++answered; });
     }
     REQUIRE(RunUntil(loop, [&] { return answered == 3; }));

@@ -51,7 +51,7 @@ void Forwarder::StartNextTry(Job* job) {
     job->next_candidate = candidate + 1;
     if (job->sent > 0 && !to_all) counters_.failovers.fetch_add(1, std::memory_order_relaxed);
     const uint32_t expected_sent = job->sent + 1;
-    SendTry(job, candidate, job->force_tcp ? Transport::kTcp : Transport::kUdp,
+    SendTry(job, candidate, job->force_tcp ? dns::Transport::kTcp : dns::Transport::kUdp,
             job->no_edns[candidate] ? EdnsMode::kWithoutEdns : EdnsMode::kWithEdns);
     // One server at a time; or the job ended, or a failure inside SendTry already moved
     // it on (StartNextTry again).
@@ -71,7 +71,7 @@ void Forwarder::StartNextTry(Job* job) {
                                                               : FailReason::kNetworkError);
 }
 
-void Forwarder::SendTry(Job* job, size_t candidate, Transport transport, EdnsMode edns) {
+void Forwarder::SendTry(Job* job, size_t candidate, dns::Transport transport, EdnsMode edns) {
   loop_.UpdateTime();
   const uint64_t now = loop_.now_ms();
   if (now >= job->deadline_ms) {
@@ -93,11 +93,11 @@ void Forwarder::SendTry(Job* job, size_t candidate, Transport transport, EdnsMod
 
   // A TCP try includes the handshake: allow it two round trips.
   uint64_t timeout = server->health.TryTimeoutMs();
-  if (transport == Transport::kTcp) timeout *= 2;
+  if (transport == dns::Transport::kTcp) timeout *= 2;
   timeout = std::min(timeout, job->deadline_ms - now);
   job->try_timer.Start(timeout, [this, job] { OnTryTimeout(job); });
 
-  if (transport == Transport::kUdp) {
+  if (transport == dns::Transport::kUdp) {
     // The pool picks the socket and draws the ID, unique among the queries on it.
     std::string error;
     if (!server->udp->Acquire(attempt, now, &error)) {
@@ -115,7 +115,7 @@ void Forwarder::SendTry(Job* job, size_t candidate, Transport transport, EdnsMod
   }
   // 0x20 over UDP only (TCP cannot be spoofed off-path), for client queries (probes' names
   // are checked elsewhere or have no letters).
-  attempt->sent_0x20 = transport == Transport::kUdp && job->kind == JobKind::kClient &&
+  attempt->sent_0x20 = transport == dns::Transport::kUdp && job->kind == JobKind::kClient &&
                        !job->no_0x20[candidate] && server->echo_0x20.Use(now);
   if (attempt->sent_0x20) attempt->qname_0x20 = Randomize0x20(job->request.qname, random_);
   const std::optional<uint16_t> client_address =
@@ -125,7 +125,7 @@ void Forwarder::SendTry(Job* job, size_t candidate, Transport transport, EdnsMod
     OnAttemptFailed(attempt, /*timeout=*/false, "query does not fit");
     return;
   }
-  if (transport == Transport::kUdp) {
+  if (transport == dns::Transport::kUdp) {
     SendUdp(attempt, query_);
   } else {
     SendTcp(attempt, query_);

@@ -116,18 +116,18 @@ TEST_CASE("The Forwarder gets answers from a real unbound over UDP and TCP", "[u
       std::optional<Result> first;
       while (!exited && std::chrono::steady_clock::now() < deadline) {
         first = ResolveOnce(loop, forwarder, request, set);
-        if (first && first->outcome == Outcome::kAnswer) break;
+        if (first && first->outcome == ForwardOutcome::kAnswer) break;
       }
       REQUIRE(first.has_value());
-      REQUIRE(first->outcome == Outcome::kAnswer);
+      REQUIRE(first->outcome == ForwardOutcome::kAnswer);
 
-      for (Transport transport : {Transport::kUdp, Transport::kTcp}) {
-        INFO(TransportName(transport));
+      for (dns::Transport transport : {dns::Transport::kUdp, dns::Transport::kTcp}) {
+        INFO(dns::TransportName(transport));
         request.client_transport = transport;
-        request.qname = N(transport == Transport::kUdp ? "a.KDNS.test." : "A.kdns.TEST.");
+        request.qname = N(transport == dns::Transport::kUdp ? "a.KDNS.test." : "A.kdns.TEST.");
         std::optional<Result> result = ResolveOnce(loop, forwarder, request, set);
         REQUIRE(result.has_value());
-        REQUIRE(result->outcome == Outcome::kAnswer);
+        REQUIRE(result->outcome == ForwardOutcome::kAnswer);
         CHECK(result->transport == transport);
         CHECK(result->message.rcode() == dns::Rcode::kNoError);
         REQUIRE(result->message.answers.size() == 1);
@@ -141,7 +141,7 @@ TEST_CASE("The Forwarder gets answers from a real unbound over UDP and TCP", "[u
       request.qname = N("nope.kdns.test.");
       std::optional<Result> nx = ResolveOnce(loop, forwarder, request, set);
       REQUIRE(nx.has_value());
-      CHECK(nx->outcome == Outcome::kAnswer);
+      CHECK(nx->outcome == ForwardOutcome::kAnswer);
       CHECK(nx->message.rcode() == dns::Rcode::kNxDomain);
       CHECK(forwarder.counters().mismatched == 0);
     }

@@ -6,6 +6,8 @@
 #include <optional>
 #include <sstream>
 
+#include "common/upstream/upstream_address.h"
+
 namespace kdns::upstream {
 namespace {
 
@@ -52,7 +54,7 @@ ResolvConf ParseResolvConf(std::string_view text) {
       conf.skipped_lines.emplace_back(line);
       continue;
     }
-    conf.nameservers.push_back(UpstreamAddress{*address, kDnsPort});
+    conf.nameservers.push_back(loop::SocketAddressOf(*address, kDnsPort));
   }
   return conf;
 }

@@ -11,12 +11,12 @@
 #include <string_view>
 #include <vector>
 
-#include "common/upstream/upstream_address.h"
+#include "common/loop/socket_address.h"
 
 namespace kdns::upstream {
 
 struct ResolvConf {
-  std::vector<UpstreamAddress> nameservers;  // in file order, port 53
+  std::vector<loop::SocketAddress> nameservers;  // in file order, port 53
   std::vector<std::string> skipped_lines;
   std::vector<std::string> search;  // the domains of the last search or domain line, as written
 };

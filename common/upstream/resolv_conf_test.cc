@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "common/upstream/upstream_address.h"
+
 namespace kdns::upstream {
 namespace {
 
@@ -20,9 +22,9 @@ TEST_CASE("resolv.conf gives nameserver lines, v4 and v6", "[upstream][resolv]")
       "domain example\r\n"
       "nameserver 8.8.8.8");
   REQUIRE(conf.nameservers.size() == 3);
-  CHECK(conf.nameservers[0].address.ToString() == "10.96.0.10");
-  CHECK(conf.nameservers[1].address.ToString() == "2001:db8::53");
-  CHECK(conf.nameservers[2].address.ToString() == "8.8.8.8");
+  CHECK(conf.nameservers[0].HostString() == "10.96.0.10");
+  CHECK(conf.nameservers[1].HostString() == "2001:db8::53");
+  CHECK(conf.nameservers[2].HostString() == "8.8.8.8");
   CHECK(conf.skipped_lines == std::vector<std::string>{"nameserver fe80::1%eth0",
                                                        "nameserver dns.example",
                                                        "nameserver 1.1.1.1 extra"});
@@ -45,8 +47,8 @@ TEST_CASE("resolv.conf nameservers become port-53 upstreams", "[upstream][resolv
       "nameserver 2001:db8::53\n"
       "nameserver dns.example\n");
   REQUIRE(conf.nameservers.size() == 2);
-  CHECK(conf.nameservers[0].ToString() == "10.96.0.10#53");
-  CHECK(conf.nameservers[1].ToString() == "2001:db8::53#53");
+  CHECK(FormatUpstreamAddress(conf.nameservers[0]) == "10.96.0.10#53");
+  CHECK(FormatUpstreamAddress(conf.nameservers[1]) == "2001:db8::53#53");
   CHECK(conf.skipped_lines == std::vector<std::string>{"nameserver dns.example"});
 }
 

@@ -58,7 +58,7 @@ class FakeUpstream {
   // (as a server closing an idle connection while our query is on its way).
   void set_tcp_queries_per_connection(size_t count) { server_.set_options({count}); }
   const std::vector<ReceivedQuery>& queries() const { return server_.queries(); }
-  size_t CountQueries(Transport transport) const { return server_.CountQueries(transport); }
+  size_t CountQueries(dns::Transport transport) const { return server_.CountQueries(transport); }
   size_t tcp_connections_accepted() const { return server_.tcp_connections_accepted(); }
   dns::RdataA address_record() const { return A(192, 0, 2, tag_); }
 

@@ -6,18 +6,9 @@
 
 namespace kdns::upstream {
 
-std::string UpstreamAddress::ToString() const {
-  return address.ToString() + "#" + std::to_string(port);
-}
-
-loop::SocketAddress UpstreamAddress::ToSocketAddress() const {
-  // An IpAddress always prints as a numeric host FromHostPort takes.
-  return *loop::SocketAddress::FromHostPort(address.ToString(), port);
-}
-
-std::optional<UpstreamAddress> ParsedAddress::upstream() const {
+std::optional<loop::SocketAddress> ParsedAddress::upstream() const {
   if (!ok() || !ip) return std::nullopt;
-  return UpstreamAddress{*ip, *port};
+  return loop::SocketAddressOf(*ip, *port);
 }
 
 ParsedAddress ParseAddress(std::string_view text, const AddressSyntax& syntax) {
@@ -71,8 +62,8 @@ ParsedAddress ParseAddress(std::string_view text, const AddressSyntax& syntax) {
   return parsed;
 }
 
-std::optional<UpstreamAddress> ParseUpstreamAddress(std::string_view text,
-                                                    const AddressSyntax& syntax) {
+std::optional<loop::SocketAddress> ParseUpstreamAddress(std::string_view text,
+                                                        const AddressSyntax& syntax) {
   return ParseAddress(text, syntax).upstream();
 }
 

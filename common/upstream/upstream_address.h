@@ -1,5 +1,7 @@
-// UpstreamAddress: an upstream DNS server as configured, an IP address and a port; and the
-// one parser of the notations the programs take for it:
+// The one parser of the notations the programs take for an upstream DNS server's address,
+// and its one printed form. The address itself is a loop::SocketAddress everywhere (the
+// configuration, the routes, the Forwarder's UpstreamSet and its table), so nothing
+// converts it through text. The notations:
 //
 //   ip            10.0.0.10, fd00::10                  every caller (IPv6: see bare_ipv6)
 //   ip#port       10.0.0.10#5353, fd00::10#5353        dnsmasq (--server, servers-file)
@@ -13,8 +15,8 @@
 // and refuses exactly what the tool it replaces does, and words its own error messages
 // from the parse result (which part failed, and the text of that part).
 //
-// The socket the forwarder sends to is a loop::SocketAddress (ToSocketAddress); logs and
-// `servers.bind` print the dnsmasq form `ip#port` (ToString). Values; no thread affinity.
+// Logs, metrics labels and `servers.bind` print the dnsmasq form `ip#port`
+// (FormatUpstreamAddress). Values; no thread affinity.
 #pragma once
 
 #include <cstdint>
@@ -28,17 +30,6 @@
 namespace kdns::upstream {
 
 inline constexpr uint16_t kDnsPort = 53;
-
-struct UpstreamAddress {
-  IpAddress address;
-  uint16_t port = kDnsPort;
-
-  // dnsmasq's form, as servers.bind shows it: "10.0.0.10#53", "fd00::1#53" (no brackets).
-  std::string ToString() const;
-  loop::SocketAddress ToSocketAddress() const;
-
-  friend bool operator==(const UpstreamAddress&, const UpstreamAddress&) = default;
-};
 
 // The notations a caller accepts, beyond a bare IPv4 address (always accepted).
 struct AddressSyntax {
@@ -84,7 +75,7 @@ struct ParsedAddress {
   // An address or a host name, and a good port.
   bool ok() const { return shape == AddressShape::kOk && port && (ip || zoned || host_name); }
   // The address, when ok() and an IP without a zone.
-  std::optional<UpstreamAddress> upstream() const;
+  std::optional<loop::SocketAddress> upstream() const;
 };
 
 // Splits and checks `text` by `syntax`; never fails hard, see ParsedAddress.
@@ -92,10 +83,10 @@ ParsedAddress ParseAddress(std::string_view text, const AddressSyntax& syntax);
 
 // The address, when `text` is one in `syntax` (an IP, not a host name). Callers that
 // report why use ParseAddress.
-std::optional<UpstreamAddress> ParseUpstreamAddress(std::string_view text,
-                                                    const AddressSyntax& syntax);
+std::optional<loop::SocketAddress> ParseUpstreamAddress(std::string_view text,
+                                                        const AddressSyntax& syntax);
 
-// The dnsmasq form used by `servers.bind`: `1.2.3.4#53`, `::1#53`.
+// The dnsmasq form, as `servers.bind` shows it: `10.0.0.10#53`, `fd00::1#53` (no brackets).
 std::string FormatUpstreamAddress(const loop::SocketAddress& address);
 
 }  // namespace kdns::upstream

@@ -21,7 +21,7 @@ std::optional<UpstreamSet> UpstreamSet::Parse(std::string_view text) {
     if (!item.empty()) {
       auto address = ParseUpstreamAddress(item, kDnsmasqSyntax);
       if (!address) return std::nullopt;
-      addresses.push_back(address->ToSocketAddress());
+      addresses.push_back(*address);
     }
     start = end + 1;
   }

@@ -5,7 +5,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/header.h"
-#include "common/loop/tcp_limits.h"
+#include "common/loop/socket_address.h"
 
 namespace kdns::upstream {
 
@@ -27,7 +27,7 @@ const char* MatchName(Match match) {
   return "?";
 }
 
-Request Request::FromQuery(const dns::Query& query, Transport client_transport,
+Request Request::FromQuery(const dns::Query& query, dns::Transport client_transport,
                            const loop::SocketAddress& client) {
   Request request;
   request.qname = query.qname;

@@ -32,10 +32,6 @@
 
 namespace kdns::upstream {
 
-// The client's transport: the one dns::Transport of the tree.
-using dns::Transport;
-using dns::TransportName;
-
 enum class EdnsMode : uint8_t { kWithEdns, kWithoutEdns };
 
 // What a client asked, as far as forwarding is concerned.
@@ -45,7 +41,7 @@ struct Request {
   dns::RrClass qclass = dns::RrClass::kIn;
   bool dnssec_ok = false;          // the client's EDNS DO bit (RFC 3225)
   bool checking_disabled = false;  // the client's CD bit (RFC 4035 §3.2.2)
-  Transport client_transport = Transport::kUdp;
+  dns::Transport client_transport = dns::Transport::kUdp;
   // Who asked (server::Request::client: the pod, also behind a trusted forwarder), for the
   // client's fair share of the forwarding budgets (forward_budgets.h) and, to a server
   // trusted with it (Forwarder::Options::client_address_to), in the client-address option;
@@ -53,7 +49,7 @@ struct Request {
   // (prefetches, probes): no share to keep, nothing to carry.
   loop::SocketAddress client;
 
-  static Request FromQuery(const dns::Query& query, Transport client_transport,
+  static Request FromQuery(const dns::Query& query, dns::Transport client_transport,
                            const loop::SocketAddress& client);
 };
 

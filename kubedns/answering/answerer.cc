@@ -160,7 +160,7 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission&
     case server::Verdict::kDrop:
       return result;
     case server::Verdict::kFormErr:
-      result.outcome = Outcome::kFormErr;
+      result.kind = AnswerKind::kFormErr;
       result.rcode = dns::Rcode::kFormErr;
       result.response = server::WriteRefusal(admission, buffer);
       return result;
@@ -170,7 +170,7 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission&
       result.qtype = query.qtype;
       result.response = server::WriteRefusal(admission, buffer);
       if (result.response.empty()) return result;  // dropped; cannot happen
-      result.outcome = Outcome::kAnswered;
+      result.kind = AnswerKind::kAnswered;
       result.rcode = server::RefusalRcode(admission.verdict);
       return result;
   }
@@ -180,7 +180,7 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission&
   if (response.builder.StartResponse(query) != dns::BuildError::kOk) return result;
   response.builder.header().ra = true;  // names outside the zone are resolved for clients
   if (query.edns) (void)response.builder.SetEdns(dns::EdnsView{});
-  result.outcome = Outcome::kAnswered;
+  result.kind = AnswerKind::kAnswered;
 
   dns::Name lower = query.qname.Lowercased();
   result.reverse = lower.IsSubdomainOf(in_addr_arpa_) || lower.IsSubdomainOf(ip6_arpa_);
@@ -201,7 +201,7 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission&
   } else if (result.reverse && AnswerReverse(*snapshot, lower, response)) {
     // answered from the reverse index
   } else {
-    result.outcome = Outcome::kNotOurs;
+    result.kind = AnswerKind::kNotOurs;
     response.rcode = dns::Rcode::kRefused;
   }
   response.builder.header().rcode = response.rcode;
@@ -209,7 +209,7 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission&
   result.truncated = response.builder.truncated();
   result.response = response.builder.Finish();
   if (response.chase_target && !result.truncated && response.rcode == dns::Rcode::kNoError) {
-    result.outcome = Outcome::kExternalTarget;
+    result.kind = AnswerKind::kExternalTarget;
     result.chase_target = *response.chase_target;
   }
   return result;

@@ -22,12 +22,12 @@
 // snapshot.
 //
 // Names outside Z and reverse names of IPs kubedns holds nothing for are not ours: the
-// result says so (Outcome::kNotOurs) and the server forwards them (skydns forwards a
+// result says so (AnswerKind::kNotOurs) and the server forwards them (skydns forwards a
 // reverse name it cannot answer, too). Before the first full sync a reverse name gets
 // SERVFAIL like the cluster zone: it cannot yet tell whether the IP is a cluster's.
 //
 // An ExternalName service whose CNAME chain leaves Z (`www.example.com`) is answered as far
-// as kubedns can: the CNAME records, then Outcome::kExternalTarget with the name the chain
+// as kubedns can: the CNAME records, then AnswerKind::kExternalTarget with the name the chain
 // ends at, so the server can ask an upstream for it and append the answer. CNAME and ANY
 // queries get the CNAME alone (kAnswered), as before.
 //
@@ -77,7 +77,7 @@ struct AnswerConfig {
   Writing writing = Writing::kPrepared;
 };
 
-enum class Outcome : uint8_t {
+enum class AnswerKind : uint8_t {
   kAnswered,        // a response was written
   kFormErr,         // malformed query answered FORMERR
   kDropped,         // not worth an answer (no header, or a response): nothing written
@@ -88,7 +88,7 @@ enum class Outcome : uint8_t {
 };
 
 struct AnswerResult {
-  Outcome outcome = Outcome::kDropped;
+  AnswerKind kind = AnswerKind::kDropped;
   dns::Rcode rcode = dns::Rcode::kNoError;
   dns::RrType qtype = dns::RrType::kA;
   bool truncated = false;

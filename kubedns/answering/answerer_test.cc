@@ -118,7 +118,7 @@ TEST_CASE("every conformance case is answered as the specification says",
     if (c.HasMember("edns")) asked.edns_version = c["edns"].GetInt();
     if (c.HasMember("payload")) asked.payload = static_cast<uint16_t>(c["payload"].GetUint());
     Answered got = Ask(answerer, snapshot.get(), asked);
-    REQUIRE(got.result.outcome == Outcome::kAnswered);
+    REQUIRE(got.result.kind == AnswerKind::kAnswered);
     const dns::Message& m = got.message;
     INFO(dns::MessageToText(m));
 
@@ -218,7 +218,7 @@ TEST_CASE("names kubedns does not own are marked for forwarding", "[kubedns]") {
        {"www.example.com.", "local.", "4.3.2.1.in-addr.arpa.", "10.in-addr.arpa."}) {
     CAPTURE(name);
     Answered got = Ask(answerer, snapshot.get(), {name, "A"});
-    CHECK(got.result.outcome == Outcome::kNotOurs);
+    CHECK(got.result.kind == AnswerKind::kNotOurs);
     CHECK(got.message.rcode() == dns::Rcode::kRefused);
     CHECK_FALSE(got.message.header.aa);
   }
@@ -233,14 +233,14 @@ TEST_CASE(
   auto unsynced = writer.Publish();
   for (const Snapshot* snapshot : {static_cast<const Snapshot*>(nullptr), unsynced.get()}) {
     Answered got = Ask(answerer, snapshot, {"1.0.96.10.in-addr.arpa.", "PTR"});
-    CHECK(got.result.outcome == Outcome::kAnswered);
+    CHECK(got.result.kind == AnswerKind::kAnswered);
     CHECK(got.message.rcode() == dns::Rcode::kServFail);
   }
   auto synced = ConformanceSnapshot();
-  CHECK(Ask(answerer, synced.get(), {"1.0.96.10.in-addr.arpa.", "PTR"}).result.outcome ==
-        Outcome::kAnswered);
+  CHECK(Ask(answerer, synced.get(), {"1.0.96.10.in-addr.arpa.", "PTR"}).result.kind ==
+        AnswerKind::kAnswered);
   Answered unknown = Ask(answerer, synced.get(), {"9.9.96.10.in-addr.arpa.", "PTR"});
-  CHECK(unknown.result.outcome == Outcome::kNotOurs);
+  CHECK(unknown.result.kind == AnswerKind::kNotOurs);
   CHECK(unknown.result.reverse);
 }
 
@@ -260,7 +260,7 @@ TEST_CASE("an ExternalName chain that leaves the zone is handed over with its ta
   Answerer answerer(Config());
 
   Answered direct = Ask(answerer, snapshot.get(), {"Out.x.svc.cluster.local.", "A", false, 0});
-  CHECK(direct.result.outcome == Outcome::kExternalTarget);
+  CHECK(direct.result.kind == AnswerKind::kExternalTarget);
   CHECK(direct.result.chase_target.IdenticalTo(*dns::Name::FromText("WWW.Example.com.")));
   CHECK(direct.message.rcode() == dns::Rcode::kNoError);
   CHECK(direct.message.header.aa);
@@ -269,7 +269,7 @@ TEST_CASE("an ExternalName chain that leaves the zone is handed over with its ta
   CHECK(direct.message.authorities.empty());
 
   Answered chained = Ask(answerer, snapshot.get(), {"alias.x.svc.cluster.local.", "AAAA"});
-  CHECK(chained.result.outcome == Outcome::kExternalTarget);
+  CHECK(chained.result.kind == AnswerKind::kExternalTarget);
   CHECK(chained.result.chase_target.ToText() == "WWW.Example.com.");
   CHECK(Types(chained.message.answers) == std::vector<std::string>{"CNAME", "CNAME"});
 
@@ -277,7 +277,7 @@ TEST_CASE("an ExternalName chain that leaves the zone is handed over with its ta
   for (const char* type : {"CNAME", "ANY"}) {
     CAPTURE(type);
     Answered cname = Ask(answerer, snapshot.get(), {"out.x.svc.cluster.local.", type});
-    CHECK(cname.result.outcome == Outcome::kAnswered);
+    CHECK(cname.result.kind == AnswerKind::kAnswered);
     CHECK(Types(cname.message.answers) == std::vector<std::string>{"CNAME"});
   }
 }
@@ -288,19 +288,19 @@ TEST_CASE("malformed queries are answered FORMERR or dropped", "[kubedns]") {
   std::vector<uint8_t> out(dns::kMaxMessageSize);
   SECTION("shorter than a header: dropped") {
     const uint8_t junk[5] = {1, 2, 3, 4, 5};
-    CHECK(Answer(answerer, snapshot.get(), junk, dns::Transport::kUdp, out).outcome ==
-          Outcome::kDropped);
+    CHECK(Answer(answerer, snapshot.get(), junk, dns::Transport::kUdp, out).kind ==
+          AnswerKind::kDropped);
   }
   SECTION("a response sent to us: dropped, so two servers never ping-pong") {
     auto query = BuildQuery({"kubernetes.default.svc.cluster.local.", "A"});
     query[2] |= 0x80;
-    CHECK(Answer(answerer, snapshot.get(), query, dns::Transport::kUdp, out).outcome ==
-          Outcome::kDropped);
+    CHECK(Answer(answerer, snapshot.get(), query, dns::Transport::kUdp, out).kind ==
+          AnswerKind::kDropped);
   }
   SECTION("no question: FORMERR with the query's ID") {
     const uint8_t header[12] = {0xab, 0xcd, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     auto result = Answer(answerer, snapshot.get(), header, dns::Transport::kUdp, out);
-    CHECK(result.outcome == Outcome::kFormErr);
+    CHECK(result.kind == AnswerKind::kFormErr);
     REQUIRE(result.response.size() >= 12);
     CHECK(result.response[0] == 0xab);
     CHECK(result.response[1] == 0xcd);
@@ -309,8 +309,8 @@ TEST_CASE("malformed queries are answered FORMERR or dropped", "[kubedns]") {
   SECTION("a question cut short: FORMERR") {
     auto query = BuildQuery({"kubernetes.default.svc.cluster.local.", "A"});
     query.resize(query.size() - 3);
-    CHECK(Answer(answerer, snapshot.get(), query, dns::Transport::kUdp, out).outcome ==
-          Outcome::kFormErr);
+    CHECK(Answer(answerer, snapshot.get(), query, dns::Transport::kUdp, out).kind ==
+          AnswerKind::kFormErr);
   }
 }
 
@@ -489,7 +489,7 @@ TEST_CASE("an externalName with a trailing dot answers as the same name without 
     CHECK(Texts(dotted.message.answers) == want);
   }
   Answered out = Ask(answerer, snapshot.get(), {"out-dotted.x.svc.cluster.local.", "A"});
-  CHECK(out.result.outcome == Outcome::kExternalTarget);
+  CHECK(out.result.kind == AnswerKind::kExternalTarget);
   CHECK(out.result.chase_target.ToText() == "www.example.com.");
 }
 

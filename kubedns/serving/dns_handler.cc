@@ -50,15 +50,15 @@ const UpstreamRoutes& DnsHandler::Routes() {
 }
 
 bool DnsHandler::AnsweredByRecords(const AnswerResult& result) const {
-  switch (result.outcome) {
-    case Outcome::kNotOurs:
-    case Outcome::kExternalTarget:
+  switch (result.kind) {
+    case AnswerKind::kNotOurs:
+    case AnswerKind::kExternalTarget:
       return false;
-    case Outcome::kAnswered:
+    case AnswerKind::kAnswered:
       // An NXDOMAIN may start a walk (StartWalk decides whether the name qualifies).
       return result.rcode != dns::Rcode::kNxDomain || shared_.autopath == nullptr;
-    case Outcome::kFormErr:
-    case Outcome::kDropped:
+    case AnswerKind::kFormErr:
+    case AnswerKind::kDropped:
       return true;
   }
   return true;
@@ -80,8 +80,8 @@ void DnsHandler::HandleQuery(server::Request& request) {
   AnswerResult result =
       shared_.answerer.Answer(reader_.Get(), request.admission(), request.response_buffer());
   if (!AnsweredByRecords(result)) {
-    if (result.outcome == Outcome::kNotOurs) return Forward(request, result, start);
-    if (result.outcome == Outcome::kExternalTarget) return StartChase(request, result, start);
+    if (result.kind == AnswerKind::kNotOurs) return Forward(request, result, start);
+    if (result.kind == AnswerKind::kExternalTarget) return StartChase(request, result, start);
     if (StartWalk(request, result, start)) return;
   }
   if (!result.response.empty()) request.Reply(result.response);
@@ -115,7 +115,7 @@ void DnsHandler::OnQueriesOverdue(uint64_t connection_id) {
   // The upstream query goes on (its answer, if any, finds no waiter): only the client's
   // wait ends here.
   for (Waiting& waiting : waiting_.TakeConnection(connection_id)) {
-    Fail(waiting, ForwardFailure::kTimeout);
+    Fail(waiting, upstream::ForwardFailure::kTimeout);
   }
 }
 
@@ -154,7 +154,7 @@ void DnsHandler::StartChase(server::Request& request, const AnswerResult& result
 
 void DnsHandler::FailNow(server::Request& request, const AnswerResult& result,
                          Clock::time_point start) {
-  shared_.forward_metrics.Failed(ForwardFailure::kOverloaded);
+  shared_.forward_metrics.Failed(upstream::ForwardFailure::kOverloaded);
   const std::span<const uint8_t> response = server::WriteEmptyResponse(
       request.admission().query, dns::Rcode::kServFail, /*aa=*/false, request.response_buffer());
   if (!response.empty()) {
@@ -191,15 +191,15 @@ void DnsHandler::AskChaseTarget(uint64_t id, Waiting& waiting) {
 void DnsHandler::OnForwarded(uint64_t id, const upstream::Result& result) {
   std::optional<Waiting> waiting = waiting_.Take(id);
   if (!waiting) return;  // its TCP client went away
-  if (result.outcome != upstream::Outcome::kAnswer) {
-    Fail(*waiting, FailureOf(result));
+  if (result.outcome != upstream::ForwardOutcome::kAnswer) {
+    Fail(*waiting, upstream::ForwardFailureOf(result.outcome, result.reason));
     return;
   }
   const server::Fitted fitted = server::FitReply(
       server::ReplyToFit::From(result), waiting->client.query(), waiting->client.limit_bytes,
       server::Truncation::kWholeRRsets, buffer_, &reply_);
   if (fitted.bytes.empty()) {
-    Fail(*waiting, ForwardFailure::kBadReply);
+    Fail(*waiting, upstream::ForwardFailure::kBadReply);
     return;
   }
   Finish(*waiting, fitted.bytes, result.message.rcode(), TcBit(fitted.bytes),
@@ -210,8 +210,8 @@ void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
   Waiting* waiting = waiting_.Find(id);
   if (waiting == nullptr) return;  // its TCP client went away
   Chase& chase = *waiting->state.chase;
-  if (result.outcome != upstream::Outcome::kAnswer) {
-    ChaseFailed(id, FailureOf(result));
+  if (result.outcome != upstream::ForwardOutcome::kAnswer) {
+    ChaseFailed(id, upstream::ForwardFailureOf(result.outcome, result.reason));
     return;
   }
   dns::Name next;
@@ -230,11 +230,11 @@ void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
     }
     // A loop, too long a chain, or a chain back into the cluster domain (which the upstream
     // cannot resolve and we do not follow from outside).
-    ChaseFailed(id, ForwardFailure::kChain);
+    ChaseFailed(id, upstream::ForwardFailure::kChain);
     return;
   }
   if (step == ChaseStep::kFailed) {
-    ChaseFailed(id, ForwardFailure::kChain);
+    ChaseFailed(id, upstream::ForwardFailure::kChain);
     return;
   }
   if (waiting->state.walk) {
@@ -250,13 +250,13 @@ void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
   std::optional<Waiting> done = waiting_.Take(id);
   const dns::Message& partial = done->state.chase->partial;
   if (dns::BuildMessage(partial, done->client.limit_bytes, &reply_) != dns::BuildError::kOk) {
-    Fail(*done, ForwardFailure::kBadReply);
+    Fail(*done, upstream::ForwardFailure::kBadReply);
     return;
   }
   Finish(*done, reply_, partial.rcode(), TcBit(reply_), server::AnswerSource::kUpstream);
 }
 
-void DnsHandler::ChaseFailed(uint64_t id, ForwardFailure failure) {
+void DnsHandler::ChaseFailed(uint64_t id, upstream::ForwardFailure failure) {
   const Waiting* waiting = waiting_.Find(id);
   if (waiting != nullptr && waiting->state.walk) return WalkMiss(id, AutopathMiss::kFailed);
   FailTaken(id, failure);
@@ -303,7 +303,7 @@ void DnsHandler::NextCandidate(uint64_t id) {
     admission.transport = waiting->client.transport;
     admission.reply_limit_bytes = candidate_buffer_.size();
     const AnswerResult local = shared_.answerer.Answer(reader_.Get(), admission, candidate_buffer_);
-    if (local.outcome == Outcome::kNotOurs) {
+    if (local.kind == AnswerKind::kNotOurs) {
       upstream::Request ask;
       ask.qname = walk.candidate;
       ask.qtype = waiting->client.qtype;
@@ -318,14 +318,14 @@ void DnsHandler::NextCandidate(uint64_t id) {
                          [this, id](const upstream::Result& reply) { OnCandidate(id, reply); });
       return;
     }
-    if (local.outcome == Outcome::kAnswered && local.rcode == dns::Rcode::kNxDomain) continue;
+    if (local.kind == AnswerKind::kAnswered && local.rcode == dns::Rcode::kNxDomain) continue;
     dns::Message reply;
-    if ((local.outcome != Outcome::kAnswered && local.outcome != Outcome::kExternalTarget) ||
+    if ((local.kind != AnswerKind::kAnswered && local.kind != AnswerKind::kExternalTarget) ||
         local.rcode != dns::Rcode::kNoError || local.truncated ||
         dns::ParseMessage(local.response, &reply) != dns::ParseError::kOk) {
       return WalkMiss(id, AutopathMiss::kFailed);  // not synced, or cannot be: as without
     }
-    if (local.outcome == Outcome::kAnswered) return WalkHit(id, reply, AutopathSource::kOurs);
+    if (local.kind == AnswerKind::kAnswered) return WalkHit(id, reply, AutopathSource::kOurs);
     // An ExternalName service whose chain leaves Z: completed upstream, as for a client.
     auto chase = std::make_unique<Chase>();
     chase->partial = std::move(reply);
@@ -339,7 +339,8 @@ void DnsHandler::NextCandidate(uint64_t id) {
 
 void DnsHandler::OnCandidate(uint64_t id, const upstream::Result& result) {
   if (waiting_.Find(id) == nullptr) return;  // its TCP client went away
-  if (result.outcome != upstream::Outcome::kAnswer) return WalkMiss(id, AutopathMiss::kFailed);
+  if (result.outcome != upstream::ForwardOutcome::kAnswer)
+    return WalkMiss(id, AutopathMiss::kFailed);
   const dns::Rcode rcode = result.message.rcode();
   if (rcode == dns::Rcode::kNxDomain) return NextCandidate(id);
   if (rcode != dns::Rcode::kNoError) return WalkMiss(id, AutopathMiss::kFailed);
@@ -375,16 +376,16 @@ void DnsHandler::WalkMiss(uint64_t id, AutopathMiss miss) {
          server::AnswerSource::kLocal);
 }
 
-void DnsHandler::FailTaken(uint64_t id, ForwardFailure failure) {
+void DnsHandler::FailTaken(uint64_t id, upstream::ForwardFailure failure) {
   std::optional<Waiting> waiting = waiting_.Take(id);
   if (waiting) Fail(*waiting, failure);
 }
 
-void DnsHandler::Fail(Waiting& waiting, ForwardFailure failure) {
+void DnsHandler::Fail(Waiting& waiting, upstream::ForwardFailure failure) {
   shared_.forward_metrics.Failed(failure);
   std::span<const uint8_t> response = server::WriteEmptyResponse(
       waiting.client.query(), dns::Rcode::kServFail, /*aa=*/false, buffer_);
-  Finish(waiting, response, dns::Rcode::kServFail, false, server::AnswerSource::kUpstream);
+  Finish(waiting, response, dns::Rcode::kServFail, false, server::AnswerSource::kFailure);
 }
 
 void DnsHandler::Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode,
@@ -399,9 +400,9 @@ void DnsHandler::Finish(Waiting& waiting, std::span<const uint8_t> response, dns
   shared_.forward_metrics.Finished();
   AnswerResult record;
   // A walk's answer is the answer to a name in Z ("auth"), wherever its candidate came from.
-  record.outcome = waiting.state.walk    ? Outcome::kAnswered
-                   : waiting.state.chase ? Outcome::kExternalTarget
-                                         : Outcome::kNotOurs;
+  record.kind = waiting.state.walk    ? AnswerKind::kAnswered
+                : waiting.state.chase ? AnswerKind::kExternalTarget
+                                      : AnswerKind::kNotOurs;
   record.rcode = rcode;
   record.qtype = waiting.client.qtype;
   record.truncated = truncated;

@@ -181,15 +181,15 @@ class DnsHandler final : public server::QueryHandler {
   void WalkMiss(uint64_t id, AutopathMiss miss);
   void AskChaseTarget(uint64_t id, Waiting& waiting);
   // A chase step failed: SERVFAIL, or for a walk's candidate the walk's own answer.
-  void ChaseFailed(uint64_t id, ForwardFailure failure);
+  void ChaseFailed(uint64_t id, upstream::ForwardFailure failure);
   void OnForwarded(uint64_t id, const upstream::Result& result);
   void OnChased(uint64_t id, const upstream::Result& result);
   // Sends `response` (or SERVFAIL when empty) and records the metrics; `source` is where
   // the answer came from, for the query log.
   void Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode, bool truncated,
               server::AnswerSource source);
-  void Fail(Waiting& waiting, ForwardFailure failure);
-  void FailTaken(uint64_t id, ForwardFailure failure);
+  void Fail(Waiting& waiting, upstream::ForwardFailure failure);
+  void FailTaken(uint64_t id, upstream::ForwardFailure failure);
 
   const Shared& shared_;
   std::span<uint8_t> buffer_;  // the thread's response buffer

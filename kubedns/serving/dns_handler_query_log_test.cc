@@ -1,6 +1,7 @@
 // DnsHandler's query log (--log-queries, common/server/query_log.h) for the answers of an
 // autopath walk: each is logged once, with where its answer came from (our records: local;
-// an upstream: upstream), like any other answer.
+// an upstream: upstream), like any other answer; and a SERVFAIL kubedns makes when no
+// upstream answers (failure, as frontend-cache logs it).
 // clang-format off: the tested header (which brings glog) before Catch, whose CHECK must win.
 #include "kubedns/serving/dns_handler.h"
 // clang-format on
@@ -41,10 +42,12 @@ std::shared_ptr<const Snapshot> ClusterSnapshot() {
   return writer.Publish();
 }
 
-// The world outside: www.example.com A, everything else NXDOMAIN.
+// The world outside: www.example.com A, silent.example.com no answer, everything else
+// NXDOMAIN.
 kdns::testing::Replies World(const kdns::testing::ReceivedQuery& received) {
   if (!received.parsed || received.message.questions.empty()) return {};
   const dns::Question& question = received.message.questions[0];
+  if (question.name == N("silent.example.com.")) return {};
   dns::Message reply = kdns::testing::ReplyTo(received.message);
   if (question.name == N("www.example.com.")) {
     if (question.type == RrType::kA) {
@@ -163,6 +166,17 @@ TEST_CASE("a walk that finds nothing logs the query's own NXDOMAIN once, as loca
   REQUIRE(lines.size() == 1);
   CHECK(lines[0].find(" rcode=NXDOMAIN ") != std::string::npos);
   CHECK(lines[0].find(" source=local ") != std::string::npos);
+}
+
+TEST_CASE("a SERVFAIL made because no upstream answered is logged once, as failure",
+          "[kubedns][handler]") {
+  LogFixture f;
+  const std::string name = "silent.example.com.";
+  REQUIRE(f.Ask(name).rcode() == dns::Rcode::kServFail);
+  const auto lines = f.LinesFor(name);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find(" rcode=SERVFAIL ") != std::string::npos);
+  CHECK(lines[0].find(" source=failure ") != std::string::npos);
 }
 
 }  // namespace kdns::kubedns

@@ -144,13 +144,9 @@ void ForwardConfig::Stop() {
 
 namespace {
 
-// The answers of one pass's lookups, by name.
+// The failures of one pass's lookups, by name (the addresses go to stub_hosts_).
 struct LookupRound {
-  struct Answer {
-    std::vector<IpAddress> addresses;  // IPv4 first, then IPv6, as the routes list them
-    std::string error;
-  };
-  std::unordered_map<dns::Name, Answer, dns::NameHash> answers;
+  std::unordered_map<dns::Name, std::string, dns::NameHash> errors;
   size_t outstanding = 0;
 };
 
@@ -180,6 +176,7 @@ void ForwardConfig::Run(const loop::SocketAddress& resolver_server,
       }
       ReadInputs();
       std::vector<dns::Name> names = StubHostNames();
+      stub_hosts_.Retain(names);
       if (names.empty() || channel == nullptr) {
         Publish(HostResolver());
         return;
@@ -194,21 +191,20 @@ void ForwardConfig::Run(const loop::SocketAddress& resolver_server,
         channel->LookupAddresses(
             text, [&, this_round = current, name, text](const std::vector<IpAddress>& addresses,
                                                         const std::string& lookup_error) {
-              LookupRound::Answer& answer = this_round->answers[name];
-              answer.addresses = addresses;
-              std::stable_partition(answer.addresses.begin(), answer.addresses.end(),
-                                    [](const IpAddress& ip) { return ip.is_v4(); });
-              // The channel's error names the host; the route warning names it already.
-              std::string_view reason = lookup_error;
-              if (reason.starts_with(text + ": ")) reason.remove_prefix(text.size() + 2);
-              answer.error = std::string(reason);
+              if (addresses.empty()) {
+                // The channel's error names the host; the route warning names it already.
+                std::string_view reason = lookup_error;
+                if (reason.starts_with(text + ": ")) reason.remove_prefix(text.size() + 2);
+                this_round->errors[name] = std::string(reason);
+              }
+              (void)stub_hosts_.Record(name, addresses);
               if (--this_round->outstanding > 0) return;
               round.reset();
-              Publish([this_round](const dns::Name& host, std::string* resolve_error) {
-                auto it = this_round->answers.find(host);
-                if (it == this_round->answers.end()) return std::vector<IpAddress>();
-                *resolve_error = it->second.error;
-                return it->second.addresses;
+              Publish([this, this_round](const dns::Name& host, std::string* resolve_error) {
+                auto failed = this_round->errors.find(host);
+                if (failed != this_round->errors.end()) *resolve_error = failed->second;
+                const auto known = stub_hosts_.Find(host);
+                return std::vector<IpAddress>(known.begin(), known.end());
               });
               if (again) {
                 again = false;

@@ -17,7 +17,8 @@
 // the upstreams. The config thread runs a libuv loop: a pass reads the inputs, looks the
 // stub host names up at once with c-ares (common/ares, A and AAAA), and builds and
 // publishes the routes when every answer is in. A pass due while the last one still waits
-// for answers runs once those are in.
+// for answers runs once those are in. A name that stops resolving keeps its last addresses,
+// as in the nanny (common/config/stub_hosts.h says why).
 //
 // Thread: Poll() runs on the thread that calls it before Start(), then only on the
 // config thread Start() creates; Stop() and routes() from any thread.
@@ -35,6 +36,7 @@
 
 #include "common/base/ip_address.h"
 #include "common/config/kube_dns_config.h"
+#include "common/config/stub_hosts.h"
 #include "common/dns/name.h"
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
@@ -98,10 +100,12 @@ class ForwardConfig {
   config::ConfigDirData last_data_;  // last read, valid or not
   bool seen_data_ = false;
   bool data_valid_ = true;
-  std::string last_read_error_;                         // logged once per distinct error
-  std::vector<upstream::UpstreamAddress> resolv_conf_;  // last good read
+  std::string last_read_error_;                   // logged once per distinct error
+  std::vector<loop::SocketAddress> resolv_conf_;  // last good read
   std::string resolv_error_;
   std::vector<std::string> last_warnings_;
+  // The stub host names' last known addresses: the config thread's (Run) only.
+  config::StubHostAddresses stub_hosts_;
 
   mutable std::mutex routes_mu_;
   std::shared_ptr<const UpstreamRoutes> routes_;  // Guarded by routes_mu_.

@@ -42,57 +42,6 @@ const char* ForwardKindName(ForwardKind kind) {
   return "other";
 }
 
-const char* ForwardFailureName(ForwardFailure failure) {
-  switch (failure) {
-    case ForwardFailure::kTimeout:
-      return "timeout";
-    case ForwardFailure::kUpstreamError:
-      return "upstream_error";
-    case ForwardFailure::kNetworkError:
-      return "network_error";
-    case ForwardFailure::kNoUpstreams:
-      return "no_upstreams";
-    case ForwardFailure::kOverloaded:
-      return "overloaded";
-    case ForwardFailure::kShutdown:
-      return "shutdown";
-    case ForwardFailure::kUpstreamDown:
-      return "upstream_down";
-    case ForwardFailure::kBadReply:
-      return "bad_reply";
-    case ForwardFailure::kChain:
-      return "chain";
-    case ForwardFailure::kCount:
-      break;
-  }
-  return "other";
-}
-
-ForwardFailure FailureOf(const upstream::Result& result) {
-  if (result.outcome == upstream::Outcome::kOverloaded) return ForwardFailure::kOverloaded;
-  switch (result.reason) {
-    case upstream::FailReason::kTimeout:
-      return ForwardFailure::kTimeout;
-    case upstream::FailReason::kUpstreamError:
-      return ForwardFailure::kUpstreamError;
-    case upstream::FailReason::kNoUpstreams:
-      return ForwardFailure::kNoUpstreams;
-    case upstream::FailReason::kShutdown:
-      return ForwardFailure::kShutdown;
-    case upstream::FailReason::kUpstreamDown:
-      return ForwardFailure::kUpstreamDown;
-    case upstream::FailReason::kForwardMax:
-    case upstream::FailReason::kRouteBudget:
-    case upstream::FailReason::kUpstreamBudget:
-    case upstream::FailReason::kWaitersPerQuery:
-      return ForwardFailure::kOverloaded;
-    case upstream::FailReason::kNetworkError:
-    case upstream::FailReason::kNone:
-      break;
-  }
-  return ForwardFailure::kNetworkError;
-}
-
 ForwardMetrics::ForwardMetrics(metrics::Registry& registry,
                                const std::shared_ptr<const upstream::UpstreamTable>& table) {
   auto& sent = registry.AddCounterFamily(
@@ -111,7 +60,8 @@ ForwardMetrics::ForwardMetrics(metrics::Registry& registry,
       "kdns_kubedns_forward_failures_total",
       "Forwarded or chased client queries answered SERVFAIL, by reason.", {"reason"});
   for (size_t i = 0; i < failures_.size(); ++i) {
-    failures_[i] = &failures.WithLabels({ForwardFailureName(static_cast<ForwardFailure>(i))});
+    failures_[i] = &failures.WithLabels(
+        {upstream::ForwardFailureName(static_cast<upstream::ForwardFailure>(i))});
   }
   duration_ = &registry.AddHistogram(
       "kdns_kubedns_forward_duration_seconds",

@@ -50,23 +50,6 @@ namespace kdns::kubedns {
 enum class ForwardKind : uint8_t { kForward, kChase, kAutopath };
 const char* ForwardKindName(ForwardKind kind);  // "forward", "chase", "autopath"
 
-// Why a forwarded query was answered SERVFAIL.
-enum class ForwardFailure : uint8_t {
-  kTimeout,
-  kUpstreamError,
-  kNetworkError,
-  kNoUpstreams,
-  kOverloaded,
-  kShutdown,
-  kUpstreamDown,
-  kBadReply,
-  kChain,
-  kCount,
-};
-const char* ForwardFailureName(ForwardFailure failure);
-// The failure a Forwarder result stands for (kOverloaded for Outcome::kOverloaded).
-ForwardFailure FailureOf(const upstream::Result& result);
-
 enum class ConfigReload : uint8_t { kApplied, kRejected, kUnreadable, kCount };
 
 class ForwardMetrics {
@@ -78,7 +61,7 @@ class ForwardMetrics {
   void Sent(RouteKind route, ForwardKind kind) {
     sent_[static_cast<size_t>(route)][static_cast<size_t>(kind)]->Inc();
   }
-  void Failed(ForwardFailure failure) { failures_[static_cast<size_t>(failure)]->Inc(); }
+  void Failed(upstream::ForwardFailure failure) { failures_[static_cast<size_t>(failure)]->Inc(); }
   void Answered(double seconds) { duration_->Observe(seconds); }
   void Started() { in_flight_->Inc(); }
   void Finished() { in_flight_->Dec(); }
@@ -89,7 +72,7 @@ class ForwardMetrics {
 
  private:
   std::array<std::array<metrics::Counter*, 3>, 2> sent_{};  // [RouteKind][ForwardKind]
-  std::array<metrics::Counter*, static_cast<size_t>(ForwardFailure::kCount)> failures_{};
+  std::array<metrics::Counter*, upstream::kForwardFailures> failures_{};
   std::array<metrics::Counter*, static_cast<size_t>(ConfigReload::kCount)> reloads_{};
   metrics::Histogram* duration_;
   metrics::Gauge* in_flight_;

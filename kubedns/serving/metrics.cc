@@ -71,15 +71,15 @@ DnsMetrics::DnsMetrics(metrics::Registry& registry, const std::string& prefix) {
 }
 
 void DnsMetrics::Record(const AnswerResult& result, size_t response_bytes, double seconds) {
-  if (result.outcome == Outcome::kDropped) {
+  if (result.kind == AnswerKind::kDropped) {
     dropped_->Inc();
     return;
   }
-  if (result.outcome == Outcome::kFormErr) malformed_->Inc();
+  if (result.kind == AnswerKind::kFormErr) malformed_->Inc();
   // skydns: reverse names are "reverse" also when forwarded (ServeDNSReverse forwards what
   // it cannot answer); other names it does not own are "recursive"; the rest, ExternalName
   // chains completed upstream included, "auth".
-  const bool forwarded = result.outcome == Outcome::kNotOurs;
+  const bool forwarded = result.kind == AnswerKind::kNotOurs;
   System system = result.reverse ? kReverse : forwarded ? kRecursive : kAuth;
   PerSystem& per = systems_[system];
   per.requests->Inc();
@@ -102,7 +102,7 @@ void DnsMetrics::Record(const AnswerResult& result, size_t response_bytes, doubl
   queries_[t][r]->Inc();
   // Answered here, from the records; forwarded and chased queries are timed in
   // kdns_kubedns_forward_duration_seconds.
-  if (!forwarded && result.outcome != Outcome::kExternalTarget) query_duration_->Observe(seconds);
+  if (!forwarded && result.kind != AnswerKind::kExternalTarget) query_duration_->Observe(seconds);
 }
 
 }  // namespace kdns::kubedns

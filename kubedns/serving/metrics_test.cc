@@ -10,14 +10,14 @@ TEST_CASE("answered queries are counted in the skydns and kdns families", "[kube
   metrics::Registry registry;
   DnsMetrics dns_metrics(registry, "skydns_skydns");
   AnswerResult ok;
-  ok.outcome = Outcome::kAnswered;
+  ok.kind = AnswerKind::kAnswered;
   ok.qtype = dns::RrType::kA;
   ok.rcode = dns::Rcode::kNoError;
   AnswerResult nx = ok;
   nx.rcode = dns::Rcode::kNxDomain;
   nx.qtype = dns::RrType::kMx;  // not in the fixed set: counted as "other"
   AnswerResult forwarded = ok;
-  forwarded.outcome = Outcome::kNotOurs;
+  forwarded.kind = AnswerKind::kNotOurs;
   forwarded.rcode = dns::Rcode::kRefused;
   AnswerResult dropped;
   AnswerResult reverse = ok;
@@ -26,7 +26,7 @@ TEST_CASE("answered queries are counted in the skydns and kdns families", "[kube
   forwarded_reverse.reverse = true;
   forwarded_reverse.rcode = dns::Rcode::kNxDomain;
   AnswerResult chased = ok;  // an ExternalName chain completed upstream: "auth"
-  chased.outcome = Outcome::kExternalTarget;
+  chased.kind = AnswerKind::kExternalTarget;
   dns_metrics.Record(ok, 100, 0.00002);
   dns_metrics.Record(reverse, 100, 0.00002);
   dns_metrics.Record(nx, 90, 0.00002);

@@ -94,10 +94,12 @@ UpstreamRoutes BuildRoutes(const RoutingInputs& inputs, const HostResolver& reso
                             server.ToString() + (error.empty() ? "" : ": " + error));
         continue;
       }
+      if (!error.empty()) {
+        warnings->push_back("stub domain " + stub.domain.ToText() + ": cannot resolve " +
+                            server.ToString() + ": " + error + "; keeping its last addresses");
+      }
       for (const IpAddress& ip : ips) {
-        if (auto address = loop::SocketAddress::FromHostPort(ip.ToString(), upstream::kDnsPort)) {
-          AddUnique(&addresses, *address);
-        }
+        AddUnique(&addresses, loop::SocketAddressOf(ip, upstream::kDnsPort));
       }
     }
     stubs.push_back(
@@ -114,9 +116,7 @@ UpstreamRoutes BuildRoutes(const RoutingInputs& inputs, const HostResolver& reso
     for (const auto& address : inputs.flag_nameservers) AddUnique(&defaults, address);
   } else if (!inputs.resolv_conf.empty()) {
     source = DefaultSource::kResolvConf;
-    for (const upstream::UpstreamAddress& address : inputs.resolv_conf) {
-      AddUnique(&defaults, address.ToSocketAddress());
-    }
+    for (const auto& address : inputs.resolv_conf) AddUnique(&defaults, address);
   }
   return UpstreamRoutes(std::move(stubs), upstream::UpstreamSet(std::move(defaults)), source);
 }
@@ -135,7 +135,7 @@ std::optional<std::vector<loop::SocketAddress>> ParseNameserversFlag(std::string
       *error = "not an IP address with an optional port: \"" + std::string(entry) + "\"";
       return std::nullopt;
     }
-    AddUnique(&addresses, address->ToSocketAddress());
+    AddUnique(&addresses, *address);
     start = comma + 1;
   }
   return addresses;

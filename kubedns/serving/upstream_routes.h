@@ -81,13 +81,14 @@ class UpstreamRoutes {
 
 // What the routes are built from.
 struct RoutingInputs {
-  dns::Name cluster_zone;                              // for a warning only
-  config::KubeDnsConfig config;                        // the ConfigMap in effect
-  std::vector<loop::SocketAddress> flag_nameservers;   // --nameservers
-  std::vector<upstream::UpstreamAddress> resolv_conf;  // /etc/resolv.conf (port 53)
+  dns::Name cluster_zone;                             // for a warning only
+  config::KubeDnsConfig config;                       // the ConfigMap in effect
+  std::vector<loop::SocketAddress> flag_nameservers;  // --nameservers
+  std::vector<loop::SocketAddress> resolv_conf;       // /etc/resolv.conf (port 53)
 };
 
-// Resolves a stub server's host name; an empty list with *error when it cannot.
+// Resolves a stub server's host name: its addresses; when the lookup failed, *error and
+// the last known addresses (config::StubHostAddresses), or none if it never resolved.
 using HostResolver =
     std::function<std::vector<IpAddress>(const dns::Name& host, std::string* error)>;
 

@@ -23,7 +23,9 @@ config::KubeDnsConfig Config(const std::string& stubs, const std::string& upstre
 loop::SocketAddress A(const char* text) { return *loop::SocketAddress::Parse(text); }
 
 IpAddress Ip(const char* text) { return *IpAddress::Parse(text); }
-upstream::UpstreamAddress Up(const char* text) { return {Ip(text), upstream::kDnsPort}; }
+loop::SocketAddress Up(const char* text) {
+  return loop::SocketAddressOf(Ip(text), upstream::kDnsPort);
+}
 
 UpstreamRoutes Build(const RoutingInputs& inputs, std::vector<std::string>* warnings = nullptr) {
   std::vector<std::string> ignored;
@@ -125,6 +127,26 @@ TEST_CASE("stub host names are resolved; failures keep the stub's names off the 
                         "stub domain gone.example.: cannot resolve nope.example: no such host",
                         "stub domain svc.cluster.local. is inside the cluster domain: kubedns "
                         "answers those names itself and never forwards them"});
+}
+
+TEST_CASE("a stub host that stopped resolving is routed to its last known addresses",
+          "[kubedns][routing]") {
+  RoutingInputs inputs;
+  inputs.config = Config(R"({"acme.local": ["dns.acme.example"]})");
+  std::vector<std::string> warnings;
+  // The resolver's answer after a failed lookup: the addresses config::StubHostAddresses
+  // kept, and the lookup's error.
+  const UpstreamRoutes routes = BuildRoutes(
+      inputs,
+      [](const dns::Name&, std::string* error) -> std::vector<IpAddress> {
+        *error = "timeout";
+        return {Ip("10.9.0.1")};
+      },
+      &warnings);
+  CHECK(routes.Lookup(N("a.acme.local.")).upstreams.ToString() == "10.9.0.1#53");
+  CHECK(warnings == std::vector<std::string>{"stub domain acme.local.: cannot resolve "
+                                             "dns.acme.example: timeout; keeping its last "
+                                             "addresses"});
 }
 
 TEST_CASE("two builds from the same inputs are equal; a changed server is not",

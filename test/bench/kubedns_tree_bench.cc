@@ -384,7 +384,7 @@ void RunScale(uint32_t services, const std::string& scale, bool check_target) {
           auto result = answer(packet);
           bytes += result.response.size();
           if (r == 0) {
-            if (result.outcome == kdns::kubedns::Outcome::kAnswered) ++answered;
+            if (result.kind == kdns::kubedns::AnswerKind::kAnswered) ++answered;
             if (result.rcode == dns::Rcode::kNoError)
               ++noerror;
             else if (result.rcode == dns::Rcode::kNxDomain)

@@ -109,6 +109,44 @@ def test_kubedns_kube_dns_flags(env):
     return p
 
 
+def test_old_metrics_flag_spellings_still_work(env):
+    """--prometheus-port and --prometheus-addr (the sidecar's kube-dns spelling) are every
+    program's; kubedns's --metrics-port and frontend-cache's --prometheus-address still
+    work, each with one deprecation warning."""
+    p = []
+    workdir = env["workdir"]
+    code, out = run("kubedns", "--check-flags", "--objects-file=/dev/null", "--metrics-port=10055")
+    if code != 0 or "--metrics-port is deprecated: it is --prometheus-port" not in out:
+        p.append("kubedns --metrics-port: want exit 0 with a deprecation warning, got %d: %r"
+                 % (code, out))
+    objects = os.path.join(harness.ROOT, "kubedns", "demo-cluster.json")
+    metrics_port = harness.free_port()
+    # After the harness's --prometheus-port: unset it, so the old name alone gives the port.
+    kd = servers.Kubedns(workdir, "kubedns-old-metrics", "--objects-file=" + objects,
+                         "--prometheus-port=-1", "--metrics-port=%d" % metrics_port)
+    try:
+        if not any(series.startswith("skydns_") for series in
+                   harness.scrape_metrics(metrics_port)):
+            p.append("kubedns --metrics-port=%d: no kube-dns metrics there" % metrics_port)
+        # Once logged (kubedns also says it on stderr before logging starts, as for every
+        # deprecated flag).
+        if kd.process.log().count("] --metrics-port is deprecated") != 1:
+            p.append("kubedns --metrics-port: want the warning once in the log")
+    finally:
+        kd.stop()
+    fe = servers.FrontendCache(workdir, "fe-old-metrics", "--prometheus-address=127.0.0.1",
+                               "--prometheus-address=127.0.0.1")
+    try:
+        if not any(series.startswith("kdns_frontend_") for series in fe.metrics()):
+            p.append("frontend-cache --prometheus-address: no metrics on 127.0.0.1")
+        if fe.process.log().count("] --prometheus-address is deprecated: it is "
+                                  "--prometheus-addr") != 1:
+            p.append("frontend-cache --prometheus-address: want the warning once in the log")
+    finally:
+        fe.stop()
+    return p
+
+
 def test_log_queries_lines(env):
     workdir, nsd = env["workdir"], env["nsd"]
     p = []
@@ -312,7 +350,7 @@ def test_user_drops_root_in_every_thread(env):
     return p
 
 
-TESTS = [test_refused_dnsmasq_options_stop_start_up,
+TESTS = [test_refused_dnsmasq_options_stop_start_up, test_old_metrics_flag_spellings_still_work,
          test_kubedns_kube_dns_flags,
          test_log_queries_lines,
          test_log_queries_flood_stays_within_its_rate,

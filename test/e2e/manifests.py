@@ -581,11 +581,12 @@ def flag_defaults(program):
 
 
 def kubedns_metrics_port_default():
-    """kubedns's metrics port when neither --metrics-port nor $PROMETHEUS_PORT is given,
-    as its --metrics-port help says ("...else N")."""
-    m = re.search(r"else (\d+)", flag_defaults("kubedns")["help:metrics-port"])
+    """kubedns's metrics port when neither --prometheus-port (nor its old name
+    --metrics-port) nor $PROMETHEUS_PORT is given, as its --prometheus-port help says
+    ("...else N")."""
+    m = re.search(r"else (\d+)", flag_defaults("kubedns")["help:prometheus-port"])
     if not m:
-        raise AssertionError("kubedns --metrics-port help does not name its fallback port")
+        raise AssertionError("kubedns --prometheus-port help does not name its fallback port")
     return m.group(1)
 
 

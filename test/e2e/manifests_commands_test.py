@@ -123,7 +123,9 @@ def test_containers_agree_with_each_other(r):
     k.update(gflags(r.argv(kubedns)[1:]))
     domain = k["domain"].rstrip(".").lower()
     dns_port = int(k["dns-port"])
-    metrics_port = int(k["metrics-port"])
+    metrics_port = int(k["prometheus-port"])
+    if metrics_port < 0:  # the deprecated old name
+        metrics_port = int(k["metrics-port"])
     if metrics_port < 0:  # not given: $PROMETHEUS_PORT, else kubedns's fallback
         metrics_port = int(k_env.get("PROMETHEUS_PORT", kubedns_metrics_port_default()))
     healthz_port = int(k["healthz-port"])

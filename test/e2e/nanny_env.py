@@ -115,7 +115,7 @@ class Nanny:
                 child_args += ["--server=/cluster.local/127.0.0.1#%d" % kubedns.port]
             if metrics:
                 child_args += ["--prometheus-port=%d" % self.metrics_port,
-                               "--prometheus-address=127.0.0.1"]
+                               "--prometheus-addr=127.0.0.1"]
             if debug:
                 child_args += ["--debug-address=127.0.0.1:%d" % self.debug_port]
         self.argv = argv + child_args

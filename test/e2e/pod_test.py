@@ -46,7 +46,7 @@ CACHE_ARGS = ["-k", "--cache-size=1000", "--no-negcache", "--serial-zones=cluste
               "--log-facility=-", "--server=/cluster.local/127.0.0.1#10053",
               "--server=/in-addr.arpa/127.0.0.1#10053", "--server=/ip6.arpa/127.0.0.1#10053",
               "--listen-address=127.0.0.1", "--port=53", "--no-resolv", "--lameduck=1s",
-              "--prometheus-port=10056", "--prometheus-address=127.0.0.1"]
+              "--prometheus-port=10056", "--prometheus-addr=127.0.0.1"]
 MEASURED = []  # (what, value) lines for the summary
 
 

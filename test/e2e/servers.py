@@ -251,7 +251,7 @@ class Kubedns:
         self.debug_port = free_port() if debug else None
         argv = [os.path.join(BIN, "kubedns"), "--dns-bind-address=127.0.0.1",
                 "--dns-port=%d" % self.port, "--http-bind-address=127.0.0.1",
-                "--healthz-port=%d" % self.healthz, "--metrics-port=%d" % self.metrics_port,
+                "--healthz-port=%d" % self.healthz, "--prometheus-port=%d" % self.metrics_port,
                 "--dns-threads=%d" % threads, "--logtostderr"]
         if debug:
             argv.append("--debug-address=127.0.0.1:%d" % self.debug_port)

@@ -165,7 +165,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                         rcode == kdns::dns::Rcode::kNotImp || rcode == kdns::dns::Rcode::kRefused;
   if (!failover) {
     kdns::upstream::Result result;
-    result.outcome = kdns::upstream::Outcome::kAnswer;
+    result.outcome = kdns::upstream::ForwardOutcome::kAnswer;
     result.reply = reply;
     result.message = parsed;
     std::vector<uint8_t> reencoded;

@@ -69,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     kdns::server::Admission admission;
     kdns::server::Admit(packet, transport, kdns::kubedns::kAdmissionPolicy, &admission);
     auto result = TheAnswerer().Answer(&Cluster(), admission, buffer);
-    if (result.outcome == kdns::kubedns::Outcome::kDropped) {
+    if (result.kind == kdns::kubedns::AnswerKind::kDropped) {
       Check(result.response.empty());
       continue;
     }
