@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "common/base/trim.h"
+#include "common/upstream/upstream_address.h"
 
 namespace kdns::frontend {
 namespace {
