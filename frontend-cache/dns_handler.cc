@@ -163,59 +163,87 @@ void DnsHandler::HandleQuery(server::Request& request) {
       return;
     }
   }
-  if (query.qclass == dns::RrClass::kCh) {
-    shared_.metrics.LocalAnswer(FrontendMetrics::Local::kChaos);
-    const size_t limit = admission.reply_limit_bytes;
-    const size_t size =
-        frontend::AnswerChaos(query, ChaosStatsNow(), request.response_buffer(), limit);
-    if (size == 0) {
-      return ReplyEmpty(request, query, dns::Rcode::kServFail, AnswerSource::kLocal, start);
+  const RoutingState* routing = routing_.Get();
+  Decided decided = Decide(query, *routing, request.response_buffer(), admission.reply_limit_bytes);
+  switch (decided.kind) {
+    case Decided::Kind::kChaos: {
+      shared_.metrics.LocalAnswer(FrontendMetrics::Local::kChaos);
+      const size_t size = frontend::AnswerChaos(query, ChaosStatsNow(), request.response_buffer(),
+                                                admission.reply_limit_bytes);
+      if (size == 0) {
+        return ReplyEmpty(request, query, dns::Rcode::kServFail, AnswerSource::kLocal, start);
+      }
+      return Reply(request, query, request.response_buffer().first(size), AnswerSource::kLocal,
+                   start);
     }
-    return Reply(request, query, request.response_buffer().first(size), AnswerSource::kLocal,
-                 start);
+    case Decided::Kind::kLoopProbe:
+      // Our own loop probe came back from its upstream's side: that upstream forwards to us.
+      // Never forward such a name; a replayed, expired or foreign one disables nothing.
+      shared_.metrics.LocalAnswer(FrontendMetrics::Local::kLoopProbe);
+      if (auto upstream = shared_.upstream_table->MatchLoopProbe(query.qname, request.peer())) {
+        shared_.upstream_table->Disable(*upstream, "its queries come back to us (a loop)");
+      }
+      return ReplyEmpty(request, query, dns::Rcode::kRefused, AnswerSource::kLocal, start);
+    case Decided::Kind::kLocal: {
+      shared_.metrics.LocalAnswer(LocalMetric(decided.local.reason));
+      const size_t size = routing->local.Write(decided.local, query, request.response_buffer(),
+                                               admission.reply_limit_bytes);
+      if (size == 0) {
+        return ReplyEmpty(request, query, dns::Rcode::kServFail, AnswerSource::kLocal, start);
+      }
+      return Reply(request, query, request.response_buffer().first(size), AnswerSource::kLocal,
+                   start);
+    }
+    case Decided::Kind::kNxDomain:
+      shared_.metrics.LocalAnswer(FrontendMetrics::Local::kNxDomain);
+      return ReplyEmpty(request, query, dns::Rcode::kNxDomain, AnswerSource::kLocal, start,
+                        /*aa=*/true);
+    case Decided::Kind::kRefused:
+      shared_.metrics.LocalAnswer(FrontendMetrics::Local::kRefused);
+      return ReplyEmpty(request, query, dns::Rcode::kRefused, AnswerSource::kLocal, start);
+    case Decided::Kind::kHit:
+      Reply(request, query, request.response_buffer().first(decided.hit.size), AnswerSource::kCache,
+            start);
+      if (decided.hit.prefetch) {
+        Prefetch(query, *decided.key, routing->SetFor(*decided.route), routing->generation);
+      }
+      return;
+    case Decided::Kind::kForward:
+      return Forward(request, *routing, routing->SetFor(*decided.route), *decided.key, start);
+  }
+}
+
+DnsHandler::Decided DnsHandler::Decide(const dns::Query& query, const RoutingState& routing,
+                                       std::span<uint8_t> out, size_t limit) {
+  Decided decided;
+  if (query.qclass == dns::RrClass::kCh) {
+    decided.kind = Decided::Kind::kChaos;
+    return decided;
   }
   if (upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
-    // Our own loop probe came back from its upstream's side: that upstream forwards to us.
-    // Never forward such a name; a replayed, expired or foreign one disables nothing.
-    shared_.metrics.LocalAnswer(FrontendMetrics::Local::kLoopProbe);
-    if (auto upstream = shared_.upstream_table->MatchLoopProbe(query.qname, request.peer())) {
-      shared_.upstream_table->Disable(*upstream, "its queries come back to us (a loop)");
+    decided.kind = Decided::Kind::kLoopProbe;
+    return decided;
+  }
+  const Route& route = routing.table.Lookup(query.qname);
+  decided.route = &route;
+  if (!routing.local.empty()) {
+    decided.local = routing.local.Lookup(query.qname, query.qtype, route.domain,
+                                         &route == &routing.table.default_route());
+    if (decided.local.kind != LocalAnswer::Kind::kNone) {
+      decided.kind = Decided::Kind::kLocal;
+      return decided;
     }
-    return ReplyEmpty(request, query, dns::Rcode::kRefused, AnswerSource::kLocal, start);
   }
-  const RoutingState* routing = routing_.Get();
-  const Route& route = routing->table.Lookup(query.qname);
-  const LocalAnswer local = routing->local.Lookup(query.qname, query.qtype, route.domain,
-                                                  &route == &routing->table.default_route());
-  if (local.kind != LocalAnswer::Kind::kNone) {
-    shared_.metrics.LocalAnswer(LocalMetric(local.reason));
-    const size_t size =
-        routing->local.Write(local, query, request.response_buffer(), admission.reply_limit_bytes);
-    if (size == 0) {
-      return ReplyEmpty(request, query, dns::Rcode::kServFail, AnswerSource::kLocal, start);
-    }
-    return Reply(request, query, request.response_buffer().first(size), AnswerSource::kLocal,
-                 start);
+  if (route.action == RouteAction::kNxDomain || route.action == RouteAction::kRefused) {
+    decided.kind =
+        route.action == RouteAction::kNxDomain ? Decided::Kind::kNxDomain : Decided::Kind::kRefused;
+    return decided;
   }
-  if (route.action == RouteAction::kNxDomain) {
-    shared_.metrics.LocalAnswer(FrontendMetrics::Local::kNxDomain);
-    return ReplyEmpty(request, query, dns::Rcode::kNxDomain, AnswerSource::kLocal, start,
-                      /*aa=*/true);
-  }
-  if (route.action == RouteAction::kRefused) {
-    shared_.metrics.LocalAnswer(FrontendMetrics::Local::kRefused);
-    return ReplyEmpty(request, query, dns::Rcode::kRefused, AnswerSource::kLocal, start);
-  }
-  const upstream::UpstreamSet& upstreams = routing->SetFor(route);
-  const CacheKey key = CacheKey::FromQuery(query);
-  const LookupResult hit =
-      shared_.cache.Lookup(key, query, request.response_buffer(), admission.reply_limit_bytes);
-  if (hit.status == LookupStatus::kHit) {
-    Reply(request, query, request.response_buffer().first(hit.size), AnswerSource::kCache, start);
-    if (hit.prefetch) Prefetch(query, key, upstreams, routing->generation);
-    return;
-  }
-  Forward(request, *routing, upstreams, key, start);
+  decided.key = CacheKey::FromQuery(query);
+  decided.hit = shared_.cache.Lookup(*decided.key, query, out, limit);
+  decided.kind =
+      decided.hit.status == LookupStatus::kHit ? Decided::Kind::kHit : Decided::Kind::kForward;
+  return decided;
 }
 
 void DnsHandler::Forward(server::Request& request, const RoutingState& routing,
@@ -262,29 +290,19 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
   // sampled there.
   Start start{FrontendMetrics::AnswerClock::now()};
   const dns::Query& query = admission.query;
-  if (query.qclass == dns::RrClass::kCh || upstream::UpstreamTable::IsLoopProbeName(query.qname)) {
-    return 0;
-  }
   const RoutingState* routing = receiver_routing_.Get();
   if (routing == nullptr) return 0;
-  const Route& forward_route = routing->table.Lookup(query.qname);
-  if (forward_route.action != RouteAction::kForward) return 0;
-  // Local answers are HandleQuery's (counted and logged there).
-  if (!routing->local.empty() && routing->local
-                                         .Lookup(query.qname, query.qtype, forward_route.domain,
-                                                 &forward_route == &routing->table.default_route())
-                                         .kind != LocalAnswer::Kind::kNone) {
-    return 0;
-  }
-  const CacheKey key = CacheKey::FromQuery(query);
-  const size_t limit = std::min(admission.reply_limit_bytes, out.size());
-  const LookupResult hit = shared_.cache.Lookup(key, query, out, limit);
-  if (hit.status != LookupStatus::kHit) {
+  const Decided decided =
+      Decide(query, *routing, out, std::min(admission.reply_limit_bytes, out.size()));
+  if (decided.kind == Decided::Kind::kForward) {
     // A miss (counted by the lookup): the loop forwards it on this route, not looking again.
-    *decision = server::Decision{server::Decision::Kind::kForward, routing->IndexOf(forward_route),
+    *decision = server::Decision{server::Decision::Kind::kForward, routing->IndexOf(*decided.route),
                                  routing->generation};
     return 0;
   }
+  // Everything but a hit is the loop's to answer, count and log: it decides again there.
+  if (decided.kind != Decided::Kind::kHit) return 0;
+  const LookupResult& hit = decided.hit;
   start.logged = shared_.query_log.Sample();
   const std::span<const uint8_t> answer =
       Served(routing->local, admission.client, dns::Transport::kUdp, query, out.first(hit.size),

@@ -1,6 +1,7 @@
 // DnsHandler: frontend-cache's QueryHandler, one per DNS thread, shaped like kubedns's
 // (kubedns/serving/dns_handler.h). Every query reaches it admitted (common/server/admission.h:
-// parsed; FORMERR, BADVERS, NOTIMP decided); it then decides in this order:
+// parsed; FORMERR, BADVERS, NOTIMP decided); it then decides (Decide, the same pure
+// function on the receiver thread and the loop) in this order:
 //
 //   NOTIFY           (opcode NOTIFY, RFC 1996) from --notify-from: the zone's cached
 //                    negative answers are dropped (zone_serials.h), NOERROR; from anyone
@@ -46,6 +47,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 #include <unordered_map>
@@ -182,6 +184,29 @@ class DnsHandler final : public server::QueryHandler {
     uint64_t routing_generation = 0;
     Start start;
   };
+
+  // What this handler decides for an admitted query from what it holds (the routing, its
+  // local answers, the cache), without I/O: the one decision, made the same way on the
+  // receiver thread and on the loop. Nothing is counted or sent here, except that the cache
+  // lookup counts its hit or miss: the thread that acts on it does the rest.
+  struct Decided {
+    enum class Kind : uint8_t {
+      kChaos,      // class CH: dnsmasq's statistics
+      kLoopProbe,  // a name under our loop probes: REFUSED, never forwarded
+      kLocal,      // `local` answers it (hosts files, --address, --filter-AAAA, ...)
+      kNxDomain,   // --server=/domain/ with no upstream: NXDOMAIN
+      kRefused,    // no upstream for it at all: REFUSED
+      kHit,        // the cache answered: `hit`, written into the caller's buffer
+      kForward,    // a miss on `route`, keyed `key`
+    };
+    Kind kind = Kind::kForward;
+    const Route* route = nullptr;  // of the routing Decide was given (but for kChaos, kLoopProbe)
+    LocalAnswer local;
+    std::optional<CacheKey> key;  // kHit and kForward
+    LookupResult hit;
+  };
+  Decided Decide(const dns::Query& query, const RoutingState& routing, std::span<uint8_t> out,
+                 size_t limit);
 
   // Now, sampled for the query log if it is on.
   Start StartNow();
