@@ -10,7 +10,6 @@
 #include <string>
 
 #include "common/limits/limits.h"
-#include "frontend-cache/options.h"
 #include "frontend-cache/testing.h"
 
 namespace kdns::frontend {

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "common/base/clock.h"
-#include "frontend-cache/options.h"
 #include "frontend-cache/testing.h"
 
 namespace kdns::frontend {

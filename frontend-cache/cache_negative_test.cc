@@ -7,7 +7,6 @@
 
 #include <catch2/catch.hpp>
 
-#include "frontend-cache/options.h"
 #include "frontend-cache/testing.h"
 
 namespace kdns::frontend {

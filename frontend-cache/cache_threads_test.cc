@@ -11,7 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include "frontend-cache/options.h"
 #include "frontend-cache/testing.h"
 
 namespace kdns::frontend {

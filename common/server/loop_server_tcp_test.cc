@@ -10,6 +10,7 @@
 #include "common/dns/query_testing.h"
 #include "common/limits/limits.h"
 #include "common/loop/loop_test_util.h"
+#include "common/loop/tcp_limits.h"
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
 
