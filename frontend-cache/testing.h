@@ -1,8 +1,14 @@
 // Helpers for frontend-cache's unit tests (header-only, not part of the library): client
-// queries and upstream replies built with the codec.
+// queries and upstream replies built with the codec, and the Cache on a manual clock that the
+// cache_*_test.cc share, with the replies they insert.
 #pragma once
 
+// glog before Catch: both define CHECK, and a test means Catch's (cache.h includes glog, which
+// would otherwise replace it).
+#include <glog/logging.h>
+
 #include <catch2/catch.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,6 +20,7 @@
 #include "common/dns/parser.h"
 #include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
+#include "frontend-cache/cache.h"
 
 namespace kdns::frontend::testing {
 
@@ -70,6 +77,89 @@ inline dns::Message Parse(std::span<const uint8_t> bytes) {
   dns::Message message;
   REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
   return message;
+}
+
+// The client's UDP size limit in the cache's lookups.
+inline constexpr size_t kUdp = 512;
+
+// A Cache on a manual clock, with inserts and lookups as the server makes them.
+struct CacheFixture {
+  explicit CacheFixture(CacheOptions options = CacheOptions()) : cache(options, clock) {}
+
+  InsertOutcome Insert(const Reply& reply, Edns edns = Edns::kNone, bool cd = false) {
+    auto query = MakeQuery(reply.qname, reply.type, 1, edns);
+    query.query.header.cd = cd;
+    return cache.Insert(CacheKey::FromQuery(query.query), MakeReply(reply));
+  }
+  // Looks `name` up as a client would and returns the parsed reply (or nullopt on a miss).
+  std::optional<dns::Message> Get(std::string_view name, dns::RrType type = dns::RrType::kA,
+                                  Edns edns = Edns::kNone, uint16_t id = 0x4242,
+                                  LookupResult* result_out = nullptr, bool stale = false,
+                                  bool cd = false) {
+    auto query = MakeQuery(name, type, id, edns);
+    query.query.header.cd = cd;
+    CacheKey key = CacheKey::FromQuery(query.query);
+    LookupResult result = stale ? cache.LookupStale(key, query.query, buffer, kUdp)
+                                : cache.Lookup(key, query.query, buffer, kUdp);
+    if (result_out != nullptr) *result_out = result;
+    if (result.status == LookupStatus::kMiss) return std::nullopt;
+    return Parse(std::span(buffer.data(), result.size));
+  }
+
+  ManualClock clock{1'000'000};
+  Cache cache;
+  std::vector<uint8_t> buffer = std::vector<uint8_t>(65535);
+};
+
+// A NOERROR reply with `answers` (records in zone-file text).
+inline Reply Answer(std::string name, std::vector<std::string> answers,
+                    dns::RrType type = dns::RrType::kA) {
+  Reply reply;
+  reply.qname = std::move(name);
+  reply.type = type;
+  reply.answers = std::move(answers);
+  return reply;
+}
+
+// NXDOMAIN, or NODATA with rcode NOERROR; without an SOA when soa_ttl is nullopt.
+inline Reply Negative(std::string name, std::optional<uint32_t> soa_ttl, uint32_t minimum,
+                      dns::Rcode rcode = dns::Rcode::kNxDomain,
+                      dns::RrType type = dns::RrType::kA) {
+  Reply reply;
+  reply.qname = std::move(name);
+  reply.type = type;
+  reply.rcode = rcode;
+  if (soa_ttl) {
+    reply.authorities = {"example.com. " + std::to_string(*soa_ttl) +
+                         " IN SOA ns.example.com. host.example.com. 1 7200 3600 86400 " +
+                         std::to_string(minimum)};
+  }
+  return reply;
+}
+
+inline Reply Nxdomain(std::string name, uint32_t soa_ttl, uint32_t minimum) {
+  return Negative(std::move(name), soa_ttl, minimum);
+}
+
+inline Reply NoData(std::string name, dns::RrType type) {
+  return Negative(std::move(name), std::nullopt, 0, dns::Rcode::kNoError, type);
+}
+
+inline const Reply kWww = Answer("www.example.com.", {"www.example.com. 300 IN A 192.0.2.1",
+                                                      "www.example.com. 300 IN A 192.0.2.2"});
+
+// A cache of `capacity` entries in one shard, so that eviction order is the CLOCK's alone.
+inline CacheOptions OneShard(size_t capacity) {
+  CacheOptions options;
+  options.capacity = capacity;
+  options.shard_count = 1;
+  return options;
+}
+
+// The answer for h<i>.example.com.
+inline Reply Host(int i, uint32_t ttl = 300) {
+  std::string name = "h" + std::to_string(i) + ".example.com.";
+  return Answer(name, {name + " " + std::to_string(ttl) + " IN A 192.0.2.1"});
 }
 
 }  // namespace kdns::frontend::testing

@@ -1,34 +1,24 @@
+// Tests of kubedns's options (kubedns/options.h): its flags and environment built into the
+// server's options, kube-dns's defaults, and each bad flag refused in one line naming it.
+// kube-dns's old flags have their own options_compat_test.cc.
+
 #include "kubedns/options.h"
 
+#include <glog/logging.h>  // before Catch, whose CHECK must win
+
 #include <catch2/catch.hpp>
-#include <map>
-#include <optional>
 #include <string>
+#include <vector>
+
+#include "common/k8s/testing.h"
+#include "kubedns/options_testing.h"
 
 namespace kdns::kubedns {
 namespace {
 
-k8s::EnvLookup Env(std::map<std::string, std::string> values) {
-  return [values = std::move(values)](const std::string& name) -> std::optional<std::string> {
-    auto it = values.find(name);
-    if (it == values.end()) return std::nullopt;
-    return it->second;
-  };
-}
-
-// Flags that need no Kubernetes API configuration.
-FlagValues Offline() {
-  FlagValues flags;
-  flags.objects_file = "/tmp/objects.json";
-  return flags;
-}
-
-std::string ErrorOf(const FlagValues& flags, const k8s::EnvLookup& env = Env({})) {
-  Options options;
-  std::string error;
-  if (BuildOptions(flags, env, &options, &error)) return "";
-  return error;
-}
+using k8s::testing::Env;
+using testing::ErrorOf;
+using testing::Offline;
 
 TEST_CASE("kubedns's default flags build kube-dns's defaults", "[kubedns][options]") {
   Options options;
@@ -115,24 +105,6 @@ TEST_CASE("kubedns's metrics port comes from the flag, else $PROMETHEUS_PORT",
   CHECK(options.warnings.empty());
   REQUIRE_FALSE(BuildOptions(Offline(), Env({{"PROMETHEUS_PORT", "91x3"}}), &options, &error));
   CHECK(error == "PROMETHEUS_PORT: \"91x3\" is not a port (1..65535)");
-}
-
-TEST_CASE("kubedns's old --metrics-port still sets the metrics port, with a warning",
-          "[kubedns][options]") {
-  Options options;
-  std::string error;
-  FlagValues flags = Offline();
-  flags.metrics_port = 9154;
-  REQUIRE(BuildOptions(flags, Env({{"PROMETHEUS_PORT", "9153"}}), &options, &error));
-  CHECK(options.server.metrics_address.port() == 9154);
-  CHECK(options.warnings ==
-        std::vector<std::string>{"--metrics-port is deprecated: it is --prometheus-port"});
-  flags.prometheus_port = 9154;  // both, agreeing
-  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
-  CHECK(options.server.metrics_address.port() == 9154);
-  flags.prometheus_port = 9155;
-  REQUIRE_FALSE(BuildOptions(flags, Env({}), &options, &error));
-  CHECK(error == "--metrics-port=9154 is the old name of --prometheus-port=9155: give one of them");
 }
 
 TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
@@ -453,7 +425,6 @@ TEST_CASE("the client address is believed from loopback by default, the flags ch
         "--client-address-option=10: must be a private-use EDNS option code, 65001..65534");
 }
 
-}  // namespace
 TEST_CASE("the multicluster zone flags turn the zones and their watches on", "[kubedns][options]") {
   Options options;
   std::string error;
@@ -483,55 +454,6 @@ TEST_CASE("the multicluster zone flags turn the zones and their watches on", "[k
   CHECK(ErrorOf(flags) == "--multicluster-zone: local. overlaps cluster.local.");
 }
 
-}  // namespace kdns::kubedns
-
-namespace kdns::kubedns {
-namespace {
-
-TEST_CASE("kube-dns's deprecated --config-map maps to the mounted directory, with a warning",
-          "[kubedns][options]") {
-  FlagValues flags = Offline();
-  flags.config_map = "kube-dns";
-  Options options;
-  std::string error;
-  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
-  CHECK(options.server.config_dir == "/kube-dns-config");
-  REQUIRE(options.warnings.size() == 1);
-  CHECK(options.warnings[0].starts_with("--config-map=kube-dns is deprecated"));
-  SECTION("with --config-dir, the directory is read and the flag is ignored, loudly") {
-    flags.config_dir = "/etc/kube-dns";
-    Options both;
-    REQUIRE(BuildOptions(flags, Env({}), &both, &error));
-    CHECK(both.server.config_dir == "/etc/kube-dns");
-    REQUIRE(both.warnings.size() == 1);
-    CHECK(both.warnings[0] ==
-          "--config-map=kube-dns is ignored: --config-dir=/etc/kube-dns is read (mount the "
-          "ConfigMap there)");
-  }
-  SECTION("without --config-map nothing is warned") {
-    Options plain;
-    REQUIRE(BuildOptions(Offline(), Env({}), &plain, &error));
-    CHECK(plain.warnings.empty());
-    CHECK(plain.server.config_dir.empty());
-  }
-}
-
-TEST_CASE("the old --cache-dump-address is --debug-address, with a warning", "[kubedns][options]") {
-  FlagValues flags = Offline();
-  flags.cache_dump_address = "127.0.0.1:10057";
-  SECTION("alone") {}
-  SECTION("with --debug-address at the same address") { flags.debug_address = "127.0.0.1:10057"; }
-  Options options;
-  std::string error;
-  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
-  REQUIRE(options.server.debug_address.has_value());
-  CHECK(options.server.debug_address->ToString() == "127.0.0.1:10057");
-  REQUIRE(options.warnings.size() == 1);
-  CHECK(
-      options.warnings[0].starts_with("--cache-dump-address is deprecated: it is "
-                                      "--debug-address"));
-}
-
 TEST_CASE("a debug address off loopback is served, with a warning", "[kubedns][options]") {
   FlagValues flags = Offline();
   flags.debug_address = "0.0.0.0:10057";
@@ -541,15 +463,6 @@ TEST_CASE("a debug address off loopback is served, with a warning", "[kubedns][o
   REQUIRE(options.server.debug_address.has_value());
   REQUIRE(options.warnings.size() == 1);
   CHECK(options.warnings[0].starts_with("--debug-address=0.0.0.0:10057 is not loopback"));
-}
-
-TEST_CASE("--federations is refused with what to do instead", "[kubedns][options]") {
-  FlagValues flags = Offline();
-  flags.federations = "myfed=example.com";
-  const std::string error = ErrorOf(flags);
-  CHECK(error.starts_with("--federations=myfed=example.com: Kubernetes federation v1 is retired"));
-  CHECK(error.find("remove the flag") != std::string::npos);
-  CHECK(error.find('\n') == std::string::npos);
 }
 
 TEST_CASE("--log-queries turns the query log on, bounded by its rate", "[kubedns][options]") {
@@ -592,7 +505,6 @@ TEST_CASE("--log-queries=extra is --log-queries with the extra detail", "[kubedn
   CHECK(options.server.query_log.detail == server::QueryLogOptions::Detail::kOff);
 }
 
-}  // namespace
 TEST_CASE("kubedns --autopath is off by default; --autopath-search gives the node's domains",
           "[kubedns][options][autopath]") {
   Options options;
@@ -628,4 +540,5 @@ TEST_CASE("kubedns --autopath is off by default; --autopath-search gives the nod
   CHECK(ErrorOf(flags) == "--autopath-search: only with --autopath");
 }
 
+}  // namespace
 }  // namespace kdns::kubedns

@@ -9,12 +9,14 @@
 #include <string>
 
 #include "common/base/clock.h"
+#include "common/k8s/testing.h"
 #include "test/unit/temp_dir.h"
 
 namespace kdns::k8s {
 namespace {
 
 using kdns::testing::TempDir;
+using testing::Env;
 
 // Kubeconfig fixtures, relative to the repository root where the tests run.
 const std::string kDir = "test/fixtures/kubeconfig/";
@@ -23,14 +25,6 @@ void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::trunc);
   out << content;
   REQUIRE(out.good());
-}
-
-EnvLookup Env(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
 }
 
 TEST_CASE("A kubeconfig with inline data decodes the base64 PEMs", "[api_config]") {

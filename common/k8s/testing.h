@@ -1,19 +1,31 @@
 // Helpers for the k8s decoder's unit tests (header-only, not part of the library): fixture
 // files (read relative to the repository root, where the tests run), watch-stream lines,
-// and compact renderings of decoded objects for assertions.
+// compact renderings of decoded objects for assertions, and an environment from a map.
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/base/ip_address.h"
+#include "common/k8s/api_config.h"
 #include "common/k8s/objects.h"
 
 namespace kdns::k8s::testing {
+
+// An environment holding just `vars`, for what reads $VARIABLES through an EnvLookup.
+inline EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
 
 // The bytes of test/<path>; fails the test when the file cannot be read.
 inline std::string ReadFixture(std::string_view path) {

@@ -1,8 +1,10 @@
+// Tests of the DnsServer (common/server/dns_server.h): queries served on several threads,
+// asynchronous replies, start-up failures, stopping from another thread, Post, IPv6, and dig.
+// The process-wide TCP caps and inherited sockets have their own dns_server_*_test.cc.
+
 #include "common/server/dns_server.h"
 
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
+#include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,7 +15,6 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
-#include <iterator>
 #include <list>
 #include <memory>
 #include <string>
@@ -22,9 +23,7 @@
 
 #include "common/base/cpu_quota.h"
 #include "common/dns/builder.h"
-#include "common/dns/parser.h"
 #include "common/dns/query_testing.h"
-#include "common/limits/limits.h"
 #include "common/loop/socket_util.h"
 #include "common/loop/timer.h"
 #include "common/server/server_test_util.h"
@@ -35,46 +34,13 @@ namespace {
 using dns::testing::QuerySpec;
 using testing::EchoFactory;
 using testing::IdOf;
-using testing::IsResponse;
+using testing::LocalOptions;
+using testing::RequireStart;
+using testing::RequireStopsClean;
+using testing::RequireTcpEcho;
+using testing::RequireUdpEcho;
 using testing::TcpClient;
 using testing::UdpClient;
-
-DnsServer::Options LocalOptions(size_t threads) {
-  DnsServer::Options options;
-  options.listen_address = *loop::SocketAddress::Parse("127.0.0.1:0");
-  options.threads = threads;
-  options.tcp.idle_timeout_ms = 30'000;
-  return options;
-}
-
-void RequireStart(DnsServer& server) {
-  std::string error;
-  bool started = server.Start(&error);
-  INFO(error);
-  REQUIRE(started);
-}
-
-void RequireStopsClean(DnsServer& server) {
-  server.Stop();
-  REQUIRE(server.closed_cleanly());
-}
-
-// Sends one query and checks the echo comes back.
-void RequireUdpEcho(UdpClient& client, uint16_t id) {
-  REQUIRE(client.Send(QuerySpec().Id(id).Bytes()));
-  auto reply = client.Receive();
-  REQUIRE(reply.has_value());
-  CHECK(IdOf(*reply) == id);
-  CHECK(IsResponse(*reply));
-}
-
-void RequireTcpEcho(TcpClient& client, uint16_t id) {
-  REQUIRE(client.Send(QuerySpec().Id(id).Bytes()));
-  auto reply = client.Receive();
-  REQUIRE(reply.has_value());
-  CHECK(IdOf(*reply) == id);
-  CHECK(IsResponse(*reply));
-}
 
 size_t ThreadsThatServed(const DnsServer& server, uint64_t ServerStats::*counter) {
   size_t served = 0;
@@ -244,143 +210,6 @@ TEST_CASE("DnsServer keeps serving TCP after the handler drops a query", "[serve
   CHECK(s.udp_replies == 1);
 }
 
-// Waits (bounded) until the server's counter `field` reads `value`.
-// A handler that keeps the Responder of every query with ID 666 (never answered: the query
-// stays outstanding until the server stops) and echoes the rest.
-std::unique_ptr<QueryHandler> HoldingQuery666(const ThreadContext&) {
-  return std::make_unique<testing::FunctionHandler>(
-      [held = std::make_shared<std::vector<Responder>>()](Request& request) {
-        if (IdOf(request.query()) == 666) {
-          held->push_back(request.TakeResponder());
-        } else {
-          (void)testing::ReplyEcho(request);
-        }
-      });
-}
-
-bool WaitStat(const DnsServer& server, uint64_t ServerStats::*field, uint64_t value) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (server.stats().*field != value) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
-TEST_CASE("At the process-wide TCP cap the oldest idle connection is closed for a new one",
-          "[server]") {
-  // One thread: each thread evicts among its own connections.
-  DnsServer::Options options = LocalOptions(1);
-  options.tcp.max_connections = 2;
-  options.tcp.max_connections_per_source = 2;
-  DnsServer server(options, EchoFactory());
-  RequireStart(server);
-  const uint64_t hits_before = limits::LimitHits(limits::Limit::kTcpConnections);
-  TcpClient oldest(server.tcp_address());
-  RequireTcpEcho(oldest, 1);
-  TcpClient newer(server.tcp_address());
-  RequireTcpEcho(newer, 2);
-  RequireTcpEcho(oldest, 3);  // now `newer` has been idle longest
-  TcpClient newest(server.tcp_address());
-  RequireTcpEcho(newest, 4);  // served at the cap
-  CHECK(newer.WaitClosed());
-  RequireTcpEcho(oldest, 5);
-  REQUIRE(WaitStat(server, &ServerStats::tcp_open, 2));
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
-  CHECK(s.tcp_accepted == 3);
-  CHECK(s.tcp_rejected == 0);
-  CHECK(s.tcp_evicted == 1);
-  CHECK(limits::LimitHits(limits::Limit::kTcpConnections) - hits_before == 1);
-}
-
-TEST_CASE(
-    "A TCP connection with a query outstanding is not idle: at the cap the same client's new "
-    "one is refused",
-    "[server]") {
-  // Two threads: the cap is the process's, whichever thread accepts.
-  DnsServer::Options options = LocalOptions(2);
-  options.tcp.max_connections = 1;
-  options.tcp.max_connections_per_source = 1;
-  DnsServer server(options, HoldingQuery666);
-  RequireStart(server);
-  TcpClient busy(server.tcp_address());
-  REQUIRE(busy.Send(QuerySpec().Id(666).Bytes()));
-  REQUIRE(WaitStat(server, &ServerStats::tcp_queries, 1));  // delivered: busy, not idle
-  for (int i = 0; i < 4; ++i) {
-    TcpClient refused(server.tcp_address());
-    CHECK(refused.WaitClosed());  // accepted by the kernel, closed at once by the server
-  }
-  CHECK_FALSE(busy.closed());
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
-  CHECK(s.tcp_accepted == 1);
-  CHECK(s.tcp_rejected == 4);
-  CHECK(s.tcp_evicted == 0);
-}
-
-TEST_CASE(
-    "At the process-wide TCP cap a light client's new connection closes the oldest busy one "
-    "of the client holding the most",
-    "[server]") {
-  // One thread: each thread evicts among its own connections.
-  DnsServer::Options options = LocalOptions(1);
-  options.tcp.max_connections = 4;
-  options.tcp.max_connections_per_source = 4;
-  DnsServer server(options, HoldingQuery666);
-  RequireStart(server);
-  const auto heavy = loop::SocketAddress::Parse("127.0.0.2:0");
-  const uint64_t cap_hits = limits::LimitHits(limits::Limit::kTcpConnections);
-  const uint64_t evicted_busy = limits::LimitHits(limits::Limit::kTcpEvictedInFlight);
-  std::vector<std::unique_ptr<TcpClient>> holders;
-  for (uint64_t i = 1; i <= 4; ++i) {
-    holders.push_back(std::make_unique<TcpClient>(server.tcp_address(), heavy));
-    REQUIRE(holders.back()->Send(QuerySpec().Id(666).Bytes()));
-    REQUIRE(WaitStat(server, &ServerStats::tcp_queries, i));  // in order: the first is oldest
-  }
-  TcpClient light(server.tcp_address());
-  RequireTcpEcho(light, 7);  // served at the cap
-  CHECK(holders[0]->WaitClosed());
-  for (size_t i = 1; i < holders.size(); ++i) CHECK_FALSE(holders[i]->closed());
-  // The heavy client cannot take its slot back: it holds three, the light one one.
-  TcpClient again(server.tcp_address(), heavy);
-  CHECK(again.WaitClosed());
-  RequireTcpEcho(light, 8);
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
-  CHECK(s.tcp_evicted == 1);
-  CHECK(s.tcp_rejected == 1);
-  CHECK(limits::LimitHits(limits::Limit::kTcpConnections) - cap_hits == 2);
-  CHECK(limits::LimitHits(limits::Limit::kTcpEvictedInFlight) - evicted_busy == 1);
-}
-
-TEST_CASE(
-    "At the per-source TCP cap that source's oldest idle connection is closed, not "
-    "another client's",
-    "[server]") {
-  DnsServer::Options options = LocalOptions(1);
-  options.tcp.max_connections = 10;
-  options.tcp.max_connections_per_source = 2;
-  DnsServer server(options, EchoFactory());
-  RequireStart(server);
-  const auto other_source = loop::SocketAddress::Parse("127.0.0.2:0");
-  const uint64_t hits_before = limits::LimitHits(limits::Limit::kTcpConnectionsPerSource);
-  TcpClient victim(server.tcp_address());  // 127.0.0.1, older than all the others
-  RequireTcpEcho(victim, 1);
-  TcpClient first(server.tcp_address(), other_source);
-  RequireTcpEcho(first, 2);
-  TcpClient second(server.tcp_address(), other_source);
-  RequireTcpEcho(second, 3);
-  TcpClient third(server.tcp_address(), other_source);
-  RequireTcpEcho(third, 4);
-  CHECK(first.WaitClosed());
-  CHECK_FALSE(second.closed());
-  RequireTcpEcho(victim, 5);  // still open and served
-  RequireStopsClean(server);
-  CHECK(server.stats().tcp_evicted == 1);
-  CHECK(limits::LimitHits(limits::Limit::kTcpConnectionsPerSource) - hits_before == 1);
-}
-
 TEST_CASE("DnsServer fails to start with a clear error when the port is taken", "[server]") {
   int type = GENERATE(SOCK_DGRAM, SOCK_STREAM);
   int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
@@ -432,125 +261,6 @@ TEST_CASE("DnsServer rejects a listen address that is not an IP address", "[serv
   std::string error;
   CHECK_FALSE(server.Start(&error));
   CHECK_THAT(error, Catch::Contains("not IPv4 or IPv6"));
-}
-
-int BoundSocket(int type, bool listening) {
-  int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-  auto any_port = *loop::SocketAddress::Parse("127.0.0.1:0");
-  if (fd < 0 || bind(fd, any_port.sockaddr_ptr(), any_port.sockaddr_len()) != 0) return -1;
-  if (listening && listen(fd, 16) != 0) return -1;
-  return fd;
-}
-
-// True if a fresh socket (without SO_REUSEPORT) can bind `address`: nothing serves it.
-bool CanBind(int type, const loop::SocketAddress& address) {
-  int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-  int one = 1;
-  // SO_REUSEADDR: closed server-side connections in TIME_WAIT must not count.
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  bool ok = bind(fd, address.sockaddr_ptr(), address.sockaddr_len()) == 0 &&
-            (type == SOCK_DGRAM || listen(fd, 1) == 0);
-  close(fd);
-  return ok;
-}
-
-TEST_CASE("DnsServer serves inherited sockets on every thread", "[server]") {
-  const bool already_listening = GENERATE(false, true);
-  int udp_fd = BoundSocket(SOCK_DGRAM, false);
-  int tcp_fd = BoundSocket(SOCK_STREAM, already_listening);
-  REQUIRE(udp_fd >= 0);
-  REQUIRE(tcp_fd >= 0);
-  loop::SocketAddress udp_address = loop::internal::LocalAddressOf(udp_fd);
-  loop::SocketAddress tcp_address = loop::internal::LocalAddressOf(tcp_fd);
-
-  DnsServer::Options options = LocalOptions(3);
-  options.inherited = DnsServer::InheritedSockets{udp_fd, tcp_fd};
-  DnsServer server(options, EchoFactory());
-  RequireStart(server);  // consumes udp_fd and tcp_fd
-  CHECK(server.thread_count() == 3);
-  CHECK(server.local_address() == udp_address);
-  CHECK(server.tcp_address() == tcp_address);
-
-  for (uint16_t i = 0; i < 16; ++i) {
-    UdpClient udp(udp_address);
-    RequireUdpEcho(udp, i);
-  }
-  for (uint16_t i = 0; i < 8; ++i) {
-    TcpClient tcp(tcp_address);
-    RequireTcpEcho(tcp, i);
-  }
-  CHECK_FALSE(CanBind(SOCK_DGRAM, udp_address));
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
-  CHECK(s.udp_replies == 16);
-  CHECK(s.tcp_replies == 8);
-  // Every dup and the originals are closed: the ports are free again.
-  CHECK(CanBind(SOCK_DGRAM, udp_address));
-  CHECK(CanBind(SOCK_STREAM, tcp_address));
-}
-
-// Answers every UDP query on the receiver thread (an echo) and counts where answers came
-// from; TCP goes to HandleQuery.
-class ReceiverEchoHandler : public QueryHandler {
- public:
-  explicit ReceiverEchoHandler(std::atomic<int>& receiver_answers)
-      : receiver_answers_(receiver_answers) {}
-  void HandleQuery(Request& request) override { (void)testing::ReplyEcho(request); }
-  size_t AnswerOnReceiverThread(const Admission&, std::span<const uint8_t> query,
-                                const loop::SocketAddress&, std::span<uint8_t> out,
-                                Decision*) override {
-    ++receiver_answers_;
-    return testing::EchoResponse(query, out).size();
-  }
-
- private:
-  std::atomic<int>& receiver_answers_;
-};
-
-TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]") {
-  const bool receiver_threads = GENERATE(false, true);
-  INFO("receiver threads: " << receiver_threads);
-  std::atomic<int> receiver_answers{0};
-  DnsServer::Options options = LocalOptions(3);
-  options.shared_sockets = true;
-  options.udp.receiver_thread = receiver_threads;
-  DnsServer server(options, [&](const ThreadContext&) {
-    return std::make_unique<ReceiverEchoHandler>(receiver_answers);
-  });
-  RequireStart(server);
-  const loop::SocketAddress address = server.local_address();
-  CHECK(server.tcp_address() == address);
-  CHECK(address.port() != 0);
-  // One socket, not a SO_REUSEPORT group: nobody can join it.
-  CHECK_FALSE(CanBind(SOCK_DGRAM, address));
-  for (uint16_t i = 0; i < 32; ++i) {
-    UdpClient udp(address);
-    RequireUdpEcho(udp, i);
-  }
-  TcpClient tcp(address);
-  RequireTcpEcho(tcp, 1);
-  CHECK(receiver_answers == (receiver_threads ? 32 : 0));
-  RequireStopsClean(server);
-  const ServerStats s = server.stats();
-  CHECK(s.udp_replies == 32);
-  CHECK(s.udp_fast_answers == (receiver_threads ? 32 : 0));
-  CHECK(s.tcp_replies == 1);
-  CHECK(CanBind(SOCK_DGRAM, address));
-  CHECK(CanBind(SOCK_STREAM, address));
-}
-
-TEST_CASE("DnsServer rejects only one inherited socket", "[server]") {
-  int udp_fd = BoundSocket(SOCK_DGRAM, false);
-  REQUIRE(udp_fd >= 0);
-  loop::SocketAddress udp_address = loop::internal::LocalAddressOf(udp_fd);
-  DnsServer::Options options = LocalOptions(2);
-  options.inherited = DnsServer::InheritedSockets{udp_fd, -1};
-  DnsServer server(options, EchoFactory());
-  std::string error;
-  CHECK_FALSE(server.Start(&error));
-  CHECK_THAT(error, Catch::Contains("both"));
-  // Consumed even so: nothing holds the port now.
-  CHECK(CanBind(SOCK_DGRAM, udp_address));
 }
 
 // A client thread that sends UDP queries and reads replies until `done`. No Catch2 macros:

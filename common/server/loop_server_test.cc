@@ -1,5 +1,11 @@
+// Tests of the LoopServer (common/server/loop_server.h): UDP and TCP on one port, admission, the
+// receiver thread, idle release, answers later through a Responder, dropped UDP queries, and
+// start-up failures. TCP connections and the per-client limits have their own
+// loop_server_*_test.cc.
+
 #include "common/server/loop_server.h"
 
+#include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,11 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/dns/builder.h"
 #include "common/dns/query_testing.h"
-#include "common/limits/limits.h"
 #include "common/loop/loop_test_util.h"
-#include "common/loop/tcp_limits.h"
 #include "common/loop/timer.h"
 #include "common/server/server_test_util.h"
 
@@ -29,106 +32,22 @@ using dns::testing::QuerySpec;
 using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
 using testing::EchoFactory;
+using testing::HoldingFactory;
+using testing::HoldingHandler;
 using testing::IdOf;
 using testing::IsResponse;
+using testing::LoopServerHarness;
+using testing::ReplyEcho;
+using testing::StartWith;
 using testing::TcpClient;
 using testing::UdpClient;
-
-// A LoopServer on a free loopback port, one thread, whose handler is a new Handler that
-// *handler points at once it is made.
-template <class Handler>
-std::unique_ptr<LoopServer> StartWith(loop::Loop& loop, LoopServer::Options options,
-                                      ThreadStats& stats, Handler** handler) {
-  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
-  std::string error;
-  auto server = LoopServer::Create(
-      loop, options,
-      [handler](const ThreadContext&) {
-        auto made = std::make_unique<Handler>();
-        *handler = made.get();
-        return made;
-      },
-      stats, &error);
-  INFO(error);
-  REQUIRE(server != nullptr);
-  return server;
-}
-
-bool ReplyEcho(Responder& responder, const std::vector<uint8_t>& query);
-
-// Takes every query's Responder and keeps it, so the test decides when to answer.
-class HoldingHandler : public QueryHandler {
- public:
-  void HandleQuery(Request& request) override {
-    queries.emplace_back(request.query().begin(), request.query().end());
-    transports.push_back(request.transport());
-    held.push_back(request.TakeResponder());
-  }
-  // With answer_overdue, echoes every query it still holds for the connection.
-  void OnQueriesOverdue(uint64_t connection_id) override {
-    overdue.push_back(connection_id);
-    for (size_t i = 0; answer_overdue && i < held.size(); ++i) {
-      if (held[i].pending() && held[i].connection_id() == connection_id) {
-        (void)ReplyEcho(held[i], queries[i]);
-      }
-    }
-  }
-  std::vector<std::vector<uint8_t>> queries;
-  std::vector<dns::Transport> transports;
-  std::vector<Responder> held;
-  std::vector<uint64_t> overdue;
-  bool answer_overdue = false;
-};
-
-// Replies to `responder` with an echo of `query`, built in a buffer of its own.
-bool ReplyEcho(Responder& responder, const std::vector<uint8_t>& query) {
-  std::vector<uint8_t> buffer(query.size());
-  return responder.Reply(testing::EchoResponse(query, buffer));
-}
-
-// Tests look at connections for longer than the default idle timeout on a loaded machine.
-TcpOptions LongIdle() {
-  TcpOptions tcp;
-  tcp.idle_timeout_ms = 60'000;
-  return tcp;
-}
-
-struct Harness {
-  explicit Harness(const HandlerFactory& factory, size_t thread_index = 0,
-                   const TcpOptions& tcp = LongIdle()) {
-    LoopServer::Options options;
-    options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
-    options.thread_index = thread_index;
-    options.tcp = tcp;
-    std::string error;
-    server = LoopServer::Create(loop, options, factory, stats, &error);
-    INFO(error);
-    REQUIRE(server != nullptr);
-  }
-  void Finish() {
-    server.reset();
-    RequireClosesClean(loop);
-  }
-
-  loop::Loop loop;
-  ThreadStats stats;
-  std::unique_ptr<LoopServer> server;
-};
-
-HandlerFactory HoldingFactory(HoldingHandler** out) {
-  return [out](const ThreadContext&) {
-    auto handler = std::make_unique<HoldingHandler>();
-    *out = handler.get();
-    return handler;
-  };
-}
 
 TEST_CASE("LoopServer answers UDP and TCP on one port and tells the handler who asked",
           "[server]") {
   std::vector<dns::Transport> transports;
   std::vector<uint16_t> peer_ports;
   std::vector<size_t> thread_indexes;
-  Harness h(
+  LoopServerHarness h(
       [&](const ThreadContext& context) {
         CHECK(context.response_buffer.size() == kResponseBufferBytes);
         return std::make_unique<testing::FunctionHandler>([&](Request& request) {
@@ -441,7 +360,7 @@ TEST_CASE("A query the receiver thread declines reaches the loop admitted there,
 
 TEST_CASE("LoopServer lets a handler answer later through a Responder", "[server]") {
   HoldingHandler* handler = nullptr;
-  Harness h(HoldingFactory(&handler));
+  LoopServerHarness h(HoldingFactory(&handler));
   auto timer = std::make_unique<loop::Timer>(h.loop);
   std::optional<std::vector<uint8_t>> reply;
 
@@ -472,45 +391,8 @@ TEST_CASE("LoopServer lets a handler answer later through a Responder", "[server
   h.Finish();
 }
 
-TEST_CASE("A late reply to a TCP connection the client closed is dropped safely", "[server]") {
-  HoldingHandler* handler = nullptr;
-  Harness h(HoldingFactory(&handler));
-  TcpClient tcp(h.server->tcp_address());
-  REQUIRE(tcp.Send(QuerySpec().Id(5).Bytes()));
-  REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
-  // A FIN alone would not do: it may be a half-close, after which the client still expects
-  // its answers (RFC 7766 6.2.1). A reset closes the server's side.
-  tcp.Reset();
-  REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
-  CHECK_FALSE(ReplyEcho(handler->held[0], handler->queries[0]));
-  CHECK_FALSE(handler->held[0].pending());
-  ServerStats s = h.stats.Read();
-  CHECK(s.dropped_replies == 1);
-  CHECK(s.tcp_replies == 0);
-  CHECK(s.tcp_open == 0);
-  h.Finish();
-}
-
-TEST_CASE("A client that half-closes after its query still gets the answer", "[server]") {
-  HoldingHandler* handler = nullptr;
-  Harness h(HoldingFactory(&handler));
-  TcpClient tcp(h.server->tcp_address());
-  REQUIRE(tcp.Send(QuerySpec().Id(5).Bytes()));
-  tcp.ShutdownWrite();
-  REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
-  h.loop.RunNoWait();
-  CHECK(h.server->open_connections() == 1);
-  CHECK(ReplyEcho(handler->held[0], handler->queries[0]));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 5);
-  REQUIRE(RunUntil(h.loop, [&] { return tcp.closed(); }));
-  REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
-  h.Finish();
-}
-
 TEST_CASE("A dropped UDP query gets no reply and is counted", "[server]") {
-  Harness h([](const ThreadContext&) {
+  LoopServerHarness h([](const ThreadContext&) {
     return std::make_unique<testing::FunctionHandler>([](Request& request) {
       if (IdOf(request.query()) % 2 == 0) testing::ReplyEcho(request);  // odd IDs: drop
     });
@@ -530,161 +412,9 @@ TEST_CASE("A dropped UDP query gets no reply and is counted", "[server]") {
   h.Finish();
 }
 
-TEST_CASE("A dropped TCP query closes the connection once the other queries are answered",
-          "[server]") {
-  HoldingHandler* handler = nullptr;
-  Harness h(HoldingFactory(&handler));
-  TcpClient tcp(h.server->tcp_address());
-  std::vector<uint8_t> both = TcpClient::Frame(QuerySpec().Id(1).Bytes());
-  std::vector<uint8_t> second = TcpClient::Frame(QuerySpec().Id(2).Bytes());
-  both.insert(both.end(), second.begin(), second.end());
-  REQUIRE(tcp.SendRaw(both));
-  REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 2; }));
-  handler->held[1].Drop();
-  CHECK_FALSE(handler->held[1].pending());
-  h.loop.RunNoWait();
-  CHECK_FALSE(tcp.closed());  // query 1 still waits for its answer
-  CHECK(ReplyEcho(handler->held[0], handler->queries[0]));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 1);
-  REQUIRE(RunUntil(h.loop, [&] { return tcp.closed(); }));
-  REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
-  ServerStats s = h.stats.Read();
-  CHECK(s.tcp_queries == 2);
-  CHECK(s.tcp_replies == 1);
-  CHECK(s.unanswered == 1);
-  h.Finish();
-}
-
-TEST_CASE("A TCP client that trickles a query is closed at the frame timeout and counted",
-          "[server]") {
-  TcpOptions tcp = LongIdle();
-  tcp.frame_timeout_ms = 50;
-  Harness h(EchoFactory(), 0, tcp);
-  const uint64_t frame_hits = limits::LimitHits(limits::Limit::kTcpFrameTimeout);
-  TcpClient slow(h.server->tcp_address());
-  REQUIRE(slow.SendRaw({0, 40, 1}));  // a 40-byte message, one byte of it
-  REQUIRE(RunUntil(h.loop, [&] { return slow.closed(); }));
-  // Counted when the server has finished closing it (a later loop iteration).
-  REQUIRE(RunUntil(
-      h.loop, [&] { return limits::LimitHits(limits::Limit::kTcpFrameTimeout) != frame_hits; }));
-  CHECK(limits::LimitHits(limits::Limit::kTcpFrameTimeout) - frame_hits == 1);
-  TcpClient fine(h.server->tcp_address());
-  REQUIRE(fine.Send(QuerySpec().Id(9).Bytes()));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = fine.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 9);
-  h.Finish();
-}
-
-TEST_CASE("At the TCP query timeout the handler answers the waiting queries, the connection stays",
-          "[server]") {
-  HoldingHandler* handler = nullptr;
-  TcpOptions tcp = LongIdle();
-  tcp.query_timeout_ms = 50;
-  Harness h(HoldingFactory(&handler), 0, tcp);
-  handler->answer_overdue = true;
-  const uint64_t hits = limits::LimitHits(limits::Limit::kTcpQueryTimeout);
-  TcpClient client(h.server->tcp_address());
-  REQUIRE(client.Send(QuerySpec().Id(3).Bytes()));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = client.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 3);
-  CHECK(handler->overdue.size() == 1);
-  CHECK(limits::LimitHits(limits::Limit::kTcpQueryTimeout) - hits == 1);
-  // Idle again, and still serving.
-  REQUIRE(client.Send(QuerySpec().Id(4).Bytes()));
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = client.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 4);
-  CHECK(h.server->open_connections() == 1);
-  h.Finish();
-}
-
-TEST_CASE("At the TCP query timeout a connection whose queries nobody answers is closed",
-          "[server]") {
-  HoldingHandler* handler = nullptr;
-  TcpOptions tcp = LongIdle();
-  tcp.query_timeout_ms = 50;
-  Harness h(HoldingFactory(&handler), 0, tcp);
-  const uint64_t hits = limits::LimitHits(limits::Limit::kTcpQueryTimeout);
-  TcpClient client(h.server->tcp_address());
-  REQUIRE(client.Send(QuerySpec().Id(3).Bytes()));
-  REQUIRE(RunUntil(h.loop, [&] { return client.closed(); }));
-  REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
-  CHECK(handler->overdue.size() == 1);
-  CHECK(limits::LimitHits(limits::Limit::kTcpQueryTimeout) - hits == 1);
-  CHECK_FALSE(ReplyEcho(handler->held[0], handler->queries[0]));  // too late: dropped
-  h.Finish();
-}
-
-TEST_CASE(
-    "At the TCP cap a server with nothing of its own to close has another one that shares the "
-    "cap close one",
-    "[server]") {
-  // Two servers sharing the process's caps (as every thread of a DnsServer does); all the
-  // busy connections are on the first, the newcomer comes to the second.
-  loop::Loop loop;
-  ThreadStats stats;
-  LoopServer::Options options;
-  options.tcp = LongIdle();
-  options.tcp.max_connections = 4;
-  options.tcp.max_connections_per_source = 4;
-  options.tcp.caps = MakeTcpCaps(options.tcp);
-  HoldingHandler* holding = nullptr;
-  HoldingHandler* empty = nullptr;
-  auto first = StartWith(loop, options, stats, &holding);
-  auto second = StartWith(loop, options, stats, &empty);
-  const auto heavy = loop::SocketAddress::Parse("127.0.0.2:0");
-  const uint64_t evicted_busy = limits::LimitHits(limits::Limit::kTcpEvictedInFlight);
-  std::vector<std::unique_ptr<TcpClient>> holders;
-  for (size_t i = 1; i <= 4; ++i) {
-    holders.push_back(std::make_unique<TcpClient>(first->tcp_address(), heavy));
-    REQUIRE(holders.back()->Send(QuerySpec().Id(666).Bytes()));
-    REQUIRE(RunUntil(loop, [&] { return holding->held.size() == i; }));
-  }
-  TcpClient light(second->tcp_address());
-  REQUIRE(light.Send(QuerySpec().Id(7).Bytes()));
-  REQUIRE(RunUntil(loop, [&] { return empty->held.size() == 1; }));  // served at the cap
-  REQUIRE(RunUntil(loop, [&] { return holders[0]->closed(); }));     // the oldest busy one
-  REQUIRE(RunUntil(loop, [&] { return first->open_connections() == 3; }));
-  CHECK(options.tcp.caps->open() == 4);  // the place lent is covered: back at the cap
-  CHECK(limits::LimitHits(limits::Limit::kTcpEvictedInFlight) - evicted_busy == 1);
-  CHECK(ReplyEcho(empty->held[0], empty->queries[0]));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(loop, [&] { return (reply = light.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 7);
-  first.reset();
-  second.reset();
-  RequireClosesClean(loop);
-}
-
-TEST_CASE("Pipelined TCP queries on one connection are answered in any order", "[server]") {
-  HoldingHandler* handler = nullptr;
-  Harness h(HoldingFactory(&handler));
-  TcpClient tcp(h.server->tcp_address());
-  std::vector<uint8_t> all;
-  for (uint16_t id = 1; id <= 5; ++id) {
-    std::vector<uint8_t> framed = TcpClient::Frame(QuerySpec().Id(id).Bytes());
-    all.insert(all.end(), framed.begin(), framed.end());
-  }
-  REQUIRE(tcp.SendRaw(all));  // one write: the server frames five queries from it
-  REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 5; }));
-  for (size_t i = 5; i-- > 0;) CHECK(ReplyEcho(handler->held[i], handler->queries[i]));
-  std::vector<uint16_t> ids;
-  REQUIRE(RunUntil(h.loop, [&] {
-    while (auto reply = tcp.TryReceive()) ids.push_back(IdOf(*reply));
-    return ids.size() == 5;
-  }));
-  CHECK(ids == std::vector<uint16_t>{5, 4, 3, 2, 1});
-  CHECK(h.stats.Read().tcp_replies == 5);
-  CHECK(h.server->open_connections() == 1);
-  h.Finish();
-}
-
 TEST_CASE("Destroying a LoopServer drops the Responders its handler still holds", "[server]") {
   HoldingHandler* handler = nullptr;
-  Harness h(HoldingFactory(&handler));
+  LoopServerHarness h(HoldingFactory(&handler));
   UdpClient udp(h.server->udp_address());
   TcpClient tcp(h.server->tcp_address());
   REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
@@ -729,129 +459,6 @@ TEST_CASE("LoopServer reports what failed when it cannot bind or serve an fd", "
     CHECK(failure == LoopServer::Failure::kHandler);
     CHECK_THAT(error, Catch::Contains("no handler"));
   }
-  RequireClosesClean(loop);
-}
-
-// A query for example. A with the client-address option naming `client` (code 65432).
-std::vector<uint8_t> QueryFor(uint16_t id, const char* client) {
-  std::vector<uint8_t> option(dns::kMaxClientAddressOptionBytes);
-  const loop::SocketAddress address = *loop::SocketAddress::Parse(client);
-  option.resize(dns::WriteClientAddressOption({loop::IpOf(address), address.port()},
-                                              dns::kDefaultClientAddressOption, option));
-  return QuerySpec().Id(id).Edns().EdnsOptions(option).Bytes();
-}
-
-dns::Rcode RcodeOf(std::span<const uint8_t> message) {
-  return static_cast<dns::Rcode>(message[3] & 0x0f);
-}
-
-TEST_CASE("A trusted forwarder's queries are limited as the client they name, answered REFUSED",
-          "[server][client_address]") {
-  const bool receiver_thread = GENERATE(false, true);
-  const loop::SocketAddress forwarder = *loop::SocketAddress::Parse("127.0.0.1:0");
-  const loop::SocketAddress stranger = *loop::SocketAddress::Parse("127.0.0.2:0");
-  loop::Loop loop;
-  ThreadStats stats;
-  std::vector<std::pair<std::string, std::string>> seen;  // (client, peer) per query
-  LoopServer::Options options;
-  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
-  options.udp.receiver_thread = receiver_thread;
-  options.client_address.trusted = {*IpPrefix::Parse("127.0.0.1/32")};
-  ClientLimitOptions limit;
-  limit.rate = 1;  // one query per client, then over
-  limit.burst = 1;
-  limit.shed = false;
-  options.clients = std::make_shared<ClientLimiter>(limit);
-  std::string error;
-  auto server = LoopServer::Create(
-      loop, options,
-      [&](const ThreadContext&) {
-        return std::make_unique<testing::FunctionHandler>([&](Request& request) {
-          seen.emplace_back(request.client().HostString(), request.peer().HostString());
-          CHECK(testing::ReplyEcho(request));
-        });
-      },
-      stats, &error);
-  INFO(error);
-  REQUIRE(server != nullptr);
-  auto exchange = [&](UdpClient& udp, const std::vector<uint8_t>& query) {
-    REQUIRE(udp.Send(query));
-    std::optional<std::vector<uint8_t>> reply;
-    REQUIRE(RunUntil(loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
-    REQUIRE(IdOf(*reply) == IdOf(query));
-    return *reply;
-  };
-
-  UdpClient udp(server->udp_address(), forwarder);
-  // Handled as the client, answered to the forwarder.
-  CHECK(RcodeOf(exchange(udp, QueryFor(1, "10.0.0.7:1234"))) == dns::Rcode::kNoError);
-  REQUIRE(seen.size() == 1);
-  CHECK(seen[0] == std::pair<std::string, std::string>{"10.0.0.7", "127.0.0.1"});
-  // The same client again is over its rate: REFUSED (never silence, never TC to our own
-  // forwarder), and the handler never sees it.
-  const uint64_t limited = limits::LimitHits(limits::Limit::kClientRate);
-  const std::vector<uint8_t> refused = exchange(udp, QueryFor(2, "10.0.0.7:1234"));
-  CHECK(RcodeOf(refused) == dns::Rcode::kRefused);
-  CHECK((refused[2] & 0x02) == 0);  // no TC
-  CHECK(limits::LimitHits(limits::Limit::kClientRate) == limited + 1);
-  CHECK(seen.size() == 1);
-  // Another client through the same forwarder has its own rate.
-  CHECK(RcodeOf(exchange(udp, QueryFor(3, "10.0.0.8:1234"))) == dns::Rcode::kNoError);
-  REQUIRE(seen.size() == 2);
-  CHECK(seen[1].first == "10.0.0.8");
-
-  // From a peer not trusted, the option is ignored and counted: the peer is the client.
-  const uint64_t untrusted = limits::LimitHits(limits::Limit::kClientAddressUntrusted);
-  UdpClient forged(server->udp_address(), stranger);
-  CHECK(RcodeOf(exchange(forged, QueryFor(4, "10.0.0.9:1234"))) == dns::Rcode::kNoError);
-  REQUIRE(seen.size() == 3);
-  CHECK(seen[2] == std::pair<std::string, std::string>{"127.0.0.2", "127.0.0.2"});
-  CHECK(limits::LimitHits(limits::Limit::kClientAddressUntrusted) == untrusted + 1);
-
-  // Over TCP the forwarder's connection carries many clients: limited per client too.
-  TcpClient tcp(server->tcp_address(), forwarder);
-  REQUIRE(tcp.Send(QueryFor(5, "10.0.0.7:1234")));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 5);
-  CHECK(RcodeOf(*reply) == dns::Rcode::kRefused);
-  CHECK(seen.size() == 3);
-  server.reset();
-  RequireClosesClean(loop);
-}
-
-TEST_CASE("RRL limits a trusted forwarder's replies per client it names, REFUSED over it",
-          "[server][client_address]") {
-  loop::Loop loop;
-  ThreadStats stats;
-  LoopServer::Options options;
-  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
-  options.client_address.trusted = {*IpPrefix::Parse("127.0.0.1/32")};
-  ResponseRateOptions rrl;
-  rrl.responses_per_second = 1;  // one identical response per netblock, then over
-  rrl.slip = 0;                  // a client of its own would get nothing
-  options.responses = std::make_shared<ResponseRateLimiter>(rrl);
-  std::string error;
-  auto server = LoopServer::Create(loop, options, EchoFactory(), stats, &error);
-  INFO(error);
-  REQUIRE(server != nullptr);
-  UdpClient udp(server->udp_address(), *loop::SocketAddress::Parse("127.0.0.1:0"));
-  auto exchange = [&](const std::vector<uint8_t>& query) {
-    REQUIRE(udp.Send(query));
-    std::optional<std::vector<uint8_t>> reply;
-    REQUIRE(RunUntil(loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
-    REQUIRE(IdOf(*reply) == IdOf(query));
-    return RcodeOf(*reply);
-  };
-  const uint64_t limited = limits::LimitHits(limits::Limit::kResponseRate);
-  CHECK(exchange(QueryFor(1, "10.0.0.7:1234")) == dns::Rcode::kNoError);
-  // The same response again for the same netblock: over RRL, REFUSED rather than dropped,
-  // so the forwarder does not take us for dead.
-  CHECK(exchange(QueryFor(2, "10.0.0.7:1234")) == dns::Rcode::kRefused);
-  CHECK(limits::LimitHits(limits::Limit::kResponseRate) == limited + 1);
-  // Another netblock behind the same forwarder has its own.
-  CHECK(exchange(QueryFor(3, "10.0.1.7:1234")) == dns::Rcode::kNoError);
-  server.reset();
   RequireClosesClean(loop);
 }
 

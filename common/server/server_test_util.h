@@ -1,7 +1,9 @@
 // Test helpers for kdns::server (queries: common/dns/query_testing.h): an echo handler (the query
 // back with QR set), a handler built from a lambda, and plain-socket UDP and TCP clients that
 // either wait with a poll() timeout (servers on other threads) or never block (a server on the
-// test's own loop, driven with loop::testing::RunUntil). Header-only; tests only.
+// test's own loop, driven with loop::testing::RunUntil); for the servers' own tests, a LoopServer
+// harness on the test's loop with a handler that holds its Responders, and a DnsServer on a free
+// loopback port with echo checks. Header-only; tests only.
 #pragma once
 
 #include <poll.h>
@@ -20,11 +22,17 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "common/dns/query_testing.h"
+#include "common/loop/loop.h"
+#include "common/loop/loop_test_util.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/socket_test_util.h"
+#include "common/server/dns_server.h"
+#include "common/server/loop_server.h"
 #include "common/server/query_handler.h"
 
 namespace kdns::server::testing {
@@ -161,5 +169,136 @@ class TcpClient {
   bool open_ = true;
   std::vector<uint8_t> received_;
 };
+
+// The LoopServer on the test's own loop (loop_server*_test.cc).
+
+// A LoopServer on a free loopback port, one thread, whose handler is a new Handler that
+// *handler points at once it is made.
+template <class Handler>
+std::unique_ptr<LoopServer> StartWith(loop::Loop& loop, LoopServer::Options options,
+                                      ThreadStats& stats, Handler** handler) {
+  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  std::string error;
+  auto server = LoopServer::Create(
+      loop, options,
+      [handler](const ThreadContext&) {
+        auto made = std::make_unique<Handler>();
+        *handler = made.get();
+        return made;
+      },
+      stats, &error);
+  INFO(error);
+  REQUIRE(server != nullptr);
+  return server;
+}
+
+// Replies to `responder` with an echo of `query`, built in a buffer of its own.
+inline bool ReplyEcho(Responder& responder, const std::vector<uint8_t>& query) {
+  std::vector<uint8_t> buffer(query.size());
+  return responder.Reply(EchoResponse(query, buffer));
+}
+
+// Takes every query's Responder and keeps it, so the test decides when to answer.
+class HoldingHandler : public QueryHandler {
+ public:
+  void HandleQuery(Request& request) override {
+    queries.emplace_back(request.query().begin(), request.query().end());
+    transports.push_back(request.transport());
+    held.push_back(request.TakeResponder());
+  }
+  // With answer_overdue, echoes every query it still holds for the connection.
+  void OnQueriesOverdue(uint64_t connection_id) override {
+    overdue.push_back(connection_id);
+    for (size_t i = 0; answer_overdue && i < held.size(); ++i) {
+      if (held[i].pending() && held[i].connection_id() == connection_id) {
+        (void)ReplyEcho(held[i], queries[i]);
+      }
+    }
+  }
+  std::vector<std::vector<uint8_t>> queries;
+  std::vector<dns::Transport> transports;
+  std::vector<Responder> held;
+  std::vector<uint64_t> overdue;
+  bool answer_overdue = false;
+};
+
+// Tests look at connections for longer than the default idle timeout on a loaded machine.
+inline TcpOptions LongIdle() {
+  TcpOptions tcp;
+  tcp.idle_timeout_ms = 60'000;
+  return tcp;
+}
+
+// A LoopServer on a free loopback port on the test's own loop, its handlers made by `factory`.
+struct LoopServerHarness {
+  explicit LoopServerHarness(const HandlerFactory& factory, size_t thread_index = 0,
+                             const TcpOptions& tcp = LongIdle()) {
+    LoopServer::Options options;
+    options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
+    options.thread_index = thread_index;
+    options.tcp = tcp;
+    std::string error;
+    server = LoopServer::Create(loop, options, factory, stats, &error);
+    INFO(error);
+    REQUIRE(server != nullptr);
+  }
+  void Finish() {
+    server.reset();
+    loop::testing::RequireClosesClean(loop);
+  }
+
+  loop::Loop loop;
+  ThreadStats stats;
+  std::unique_ptr<LoopServer> server;
+};
+
+// Makes HoldingHandlers, *out pointing at the last one made.
+inline HandlerFactory HoldingFactory(HoldingHandler** out) {
+  return [out](const ThreadContext&) {
+    auto handler = std::make_unique<HoldingHandler>();
+    *out = handler.get();
+    return handler;
+  };
+}
+
+// The DnsServer and its threads (dns_server*_test.cc).
+
+// A DnsServer on a free loopback port with `threads` threads (0: one per usable CPU).
+inline DnsServer::Options LocalOptions(size_t threads) {
+  DnsServer::Options options;
+  options.listen_address = *loop::SocketAddress::Parse("127.0.0.1:0");
+  options.threads = threads;
+  options.tcp.idle_timeout_ms = 30'000;
+  return options;
+}
+
+inline void RequireStart(DnsServer& server) {
+  std::string error;
+  bool started = server.Start(&error);
+  INFO(error);
+  REQUIRE(started);
+}
+
+inline void RequireStopsClean(DnsServer& server) {
+  server.Stop();
+  REQUIRE(server.closed_cleanly());
+}
+
+// Sends one query and checks the echo comes back.
+inline void RequireUdpEcho(UdpClient& client, uint16_t id) {
+  REQUIRE(client.Send(dns::testing::QuerySpec().Id(id).Bytes()));
+  auto reply = client.Receive();
+  REQUIRE(reply.has_value());
+  CHECK(IdOf(*reply) == id);
+  CHECK(IsResponse(*reply));
+}
+
+inline void RequireTcpEcho(TcpClient& client, uint16_t id) {
+  REQUIRE(client.Send(dns::testing::QuerySpec().Id(id).Bytes()));
+  auto reply = client.Receive();
+  REQUIRE(reply.has_value());
+  CHECK(IdOf(*reply) == id);
+  CHECK(IsResponse(*reply));
+}
 
 }  // namespace kdns::server::testing

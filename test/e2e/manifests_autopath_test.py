@@ -15,6 +15,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import kustomize  # noqa: E402
 import manifests  # noqa: E402
 
 COMPONENT = os.path.join(manifests.MANIFESTS, "components", "autopath")
@@ -50,7 +51,7 @@ def with_component(workdir):
 def kubedns_container(docs):
     for doc in docs:
         if doc.get("kind") == "Deployment" and doc["metadata"]["name"] == "kube-dns":
-            for container in manifests.pod_spec(doc)["containers"]:
+            for container in kustomize.pod_spec(doc)["containers"]:
                 if container["name"] == "kubedns":
                     return container
     raise AssertionError("no kubedns container in the kube-dns Deployment")

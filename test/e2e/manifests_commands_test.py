@@ -21,11 +21,12 @@ import tempfile
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kustomize  # noqa: E402
+from kustomize import all_containers, pod_spec  # noqa: E402
 import manifests  # noqa: E402
 from manifests import (  # noqa: E402
     FRONTEND_DEFAULTS,
     NAMESPACE,
-    all_containers,
     check_command,
     check_flags,
     container_env,
@@ -37,7 +38,6 @@ from manifests import (  # noqa: E402
     has_check_mode,
     kubedns_metrics_port_default,
     last_option,
-    pod_spec,
     probes,
     split_nanny_args)
 
@@ -261,14 +261,14 @@ def preflight(docs):
 
 def addon_with(extra_args):
     """The addon Deployment with `extra_args` {container name: [args]} appended."""
-    docs = manifests.load_docs(ADDON_FIXTURE)
+    docs = kustomize.load_docs(ADDON_FIXTURE)
     for container in docs[0]["spec"]["template"]["spec"]["containers"]:
         container["args"] = container["args"] + extra_args.get(container["name"], [])
     return docs
 
 
 def test_upstream_addon_passes_the_preflight(r):
-    code, out = preflight(manifests.load_docs(ADDON_FIXTURE))
+    code, out = preflight(kustomize.load_docs(ADDON_FIXTURE))
     if code != 0 or "3 container(s) checked, 0 argument(s) refused" not in out:
         return ["the upstream kube-dns addon Deployment: exit %d: %s" % (code, out[-2000:])]
     return []

@@ -30,6 +30,7 @@ import tempfile
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kustomize import pod_spec, render  # noqa: E402
 import manifests  # noqa: E402
 from manifests import (  # noqa: E402
     MANIFESTS,
@@ -38,8 +39,6 @@ from manifests import (  # noqa: E402
     declared_ports,
     flag_defaults,
     gflags,
-    pod_spec,
-    render,
     split_nanny_args)
 
 # The kube-dns Service kubeadm creates with CoreDNS (kubernetes/kubernetes

@@ -28,8 +28,10 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import kustomize  # noqa: E402
+from kustomize import pod_spec  # noqa: E402
 import manifests  # noqa: E402
-from manifests import NAMESPACE, declared_ports, labels_match, pod_spec, probes  # noqa: E402
+from manifests import NAMESPACE, declared_ports, labels_match, probes  # noqa: E402
 
 COMPONENT = os.path.join(manifests.MANIFESTS, "components", "network-policy")
 OPERATORS_MD = os.path.join(manifests.ROOT, "docs", "operators.md")
@@ -43,7 +45,7 @@ def key(doc):
 def rendered(workdir):
     """(base objects, base with the component, the overlay's directory)."""
     overlay = manifests.write_overlay(os.path.join(workdir, "site"), [COMPONENT])
-    return manifests.render(manifests.MANIFESTS)[1], manifests.render(overlay)[1], overlay
+    return kustomize.render(manifests.MANIFESTS)[1], kustomize.render(overlay)[1], overlay
 
 
 def the_policy(docs):

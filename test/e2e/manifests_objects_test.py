@@ -23,17 +23,16 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kustomize import all_containers, pod_spec  # noqa: E402
 import manifests  # noqa: E402
 from manifests import (  # noqa: E402
     KUBEDNS_POD_READ,
     KUBEDNS_READS,
     NAMESPACE,
     SERVICE_ACCOUNT_DIR,
-    all_containers,
     declared_ports,
     gflags,
     labels_match,
-    pod_spec,
     probes)
 
 

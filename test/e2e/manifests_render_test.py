@@ -19,18 +19,14 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from kustomize import all_containers, load_docs, pod_spec, render, split_image  # noqa: E402
 import manifests  # noqa: E402
 from manifests import (  # noqa: E402
     CLUSTER_SCOPED,
     MANIFESTS,
     NAMESPACE,
     ROOT,
-    CONFIGMAPS_COMPONENT,
-    all_containers,
-    load_docs,
-    pod_spec,
-    render,
-    split_image)
+    CONFIGMAPS_COMPONENT)
 
 
 def test_every_file_is_listed_and_parses(r):

@@ -38,6 +38,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import kustomize  # noqa: E402
 import manifests  # noqa: E402
 import pod  # noqa: E402
 import servers  # noqa: E402
@@ -255,7 +256,7 @@ class Pod(pod.Pod):
 def manifest_probes(running):
     """The sidecar's --probe flags of manifests/deployment.yaml, aimed at this pod's ports
     (10053: kubedns, 53: the cache), as pod.Pod's probes."""
-    rendered = manifests.Rendered(*manifests.render(manifests.MANIFESTS))
+    rendered = manifests.Rendered(*kustomize.render(manifests.MANIFESTS))
     container = rendered.containers_running("sidecar")[0]
     ports = {"10053": running.kubedns.port, "53": running.nanny.port}
     probes = []

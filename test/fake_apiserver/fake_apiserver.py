@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import api  # noqa: E402
 import control  # noqa: E402
+import http1server  # noqa: E402
 import pki  # noqa: E402
 import state as state_mod  # noqa: E402
 
@@ -184,7 +185,7 @@ def main(argv):
             ssl_context.load_verify_locations(files["ca.crt"])
 
     try:
-        api_server = Server(("127.0.0.1", args.api_port), api.ApiHandler, st, ssl_context,
+        api_server = Server(("127.0.0.1", args.api_port), http1server.ApiHandler, st, ssl_context,
                             args.max_connections, args.verbose, args.http2_drop)
         control_server = Server(("127.0.0.1", args.control_port), control.ControlHandler, st,
                                 None, 64, args.verbose)

@@ -1,0 +1,149 @@
+// Tests of the DnsServer serving sockets it is given (inherited fds, one shared socket pair):
+// served from every thread, and one bad socket refused alone.
+
+#include <glog/logging.h>  // before Catch, whose CHECK must win
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+
+#include "common/loop/socket_util.h"
+#include "common/server/dns_server.h"
+#include "common/server/server_test_util.h"
+
+namespace kdns::server {
+namespace {
+
+using testing::EchoFactory;
+using testing::LocalOptions;
+using testing::RequireStart;
+using testing::RequireStopsClean;
+using testing::RequireTcpEcho;
+using testing::RequireUdpEcho;
+using testing::TcpClient;
+using testing::UdpClient;
+
+int BoundSocket(int type, bool listening) {
+  int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  auto any_port = *loop::SocketAddress::Parse("127.0.0.1:0");
+  if (fd < 0 || bind(fd, any_port.sockaddr_ptr(), any_port.sockaddr_len()) != 0) return -1;
+  if (listening && listen(fd, 16) != 0) return -1;
+  return fd;
+}
+
+// True if a fresh socket (without SO_REUSEPORT) can bind `address`: nothing serves it.
+bool CanBind(int type, const loop::SocketAddress& address) {
+  int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  int one = 1;
+  // SO_REUSEADDR: closed server-side connections in TIME_WAIT must not count.
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  bool ok = bind(fd, address.sockaddr_ptr(), address.sockaddr_len()) == 0 &&
+            (type == SOCK_DGRAM || listen(fd, 1) == 0);
+  close(fd);
+  return ok;
+}
+
+TEST_CASE("DnsServer serves inherited sockets on every thread", "[server]") {
+  const bool already_listening = GENERATE(false, true);
+  int udp_fd = BoundSocket(SOCK_DGRAM, false);
+  int tcp_fd = BoundSocket(SOCK_STREAM, already_listening);
+  REQUIRE(udp_fd >= 0);
+  REQUIRE(tcp_fd >= 0);
+  loop::SocketAddress udp_address = loop::internal::LocalAddressOf(udp_fd);
+  loop::SocketAddress tcp_address = loop::internal::LocalAddressOf(tcp_fd);
+
+  DnsServer::Options options = LocalOptions(3);
+  options.inherited = DnsServer::InheritedSockets{udp_fd, tcp_fd};
+  DnsServer server(options, EchoFactory());
+  RequireStart(server);  // consumes udp_fd and tcp_fd
+  CHECK(server.thread_count() == 3);
+  CHECK(server.local_address() == udp_address);
+  CHECK(server.tcp_address() == tcp_address);
+
+  for (uint16_t i = 0; i < 16; ++i) {
+    UdpClient udp(udp_address);
+    RequireUdpEcho(udp, i);
+  }
+  for (uint16_t i = 0; i < 8; ++i) {
+    TcpClient tcp(tcp_address);
+    RequireTcpEcho(tcp, i);
+  }
+  CHECK_FALSE(CanBind(SOCK_DGRAM, udp_address));
+  RequireStopsClean(server);
+  ServerStats s = server.stats();
+  CHECK(s.udp_replies == 16);
+  CHECK(s.tcp_replies == 8);
+  // Every dup and the originals are closed: the ports are free again.
+  CHECK(CanBind(SOCK_DGRAM, udp_address));
+  CHECK(CanBind(SOCK_STREAM, tcp_address));
+}
+
+// Answers every UDP query on the receiver thread (an echo) and counts where answers came
+// from; TCP goes to HandleQuery.
+class ReceiverEchoHandler : public QueryHandler {
+ public:
+  explicit ReceiverEchoHandler(std::atomic<int>& receiver_answers)
+      : receiver_answers_(receiver_answers) {}
+  void HandleQuery(Request& request) override { (void)testing::ReplyEcho(request); }
+  size_t AnswerOnReceiverThread(const Admission&, std::span<const uint8_t> query,
+                                const loop::SocketAddress&, std::span<uint8_t> out,
+                                Decision*) override {
+    ++receiver_answers_;
+    return testing::EchoResponse(query, out).size();
+  }
+
+ private:
+  std::atomic<int>& receiver_answers_;
+};
+
+TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]") {
+  const bool receiver_threads = GENERATE(false, true);
+  INFO("receiver threads: " << receiver_threads);
+  std::atomic<int> receiver_answers{0};
+  DnsServer::Options options = LocalOptions(3);
+  options.shared_sockets = true;
+  options.udp.receiver_thread = receiver_threads;
+  DnsServer server(options, [&](const ThreadContext&) {
+    return std::make_unique<ReceiverEchoHandler>(receiver_answers);
+  });
+  RequireStart(server);
+  const loop::SocketAddress address = server.local_address();
+  CHECK(server.tcp_address() == address);
+  CHECK(address.port() != 0);
+  // One socket, not a SO_REUSEPORT group: nobody can join it.
+  CHECK_FALSE(CanBind(SOCK_DGRAM, address));
+  for (uint16_t i = 0; i < 32; ++i) {
+    UdpClient udp(address);
+    RequireUdpEcho(udp, i);
+  }
+  TcpClient tcp(address);
+  RequireTcpEcho(tcp, 1);
+  CHECK(receiver_answers == (receiver_threads ? 32 : 0));
+  RequireStopsClean(server);
+  const ServerStats s = server.stats();
+  CHECK(s.udp_replies == 32);
+  CHECK(s.udp_fast_answers == (receiver_threads ? 32 : 0));
+  CHECK(s.tcp_replies == 1);
+  CHECK(CanBind(SOCK_DGRAM, address));
+  CHECK(CanBind(SOCK_STREAM, address));
+}
+
+TEST_CASE("DnsServer rejects only one inherited socket", "[server]") {
+  int udp_fd = BoundSocket(SOCK_DGRAM, false);
+  REQUIRE(udp_fd >= 0);
+  loop::SocketAddress udp_address = loop::internal::LocalAddressOf(udp_fd);
+  DnsServer::Options options = LocalOptions(2);
+  options.inherited = DnsServer::InheritedSockets{udp_fd, -1};
+  DnsServer server(options, EchoFactory());
+  std::string error;
+  CHECK_FALSE(server.Start(&error));
+  CHECK_THAT(error, Catch::Contains("both"));
+  // Consumed even so: nothing holds the port now.
+  CHECK(CanBind(SOCK_DGRAM, udp_address));
+}
+
+}  // namespace
+}  // namespace kdns::server

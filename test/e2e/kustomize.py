@@ -1,0 +1,172 @@
+"""A small kustomize for the manifests suites (manifests.py): renders a kustomization
+directory into its documents, for what manifests/ uses: resources (also directories of
+other kustomizations), components, ConfigMap generators without a name hash, images and
+JSON 6902 patches; and the pod spec of a rendered workload. No I/O beyond reading the files.
+"""
+import copy
+import os
+
+import yaml
+
+WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet"}
+
+
+def load_docs(path):
+    with open(path) as f:
+        return [doc for doc in yaml.safe_load_all(f) if doc is not None]
+
+
+def json_pointer(path):
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise ValueError("bad JSON pointer " + path)
+    return [part.replace("~1", "/").replace("~0", "~") for part in path[1:].split("/")]
+
+
+def apply_json6902(doc, ops):
+    """RFC 6902 add, replace and remove: what the kustomization's patches use."""
+    for op in ops:
+        parts = json_pointer(op["path"])
+        parent = doc
+        for part in parts[:-1]:
+            parent = parent[int(part)] if isinstance(parent, list) else parent[part]
+        last = parts[-1]
+        if op["op"] in ("add", "replace"):
+            value = copy.deepcopy(op["value"])
+            if isinstance(parent, list):
+                if last == "-":
+                    parent.append(value)
+                elif op["op"] == "add":
+                    parent.insert(int(last), value)
+                else:
+                    parent[int(last)] = value
+            else:
+                if op["op"] == "replace" and last not in parent:
+                    raise ValueError("replace of a missing path " + op["path"])
+                parent[last] = value
+        elif op["op"] == "remove":
+            del parent[int(last) if isinstance(parent, list) else last]
+        else:
+            raise ValueError("unsupported patch op " + op["op"])
+
+
+def target_matches(target, doc):
+    meta = doc.get("metadata", {})
+    group_version = doc.get("apiVersion", "")
+    group, _, version = group_version.rpartition("/")
+    checks = {"kind": doc.get("kind"), "name": meta.get("name"),
+              "namespace": meta.get("namespace"), "version": version, "group": group}
+    for key, want in target.items():
+        if key not in checks:
+            raise ValueError("unsupported patch target field " + key)
+        if checks[key] != want:
+            return False
+    return True
+
+
+def split_image(image):
+    """registry/name:tag@digest -> (name, tag, digest)."""
+    digest = None
+    if "@" in image:
+        image, digest = image.split("@", 1)
+    tag = None
+    slash = image.rfind("/")
+    colon = image.rfind(":")
+    if colon > slash:
+        image, tag = image[:colon], image[colon + 1:]
+    return image, tag, digest
+
+
+def pod_spec(doc):
+    if doc.get("kind") in WORKLOADS:
+        return doc["spec"]["template"]["spec"]
+    if doc.get("kind") == "Pod":
+        return doc["spec"]
+    return None
+
+
+def all_containers(spec):
+    return spec.get("initContainers", []) + spec.get("containers", [])
+
+
+def generate_configmaps(kustomization):
+    """The ConfigMaps of configMapGenerator (literals only, no name hash)."""
+    docs = []
+    for generator in kustomization.get("configMapGenerator", []):
+        options = generator.get("options", {})
+        if not options.get("disableNameSuffixHash") or set(generator) - {
+                "name", "namespace", "literals", "options"}:
+            raise ValueError("configMapGenerator %s: only literals with "
+                             "disableNameSuffixHash are rendered here" % generator["name"])
+        metadata = {"name": generator["name"]}
+        if "namespace" in generator:
+            metadata["namespace"] = generator["namespace"]
+        if options.get("labels"):
+            metadata["labels"] = dict(options["labels"])
+        data = dict(literal.split("=", 1) for literal in generator.get("literals", []))
+        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
+                     "data": data})
+    return docs
+
+
+def apply_patches(kustomization, docs):
+    for patch in kustomization.get("patches", []):
+        ops = yaml.safe_load(patch["patch"])
+        if not isinstance(ops, list):
+            raise ValueError("only JSON 6902 patches (a list of ops) are rendered here")
+        hits = [doc for doc in docs if target_matches(patch["target"], doc)]
+        if not hits:
+            raise ValueError("patch target %s matches nothing" % patch["target"])
+        for doc in hits:
+            apply_json6902(doc, ops)
+
+
+def read_kustomization(directory, kind):
+    with open(os.path.join(directory, "kustomization.yaml")) as f:
+        kustomization = yaml.safe_load(f)
+    if kustomization.get("kind", "Kustomization") != kind:
+        raise ValueError("%s is a %s, not a %s" % (directory, kustomization.get("kind"), kind))
+    supported = {"apiVersion", "kind", "resources", "images", "patches", "components",
+                 "configMapGenerator"}
+    extra = set(kustomization) - supported
+    if extra:
+        raise ValueError("%s/kustomization.yaml uses %s, which this test does not render: "
+                         "teach render() or drop them" % (directory, sorted(extra)))
+    return kustomization
+
+
+def load_resources(directory, kustomization):
+    docs = []
+    for resource in kustomization.get("resources", []):
+        path = os.path.join(directory, resource)
+        docs += render(path)[1] if os.path.isdir(path) else load_docs(path)
+    return docs
+
+
+def render(kustomization_dir):
+    """(the kustomization, its objects), in kustomize's order of work: resources, then
+    each component (its resources, generators and patches), then the kustomization's own
+    generators, patches and images."""
+    kustomization = read_kustomization(kustomization_dir, "Kustomization")
+    docs = load_resources(kustomization_dir, kustomization)
+    for component in kustomization.get("components", []):
+        directory = os.path.join(kustomization_dir, component)
+        part = read_kustomization(directory, "Component")
+        docs += load_resources(directory, part) + generate_configmaps(part)
+        apply_patches(part, docs)
+    docs += generate_configmaps(kustomization)
+    apply_patches(kustomization, docs)
+    for entry in kustomization.get("images", []):
+        for doc in docs:
+            spec = pod_spec(doc)
+            for container in all_containers(spec) if spec else []:
+                name, tag, digest = split_image(container["image"])
+                if name != entry["name"]:
+                    continue
+                name = entry.get("newName", name)
+                tag = entry.get("newTag", tag)
+                digest = entry.get("digest", digest)
+                container["image"] = name + (":" + tag if tag and not digest else "") + \
+                    ("@" + digest if digest else "")
+    return kustomization, docs
