@@ -236,3 +236,7 @@ clean:
 
 # Catch2's std::regex code trips GCC's -Wmaybe-uninitialized under the sanitizer builds.
 $(OBJ)/test/unit/catch_main.o: CXXFLAGS += -Wno-maybe-uninitialized
+
+# glog and Catch both define CHECK, and whichever header comes last wins: every test file
+# gets glog first, so that its CHECK is always Catch's (counted, reported, non-fatal).
+$(OBJ)/%_test.o: CXXFLAGS += -include glog/logging.h
