@@ -1,8 +1,8 @@
 // Test helpers shared by the objects-file source tests (objects_file_source_test.cc: how
 // changes are noticed; objects_file_source_content_test.cc: what a file's content does): a
 // sink that records what the source delivers, ways to write the file (in place, by rename,
-// touch), Kubernetes List items, watch options and a wait on the loop. Header-only; tests
-// only; everything runs on the test's thread.
+// touch), Kubernetes List items, watch options, and the file, loop and source of one test.
+// Header-only; tests only; everything runs on the test's thread.
 #pragma once
 
 // clang-format off
@@ -26,6 +26,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/k8s/decode.h"
@@ -260,8 +261,47 @@ inline ObjectsFileSource::Options PollOnly(const std::string& path) {
   return options;
 }
 
-inline bool WaitFor(loop::Loop& loop, const std::function<bool()>& done) {
-  return loop::testing::RunUntil(loop, done, kWaitMs);
-}
+// One test's objects file and the source that reads it into a `Sink`, on the test's own
+// loop: `path` is objects.json in a fresh directory (the test writes it, or points the source
+// elsewhere). Start makes the source and starts it; the destructor stops it and requires that
+// the loop closes clean.
+template <typename Sink = RecordingSink>
+class ObjectsFileTest {
+ public:
+  template <typename... SinkArgs>
+  explicit ObjectsFileTest(SinkArgs&&... sink_args) : sink(std::forward<SinkArgs>(sink_args)...) {}
+  ~ObjectsFileTest() {
+    source_.reset();
+    loop::testing::RequireClosesClean(loop);
+  }
+  ObjectsFileTest(const ObjectsFileTest&) = delete;
+  ObjectsFileTest& operator=(const ObjectsFileTest&) = delete;
+
+  // Makes the source (its metrics are registered then) and does not start it.
+  ObjectsFileSource& Make(const ObjectsFileSource::Options& options) {
+    source_ = std::make_unique<ObjectsFileSource>(loop, sink, registry, options);
+    return *source_;
+  }
+  // Makes the source and starts it: it reads the file before it returns.
+  ObjectsFileSource& Start(const ObjectsFileSource::Options& options) {
+    Make(options).Start();
+    return *source_;
+  }
+  ObjectsFileSource& Start() { return Start(InotifyOnly(path)); }
+
+  // Runs the loop until `done`, at most kWaitMs.
+  bool WaitFor(const std::function<bool()>& done) {
+    return loop::testing::RunUntil(loop, done, kWaitMs);
+  }
+
+  TempDir dir;
+  const std::string path = dir.File("objects.json");
+  loop::Loop loop;
+  metrics::Registry registry;
+  Sink sink;
+
+ private:
+  std::unique_ptr<ObjectsFileSource> source_;
+};
 
 }  // namespace kdns::kubedns::testing
