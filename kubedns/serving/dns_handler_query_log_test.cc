@@ -26,20 +26,11 @@ namespace {
 
 using dns::RrType;
 using dns::testing::N;
-using kubedns::testing::AskUdp;
-using kubedns::testing::Bytes;
-using kubedns::testing::ServeDnsHandlers;
-using loop::testing::RequireClosesClean;
+using namespace kubedns::testing;
 
 std::shared_ptr<const Snapshot> ClusterSnapshot() {
-  RecordTreeWriter writer;
-  auto service = k8s::DecodeService(
-      R"({"metadata":{"name":"web","namespace":"other"},
-          "spec":{"clusterIP":"10.96.0.20","clusterIPs":["10.96.0.20"]}})");
-  REQUIRE(service.ok());
-  writer.UpsertService(service.value());
-  writer.MarkSynced();
-  return writer.Publish();
+  return SyncedRecords({R"({"metadata":{"name":"web","namespace":"other"},
+                            "spec":{"clusterIP":"10.96.0.20","clusterIPs":["10.96.0.20"]}})"});
 }
 
 // The world outside: www.example.com A, silent.example.com no answer, everything else
@@ -60,33 +51,23 @@ kdns::testing::Replies World(const kdns::testing::ReceivedQuery& received) {
   return {kdns::testing::Encode(reply)};
 }
 
-// A handler with autopath (cluster.local., then node.example.) and a query log whose lines
-// the test reads.
-class LogFixture {
+// A handler (DnsHandlerFixture) with autopath (cluster.local., then node.example.) and a
+// query log whose lines the test reads.
+class LogFixture : public DnsHandlerFixture {
  public:
-  LogFixture() : world_(std::make_unique<kdns::testing::FakeDnsServer>(loop, World)) {
-    snapshots_.Publish(ClusterSnapshot());
-    shared_.forwarder.min_try_timeout_ms = 50;
-    shared_.forwarder.max_try_timeout_ms = 100;
-    shared_.forwarder.total_timeout_ms = 400;
-    shared_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>();
-    shared_.autopath = &autopath_;
-    shared_.autopath_metrics = &autopath_metrics_;
-    shared_.query_log = &query_log_;
-    auto routes = std::make_shared<const UpstreamRoutes>(std::vector<UpstreamRoute>{},
-                                                         upstream::UpstreamSet{world_->address()},
-                                                         DefaultSource::kFlag);
-    DnsHandler* handler = nullptr;
-    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler);
+  LogFixture()
+      : DnsHandlerFixture(ClusterSnapshot()),
+        world_(std::make_unique<kdns::testing::FakeDnsServer>(loop, World)) {
+    EnableAutopath();
+    SetQueryLog(&query_log_);
+    Serve(std::make_shared<const UpstreamRoutes>(std::vector<UpstreamRoute>{},
+                                                 upstream::UpstreamSet{world_->address()},
+                                                 DefaultSource::kFlag));
   }
-  ~LogFixture() {
-    server_.reset();
-    world_.reset();
-    RequireClosesClean(loop);
-  }
+  ~LogFixture() { StopServing(); }
 
   dns::Message Ask(const std::string& name) {
-    return AskUdp(loop, server_->udp_address(), Bytes({name, RrType::kA, 0x4242, false}));
+    return DnsHandlerFixture::Ask({name, RrType::kA, 0x4242, false});
   }
 
   // The lines logged for `name`.
@@ -98,14 +79,7 @@ class LogFixture {
     return found;
   }
 
-  loop::Loop loop;
-
  private:
-  static AnswerConfig Config() {
-    AnswerConfig config;
-    config.zone = N("cluster.local.");
-    return config;
-  }
   static server::QueryLogOptions LogOptions() {
     server::QueryLogOptions options;
     options.detail = server::QueryLogOptions::Detail::kBasic;
@@ -114,23 +88,9 @@ class LogFixture {
   }
 
   std::unique_ptr<kdns::testing::FakeDnsServer> world_;
-  metrics::Registry registry_;
-  Answerer answerer_{Config()};
-  Autopath autopath_{N("cluster.local."), {N("node.example.")}};
-  AutopathMetrics autopath_metrics_{registry_, autopath_};
   std::vector<std::string> lines_;
   server::QueryLog query_log_{LogOptions(), SteadyClock::Instance(),
                               [this](std::string_view line) { lines_.emplace_back(line); }};
-  SnapshotHolder<Snapshot> snapshots_;
-  DnsMetrics dns_metrics_{registry_, "skydns_skydns"};
-  std::shared_ptr<upstream::UpstreamTable> table_ = std::make_shared<upstream::UpstreamTable>();
-  ForwardMetrics forward_metrics_{registry_, table_};
-  SnapshotHolder<UpstreamRoutes> routes_;
-  DnsHandler::Shared shared_{
-      answerer_,        snapshots_, routes_, dns_metrics_,
-      forward_metrics_, table_,     {},      std::make_shared<server::WaitingBudget>()};
-  server::ThreadStats stats_;
-  std::unique_ptr<server::LoopServer> server_;
 };
 
 }  // namespace
