@@ -15,47 +15,19 @@
 #include "common/dns/presentation.h"
 #include "common/dns/query_testing.h"
 #include "common/k8s/decode.h"
+#include "kubedns/answering/answerer_testing.h"
 #include "kubedns/records/conformance_testing.h"
 #include "kubedns/records/record_tree.h"
 
 namespace kdns::kubedns {
 namespace {
 
-using testing::ConformanceSnapshot;
-using testing::ReadFile;
+using namespace testing;
 
 AnswerConfig Config() {
   AnswerConfig config;
   config.zone = *dns::Name::FromText("cluster.local.");
   return config;
-}
-
-struct Asked {
-  std::string name;
-  std::string type;
-  bool tcp = false;
-  int edns_version = -1;  // -1: no EDNS
-  uint16_t payload = 4096;
-};
-
-std::vector<uint8_t> BuildQuery(const Asked& asked, uint16_t id = 0x1234) {
-  const auto type = dns::RrTypeFromText(asked.type);
-  REQUIRE(type);
-  dns::testing::QuerySpec spec(asked.name);
-  spec.Type(*type).Id(id);
-  if (asked.edns_version >= 0) {
-    spec.Edns(asked.payload).EdnsVersion(static_cast<uint8_t>(asked.edns_version));
-  }
-  return spec.Bytes();
-}
-
-// Admits `packet` as kubedns's server does, then answers it.
-AnswerResult Answer(const Answerer& answerer, const Snapshot* snapshot,
-                    std::span<const uint8_t> packet, dns::Transport transport,
-                    std::span<uint8_t> buffer) {
-  server::Admission admission;
-  server::Admit(packet, transport, kAdmissionPolicy, &admission);
-  return answerer.Answer(snapshot, admission, buffer);
 }
 
 struct Answered {
@@ -68,8 +40,7 @@ Answered Ask(const Answerer& answerer, const Snapshot* snapshot, const Asked& as
   std::vector<uint8_t> query = BuildQuery(asked);
   Answered answered;
   answered.bytes.resize(dns::kMaxMessageSize);
-  answered.result = Answer(answerer, snapshot, query,
-                           asked.tcp ? dns::Transport::kTcp : dns::Transport::kUdp, answered.bytes);
+  answered.result = Answer(answerer, snapshot, query, TransportOf(asked), answered.bytes);
   answered.bytes.assign(answered.result.response.begin(), answered.result.response.end());
   if (!answered.bytes.empty()) {
     REQUIRE(dns::ParseMessage(answered.bytes, &answered.message) == dns::ParseError::kOk);
@@ -102,9 +73,7 @@ std::vector<std::string> Types(const std::vector<dns::ResourceRecord>& records) 
 
 TEST_CASE("every conformance case is answered as the specification says",
           "[kubedns][conformance]") {
-  rapidjson::Document cases;
-  std::string text = ReadFile("test/conformance/cases.json");
-  REQUIRE_FALSE(cases.Parse(text.c_str()).HasParseError());
+  const rapidjson::Document cases = ConformanceCases();
   auto snapshot = ConformanceSnapshot();
   Answerer answerer(Config());
   const uint32_t default_ttl = cases["ttl"].GetUint();
@@ -113,10 +82,7 @@ TEST_CASE("every conformance case is answered as the specification says",
   for (const auto& c : cases["cases"].GetArray()) {
     ++checked;
     INFO("case " << c["id"].GetString() << ": " << c["q"].GetString() << " " << c["t"].GetString());
-    Asked asked{c["q"].GetString(), c["t"].GetString()};
-    asked.tcp = c.HasMember("tcp") && c["tcp"].GetBool();
-    if (c.HasMember("edns")) asked.edns_version = c["edns"].GetInt();
-    if (c.HasMember("payload")) asked.payload = static_cast<uint16_t>(c["payload"].GetUint());
+    Asked asked = AskedOf(c);
     Answered got = Ask(answerer, snapshot.get(), asked);
     REQUIRE(got.result.kind == AnswerKind::kAnswered);
     const dns::Message& m = got.message;

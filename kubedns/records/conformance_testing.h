@@ -1,8 +1,10 @@
 // The DNS spec's conformance objects (test/conformance/objects.json) as a published
-// snapshot, loaded the way the objects-file source loads them, and the cases' file reader:
-// for the answerer's tests.
+// snapshot, loaded the way the objects-file source loads them, and its cases
+// (test/conformance/cases.json): for the answerer's tests.
 // Header-only; tests only; any thread.
 #pragma once
+
+#include <rapidjson/document.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -31,6 +33,14 @@ inline std::shared_ptr<const Snapshot> ConformanceSnapshot() {
       {list.value().services, list.value().endpoint_slices, list.value().endpoints, {}, {}});
   writer.MarkSynced();
   return writer.Publish();
+}
+
+// The cases of test/conformance/cases.json: {"ttl": ..., "cases": [{"q", "t", ...}]}.
+inline rapidjson::Document ConformanceCases() {
+  rapidjson::Document cases;
+  std::string text = ReadFile("test/conformance/cases.json");
+  REQUIRE_FALSE(cases.Parse(text.c_str()).HasParseError());
+  return cases;
 }
 
 }  // namespace kdns::kubedns::testing
