@@ -8,8 +8,8 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <iterator>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "common/k8s/decode.h"
@@ -17,12 +17,11 @@
 
 namespace kdns::kubedns::testing {
 
-// A file's whole text ("" when it cannot be read), relative to the repository root.
+// A file's whole text (a relative path is the repository root's); it must be readable.
 inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 inline std::shared_ptr<const Snapshot> ConformanceSnapshot() {

@@ -236,7 +236,7 @@ TEST_CASE("The metrics families render with the reload results and object counts
 TEST_CASE("The demo cluster file decodes with no bad items and loads as a whole",
           "[objects_file][demo]") {
   const std::string path = "kubedns/demo-cluster.json";
-  auto list = k8s::DecodeList(ReadAll(path));
+  auto list = k8s::DecodeList(ReadFile(path));
   REQUIRE(list.ok());
   INFO((list->warnings.messages().empty() ? "" : list->warnings.messages().front()));
   CHECK(list->bad_items == 0);

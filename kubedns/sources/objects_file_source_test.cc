@@ -18,7 +18,7 @@ using namespace testing;
 TEST_CASE("Loading the conformance objects file delivers every Service and slice and Synced once",
           "[objects_file]") {
   const std::string path = "test/conformance/objects.json";
-  auto expected = k8s::DecodeList(ReadAll(path));
+  auto expected = k8s::DecodeList(ReadFile(path));
   REQUIRE(expected.ok());
   REQUIRE(expected->bad_items == 0);
 

@@ -22,7 +22,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,6 +31,7 @@
 #include "common/k8s/decode.h"
 #include "common/loop/loop_test_util.h"
 #include "common/metrics/registry.h"
+#include "kubedns/records/conformance_testing.h"  // ReadFile
 #include "kubedns/records/record_tree.h"
 #include "test/unit/temp_dir.h"
 
@@ -195,12 +195,6 @@ inline void WriteByRename(const std::string& path, std::string_view content) {
 inline void Touch(const std::string& path) {
   struct timespec times[2] = {{1'000'000'000, 0}, {1'000'000'000, 0}};
   REQUIRE(utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
-}
-
-inline std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 inline std::string ServiceItem(std::string_view ns, std::string_view name, std::string_view ip) {
