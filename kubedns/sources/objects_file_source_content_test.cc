@@ -57,7 +57,8 @@ TEST_CASE("A broken file keeps the last good set and counts an error, then a fix
   CHECK(f.sink.loads == 1);  // the last good set stays
   // The validating pass stopped it: the f.sink saw nothing of the bad file.
   CHECK(f.sink.aborted_loads == 0);
-  CHECK(f.sink.calls == std::vector<std::string>{"BeginLoad", "EndLoad", "Synced"});
+  CHECK(f.sink.calls ==
+        std::vector<std::string>{"BeginLoad", "EndLoad", "McsSynced", "KubesliceSynced", "Synced"});
   CHECK(f.sink.ServiceNames() == std::vector<std::string>{"default/web", "shop/cart"});
   INFO("last error: " << source.stats().last_error);
   CHECK(source.stats().last_error.find(reason) != std::string::npos);
@@ -155,7 +156,8 @@ TEST_CASE("A file missing at start is not synced, counts an error, and is applie
 
   WriteByRename(f.path, kOneService);
   REQUIRE(f.WaitFor([&] { return f.sink.synced == 1; }));
-  CHECK(f.sink.calls == std::vector<std::string>{"BeginLoad", "EndLoad", "Synced"});
+  CHECK(f.sink.calls ==
+        std::vector<std::string>{"BeginLoad", "EndLoad", "McsSynced", "KubesliceSynced", "Synced"});
   CHECK(f.sink.ServiceNames() == std::vector<std::string>{"default/web"});
   CHECK(source.stats().reloads_failed == 1);
 }
@@ -174,8 +176,8 @@ TEST_CASE("Bad items inside a good List are skipped and counted; the rest is app
   CHECK(f.sink.last.slices.size() == 1);
   REQUIRE(f.sink.last.endpoints.size() == 1);
   CHECK(f.sink.last.endpoints[0].meta.name == "legacy");
-  REQUIRE(f.sink.pods.size() == 1);  // passed beside the ObjectSet
-  CHECK(f.sink.pods[0].meta.name == "web-0");
+  REQUIRE(f.sink.last_pods.size() == 1);  // passed beside the ObjectSet
+  CHECK(f.sink.last_pods[0].meta.name == "web-0");
   CHECK(source.stats().bad_items == 2);
   CHECK(source.stats().reloads_ok == 1);
   CHECK(source.stats().reloads_failed == 0);
@@ -184,7 +186,7 @@ TEST_CASE("Bad items inside a good List are skipped and counted; the rest is app
   WriteByRename(f.path, List({ServiceItem("default", "web", "10.96.1.1"), BadItem()}));
   REQUIRE(f.WaitFor([&] { return f.sink.loads == 2; }));
   CHECK(source.stats().bad_items == 3);
-  CHECK(f.sink.pods.empty());
+  CHECK(f.sink.last_pods.empty());
 }
 
 TEST_CASE("An empty List is a valid, empty cluster", "[objects_file]") {

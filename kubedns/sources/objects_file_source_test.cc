@@ -25,7 +25,8 @@ TEST_CASE("Loading the conformance objects file delivers every Service and slice
   ObjectsFileTest f;
   ObjectsFileSource& source = f.Start(InotifyOnly(path));
 
-  CHECK(f.sink.calls == std::vector<std::string>{"BeginLoad", "EndLoad", "Synced"});
+  CHECK(f.sink.calls ==
+        std::vector<std::string>{"BeginLoad", "EndLoad", "McsSynced", "KubesliceSynced", "Synced"});
   CHECK(f.sink.last.services.size() == expected->services.size());
   CHECK(f.sink.last.slices.size() == expected->endpoint_slices.size());
   CHECK(f.sink.last.services.size() == 12);

@@ -1,10 +1,13 @@
-// Test helpers of the API source (api_source_test.cc, api_resources_test.cc): a RecordSink
-// that writes down what it is handed. Header-only; tests only; the test's thread.
+// A RecordSink that writes down what a source hands it, for the sources' tests (the API
+// source's: api_source_test.cc, api_resources_test.cc; the objects file's:
+// objects_file_source*_test.cc). Header-only; tests only; the test's thread.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/k8s/objects.h"
@@ -14,14 +17,36 @@
 
 namespace kdns::kubedns::testing {
 
-// Records the sink calls, one line each: "ListServices 12", "UpsertService default/web". A
-// streamed list (BeginList, upserts, EndList) is one line "List<kind> <objects>" at its end,
-// its objects kept in services/slices/endpoints/pods; `raw` has every call as it came.
-class ApiRecordingSink final : public RecordSink {
+// Records the sink calls, one line each in `calls`: "UpsertService default/web", "Synced".
+// What is streamed is collected instead, object by object:
+// - a list (BeginList, upserts, EndList: the API source's re-LIST) is one line
+//   "List<kind> <objects>" at its end, its objects kept in services/slices/endpoints/pods;
+// - a load (BeginLoad, upserts and Replace*, EndLoad or AbortLoad: the objects file) is the
+//   lines "BeginLoad" and "EndLoad" (or "AbortLoad"), its objects kept as `last` and
+//   `last_pods` at its EndLoad and dropped at its AbortLoad.
+// `raw` has every list call as it came.
+class RecordingSink final : public RecordSink {
  public:
-  void BeginLoad() override { calls.push_back("BeginLoad"); }
-  void EndLoad() override { calls.push_back("EndLoad"); }
-  void AbortLoad() override { calls.push_back("AbortLoad"); }
+  void BeginLoad() override {
+    calls.push_back("BeginLoad");
+    loading_ = true;
+    pending_ = {};
+    pending_pods_.clear();
+  }
+  void EndLoad() override {
+    calls.push_back("EndLoad");
+    loading_ = false;
+    ++loads;
+    last = std::exchange(pending_, {});
+    last_pods = std::exchange(pending_pods_, {});
+  }
+  void AbortLoad() override {
+    calls.push_back("AbortLoad");
+    loading_ = false;
+    ++aborted_loads;
+    pending_ = {};
+    pending_pods_.clear();
+  }
   void BeginList(RecordTreeWriter::ListKind kind) override {
     raw.push_back("BeginList " + std::to_string(static_cast<int>(kind)));
     open[static_cast<size_t>(kind)] = true;
@@ -60,60 +85,54 @@ class ApiRecordingSink final : public RecordSink {
   }
   bool Listing(RecordTreeWriter::ListKind kind) const { return open[static_cast<size_t>(kind)]; }
   void UpsertService(const k8s::Service& service) override {
-    raw.push_back("UpsertService " + Name(service.meta));
-    if (Listing(RecordTreeWriter::ListKind::kServices)) {
-      services.push_back(service);
-      return;
-    }
-    calls.push_back("UpsertService " + Name(service.meta));
+    Upsert("UpsertService", service, RecordTreeWriter::ListKind::kServices, services,
+           pending_.services);
   }
   void DeleteService(std::string_view ns, std::string_view name) override {
     calls.push_back("DeleteService " + std::string(ns) + "/" + std::string(name));
   }
   void UpsertSlice(const k8s::EndpointSlice& slice) override {
-    raw.push_back("UpsertSlice " + Name(slice.meta));
-    if (Listing(RecordTreeWriter::ListKind::kSlices)) {
-      slices.push_back(slice);
-      return;
-    }
-    calls.push_back("UpsertSlice " + Name(slice.meta));
+    Upsert("UpsertSlice", slice, RecordTreeWriter::ListKind::kSlices, slices, pending_.slices);
   }
   void DeleteSlice(std::string_view ns, std::string_view name) override {
     calls.push_back("DeleteSlice " + std::string(ns) + "/" + std::string(name));
   }
   void UpsertEndpoints(const k8s::Endpoints& object) override {
-    raw.push_back("UpsertEndpoints " + Name(object.meta));
-    if (Listing(RecordTreeWriter::ListKind::kEndpoints)) {
-      endpoints.push_back(object);
-      return;
-    }
-    calls.push_back("UpsertEndpoints " + Name(object.meta));
+    Upsert("UpsertEndpoints", object, RecordTreeWriter::ListKind::kEndpoints, endpoints,
+           pending_.endpoints);
   }
   void DeleteEndpoints(std::string_view ns, std::string_view name) override {
     calls.push_back("DeleteEndpoints " + std::string(ns) + "/" + std::string(name));
   }
   void UpsertPod(const k8s::Pod& pod) override {
-    raw.push_back("UpsertPod " + Name(pod.meta));
-    if (Listing(RecordTreeWriter::ListKind::kPods)) {
-      pods.push_back(pod);
-      return;
-    }
-    calls.push_back("UpsertPod " + Name(pod.meta));
+    Upsert("UpsertPod", pod, RecordTreeWriter::ListKind::kPods, pods, pending_pods_);
   }
   void DeletePod(std::string_view ns, std::string_view name) override {
     calls.push_back("DeletePod " + std::string(ns) + "/" + std::string(name));
   }
-  void Synced() override { calls.push_back("Synced"); }
+  void Synced() override {
+    calls.push_back("Synced");
+    ++synced;
+  }
   void ReplaceServiceImports(std::vector<k8s::ServiceImport> imports) override {
+    if (loading_) {
+      pending_.service_imports = std::move(imports);
+      return;
+    }
     calls.push_back("ReplaceServiceImports " + std::to_string(imports.size()));
   }
   void UpsertServiceImport(const k8s::ServiceImport& import) override {
     calls.push_back("UpsertServiceImport " + Name(import.meta));
   }
   void ReplaceMulticlusterSlices(std::vector<k8s::EndpointSlice> new_slices) override {
+    if (loading_) return;  // a load's are not kept: no test reads them
     calls.push_back("ReplaceMulticlusterSlices " + std::to_string(new_slices.size()));
   }
   void ReplaceKubesliceServiceImports(std::vector<k8s::KubesliceServiceImport> imports) override {
+    if (loading_) {
+      pending_.kubeslice_service_imports = std::move(imports);
+      return;
+    }
     calls.push_back("ReplaceKubesliceServiceImports " + std::to_string(imports.size()));
   }
   void MulticlusterSynced(MulticlusterZone zone) override {
@@ -122,13 +141,49 @@ class ApiRecordingSink final : public RecordSink {
 
   static std::string Name(const k8s::ObjectMeta& meta) { return meta.ns + "/" + meta.name; }
 
+  // "ns/name" of the services of the last ended load, sorted.
+  std::vector<std::string> ServiceNames() const {
+    std::vector<std::string> names;
+    for (const auto& service : last.services) names.push_back(Name(service.meta));
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
   std::vector<std::string> calls;
   std::vector<std::string> raw;
   std::array<bool, 4> open{};  // by ListKind
+  // Of the last list of each kind.
   std::vector<k8s::Service> services;
   std::vector<k8s::EndpointSlice> slices;
   std::vector<k8s::Endpoints> endpoints;
   std::vector<k8s::Pod> pods;
+  // Loads.
+  int loads = 0;  // ended with EndLoad
+  int aborted_loads = 0;
+  int synced = 0;
+  RecordTreeWriter::ObjectSet last;  // of the last ended load
+  std::vector<k8s::Pod> last_pods;   // of the last ended load
+
+ private:
+  // An object is kept by the open load, by the open list of its kind, or written as a line.
+  template <typename Object>
+  void Upsert(const char* call, const Object& object, RecordTreeWriter::ListKind kind,
+              std::vector<Object>& listed, std::vector<Object>& loaded) {
+    if (loading_) {
+      loaded.push_back(object);
+      return;
+    }
+    raw.push_back(std::string(call) + " " + Name(object.meta));
+    if (Listing(kind)) {
+      listed.push_back(object);
+      return;
+    }
+    calls.push_back(std::string(call) + " " + Name(object.meta));
+  }
+
+  bool loading_ = false;
+  RecordTreeWriter::ObjectSet pending_;  // of the open load
+  std::vector<k8s::Pod> pending_pods_;
 };
 
 }  // namespace kdns::kubedns::testing
