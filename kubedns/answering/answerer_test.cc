@@ -16,8 +16,8 @@
 #include "common/dns/query_testing.h"
 #include "common/k8s/decode.h"
 #include "kubedns/answering/answerer_testing.h"
-#include "kubedns/records/conformance_testing.h"
 #include "kubedns/records/record_tree.h"
+#include "kubedns/records/records_testing.h"
 
 namespace kdns::kubedns {
 namespace {
@@ -212,17 +212,10 @@ TEST_CASE(
 
 TEST_CASE("an ExternalName chain that leaves the zone is handed over with its target",
           "[kubedns]") {
-  auto outside = k8s::DecodeService(R"({"metadata":{"name":"out","namespace":"x"},
-    "spec":{"type":"ExternalName","externalName":"WWW.Example.com"}})");
-  auto alias = k8s::DecodeService(R"({"metadata":{"name":"alias","namespace":"x"},
-    "spec":{"type":"ExternalName","externalName":"out.x.svc.cluster.local"}})");
-  REQUIRE(outside.ok());
-  REQUIRE(alias.ok());
-  RecordTreeWriter writer;
-  writer.UpsertService(outside.value());
-  writer.UpsertService(alias.value());
-  writer.MarkSynced();
-  auto snapshot = writer.Publish();
+  auto snapshot = SyncedRecords({R"({"metadata":{"name":"out","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"WWW.Example.com"}})",
+                                 R"({"metadata":{"name":"alias","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"out.x.svc.cluster.local"}})"});
   Answerer answerer(Config());
 
   Answered direct = Ask(answerer, snapshot.get(), {"Out.x.svc.cluster.local.", "A", false, 0});
@@ -407,17 +400,10 @@ TEST_CASE("pod records follow --pod-records", "[kubedns]") {
 }
 
 TEST_CASE("a CNAME loop between ExternalName services ends", "[kubedns]") {
-  auto a = k8s::DecodeService(R"({"metadata":{"name":"a","namespace":"x"},
-    "spec":{"type":"ExternalName","externalName":"b.x.svc.cluster.local"}})");
-  auto b = k8s::DecodeService(R"({"metadata":{"name":"b","namespace":"x"},
-    "spec":{"type":"ExternalName","externalName":"a.x.svc.cluster.local"}})");
-  REQUIRE(a.ok());
-  REQUIRE(b.ok());
-  RecordTreeWriter writer;
-  writer.UpsertService(a.value());
-  writer.UpsertService(b.value());
-  writer.MarkSynced();
-  auto snapshot = writer.Publish();
+  auto snapshot = SyncedRecords({R"({"metadata":{"name":"a","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"b.x.svc.cluster.local"}})",
+                                 R"({"metadata":{"name":"b","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"a.x.svc.cluster.local"}})"});
   Answerer answerer(Config());
   Answered got = Ask(answerer, snapshot.get(), {"a.x.svc.cluster.local.", "A"});
   CHECK(got.message.answers.size() >= 2);
@@ -426,21 +412,14 @@ TEST_CASE("a CNAME loop between ExternalName services ends", "[kubedns]") {
 }
 
 TEST_CASE("an externalName with a trailing dot answers as the same name without it", "[kubedns]") {
-  RecordTreeWriter writer;
-  for (const char* json :
-       {R"({"metadata":{"name":"target","namespace":"x"},"spec":{"clusterIP":"10.96.5.5"}})",
-        R"({"metadata":{"name":"dotted","namespace":"x"},
-             "spec":{"type":"ExternalName","externalName":"target.x.svc.cluster.local."}})",
-        R"({"metadata":{"name":"plain","namespace":"x"},
-             "spec":{"type":"ExternalName","externalName":"target.x.svc.cluster.local"}})",
-        R"({"metadata":{"name":"out-dotted","namespace":"x"},
-             "spec":{"type":"ExternalName","externalName":"www.example.com."}})"}) {
-    auto service = k8s::DecodeService(json);
-    REQUIRE(service.ok());
-    writer.UpsertService(service.value());
-  }
-  writer.MarkSynced();
-  auto snapshot = writer.Publish();
+  auto snapshot = SyncedRecords(
+      {R"({"metadata":{"name":"target","namespace":"x"},"spec":{"clusterIP":"10.96.5.5"}})",
+       R"({"metadata":{"name":"dotted","namespace":"x"},
+            "spec":{"type":"ExternalName","externalName":"target.x.svc.cluster.local."}})",
+       R"({"metadata":{"name":"plain","namespace":"x"},
+            "spec":{"type":"ExternalName","externalName":"target.x.svc.cluster.local"}})",
+       R"({"metadata":{"name":"out-dotted","namespace":"x"},
+            "spec":{"type":"ExternalName","externalName":"www.example.com."}})"});
   Answerer answerer(Config());
   for (const char* type : {"A", "CNAME", "AAAA"}) {
     CAPTURE(type);

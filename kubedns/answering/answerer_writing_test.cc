@@ -16,7 +16,7 @@
 #include "common/k8s/decode.h"
 #include "kubedns/answering/answerer.h"
 #include "kubedns/answering/answerer_testing.h"
-#include "kubedns/records/conformance_testing.h"
+#include "kubedns/records/records_testing.h"
 #include "kubedns/records/record_tree.h"
 
 namespace kdns::kubedns {

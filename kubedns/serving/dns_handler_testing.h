@@ -5,11 +5,9 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,7 +15,6 @@
 #include "common/dns/message.h"
 #include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
-#include "common/k8s/decode.h"
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
 #include "common/metrics/registry.h"
@@ -26,6 +23,7 @@
 #include "common/server/server_test_util.h"
 #include "kubedns/answering/answerer.h"
 #include "kubedns/answering/autopath.h"
+#include "kubedns/records/records_testing.h"  // SyncedRecords
 #include "kubedns/serving/autopath_metrics.h"
 #include "kubedns/serving/dns_handler.h"
 
@@ -49,26 +47,6 @@ inline dns::Message Parse(const std::vector<uint8_t>& bytes) {
   dns::Message message;
   REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
   return message;
-}
-
-// The synced records of a test: each of `services` (a Service's JSON) and of `slices` (an
-// EndpointSlice's).
-inline std::shared_ptr<const Snapshot> SyncedRecords(
-    std::initializer_list<std::string_view> services,
-    std::initializer_list<std::string_view> slices = {}) {
-  RecordTreeWriter writer;
-  for (std::string_view json : services) {
-    auto service = k8s::DecodeService(json);
-    REQUIRE(service.ok());
-    writer.UpsertService(service.value());
-  }
-  for (std::string_view json : slices) {
-    auto slice = k8s::DecodeEndpointSlice(json);
-    REQUIRE(slice.ok());
-    writer.UpsertSlice(slice.value());
-  }
-  writer.MarkSynced();
-  return writer.Publish();
 }
 
 // DnsHandlers made from `shared`, with `routes` published to shared.routes, served on

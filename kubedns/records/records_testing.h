@@ -1,6 +1,7 @@
-// The DNS spec's conformance objects (test/conformance/objects.json) as a published
-// snapshot, loaded the way the objects-file source loads them, and its cases
-// (test/conformance/cases.json): for the answerer's tests.
+// Records for kubedns's tests: a synced snapshot of the Services and slices a test writes
+// out (SyncedRecords), the DNS spec's conformance objects (test/conformance/objects.json) as
+// a published snapshot, loaded the way the objects-file source loads them, the conformance
+// cases (test/conformance/cases.json), and a file reader.
 // Header-only; tests only; any thread.
 #pragma once
 
@@ -8,14 +9,36 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/k8s/decode.h"
 #include "kubedns/records/record_tree.h"
 
 namespace kdns::kubedns::testing {
+
+// The synced records of a test: each of `services` (a Service's JSON) and of `slices` (an
+// EndpointSlice's).
+inline std::shared_ptr<const Snapshot> SyncedRecords(
+    std::initializer_list<std::string_view> services,
+    std::initializer_list<std::string_view> slices = {}) {
+  RecordTreeWriter writer;
+  for (std::string_view json : services) {
+    auto service = k8s::DecodeService(json);
+    REQUIRE(service.ok());
+    writer.UpsertService(service.value());
+  }
+  for (std::string_view json : slices) {
+    auto slice = k8s::DecodeEndpointSlice(json);
+    REQUIRE(slice.ok());
+    writer.UpsertSlice(slice.value());
+  }
+  writer.MarkSynced();
+  return writer.Publish();
+}
 
 // A file's whole text (a relative path is the repository root's); it must be readable.
 inline std::string ReadFile(const std::string& path) {
