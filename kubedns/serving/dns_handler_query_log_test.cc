@@ -70,6 +70,17 @@ class LogFixture : public DnsHandlerFixture {
     return DnsHandlerFixture::Ask({name, RrType::kA, 0x4242, false});
   }
 
+  // Asks `name`, which must be answered `rcode`, and requires that it is logged once, with
+  // `rcode_text` and `source`.
+  void RequireLoggedOnce(const std::string& name, dns::Rcode rcode, const std::string& rcode_text,
+                         const std::string& source) {
+    REQUIRE(Ask(name).rcode() == rcode);
+    const auto lines = LinesFor(name);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find(" rcode=" + rcode_text + " ") != std::string::npos);
+    CHECK(lines[0].find(" source=" + source + " ") != std::string::npos);
+  }
+
   // The lines logged for `name`.
   std::vector<std::string> LinesFor(const std::string& name) const {
     std::vector<std::string> found;
@@ -98,45 +109,28 @@ class LogFixture : public DnsHandlerFixture {
 TEST_CASE("an autopath answer from the records is logged once, as local",
           "[kubedns][autopath][handler]") {
   LogFixture f;
-  const std::string name = "web.other.default.svc.cluster.local.";
-  REQUIRE(f.Ask(name).rcode() == dns::Rcode::kNoError);
-  const auto lines = f.LinesFor(name);
-  REQUIRE(lines.size() == 1);
-  CHECK(lines[0].find(" rcode=NOERROR ") != std::string::npos);
-  CHECK(lines[0].find(" source=local ") != std::string::npos);
+  f.RequireLoggedOnce("web.other.default.svc.cluster.local.", dns::Rcode::kNoError, "NOERROR",
+                      "local");
 }
 
 TEST_CASE("an autopath answer from an upstream is logged once, as upstream",
           "[kubedns][autopath][handler]") {
   LogFixture f;
-  const std::string name = "www.example.com.default.svc.cluster.local.";
-  REQUIRE(f.Ask(name).rcode() == dns::Rcode::kNoError);
-  const auto lines = f.LinesFor(name);
-  REQUIRE(lines.size() == 1);
-  CHECK(lines[0].find(" rcode=NOERROR ") != std::string::npos);
-  CHECK(lines[0].find(" source=upstream ") != std::string::npos);
+  f.RequireLoggedOnce("www.example.com.default.svc.cluster.local.", dns::Rcode::kNoError, "NOERROR",
+                      "upstream");
 }
 
 TEST_CASE("a walk that finds nothing logs the query's own NXDOMAIN once, as local",
           "[kubedns][autopath][handler]") {
   LogFixture f;
-  const std::string name = "nothing.here.default.svc.cluster.local.";
-  REQUIRE(f.Ask(name).rcode() == dns::Rcode::kNxDomain);
-  const auto lines = f.LinesFor(name);
-  REQUIRE(lines.size() == 1);
-  CHECK(lines[0].find(" rcode=NXDOMAIN ") != std::string::npos);
-  CHECK(lines[0].find(" source=local ") != std::string::npos);
+  f.RequireLoggedOnce("nothing.here.default.svc.cluster.local.", dns::Rcode::kNxDomain, "NXDOMAIN",
+                      "local");
 }
 
 TEST_CASE("a SERVFAIL made because no upstream answered is logged once, as failure",
           "[kubedns][handler]") {
   LogFixture f;
-  const std::string name = "silent.example.com.";
-  REQUIRE(f.Ask(name).rcode() == dns::Rcode::kServFail);
-  const auto lines = f.LinesFor(name);
-  REQUIRE(lines.size() == 1);
-  CHECK(lines[0].find(" rcode=SERVFAIL ") != std::string::npos);
-  CHECK(lines[0].find(" source=failure ") != std::string::npos);
+  f.RequireLoggedOnce("silent.example.com.", dns::Rcode::kServFail, "SERVFAIL", "failure");
 }
 
 }  // namespace kdns::kubedns

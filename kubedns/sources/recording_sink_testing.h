@@ -89,26 +89,26 @@ class RecordingSink final : public RecordSink {
            pending_.services);
   }
   void DeleteService(std::string_view ns, std::string_view name) override {
-    calls.push_back("DeleteService " + std::string(ns) + "/" + std::string(name));
+    Deleted("DeleteService", ns, name);
   }
   void UpsertSlice(const k8s::EndpointSlice& slice) override {
     Upsert("UpsertSlice", slice, RecordTreeWriter::ListKind::kSlices, slices, pending_.slices);
   }
   void DeleteSlice(std::string_view ns, std::string_view name) override {
-    calls.push_back("DeleteSlice " + std::string(ns) + "/" + std::string(name));
+    Deleted("DeleteSlice", ns, name);
   }
   void UpsertEndpoints(const k8s::Endpoints& object) override {
     Upsert("UpsertEndpoints", object, RecordTreeWriter::ListKind::kEndpoints, endpoints,
            pending_.endpoints);
   }
   void DeleteEndpoints(std::string_view ns, std::string_view name) override {
-    calls.push_back("DeleteEndpoints " + std::string(ns) + "/" + std::string(name));
+    Deleted("DeleteEndpoints", ns, name);
   }
   void UpsertPod(const k8s::Pod& pod) override {
     Upsert("UpsertPod", pod, RecordTreeWriter::ListKind::kPods, pods, pending_pods_);
   }
   void DeletePod(std::string_view ns, std::string_view name) override {
-    calls.push_back("DeletePod " + std::string(ns) + "/" + std::string(name));
+    Deleted("DeletePod", ns, name);
   }
   void Synced() override {
     calls.push_back("Synced");
@@ -179,6 +179,10 @@ class RecordingSink final : public RecordSink {
       return;
     }
     calls.push_back(std::string(call) + " " + Name(object.meta));
+  }
+
+  void Deleted(const char* call, std::string_view ns, std::string_view name) {
+    calls.push_back(std::string(call) + " " + std::string(ns) + "/" + std::string(name));
   }
 
   bool loading_ = false;
