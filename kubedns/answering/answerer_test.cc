@@ -15,47 +15,19 @@
 #include "common/dns/presentation.h"
 #include "common/dns/query_testing.h"
 #include "common/k8s/decode.h"
-#include "kubedns/records/conformance_testing.h"
+#include "kubedns/answering/answerer_testing.h"
 #include "kubedns/records/record_tree.h"
+#include "kubedns/records/records_testing.h"
 
 namespace kdns::kubedns {
 namespace {
 
-using testing::ConformanceSnapshot;
-using testing::ReadFile;
+using namespace testing;
 
 AnswerConfig Config() {
   AnswerConfig config;
   config.zone = *dns::Name::FromText("cluster.local.");
   return config;
-}
-
-struct Asked {
-  std::string name;
-  std::string type;
-  bool tcp = false;
-  int edns_version = -1;  // -1: no EDNS
-  uint16_t payload = 4096;
-};
-
-std::vector<uint8_t> BuildQuery(const Asked& asked, uint16_t id = 0x1234) {
-  const auto type = dns::RrTypeFromText(asked.type);
-  REQUIRE(type);
-  dns::testing::QuerySpec spec(asked.name);
-  spec.Type(*type).Id(id);
-  if (asked.edns_version >= 0) {
-    spec.Edns(asked.payload).EdnsVersion(static_cast<uint8_t>(asked.edns_version));
-  }
-  return spec.Bytes();
-}
-
-// Admits `packet` as kubedns's server does, then answers it.
-AnswerResult Answer(const Answerer& answerer, const Snapshot* snapshot,
-                    std::span<const uint8_t> packet, dns::Transport transport,
-                    std::span<uint8_t> buffer) {
-  server::Admission admission;
-  server::Admit(packet, transport, kAdmissionPolicy, &admission);
-  return answerer.Answer(snapshot, admission, buffer);
 }
 
 struct Answered {
@@ -68,8 +40,7 @@ Answered Ask(const Answerer& answerer, const Snapshot* snapshot, const Asked& as
   std::vector<uint8_t> query = BuildQuery(asked);
   Answered answered;
   answered.bytes.resize(dns::kMaxMessageSize);
-  answered.result = Answer(answerer, snapshot, query,
-                           asked.tcp ? dns::Transport::kTcp : dns::Transport::kUdp, answered.bytes);
+  answered.result = Answer(answerer, snapshot, query, TransportOf(asked), answered.bytes);
   answered.bytes.assign(answered.result.response.begin(), answered.result.response.end());
   if (!answered.bytes.empty()) {
     REQUIRE(dns::ParseMessage(answered.bytes, &answered.message) == dns::ParseError::kOk);
@@ -102,9 +73,7 @@ std::vector<std::string> Types(const std::vector<dns::ResourceRecord>& records) 
 
 TEST_CASE("every conformance case is answered as the specification says",
           "[kubedns][conformance]") {
-  rapidjson::Document cases;
-  std::string text = ReadFile("test/conformance/cases.json");
-  REQUIRE_FALSE(cases.Parse(text.c_str()).HasParseError());
+  const rapidjson::Document cases = ConformanceCases();
   auto snapshot = ConformanceSnapshot();
   Answerer answerer(Config());
   const uint32_t default_ttl = cases["ttl"].GetUint();
@@ -113,10 +82,7 @@ TEST_CASE("every conformance case is answered as the specification says",
   for (const auto& c : cases["cases"].GetArray()) {
     ++checked;
     INFO("case " << c["id"].GetString() << ": " << c["q"].GetString() << " " << c["t"].GetString());
-    Asked asked{c["q"].GetString(), c["t"].GetString()};
-    asked.tcp = c.HasMember("tcp") && c["tcp"].GetBool();
-    if (c.HasMember("edns")) asked.edns_version = c["edns"].GetInt();
-    if (c.HasMember("payload")) asked.payload = static_cast<uint16_t>(c["payload"].GetUint());
+    Asked asked = AskedOf(c);
     Answered got = Ask(answerer, snapshot.get(), asked);
     REQUIRE(got.result.kind == AnswerKind::kAnswered);
     const dns::Message& m = got.message;
@@ -246,17 +212,10 @@ TEST_CASE(
 
 TEST_CASE("an ExternalName chain that leaves the zone is handed over with its target",
           "[kubedns]") {
-  auto outside = k8s::DecodeService(R"({"metadata":{"name":"out","namespace":"x"},
-    "spec":{"type":"ExternalName","externalName":"WWW.Example.com"}})");
-  auto alias = k8s::DecodeService(R"({"metadata":{"name":"alias","namespace":"x"},
-    "spec":{"type":"ExternalName","externalName":"out.x.svc.cluster.local"}})");
-  REQUIRE(outside.ok());
-  REQUIRE(alias.ok());
-  RecordTreeWriter writer;
-  writer.UpsertService(outside.value());
-  writer.UpsertService(alias.value());
-  writer.MarkSynced();
-  auto snapshot = writer.Publish();
+  auto snapshot = SyncedRecords({R"({"metadata":{"name":"out","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"WWW.Example.com"}})",
+                                 R"({"metadata":{"name":"alias","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"out.x.svc.cluster.local"}})"});
   Answerer answerer(Config());
 
   Answered direct = Ask(answerer, snapshot.get(), {"Out.x.svc.cluster.local.", "A", false, 0});
@@ -441,17 +400,10 @@ TEST_CASE("pod records follow --pod-records", "[kubedns]") {
 }
 
 TEST_CASE("a CNAME loop between ExternalName services ends", "[kubedns]") {
-  auto a = k8s::DecodeService(R"({"metadata":{"name":"a","namespace":"x"},
-    "spec":{"type":"ExternalName","externalName":"b.x.svc.cluster.local"}})");
-  auto b = k8s::DecodeService(R"({"metadata":{"name":"b","namespace":"x"},
-    "spec":{"type":"ExternalName","externalName":"a.x.svc.cluster.local"}})");
-  REQUIRE(a.ok());
-  REQUIRE(b.ok());
-  RecordTreeWriter writer;
-  writer.UpsertService(a.value());
-  writer.UpsertService(b.value());
-  writer.MarkSynced();
-  auto snapshot = writer.Publish();
+  auto snapshot = SyncedRecords({R"({"metadata":{"name":"a","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"b.x.svc.cluster.local"}})",
+                                 R"({"metadata":{"name":"b","namespace":"x"},
+    "spec":{"type":"ExternalName","externalName":"a.x.svc.cluster.local"}})"});
   Answerer answerer(Config());
   Answered got = Ask(answerer, snapshot.get(), {"a.x.svc.cluster.local.", "A"});
   CHECK(got.message.answers.size() >= 2);
@@ -460,21 +412,14 @@ TEST_CASE("a CNAME loop between ExternalName services ends", "[kubedns]") {
 }
 
 TEST_CASE("an externalName with a trailing dot answers as the same name without it", "[kubedns]") {
-  RecordTreeWriter writer;
-  for (const char* json :
-       {R"({"metadata":{"name":"target","namespace":"x"},"spec":{"clusterIP":"10.96.5.5"}})",
-        R"({"metadata":{"name":"dotted","namespace":"x"},
-             "spec":{"type":"ExternalName","externalName":"target.x.svc.cluster.local."}})",
-        R"({"metadata":{"name":"plain","namespace":"x"},
-             "spec":{"type":"ExternalName","externalName":"target.x.svc.cluster.local"}})",
-        R"({"metadata":{"name":"out-dotted","namespace":"x"},
-             "spec":{"type":"ExternalName","externalName":"www.example.com."}})"}) {
-    auto service = k8s::DecodeService(json);
-    REQUIRE(service.ok());
-    writer.UpsertService(service.value());
-  }
-  writer.MarkSynced();
-  auto snapshot = writer.Publish();
+  auto snapshot = SyncedRecords(
+      {R"({"metadata":{"name":"target","namespace":"x"},"spec":{"clusterIP":"10.96.5.5"}})",
+       R"({"metadata":{"name":"dotted","namespace":"x"},
+            "spec":{"type":"ExternalName","externalName":"target.x.svc.cluster.local."}})",
+       R"({"metadata":{"name":"plain","namespace":"x"},
+            "spec":{"type":"ExternalName","externalName":"target.x.svc.cluster.local"}})",
+       R"({"metadata":{"name":"out-dotted","namespace":"x"},
+            "spec":{"type":"ExternalName","externalName":"www.example.com."}})"});
   Answerer answerer(Config());
   for (const char* type : {"A", "CNAME", "AAAA"}) {
     CAPTURE(type);

@@ -15,14 +15,14 @@
 #include "common/dns/query_testing.h"
 #include "common/k8s/decode.h"
 #include "kubedns/answering/answerer.h"
-#include "kubedns/records/conformance_testing.h"
+#include "kubedns/answering/answerer_testing.h"
+#include "kubedns/records/records_testing.h"
 #include "kubedns/records/record_tree.h"
 
 namespace kdns::kubedns {
 namespace {
 
-using testing::ConformanceSnapshot;
-using testing::ReadFile;
+using namespace testing;
 
 AnswerConfig Config(AnswerConfig::Writing writing) {
   AnswerConfig config;
@@ -32,33 +32,11 @@ AnswerConfig Config(AnswerConfig::Writing writing) {
   return config;
 }
 
-struct Asked {
-  std::string name;
-  std::string type;
-  bool tcp = false;
-  int edns_version = -1;  // -1: no EDNS
-  uint16_t payload = 4096;
-};
-
-std::vector<uint8_t> BuildQuery(const Asked& asked) {
-  const auto type = dns::RrTypeFromText(asked.type);
-  REQUIRE(type);
-  dns::testing::QuerySpec spec(asked.name);
-  spec.Type(*type).Id(0x4321);
-  if (asked.edns_version >= 0) {
-    spec.Edns(asked.payload).EdnsVersion(static_cast<uint8_t>(asked.edns_version));
-  }
-  return spec.Bytes();
-}
-
 std::vector<uint8_t> AnswerBytes(const Answerer& answerer, const Snapshot* snapshot,
                                  const Asked& asked) {
-  std::vector<uint8_t> query = BuildQuery(asked);
-  server::Admission admission;
-  server::Admit(query, asked.tcp ? dns::Transport::kTcp : dns::Transport::kUdp, kAdmissionPolicy,
-                &admission);
+  std::vector<uint8_t> query = BuildQuery(asked, /*id=*/0x4321);
   std::vector<uint8_t> buffer(dns::kMaxMessageSize);
-  AnswerResult result = answerer.Answer(snapshot, admission, buffer);
+  AnswerResult result = Answer(answerer, snapshot, query, TransportOf(asked), buffer);
   return {result.response.begin(), result.response.end()};
 }
 
@@ -81,18 +59,13 @@ void RequireIdentical(const Answerer& prepared, const Answerer& general, const S
 
 TEST_CASE("prepared answers are byte-identical to the general builder's on every conformance case",
           "[kubedns][conformance]") {
-  rapidjson::Document cases;
-  std::string text = ReadFile("test/conformance/cases.json");
-  REQUIRE_FALSE(cases.Parse(text.c_str()).HasParseError());
+  const rapidjson::Document cases = ConformanceCases();
   auto snapshot = ConformanceSnapshot();
   Answerer prepared(Config(AnswerConfig::Writing::kPrepared));
   Answerer general(Config(AnswerConfig::Writing::kGeneral));
   size_t negative = 0;
   for (const auto& c : cases["cases"].GetArray()) {
-    Asked asked{c["q"].GetString(), c["t"].GetString()};
-    asked.tcp = c.HasMember("tcp") && c["tcp"].GetBool();
-    if (c.HasMember("edns")) asked.edns_version = c["edns"].GetInt();
-    if (c.HasMember("payload")) asked.payload = static_cast<uint16_t>(c["payload"].GetUint());
+    Asked asked = AskedOf(c);
     RequireIdentical(prepared, general, snapshot.get(), asked);
     // The same again with and without EDNS, and in another case (the pointers aim at the
     // question's own spelling).

@@ -14,12 +14,9 @@
 #include "common/upstream/forwarder.h"
 
 namespace kdns::kubedns {
-namespace {
 
 using dns::testing::N;
 using dns::testing::RR;
-
-}  // namespace
 
 TEST_CASE("a chase appends the upstream's answer to the CNAME chain", "[kubedns][forward]") {
   dns::Message partial;

@@ -30,6 +30,33 @@ void String(Writer& writer, std::string_view text) {
   writer.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
 }
 
+// Sorts `items` (so the output is stable) and keeps the first `max`; true when some were cut.
+template <typename T>
+[[nodiscard]] bool SortAndCut(std::vector<T>& items, size_t max) {
+  std::sort(items.begin(), items.end());
+  if (items.size() <= max) return false;
+  items.resize(max);
+  return true;
+}
+
+// Writes the first `max_hosts` of `hosts`, each as `text(host)`, as an array; true when some
+// were cut.
+template <typename Hosts, typename Text>
+[[nodiscard]] bool WriteHosts(Writer& writer, const Hosts& hosts, size_t max_hosts, Text text) {
+  bool cut = false;
+  writer.StartArray();
+  size_t shown = 0;
+  for (const auto& host : hosts) {
+    if (shown++ == max_hosts) {
+      cut = true;
+      break;
+    }
+    String(writer, text(host));
+  }
+  writer.EndArray();
+  return cut;
+}
+
 }  // namespace
 
 std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_hosts) {
@@ -56,7 +83,7 @@ std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_
   writer.Uint64(snapshot->stats().pod_ips);
   writer.EndObject();
 
-  // Sorted by namespace and name so the output is stable; only the first max_services.
+  // Sorted by namespace and name; only the first max_services.
   std::vector<std::tuple<std::string_view, std::string_view, const ServiceRecords*>> services;
   bool truncated = false;
   snapshot->namespaces().ForEach([&](const std::string& ns, const auto& space) {
@@ -64,11 +91,7 @@ std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_
       if (records->answerable()) services.emplace_back(ns, name, records.get());
     });
   });
-  std::sort(services.begin(), services.end());
-  if (services.size() > max_services) {
-    services.resize(max_services);
-    truncated = true;
-  }
+  truncated |= SortAndCut(services, max_services);
 
   writer.Key("services");
   writer.StartArray();
@@ -90,16 +113,9 @@ std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_
     for (const auto& ip : info.cluster_ips) String(writer, ip.ToString());
     writer.EndArray();
     writer.Key("hosts");
-    writer.StartArray();
-    size_t shown = 0;
-    for (const auto& host : records->hosts()) {
-      if (shown++ == max_hosts) {
-        truncated = true;
-        break;
-      }
-      String(writer, std::string(host.label) + " " + host.ip.ToString());
-    }
-    writer.EndArray();
+    truncated |= WriteHosts(writer, records->hosts(), max_hosts, [](const auto& host) {
+      return std::string(host.label) + " " + host.ip.ToString();
+    });
     writer.Key("srv");
     writer.StartArray();
     for (const auto& set : records->srv_sets()) {
@@ -121,11 +137,7 @@ std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_
   multicluster.imports().ForEach([&](const std::string& key, const auto& records) {
     if (records->answerable()) imports.emplace_back(key, records.get());
   });
-  std::sort(imports.begin(), imports.end());
-  if (imports.size() > max_services) {
-    imports.resize(max_services);
-    truncated = true;
-  }
+  truncated |= SortAndCut(imports, max_services);
   writer.Key("service_imports");
   writer.StartArray();
   for (const auto& [key, records] : imports) {
@@ -141,16 +153,9 @@ std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_
     for (const auto& ip : records->import()->ips) String(writer, ip.ToString());
     writer.EndArray();
     writer.Key("hosts");  // "label.cluster ip"
-    writer.StartArray();
-    size_t shown = 0;
-    for (const auto& host : records->hosts()) {
-      if (shown++ == max_hosts) {
-        truncated = true;
-        break;
-      }
-      String(writer, host.label + "." + host.cluster + " " + host.ip.ToString());
-    }
-    writer.EndArray();
+    truncated |= WriteHosts(writer, records->hosts(), max_hosts, [](const auto& host) {
+      return host.label + "." + host.cluster + " " + host.ip.ToString();
+    });
     writer.EndObject();
   }
   writer.EndArray();
@@ -158,11 +163,7 @@ std::string CacheJson(const Snapshot* snapshot, size_t max_services, size_t max_
   multicluster.kubeslice_names().ForEach([&](std::string name, const std::vector<IpAddress>& ips) {
     names.emplace_back(std::move(name), &ips);
   });
-  std::sort(names.begin(), names.end());
-  if (names.size() > max_services) {
-    names.resize(max_services);
-    truncated = true;
-  }
+  truncated |= SortAndCut(names, max_services);
   writer.Key("kubeslice_names");  // kubeslice: {"name": [ips]}
   writer.StartObject();
   for (const auto& [name, ips] : names) {

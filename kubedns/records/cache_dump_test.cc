@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/k8s/decode.h"
-#include "kubedns/records/conformance_testing.h"
+#include "kubedns/records/records_testing.h"
 
 namespace kdns::kubedns {
 using testing::ConformanceSnapshot;

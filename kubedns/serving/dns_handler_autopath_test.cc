@@ -28,33 +28,18 @@ namespace kdns::kubedns {
 
 using dns::RrType;
 using dns::testing::N;
-using kubedns::testing::AskUdp;
-using kubedns::testing::Bytes;
-using kubedns::testing::Parse;
-using kubedns::testing::ServeDnsHandlers;
-using loop::testing::RequireClosesClean;
+using namespace kubedns::testing;
 using loop::testing::RunUntil;
-
-// cluster, and one scripted upstream for every name outside it.
 
 namespace {
 
 std::shared_ptr<const Snapshot> ClusterSnapshot() {
-  RecordTreeWriter writer;
-  for (const char* json : {
-           R"({"metadata":{"name":"kubernetes","namespace":"default"},
-               "spec":{"clusterIP":"10.96.0.1","clusterIPs":["10.96.0.1"]}})",
-           R"({"metadata":{"name":"web","namespace":"other"},
-               "spec":{"clusterIP":"10.96.0.20","clusterIPs":["10.96.0.20"]}})",
-           R"({"metadata":{"name":"ext","namespace":"other"},
-               "spec":{"type":"ExternalName","externalName":"www.example.com"}})",
-       }) {
-    auto service = k8s::DecodeService(json);
-    REQUIRE(service.ok());
-    writer.UpsertService(service.value());
-  }
-  writer.MarkSynced();
-  return writer.Publish();
+  return SyncedRecords({R"({"metadata":{"name":"kubernetes","namespace":"default"},
+                            "spec":{"clusterIP":"10.96.0.1","clusterIPs":["10.96.0.1"]}})",
+                        R"({"metadata":{"name":"web","namespace":"other"},
+                            "spec":{"clusterIP":"10.96.0.20","clusterIPs":["10.96.0.20"]}})",
+                        R"({"metadata":{"name":"ext","namespace":"other"},
+                            "spec":{"type":"ExternalName","externalName":"www.example.com"}})"});
 }
 
 // The world outside: www.example.com A (TTL 300), alias.example.com CNAME (TTL 600) to
@@ -89,45 +74,32 @@ kdns::testing::Replies World(const kdns::testing::ReceivedQuery& received) {
   return {kdns::testing::Encode(reply)};
 }
 
-class WalkFixture {
+// kubedns's DNS path (DnsHandlerFixture) with autopath, the records of ClusterSnapshot, and
+// World's upstream for every name outside them.
+class WalkFixture : public DnsHandlerFixture {
  public:
   explicit WalkFixture(bool autopath = true,
                        size_t max_waiting = server::WaitingBudget::kDefaultMax,
                        uint64_t total_timeout_ms = 400, const server::UdpOptions& udp = {})
-      : world_(std::make_unique<kdns::testing::FakeDnsServer>(loop, World)) {
-    snapshots_.Publish(ClusterSnapshot());
-    shared_.forwarder.min_try_timeout_ms = 50;
-    shared_.forwarder.max_try_timeout_ms = 100;
-    shared_.forwarder.total_timeout_ms = total_timeout_ms;
-    shared_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>();
-    shared_.waiting = std::make_shared<server::WaitingBudget>(max_waiting);
-    if (autopath) {
-      shared_.autopath = &autopath_;
-      shared_.autopath_metrics = &autopath_metrics_;
-    }
-    auto routes = std::make_shared<const UpstreamRoutes>(std::vector<UpstreamRoute>{},
-                                                         upstream::UpstreamSet{world_->address()},
-                                                         DefaultSource::kFlag);
-    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_, udp);
+      : DnsHandlerFixture(ClusterSnapshot()),
+        world_(std::make_unique<kdns::testing::FakeDnsServer>(loop, World)) {
+    forwarder_options().total_timeout_ms = total_timeout_ms;
+    SetWaitingBudget(max_waiting);
+    if (autopath) EnableAutopath();
+    Serve(std::make_shared<const UpstreamRoutes>(std::vector<UpstreamRoute>{},
+                                                 upstream::UpstreamSet{world_->address()},
+                                                 DefaultSource::kFlag),
+          udp);
   }
-  ~WalkFixture() {
-    server_.reset();
-    world_.reset();
-    RequireClosesClean(loop);
-  }
+  ~WalkFixture() { StopServing(); }
 
   static std::vector<uint8_t> Query(const std::string& name, RrType type = RrType::kA) {
     return Bytes({name, type});
   }
 
   dns::Message Ask(const std::string& name, RrType type = RrType::kA) {
-    return AskUdp(loop, server_->udp_address(), Query(name, type));
+    return DnsHandlerFixture::Ask({name, type});
   }
-
-  const DnsHandler& handler() const { return *handler_; }
-  server::ServerStats stats() const { return stats_.Read(); }
-  loop::SocketAddress udp_address() const { return server_->udp_address(); }
-  loop::SocketAddress tcp_address() const { return server_->tcp_address(); }
 
   // The names the upstream was asked, in order.
   std::vector<std::string> Asked() const {
@@ -139,40 +111,8 @@ class WalkFixture {
     return names;
   }
 
-  double Metric(const std::string& sample) {
-    std::string error;
-    auto parsed = metrics::ParseText(registry_.Render(), &error);
-    INFO(error);
-    REQUIRE(parsed);
-    auto it = parsed->samples.find(sample);
-    return it == parsed->samples.end() ? 0 : it->second;
-  }
-
-  loop::Loop loop;
-
  private:
-  static AnswerConfig Config() {
-    AnswerConfig config;
-    config.zone = N("cluster.local.");
-    return config;
-  }
-
   std::unique_ptr<kdns::testing::FakeDnsServer> world_;
-  metrics::Registry registry_;
-  Answerer answerer_{Config()};
-  Autopath autopath_{N("cluster.local."), {N("node.example.")}};
-  AutopathMetrics autopath_metrics_{registry_, autopath_};
-  SnapshotHolder<Snapshot> snapshots_;
-  DnsMetrics dns_metrics_{registry_, "skydns_skydns"};
-  std::shared_ptr<upstream::UpstreamTable> table_ = std::make_shared<upstream::UpstreamTable>();
-  ForwardMetrics forward_metrics_{registry_, table_};
-  SnapshotHolder<UpstreamRoutes> routes_;
-  DnsHandler::Shared shared_{
-      answerer_,        snapshots_, routes_, dns_metrics_,
-      forward_metrics_, table_,     {},      std::make_shared<server::WaitingBudget>()};
-  server::ThreadStats stats_;
-  std::unique_ptr<server::LoopServer> server_;
-  DnsHandler* handler_ = nullptr;
 };
 
 bool IsCname(const dns::ResourceRecord& record, const std::string& owner,

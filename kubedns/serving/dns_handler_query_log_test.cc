@@ -26,20 +26,11 @@ namespace {
 
 using dns::RrType;
 using dns::testing::N;
-using kubedns::testing::AskUdp;
-using kubedns::testing::Bytes;
-using kubedns::testing::ServeDnsHandlers;
-using loop::testing::RequireClosesClean;
+using namespace kubedns::testing;
 
 std::shared_ptr<const Snapshot> ClusterSnapshot() {
-  RecordTreeWriter writer;
-  auto service = k8s::DecodeService(
-      R"({"metadata":{"name":"web","namespace":"other"},
-          "spec":{"clusterIP":"10.96.0.20","clusterIPs":["10.96.0.20"]}})");
-  REQUIRE(service.ok());
-  writer.UpsertService(service.value());
-  writer.MarkSynced();
-  return writer.Publish();
+  return SyncedRecords({R"({"metadata":{"name":"web","namespace":"other"},
+                            "spec":{"clusterIP":"10.96.0.20","clusterIPs":["10.96.0.20"]}})"});
 }
 
 // The world outside: www.example.com A, silent.example.com no answer, everything else
@@ -60,33 +51,34 @@ kdns::testing::Replies World(const kdns::testing::ReceivedQuery& received) {
   return {kdns::testing::Encode(reply)};
 }
 
-// A handler with autopath (cluster.local., then node.example.) and a query log whose lines
-// the test reads.
-class LogFixture {
+// A handler (DnsHandlerFixture) with autopath (cluster.local., then node.example.) and a
+// query log whose lines the test reads.
+class LogFixture : public DnsHandlerFixture {
  public:
-  LogFixture() : world_(std::make_unique<kdns::testing::FakeDnsServer>(loop, World)) {
-    snapshots_.Publish(ClusterSnapshot());
-    shared_.forwarder.min_try_timeout_ms = 50;
-    shared_.forwarder.max_try_timeout_ms = 100;
-    shared_.forwarder.total_timeout_ms = 400;
-    shared_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>();
-    shared_.autopath = &autopath_;
-    shared_.autopath_metrics = &autopath_metrics_;
-    shared_.query_log = &query_log_;
-    auto routes = std::make_shared<const UpstreamRoutes>(std::vector<UpstreamRoute>{},
-                                                         upstream::UpstreamSet{world_->address()},
-                                                         DefaultSource::kFlag);
-    DnsHandler* handler = nullptr;
-    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler);
+  LogFixture()
+      : DnsHandlerFixture(ClusterSnapshot()),
+        world_(std::make_unique<kdns::testing::FakeDnsServer>(loop, World)) {
+    EnableAutopath();
+    SetQueryLog(&query_log_);
+    Serve(std::make_shared<const UpstreamRoutes>(std::vector<UpstreamRoute>{},
+                                                 upstream::UpstreamSet{world_->address()},
+                                                 DefaultSource::kFlag));
   }
-  ~LogFixture() {
-    server_.reset();
-    world_.reset();
-    RequireClosesClean(loop);
-  }
+  ~LogFixture() { StopServing(); }
 
   dns::Message Ask(const std::string& name) {
-    return AskUdp(loop, server_->udp_address(), Bytes({name, RrType::kA, 0x4242, false}));
+    return DnsHandlerFixture::Ask({name, RrType::kA, 0x4242, false});
+  }
+
+  // Asks `name`, which must be answered `rcode`, and requires that it is logged once, with
+  // `rcode_text` and `source`.
+  void RequireLoggedOnce(const std::string& name, dns::Rcode rcode, const std::string& rcode_text,
+                         const std::string& source) {
+    REQUIRE(Ask(name).rcode() == rcode);
+    const auto lines = LinesFor(name);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find(" rcode=" + rcode_text + " ") != std::string::npos);
+    CHECK(lines[0].find(" source=" + source + " ") != std::string::npos);
   }
 
   // The lines logged for `name`.
@@ -98,14 +90,7 @@ class LogFixture {
     return found;
   }
 
-  loop::Loop loop;
-
  private:
-  static AnswerConfig Config() {
-    AnswerConfig config;
-    config.zone = N("cluster.local.");
-    return config;
-  }
   static server::QueryLogOptions LogOptions() {
     server::QueryLogOptions options;
     options.detail = server::QueryLogOptions::Detail::kBasic;
@@ -114,23 +99,9 @@ class LogFixture {
   }
 
   std::unique_ptr<kdns::testing::FakeDnsServer> world_;
-  metrics::Registry registry_;
-  Answerer answerer_{Config()};
-  Autopath autopath_{N("cluster.local."), {N("node.example.")}};
-  AutopathMetrics autopath_metrics_{registry_, autopath_};
   std::vector<std::string> lines_;
   server::QueryLog query_log_{LogOptions(), SteadyClock::Instance(),
                               [this](std::string_view line) { lines_.emplace_back(line); }};
-  SnapshotHolder<Snapshot> snapshots_;
-  DnsMetrics dns_metrics_{registry_, "skydns_skydns"};
-  std::shared_ptr<upstream::UpstreamTable> table_ = std::make_shared<upstream::UpstreamTable>();
-  ForwardMetrics forward_metrics_{registry_, table_};
-  SnapshotHolder<UpstreamRoutes> routes_;
-  DnsHandler::Shared shared_{
-      answerer_,        snapshots_, routes_, dns_metrics_,
-      forward_metrics_, table_,     {},      std::make_shared<server::WaitingBudget>()};
-  server::ThreadStats stats_;
-  std::unique_ptr<server::LoopServer> server_;
 };
 
 }  // namespace
@@ -138,45 +109,28 @@ class LogFixture {
 TEST_CASE("an autopath answer from the records is logged once, as local",
           "[kubedns][autopath][handler]") {
   LogFixture f;
-  const std::string name = "web.other.default.svc.cluster.local.";
-  REQUIRE(f.Ask(name).rcode() == dns::Rcode::kNoError);
-  const auto lines = f.LinesFor(name);
-  REQUIRE(lines.size() == 1);
-  CHECK(lines[0].find(" rcode=NOERROR ") != std::string::npos);
-  CHECK(lines[0].find(" source=local ") != std::string::npos);
+  f.RequireLoggedOnce("web.other.default.svc.cluster.local.", dns::Rcode::kNoError, "NOERROR",
+                      "local");
 }
 
 TEST_CASE("an autopath answer from an upstream is logged once, as upstream",
           "[kubedns][autopath][handler]") {
   LogFixture f;
-  const std::string name = "www.example.com.default.svc.cluster.local.";
-  REQUIRE(f.Ask(name).rcode() == dns::Rcode::kNoError);
-  const auto lines = f.LinesFor(name);
-  REQUIRE(lines.size() == 1);
-  CHECK(lines[0].find(" rcode=NOERROR ") != std::string::npos);
-  CHECK(lines[0].find(" source=upstream ") != std::string::npos);
+  f.RequireLoggedOnce("www.example.com.default.svc.cluster.local.", dns::Rcode::kNoError, "NOERROR",
+                      "upstream");
 }
 
 TEST_CASE("a walk that finds nothing logs the query's own NXDOMAIN once, as local",
           "[kubedns][autopath][handler]") {
   LogFixture f;
-  const std::string name = "nothing.here.default.svc.cluster.local.";
-  REQUIRE(f.Ask(name).rcode() == dns::Rcode::kNxDomain);
-  const auto lines = f.LinesFor(name);
-  REQUIRE(lines.size() == 1);
-  CHECK(lines[0].find(" rcode=NXDOMAIN ") != std::string::npos);
-  CHECK(lines[0].find(" source=local ") != std::string::npos);
+  f.RequireLoggedOnce("nothing.here.default.svc.cluster.local.", dns::Rcode::kNxDomain, "NXDOMAIN",
+                      "local");
 }
 
 TEST_CASE("a SERVFAIL made because no upstream answered is logged once, as failure",
           "[kubedns][handler]") {
   LogFixture f;
-  const std::string name = "silent.example.com.";
-  REQUIRE(f.Ask(name).rcode() == dns::Rcode::kServFail);
-  const auto lines = f.LinesFor(name);
-  REQUIRE(lines.size() == 1);
-  CHECK(lines[0].find(" rcode=SERVFAIL ") != std::string::npos);
-  CHECK(lines[0].find(" source=failure ") != std::string::npos);
+  f.RequireLoggedOnce("silent.example.com.", dns::Rcode::kServFail, "SERVFAIL", "failure");
 }
 
 }  // namespace kdns::kubedns

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <catch2/catch.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,78 +27,49 @@ namespace kdns::kubedns {
 namespace {
 
 using dns::testing::N;
-using kubedns::testing::AskUdp;
-using kubedns::testing::Bytes;
-using kubedns::testing::Parse;
-using kubedns::testing::Query;
-using kubedns::testing::ServeDnsHandlers;
-using loop::testing::RequireClosesClean;
+using namespace kubedns::testing;
 using loop::testing::RunUntil;
 using upstream::testing::Behaviour;
 using upstream::testing::FakeUpstream;
 
 std::shared_ptr<const Snapshot> TestSnapshot() {
-  RecordTreeWriter writer;
-  for (const char* json : {
-           R"({"metadata":{"name":"kubernetes","namespace":"default"},
-               "spec":{"clusterIP":"10.96.0.1","clusterIPs":["10.96.0.1"]}})",
-           R"({"metadata":{"name":"ext","namespace":"default"},
-               "spec":{"type":"ExternalName","externalName":"www.example.com"}})",
-           R"({"metadata":{"name":"stubby","namespace":"default"},
-               "spec":{"type":"ExternalName","externalName":"host.acme.local"}})",
-           R"({"metadata":{"name":"many","namespace":"default"},
-               "spec":{"clusterIP":"None","clusterIPs":["None"]}})",
-       }) {
-    auto service = k8s::DecodeService(json);
-    REQUIRE(service.ok());
-    writer.UpsertService(service.value());
-  }
   // many.default: 40 ready endpoints, 40 A records (over 512 bytes without EDNS).
   std::string endpoints;
   for (int i = 1; i <= 40; ++i) {
     if (!endpoints.empty()) endpoints += ",";
     endpoints += R"({"addresses":["10.244.0.)" + std::to_string(i) + R"("]})";
   }
-  auto slice = k8s::DecodeEndpointSlice(
+  const std::string many_slice =
       R"({"metadata":{"name":"many-1","namespace":"default",)"
       R"("labels":{"kubernetes.io/service-name":"many"}},"addressType":"IPv4","endpoints":[)" +
-      endpoints + "]}");
-  REQUIRE(slice.ok());
-  writer.UpsertSlice(slice.value());
-  writer.MarkSynced();
-  return writer.Publish();
+      endpoints + "]}";
+  return SyncedRecords({R"({"metadata":{"name":"kubernetes","namespace":"default"},
+                            "spec":{"clusterIP":"10.96.0.1","clusterIPs":["10.96.0.1"]}})",
+                        R"({"metadata":{"name":"ext","namespace":"default"},
+                            "spec":{"type":"ExternalName","externalName":"www.example.com"}})",
+                        R"({"metadata":{"name":"stubby","namespace":"default"},
+                            "spec":{"type":"ExternalName","externalName":"host.acme.local"}})",
+                        R"({"metadata":{"name":"many","namespace":"default"},
+                            "spec":{"clusterIP":"None","clusterIPs":["None"]}})"},
+                       {many_slice});
 }
 
-// kubedns's DNS path on the test's own loop: a LoopServer with a DnsHandler, two fake
-// upstreams, and routes the test sets.
-class Fixture {
+// kubedns's DNS path on the test's own loop (DnsHandlerFixture) with two fake upstreams, and
+// routes the test sets.
+class Fixture : public DnsHandlerFixture {
  public:
-  Fixture() {
-    snapshots_.Publish(TestSnapshot());
-    shared_.forwarder.min_try_timeout_ms = 50;
-    shared_.forwarder.max_try_timeout_ms = 100;
-    shared_.forwarder.total_timeout_ms = 400;
-    a = std::make_unique<FakeUpstream>(loop, 1);
-    b = std::make_unique<FakeUpstream>(loop, 2);
-  }
-  ~Fixture() {
-    server_.reset();
-    a.reset();
-    b.reset();
-    RequireClosesClean(loop);
-  }
+  Fixture()
+      : DnsHandlerFixture(TestSnapshot()),
+        a(std::make_unique<FakeUpstream>(loop, 1)),
+        b(std::make_unique<FakeUpstream>(loop, 2)) {}
+  ~Fixture() { StopServing(); }
 
   // Starts serving with `routes` (and `udp`'s receiver thread, say).
   void Serve(const std::shared_ptr<const UpstreamRoutes>& routes, size_t forward_max = 150,
              const server::UdpOptions& udp = {}) {
-    shared_.forwarder.budgets =
+    forwarder_options().budgets =
         std::make_shared<upstream::ForwardBudgets>(upstream::ForwardBudgets::Limits{forward_max});
-    server_ = ServeDnsHandlers(loop, shared_, routes, stats_, &handler_, udp, tcp_);
-  }
-
-  // What the config thread does when the ConfigMap changes.
-  void PublishRoutes(std::shared_ptr<const UpstreamRoutes> routes) {
-    routes_.Publish(std::move(routes));
+    DnsHandlerFixture::Serve(routes, udp);
   }
 
   // Routes: stub acme.local. to b (when `stub`), everything else to a.
@@ -108,61 +80,53 @@ class Fixture {
         std::move(stubs), upstream::UpstreamSet{a->address()}, DefaultSource::kFlag);
   }
 
-  dns::Message Ask(const Query& q) { return AskUdp(loop, server_->udp_address(), Bytes(q)); }
+  // Tries of a second, two in all: an upstream that answers after 200 ms is waited for.
+  void SlowTries() {
+    forwarder_options().min_try_timeout_ms = 1000;
+    forwarder_options().max_try_timeout_ms = 1000;
+    forwarder_options().total_timeout_ms = 2000;
+  }
+
+  // Serves Routes() with `max_waiting` waiting queries and a silent default upstream, whose
+  // queries wait (a minute in all) until the test ends.
+  void ServeWithSilentUpstream(size_t max_waiting) {
+    forwarder_options().total_timeout_ms = 60'000;
+    SetWaitingBudget(max_waiting);
+    Serve(Routes());
+    a->set_behaviour(Behaviour::kSilent);
+  }
+
+  // Sends `first` from one client and, once `first_waits`, `second` from another: `second`
+  // is answered SERVFAIL at once while `first` still waits for its (slow) upstream, which
+  // then answers it.
+  void RequireSecondRefusedWhileFirstWaits(const Query& first, const Query& second,
+                                           const std::function<bool()>& first_waits) {
+    server::testing::UdpClient first_client(udp_address());
+    server::testing::UdpClient second_client(udp_address());
+    REQUIRE(first_client.Send(Bytes(first)));
+    REQUIRE(RunUntil(loop, first_waits));
+    REQUIRE(second_client.Send(Bytes(second)));
+    std::optional<std::vector<uint8_t>> first_reply;
+    std::optional<std::vector<uint8_t>> second_reply;
+    REQUIRE(
+        RunUntil(loop, [&] { return (second_reply = second_client.TryReceive()).has_value(); }));
+    CHECK_FALSE(first_client.TryReceive().has_value());  // still waiting for the slow upstream
+    CHECK(Parse(*second_reply).rcode() == dns::Rcode::kServFail);
+    CHECK(Parse(*second_reply).header.id == second.id);
+    REQUIRE(RunUntil(loop, [&] { return (first_reply = first_client.TryReceive()).has_value(); }));
+    CHECK(Parse(*first_reply).rcode() == dns::Rcode::kNoError);
+  }
 
   dns::Message AskTcp(const Query& q) {
-    server::testing::TcpClient client(server_->tcp_address());
+    server::testing::TcpClient client(tcp_address());
     REQUIRE(client.Send(Bytes(q)));
     std::optional<std::vector<uint8_t>> reply;
     REQUIRE(RunUntil(loop, [&] { return (reply = client.TryReceive()).has_value(); }));
     return Parse(*reply);
   }
 
-  double Metric(const std::string& sample) {
-    std::string error;
-    auto parsed = metrics::ParseText(registry_.Render(), &error);
-    INFO(error);
-    REQUIRE(parsed);
-    auto it = parsed->samples.find(sample);
-    return it == parsed->samples.end() ? 0 : it->second;
-  }
-
-  DnsHandler& handler() { return *handler_; }
-  // The process's budget of waiting queries; set before Serve.
-  void SetWaitingBudget(size_t max) {
-    shared_.waiting = std::make_shared<server::WaitingBudget>(max);
-  }
-  const server::WaitingBudget& waiting_budget() const { return *shared_.waiting; }
-  upstream::Forwarder::Options& forwarder_options() { return shared_.forwarder; }
-  // DNS over TCP limits; set before Serve.
-  server::TcpOptions& tcp_options() { return tcp_; }
-  loop::SocketAddress udp_address() const { return server_->udp_address(); }
-  server::ServerStats stats() const { return stats_.Read(); }
-
-  loop::Loop loop;
   std::unique_ptr<FakeUpstream> a;
   std::unique_ptr<FakeUpstream> b;
-
- private:
-  metrics::Registry registry_;
-  AnswerConfig Config() {
-    AnswerConfig config;
-    config.zone = N("cluster.local.");
-    return config;
-  }
-  Answerer answerer_{Config()};
-  SnapshotHolder<Snapshot> snapshots_;
-  DnsMetrics dns_metrics_{registry_, "skydns_skydns"};
-  std::shared_ptr<upstream::UpstreamTable> table_ = std::make_shared<upstream::UpstreamTable>();
-  ForwardMetrics forward_metrics_{registry_, table_};
-  SnapshotHolder<UpstreamRoutes> routes_;
-  DnsHandler::Shared shared_{
-      answerer_,        snapshots_, routes_, dns_metrics_,
-      forward_metrics_, table_,     {},      std::make_shared<server::WaitingBudget>()};
-  server::ThreadStats stats_;
-  server::TcpOptions tcp_;
-  std::unique_ptr<server::LoopServer> server_;
-  DnsHandler* handler_ = nullptr;
 };
 
 bool IsA(const dns::ResourceRecord& record, uint8_t tag) {
@@ -373,24 +337,12 @@ TEST_CASE("upstream failures and a missing upstream are answered SERVFAIL", "[ku
 TEST_CASE("beyond the in-flight cap a forwarded query gets SERVFAIL at once",
           "[kubedns][handler]") {
   Fixture f;
-  f.forwarder_options().min_try_timeout_ms = 1000;
-  f.forwarder_options().max_try_timeout_ms = 1000;
-  f.forwarder_options().total_timeout_ms = 2000;
+  f.SlowTries();
   f.Serve(f.Routes(), /*forward_max=*/1);
   f.a->set_delay_ms(200);
-  server::testing::UdpClient first(f.udp_address());
-  server::testing::UdpClient second(f.udp_address());
-  REQUIRE(first.Send(Bytes({"one.example.", dns::RrType::kA, 1})));
-  REQUIRE(RunUntil(f.loop, [&] { return f.handler().forwarder().in_flight() == 1; }));
-  REQUIRE(second.Send(Bytes({"two.example.", dns::RrType::kA, 2})));
-  std::optional<std::vector<uint8_t>> r1;
-  std::optional<std::vector<uint8_t>> r2;
-  REQUIRE(RunUntil(f.loop, [&] { return (r2 = second.TryReceive()).has_value(); }));
-  CHECK_FALSE(first.TryReceive().has_value());  // still waiting for the slow upstream
-  CHECK(Parse(*r2).rcode() == dns::Rcode::kServFail);
-  CHECK(Parse(*r2).header.id == 2);
-  REQUIRE(RunUntil(f.loop, [&] { return (r1 = first.TryReceive()).has_value(); }));
-  CHECK(Parse(*r1).rcode() == dns::Rcode::kNoError);
+  f.RequireSecondRefusedWhileFirstWaits({"one.example.", dns::RrType::kA, 1},
+                                        {"two.example.", dns::RrType::kA, 2},
+                                        [&] { return f.handler().forwarder().in_flight() == 1; });
   CHECK(f.a->queries().size() == 1);
   CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="overloaded"})") == 1);
 }
@@ -421,29 +373,18 @@ TEST_CASE("forwarded queries and ExternalName chases hold their route's slots as
 TEST_CASE("beyond the budget of waiting queries a forwarded query gets SERVFAIL at once",
           "[kubedns][handler][waiting]") {
   Fixture f;
-  f.forwarder_options().min_try_timeout_ms = 1000;
-  f.forwarder_options().max_try_timeout_ms = 1000;
-  f.forwarder_options().total_timeout_ms = 2000;
+  f.SlowTries();
   f.SetWaitingBudget(1);
   f.Serve(f.Routes());
   f.a->set_delay_ms(200);
   const uint64_t hits_before = limits::LimitHits(limits::Limit::kWaitingQueries);
-  server::testing::UdpClient first(f.udp_address());
-  server::testing::UdpClient second(f.udp_address());
-  REQUIRE(first.Send(Bytes({"one.example.", dns::RrType::kA, 1})));
-  REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 1; }));
-  // The same name as the first: it would only join the upstream query, yet it would wait.
-  REQUIRE(second.Send(Bytes({"one.example.", dns::RrType::kA, 2})));
-  std::optional<std::vector<uint8_t>> r1;
-  std::optional<std::vector<uint8_t>> r2;
-  REQUIRE(RunUntil(f.loop, [&] { return (r2 = second.TryReceive()).has_value(); }));
-  CHECK_FALSE(first.TryReceive().has_value());  // still waiting for the slow upstream
-  CHECK(Parse(*r2).rcode() == dns::Rcode::kServFail);
-  CHECK(Parse(*r2).header.id == 2);
+  // The second has the same name as the first: it would only join the upstream query, yet it
+  // would wait.
+  f.RequireSecondRefusedWhileFirstWaits({"one.example.", dns::RrType::kA, 1},
+                                        {"one.example.", dns::RrType::kA, 2},
+                                        [&] { return f.handler().pending() == 1; });
   CHECK(limits::LimitHits(limits::Limit::kWaitingQueries) == hits_before + 1);
   CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="overloaded"})") == 1);
-  REQUIRE(RunUntil(f.loop, [&] { return (r1 = first.TryReceive()).has_value(); }));
-  CHECK(Parse(*r1).rcode() == dns::Rcode::kNoError);
   // Its slot is back: the next query waits and is answered.
   CHECK(f.waiting_budget().waiting() == 0);
   CHECK(f.Ask({"two.example.", dns::RrType::kA, 3}).rcode() == dns::Rcode::kNoError);
@@ -453,10 +394,7 @@ TEST_CASE("beyond the budget of waiting queries a forwarded query gets SERVFAIL 
 TEST_CASE("an ExternalName chase over the budget of waiting queries gets SERVFAIL at once",
           "[kubedns][handler][waiting]") {
   Fixture f;
-  f.forwarder_options().total_timeout_ms = 60'000;  // the silent upstream's queries wait
-  f.SetWaitingBudget(1);
-  f.Serve(f.Routes());
-  f.a->set_behaviour(Behaviour::kSilent);
+  f.ServeWithSilentUpstream(/*max_waiting=*/1);
   server::testing::UdpClient first(f.udp_address());
   REQUIRE(first.Send(Bytes({"elsewhere.example.", dns::RrType::kA, 1})));
   REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 1; }));
@@ -469,10 +407,7 @@ TEST_CASE("an ExternalName chase over the budget of waiting queries gets SERVFAI
 TEST_CASE("kubedns drops a closed TCP client's waiting queries at once, their slots given back",
           "[kubedns][handler][waiting]") {
   Fixture f;
-  f.forwarder_options().total_timeout_ms = 60'000;  // the silent upstream's queries wait
-  f.SetWaitingBudget(10);
-  f.Serve(f.Routes());
-  f.a->set_behaviour(Behaviour::kSilent);
+  f.ServeWithSilentUpstream(/*max_waiting=*/10);
   server::testing::UdpClient udp(f.udp_address());
   REQUIRE(udp.Send(Bytes({"udp.example.", dns::RrType::kA, 1})));
   {
@@ -492,11 +427,8 @@ TEST_CASE("kubedns drops a closed TCP client's waiting queries at once, their sl
 TEST_CASE("at the TCP query timeout a TCP client's waiting queries are answered SERVFAIL",
           "[kubedns][handler][waiting]") {
   Fixture f;
-  f.forwarder_options().total_timeout_ms = 60'000;  // the silent upstream's queries wait
   f.tcp_options().query_timeout_ms = 100;
-  f.SetWaitingBudget(10);
-  f.Serve(f.Routes());
-  f.a->set_behaviour(Behaviour::kSilent);
+  f.ServeWithSilentUpstream(/*max_waiting=*/10);
   server::testing::UdpClient udp(f.udp_address());
   REQUIRE(udp.Send(Bytes({"udp.example.", dns::RrType::kA, 1})));
   server::testing::TcpClient tcp(f.udp_address());

@@ -5,13 +5,13 @@
 #include <utility>
 #include <vector>
 
-#include "kubedns/sources/api_source_testing.h"
+#include "kubedns/sources/recording_sink_testing.h"
 
 namespace kdns::kubedns {
 namespace {
 
 using Resource = ApiSource::Resource;
-using testing::ApiRecordingSink;
+using testing::RecordingSink;
 
 k8s::ObjectMeta Meta(std::string ns, std::string name) {
   k8s::ObjectMeta meta;
@@ -60,7 +60,7 @@ TEST_CASE("the multicluster resources feed their zones and are replaced whole", 
   CHECK(StreamedKind(Resource::kPods) == RecordTreeWriter::ListKind::kPods);
   CHECK_FALSE(StreamedKind(Resource::kServiceImports).has_value());
 
-  ApiRecordingSink sink;
+  RecordingSink sink;
   k8s::ObjectList list;
   list.service_imports.resize(2);
   ReplaceList(sink, Resource::kServiceImports, std::move(list));
@@ -71,7 +71,7 @@ TEST_CASE("the multicluster resources feed their zones and are replaced whole", 
 }
 
 TEST_CASE("watch events and listed objects become the sink calls of their kind", "[api_source]") {
-  ApiRecordingSink sink;
+  RecordingSink sink;
   k8s::Service service;
   service.meta = Meta("default", "web");
   UpsertListed(sink, service);

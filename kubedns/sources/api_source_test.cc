@@ -15,7 +15,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
 #include "common/metrics/registry.h"
-#include "kubedns/sources/api_source_testing.h"
+#include "kubedns/sources/recording_sink_testing.h"
 
 namespace kdns::kubedns {
 namespace {
@@ -25,7 +25,7 @@ using k8s::testing::FakeTimers;
 using k8s::testing::ReadCapture;
 using Request = FakeApiTransport::Request;
 using Resource = ApiSource::Resource;
-using testing::ApiRecordingSink;
+using testing::RecordingSink;
 
 constexpr std::string_view kServices = "/api/v1/services?";
 constexpr std::string_view kSlices = "/apis/discovery.k8s.io/v1/endpointslices?";
@@ -106,7 +106,7 @@ struct Harness {
   loop::Loop loop;
   FakeTimers timers{clock};
   FakeApiTransport transport;
-  ApiRecordingSink sink;
+  RecordingSink sink;
   std::unique_ptr<ApiSource> source;
 };
 
@@ -409,7 +409,7 @@ TEST_CASE("the API source runs on real loop timers by default", "[api_source]") 
   {
     metrics::Registry registry;
     FakeApiTransport transport;
-    ApiRecordingSink sink;
+    RecordingSink sink;
     ApiSource::Options options;
     options.backoff.base_ms = 2;
     options.backoff.cap_ms = 2;

@@ -1,8 +1,10 @@
 // Test helpers shared by the objects-file source tests (objects_file_source_test.cc: how
-// changes are noticed; objects_file_source_content_test.cc: what a file's content does): a
-// sink that records what the source delivers, ways to write the file (in place, by rename,
-// touch), Kubernetes List items, watch options and a wait on the loop. Header-only; tests
-// only; everything runs on the test's thread.
+// changes are noticed; objects_file_source_content_test.cc: what a file's content does;
+// objects_file_source_reload_test.cc: how a good file is applied): a sink that applies what
+// the source delivers to a RecordTreeWriter (RecordingSink, which writes it down, is
+// recording_sink_testing.h's), ways to write the file (in place, by rename,
+// touch), Kubernetes List items, watch options, and the file, loop and source of one test.
+// Header-only; tests only; everything runs on the test's thread.
 #pragma once
 
 // clang-format off
@@ -22,16 +24,18 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/k8s/decode.h"
 #include "common/loop/loop_test_util.h"
 #include "common/metrics/registry.h"
+#include "kubedns/records/records_testing.h"  // ReadFile
 #include "kubedns/records/record_tree.h"
+#include "kubedns/sources/recording_sink_testing.h"
 #include "test/unit/temp_dir.h"
 
 namespace kdns::kubedns::testing {
@@ -42,75 +46,6 @@ using kdns::testing::TempDir;
 inline constexpr int kWaitMs = 5000;
 // Long enough that only inotify can notice a change during a test.
 inline constexpr uint64_t kNoPollMs = 3'600'000;
-
-// Records what the source delivers: the protocol calls in order, and each load's objects,
-// which become `last` (and `pods`) at its EndLoad and are dropped at its AbortLoad.
-class RecordingSink final : public RecordSink {
- public:
-  void BeginLoad() override {
-    calls.push_back("BeginLoad");
-    pending = {};
-    pending_pods.clear();
-  }
-  void EndLoad() override {
-    calls.push_back("EndLoad");
-    ++loads;
-    last = std::move(pending);
-    pods = std::move(pending_pods);
-    pending = {};
-    pending_pods.clear();
-  }
-  void AbortLoad() override {
-    calls.push_back("AbortLoad");
-    ++aborted_loads;
-    pending = {};
-    pending_pods.clear();
-  }
-  void BeginList(RecordTreeWriter::ListKind) override { calls.push_back("BeginList"); }
-  void EndList(RecordTreeWriter::ListKind) override { calls.push_back("EndList"); }
-  void UpsertService(const k8s::Service& service) override { pending.services.push_back(service); }
-  void DeleteService(std::string_view, std::string_view) override {
-    calls.push_back("DeleteService");
-  }
-  void UpsertSlice(const k8s::EndpointSlice& slice) override { pending.slices.push_back(slice); }
-  void DeleteSlice(std::string_view, std::string_view) override { calls.push_back("DeleteSlice"); }
-  void UpsertEndpoints(const k8s::Endpoints& endpoints) override {
-    pending.endpoints.push_back(endpoints);
-  }
-  void DeleteEndpoints(std::string_view, std::string_view) override {
-    calls.push_back("DeleteEndpoints");
-  }
-  void UpsertPod(const k8s::Pod& pod) override { pending_pods.push_back(pod); }
-  void ReplaceServiceImports(std::vector<k8s::ServiceImport> imports) override {
-    pending.service_imports = std::move(imports);
-  }
-  void ReplaceKubesliceServiceImports(std::vector<k8s::KubesliceServiceImport> imports) override {
-    pending.kubeslice_service_imports = std::move(imports);
-  }
-  void Synced() override {
-    calls.push_back("Synced");
-    ++synced;
-  }
-
-  // "ns/name" of the services of the last complete set, sorted.
-  std::vector<std::string> ServiceNames() const {
-    std::vector<std::string> names;
-    for (const auto& service : last.services) {
-      names.push_back(service.meta.ns + "/" + service.meta.name);
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
-  std::vector<std::string> calls;
-  int loads = 0;  // ended with EndLoad
-  int aborted_loads = 0;
-  int synced = 0;
-  RecordTreeWriter::ObjectSet last;     // of the last ended load
-  std::vector<k8s::Pod> pods;           // of the last ended load
-  RecordTreeWriter::ObjectSet pending;  // of the open load
-  std::vector<k8s::Pod> pending_pods;
-};
 
 // Applies what the source delivers to a RecordTreeWriter, as kubedns's Publisher does:
 // publishes `snapshot` after each load, ended or aborted, and inside a load whenever the
@@ -196,12 +131,6 @@ inline void Touch(const std::string& path) {
   REQUIRE(utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
 }
 
-inline std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 inline std::string ServiceItem(std::string_view ns, std::string_view name, std::string_view ip) {
   return R"({"apiVersion":"v1","kind":"Service","metadata":{"name":")" + std::string(name) +
          R"(","namespace":")" + std::string(ns) + R"("},"spec":{"type":"ClusterIP","clusterIP":")" +
@@ -260,8 +189,47 @@ inline ObjectsFileSource::Options PollOnly(const std::string& path) {
   return options;
 }
 
-inline bool WaitFor(loop::Loop& loop, const std::function<bool()>& done) {
-  return loop::testing::RunUntil(loop, done, kWaitMs);
-}
+// One test's objects file and the source that reads it into a `Sink`, on the test's own
+// loop: `path` is objects.json in a fresh directory (the test writes it, or points the source
+// elsewhere). Start makes the source and starts it; the destructor stops it and requires that
+// the loop closes clean.
+template <typename Sink = RecordingSink>
+class ObjectsFileTest {
+ public:
+  template <typename... SinkArgs>
+  explicit ObjectsFileTest(SinkArgs&&... sink_args) : sink(std::forward<SinkArgs>(sink_args)...) {}
+  ~ObjectsFileTest() {
+    source_.reset();
+    loop::testing::RequireClosesClean(loop);
+  }
+  ObjectsFileTest(const ObjectsFileTest&) = delete;
+  ObjectsFileTest& operator=(const ObjectsFileTest&) = delete;
+
+  // Makes the source (its metrics are registered then) and does not start it.
+  ObjectsFileSource& Make(const ObjectsFileSource::Options& options) {
+    source_ = std::make_unique<ObjectsFileSource>(loop, sink, registry, options);
+    return *source_;
+  }
+  // Makes the source and starts it: it reads the file before it returns.
+  ObjectsFileSource& Start(const ObjectsFileSource::Options& options) {
+    Make(options).Start();
+    return *source_;
+  }
+  ObjectsFileSource& Start() { return Start(InotifyOnly(path)); }
+
+  // Runs the loop until `done`, at most kWaitMs.
+  bool WaitFor(const std::function<bool()>& done) {
+    return loop::testing::RunUntil(loop, done, kWaitMs);
+  }
+
+  TempDir dir;
+  const std::string path = dir.File("objects.json");
+  loop::Loop loop;
+  metrics::Registry registry;
+  Sink sink;
+
+ private:
+  std::unique_ptr<ObjectsFileSource> source_;
+};
 
 }  // namespace kdns::kubedns::testing
