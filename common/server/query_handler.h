@@ -194,7 +194,7 @@ class Request {
   const ThreadContext& context_;
   std::span<const uint8_t> query_;
   const Admission& admission_;
-  const Decision& decision_;
+  const Decision decision_;  // a copy: 16 bytes, and the caller's may be a temporary
   Responder responder_;  // dropped at destruction if still pending
 };
 
