@@ -71,7 +71,7 @@ trap 'exit 0' INT TERM
 "$bin/kubedns" "$source_flag" --domain=cluster.local. \
   --multicluster-zone=clusterset.local. --kubeslice-zone=slice.local. \
   --dns-bind-address=127.0.0.1 --dns-port=10053 --config-dir="$config" \
-  --http-bind-address=127.0.0.1 --healthz-port=8081 --metrics-port=10055 \
+  --http-bind-address=127.0.0.1 --healthz-port=8081 --prometheus-port=10055 \
   --debug-address=127.0.0.1:10057 \
   >"$run/kubedns.log" 2>&1 &
 pids+=($!)
