@@ -164,7 +164,9 @@ void DnsHandler::HandleQuery(server::Request& request) {
     }
   }
   const RoutingState* routing = routing_.Get();
-  Decided decided = Decide(query, *routing, request.response_buffer(), admission.reply_limit_bytes);
+  const CacheKey key = CacheKey::FromQuery(query);
+  const Decided decided =
+      Decide(query, key, *routing, request.response_buffer(), admission.reply_limit_bytes);
   switch (decided.kind) {
     case Decided::Kind::kChaos: {
       shared_.metrics.LocalAnswer(FrontendMetrics::Local::kChaos);
@@ -205,16 +207,17 @@ void DnsHandler::HandleQuery(server::Request& request) {
       Reply(request, query, request.response_buffer().first(decided.hit.size), AnswerSource::kCache,
             start);
       if (decided.hit.prefetch) {
-        Prefetch(query, *decided.key, routing->SetFor(*decided.route), routing->generation);
+        Prefetch(query, key, routing->SetFor(*decided.route), routing->generation);
       }
       return;
     case Decided::Kind::kForward:
-      return Forward(request, *routing, routing->SetFor(*decided.route), *decided.key, start);
+      return Forward(request, *routing, routing->SetFor(*decided.route), key, start);
   }
 }
 
-DnsHandler::Decided DnsHandler::Decide(const dns::Query& query, const RoutingState& routing,
-                                       std::span<uint8_t> out, size_t limit) {
+DnsHandler::Decided DnsHandler::Decide(const dns::Query& query, const CacheKey& key,
+                                       const RoutingState& routing, std::span<uint8_t> out,
+                                       size_t limit) {
   Decided decided;
   if (query.qclass == dns::RrClass::kCh) {
     decided.kind = Decided::Kind::kChaos;
@@ -239,8 +242,7 @@ DnsHandler::Decided DnsHandler::Decide(const dns::Query& query, const RoutingSta
         route.action == RouteAction::kNxDomain ? Decided::Kind::kNxDomain : Decided::Kind::kRefused;
     return decided;
   }
-  decided.key = CacheKey::FromQuery(query);
-  decided.hit = shared_.cache.Lookup(*decided.key, query, out, limit);
+  decided.hit = shared_.cache.Lookup(key, query, out, limit);
   decided.kind =
       decided.hit.status == LookupStatus::kHit ? Decided::Kind::kHit : Decided::Kind::kForward;
   return decided;
@@ -292,8 +294,9 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
   const dns::Query& query = admission.query;
   const RoutingState* routing = receiver_routing_.Get();
   if (routing == nullptr) return 0;
+  const CacheKey key = CacheKey::FromQuery(query);
   const Decided decided =
-      Decide(query, *routing, out, std::min(admission.reply_limit_bytes, out.size()));
+      Decide(query, key, *routing, out, std::min(admission.reply_limit_bytes, out.size()));
   if (decided.kind == Decided::Kind::kForward) {
     // A miss (counted by the lookup): the loop forwards it on this route, not looking again.
     *decision = server::Decision{server::Decision::Kind::kForward, routing->IndexOf(*decided.route),

@@ -197,16 +197,17 @@ class DnsHandler final : public server::QueryHandler {
       kNxDomain,   // --server=/domain/ with no upstream: NXDOMAIN
       kRefused,    // no upstream for it at all: REFUSED
       kHit,        // the cache answered: `hit`, written into the caller's buffer
-      kForward,    // a miss on `route`, keyed `key`
+      kForward,    // a miss on `route`
     };
     Kind kind = Kind::kForward;
     const Route* route = nullptr;  // of the routing Decide was given (but for kChaos, kLoopProbe)
     LocalAnswer local;
-    std::optional<CacheKey> key;  // kHit and kForward
     LookupResult hit;
   };
-  Decided Decide(const dns::Query& query, const RoutingState& routing, std::span<uint8_t> out,
-                 size_t limit);
+  // `key` is the query's (CacheKey::FromQuery), made by the caller once: a hit's and a
+  // miss's, which are nearly every query.
+  Decided Decide(const dns::Query& query, const CacheKey& key, const RoutingState& routing,
+                 std::span<uint8_t> out, size_t limit);
 
   // Now, sampled for the query log if it is on.
   Start StartNow();
