@@ -1,8 +1,6 @@
 // Tests of the Cache's bytes budget: --cache-bytes never exceeded, --cache-entry-max-bytes, and
 // memory given back by evicted or replaced entries.
 
-#include "frontend-cache/cache.h"
-
 #include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <malloc.h>
 
@@ -10,6 +8,7 @@
 #include <string>
 
 #include "common/limits/limits.h"
+#include "frontend-cache/cache.h"
 #include "frontend-cache/testing.h"
 
 namespace kdns::frontend {

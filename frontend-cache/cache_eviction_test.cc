@@ -1,8 +1,6 @@
 // Tests of the Cache's eviction (its CLOCK): what counts as an eviction, --cache-size entries
 // fitting over the shards, and working sets kept, replaced and outgrown.
 
-#include "frontend-cache/cache.h"
-
 #include <glog/logging.h>  // before Catch, whose CHECK must win
 
 #include <catch2/catch.hpp>
@@ -11,6 +9,7 @@
 #include <vector>
 
 #include "common/base/clock.h"
+#include "frontend-cache/cache.h"
 #include "frontend-cache/testing.h"
 
 namespace kdns::frontend {

@@ -1,12 +1,11 @@
 // Tests of the Cache's negative answers: NXDOMAIN and NODATA TTLs from the SOA and --neg-ttl,
 // --no-negcache and the exact zones, and dropping them (Flush, FlushDomain, DropNegative).
 
-#include "frontend-cache/cache.h"
-
 #include <glog/logging.h>  // before Catch, whose CHECK must win
 
 #include <catch2/catch.hpp>
 
+#include "frontend-cache/cache.h"
 #include "frontend-cache/testing.h"
 
 namespace kdns::frontend {

@@ -1,8 +1,6 @@
 // Tests of the Cache shared by threads: hits from several threads, and exact entry and byte
 // counts while threads insert into a full cache.
 
-#include "frontend-cache/cache.h"
-
 #include <glog/logging.h>  // before Catch, whose CHECK must win
 
 #include <atomic>
@@ -11,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "frontend-cache/cache.h"
 #include "frontend-cache/testing.h"
 
 namespace kdns::frontend {

@@ -195,7 +195,7 @@ class Request {
   std::span<const uint8_t> query_;
   const Admission& admission_;
   const Decision decision_;  // a copy: 16 bytes, and the caller's may be a temporary
-  Responder responder_;  // dropped at destruction if still pending
+  Responder responder_;      // dropped at destruction if still pending
 };
 
 class QueryHandler {

@@ -16,8 +16,8 @@
 #include "common/k8s/decode.h"
 #include "kubedns/answering/answerer.h"
 #include "kubedns/answering/answerer_testing.h"
-#include "kubedns/records/records_testing.h"
 #include "kubedns/records/record_tree.h"
+#include "kubedns/records/records_testing.h"
 
 namespace kdns::kubedns {
 namespace {

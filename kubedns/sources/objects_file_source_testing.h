@@ -33,8 +33,8 @@
 #include "common/k8s/decode.h"
 #include "common/loop/loop_test_util.h"
 #include "common/metrics/registry.h"
-#include "kubedns/records/records_testing.h"  // ReadFile
 #include "kubedns/records/record_tree.h"
+#include "kubedns/records/records_testing.h"  // ReadFile
 #include "kubedns/sources/recording_sink_testing.h"
 #include "test/unit/temp_dir.h"
 
