@@ -9,8 +9,8 @@ import os
 import pwd
 import urllib.request
 
-from harness import BIN, PYTHON, ROOT, Process, dig, free_port, http_status, metric_sum, \
-    scrape_metrics, wait_until
+from harness import BIN, PYTHON, ROOT, Process, dig, free_port, free_ports, http_status, \
+    metric_sum, scrape_metrics, wait_until
 
 NSD = "/usr/sbin/nsd"
 UNBOUND = "/usr/sbin/unbound"
@@ -202,9 +202,11 @@ class FrontendCache:
 
     def __init__(self, workdir, name, *args, port=None, metrics=True, wait=True,
                  threads=2, lameduck="0", debug=False):
-        self.port = port or free_port()
-        self.metrics_port = free_port("0.0.0.0") if metrics else None
-        self.debug_port = free_port() if debug else None
+        # Found together, so no two of them are the same port (each is free on every address).
+        fresh = iter(free_ports(3, "0.0.0.0"))
+        self.port = port or next(fresh)
+        self.metrics_port = next(fresh) if metrics else None
+        self.debug_port = next(fresh) if debug else None
         argv = [os.path.join(BIN, "frontend-cache"), "-k", "--no-resolv",
                 "--listen-address=127.0.0.1", "--port=%d" % self.port,
                 "--threads=%d" % threads, "--lameduck=%s" % lameduck, "--log-facility=-"]
@@ -245,10 +247,12 @@ class Kubedns:
 
     def __init__(self, workdir, name, *flags, threads=2, wait=True, debug=False, port=None,
                  healthz=None, metrics_port=None):
-        self.port = port or free_port()
-        self.healthz = healthz or free_port()
-        self.metrics_port = metrics_port or free_port()
-        self.debug_port = free_port() if debug else None
+        # Found together, so no two of them are the same port.
+        fresh = iter(free_ports(4))
+        self.port = port or next(fresh)
+        self.healthz = healthz or next(fresh)
+        self.metrics_port = metrics_port or next(fresh)
+        self.debug_port = next(fresh) if debug else None
         argv = [os.path.join(BIN, "kubedns"), "--dns-bind-address=127.0.0.1",
                 "--dns-port=%d" % self.port, "--http-bind-address=127.0.0.1",
                 "--healthz-port=%d" % self.healthz, "--prometheus-port=%d" % self.metrics_port,
