@@ -36,21 +36,9 @@ FrontendMetrics::Local LocalMetric(LocalAnswer::Reason reason) {
 
 }  // namespace
 
-uint32_t RoutingState::IndexOf(const Route& route) const {
-  const auto routes = table.domain_routes();
-  if (!routes.empty() && &route >= routes.data() && &route < routes.data() + routes.size()) {
-    return static_cast<uint32_t>(&route - routes.data());
-  }
-  return kDefaultRoute;
-}
-
-const Route& RoutingState::RouteAt(uint32_t index) const {
-  return index == kDefaultRoute ? table.default_route() : table.domain_routes()[index];
-}
-
 const upstream::UpstreamSet& RoutingState::SetFor(const Route& route) const {
-  const uint32_t index = IndexOf(route);
-  return index == kDefaultRoute ? default_set : domain_sets[index];
+  const uint32_t index = table.IndexOf(route);
+  return index == RoutingTable::kDefaultRoute ? default_set : domain_sets[index];
 }
 
 void HandlerList::Add(DnsHandler* handler) {
@@ -60,37 +48,7 @@ void HandlerList::Add(DnsHandler* handler) {
 
 void HandlerList::Remove(DnsHandler* handler) {
   std::lock_guard lock(mu_);
-  const upstream::ForwarderCounters& c = handler->forwarder().counters();
-  retired_.requests += c.requests.load();
-  retired_.coalesced += c.coalesced.load();
-  retired_.overloaded += c.overloaded.load();
-  retired_.tries += c.tries.load();
-  retired_.timeouts += c.timeouts.load();
-  retired_.failovers += c.failovers.load();
-  retired_.mismatched += c.mismatched.load();
-  retired_.malformed += c.malformed.load();
-  retired_.tcp_retries += c.tcp_retries.load();
   std::erase(handlers_, handler);
-}
-
-ForwardTotals HandlerList::Totals() const {
-  std::lock_guard lock(mu_);
-  ForwardTotals totals = retired_;
-  totals.in_flight = 0;
-  for (DnsHandler* handler : handlers_) {
-    const upstream::ForwarderCounters& c = handler->forwarder().counters();
-    totals.requests += c.requests.load(std::memory_order_relaxed);
-    totals.coalesced += c.coalesced.load(std::memory_order_relaxed);
-    totals.overloaded += c.overloaded.load(std::memory_order_relaxed);
-    totals.tries += c.tries.load(std::memory_order_relaxed);
-    totals.timeouts += c.timeouts.load(std::memory_order_relaxed);
-    totals.failovers += c.failovers.load(std::memory_order_relaxed);
-    totals.mismatched += c.mismatched.load(std::memory_order_relaxed);
-    totals.malformed += c.malformed.load(std::memory_order_relaxed);
-    totals.tcp_retries += c.tcp_retries.load(std::memory_order_relaxed);
-    totals.in_flight += c.in_flight.load(std::memory_order_relaxed);
-  }
-  return totals;
 }
 
 DnsHandler* HandlerList::OnThisThread() const {
@@ -107,20 +65,21 @@ DnsHandler::DnsHandler(const server::ThreadContext& context, const Shared& share
       thread_(std::this_thread::get_id()),
       routing_(shared.routing),
       receiver_routing_(shared.routing),
-      waiting_(shared.waiting),
-      forwarder_(context.loop, shared.forwarder, shared.upstream_table, shared.clock),
+      forwarding_(*this,
+                  {context.loop, context.response_buffer, shared.forwarder, shared.upstream_table,
+                   shared.clock, shared.waiting, &shared.forwarder_totals, &shared.query_log}),
       tasks_(context.loop) {
   shared_.handlers.Add(this);
 }
 
 DnsHandler::~DnsHandler() {
   shared_.handlers.Remove(this);
-  forwarder_.CancelAll();  // answers every waiting client SERVFAIL before the sockets go
+  forwarding_.CancelAll();  // answers every waiting client before the sockets go
 }
 
 void DnsHandler::HandleQuery(server::Request& request) {
   using server::AnswerSource;
-  const Start start = StartNow();
+  const Start start = server::QueryLog::Start(&shared_.query_log);
   const server::Admission& admission = request.admission();
   const dns::Query& query = admission.query;
   const server::Decision& decision = request.decision();
@@ -129,8 +88,8 @@ void DnsHandler::HandleQuery(server::Request& request) {
     // changed since (then decide again, below).
     const RoutingState* routing = routing_.Get();
     if (routing->generation == decision.generation) {
-      return Forward(request, *routing, routing->SetFor(routing->RouteAt(decision.route)),
-                     CacheKey::FromQuery(query), start);
+      return Forward(request, *routing, routing->SetFor(routing->table.RouteAt(decision.route)),
+                     start);
     }
   }
   switch (admission.verdict) {
@@ -155,10 +114,8 @@ void DnsHandler::HandleQuery(server::Request& request) {
       // Counted by the verdict's rcode: BADVERS is an extended rcode, not in the header.
       shared_.metrics.Answered(query.qtype, server::RefusalRcode(admission.verdict));
       shared_.metrics.AnswerTime(AnswerSource::kLocal, start.at);
-      if (start.logged) {
-        LogAnswer(request.client(), query, refusal, AnswerSource::kLocal, request.transport(),
-                  start);
-      }
+      shared_.query_log.LogAnswer(request.client(), query, refusal, AnswerSource::kLocal,
+                                  request.transport(), start);
       (void)request.Reply(refusal);
       return;
     }
@@ -211,7 +168,7 @@ void DnsHandler::HandleQuery(server::Request& request) {
       }
       return;
     case Decided::Kind::kForward:
-      return Forward(request, *routing, routing->SetFor(*decided.route), key, start);
+      return Forward(request, *routing, routing->SetFor(*decided.route), start);
   }
 }
 
@@ -249,37 +206,16 @@ DnsHandler::Decided DnsHandler::Decide(const dns::Query& query, const CacheKey& 
 }
 
 void DnsHandler::Forward(server::Request& request, const RoutingState& routing,
-                         const upstream::UpstreamSet& upstreams, const CacheKey& key,
-                         const Start& start) {
-  const server::Admission& admission = request.admission();
-  const dns::Query& query = admission.query;
-  // A miss: the right to answer is kept until the upstream's answer, within the budget.
-  const loop::SocketAddress client = request.client();  // the pod, for its fair share
-  const uint64_t id = waiting_.Add(request, Forwarded{routing.generation, start});
-  if (id == 0) {
-    return ReplyStaleOrFail(request, query, key, admission.reply_limit_bytes,
-                            upstream::ForwardOutcome::kOverloaded, upstream::FailReason::kNone,
-                            start);
-  }
-  // The client goes with the query to an upstream trusted with it (kubedns): the first
-  // asker's, when the query is coalesced with others.
-  forwarder_.Resolve(upstream::Request::FromQuery(query, admission.transport, client), upstreams,
-                     [this, id](const upstream::Result& result) { Complete(id, result); });
+                         const upstream::UpstreamSet& upstreams, const Start& start) {
+  forwarding_.Forward(request, upstreams, start, ForwardedMiss{routing.generation});
 }
 
 void DnsHandler::OnConnectionClosed(uint64_t connection_id) {
-  (void)waiting_.DropConnection(connection_id);
+  (void)forwarding_.OnConnectionClosed(connection_id);
 }
 
 void DnsHandler::OnQueriesOverdue(uint64_t connection_id) {
-  // The upstream query goes on (its answer, if any, finds no waiter): only the client's
-  // wait ends here.
-  for (auto& waiting : waiting_.TakeConnection(connection_id)) {
-    const dns::Query query = waiting.client.query();
-    ReplyStaleOrFail(waiting.responder, query, CacheKey::FromQuery(query),
-                     waiting.client.limit_bytes, upstream::ForwardOutcome::kServFail,
-                     upstream::FailReason::kTimeout, waiting.state.start);
-  }
+  forwarding_.OnQueriesOverdue(connection_id);
 }
 
 size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
@@ -290,7 +226,7 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
   (void)peer;  // the query log names the client (admission.client)
   // Sampled for the query log only once the hit is known: a query left to HandleQuery is
   // sampled there.
-  Start start{FrontendMetrics::AnswerClock::now()};
+  Start start{Start::Clock::now()};
   const dns::Query& query = admission.query;
   const RoutingState* routing = receiver_routing_.Get();
   if (routing == nullptr) return 0;
@@ -299,8 +235,8 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
       Decide(query, key, *routing, out, std::min(admission.reply_limit_bytes, out.size()));
   if (decided.kind == Decided::Kind::kForward) {
     // A miss (counted by the lookup): the loop forwards it on this route, not looking again.
-    *decision = server::Decision{server::Decision::Kind::kForward, routing->IndexOf(*decided.route),
-                                 routing->generation};
+    *decision = server::Decision{server::Decision::Kind::kForward,
+                                 routing->table.IndexOf(*decided.route), routing->generation};
     return 0;
   }
   // Everything but a hit is the loop's to answer, count and log: it decides again there.
@@ -324,7 +260,7 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
 
 void DnsHandler::Prefetch(const dns::Query& query, const CacheKey& key,
                           const upstream::UpstreamSet& upstreams, uint64_t routing_generation) {
-  forwarder_.Resolve(
+  forwarding_.forwarder().Resolve(
       // Ours, not the client's: a refresh of a name in use has no client share to keep.
       upstream::Request::FromQuery(query, dns::Transport::kUdp, loop::SocketAddress()), upstreams,
       [this, key, routing_generation](const upstream::Result& result) {
@@ -334,56 +270,39 @@ void DnsHandler::Prefetch(const dns::Query& query, const CacheKey& key,
       });
 }
 
-void DnsHandler::Complete(uint64_t id, const upstream::Result& result) {
-  std::optional<server::WaitingQueries<Forwarded>::Waiting> waiting = waiting_.Take(id);
-  if (!waiting) return;  // its TCP client went away
-  const Start start = waiting->state.start;
-  server::Responder& responder = waiting->responder;
-  const dns::Query query = waiting->client.query();
-  const CacheKey key = CacheKey::FromQuery(query);
-  const std::span<uint8_t> out = context_.response_buffer;
-  const size_t limit = waiting->client.limit_bytes;
-  if (result.outcome == upstream::ForwardOutcome::kAnswer) {
-    const std::span<const uint8_t> reply = Filtered(result.reply);
-    if (Cacheable(waiting->state.routing_generation)) {
-      (void)shared_.cache.Insert(key, reply);
-    }
-    const size_t size = WriteForwardedResponse(reply, query, shared_.cache_policy, &scratch_,
-                                               &ttl_offsets_, out, limit);
-    if (size > 0) {
-      return Reply(responder, query, out.first(size), server::AnswerSource::kUpstream, start);
-    }
-    // Matched the question, yet not a whole message.
-    shared_.metrics.ServFail(upstream::ForwardFailure::kBadReply);
-    return ReplyEmpty(responder, query, dns::Rcode::kServFail, server::AnswerSource::kFailure,
-                      start);
+std::span<uint8_t> DnsHandler::FitAnswer(const dns::Query& query, size_t limit, ForwardedMiss& miss,
+                                         const upstream::Result& result, std::span<uint8_t> out) {
+  const std::span<const uint8_t> reply = Filtered(result.reply);
+  if (Cacheable(miss.routing_generation)) {
+    (void)shared_.cache.Insert(CacheKey::FromQuery(query), reply);
   }
-  if (result.reason == upstream::FailReason::kShutdown) {
-    shared_.metrics.ServFail(upstream::ForwardFailureOf(result.outcome, result.reason));
-    return ReplyEmpty(responder, query, dns::Rcode::kServFail, server::AnswerSource::kFailure,
-                      start);
-  }
-  // Every upstream failed, or the forwarder's budget is spent (kOverloaded).
-  ReplyStaleOrFail(responder, query, key, limit, result.outcome, result.reason, start);
+  // Empty when it matched the question yet is not a whole message: SERVFAIL (kBadReply).
+  return out.first(WriteForwardedResponse(reply, query, shared_.cache_policy, &scratch_,
+                                          &ttl_offsets_, out, limit));
 }
 
-template <class To>
-void DnsHandler::ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKey& key,
-                                  size_t limit, upstream::ForwardOutcome outcome,
-                                  upstream::FailReason reason, const Start& start) {
-  // RFC 8767: an expired answer is better than none (a fresh one, refreshed meanwhile by
-  // another query, better still).
-  const std::span<uint8_t> out = context_.response_buffer;
-  const LookupResult stale = shared_.cache.LookupStale(key, query, out, limit);
-  if (stale.status != LookupStatus::kMiss) {
-    // A fresh entry (refreshed meanwhile by another query) is a cache answer.
-    return Reply(to, query, out.first(stale.size),
-                 stale.status == LookupStatus::kHit ? server::AnswerSource::kCache
-                                                    : server::AnswerSource::kStale,
-                 start);
+server::FailureAnswer DnsHandler::AnswerInstead(const dns::Query& query, size_t limit,
+                                                upstream::ForwardFailure failure,
+                                                std::span<uint8_t> out) {
+  // A reply that could not be written would not be written from the cache either, and
+  // at shutdown there is no time to look.
+  if (failure == upstream::ForwardFailure::kBadReply ||
+      failure == upstream::ForwardFailure::kShutdown) {
+    return {};
   }
-  shared_.metrics.ServFail(upstream::ForwardFailureOf(outcome, reason));
-  ReplyEmpty(to, query, dns::Rcode::kServFail, server::AnswerSource::kFailure, start);
+  // RFC 8767: an expired answer is better than none (a fresh one, refreshed meanwhile by
+  // another query, better still: a cache answer).
+  const LookupResult stale =
+      shared_.cache.LookupStale(CacheKey::FromQuery(query), query, out, limit);
+  if (stale.status == LookupStatus::kMiss) return {};
+  return {out.first(stale.size), stale.status == LookupStatus::kHit ? server::AnswerSource::kCache
+                                                                    : server::AnswerSource::kStale};
+}
+
+void DnsHandler::Sending(const server::SentAnswer& answer, const ForwardedMiss& miss) {
+  (void)miss;
+  if (answer.source == server::AnswerSource::kFailure) shared_.metrics.ServFail(answer.failure);
+  Counted(routing_.Get()->local, answer.query, answer.response, answer.source, answer.start);
 }
 
 std::span<const uint8_t> DnsHandler::Filtered(std::span<const uint8_t> reply) {
@@ -395,31 +314,24 @@ bool DnsHandler::Cacheable(uint64_t routing_generation) {
   return routing_.Get()->generation == routing_generation;
 }
 
-DnsHandler::Start DnsHandler::StartNow() {
-  return Start{FrontendMetrics::AnswerClock::now(), shared_.query_log.Sample()};
-}
-
-void DnsHandler::LogAnswer(const loop::SocketAddress& client, const dns::Query& query,
-                           std::span<const uint8_t> response, server::AnswerSource source,
-                           dns::Transport transport, const Start& start) {
-  const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
-      FrontendMetrics::AnswerClock::now() - start.at);
-  shared_.query_log.LogAnswer(client, query, response, source, transport,
-                              static_cast<uint64_t>(took.count()));
-}
-
 std::span<const uint8_t> DnsHandler::Served(const LocalAnswers& local,
                                             const loop::SocketAddress& client,
                                             dns::Transport transport, const dns::Query& query,
                                             std::span<uint8_t> response,
                                             server::AnswerSource source, const Start& start) {
+  Counted(local, query, response, source, start);
+  shared_.query_log.LogAnswer(client, query, response, source, transport, start);
+  return response;
+}
+
+void DnsHandler::Counted(const LocalAnswers& local, const dns::Query& query,
+                         std::span<uint8_t> response, server::AnswerSource source,
+                         const Start& start) {
   if (source != server::AnswerSource::kLocal && source != server::AnswerSource::kFailure) {
     local.ClearNxDomainOfKnownName(query.qname, response);
   }
   shared_.metrics.Answered(query.qtype, dns::RcodeOf(response));
   shared_.metrics.AnswerTime(source, start.at);
-  if (start.logged) LogAnswer(client, query, response, source, transport, start);
-  return response;
 }
 
 template <class To>
@@ -477,7 +389,7 @@ void DnsHandler::PollSerials() {
     query.qtype = dns::RrType::kSoa;
     query.qclass = dns::RrClass::kIn;
     // Ours, not a client's (as a prefetch), and never cached: only its serial is wanted.
-    forwarder_.Resolve(
+    forwarding_.forwarder().Resolve(
         upstream::Request::FromQuery(query, dns::Transport::kUdp, loop::SocketAddress()),
         routing->SetFor(route), [this, zone](const upstream::Result& result) {
           if (result.outcome != upstream::ForwardOutcome::kAnswer) return;  // asked again next time

@@ -36,7 +36,8 @@
 //
 // Shared state is passed in explicitly (Shared): the cache, the published routing, the
 // upstream table and metrics, all thread-safe. HandlerList knows the live handlers, so the
-// server can sum their forwarders' counters and send loop probes from a serving thread.
+// server can send loop probes and poll serials from a serving thread; the forwarders'
+// counters are summed in Shared::forwarder_totals (common/upstream/forwarder_totals.h).
 //
 // Thread: the DNS thread that created it (HandleQuery, the Forwarder's callbacks, tasks),
 // except AnswerOnReceiverThread (its socket's receiver thread). Pending clients are answered
@@ -58,7 +59,7 @@
 #include "common/base/snapshot_holder.h"
 #include "common/loop/task_queue.h"
 #include "common/loop/timer.h"
-#include "common/server/forward_reply.h"
+#include "common/server/forwarding.h"
 #include "common/server/query_handler.h"
 #include "common/server/query_log.h"
 #include "common/server/waiting_queries.h"
@@ -87,39 +88,35 @@ struct RoutingState {
   std::vector<loop::SocketAddress> listing_order;
   uint64_t generation = 0;
 
-  // A route's index, as a server::Decision carries it across threads: its place in
-  // table.domain_routes(), or kDefaultRoute.
-  static constexpr uint32_t kDefaultRoute = UINT32_MAX;
-  uint32_t IndexOf(const Route& route) const;
-  const Route& RouteAt(uint32_t index) const;
   const upstream::UpstreamSet& SetFor(const Route& route) const;
-};
-
-// The forwarders' counters, summed over every thread.
-struct ForwardTotals {
-  uint64_t requests = 0, coalesced = 0, overloaded = 0, tries = 0, timeouts = 0, failovers = 0,
-           mismatched = 0, malformed = 0, tcp_retries = 0, in_flight = 0;
 };
 
 class DnsHandler;
 
-// The handlers alive. Thread-safe.
+// What a forwarded miss keeps besides its Responder and ClientQuery (the cache key is
+// computed again from the ClientQuery when the upstream answers): the routing it was
+// forwarded under. Its answer is cached only while that routing is still the current one
+// (see DnsHandler::Cacheable).
+struct ForwardedMiss {
+  uint64_t routing_generation = 0;
+};
+
+// The handlers alive, so the server can send loop probes and poll serials from a serving
+// thread. Thread-safe.
 class HandlerList {
  public:
   void Add(DnsHandler* handler);
-  // Keeps the handler's counters in the totals, so summed counters never go down.
   void Remove(DnsHandler* handler);
-  ForwardTotals Totals() const;
   // The handler of the calling thread, or nullptr (shutting down). Use it on that thread.
   DnsHandler* OnThisThread() const;
 
  private:
   mutable std::mutex mu_;
   std::vector<DnsHandler*> handlers_;  // Guarded by mu_; each used on its own thread.
-  ForwardTotals retired_;              // Guarded by mu_.
 };
 
-class DnsHandler final : public server::QueryHandler {
+class DnsHandler final : public server::QueryHandler,
+                         private server::Forwarding<ForwardedMiss>::Policy {
  public:
   // Shared by the handlers of every thread; they outlive the handlers.
   struct Shared {
@@ -132,6 +129,8 @@ class DnsHandler final : public server::QueryHandler {
     upstream::Forwarder::Options forwarder;
     const Clock& clock;
     HandlerList& handlers;
+    // Every thread's forwarder counters, summed for the metrics.
+    upstream::ForwarderTotals& forwarder_totals;
     // The process's budget of waiting queries (--max-waiting-queries).
     std::shared_ptr<server::WaitingBudget> waiting;
     server::QueryLog& query_log;  // --log-queries
@@ -161,29 +160,18 @@ class DnsHandler final : public server::QueryHandler {
   void ReleaseSnapshots() override { routing_.Release(); }
   void ReleaseReceiverSnapshots() override { receiver_routing_.Release(); }
 
-  upstream::Forwarder& forwarder() { return forwarder_; }
+  upstream::Forwarder& forwarder() { return forwarding_.forwarder(); }
   // Asks each zone ZoneSerials::ZonesToPoll names for its SOA every interval_ms, through
   // this thread's Forwarder (one thread does it for the process). Call on the thread.
   void StartSerialPoll(uint64_t interval_ms);
-  size_t waiting() const { return waiting_.size(); }
+  size_t waiting() const { return forwarding_.waiting(); }
   // The serving thread (handlers are made on it).
   std::thread::id thread() const { return thread_; }
 
  private:
   // When the handler was given a query (the client latency histogram and the query log's
   // duration both count from it), and whether the query log samples the query.
-  struct Start {
-    FrontendMetrics::AnswerClock::time_point at;
-    bool logged = false;
-  };
-  // A forwarded miss keeps its Responder and ClientQuery (the cache key is computed again
-  // from the ClientQuery when the upstream answers) and the routing it was forwarded
-  // under: its answer is cached only while that routing is still the current one (see
-  // Cacheable).
-  struct Forwarded {
-    uint64_t routing_generation = 0;
-    Start start;
-  };
+  using Start = server::AnswerStart;
 
   // What this handler decides for an admitted query from what it holds (the routing, its
   // local answers, the cache), without I/O: the one decision, made the same way on the
@@ -209,16 +197,18 @@ class DnsHandler final : public server::QueryHandler {
   Decided Decide(const dns::Query& query, const CacheKey& key, const RoutingState& routing,
                  std::span<uint8_t> out, size_t limit);
 
-  // Now, sampled for the query log if it is on.
-  Start StartNow();
   // `reply` as the client and the cache get it: without AAAA records under --filter-AAAA
   // (then a view of filtered_, valid until the next call).
   std::span<const uint8_t> Filtered(std::span<const uint8_t> reply);
 
-  // Every answer, on either thread, goes out through here: a cached or forwarded NXDOMAIN
-  // for a name the local answers know becomes NOERROR (LocalAnswers::
-  // ClearNxDomainOfKnownName); the answer is counted by type, rcode and, with its time
-  // since `start`, by `source`, and logged when `start.logged`. Returns `response`.
+  // Every answer, on either thread and from either path, is amended and counted here: a
+  // cached or forwarded NXDOMAIN for a name the local answers know becomes NOERROR
+  // (LocalAnswers::ClearNxDomainOfKnownName); the answer is counted by type, rcode and,
+  // with its time since `start`, by `source`.
+  void Counted(const LocalAnswers& local, const dns::Query& query, std::span<uint8_t> response,
+               server::AnswerSource source, const Start& start);
+  // Counted, then logged when `start.logged`: the answers this handler sends itself (the
+  // forwarded ones leave through forwarding_). Returns `response`.
   std::span<const uint8_t> Served(const LocalAnswers& local, const loop::SocketAddress& client,
                                   dns::Transport transport, const dns::Query& query,
                                   std::span<uint8_t> response, server::AnswerSource source,
@@ -228,25 +218,26 @@ class DnsHandler final : public server::QueryHandler {
   template <class To>
   void Reply(To& to, const dns::Query& query, std::span<uint8_t> response,
              server::AnswerSource source, const Start& start);
-  // A miss on `upstreams` (of `routing`): waits for the upstream's answer, within the
-  // budget of waiting queries.
+  // A miss on `upstreams` (of `routing`): waits for the upstream's answer (forwarding_).
   void Forward(server::Request& request, const RoutingState& routing,
-               const upstream::UpstreamSet& upstreams, const CacheKey& key, const Start& start);
+               const upstream::UpstreamSet& upstreams, const Start& start);
   template <class To>
   void ReplyEmpty(To& to, const dns::Query& query, dns::Rcode rcode, server::AnswerSource source,
                   const Start& start, bool aa = false);
-  // Over a budget, or every upstream failed (RFC 8767): an expired answer if the cache
-  // still has one, else SERVFAIL (counted under `outcome` and `reason`).
-  template <class To>
-  void ReplyStaleOrFail(To& to, const dns::Query& query, const CacheKey& key, size_t limit,
-                        upstream::ForwardOutcome outcome, upstream::FailReason reason,
-                        const Start& start);
-  void LogAnswer(const loop::SocketAddress& client, const dns::Query& query,
-                 std::span<const uint8_t> response, server::AnswerSource source,
-                 dns::Transport transport, const Start& start);
   void Prefetch(const dns::Query& query, const CacheKey& key,
                 const upstream::UpstreamSet& upstreams, uint64_t routing_generation);
-  void Complete(uint64_t id, const upstream::Result& result);
+
+  // server::Forwarding's Policy: a forwarded miss's answer is cached (while its routing is
+  // current) and written with capped, aged TTLs (cached_response.h); when no answer comes
+  // (every upstream failed, a budget spent, the client's TCP connection overdue), an
+  // expired entry is served if the cache still has one (RFC 8767), else SERVFAIL, counted
+  // by reason.
+  std::span<uint8_t> FitAnswer(const dns::Query& query, size_t limit, ForwardedMiss& miss,
+                               const upstream::Result& result, std::span<uint8_t> out) override;
+  server::FailureAnswer AnswerInstead(const dns::Query& query, size_t limit,
+                                      upstream::ForwardFailure failure,
+                                      std::span<uint8_t> out) override;
+  void Sending(const server::SentAnswer& answer, const ForwardedMiss& miss) override;
   // A reload flushes the domains whose route changed right after publishing the new
   // routing; an answer to a query forwarded before that (the old route's upstream) must
   // not refill the flushed cache, or it would be served for a whole TTL after the change.
@@ -263,14 +254,13 @@ class DnsHandler final : public server::QueryHandler {
   SnapshotHolder<RoutingState>::Reader routing_;
   // The receiver thread's own reader (a Reader is not shared between threads).
   SnapshotHolder<RoutingState>::Reader receiver_routing_;
-  server::WaitingQueries<Forwarded> waiting_;
   std::vector<uint8_t> scratch_;
   std::vector<uint16_t> ttl_offsets_;
   std::vector<uint8_t> filtered_;  // Filtered()'s reply
-  // Destroyed before everything but tasks_, so no callback can reach waiting_ once it is
-  // gone.
-  upstream::Forwarder forwarder_;
-  // StartSerialPoll's timer (null on every other thread); before forwarder_ goes.
+  // The misses waiting for upstreams, and the thread's Forwarder. Destroyed before
+  // everything but tasks_, so no callback can reach what it uses once it is gone.
+  server::Forwarding<ForwardedMiss> forwarding_;
+  // StartSerialPoll's timer (null on every other thread); before forwarding_ goes.
   std::unique_ptr<loop::Timer> serial_poll_;
   // Prefetches asked for on the receiver thread run here. Last: destroyed first, dropping
   // any task not run yet.

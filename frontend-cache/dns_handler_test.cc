@@ -52,6 +52,7 @@ struct Harness {
                ForwarderOptions(setup.forward_max),
                clock,
                handlers,
+               forwarder_totals,
                std::make_shared<server::WaitingBudget>(setup.max_waiting),
                query_log,
                false,
@@ -129,6 +130,7 @@ struct Harness {
   SnapshotHolder<RoutingState> routing;
   std::shared_ptr<upstream::UpstreamTable> table;
   HandlerList handlers;
+  upstream::ForwarderTotals forwarder_totals;
   std::vector<std::string> log_lines;
   server::QueryLog query_log{{server::QueryLogOptions::Detail::kBasic, 0, 1},
                              clock,
@@ -242,7 +244,7 @@ TEST_CASE("the handler list knows the live handler and keeps a gone one's totals
           "[frontend][handler]") {
   Harness h;
   CHECK(h.handlers.OnThisThread() != nullptr);  // the loop runs on this thread
-  CHECK(h.handlers.Totals().requests == 0);
+  CHECK(h.forwarder_totals.Sum().requests == 0);
   h.Finish();
   CHECK(h.handlers.OnThisThread() == nullptr);
 }

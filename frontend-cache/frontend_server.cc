@@ -57,7 +57,7 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
   options_.forwarder.client_address_option = options_.flags.client_address_option;
   handler_shared_ = std::make_unique<DnsHandler::Shared>(DnsHandler::Shared{
       cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_, upstream_table_,
-      options_.forwarder, clock_, handlers_,
+      options_.forwarder, clock_, handlers_, forwarder_totals_,
       std::make_shared<server::WaitingBudget>(options_.flags.max_waiting_queries), query_log_,
       options_.flags.filter_aaaa, zone_serials_, options_.flags.notify_from});
   std::string error;
@@ -325,7 +325,7 @@ const loop::SocketAddress& FrontendServer::debug_address() const {
   return debug_http_ ? debug_http_->local_address() : kNone;
 }
 
-ForwardTotals FrontendServer::forward_totals() const { return handlers_.Totals(); }
+upstream::ForwardTotals FrontendServer::forward_totals() const { return forwarder_totals_.Sum(); }
 
 std::string FrontendServer::RenderMetrics() const {
   std::string text = registry_.Render();
@@ -416,36 +416,7 @@ void FrontendServer::RegisterMetrics() {
   registry_.AddCallbackGauge("kdns_frontend_cache_capacity_bytes", "--cache-bytes.",
                              cache_stat(&CacheStats::capacity_bytes));
 
-  auto forward = [this](uint64_t ForwardTotals::*field) {
-    return [this, field] { return static_cast<double>(forward_totals().*field); };
-  };
-  registry_.AddCallbackCounter("kdns_frontend_forward_requests_total",
-                               "Queries handed to the forwarder (cache misses and prefetches).",
-                               forward(&ForwardTotals::requests));
-  registry_.AddCallbackCounter("kdns_frontend_forward_coalesced_total",
-                               "Queries that joined an identical upstream query in flight.",
-                               forward(&ForwardTotals::coalesced));
-  registry_.AddCallbackCounter(
-      "kdns_frontend_forward_rejected_total",
-      "Queries not forwarded because a forwarding budget was full (--dns-forward-max, "
-      "--forward-max-per-route, --forward-max-per-upstream) or the client held its share "
-      "(--forward-client-reserve): answered stale or SERVFAIL.",
-      forward(&ForwardTotals::overloaded));
-  registry_.AddCallbackCounter("kdns_frontend_forward_failovers_total",
-                               "Tries sent to another upstream after a failure.",
-                               forward(&ForwardTotals::failovers));
-  registry_.AddCallbackCounter("kdns_frontend_forward_tcp_retries_total",
-                               "Truncated UDP answers retried over TCP.",
-                               forward(&ForwardTotals::tcp_retries));
-  registry_.AddCallbackCounter(
-      "kdns_frontend_forward_bad_replies_total",
-      "Upstream replies dropped: wrong ID, question, source, or not parseable.", [this] {
-        ForwardTotals totals = forward_totals();
-        return static_cast<double>(totals.mismatched + totals.malformed);
-      });
-  registry_.AddCallbackGauge("kdns_frontend_forward_in_flight",
-                             "Distinct upstream queries under way.",
-                             forward(&ForwardTotals::in_flight));
+  upstream::RegisterForwarderMetrics(registry_, "kdns_frontend_forward", forwarder_totals_);
 
   // Per upstream, from the table every thread's Forwarder shares.
   struct UpstreamCollector final : metrics::Collector {

@@ -34,6 +34,7 @@
 #include "common/server/dns_server.h"
 #include "common/server/query_log.h"
 #include "common/upstream/forwarder.h"
+#include "common/upstream/forwarder_totals.h"
 #include "common/upstream/upstream_set.h"
 #include "common/upstream/upstream_table.h"
 #include "frontend-cache/cache.h"
@@ -92,7 +93,7 @@ class FrontendServer {
   upstream::UpstreamTable& upstream_table() { return *upstream_table_; }
   std::shared_ptr<const RoutingState> routing() const { return routing_.Current(); }
   // Summed over the Forwarders of every thread.
-  ForwardTotals forward_totals() const;
+  upstream::ForwardTotals forward_totals() const;
 
  private:
   bool BuildRouting(RoutingState* state, std::string* error) const;
@@ -113,6 +114,7 @@ class FrontendServer {
   SnapshotHolder<RoutingState> routing_;
   uint64_t routing_generation_ = 0;
   HandlerList handlers_;
+  upstream::ForwarderTotals forwarder_totals_;
   // What every thread's DnsHandler shares (references to the members above).
   std::unique_ptr<DnsHandler::Shared> handler_shared_;
   server::RateLimits rate_limits_;  // shared by every DnsServer

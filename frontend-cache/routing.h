@@ -61,6 +61,10 @@ class RoutingTable {
 
   const Route& default_route() const { return table_.default_route(); }
   std::span<const Route> domain_routes() const { return table_.domain_routes(); }
+  // A route's index across threads (server::Decision): upstream::RouteTable's.
+  static constexpr uint32_t kDefaultRoute = upstream::RouteTable<Route>::kDefaultRoute;
+  uint32_t IndexOf(const Route& route) const { return table_.IndexOf(route); }
+  const Route& RouteAt(uint32_t index) const { return table_.RouteAt(index); }
   // Every distinct upstream, default ones first, in configuration order (servers.bind).
   std::vector<loop::SocketAddress> AllUpstreams() const;
 

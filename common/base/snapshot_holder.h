@@ -58,6 +58,10 @@ class SnapshotHolder {
       return local_.get();
     }
 
+    // The generation of the value Get() last returned (a server::Decision carries it, so
+    // the loop's thread can tell it holds the very same value).
+    uint64_t generation() const { return seen_; }
+
     // Lets go of this thread's copy, so that it does not keep an old snapshot alive while
     // the thread is idle; the next Get() takes the current one. Pointers Get() returned are
     // invalid afterwards. When it was the last holder, the snapshot is freed here, on this

@@ -88,8 +88,8 @@ struct ReplyToFit {
 
 // The client's answer, and whether it was cut to fit.
 struct Fitted {
-  std::span<const uint8_t> bytes;  // in `out` or in the scratch vector; empty: could not fit
-  bool truncated = false;          // cut here (an upstream's own TC is not counted)
+  std::span<uint8_t> bytes;  // in `out` or in the scratch vector; empty: could not fit
+  bool truncated = false;    // cut here (an upstream's own TC is not counted)
 };
 
 // Writes the answer to `query` from `reply`, at most limit_bytes (and out.size()).

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -49,6 +50,21 @@ namespace kdns::server {
 enum class AnswerSource : uint8_t { kCache, kUpstream, kStale, kLocal, kFailure };
 inline constexpr size_t kAnswerSources = 5;
 const char* AnswerSourceName(AnswerSource source);
+
+// When a handler was given a query, and whether the query log samples it: every answer is
+// timed (answer-time metrics, the log's duration) and logged from it, on whichever thread
+// answers it and however late.
+struct AnswerStart {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point at;
+  bool logged = false;
+
+  double ElapsedSeconds() const { return std::chrono::duration<double>(Clock::now() - at).count(); }
+  uint64_t ElapsedMicros() const {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - at).count());
+  }
+};
 
 struct QueryLogOptions {
   enum class Detail : uint8_t { kOff, kBasic, kExtra };
@@ -89,11 +105,23 @@ class QueryLog {
   bool Sample();
   // Writes the line, or counts it as suppressed when the second's lines are spent.
   void Log(const QueryLogEntry& entry);
+  // Now, sampled (a null log samples nothing): a query's start, taken once when its
+  // handler is given it.
+  static AnswerStart Start(QueryLog* log) {
+    return AnswerStart{AnswerStart::Clock::now(), log != nullptr && log->Sample()};
+  }
   // Log for the answer `response` (its rcode and size) to `query` from `client`, sent
-  // `duration_us` after the query came: both servers' one way to log an answer.
+  // `duration_us` after the query came.
   void LogAnswer(const loop::SocketAddress& client, const dns::Query& query,
                  std::span<const uint8_t> response, AnswerSource source, dns::Transport transport,
                  uint64_t duration_us);
+  // The same for an answer sent now, when `start` was sampled: both servers' one way to
+  // log an answer.
+  void LogAnswer(const loop::SocketAddress& client, const dns::Query& query,
+                 std::span<const uint8_t> response, AnswerSource source, dns::Transport transport,
+                 const AnswerStart& start) {
+    if (start.logged) LogAnswer(client, query, response, source, transport, start.ElapsedMicros());
+  }
 
   // The line Log writes for `entry` (no rate limit; for tests and for Log).
   std::string Format(const QueryLogEntry& entry) const;

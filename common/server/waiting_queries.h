@@ -7,7 +7,8 @@
 //                         chase). One per process, shared by the handlers of every thread.
 //   WaitingQueries<State> one handler's waiting queries, by id: each keeps its Responder,
 //                         the ClientQuery (only what its reply needs, forward_reply.h; never
-//                         a copy of the packet) and the handler's own State.
+//                         a copy of the packet), when it started (AnswerStart: its answer is
+//                         timed and logged from it) and the handler's own State.
 //
 // Add takes the Request's Responder only if the budget has room (and, near full, if the
 // client is not one of the heaviest: WaitingBudget::kReservePercent). Over it, the hit is
@@ -49,6 +50,7 @@
 #include "common/limits/limits.h"
 #include "common/server/forward_reply.h"
 #include "common/server/query_handler.h"
+#include "common/server/query_log.h"
 
 namespace kdns::server {
 
@@ -98,6 +100,7 @@ class WaitingQueries {
   struct Waiting {
     Responder responder;
     ClientQuery client;
+    AnswerStart start;
     State state;
   };
 
@@ -108,10 +111,11 @@ class WaitingQueries {
   WaitingQueries(const WaitingQueries&) = delete;
   WaitingQueries& operator=(const WaitingQueries&) = delete;
 
-  // Keeps `request` waiting: takes its Responder and what its reply needs, with `state`.
-  // Returns the id to find it again (never 0), or 0 over the budget: the hit is recorded
-  // and `request` is left pending, for the caller to answer now.
-  uint64_t Add(Request& request, State state) {
+  // Keeps `request`, given to its handler at `start`, waiting: takes its Responder and what
+  // its reply needs, with `state` (moved from only then). Returns the id to find it again
+  // (never 0), or 0 over the budget: the hit is recorded and `request` is left pending,
+  // and `state` as it was, for the caller to answer now.
+  uint64_t Add(Request& request, const AnswerStart& start, State& state) {
     switch (budget_->TryTakeFor(request.client(), SteadyNowNs())) {
       case WaitingBudget::Take::kTaken:
         break;
@@ -131,8 +135,8 @@ class WaitingQueries {
       free_.pop_back();
     }
     Slot& slot = slots_[index];
-    slot.waiting.emplace(
-        Waiting{request.TakeResponder(), ClientQuery::From(request.admission()), std::move(state)});
+    slot.waiting.emplace(Waiting{request.TakeResponder(), ClientQuery::From(request.admission()),
+                                 start, std::move(state)});
     ++size_;
     const uint64_t id = IdOf(index, slot.generation);
     if (slot.waiting->responder.transport() == dns::Transport::kTcp) {

@@ -69,6 +69,20 @@ class RouteTable {
   const Route& default_route() const { return default_; }
   std::span<const Route> domain_routes() const { return routes_; }
 
+  // A route's index, as a server::Decision carries it from a receiver thread to the loop:
+  // its place in domain_routes(), or kDefaultRoute. `route` is one of this table's.
+  static constexpr uint32_t kDefaultRoute = UINT32_MAX;
+  uint32_t IndexOf(const Route& route) const {
+    if (&route >= routes_.data() && &route < routes_.data() + routes_.size()) {
+      return static_cast<uint32_t>(&route - routes_.data());
+    }
+    return kDefaultRoute;
+  }
+  // The route IndexOf named, in this table (the same generation of the same routing).
+  const Route& RouteAt(uint32_t index) const {
+    return index == kDefaultRoute ? default_ : routes_[index];
+  }
+
   friend bool operator==(const RouteTable& a, const RouteTable& b) {
     return a.routes_ == b.routes_ && a.default_ == b.default_;
   }

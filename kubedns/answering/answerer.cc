@@ -183,7 +183,7 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission&
   result.kind = AnswerKind::kAnswered;
 
   dns::Name lower = query.qname.Lowercased();
-  result.reverse = lower.IsSubdomainOf(in_addr_arpa_) || lower.IsSubdomainOf(ip6_arpa_);
+  result.reverse = IsReverse(lower);
   if (lower.IsSubdomainOf(config_.zone)) {
     response.builder.header().aa = true;
     if (snapshot == nullptr || !snapshot->synced()) {

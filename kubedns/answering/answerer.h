@@ -102,6 +102,12 @@ class Answerer {
  public:
   explicit Answerer(const AnswerConfig& config);
 
+  // Whether `qname` is a reverse name (under in-addr.arpa or ip6.arpa, any case): the
+  // skydns "reverse" system its answer is counted under.
+  bool IsReverse(const dns::Name& qname) const {
+    return qname.IsSubdomainOf(in_addr_arpa_) || qname.IsSubdomainOf(ip6_arpa_);
+  }
+
   // Answers the admitted query into `buffer` (at least admission.reply_limit_bytes).
   // `snapshot` may be null before the first publish. Never throws.
   AnswerResult Answer(const Snapshot* snapshot, const server::Admission& admission,

@@ -14,18 +14,6 @@ namespace {
 
 bool TcBit(std::span<const uint8_t> message) { return message.size() > 2 && (message[2] & 0x02); }
 
-// The query log's line for an answer sent (sampled there); `source` is kLocal for our
-// own records and refusals, kUpstream for what a forwarded query or a chase brought.
-void LogQuery(server::QueryLog* log, const loop::SocketAddress& client, const dns::Query& query,
-              dns::Transport transport, std::span<const uint8_t> response,
-              server::AnswerSource source, std::chrono::steady_clock::time_point start) {
-  if (log == nullptr || !log->Sample()) return;
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  log->LogAnswer(client, query, response, source, transport,
-                 static_cast<uint64_t>(
-                     std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count()));
-}
-
 }  // namespace
 
 DnsHandler::DnsHandler(const server::ThreadContext& context, const Shared& shared)
@@ -34,13 +22,14 @@ DnsHandler::DnsHandler(const server::ThreadContext& context, const Shared& share
       reader_(shared.snapshots),
       receiver_reader_(shared.snapshots),
       routes_(shared.routes),
-      waiting_(shared.waiting),
+      receiver_routes_(shared.routes),
       candidate_buffer_(shared.autopath != nullptr ? dns::kMaxMessageSize : 0),
-      forwarder_(context.loop, shared.forwarder, shared.table) {}
+      forwarding_(*this, {context.loop, context.response_buffer, shared.forwarder, shared.table,
+                          SteadyClock::Instance(), shared.waiting, shared.forwarder_totals,
+                          shared.query_log}) {}
 
 DnsHandler::~DnsHandler() {
-  // The Forwarder (destroyed first) drops their callbacks; the Responders drop the queries.
-  for (size_t i = 0; i < waiting_.size(); ++i) shared_.forward_metrics.Finished();
+  forwarding_.CancelAll();  // answers every waiting client SERVFAIL before the sockets go
 }
 
 const UpstreamRoutes& DnsHandler::Routes() {
@@ -65,22 +54,34 @@ bool DnsHandler::AnsweredByRecords(const AnswerResult& result) const {
 }
 
 void DnsHandler::RecordLocal(const AnswerResult& result, const loop::SocketAddress& client,
-                             const server::Admission& admission, Clock::time_point start) {
-  if (!result.response.empty()) {
-    const dns::Query& query = admission.query;
-    LogQuery(shared_.query_log, client, query, admission.transport, result.response,
-             server::AnswerSource::kLocal, start);
+                             const server::Admission& admission, const Start& start) {
+  if (!result.response.empty() && shared_.query_log != nullptr) {
+    shared_.query_log->LogAnswer(client, admission.query, result.response,
+                                 server::AnswerSource::kLocal, admission.transport, start);
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  shared_.dns_metrics.Record(result, result.response.size(), seconds);
+  shared_.dns_metrics.Record(result, result.response.size(), start.ElapsedSeconds());
 }
 
 void DnsHandler::HandleQuery(server::Request& request) {
-  const Clock::time_point start = Clock::now();
+  const Start start = server::QueryLog::Start(shared_.query_log);
+  const server::Decision& decision = request.decision();
+  if (decision.kind == server::Decision::Kind::kForward) {
+    // The receiver thread found the name is not ours and routed it: forward it, unless the
+    // routes changed since (then answer from the start, below).
+    const UpstreamRoutes& routes = Routes();
+    if (routes_.generation() == decision.generation) {
+      const dns::Name& qname = request.admission().query.qname;
+      return Forward(request, routes.RouteAt(decision.route), shared_.answerer.IsReverse(qname),
+                     start);
+    }
+  }
   AnswerResult result =
       shared_.answerer.Answer(reader_.Get(), request.admission(), request.response_buffer());
   if (!AnsweredByRecords(result)) {
-    if (result.kind == AnswerKind::kNotOurs) return Forward(request, result, start);
+    if (result.kind == AnswerKind::kNotOurs) {
+      const UpstreamRoute& route = Routes().Lookup(request.admission().query.qname);
+      return Forward(request, route, result.reverse, start);
+    }
     if (result.kind == AnswerKind::kExternalTarget) return StartChase(request, result, start);
     if (StartWalk(request, result, start)) return;
   }
@@ -93,85 +94,69 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
                                           const loop::SocketAddress& peer, std::span<uint8_t> out,
                                           server::Decision* decision) {
   (void)query;
-  (void)decision;
   (void)peer;  // the query log names the client (admission.client)
   // The Answerer writes up to the reply limit (at most 1232 bytes over UDP); never less room.
   if (out.size() < admission.reply_limit_bytes) return 0;
-  const Clock::time_point start = Clock::now();
+  Start start{Start::Clock::now()};
   const AnswerResult result = shared_.answerer.Answer(receiver_reader_.Get(), admission, out);
+  if (result.kind == AnswerKind::kNotOurs) {
+    // Forwarded from the loop, on the route found here.
+    if (const UpstreamRoutes* routes = receiver_routes_.Get()) {
+      const UpstreamRoute& route = routes->Lookup(admission.query.qname);
+      *decision = server::Decision{server::Decision::Kind::kForward, routes->IndexOf(route),
+                                   receiver_routes_.generation()};
+    }
+    return 0;
+  }
   // A drop is HandleQuery's to count; the rest needs this handler's thread.
   if (result.response.empty() || !AnsweredByRecords(result)) return 0;
+  // Sampled for the query log only once answered here: the rest is sampled in HandleQuery.
+  start.logged = shared_.query_log != nullptr && shared_.query_log->Sample();
   RecordLocal(result, admission.client, admission, start);
   return result.response.size();
 }
 
 void DnsHandler::OnConnectionClosed(uint64_t connection_id) {
   // Dropped unanswered: no longer in flight.
-  const size_t dropped = waiting_.DropConnection(connection_id);
+  const size_t dropped = forwarding_.OnConnectionClosed(connection_id);
   for (size_t i = 0; i < dropped; ++i) shared_.forward_metrics.Finished();
 }
 
 void DnsHandler::OnQueriesOverdue(uint64_t connection_id) {
-  // The upstream query goes on (its answer, if any, finds no waiter): only the client's
-  // wait ends here.
-  for (Waiting& waiting : waiting_.TakeConnection(connection_id)) {
-    Fail(waiting, upstream::ForwardFailure::kTimeout);
+  forwarding_.OnQueriesOverdue(connection_id);  // SERVFAIL, as an upstream's timeout
+}
+
+void DnsHandler::Forward(server::Request& request, const UpstreamRoute& route, bool reverse,
+                         const Start& start) {
+  if (forwarding_.Forward(request, route.upstreams, start, WaitState{reverse, nullptr, nullptr})) {
+    shared_.forward_metrics.Sent(route.kind, ForwardKind::kForward);
+    shared_.forward_metrics.Started();
   }
 }
 
-void DnsHandler::Forward(server::Request& request, const AnswerResult& result,
-                         Clock::time_point start) {
-  const dns::Query& query = request.admission().query;
-  const loop::SocketAddress client = request.client();  // the pod, also behind the cache
-  const uint64_t id = waiting_.Add(request, Forwarding{start, result.reverse, nullptr, nullptr});
-  if (id == 0) return FailNow(request, result, start);
-  const UpstreamRoute& route = Routes().Lookup(query.qname);
-  shared_.forward_metrics.Sent(route.kind, ForwardKind::kForward);
-  shared_.forward_metrics.Started();
-  forwarder_.Resolve(upstream::Request::FromQuery(query, request.admission().transport, client),
-                     route.upstreams,
-                     [this, id](const upstream::Result& reply) { OnForwarded(id, reply); });
-}
-
 void DnsHandler::StartChase(server::Request& request, const AnswerResult& result,
-                            Clock::time_point start) {
-  auto chase = std::make_unique<Chase>();
+                            const Start& start) {
+  auto chase = std::make_unique<ChaseState>();
   if (dns::ParseMessage(result.response, &chase->partial) != dns::ParseError::kOk) {
     // Our own answer always parses; if it ever did not, the CNAME alone is still true.
     LOG_EVERY_N(ERROR, 1000) << "cannot parse our own answer for "
                              << request.admission().query.qname.ToText();
     request.Reply(result.response);
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    shared_.dns_metrics.Record(result, result.response.size(), seconds);
+    shared_.dns_metrics.Record(result, result.response.size(), start.ElapsedSeconds());
     return;
   }
   chase->target = result.chase_target;
-  const uint64_t id = waiting_.Add(request, Forwarding{start, false, std::move(chase), nullptr});
-  if (id == 0) return FailNow(request, result, start);
-  shared_.forward_metrics.Started();
-  AskChaseTarget(id, *waiting_.Find(id));
-}
-
-void DnsHandler::FailNow(server::Request& request, const AnswerResult& result,
-                         Clock::time_point start) {
-  shared_.forward_metrics.Failed(upstream::ForwardFailure::kOverloaded);
-  const std::span<const uint8_t> response = server::WriteEmptyResponse(
-      request.admission().query, dns::Rcode::kServFail, /*aa=*/false, request.response_buffer());
-  if (!response.empty()) {
-    const dns::Query& query = request.admission().query;
-    LogQuery(shared_.query_log, request.client(), query, request.transport(), response,
-             server::AnswerSource::kLocal, start);
-    request.Reply(response);
+  WaitState state{false, std::move(chase), nullptr};
+  const uint64_t id = forwarding_.Wait(request, start, state);
+  if (id == 0) {
+    return forwarding_.FailNow(request, start, state, upstream::ForwardFailure::kOverloaded);
   }
-  AnswerResult record = result;
-  record.rcode = dns::Rcode::kServFail;
-  record.truncated = false;
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  shared_.dns_metrics.Record(record, response.size(), seconds);
+  shared_.forward_metrics.Started();
+  AskChaseTarget(id, *forwarding_.Find(id));
 }
 
 void DnsHandler::AskChaseTarget(uint64_t id, Waiting& waiting) {
-  Chase& chase = *waiting.state.chase;
+  ChaseState& chase = *waiting.state.chase;
   ++chase.queries;
   upstream::Request request;
   request.qname = chase.target;
@@ -184,32 +169,15 @@ void DnsHandler::AskChaseTarget(uint64_t id, Waiting& waiting) {
   const UpstreamRoute& route = Routes().Lookup(chase.target);
   shared_.forward_metrics.Sent(route.kind,
                                waiting.state.walk ? ForwardKind::kAutopath : ForwardKind::kChase);
-  forwarder_.Resolve(request, route.upstreams,
-                     [this, id](const upstream::Result& reply) { OnChased(id, reply); });
-}
-
-void DnsHandler::OnForwarded(uint64_t id, const upstream::Result& result) {
-  std::optional<Waiting> waiting = waiting_.Take(id);
-  if (!waiting) return;  // its TCP client went away
-  if (result.outcome != upstream::ForwardOutcome::kAnswer) {
-    Fail(*waiting, upstream::ForwardFailureOf(result.outcome, result.reason));
-    return;
-  }
-  const server::Fitted fitted = server::FitReply(
-      server::ReplyToFit::From(result), waiting->client.query(), waiting->client.limit_bytes,
-      server::Truncation::kWholeRRsets, buffer_, &reply_);
-  if (fitted.bytes.empty()) {
-    Fail(*waiting, upstream::ForwardFailure::kBadReply);
-    return;
-  }
-  Finish(*waiting, fitted.bytes, result.message.rcode(), TcBit(fitted.bytes),
-         server::AnswerSource::kUpstream);
+  forwarding_.forwarder().Resolve(
+      request, route.upstreams, [this, id](const upstream::Result& reply) { OnChased(id, reply); });
 }
 
 void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
-  Waiting* waiting = waiting_.Find(id);
+  Waiting* waiting = forwarding_.Find(id);
   if (waiting == nullptr) return;  // its TCP client went away
-  Chase& chase = *waiting->state.chase;
+  WaitState& state = waiting->state;
+  ChaseState& chase = *state.chase;
   if (result.outcome != upstream::ForwardOutcome::kAnswer) {
     ChaseFailed(id, upstream::ForwardFailureOf(result.outcome, result.reason));
     return;
@@ -237,40 +205,40 @@ void DnsHandler::OnChased(uint64_t id, const upstream::Result& result) {
     ChaseFailed(id, upstream::ForwardFailure::kChain);
     return;
   }
-  if (waiting->state.walk) {
+  if (state.walk) {
     // A walk's candidate is an ExternalName service: its chain decides whether it exists.
     if (chase.partial.rcode() == dns::Rcode::kNxDomain) {
-      waiting->state.chase.reset();
+      state.chase.reset();
       NextCandidate(id);
     } else {
       WalkHit(id, chase.partial, AutopathSource::kUpstream);
     }
     return;
   }
-  std::optional<Waiting> done = waiting_.Take(id);
+  std::optional<Waiting> done = forwarding_.Take(id);
   const dns::Message& partial = done->state.chase->partial;
   if (dns::BuildMessage(partial, done->client.limit_bytes, &reply_) != dns::BuildError::kOk) {
-    Fail(*done, upstream::ForwardFailure::kBadReply);
-    return;
+    return forwarding_.Fail(*done, upstream::ForwardFailure::kBadReply);
   }
-  Finish(*done, reply_, partial.rcode(), TcBit(reply_), server::AnswerSource::kUpstream);
+  forwarding_.Send(*done, reply_, server::AnswerSource::kUpstream);
 }
 
 void DnsHandler::ChaseFailed(uint64_t id, upstream::ForwardFailure failure) {
-  const Waiting* waiting = waiting_.Find(id);
+  const Waiting* waiting = forwarding_.Find(id);
   if (waiting != nullptr && waiting->state.walk) return WalkMiss(id, AutopathMiss::kFailed);
   FailTaken(id, failure);
 }
 
 bool DnsHandler::StartWalk(server::Request& request, const AnswerResult& result,
-                           Clock::time_point start) {
+                           const Start& start) {
   std::optional<dns::Name> prefix = shared_.autopath->Prefix(request.admission().query.qname);
   if (!prefix) return false;
   shared_.autopath_metrics->Attempted();
-  auto walk = std::make_unique<Walk>();
+  auto walk = std::make_unique<WalkState>();
   walk->prefix = *prefix;
   walk->fallback.assign(result.response.begin(), result.response.end());
-  const uint64_t id = waiting_.Add(request, Forwarding{start, false, nullptr, std::move(walk)});
+  WaitState state{false, nullptr, std::move(walk)};
+  const uint64_t id = forwarding_.Wait(request, start, state);
   if (id == 0) {
     // No room to wait: the answer without autopath, never SERVFAIL because of it.
     shared_.autopath_metrics->Missed(AutopathMiss::kOverloaded);
@@ -282,9 +250,9 @@ bool DnsHandler::StartWalk(server::Request& request, const AnswerResult& result,
 }
 
 void DnsHandler::NextCandidate(uint64_t id) {
-  Waiting* waiting = waiting_.Find(id);
+  Waiting* waiting = forwarding_.Find(id);
   if (waiting == nullptr) return;
-  Walk& walk = *waiting->state.walk;
+  WalkState& walk = *waiting->state.walk;
   const std::vector<dns::Name>& suffixes = shared_.autopath->suffixes();
   while (walk.next < suffixes.size()) {
     walk.suffix = walk.next++;
@@ -314,8 +282,9 @@ void DnsHandler::NextCandidate(uint64_t id) {
       ask.client = waiting->responder.client();
       const UpstreamRoute& route = Routes().Lookup(walk.candidate);
       shared_.forward_metrics.Sent(route.kind, ForwardKind::kAutopath);
-      forwarder_.Resolve(ask, route.upstreams,
-                         [this, id](const upstream::Result& reply) { OnCandidate(id, reply); });
+      forwarding_.forwarder().Resolve(
+          ask, route.upstreams,
+          [this, id](const upstream::Result& reply) { OnCandidate(id, reply); });
       return;
     }
     if (local.kind == AnswerKind::kAnswered && local.rcode == dns::Rcode::kNxDomain) continue;
@@ -327,7 +296,7 @@ void DnsHandler::NextCandidate(uint64_t id) {
     }
     if (local.kind == AnswerKind::kAnswered) return WalkHit(id, reply, AutopathSource::kOurs);
     // An ExternalName service whose chain leaves Z: completed upstream, as for a client.
-    auto chase = std::make_unique<Chase>();
+    auto chase = std::make_unique<ChaseState>();
     chase->partial = std::move(reply);
     chase->target = local.chase_target;
     waiting->state.chase = std::move(chase);
@@ -338,7 +307,7 @@ void DnsHandler::NextCandidate(uint64_t id) {
 }
 
 void DnsHandler::OnCandidate(uint64_t id, const upstream::Result& result) {
-  if (waiting_.Find(id) == nullptr) return;  // its TCP client went away
+  if (forwarding_.Find(id) == nullptr) return;  // its TCP client went away
   if (result.outcome != upstream::ForwardOutcome::kAnswer)
     return WalkMiss(id, AutopathMiss::kFailed);
   const dns::Rcode rcode = result.message.rcode();
@@ -348,66 +317,63 @@ void DnsHandler::OnCandidate(uint64_t id, const upstream::Result& result) {
 }
 
 void DnsHandler::WalkHit(uint64_t id, const dns::Message& reply, AutopathSource source) {
-  // `reply` may live in the walk's Chase, which Take moves but does not free.
-  std::optional<Waiting> done = waiting_.Take(id);
+  // `reply` may live in the walk's ChaseState, which Take moves but does not free.
+  std::optional<Waiting> done = forwarding_.Take(id);
   if (!done) return;
-  const Walk& walk = *done->state.walk;
+  WalkState& walk = *done->state.walk;
   const dns::Message answer = ComposeAutopathAnswer(done->client.query(), walk.candidate, reply,
                                                     source, shared_.answerer.config().ttl_s);
   if (dns::BuildMessage(answer, done->client.limit_bytes, &reply_) != dns::BuildError::kOk) {
     shared_.autopath_metrics->Missed(AutopathMiss::kFailed);
-    Finish(*done, done->state.walk->fallback, dns::Rcode::kNxDomain, false,
-           server::AnswerSource::kLocal);
-    return;
+    return forwarding_.Send(*done, walk.fallback, server::AnswerSource::kLocal);
   }
   shared_.autopath_metrics->Hit(walk.suffix);
   // The candidate's answer came from our records or from an upstream: logged as such.
-  Finish(*done, reply_, dns::Rcode::kNoError, TcBit(reply_),
-         source == AutopathSource::kOurs ? server::AnswerSource::kLocal
-                                         : server::AnswerSource::kUpstream);
+  forwarding_.Send(*done, reply_,
+                   source == AutopathSource::kOurs ? server::AnswerSource::kLocal
+                                                   : server::AnswerSource::kUpstream);
 }
 
 void DnsHandler::WalkMiss(uint64_t id, AutopathMiss miss) {
-  std::optional<Waiting> done = waiting_.Take(id);
+  std::optional<Waiting> done = forwarding_.Take(id);
   if (!done) return;
   shared_.autopath_metrics->Missed(miss);
   // The query's own NXDOMAIN, from our records.
-  Finish(*done, done->state.walk->fallback, dns::Rcode::kNxDomain, false,
-         server::AnswerSource::kLocal);
+  forwarding_.Send(*done, done->state.walk->fallback, server::AnswerSource::kLocal);
 }
 
 void DnsHandler::FailTaken(uint64_t id, upstream::ForwardFailure failure) {
-  std::optional<Waiting> waiting = waiting_.Take(id);
-  if (waiting) Fail(*waiting, failure);
+  std::optional<Waiting> waiting = forwarding_.Take(id);
+  if (waiting) forwarding_.Fail(*waiting, failure);
 }
 
-void DnsHandler::Fail(Waiting& waiting, upstream::ForwardFailure failure) {
-  shared_.forward_metrics.Failed(failure);
-  std::span<const uint8_t> response = server::WriteEmptyResponse(
-      waiting.client.query(), dns::Rcode::kServFail, /*aa=*/false, buffer_);
-  Finish(waiting, response, dns::Rcode::kServFail, false, server::AnswerSource::kFailure);
+std::span<uint8_t> DnsHandler::FitAnswer(const dns::Query& query, size_t limit, WaitState& state,
+                                         const upstream::Result& result, std::span<uint8_t> out) {
+  (void)state;
+  return server::FitReply(server::ReplyToFit::From(result), query, limit,
+                          server::Truncation::kWholeRRsets, out, &reply_)
+      .bytes;
 }
 
-void DnsHandler::Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode,
-                        bool truncated, server::AnswerSource source) {
-  if (shared_.query_log != nullptr) {  // the question rebuilt only for a log
-    LogQuery(shared_.query_log, waiting.responder.client(), waiting.client.query(),
-             waiting.client.transport, response, source, waiting.state.start);
+void DnsHandler::Sending(const server::SentAnswer& answer, const WaitState& state) {
+  if (answer.source == server::AnswerSource::kFailure) {
+    shared_.forward_metrics.Failed(answer.failure);
   }
-  waiting.responder.Reply(response);
-  const double seconds = std::chrono::duration<double>(Clock::now() - waiting.state.start).count();
-  shared_.forward_metrics.Answered(seconds);
-  shared_.forward_metrics.Finished();
+  const double seconds = answer.start.ElapsedSeconds();
+  if (answer.waited) {
+    shared_.forward_metrics.Answered(seconds);
+    shared_.forward_metrics.Finished();
+  }
   AnswerResult record;
   // A walk's answer is the answer to a name in Z ("auth"), wherever its candidate came from.
-  record.kind = waiting.state.walk    ? AnswerKind::kAnswered
-                : waiting.state.chase ? AnswerKind::kExternalTarget
-                                      : AnswerKind::kNotOurs;
-  record.rcode = rcode;
-  record.qtype = waiting.client.qtype;
-  record.truncated = truncated;
-  record.reverse = waiting.state.reverse;
-  shared_.dns_metrics.Record(record, response.size(), seconds);
+  record.kind = state.walk    ? AnswerKind::kAnswered
+                : state.chase ? AnswerKind::kExternalTarget
+                              : AnswerKind::kNotOurs;
+  record.rcode = dns::RcodeOf(answer.response);
+  record.qtype = answer.query.qtype;
+  record.truncated = TcBit(answer.response);
+  record.reverse = state.reverse;
+  shared_.dns_metrics.Record(record, answer.response.size(), seconds);
 }
 
 }  // namespace kdns::kubedns

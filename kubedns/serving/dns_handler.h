@@ -15,9 +15,10 @@
 //                    out-of-zone CNAME is followed too, up to kMaxChaseQueries queries and
 //                    kMaxCnames CNAMEs in all (skydns's limit of 8).
 //
-// A query forwarded or chased waits (common/server/waiting_queries.h: only what its reply
-// needs, within the process-wide budget of waiting queries, Shared::waiting); a waiting
-// query whose TCP client closes its connection is dropped then.
+// A query forwarded or chased waits, and ends, in the layer both servers share
+// (common/server/forwarding.h: only what its reply needs, within the process-wide budget of
+// waiting queries, Shared::waiting; logged, counted through Sending); a waiting query whose
+// TCP client closes its connection is dropped then.
 //
 // Failures answer SERVFAIL (skydns: SERVFAIL when forwarding fails or no nameserver is
 // configured): no upstream at all, every upstream failing, timing out or known down, over
@@ -40,16 +41,19 @@
 //
 // With UDP receiver threads (server::UdpOptions::receiver_thread, --receiver-threads),
 // AnswerOnReceiverThread answers on the socket's receiver thread every UDP query the records
-// answer by themselves, from a snapshot reader of that thread's own, and leaves the rest
-// (forwarded, chased, an autopath walk's NXDOMAIN) to HandleQuery on the DNS thread, which
-// gets it with the same admission and answers it from the start. A receiver thread sleeps
+// answer by themselves, from a snapshot reader of that thread's own, and leaves the rest to
+// HandleQuery on the DNS thread: a name that is not ours with the decision to forward it on
+// its route (server::Decision), which HandleQuery acts on without answering from the
+// records or looking up the route again; a chase or an autopath walk's NXDOMAIN
+// undecided (HandleQuery answers it from the start: the answer to continue from is a
+// message, too large to hand over). A receiver thread sleeps
 // in recvmmsg, so a batch of queries costs no epoll_wait (see frontend-cache/README.md, "Why
 // a receiver thread").
 //
 // Thread: the DNS thread that created it (HandleQuery, the Forwarder's callbacks),
 // except AnswerOnReceiverThread (its socket's receiver thread), which uses only the shared
 // const Answerer, the thread-safe metrics and query log, and receiver_reader_.
-// Pending answers are dropped (the clients retry) when it is destroyed.
+// Queries still waiting are answered SERVFAIL when it is destroyed (Forwarding::CancelAll).
 #pragma once
 
 #include <chrono>
@@ -64,6 +68,7 @@
 #include "common/base/snapshot_holder.h"
 #include "common/dns/message.h"
 #include "common/server/forward_reply.h"
+#include "common/server/forwarding.h"
 #include "common/server/query_handler.h"
 #include "common/server/query_log.h"
 #include "common/server/waiting_queries.h"
@@ -80,7 +85,32 @@
 
 namespace kdns::kubedns {
 
-class DnsHandler final : public server::QueryHandler {
+// An ExternalName chase under way: our answer so far, and the name being asked.
+struct ChaseState {
+  dns::Message partial;
+  dns::Name target;
+  int queries = 0;
+};
+
+// An autopath walk under way (autopath.h).
+struct WalkState {
+  dns::Name prefix;               // N
+  size_t next = 0;                // index in Autopath::suffixes() of the next candidate
+  size_t suffix = 0;              // index of the candidate being resolved
+  dns::Name candidate;            // being resolved
+  std::vector<uint8_t> fallback;  // the NXDOMAIN answered when no candidate exists
+};
+
+// What kubedns keeps of a query waiting for an upstream, besides its Responder and
+// ClientQuery: a plain forward keeps no chase; a walk's chase is its candidate's.
+struct WaitState {
+  bool reverse = false;  // a reverse name (the skydns "reverse" system)
+  std::unique_ptr<ChaseState> chase;
+  std::unique_ptr<WalkState> walk;
+};
+
+class DnsHandler final : public server::QueryHandler,
+                         private server::Forwarding<WaitState>::Policy {
  public:
   static constexpr int kMaxChaseQueries = 4;
   static constexpr size_t kMaxCnames = 8;
@@ -103,6 +133,8 @@ class DnsHandler final : public server::QueryHandler {
     AutopathMetrics* autopath_metrics = nullptr;
     // --log-queries: one line per answer (common/server/query_log.h); null: off.
     server::QueryLog* query_log = nullptr;
+    // Every thread's forwarder counters, summed for the metrics; null: not summed.
+    upstream::ForwarderTotals* forwarder_totals = nullptr;
   };
 
   DnsHandler(const server::ThreadContext& context, const Shared& shared);
@@ -114,8 +146,8 @@ class DnsHandler final : public server::QueryHandler {
   void OnConnectionClosed(uint64_t connection_id) override;
   // As an upstream timeout: SERVFAIL.
   void OnQueriesOverdue(uint64_t connection_id) override;
-  // What the records answer by themselves; the rest goes to HandleQuery undecided (it runs
-  // the Answerer again: its result is a message, too large to hand over).
+  // What the records answer by themselves; a name not ours goes to HandleQuery decided
+  // (forward on its route), the rest undecided.
   size_t AnswerOnReceiverThread(const server::Admission& admission, std::span<const uint8_t> query,
                                 const loop::SocketAddress& peer, std::span<uint8_t> out,
                                 server::Decision* decision) override;
@@ -125,37 +157,17 @@ class DnsHandler final : public server::QueryHandler {
     reader_.Release();
     routes_.Release();
   }
-  void ReleaseReceiverSnapshots() override { receiver_reader_.Release(); }
+  void ReleaseReceiverSnapshots() override {
+    receiver_reader_.Release();
+    receiver_routes_.Release();
+  }
 
-  size_t pending() const { return waiting_.size(); }
-  const upstream::Forwarder& forwarder() const { return forwarder_; }
+  size_t pending() const { return forwarding_.waiting(); }
+  const upstream::Forwarder& forwarder() const { return forwarding_.forwarder(); }
 
  private:
-  using Clock = std::chrono::steady_clock;
-
-  // An ExternalName chase under way: our answer so far, and the name being asked.
-  struct Chase {
-    dns::Message partial;
-    dns::Name target;
-    int queries = 0;
-  };
-  // An autopath walk under way (autopath.h).
-  struct Walk {
-    dns::Name prefix;               // N
-    size_t next = 0;                // index in Autopath::suffixes() of the next candidate
-    size_t suffix = 0;              // index of the candidate being resolved
-    dns::Name candidate;            // being resolved
-    std::vector<uint8_t> fallback;  // the NXDOMAIN answered when no candidate exists
-  };
-  // What kubedns keeps of a query waiting for an upstream, besides its Responder and
-  // ClientQuery (a plain forward keeps no Chase; a walk's Chase is its candidate's).
-  struct Forwarding {
-    Clock::time_point start;
-    bool reverse = false;
-    std::unique_ptr<Chase> chase;
-    std::unique_ptr<Walk> walk;
-  };
-  using Waiting = server::WaitingQueries<Forwarding>::Waiting;
+  using Start = server::AnswerStart;
+  using Waiting = server::Forwarding<WaitState>::Waiting;
 
   // The routes now (empty before the first publish).
   const UpstreamRoutes& Routes();
@@ -164,14 +176,14 @@ class DnsHandler final : public server::QueryHandler {
   bool AnsweredByRecords(const AnswerResult& result) const;
   // Logs and counts an answer the records gave (`result`), sent or dropped.
   void RecordLocal(const AnswerResult& result, const loop::SocketAddress& client,
-                   const server::Admission& admission, Clock::time_point start);
-  void Forward(server::Request& request, const AnswerResult& result, Clock::time_point start);
-  void StartChase(server::Request& request, const AnswerResult& result, Clock::time_point start);
-  // Over the budget of waiting queries: SERVFAIL now (the request is still pending).
-  void FailNow(server::Request& request, const AnswerResult& result, Clock::time_point start);
+                   const server::Admission& admission, const Start& start);
+  // A name not ours (a reverse name when `reverse`), forwarded on `route`.
+  void Forward(server::Request& request, const UpstreamRoute& route, bool reverse,
+               const Start& start);
+  void StartChase(server::Request& request, const AnswerResult& result, const Start& start);
   // Starts a walk for a query the records answered NXDOMAIN (`result`); false when the
   // query does not qualify (the caller answers `result` as usual).
-  bool StartWalk(server::Request& request, const AnswerResult& result, Clock::time_point start);
+  bool StartWalk(server::Request& request, const AnswerResult& result, const Start& start);
   // Resolves the walk's next candidates until one needs an upstream or the walk ends.
   void NextCandidate(uint64_t id);
   void OnCandidate(uint64_t id, const upstream::Result& result);
@@ -182,14 +194,17 @@ class DnsHandler final : public server::QueryHandler {
   void AskChaseTarget(uint64_t id, Waiting& waiting);
   // A chase step failed: SERVFAIL, or for a walk's candidate the walk's own answer.
   void ChaseFailed(uint64_t id, upstream::ForwardFailure failure);
-  void OnForwarded(uint64_t id, const upstream::Result& result);
   void OnChased(uint64_t id, const upstream::Result& result);
-  // Sends `response` (or SERVFAIL when empty) and records the metrics; `source` is where
-  // the answer came from, for the query log.
-  void Finish(Waiting& waiting, std::span<const uint8_t> response, dns::Rcode rcode, bool truncated,
-              server::AnswerSource source);
-  void Fail(Waiting& waiting, upstream::ForwardFailure failure);
   void FailTaken(uint64_t id, upstream::ForwardFailure failure);
+
+  // server::Forwarding's Policy: an upstream's answer passes with the client's ID and name
+  // case, cut at a whole RRset when it does not fit (Truncation::kWholeRRsets); no answer is
+  // SERVFAIL (no stale answers: kubedns keeps no cache). Every answer of a query that
+  // waited is counted here, by the system it belongs to (DnsMetrics) and in the forwarding
+  // metrics.
+  std::span<uint8_t> FitAnswer(const dns::Query& query, size_t limit, WaitState& state,
+                               const upstream::Result& result, std::span<uint8_t> out) override;
+  void Sending(const server::SentAnswer& answer, const WaitState& state) override;
 
   const Shared& shared_;
   std::span<uint8_t> buffer_;  // the thread's response buffer
@@ -197,11 +212,12 @@ class DnsHandler final : public server::QueryHandler {
   // The receiver thread's (AnswerOnReceiverThread's): a Reader belongs to one thread.
   SnapshotHolder<Snapshot>::Reader receiver_reader_;
   SnapshotHolder<UpstreamRoutes>::Reader routes_;
-  server::WaitingQueries<Forwarding> waiting_;
+  SnapshotHolder<UpstreamRoutes>::Reader receiver_routes_;  // the receiver thread's
   std::vector<uint8_t> reply_;  // reused for answers encoded for the client (chase, re-encode)
   std::vector<uint8_t> candidate_buffer_;  // the records' answer to a walk's candidate
-  // Last: destroyed first, so its callbacks (which use the members above) go before them.
-  upstream::Forwarder forwarder_;
+  // The queries waiting for upstreams, and the thread's Forwarder. Last: destroyed first,
+  // so its callbacks (which use the members above) go before them.
+  server::Forwarding<WaitState> forwarding_;
 };
 
 }  // namespace kdns::kubedns

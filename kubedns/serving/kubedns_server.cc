@@ -242,12 +242,15 @@ KubednsServer::KubednsServer(Options options)
       server::MakeRateLimits(options_.rate_limits, handler_shared_.waiting, &rate_limits_, &error))
       << "the rate-limit flags were checked by BuildOptions: " << error;
   if (query_log_.enabled()) handler_shared_.query_log = &query_log_;
+  handler_shared_.forwarder_totals = &forwarder_totals_;
   RegisterMetrics();
 }
 
 KubednsServer::~KubednsServer() { Stop(); }
 
 void KubednsServer::RegisterMetrics() {
+  // The forwarder's side (distinct upstream queries); forward_metrics_ counts the clients'.
+  upstream::RegisterForwarderMetrics(registry_, "kdns_kubedns_forwarder", forwarder_totals_);
   limits::RegisterLimitMetrics(registry_);
   server::RegisterRateLimitMetrics(registry_, rate_limits_);
   metrics::RegisterProcessMetrics(registry_, "kubedns");

@@ -44,6 +44,7 @@
 #include "common/server/rate_limits.h"
 #include "common/server/waiting_queries.h"
 #include "common/upstream/forwarder.h"
+#include "common/upstream/forwarder_totals.h"
 #include "common/upstream/upstream_table.h"
 #include "kubedns/answering/answerer.h"
 #include "kubedns/answering/autopath.h"
@@ -143,6 +144,7 @@ class KubednsServer {
   DnsMetrics dns_metrics_;
   std::shared_ptr<upstream::UpstreamTable> upstream_table_;
   ForwardMetrics forward_metrics_;
+  upstream::ForwarderTotals forwarder_totals_;  // every DNS thread's forwarder
   // Set with --autopath only.
   std::unique_ptr<const Autopath> autopath_;
   std::unique_ptr<AutopathMetrics> autopath_metrics_;

@@ -67,6 +67,9 @@ class UpstreamRoutes {
   DefaultSource default_source() const { return source_; }
   // Most labels first.
   std::span<const UpstreamRoute> stubs() const { return table_.domain_routes(); }
+  // A route's index across threads (server::Decision): upstream::RouteTable's.
+  uint32_t IndexOf(const UpstreamRoute& route) const { return table_.IndexOf(route); }
+  const UpstreamRoute& RouteAt(uint32_t index) const { return table_.RouteAt(index); }
   // One line for logs: `stubs: acme.local.=[10.0.0.10#53]; default (resolv.conf): [...]`.
   std::string ToString() const;
 

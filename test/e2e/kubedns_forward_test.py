@@ -242,6 +242,11 @@ def run(results, tmp):
               and m.get('kdns_kubedns_forward_queries_total{route="stub",kind="chase"}', 0) >= 2)
         check("forwarding latency is measured",
               m.get("kdns_kubedns_forward_duration_seconds_count", 0) >= 15)
+        check("every thread's forwarder is summed (the upstream queries, as frontend-cache's)",
+              m.get("kdns_kubedns_forwarder_requests_total", 0) >=
+              m.get('kdns_kubedns_forward_queries_total{route="stub",kind="forward"}', 0) +
+              m.get('kdns_kubedns_forward_queries_total{route="default",kind="chase"}', 0) and
+              m.get("kdns_kubedns_forwarder_in_flight", -1) == 0)
         check("per-upstream counters",
               m.get('kdns_kubedns_upstream_queries_total{upstream="127.0.0.1#%d"}' % nsd, 0) >= 3)
         check("config reloads are counted",
