@@ -2,15 +2,16 @@
 """Node-local mode end to end: the nanny as the per-node cache, inside a "node" network and
 mount namespace this test creates (root; skipped with the reason otherwise).
 
-The node: `lo` up, holding 10.0.0.2, where a stand-in central DNS serves (kubedns on the
-demo objects, kubedns/demo-cluster.json); a route to the Service range; and kube-proxy
-emulated by DNAT rules in nat OUTPUT: the kube-dns ClusterIP 10.96.0.10:53 and the
-kube-dns-upstream ClusterIP 10.96.0.11:53 both go to 10.0.0.2:53 (with nft in the
-`ip kube-proxy` table as kube-proxy's nftables mode writes it, or with iptables).
+The node: `lo` up, holding 10.0.0.2 and fd00::2, where a stand-in central DNS serves
+(kubedns on the demo objects, kubedns/demo-cluster.json); routes to the Service ranges; and
+kube-proxy emulated by DNAT rules in nat OUTPUT: the kube-dns ClusterIPs 10.96.0.10:53 and
+[fd00:96::10]:53 and the kube-dns-upstream ClusterIP 10.96.0.11:53 go to the central DNS
+(with nft in `ip`/`ip6 kube-proxy` tables as kube-proxy's nftables mode writes them, or
+with iptables and ip6tables).
 
 The nanny runs as the node-local-dns DaemonSet runs node-cache: -localip
-169.254.20.10,10.96.0.10,fd00::a (the link-local address, the ClusterIP of transparent mode,
-and an IPv6 one: dual-stack in one process), -interfacename lo (this machine has no dummy
+169.254.20.10,10.96.0.10,fd00::a,fd00:96::10 (the link-local addresses and the ClusterIPs of
+transparent mode, IPv4 and IPv6: dual-stack in one process), -interfacename lo (this machine has no dummy
 link type), -upstreamsvc kube-dns-upstream with KUBE_DNS_UPSTREAM_SERVICE_HOST=10.96.0.11.
 
 Once per backend (auto, which finds kube-proxy's nftables table and picks nftables; then
@@ -36,11 +37,13 @@ import servers  # noqa: E402
 
 INSIDE = "KDNS_NODE_LOCAL_NAMESPACES"
 CENTRAL = "10.0.0.2"
+CENTRAL_V6 = "fd00::2"
 CLUSTER_IP = "10.96.0.10"
+CLUSTER_IP_V6 = "fd00:96::10"
 UPSTREAM_IP = "10.96.0.11"
 LINK_LOCAL = "169.254.20.10"
 LINK_LOCAL_V6 = "fd00::a"
-LOCAL_IPS = [LINK_LOCAL, CLUSTER_IP, LINK_LOCAL_V6]
+LOCAL_IPS = [LINK_LOCAL, CLUSTER_IP, LINK_LOCAL_V6, CLUSTER_IP_V6]
 HEALTH_PORT = 8080
 METRICS_PORT = 9253  # -metrics-listen-address 127.0.0.1:9253 (a namespace of our own)
 NAME = "kubernetes.default.svc.cluster.local"
@@ -103,13 +106,19 @@ class Nftables:
     def emulate_kube_proxy():
         rules = "".join("    ip daddr %s %s dport 53 dnat to %s:53\n" % (ip, proto, CENTRAL)
                         for ip in (CLUSTER_IP, UPSTREAM_IP) for proto in ("udp", "tcp"))
-        text = ("table ip kube-proxy {\n  chain output {\n"
-                "    type nat hook output priority -100; policy accept;\n" + rules + "  }\n}\n")
+        rules6 = "".join("    ip6 daddr %s %s dport 53 dnat to [%s]:53\n" % (CLUSTER_IP_V6, proto,
+                                                                           CENTRAL_V6)
+                         for proto in ("udp", "tcp"))
+        text = "".join("table %s kube-proxy {\n  chain output {\n"
+                       "    type nat hook output priority -100; policy accept;\n%s  }\n}\n" %
+                       (family, family_rules)
+                       for family, family_rules in (("ip", rules), ("ip6", rules6)))
         subprocess.run(["nft", "-f", "-"], input=text, text=True, check=True, timeout=30)
 
     @staticmethod
     def remove_kube_proxy():
         sh("nft", "delete", "table", "ip", "kube-proxy", check=False)
+        sh("nft", "delete", "table", "ip6", "kube-proxy", check=False)
 
     @staticmethod
     def listing():
@@ -157,10 +166,14 @@ class Iptables:
             for proto in ("udp", "tcp"):
                 sh("iptables", "-t", "nat", "-A", "OUTPUT", "-d", ip, "-p", proto, "--dport", "53",
                    "-j", "DNAT", "--to-destination", CENTRAL + ":53")
+        for proto in ("udp", "tcp"):
+            sh("ip6tables", "-t", "nat", "-A", "OUTPUT", "-d", CLUSTER_IP_V6, "-p", proto,
+               "--dport", "53", "-j", "DNAT", "--to-destination", "[%s]:53" % CENTRAL_V6)
 
     @staticmethod
     def remove_kube_proxy():
         sh("iptables", "-t", "nat", "-F", "OUTPUT", check=False)
+        sh("ip6tables", "-t", "nat", "-F", "OUTPUT", check=False)
 
     @staticmethod
     def line(rule, chain="PREROUTING"):
@@ -299,10 +312,11 @@ def test_sigterm_tears_down_and_the_central_dns_answers_again(env):
         p.append("rules left in %s" % backend.name)
     if addresses_present():
         p.append("addresses left on lo: %s" % addresses_present())
-    # kube-proxy's DNAT takes the ClusterIP to the central DNS again.
-    answer = dig_at(CLUSTER_IP)
-    if answer.status != "NOERROR" or NAME_IP not in answer.rdatas("A"):
-        p.append("@%s after the teardown: %s" % (CLUSTER_IP, answer))
+    # kube-proxy's DNAT takes the ClusterIPs to the central DNS again.
+    for cluster_ip in (CLUSTER_IP, CLUSTER_IP_V6):
+        answer = dig_at(cluster_ip)
+        if answer.status != "NOERROR" or NAME_IP not in answer.rdatas("A"):
+            p.append("@%s after the teardown: %s" % (cluster_ip, answer))
     log = nanny.log()
     rules_at = log.find("node-local rules removed")
     addresses_at = log.find("node-local addresses removed")
@@ -338,25 +352,27 @@ TESTS = [test_answers_through_every_local_address, test_health_and_metrics,
 
 
 def set_up_node(workdir, owned):
-    """The node: lo with the central DNS's address, a route to the Service range, the central
-    DNS (kubedns on the demo objects) on 10.0.0.2:53."""
+    """The node: lo with the central DNS's addresses, routes to the Service ranges, the
+    central DNS (kubedns on the demo objects) on 10.0.0.2:53 and [fd00::2]:53."""
     sh("ip", "link", "set", "lo", "up")
     sh("ip", "addr", "add", CENTRAL + "/32", "dev", "lo")
+    sh("ip", "-6", "addr", "add", CENTRAL_V6 + "/128", "dev", "lo", "nodad")
     sh("ip", "route", "add", "10.96.0.0/12", "dev", "lo")
+    sh("ip", "-6", "route", "add", "fd00:96::/64", "dev", "lo")
     objects = os.path.join(harness.ROOT, "kubedns", "demo-cluster.json")
-    central = servers.Kubedns(workdir, "central", "--dns-bind-address=" + CENTRAL,
-                              "--objects-file=" + objects, port=53)
-    owned.append(central)
-    if not answers(CENTRAL):
-        raise RuntimeError("the central DNS does not answer %s" % NAME)
-    return {"central": central}
+    for name, address in (("central", CENTRAL), ("central-v6", CENTRAL_V6)):
+        owned.append(servers.Kubedns(workdir, name, "--dns-bind-address=" + address,
+                                     "--objects-file=" + objects, port=53))
+        if not answers(address):
+            raise RuntimeError("the central DNS does not answer %s at %s" % (NAME, address))
+    return {}
 
 
 def run_phases(env, checks):
     for backend in (Nftables(), Iptables()):
         print("-- backend %s (--firewall=%s)" % (backend.name, backend.flag))
         backend.emulate_kube_proxy()
-        if not answers(CLUSTER_IP):
+        if not (answers(CLUSTER_IP) and answers(CLUSTER_IP_V6)):
             checks.check("kube-proxy emulation (%s) answers the ClusterIP" % backend.name, False)
             continue
         env["backend"] = backend
