@@ -229,7 +229,9 @@ def start_nanny(env, backend, *extra):
     nanny = harness.Process(argv, log, env=process_env)
     env["owned"].append(nanny)
     env["nanny"] = nanny
-    if not harness.wait_until(lambda: not nanny.alive() or health()[0] == 200, 20):
+    # Healthy (the cache answers) and its /metrics served (the listener comes up after DNS).
+    if not harness.wait_until(lambda: not nanny.alive() or (
+            health()[0] == 200 and metric("kdns_nodelocal_rules_ok") is not None), 20):
         raise RuntimeError("the node cache did not become healthy: " + nanny.log()[-2000:])
     return nanny
 
