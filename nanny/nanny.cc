@@ -336,6 +336,9 @@ void Nanny::WriteMetrics() {
 }
 
 void Nanny::Shutdown() {
+  // The rules and addresses go before the child stops: clients of the ClusterIP reach the
+  // central DNS again (kube-proxy) while the child still answers what was sent to us.
+  if (node_local_) node_local_->Teardown();
   if (stopping_) {
     LOG(INFO) << "second stop request: asking " << options_.child_name << " to exit now";
   } else {
@@ -346,9 +349,6 @@ void Nanny::Shutdown() {
   host_timer_.Stop();
   log_timer_.Stop();
   metrics_timer_.Stop();
-  // The rules and addresses go before the child stops: clients of the ClusterIP reach the
-  // central DNS again (kube-proxy) while the child still answers what was sent to us.
-  if (node_local_) node_local_->Teardown();
   if (supervisor_) {
     supervisor_->Stop();
   } else {
