@@ -118,7 +118,7 @@ class NftablesFirewall final : public Firewall {
 
 class IptablesFirewall final : public Firewall {
  public:
-  IptablesFirewall(RuleSpec spec, CommandRunner& runner)
+  IptablesFirewall(const RuleSpec& spec, CommandRunner& runner)
       : rules_(IptablesRules(spec)), runner_(runner) {}
 
   FirewallBackend backend() const override { return FirewallBackend::kIptables; }
@@ -347,7 +347,7 @@ std::unique_ptr<Firewall> MakeFirewall(FirewallBackend backend, RuleSpec spec,
     case FirewallBackend::kNftables:
       return std::make_unique<NftablesFirewall>(std::move(spec), runner, std::move(ruleset_file));
     case FirewallBackend::kIptables:
-      return std::make_unique<IptablesFirewall>(std::move(spec), runner);
+      return std::make_unique<IptablesFirewall>(spec, runner);
     case FirewallBackend::kNone:
       break;
   }

@@ -14,7 +14,7 @@ namespace {
 using testing::FakeCommandRunner;
 using testing::Joined;
 
-RuleSpec Spec(std::vector<std::string> addresses) {
+RuleSpec Spec(const std::vector<std::string>& addresses) {
   RuleSpec spec;
   for (const std::string& text : addresses) spec.addresses.push_back(*IpAddress::Parse(text));
   return spec;

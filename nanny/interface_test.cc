@@ -26,7 +26,7 @@ struct FakeLinks {
     } else if (argv[2] == "addr") {
       // ip -4|-6 addr add|del PREFIX dev NAME [nodad]
       InterfaceState& link = links[argv[6]];
-      const std::string prefix = argv[4];
+      const std::string& prefix = argv[4];
       const IpAddress address = *IpAddress::Parse(prefix.substr(0, prefix.find('/')));
       if (argv[3] == "add") {
         link.addresses.push_back(address);

@@ -116,7 +116,7 @@ bool NodeLocal::healthy() const {
 void NodeLocal::Probe() {
   if (probe_in_flight_ || !probe_channel_) return;
   probe_in_flight_ = true;
-  probe_channel_->Send(probe_query_, [this](ares::Channel::Reply reply) {
+  probe_channel_->Send(probe_query_, [this](const ares::Channel::Reply& reply) {
     probe_in_flight_ = false;
     // Any reply is an answer: the child reads its sockets.
     if (reply.status == ARES_SUCCESS) last_answer_ms_ = loop_.now_ms();

@@ -33,7 +33,13 @@ void PrependZoneRoutes(const std::vector<std::string>& zones, const std::string&
                        ChildConfig* config) {
   std::vector<std::string> servers;
   servers.reserve(zones.size() + config->servers.size());
-  for (const auto& zone : zones) servers.push_back("/" + zone + "/" + server);
+  for (const auto& zone : zones) {
+    std::string route = "/";
+    route += zone;
+    route += "/";
+    route += server;
+    servers.push_back(std::move(route));
+  }
   servers.insert(servers.end(), config->servers.begin(), config->servers.end());
   config->servers = std::move(servers);
 }
