@@ -11,6 +11,8 @@ packages=(
   libgoogle-glog-dev catch2 libyaml-cpp-dev
   # test peers and clients
   bind9-dnsutils knot-dnsutils dnsperf nsd unbound dnsmasq-base dnsdist iproute2 procps
+  # node-local mode's rules and addresses (test/e2e/node_local_test.py)
+  nftables iptables
   util-linux python3 python3-h2 python3-yaml curl openssl
   # promtool (check rules, test rules, check metrics: test/e2e/monitoring_test.py)
   prometheus

@@ -12,6 +12,7 @@
 #include "common/base/port.h"
 #include "common/dns/name.h"
 #include "common/upstream/upstream_address.h"
+#include "nanny/command_runner.h"
 
 namespace kdns::nanny {
 namespace {
@@ -67,19 +68,9 @@ bool FindExecutable(const std::string& exec, const ExecutableSearch& search, std
     *found = beside;
     return true;
   }
-  const std::string& dirs = search.path;
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t colon = dirs.find(':', start);
-    std::string dir =
-        dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + exec;
-    if (Executable(candidate)) {
-      *found = candidate;
-      return true;
-    }
-    if (colon == std::string::npos) break;
-    start = colon + 1;
+  if (std::optional<std::string> in_path = FindInPath(exec, search.path)) {
+    *found = *in_path;
+    return true;
   }
   *error = "-dnsmasqExec " + exec + ": not found beside the nanny nor in PATH";
   return false;

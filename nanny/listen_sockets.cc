@@ -11,8 +11,11 @@
 namespace kdns::nanny {
 namespace {
 
+// linux/in6.h's IPV6_FREEBIND (Linux 4.15), which glibc's <netinet/in.h> does not define.
+constexpr int kIpv6Freebind = 78;
+
 // A bound socket of `type` on `address`, or -1 with *error.
-int BindOne(int type, const loop::SocketAddress& address, std::string* error) {
+int BindOne(int type, const loop::SocketAddress& address, Freebind freebind, std::string* error) {
   const char* kind = type == SOCK_DGRAM ? "udp" : "tcp";
   auto fail = [&](const char* what, int fd) {
     const int err = errno;
@@ -28,6 +31,13 @@ int BindOne(int type, const loop::SocketAddress& address, std::string* error) {
   }
   if (address.is_v6() && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) {
     return fail("IPV6_V6ONLY", fd);
+  }
+  if (freebind == Freebind::kYes) {
+    const bool v6 = address.is_v6();
+    if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? kIpv6Freebind : IP_FREEBIND, &one,
+                   sizeof(one)) != 0) {
+      return fail(v6 ? "IPV6_FREEBIND" : "IP_FREEBIND", fd);
+    }
   }
   if (type == SOCK_DGRAM) {
     int size = ListenSockets::kReceiveBufferBytes;
@@ -73,20 +83,21 @@ ListenSockets& ListenSockets::operator=(ListenSockets&& other) noexcept {
   return *this;
 }
 
-bool ListenSockets::Bind(const std::vector<loop::SocketAddress>& addresses, std::string* error) {
+bool ListenSockets::Bind(const std::vector<loop::SocketAddress>& addresses, std::string* error,
+                         Freebind freebind) {
   Close();
   for (const auto& requested : addresses) {
     // Port 0 (tests): TCP takes the port the kernel gave the UDP socket, which TCP may
     // already use; then another port is tried, as DnsServer does.
     const int attempts = requested.port() == 0 ? kPortZeroAttempts : 1;
     for (int attempt = 1;; ++attempt) {
-      int udp = BindOne(SOCK_DGRAM, requested, error);
+      int udp = BindOne(SOCK_DGRAM, requested, freebind, error);
       if (udp < 0) {
         Close();
         return false;
       }
       loop::SocketAddress address = LocalAddress(udp);
-      int tcp = BindOne(SOCK_STREAM, address, error);
+      int tcp = BindOne(SOCK_STREAM, address, freebind, error);
       if (tcp >= 0) {
         fds_.push_back(udp);
         fds_.push_back(tcp);

@@ -4,6 +4,9 @@
 // never closes the port: queries wait in the socket's receive queue (and TCP connections in
 // the listen backlog) until the next child reads them, instead of being refused.
 //
+// In node-local mode the sockets are bound with IP_FREEBIND (IPV6_FREEBIND), so an address
+// not on an interface yet (-setupinterface=false, or added later) does not fail the bind.
+//
 // The receive buffer is raised (SO_RCVBUF, or SO_RCVBUFFORCE when permitted) so a burst of
 // queries fits while no child is reading.
 //
@@ -17,6 +20,9 @@
 #include "common/loop/socket_address.h"
 
 namespace kdns::nanny {
+
+// Whether a socket may be bound to an address the node does not hold (yet).
+enum class Freebind { kNo, kYes };
 
 class ListenSockets {
  public:
@@ -34,7 +40,8 @@ class ListenSockets {
 
   // Binds UDP and TCP (listening) on each address. False with a one-line *error ("bind
   // 127.0.0.1:53 (udp): Address already in use") and nothing held.
-  [[nodiscard]] bool Bind(const std::vector<loop::SocketAddress>& addresses, std::string* error);
+  [[nodiscard]] bool Bind(const std::vector<loop::SocketAddress>& addresses, std::string* error,
+                          Freebind freebind = Freebind::kNo);
 
   // udp0, tcp0, udp1, tcp1, ...: the child's fds 3, 4, 5, ...
   const std::vector<int>& fds() const { return fds_; }

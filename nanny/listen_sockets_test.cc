@@ -55,4 +55,18 @@ TEST_CASE("one UDP and one listening TCP socket per address, on the same port", 
   }
 }
 
+TEST_CASE("node-local sockets bind addresses the node does not hold yet", "[nanny]") {
+  // 192.0.2.77 and 2001:db8::77 (documentation ranges) are on no interface.
+  const std::vector<loop::SocketAddress> absent = {*loop::SocketAddress::Parse("192.0.2.77:0"),
+                                                   *loop::SocketAddress::Parse("[2001:db8::77]:0")};
+  std::string error;
+  ListenSockets strict;
+  CHECK_FALSE(strict.Bind({absent[0]}, &error));
+  CHECK_THAT(error, Catch::EndsWith("(udp): Cannot assign requested address"));
+  ListenSockets free;
+  REQUIRE(free.Bind(absent, &error, Freebind::kYes));
+  CHECK(free.fds().size() == 4);
+  CHECK(free.addresses()[1].HostString() == "2001:db8::77");
+}
+
 }  // namespace kdns::nanny

@@ -1,10 +1,12 @@
 // nanny: Supervises frontend-cache and applies the kube-dns ConfigMap (kube-dns's
 // dnsmasq-nanny, with its flags: -configDir, -syncInterval, -restartDnsmasq, -dnsmasqExec,
-// -kubednsServer, -logInterval; everything after "--" goes to the child first).
+// -kubednsServer, -logInterval; everything after "--" goes to the child first). With
+// node-cache's -localip (and its other flags) it runs as the per-node cache (node_local.h).
 // Flags and wiring only (args.h checks the flags); the program's behaviour lives in Nanny,
 // which tests drive.
 //
-// Signals: SIGTERM/SIGINT stop the child (its lameduck period) and exit when it exited; a
+// Signals: SIGTERM/SIGINT (in node-local mode after removing the rules and addresses) stop
+// the child (its lameduck period) and exit when it exited; a
 // second one makes the child exit at once. SIGHUP reads the configuration directory now.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -18,12 +20,15 @@
 #include <vector>
 
 #include "common/app/program.h"
+#include "common/base/ip_address.h"
 #include "common/base/version.h"
 #include "common/loop/loop.h"
 #include "common/loop/signal.h"
+#include "common/loop/socket_address.h"
 #include "nanny/args.h"
 #include "nanny/exec_trampoline.h"
 #include "nanny/nanny.h"
+#include "nanny/node_local_args.h"
 
 // kube-dns's dnsmasq-nanny flags (Go durations are strings here).
 DEFINE_string(configDir, "/etc/k8s/dns/dnsmasq-nanny",
@@ -66,6 +71,32 @@ DEFINE_string(crashLoopRuntime, "10s",
               "a child that ran for less than this before it died crashed fast");
 DEFINE_string(childStopTimeout, "30s",
               "how long a child may take to exit after SIGTERM before it gets SIGKILL");
+// node-cache's flags (node-local mode, node_local_args.h): -localip turns it on.
+DEFINE_string(localip, "",
+              "node-local mode: comma-separated IPv4/IPv6 addresses to serve DNS on (the "
+              "link-local address, e.g. 169.254.20.10, and optionally the kube-dns ClusterIP)");
+DEFINE_string(upstreamsvc, "kube-dns-upstream",
+              "node-local mode: the Service whose ClusterIP (<NAME>_SERVICE_HOST) serves the "
+              "cluster zones");
+DEFINE_bool(setupinterface, true,
+            "node-local mode: put the -localip addresses on -interfacename (a dummy link, "
+            "created when missing)");
+DEFINE_bool(setupiptables, true,
+            "node-local mode: install the NOTRACK and ACCEPT rules for the -localip addresses");
+DEFINE_string(interfacename, "nodelocaldns", "node-local mode: the interface of the addresses");
+DEFINE_bool(skipteardown, false, "node-local mode: leave the rules and addresses in place at exit");
+DEFINE_int32(health_port, 8080,
+             "node-local mode: serve GET /health on this port of every -localip address");
+DEFINE_string(syncinterval, "60s",
+              "node-local mode: how often the addresses and rules are checked and repaired");
+DEFINE_string(kubednscm, "/etc/kube-dns",
+              "node-local mode: the mounted kube-dns ConfigMap directory (-configDir's role)");
+DEFINE_string(metrics_listen_address, "0.0.0.0:9253",
+              "node-local mode: address of the node cache's /metrics (frontend-cache's and "
+              "the nanny's)");
+DEFINE_string(firewall, "auto", "node-local mode: the rules' backend: auto, nftables or iptables");
+DEFINE_string(conf, "", "node-cache's Corefile: no meaning here (a warning)");
+DEFINE_string(basecorefile, "", "node-cache's Corefile template: no meaning here (a warning)");
 DEFINE_bool(check_flags, false,
             "validate the flags, and frontend-cache's arguments after -- with its own "
             "--check-flags, then exit with the result (for manifest checks); starts nothing");
@@ -130,12 +161,27 @@ int main(int argc, char** argv) {
   flags.crash_loop_restarts = FLAGS_crashLoopRestarts;
   flags.crash_loop_runtime = FLAGS_crashLoopRuntime;
   flags.child_stop_timeout = FLAGS_childStopTimeout;
-  const char* path = std::getenv("PATH");
-  const kdns::nanny::ExecutableSearch search{
-      *self, path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin"};
+  const kdns::nanny::ExecutableSearch search{*self, kdns::nanny::SearchPath()};
   kdns::nanny::Nanny::Options options;
   std::string error;
   if (!kdns::nanny::BuildOptions(flags, split.child, search, &options, &error)) Fail(error);
+  kdns::nanny::NodeLocalFlags node_flags;
+  node_flags.localip = FLAGS_localip;
+  node_flags.upstreamsvc = FLAGS_upstreamsvc;
+  node_flags.setupinterface = FLAGS_setupinterface;
+  node_flags.setupiptables = FLAGS_setupiptables;
+  node_flags.interfacename = FLAGS_interfacename;
+  node_flags.skipteardown = FLAGS_skipteardown;
+  node_flags.health_port = FLAGS_health_port;
+  node_flags.syncinterval = FLAGS_syncinterval;
+  node_flags.kubednscm = FLAGS_kubednscm;
+  node_flags.metrics_listen_address = FLAGS_metrics_listen_address;
+  node_flags.firewall = FLAGS_firewall;
+  const bool node_local = kdns::nanny::NodeLocalMode(node_flags);
+  if (node_local &&
+      !kdns::nanny::BuildNodeLocalOptions(node_flags, split.child, &options, &error)) {
+    Fail(error);
+  }
   const std::string& exec = options.child_argv.front();
   if (FLAGS_check_flags) {
     // Only our own child has a check mode; another (dnsmasq) is checked when it starts.
@@ -143,6 +189,21 @@ int main(int argc, char** argv) {
     return RunCheckFlags(exec, split.child);
   }
   kdns::app::InitProcess(argv[0]);
+  std::vector<std::string> meaningless;
+  for (const char* name : {"conf", "basecorefile"}) {
+    if (!gflags::GetCommandLineFlagInfoOrDie(name).is_default) meaningless.push_back(name);
+  }
+  if (!meaningless.empty()) LOG(WARNING) << kdns::nanny::IgnoredFlagsWarning(meaningless);
+  if (node_local) {
+    // The environment is the pod's (not a flag): checked when running, not by --check-flags.
+    kdns::IpAddress upstream;
+    if (!kdns::nanny::ServiceClusterIp(
+            options.upstream_service, [](const char* name) { return std::getenv(name); }, &upstream,
+            &error)) {
+      Fail(error);
+    }
+    options.kubedns_server = kdns::loop::SocketAddressOf(upstream, 53);
+  }
   const bool own_run_dir = FLAGS_runDir.empty();
   options.run_dir = own_run_dir ? MakeRunDir() : FLAGS_runDir;
   if (!own_run_dir) {
@@ -166,6 +227,10 @@ int main(int argc, char** argv) {
               << (options.mode == kdns::nanny::ApplyMode::kInPlace ? "in-place" : "restart")
               << " mode), configuration " << options.config_dir << ", run directory "
               << options.run_dir;
+    if (node_local) {
+      LOG(INFO) << "node-local mode on " << FLAGS_localip << ": cluster zones to -upstreamsvc "
+                << options.upstream_service << " at " << options.kubedns_server.ToString();
+    }
     if (!nanny.Start(&error)) Fail(error);
     if (!nanny.finished()) loop.Run();
     exit_code = nanny.exit_code();

@@ -47,8 +47,24 @@ Nanny::~Nanny() = default;
 bool Nanny::Start(std::string* error) {
   std::vector<std::string> argv = options_.child_argv;
   std::vector<int> fds;
+  if (options_.node_local) {
+    CommandRunner* runner = options_.runner;
+    if (runner == nullptr) {
+      own_runner_ = std::make_unique<ProcessRunner>();
+      runner = own_runner_.get();
+    }
+    NodeLocal::Options node = *options_.node_local;
+    node.ruleset_file = options_.run_dir + "/nodelocal.nft";
+    node_local_ =
+        std::make_unique<NodeLocal>(loop_, std::move(node), *runner, options_.interface_reader);
+    node_local_->set_on_metrics_changed([this] { WriteMetrics(); });
+    if (!node_local_->SetUpInterface(error)) return false;
+  }
   if (options_.mode == ApplyMode::kInPlace) {
-    if (!sockets_.Bind(options_.listen, error)) return false;
+    if (!sockets_.Bind(options_.listen, error, node_local_ ? Freebind::kYes : Freebind::kNo)) {
+      if (node_local_) node_local_->Teardown();
+      return false;
+    }
     fds = sockets_.fds();
     std::string addresses;
     for (const auto& address : sockets_.addresses()) {
@@ -58,6 +74,11 @@ bool Nanny::Start(std::string* error) {
               << sockets_.udp_receive_buffer_bytes() << " bytes) for " << options_.child_name;
     argv.push_back("--servers-file=" + servers_file());
     argv.push_back("--metrics-textfile=" + metrics_file());
+  }
+  // The rules after the sockets: traffic they send our way finds a socket to wait in.
+  if (node_local_ && !node_local_->Start(error)) {
+    node_local_->Teardown();
+    return false;
   }
   ares::Channel::Options cluster;
   cluster.servers = {options_.kubedns_server};
@@ -190,7 +211,12 @@ void Nanny::Prepare(RawConfig raw, const std::string& version) {
 
 void Nanny::Apply(const RawConfig& raw, const std::string& version) {
   ChildConfig child = Translate(raw, stub_hosts_->addresses());
-  AddKubednsZones(options_.kubedns_zones, options_.kubedns_server.ToString(), &child);
+  if (options_.node_local) {
+    AddClusterZones(ClusterZones(options_.cluster_domain, options_.kubedns_zones),
+                    loop::IpOf(options_.kubedns_server), &child);
+  } else {
+    AddKubednsZones(options_.kubedns_zones, options_.kubedns_server.ToString(), &child);
+  }
   metrics_.stub_hosts_unresolved = child.unresolved.size();
   metrics_.stub_lookups_ok = stub_hosts_->lookups_ok();
   metrics_.stub_lookups_failed = stub_hosts_->lookups_failed();
@@ -302,12 +328,17 @@ void Nanny::WriteMetrics() {
     metrics_.restarts_config = supervisor_->config_restarts();
   }
   std::string error;
-  if (!WriteFileAtomically(metrics_file(), metrics_.Render() + process_metrics_.Render(), &error)) {
+  std::string text = metrics_.Render();
+  if (node_local_) text += node_local_->metrics().Render();
+  if (!WriteFileAtomically(metrics_file(), text + process_metrics_.Render(), &error)) {
     LOG_EVERY_N(ERROR, 100) << "cannot write the metrics file: " << error;
   }
 }
 
 void Nanny::Shutdown() {
+  // The rules and addresses go before the child stops: clients of the ClusterIP reach the
+  // central DNS again (kube-proxy) while the child still answers what was sent to us.
+  if (node_local_) node_local_->Teardown();
   if (stopping_) {
     LOG(INFO) << "second stop request: asking " << options_.child_name << " to exit now";
   } else {
@@ -329,6 +360,7 @@ void Nanny::Finish(int exit_code) {
   if (exit_code_) return;
   exit_code_ = exit_code;
   stopping_ = true;
+  if (node_local_) node_local_->Teardown();  // a crash loop ends here too: no black hole
   if (watcher_) watcher_->Stop();
   if (reaper_) reaper_->Stop();
   host_timer_.Stop();

@@ -13,6 +13,12 @@
 //     child, waits for its exit, and starts a new one (kube-dns's behaviour, without its
 //     overlap); without it, changes are logged and not applied (kube-dns too).
 //
+//   node-local mode (-localip, node_local.h): in-place mode as the per-node cache of a
+//     DaemonSet: the sockets on the -localip addresses (IP_FREEBIND), which the NodeLocal
+//     puts on an interface and covers with NOTRACK rules; the cluster zones routed to the
+//     -upstreamsvc ClusterIP; the rules and addresses torn down at SIGTERM before the
+//     child stops.
+//
 // A rejected update keeps the configuration that runs (log line with the reason, metric).
 // An unreadable or invalid directory at start-up means the default configuration (no stub
 // domains, no upstreams), as kube-dns.
@@ -35,9 +41,11 @@
 #include "common/loop/socket_address.h"
 #include "common/loop/timer.h"
 #include "common/metrics/registry.h"
+#include "nanny/command_runner.h"
 #include "nanny/crash_loop.h"
 #include "nanny/listen_sockets.h"
 #include "nanny/nanny_metrics.h"
+#include "nanny/node_local.h"
 #include "nanny/orphan_reaper.h"
 #include "nanny/stub_hosts.h"
 #include "nanny/supervisor.h"
@@ -76,6 +84,14 @@ class Nanny {
     uint64_t metrics_refresh_ms = 10'000;
     // Each line the child prints (they also go to the log); for tests.
     std::function<void(std::string_view line)> on_child_line;
+    // Node-local mode (node_local_args.h): set with -localip. kubedns_server is then the
+    // -upstreamsvc ClusterIP on port 53, which serves the cluster zones (cluster_domain,
+    // the reverse zones and kubedns_zones).
+    std::optional<NodeLocal::Options> node_local;
+    std::string upstream_service;  // -upstreamsvc, for log lines
+    // Runs the node-local mode's commands; nullptr: a ProcessRunner (tests pass a fake).
+    CommandRunner* runner = nullptr;
+    InterfaceReader interface_reader = &ReadInterface;
   };
 
   Nanny(loop::Loop& loop, Options options);
@@ -103,6 +119,8 @@ class Nanny {
   const std::string& seen_version() const { return seen_version_; }
   const ListenSockets& sockets() const { return sockets_; }
   const Supervisor& supervisor() const { return *supervisor_; }
+  // Node-local mode only.
+  const NodeLocal* node_local() const { return node_local_.get(); }
   std::string servers_file() const { return options_.run_dir + "/servers.conf"; }
   std::string metrics_file() const { return options_.run_dir + "/nanny.prom"; }
 
@@ -111,6 +129,8 @@ class Nanny {
   void Prepare(RawConfig raw, const std::string& version);
   void Apply(const RawConfig& raw, const std::string& version);
   void StartChild(std::vector<std::string> generated);
+  // Node-local mode: the interface before the sockets are bound, the rest after.
+  bool StartNodeLocal(std::string* error);
   void RefreshHosts();
   void OnHostTick();
   // When to look the stub host names up next: soon (doubling) while one has no address.
@@ -121,6 +141,8 @@ class Nanny {
   loop::Loop& loop_;
   Options options_;
   ListenSockets sockets_;
+  std::unique_ptr<ProcessRunner> own_runner_;
+  std::unique_ptr<NodeLocal> node_local_;
   std::unique_ptr<ares::Channel> cluster_resolver_;
   std::unique_ptr<ares::Channel> system_resolver_;
   std::unique_ptr<StubHosts> stub_hosts_;

@@ -62,4 +62,28 @@ std::string NannyMetrics::Render() const {
   return out;
 }
 
+std::string NodeLocalMetrics::Render() const {
+  std::string out;
+  Family(out, "kdns_nodelocal_rules_ok", "gauge",
+         "1 while every node-local firewall rule is in place, as of the last check.");
+  Sample(out, "kdns_nodelocal_rules_ok", rules_ok ? 1 : 0);
+  Family(out, "kdns_nodelocal_interface_ok", "gauge",
+         "1 while the node-local interface is up and holds every -localip address, as of the "
+         "last check.");
+  Sample(out, "kdns_nodelocal_interface_ok", interface_ok ? 1 : 0);
+  Family(out, "kdns_nodelocal_repairs_total", "counter",
+         "Node-local rules or addresses the sync found missing or altered and put back.");
+  Sample(out, "kdns_nodelocal_repairs_total", static_cast<double>(address_repairs), {"what"},
+         {"addresses"});
+  Sample(out, "kdns_nodelocal_repairs_total", static_cast<double>(rule_repairs), {"what"},
+         {"rules"});
+  Family(out, "kdns_nodelocal_sync_errors_total", "counter",
+         "Checks or repairs of the node-local set-up that failed.");
+  Sample(out, "kdns_nodelocal_sync_errors_total", static_cast<double>(sync_errors));
+  Family(out, "kdns_nodelocal_firewall_info", "gauge",
+         "The firewall backend of the node-local rules: nftables, iptables or none.");
+  Sample(out, "kdns_nodelocal_firewall_info", 1, {"backend"}, {firewall_backend});
+  return out;
+}
+
 }  // namespace kdns::nanny

@@ -12,6 +12,14 @@
 //   child_reloads_total                    counter: in-place reloads (SIGHUP)
 //   stub_lookups_total{result}             counter: ok | failed host name lookups
 //   stub_hosts_unresolved                  gauge: stub host names with no address known
+// And in node-local mode NodeLocalMetrics (all kdns_nodelocal_*):
+//   rules_ok                               gauge: 1 while every rule is in place (last check)
+//   interface_ok                           gauge: 1 while the interface holds every -localip
+//                                          address and is up (last check)
+//   repairs_total{what}                    counter: rules | addresses found missing or
+//                                          altered by the sync and put back
+//   sync_errors_total                      counter: checks or repairs that failed
+//   firewall_info{backend}                 gauge 1: nftables | iptables | none
 // The Nanny writes its process_* and kdns_build_info after these (process_metrics.h, each
 // series labelled program="nanny"); frontend-cache merges the file into its own families
 // (text_merge.h).
@@ -37,6 +45,17 @@ struct NannyMetrics {
   uint64_t stub_lookups_ok = 0;
   uint64_t stub_lookups_failed = 0;
   uint64_t stub_hosts_unresolved = 0;
+
+  std::string Render() const;
+};
+
+struct NodeLocalMetrics {
+  bool rules_ok = false;
+  bool interface_ok = false;
+  uint64_t rule_repairs = 0;
+  uint64_t address_repairs = 0;
+  uint64_t sync_errors = 0;
+  std::string firewall_backend = "none";
 
   std::string Render() const;
 };

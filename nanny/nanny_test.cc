@@ -12,6 +12,7 @@
 
 #include "common/loop/loop_test_util.h"
 #include "common/upstream/testing.h"
+#include "nanny/fake_command_runner.h"
 #include "test/unit/temp_dir.h"
 
 namespace kdns::nanny {
@@ -245,6 +246,59 @@ TEST_CASE("a child that keeps crashing makes the nanny finish with status 1", "[
     CHECK(lines.Count("crash") == 3);
     CHECK_THAT(Read(nanny.metrics_file()),
                Catch::Contains("kdns_nanny_child_restarts_total{reason=\"crash\"} 2\n"));
+  }
+  RequireClosesClean(loop);
+}
+
+TEST_CASE("node-local: cluster zones to the upstream Service, rules gone before the child stops",
+          "[nanny][process][node-local]") {
+  kdns::testing::TempDir config_dir, run_dir;
+  loop::Loop loop;
+  {
+    Lines lines;
+    // The central DNS's ClusterIP: only written into the routes here, never asked.
+    auto options = BaseOptions(config_dir.path(), run_dir.path(),
+                               *loop::SocketAddress::Parse("10.96.0.11:53"), lines);
+    options.mode = ApplyMode::kInPlace;
+    options.child_argv = {"/bin/sh", "-c", kFakeFrontendCache, "sh"};
+    options.listen = {*loop::SocketAddress::Parse("127.0.0.1:0")};
+    options.kubedns_zones = {"clusterset.local"};
+    NodeLocal::Options node;
+    node.addresses = {*IpAddress::Parse("127.0.0.1")};
+    node.interface_name = "lo";
+    node.firewall = FirewallChoice::kNftables;
+    node.health_port = 0;
+    options.node_local = node;
+    testing::FakeCommandRunner runner;
+    runner.handler = [&lines](const std::vector<std::string>& argv) -> CommandResult {
+      lines.all.push_back("command: " + testing::Joined(argv));
+      return {0, "", ""};
+    };
+    options.runner = &runner;
+    options.interface_reader = [](const std::string&) {
+      return InterfaceState{true, true, {*IpAddress::Parse("127.0.0.1")}};
+    };
+    Nanny nanny(loop, options);
+    std::string error;
+    REQUIRE(nanny.Start(&error));
+    REQUIRE(RunUntil(loop, [&] { return lines.Has("server=/ip6.arpa/10.96.0.11#53"); }));
+    CHECK(lines.Has("server=/cluster.local/10.96.0.11#53"));
+    CHECK(lines.Has("server=/in-addr.arpa/10.96.0.11#53"));
+    CHECK(lines.Has("server=/clusterset.local/10.96.0.11#53"));
+    CHECK(lines.Has("command: nft -f " + run_dir.path() + "/nodelocal.nft"));
+    REQUIRE(nanny.node_local() != nullptr);
+    CHECK(nanny.node_local()->backend() == FirewallBackend::kNftables);
+    CHECK_THAT(Read(nanny.metrics_file()),
+               Catch::Contains("kdns_nodelocal_firewall_info{backend=\"nftables\"} 1\n"));
+
+    nanny.Shutdown();
+    REQUIRE(RunUntil(loop, [&] { return nanny.finished(); }));
+    CHECK(nanny.exit_code() == 0);
+    const auto removed = std::find(lines.all.begin(), lines.all.end(),
+                                   "command: nft delete table inet kdns-nodelocal");
+    const auto stopping = std::find(lines.all.begin(), lines.all.end(), "stopping");
+    CHECK(removed < stopping);
+    CHECK(stopping != lines.all.end());
   }
   RequireClosesClean(loop);
 }

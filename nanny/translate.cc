@@ -3,6 +3,7 @@
 #include <rapidjson/document.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 
@@ -25,6 +26,22 @@ bool StringList(const rapidjson::Value& value, std::vector<std::string>* out) {
     out->emplace_back(entry.GetString(), entry.GetStringLength());
   }
   return true;
+}
+
+// "/zone/<server>" for each zone, before every server already in *config.
+void PrependZoneRoutes(const std::vector<std::string>& zones, const std::string& server,
+                       ChildConfig* config) {
+  std::vector<std::string> servers;
+  servers.reserve(zones.size() + config->servers.size());
+  for (const auto& zone : zones) {
+    std::string route = "/";
+    route += zone;
+    route += "/";
+    route += server;
+    servers.push_back(std::move(route));
+  }
+  servers.insert(servers.end(), config->servers.begin(), config->servers.end());
+  config->servers = std::move(servers);
 }
 
 }  // namespace
@@ -140,11 +157,29 @@ ChildConfig Translate(const RawConfig& raw, const HostAddresses& hosts) {
 
 void AddKubednsZones(const std::vector<std::string>& zones, std::string_view kubedns_server,
                      ChildConfig* config) {
-  std::vector<std::string> servers;
-  servers.reserve(zones.size() + config->servers.size());
-  for (const auto& zone : zones) servers.push_back("/" + zone + "/" + MungeAddress(kubedns_server));
-  servers.insert(servers.end(), config->servers.begin(), config->servers.end());
-  config->servers = std::move(servers);
+  PrependZoneRoutes(zones, MungeAddress(kubedns_server), config);
+}
+
+std::vector<std::string> ClusterZones(std::string_view cluster_domain,
+                                      const std::vector<std::string>& kubedns_zones) {
+  std::string domain(cluster_domain);
+  while (!domain.empty() && domain.back() == '.') domain.pop_back();
+  std::transform(domain.begin(), domain.end(), domain.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::vector<std::string> zones = {domain, "in-addr.arpa", "ip6.arpa"};
+  for (const std::string& zone : kubedns_zones) {
+    if (std::find(zones.begin(), zones.end(), zone) == zones.end()) zones.push_back(zone);
+  }
+  return zones;
+}
+
+void AddClusterZones(const std::vector<std::string>& zones, const IpAddress& cluster_ip,
+                     ChildConfig* config) {
+  // "10.96.0.10#53", "[fd00::10]#53"
+  const std::string server = MungeAddress(cluster_ip.is_v6() ? "[" + cluster_ip.ToString() + "]:53"
+                                                             : cluster_ip.ToString() + ":53");
+  // node-local: tcp:// once upstream transport lands
+  PrependZoneRoutes(zones, server, config);
 }
 
 std::vector<std::string> ToArguments(const ChildConfig& config) {

@@ -76,6 +76,16 @@ ChildConfig Translate(const RawConfig& raw, const HostAddresses& hosts);
 void AddKubednsZones(const std::vector<std::string>& zones, std::string_view kubedns_server,
                      ChildConfig* config);
 
+// Node-local mode's cluster zones: the cluster domain, the reverse zones (in-addr.arpa,
+// ip6.arpa), then `kubedns_zones` (lower case, without trailing dots; no repeats).
+std::vector<std::string> ClusterZones(std::string_view cluster_domain,
+                                      const std::vector<std::string>& kubedns_zones);
+
+// Node-local mode: routes each cluster zone to the -upstreamsvc ClusterIP on port 53, before
+// every stub domain. The one place that writes the cluster zones' server lines.
+void AddClusterZones(const std::vector<std::string>& zones, const IpAddress& cluster_ip,
+                     ChildConfig* config);
+
 // The child's generated arguments (restart mode): "--server=V"... then "--no-resolv".
 std::vector<std::string> ToArguments(const ChildConfig& config);
 

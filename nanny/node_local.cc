@@ -1,0 +1,202 @@
+#include "nanny/node_local.h"
+
+#include <glog/logging.h>
+
+#include <array>
+
+#include "common/dns/builder.h"
+#include "common/dns/name.h"
+#include "common/dns/types.h"
+#include "common/loop/socket_address.h"
+
+namespace kdns::nanny {
+namespace {
+
+// CHAOS TXT version.bind.: answered by frontend-cache itself (chaos.h), never forwarded.
+std::vector<uint8_t> ProbeQuery() {
+  std::array<uint8_t, dns::kMaxUdpSizeWithoutEdns> buffer{};
+  dns::MessageBuilder builder(buffer);
+  builder.header().rd = false;
+  const dns::BuildError error = builder.AddQuestion(*dns::Name::FromText("version.bind."),
+                                                    dns::RrType::kTxt, dns::RrClass::kCh);
+  CHECK(error == dns::BuildError::kOk) << "a question always fits 512 bytes";
+  std::span<const uint8_t> query = builder.Finish();
+  return {query.begin(), query.end()};
+}
+
+}  // namespace
+
+NodeLocal::NodeLocal(loop::Loop& loop, Options options, CommandRunner& runner,
+                     InterfaceReader reader)
+    : loop_(loop),
+      options_(std::move(options)),
+      runner_(runner),
+      sync_timer_(loop),
+      probe_timer_(loop) {
+  if (options_.setup_interface) {
+    interface_ = std::make_unique<LocalInterface>(options_.interface_name, options_.addresses,
+                                                  runner_, std::move(reader));
+  }
+}
+
+NodeLocal::~NodeLocal() = default;
+
+bool NodeLocal::SetUpInterface(std::string* error) {
+  if (!interface_) return true;
+  if (!interface_->Setup(error)) return false;
+  metrics_.interface_ok = interface_->ok();
+  LOG(INFO) << "node-local addresses on " << interface_->name()
+            << (interface_->created() ? " (a dummy link created for them)" : "");
+  return true;
+}
+
+bool NodeLocal::Start(std::string* error) {
+  if (options_.setup_firewall) {
+    std::string chosen_error;
+    const BackendFacts facts = GatherBackendFacts(runner_);
+    const std::optional<FirewallBackend> backend =
+        ChooseBackend(options_.firewall, facts, &chosen_error);
+    if (!backend) {
+      *error = chosen_error;
+      return false;
+    }
+    RuleSpec spec{options_.addresses, options_.dns_port, options_.health_port};
+    firewall_ = MakeFirewall(*backend, std::move(spec), runner_, options_.ruleset_file);
+    if (!firewall_->Install(error)) {
+      *error = "installing the node-local rules (" + std::string(FirewallBackendName(*backend)) +
+               "): " + *error;
+      return false;
+    }
+    metrics_.rules_ok = true;
+    LOG(INFO) << "node-local rules installed with " << FirewallBackendName(*backend);
+  }
+  metrics_.firewall_backend = std::string(FirewallBackendName(backend()));
+  if (!StartHealth(error)) return false;
+  ares::Channel::Options probe;
+  probe.servers = {loop::SocketAddressOf(options_.addresses.front(), options_.dns_port)};
+  probe.timeout_ms = options_.probe_interval_ms;
+  probe_channel_ = ares::Channel::Create(loop_, probe, error);
+  if (!probe_channel_) return false;
+  probe_query_ = ProbeQuery();
+  probe_timer_.StartRepeating(options_.probe_interval_ms, [this] { Probe(); });
+  Probe();
+  sync_timer_.StartRepeating(options_.sync_interval_ms, [this] { Sync(); });
+  MetricsChanged();
+  return true;
+}
+
+bool NodeLocal::StartHealth(std::string* error) {
+  for (const IpAddress& address : options_.addresses) {
+    http::Server::Options health;
+    health.bind_address = loop::SocketAddressOf(address, options_.health_port);
+    auto server = std::make_unique<http::Server>(loop_, health);
+    server->Handle("/health", [this](const http::Request&) {
+      return healthy() ? http::Response::Text(200, "OK")
+                       : http::Response::Text(503, "the cache does not answer");
+    });
+    if (!server->Start(error)) {
+      *error = "-health-port: " + *error;
+      return false;
+    }
+    health_servers_.push_back(std::move(server));
+  }
+  return true;
+}
+
+std::vector<loop::SocketAddress> NodeLocal::health_addresses() const {
+  std::vector<loop::SocketAddress> out;
+  for (const auto& server : health_servers_) out.push_back(server->GetLocalAddress());
+  return out;
+}
+
+bool NodeLocal::healthy() const {
+  return last_answer_ms_ && loop_.now_ms() - *last_answer_ms_ <= options_.healthy_within_ms;
+}
+
+void NodeLocal::Probe() {
+  if (probe_in_flight_ || !probe_channel_) return;
+  probe_in_flight_ = true;
+  probe_channel_->Send(probe_query_, [this](const ares::Channel::Reply& reply) {
+    probe_in_flight_ = false;
+    // Any reply is an answer: the child reads its sockets.
+    if (reply.status == ARES_SUCCESS) last_answer_ms_ = loop_.now_ms();
+  });
+}
+
+void NodeLocal::Sync() {
+  if (torn_down_) return;
+  std::string error;
+  if (interface_) {
+    switch (interface_->Sync(&error)) {
+      case SyncOutcome::kInPlace:
+        break;
+      case SyncOutcome::kRepaired:
+        ++metrics_.address_repairs;
+        LOG(WARNING) << "node-local addresses on " << interface_->name()
+                     << " were missing or the link was down: put back";
+        break;
+      case SyncOutcome::kFailed:
+        ++metrics_.sync_errors;
+        LOG(ERROR) << "node-local interface check failed: " << error;
+        break;
+    }
+    metrics_.interface_ok = interface_->ok();
+  }
+  if (firewall_) {
+    switch (firewall_->Sync(&error)) {
+      case SyncOutcome::kInPlace:
+        metrics_.rules_ok = true;
+        break;
+      case SyncOutcome::kRepaired:
+        metrics_.rules_ok = true;
+        ++metrics_.rule_repairs;
+        LOG(WARNING) << "node-local rules (" << FirewallBackendName(firewall_->backend())
+                     << ") were missing or altered: put back";
+        break;
+      case SyncOutcome::kFailed:
+        metrics_.rules_ok = false;
+        ++metrics_.sync_errors;
+        LOG(ERROR) << "node-local rules check failed: " << error;
+        break;
+    }
+  }
+  MetricsChanged();
+}
+
+void NodeLocal::Teardown() {
+  if (torn_down_) return;
+  torn_down_ = true;
+  sync_timer_.Stop();
+  probe_timer_.Stop();
+  if (options_.skip_teardown) {
+    LOG(INFO) << "-skipteardown: the node-local rules and addresses stay";
+    return;
+  }
+  std::string error;
+  // The rules first: while they stand, traffic to the ClusterIP is ours; once they are
+  // gone kube-proxy's DNAT takes it to the central DNS again.
+  if (firewall_) {
+    if (firewall_->Remove(&error)) {
+      LOG(INFO) << "node-local rules removed";
+    } else {
+      LOG(ERROR) << "removing the node-local rules: " << error;
+    }
+    metrics_.rules_ok = false;
+  }
+  if (interface_) {
+    if (interface_->Teardown(&error)) {
+      LOG(INFO) << "node-local addresses removed from " << interface_->name()
+                << (interface_->created() ? " (and the link)" : "");
+    } else {
+      LOG(ERROR) << "removing the node-local addresses: " << error;
+    }
+    metrics_.interface_ok = false;
+  }
+  MetricsChanged();
+}
+
+void NodeLocal::MetricsChanged() {
+  if (on_metrics_changed_) on_metrics_changed_();
+}
+
+}  // namespace kdns::nanny

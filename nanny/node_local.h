@@ -1,0 +1,111 @@
+// NodeLocal: the nanny's node-local mode (-localip), kdns as the per-node DNS cache in
+// place of the node-local-dns DaemonSet's node-cache. The Nanny owns one and calls it in
+// this order:
+//
+//   SetUpInterface  before the sockets: the interface and the -localip addresses
+//                   (interface.h; with -setupinterface);
+//   (the Nanny binds UDP+TCP on every -localip address, IP_FREEBIND, and starts
+//    frontend-cache with them)
+//   Start           after the sockets are bound: the firewall backend chosen and every rule
+//                   installed (firewall.h; with -setupiptables), /health served on
+//                   -health-port of every address, the child probed, the sync timer armed;
+//   Sync            every -syncinterval: addresses and rules checked, what another agent
+//                   deleted or altered put back and counted;
+//   Teardown        at SIGTERM (and when the nanny gives up), unless -skipteardown: the
+//                   rules, then the addresses (the interface if we created it); the Nanny
+//                   stops the child after it.
+//
+// Health: GET /health is 200 "OK" while the child answered one of the probe queries sent
+// in the last Options::healthy_within_ms (a CHAOS TXT version.bind. query to the first
+// -localip address, which frontend-cache answers itself: the probe never reaches the
+// central DNS), else 503.
+//
+// Thread: the nanny's loop. The commands run synchronously on it, each bounded by the
+// runner's deadline (command_runner.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/ares/channel.h"
+#include "common/base/ip_address.h"
+#include "common/http/server.h"
+#include "common/loop/loop.h"
+#include "common/loop/timer.h"
+#include "nanny/command_runner.h"
+#include "nanny/firewall.h"
+#include "nanny/interface.h"
+#include "nanny/nanny_metrics.h"
+
+namespace kdns::nanny {
+
+class NodeLocal {
+ public:
+  struct Options {
+    std::vector<IpAddress> addresses;  // -localip
+    uint16_t dns_port = 53;            // the child's --port
+    bool setup_interface = true;
+    std::string interface_name = "nodelocaldns";
+    bool setup_firewall = true;  // -setupiptables
+    FirewallChoice firewall = FirewallChoice::kAuto;
+    bool skip_teardown = false;
+    uint16_t health_port = 8080;
+    uint64_t sync_interval_ms = 60'000;
+    std::string ruleset_file;  // the nftables backend's `nft -f` input (in the run directory)
+    uint64_t probe_interval_ms = 1'000;
+    uint64_t healthy_within_ms = 3'000;
+  };
+
+  NodeLocal(loop::Loop& loop, Options options, CommandRunner& runner,
+            InterfaceReader reader = &ReadInterface);
+  ~NodeLocal();
+  NodeLocal(const NodeLocal&) = delete;
+  NodeLocal& operator=(const NodeLocal&) = delete;
+
+  // False with a one-line *error (start-up problems).
+  [[nodiscard]] bool SetUpInterface(std::string* error);
+  [[nodiscard]] bool Start(std::string* error);
+  // One check and repair of the addresses and rules (the timer's; tests call it).
+  void Sync();
+  // Idempotent; with skip_teardown only stops the timers and the health endpoint.
+  void Teardown();
+
+  // Runs after each change of metrics() (the Nanny rewrites its metrics file).
+  void set_on_metrics_changed(std::function<void()> callback) {
+    on_metrics_changed_ = std::move(callback);
+  }
+  const NodeLocalMetrics& metrics() const { return metrics_; }
+  bool healthy() const;
+  // The health endpoints' addresses (with the port the kernel chose for port 0).
+  std::vector<loop::SocketAddress> health_addresses() const;
+  FirewallBackend backend() const {
+    return firewall_ ? firewall_->backend() : FirewallBackend::kNone;
+  }
+
+ private:
+  bool StartHealth(std::string* error);
+  void Probe();
+  void MetricsChanged();
+
+  loop::Loop& loop_;
+  Options options_;
+  CommandRunner& runner_;
+  std::unique_ptr<LocalInterface> interface_;
+  std::unique_ptr<Firewall> firewall_;
+  std::vector<std::unique_ptr<http::Server>> health_servers_;
+  std::unique_ptr<ares::Channel> probe_channel_;
+  std::vector<uint8_t> probe_query_;
+  loop::Timer sync_timer_;
+  loop::Timer probe_timer_;
+  bool probe_in_flight_ = false;
+  std::optional<uint64_t> last_answer_ms_;
+  bool torn_down_ = false;
+  NodeLocalMetrics metrics_;
+  std::function<void()> on_metrics_changed_;
+};
+
+}  // namespace kdns::nanny

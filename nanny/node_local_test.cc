@@ -1,0 +1,169 @@
+#include "nanny/node_local.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "common/loop/loop_test_util.h"
+#include "nanny/fake_command_runner.h"
+#include "test/support/fake_dns_server.h"
+#include "test/unit/temp_dir.h"
+
+namespace kdns::nanny {
+namespace {
+
+using loop::testing::RunUntil;
+using testing::FakeCommandRunner;
+using testing::Joined;
+
+// A fake node: one interface "lo" with 127.0.0.1 (the node-local address of these tests, so
+// the health endpoint and the probe can use it), our nftables table, and the `ip` and `nft`
+// commands that change them.
+struct FakeNode {
+  CommandResult operator()(const std::vector<std::string>& argv) {
+    const std::string line = Joined(argv);
+    if (nft_fails && line.starts_with("nft ")) return {1, "", "Error: Operation not permitted"};
+    if (line.starts_with("nft -f ")) {
+      table = true;
+    } else if (line == "nft list table inet kdns-nodelocal") {
+      if (!table) return {1, "", "Error: No such file or directory"};
+      return {0, "table inet kdns-nodelocal { ... }\n", ""};
+    } else if (line == "nft delete table inet kdns-nodelocal") {
+      table = false;
+    } else if (line == "ip -4 addr add 127.0.0.1/32 dev lo") {
+      lo.addresses.push_back(*IpAddress::Parse("127.0.0.1"));
+    } else if (line == "ip -4 addr del 127.0.0.1/32 dev lo") {
+      lo.addresses.clear();
+    }
+    return {0, "", ""};
+  }
+  InterfaceState lo{true, true, {*IpAddress::Parse("127.0.0.1")}};
+  bool table = false;
+  bool nft_fails = false;
+};
+
+struct Fixture {
+  Fixture() {
+    runner.handler = std::ref(node);
+    runner.installed = {"nft", "ip"};
+  }
+  ~Fixture() { node_local.reset(); }
+
+  void Make(uint16_t dns_port = 9, bool skip_teardown = false) {
+    NodeLocal::Options options;
+    options.addresses = {*IpAddress::Parse("127.0.0.1")};
+    options.dns_port = dns_port;
+    options.interface_name = "lo";
+    options.firewall = FirewallChoice::kNftables;
+    options.health_port = 0;  // the kernel's choice (the flag allows 1-65535)
+    options.ruleset_file = dir.File("nodelocal.nft");
+    options.skip_teardown = skip_teardown;
+    options.probe_interval_ms = 50;
+    options.healthy_within_ms = 300;
+    node_local = std::make_unique<NodeLocal>(
+        loop, options, runner,
+        [this](const std::string& name) { return name == "lo" ? node.lo : InterfaceState{}; });
+  }
+
+  void Start(uint16_t dns_port = 9, bool skip_teardown = false) {
+    Make(dns_port, skip_teardown);
+    std::string error;
+    INFO(error);
+    REQUIRE(node_local->SetUpInterface(&error));
+    REQUIRE(node_local->Start(&error));
+  }
+
+  kdns::testing::TempDir dir;
+  loop::Loop loop;
+  FakeNode node;
+  FakeCommandRunner runner;
+  std::unique_ptr<NodeLocal> node_local;
+};
+
+}  // namespace
+
+TEST_CASE("node-local start installs the rules and says so in the metrics", "[nanny][node-local]") {
+  Fixture f;
+  f.Start();
+  CHECK(f.node.table);
+  const NodeLocalMetrics& metrics = f.node_local->metrics();
+  CHECK(metrics.rules_ok);
+  CHECK(metrics.interface_ok);
+  CHECK(metrics.firewall_backend == "nftables");
+  CHECK(metrics.rule_repairs == 0);
+  CHECK(metrics.address_repairs == 0);
+  CHECK(f.node_local->health_addresses().size() == 1);
+}
+
+TEST_CASE("the sync puts back what another agent deleted and counts it", "[nanny][node-local]") {
+  Fixture f;
+  f.Start();
+  f.node_local->Sync();
+  CHECK(f.node_local->metrics().rule_repairs == 0);
+  CHECK(f.node_local->metrics().address_repairs == 0);
+
+  f.node.table = false;
+  f.node_local->Sync();
+  CHECK(f.node.table);
+  CHECK(f.node_local->metrics().rule_repairs == 1);
+
+  f.node.lo.addresses.clear();
+  f.node_local->Sync();
+  CHECK(f.node.lo.addresses.size() == 1);
+  CHECK(f.node_local->metrics().address_repairs == 1);
+  CHECK(f.node_local->metrics().interface_ok);
+  CHECK(f.node_local->metrics().sync_errors == 0);
+}
+
+TEST_CASE("a sync that cannot repair counts an error and clears rules_ok", "[nanny][node-local]") {
+  Fixture f;
+  f.Start();
+  f.node.table = false;
+  f.node.nft_fails = true;
+  f.node_local->Sync();
+  CHECK(f.node_local->metrics().sync_errors == 1);
+  CHECK_FALSE(f.node_local->metrics().rules_ok);
+  f.node.nft_fails = false;
+  f.node_local->Sync();
+  CHECK(f.node_local->metrics().rules_ok);
+  CHECK(f.node_local->metrics().rule_repairs == 1);
+}
+
+TEST_CASE("teardown removes the rules, then the addresses", "[nanny][node-local]") {
+  Fixture f;
+  f.Start();
+  f.runner.commands.clear();
+  f.node_local->Teardown();
+  CHECK(f.runner.commands == std::vector<std::string>{"nft delete table inet kdns-nodelocal",
+                                                      "ip -4 addr del 127.0.0.1/32 dev lo"});
+  CHECK_FALSE(f.node.table);
+  CHECK(f.node.lo.addresses.empty());
+  // Once only; a sync after it changes nothing.
+  f.node_local->Teardown();
+  f.node_local->Sync();
+  CHECK(f.runner.commands.size() == 2);
+}
+
+TEST_CASE("with -skipteardown the rules and addresses stay", "[nanny][node-local]") {
+  Fixture f;
+  f.Start(9, /*skip_teardown=*/true);
+  f.runner.commands.clear();
+  f.node_local->Teardown();
+  CHECK(f.runner.commands.empty());
+  CHECK(f.node.table);
+  CHECK(f.node.lo.addresses.size() == 1);
+}
+
+TEST_CASE("health is OK while the child answers the probe, 503 when it stops",
+          "[nanny][node-local]") {
+  Fixture f;
+  // The child: any reply counts (frontend-cache answers CHAOS version.bind. itself).
+  auto child = std::make_unique<kdns::testing::FakeDnsServer>(
+      f.loop, kdns::testing::AnswerRcode(dns::Rcode::kNotImp));
+  f.Start(child->address().port());
+  CHECK(RunUntil(f.loop, [&] { return f.node_local->healthy(); }));
+  child.reset();
+  CHECK(RunUntil(f.loop, [&] { return !f.node_local->healthy(); }));
+}
+
+}  // namespace kdns::nanny
