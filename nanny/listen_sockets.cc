@@ -15,7 +15,7 @@ namespace {
 constexpr int kIpv6Freebind = 78;
 
 // A bound socket of `type` on `address`, or -1 with *error.
-int BindOne(int type, const loop::SocketAddress& address, Freebind freebind, std::string* error) {
+int BindOne(int type, const loop::SocketAddress& address, BindFor bind_for, std::string* error) {
   const char* kind = type == SOCK_DGRAM ? "udp" : "tcp";
   auto fail = [&](const char* what, int fd) {
     const int err = errno;
@@ -32,11 +32,14 @@ int BindOne(int type, const loop::SocketAddress& address, Freebind freebind, std
   if (address.is_v6() && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) {
     return fail("IPV6_V6ONLY", fd);
   }
-  if (freebind == Freebind::kYes) {
+  if (bind_for == BindFor::kNodeLocal) {
     const bool v6 = address.is_v6();
     if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? kIpv6Freebind : IP_FREEBIND, &one,
                    sizeof(one)) != 0) {
       return fail(v6 ? "IPV6_FREEBIND" : "IP_FREEBIND", fd);
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+      return fail("SO_REUSEPORT", fd);
     }
   }
   if (type == SOCK_DGRAM) {
@@ -84,20 +87,20 @@ ListenSockets& ListenSockets::operator=(ListenSockets&& other) noexcept {
 }
 
 bool ListenSockets::Bind(const std::vector<loop::SocketAddress>& addresses, std::string* error,
-                         Freebind freebind) {
+                         BindFor bind_for) {
   Close();
   for (const auto& requested : addresses) {
     // Port 0 (tests): TCP takes the port the kernel gave the UDP socket, which TCP may
     // already use; then another port is tried, as DnsServer does.
     const int attempts = requested.port() == 0 ? kPortZeroAttempts : 1;
     for (int attempt = 1;; ++attempt) {
-      int udp = BindOne(SOCK_DGRAM, requested, freebind, error);
+      int udp = BindOne(SOCK_DGRAM, requested, bind_for, error);
       if (udp < 0) {
         Close();
         return false;
       }
       loop::SocketAddress address = LocalAddress(udp);
-      int tcp = BindOne(SOCK_STREAM, address, freebind, error);
+      int tcp = BindOne(SOCK_STREAM, address, bind_for, error);
       if (tcp >= 0) {
         fds_.push_back(udp);
         fds_.push_back(tcp);

@@ -4,8 +4,11 @@
 // never closes the port: queries wait in the socket's receive queue (and TCP connections in
 // the listen backlog) until the next child reads them, instead of being refused.
 //
-// In node-local mode the sockets are bound with IP_FREEBIND (IPV6_FREEBIND), so an address
-// not on an interface yet (-setupinterface=false, or added later) does not fail the bind.
+// In node-local mode (BindFor::kNodeLocal) the sockets are bound with IP_FREEBIND
+// (IPV6_FREEBIND), so an address not on an interface yet (-setupinterface=false, or added
+// later) does not fail the bind, and with SO_REUSEPORT, so the node cache of a DaemonSet
+// update (maxSurge) binds the node's addresses while the old one still serves them: the
+// kernel spreads queries over both until the old one closes its sockets.
 //
 // The receive buffer is raised (SO_RCVBUF, or SO_RCVBUFFORCE when permitted) so a burst of
 // queries fits while no child is reading.
@@ -21,8 +24,9 @@
 
 namespace kdns::nanny {
 
-// Whether a socket may be bound to an address the node does not hold (yet).
-enum class Freebind { kNo, kYes };
+// Who the sockets are for: a Deployment's pod (its own addresses, alone), or a node cache
+// (addresses the node may not hold yet, shared with the next node cache during an update).
+enum class BindFor { kPod, kNodeLocal };
 
 class ListenSockets {
  public:
@@ -41,7 +45,7 @@ class ListenSockets {
   // Binds UDP and TCP (listening) on each address. False with a one-line *error ("bind
   // 127.0.0.1:53 (udp): Address already in use") and nothing held.
   [[nodiscard]] bool Bind(const std::vector<loop::SocketAddress>& addresses, std::string* error,
-                          Freebind freebind = Freebind::kNo);
+                          BindFor bind_for = BindFor::kPod);
 
   // udp0, tcp0, udp1, tcp1, ...: the child's fds 3, 4, 5, ...
   const std::vector<int>& fds() const { return fds_; }

@@ -64,9 +64,24 @@ TEST_CASE("node-local sockets bind addresses the node does not hold yet", "[nann
   CHECK_FALSE(strict.Bind({absent[0]}, &error));
   CHECK_THAT(error, Catch::EndsWith("(udp): Cannot assign requested address"));
   ListenSockets free;
-  REQUIRE(free.Bind(absent, &error, Freebind::kYes));
+  REQUIRE(free.Bind(absent, &error, BindFor::kNodeLocal));
   CHECK(free.fds().size() == 4);
   CHECK(free.addresses()[1].HostString() == "2001:db8::77");
+}
+
+TEST_CASE("the next node cache binds the addresses the running one holds", "[nanny]") {
+  // A DaemonSet update with maxSurge: both node caches hold 53 on the node's addresses.
+  std::string error;
+  ListenSockets running;
+  REQUIRE(running.Bind({*loop::SocketAddress::Parse("127.0.0.1:0")}, &error, BindFor::kNodeLocal));
+  const loop::SocketAddress held = running.addresses()[0];
+  ListenSockets next;
+  REQUIRE(next.Bind({held}, &error, BindFor::kNodeLocal));
+  CHECK(next.addresses()[0].port() == held.port());
+  // A Deployment pod's sockets are its own.
+  ListenSockets pod;
+  CHECK_FALSE(pod.Bind({held}, &error));
+  CHECK_THAT(error, Catch::EndsWith("Address already in use"));
 }
 
 }  // namespace kdns::nanny

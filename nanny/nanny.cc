@@ -61,7 +61,7 @@ bool Nanny::Start(std::string* error) {
     if (!node_local_->SetUpInterface(error)) return false;
   }
   if (options_.mode == ApplyMode::kInPlace) {
-    if (!sockets_.Bind(options_.listen, error, node_local_ ? Freebind::kYes : Freebind::kNo)) {
+    if (!sockets_.Bind(options_.listen, error, node_local_ ? BindFor::kNodeLocal : BindFor::kPod)) {
       if (node_local_) node_local_->Teardown();
       return false;
     }
