@@ -51,6 +51,10 @@ RULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           "monitoring_rule_cases.yaml")
 SWAP_GROUP = "kube-dns"  # names kube-dns had, on the ports a plain image swap keeps
 KDNS_GROUP = "kdns"
+# The node caches' (manifests/components/node-local): served by a node cache, not by the
+# pod below; node_local_test.py checks them on one.
+NODE_LOCAL_GROUP = "kdns-node-local"
+NODE_LOCAL_PREFIX = "kdns_nodelocal_"  # the dashboard's node-cache panels, likewise
 # Names kube-dns chose that Prometheus's conventions (and so `promtool check metrics`)
 # frown on: counters without _total, a histogram in ms. Kept for kube-dns's dashboards.
 LEGACY_PREFIXES = ("kubedns_dnsmasq_", "kubedns_probe_")
@@ -171,11 +175,15 @@ def test_every_alert_waits_and_says_what_to_do(env):
             if group == SWAP_GROUP and kdns:
                 problems.append("%s (group %s) uses %s, which kube-dns did not have"
                                 % (name, group, sorted(kdns)))
-            if group == KDNS_GROUP and not kdns:
+            if group in (KDNS_GROUP, NODE_LOCAL_GROUP) and not kdns:
                 problems.append("%s (group %s) uses no kdns_* name" % (name, group))
-    if set(rule_groups()) != {SWAP_GROUP, KDNS_GROUP}:
-        problems.append("groups %s, want %s and %s" % (sorted(rule_groups()), SWAP_GROUP,
-                                                        KDNS_GROUP))
+            if group == NODE_LOCAL_GROUP and not all(
+                    n.startswith(("kdns_nodelocal_", "kdns_frontend_")) for n in kdns):
+                problems.append("%s (group %s) uses %s, which a node cache does not serve"
+                                % (name, group, sorted(kdns)))
+    if set(rule_groups()) != {SWAP_GROUP, KDNS_GROUP, NODE_LOCAL_GROUP}:
+        problems.append("groups %s, want %s, %s and %s" % (
+            sorted(rule_groups()), SWAP_GROUP, KDNS_GROUP, NODE_LOCAL_GROUP))
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append("alert %s defined twice" % dup)
     return problems
@@ -299,6 +307,8 @@ def test_every_alert_metric_is_served(pod):
     everything = family_names(set().union(*(names_in(t) for t in texts.values())))
     swap_ports = family_names(names_in(texts["kubedns"]) | names_in(texts["sidecar"]))
     for group, rules in rule_groups().items():
+        if group == NODE_LOCAL_GROUP:
+            continue
         for rule in rules:
             for name in sorted(metric_names(rule["expr"])):
                 if name not in everything:
@@ -316,7 +326,7 @@ def test_every_dashboard_metric_is_served(pod):
     everything = family_names(set().union(*(names_in(t) for t in pod.texts().values())))
     for title, expr in dashboard_exprs():
         for name in sorted(metric_names(expr)):
-            if name not in everything:
+            if name not in everything and not name.startswith(NODE_LOCAL_PREFIX):
                 problems.append("panel %r uses %s, which no port of the pod serves"
                                 % (title, name))
     return problems
@@ -405,10 +415,10 @@ def test_make_run_serves_what_the_alerts_use(env):
         run_sh.stop()
     problems = []
     everything = family_names(set().union(*(names_in(t) for t in texts.values())))
-    used = {(rule["alert"], name) for rules in rule_groups().values() for rule in rules
-            for name in metric_names(rule["expr"])}
+    used = {(rule["alert"], name) for group, rules in rule_groups().items() for rule in rules
+            if group != NODE_LOCAL_GROUP for name in metric_names(rule["expr"])}
     used |= {("panel " + title, name) for title, expr in dashboard_exprs()
-             for name in metric_names(expr)}
+             for name in metric_names(expr) if not name.startswith(NODE_LOCAL_PREFIX)}
     for user, name in sorted(used):
         if name not in everything and not name.startswith("kdns_kubedns_api_"):
             problems.append("%s uses %s, which make run's pod does not serve" % (user, name))

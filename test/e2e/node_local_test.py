@@ -303,6 +303,27 @@ def test_deleted_rule_and_address_put_back(env):
     return p
 
 
+def test_the_node_local_alerts_read_what_it_serves(env):
+    """Every name the monitoring rules' node-local group and the dashboard's node-cache
+    panels use is on the metrics address (monitoring_test.py checks the rest on the
+    central pod)."""
+    import monitoring_test  # its rules and PromQL name reader
+    _, _, body = harness.http_get(METRICS_PORT, "/metrics")
+    served = monitoring_test.family_names(monitoring_test.names_in(body))
+    p = []
+    for rule in monitoring_test.rule_groups()[monitoring_test.NODE_LOCAL_GROUP]:
+        for name in sorted(monitoring_test.metric_names(rule["expr"])):
+            if name not in served:
+                p.append("%s uses %s, which the node cache does not serve"
+                         % (rule["alert"], name))
+    for title, expr in monitoring_test.dashboard_exprs():
+        for name in sorted(monitoring_test.metric_names(expr)):
+            if name.startswith(monitoring_test.NODE_LOCAL_PREFIX) and name not in served:
+                p.append("panel %r uses %s, which the node cache does not serve"
+                         % (title, name))
+    return p
+
+
 def test_sigterm_tears_down_and_the_central_dns_answers_again(env):
     backend, nanny = env["backend"], env["nanny"]
     nanny.signal(signal.SIGTERM)
@@ -349,6 +370,7 @@ def test_skipteardown_leaves_rules_and_addresses(env):
 
 TESTS = [test_answers_through_every_local_address, test_health_and_metrics,
          test_rules_and_addresses_in_place, test_deleted_rule_and_address_put_back,
+         test_the_node_local_alerts_read_what_it_serves,
          test_sigterm_tears_down_and_the_central_dns_answers_again,
          test_skipteardown_leaves_rules_and_addresses]
 
