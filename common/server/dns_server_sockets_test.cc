@@ -1,5 +1,6 @@
 // Tests of the DnsServer serving sockets it is given (inherited fds, one shared socket pair):
-// served from every thread, and one bad socket refused alone.
+// served from every thread, one bad socket refused alone, and sharing only up to
+// kMaxThreadsOnSharedSocket threads.
 
 #include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <sys/socket.h>
@@ -9,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/loop/socket_util.h"
 #include "common/server/dns_server.h"
@@ -24,6 +26,7 @@ using testing::RequireStopsClean;
 using testing::RequireTcpEcho;
 using testing::RequireUdpEcho;
 using testing::TcpClient;
+using testing::ThreadsThatServed;
 using testing::UdpClient;
 
 int BoundSocket(int type, bool listening) {
@@ -42,6 +45,17 @@ bool CanBind(int type, const loop::SocketAddress& address) {
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   bool ok = bind(fd, address.sockaddr_ptr(), address.sockaddr_len()) == 0 &&
             (type == SOCK_DGRAM || listen(fd, 1) == 0);
+  close(fd);
+  return ok;
+}
+
+// True if a SO_REUSEPORT socket can bind UDP `address`: it serves a SO_REUSEPORT group (of
+// ours, the same user), which the new socket would join. Closed at once.
+bool CanJoinReusePortGroup(const loop::SocketAddress& address) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  const bool ok = bind(fd, address.sockaddr_ptr(), address.sockaddr_len()) == 0;
   close(fd);
   return ok;
 }
@@ -103,7 +117,7 @@ TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]
   const bool receiver_threads = GENERATE(false, true);
   INFO("receiver threads: " << receiver_threads);
   std::atomic<int> receiver_answers{0};
-  DnsServer::Options options = LocalOptions(3);
+  DnsServer::Options options = LocalOptions(DnsServer::kMaxThreadsOnSharedSocket);
   options.shared_sockets = true;
   options.udp.receiver_thread = receiver_threads;
   DnsServer server(options, [&](const ThreadContext&) {
@@ -115,6 +129,7 @@ TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]
   CHECK(address.port() != 0);
   // One socket, not a SO_REUSEPORT group: nobody can join it.
   CHECK_FALSE(CanBind(SOCK_DGRAM, address));
+  CHECK_FALSE(CanJoinReusePortGroup(address));
   for (uint16_t i = 0; i < 32; ++i) {
     UdpClient udp(address);
     RequireUdpEcho(udp, i);
@@ -127,6 +142,41 @@ TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]
   CHECK(s.udp_replies == 32);
   CHECK(s.udp_fast_answers == (receiver_threads ? 32 : 0));
   CHECK(s.tcp_replies == 1);
+  CHECK(CanBind(SOCK_DGRAM, address));
+  CHECK(CanBind(SOCK_STREAM, address));
+}
+
+// One socket is one receive queue that every thread's receiver reads in turn: past two
+// threads it caps throughput (DnsServer, "Sockets"), so more threads bind a SO_REUSEPORT
+// pair each, and the kernel spreads clients over them.
+TEST_CASE("Past kMaxThreadsOnSharedSocket threads, shared sockets become a socket per thread",
+          "[server]") {
+  std::atomic<int> receiver_answers{0};
+  DnsServer::Options options = LocalOptions(DnsServer::kMaxThreadsOnSharedSocket + 2);
+  options.shared_sockets = true;
+  options.udp.receiver_thread = true;
+  DnsServer server(options, [&](const ThreadContext&) {
+    return std::make_unique<ReceiverEchoHandler>(receiver_answers);
+  });
+  RequireStart(server);
+  const loop::SocketAddress address = server.local_address();
+  CHECK(server.tcp_address() == address);
+  CHECK_FALSE(CanBind(SOCK_DGRAM, address));
+  constexpr int kClients = 32;
+  std::vector<std::unique_ptr<UdpClient>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<UdpClient>(address));
+    RequireUdpEcho(*clients.back(), static_cast<uint16_t>(i));
+  }
+  TcpClient tcp(address);
+  RequireTcpEcho(tcp, 1);
+  CHECK(receiver_answers == kClients);
+  // 32 flows hashed over 4 sockets all on one would be a 4^-31 fluke; on one shared
+  // socket, this light load would stay with its first leader.
+  CHECK(ThreadsThatServed(server, &ServerStats::udp_fast_answers) >= 2);
+  CHECK(CanJoinReusePortGroup(address));
+  RequireStopsClean(server);
+  CHECK(server.stats().udp_fast_answers == kClients);
   CHECK(CanBind(SOCK_DGRAM, address));
   CHECK(CanBind(SOCK_STREAM, address));
 }
