@@ -10,7 +10,6 @@
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "common/loop/socket_util.h"
 #include "common/server/dns_server.h"
@@ -113,34 +112,50 @@ class ReceiverEchoHandler : public QueryHandler {
   std::atomic<int>& receiver_answers_;
 };
 
-TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]") {
-  const bool receiver_threads = GENERATE(false, true);
-  INFO("receiver threads: " << receiver_threads);
-  std::atomic<int> receiver_answers{0};
-  DnsServer::Options options = LocalOptions(DnsServer::kMaxThreadsOnSharedSocket);
+constexpr int kClients = 32;
+
+// Starts a DnsServer with Options::shared_sockets on `threads` threads, answering UDP on
+// their receiver threads (with `receiver_threads`), counted in `receiver_answers`.
+std::unique_ptr<DnsServer> StartShared(size_t threads, bool receiver_threads,
+                                       std::atomic<int>& receiver_answers) {
+  DnsServer::Options options = LocalOptions(threads);
   options.shared_sockets = true;
   options.udp.receiver_thread = receiver_threads;
-  DnsServer server(options, [&](const ThreadContext&) {
+  auto server = std::make_unique<DnsServer>(options, [&receiver_answers](const ThreadContext&) {
     return std::make_unique<ReceiverEchoHandler>(receiver_answers);
   });
-  RequireStart(server);
-  const loop::SocketAddress address = server.local_address();
-  CHECK(server.tcp_address() == address);
-  CHECK(address.port() != 0);
-  // One socket, not a SO_REUSEPORT group: nobody can join it.
-  CHECK_FALSE(CanBind(SOCK_DGRAM, address));
-  CHECK_FALSE(CanJoinReusePortGroup(address));
-  for (uint16_t i = 0; i < 32; ++i) {
+  RequireStart(*server);
+  return server;
+}
+
+// kClients UDP queries, each from a client (a port) of its own, and one over TCP.
+void EchoFromManyClients(const loop::SocketAddress& address) {
+  for (uint16_t i = 0; i < kClients; ++i) {
     UdpClient udp(address);
     RequireUdpEcho(udp, i);
   }
   TcpClient tcp(address);
   RequireTcpEcho(tcp, 1);
-  CHECK(receiver_answers == (receiver_threads ? 32 : 0));
-  RequireStopsClean(server);
-  const ServerStats s = server.stats();
-  CHECK(s.udp_replies == 32);
-  CHECK(s.udp_fast_answers == (receiver_threads ? 32 : 0));
+}
+
+TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]") {
+  const bool receiver_threads = GENERATE(false, true);
+  INFO("receiver threads: " << receiver_threads);
+  std::atomic<int> receiver_answers{0};
+  auto server =
+      StartShared(DnsServer::kMaxThreadsOnSharedSocket, receiver_threads, receiver_answers);
+  const loop::SocketAddress address = server->local_address();
+  CHECK(server->tcp_address() == address);
+  CHECK(address.port() != 0);
+  // One socket, not a SO_REUSEPORT group: nobody can join it.
+  CHECK_FALSE(CanBind(SOCK_DGRAM, address));
+  CHECK_FALSE(CanJoinReusePortGroup(address));
+  EchoFromManyClients(address);
+  CHECK(receiver_answers == (receiver_threads ? kClients : 0));
+  RequireStopsClean(*server);
+  const ServerStats s = server->stats();
+  CHECK(s.udp_replies == kClients);
+  CHECK(s.udp_fast_answers == (receiver_threads ? kClients : 0));
   CHECK(s.tcp_replies == 1);
   CHECK(CanBind(SOCK_DGRAM, address));
   CHECK(CanBind(SOCK_STREAM, address));
@@ -152,31 +167,18 @@ TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]
 TEST_CASE("Past kMaxThreadsOnSharedSocket threads, shared sockets become a socket per thread",
           "[server]") {
   std::atomic<int> receiver_answers{0};
-  DnsServer::Options options = LocalOptions(DnsServer::kMaxThreadsOnSharedSocket + 2);
-  options.shared_sockets = true;
-  options.udp.receiver_thread = true;
-  DnsServer server(options, [&](const ThreadContext&) {
-    return std::make_unique<ReceiverEchoHandler>(receiver_answers);
-  });
-  RequireStart(server);
-  const loop::SocketAddress address = server.local_address();
-  CHECK(server.tcp_address() == address);
+  auto server = StartShared(DnsServer::kMaxThreadsOnSharedSocket + 2, true, receiver_answers);
+  const loop::SocketAddress address = server->local_address();
+  CHECK(server->tcp_address() == address);
   CHECK_FALSE(CanBind(SOCK_DGRAM, address));
-  constexpr int kClients = 32;
-  std::vector<std::unique_ptr<UdpClient>> clients;
-  for (int i = 0; i < kClients; ++i) {
-    clients.push_back(std::make_unique<UdpClient>(address));
-    RequireUdpEcho(*clients.back(), static_cast<uint16_t>(i));
-  }
-  TcpClient tcp(address);
-  RequireTcpEcho(tcp, 1);
+  EchoFromManyClients(address);
   CHECK(receiver_answers == kClients);
   // 32 flows hashed over 4 sockets all on one would be a 4^-31 fluke; on one shared
   // socket, this light load would stay with its first leader.
-  CHECK(ThreadsThatServed(server, &ServerStats::udp_fast_answers) >= 2);
+  CHECK(ThreadsThatServed(*server, &ServerStats::udp_fast_answers) >= 2);
   CHECK(CanJoinReusePortGroup(address));
-  RequireStopsClean(server);
-  CHECK(server.stats().udp_fast_answers == kClients);
+  RequireStopsClean(*server);
+  CHECK(server->stats().udp_fast_answers == kClients);
   CHECK(CanBind(SOCK_DGRAM, address));
   CHECK(CanBind(SOCK_STREAM, address));
 }

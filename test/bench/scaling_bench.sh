@@ -93,14 +93,7 @@ with open(out + "/hits.txt", "w") as f:
     f.writelines("%s A\n" % n for n in names[:hits])
 PY
 
-read -r upstream_port < <(free_port 1)
-"${client_pin[@]}" "$bin_dir/dnsload_bench" --serve "$upstream_port" >"$tmp/upstream.log" 2>&1 &
-pids+=("$!")
-if ! wait_answers "$!" "$upstream_port" ready.probe.bench; then
-  echo "scaling_bench: the upstream (dnsload_bench --serve) did not start:"
-  cat "$tmp/upstream.log"
-  exit 1
-fi
+start_fixed_upstream scaling_bench "$bin_dir/dnsload_bench" "${client_pin[@]}"
 
 # --- the servers --------------------------------------------------------------------------------
 # start_server KIND THREADS: starts it pinned to cores 0..THREADS-1, sets server_pid and
