@@ -95,8 +95,8 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 .PRECIOUS: $(OBJ)/%.o
 
 .DEFAULT_GOAL := all
-.PHONY: all deps build run test unit integration fuzz-replay bench bench-compare fuzz asan tsan debug \
-        format lint clean check-format check-layers images
+.PHONY: all deps build run test unit integration fuzz-replay bench bench-compare bench-scaling \
+        fuzz asan tsan debug format lint clean check-format check-layers images
 
 all: $(addprefix $(BIN)/,$(PROGRAMS))
 
@@ -204,6 +204,13 @@ bench-compare: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) $(BIN)/dnsload_bench all
 	@base=$$(mk/baseline.sh $(BASELINE)) && BASELINE_BIN=$$base COMPARE_ONLY=1 FC_ARGS="$(FC_ARGS)" \
 	  THREAD_ROUNDS=$(ROUNDS) test/bench/frontend_cache_bench.sh $(BIN)
+
+# `make bench-scaling`: kubedns and frontend-cache saturated at 1, 2, 4, 8 and 16 serving
+# threads, pinned to cores 0..N-1 with the client on the upper half (test/bench/
+# scaling_bench.sh; thread counts above the cores are skipped). Minutes: not in `make bench`.
+bench-scaling: deps
+	@$(MAKE) --no-print-directory -j$(NPROC) $(BIN)/dnsload_bench all
+	@test/bench/scaling_bench.sh $(BIN)
 
 run: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all

@@ -100,7 +100,7 @@ struct Cache::Entry {
   // name, so it doubles as the key.
   StoredAnswer answer;
   uint32_t lifetime_s = 0;
-  uint32_t hits = 0;
+  uint32_t hits = 0;  // since insertion, counted up to prefetch_min_hits (all Find asks)
   uint32_t question_end = 0;
   // The shard that indexes this slot, kNoShard while the slot is free or being filled.
   // Changed only under that shard's lock; the hand reads it without one to know which lock
@@ -128,6 +128,9 @@ struct Cache::Entry {
 // lock (or, while free, by whoever took it from the pool).
 struct alignas(64) Cache::Shard {
   std::mutex mutex;
+  // Beside the mutex, on its cache line: a hit or miss then writes one line of the shard.
+  std::atomic<uint64_t> hits{0};
+  std::atomic<uint64_t> misses{0};
   Entry* slots = nullptr;
   uint8_t number = 0;  // this shard's place in the Cache's array, as Entry::shard names it
   // Open addressing with linear probing: slot + 1, 0 for empty; at most half full, and
@@ -136,8 +139,6 @@ struct alignas(64) Cache::Shard {
   size_t index_mask = kMinIndexSize - 1;
   size_t initial_index_size = kMinIndexSize;
 
-  std::atomic<uint64_t> hits{0};
-  std::atomic<uint64_t> misses{0};
   std::atomic<uint64_t> stale_hits{0};
   std::atomic<uint64_t> insertions{0};
   std::atomic<uint64_t> evictions{0};
@@ -359,14 +360,16 @@ LookupResult Cache::Find(const CacheKey& key, const dns::Query& query, std::span
     if (mode == Mode::kFresh) Bump(shard.misses);
     return {};
   }
-  entry->referenced = true;
+  // The entry is written only when something changes: a hot entry's cache line then stays
+  // shared by the cores that hit it rather than moving to each one's cache on every hit.
+  if (!entry->referenced) entry->referenced = true;
   result.negative = entry->negative;
   if (result.status == LookupStatus::kStale) {
     Bump(shard.stale_hits);
     return result;
   }
   Bump(shard.hits);
-  ++entry->hits;
+  if (entry->hits < options_.prefetch_min_hits) ++entry->hits;  // only this compares with it
   // Prefetch in the last 10% of the lifetime, once per entry.
   if (options_.prefetch && !entry->prefetch_asked && entry->hits >= options_.prefetch_min_hits &&
       (entry->expires_ms - now_ms) * 10 <= uint64_t{entry->lifetime_s} * 1000) {

@@ -10,9 +10,12 @@
 //
 // Concurrency: every method is thread-safe; one Cache is shared by all serving threads.
 // Entries are indexed by up to 64 shards by key hash, each with its own mutex, held on a
-// hit only to copy the bytes out; a hit takes no other lock and writes only its shard and
-// its entry. Counters live in the shards (written under the shard's lock, read lock-free as
-// relaxed atomics) and are summed by Stats().
+// hit only to copy the bytes out; a hit takes no other lock and writes only its shard's
+// first cache line (the mutex and the hit count), and its entry only when the entry
+// changes (the first hits after insertion or after the hand passed): on many cores a hot
+// entry is then read by every core rather than pulled from core to core. Counters live in
+// the shards (written under the shard's lock, read lock-free as relaxed atomics) and are
+// summed by Stats().
 //
 // Capacity is exact: the --cache-size slots form one pool shared by every shard (a free
 // list under its own mutex, taken on insertion only), and a shard's index grows and shrinks

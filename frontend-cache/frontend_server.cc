@@ -184,7 +184,8 @@ bool FrontendServer::Start(std::string* error) {
       config.udp.receive_buffer_bytes = kReceiveBufferBytes;
       config.udp.receiver_thread = options_.flags.receiver_threads != ReceiverThreads::kOff;
       config.udp.receiver_yield_window = ReceiverYieldWindow(options_.flags.receiver_threads);
-      // One socket for all threads, so their receivers take turns (see DnsServer).
+      // One socket for up to two threads, so their receivers take turns; more threads get a
+      // socket each (see DnsServer, "Sockets").
       config.shared_sockets = config.udp.receiver_thread;
       config.listen_address = loop::SocketAddressOf(ip, options_.flags.port);
       config.tcp = tcp;

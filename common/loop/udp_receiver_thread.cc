@@ -132,6 +132,7 @@ UdpReceiverThread::Stats UdpReceiverThread::stats() const {
 // system call less per wake-up.
 void UdpReceiverThread::Run() {
   SetThreadName("dns-receiver");
+  if (calls_.on_start) calls_.on_start();
   while (!stopping()) {
     if (!TakeLead()) break;
     if (poll_next_ && !WaitForDatagrams()) continue;  // look at the stop flag

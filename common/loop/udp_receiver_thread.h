@@ -113,12 +113,16 @@ class UdpReceiverThread {
   // lets go of what an idle thread must not keep (SnapshotHolder::Reader::Release). Must
   // not block; an exception is logged and ignored.
   using Idle = std::function<void()>;
+  // Called once on the receiver thread before it reads anything (e.g. to count its
+  // metrics with its loop's, metrics::UseShard). Optional.
+  using OnStart = std::function<void()>;
   // What the thread calls: the FastPath for every datagram, make_note (optional) for the
   // notes it passes the FastPath, and idle (optional).
   struct Calls {
     FastPath fast_path;
     MakeNote make_note;
     Idle idle;
+    OnStart on_start;
   };
   // Room for one FastPath reply.
   static constexpr size_t kFastReplyBytes = 4096;

@@ -160,9 +160,10 @@ bool UdpSocket::StartReceiverThread(ReceiverThreadCalls calls, std::string* erro
   options.handoff_ready = handoff_async_.get();
   options.yield_window = options_.receiver_group == nullptr ? options_.receiver_yield_window : 0;
   options.yield_handoff_percent = options_.receiver_yield_handoff_percent;
-  receiver_ = UdpReceiverThread::Start(
-      options, {std::move(calls.fast_path), std::move(calls.make_note), std::move(calls.idle)},
-      error);
+  receiver_ = UdpReceiverThread::Start(options,
+                                       {std::move(calls.fast_path), std::move(calls.make_note),
+                                        std::move(calls.idle), std::move(calls.on_start)},
+                                       error);
   if (receiver_ == nullptr) {
     handoff_async_.Reset();
     return false;

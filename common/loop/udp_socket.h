@@ -134,6 +134,7 @@ class UdpSocket {
     FastPath fast_path;
     UdpReceiverThread::MakeNote make_note;
     UdpReceiverThread::Idle idle;
+    UdpReceiverThread::OnStart on_start;
     HandoffCallback on_handoff;
   };
   static constexpr size_t kFastReplyBytes = UdpReceiverThread::kFastReplyBytes;

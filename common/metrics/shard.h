@@ -7,6 +7,11 @@
 // threads to touch a metric therefore never share a shard; more threads than that share
 // shards, which stays correct because every shard is an atomic updated with fetch_add, and
 // only costs contention between the threads that collide. Thread-safe; no locks.
+//
+// A DNS serving thread and its UDP receiver thread count the same queries' metrics, the
+// receiver most of them: the receiver counts into its loop thread's shard (UseShard), so a
+// pod's serving threads take one shard per pair, and 16 shards serve 16 serving threads
+// (32 threads that count per query) before two pairs meet on one shard.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +36,10 @@ size_t AssignShard();
 inline constinit thread_local size_t tls_shard = kNoShard;
 
 }  // namespace internal
+
+// Makes the calling thread count into `shard` (< kShards) from now on: the shard of another
+// thread that counts the same work, taken there with ThisThreadShard().
+inline void UseShard(size_t shard) { internal::tls_shard = shard % kShards; }
 
 // The calling thread's shard, in [0, kShards).
 inline size_t ThisThreadShard() {

@@ -21,5 +21,21 @@ TEST_CASE("threads started one after another get distinct shards", "[metrics]") 
   CHECK(shards.size() == kShards);
 }
 
+TEST_CASE("a thread that uses another's shard counts there and takes no slot of its own",
+          "[metrics]") {
+  size_t first = kShards;
+  std::thread([&] { first = ThisThreadShard(); }).join();
+  size_t paired = kShards;
+  std::thread([&] {
+    UseShard(first);
+    paired = ThisThreadShard();
+  }).join();
+  CHECK(paired == first);
+  // The next thread takes the slot after the first's: the paired one took none.
+  size_t next = kShards;
+  std::thread([&] { next = ThisThreadShard(); }).join();
+  CHECK(next == (first + 1) % kShards);
+}
+
 }  // namespace
 }  // namespace kdns::metrics

@@ -84,7 +84,11 @@ DnsServer::~DnsServer() { Stop(); }
 bool DnsServer::Start(std::string* error) {
   CHECK(!started_) << "DnsServer::Start called twice";
   started_ = true;
-  const bool shared = options_.shared_sockets && !options_.inherited.has_value();
+  // The container's CPU allowance, not the node's cores (common/base/cpu_quota.h).
+  const size_t count = options_.threads != 0 ? options_.threads : UsableCpus();
+  // Past kMaxThreadsOnSharedSocket, a SO_REUSEPORT pair per thread, as without sharing.
+  const bool shared = options_.shared_sockets && !options_.inherited.has_value() &&
+                      count <= kMaxThreadsOnSharedSocket;
   if (shared) {
     if (!options_.listen_address.is_v4() && !options_.listen_address.is_v6()) {
       *error = "DNS server: the listen address is not IPv4 or IPv6";
@@ -135,10 +139,7 @@ bool DnsServer::Start(std::string* error) {
   base.admission = options_.admission;
   base.client_address = options_.client_address;
 
-  size_t count = options_.threads;
-  // The container's CPU allowance, not the node's cores (common/base/cpu_quota.h).
-  if (count == 0) {
-    count = UsableCpus();
+  if (options_.threads == 0) {
     LOG(INFO) << "DNS on " << base.address.ToString() << ": " << count
               << " serving threads, one per usable CPU (the CPU limit, else the cores)";
   }

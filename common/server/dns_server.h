@@ -20,6 +20,12 @@
 // Options::shared_sockets serves the same way from sockets bound here. With UDP receiver
 // threads (UdpOptions::receiver_thread) on one shared socket, the threads' receivers take
 // turns as leader and followers (loop::UdpReceiverGroup) rather than all waiting on it.
+// Sharing stops at kMaxThreadsOnSharedSocket threads; more get a SO_REUSEPORT pair each.
+// One socket is one receive queue, written by every client's packet and read by one
+// leader at a time: its kernel lock and memory counters are written from every core for
+// every datagram, and reads take turns, so throughput stops growing after a few threads
+// (issue 32, on 16 cores: kubedns 2.2 times one thread's at 4 threads, less at 8). Turns
+// pay only where cores are few: they keep a light load on one thread, in large batches.
 //
 // DNS over TCP limits (TcpOptions) hold for all threads together: the threads share one
 // loop::TcpConnectionCaps and one loop::OutputBudget (the options' own, if set).
@@ -73,9 +79,13 @@ class DnsServer {
     std::shared_ptr<ResponseRateLimiter> responses;
     std::optional<InheritedSockets> inherited;
     // Bind one UDP and one TCP socket and serve dups of them from every thread, as with
-    // inherited sockets, instead of a SO_REUSEPORT pair per thread.
+    // inherited sockets, instead of a SO_REUSEPORT pair per thread; only up to
+    // kMaxThreadsOnSharedSocket threads (see "Sockets" above).
     bool shared_sockets = false;
   };
+
+  // The most threads that Options::shared_sockets puts on one socket.
+  static constexpr size_t kMaxThreadsOnSharedSocket = 2;
 
   DnsServer(const Options& options, HandlerFactory factory);
   // Stops and joins if still running.

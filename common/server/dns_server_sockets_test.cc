@@ -1,5 +1,6 @@
 // Tests of the DnsServer serving sockets it is given (inherited fds, one shared socket pair):
-// served from every thread, and one bad socket refused alone.
+// served from every thread, one bad socket refused alone, and sharing only up to
+// kMaxThreadsOnSharedSocket threads.
 
 #include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <sys/socket.h>
@@ -24,6 +25,7 @@ using testing::RequireStopsClean;
 using testing::RequireTcpEcho;
 using testing::RequireUdpEcho;
 using testing::TcpClient;
+using testing::ThreadsThatServed;
 using testing::UdpClient;
 
 int BoundSocket(int type, bool listening) {
@@ -42,6 +44,17 @@ bool CanBind(int type, const loop::SocketAddress& address) {
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   bool ok = bind(fd, address.sockaddr_ptr(), address.sockaddr_len()) == 0 &&
             (type == SOCK_DGRAM || listen(fd, 1) == 0);
+  close(fd);
+  return ok;
+}
+
+// True if a SO_REUSEPORT socket can bind UDP `address`: it serves a SO_REUSEPORT group (of
+// ours, the same user), which the new socket would join. Closed at once.
+bool CanJoinReusePortGroup(const loop::SocketAddress& address) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  const bool ok = bind(fd, address.sockaddr_ptr(), address.sockaddr_len()) == 0;
   close(fd);
   return ok;
 }
@@ -99,34 +112,73 @@ class ReceiverEchoHandler : public QueryHandler {
   std::atomic<int>& receiver_answers_;
 };
 
-TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]") {
-  const bool receiver_threads = GENERATE(false, true);
-  INFO("receiver threads: " << receiver_threads);
-  std::atomic<int> receiver_answers{0};
-  DnsServer::Options options = LocalOptions(3);
+constexpr int kClients = 32;
+
+// Starts a DnsServer with Options::shared_sockets on `threads` threads, answering UDP on
+// their receiver threads (with `receiver_threads`), counted in `receiver_answers`.
+std::unique_ptr<DnsServer> StartShared(size_t threads, bool receiver_threads,
+                                       std::atomic<int>& receiver_answers) {
+  DnsServer::Options options = LocalOptions(threads);
   options.shared_sockets = true;
   options.udp.receiver_thread = receiver_threads;
-  DnsServer server(options, [&](const ThreadContext&) {
+  auto server = std::make_unique<DnsServer>(options, [&receiver_answers](const ThreadContext&) {
     return std::make_unique<ReceiverEchoHandler>(receiver_answers);
   });
-  RequireStart(server);
-  const loop::SocketAddress address = server.local_address();
-  CHECK(server.tcp_address() == address);
-  CHECK(address.port() != 0);
-  // One socket, not a SO_REUSEPORT group: nobody can join it.
-  CHECK_FALSE(CanBind(SOCK_DGRAM, address));
-  for (uint16_t i = 0; i < 32; ++i) {
+  RequireStart(*server);
+  return server;
+}
+
+// kClients UDP queries, each from a client (a port) of its own, and one over TCP.
+void EchoFromManyClients(const loop::SocketAddress& address) {
+  for (uint16_t i = 0; i < kClients; ++i) {
     UdpClient udp(address);
     RequireUdpEcho(udp, i);
   }
   TcpClient tcp(address);
   RequireTcpEcho(tcp, 1);
-  CHECK(receiver_answers == (receiver_threads ? 32 : 0));
-  RequireStopsClean(server);
-  const ServerStats s = server.stats();
-  CHECK(s.udp_replies == 32);
-  CHECK(s.udp_fast_answers == (receiver_threads ? 32 : 0));
+}
+
+TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]") {
+  const bool receiver_threads = GENERATE(false, true);
+  INFO("receiver threads: " << receiver_threads);
+  std::atomic<int> receiver_answers{0};
+  auto server =
+      StartShared(DnsServer::kMaxThreadsOnSharedSocket, receiver_threads, receiver_answers);
+  const loop::SocketAddress address = server->local_address();
+  CHECK(server->tcp_address() == address);
+  CHECK(address.port() != 0);
+  // One socket, not a SO_REUSEPORT group: nobody can join it.
+  CHECK_FALSE(CanBind(SOCK_DGRAM, address));
+  CHECK_FALSE(CanJoinReusePortGroup(address));
+  EchoFromManyClients(address);
+  CHECK(receiver_answers == (receiver_threads ? kClients : 0));
+  RequireStopsClean(*server);
+  const ServerStats s = server->stats();
+  CHECK(s.udp_replies == kClients);
+  CHECK(s.udp_fast_answers == (receiver_threads ? kClients : 0));
   CHECK(s.tcp_replies == 1);
+  CHECK(CanBind(SOCK_DGRAM, address));
+  CHECK(CanBind(SOCK_STREAM, address));
+}
+
+// One socket is one receive queue that every thread's receiver reads in turn: past two
+// threads it caps throughput (DnsServer, "Sockets"), so more threads bind a SO_REUSEPORT
+// pair each, and the kernel spreads clients over them.
+TEST_CASE("Past kMaxThreadsOnSharedSocket threads, shared sockets become a socket per thread",
+          "[server]") {
+  std::atomic<int> receiver_answers{0};
+  auto server = StartShared(DnsServer::kMaxThreadsOnSharedSocket + 2, true, receiver_answers);
+  const loop::SocketAddress address = server->local_address();
+  CHECK(server->tcp_address() == address);
+  CHECK_FALSE(CanBind(SOCK_DGRAM, address));
+  EchoFromManyClients(address);
+  CHECK(receiver_answers == kClients);
+  // 32 flows hashed over 4 sockets all on one would be a 4^-31 fluke; on one shared
+  // socket, this light load would stay with its first leader.
+  CHECK(ThreadsThatServed(*server, &ServerStats::udp_fast_answers) >= 2);
+  CHECK(CanJoinReusePortGroup(address));
+  RequireStopsClean(*server);
+  CHECK(server->stats().udp_fast_answers == kClients);
   CHECK(CanBind(SOCK_DGRAM, address));
   CHECK(CanBind(SOCK_STREAM, address));
 }

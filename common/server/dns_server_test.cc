@@ -40,15 +40,8 @@ using testing::RequireStopsClean;
 using testing::RequireTcpEcho;
 using testing::RequireUdpEcho;
 using testing::TcpClient;
+using testing::ThreadsThatServed;
 using testing::UdpClient;
-
-size_t ThreadsThatServed(const DnsServer& server, uint64_t ServerStats::*counter) {
-  size_t served = 0;
-  for (size_t i = 0; i < server.thread_count(); ++i) {
-    if (server.thread_stats(i).*counter > 0) ++served;
-  }
-  return served;
-}
 
 TEST_CASE("DnsServer answers UDP and TCP queries on several threads", "[server]") {
   const size_t threads = GENERATE(2, 4);

@@ -12,6 +12,7 @@
 
 #include "common/base/clock.h"
 #include "common/limits/limits.h"
+#include "common/metrics/shard.h"
 #include "common/server/query_gate.h"
 
 namespace kdns::server {
@@ -136,6 +137,8 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
     };
     calls.make_note = [] { return std::make_unique<HandedOff>(); };
     calls.idle = [handler] { handler->ReleaseReceiverSnapshots(); };
+    // The receiver counts most of this thread's queries: one metrics shard for the two.
+    calls.on_start = [shard = metrics::ThisThreadShard()] { metrics::UseShard(shard); };
     calls.on_handoff = [self](std::span<const uint8_t> datagram, const loop::SocketAddress& peer,
                               const loop::UdpReplyContext& reply_context,
                               loop::UdpHandoffNote* note) {

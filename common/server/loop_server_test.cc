@@ -23,6 +23,7 @@
 #include "common/dns/query_testing.h"
 #include "common/loop/loop_test_util.h"
 #include "common/loop/timer.h"
+#include "common/metrics/shard.h"
 #include "common/server/server_test_util.h"
 
 namespace kdns::server {
@@ -148,6 +149,7 @@ class ReceiverThreadHandler : public QueryHandler {
                                 Decision*) override {
     // No CHECK here: Catch's assertions are not thread-safe.
     if (peer.port() == 0) peer_port_zero = true;
+    receiver_shard = metrics::ThisThreadShard();
     if (query.size() < 2 || query[1] % 2 != 0) return 0;
     ++receiver_thread_queries;
     return testing::EchoResponse(query, out).size();
@@ -155,6 +157,7 @@ class ReceiverThreadHandler : public QueryHandler {
   int loop_thread_queries = 0;  // the loop thread's
   std::atomic<int> receiver_thread_queries{0};
   std::atomic<bool> peer_port_zero{false};
+  std::atomic<size_t> receiver_shard{metrics::kShards};
 };
 
 TEST_CASE("With a receiver thread, the handler answers on it first and the loop gets the rest",
@@ -175,6 +178,8 @@ TEST_CASE("With a receiver thread, the handler answers on it first and the loop 
   CHECK(handler->receiver_thread_queries == 5);
   CHECK(handler->loop_thread_queries == 5);
   CHECK_FALSE(handler->peer_port_zero);
+  // It counts metrics into its loop thread's shard (this thread's here).
+  CHECK(handler->receiver_shard == metrics::ThisThreadShard());
   // TCP never takes the fast path.
   TcpClient tcp(server->tcp_address());
   REQUIRE(tcp.Send(QuerySpec().Id(12).Bytes()));

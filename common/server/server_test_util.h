@@ -272,6 +272,15 @@ inline DnsServer::Options LocalOptions(size_t threads) {
   return options;
 }
 
+// How many of the server's threads counted any of `counter`.
+inline size_t ThreadsThatServed(const DnsServer& server, uint64_t ServerStats::*counter) {
+  size_t served = 0;
+  for (size_t i = 0; i < server.thread_count(); ++i) {
+    if (server.thread_stats(i).*counter > 0) ++served;
+  }
+  return served;
+}
+
 inline void RequireStart(DnsServer& server) {
   std::string error;
   bool started = server.Start(&error);

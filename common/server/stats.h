@@ -7,13 +7,16 @@
 // ServerStats is the plain snapshot: the sum over threads, or one thread's values.
 //
 // Thread: ThreadStats is written by one loop thread (udp_fast_answers by the UDP socket's
-// receiver thread) and read from any thread.
+// receiver thread) and read from any thread. The receiver's counter has a cache line of its
+// own, and so has the whole, so the receiver's count per query and the loop's per handed-off
+// query (or a neighbouring thread's) never write one line from two cores.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
 #include "common/base/single_writer.h"
+#include "common/metrics/shard.h"
 
 namespace kdns::server {
 
@@ -35,7 +38,7 @@ struct ServerStats {
   ServerStats& operator+=(const ServerStats& other);
 };
 
-class ThreadStats {
+class alignas(metrics::kCacheLineBytes) ThreadStats {
  public:
   // Single writer: a relaxed load and store, not a read-modify-write.
   static void Increment(std::atomic<uint64_t>& counter, uint64_t by = 1) {
@@ -63,7 +66,7 @@ class ThreadStats {
   std::atomic<uint64_t> tcp_open{0};
   // Queries the UDP receiver thread answered (its only writer); counted in udp_queries and
   // udp_replies by Read().
-  std::atomic<uint64_t> udp_fast_answers{0};
+  alignas(metrics::kCacheLineBytes) std::atomic<uint64_t> udp_fast_answers{0};
 };
 
 }  // namespace kdns::server

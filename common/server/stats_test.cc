@@ -1,6 +1,8 @@
 #include "common/server/stats.h"
 
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <memory>
 #include <thread>
 
 namespace kdns::server {
@@ -63,6 +65,22 @@ TEST_CASE("ThreadStats may be read while its writer thread counts", "[server]") 
   writer.join();
   CHECK(monotonic);  // counters never go backwards
   CHECK(stats.Read().udp_queries == 10000);
+}
+
+TEST_CASE("The receiver's counter shares no cache line with the loop's or a neighbour's",
+          "[server]") {
+  constexpr uintptr_t kLine = metrics::kCacheLineBytes;
+  auto line = [](const void* p) { return reinterpret_cast<uintptr_t>(p) / kLine; };
+  // Separately allocated, as DnsServer's per-thread stats are.
+  auto first = std::make_unique<ThreadStats>();
+  auto second = std::make_unique<ThreadStats>();
+  for (const ThreadStats* stats : {first.get(), second.get()}) {
+    CHECK(reinterpret_cast<uintptr_t>(stats) % kLine == 0);
+    CHECK(line(&stats->udp_fast_answers) != line(&stats->udp_queries));
+    CHECK(line(&stats->udp_fast_answers) != line(&stats->udp_replies));
+    CHECK(line(&stats->udp_fast_answers) != line(&stats->tcp_open));
+  }
+  CHECK(sizeof(ThreadStats) % kLine == 0);
 }
 
 }  // namespace

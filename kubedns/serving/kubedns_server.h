@@ -67,8 +67,9 @@ class KubednsServer {
     loop::SocketAddress dns_address;  // --dns-bind-address, --dns-port
     size_t dns_threads = 0;           // 0: one per usable CPU (cpu_quota.h)
     // UDP is received on a receiver thread per socket, which answers what the records
-    // answer (DnsHandler::AnswerOnReceiverThread); the DNS threads share one socket, so
-    // their receivers take turns (server::DnsServer). --receiver-threads.
+    // answer (DnsHandler::AnswerOnReceiverThread); up to two DNS threads share one socket,
+    // so their receivers take turns, more have a socket each (server::DnsServer).
+    // --receiver-threads.
     bool receiver_threads = true;
     loop::SocketAddress healthz_address;  // /readiness, /healthz
     loop::SocketAddress metrics_address;  // /metrics

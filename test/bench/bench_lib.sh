@@ -16,6 +16,12 @@
 #   wait_answers PID PORT NAME [PATTERN]
 #                     true once 127.0.0.1:PORT answers NAME A with a status matching PATTERN
 #                     (default: any), false when PID exits or 10 s pass.
+#   start_fixed_upstream BENCH DNSLOAD [PIN...]
+#                     starts DNSLOAD (dnsload_bench) --serve, the fixed-answer responder, on a
+#                     free port (prefixed with the PIN command, e.g. taskset -c 1) as a cheap
+#                     upstream that answers any name; sets upstream_port and upstream_pid
+#                     and adds it to pids, or exits 1 with its log when it does not answer
+#                     (BENCH names the benchmark in that message).
 #   stop_server PID   stops a server the benchmark started (TERM, then KILL of what is left of
 #                     its tree) and forgets its pid (which the system may hand out again).
 #   nsd_conf DIR PORT ZONE...
@@ -102,6 +108,20 @@ wait_answers() {
     sleep 0.1
   done
   return 1
+}
+
+start_fixed_upstream() {
+  local bench=$1 dnsload=$2
+  shift 2
+  upstream_port=$(free_port)
+  "$@" "$dnsload" --serve "$upstream_port" >"$tmp/upstream.log" 2>&1 &
+  upstream_pid=$!
+  pids+=("$upstream_pid")
+  if ! wait_answers "$upstream_pid" "$upstream_port" ready.probe.bench; then
+    echo "$bench: the upstream (dnsload_bench --serve) did not start:"
+    cat "$tmp/upstream.log"
+    exit 1
+  fi
 }
 
 stop_server() {

@@ -147,15 +147,7 @@ awk -v n="$miss_names" 'BEGIN {for (i = 0; i < n; i++) printf "host-%d.bench.exa
   >"$tmp/miss.txt"
 head -n "$names" "$tmp/miss.txt" >"$tmp/hit.txt"
 
-upstream_port=$(free_port)
-"$dnsload" --serve "$upstream_port" >"$tmp/upstream.log" 2>&1 &
-upstream_pid=$!
-pids+=("$upstream_pid")
-if ! wait_answers "$upstream_pid" "$upstream_port" ready.probe.bench; then
-  echo "frontend_cache_bench: the upstream (dnsload_bench --serve) did not start:"
-  cat "$tmp/upstream.log"
-  exit 1
-fi
+start_fixed_upstream frontend_cache_bench "$dnsload"
 
 # --- the servers -------------------------------------------------------------------------------
 # start_server KIND THREADS PORT [CACHE_ENTRIES]: starts it, sets server_pid; false when it
