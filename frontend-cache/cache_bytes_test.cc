@@ -1,7 +1,6 @@
 // Tests of the Cache's bytes budget: --cache-bytes never exceeded, --cache-entry-max-bytes, and
 // memory given back by evicted or replaced entries.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <malloc.h>
 
 #include <catch2/catch.hpp>

@@ -1,8 +1,6 @@
 // Tests of the Cache's eviction (its CLOCK): what counts as an eviction, --cache-size entries
 // fitting over the shards, and working sets kept, replaced and outgrown.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <thread>

@@ -1,8 +1,6 @@
 // Tests of the Cache's negative answers: NXDOMAIN and NODATA TTLs from the SOA and --neg-ttl,
 // --no-negcache and the exact zones, and dropping them (Flush, FlushDomain, DropNegative).
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 
 #include "frontend-cache/cache.h"

@@ -4,8 +4,6 @@
 
 #include "frontend-cache/cache.h"
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>

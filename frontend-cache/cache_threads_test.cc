@@ -1,8 +1,6 @@
 // Tests of the Cache shared by threads: hits from several threads, and exact entry and byte
 // counts while threads insert into a full cache.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <string>

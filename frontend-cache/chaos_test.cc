@@ -1,7 +1,5 @@
 #include "frontend-cache/chaos.h"
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>

@@ -3,10 +3,6 @@
 // cache_*_test.cc share, with the replies they insert.
 #pragma once
 
-// glog before Catch: both define CHECK, and a test means Catch's (cache.h includes glog, which
-// would otherwise replace it).
-#include <glog/logging.h>
-
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <cstdint>

@@ -1,8 +1,5 @@
 // CurlTransport's re-entrancy and lifetime: callbacks that start, cancel or destroy, and
 // destruction with requests in flight.
-// glog before Catch: both define CHECK, and a test means Catch's (the headers below
-// include glog, which would otherwise replace it).
-#include <glog/logging.h>
 
 #include <catch2/catch.hpp>
 #include <memory>

@@ -1,7 +1,4 @@
 // CurlTransport over TLS: certificate checks, client certificates, tls_server_name.
-// glog before Catch: both define CHECK, and a test means Catch's (the headers below
-// include glog, which would otherwise replace it).
-#include <glog/logging.h>
 
 #include <catch2/catch.hpp>
 #include <memory>

@@ -1,13 +1,8 @@
-// clang-format off
-// glog (through reflector.h) and Catch both define CHECK, and the last definition wins: glog
-// first, so that the tests' CHECKs are Catch's.
-#include "common/k8s/reflector.h"
-// clang-format on
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
+#include "common/k8s/reflector.h"
 #include "common/k8s/reflector_testing.h"
 
 namespace kdns::k8s {

@@ -9,12 +9,6 @@
 // Thread: the test's thread.
 #pragma once
 
-// clang-format off
-// glog (through reflector.h) and Catch both define CHECK, and the last definition wins: glog
-// first, so that the tests' CHECKs are Catch's.
-#include "common/k8s/reflector.h"
-// clang-format on
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -35,6 +29,7 @@
 #include "common/base/clock.h"
 #include "common/k8s/api_transport.h"
 #include "common/k8s/decode.h"
+#include "common/k8s/reflector.h"
 #include "common/k8s/reflector_timers.h"
 #include "common/k8s/testing.h"
 

@@ -1,9 +1,3 @@
-// clang-format off
-// glog (through reflector.h) and Catch both define CHECK, and the last definition wins: glog
-// first, so that the tests' CHECKs are Catch's.
-#include "common/k8s/reflector.h"
-// clang-format on
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <random>
@@ -11,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/k8s/reflector.h"
 #include "common/k8s/reflector_testing.h"
 
 namespace kdns::k8s {

@@ -1,11 +1,5 @@
 #include "common/loop/udp_receiver_thread.h"
 
-// clang-format off
-// glog (through udp_socket.h) and Catch both define CHECK, and the last definition wins:
-// glog first, so that the tests' CHECKs are Catch's.
-#include "common/loop/udp_socket.h"
-// clang-format on
-
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -24,6 +18,7 @@
 
 #include "common/loop/loop_test_util.h"
 #include "common/loop/socket_test_util.h"
+#include "common/loop/udp_socket.h"
 #include "common/loop/udp_test_util.h"
 
 namespace kdns::loop {

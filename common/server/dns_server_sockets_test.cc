@@ -1,7 +1,6 @@
 // Tests of the DnsServer serving sockets it is given (inherited fds, one shared socket pair):
 // served from every thread, and one bad socket refused alone.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <sys/socket.h>
 #include <unistd.h>
 

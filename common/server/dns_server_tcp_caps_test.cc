@@ -1,8 +1,6 @@
 // Tests of the DnsServer's TCP connection caps, process-wide and per source, shared by its
 // threads: which connection is closed for a new one, and what is never idle.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>

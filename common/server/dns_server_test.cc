@@ -4,7 +4,6 @@
 
 #include "common/server/dns_server.h"
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <sys/socket.h>
 #include <unistd.h>
 

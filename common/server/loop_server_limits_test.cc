@@ -1,8 +1,6 @@
 // Tests of the LoopServer's per-client limits for a trusted forwarder: the client rate limit and
 // RRL applied to the client its queries name (the client-address option).
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>

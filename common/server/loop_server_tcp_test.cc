@@ -1,8 +1,6 @@
 // Tests of the LoopServer's TCP connections: replies to closed or half-closed connections,
 // dropped queries, the frame and query timeouts, the shared TCP cap, and pipelining.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <memory>
 #include <vector>

@@ -5,7 +5,6 @@
 
 #include "common/server/loop_server.h"
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -10,10 +10,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-// glog before Catch: both define CHECK, and a test means Catch's (the server headers below
-// include glog, which would otherwise replace it).
-#include <glog/logging.h>
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>

@@ -1,8 +1,6 @@
 // Tests of the Forwarder's 0x20 (random case of the name sent upstream): the client's case in the
 // result, replies in the wrong case dropped, the plain-name fallback, and the TCP retry.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <string>
 

@@ -2,8 +2,6 @@
 // ForwardBudgets (process, route, upstream, per-client share) filled and given back as the
 // Forwarder uses them (forward_budgets_test.cc tests the budgets alone).
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>

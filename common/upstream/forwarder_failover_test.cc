@@ -2,8 +2,6 @@
 // fail over to the next upstream, late answers still win, a server known down is skipped until a
 // probe brings it back, and the strict-order and all-at-once policies.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <optional>
 

@@ -1,8 +1,6 @@
 // Tests of the Forwarder over TCP: a truncated UDP reply retried over TCP, client TCP queries on
 // one reused upstream connection, and a closed connection replaced or retried.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 
 #include "common/loop/loop.h"

@@ -4,10 +4,6 @@
 // Header-only; tests only.
 #pragma once
 
-// glog before Catch: both define CHECK, and a test means Catch's (the forwarder's headers
-// include glog, which would otherwise replace it).
-#include <glog/logging.h>
-
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <memory>

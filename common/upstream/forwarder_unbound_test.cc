@@ -4,10 +4,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-// glog before Catch: both define CHECK, and a test means Catch's (the forwarder's headers
-// below include glog, which would otherwise replace it).
-#include <glog/logging.h>
-
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>

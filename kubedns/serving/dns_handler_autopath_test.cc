@@ -1,9 +1,5 @@
 // DnsHandler's autopath walk (dns_handler.h, autopath.h): a handler on the test's loop, the
 // records of a small cluster, and one scripted upstream for every name outside it.
-// clang-format off: the tested header (which brings glog) before Catch, whose CHECK must win.
-#include "kubedns/serving/dns_handler.h"
-// clang-format on
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <memory>
@@ -21,6 +17,7 @@
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
 #include "kubedns/answering/autopath.h"
+#include "kubedns/serving/dns_handler.h"
 #include "kubedns/serving/dns_handler_testing.h"
 #include "test/support/fake_dns_server.h"
 

@@ -2,10 +2,6 @@
 // autopath walk: each is logged once, with where its answer came from (our records: local;
 // an upstream: upstream), like any other answer; and a SERVFAIL kubedns makes when no
 // upstream answers (failure, as frontend-cache logs it).
-// clang-format off: the tested header (which brings glog) before Catch, whose CHECK must win.
-#include "kubedns/serving/dns_handler.h"
-// clang-format on
-
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -18,6 +14,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
 #include "kubedns/answering/autopath.h"
+#include "kubedns/serving/dns_handler.h"
 #include "kubedns/serving/dns_handler_testing.h"
 #include "test/support/fake_dns_server.h"
 

@@ -7,12 +7,6 @@
 // Header-only; tests only; everything runs on the test's thread.
 #pragma once
 
-// clang-format off
-// glog (through objects_file_source.h) and Catch both define CHECK, and the last definition
-// wins: glog first, so that the tests' CHECKs are Catch's.
-#include "kubedns/sources/objects_file_source.h"
-// clang-format on
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +29,7 @@
 #include "common/metrics/registry.h"
 #include "kubedns/records/record_tree.h"
 #include "kubedns/records/records_testing.h"  // ReadFile
+#include "kubedns/sources/objects_file_source.h"
 #include "kubedns/sources/recording_sink_testing.h"
 #include "test/unit/temp_dir.h"
 
