@@ -1,5 +1,6 @@
 // Test helpers for kdns::loop: run a loop until a condition holds (bounded by a real-time
-// deadline so a broken test fails instead of hanging), and check a loop closes clean.
+// deadline so a broken test fails instead of hanging), and check a loop closes clean (by hand,
+// or by a LoopFixture on the way out of a TEST_CASE_METHOD).
 // Header-only; included by *_test.cc files only.
 #pragma once
 
@@ -47,6 +48,21 @@ inline void RequireClosesClean(Loop& loop) {
   if (loop.Close()) return;
   FAIL("loop still has open handles: " << OpenHandles(loop));
 }
+
+// The frame of a test whose loop's owners (servers, clients, timers) live in its body:
+// TEST_CASE_METHOD(LoopFixture, ...) gives the body `loop`, and once the body's locals are gone
+// the loop must close with no handle left. A failure here is counted, never thrown: this runs
+// in a destructor.
+struct LoopFixture {
+  LoopFixture() = default;
+  LoopFixture(const LoopFixture&) = delete;
+  LoopFixture& operator=(const LoopFixture&) = delete;
+  ~LoopFixture() {
+    if (!loop.Close()) FAIL_CHECK("loop still has open handles: " << OpenHandles(loop));
+  }
+
+  Loop loop;
+};
 
 // A plain non-blocking TCP client socket for driving servers on the loop under test from
 // the same thread: writes go straight to the kernel, reads never block.

@@ -1,6 +1,8 @@
 // Helpers of the Forwarder's tests (forwarder*_test.cc), next to the fake upstream of
 // common/upstream/testing.h: options with short timeouts, requests by name (and client),
 // budgets small enough to fill, and a resolve that runs the loop until its callback ran.
+// The tests live in this namespace, so each file names its helpers without importing them,
+// and each is a TEST_CASE_METHOD(LoopFixture, ...): its loop closes clean after the body.
 // Header-only; tests only.
 #pragma once
 
@@ -21,6 +23,9 @@
 #include "common/upstream/forwarder.h"
 
 namespace kdns::upstream::testing {
+
+using loop::testing::LoopFixture;
+using loop::testing::RunUntil;
 
 // Short tries, one per upstream, and a quick background probe.
 inline Forwarder::Options TestOptions() {
@@ -45,7 +50,7 @@ inline Result ResolveAndWait(loop::Loop& loop, Forwarder& forwarder, const Reque
                              const UpstreamSet& set) {
   std::optional<Result> result;
   forwarder.Resolve(request, set, [&](const Result& r) { result = r; });
-  REQUIRE(loop::testing::RunUntil(loop, [&] { return result.has_value(); }));
+  REQUIRE(RunUntil(loop, [&] { return result.has_value(); }));
   return *result;
 }
 
