@@ -13,17 +13,8 @@
 #include "common/server/dns_server.h"
 #include "common/server/server_test_util.h"
 
-namespace kdns::server {
+namespace kdns::server::testing {
 namespace {
-
-using testing::EchoFactory;
-using testing::LocalOptions;
-using testing::RequireStart;
-using testing::RequireStopsClean;
-using testing::RequireTcpEcho;
-using testing::RequireUdpEcho;
-using testing::TcpClient;
-using testing::UdpClient;
 
 int BoundSocket(int type, bool listening) {
   int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
@@ -64,11 +55,11 @@ TEST_CASE("DnsServer serves inherited sockets on every thread", "[server]") {
 
   for (uint16_t i = 0; i < 16; ++i) {
     UdpClient udp(udp_address);
-    RequireUdpEcho(udp, i);
+    RequireEcho(udp, i);
   }
   for (uint16_t i = 0; i < 8; ++i) {
     TcpClient tcp(tcp_address);
-    RequireTcpEcho(tcp, i);
+    RequireEcho(tcp, i);
   }
   CHECK_FALSE(CanBind(SOCK_DGRAM, udp_address));
   RequireStopsClean(server);
@@ -86,12 +77,12 @@ class ReceiverEchoHandler : public QueryHandler {
  public:
   explicit ReceiverEchoHandler(std::atomic<int>& receiver_answers)
       : receiver_answers_(receiver_answers) {}
-  void HandleQuery(Request& request) override { (void)testing::ReplyEcho(request); }
+  void HandleQuery(Request& request) override { (void)ReplyEcho(request); }
   size_t AnswerOnReceiverThread(const Admission&, std::span<const uint8_t> query,
                                 const loop::SocketAddress&, std::span<uint8_t> out,
                                 Decision*) override {
     ++receiver_answers_;
-    return testing::EchoResponse(query, out).size();
+    return EchoResponse(query, out).size();
   }
 
  private:
@@ -116,10 +107,10 @@ TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]
   CHECK_FALSE(CanBind(SOCK_DGRAM, address));
   for (uint16_t i = 0; i < 32; ++i) {
     UdpClient udp(address);
-    RequireUdpEcho(udp, i);
+    RequireEcho(udp, i);
   }
   TcpClient tcp(address);
-  RequireTcpEcho(tcp, 1);
+  RequireEcho(tcp, 1);
   CHECK(receiver_answers == (receiver_threads ? 32 : 0));
   RequireStopsClean(server);
   const ServerStats s = server.stats();
@@ -145,4 +136,4 @@ TEST_CASE("DnsServer rejects only one inherited socket", "[server]") {
 }
 
 }  // namespace
-}  // namespace kdns::server
+}  // namespace kdns::server::testing
