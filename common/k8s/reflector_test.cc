@@ -22,8 +22,7 @@ using Request = testing::FakeApiTransport::Request;
 
 TEST_CASE("a 429 waits as long as Retry-After says, within a bound", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  h.ListServices();
+  h.StartAndList();
   const std::string status =
       R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429})";
 
@@ -95,8 +94,7 @@ TEST_CASE("HTTP errors back off exponentially with jitter within bounds", "[refl
 TEST_CASE("the handler may stop the reflector from inside a callback", "[reflector]") {
   Harness h;
   h.handler.stop_on_list = true;
-  h.reflector->Start();
-  h.ListServices();
+  h.StartAndList();
   CHECK(h.reflector->state() == Reflector::State::kStopped);
   CHECK(h.transport.ActiveCount() == 0);
   CHECK(h.timers.ActiveCount() == 0);
@@ -104,8 +102,7 @@ TEST_CASE("the handler may stop the reflector from inside a callback", "[reflect
 
 TEST_CASE("destroying a reflector cancels its request", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  Request& list = h.transport.Active();
+  Request& list = h.Start();
   h.reflector.reset();
   CHECK(list.cancelled);
 }
