@@ -23,6 +23,7 @@ namespace {
 
 using dns::RrType;
 using dns::testing::N;
+using dns::testing::QuerySpec;
 using namespace kubedns::testing;
 
 std::shared_ptr<const Snapshot> ClusterSnapshot() {
@@ -63,9 +64,7 @@ class LogFixture : public DnsHandlerFixture {
   }
   ~LogFixture() { StopServing(); }
 
-  dns::Message Ask(const std::string& name) {
-    return DnsHandlerFixture::Ask({name, RrType::kA, 0x4242, false});
-  }
+  dns::Message Ask(const std::string& name) { return DnsHandlerFixture::Ask(QuerySpec(name)); }
 
   // Asks `name`, which must be answered `rcode`, and requires that it is logged once, with
   // `rcode_text` and `source`.
