@@ -62,8 +62,7 @@ TEST_CASE("DnsServer serves inherited sockets on every thread", "[server]") {
     RequireEcho(tcp, i);
   }
   CHECK_FALSE(CanBind(SOCK_DGRAM, udp_address));
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.udp_replies == 16);
   CHECK(s.tcp_replies == 8);
   // Every dup and the originals are closed: the ports are free again.
@@ -112,8 +111,7 @@ TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]
   TcpClient tcp(address);
   RequireEcho(tcp, 1);
   CHECK(receiver_answers == (receiver_threads ? 32 : 0));
-  RequireStopsClean(server);
-  const ServerStats s = server.stats();
+  const ServerStats s = RequireStopsClean(server);
   CHECK(s.udp_replies == 32);
   CHECK(s.udp_fast_answers == (receiver_threads ? 32 : 0));
   CHECK(s.tcp_replies == 1);

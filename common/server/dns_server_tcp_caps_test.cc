@@ -64,8 +64,7 @@ TEST_CASE("At the process-wide TCP cap the oldest idle connection is closed for 
   CHECK(newer.WaitClosed());
   RequireEcho(oldest, 5);
   REQUIRE(WaitStat(server, &ServerStats::tcp_open, 2));
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.tcp_accepted == 3);
   CHECK(s.tcp_rejected == 0);
   CHECK(s.tcp_evicted == 1);
@@ -87,8 +86,7 @@ TEST_CASE(
     CHECK(refused.WaitClosed());  // accepted by the kernel, closed at once by the server
   }
   CHECK_FALSE(busy.closed());
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.tcp_accepted == 1);
   CHECK(s.tcp_rejected == 4);
   CHECK(s.tcp_evicted == 0);
@@ -118,8 +116,7 @@ TEST_CASE(
   TcpClient again(server.tcp_address(), heavy);
   CHECK(again.WaitClosed());
   RequireEcho(light, 8);
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.tcp_evicted == 1);
   CHECK(s.tcp_rejected == 1);
   CHECK(limits::LimitHits(limits::Limit::kTcpConnections) - cap_hits == 2);

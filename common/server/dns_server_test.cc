@@ -54,8 +54,7 @@ TEST_CASE("DnsServer answers UDP and TCP queries on several threads", "[server]"
   CHECK(server.stats().tcp_open == 1);
   // Counters are final once the threads are joined (a client may see its reply a moment
   // before the serving thread counts it).
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.udp_queries == 8);
   CHECK(s.udp_replies == 8);
   CHECK(s.tcp_queries == 3);
@@ -166,8 +165,7 @@ TEST_CASE("DnsServer sends asynchronous replies from a Responder after a timer",
   std::sort(tcp_ids.begin(), tcp_ids.end());
   CHECK(tcp_ids == std::vector<uint16_t>{11, 12, 13, 14});
 
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.udp_replies == 8);
   CHECK(s.tcp_replies == 4);
   CHECK(s.unanswered == 0);
@@ -188,8 +186,7 @@ TEST_CASE("DnsServer keeps serving TCP after the handler drops a query", "[serve
   UdpClient udp(server.local_address());
   REQUIRE(udp.Send(QuerySpec().Id(666).Bytes()));
   RequireEcho(udp, 2);  // the reply to 666 would have come first
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.unanswered == 2);
   CHECK(s.tcp_replies == 1);
   CHECK(s.udp_replies == 1);

@@ -292,9 +292,12 @@ inline void RequireStart(DnsServer& server) {
   REQUIRE(started);
 }
 
-inline void RequireStopsClean(DnsServer& server) {
+// Stops `server`, which must close clean; returns its final counters (final once the threads
+// are joined: a client may see its reply a moment before the serving thread counts it).
+inline ServerStats RequireStopsClean(DnsServer& server) {
   server.Stop();
   REQUIRE(server.closed_cleanly());
+  return server.stats();
 }
 
 // Sends one query over `client` (a UdpClient or a TcpClient) and checks the echo comes back.
