@@ -130,9 +130,7 @@ TEST_CASE_METHOD(LoopFixture,
                  "[upstream][budgets]") {
   FakeUpstream a(loop, 1);
   a.set_behaviour(Behaviour::kSilent);
-  Forwarder::Options options = TestOptions();
-  options.failure_threshold = 1;
-  options.probe_interval_ms = 50;
+  Forwarder::Options options = FailFastOptions(/*probe_interval_ms=*/50);
   options.total_timeout_ms = 300;
   Forwarder forwarder(loop, options);
   auto client_queries = [&] {
@@ -179,10 +177,7 @@ TEST_CASE_METHOD(LoopFixture,
     FakeUpstream gone(loop, 1);
     closed = gone.address();
   }
-  Forwarder::Options options = TestOptions();
-  options.failure_threshold = 1;
-  options.probe_interval_ms = 50;
-  Forwarder forwarder(loop, options);
+  Forwarder forwarder(loop, FailFastOptions(/*probe_interval_ms=*/50));
   Result first = ResolveAndWait(loop, forwarder, Req("one.example."), {closed});
   CHECK(first.reason == FailReason::kNetworkError);
   REQUIRE(forwarder.health(closed)->failed());
@@ -198,10 +193,7 @@ TEST_CASE_METHOD(LoopFixture, "A down server is left out while another server of
                  "[upstream][budgets]") {
   FakeUpstream a(loop, 1), b(loop, 2);
   a.set_behaviour(Behaviour::kSilent);
-  Forwarder::Options options = TestOptions();
-  options.failure_threshold = 1;
-  options.probe_interval_ms = 50;
-  Forwarder forwarder(loop, options);
+  Forwarder forwarder(loop, FailFastOptions(/*probe_interval_ms=*/50));
   const UpstreamSet set{a.address(), b.address()};
   CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("one.example."), set)) == "192.0.2.2");
   REQUIRE(RunUntil(loop, [&] { return forwarder.health(a.address())->down(); }));
@@ -216,10 +208,7 @@ TEST_CASE_METHOD(LoopFixture, "A failed upstream is skipped until a background p
                  "[upstream]") {
   FakeUpstream a(loop, 1), b(loop, 2);
   a.set_behaviour(Behaviour::kSilent);
-  Forwarder::Options options = TestOptions();
-  options.failure_threshold = 1;
-  options.probe_interval_ms = 200;
-  Forwarder forwarder(loop, options);
+  Forwarder forwarder(loop, FailFastOptions(/*probe_interval_ms=*/200));
   const UpstreamSet set{a.address(), b.address()};
   CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("one.example."), set)) == "192.0.2.2");
   CHECK(forwarder.health(a.address())->failed());

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,15 @@ inline Forwarder::Options TestOptions() {
   options.total_timeout_ms = 2000;
   options.max_tries_per_upstream = 1;
   options.probe_interval_ms = 50;
+  return options;
+}
+
+// TestOptions where one failure marks an upstream failed (and down), and probes run every
+// `probe_interval_ms`.
+inline Forwarder::Options FailFastOptions(uint64_t probe_interval_ms) {
+  Forwarder::Options options = TestOptions();
+  options.failure_threshold = 1;
+  options.probe_interval_ms = probe_interval_ms;
   return options;
 }
 
