@@ -10,17 +10,12 @@
 #include "frontend-cache/cache.h"
 #include "frontend-cache/testing.h"
 
-namespace kdns::frontend {
+namespace kdns::frontend::testing {
 namespace {
 
 using dns::RrType;
 using limits::Limit;
 using limits::LimitHits;
-using testing::Answer;
-using testing::CacheFixture;
-using testing::Host;
-using testing::OneShard;
-using testing::Reply;
 
 // A reply of `count` AAAA records (about 28 bytes each).
 Reply Big(const std::string& name, int count) {
@@ -118,4 +113,4 @@ TEST_CASE("An evicted or replaced entry gives its memory back", "[frontend][cach
 }
 
 }  // namespace
-}  // namespace kdns::frontend
+}  // namespace kdns::frontend::testing

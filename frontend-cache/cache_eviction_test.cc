@@ -10,17 +10,10 @@
 #include "frontend-cache/cache.h"
 #include "frontend-cache/testing.h"
 
-namespace kdns::frontend {
+namespace kdns::frontend::testing {
 namespace {
 
 using dns::RrType;
-using testing::Answer;
-using testing::CacheFixture;
-using testing::Host;
-using testing::kUdp;
-using testing::MakeQuery;
-using testing::MakeReply;
-using testing::OneShard;
 
 TEST_CASE("Evictions count only entries removed before their expiry", "[frontend][cache]") {
   CacheFixture f(OneShard(4));
@@ -239,4 +232,4 @@ TEST_CASE("A slot freed ahead of the hand costs a new working set one more evict
 }
 
 }  // namespace
-}  // namespace kdns::frontend
+}  // namespace kdns::frontend::testing

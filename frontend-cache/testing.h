@@ -1,6 +1,7 @@
 // Helpers for frontend-cache's unit tests (header-only, not part of the library): client
 // queries and upstream replies built with the codec, and the Cache on a manual clock that the
-// cache_*_test.cc share, with the replies they insert.
+// cache_*_test.cc share, with the replies they insert. The cache and chaos tests live in this
+// namespace, so each file names these helpers without importing them.
 #pragma once
 
 #include <catch2/catch.hpp>
