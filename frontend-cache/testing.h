@@ -70,11 +70,7 @@ inline std::vector<uint8_t> MakeReply(const Reply& reply) {
   return bytes;
 }
 
-inline dns::Message Parse(std::span<const uint8_t> bytes) {
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
-  return message;
-}
+using dns::testing::Parse;
 
 // The client's UDP size limit in the cache's lookups.
 inline constexpr size_t kUdp = 512;

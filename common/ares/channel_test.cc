@@ -9,6 +9,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/query_testing.h"
+#include "common/dns/testing.h"
 #include "common/loop/loop_test_util.h"
 #include "common/upstream/testing.h"
 
@@ -39,11 +40,7 @@ Channel::Reply Exchange(loop::Loop& loop, Channel& channel, const std::vector<ui
   return std::move(*reply);
 }
 
-dns::Message Decode(const Channel::Reply& reply) {
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(reply.bytes, &message) == dns::ParseError::kOk);
-  return message;
-}
+dns::Message Decode(const Channel::Reply& reply) { return dns::testing::Parse(reply.bytes); }
 
 TEST_CASE("A c-ares Channel sends a query and hands back the reply", "[ares]") {
   loop::Loop loop;

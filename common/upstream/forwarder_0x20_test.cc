@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "common/dns/testing.h"
 #include "common/limits/limits.h"
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
@@ -19,8 +20,7 @@ constexpr std::string_view kLongName = "abcdefghijklmnop.Example.Com.";
 
 // The name of the question of `bytes`, a whole message.
 dns::Name QuestionOf(std::span<const uint8_t> bytes) {
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
+  const dns::Message message = dns::testing::Parse(bytes);
   REQUIRE(message.questions.size() == 1);
   return message.questions[0].name;
 }

@@ -29,11 +29,7 @@
 
 namespace kdns::kubedns::testing {
 
-inline dns::Message Parse(const std::vector<uint8_t>& bytes) {
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
-  return message;
-}
+using dns::testing::Parse;
 
 // DnsHandlers made from `shared`, with `routes` published to shared.routes, served on
 // 127.0.0.1:0 (UDP and TCP) with kubedns's admission policy, `udp` (a receiver thread, say)

@@ -29,9 +29,7 @@ bool WaitFor(const std::function<bool()>& done) {
 
 dns::Message Parse(const std::optional<std::vector<uint8_t>>& bytes) {
   REQUIRE(bytes.has_value());
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(*bytes, &message) == dns::ParseError::kOk);
-  return message;
+  return dns::testing::Parse(*bytes);
 }
 
 TEST_CASE("The fake DNS server answers as scripted over UDP and TCP on one port",
