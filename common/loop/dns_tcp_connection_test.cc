@@ -157,9 +157,8 @@ TEST_CASE("A length shorter than a DNS header closes the connection", "[loop][dn
     testing::RawTcpClient client(server.address());
     std::string garbage = GENERATE(std::string("\x00\x00", 2), std::string("\x00\x05hello", 7));
     client.Send(garbage);
-    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kProtocolError);
+    testing::RunUntilClosed(loop, client);
+    CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kProtocolError);
     CHECK(server.queries.empty());
   }
   testing::RequireClosesClean(loop);
@@ -194,10 +193,8 @@ TEST_CASE("An idle DNS/TCP connection is closed, but not while a query is outsta
     REQUIRE(testing::RunUntil(loop, [&] { return waited; }));
     CHECK(server.connections.size() == 1);
     REQUIRE(server.Answer(0, server.queries[0].second));
-    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
-    CHECK(Unframe(client.received()).size() == 1);
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kIdleTimeout);
+    CHECK(Unframe(testing::RunUntilClosed(loop, client)).size() == 1);
+    CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kIdleTimeout);
   }
   testing::RequireClosesClean(loop);
 }
@@ -236,10 +233,8 @@ TEST_CASE("A client's half-close still gets its outstanding answers", "[loop][dn
     for (int i = 0; i < 5; ++i) loop.RunNoWait();
     REQUIRE(server.Answer(0, server.queries[1].second));
     REQUIRE(server.Answer(0, server.queries[0].second));
-    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
-    CHECK(Unframe(client.received()).size() == 2);
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kFlushed);
+    CHECK(Unframe(testing::RunUntilClosed(loop, client)).size() == 2);
+    CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kFlushed);
   }
   testing::RequireClosesClean(loop);
 }
@@ -264,8 +259,7 @@ TEST_CASE("A client that does not read is disconnected", "[loop][dns_tcp]") {
     bool refused = false;
     for (int i = 0; i < 200 && !refused; ++i) refused = !conn.Send(big);
     CHECK(refused);
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kOutputOverflow);
+    CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kOutputOverflow);
   }
   testing::RequireClosesClean(loop);
 }
@@ -390,9 +384,8 @@ TEST_CASE("An overdue query nobody answers closes its connection", "[loop][dns_t
     Server server(loop, options);
     testing::RawTcpClient client(server.address());
     client.Send(Framed(Message(1, "never answered")));
-    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kQueryTimeout);
+    testing::RunUntilClosed(loop, client);
+    CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kQueryTimeout);
     CHECK(server.overdue == 1);
     CHECK(client.received().empty());
   }

@@ -1,6 +1,7 @@
 // Test helpers for kdns::loop: run a loop until a condition holds (bounded by a real-time
 // deadline so a broken test fails instead of hanging), and check a loop closes clean (by hand,
-// or by a LoopFixture on the way out of a TEST_CASE_METHOD).
+// or by a LoopFixture on the way out of a TEST_CASE_METHOD); a raw TCP client, and the waits
+// for a connection's close.
 // Header-only; included by *_test.cc files only.
 #pragma once
 
@@ -127,5 +128,19 @@ class RawTcpClient {
   std::string received_;
   bool closed_ = false;
 };
+
+// Runs `loop` until `client`'s connection is closed; returns all it received.
+inline std::string RunUntilClosed(Loop& loop, RawTcpClient& client) {
+  REQUIRE(RunUntil(loop, [&] { return client.closed(); }));
+  return client.received();
+}
+
+// Runs `loop` until a test's `server` (one that keeps its connections' close reasons in
+// `reasons`) has seen its first connection close; returns that close's reason.
+template <class Server>
+auto RunUntilFirstClose(Loop& loop, const Server& server) {
+  REQUIRE(RunUntil(loop, [&] { return server.reasons.size() == 1; }));
+  return server.reasons[0];
+}
 
 }  // namespace kdns::loop::testing

@@ -99,10 +99,8 @@ TEST_CASE("An idle TcpConnection is closed after its idle timeout", "[loop][tcp]
     EchoServer server(loop, options);
     testing::RawTcpClient client(server.address());
     client.Send("x");
-    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
-    CHECK(client.received() == "x");
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kIdleTimeout);
+    CHECK(testing::RunUntilClosed(loop, client) == "x");
+    CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kIdleTimeout);
   }
   testing::RequireClosesClean(loop);
 }
@@ -159,8 +157,7 @@ TEST_CASE("A write over the shared output budget closes the connection; the budg
     }
     REQUIRE(refused);
     CHECK_FALSE(conn.is_open());
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kOutputTotal);
+    CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kOutputTotal);
     // The queued writes were cancelled with the connection: nothing stays charged.
     REQUIRE(testing::RunUntil(loop, [&] { return budget->used() == 0; }));
   }
@@ -175,10 +172,8 @@ TEST_CASE("CloseWhenFlushed sends pending output, then a FIN", "[loop][tcp]") {
     REQUIRE(testing::RunUntil(loop, [&] { return server.connections.size() == 1; }));
     REQUIRE(server.connections[0]->Write(Bytes("bye")));
     server.connections[0]->CloseWhenFlushed();
-    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
-    CHECK(client.received() == "bye");
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kFlushed);
+    CHECK(testing::RunUntilClosed(loop, client) == "bye");
+    CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kFlushed);
   }
   testing::RequireClosesClean(loop);
 }
