@@ -192,18 +192,34 @@ TEST_CASE("DnsServer keeps serving TCP after the handler drops a query", "[serve
   CHECK(s.udp_replies == 1);
 }
 
+// A socket of `type` (SOCK_DGRAM or SOCK_STREAM, listening) on a free loopback port, as another
+// process would hold it; in an SO_REUSEPORT group with `reuse_port` (an old instance of the
+// server still running). The caller closes it.
+int HoldPort(int type, loop::ReusePort reuse_port) {
+  const int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  if (reuse_port == loop::ReusePort::kYes) {
+    int one = 1;
+    REQUIRE(setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == 0);
+  }
+  const auto any_port = *loop::SocketAddress::Parse("127.0.0.1:0");
+  REQUIRE(bind(fd, any_port.sockaddr_ptr(), any_port.sockaddr_len()) == 0);
+  if (type == SOCK_STREAM) REQUIRE(listen(fd, 4) == 0);
+  return fd;
+}
+
+// A two-thread DnsServer's options for `address`.
+DnsServer::Options OptionsOn(const loop::SocketAddress& address) {
+  DnsServer::Options options = LocalOptions(2);
+  options.listen_address = address;
+  return options;
+}
+
 TEST_CASE("DnsServer fails to start with a clear error when the port is taken", "[server]") {
   int type = GENERATE(SOCK_DGRAM, SOCK_STREAM);
-  int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  auto any_port = *loop::SocketAddress::Parse("127.0.0.1:0");
-  REQUIRE(bind(fd, any_port.sockaddr_ptr(), any_port.sockaddr_len()) == 0);  // no REUSEPORT
-  if (type == SOCK_STREAM) REQUIRE(listen(fd, 4) == 0);
-  loop::SocketAddress taken = loop::internal::LocalAddressOf(fd);
-
-  DnsServer::Options options = LocalOptions(2);
-  options.listen_address = taken;
-  DnsServer server(options, EchoFactory());
+  const int fd = HoldPort(type, loop::ReusePort::kNo);
+  const loop::SocketAddress taken = loop::internal::LocalAddressOf(fd);
+  DnsServer server(OptionsOn(taken), EchoFactory());
   std::string error;
   CHECK_FALSE(server.Start(&error));
   CHECK_THAT(error, Catch::Contains(taken.ToString()));
@@ -218,18 +234,8 @@ TEST_CASE("DnsServer fails to start with a clear error when the port is taken", 
 TEST_CASE("DnsServer does not join another SO_REUSEPORT group already on its port", "[server]") {
   // What an old instance of the server still running would hold.
   int type = GENERATE(SOCK_DGRAM, SOCK_STREAM);
-  int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  int one = 1;
-  REQUIRE(setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == 0);
-  auto any_port = *loop::SocketAddress::Parse("127.0.0.1:0");
-  REQUIRE(bind(fd, any_port.sockaddr_ptr(), any_port.sockaddr_len()) == 0);
-  if (type == SOCK_STREAM) REQUIRE(listen(fd, 4) == 0);
-  loop::SocketAddress taken = loop::internal::LocalAddressOf(fd);
-
-  DnsServer::Options options = LocalOptions(2);
-  options.listen_address = taken;
-  DnsServer server(options, EchoFactory());
+  const int fd = HoldPort(type, loop::ReusePort::kYes);
+  DnsServer server(OptionsOn(loop::internal::LocalAddressOf(fd)), EchoFactory());
   std::string error;
   CHECK_FALSE(server.Start(&error));
   CHECK_THAT(error, Catch::Contains("Address already in use"));

@@ -97,12 +97,17 @@ TEST_CASE("A TCP client that trickles a query is closed at the frame timeout and
   h.Finish();
 }
 
+// A server whose TCP queries time out 50 ms after they arrive unanswered.
+LoopServer::Options QueryTimeoutOptions() {
+  TcpOptions tcp = LongIdle();
+  tcp.query_timeout_ms = 50;
+  return ThreadOptions(0, tcp);
+}
+
 TEST_CASE("At the TCP query timeout the handler answers the waiting queries, the connection stays",
           "[server]") {
   HoldingHandler* handler = nullptr;
-  TcpOptions tcp = LongIdle();
-  tcp.query_timeout_ms = 50;
-  LoopServerHarness h(FactoryOf(&handler), ThreadOptions(0, tcp));
+  LoopServerHarness h(FactoryOf(&handler), QueryTimeoutOptions());
   handler->answer_overdue = true;
   const uint64_t hits = limits::LimitHits(limits::Limit::kTcpQueryTimeout);
   TcpClient client(h.server->tcp_address());
@@ -122,9 +127,7 @@ TEST_CASE("At the TCP query timeout the handler answers the waiting queries, the
 TEST_CASE("At the TCP query timeout a connection whose queries nobody answers is closed",
           "[server]") {
   HoldingHandler* handler = nullptr;
-  TcpOptions tcp = LongIdle();
-  tcp.query_timeout_ms = 50;
-  LoopServerHarness h(FactoryOf(&handler), ThreadOptions(0, tcp));
+  LoopServerHarness h(FactoryOf(&handler), QueryTimeoutOptions());
   const uint64_t hits = limits::LimitHits(limits::Limit::kTcpQueryTimeout);
   TcpClient client(h.server->tcp_address());
   REQUIRE(client.Send(QuerySpec().Id(3).Bytes()));
