@@ -23,6 +23,14 @@ Server::Options TestOptions() {
   return options;
 }
 
+// TestOptions with the connection caps: `max` in all, `per_source` from one source.
+Server::Options CappedOptions(size_t max, size_t per_source) {
+  Server::Options options = TestOptions();
+  options.max_connections = max;
+  options.max_connections_per_source = per_source;
+  return options;
+}
+
 void AddRoutes(Server& server) {
   server.Handle("/metrics", [](const Request&) {
     Response r = Response::Text(200, "kdns_up 1\n");
@@ -236,10 +244,7 @@ TEST_CASE("At the cap a newcomer closes the connection idle longest", "[http][se
 
 TEST_CASE("The per-source cap closes that source's oldest idle connection, not another's",
           "[http][server]") {
-  Server::Options options = TestOptions();
-  options.max_connections = 10;
-  options.max_connections_per_source = 2;
-  Fixture f(options);
+  Fixture f(CappedOptions(/*max=*/10, /*per_source=*/2));
   RawTcpClient victim(f.address());  // from 127.0.0.1, idle longest of all
   REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 1; }));
   RawTcpClient first(f.address(), &kOtherSource);
@@ -316,9 +321,7 @@ TEST_CASE(
     "request",
     "[http][server]") {
   const loop::SocketAddress third_source = *loop::SocketAddress::Parse("127.0.0.3:0");
-  Server::Options options = TestOptions();
-  options.max_connections = 4;
-  options.max_connections_per_source = 3;
+  Server::Options options = CappedOptions(/*max=*/4, /*per_source=*/3);
   options.request_timeout_ms = 60'000;  // the slow requests stay for the whole test
   Fixture f(options);
   // 127.0.0.2: three slow requests
@@ -350,9 +353,7 @@ TEST_CASE(
 TEST_CASE("At the cap an idle connection of a light source is not closed for a newcomer",
           "[http][server]") {
   const loop::SocketAddress third_source = *loop::SocketAddress::Parse("127.0.0.3:0");
-  Server::Options options = TestOptions();
-  options.max_connections = 4;
-  options.max_connections_per_source = 3;
+  Server::Options options = CappedOptions(/*max=*/4, /*per_source=*/3);
   options.request_timeout_ms = 60'000;
   Fixture f(options);
   // 127.0.0.2: three slow requests
@@ -370,10 +371,7 @@ TEST_CASE("At the cap an idle connection of a light source is not closed for a n
 
 TEST_CASE("One source's idle and slow connections leave room for another source",
           "[http][server]") {
-  Server::Options options = TestOptions();
-  options.max_connections = 16;
-  options.max_connections_per_source = 4;
-  Fixture f(options);
+  Fixture f(CappedOptions(/*max=*/16, /*per_source=*/4));
   // 40 connections from 127.0.0.2: every other one starts a request and stalls.
   std::vector<std::unique_ptr<RawTcpClient>> attack;
   for (int i = 0; i < 40; ++i) {
