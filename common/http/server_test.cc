@@ -275,8 +275,7 @@ TEST_CASE("A request under way is never closed for a newcomer from the same sour
   // Two requests being read, one response being written to a client that reads slowly.
   a.Send("GET /metrics HTTP/1.1\r\n");
   b.Send("GET /metr");
-  int rcvbuf = 4096;
-  setsockopt(writing.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  writing.ShrinkReceiveBuffer();
   writing.Send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
   REQUIRE(RunUntil(f.loop, [&] { return f.server->idle_connections() == 0; }));
   uint64_t hits = limits::LimitHits(limits::Limit::kHttpConnections);
@@ -395,8 +394,7 @@ TEST_CASE("Server closes a client that does not read its response", "[http][serv
   f.server->Handle("/big",
                    [](const Request&) { return Response::Text(200, std::string(8 << 20, 'b')); });
   RawTcpClient client(f.address());
-  int rcvbuf = 4096;
-  setsockopt(client.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  client.ShrinkReceiveBuffer();
   client.Send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
   REQUIRE(RunUntil(
       f.loop, [&] { return f.server->stats().timeouts == 1; }, 3000));

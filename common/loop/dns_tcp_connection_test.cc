@@ -247,8 +247,7 @@ TEST_CASE("A client that does not read is disconnected", "[loop][dns_tcp]") {
     options.max_outstanding_queries = 1000;
     Server server(loop, options);
     testing::RawTcpClient client(server.address());
-    int rcvbuf = 4096;
-    setsockopt(client.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    client.ShrinkReceiveBuffer();
     std::string queries;
     for (int i = 0; i < 200; ++i) queries += Framed(Message(i, "q"));
     client.Send(queries);

@@ -97,6 +97,12 @@ class RawTcpClient {
     Send(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   }
   void ShutdownWrite() { shutdown(fd_, SHUT_WR); }
+  // A small receive buffer, so that a client that never reads fills it, and then the
+  // server's, within a few writes.
+  void ShrinkReceiveBuffer() {
+    int bytes = 4096;
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+  }
 
   // Reads whatever is available into received(); notes EOF/reset in closed().
   void Poll() {

@@ -42,6 +42,11 @@ struct EchoServer {
     raw->Start(std::move(callbacks));
   }
   SocketAddress address() const { return listener->GetLocalAddress(); }
+  // Runs `loop` until the first connection is accepted; returns it.
+  TcpConnection& FirstConnection(Loop& loop) {
+    REQUIRE(testing::RunUntil(loop, [&] { return connections.size() == 1; }));
+    return *connections[0];
+  }
 
   std::unique_ptr<TcpListener> listener;
   std::vector<std::unique_ptr<TcpConnection>> connections;
@@ -112,10 +117,8 @@ TEST_CASE("TcpConnection refuses writes beyond its pending output bound", "[loop
     options.connection.max_pending_output_bytes = 64 * 1024;
     EchoServer server(loop, options);
     testing::RawTcpClient client(server.address());
-    int rcvbuf = 4096;
-    setsockopt(client.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.connections.size() == 1; }));
-    TcpConnection& conn = *server.connections[0];
+    client.ShrinkReceiveBuffer();
+    TcpConnection& conn = server.FirstConnection(loop);
     // The client never reads: the kernel buffers fill, then the bound refuses.
     std::string chunk(16 * 1024, 'z');
     int accepted = 0;
@@ -144,10 +147,8 @@ TEST_CASE("A write over the shared output budget closes the connection; the budg
     options.connection.output_budget = budget;
     EchoServer server(loop, options);
     testing::RawTcpClient client(server.address());
-    int rcvbuf = 4096;
-    setsockopt(client.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.connections.size() == 1; }));
-    TcpConnection& conn = *server.connections[0];
+    client.ShrinkReceiveBuffer();
+    TcpConnection& conn = server.FirstConnection(loop);
     // The client never reads: the kernel buffers fill, then the budget refuses.
     std::string chunk(16 * 1024, 'z');
     bool refused = false;
