@@ -401,33 +401,27 @@ TEST_CASE("Server closes a client that does not read its response", "[http][serv
   REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 0; }));
 }
 
-TEST_CASE("Server shuts down with connections open and leaves no handle", "[http][server]") {
-  loop::Loop loop;
-  {
-    Server server(loop, TestOptions());
-    AddRoutes(server);
-    std::string error;
-    REQUIRE(server.Start(&error));
-    RawTcpClient a(server.GetLocalAddress()), b(server.GetLocalAddress());
-    a.Send("GET /met");
-    REQUIRE(RunUntil(loop, [&] { return server.open_connections() == 2; }));
-  }
-  loop::testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(loop::testing::LoopFixture,
+                 "Server shuts down with connections open and leaves no handle", "[http][server]") {
+  Server server(loop, TestOptions());
+  AddRoutes(server);
+  std::string error;
+  REQUIRE(server.Start(&error));
+  RawTcpClient a(server.GetLocalAddress()), b(server.GetLocalAddress());
+  a.Send("GET /met");
+  REQUIRE(RunUntil(loop, [&] { return server.open_connections() == 2; }));
 }
 
-TEST_CASE("Starting on a port in use fails with a clear error", "[http][server]") {
-  loop::Loop loop;
-  {
-    Server first(loop, TestOptions());
-    std::string error;
-    REQUIRE(first.Start(&error));
-    Server::Options options = TestOptions();
-    options.bind_address = first.GetLocalAddress();
-    Server second(loop, options);
-    CHECK_FALSE(second.Start(&error));
-    CHECK_THAT(error, Catch::Contains("in use"));
-  }
-  loop::testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(loop::testing::LoopFixture, "Starting on a port in use fails with a clear error",
+                 "[http][server]") {
+  Server first(loop, TestOptions());
+  std::string error;
+  REQUIRE(first.Start(&error));
+  Server::Options options = TestOptions();
+  options.bind_address = first.GetLocalAddress();
+  Server second(loop, options);
+  CHECK_FALSE(second.Start(&error));
+  CHECK_THAT(error, Catch::Contains("in use"));
 }
 
 // Runs curl; returns "<body><http_code>".

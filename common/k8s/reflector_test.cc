@@ -107,23 +107,20 @@ TEST_CASE("destroying a reflector cancels its request", "[reflector]") {
   CHECK(list.cancelled);
 }
 
-TEST_CASE("on a real loop, the retry timer fires and every handle closes", "[reflector]") {
-  loop::Loop loop;
-  {
-    LoopTimers timers(loop);
-    FakeApiTransport transport;
-    Recorder handler;
-    ReflectorOptions options = Harness::Services();
-    options.backoff.base_ms = 5;
-    options.backoff.cap_ms = 5;
-    Reflector reflector(transport, timers, SteadyClock::Instance(), handler, options);
-    reflector.Start();
-    FakeApiTransport::Done(transport.Active(), "connection refused");
-    CHECK(transport.ActiveCount() == 0);
-    REQUIRE(loop::testing::RunUntil(loop, [&] { return transport.ActiveCount() == 1; }));
-    CHECK(transport.requests().size() == 2);
-  }
-  loop::testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(loop::testing::LoopFixture,
+                 "on a real loop, the retry timer fires and every handle closes", "[reflector]") {
+  LoopTimers timers(loop);
+  FakeApiTransport transport;
+  Recorder handler;
+  ReflectorOptions options = Harness::Services();
+  options.backoff.base_ms = 5;
+  options.backoff.cap_ms = 5;
+  Reflector reflector(transport, timers, SteadyClock::Instance(), handler, options);
+  reflector.Start();
+  FakeApiTransport::Done(transport.Active(), "connection refused");
+  CHECK(transport.ActiveCount() == 0);
+  REQUIRE(loop::testing::RunUntil(loop, [&] { return transport.ActiveCount() == 1; }));
+  CHECK(transport.requests().size() == 2);
 }
 
 TEST_CASE("re-LISTs after 410 wait a random time within the jitter bound; the first does not",
