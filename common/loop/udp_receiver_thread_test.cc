@@ -26,6 +26,7 @@ namespace {
 
 using testing::BindClient;
 using testing::BindEcho;
+using testing::BindEchoWithFastPath;
 using testing::Bytes;
 using testing::FastPathProbe;
 using testing::Received;
@@ -35,10 +36,9 @@ TEST_CASE_METHOD(testing::LoopFixture,
                  "A receiver thread answers what its fast path can and hands the rest to the loop",
                  "[loop][udp]") {
   UdpSocket* server_ptr = nullptr;
-  auto server = BindEcho(loop, "127.0.0.1:0", server_ptr);
   FastPathProbe probe;
+  auto server = BindEchoWithFastPath(loop, "127.0.0.1:0", server_ptr, probe);
   std::string error;
-  REQUIRE(server->StartReceiverThread(probe.Make(), &error));
   CHECK_FALSE(server->StartReceiverThread(probe.Make(), &error));  // once only
   const SocketAddress server_address = server->GetLocalAddress();
 
@@ -150,10 +150,8 @@ TEST_CASE_METHOD(testing::LoopFixture,
                  "A wildcard-bound receiver thread replies from the address the client queried",
                  "[loop][udp]") {
   UdpSocket* server_ptr = nullptr;
-  auto server = BindEcho(loop, "0.0.0.0:0", server_ptr);
   FastPathProbe probe;
-  std::string error;
-  REQUIRE(server->StartReceiverThread(probe.Make(), &error));
+  auto server = BindEchoWithFastPath(loop, "0.0.0.0:0", server_ptr, probe);
   const uint16_t port = server->GetLocalAddress().port();
   std::vector<Received> received;
   auto client = BindClient(loop, received);
