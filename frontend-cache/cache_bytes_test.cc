@@ -1,7 +1,6 @@
 // Tests of the Cache's bytes budget: --cache-bytes never exceeded, --cache-entry-max-bytes, and
 // memory given back by evicted or replaced entries.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <malloc.h>
 
 #include <catch2/catch.hpp>
@@ -11,17 +10,12 @@
 #include "frontend-cache/cache.h"
 #include "frontend-cache/testing.h"
 
-namespace kdns::frontend {
+namespace kdns::frontend::testing {
 namespace {
 
 using dns::RrType;
 using limits::Limit;
 using limits::LimitHits;
-using testing::Answer;
-using testing::CacheFixture;
-using testing::Host;
-using testing::OneShard;
-using testing::Reply;
 
 // A reply of `count` AAAA records (about 28 bytes each).
 Reply Big(const std::string& name, int count) {
@@ -119,4 +113,4 @@ TEST_CASE("An evicted or replaced entry gives its memory back", "[frontend][cach
 }
 
 }  // namespace
-}  // namespace kdns::frontend
+}  // namespace kdns::frontend::testing

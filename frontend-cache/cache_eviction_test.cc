@@ -1,8 +1,6 @@
 // Tests of the Cache's eviction (its CLOCK): what counts as an eviction, --cache-size entries
 // fitting over the shards, and working sets kept, replaced and outgrown.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <thread>
@@ -12,17 +10,10 @@
 #include "frontend-cache/cache.h"
 #include "frontend-cache/testing.h"
 
-namespace kdns::frontend {
+namespace kdns::frontend::testing {
 namespace {
 
 using dns::RrType;
-using testing::Answer;
-using testing::CacheFixture;
-using testing::Host;
-using testing::kUdp;
-using testing::MakeQuery;
-using testing::MakeReply;
-using testing::OneShard;
 
 TEST_CASE("Evictions count only entries removed before their expiry", "[frontend][cache]") {
   CacheFixture f(OneShard(4));
@@ -241,4 +232,4 @@ TEST_CASE("A slot freed ahead of the hand costs a new working set one more evict
 }
 
 }  // namespace
-}  // namespace kdns::frontend
+}  // namespace kdns::frontend::testing

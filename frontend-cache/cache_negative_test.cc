@@ -1,28 +1,17 @@
 // Tests of the Cache's negative answers: NXDOMAIN and NODATA TTLs from the SOA and --neg-ttl,
 // --no-negcache and the exact zones, and dropping them (Flush, FlushDomain, DropNegative).
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 
 #include "frontend-cache/cache.h"
 #include "frontend-cache/testing.h"
 
-namespace kdns::frontend {
+namespace kdns::frontend::testing {
 namespace {
 
 using dns::Rcode;
 using dns::RrType;
 using dns::testing::N;
-using testing::Answer;
-using testing::CacheFixture;
-using testing::Edns;
-using testing::Host;
-using testing::kWww;
-using testing::Negative;
-using testing::NoData;
-using testing::Nxdomain;
-using testing::Reply;
 
 TEST_CASE("NXDOMAIN is cached for min(SOA TTL, SOA MINIMUM)", "[frontend][cache]") {
   CacheFixture f;
@@ -139,4 +128,4 @@ TEST_CASE("DropNegative drops a zone's NXDOMAIN and NODATA entries and keeps the
 }
 
 }  // namespace
-}  // namespace kdns::frontend
+}  // namespace kdns::frontend::testing

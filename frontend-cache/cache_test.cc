@@ -4,8 +4,6 @@
 
 #include "frontend-cache/cache.h"
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -15,23 +13,12 @@
 #include "frontend-cache/testing.h"
 #include "test/unit/allocation_counter.h"
 
-namespace kdns::frontend {
+namespace kdns::frontend::testing {
 namespace {
 
 using dns::Rcode;
 using dns::RrType;
 using dns::testing::N;
-using testing::Answer;
-using testing::CacheFixture;
-using testing::Edns;
-using testing::kUdp;
-using testing::kWww;
-using testing::MakeQuery;
-using testing::MakeReply;
-using testing::Nxdomain;
-using testing::OneShard;
-using testing::Parse;
-using testing::Reply;
 
 TEST_CASE("A hit carries the client's ID and name case and the remaining TTL",
           "[frontend][cache]") {
@@ -317,4 +304,4 @@ TEST_CASE("A cache hit allocates nothing", "[frontend][cache]") {
 }
 
 }  // namespace
-}  // namespace kdns::frontend
+}  // namespace kdns::frontend::testing

@@ -1,8 +1,6 @@
 // Tests of the Cache shared by threads: hits from several threads, and exact entry and byte
 // counts while threads insert into a full cache.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <string>
@@ -12,15 +10,10 @@
 #include "frontend-cache/cache.h"
 #include "frontend-cache/testing.h"
 
-namespace kdns::frontend {
+namespace kdns::frontend::testing {
 namespace {
 
 using dns::RrType;
-using testing::CacheFixture;
-using testing::Host;
-using testing::kUdp;
-using testing::MakeQuery;
-using testing::MakeReply;
 
 TEST_CASE("Four threads share the cache's hits", "[frontend][cache]") {
   CacheOptions options;
@@ -125,4 +118,4 @@ TEST_CASE("Threads inserting into a full cache keep the entry and byte counts ex
 }
 
 }  // namespace
-}  // namespace kdns::frontend
+}  // namespace kdns::frontend::testing

@@ -1,7 +1,5 @@
 #include "frontend-cache/cached_response.h"
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <vector>
 

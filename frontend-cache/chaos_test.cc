@@ -1,7 +1,5 @@
 #include "frontend-cache/chaos.h"
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -9,14 +7,12 @@
 #include "common/base/version.h"
 #include "frontend-cache/testing.h"
 
-namespace kdns::frontend {
+namespace kdns::frontend::testing {
 namespace {
 
 using dns::RrClass;
 using dns::RrType;
 using dns::testing::N;
-using testing::Edns;
-using testing::MakeQuery;
 
 loop::SocketAddress Up(std::string_view ip, uint16_t port = 53) {
   return loop::SocketAddressOf(*IpAddress::Parse(ip), port);
@@ -42,7 +38,7 @@ dns::Message Ask(std::string_view name, RrType type = RrType::kTxt, Edns edns = 
   std::vector<uint8_t> out(512);
   size_t size = AnswerChaos(query.query, stats, out, out.size());
   REQUIRE(size > 0);
-  return testing::Parse(std::span(out.data(), size));
+  return Parse(std::span(out.data(), size));
 }
 
 std::vector<std::string> Txt(const dns::Message& reply) {
@@ -129,4 +125,4 @@ TEST_CASE("Only class CH is answered", "[frontend][chaos]") {
 }
 
 }  // namespace
-}  // namespace kdns::frontend
+}  // namespace kdns::frontend::testing

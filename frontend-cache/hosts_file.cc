@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/base/next_line.h"
+
 namespace kdns::frontend {
 
 namespace {
@@ -29,9 +31,7 @@ HostsFile ParseHostsFile(std::string_view text) {
   size_t number = 0;
   while (!text.empty()) {
     ++number;
-    const size_t newline = text.find('\n');
-    std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
+    std::string_view line = NextLine(&text);
     if (const size_t hash = line.find('#'); hash != std::string_view::npos) {
       line = line.substr(0, hash);
     }

@@ -109,6 +109,20 @@ Setter Flag(bool Options::*field) {
   };
 }
 
+// --server (or its dnsmasq synonym `flag`): one more upstream, domain rule or local domain;
+// errors name the flag the user wrote.
+Setter AddServer(std::string_view flag) {
+  return [flag](std::string_view value, Options* options, std::string* error) {
+    ServerOption server;
+    if (!ParseServerOption(value, &server, error)) {
+      *error = "--" + std::string(flag) + "=" + std::string(value) + ": " + *error;
+      return false;
+    }
+    options->servers.push_back(std::move(server));
+    return true;
+  };
+}
+
 // --prometheus-addr (the sidecar's kube-dns spelling, one for every program of the pod), and
 // its deprecated old name --prometheus-address, which still works, with a warning.
 Setter PrometheusAddr(std::string_view flag) {
@@ -133,16 +147,7 @@ Setter PrometheusAddr(std::string_view flag) {
 
 const std::vector<OptionSpec>& Specs() {
   static const std::vector<OptionSpec> specs{
-      {"server", 'S', true,
-       [](std::string_view value, Options* options, std::string* error) {
-         ServerOption server;
-         if (!ParseServerOption(value, &server, error)) {
-           *error = "--server=" + std::string(value) + ": " + *error;
-           return false;
-         }
-         options->servers.push_back(std::move(server));
-         return true;
-       }},
+      {"server", 'S', true, AddServer("server")},
       {"cache-size", 'c', true, Uint(&Options::cache_size, 0, kMaxCacheSize, "cache-size")},
       {"no-negcache", 'N', false, Flag(&Options::no_negcache)},
       {"neg-ttl", 0, true, Seconds(In(&Options::neg_ttl_s), "neg-ttl")},
@@ -315,17 +320,8 @@ const std::vector<OptionSpec>& Specs() {
       // dnsmasq's options kube-dns Deployments pass (docs/operators.md, "dnsmasq
       // options").
       {"no-daemon", 'd', false, Flag(&Options::keep_in_foreground)},
-      {"local", 0, true,
-       [](std::string_view value, Options* options, std::string* error) {
-         // dnsmasq: --local is --server, for clearer configuration files.
-         ServerOption server;
-         if (!ParseServerOption(value, &server, error)) {
-           *error = "--local=" + std::string(value) + ": " + *error;
-           return false;
-         }
-         options->servers.push_back(std::move(server));
-         return true;
-       }},
+      // dnsmasq: --local is --server, for clearer configuration files.
+      {"local", 0, true, AddServer("local")},
       {"address", 'A', true,
        [](std::string_view value, Options* options, std::string* error) {
          AddressOption address;

@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "common/base/next_line.h"
 #include "common/base/trim.h"
 #include "common/upstream/upstream_address.h"
 
@@ -153,9 +154,7 @@ bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers,
   size_t number = 0;
   while (!text.empty()) {
     ++number;
-    const size_t newline = text.find('\n');
-    std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
+    std::string_view line = NextLine(&text);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     line = Trim(line);
     if (line.empty() || line.front() == '#') continue;

@@ -1,11 +1,8 @@
 // Helpers for frontend-cache's unit tests (header-only, not part of the library): client
 // queries and upstream replies built with the codec, and the Cache on a manual clock that the
-// cache_*_test.cc share, with the replies they insert.
+// cache_*_test.cc share, with the replies they insert. The cache and chaos tests live in this
+// namespace, so each file names these helpers without importing them.
 #pragma once
-
-// glog before Catch: both define CHECK, and a test means Catch's (cache.h includes glog, which
-// would otherwise replace it).
-#include <glog/logging.h>
 
 #include <catch2/catch.hpp>
 #include <cstddef>
@@ -73,11 +70,7 @@ inline std::vector<uint8_t> MakeReply(const Reply& reply) {
   return bytes;
 }
 
-inline dns::Message Parse(std::span<const uint8_t> bytes) {
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
-  return message;
-}
+using dns::testing::Parse;
 
 // The client's UDP size limit in the cache's lookups.
 inline constexpr size_t kUdp = 512;

@@ -1,8 +1,6 @@
 // Tests of kube-dns's old kubedns flags: each still means what it did, with a warning naming
 // its new form, or is refused with what to do instead.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>

@@ -4,8 +4,6 @@
 
 #include "kubedns/options.h"
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>

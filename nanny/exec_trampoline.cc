@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/base/next_line.h"
+
 namespace kdns::nanny {
 namespace {
 
@@ -71,9 +73,7 @@ std::optional<SignalMasks> ParseSignalMasks(std::string_view status_text) {
   SignalMasks masks;
   int found = 0;
   while (!status_text.empty()) {
-    size_t newline = status_text.find('\n');
-    std::string_view line = status_text.substr(0, newline);
-    status_text.remove_prefix(newline == std::string_view::npos ? status_text.size() : newline + 1);
+    const std::string_view line = NextLine(&status_text);
     for (auto [key, field] : {std::pair{std::string_view("SigBlk:"), &masks.blocked},
                               std::pair{std::string_view("SigIgn:"), &masks.ignored},
                               std::pair{std::string_view("SigCgt:"), &masks.caught}}) {

@@ -18,7 +18,6 @@
 namespace kdns::nanny {
 namespace {
 
-using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
 
 const char* kFakeFrontendCache =
@@ -89,165 +88,154 @@ Nanny::Options BaseOptions(const std::string& config_dir, const std::string& run
 
 }  // namespace
 
-TEST_CASE("in place: every accepted change reaches the child by file and SIGHUP, bad ones never",
-          "[nanny][process]") {
+TEST_CASE_METHOD(
+    loop::testing::LoopFixture,
+    "in place: every accepted change reaches the child by file and SIGHUP, bad ones never",
+    "[nanny][process]") {
   kdns::testing::TempDir config_dir, run_dir;
   Volume volume(config_dir.path());
   volume.Publish({{"stubDomains", R"({"acme.local": ["10.0.0.1"]})"}});
-  loop::Loop loop;
-  {
-    upstream::testing::FakeUpstream kubedns(loop, 53);
-    Lines lines;
-    auto options = BaseOptions(config_dir.path(), run_dir.path(), kubedns.address(), lines);
-    options.mode = ApplyMode::kInPlace;
-    options.child_argv = {"/bin/sh", "-c", kFakeFrontendCache, "sh", "-k"};
-    options.listen = {*loop::SocketAddress::Parse("127.0.0.1:0")};
-    Nanny nanny(loop, options);
-    std::string error;
-    REQUIRE(nanny.Start(&error));
-    REQUIRE(RunUntil(loop, [&] { return lines.Has("server=/acme.local/10.0.0.1"); }));
-    CHECK(lines.all.front() == "start -k --servers-file=" + nanny.servers_file() +
-                                   " --metrics-textfile=" + nanny.metrics_file());
-    CHECK(nanny.sockets().fds().size() == 2);
-    CHECK(nanny.metrics().config_generation == 1);
+  upstream::testing::FakeUpstream kubedns(loop, 53);
+  Lines lines;
+  auto options = BaseOptions(config_dir.path(), run_dir.path(), kubedns.address(), lines);
+  options.mode = ApplyMode::kInPlace;
+  options.child_argv = {"/bin/sh", "-c", kFakeFrontendCache, "sh", "-k"};
+  options.listen = {*loop::SocketAddress::Parse("127.0.0.1:0")};
+  Nanny nanny(loop, options);
+  std::string error;
+  REQUIRE(nanny.Start(&error));
+  REQUIRE(RunUntil(loop, [&] { return lines.Has("server=/acme.local/10.0.0.1"); }));
+  CHECK(lines.all.front() == "start -k --servers-file=" + nanny.servers_file() +
+                                 " --metrics-textfile=" + nanny.metrics_file());
+  CHECK(nanny.sockets().fds().size() == 2);
+  CHECK(nanny.metrics().config_generation == 1);
 
-    // A change: the file is rewritten and the child told, without a restart.
-    volume.Publish({{"stubDomains", R"({"acme.local": ["10.0.0.2:5353"]})"},
-                    {"upstreamNameservers", R"(["192.0.2.1"])"}});
-    REQUIRE(RunUntil(loop, [&] { return lines.Has("server=192.0.2.1"); }));
-    CHECK(lines.Count("reload") == 1);
-    CHECK(lines.Has("server=/acme.local/10.0.0.2#5353"));
-    CHECK(nanny.metrics().config_generation == 2);
-    CHECK(nanny.metrics().reloads == 1);
-    const std::string applied = Read(nanny.servers_file());
+  // A change: the file is rewritten and the child told, without a restart.
+  volume.Publish({{"stubDomains", R"({"acme.local": ["10.0.0.2:5353"]})"},
+                  {"upstreamNameservers", R"(["192.0.2.1"])"}});
+  REQUIRE(RunUntil(loop, [&] { return lines.Has("server=192.0.2.1"); }));
+  CHECK(lines.Count("reload") == 1);
+  CHECK(lines.Has("server=/acme.local/10.0.0.2#5353"));
+  CHECK(nanny.metrics().config_generation == 2);
+  CHECK(nanny.metrics().reloads == 1);
+  const std::string applied = Read(nanny.servers_file());
 
-    // An invalid update: rejected, counted, the running configuration kept.
-    volume.Publish({{"stubDomains", R"({"acme.local": ["not an address"]})"}});
-    REQUIRE(RunUntil(loop, [&] { return nanny.metrics().config_updates_rejected == 1; }));
-    CHECK(nanny.metrics().config_error);
-    CHECK(Read(nanny.servers_file()) == applied);
-    CHECK(nanny.metrics().config_generation == 2);
-    const std::string metrics = Read(nanny.metrics_file());
-    CHECK_THAT(metrics, Catch::Contains("kdns_nanny_config_updates_rejected_total 1\n"));
-    CHECK_THAT(metrics, Catch::Contains("kdns_nanny_config_error 1\n"));
-    CHECK_THAT(metrics, Catch::Contains("kdns_nanny_config_generation 2\n"));
+  // An invalid update: rejected, counted, the running configuration kept.
+  volume.Publish({{"stubDomains", R"({"acme.local": ["not an address"]})"}});
+  REQUIRE(RunUntil(loop, [&] { return nanny.metrics().config_updates_rejected == 1; }));
+  CHECK(nanny.metrics().config_error);
+  CHECK(Read(nanny.servers_file()) == applied);
+  CHECK(nanny.metrics().config_generation == 2);
+  const std::string metrics = Read(nanny.metrics_file());
+  CHECK_THAT(metrics, Catch::Contains("kdns_nanny_config_updates_rejected_total 1\n"));
+  CHECK_THAT(metrics, Catch::Contains("kdns_nanny_config_error 1\n"));
+  CHECK_THAT(metrics, Catch::Contains("kdns_nanny_config_generation 2\n"));
 
-    // A stub server named by host: asked of kubedns, then applied.
-    volume.Publish({{"stubDomains", R"({"corp.example": ["ns.default.svc.cluster.local"]})"}});
-    REQUIRE(RunUntil(loop, [&] { return lines.Has("server=/corp.example/192.0.2.53"); }));
-    CHECK_FALSE(nanny.metrics().config_error);
-    CHECK(nanny.metrics().config_generation == 3);
-    CHECK(lines.Count("start -k --servers-file=" + nanny.servers_file() +
-                      " --metrics-textfile=" + nanny.metrics_file()) == 1);  // never restarted
+  // A stub server named by host: asked of kubedns, then applied.
+  volume.Publish({{"stubDomains", R"({"corp.example": ["ns.default.svc.cluster.local"]})"}});
+  REQUIRE(RunUntil(loop, [&] { return lines.Has("server=/corp.example/192.0.2.53"); }));
+  CHECK_FALSE(nanny.metrics().config_error);
+  CHECK(nanny.metrics().config_generation == 3);
+  CHECK(lines.Count("start -k --servers-file=" + nanny.servers_file() +
+                    " --metrics-textfile=" + nanny.metrics_file()) == 1);  // never restarted
 
-    // The same values again (white space aside from the routing): nothing to hand over.
-    volume.Publish({{"stubDomains", R"({ "corp.example": ["ns.default.svc.cluster.local"] })"}});
-    REQUIRE(RunUntil(loop, [&] {
-      return nanny.metrics().config_version ==
-             ConfigVersion({R"({ "corp.example": ["ns.default.svc.cluster.local"] })", {}});
-    }));
-    CHECK(nanny.metrics().config_generation == 3);
+  // The same values again (white space aside from the routing): nothing to hand over.
+  volume.Publish({{"stubDomains", R"({ "corp.example": ["ns.default.svc.cluster.local"] })"}});
+  REQUIRE(RunUntil(loop, [&] {
+    return nanny.metrics().config_version ==
+           ConfigVersion({R"({ "corp.example": ["ns.default.svc.cluster.local"] })", {}});
+  }));
+  CHECK(nanny.metrics().config_generation == 3);
 
-    nanny.Shutdown();
-    REQUIRE(RunUntil(loop, [&] { return nanny.finished(); }));
-    CHECK(nanny.exit_code() == 0);
-    CHECK(lines.all.back() == "stopping");
-  }
-  RequireClosesClean(loop);
+  nanny.Shutdown();
+  REQUIRE(RunUntil(loop, [&] { return nanny.finished(); }));
+  CHECK(nanny.exit_code() == 0);
+  CHECK(lines.all.back() == "stopping");
 }
 
-TEST_CASE(
-    "restart mode: --server arguments, a stop before each start, or nothing without "
-    "-restartDnsmasq",
-    "[nanny][process]") {
+TEST_CASE_METHOD(loop::testing::LoopFixture,
+                 "restart mode: --server arguments, a stop before each start, or nothing without "
+                 "-restartDnsmasq",
+                 "[nanny][process]") {
   kdns::testing::TempDir config_dir, run_dir;
   Volume volume(config_dir.path());
   volume.Publish({{"upstreamNameservers", R"(["192.0.2.1:5353"])"}});
   const bool restart = GENERATE(true, false);
   CAPTURE(restart);
-  loop::Loop loop;
-  {
-    upstream::testing::FakeUpstream kubedns(loop, 53);
-    Lines lines;
-    auto options = BaseOptions(config_dir.path(), run_dir.path(), kubedns.address(), lines);
-    options.mode = ApplyMode::kRestart;
-    options.restart_on_change = restart;
-    options.child_argv = {"/bin/sh", "-c", kFakeDnsmasq, "sh", "-k"};
-    Nanny nanny(loop, options);
-    std::string error;
-    REQUIRE(nanny.Start(&error));
-    REQUIRE(
-        RunUntil(loop, [&] { return lines.Has("start -k --server=192.0.2.1#5353 --no-resolv"); }));
-    CHECK(nanny.sockets().fds().empty());  // dnsmasq binds its own
+  upstream::testing::FakeUpstream kubedns(loop, 53);
+  Lines lines;
+  auto options = BaseOptions(config_dir.path(), run_dir.path(), kubedns.address(), lines);
+  options.mode = ApplyMode::kRestart;
+  options.restart_on_change = restart;
+  options.child_argv = {"/bin/sh", "-c", kFakeDnsmasq, "sh", "-k"};
+  Nanny nanny(loop, options);
+  std::string error;
+  REQUIRE(nanny.Start(&error));
+  REQUIRE(
+      RunUntil(loop, [&] { return lines.Has("start -k --server=192.0.2.1#5353 --no-resolv"); }));
+  CHECK(nanny.sockets().fds().empty());  // dnsmasq binds its own
 
-    volume.Publish({{"stubDomains", R"({"acme.local": ["10.0.0.1"]})"}});
-    if (restart) {
-      REQUIRE(RunUntil(loop, [&] { return lines.Has("start -k --server=/acme.local/10.0.0.1"); }));
-      CHECK(lines.all == std::vector<std::string>{"start -k --server=192.0.2.1#5353 --no-resolv",
-                                                  "stopping",
-                                                  "start -k --server=/acme.local/10.0.0.1"});
-      CHECK(nanny.metrics().config_generation == 2);
-      CHECK(nanny.supervisor().config_restarts() == 1);
-    } else {
-      REQUIRE(RunUntil(loop, [&] {
-        return nanny.seen_version() == ConfigVersion({R"({"acme.local": ["10.0.0.1"]})", {}});
-      }));
-      CHECK(lines.all.size() == 1);
-      CHECK(nanny.metrics().config_generation == 1);
-    }
-    nanny.Shutdown();
-    REQUIRE(RunUntil(loop, [&] { return nanny.finished(); }));
-    CHECK(nanny.exit_code() == 0);
+  volume.Publish({{"stubDomains", R"({"acme.local": ["10.0.0.1"]})"}});
+  if (restart) {
+    REQUIRE(RunUntil(loop, [&] { return lines.Has("start -k --server=/acme.local/10.0.0.1"); }));
+    CHECK(lines.all == std::vector<std::string>{"start -k --server=192.0.2.1#5353 --no-resolv",
+                                                "stopping",
+                                                "start -k --server=/acme.local/10.0.0.1"});
+    CHECK(nanny.metrics().config_generation == 2);
+    CHECK(nanny.supervisor().config_restarts() == 1);
+  } else {
+    REQUIRE(RunUntil(loop, [&] {
+      return nanny.seen_version() == ConfigVersion({R"({"acme.local": ["10.0.0.1"]})", {}});
+    }));
+    CHECK(lines.all.size() == 1);
+    CHECK(nanny.metrics().config_generation == 1);
   }
-  RequireClosesClean(loop);
+  nanny.Shutdown();
+  REQUIRE(RunUntil(loop, [&] { return nanny.finished(); }));
+  CHECK(nanny.exit_code() == 0);
 }
 
-TEST_CASE("an unreadable or invalid directory at start-up means the default configuration",
-          "[nanny][process]") {
+TEST_CASE_METHOD(loop::testing::LoopFixture,
+                 "an unreadable or invalid directory at start-up means the default configuration",
+                 "[nanny][process]") {
   kdns::testing::TempDir config_dir, run_dir;
   const bool invalid = GENERATE(true, false);
   if (invalid) std::ofstream(config_dir.File("upstreamNameservers")) << "[\"x\"]";
-  loop::Loop loop;
-  {
-    upstream::testing::FakeUpstream kubedns(loop, 53);
-    Lines lines;
-    auto options = BaseOptions(invalid ? config_dir.path() : config_dir.File("missing"),
-                               run_dir.path(), kubedns.address(), lines);
-    options.mode = ApplyMode::kRestart;
-    options.child_argv = {"/bin/sh", "-c", kFakeDnsmasq, "sh", "-k"};
-    Nanny nanny(loop, options);
-    std::string error;
-    REQUIRE(nanny.Start(&error));
-    REQUIRE(RunUntil(loop, [&] { return lines.Has("start -k"); }));
-    CHECK(nanny.metrics().config_updates_rejected == (invalid ? 1 : 0));
-    CHECK(nanny.metrics().config_read_errors == (invalid ? 0 : 1));
-    nanny.Shutdown();
-    REQUIRE(RunUntil(loop, [&] { return nanny.finished(); }));
-  }
-  RequireClosesClean(loop);
+  upstream::testing::FakeUpstream kubedns(loop, 53);
+  Lines lines;
+  auto options = BaseOptions(invalid ? config_dir.path() : config_dir.File("missing"),
+                             run_dir.path(), kubedns.address(), lines);
+  options.mode = ApplyMode::kRestart;
+  options.child_argv = {"/bin/sh", "-c", kFakeDnsmasq, "sh", "-k"};
+  Nanny nanny(loop, options);
+  std::string error;
+  REQUIRE(nanny.Start(&error));
+  REQUIRE(RunUntil(loop, [&] { return lines.Has("start -k"); }));
+  CHECK(nanny.metrics().config_updates_rejected == (invalid ? 1 : 0));
+  CHECK(nanny.metrics().config_read_errors == (invalid ? 0 : 1));
+  nanny.Shutdown();
+  REQUIRE(RunUntil(loop, [&] { return nanny.finished(); }));
 }
 
-TEST_CASE("a child that keeps crashing makes the nanny finish with status 1", "[nanny][process]") {
+TEST_CASE_METHOD(loop::testing::LoopFixture,
+                 "a child that keeps crashing makes the nanny finish with status 1",
+                 "[nanny][process]") {
   kdns::testing::TempDir config_dir, run_dir;
-  loop::Loop loop;
-  {
-    upstream::testing::FakeUpstream kubedns(loop, 53);
-    Lines lines;
-    auto options = BaseOptions(config_dir.path(), run_dir.path(), kubedns.address(), lines);
-    options.mode = ApplyMode::kRestart;
-    options.child_argv = {"/bin/sh", "-c", "echo crash; exit 2"};
-    int finished_with = -1;
-    Nanny nanny(loop, options);
-    nanny.set_on_finished([&](int code) { finished_with = code; });
-    std::string error;
-    REQUIRE(nanny.Start(&error));
-    REQUIRE(RunUntil(loop, [&] { return nanny.finished(); }));
-    CHECK(finished_with == 1);
-    CHECK(lines.Count("crash") == 3);
-    CHECK_THAT(Read(nanny.metrics_file()),
-               Catch::Contains("kdns_nanny_child_restarts_total{reason=\"crash\"} 2\n"));
-  }
-  RequireClosesClean(loop);
+  upstream::testing::FakeUpstream kubedns(loop, 53);
+  Lines lines;
+  auto options = BaseOptions(config_dir.path(), run_dir.path(), kubedns.address(), lines);
+  options.mode = ApplyMode::kRestart;
+  options.child_argv = {"/bin/sh", "-c", "echo crash; exit 2"};
+  int finished_with = -1;
+  Nanny nanny(loop, options);
+  nanny.set_on_finished([&](int code) { finished_with = code; });
+  std::string error;
+  REQUIRE(nanny.Start(&error));
+  REQUIRE(RunUntil(loop, [&] { return nanny.finished(); }));
+  CHECK(finished_with == 1);
+  CHECK(lines.Count("crash") == 3);
+  CHECK_THAT(Read(nanny.metrics_file()),
+             Catch::Contains("kdns_nanny_child_restarts_total{reason=\"crash\"} 2\n"));
 }
 
 TEST_CASE("node-local: cluster zones to the upstream Service, rules gone before the child stops",

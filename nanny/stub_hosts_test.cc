@@ -8,7 +8,6 @@
 namespace kdns::nanny {
 namespace {
 
-using loop::testing::RequireClosesClean;
 using loop::testing::RunUntil;
 
 }  // namespace
@@ -27,67 +26,64 @@ TEST_CASE("names under the cluster domain are told apart label by label", "[nann
   CHECK(StubHosts::UnderDomain(name, domain) == under);
 }
 
-TEST_CASE("stub hosts: cluster names go to kubedns, a failed lookup keeps the last address",
-          "[nanny]") {
-  loop::Loop loop;
-  {
-    upstream::testing::FakeUpstream kubedns(loop, 10);  // A 192.0.2.10
-    upstream::testing::FakeUpstream system(loop, 20);   // A 192.0.2.20
-    ares::Channel::Options cluster_options;
-    cluster_options.servers = {kubedns.address()};
-    cluster_options.timeout_ms = 100;
-    cluster_options.tries = 1;
-    ares::Channel::Options system_options = cluster_options;
-    system_options.servers = {system.address()};  // stands in for the system resolver
-    std::string error;
-    auto cluster = ares::Channel::Create(loop, cluster_options, &error);
-    auto other = ares::Channel::Create(loop, system_options, &error);
-    REQUIRE(cluster != nullptr);
-    REQUIRE(other != nullptr);
-    StubHosts hosts(*cluster, *other, "cluster.local");
+TEST_CASE_METHOD(loop::testing::LoopFixture,
+                 "stub hosts: cluster names go to kubedns, a failed lookup keeps the last address",
+                 "[nanny]") {
+  upstream::testing::FakeUpstream kubedns(loop, 10);  // A 192.0.2.10
+  upstream::testing::FakeUpstream system(loop, 20);   // A 192.0.2.20
+  ares::Channel::Options cluster_options;
+  cluster_options.servers = {kubedns.address()};
+  cluster_options.timeout_ms = 100;
+  cluster_options.tries = 1;
+  ares::Channel::Options system_options = cluster_options;
+  system_options.servers = {system.address()};  // stands in for the system resolver
+  std::string error;
+  auto cluster = ares::Channel::Create(loop, cluster_options, &error);
+  auto other = ares::Channel::Create(loop, system_options, &error);
+  REQUIRE(cluster != nullptr);
+  REQUIRE(other != nullptr);
+  StubHosts hosts(*cluster, *other, "cluster.local");
 
-    const std::vector<std::string> names = {"dns.corp.example", "ns.default.svc.cluster.local"};
-    CHECK_FALSE(hosts.Known(names));
-    int done = 0;
-    bool changed = false;
-    hosts.Resolve(names, [&](bool c) {
-      ++done;
-      changed = c;
-    });
-    REQUIRE(RunUntil(loop, [&] { return done == 1; }));
-    CHECK(changed);
-    CHECK(hosts.Known(names));
-    CHECK(hosts.addresses().at("ns.default.svc.cluster.local").ToString() == "192.0.2.10");
-    CHECK(hosts.addresses().at("dns.corp.example").ToString() == "192.0.2.20");
+  const std::vector<std::string> names = {"dns.corp.example", "ns.default.svc.cluster.local"};
+  CHECK_FALSE(hosts.Known(names));
+  int done = 0;
+  bool changed = false;
+  hosts.Resolve(names, [&](bool c) {
+    ++done;
+    changed = c;
+  });
+  REQUIRE(RunUntil(loop, [&] { return done == 1; }));
+  CHECK(changed);
+  CHECK(hosts.Known(names));
+  CHECK(hosts.addresses().at("ns.default.svc.cluster.local").ToString() == "192.0.2.10");
+  CHECK(hosts.addresses().at("dns.corp.example").ToString() == "192.0.2.20");
 
-    // Same answers: nothing changed.
-    hosts.Resolve(names, [&](bool c) {
-      ++done;
-      changed = c;
-    });
-    REQUIRE(RunUntil(loop, [&] { return done == 2; }));
-    CHECK_FALSE(changed);
+  // Same answers: nothing changed.
+  hosts.Resolve(names, [&](bool c) {
+    ++done;
+    changed = c;
+  });
+  REQUIRE(RunUntil(loop, [&] { return done == 2; }));
+  CHECK_FALSE(changed);
 
-    // kubedns goes quiet: the last address stays.
-    kubedns.set_behaviour(upstream::testing::Behaviour::kSilent);
-    hosts.Resolve(names, [&](bool c) {
-      ++done;
-      changed = c;
-    });
-    REQUIRE(RunUntil(loop, [&] { return done == 3; }));
-    CHECK_FALSE(changed);
-    CHECK(hosts.addresses().at("ns.default.svc.cluster.local").ToString() == "192.0.2.10");
-    CHECK(hosts.lookups_failed() >= 1);
+  // kubedns goes quiet: the last address stays.
+  kubedns.set_behaviour(upstream::testing::Behaviour::kSilent);
+  hosts.Resolve(names, [&](bool c) {
+    ++done;
+    changed = c;
+  });
+  REQUIRE(RunUntil(loop, [&] { return done == 3; }));
+  CHECK_FALSE(changed);
+  CHECK(hosts.addresses().at("ns.default.svc.cluster.local").ToString() == "192.0.2.10");
+  CHECK(hosts.lookups_failed() >= 1);
 
-    // A name that left the configuration is forgotten; no names: done at once.
-    hosts.Resolve({}, [&](bool c) {
-      ++done;
-      changed = c;
-    });
-    CHECK(done == 4);
-    CHECK(hosts.addresses().empty());
-  }
-  RequireClosesClean(loop);
+  // A name that left the configuration is forgotten; no names: done at once.
+  hosts.Resolve({}, [&](bool c) {
+    ++done;
+    changed = c;
+  });
+  CHECK(done == 4);
+  CHECK(hosts.addresses().empty());
 }
 
 }  // namespace kdns::nanny

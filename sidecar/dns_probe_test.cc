@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/dns/testing.h"
@@ -12,13 +13,10 @@
 #include "common/metrics/text_parser.h"
 #include "sidecar/testing.h"
 
-namespace kdns::sidecar {
+namespace kdns::sidecar::testing {
 namespace {
 
 using dns::testing::N;
-using kdns::testing::FakeDnsServer;
-using loop::testing::RequireClosesClean;
-using loop::testing::RunUntil;
 
 ProbeOption Option(std::string label, const loop::SocketAddress& server, const std::string& name,
                    uint64_t interval_ms = 50, dns::RrType type = dns::RrType::kAny) {
@@ -47,6 +45,23 @@ double Sample(const metrics::Registry& registry, const std::string& series) {
   return it == parsed->samples.end() ? -1 : it->second;
 }
 
+// One DnsProbe on the test's loop, its metric families on a registry of its own.
+struct ProbeRig {
+  ProbeRig(loop::Loop& loop, DnsProbe::Options options)
+      : families(registry), probe(loop, std::move(options), registry, families) {}
+  // Starts the probe; fails the test when it cannot.
+  void Start() {
+    std::string error;
+    const bool started = probe.Start(&error);
+    INFO(error);
+    REQUIRE(started);
+  }
+
+  metrics::Registry registry;
+  ProbeFamilies families;
+  DnsProbe probe;
+};
+
 TEST_CASE("The probe query asks for the name and type with RD set", "[sidecar][probe]") {
   ProbeOption option = Option("x", loop::SocketAddress(), "kubernetes.default.svc.cluster.local.",
                               5000, dns::RrType::kSrv);
@@ -66,24 +81,22 @@ TEST_CASE("A probe passes on any reply with records and fails on an empty answer
   dns::Message query;
   query.questions.push_back({option.name, dns::RrType::kAny, dns::RrClass::kIn});
 
-  dns::Message answer = testing::ReplyTo(query);
-  answer.answers.push_back(
-      {option.name, dns::RrType::kA, dns::RrClass::kIn, 30, testing::A("192.0.2.1")});
-  ProbeOutcome outcome = EvaluateProbeReply(option, ARES_SUCCESS, testing::Encode(answer));
+  dns::Message answer = ReplyTo(query);
+  answer.answers.push_back({option.name, dns::RrType::kA, dns::RrClass::kIn, 30, A("192.0.2.1")});
+  ProbeOutcome outcome = EvaluateProbeReply(option, ARES_SUCCESS, Encode(answer));
   CHECK(outcome.failure == ProbeFailure::kNone);
   CHECK(outcome.rcode == dns::Rcode::kNoError);
   CHECK(outcome.error.empty());
 
   // The rcode alone does not decide: SERVFAIL with a record passes...
   answer.header.rcode = dns::Rcode::kServFail;
-  outcome = EvaluateProbeReply(option, ARES_SUCCESS, testing::Encode(answer));
+  outcome = EvaluateProbeReply(option, ARES_SUCCESS, Encode(answer));
   CHECK(outcome.failure == ProbeFailure::kNone);
   CHECK(outcome.rcode == dns::Rcode::kServFail);
 
   // ...and NXDOMAIN or NOERROR without one fails, with kube-dns's text.
   for (dns::Rcode rcode : {dns::Rcode::kNxDomain, dns::Rcode::kNoError}) {
-    outcome =
-        EvaluateProbeReply(option, ARES_SUCCESS, testing::Encode(testing::ReplyTo(query, rcode)));
+    outcome = EvaluateProbeReply(option, ARES_SUCCESS, Encode(ReplyTo(query, rcode)));
     CHECK(outcome.failure == ProbeFailure::kNoAnswer);
     CHECK(outcome.rcode == rcode);
     CHECK(outcome.error == "no RRs for domain \"nope.example.test.\"");
@@ -151,152 +164,112 @@ TEST_CASE("Latency buckets are 0.25 ms doubling through 8192 ms, edges inclusive
   CHECK(snapshot.cumulative_counts[16] == 5);  // +Inf
 }
 
-TEST_CASE("A probe registers kube-dns's metric names, help texts and buckets", "[sidecar][probe]") {
-  loop::Loop loop;
-  {
-    metrics::Registry registry;
-    ProbeFamilies families(registry);
-    DnsProbe probe(loop, ProbeOptions(Option("dnsmasq", loop::SocketAddress(), "a.")), registry,
-                   families);
-    const std::string text = registry.Render();
-    CHECK_THAT(text,
-               Catch::Contains("# HELP kubedns_probe_dnsmasq_latency_ms Latency of the DNS "
-                               "probe request dnsmasq\n# TYPE kubedns_probe_dnsmasq_latency_ms "
-                               "histogram\n"));
-    CHECK_THAT(text, Catch::Contains("# HELP kubedns_probe_dnsmasq_errors Count of errors in name "
-                                     "resolution of dnsmasq\n# TYPE kubedns_probe_dnsmasq_errors "
-                                     "counter\nkubedns_probe_dnsmasq_errors 0\n"));
-    for (const char* le : {"0.25", "0.5", "1", "2", "4", "8", "16", "32", "64", "128", "256", "512",
-                           "1024", "2048", "4096", "8192", "+Inf"}) {
-      CAPTURE(le);
-      CHECK_THAT(text, Catch::Contains("kubedns_probe_dnsmasq_latency_ms_bucket{le=\"" +
-                                       std::string(le) + "\"} 0\n"));
-    }
-    CHECK(probe.status().error == kWaitingForFirstProbe);
+TEST_CASE_METHOD(LoopFixture, "A probe registers kube-dns's metric names, help texts and buckets",
+                 "[sidecar][probe]") {
+  ProbeRig rig(loop, ProbeOptions(Option("dnsmasq", loop::SocketAddress(), "a.")));
+  const std::string text = rig.registry.Render();
+  CHECK_THAT(text, Catch::Contains("# HELP kubedns_probe_dnsmasq_latency_ms Latency of the DNS "
+                                   "probe request dnsmasq\n# TYPE kubedns_probe_dnsmasq_latency_ms "
+                                   "histogram\n"));
+  CHECK_THAT(text, Catch::Contains("# HELP kubedns_probe_dnsmasq_errors Count of errors in name "
+                                   "resolution of dnsmasq\n# TYPE kubedns_probe_dnsmasq_errors "
+                                   "counter\nkubedns_probe_dnsmasq_errors 0\n"));
+  for (const char* le : {"0.25", "0.5", "1", "2", "4", "8", "16", "32", "64", "128", "256", "512",
+                         "1024", "2048", "4096", "8192", "+Inf"}) {
+    CAPTURE(le);
+    CHECK_THAT(text, Catch::Contains("kubedns_probe_dnsmasq_latency_ms_bucket{le=\"" +
+                                     std::string(le) + "\"} 0\n"));
   }
-  RequireClosesClean(loop);
+  CHECK(rig.probe.status().error == kWaitingForFirstProbe);
 }
 
-TEST_CASE("A probe of a name that answers passes and records its latency", "[sidecar][probe]") {
-  loop::Loop loop;
-  {
-    FakeDnsServer server(loop, testing::AnswerA);
-    metrics::Registry registry;
-    ProbeFamilies families(registry);
-    DnsProbe probe(loop, ProbeOptions(Option("ok", server.address(), "www.example.test.")),
-                   registry, families);
-    std::string error;
-    REQUIRE(probe.Start(&error));
-    CHECK(probe.status().error == kWaitingForFirstProbe);
-    REQUIRE(RunUntil(loop, [&] { return probe.probes_done() >= 3; }));
-    CHECK(probe.status().ok);
-    CHECK(probe.status().error.empty());
-    CHECK(probe.status().latency_ns > 0);
-    CHECK(HealthResponse(probe.status()).status == 200);
-    CHECK(server.queries().size() >= 3);
-    CHECK(server.queries()[0].message.questions[0].type == dns::RrType::kAny);
-    CHECK(Sample(registry, "kubedns_probe_ok_latency_ms_count") >= 3);
-    CHECK(Sample(registry, "kubedns_probe_ok_errors") == 0);
-    CHECK(Sample(registry, "kdns_sidecar_probe_rcode_total{probe=\"ok\",rcode=\"NOERROR\"}") >= 3);
-    CHECK(Sample(registry, "kdns_sidecar_probe_last_success_timestamp_seconds{probe=\"ok\"}") >
-          1.6e9);
-  }
-  RequireClosesClean(loop);
+TEST_CASE_METHOD(LoopFixture, "A probe of a name that answers passes and records its latency",
+                 "[sidecar][probe]") {
+  FakeDnsServer server(loop, AnswerA);
+  ProbeRig rig(loop, ProbeOptions(Option("ok", server.address(), "www.example.test.")));
+  rig.Start();
+  CHECK(rig.probe.status().error == kWaitingForFirstProbe);
+  REQUIRE(RunUntil(loop, [&] { return rig.probe.probes_done() >= 3; }));
+  CHECK(rig.probe.status().ok);
+  CHECK(rig.probe.status().error.empty());
+  CHECK(rig.probe.status().latency_ns > 0);
+  CHECK(HealthResponse(rig.probe.status()).status == 200);
+  CHECK(server.queries().size() >= 3);
+  CHECK(server.queries()[0].message.questions[0].type == dns::RrType::kAny);
+  CHECK(Sample(rig.registry, "kubedns_probe_ok_latency_ms_count") >= 3);
+  CHECK(Sample(rig.registry, "kubedns_probe_ok_errors") == 0);
+  CHECK(Sample(rig.registry, "kdns_sidecar_probe_rcode_total{probe=\"ok\",rcode=\"NOERROR\"}") >=
+        3);
+  CHECK(Sample(rig.registry, "kdns_sidecar_probe_last_success_timestamp_seconds{probe=\"ok\"}") >
+        1.6e9);
 }
 
-TEST_CASE("A probe of a name that does not exist fails with no RRs", "[sidecar][probe]") {
-  loop::Loop loop;
-  {
-    FakeDnsServer server(loop, testing::AnswerNxDomain);
-    metrics::Registry registry;
-    ProbeFamilies families(registry);
-    DnsProbe probe(loop, ProbeOptions(Option("nx", server.address(), "nope.example.test.")),
-                   registry, families);
-    std::string error;
-    REQUIRE(probe.Start(&error));
-    REQUIRE(RunUntil(loop, [&] { return probe.probes_done() >= 2; }));
-    CHECK_FALSE(probe.status().ok);
-    CHECK(HealthJson(probe.status()) ==
-          R"({"IsOk":false,"LatencySeconds":0,"Err":"no RRs for domain \"nope.example.test.\""})");
-    CHECK(Sample(registry, "kubedns_probe_nx_errors") >= 2);
-    CHECK(Sample(registry, "kubedns_probe_nx_latency_ms_count") == 0);
-    CHECK(Sample(registry, "kdns_sidecar_probe_rcode_total{probe=\"nx\",rcode=\"NXDOMAIN\"}") >= 2);
-    CHECK(Sample(registry,
-                 "kdns_sidecar_probe_failures_total{probe=\"nx\",reason=\"no_answer\"}") >= 2);
-  }
-  RequireClosesClean(loop);
+TEST_CASE_METHOD(LoopFixture, "A probe of a name that does not exist fails with no RRs",
+                 "[sidecar][probe]") {
+  FakeDnsServer server(loop, AnswerNxDomain);
+  ProbeRig rig(loop, ProbeOptions(Option("nx", server.address(), "nope.example.test.")));
+  rig.Start();
+  REQUIRE(RunUntil(loop, [&] { return rig.probe.probes_done() >= 2; }));
+  CHECK_FALSE(rig.probe.status().ok);
+  CHECK(HealthJson(rig.probe.status()) ==
+        R"({"IsOk":false,"LatencySeconds":0,"Err":"no RRs for domain \"nope.example.test.\""})");
+  CHECK(Sample(rig.registry, "kubedns_probe_nx_errors") >= 2);
+  CHECK(Sample(rig.registry, "kubedns_probe_nx_latency_ms_count") == 0);
+  CHECK(Sample(rig.registry, "kdns_sidecar_probe_rcode_total{probe=\"nx\",rcode=\"NXDOMAIN\"}") >=
+        2);
+  CHECK(Sample(rig.registry,
+               "kdns_sidecar_probe_failures_total{probe=\"nx\",reason=\"no_answer\"}") >= 2);
 }
 
-TEST_CASE("A probe of a server that is not there fails, and recovers when it answers",
-          "[sidecar][probe]") {
-  loop::Loop loop;
-  {
-    FakeDnsServer server(loop, kdns::testing::Silent());
-    metrics::Registry registry;
-    ProbeFamilies families(registry);
-    DnsProbe::Options options = ProbeOptions(Option("flaky", server.address(), "a.example.test."));
-    options.timeout_ms = 50;
-    DnsProbe probe(loop, std::move(options), registry, families);
-    std::string error;
-    REQUIRE(probe.Start(&error));
-    REQUIRE(RunUntil(loop, [&] { return probe.probes_done() >= 1; }));
-    CHECK_FALSE(probe.status().ok);
-    CHECK_THAT(probe.status().error, Catch::EndsWith(": timeout"));
-    CHECK(Sample(registry,
-                 "kdns_sidecar_probe_failures_total{probe=\"flaky\",reason=\"timeout\"}") >= 1);
+TEST_CASE_METHOD(LoopFixture,
+                 "A probe of a server that is not there fails, and recovers when it answers",
+                 "[sidecar][probe]") {
+  FakeDnsServer server(loop, kdns::testing::Silent());
+  DnsProbe::Options options = ProbeOptions(Option("flaky", server.address(), "a.example.test."));
+  options.timeout_ms = 50;
+  ProbeRig rig(loop, std::move(options));
+  rig.Start();
+  REQUIRE(RunUntil(loop, [&] { return rig.probe.probes_done() >= 1; }));
+  CHECK_FALSE(rig.probe.status().ok);
+  CHECK_THAT(rig.probe.status().error, Catch::EndsWith(": timeout"));
+  CHECK(Sample(rig.registry,
+               "kdns_sidecar_probe_failures_total{probe=\"flaky\",reason=\"timeout\"}") >= 1);
 
-    server.set_script(testing::AnswerA);
-    REQUIRE(RunUntil(loop, [&] { return probe.status().ok; }));
-    CHECK(HealthResponse(probe.status()).status == 200);
+  server.set_script(AnswerA);
+  REQUIRE(RunUntil(loop, [&] { return rig.probe.status().ok; }));
+  CHECK(HealthResponse(rig.probe.status()).status == 200);
 
-    server.set_script(testing::AnswerNxDomain);
-    REQUIRE(RunUntil(loop, [&] { return !probe.status().ok; }));
-    CHECK(probe.status().latency_ns == 0);
-  }
-  RequireClosesClean(loop);
+  server.set_script(AnswerNxDomain);
+  REQUIRE(RunUntil(loop, [&] { return !rig.probe.status().ok; }));
+  CHECK(rig.probe.status().latency_ns == 0);
 }
 
-TEST_CASE("A probe to a closed port fails as refused", "[sidecar][probe]") {
-  loop::Loop loop;
-  {
-    metrics::Registry registry;
-    ProbeFamilies families(registry);
-    DnsProbe probe(loop, ProbeOptions(Option("gone", testing::ClosedPort(loop), "a.")), registry,
-                   families);
-    std::string error;
-    REQUIRE(probe.Start(&error));
-    REQUIRE(RunUntil(loop, [&] { return probe.probes_done() >= 2; }));
-    CHECK_THAT(probe.status().error, Catch::EndsWith(": connection refused"));
-    CHECK(Sample(registry, "kubedns_probe_gone_errors") >= 2);
-    CHECK(Sample(registry,
-                 "kdns_sidecar_probe_failures_total{probe=\"gone\",reason=\"refused\"}") >= 2);
-  }
-  RequireClosesClean(loop);
+TEST_CASE_METHOD(LoopFixture, "A probe to a closed port fails as refused", "[sidecar][probe]") {
+  ProbeRig rig(loop, ProbeOptions(Option("gone", ClosedPort(loop), "a.")));
+  rig.Start();
+  REQUIRE(RunUntil(loop, [&] { return rig.probe.probes_done() >= 2; }));
+  CHECK_THAT(rig.probe.status().error, Catch::EndsWith(": connection refused"));
+  CHECK(Sample(rig.registry, "kubedns_probe_gone_errors") >= 2);
+  CHECK(Sample(rig.registry,
+               "kdns_sidecar_probe_failures_total{probe=\"gone\",reason=\"refused\"}") >= 2);
 }
 
-TEST_CASE("Probes go out one interval apart, not interval plus latency", "[sidecar][probe]") {
-  loop::Loop loop;
-  {
-    FakeDnsServer server(loop, kdns::testing::Delayed(60, testing::AnswerA));
-    metrics::Registry registry;
-    ProbeFamilies families(registry);
-    DnsProbe probe(loop, ProbeOptions(Option("paced", server.address(), "a.", 100)), registry,
-                   families);
-    std::string error;
-    REQUIRE(probe.Start(&error));
-    const auto started = std::chrono::steady_clock::now();
-    REQUIRE(RunUntil(loop, [&] { return probe.probes_done() >= 5; }));
-    const auto elapsed = std::chrono::steady_clock::now() - started;
-    // Each probe took about 60 ms, so the wait after it was about 40 ms (41: the fake's
-    // timer counts from libuv's cached loop time, up to a millisecond before the query
-    // arrived): the five start at 0, 100, ..., 400 ms and the fifth ends near 460 ms,
-    // where interval-plus-latency pacing would take 800 ms.
-    CHECK(probe.next_delay_ms() <= 41);
-    CHECK(elapsed >= std::chrono::milliseconds(440));
-    CHECK(server.queries().size() == 5);
-  }
-  RequireClosesClean(loop);
+TEST_CASE_METHOD(LoopFixture, "Probes go out one interval apart, not interval plus latency",
+                 "[sidecar][probe]") {
+  FakeDnsServer server(loop, kdns::testing::Delayed(60, AnswerA));
+  ProbeRig rig(loop, ProbeOptions(Option("paced", server.address(), "a.", 100)));
+  rig.Start();
+  const auto started = std::chrono::steady_clock::now();
+  REQUIRE(RunUntil(loop, [&] { return rig.probe.probes_done() >= 5; }));
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  // Each probe took about 60 ms, so the wait after it was about 40 ms (41: the fake's
+  // timer counts from libuv's cached loop time, up to a millisecond before the query
+  // arrived): the five start at 0, 100, ..., 400 ms and the fifth ends near 460 ms,
+  // where interval-plus-latency pacing would take 800 ms.
+  CHECK(rig.probe.next_delay_ms() <= 41);
+  CHECK(elapsed >= std::chrono::milliseconds(440));
+  CHECK(server.queries().size() == 5);
 }
 
 }  // namespace
-}  // namespace kdns::sidecar
+}  // namespace kdns::sidecar::testing

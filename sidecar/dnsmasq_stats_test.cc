@@ -7,11 +7,10 @@
 #include "common/dns/testing.h"
 #include "sidecar/testing.h"
 
-namespace kdns::sidecar {
+namespace kdns::sidecar::testing {
 namespace {
 
 using dns::testing::N;
-using testing::Encode;
 
 dns::Message StatQuestion(DnsmasqStat stat) {
   dns::Message query;
@@ -47,7 +46,7 @@ TEST_CASE("The CHAOS names are dnsmasq's", "[sidecar][dnsmasq]") {
 }
 
 TEST_CASE("A dnsmasq statistics reply gives its number", "[sidecar][dnsmasq]") {
-  dns::Message reply = testing::ReplyTo(StatQuestion(DnsmasqStat::kHits));
+  dns::Message reply = ReplyTo(StatQuestion(DnsmasqStat::kHits));
   reply.answers.push_back(Txt(DnsmasqStat::kHits, {"12345"}));
   Parsed parsed = Parse(Encode(reply), DnsmasqStat::kHits);
   REQUIRE(parsed.ok);
@@ -61,7 +60,7 @@ TEST_CASE("A dnsmasq statistics reply gives its number", "[sidecar][dnsmasq]") {
 
 TEST_CASE("Malformed statistics replies are errors with kube-dns's texts", "[sidecar][dnsmasq]") {
   const DnsmasqStat stat = DnsmasqStat::kMisses;
-  const dns::Message base = testing::ReplyTo(StatQuestion(stat));
+  const dns::Message base = ReplyTo(StatQuestion(stat));
   struct Case {
     const char* what;
     std::vector<uint8_t> reply;
@@ -69,7 +68,7 @@ TEST_CASE("Malformed statistics replies are errors with kube-dns's texts", "[sid
   };
   std::vector<Case> cases;
   {
-    dns::Message m = testing::ReplyTo(StatQuestion(stat), dns::Rcode::kNotImp);
+    dns::Message m = ReplyTo(StatQuestion(stat), dns::Rcode::kNotImp);
     cases.push_back({"NOTIMP, no answer", Encode(m),
                      "invalid number of Answer records for misses.bind.: 0 (rcode NOTIMP)"});
   }
@@ -81,8 +80,7 @@ TEST_CASE("Malformed statistics replies are errors with kube-dns's texts", "[sid
   }
   {
     dns::Message m = base;
-    m.answers.push_back(
-        {N("misses.bind."), dns::RrType::kA, dns::RrClass::kIn, 0, testing::A("192.0.2.1")});
+    m.answers.push_back({N("misses.bind."), dns::RrType::kA, dns::RrClass::kIn, 0, A("192.0.2.1")});
     cases.push_back({"an A record", Encode(m), "missing TXT record for misses.bind."});
   }
   {
@@ -197,4 +195,4 @@ TEST_CASE("Exported counters never decrease over any sequence of rounds", "[side
 }
 
 }  // namespace
-}  // namespace kdns::sidecar
+}  // namespace kdns::sidecar::testing

@@ -1,6 +1,8 @@
 // Test helpers for the sidecar's unit tests (header-only, test code only): scripts for the
 // shared fake DNS server (test/support/fake_dns_server.h): an answer, an empty NXDOMAIN,
-// dnsmasq's CHAOS statistics; and a port nothing listens on.
+// dnsmasq's CHAOS statistics; and a port nothing listens on. The sidecar's tests live in this
+// namespace, so each file names these helpers (and the loop's and the fake server's) without
+// importing them.
 //
 // Thread: the loop's thread.
 #pragma once
@@ -14,6 +16,7 @@
 #include "common/dns/message.h"
 #include "common/dns/rdata.h"
 #include "common/loop/loop.h"
+#include "common/loop/loop_test_util.h"
 #include "common/loop/socket_address.h"
 #include "sidecar/dnsmasq_stats.h"
 #include "test/support/fake_dns_server.h"
@@ -22,10 +25,15 @@ namespace kdns::sidecar::testing {
 
 using ::kdns::testing::A;
 using ::kdns::testing::Encode;
+using ::kdns::testing::FakeDnsServer;
 using ::kdns::testing::ReceivedQuery;
 using ::kdns::testing::Replies;
 using ::kdns::testing::ReplyTo;
 using ::kdns::testing::Script;
+using loop::testing::LoopFixture;
+using loop::testing::RawTcpClient;
+using loop::testing::RequireClosesClean;
+using loop::testing::RunUntil;
 
 // Answers every IN query with one A record, 192.0.2.1.
 inline Replies AnswerA(const ReceivedQuery& received) {

@@ -1,6 +1,7 @@
 #include "common/dns/message.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/dns/wire_reader.h"
 
@@ -24,14 +25,8 @@ const std::vector<ResourceRecord>& Message::section(Section section) const {
 }
 
 std::vector<ResourceRecord>& Message::section(Section section) {
-  switch (section) {
-    case Section::kAnswer:
-      return answers;
-    case Section::kAuthority:
-      return authorities;
-    default:
-      return additionals;
-  }
+  // The const overload's choice, on this message's own sections.
+  return const_cast<std::vector<ResourceRecord>&>(std::as_const(*this).section(section));
 }
 
 ParseError ParseMessage(std::span<const uint8_t> packet, Message* message, TrailingData trailing,

@@ -1,10 +1,11 @@
 // Helpers for the codec's unit tests (header-only, not part of the library): terse
-// constructors for names and records, a raw packet writer for malformed input, and Catch2
+// constructors for names, messages and records, a raw packet writer for malformed input, and Catch2
 // printers for the error enums.
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,13 @@ inline Name N(std::string_view text) {
   Name name;
   REQUIRE(Name::FromText(text, &name) == ParseError::kOk);
   return name;
+}
+
+// The message `bytes` hold; fails the test when they do not parse.
+inline Message Parse(std::span<const uint8_t> bytes) {
+  Message message;
+  REQUIRE(ParseMessage(bytes, &message) == ParseError::kOk);
+  return message;
 }
 
 inline ResourceRecord RR(std::string_view text) {

@@ -23,6 +23,14 @@ Server::Options TestOptions() {
   return options;
 }
 
+// TestOptions with the connection caps: `max` in all, `per_source` from one source.
+Server::Options CappedOptions(size_t max, size_t per_source) {
+  Server::Options options = TestOptions();
+  options.max_connections = max;
+  options.max_connections_per_source = per_source;
+  return options;
+}
+
 void AddRoutes(Server& server) {
   server.Handle("/metrics", [](const Request&) {
     Response r = Response::Text(200, "kdns_up 1\n");
@@ -236,10 +244,7 @@ TEST_CASE("At the cap a newcomer closes the connection idle longest", "[http][se
 
 TEST_CASE("The per-source cap closes that source's oldest idle connection, not another's",
           "[http][server]") {
-  Server::Options options = TestOptions();
-  options.max_connections = 10;
-  options.max_connections_per_source = 2;
-  Fixture f(options);
+  Fixture f(CappedOptions(/*max=*/10, /*per_source=*/2));
   RawTcpClient victim(f.address());  // from 127.0.0.1, idle longest of all
   REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 1; }));
   RawTcpClient first(f.address(), &kOtherSource);
@@ -270,8 +275,7 @@ TEST_CASE("A request under way is never closed for a newcomer from the same sour
   // Two requests being read, one response being written to a client that reads slowly.
   a.Send("GET /metrics HTTP/1.1\r\n");
   b.Send("GET /metr");
-  int rcvbuf = 4096;
-  setsockopt(writing.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  writing.ShrinkReceiveBuffer();
   writing.Send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
   REQUIRE(RunUntil(f.loop, [&] { return f.server->idle_connections() == 0; }));
   uint64_t hits = limits::LimitHits(limits::Limit::kHttpConnections);
@@ -316,9 +320,7 @@ TEST_CASE(
     "request",
     "[http][server]") {
   const loop::SocketAddress third_source = *loop::SocketAddress::Parse("127.0.0.3:0");
-  Server::Options options = TestOptions();
-  options.max_connections = 4;
-  options.max_connections_per_source = 3;
+  Server::Options options = CappedOptions(/*max=*/4, /*per_source=*/3);
   options.request_timeout_ms = 60'000;  // the slow requests stay for the whole test
   Fixture f(options);
   // 127.0.0.2: three slow requests
@@ -350,9 +352,7 @@ TEST_CASE(
 TEST_CASE("At the cap an idle connection of a light source is not closed for a newcomer",
           "[http][server]") {
   const loop::SocketAddress third_source = *loop::SocketAddress::Parse("127.0.0.3:0");
-  Server::Options options = TestOptions();
-  options.max_connections = 4;
-  options.max_connections_per_source = 3;
+  Server::Options options = CappedOptions(/*max=*/4, /*per_source=*/3);
   options.request_timeout_ms = 60'000;
   Fixture f(options);
   // 127.0.0.2: three slow requests
@@ -370,10 +370,7 @@ TEST_CASE("At the cap an idle connection of a light source is not closed for a n
 
 TEST_CASE("One source's idle and slow connections leave room for another source",
           "[http][server]") {
-  Server::Options options = TestOptions();
-  options.max_connections = 16;
-  options.max_connections_per_source = 4;
-  Fixture f(options);
+  Fixture f(CappedOptions(/*max=*/16, /*per_source=*/4));
   // 40 connections from 127.0.0.2: every other one starts a request and stalls.
   std::vector<std::unique_ptr<RawTcpClient>> attack;
   for (int i = 0; i < 40; ++i) {
@@ -397,41 +394,34 @@ TEST_CASE("Server closes a client that does not read its response", "[http][serv
   f.server->Handle("/big",
                    [](const Request&) { return Response::Text(200, std::string(8 << 20, 'b')); });
   RawTcpClient client(f.address());
-  int rcvbuf = 4096;
-  setsockopt(client.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  client.ShrinkReceiveBuffer();
   client.Send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
   REQUIRE(RunUntil(
       f.loop, [&] { return f.server->stats().timeouts == 1; }, 3000));
   REQUIRE(RunUntil(f.loop, [&] { return f.server->open_connections() == 0; }));
 }
 
-TEST_CASE("Server shuts down with connections open and leaves no handle", "[http][server]") {
-  loop::Loop loop;
-  {
-    Server server(loop, TestOptions());
-    AddRoutes(server);
-    std::string error;
-    REQUIRE(server.Start(&error));
-    RawTcpClient a(server.GetLocalAddress()), b(server.GetLocalAddress());
-    a.Send("GET /met");
-    REQUIRE(RunUntil(loop, [&] { return server.open_connections() == 2; }));
-  }
-  loop::testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(loop::testing::LoopFixture,
+                 "Server shuts down with connections open and leaves no handle", "[http][server]") {
+  Server server(loop, TestOptions());
+  AddRoutes(server);
+  std::string error;
+  REQUIRE(server.Start(&error));
+  RawTcpClient a(server.GetLocalAddress()), b(server.GetLocalAddress());
+  a.Send("GET /met");
+  REQUIRE(RunUntil(loop, [&] { return server.open_connections() == 2; }));
 }
 
-TEST_CASE("Starting on a port in use fails with a clear error", "[http][server]") {
-  loop::Loop loop;
-  {
-    Server first(loop, TestOptions());
-    std::string error;
-    REQUIRE(first.Start(&error));
-    Server::Options options = TestOptions();
-    options.bind_address = first.GetLocalAddress();
-    Server second(loop, options);
-    CHECK_FALSE(second.Start(&error));
-    CHECK_THAT(error, Catch::Contains("in use"));
-  }
-  loop::testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(loop::testing::LoopFixture, "Starting on a port in use fails with a clear error",
+                 "[http][server]") {
+  Server first(loop, TestOptions());
+  std::string error;
+  REQUIRE(first.Start(&error));
+  Server::Options options = TestOptions();
+  options.bind_address = first.GetLocalAddress();
+  Server second(loop, options);
+  CHECK_FALSE(second.Start(&error));
+  CHECK_THAT(error, Catch::Contains("in use"));
 }
 
 // Runs curl; returns "<body><http_code>".

@@ -1,13 +1,8 @@
-// clang-format off
-// glog (through reflector.h) and Catch both define CHECK, and the last definition wins: glog
-// first, so that the tests' CHECKs are Catch's.
-#include "common/k8s/reflector.h"
-// clang-format on
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
+#include "common/k8s/reflector.h"
 #include "common/k8s/reflector_testing.h"
 
 namespace kdns::k8s {
@@ -68,9 +63,7 @@ TEST_CASE("continue tokens and resource versions are URL-encoded", "[reflector]"
 
 TEST_CASE("a 410 on a continue token restarts the LIST from page 1", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  FakeApiTransport::Respond(h.transport.Active(), 200, ReadCapture("01-list-services-p1"));
-  Request& page2 = h.transport.Active();
+  Request& page2 = h.StartAtSecondPage();
   REQUIRE_FALSE(page2.Param("continue").empty());
   FakeApiTransport::Respond(page2, 410, ReadCapture("05a-list-continue-expired"));
 
@@ -94,8 +87,7 @@ TEST_CASE("a LIST is delivered object by object as its bytes arrive", "[reflecto
   options.path = "/apis/discovery.k8s.io/v1/endpointslices";
   options.kind = Kind::kEndpointSlice;
   StreamHarness h(options);
-  h.reflector->Start();
-  Request& list = h.transport.Active();
+  Request& list = h.Start();
   const std::string body = ReadCapture("02-list-endpointslices");
   FakeApiTransport::Head(list, 200);
   CHECK(h.handler.calls == std::vector<std::string>{"BEGIN"});
@@ -116,9 +108,7 @@ TEST_CASE("a LIST is delivered object by object as its bytes arrive", "[reflecto
 TEST_CASE("a later page cut mid-item is asked again and nothing is delivered twice",
           "[reflector]") {
   StreamHarness h;
-  h.reflector->Start();
-  FakeApiTransport::Respond(h.transport.Active(), 200, ReadCapture("01-list-services-p1"));
-  Request& page2 = h.transport.Active();
+  Request& page2 = h.StartAtSecondPage();
   const std::string body = ReadCapture("01-list-services-p2");
   FakeApiTransport::Head(page2, 200);
   FakeApiTransport::Body(page2, body.substr(0, body.size() * 2 / 3));
@@ -141,9 +131,7 @@ TEST_CASE("a later page cut mid-item is asked again and nothing is delivered twi
 
 TEST_CASE("a LIST body that is not JSON restarts the LIST from page 1", "[reflector]") {
   StreamHarness h;
-  h.reflector->Start();
-  FakeApiTransport::Respond(h.transport.Active(), 200, ReadCapture("01-list-services-p1"));
-  Request& page2 = h.transport.Active();
+  Request& page2 = h.StartAtSecondPage();
   const std::string body = ReadCapture("01-list-services-p2");
   FakeApiTransport::Head(page2, 200);
   SECTION("a malformed item: what came before stays delivered, the LIST starts over") {
@@ -171,8 +159,7 @@ TEST_CASE("a LIST body that is not JSON restarts the LIST from page 1", "[reflec
 TEST_CASE("the first LIST comes from the watch cache, re-LISTs at the last RV, etcd after a 410",
           "[reflector]") {
   StreamHarness h;
-  h.reflector->Start();
-  Request& first = h.transport.Active();
+  Request& first = h.Start();
   CHECK(first.Param("resourceVersion") == "0");
   CHECK(first.Param("resourceVersionMatch").empty());
   // The watch cache ignores limit: the whole resource in one body, no continue.
@@ -219,8 +206,7 @@ TEST_CASE("the first LIST comes from the watch cache, re-LISTs at the last RV, e
 TEST_CASE("a LIST is cut when it sends nothing for list_timeout_ms, however long it takes",
           "[reflector]") {
   StreamHarness h;
-  h.reflector->Start();
-  Request& list = h.transport.Active();
+  Request& list = h.Start();
   CHECK(list.timeout_ms == 0);  // a whole-cluster body may take minutes
   const std::string body = ReadCapture("07-list-services-rv0");
   FakeApiTransport::Head(list, 200);

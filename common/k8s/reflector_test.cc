@@ -22,8 +22,7 @@ using Request = testing::FakeApiTransport::Request;
 
 TEST_CASE("a 429 waits as long as Retry-After says, within a bound", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  h.ListServices();
+  h.StartAndList();
   const std::string status =
       R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429})";
 
@@ -95,8 +94,7 @@ TEST_CASE("HTTP errors back off exponentially with jitter within bounds", "[refl
 TEST_CASE("the handler may stop the reflector from inside a callback", "[reflector]") {
   Harness h;
   h.handler.stop_on_list = true;
-  h.reflector->Start();
-  h.ListServices();
+  h.StartAndList();
   CHECK(h.reflector->state() == Reflector::State::kStopped);
   CHECK(h.transport.ActiveCount() == 0);
   CHECK(h.timers.ActiveCount() == 0);
@@ -104,29 +102,25 @@ TEST_CASE("the handler may stop the reflector from inside a callback", "[reflect
 
 TEST_CASE("destroying a reflector cancels its request", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  Request& list = h.transport.Active();
+  Request& list = h.Start();
   h.reflector.reset();
   CHECK(list.cancelled);
 }
 
-TEST_CASE("on a real loop, the retry timer fires and every handle closes", "[reflector]") {
-  loop::Loop loop;
-  {
-    LoopTimers timers(loop);
-    FakeApiTransport transport;
-    Recorder handler;
-    ReflectorOptions options = Harness::Services();
-    options.backoff.base_ms = 5;
-    options.backoff.cap_ms = 5;
-    Reflector reflector(transport, timers, SteadyClock::Instance(), handler, options);
-    reflector.Start();
-    FakeApiTransport::Done(transport.Active(), "connection refused");
-    CHECK(transport.ActiveCount() == 0);
-    REQUIRE(loop::testing::RunUntil(loop, [&] { return transport.ActiveCount() == 1; }));
-    CHECK(transport.requests().size() == 2);
-  }
-  loop::testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(loop::testing::LoopFixture,
+                 "on a real loop, the retry timer fires and every handle closes", "[reflector]") {
+  LoopTimers timers(loop);
+  FakeApiTransport transport;
+  Recorder handler;
+  ReflectorOptions options = Harness::Services();
+  options.backoff.base_ms = 5;
+  options.backoff.cap_ms = 5;
+  Reflector reflector(transport, timers, SteadyClock::Instance(), handler, options);
+  reflector.Start();
+  FakeApiTransport::Done(transport.Active(), "connection refused");
+  CHECK(transport.ActiveCount() == 0);
+  REQUIRE(loop::testing::RunUntil(loop, [&] { return transport.ActiveCount() == 1; }));
+  CHECK(transport.requests().size() == 2);
 }
 
 TEST_CASE("re-LISTs after 410 wait a random time within the jitter bound; the first does not",

@@ -5,15 +5,10 @@
 //   FakeTimers        one-shot timers on a ManualClock: AdvanceMs() moves the clock and fires
 //                     the timers that fall due, in order, so tests run on simulated time.
 //   Harness           a services Reflector over both, with a Recorder of every handler call
+//                     and the steps of the tests (LIST answered, watch opened)
 //   StreamHarness     the same with a StreamRecorder of the streamed list calls
 // Thread: the test's thread.
 #pragma once
-
-// clang-format off
-// glog (through reflector.h) and Catch both define CHECK, and the last definition wins: glog
-// first, so that the tests' CHECKs are Catch's.
-#include "common/k8s/reflector.h"
-// clang-format on
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -35,6 +30,7 @@
 #include "common/base/clock.h"
 #include "common/k8s/api_transport.h"
 #include "common/k8s/decode.h"
+#include "common/k8s/reflector.h"
 #include "common/k8s/reflector_timers.h"
 #include "common/k8s/testing.h"
 
@@ -259,51 +255,6 @@ class Recorder final : public ReflectorHandler {
   Reflector* reflector = nullptr;
 };
 
-// The services reflector on simulated time, with the jitter pinned to the middle.
-struct Harness {
-  explicit Harness(ReflectorOptions options = Services()) {
-    reflector = std::make_unique<Reflector>(transport, timers, clock, handler, std::move(options));
-    handler.reflector = reflector.get();
-  }
-  static ReflectorOptions Services() {
-    ReflectorOptions options;
-    options.path = "/api/v1/services";
-    options.kind = Kind::kService;
-    options.random = [] { return 0.5; };
-    options.relist_jitter_ms = 0;  // re-LISTs at once; the jitter has its own test
-    return options;
-  }
-
-  // Answers the four captured pages of the paginated LIST, checking the continue tokens.
-  void ListServices() {
-    std::string token;
-    for (int page = 1; page <= 4; ++page) {
-      FakeApiTransport::Request& request = transport.Active();
-      INFO("page " << page << ": " << request.path);
-      REQUIRE_FALSE(request.IsWatch());
-      REQUIRE(request.Path() == "/api/v1/services");
-      REQUIRE(request.Param("limit") == "500");
-      REQUIRE(request.Param("continue") == token);
-      std::string body = ReadCapture("01-list-services-p" + std::to_string(page));
-      FakeApiTransport::Respond(request, 200, body);
-      auto decoded = DecodeList(body);
-      REQUIRE(decoded.ok());
-      token = UrlEncode(decoded->meta.continue_token);
-    }
-  }
-  FakeApiTransport::Request& Watch() {
-    FakeApiTransport::Request& request = transport.Active();
-    REQUIRE(request.IsWatch());
-    return request;
-  }
-
-  ManualClock clock{1'000'000};
-  FakeTimers timers{clock};
-  FakeApiTransport transport;
-  Recorder handler;
-  std::unique_ptr<Reflector> reflector;  // after what it uses
-};
-
 // Records the streamed list calls, one line each: "BEGIN", "ns/name@rv", "END <rv>".
 class StreamRecorder final : public ReflectorHandler {
  public:
@@ -327,20 +278,94 @@ class StreamRecorder final : public ReflectorHandler {
   std::vector<std::string> errors;
 };
 
-struct StreamHarness {
-  explicit StreamHarness(ReflectorOptions options = Harness::Services()) {
+// A reflector over the fakes on simulated time, its handler a `Handler` that records its calls:
+// what Harness and StreamHarness share. By default the services reflector, with the jitter
+// pinned to the middle.
+template <class Handler>
+struct ReflectorHarness {
+  explicit ReflectorHarness(ReflectorOptions options = Services()) {
     reflector = std::make_unique<Reflector>(transport, timers, clock, handler, std::move(options));
   }
+  static ReflectorOptions Services() {
+    ReflectorOptions options;
+    options.path = "/api/v1/services";
+    options.kind = Kind::kService;
+    options.random = [] { return 0.5; };
+    options.relist_jitter_ms = 0;  // re-LISTs at once; the jitter has its own test
+    return options;
+  }
+
+  // Starts the reflector; returns its first request.
+  FakeApiTransport::Request& Start() {
+    reflector->Start();
+    return transport.Active();
+  }
+  // Starts the reflector and answers the first page of the paginated LIST; returns the
+  // request for the second.
+  FakeApiTransport::Request& StartAtSecondPage() {
+    FakeApiTransport::Respond(Start(), 200, ReadCapture("01-list-services-p1"));
+    return transport.Active();
+  }
+
+  ManualClock clock{1'000'000};
+  FakeTimers timers{clock};
+  FakeApiTransport transport;
+  Handler handler;
+  std::unique_ptr<Reflector> reflector;  // after what it uses
+};
+
+// The reflector with a Recorder of every handler call, and the steps of its tests: the LIST
+// answered, the watch that follows.
+struct Harness : ReflectorHarness<Recorder> {
+  explicit Harness(ReflectorOptions options = Services()) : ReflectorHarness(std::move(options)) {
+    handler.reflector = reflector.get();
+  }
+
+  // Answers the four captured pages of the paginated LIST, checking the continue tokens.
+  void ListServices() {
+    std::string token;
+    for (int page = 1; page <= 4; ++page) {
+      FakeApiTransport::Request& request = transport.Active();
+      INFO("page " << page << ": " << request.path);
+      REQUIRE_FALSE(request.IsWatch());
+      REQUIRE(request.Path() == "/api/v1/services");
+      REQUIRE(request.Param("limit") == "500");
+      REQUIRE(request.Param("continue") == token);
+      std::string body = ReadCapture("01-list-services-p" + std::to_string(page));
+      FakeApiTransport::Respond(request, 200, body);
+      auto decoded = DecodeList(body);
+      REQUIRE(decoded.ok());
+      token = UrlEncode(decoded->meta.continue_token);
+    }
+  }
+  // Starts the reflector and answers its LIST: where every watch test begins.
+  void StartAndList() {
+    reflector->Start();
+    ListServices();
+  }
+  // The active request, which must be a watch.
+  FakeApiTransport::Request& Watch() {
+    FakeApiTransport::Request& request = transport.Active();
+    REQUIRE(request.IsWatch());
+    return request;
+  }
+  // The watch, its 200 head sent: what comes on the stream is the test's.
+  FakeApiTransport::Request& OpenWatch() {
+    FakeApiTransport::Request& watch = Watch();
+    FakeApiTransport::Head(watch, 200);
+    return watch;
+  }
+};
+
+// The reflector with a StreamRecorder of the streamed list calls.
+struct StreamHarness : ReflectorHarness<StreamRecorder> {
+  using ReflectorHarness::ReflectorHarness;
+
   size_t Objects() const {
     return std::count_if(handler.calls.begin(), handler.calls.end(), [](const std::string& call) {
       return call != "BEGIN" && call.rfind("END ", 0) != 0;
     });
   }
-  ManualClock clock{1'000'000};
-  FakeTimers timers{clock};
-  FakeApiTransport transport;
-  StreamRecorder handler;
-  std::unique_ptr<Reflector> reflector;
 };
 
 }  // namespace kdns::k8s::testing

@@ -1,9 +1,3 @@
-// clang-format off
-// glog (through reflector.h) and Catch both define CHECK, and the last definition wins: glog
-// first, so that the tests' CHECKs are Catch's.
-#include "common/k8s/reflector.h"
-// clang-format on
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <random>
@@ -11,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/k8s/reflector.h"
 #include "common/k8s/reflector_testing.h"
 
 namespace kdns::k8s {
@@ -29,14 +24,12 @@ const std::vector<std::string> kWatchEvents = {
 
 TEST_CASE("a watch stream split at every point gives the same events in order", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  h.ListServices();
+  h.StartAndList();
   const std::string body = ReadCapture("03-watch-services");
 
   std::vector<std::string> expected;
   for (size_t split = 0; split <= body.size(); ++split) {
-    Request& watch = h.Watch();
-    FakeApiTransport::Head(watch, 200);
+    Request& watch = h.OpenWatch();
     FakeApiTransport::Body(watch, std::string_view(body).substr(0, split));
     FakeApiTransport::Body(watch, std::string_view(body).substr(split));
     h.clock.AdvanceMs(40'000);
@@ -54,13 +47,11 @@ TEST_CASE("a watch stream split at every point gives the same events in order", 
 
 TEST_CASE("a watch stream in random-sized pieces gives the same events", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  h.ListServices();
+  h.StartAndList();
   const std::string body = ReadCapture("03-watch-services");
   std::mt19937 random(42);
   for (int round = 0; round < 200; ++round) {
-    Request& watch = h.Watch();
-    FakeApiTransport::Head(watch, 200);
+    Request& watch = h.OpenWatch();
     std::uniform_int_distribution<size_t> size(1, 1 + random() % 3000);
     for (size_t at = 0; at < body.size();) {
       size_t n = std::min(size(random), body.size() - at);
@@ -81,8 +72,7 @@ TEST_CASE("bookmarks advance the resource version without events", "[reflector]"
   options.kind = Kind::kEndpointSlice;
   options.random = [] { return 0.0; };
   Harness h(options);
-  h.reflector->Start();
-  Request& list = h.transport.Active();
+  Request& list = h.Start();
   // The first LIST asks the watch cache (resourceVersion=0), with client-go's page size.
   CHECK(list.path == "/apis/discovery.k8s.io/v1/endpointslices?resourceVersion=0&limit=500");
   FakeApiTransport::Respond(list, 200, ReadCapture("02-list-endpointslices"));
@@ -119,10 +109,8 @@ TEST_CASE("bookmarks advance the resource version without events", "[reflector]"
 
 TEST_CASE("an ERROR event with code 410 on a 200 watch makes a new LIST", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  h.ListServices();
-  Request& watch = h.Watch();
-  FakeApiTransport::Head(watch, 200);
+  h.StartAndList();
+  Request& watch = h.OpenWatch();
   FakeApiTransport::Body(watch, ReadCapture("05b-watch-services-old-rv-after-restart"));
   CHECK(watch.cancelled);
   CHECK(h.reflector->state() == Reflector::State::kListing);
@@ -133,8 +121,7 @@ TEST_CASE("an ERROR event with code 410 on a 200 watch makes a new LIST", "[refl
   CHECK(h.handler.lists.size() == 2);  // the handler replaces its state with the new list
 
   SECTION("a 410 that repeats at once backs off") {
-    Request& again = h.Watch();
-    FakeApiTransport::Head(again, 200);
+    Request& again = h.OpenWatch();
     FakeApiTransport::Body(again, ReadCapture("05b-watch-services-old-rv-after-restart"));
     CHECK(h.reflector->state() == Reflector::State::kWaiting);
     CHECK(h.reflector->retry_delay_ms() == 500);  // 0.5 * the second ceiling (1000)
@@ -152,10 +139,8 @@ TEST_CASE("an ERROR event with code 410 on a 200 watch makes a new LIST", "[refl
 
 TEST_CASE("a watch the server closes is resumed at once from the last RV", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  h.ListServices();
-  Request& watch = h.Watch();
-  FakeApiTransport::Head(watch, 200);
+  h.StartAndList();
+  Request& watch = h.OpenWatch();
   FakeApiTransport::Body(watch, ReadCapture("03-watch-services"));
   h.timers.AdvanceMs(40'020);
   FakeApiTransport::Done(watch);
@@ -174,12 +159,10 @@ TEST_CASE("a watch the server closes is resumed at once from the last RV", "[ref
 
 TEST_CASE("a transport error mid-line re-watches from the last RV after backoff", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  h.ListServices();
+  h.StartAndList();
   const std::string body = ReadCapture("03-watch-services");
   auto lines = testing::Lines(body);
-  Request& watch = h.Watch();
-  FakeApiTransport::Head(watch, 200);
+  Request& watch = h.OpenWatch();
   FakeApiTransport::Body(watch, lines[0] + "\n" + lines[1].substr(0, 100));
   FakeApiTransport::Done(watch, "connection closed mid-body");
   CHECK(h.handler.events == std::vector<std::string>{"ADDED default/web@110"});
@@ -202,10 +185,8 @@ TEST_CASE("a transport error mid-line re-watches from the last RV after backoff"
 
 TEST_CASE("a watch with no byte for the stall timeout is cancelled and resumed", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  h.ListServices();
-  Request& watch = h.Watch();
-  FakeApiTransport::Head(watch, 200);
+  h.StartAndList();
+  Request& watch = h.OpenWatch();
   auto lines = testing::Lines(ReadCapture("03-watch-services"));
   h.timers.AdvanceMs(60'000);
   FakeApiTransport::Body(watch, lines[0] + "\n");  // bytes push the deadline back
@@ -231,10 +212,8 @@ TEST_CASE("a watch with no byte for the stall timeout is cancelled and resumed",
 
 TEST_CASE("a malformed watch line is counted and makes a new LIST after backoff", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  h.ListServices();
-  Request& watch = h.Watch();
-  FakeApiTransport::Head(watch, 200);
+  h.StartAndList();
+  Request& watch = h.OpenWatch();
 
   SECTION("not JSON") { FakeApiTransport::Body(watch, "<html>proxy error</html>\n"); }
   SECTION("longer than max_line_bytes, before its newline") {
@@ -255,10 +234,8 @@ TEST_CASE("a malformed watch line is counted and makes a new LIST after backoff"
 
 TEST_CASE("an event whose object does not decode is delivered as a delete", "[reflector]") {
   Harness h;
-  h.reflector->Start();
-  h.ListServices();
-  Request& watch = h.Watch();
-  FakeApiTransport::Head(watch, 200);
+  h.StartAndList();
+  Request& watch = h.OpenWatch();
   FakeApiTransport::Body(
       watch,
       R"({"type":"MODIFIED","object":{"kind":"Service","apiVersion":"v1","metadata":{"name":"dual","namespace":"default","uid":"u","resourceVersion":"120"},"spec":{"ports":[{"port":"eighty"}]}}})"
@@ -274,8 +251,7 @@ TEST_CASE("a watch-list streams the list as ADDED events up to its end bookmark,
   ReflectorOptions options = Harness::Services();
   options.watch_list = true;
   StreamHarness h(options);
-  h.reflector->Start();
-  Request& request = h.transport.Active();
+  Request& request = h.Start();
   REQUIRE(request.IsWatch());
   CHECK(request.Param("sendInitialEvents") == "true");
   CHECK(request.Param("resourceVersionMatch") == "NotOlderThan");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/base/ip_address.h"
+#include "common/base/next_line.h"
 #include "common/k8s/api_config.h"
 #include "common/k8s/objects.h"
 
@@ -44,12 +45,7 @@ inline std::string ReadCapture(std::string_view name) {
 // cut short) is returned as it is.
 inline std::vector<std::string> Lines(std::string_view body) {
   std::vector<std::string> lines;
-  while (!body.empty()) {
-    size_t end = body.find('\n');
-    if (end == std::string_view::npos) end = body.size();
-    lines.emplace_back(body.substr(0, end));
-    body.remove_prefix(end == body.size() ? end : end + 1);
-  }
+  while (!body.empty()) lines.emplace_back(NextLine(&body));
   return lines;
 }
 

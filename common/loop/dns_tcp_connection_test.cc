@@ -96,203 +96,166 @@ struct Server {
   int next_id = 0;
 };
 
-TEST_CASE("DnsTcpConnection frames queries written one byte at a time", "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    Server server(loop);
-    server.answer_at_once = true;
-    testing::RawTcpClient client(server.address());
-    std::string stream = Framed(Message(1, "first")) + Framed(Message(2, "second-query"));
-    for (char byte : stream) {
-      client.Send(std::string(1, byte));
-      loop.RunNoWait();
-    }
-    REQUIRE(testing::RunUntil(loop, [&] { return Unframe(client.received()).size() == 2; }));
-    auto replies = Unframe(client.received());
-    CHECK(replies[0].substr(2, 3) == "re:");
-    CHECK(replies[1].find("second-query") != std::string::npos);
+TEST_CASE_METHOD(testing::LoopFixture, "DnsTcpConnection frames queries written one byte at a time",
+                 "[loop][dns_tcp]") {
+  Server server(loop);
+  server.answer_at_once = true;
+  testing::RawTcpClient client(server.address());
+  std::string stream = Framed(Message(1, "first")) + Framed(Message(2, "second-query"));
+  for (char byte : stream) {
+    client.Send(std::string(1, byte));
+    loop.RunNoWait();
   }
-  testing::RequireClosesClean(loop);
+  REQUIRE(testing::RunUntil(loop, [&] { return Unframe(client.received()).size() == 2; }));
+  auto replies = Unframe(client.received());
+  CHECK(replies[0].substr(2, 3) == "re:");
+  CHECK(replies[1].find("second-query") != std::string::npos);
 }
 
-TEST_CASE("DnsTcpConnection delivers two queries from one write", "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    Server server(loop);
-    testing::RawTcpClient client(server.address());
-    client.Send(Framed(Message(1, "a")) + Framed(Message(2, "b")));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 2; }));
-    CHECK(server.queries[0].second == Message(1, "a"));
-    CHECK(server.queries[1].second == Message(2, "b"));
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture, "DnsTcpConnection delivers two queries from one write",
+                 "[loop][dns_tcp]") {
+  Server server(loop);
+  testing::RawTcpClient client(server.address());
+  client.Send(Framed(Message(1, "a")) + Framed(Message(2, "b")));
+  REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 2; }));
+  CHECK(server.queries[0].second == Message(1, "a"));
+  CHECK(server.queries[1].second == Message(2, "b"));
 }
 
-TEST_CASE("Pipelined queries may be answered out of order", "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    Server server(loop);
-    testing::RawTcpClient client(server.address());
-    client.Send(Framed(Message(1, "one")) + Framed(Message(2, "two")) +
-                Framed(Message(3, "three")));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 3; }));
-    CHECK(server.connections.begin()->second->outstanding_queries() == 3);
-    REQUIRE(server.Answer(0, server.queries[2].second));
-    REQUIRE(server.Answer(0, server.queries[0].second));
-    REQUIRE(server.Answer(0, server.queries[1].second));
-    REQUIRE(testing::RunUntil(loop, [&] { return Unframe(client.received()).size() == 3; }));
-    auto replies = Unframe(client.received());
-    CHECK(replies[0][1] == 3);
-    CHECK(replies[1][1] == 1);
-    CHECK(replies[2][1] == 2);
-    CHECK(server.connections.begin()->second->outstanding_queries() == 0);
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture, "Pipelined queries may be answered out of order",
+                 "[loop][dns_tcp]") {
+  Server server(loop);
+  testing::RawTcpClient client(server.address());
+  client.Send(Framed(Message(1, "one")) + Framed(Message(2, "two")) + Framed(Message(3, "three")));
+  REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 3; }));
+  CHECK(server.connections.begin()->second->outstanding_queries() == 3);
+  REQUIRE(server.Answer(0, server.queries[2].second));
+  REQUIRE(server.Answer(0, server.queries[0].second));
+  REQUIRE(server.Answer(0, server.queries[1].second));
+  REQUIRE(testing::RunUntil(loop, [&] { return Unframe(client.received()).size() == 3; }));
+  auto replies = Unframe(client.received());
+  CHECK(replies[0][1] == 3);
+  CHECK(replies[1][1] == 1);
+  CHECK(replies[2][1] == 2);
+  CHECK(server.connections.begin()->second->outstanding_queries() == 0);
 }
 
-TEST_CASE("A length shorter than a DNS header closes the connection", "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    Server server(loop);
-    testing::RawTcpClient client(server.address());
-    std::string garbage = GENERATE(std::string("\x00\x00", 2), std::string("\x00\x05hello", 7));
-    client.Send(garbage);
-    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kProtocolError);
-    CHECK(server.queries.empty());
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture, "A length shorter than a DNS header closes the connection",
+                 "[loop][dns_tcp]") {
+  Server server(loop);
+  testing::RawTcpClient client(server.address());
+  std::string garbage = GENERATE(std::string("\x00\x00", 2), std::string("\x00\x05hello", 7));
+  client.Send(garbage);
+  testing::RunUntilClosed(loop, client);
+  CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kProtocolError);
+  CHECK(server.queries.empty());
 }
 
-TEST_CASE("A maximum-size 65535-byte query is accepted", "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    Server server(loop);
-    testing::RawTcpClient client(server.address());
-    client.Send(Framed(Message(7, std::string(65533, 'q'))));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 1; }));
-    CHECK(server.queries[0].second.size() == 65535);
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture, "A maximum-size 65535-byte query is accepted",
+                 "[loop][dns_tcp]") {
+  Server server(loop);
+  testing::RawTcpClient client(server.address());
+  client.Send(Framed(Message(7, std::string(65533, 'q'))));
+  REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 1; }));
+  CHECK(server.queries[0].second.size() == 65535);
 }
 
-TEST_CASE("An idle DNS/TCP connection is closed, but not while a query is outstanding",
-          "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    DnsTcpConnection::Options options;
-    options.idle_timeout_ms = 50;
-    Server server(loop, options);
-    testing::RawTcpClient client(server.address());
-    client.Send(Framed(Message(1, "slow upstream")));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 1; }));
-    // Well past the idle timeout with the query unanswered: still open.
-    bool waited = false;
-    Timer wait(loop);
-    wait.Start(150, [&] { waited = true; });
-    REQUIRE(testing::RunUntil(loop, [&] { return waited; }));
-    CHECK(server.connections.size() == 1);
-    REQUIRE(server.Answer(0, server.queries[0].second));
-    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
-    CHECK(Unframe(client.received()).size() == 1);
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kIdleTimeout);
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture,
+                 "An idle DNS/TCP connection is closed, but not while a query is outstanding",
+                 "[loop][dns_tcp]") {
+  DnsTcpConnection::Options options;
+  options.idle_timeout_ms = 50;
+  Server server(loop, options);
+  testing::RawTcpClient client(server.address());
+  client.Send(Framed(Message(1, "slow upstream")));
+  REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 1; }));
+  // Well past the idle timeout with the query unanswered: still open.
+  bool waited = false;
+  Timer wait(loop);
+  wait.Start(150, [&] { waited = true; });
+  REQUIRE(testing::RunUntil(loop, [&] { return waited; }));
+  CHECK(server.connections.size() == 1);
+  REQUIRE(server.Answer(0, server.queries[0].second));
+  CHECK(Unframe(testing::RunUntilClosed(loop, client)).size() == 1);
+  CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kIdleTimeout);
 }
 
-TEST_CASE("The outstanding-query cap pauses reading until an answer goes out", "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    DnsTcpConnection::Options options;
-    options.max_outstanding_queries = 2;
-    Server server(loop, options);
-    testing::RawTcpClient client(server.address());
-    client.Send(Framed(Message(1, "a")) + Framed(Message(2, "b")) + Framed(Message(3, "c")) +
-                Framed(Message(4, "d")));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 2; }));
-    for (int i = 0; i < 5; ++i) loop.RunNoWait();
-    CHECK(server.queries.size() == 2);
-    REQUIRE(server.Answer(0, server.queries[0].second));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 3; }));
-    for (int i = 0; i < 5; ++i) loop.RunNoWait();
-    CHECK(server.queries.size() == 3);
-    REQUIRE(server.Answer(0, server.queries[1].second));
-    REQUIRE(server.Answer(0, server.queries[2].second));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 4; }));
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture,
+                 "The outstanding-query cap pauses reading until an answer goes out",
+                 "[loop][dns_tcp]") {
+  DnsTcpConnection::Options options;
+  options.max_outstanding_queries = 2;
+  Server server(loop, options);
+  testing::RawTcpClient client(server.address());
+  client.Send(Framed(Message(1, "a")) + Framed(Message(2, "b")) + Framed(Message(3, "c")) +
+              Framed(Message(4, "d")));
+  REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 2; }));
+  for (int i = 0; i < 5; ++i) loop.RunNoWait();
+  CHECK(server.queries.size() == 2);
+  REQUIRE(server.Answer(0, server.queries[0].second));
+  REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 3; }));
+  for (int i = 0; i < 5; ++i) loop.RunNoWait();
+  CHECK(server.queries.size() == 3);
+  REQUIRE(server.Answer(0, server.queries[1].second));
+  REQUIRE(server.Answer(0, server.queries[2].second));
+  REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 4; }));
 }
 
-TEST_CASE("A client's half-close still gets its outstanding answers", "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    Server server(loop);
-    testing::RawTcpClient client(server.address());
-    client.Send(Framed(Message(1, "a")) + Framed(Message(2, "b")));
-    client.ShutdownWrite();
-    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 2; }));
-    for (int i = 0; i < 5; ++i) loop.RunNoWait();
-    REQUIRE(server.Answer(0, server.queries[1].second));
-    REQUIRE(server.Answer(0, server.queries[0].second));
-    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
-    CHECK(Unframe(client.received()).size() == 2);
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kFlushed);
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture, "A client's half-close still gets its outstanding answers",
+                 "[loop][dns_tcp]") {
+  Server server(loop);
+  testing::RawTcpClient client(server.address());
+  client.Send(Framed(Message(1, "a")) + Framed(Message(2, "b")));
+  client.ShutdownWrite();
+  REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 2; }));
+  for (int i = 0; i < 5; ++i) loop.RunNoWait();
+  REQUIRE(server.Answer(0, server.queries[1].second));
+  REQUIRE(server.Answer(0, server.queries[0].second));
+  CHECK(Unframe(testing::RunUntilClosed(loop, client)).size() == 2);
+  CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kFlushed);
 }
 
-TEST_CASE("A client that does not read is disconnected", "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    DnsTcpConnection::Options options;
-    options.max_pending_output_bytes = 100 * 1024;
-    options.max_outstanding_queries = 1000;
-    Server server(loop, options);
-    testing::RawTcpClient client(server.address());
-    int rcvbuf = 4096;
-    setsockopt(client.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-    std::string queries;
-    for (int i = 0; i < 200; ++i) queries += Framed(Message(i, "q"));
-    client.Send(queries);
-    REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 200; }));
-    // Big answers the client never reads.
-    auto& conn = *server.connections.begin()->second;
-    std::vector<uint8_t> big(60000, 'A');
-    bool refused = false;
-    for (int i = 0; i < 200 && !refused; ++i) refused = !conn.Send(big);
-    CHECK(refused);
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kOutputOverflow);
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture, "A client that does not read is disconnected",
+                 "[loop][dns_tcp]") {
+  DnsTcpConnection::Options options;
+  options.max_pending_output_bytes = 100 * 1024;
+  options.max_outstanding_queries = 1000;
+  Server server(loop, options);
+  testing::RawTcpClient client(server.address());
+  client.ShrinkReceiveBuffer();
+  std::string queries;
+  for (int i = 0; i < 200; ++i) queries += Framed(Message(i, "q"));
+  client.Send(queries);
+  REQUIRE(testing::RunUntil(loop, [&] { return server.queries.size() == 200; }));
+  // Big answers the client never reads.
+  auto& conn = *server.connections.begin()->second;
+  std::vector<uint8_t> big(60000, 'A');
+  bool refused = false;
+  for (int i = 0; i < 200 && !refused; ++i) refused = !conn.Send(big);
+  CHECK(refused);
+  CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kOutputOverflow);
 }
 
-TEST_CASE("A message trickled a byte at a time is closed at the frame timeout, not answered",
-          "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    DnsTcpConnection::Options options;
-    options.frame_timeout_ms = 100;
-    options.idle_timeout_ms = 0;
-    Server server(loop, options);
-    server.answer_at_once = true;
-    testing::RawTcpClient client(server.address());
-    // 300 bytes, one every 10 ms: whole after 3 s if nothing stopped it.
-    const std::string stream = Framed(Message(1, std::string(298, 'x')));
-    size_t sent = 0;
-    Timer trickle(loop);
-    trickle.StartRepeating(10, [&] {
-      if (sent < stream.size()) client.Send(stream.substr(sent++, 1));
-    });
-    REQUIRE(testing::RunUntil(loop, [&] { return !server.reasons.empty(); }));
-    CHECK(server.reasons[0] == CloseReason::kFrameTimeout);
-    CHECK(server.queries.empty());
-    CHECK(sent < stream.size());
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture,
+                 "A message trickled a byte at a time is closed at the frame timeout, not answered",
+                 "[loop][dns_tcp]") {
+  DnsTcpConnection::Options options;
+  options.frame_timeout_ms = 100;
+  options.idle_timeout_ms = 0;
+  Server server(loop, options);
+  server.answer_at_once = true;
+  testing::RawTcpClient client(server.address());
+  // 300 bytes, one every 10 ms: whole after 3 s if nothing stopped it.
+  const std::string stream = Framed(Message(1, std::string(298, 'x')));
+  size_t sent = 0;
+  Timer trickle(loop);
+  trickle.StartRepeating(10, [&] {
+    if (sent < stream.size()) client.Send(stream.substr(sent++, 1));
+  });
+  REQUIRE(testing::RunUntil(loop, [&] { return !server.reasons.empty(); }));
+  CHECK(server.reasons[0] == CloseReason::kFrameTimeout);
+  CHECK(server.queries.empty());
+  CHECK(sent < stream.size());
 }
 
 TEST_CASE("The next timeout follows the state: frame while a message arrives, idle otherwise",
@@ -358,64 +321,54 @@ TEST_CASE("With queries outstanding, the query timeout runs from the last progre
   CHECK_FALSE(DnsTcpConnection::NextDeadline(framer, 1, 500, options));
 }
 
-TEST_CASE("An overdue query is answered by the owner and the connection stays open",
-          "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    DnsTcpConnection::Options options;
-    options.query_timeout_ms = 50;
-    options.idle_timeout_ms = 0;
-    Server server(loop, options);
-    server.answer_overdue = true;
-    testing::RawTcpClient client(server.address());
-    client.Send(Framed(Message(1, "never answered")) + Framed(Message(2, "nor this")));
-    REQUIRE(testing::RunUntil(loop, [&] { return Unframe(client.received()).size() == 2; }));
-    CHECK(server.overdue == 1);
-    CHECK(server.connections.begin()->second->outstanding_queries() == 0);
-    // Still open, and serving: the next query is answered too.
-    server.answer_at_once = true;
-    client.Send(Framed(Message(3, "next")));
-    REQUIRE(testing::RunUntil(loop, [&] { return Unframe(client.received()).size() == 3; }));
-    CHECK(server.reasons.empty());
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture,
+                 "An overdue query is answered by the owner and the connection stays open",
+                 "[loop][dns_tcp]") {
+  DnsTcpConnection::Options options;
+  options.query_timeout_ms = 50;
+  options.idle_timeout_ms = 0;
+  Server server(loop, options);
+  server.answer_overdue = true;
+  testing::RawTcpClient client(server.address());
+  client.Send(Framed(Message(1, "never answered")) + Framed(Message(2, "nor this")));
+  REQUIRE(testing::RunUntil(loop, [&] { return Unframe(client.received()).size() == 2; }));
+  CHECK(server.overdue == 1);
+  CHECK(server.connections.begin()->second->outstanding_queries() == 0);
+  // Still open, and serving: the next query is answered too.
+  server.answer_at_once = true;
+  client.Send(Framed(Message(3, "next")));
+  REQUIRE(testing::RunUntil(loop, [&] { return Unframe(client.received()).size() == 3; }));
+  CHECK(server.reasons.empty());
 }
 
-TEST_CASE("An overdue query nobody answers closes its connection", "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    DnsTcpConnection::Options options;
-    options.query_timeout_ms = 50;
-    options.idle_timeout_ms = 0;
-    Server server(loop, options);
-    testing::RawTcpClient client(server.address());
-    client.Send(Framed(Message(1, "never answered")));
-    REQUIRE(testing::RunUntil(loop, [&] { return client.closed(); }));
-    REQUIRE(testing::RunUntil(loop, [&] { return server.reasons.size() == 1; }));
-    CHECK(server.reasons[0] == CloseReason::kQueryTimeout);
-    CHECK(server.overdue == 1);
-    CHECK(client.received().empty());
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture, "An overdue query nobody answers closes its connection",
+                 "[loop][dns_tcp]") {
+  DnsTcpConnection::Options options;
+  options.query_timeout_ms = 50;
+  options.idle_timeout_ms = 0;
+  Server server(loop, options);
+  testing::RawTcpClient client(server.address());
+  client.Send(Framed(Message(1, "never answered")));
+  testing::RunUntilClosed(loop, client);
+  CHECK(testing::RunUntilFirstClose(loop, server) == CloseReason::kQueryTimeout);
+  CHECK(server.overdue == 1);
+  CHECK(client.received().empty());
 }
 
-TEST_CASE("Pipelining more queries does not move the query timeout", "[loop][dns_tcp]") {
-  Loop loop;
-  {
-    DnsTcpConnection::Options options;
-    options.query_timeout_ms = 100;
-    options.idle_timeout_ms = 0;
-    Server server(loop, options);
-    testing::RawTcpClient client(server.address());
-    // A new query every 20 ms behind the first, never answered: closed all the same.
-    int sent = 0;
-    Timer pipeline(loop);
-    pipeline.StartRepeating(20, [&] { client.Send(Framed(Message(++sent, "more"))); });
-    REQUIRE(testing::RunUntil(loop, [&] { return !server.reasons.empty(); }));
-    CHECK(server.reasons[0] == CloseReason::kQueryTimeout);
-    CHECK(sent >= 2);
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture, "Pipelining more queries does not move the query timeout",
+                 "[loop][dns_tcp]") {
+  DnsTcpConnection::Options options;
+  options.query_timeout_ms = 100;
+  options.idle_timeout_ms = 0;
+  Server server(loop, options);
+  testing::RawTcpClient client(server.address());
+  // A new query every 20 ms behind the first, never answered: closed all the same.
+  int sent = 0;
+  Timer pipeline(loop);
+  pipeline.StartRepeating(20, [&] { client.Send(Framed(Message(++sent, "more"))); });
+  REQUIRE(testing::RunUntil(loop, [&] { return !server.reasons.empty(); }));
+  CHECK(server.reasons[0] == CloseReason::kQueryTimeout);
+  CHECK(sent >= 2);
 }
 
 }  // namespace

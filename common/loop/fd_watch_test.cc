@@ -78,19 +78,16 @@ TEST_CASE("An FdWatch may be destroyed from inside its callback", "[loop][fd_wat
   testing::RequireClosesClean(loop);
 }
 
-TEST_CASE("A file that cannot be polled is refused with a reason", "[loop][fd_watch]") {
-  Loop loop;
-  {
-    FILE* file = tmpfile();
-    REQUIRE(file != nullptr);
-    std::string error;
-    auto watch = FdWatch::Open(
-        loop, fileno(file), [](int, int) {}, &error);
-    CHECK(watch == nullptr);
-    CHECK_FALSE(error.empty());
-    fclose(file);
-  }
-  testing::RequireClosesClean(loop);
+TEST_CASE_METHOD(testing::LoopFixture, "A file that cannot be polled is refused with a reason",
+                 "[loop][fd_watch]") {
+  FILE* file = tmpfile();
+  REQUIRE(file != nullptr);
+  std::string error;
+  auto watch = FdWatch::Open(
+      loop, fileno(file), [](int, int) {}, &error);
+  CHECK(watch == nullptr);
+  CHECK_FALSE(error.empty());
+  fclose(file);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Test helpers for kdns::loop: run a loop until a condition holds (bounded by a real-time
-// deadline so a broken test fails instead of hanging), and check a loop closes clean.
+// deadline so a broken test fails instead of hanging), and check a loop closes clean (by hand,
+// or by a LoopFixture on the way out of a TEST_CASE_METHOD); a raw TCP client, and the waits
+// for a connection's close.
 // Header-only; included by *_test.cc files only.
 #pragma once
 
@@ -48,6 +50,21 @@ inline void RequireClosesClean(Loop& loop) {
   FAIL("loop still has open handles: " << OpenHandles(loop));
 }
 
+// The frame of a test whose loop's owners (servers, clients, timers) live in its body:
+// TEST_CASE_METHOD(LoopFixture, ...) gives the body `loop`, and once the body's locals are gone
+// the loop must close with no handle left. A failure here is counted, never thrown: this runs
+// in a destructor.
+struct LoopFixture {
+  LoopFixture() = default;
+  LoopFixture(const LoopFixture&) = delete;
+  LoopFixture& operator=(const LoopFixture&) = delete;
+  ~LoopFixture() {
+    if (!loop.Close()) FAIL_CHECK("loop still has open handles: " << OpenHandles(loop));
+  }
+
+  Loop loop;
+};
+
 // A plain non-blocking TCP client socket for driving servers on the loop under test from
 // the same thread: writes go straight to the kernel, reads never block.
 class RawTcpClient {
@@ -80,6 +97,12 @@ class RawTcpClient {
     Send(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   }
   void ShutdownWrite() { shutdown(fd_, SHUT_WR); }
+  // A small receive buffer, so that a client that never reads fills it, and then the
+  // server's, within a few writes.
+  void ShrinkReceiveBuffer() {
+    int bytes = 4096;
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+  }
 
   // Reads whatever is available into received(); notes EOF/reset in closed().
   void Poll() {
@@ -111,5 +134,19 @@ class RawTcpClient {
   std::string received_;
   bool closed_ = false;
 };
+
+// Runs `loop` until `client`'s connection is closed; returns all it received.
+inline std::string RunUntilClosed(Loop& loop, RawTcpClient& client) {
+  REQUIRE(RunUntil(loop, [&] { return client.closed(); }));
+  return client.received();
+}
+
+// Runs `loop` until a test's `server` (one that keeps its connections' close reasons in
+// `reasons`) has seen its first connection close; returns that close's reason.
+template <class Server>
+auto RunUntilFirstClose(Loop& loop, const Server& server) {
+  REQUIRE(RunUntil(loop, [&] { return server.reasons.size() == 1; }));
+  return server.reasons[0];
+}
 
 }  // namespace kdns::loop::testing

@@ -1,9 +1,5 @@
 #include "common/loop/task_queue.h"
 
-// glog before Catch: both define CHECK, and a test means Catch's (the headers below
-// include glog, which would otherwise replace it).
-#include <glog/logging.h>
-
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>

@@ -88,4 +88,15 @@ struct FastPathProbe {
   }
 };
 
+// An echo server (BindEcho) whose receiver thread runs `probe`'s fast path.
+inline std::unique_ptr<UdpSocket> BindEchoWithFastPath(Loop& loop, const std::string& address,
+                                                       UdpSocket*& self_out, FastPathProbe& probe) {
+  auto server = BindEcho(loop, address, self_out);
+  std::string error;
+  const bool started = server->StartReceiverThread(probe.Make(), &error);
+  INFO(error);
+  REQUIRE(started);
+  return server;
+}
+
 }  // namespace kdns::loop::testing

@@ -13,6 +13,7 @@ namespace kdns::server {
 namespace {
 
 using dns::testing::N;
+using dns::testing::Parse;
 
 using dns::testing::QuerySpec;
 
@@ -39,12 +40,6 @@ Admission AdmitBytes(std::span<const uint8_t> packet,
   Admission admission;
   Admit(packet, transport, AdmissionPolicy{classes}, &admission);
   return admission;
-}
-
-dns::Message Parse(std::span<const uint8_t> bytes) {
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
-  return message;
 }
 
 TEST_CASE("a well-formed query is admitted with its parsed question", "[server][admission]") {

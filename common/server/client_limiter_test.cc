@@ -1,14 +1,12 @@
 #include "common/server/client_limiter.h"
 
-// clang-format off: waiting_queries.h (which brings glog) before Catch, whose CHECK wins.
-#include "common/server/waiting_queries.h"
-// clang-format on
-
 #include <catch2/catch.hpp>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/server/waiting_queries.h"
 
 namespace kdns::server {
 namespace {

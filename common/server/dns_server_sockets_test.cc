@@ -2,7 +2,6 @@
 // served from every thread, one bad socket refused alone, and sharing only up to
 // kMaxThreadsOnSharedSocket threads.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,18 +14,8 @@
 #include "common/server/dns_server.h"
 #include "common/server/server_test_util.h"
 
-namespace kdns::server {
+namespace kdns::server::testing {
 namespace {
-
-using testing::EchoFactory;
-using testing::LocalOptions;
-using testing::RequireStart;
-using testing::RequireStopsClean;
-using testing::RequireTcpEcho;
-using testing::RequireUdpEcho;
-using testing::TcpClient;
-using testing::ThreadsThatServed;
-using testing::UdpClient;
 
 int BoundSocket(int type, bool listening) {
   int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
@@ -78,15 +67,14 @@ TEST_CASE("DnsServer serves inherited sockets on every thread", "[server]") {
 
   for (uint16_t i = 0; i < 16; ++i) {
     UdpClient udp(udp_address);
-    RequireUdpEcho(udp, i);
+    RequireEcho(udp, i);
   }
   for (uint16_t i = 0; i < 8; ++i) {
     TcpClient tcp(tcp_address);
-    RequireTcpEcho(tcp, i);
+    RequireEcho(tcp, i);
   }
   CHECK_FALSE(CanBind(SOCK_DGRAM, udp_address));
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.udp_replies == 16);
   CHECK(s.tcp_replies == 8);
   // Every dup and the originals are closed: the ports are free again.
@@ -100,12 +88,12 @@ class ReceiverEchoHandler : public QueryHandler {
  public:
   explicit ReceiverEchoHandler(std::atomic<int>& receiver_answers)
       : receiver_answers_(receiver_answers) {}
-  void HandleQuery(Request& request) override { (void)testing::ReplyEcho(request); }
+  void HandleQuery(Request& request) override { (void)ReplyEcho(request); }
   size_t AnswerOnReceiverThread(const Admission&, std::span<const uint8_t> query,
                                 const loop::SocketAddress&, std::span<uint8_t> out,
                                 Decision*) override {
     ++receiver_answers_;
-    return testing::EchoResponse(query, out).size();
+    return EchoResponse(query, out).size();
   }
 
  private:
@@ -132,10 +120,10 @@ std::unique_ptr<DnsServer> StartShared(size_t threads, bool receiver_threads,
 void EchoFromManyClients(const loop::SocketAddress& address) {
   for (uint16_t i = 0; i < kClients; ++i) {
     UdpClient udp(address);
-    RequireUdpEcho(udp, i);
+    RequireEcho(udp, i);
   }
   TcpClient tcp(address);
-  RequireTcpEcho(tcp, 1);
+  RequireEcho(tcp, 1);
 }
 
 TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]") {
@@ -152,8 +140,7 @@ TEST_CASE("DnsServer serves one shared socket pair from every thread", "[server]
   CHECK_FALSE(CanJoinReusePortGroup(address));
   EchoFromManyClients(address);
   CHECK(receiver_answers == (receiver_threads ? kClients : 0));
-  RequireStopsClean(*server);
-  const ServerStats s = server->stats();
+  const ServerStats s = RequireStopsClean(*server);
   CHECK(s.udp_replies == kClients);
   CHECK(s.udp_fast_answers == (receiver_threads ? kClients : 0));
   CHECK(s.tcp_replies == 1);
@@ -177,8 +164,7 @@ TEST_CASE("Past kMaxThreadsOnSharedSocket threads, shared sockets become a socke
   // socket, this light load would stay with its first leader.
   CHECK(ThreadsThatServed(*server, &ServerStats::udp_fast_answers) >= 2);
   CHECK(CanJoinReusePortGroup(address));
-  RequireStopsClean(*server);
-  CHECK(server->stats().udp_fast_answers == kClients);
+  CHECK(RequireStopsClean(*server).udp_fast_answers == kClients);
   CHECK(CanBind(SOCK_DGRAM, address));
   CHECK(CanBind(SOCK_STREAM, address));
 }
@@ -198,4 +184,4 @@ TEST_CASE("DnsServer rejects only one inherited socket", "[server]") {
 }
 
 }  // namespace
-}  // namespace kdns::server
+}  // namespace kdns::server::testing

@@ -1,8 +1,6 @@
 // Tests of the DnsServer's TCP connection caps, process-wide and per source, shared by its
 // threads: which connection is closed for a new one, and what is never idle.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -15,32 +13,32 @@
 #include "common/server/dns_server.h"
 #include "common/server/server_test_util.h"
 
-namespace kdns::server {
+namespace kdns::server::testing {
 namespace {
 
-using dns::testing::QuerySpec;
-using testing::EchoFactory;
-using testing::IdOf;
-using testing::LocalOptions;
-using testing::RequireStart;
-using testing::RequireStopsClean;
-using testing::RequireTcpEcho;
-using testing::TcpClient;
+// A DnsServer's options with `threads` threads and the TCP caps: `max` connections in all,
+// `per_source` from one source.
+DnsServer::Options CappedOptions(size_t threads, size_t max, size_t per_source) {
+  DnsServer::Options options = LocalOptions(threads);
+  options.tcp.max_connections = max;
+  options.tcp.max_connections_per_source = per_source;
+  return options;
+}
 
-// Waits (bounded) until the server's counter `field` reads `value`.
 // A handler that keeps the Responder of every query with ID 666 (never answered: the query
 // stays outstanding until the server stops) and echoes the rest.
 std::unique_ptr<QueryHandler> HoldingQuery666(const ThreadContext&) {
-  return std::make_unique<testing::FunctionHandler>(
+  return std::make_unique<FunctionHandler>(
       [held = std::make_shared<std::vector<Responder>>()](Request& request) {
         if (IdOf(request.query()) == 666) {
           held->push_back(request.TakeResponder());
         } else {
-          (void)testing::ReplyEcho(request);
+          (void)ReplyEcho(request);
         }
       });
 }
 
+// Waits (bounded) until the server's counter `field` reads `value`.
 bool WaitStat(const DnsServer& server, uint64_t ServerStats::*field, uint64_t value) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (server.stats().*field != value) {
@@ -53,24 +51,20 @@ bool WaitStat(const DnsServer& server, uint64_t ServerStats::*field, uint64_t va
 TEST_CASE("At the process-wide TCP cap the oldest idle connection is closed for a new one",
           "[server]") {
   // One thread: each thread evicts among its own connections.
-  DnsServer::Options options = LocalOptions(1);
-  options.tcp.max_connections = 2;
-  options.tcp.max_connections_per_source = 2;
-  DnsServer server(options, EchoFactory());
+  DnsServer server(CappedOptions(/*threads=*/1, /*max=*/2, /*per_source=*/2), EchoFactory());
   RequireStart(server);
   const uint64_t hits_before = limits::LimitHits(limits::Limit::kTcpConnections);
   TcpClient oldest(server.tcp_address());
-  RequireTcpEcho(oldest, 1);
+  RequireEcho(oldest, 1);
   TcpClient newer(server.tcp_address());
-  RequireTcpEcho(newer, 2);
-  RequireTcpEcho(oldest, 3);  // now `newer` has been idle longest
+  RequireEcho(newer, 2);
+  RequireEcho(oldest, 3);  // now `newer` has been idle longest
   TcpClient newest(server.tcp_address());
-  RequireTcpEcho(newest, 4);  // served at the cap
+  RequireEcho(newest, 4);  // served at the cap
   CHECK(newer.WaitClosed());
-  RequireTcpEcho(oldest, 5);
+  RequireEcho(oldest, 5);
   REQUIRE(WaitStat(server, &ServerStats::tcp_open, 2));
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.tcp_accepted == 3);
   CHECK(s.tcp_rejected == 0);
   CHECK(s.tcp_evicted == 1);
@@ -82,10 +76,7 @@ TEST_CASE(
     "one is refused",
     "[server]") {
   // Two threads: the cap is the process's, whichever thread accepts.
-  DnsServer::Options options = LocalOptions(2);
-  options.tcp.max_connections = 1;
-  options.tcp.max_connections_per_source = 1;
-  DnsServer server(options, HoldingQuery666);
+  DnsServer server(CappedOptions(/*threads=*/2, /*max=*/1, /*per_source=*/1), HoldingQuery666);
   RequireStart(server);
   TcpClient busy(server.tcp_address());
   REQUIRE(busy.Send(QuerySpec().Id(666).Bytes()));
@@ -95,8 +86,7 @@ TEST_CASE(
     CHECK(refused.WaitClosed());  // accepted by the kernel, closed at once by the server
   }
   CHECK_FALSE(busy.closed());
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.tcp_accepted == 1);
   CHECK(s.tcp_rejected == 4);
   CHECK(s.tcp_evicted == 0);
@@ -107,10 +97,7 @@ TEST_CASE(
     "of the client holding the most",
     "[server]") {
   // One thread: each thread evicts among its own connections.
-  DnsServer::Options options = LocalOptions(1);
-  options.tcp.max_connections = 4;
-  options.tcp.max_connections_per_source = 4;
-  DnsServer server(options, HoldingQuery666);
+  DnsServer server(CappedOptions(/*threads=*/1, /*max=*/4, /*per_source=*/4), HoldingQuery666);
   RequireStart(server);
   const auto heavy = loop::SocketAddress::Parse("127.0.0.2:0");
   const uint64_t cap_hits = limits::LimitHits(limits::Limit::kTcpConnections);
@@ -122,15 +109,14 @@ TEST_CASE(
     REQUIRE(WaitStat(server, &ServerStats::tcp_queries, i));  // in order: the first is oldest
   }
   TcpClient light(server.tcp_address());
-  RequireTcpEcho(light, 7);  // served at the cap
+  RequireEcho(light, 7);  // served at the cap
   CHECK(holders[0]->WaitClosed());
   for (size_t i = 1; i < holders.size(); ++i) CHECK_FALSE(holders[i]->closed());
   // The heavy client cannot take its slot back: it holds three, the light one one.
   TcpClient again(server.tcp_address(), heavy);
   CHECK(again.WaitClosed());
-  RequireTcpEcho(light, 8);
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  RequireEcho(light, 8);
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.tcp_evicted == 1);
   CHECK(s.tcp_rejected == 1);
   CHECK(limits::LimitHits(limits::Limit::kTcpConnections) - cap_hits == 2);
@@ -141,28 +127,25 @@ TEST_CASE(
     "At the per-source TCP cap that source's oldest idle connection is closed, not "
     "another client's",
     "[server]") {
-  DnsServer::Options options = LocalOptions(1);
-  options.tcp.max_connections = 10;
-  options.tcp.max_connections_per_source = 2;
-  DnsServer server(options, EchoFactory());
+  DnsServer server(CappedOptions(/*threads=*/1, /*max=*/10, /*per_source=*/2), EchoFactory());
   RequireStart(server);
   const auto other_source = loop::SocketAddress::Parse("127.0.0.2:0");
   const uint64_t hits_before = limits::LimitHits(limits::Limit::kTcpConnectionsPerSource);
   TcpClient victim(server.tcp_address());  // 127.0.0.1, older than all the others
-  RequireTcpEcho(victim, 1);
+  RequireEcho(victim, 1);
   TcpClient first(server.tcp_address(), other_source);
-  RequireTcpEcho(first, 2);
+  RequireEcho(first, 2);
   TcpClient second(server.tcp_address(), other_source);
-  RequireTcpEcho(second, 3);
+  RequireEcho(second, 3);
   TcpClient third(server.tcp_address(), other_source);
-  RequireTcpEcho(third, 4);
+  RequireEcho(third, 4);
   CHECK(first.WaitClosed());
   CHECK_FALSE(second.closed());
-  RequireTcpEcho(victim, 5);  // still open and served
+  RequireEcho(victim, 5);  // still open and served
   RequireStopsClean(server);
   CHECK(server.stats().tcp_evicted == 1);
   CHECK(limits::LimitHits(limits::Limit::kTcpConnectionsPerSource) - hits_before == 1);
 }
 
 }  // namespace
-}  // namespace kdns::server
+}  // namespace kdns::server::testing

@@ -4,7 +4,6 @@
 
 #include "common/server/dns_server.h"
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,20 +27,10 @@
 #include "common/loop/timer.h"
 #include "common/server/server_test_util.h"
 
-namespace kdns::server {
+namespace kdns::server::testing {
 namespace {
 
 using dns::testing::QuerySpec;
-using testing::EchoFactory;
-using testing::IdOf;
-using testing::LocalOptions;
-using testing::RequireStart;
-using testing::RequireStopsClean;
-using testing::RequireTcpEcho;
-using testing::RequireUdpEcho;
-using testing::TcpClient;
-using testing::ThreadsThatServed;
-using testing::UdpClient;
 
 TEST_CASE("DnsServer answers UDP and TCP queries on several threads", "[server]") {
   const size_t threads = GENERATE(2, 4);
@@ -52,15 +41,14 @@ TEST_CASE("DnsServer answers UDP and TCP queries on several threads", "[server]"
   CHECK(server.tcp_address() == server.local_address());
 
   UdpClient udp(server.local_address());
-  for (uint16_t id = 1; id <= 8; ++id) RequireUdpEcho(udp, id);
+  for (uint16_t id = 1; id <= 8; ++id) RequireEcho(udp, id);
   TcpClient tcp(server.tcp_address());
-  for (uint16_t id = 100; id < 103; ++id) RequireTcpEcho(tcp, id);
+  for (uint16_t id = 100; id < 103; ++id) RequireEcho(tcp, id);
 
   CHECK(server.stats().tcp_open == 1);
   // Counters are final once the threads are joined (a client may see its reply a moment
   // before the serving thread counts it).
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.udp_queries == 8);
   CHECK(s.udp_replies == 8);
   CHECK(s.tcp_queries == 3);
@@ -73,37 +61,34 @@ TEST_CASE("DnsServer answers UDP and TCP queries on several threads", "[server]"
   CHECK(tcp.WaitClosed());
 }
 
+// Sends one query from each of `count` clients at once (IDs 0, 1, ...), then checks every echo.
+template <class Client>
+void RequireEchoesToClients(const loop::SocketAddress& server, int count) {
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < count; ++i) {
+    clients.push_back(std::make_unique<Client>(server));
+    REQUIRE(clients.back()->Send(QuerySpec().Id(static_cast<uint16_t>(i)).Bytes()));
+  }
+  for (int i = 0; i < count; ++i) {
+    auto reply = clients[i]->Receive();
+    REQUIRE(reply.has_value());
+    CHECK(IdOf(*reply) == i);
+  }
+}
+
 TEST_CASE("SO_REUSEPORT spreads many clients over the threads", "[server]") {
   DnsServer server(LocalOptions(4), EchoFactory());
   RequireStart(server);
   constexpr int kClients = 32;
 
   SECTION("UDP") {
-    std::vector<std::unique_ptr<UdpClient>> clients;
-    for (int i = 0; i < kClients; ++i) {
-      clients.push_back(std::make_unique<UdpClient>(server.local_address()));
-      REQUIRE(clients.back()->Send(QuerySpec().Id(static_cast<uint16_t>(i)).Bytes()));
-    }
-    for (int i = 0; i < kClients; ++i) {
-      auto reply = clients[i]->Receive();
-      REQUIRE(reply.has_value());
-      CHECK(IdOf(*reply) == i);
-    }
+    RequireEchoesToClients<UdpClient>(server.local_address(), kClients);
     CHECK(server.stats().udp_queries == kClients);
     // The kernel hashes the 4-tuple: 32 flows all on one of 4 threads would be a 4^-31 fluke.
     CHECK(ThreadsThatServed(server, &ServerStats::udp_queries) >= 2);
   }
   SECTION("TCP") {
-    std::vector<std::unique_ptr<TcpClient>> clients;
-    for (int i = 0; i < kClients; ++i) {
-      clients.push_back(std::make_unique<TcpClient>(server.tcp_address()));
-      REQUIRE(clients.back()->Send(QuerySpec().Id(static_cast<uint16_t>(i)).Bytes()));
-    }
-    for (int i = 0; i < kClients; ++i) {
-      auto reply = clients[i]->Receive();
-      REQUIRE(reply.has_value());
-      CHECK(IdOf(*reply) == i);
-    }
+    RequireEchoesToClients<TcpClient>(server.tcp_address(), kClients);
     CHECK(server.stats().tcp_accepted == kClients);
     CHECK(ThreadsThatServed(server, &ServerStats::tcp_accepted) >= 2);
   }
@@ -124,7 +109,7 @@ class DelayedEchoHandler : public QueryHandler {
     auto it = std::prev(pending_.end());
     (*it)->timer.Start(2, [this, it] {
       Pending& p = **it;
-      p.responder.Reply(testing::EchoResponse(p.query, context_.response_buffer));
+      p.responder.Reply(EchoResponse(p.query, context_.response_buffer));
       pending_.erase(it);  // destroys the Timer from inside its callback, which it allows
     });
   }
@@ -174,8 +159,7 @@ TEST_CASE("DnsServer sends asynchronous replies from a Responder after a timer",
   std::sort(tcp_ids.begin(), tcp_ids.end());
   CHECK(tcp_ids == std::vector<uint16_t>{11, 12, 13, 14});
 
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.udp_replies == 8);
   CHECK(s.tcp_replies == 4);
   CHECK(s.unanswered == 0);
@@ -183,8 +167,8 @@ TEST_CASE("DnsServer sends asynchronous replies from a Responder after a timer",
 
 TEST_CASE("DnsServer keeps serving TCP after the handler drops a query", "[server]") {
   DnsServer server(LocalOptions(2), [](const ThreadContext&) {
-    return std::make_unique<testing::FunctionHandler>([](Request& request) {
-      if (IdOf(request.query()) != 666) testing::ReplyEcho(request);
+    return std::make_unique<FunctionHandler>([](Request& request) {
+      if (IdOf(request.query()) != 666) ReplyEcho(request);
     });
   });
   RequireStart(server);
@@ -192,29 +176,44 @@ TEST_CASE("DnsServer keeps serving TCP after the handler drops a query", "[serve
   REQUIRE(dropped.Send(QuerySpec().Id(666).Bytes()));
   CHECK(dropped.WaitClosed());  // nothing else outstanding: closed at once
   TcpClient fine(server.tcp_address());
-  RequireTcpEcho(fine, 1);
+  RequireEcho(fine, 1);
   UdpClient udp(server.local_address());
   REQUIRE(udp.Send(QuerySpec().Id(666).Bytes()));
-  RequireUdpEcho(udp, 2);  // the reply to 666 would have come first
-  RequireStopsClean(server);
-  ServerStats s = server.stats();
+  RequireEcho(udp, 2);  // the reply to 666 would have come first
+  ServerStats s = RequireStopsClean(server);
   CHECK(s.unanswered == 2);
   CHECK(s.tcp_replies == 1);
   CHECK(s.udp_replies == 1);
 }
 
+// A socket of `type` (SOCK_DGRAM or SOCK_STREAM, listening) on a free loopback port, as another
+// process would hold it; in an SO_REUSEPORT group with `reuse_port` (an old instance of the
+// server still running). The caller closes it.
+int HoldPort(int type, loop::ReusePort reuse_port) {
+  const int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  if (reuse_port == loop::ReusePort::kYes) {
+    int one = 1;
+    REQUIRE(setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == 0);
+  }
+  const auto any_port = *loop::SocketAddress::Parse("127.0.0.1:0");
+  REQUIRE(bind(fd, any_port.sockaddr_ptr(), any_port.sockaddr_len()) == 0);
+  if (type == SOCK_STREAM) REQUIRE(listen(fd, 4) == 0);
+  return fd;
+}
+
+// A two-thread DnsServer's options for `address`.
+DnsServer::Options OptionsOn(const loop::SocketAddress& address) {
+  DnsServer::Options options = LocalOptions(2);
+  options.listen_address = address;
+  return options;
+}
+
 TEST_CASE("DnsServer fails to start with a clear error when the port is taken", "[server]") {
   int type = GENERATE(SOCK_DGRAM, SOCK_STREAM);
-  int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  auto any_port = *loop::SocketAddress::Parse("127.0.0.1:0");
-  REQUIRE(bind(fd, any_port.sockaddr_ptr(), any_port.sockaddr_len()) == 0);  // no REUSEPORT
-  if (type == SOCK_STREAM) REQUIRE(listen(fd, 4) == 0);
-  loop::SocketAddress taken = loop::internal::LocalAddressOf(fd);
-
-  DnsServer::Options options = LocalOptions(2);
-  options.listen_address = taken;
-  DnsServer server(options, EchoFactory());
+  const int fd = HoldPort(type, loop::ReusePort::kNo);
+  const loop::SocketAddress taken = loop::internal::LocalAddressOf(fd);
+  DnsServer server(OptionsOn(taken), EchoFactory());
   std::string error;
   CHECK_FALSE(server.Start(&error));
   CHECK_THAT(error, Catch::Contains(taken.ToString()));
@@ -229,18 +228,8 @@ TEST_CASE("DnsServer fails to start with a clear error when the port is taken", 
 TEST_CASE("DnsServer does not join another SO_REUSEPORT group already on its port", "[server]") {
   // What an old instance of the server still running would hold.
   int type = GENERATE(SOCK_DGRAM, SOCK_STREAM);
-  int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  int one = 1;
-  REQUIRE(setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == 0);
-  auto any_port = *loop::SocketAddress::Parse("127.0.0.1:0");
-  REQUIRE(bind(fd, any_port.sockaddr_ptr(), any_port.sockaddr_len()) == 0);
-  if (type == SOCK_STREAM) REQUIRE(listen(fd, 4) == 0);
-  loop::SocketAddress taken = loop::internal::LocalAddressOf(fd);
-
-  DnsServer::Options options = LocalOptions(2);
-  options.listen_address = taken;
-  DnsServer server(options, EchoFactory());
+  const int fd = HoldPort(type, loop::ReusePort::kYes);
+  DnsServer server(OptionsOn(loop::internal::LocalAddressOf(fd)), EchoFactory());
   std::string error;
   CHECK_FALSE(server.Start(&error));
   CHECK_THAT(error, Catch::Contains("Address already in use"));
@@ -266,7 +255,7 @@ void FloodUdp(const loop::SocketAddress& server, const std::atomic<bool>& done,
   uint8_t buf[512];
   while (!done.load()) {
     for (int i = 0; i < 8; ++i) (void)send(fd, query.data(), query.size(), 0);
-    testing::WaitReadable(fd, 10);
+    WaitReadable(fd, 10);
     while (recv(fd, buf, sizeof(buf), 0) > 0) replies.fetch_add(1);
   }
   close(fd);
@@ -283,7 +272,7 @@ void FloodTcp(const loop::SocketAddress& server, const std::atomic<bool>& done,
     if (connect(fd, server.sockaddr_ptr(), server.sockaddr_len()) == 0) {
       while (!done.load()) {
         if (send(fd, framed.data(), framed.size(), MSG_NOSIGNAL) <= 0) break;
-        if (!testing::WaitReadable(fd, 100)) continue;
+        if (!WaitReadable(fd, 100)) continue;
         ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
         if (n <= 0) break;
         replies.fetch_add(1);
@@ -326,7 +315,7 @@ TEST_CASE("Post runs a task on the chosen serving thread", "[server]") {
   std::array<std::thread::id, 2> handler_threads;
   DnsServer server(LocalOptions(2), [&](const ThreadContext& context) {
     handler_threads.at(context.thread_index) = std::this_thread::get_id();
-    return std::make_unique<testing::FunctionHandler>([](Request& r) { testing::ReplyEcho(r); });
+    return std::make_unique<FunctionHandler>([](Request& r) { ReplyEcho(r); });
   });
   RequireStart(server);
   CHECK(handler_threads[0] != handler_threads[1]);
@@ -362,9 +351,9 @@ TEST_CASE("DnsServer serves IPv6", "[server]") {
   RequireStart(server);
   CHECK(server.local_address().is_v6());
   UdpClient udp(server.local_address());
-  RequireUdpEcho(udp, 1);
+  RequireEcho(udp, 1);
   TcpClient tcp(server.tcp_address());
-  RequireTcpEcho(tcp, 2);
+  RequireEcho(tcp, 2);
   RequireStopsClean(server);
 }
 
@@ -412,4 +401,4 @@ TEST_CASE("dig gets an answer from DnsServer over UDP and TCP", "[server]") {
 }
 
 }  // namespace
-}  // namespace kdns::server
+}  // namespace kdns::server::testing

@@ -1,8 +1,6 @@
 // Tests of the LoopServer's per-client limits for a trusted forwarder: the client rate limit and
 // RRL applied to the client its queries name (the client-address option).
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -15,16 +13,8 @@
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
 
-namespace kdns::server {
+namespace kdns::server::testing {
 namespace {
-
-using dns::testing::QuerySpec;
-using loop::testing::RequireClosesClean;
-using loop::testing::RunUntil;
-using testing::EchoFactory;
-using testing::IdOf;
-using testing::TcpClient;
-using testing::UdpClient;
 
 // A query for example. A with the client-address option naming `client` (code 65432).
 std::vector<uint8_t> QueryFor(uint16_t id, const char* client) {
@@ -44,11 +34,8 @@ TEST_CASE("A trusted forwarder's queries are limited as the client they name, an
   const bool receiver_thread = GENERATE(false, true);
   const loop::SocketAddress forwarder = *loop::SocketAddress::Parse("127.0.0.1:0");
   const loop::SocketAddress stranger = *loop::SocketAddress::Parse("127.0.0.2:0");
-  loop::Loop loop;
-  ThreadStats stats;
   std::vector<std::pair<std::string, std::string>> seen;  // (client, peer) per query
   LoopServer::Options options;
-  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
   options.udp.receiver_thread = receiver_thread;
   options.client_address.trusted = {*IpPrefix::Parse("127.0.0.1/32")};
   ClientLimitOptions limit;
@@ -56,27 +43,22 @@ TEST_CASE("A trusted forwarder's queries are limited as the client they name, an
   limit.burst = 1;
   limit.shed = false;
   options.clients = std::make_shared<ClientLimiter>(limit);
-  std::string error;
-  auto server = LoopServer::Create(
-      loop, options,
+  LoopServerHarness h(
       [&](const ThreadContext&) {
-        return std::make_unique<testing::FunctionHandler>([&](Request& request) {
+        return std::make_unique<FunctionHandler>([&](Request& request) {
           seen.emplace_back(request.client().HostString(), request.peer().HostString());
-          CHECK(testing::ReplyEcho(request));
+          CHECK(ReplyEcho(request));
         });
       },
-      stats, &error);
-  INFO(error);
-  REQUIRE(server != nullptr);
+      options);
   auto exchange = [&](UdpClient& udp, const std::vector<uint8_t>& query) {
     REQUIRE(udp.Send(query));
-    std::optional<std::vector<uint8_t>> reply;
-    REQUIRE(RunUntil(loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
-    REQUIRE(IdOf(*reply) == IdOf(query));
-    return *reply;
+    std::vector<uint8_t> reply = RunUntilReply(h.loop, udp);
+    REQUIRE(IdOf(reply) == IdOf(query));
+    return reply;
   };
 
-  UdpClient udp(server->udp_address(), forwarder);
+  UdpClient udp(h.server->udp_address(), forwarder);
   // Handled as the client, answered to the forwarder.
   CHECK(RcodeOf(exchange(udp, QueryFor(1, "10.0.0.7:1234"))) == dns::Rcode::kNoError);
   REQUIRE(seen.size() == 1);
@@ -96,46 +78,37 @@ TEST_CASE("A trusted forwarder's queries are limited as the client they name, an
 
   // From a peer not trusted, the option is ignored and counted: the peer is the client.
   const uint64_t untrusted = limits::LimitHits(limits::Limit::kClientAddressUntrusted);
-  UdpClient forged(server->udp_address(), stranger);
+  UdpClient forged(h.server->udp_address(), stranger);
   CHECK(RcodeOf(exchange(forged, QueryFor(4, "10.0.0.9:1234"))) == dns::Rcode::kNoError);
   REQUIRE(seen.size() == 3);
   CHECK(seen[2] == std::pair<std::string, std::string>{"127.0.0.2", "127.0.0.2"});
   CHECK(limits::LimitHits(limits::Limit::kClientAddressUntrusted) == untrusted + 1);
 
   // Over TCP the forwarder's connection carries many clients: limited per client too.
-  TcpClient tcp(server->tcp_address(), forwarder);
+  TcpClient tcp(h.server->tcp_address(), forwarder);
   REQUIRE(tcp.Send(QueryFor(5, "10.0.0.7:1234")));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 5);
-  CHECK(RcodeOf(*reply) == dns::Rcode::kRefused);
+  std::vector<uint8_t> reply = RunUntilReply(h.loop, tcp);
+  CHECK(IdOf(reply) == 5);
+  CHECK(RcodeOf(reply) == dns::Rcode::kRefused);
   CHECK(seen.size() == 3);
-  server.reset();
-  RequireClosesClean(loop);
+  h.Finish();
 }
 
 TEST_CASE("RRL limits a trusted forwarder's replies per client it names, REFUSED over it",
           "[server][client_address]") {
-  loop::Loop loop;
-  ThreadStats stats;
   LoopServer::Options options;
-  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
   options.client_address.trusted = {*IpPrefix::Parse("127.0.0.1/32")};
   ResponseRateOptions rrl;
   rrl.responses_per_second = 1;  // one identical response per netblock, then over
   rrl.slip = 0;                  // a client of its own would get nothing
   options.responses = std::make_shared<ResponseRateLimiter>(rrl);
-  std::string error;
-  auto server = LoopServer::Create(loop, options, EchoFactory(), stats, &error);
-  INFO(error);
-  REQUIRE(server != nullptr);
-  UdpClient udp(server->udp_address(), *loop::SocketAddress::Parse("127.0.0.1:0"));
+  LoopServerHarness h(EchoFactory(), options);
+  UdpClient udp(h.server->udp_address(), *loop::SocketAddress::Parse("127.0.0.1:0"));
   auto exchange = [&](const std::vector<uint8_t>& query) {
     REQUIRE(udp.Send(query));
-    std::optional<std::vector<uint8_t>> reply;
-    REQUIRE(RunUntil(loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
-    REQUIRE(IdOf(*reply) == IdOf(query));
-    return RcodeOf(*reply);
+    std::vector<uint8_t> reply = RunUntilReply(h.loop, udp);
+    REQUIRE(IdOf(reply) == IdOf(query));
+    return RcodeOf(reply);
   };
   const uint64_t limited = limits::LimitHits(limits::Limit::kResponseRate);
   CHECK(exchange(QueryFor(1, "10.0.0.7:1234")) == dns::Rcode::kNoError);
@@ -145,9 +118,8 @@ TEST_CASE("RRL limits a trusted forwarder's replies per client it names, REFUSED
   CHECK(limits::LimitHits(limits::Limit::kResponseRate) == limited + 1);
   // Another netblock behind the same forwarder has its own.
   CHECK(exchange(QueryFor(3, "10.0.1.7:1234")) == dns::Rcode::kNoError);
-  server.reset();
-  RequireClosesClean(loop);
+  h.Finish();
 }
 
 }  // namespace
-}  // namespace kdns::server
+}  // namespace kdns::server::testing

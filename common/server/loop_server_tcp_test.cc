@@ -1,8 +1,6 @@
 // Tests of the LoopServer's TCP connections: replies to closed or half-closed connections,
 // dropped queries, the frame and query timeouts, the shared TCP cap, and pipelining.
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
-
 #include <catch2/catch.hpp>
 #include <memory>
 #include <vector>
@@ -14,25 +12,12 @@
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
 
-namespace kdns::server {
+namespace kdns::server::testing {
 namespace {
-
-using dns::testing::QuerySpec;
-using loop::testing::RequireClosesClean;
-using loop::testing::RunUntil;
-using testing::EchoFactory;
-using testing::HoldingFactory;
-using testing::HoldingHandler;
-using testing::IdOf;
-using testing::LongIdle;
-using testing::LoopServerHarness;
-using testing::ReplyEcho;
-using testing::StartWith;
-using testing::TcpClient;
 
 TEST_CASE("A late reply to a TCP connection the client closed is dropped safely", "[server]") {
   HoldingHandler* handler = nullptr;
-  LoopServerHarness h(HoldingFactory(&handler));
+  LoopServerHarness h(FactoryOf(&handler));
   TcpClient tcp(h.server->tcp_address());
   REQUIRE(tcp.Send(QuerySpec().Id(5).Bytes()));
   REQUIRE(RunUntil(h.loop, [&] { return handler->held.size() == 1; }));
@@ -51,7 +36,7 @@ TEST_CASE("A late reply to a TCP connection the client closed is dropped safely"
 
 TEST_CASE("A client that half-closes after its query still gets the answer", "[server]") {
   HoldingHandler* handler = nullptr;
-  LoopServerHarness h(HoldingFactory(&handler));
+  LoopServerHarness h(FactoryOf(&handler));
   TcpClient tcp(h.server->tcp_address());
   REQUIRE(tcp.Send(QuerySpec().Id(5).Bytes()));
   tcp.ShutdownWrite();
@@ -59,9 +44,8 @@ TEST_CASE("A client that half-closes after its query still gets the answer", "[s
   h.loop.RunNoWait();
   CHECK(h.server->open_connections() == 1);
   CHECK(ReplyEcho(handler->held[0], handler->queries[0]));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 5);
+  std::vector<uint8_t> reply = RunUntilReply(h.loop, tcp);
+  CHECK(IdOf(reply) == 5);
   REQUIRE(RunUntil(h.loop, [&] { return tcp.closed(); }));
   REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
   h.Finish();
@@ -70,7 +54,7 @@ TEST_CASE("A client that half-closes after its query still gets the answer", "[s
 TEST_CASE("A dropped TCP query closes the connection once the other queries are answered",
           "[server]") {
   HoldingHandler* handler = nullptr;
-  LoopServerHarness h(HoldingFactory(&handler));
+  LoopServerHarness h(FactoryOf(&handler));
   TcpClient tcp(h.server->tcp_address());
   std::vector<uint8_t> both = TcpClient::Frame(QuerySpec().Id(1).Bytes());
   std::vector<uint8_t> second = TcpClient::Frame(QuerySpec().Id(2).Bytes());
@@ -82,9 +66,8 @@ TEST_CASE("A dropped TCP query closes the connection once the other queries are 
   h.loop.RunNoWait();
   CHECK_FALSE(tcp.closed());  // query 1 still waits for its answer
   CHECK(ReplyEcho(handler->held[0], handler->queries[0]));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 1);
+  std::vector<uint8_t> reply = RunUntilReply(h.loop, tcp);
+  CHECK(IdOf(reply) == 1);
   REQUIRE(RunUntil(h.loop, [&] { return tcp.closed(); }));
   REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 0; }));
   ServerStats s = h.stats.Read();
@@ -98,7 +81,7 @@ TEST_CASE("A TCP client that trickles a query is closed at the frame timeout and
           "[server]") {
   TcpOptions tcp = LongIdle();
   tcp.frame_timeout_ms = 50;
-  LoopServerHarness h(EchoFactory(), 0, tcp);
+  LoopServerHarness h(EchoFactory(), ThreadOptions(0, tcp));
   const uint64_t frame_hits = limits::LimitHits(limits::Limit::kTcpFrameTimeout);
   TcpClient slow(h.server->tcp_address());
   REQUIRE(slow.SendRaw({0, 40, 1}));  // a 40-byte message, one byte of it
@@ -109,31 +92,34 @@ TEST_CASE("A TCP client that trickles a query is closed at the frame timeout and
   CHECK(limits::LimitHits(limits::Limit::kTcpFrameTimeout) - frame_hits == 1);
   TcpClient fine(h.server->tcp_address());
   REQUIRE(fine.Send(QuerySpec().Id(9).Bytes()));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = fine.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 9);
+  std::vector<uint8_t> reply = RunUntilReply(h.loop, fine);
+  CHECK(IdOf(reply) == 9);
   h.Finish();
+}
+
+// A server whose TCP queries time out 50 ms after they arrive unanswered.
+LoopServer::Options QueryTimeoutOptions() {
+  TcpOptions tcp = LongIdle();
+  tcp.query_timeout_ms = 50;
+  return ThreadOptions(0, tcp);
 }
 
 TEST_CASE("At the TCP query timeout the handler answers the waiting queries, the connection stays",
           "[server]") {
   HoldingHandler* handler = nullptr;
-  TcpOptions tcp = LongIdle();
-  tcp.query_timeout_ms = 50;
-  LoopServerHarness h(HoldingFactory(&handler), 0, tcp);
+  LoopServerHarness h(FactoryOf(&handler), QueryTimeoutOptions());
   handler->answer_overdue = true;
   const uint64_t hits = limits::LimitHits(limits::Limit::kTcpQueryTimeout);
   TcpClient client(h.server->tcp_address());
   REQUIRE(client.Send(QuerySpec().Id(3).Bytes()));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = client.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 3);
+  std::vector<uint8_t> reply = RunUntilReply(h.loop, client);
+  CHECK(IdOf(reply) == 3);
   CHECK(handler->overdue.size() == 1);
   CHECK(limits::LimitHits(limits::Limit::kTcpQueryTimeout) - hits == 1);
   // Idle again, and still serving.
   REQUIRE(client.Send(QuerySpec().Id(4).Bytes()));
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = client.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 4);
+  reply = RunUntilReply(h.loop, client);
+  CHECK(IdOf(reply) == 4);
   CHECK(h.server->open_connections() == 1);
   h.Finish();
 }
@@ -141,9 +127,7 @@ TEST_CASE("At the TCP query timeout the handler answers the waiting queries, the
 TEST_CASE("At the TCP query timeout a connection whose queries nobody answers is closed",
           "[server]") {
   HoldingHandler* handler = nullptr;
-  TcpOptions tcp = LongIdle();
-  tcp.query_timeout_ms = 50;
-  LoopServerHarness h(HoldingFactory(&handler), 0, tcp);
+  LoopServerHarness h(FactoryOf(&handler), QueryTimeoutOptions());
   const uint64_t hits = limits::LimitHits(limits::Limit::kTcpQueryTimeout);
   TcpClient client(h.server->tcp_address());
   REQUIRE(client.Send(QuerySpec().Id(3).Bytes()));
@@ -161,44 +145,39 @@ TEST_CASE(
     "[server]") {
   // Two servers sharing the process's caps (as every thread of a DnsServer does); all the
   // busy connections are on the first, the newcomer comes to the second.
-  loop::Loop loop;
-  ThreadStats stats;
-  LoopServer::Options options;
-  options.tcp = LongIdle();
+  LoopServer::Options options = ThreadOptions();
   options.tcp.max_connections = 4;
   options.tcp.max_connections_per_source = 4;
   options.tcp.caps = MakeTcpCaps(options.tcp);
   HoldingHandler* holding = nullptr;
   HoldingHandler* empty = nullptr;
-  auto first = StartWith(loop, options, stats, &holding);
-  auto second = StartWith(loop, options, stats, &empty);
+  LoopServerHarness h(FactoryOf(&holding), options);
+  auto second = h.StartAnother(FactoryOf(&empty), options);
   const auto heavy = loop::SocketAddress::Parse("127.0.0.2:0");
   const uint64_t evicted_busy = limits::LimitHits(limits::Limit::kTcpEvictedInFlight);
   std::vector<std::unique_ptr<TcpClient>> holders;
   for (size_t i = 1; i <= 4; ++i) {
-    holders.push_back(std::make_unique<TcpClient>(first->tcp_address(), heavy));
+    holders.push_back(std::make_unique<TcpClient>(h.server->tcp_address(), heavy));
     REQUIRE(holders.back()->Send(QuerySpec().Id(666).Bytes()));
-    REQUIRE(RunUntil(loop, [&] { return holding->held.size() == i; }));
+    REQUIRE(RunUntil(h.loop, [&] { return holding->held.size() == i; }));
   }
   TcpClient light(second->tcp_address());
   REQUIRE(light.Send(QuerySpec().Id(7).Bytes()));
-  REQUIRE(RunUntil(loop, [&] { return empty->held.size() == 1; }));  // served at the cap
-  REQUIRE(RunUntil(loop, [&] { return holders[0]->closed(); }));     // the oldest busy one
-  REQUIRE(RunUntil(loop, [&] { return first->open_connections() == 3; }));
+  REQUIRE(RunUntil(h.loop, [&] { return empty->held.size() == 1; }));  // served at the cap
+  REQUIRE(RunUntil(h.loop, [&] { return holders[0]->closed(); }));     // the oldest busy one
+  REQUIRE(RunUntil(h.loop, [&] { return h.server->open_connections() == 3; }));
   CHECK(options.tcp.caps->open() == 4);  // the place lent is covered: back at the cap
   CHECK(limits::LimitHits(limits::Limit::kTcpEvictedInFlight) - evicted_busy == 1);
   CHECK(ReplyEcho(empty->held[0], empty->queries[0]));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(loop, [&] { return (reply = light.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 7);
-  first.reset();
+  std::vector<uint8_t> reply = RunUntilReply(h.loop, light);
+  CHECK(IdOf(reply) == 7);
   second.reset();
-  RequireClosesClean(loop);
+  h.Finish();
 }
 
 TEST_CASE("Pipelined TCP queries on one connection are answered in any order", "[server]") {
   HoldingHandler* handler = nullptr;
-  LoopServerHarness h(HoldingFactory(&handler));
+  LoopServerHarness h(FactoryOf(&handler));
   TcpClient tcp(h.server->tcp_address());
   std::vector<uint8_t> all;
   for (uint16_t id = 1; id <= 5; ++id) {
@@ -220,4 +199,4 @@ TEST_CASE("Pipelined TCP queries on one connection are answered in any order", "
 }
 
 }  // namespace
-}  // namespace kdns::server
+}  // namespace kdns::server::testing

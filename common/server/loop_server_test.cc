@@ -5,7 +5,6 @@
 
 #include "common/server/loop_server.h"
 
-#include <glog/logging.h>  // before Catch, whose CHECK must win
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,22 +25,8 @@
 #include "common/metrics/shard.h"
 #include "common/server/server_test_util.h"
 
-namespace kdns::server {
+namespace kdns::server::testing {
 namespace {
-
-using dns::testing::QuerySpec;
-using loop::testing::RequireClosesClean;
-using loop::testing::RunUntil;
-using testing::EchoFactory;
-using testing::HoldingFactory;
-using testing::HoldingHandler;
-using testing::IdOf;
-using testing::IsResponse;
-using testing::LoopServerHarness;
-using testing::ReplyEcho;
-using testing::StartWith;
-using testing::TcpClient;
-using testing::UdpClient;
 
 TEST_CASE("LoopServer answers UDP and TCP on one port and tells the handler who asked",
           "[server]") {
@@ -51,30 +36,29 @@ TEST_CASE("LoopServer answers UDP and TCP on one port and tells the handler who 
   LoopServerHarness h(
       [&](const ThreadContext& context) {
         CHECK(context.response_buffer.size() == kResponseBufferBytes);
-        return std::make_unique<testing::FunctionHandler>([&](Request& request) {
+        return std::make_unique<FunctionHandler>([&](Request& request) {
           transports.push_back(request.transport());
           peer_ports.push_back(request.peer().port());
           thread_indexes.push_back(request.thread_index());
-          CHECK(testing::ReplyEcho(request));
+          CHECK(ReplyEcho(request));
           CHECK_FALSE(request.pending());
         });
       },
-      3);
+      ThreadOptions(3));
   REQUIRE(h.server->udp_address().port() != 0);
   REQUIRE(h.server->udp_address().port() == h.server->tcp_address().port());
 
   UdpClient udp(h.server->udp_address());
   REQUIRE(udp.Send(QuerySpec().Id(7).Bytes()));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 7);
-  CHECK(IsResponse(*reply));
+  std::vector<uint8_t> reply = RunUntilReply(h.loop, udp);
+  CHECK(IdOf(reply) == 7);
+  CHECK(IsResponse(reply));
 
   TcpClient tcp(h.server->tcp_address());
   REQUIRE(tcp.Send(QuerySpec().Id(8).Bytes()));
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 8);
-  CHECK(IsResponse(*reply));
+  reply = RunUntilReply(h.loop, tcp);
+  CHECK(IdOf(reply) == 8);
+  CHECK(IsResponse(reply));
 
   REQUIRE(transports == std::vector<dns::Transport>{dns::Transport::kUdp, dns::Transport::kTcp});
   CHECK(thread_indexes == std::vector<size_t>{3, 3});
@@ -115,26 +99,22 @@ TEST_CASE("queries reach the handler admitted under the server's policy, on both
           "[server][admission]") {
   const bool receiver_thread = GENERATE(false, true);
   INFO("receiver thread: " << receiver_thread);
-  loop::Loop loop;
-  ThreadStats stats;
   VerdictHandler* handler = nullptr;
   LoopServer::Options options;
   options.udp.receiver_thread = receiver_thread;
   options.admission.classes = ClassScope::kInternetOnly;
-  auto server = StartWith(loop, options, stats, &handler);
+  LoopServerHarness h(FactoryOf(&handler), options);
   std::vector<uint8_t> chaos = QuerySpec().Class(dns::RrClass::kCh).Id(2).Bytes();
-  UdpClient udp(server->udp_address());
+  UdpClient udp(h.server->udp_address());
   REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
-  REQUIRE(RunUntil(loop, [&] { return handler->verdicts.size() == 1; }));
+  REQUIRE(RunUntil(h.loop, [&] { return handler->verdicts.size() == 1; }));
   REQUIRE(udp.Send(chaos));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
-  CHECK(IdOf(*reply) == 2);
-  CHECK(((*reply)[3] & 0x0f) == 5);  // REFUSED
+  std::vector<uint8_t> reply = RunUntilReply(h.loop, udp);
+  CHECK(IdOf(reply) == 2);
+  CHECK((reply[3] & 0x0f) == 5);  // REFUSED
   CHECK(handler->verdicts == std::vector<Verdict>{Verdict::kAdmitted, Verdict::kRefused});
   CHECK_FALSE(handler->not_admitted_on_receiver);
-  server.reset();
-  RequireClosesClean(loop);
+  h.Finish();
 }
 
 // Answers even query IDs on the receiver thread and leaves odd ones to HandleQuery.
@@ -142,7 +122,7 @@ class ReceiverThreadHandler : public QueryHandler {
  public:
   void HandleQuery(Request& request) override {
     ++loop_thread_queries;
-    CHECK(testing::ReplyEcho(request));
+    CHECK(ReplyEcho(request));
   }
   size_t AnswerOnReceiverThread(const Admission&, std::span<const uint8_t> query,
                                 const loop::SocketAddress& peer, std::span<uint8_t> out,
@@ -152,7 +132,7 @@ class ReceiverThreadHandler : public QueryHandler {
     receiver_shard = metrics::ThisThreadShard();
     if (query.size() < 2 || query[1] % 2 != 0) return 0;
     ++receiver_thread_queries;
-    return testing::EchoResponse(query, out).size();
+    return EchoResponse(query, out).size();
   }
   int loop_thread_queries = 0;  // the loop thread's
   std::atomic<int> receiver_thread_queries{0};
@@ -162,16 +142,12 @@ class ReceiverThreadHandler : public QueryHandler {
 
 TEST_CASE("With a receiver thread, the handler answers on it first and the loop gets the rest",
           "[server]") {
-  loop::Loop loop;
-  ThreadStats stats;
   ReceiverThreadHandler* handler = nullptr;
-  LoopServer::Options options;
-  options.udp.receiver_thread = true;
-  auto server = StartWith(loop, options, stats, &handler);
-  UdpClient udp(server->udp_address());
+  LoopServerHarness h(FactoryOf(&handler), ReceiverThreadOptions());
+  UdpClient udp(h.server->udp_address());
   for (uint16_t id = 1; id <= 10; ++id) REQUIRE(udp.Send(QuerySpec().Id(id).Bytes()));
   std::vector<uint16_t> ids;
-  REQUIRE(RunUntil(loop, [&] {
+  REQUIRE(RunUntil(h.loop, [&] {
     while (auto reply = udp.TryReceive()) ids.push_back(IdOf(*reply));
     return ids.size() == 10;
   }));
@@ -181,17 +157,15 @@ TEST_CASE("With a receiver thread, the handler answers on it first and the loop 
   // It counts metrics into its loop thread's shard (this thread's here).
   CHECK(handler->receiver_shard == metrics::ThisThreadShard());
   // TCP never takes the fast path.
-  TcpClient tcp(server->tcp_address());
+  TcpClient tcp(h.server->tcp_address());
   REQUIRE(tcp.Send(QuerySpec().Id(12).Bytes()));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
+  RunUntilReply(h.loop, tcp);
   CHECK(handler->loop_thread_queries == 6);
-  const ServerStats s = stats.Read();
+  const ServerStats s = h.stats.Read();
   CHECK(s.udp_queries == 10);
   CHECK(s.udp_replies == 10);
   CHECK(s.tcp_queries == 1);
-  server.reset();  // stops the receiver thread before the handler goes
-  RequireClosesClean(loop);
+  h.Finish();  // stops the receiver thread before the handler goes
 }
 
 // Decides every third query ID on the receiver thread (forward on route ID) and answers
@@ -200,7 +174,7 @@ class DecidingHandler : public QueryHandler {
  public:
   void HandleQuery(Request& request) override {
     decisions[request.admission().query.header.id] = request.decision();
-    CHECK(testing::ReplyEcho(request));
+    CHECK(ReplyEcho(request));
   }
   size_t AnswerOnReceiverThread(const Admission& admission, std::span<const uint8_t>,
                                 const loop::SocketAddress&, std::span<uint8_t>,
@@ -215,25 +189,21 @@ class DecidingHandler : public QueryHandler {
 TEST_CASE(
     "What the receiver thread decides reaches HandleQuery with the query, and only that query",
     "[server]") {
-  loop::Loop loop;
-  ThreadStats stats;
   DecidingHandler* handler = nullptr;
-  LoopServer::Options options;
-  options.udp.receiver_thread = true;
-  auto server = StartWith(loop, options, stats, &handler);
-  UdpClient udp(server->udp_address());
+  LoopServerHarness h(FactoryOf(&handler), ReceiverThreadOptions());
+  UdpClient udp(h.server->udp_address());
   size_t replies = 0;
   // One at a time, so that every datagram reuses the same hand-off slot after a decided one.
   for (uint16_t id = 1; id <= 9; ++id) {
     REQUIRE(udp.Send(QuerySpec().Id(id).Bytes()));
-    REQUIRE(RunUntil(loop, [&] {
+    REQUIRE(RunUntil(h.loop, [&] {
       while (udp.TryReceive()) ++replies;
       return replies == id;
     }));
   }
-  TcpClient tcp(server->tcp_address());  // the loop receives it: nothing decided
+  TcpClient tcp(h.server->tcp_address());  // the loop receives it: nothing decided
   REQUIRE(tcp.Send(QuerySpec().Id(12).Bytes()));
-  REQUIRE(RunUntil(loop, [&] { return tcp.TryReceive().has_value(); }));
+  REQUIRE(RunUntil(h.loop, [&] { return tcp.TryReceive().has_value(); }));
   REQUIRE(handler->decisions.size() == 10);
   for (const auto& [id, decision] : handler->decisions) {
     INFO("query " << id);
@@ -245,14 +215,13 @@ TEST_CASE(
       CHECK(decision.kind == Decision::Kind::kUndecided);
     }
   }
-  server.reset();
-  RequireClosesClean(loop);
+  h.Finish();
 }
 
 // Counts the calls that tell it to let go of its snapshots, and on which thread they came.
 class ReleasingHandler : public QueryHandler {
  public:
-  void HandleQuery(Request& request) override { CHECK(testing::ReplyEcho(request)); }
+  void HandleQuery(Request& request) override { CHECK(ReplyEcho(request)); }
   void ReleaseSnapshots() override {
     ++loop_releases;
     if (std::this_thread::get_id() != loop_thread) loop_release_elsewhere = true;
@@ -270,22 +239,18 @@ class ReleasingHandler : public QueryHandler {
 
 TEST_CASE("An idle server tells its handler to release its snapshots, on each of its threads",
           "[server]") {
-  loop::Loop loop;
-  ThreadStats stats;
   ReleasingHandler* handler = nullptr;
-  LoopServer::Options options;
-  options.udp.receiver_thread = true;
-  auto server = StartWith(loop, options, stats, &handler);
-  UdpClient udp(server->udp_address());
+  LoopServerHarness h(FactoryOf(&handler), ReceiverThreadOptions());
+  UdpClient udp(h.server->udp_address());
   REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
-  REQUIRE(RunUntil(loop, [&] { return udp.TryReceive().has_value(); }));
+  REQUIRE(RunUntil(h.loop, [&] { return udp.TryReceive().has_value(); }));
   // Nothing more comes: the loop waits, and the receiver thread's receive times out.
-  REQUIRE(RunUntil(
-      loop, [&] { return handler->loop_releases >= 1 && handler->receiver_releases.load() >= 1; }));
+  REQUIRE(RunUntil(h.loop, [&] {
+    return handler->loop_releases >= 1 && handler->receiver_releases.load() >= 1;
+  }));
   CHECK_FALSE(handler->loop_release_elsewhere);
   CHECK_FALSE(handler->receiver_release_on_loop);
-  server.reset();
-  RequireClosesClean(loop);
+  h.Finish();
 }
 
 // A query for `example. A IN` with an OPT record carrying one option (code 65001, "abcd").
@@ -313,7 +278,7 @@ class DecliningHandler : public QueryHandler {
         std::memcmp(admission.query.edns->options.data() + 4, "abcd", 4) != 0) {
       ++wrong_options;
     }
-    CHECK(testing::ReplyEcho(request));
+    CHECK(ReplyEcho(request));
   }
   size_t AnswerOnReceiverThread(const Admission& admission, std::span<const uint8_t>,
                                 const loop::SocketAddress&, std::span<uint8_t>,
@@ -335,13 +300,11 @@ class DecliningHandler : public QueryHandler {
 
 TEST_CASE("A query the receiver thread declines reaches the loop admitted there, not parsed again",
           "[server][admission]") {
-  loop::Loop loop;
-  ThreadStats stats;
   DecliningHandler* handler = nullptr;
   LoopServer::Options options;
   options.udp.receiver_thread = true;
-  auto server = StartWith(loop, options, stats, &handler);
-  UdpClient udp(server->udp_address());
+  LoopServerHarness h(FactoryOf(&handler), options);
+  UdpClient udp(h.server->udp_address());
   constexpr uint16_t kQueries = 200;
   std::vector<uint16_t> ids;
   // In rounds, so that handoff slots and their admissions are reused.
@@ -349,7 +312,7 @@ TEST_CASE("A query the receiver thread declines reaches the loop admitted there,
     for (uint16_t i = 1; i <= kQueries / 4; ++i) {
       REQUIRE(udp.Send(MakeQueryWithOption(static_cast<uint16_t>(round * kQueries / 4 + i))));
     }
-    REQUIRE(RunUntil(loop, [&] {
+    REQUIRE(RunUntil(h.loop, [&] {
       while (auto reply = udp.TryReceive()) ids.push_back(IdOf(*reply));
       return ids.size() == static_cast<size_t>((round + 1) * kQueries / 4);
     }));
@@ -358,14 +321,13 @@ TEST_CASE("A query the receiver thread declines reaches the loop admitted there,
   CHECK(handler->admitted_again == 0);
   CHECK(handler->wrong_query == 0);
   CHECK(handler->wrong_options == 0);
-  CHECK(stats.Read().udp_queries == kQueries);
-  server.reset();
-  RequireClosesClean(loop);
+  CHECK(h.stats.Read().udp_queries == kQueries);
+  h.Finish();
 }
 
 TEST_CASE("LoopServer lets a handler answer later through a Responder", "[server]") {
   HoldingHandler* handler = nullptr;
-  LoopServerHarness h(HoldingFactory(&handler));
+  LoopServerHarness h(FactoryOf(&handler));
   auto timer = std::make_unique<loop::Timer>(h.loop);
   std::optional<std::vector<uint8_t>> reply;
 
@@ -398,17 +360,16 @@ TEST_CASE("LoopServer lets a handler answer later through a Responder", "[server
 
 TEST_CASE("A dropped UDP query gets no reply and is counted", "[server]") {
   LoopServerHarness h([](const ThreadContext&) {
-    return std::make_unique<testing::FunctionHandler>([](Request& request) {
-      if (IdOf(request.query()) % 2 == 0) testing::ReplyEcho(request);  // odd IDs: drop
+    return std::make_unique<FunctionHandler>([](Request& request) {
+      if (IdOf(request.query()) % 2 == 0) ReplyEcho(request);  // odd IDs: drop
     });
   });
   UdpClient udp(h.server->udp_address());
   REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
   REQUIRE(udp.Send(QuerySpec().Id(2).Bytes()));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(h.loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
+  std::vector<uint8_t> reply = RunUntilReply(h.loop, udp);
   // Loopback keeps the order: a reply to query 1 would have come first.
-  CHECK(IdOf(*reply) == 2);
+  CHECK(IdOf(reply) == 2);
   CHECK_FALSE(udp.TryReceive().has_value());
   ServerStats s = h.stats.Read();
   CHECK(s.udp_queries == 2);
@@ -419,7 +380,7 @@ TEST_CASE("A dropped UDP query gets no reply and is counted", "[server]") {
 
 TEST_CASE("Destroying a LoopServer drops the Responders its handler still holds", "[server]") {
   HoldingHandler* handler = nullptr;
-  LoopServerHarness h(HoldingFactory(&handler));
+  LoopServerHarness h(FactoryOf(&handler));
   UdpClient udp(h.server->udp_address());
   TcpClient tcp(h.server->tcp_address());
   REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
@@ -468,4 +429,4 @@ TEST_CASE("LoopServer reports what failed when it cannot bind or serve an fd", "
 }
 
 }  // namespace
-}  // namespace kdns::server
+}  // namespace kdns::server::testing

@@ -1,9 +1,5 @@
 #include "common/server/query_gate.h"
 
-// glog before Catch: both define CHECK, and a test means Catch's (server_test_util.h below
-// includes glog).
-#include <glog/logging.h>
-
 #include <array>
 #include <catch2/catch.hpp>
 #include <vector>

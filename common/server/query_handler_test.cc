@@ -12,41 +12,26 @@
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
 
-namespace kdns::server {
+namespace kdns::server::testing {
 namespace {
-
-using dns::testing::QuerySpec;
-using loop::testing::RequireClosesClean;
-using loop::testing::RunUntil;
-using testing::IdOf;
-using testing::UdpClient;
 
 // A LoopServer on the test's loop whose handler is `fn`; sends one UDP query and runs the
 // loop until the handler has run. Returns the counters once the server is gone.
 ServerStats HandleOneQuery(const std::function<void(Request&, ThreadStats&)>& fn) {
-  loop::Loop loop;
-  ThreadStats stats;
   bool handled = false;
-  {
-    LoopServer::Options options;
-    options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
-    std::string error;
-    auto server = LoopServer::Create(
-        loop, options,
-        [&](const ThreadContext&) {
-          return std::make_unique<testing::FunctionHandler>([&](Request& request) {
-            fn(request, stats);
-            handled = true;
-          });
-        },
-        stats, &error);
-    REQUIRE(server != nullptr);
-    UdpClient udp(server->udp_address());
-    REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
-    REQUIRE(RunUntil(loop, [&] { return handled; }));
-  }
-  RequireClosesClean(loop);
-  return stats.Read();
+  LoopServerHarness h(
+      [&](const ThreadContext&) {
+        return std::make_unique<FunctionHandler>([&](Request& request) {
+          fn(request, h.stats);
+          handled = true;
+        });
+      },
+      LoopServer::Options());
+  UdpClient udp(h.server->udp_address());
+  REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
+  REQUIRE(RunUntil(h.loop, [&] { return handled; }));
+  h.Finish();
+  return h.stats.Read();
 }
 
 TEST_CASE("An empty Responder replies nothing", "[server]") {
@@ -60,9 +45,9 @@ TEST_CASE("An empty Responder replies nothing", "[server]") {
 TEST_CASE("A request is answered at most once", "[server]") {
   HandleOneQuery([](Request& request, ThreadStats& stats) {
     CHECK(request.pending());
-    CHECK(testing::ReplyEcho(request));
+    CHECK(ReplyEcho(request));
     CHECK_FALSE(request.pending());
-    CHECK_FALSE(testing::ReplyEcho(request));
+    CHECK_FALSE(ReplyEcho(request));
     Responder late = request.TakeResponder();
     CHECK_FALSE(late.pending());
     CHECK(stats.udp_replies.load() == 1);
@@ -74,8 +59,8 @@ TEST_CASE("A taken Responder leaves the request unable to reply", "[server]") {
     Responder responder = request.TakeResponder();
     CHECK(responder.pending());
     CHECK_FALSE(request.pending());
-    CHECK_FALSE(testing::ReplyEcho(request));
-    CHECK(responder.Reply(testing::EchoResponse(request.query(), request.response_buffer())));
+    CHECK_FALSE(ReplyEcho(request));
+    CHECK(responder.Reply(EchoResponse(request.query(), request.response_buffer())));
     CHECK_FALSE(responder.pending());
     CHECK(stats.udp_replies.load() == 1);
   });
@@ -125,32 +110,22 @@ TEST_CASE("A request the handler neither answers nor takes is dropped", "[server
 }
 
 TEST_CASE("A handler that throws has its query dropped and the server keeps serving", "[server]") {
-  loop::Loop loop;
-  ThreadStats stats;
-  {
-    LoopServer::Options options;
-    options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
-    std::string error;
-    auto server = LoopServer::Create(
-        loop, options,
-        [](const ThreadContext&) {
-          return std::make_unique<testing::FunctionHandler>([](Request& request) {
-            if (IdOf(request.query()) == 1) throw std::runtime_error("boom");
-            testing::ReplyEcho(request);
-          });
-        },
-        stats, &error);
-    REQUIRE(server != nullptr);
-    UdpClient udp(server->udp_address());
-    REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
-    REQUIRE(udp.Send(QuerySpec().Id(2).Bytes()));
-    std::optional<std::vector<uint8_t>> reply;
-    REQUIRE(RunUntil(loop, [&] { return (reply = udp.TryReceive()).has_value(); }));
-    CHECK(IdOf(*reply) == 2);
-    CHECK(stats.unanswered.load() == 1);
-  }
-  RequireClosesClean(loop);
+  LoopServerHarness h(
+      [](const ThreadContext&) {
+        return std::make_unique<FunctionHandler>([](Request& request) {
+          if (IdOf(request.query()) == 1) throw std::runtime_error("boom");
+          ReplyEcho(request);
+        });
+      },
+      LoopServer::Options());
+  UdpClient udp(h.server->udp_address());
+  REQUIRE(udp.Send(QuerySpec().Id(1).Bytes()));
+  REQUIRE(udp.Send(QuerySpec().Id(2).Bytes()));
+  std::vector<uint8_t> reply = RunUntilReply(h.loop, udp);
+  CHECK(IdOf(reply) == 2);
+  CHECK(h.stats.unanswered.load() == 1);
+  h.Finish();
 }
 
 }  // namespace
-}  // namespace kdns::server
+}  // namespace kdns::server::testing

@@ -1,18 +1,15 @@
 // Test helpers for kdns::server (queries: common/dns/query_testing.h): an echo handler (the query
 // back with QR set), a handler built from a lambda, and plain-socket UDP and TCP clients that
 // either wait with a poll() timeout (servers on other threads) or never block (a server on the
-// test's own loop, driven with loop::testing::RunUntil); for the servers' own tests, a LoopServer
-// harness on the test's loop with a handler that holds its Responders, and a DnsServer on a free
-// loopback port with echo checks. Header-only; tests only.
+// test's own loop, driven with loop::testing::RunUntil); for the servers' own tests, the one
+// LoopServer harness on the test's loop (any handler type, or one that holds its Responders), and
+// a DnsServer on a free loopback port with echo checks. The servers' tests live in this
+// namespace. Header-only; tests only.
 #pragma once
 
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-// glog before Catch: both define CHECK, and a test means Catch's (the server headers below
-// include glog, which would otherwise replace it).
-#include <glog/logging.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -36,6 +33,12 @@
 #include "common/server/query_handler.h"
 
 namespace kdns::server::testing {
+
+// The servers' tests live in this namespace, so each file names these helpers without
+// importing them.
+using dns::testing::QuerySpec;
+using loop::testing::RequireClosesClean;
+using loop::testing::RunUntil;
 
 inline uint16_t IdOf(std::span<const uint8_t> message) {
   return message.size() < 2 ? 0 : static_cast<uint16_t>(message[0] << 8 | message[1]);
@@ -170,26 +173,25 @@ class TcpClient {
   std::vector<uint8_t> received_;
 };
 
+// Runs `loop` until `client` (a UdpClient or a TcpClient of a server on it) has a reply, and
+// returns the reply.
+template <class Client>
+std::vector<uint8_t> RunUntilReply(loop::Loop& loop, Client& client) {
+  std::optional<std::vector<uint8_t>> reply;
+  REQUIRE(RunUntil(loop, [&] { return (reply = client.TryReceive()).has_value(); }));
+  return *std::move(reply);
+}
+
 // The LoopServer on the test's own loop (loop_server*_test.cc).
 
-// A LoopServer on a free loopback port, one thread, whose handler is a new Handler that
-// *handler points at once it is made.
+// Makes a new Handler for each thread, *made pointing at the last one made.
 template <class Handler>
-std::unique_ptr<LoopServer> StartWith(loop::Loop& loop, LoopServer::Options options,
-                                      ThreadStats& stats, Handler** handler) {
-  options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
-  std::string error;
-  auto server = LoopServer::Create(
-      loop, options,
-      [handler](const ThreadContext&) {
-        auto made = std::make_unique<Handler>();
-        *handler = made.get();
-        return made;
-      },
-      stats, &error);
-  INFO(error);
-  REQUIRE(server != nullptr);
-  return server;
+HandlerFactory FactoryOf(Handler** made) {
+  return [made](const ThreadContext&) {
+    auto handler = std::make_unique<Handler>();
+    *made = handler.get();
+    return handler;
+  };
 }
 
 // Replies to `responder` with an echo of `query`, built in a buffer of its own.
@@ -229,37 +231,48 @@ inline TcpOptions LongIdle() {
   return tcp;
 }
 
-// A LoopServer on a free loopback port on the test's own loop, its handlers made by `factory`.
+// Options for a server on thread `thread_index` whose connections idle for `tcp`'s timeout.
+inline LoopServer::Options ThreadOptions(size_t thread_index = 0,
+                                         const TcpOptions& tcp = LongIdle()) {
+  LoopServer::Options options;
+  options.thread_index = thread_index;
+  options.tcp = tcp;
+  return options;
+}
+
+// Options for a server whose receiver thread takes the UDP queries first (the fast path).
+inline LoopServer::Options ReceiverThreadOptions() {
+  LoopServer::Options options;
+  options.udp.receiver_thread = true;
+  return options;
+}
+
+// LoopServers on free loopback ports on the test's own loop, their handlers made by a factory,
+// counting into one ThreadStats. Finish() drops the servers and checks the loop closes clean.
 struct LoopServerHarness {
-  explicit LoopServerHarness(const HandlerFactory& factory, size_t thread_index = 0,
-                             const TcpOptions& tcp = LongIdle()) {
-    LoopServer::Options options;
+  explicit LoopServerHarness(const HandlerFactory& factory,
+                             const LoopServer::Options& options = ThreadOptions()) {
+    server = StartAnother(factory, options);
+  }
+  // One more server on the same loop and stats, for tests of what servers share.
+  std::unique_ptr<LoopServer> StartAnother(const HandlerFactory& factory,
+                                           LoopServer::Options options) {
     options.address = *loop::SocketAddress::Parse("127.0.0.1:0");
-    options.thread_index = thread_index;
-    options.tcp = tcp;
     std::string error;
-    server = LoopServer::Create(loop, options, factory, stats, &error);
+    auto started = LoopServer::Create(loop, options, factory, stats, &error);
     INFO(error);
-    REQUIRE(server != nullptr);
+    REQUIRE(started != nullptr);
+    return started;
   }
   void Finish() {
     server.reset();
-    loop::testing::RequireClosesClean(loop);
+    RequireClosesClean(loop);
   }
 
   loop::Loop loop;
   ThreadStats stats;
   std::unique_ptr<LoopServer> server;
 };
-
-// Makes HoldingHandlers, *out pointing at the last one made.
-inline HandlerFactory HoldingFactory(HoldingHandler** out) {
-  return [out](const ThreadContext&) {
-    auto handler = std::make_unique<HoldingHandler>();
-    *out = handler.get();
-    return handler;
-  };
-}
 
 // The DnsServer and its threads (dns_server*_test.cc).
 
@@ -288,22 +301,18 @@ inline void RequireStart(DnsServer& server) {
   REQUIRE(started);
 }
 
-inline void RequireStopsClean(DnsServer& server) {
+// Stops `server`, which must close clean; returns its final counters (final once the threads
+// are joined: a client may see its reply a moment before the serving thread counts it).
+inline ServerStats RequireStopsClean(DnsServer& server) {
   server.Stop();
   REQUIRE(server.closed_cleanly());
+  return server.stats();
 }
 
-// Sends one query and checks the echo comes back.
-inline void RequireUdpEcho(UdpClient& client, uint16_t id) {
-  REQUIRE(client.Send(dns::testing::QuerySpec().Id(id).Bytes()));
-  auto reply = client.Receive();
-  REQUIRE(reply.has_value());
-  CHECK(IdOf(*reply) == id);
-  CHECK(IsResponse(*reply));
-}
-
-inline void RequireTcpEcho(TcpClient& client, uint16_t id) {
-  REQUIRE(client.Send(dns::testing::QuerySpec().Id(id).Bytes()));
+// Sends one query over `client` (a UdpClient or a TcpClient) and checks the echo comes back.
+template <class Client>
+void RequireEcho(Client& client, uint16_t id) {
+  REQUIRE(client.Send(QuerySpec().Id(id).Bytes()));
   auto reply = client.Receive();
   REQUIRE(reply.has_value());
   CHECK(IdOf(*reply) == id);

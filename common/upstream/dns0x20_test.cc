@@ -14,12 +14,7 @@ namespace kdns::upstream {
 namespace {
 
 using dns::testing::N;
-
-dns::Message Parse(std::span<const uint8_t> bytes) {
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
-  return message;
-}
+using dns::testing::Parse;
 
 TEST_CASE("The 0x20 mode is auto, on or off, and nothing else", "[upstream][0x20]") {
   Dns0x20 mode = Dns0x20::kOff;

@@ -1,15 +1,14 @@
 // Helpers of the Forwarder's tests (forwarder*_test.cc), next to the fake upstream of
 // common/upstream/testing.h: options with short timeouts, requests by name (and client),
 // budgets small enough to fill, and a resolve that runs the loop until its callback ran.
+// The tests live in this namespace, so each file names its helpers without importing them,
+// and each is a TEST_CASE_METHOD(LoopFixture, ...): its loop closes clean after the body.
 // Header-only; tests only.
 #pragma once
 
-// glog before Catch: both define CHECK, and a test means Catch's (the forwarder's headers
-// include glog, which would otherwise replace it).
-#include <glog/logging.h>
-
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +25,9 @@
 
 namespace kdns::upstream::testing {
 
+using loop::testing::LoopFixture;
+using loop::testing::RunUntil;
+
 // Short tries, one per upstream, and a quick background probe.
 inline Forwarder::Options TestOptions() {
   Forwarder::Options options;
@@ -34,6 +36,15 @@ inline Forwarder::Options TestOptions() {
   options.total_timeout_ms = 2000;
   options.max_tries_per_upstream = 1;
   options.probe_interval_ms = 50;
+  return options;
+}
+
+// TestOptions where one failure marks an upstream failed (and down), and probes run every
+// `probe_interval_ms`.
+inline Forwarder::Options FailFastOptions(uint64_t probe_interval_ms) {
+  Forwarder::Options options = TestOptions();
+  options.failure_threshold = 1;
+  options.probe_interval_ms = probe_interval_ms;
   return options;
 }
 
@@ -49,7 +60,7 @@ inline Result ResolveAndWait(loop::Loop& loop, Forwarder& forwarder, const Reque
                              const UpstreamSet& set) {
   std::optional<Result> result;
   forwarder.Resolve(request, set, [&](const Result& r) { result = r; });
-  REQUIRE(loop::testing::RunUntil(loop, [&] { return result.has_value(); }));
+  REQUIRE(RunUntil(loop, [&] { return result.has_value(); }));
   return *result;
 }
 

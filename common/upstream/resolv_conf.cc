@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/base/next_line.h"
 #include "common/upstream/upstream_address.h"
 
 namespace kdns::upstream {
@@ -30,9 +31,7 @@ std::string_view NextWord(std::string_view* line) {
 ResolvConf ParseResolvConf(std::string_view text) {
   ResolvConf conf;
   while (!text.empty()) {
-    size_t newline = text.find('\n');
-    std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
+    std::string_view line = NextLine(&text);
     if (size_t comment = line.find_first_of("#;"); comment != std::string_view::npos) {
       line = line.substr(0, comment);
     }

@@ -13,6 +13,7 @@ namespace kdns::upstream {
 namespace {
 
 using dns::testing::N;
+using dns::testing::Parse;
 using testing::FakeUpstream;
 
 Request MakeRequest(std::string_view name, dns::RrType type = dns::RrType::kA) {
@@ -22,10 +23,11 @@ Request MakeRequest(std::string_view name, dns::RrType type = dns::RrType::kA) {
   return request;
 }
 
-dns::Message Parse(const std::vector<uint8_t>& bytes) {
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
-  return message;
+// The query sent upstream for `request` with ID `id`: EDNS, 1232 bytes.
+std::vector<uint8_t> QueryBytes(const Request& request, uint16_t id) {
+  std::vector<uint8_t> bytes;
+  REQUIRE(BuildQuery(request, id, EdnsMode::kWithEdns, 1232, &bytes));
+  return bytes;
 }
 
 TEST_CASE("With 0x20 the upstream query spells the name as given", "[upstream][0x20]") {
@@ -85,9 +87,8 @@ TEST_CASE("An upstream query carries the client's address only when asked to, wi
 
 TEST_CASE("A reply matches only with QR, our ID and our question", "[upstream]") {
   Request request = MakeRequest("www.example.");
-  std::vector<uint8_t> query_bytes;
-  REQUIRE(BuildQuery(request, 77, EdnsMode::kWithEdns, 1232, &query_bytes));
-  dns::Message query = Parse(query_bytes);
+  const std::vector<uint8_t> query_bytes = QueryBytes(request, 77);
+  const dns::Message query = Parse(query_bytes);
   const auto address = FakeUpstream::A(192, 0, 2, 1);
   dns::Message parsed;
 
@@ -161,9 +162,8 @@ TEST_CASE("A reply matches only with QR, our ID and our question", "[upstream]")
 TEST_CASE("Decoding the question only matches as the whole decode does, keeping no records",
           "[upstream]") {
   Request request = MakeRequest("www.example.");
-  std::vector<uint8_t> query_bytes;
-  REQUIRE(BuildQuery(request, 77, EdnsMode::kWithEdns, 1232, &query_bytes));
-  dns::Message query = Parse(query_bytes);
+  const std::vector<uint8_t> query_bytes = QueryBytes(request, 77);
+  const dns::Message query = Parse(query_bytes);
   const auto address = FakeUpstream::A(192, 0, 2, 1);
   dns::Message parsed;
   auto match = [&](const std::vector<uint8_t>& bytes, uint16_t id, size_t* end = nullptr) {
@@ -227,10 +227,8 @@ TEST_CASE("Decoding the question only matches as the whole decode does, keeping 
 
 TEST_CASE("A shared reply is rewritten with each client's ID and name case", "[upstream]") {
   Request request = MakeRequest("www.example.");
-  std::vector<uint8_t> query_bytes;
-  REQUIRE(BuildQuery(request, 5, EdnsMode::kWithEdns, 1232, &query_bytes));
   std::vector<uint8_t> reply =
-      FakeUpstream::Answer(Parse(query_bytes), FakeUpstream::A(192, 0, 2, 1));
+      FakeUpstream::Answer(Parse(QueryBytes(request, 5)), FakeUpstream::A(192, 0, 2, 1));
   REQUIRE(RewriteForClient(reply, 0x1234, N("WWW.example.")));
   dns::Message rewritten = Parse(reply);
   CHECK(rewritten.header.id == 0x1234);

@@ -88,10 +88,7 @@ MulticlusterConfig MulticlusterConfigOf(const AnswerConfig& config) {
   multicluster.mcs_zone = config.multicluster_zone;
   multicluster.kubeslice_zone = config.kubeslice_zone;
   multicluster.ttl_s = config.ttl_s;
-  multicluster.soa_refresh_s = config.soa_refresh_s;
-  multicluster.soa_retry_s = config.soa_retry_s;
-  multicluster.soa_expire_s = config.soa_expire_s;
-  multicluster.soa_minimum_s = config.soa_minimum_s;
+  multicluster.soa = config.soa;
   return multicluster;
 }
 
@@ -113,7 +110,7 @@ Answerer::Answerer(const AnswerConfig& config)
     if (builder.AddQuestion(config_.zone, RrType::kSoa, RrClass::kIn) == dns::BuildError::kOk &&
         builder.AddRecord(Section::kAuthority,
                           dns::ResourceRecord{config_.zone, RrType::kSoa, RrClass::kIn,
-                                              config_.soa_minimum_s, Soa(0)}) ==
+                                              config_.soa.minimum_s, Soa(0)}) ==
             dns::BuildError::kOk) {
       std::span<const uint8_t> message = builder.Finish();
       CHECK_LE(message.size() - start, kSoaTemplateMaxSize);  // its size does not depend on Z
@@ -139,15 +136,7 @@ std::vector<dns::Name> Answerer::ServedZones() const {
 }
 
 dns::RdataSoa Answerer::Soa(uint32_t serial) const {
-  dns::RdataSoa soa;
-  soa.mname = ns_name_;
-  soa.rname = hostmaster_;
-  soa.serial = serial;
-  soa.refresh_s = config_.soa_refresh_s;
-  soa.retry_s = config_.soa_retry_s;
-  soa.expire_s = config_.soa_expire_s;
-  soa.minimum_s = config_.soa_minimum_s;
-  return soa;
+  return ZoneSoa(ns_name_, hostmaster_, serial, config_.soa);
 }
 
 AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission& admission,
@@ -331,7 +320,7 @@ void Answerer::AddNegativeSoa(const Snapshot& snapshot, const dns::Name& lower, 
   // section, its TTL the negative TTL (RFC 2308 sections 2.1 and 3).
   (void)response.builder.AddRecord(
       Section::kAuthority, dns::ResourceRecord{config_.zone, RrType::kSoa, RrClass::kIn,
-                                               config_.soa_minimum_s, Soa(SoaSerial(snapshot))});
+                                               config_.soa.minimum_s, Soa(SoaSerial(snapshot))});
 }
 
 void Answerer::AnswerHosts(std::span<const ServiceRecords::Host> hosts, const dns::Name& owner,

@@ -45,6 +45,7 @@
 #include "common/dns/types.h"
 #include "common/server/admission.h"
 #include "kubedns/answering/multicluster_answer.h"
+#include "kubedns/answering/soa.h"
 #include "kubedns/records/record_tree.h"
 
 namespace kdns::kubedns {
@@ -59,11 +60,7 @@ struct AnswerConfig {
   dns::Name zone;  // the cluster domain, e.g. cluster.local.
   uint32_t ttl_s = 30;
   PodRecords pod_records = PodRecords::kInsecure;
-  // SOA timers (kube-dns's): refresh, retry, expire, minimum (the negative TTL).
-  uint32_t soa_refresh_s = 28800;
-  uint32_t soa_retry_s = 7200;
-  uint32_t soa_expire_s = 604800;
-  uint32_t soa_minimum_s = 60;
+  SoaTimers soa;  // kube-dns's
   // The serial of every zone served is this plus the snapshot's records_version(): it
   // changes exactly when the records change (records/record_tree.h), by one (RFC 1982 arithmetic).
   uint32_t soa_serial_base = 0;

@@ -22,6 +22,7 @@
 namespace kdns::kubedns {
 namespace {
 
+using dns::testing::QuerySpec;
 using namespace testing;
 
 AnswerConfig Config() {
@@ -36,11 +37,12 @@ struct Answered {
   std::vector<uint8_t> bytes;
 };
 
-Answered Ask(const Answerer& answerer, const Snapshot* snapshot, const Asked& asked) {
-  std::vector<uint8_t> query = BuildQuery(asked);
+Answered Ask(const Answerer& answerer, const Snapshot* snapshot, const QuerySpec& query,
+             dns::Transport transport = dns::Transport::kUdp) {
+  const std::vector<uint8_t> bytes = query.Bytes();
   Answered answered;
   answered.bytes.resize(dns::kMaxMessageSize);
-  answered.result = Answer(answerer, snapshot, query, TransportOf(asked), answered.bytes);
+  answered.result = Answer(answerer, snapshot, bytes, transport, answered.bytes);
   answered.bytes.assign(answered.result.response.begin(), answered.result.response.end());
   if (!answered.bytes.empty()) {
     REQUIRE(dns::ParseMessage(answered.bytes, &answered.message) == dns::ParseError::kOk);
@@ -69,6 +71,9 @@ std::vector<std::string> Types(const std::vector<dns::ResourceRecord>& records) 
   return out;
 }
 
+// The transport of a test that asks over both.
+dns::Transport Over(bool tcp) { return tcp ? dns::Transport::kTcp : dns::Transport::kUdp; }
+
 }  // namespace
 
 TEST_CASE("every conformance case is answered as the specification says",
@@ -82,8 +87,8 @@ TEST_CASE("every conformance case is answered as the specification says",
   for (const auto& c : cases["cases"].GetArray()) {
     ++checked;
     INFO("case " << c["id"].GetString() << ": " << c["q"].GetString() << " " << c["t"].GetString());
-    Asked asked = AskedOf(c);
-    Answered got = Ask(answerer, snapshot.get(), asked);
+    const QuerySpec query = QueryOf(c);
+    Answered got = Ask(answerer, snapshot.get(), query, TransportOf(c));
     REQUIRE(got.result.kind == AnswerKind::kAnswered);
     const dns::Message& m = got.message;
     INFO(dns::MessageToText(m));
@@ -91,12 +96,12 @@ TEST_CASE("every conformance case is answered as the specification says",
     CHECK(dns::RcodeToText(m.rcode()) == std::string(c["rcode"].GetString()));
     // Zone-wide rules: the question echoed exactly, AA and RA set, TC only where expected.
     REQUIRE(m.questions.size() == 1);
-    CHECK(m.questions[0].name.ToText() == asked.name);
+    CHECK(m.questions[0].name.ToText() == c["q"].GetString());
     CHECK(m.header.aa);
     CHECK(m.header.ra);
     bool want_tc = c.HasMember("tc") && c["tc"].GetBool();
     CHECK(m.header.tc == want_tc);
-    CHECK(m.edns.has_value() == (asked.edns_version >= 0));
+    CHECK(m.edns.has_value() == query.has_edns());
 
     std::vector<std::string> answers = Texts(m.answers);
     std::set<std::string> unique(answers.begin(), answers.end());
@@ -163,18 +168,17 @@ TEST_CASE("every conformance case is answered as the specification says",
 
 TEST_CASE("cluster-zone queries get SERVFAIL until the first full sync", "[kubedns]") {
   Answerer answerer(Config());
-  Answered before = Ask(answerer, nullptr, {"kubernetes.default.svc.cluster.local.", "A"});
+  Answered before = Ask(answerer, nullptr, QuerySpec("kubernetes.default.svc.cluster.local."));
   CHECK(before.message.rcode() == dns::Rcode::kServFail);
 
   RecordTreeWriter writer;
   auto unsynced = writer.Publish();
-  CHECK(Ask(answerer, unsynced.get(), {"kubernetes.default.svc.cluster.local.", "A"})
+  CHECK(Ask(answerer, unsynced.get(), QuerySpec("kubernetes.default.svc.cluster.local."))
             .message.rcode() == dns::Rcode::kServFail);
   writer.MarkSynced();
   auto synced = writer.Publish();
-  CHECK(
-      Ask(answerer, synced.get(), {"kubernetes.default.svc.cluster.local.", "A"}).message.rcode() ==
-      dns::Rcode::kNxDomain);
+  CHECK(Ask(answerer, synced.get(), QuerySpec("kubernetes.default.svc.cluster.local."))
+            .message.rcode() == dns::Rcode::kNxDomain);
 }
 
 TEST_CASE("names kubedns does not own are marked for forwarding", "[kubedns]") {
@@ -183,7 +187,7 @@ TEST_CASE("names kubedns does not own are marked for forwarding", "[kubedns]") {
   for (const char* name :
        {"www.example.com.", "local.", "4.3.2.1.in-addr.arpa.", "10.in-addr.arpa."}) {
     CAPTURE(name);
-    Answered got = Ask(answerer, snapshot.get(), {name, "A"});
+    Answered got = Ask(answerer, snapshot.get(), QuerySpec(name));
     CHECK(got.result.kind == AnswerKind::kNotOurs);
     CHECK(got.message.rcode() == dns::Rcode::kRefused);
     CHECK_FALSE(got.message.header.aa);
@@ -198,14 +202,16 @@ TEST_CASE(
   RecordTreeWriter writer;
   auto unsynced = writer.Publish();
   for (const Snapshot* snapshot : {static_cast<const Snapshot*>(nullptr), unsynced.get()}) {
-    Answered got = Ask(answerer, snapshot, {"1.0.96.10.in-addr.arpa.", "PTR"});
+    Answered got =
+        Ask(answerer, snapshot, QuerySpec("1.0.96.10.in-addr.arpa.").Type(dns::RrType::kPtr));
     CHECK(got.result.kind == AnswerKind::kAnswered);
     CHECK(got.message.rcode() == dns::Rcode::kServFail);
   }
   auto synced = ConformanceSnapshot();
-  CHECK(Ask(answerer, synced.get(), {"1.0.96.10.in-addr.arpa.", "PTR"}).result.kind ==
-        AnswerKind::kAnswered);
-  Answered unknown = Ask(answerer, synced.get(), {"9.9.96.10.in-addr.arpa.", "PTR"});
+  CHECK(Ask(answerer, synced.get(), QuerySpec("1.0.96.10.in-addr.arpa.").Type(dns::RrType::kPtr))
+            .result.kind == AnswerKind::kAnswered);
+  Answered unknown =
+      Ask(answerer, synced.get(), QuerySpec("9.9.96.10.in-addr.arpa.").Type(dns::RrType::kPtr));
   CHECK(unknown.result.kind == AnswerKind::kNotOurs);
   CHECK(unknown.result.reverse);
 }
@@ -218,7 +224,7 @@ TEST_CASE("an ExternalName chain that leaves the zone is handed over with its ta
     "spec":{"type":"ExternalName","externalName":"out.x.svc.cluster.local"}})"});
   Answerer answerer(Config());
 
-  Answered direct = Ask(answerer, snapshot.get(), {"Out.x.svc.cluster.local.", "A", false, 0});
+  Answered direct = Ask(answerer, snapshot.get(), QuerySpec("Out.x.svc.cluster.local.").Edns(4096));
   CHECK(direct.result.kind == AnswerKind::kExternalTarget);
   CHECK(direct.result.chase_target.IdenticalTo(*dns::Name::FromText("WWW.Example.com.")));
   CHECK(direct.message.rcode() == dns::Rcode::kNoError);
@@ -227,15 +233,17 @@ TEST_CASE("an ExternalName chain that leaves the zone is handed over with its ta
         std::vector<std::string>{"Out.x.svc.cluster.local. 30 IN CNAME WWW.Example.com."});
   CHECK(direct.message.authorities.empty());
 
-  Answered chained = Ask(answerer, snapshot.get(), {"alias.x.svc.cluster.local.", "AAAA"});
+  Answered chained = Ask(answerer, snapshot.get(),
+                         QuerySpec("alias.x.svc.cluster.local.").Type(dns::RrType::kAaaa));
   CHECK(chained.result.kind == AnswerKind::kExternalTarget);
   CHECK(chained.result.chase_target.ToText() == "WWW.Example.com.");
   CHECK(Types(chained.message.answers) == std::vector<std::string>{"CNAME", "CNAME"});
 
   // CNAME and ANY questions are answered by the CNAME itself.
-  for (const char* type : {"CNAME", "ANY"}) {
-    CAPTURE(type);
-    Answered cname = Ask(answerer, snapshot.get(), {"out.x.svc.cluster.local.", type});
+  for (dns::RrType type : {dns::RrType::kCname, dns::RrType::kAny}) {
+    CAPTURE(dns::RrTypeToText(type));
+    Answered cname =
+        Ask(answerer, snapshot.get(), QuerySpec("out.x.svc.cluster.local.").Type(type));
     CHECK(cname.result.kind == AnswerKind::kAnswered);
     CHECK(Types(cname.message.answers) == std::vector<std::string>{"CNAME"});
   }
@@ -251,7 +259,7 @@ TEST_CASE("malformed queries are answered FORMERR or dropped", "[kubedns]") {
           AnswerKind::kDropped);
   }
   SECTION("a response sent to us: dropped, so two servers never ping-pong") {
-    auto query = BuildQuery({"kubernetes.default.svc.cluster.local.", "A"});
+    auto query = QuerySpec("kubernetes.default.svc.cluster.local.").Bytes();
     query[2] |= 0x80;
     CHECK(Answer(answerer, snapshot.get(), query, dns::Transport::kUdp, out).kind ==
           AnswerKind::kDropped);
@@ -266,7 +274,7 @@ TEST_CASE("malformed queries are answered FORMERR or dropped", "[kubedns]") {
     CHECK((result.response[3] & 0x0f) == 1);
   }
   SECTION("a question cut short: FORMERR") {
-    auto query = BuildQuery({"kubernetes.default.svc.cluster.local.", "A"});
+    auto query = QuerySpec("kubernetes.default.svc.cluster.local.").Bytes();
     query.resize(query.size() - 3);
     CHECK(Answer(answerer, snapshot.get(), query, dns::Transport::kUdp, out).kind ==
           AnswerKind::kFormErr);
@@ -276,8 +284,8 @@ TEST_CASE("malformed queries are answered FORMERR or dropped", "[kubedns]") {
 TEST_CASE("EDNS versions above 0 get BADVERS", "[kubedns]") {
   auto snapshot = ConformanceSnapshot();
   Answerer answerer(Config());
-  Answered got =
-      Ask(answerer, snapshot.get(), {"kubernetes.default.svc.cluster.local.", "A", false, 1});
+  Answered got = Ask(answerer, snapshot.get(),
+                     QuerySpec("kubernetes.default.svc.cluster.local.").Edns(4096).EdnsVersion(1));
   CHECK(got.message.rcode() == dns::Rcode::kBadVers);
   CHECK(got.message.answers.empty());
 }
@@ -287,7 +295,9 @@ TEST_CASE("ANY gets one RRset of the name (RFC 8482), over UDP and TCP", "[kubed
   Answerer answerer(Config());
   const bool tcp = GENERATE(false, true);
   CAPTURE(tcp);
-  auto any = [&](const char* name) { return Ask(answerer, snapshot.get(), {name, "ANY", tcp}); };
+  auto any = [&](const char* name) {
+    return Ask(answerer, snapshot.get(), QuerySpec(name).Type(dns::RrType::kAny), Over(tcp));
+  };
   // A dual-stack service: its A records, not the AAAA ones as well.
   CHECK(Texts(any("dual.default.svc.cluster.local.").message.answers) ==
         std::vector<std::string>{"dual.default.svc.cluster.local. 30 IN A 10.96.0.20"});
@@ -296,7 +306,8 @@ TEST_CASE("ANY gets one RRset of the name (RFC 8482), over UDP and TCP", "[kubed
         std::vector<std::string>{"AAAA"});
   // A headless service with v4 and v6 endpoints: no more than its A question gets.
   Answered headless = any("headless.default.svc.cluster.local.");
-  Answered a = Ask(answerer, snapshot.get(), {"headless.default.svc.cluster.local.", "A", tcp});
+  Answered a =
+      Ask(answerer, snapshot.get(), QuerySpec("headless.default.svc.cluster.local."), Over(tcp));
   CHECK(Texts(headless.message.answers) == Texts(a.message.answers));
   CHECK(headless.bytes.size() == a.bytes.size());
   Answered host = any("my-pet.headless.default.svc.cluster.local.");
@@ -320,13 +331,15 @@ TEST_CASE("service SRV without a port name lists every address entry with port 0
   auto snapshot = ConformanceSnapshot();
   Answerer answerer(Config());
   SECTION("ClusterIP") {
-    Answered got = Ask(answerer, snapshot.get(), {"kubernetes.default.svc.cluster.local.", "SRV"});
+    Answered got = Ask(answerer, snapshot.get(),
+                       QuerySpec("kubernetes.default.svc.cluster.local.").Type(dns::RrType::kSrv));
     CHECK(Texts(got.message.answers) ==
           std::vector<std::string>{"kubernetes.default.svc.cluster.local. 30 IN SRV 10 100 0 "
                                    "kubernetes.default.svc.cluster.local."});
   }
   SECTION("headless: one per host, weight floor(100/N)") {
-    Answered got = Ask(answerer, snapshot.get(), {"headless.default.svc.cluster.local.", "SRV"});
+    Answered got = Ask(answerer, snapshot.get(),
+                       QuerySpec("headless.default.svc.cluster.local.").Type(dns::RrType::kSrv));
     CHECK(got.message.answers.size() == 4);
     for (const auto& rr : got.message.answers) {
       CHECK(std::get<dns::RdataSrv>(rr.rdata).weight == 25);
@@ -339,22 +352,23 @@ TEST_CASE("pod records follow --pod-records", "[kubedns]") {
   auto snapshot = ConformanceSnapshot();
   SECTION("insecure answers any well-formed dashed IP, v4 and v6") {
     Answerer answerer(Config());
-    CHECK(Texts(Ask(answerer, snapshot.get(), {"1-2-3-4.any.pod.cluster.local.", "A"})
+    CHECK(Texts(Ask(answerer, snapshot.get(), QuerySpec("1-2-3-4.any.pod.cluster.local."))
                     .message.answers) ==
           std::vector<std::string>{"1-2-3-4.any.pod.cluster.local. 30 IN A 1.2.3.4"});
-    CHECK(Texts(Ask(answerer, snapshot.get(), {"fd00--1.any.pod.cluster.local.", "AAAA"})
+    CHECK(Texts(Ask(answerer, snapshot.get(),
+                    QuerySpec("fd00--1.any.pod.cluster.local.").Type(dns::RrType::kAaaa))
                     .message.answers) ==
           std::vector<std::string>{"fd00--1.any.pod.cluster.local. 30 IN AAAA fd00::1"});
     // Three dashes, yet v6.
-    CHECK(Texts(Ask(answerer, snapshot.get(), {"fd00--7-1.any.pod.cluster.local.", "AAAA"})
+    CHECK(Texts(Ask(answerer, snapshot.get(),
+                    QuerySpec("fd00--7-1.any.pod.cluster.local.").Type(dns::RrType::kAaaa))
                     .message.answers) ==
           std::vector<std::string>{"fd00--7-1.any.pod.cluster.local. 30 IN AAAA fd00::7:1"});
-    CHECK(
-        Ask(answerer, snapshot.get(), {"1-2-3-4.any.pod.cluster.local.", "AAAA"}).message.rcode() ==
-        dns::Rcode::kNoError);
-    CHECK(
-        Ask(answerer, snapshot.get(), {"1-2-3-999.any.pod.cluster.local.", "A"}).message.rcode() ==
-        dns::Rcode::kNxDomain);
+    CHECK(Ask(answerer, snapshot.get(),
+              QuerySpec("1-2-3-4.any.pod.cluster.local.").Type(dns::RrType::kAaaa))
+              .message.rcode() == dns::Rcode::kNoError);
+    CHECK(Ask(answerer, snapshot.get(), QuerySpec("1-2-3-999.any.pod.cluster.local."))
+              .message.rcode() == dns::Rcode::kNxDomain);
   }
   SECTION("verified answers only the IPs of live pods in the namespace asked") {
     AnswerConfig config = Config();
@@ -371,22 +385,21 @@ TEST_CASE("pod records follow --pod-records", "[kubedns]") {
     writer.UpsertService(alias.value());
     writer.MarkSynced();
     auto verified = writer.Publish();
-    CHECK(Texts(Ask(answerer, verified.get(), {"10-244-1-5.default.pod.cluster.local.", "A"})
+    CHECK(Texts(Ask(answerer, verified.get(), QuerySpec("10-244-1-5.default.pod.cluster.local."))
                     .message.answers) ==
           std::vector<std::string>{"10-244-1-5.default.pod.cluster.local. 30 IN A 10.244.1.5"});
-    CHECK(Types(Ask(answerer, verified.get(), {"alias.default.svc.cluster.local.", "A"})
+    CHECK(Types(Ask(answerer, verified.get(), QuerySpec("alias.default.svc.cluster.local."))
                     .message.answers) == std::vector<std::string>{"CNAME", "A"});
     // The IP in another namespace, and an IP no pod has: the names do not exist.
-    CHECK(Ask(answerer, verified.get(), {"10-244-1-5.other.pod.cluster.local.", "A"})
+    CHECK(Ask(answerer, verified.get(), QuerySpec("10-244-1-5.other.pod.cluster.local."))
               .message.rcode() == dns::Rcode::kNxDomain);
-    CHECK(Ask(answerer, verified.get(), {"10-244-1-6.default.pod.cluster.local.", "A"})
+    CHECK(Ask(answerer, verified.get(), QuerySpec("10-244-1-6.default.pod.cluster.local."))
               .message.rcode() == dns::Rcode::kNxDomain);
     writer.DeletePod("default", "p");
     auto gone = writer.Publish();
-    CHECK(
-        Ask(answerer, gone.get(), {"10-244-1-5.default.pod.cluster.local.", "A"}).message.rcode() ==
-        dns::Rcode::kNxDomain);
-    auto chased = Ask(answerer, gone.get(), {"alias.default.svc.cluster.local.", "A"});
+    CHECK(Ask(answerer, gone.get(), QuerySpec("10-244-1-5.default.pod.cluster.local."))
+              .message.rcode() == dns::Rcode::kNxDomain);
+    auto chased = Ask(answerer, gone.get(), QuerySpec("alias.default.svc.cluster.local."));
     CHECK(chased.message.rcode() == dns::Rcode::kNxDomain);
     CHECK(Types(chased.message.answers) == std::vector<std::string>{"CNAME"});
   }
@@ -394,8 +407,8 @@ TEST_CASE("pod records follow --pod-records", "[kubedns]") {
     AnswerConfig config = Config();
     config.pod_records = PodRecords::kDisabled;
     Answerer answerer(config);
-    CHECK(Ask(answerer, snapshot.get(), {"1-2-3-4.any.pod.cluster.local.", "A"}).message.rcode() ==
-          dns::Rcode::kNxDomain);
+    CHECK(Ask(answerer, snapshot.get(), QuerySpec("1-2-3-4.any.pod.cluster.local."))
+              .message.rcode() == dns::Rcode::kNxDomain);
   }
 }
 
@@ -405,7 +418,7 @@ TEST_CASE("a CNAME loop between ExternalName services ends", "[kubedns]") {
                                  R"({"metadata":{"name":"b","namespace":"x"},
     "spec":{"type":"ExternalName","externalName":"a.x.svc.cluster.local"}})"});
   Answerer answerer(Config());
-  Answered got = Ask(answerer, snapshot.get(), {"a.x.svc.cluster.local.", "A"});
+  Answered got = Ask(answerer, snapshot.get(), QuerySpec("a.x.svc.cluster.local."));
   CHECK(got.message.answers.size() >= 2);
   CHECK(got.message.answers.size() <= 10);
   for (const auto& rr : got.message.answers) CHECK(rr.type == dns::RrType::kCname);
@@ -421,10 +434,12 @@ TEST_CASE("an externalName with a trailing dot answers as the same name without 
        R"({"metadata":{"name":"out-dotted","namespace":"x"},
             "spec":{"type":"ExternalName","externalName":"www.example.com."}})"});
   Answerer answerer(Config());
-  for (const char* type : {"A", "CNAME", "AAAA"}) {
-    CAPTURE(type);
-    Answered dotted = Ask(answerer, snapshot.get(), {"dotted.x.svc.cluster.local.", type});
-    Answered plain = Ask(answerer, snapshot.get(), {"plain.x.svc.cluster.local.", type});
+  for (dns::RrType type : {dns::RrType::kA, dns::RrType::kCname, dns::RrType::kAaaa}) {
+    CAPTURE(dns::RrTypeToText(type));
+    Answered dotted =
+        Ask(answerer, snapshot.get(), QuerySpec("dotted.x.svc.cluster.local.").Type(type));
+    Answered plain =
+        Ask(answerer, snapshot.get(), QuerySpec("plain.x.svc.cluster.local.").Type(type));
     CHECK(dotted.message.rcode() == dns::Rcode::kNoError);
     CHECK(dotted.message.rcode() == plain.message.rcode());
     std::vector<std::string> want = Texts(plain.message.answers);
@@ -433,7 +448,7 @@ TEST_CASE("an externalName with a trailing dot answers as the same name without 
     }
     CHECK(Texts(dotted.message.answers) == want);
   }
-  Answered out = Ask(answerer, snapshot.get(), {"out-dotted.x.svc.cluster.local.", "A"});
+  Answered out = Ask(answerer, snapshot.get(), QuerySpec("out-dotted.x.svc.cluster.local."));
   CHECK(out.result.kind == AnswerKind::kExternalTarget);
   CHECK(out.result.chase_target.ToText() == "www.example.com.");
 }

@@ -1,6 +1,6 @@
-// Test helpers of the answerer's tests (answerer_test.cc, answerer_writing_test.cc): a
-// question as the tests write it (Asked), taken from a conformance case or written out, its
-// query bytes, and an answer made as kubedns's server makes it, from an admitted query.
+// Test helpers of the answerer's tests (answerer_test.cc, answerer_writing_test.cc): the query
+// of a conformance case (a dns::testing::QuerySpec, the one query builder) and the transport it
+// comes over, and an answer made as kubedns's server makes it, from an admitted query.
 // Header-only; tests only; any thread.
 #pragma once
 
@@ -8,8 +8,10 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/dns/query_testing.h"
@@ -20,37 +22,33 @@
 
 namespace kdns::kubedns::testing {
 
-struct Asked {
-  std::string name;
-  std::string type;
-  bool tcp = false;
-  int edns_version = -1;  // -1: no EDNS
-  uint16_t payload = 4096;
-};
-
-// The question of one case of test/conformance/cases.json.
-inline Asked AskedOf(const rapidjson::Value& conformance_case) {
-  const rapidjson::Value& c = conformance_case;
-  Asked asked{c["q"].GetString(), c["t"].GetString()};
-  asked.tcp = c.HasMember("tcp") && c["tcp"].GetBool();
-  if (c.HasMember("edns")) asked.edns_version = c["edns"].GetInt();
-  if (c.HasMember("payload")) asked.payload = static_cast<uint16_t>(c["payload"].GetUint());
-  return asked;
-}
-
-inline dns::Transport TransportOf(const Asked& asked) {
-  return asked.tcp ? dns::Transport::kTcp : dns::Transport::kUdp;
-}
-
-inline std::vector<uint8_t> BuildQuery(const Asked& asked, uint16_t id = 0x1234) {
-  const auto type = dns::RrTypeFromText(asked.type);
+// The question of one case of test/conformance/cases.json ("q", "t"), without EDNS.
+inline dns::testing::QuerySpec QuestionOf(const rapidjson::Value& conformance_case,
+                                          std::string_view name) {
+  const auto type = dns::RrTypeFromText(conformance_case["t"].GetString());
   REQUIRE(type);
-  dns::testing::QuerySpec spec(asked.name);
-  spec.Type(*type).Id(id);
-  if (asked.edns_version >= 0) {
-    spec.Edns(asked.payload).EdnsVersion(static_cast<uint8_t>(asked.edns_version));
+  dns::testing::QuerySpec query(name);
+  query.Type(*type);
+  return query;
+}
+
+// The query of one case: its question (asking `name` instead, if given), with EDNS (version and
+// payload) where the case has it.
+inline dns::testing::QuerySpec QueryOf(const rapidjson::Value& conformance_case,
+                                       std::optional<std::string_view> name = std::nullopt) {
+  const rapidjson::Value& c = conformance_case;
+  dns::testing::QuerySpec query = QuestionOf(c, name.value_or(c["q"].GetString()));
+  if (c.HasMember("edns")) {
+    query.Edns(c.HasMember("payload") ? static_cast<uint16_t>(c["payload"].GetUint()) : 4096)
+        .EdnsVersion(static_cast<uint8_t>(c["edns"].GetInt()));
   }
-  return spec.Bytes();
+  return query;
+}
+
+// The transport the case's query comes over.
+inline dns::Transport TransportOf(const rapidjson::Value& conformance_case) {
+  const bool tcp = conformance_case.HasMember("tcp") && conformance_case["tcp"].GetBool();
+  return tcp ? dns::Transport::kTcp : dns::Transport::kUdp;
 }
 
 // Admits `packet` as kubedns's server does, then answers it into `buffer`.

@@ -33,10 +33,9 @@ AnswerConfig Config(AnswerConfig::Writing writing) {
 }
 
 std::vector<uint8_t> AnswerBytes(const Answerer& answerer, const Snapshot* snapshot,
-                                 const Asked& asked) {
-  std::vector<uint8_t> query = BuildQuery(asked, /*id=*/0x4321);
+                                 const std::vector<uint8_t>& query, dns::Transport transport) {
   std::vector<uint8_t> buffer(dns::kMaxMessageSize);
-  AnswerResult result = Answer(answerer, snapshot, query, TransportOf(asked), buffer);
+  AnswerResult result = Answer(answerer, snapshot, query, transport, buffer);
   return {result.response.begin(), result.response.end()};
 }
 
@@ -47,11 +46,11 @@ std::string Describe(const std::vector<uint8_t>& bytes) {
 }
 
 void RequireIdentical(const Answerer& prepared, const Answerer& general, const Snapshot* snapshot,
-                      const Asked& asked) {
-  INFO(asked.name << " " << asked.type << (asked.tcp ? " TCP" : "")
-                  << (asked.edns_version >= 0 ? " EDNS" : ""));
-  const std::vector<uint8_t> fast = AnswerBytes(prepared, snapshot, asked);
-  const std::vector<uint8_t> slow = AnswerBytes(general, snapshot, asked);
+                      dns::testing::QuerySpec spec, dns::Transport transport) {
+  const std::vector<uint8_t> query = spec.Id(0x4321).Bytes();
+  INFO("over " << (transport == dns::Transport::kTcp ? "TCP" : "UDP") << ":\n" << Describe(query));
+  const std::vector<uint8_t> fast = AnswerBytes(prepared, snapshot, query, transport);
+  const std::vector<uint8_t> slow = AnswerBytes(general, snapshot, query, transport);
   INFO("prepared:\n" << Describe(fast) << "general:\n" << Describe(slow));
   REQUIRE_FALSE(slow.empty());
   CHECK(fast == slow);
@@ -65,17 +64,17 @@ TEST_CASE("prepared answers are byte-identical to the general builder's on every
   Answerer general(Config(AnswerConfig::Writing::kGeneral));
   size_t negative = 0;
   for (const auto& c : cases["cases"].GetArray()) {
-    Asked asked = AskedOf(c);
-    RequireIdentical(prepared, general, snapshot.get(), asked);
+    const std::string name = c["q"].GetString();
+    const dns::Transport transport = TransportOf(c);
+    RequireIdentical(prepared, general, snapshot.get(), QueryOf(c), transport);
     // The same again with and without EDNS, and in another case (the pointers aim at the
     // question's own spelling).
-    Asked other = asked;
-    other.edns_version = asked.edns_version >= 0 ? -1 : 0;
-    RequireIdentical(prepared, general, snapshot.get(), other);
-    Asked upper = asked;
-    for (char& ch : upper.name)
-      ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    RequireIdentical(prepared, general, snapshot.get(), upper);
+    const dns::testing::QuerySpec other =
+        QueryOf(c).has_edns() ? QuestionOf(c, name) : QueryOf(c).Edns(4096);
+    RequireIdentical(prepared, general, snapshot.get(), other, transport);
+    std::string upper = name;
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    RequireIdentical(prepared, general, snapshot.get(), QueryOf(c, upper), transport);
     if (std::string(c["rcode"].GetString()) != "NOERROR" ||
         (c.HasMember("answer") && c["answer"].GetArray().Empty())) {
       ++negative;
@@ -110,11 +109,14 @@ TEST_CASE("prepared negative answers match where the question holds the SOA's na
       "1-2-3-4.default.pod.cluster.local.",
   };
   for (const char* name : names) {
-    for (const char* type : {"A", "AAAA", "TXT", "SRV", "MX", "SOA", "NS", "ANY"}) {
-      for (bool tcp : {false, true}) {
-        Asked asked{name, type, tcp, tcp ? -1 : 0};
-        RequireIdentical(prepared, general, snapshot.get(), asked);
-      }
+    for (dns::RrType type :
+         {dns::RrType::kA, dns::RrType::kAaaa, dns::RrType::kTxt, dns::RrType::kSrv,
+          dns::RrType::kMx, dns::RrType::kSoa, dns::RrType::kNs, dns::RrType::kAny}) {
+      const dns::testing::QuerySpec question = dns::testing::QuerySpec(name).Type(type);
+      // Over UDP with EDNS, over TCP without.
+      RequireIdentical(prepared, general, snapshot.get(),
+                       dns::testing::QuerySpec(question).Edns(4096), dns::Transport::kUdp);
+      RequireIdentical(prepared, general, snapshot.get(), question, dns::Transport::kTcp);
     }
   }
 }

@@ -92,15 +92,7 @@ MulticlusterAnswerer::Zone MulticlusterAnswerer::ZoneOf(const dns::Name& lower) 
 }
 
 dns::RdataSoa MulticlusterAnswerer::Soa(const ZoneNames& zone, uint32_t serial) const {
-  dns::RdataSoa soa;
-  soa.mname = zone.ns_name;
-  soa.rname = zone.hostmaster;
-  soa.serial = serial;
-  soa.refresh_s = config_.soa_refresh_s;
-  soa.retry_s = config_.soa_retry_s;
-  soa.expire_s = config_.soa_expire_s;
-  soa.minimum_s = config_.soa_minimum_s;
-  return soa;
+  return ZoneSoa(zone.ns_name, zone.hostmaster, serial, config_.soa);
 }
 
 dns::Rcode MulticlusterAnswerer::Answer(Zone zone, const MulticlusterSnapshot* snapshot,
@@ -130,7 +122,7 @@ dns::Rcode MulticlusterAnswerer::Answer(Zone zone, const MulticlusterSnapshot* s
     // NODATA or NXDOMAIN: the zone's SOA, its TTL the negative TTL (RFC 2308 section 3).
     (void)builder.AddRecord(Section::kAuthority,
                             dns::ResourceRecord{names->apex, RrType::kSoa, RrClass::kIn,
-                                                config_.soa_minimum_s, Soa(*names, serial)});
+                                                config_.soa.minimum_s, Soa(*names, serial)});
   }
   return rcode;
 }

@@ -33,6 +33,7 @@
 #include "common/dns/parser.h"
 #include "common/dns/rdata.h"
 #include "common/dns/types.h"
+#include "kubedns/answering/soa.h"
 #include "kubedns/records/multicluster_records.h"
 
 namespace kdns::kubedns {
@@ -42,10 +43,7 @@ struct MulticlusterConfig {
   std::optional<dns::Name> kubeslice_zone;  // lower case; unset: the zone is not served
   uint32_t ttl_s = 30;                      // MCS records: the cluster zone's TTL
   uint32_t kubeslice_ttl_s = 60;            // as kubeslice's own DNS
-  uint32_t soa_refresh_s = 28800;
-  uint32_t soa_retry_s = 7200;
-  uint32_t soa_expire_s = 604800;
-  uint32_t soa_minimum_s = 60;
+  SoaTimers soa;                            // the cluster zone's
 };
 
 class MulticlusterAnswerer {

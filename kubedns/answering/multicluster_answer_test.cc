@@ -11,6 +11,7 @@
 #include "common/dns/message.h"
 #include "common/dns/parser.h"
 #include "common/dns/query_testing.h"
+#include "common/dns/testing.h"
 #include "common/k8s/decode.h"
 
 namespace kdns::kubedns {
@@ -43,9 +44,7 @@ Answered Ask(const MulticlusterAnswerer& answerer, const MulticlusterSnapshot* s
   dns::Rcode rcode = answerer.Answer(zone, snapshot, 7, lower, (*query), builder);
   builder.header().rcode = rcode;
   bool truncated = builder.truncated();
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(builder.Finish(), &message) == dns::ParseError::kOk);
-  return {rcode, message, truncated};
+  return {rcode, dns::testing::Parse(builder.Finish()), truncated};
 }
 
 }  // namespace

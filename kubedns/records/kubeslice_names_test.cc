@@ -1,14 +1,10 @@
 #include "kubedns/records/kubeslice_names.h"
 
-// clang-format off
-// glog (through limits.h) and Catch both define CHECK, and the last definition wins: glog
-// first, so that the tests' CHECKs are Catch's.
-#include "common/limits/limits.h"
-// clang-format on
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
+
+#include "common/limits/limits.h"
 
 namespace kdns::kubedns {
 namespace {

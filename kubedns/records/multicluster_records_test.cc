@@ -1,14 +1,9 @@
 #include "kubedns/records/multicluster_records.h"
 
-// clang-format off
-// glog (through limits.h) and Catch both define CHECK, and the last definition wins: glog
-// first, so that the tests' CHECKs are Catch's.
-#include "common/limits/limits.h"
-// clang-format on
-
 #include <catch2/catch.hpp>
 
 #include "common/k8s/decode.h"
+#include "common/limits/limits.h"
 
 namespace kdns::kubedns {
 namespace {

@@ -1,9 +1,5 @@
 // DnsHandler's autopath walk (dns_handler.h, autopath.h): a handler on the test's loop, the
 // records of a small cluster, and one scripted upstream for every name outside it.
-// clang-format off: the tested header (which brings glog) before Catch, whose CHECK must win.
-#include "kubedns/serving/dns_handler.h"
-// clang-format on
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <memory>
@@ -21,6 +17,7 @@
 #include "common/server/loop_server.h"
 #include "common/server/server_test_util.h"
 #include "kubedns/answering/autopath.h"
+#include "kubedns/serving/dns_handler.h"
 #include "kubedns/serving/dns_handler_testing.h"
 #include "test/support/fake_dns_server.h"
 
@@ -28,8 +25,10 @@ namespace kdns::kubedns {
 
 using dns::RrType;
 using dns::testing::N;
+using dns::testing::QuerySpec;
 using namespace kubedns::testing;
 using loop::testing::RunUntil;
+using server::testing::RunUntilReply;
 
 namespace {
 
@@ -93,12 +92,8 @@ class WalkFixture : public DnsHandlerFixture {
   }
   ~WalkFixture() { StopServing(); }
 
-  static std::vector<uint8_t> Query(const std::string& name, RrType type = RrType::kA) {
-    return Bytes({name, type});
-  }
-
   dns::Message Ask(const std::string& name, RrType type = RrType::kA) {
-    return DnsHandlerFixture::Ask({name, type});
+    return DnsHandlerFixture::Ask(QuerySpec(name).Type(type).Edns());
   }
 
   // The names the upstream was asked, in order.
@@ -274,16 +269,15 @@ TEST_CASE("over the budget of waiting queries a walk's query gets its own NXDOMA
           "[kubedns][autopath][handler]") {
   WalkFixture f(/*autopath=*/true, /*max_waiting=*/1);
   server::testing::UdpClient slow(f.udp_address());
-  REQUIRE(slow.Send(WalkFixture::Query("slow.default.svc.cluster.local.")));
+  REQUIRE(slow.Send(QuerySpec("slow.default.svc.cluster.local.").Edns().Bytes()));
   REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 1; }));
   dns::Message reply = f.Ask("www.example.com.default.svc.cluster.local.");
   CHECK(reply.rcode() == dns::Rcode::kNxDomain);  // never SERVFAIL because of autopath
   CHECK(reply.answers.empty());
   CHECK(f.Metric(R"(kdns_kubedns_autopath_misses_total{reason="overloaded"})") == 1);
   // The walk that held the slot ends as without autopath too.
-  std::optional<std::vector<uint8_t>> late;
-  REQUIRE(RunUntil(f.loop, [&] { return (late = slow.TryReceive()).has_value(); }));
-  CHECK(Parse(*late).rcode() == dns::Rcode::kNxDomain);
+  std::vector<uint8_t> late = RunUntilReply(f.loop, slow);
+  CHECK(Parse(late).rcode() == dns::Rcode::kNxDomain);
   CHECK(f.handler().pending() == 0);
 }
 
@@ -292,7 +286,7 @@ TEST_CASE("a walk whose TCP client goes away is dropped at once", "[kubedns][aut
   WalkFixture f(/*autopath=*/true, server::WaitingBudget::kDefaultMax, 60'000);
   {
     server::testing::TcpClient client(f.tcp_address());
-    REQUIRE(client.Send(WalkFixture::Query("slow.default.svc.cluster.local.")));
+    REQUIRE(client.Send(QuerySpec("slow.default.svc.cluster.local.").Edns().Bytes()));
     REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 1; }));
     client.Reset();  // gone: a half-close (FIN) would still be answered (RFC 7766)
   }

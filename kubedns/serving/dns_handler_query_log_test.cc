@@ -2,10 +2,6 @@
 // autopath walk: each is logged once, with where its answer came from (our records: local;
 // an upstream: upstream), like any other answer; and a SERVFAIL kubedns makes when no
 // upstream answers (failure, as frontend-cache logs it).
-// clang-format off: the tested header (which brings glog) before Catch, whose CHECK must win.
-#include "kubedns/serving/dns_handler.h"
-// clang-format on
-
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -18,6 +14,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/loop_test_util.h"
 #include "kubedns/answering/autopath.h"
+#include "kubedns/serving/dns_handler.h"
 #include "kubedns/serving/dns_handler_testing.h"
 #include "test/support/fake_dns_server.h"
 
@@ -26,6 +23,7 @@ namespace {
 
 using dns::RrType;
 using dns::testing::N;
+using dns::testing::QuerySpec;
 using namespace kubedns::testing;
 
 std::shared_ptr<const Snapshot> ClusterSnapshot() {
@@ -66,9 +64,7 @@ class LogFixture : public DnsHandlerFixture {
   }
   ~LogFixture() { StopServing(); }
 
-  dns::Message Ask(const std::string& name) {
-    return DnsHandlerFixture::Ask({name, RrType::kA, 0x4242, false});
-  }
+  dns::Message Ask(const std::string& name) { return DnsHandlerFixture::Ask(QuerySpec(name)); }
 
   // Asks `name`, which must be answered `rcode`, and requires that it is logged once, with
   // `rcode_text` and `source`.

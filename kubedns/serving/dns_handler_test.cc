@@ -27,8 +27,10 @@ namespace kdns::kubedns {
 namespace {
 
 using dns::testing::N;
+using dns::testing::QuerySpec;
 using namespace kubedns::testing;
 using loop::testing::RunUntil;
+using server::testing::RunUntilReply;
 using upstream::testing::Behaviour;
 using upstream::testing::FakeUpstream;
 
@@ -99,30 +101,30 @@ class Fixture : public DnsHandlerFixture {
   // Sends `first` from one client and, once `first_waits`, `second` from another: `second`
   // is answered SERVFAIL at once while `first` still waits for its (slow) upstream, which
   // then answers it.
-  void RequireSecondRefusedWhileFirstWaits(const Query& first, const Query& second,
+  void RequireSecondRefusedWhileFirstWaits(const QuerySpec& first, const QuerySpec& second,
                                            const std::function<bool()>& first_waits) {
     server::testing::UdpClient first_client(udp_address());
     server::testing::UdpClient second_client(udp_address());
-    REQUIRE(first_client.Send(Bytes(first)));
+    REQUIRE(first_client.Send(first.Bytes()));
     REQUIRE(RunUntil(loop, first_waits));
-    REQUIRE(second_client.Send(Bytes(second)));
+    const std::vector<uint8_t> second_bytes = second.Bytes();
+    REQUIRE(second_client.Send(second_bytes));
     std::optional<std::vector<uint8_t>> first_reply;
     std::optional<std::vector<uint8_t>> second_reply;
     REQUIRE(
         RunUntil(loop, [&] { return (second_reply = second_client.TryReceive()).has_value(); }));
     CHECK_FALSE(first_client.TryReceive().has_value());  // still waiting for the slow upstream
     CHECK(Parse(*second_reply).rcode() == dns::Rcode::kServFail);
-    CHECK(Parse(*second_reply).header.id == second.id);
+    CHECK(Parse(*second_reply).header.id == server::testing::IdOf(second_bytes));
     REQUIRE(RunUntil(loop, [&] { return (first_reply = first_client.TryReceive()).has_value(); }));
     CHECK(Parse(*first_reply).rcode() == dns::Rcode::kNoError);
   }
 
-  dns::Message AskTcp(const Query& q) {
+  dns::Message AskTcp(const QuerySpec& query) {
     server::testing::TcpClient client(tcp_address());
-    REQUIRE(client.Send(Bytes(q)));
-    std::optional<std::vector<uint8_t>> reply;
-    REQUIRE(RunUntil(loop, [&] { return (reply = client.TryReceive()).has_value(); }));
-    return Parse(*reply);
+    REQUIRE(client.Send(query.Bytes()));
+    std::vector<uint8_t> reply = RunUntilReply(loop, client);
+    return Parse(reply);
   }
 
   std::unique_ptr<FakeUpstream> a;
@@ -142,7 +144,9 @@ TEST_CASE("a name outside the cluster is forwarded and answered with the client'
   f.Serve(f.Routes());
   for (bool edns : {true, false}) {
     CAPTURE(edns);
-    dns::Message reply = f.Ask({"WwW.Example.COM.", dns::RrType::kA, 0x4242, edns});
+    QuerySpec query("WwW.Example.COM.");
+    if (edns) query.Edns();
+    dns::Message reply = f.Ask(query);
     CHECK(reply.header.id == 0x4242);
     CHECK(reply.rcode() == dns::Rcode::kNoError);
     REQUIRE(reply.questions.size() == 1);
@@ -181,15 +185,16 @@ TEST_CASE("cluster names are answered locally; unknown reverse names are forward
           "[kubedns][handler]") {
   Fixture f;
   f.Serve(f.Routes());
-  CHECK(f.Ask({"nope.default.svc.cluster.local."}).rcode() == dns::Rcode::kNxDomain);
-  CHECK(f.Ask({"kubernetes.default.svc.cluster.local."}).answers.size() == 1);
-  dns::Message known = f.Ask({"1.0.96.10.in-addr.arpa.", dns::RrType::kPtr});
+  CHECK(f.Ask(QuerySpec("nope.default.svc.cluster.local.").Edns()).rcode() ==
+        dns::Rcode::kNxDomain);
+  CHECK(f.Ask(QuerySpec("kubernetes.default.svc.cluster.local.").Edns()).answers.size() == 1);
+  dns::Message known = f.Ask(QuerySpec("1.0.96.10.in-addr.arpa.").Type(dns::RrType::kPtr).Edns());
   CHECK(known.header.aa);
   REQUIRE(known.answers.size() == 1);
   CHECK(known.answers[0].type == dns::RrType::kPtr);
   CHECK(f.a->queries().empty());
 
-  dns::Message unknown = f.Ask({"9.9.9.9.in-addr.arpa.", dns::RrType::kPtr});
+  dns::Message unknown = f.Ask(QuerySpec("9.9.9.9.in-addr.arpa.").Type(dns::RrType::kPtr).Edns());
   CHECK(unknown.rcode() == dns::Rcode::kNoError);
   CHECK_FALSE(unknown.header.aa);
   REQUIRE(f.a->queries().size() == 1);
@@ -207,19 +212,21 @@ TEST_CASE(
   server::UdpOptions udp;
   udp.receiver_thread = true;
   f.Serve(f.Routes(), 150, udp);
-  CHECK(f.Ask({"KUBERNETES.default.svc.cluster.local."}).answers.size() == 1);
-  CHECK(f.Ask({"nope.default.svc.cluster.local."}).rcode() == dns::Rcode::kNxDomain);
-  CHECK(f.Ask({"1.0.96.10.in-addr.arpa.", dns::RrType::kPtr}).answers.size() == 1);
+  CHECK(f.Ask(QuerySpec("KUBERNETES.default.svc.cluster.local.").Edns()).answers.size() == 1);
+  CHECK(f.Ask(QuerySpec("nope.default.svc.cluster.local.").Edns()).rcode() ==
+        dns::Rcode::kNxDomain);
+  CHECK(f.Ask(QuerySpec("1.0.96.10.in-addr.arpa.").Type(dns::RrType::kPtr).Edns()).answers.size() ==
+        1);
   CHECK(f.stats().udp_fast_answers == 3);
   CHECK(f.a->queries().empty());
 
   // Forwarded, and an ExternalName chased through an upstream: declined by the receiver
   // thread, answered from the loop.
-  dns::Message forwarded = f.Ask({"WwW.Example.COM."});
+  dns::Message forwarded = f.Ask(QuerySpec("WwW.Example.COM.").Edns());
   REQUIRE(forwarded.answers.size() == 1);
   CHECK(IsA(forwarded.answers[0], 1));
   CHECK(forwarded.questions[0].name.IdenticalTo(N("WwW.Example.COM.")));
-  dns::Message chased = f.Ask({"ext.default.svc.cluster.local."});
+  dns::Message chased = f.Ask(QuerySpec("ext.default.svc.cluster.local.").Edns());
   CHECK(chased.rcode() == dns::Rcode::kNoError);
   REQUIRE(chased.answers.size() == 2);
   CHECK(chased.answers[0].type == dns::RrType::kCname);
@@ -235,12 +242,12 @@ TEST_CASE(
   CHECK(f.Metric("kdns_kubedns_forward_in_flight") == 0);
 
   SECTION("an answer over the client's size leaves from the receiver thread cut, with TC") {
-    dns::Message cut = f.Ask({"many.default.svc.cluster.local.", dns::RrType::kA, 7, false});
+    dns::Message cut = f.Ask(QuerySpec("many.default.svc.cluster.local.").Id(7));
     CHECK(cut.header.tc);
     CHECK(cut.answers.size() < 40);
     CHECK(f.stats().udp_fast_answers == 4);
     CHECK(f.Metric("kdns_kubedns_truncated_total") == 1);
-    CHECK(f.AskTcp({"many.default.svc.cluster.local."}).answers.size() == 40);
+    CHECK(f.AskTcp(QuerySpec("many.default.svc.cluster.local.").Edns()).answers.size() == 40);
   }
 }
 
@@ -248,16 +255,16 @@ TEST_CASE("stub domains go to their servers; new routes apply to new queries",
           "[kubedns][handler]") {
   Fixture f;
   f.Serve(f.Routes());
-  dns::Message stub = f.Ask({"Host.ACME.local."});
+  dns::Message stub = f.Ask(QuerySpec("Host.ACME.local.").Edns());
   REQUIRE(stub.answers.size() == 1);
   CHECK(IsA(stub.answers[0], 2));
-  dns::Message other = f.Ask({"host.acme.example."});
+  dns::Message other = f.Ask(QuerySpec("host.acme.example.").Edns());
   REQUIRE(other.answers.size() == 1);
   CHECK(IsA(other.answers[0], 1));
   CHECK(f.Metric(R"(kdns_kubedns_forward_queries_total{route="stub",kind="forward"})") == 1);
 
   f.PublishRoutes(f.Routes(/*stub=*/false));
-  dns::Message now_default = f.Ask({"other.acme.local."});
+  dns::Message now_default = f.Ask(QuerySpec("other.acme.local.").Edns());
   REQUIRE(now_default.answers.size() == 1);
   CHECK(IsA(now_default.answers[0], 1));
   CHECK(f.b->queries().size() == 1);
@@ -266,7 +273,7 @@ TEST_CASE("stub domains go to their servers; new routes apply to new queries",
 TEST_CASE("TCP clients are forwarded over TCP", "[kubedns][handler]") {
   Fixture f;
   f.Serve(f.Routes());
-  dns::Message reply = f.AskTcp({"www.example.com.", dns::RrType::kA, 7});
+  dns::Message reply = f.AskTcp(QuerySpec("www.example.com.").Id(7).Edns());
   CHECK(reply.header.id == 7);
   REQUIRE(reply.answers.size() == 1);
   CHECK(f.a->CountQueries(dns::Transport::kTcp) == 1);
@@ -277,7 +284,7 @@ TEST_CASE("an ExternalName target outside the zone is chased through the upstrea
           "[kubedns][handler]") {
   Fixture f;
   f.Serve(f.Routes());
-  dns::Message reply = f.Ask({"Ext.default.svc.cluster.local.", dns::RrType::kA, 99});
+  dns::Message reply = f.Ask(QuerySpec("Ext.default.svc.cluster.local.").Id(99).Edns());
   CHECK(reply.header.id == 99);
   CHECK(reply.rcode() == dns::Rcode::kNoError);
   CHECK(reply.header.aa);
@@ -291,14 +298,15 @@ TEST_CASE("an ExternalName target outside the zone is chased through the upstrea
   CHECK(f.a->queries()[0].message.questions[0].name == N("www.example.com."));
 
   // A target under a stub domain goes to the stub's server.
-  dns::Message stub = f.Ask({"stubby.default.svc.cluster.local."});
+  dns::Message stub = f.Ask(QuerySpec("stubby.default.svc.cluster.local.").Edns());
   REQUIRE(stub.answers.size() == 2);
   CHECK(IsA(stub.answers[1], 2));
   CHECK(f.Metric(R"(kdns_kubedns_forward_queries_total{route="stub",kind="chase"})") == 1);
   CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="auth"})") == 2);
 
   // The CNAME question is answered without asking anyone.
-  CHECK(f.Ask({"ext.default.svc.cluster.local.", dns::RrType::kCname}).answers.size() == 1);
+  CHECK(f.Ask(QuerySpec("ext.default.svc.cluster.local.").Type(dns::RrType::kCname).Edns())
+            .answers.size() == 1);
   CHECK(f.a->queries().size() == 1);
 }
 
@@ -307,12 +315,12 @@ TEST_CASE("upstream failures and a missing upstream are answered SERVFAIL", "[ku
   SECTION("silent upstream: forward and chase time out") {
     f.Serve(f.Routes());
     f.a->set_behaviour(Behaviour::kSilent);
-    dns::Message forwarded = f.Ask({"www.example.com.", dns::RrType::kA, 1});
+    dns::Message forwarded = f.Ask(QuerySpec("www.example.com.").Id(1).Edns());
     CHECK(forwarded.rcode() == dns::Rcode::kServFail);
     CHECK(forwarded.header.id == 1);
     CHECK(forwarded.header.ra);
     CHECK(forwarded.answers.empty());
-    dns::Message chased = f.Ask({"ext.default.svc.cluster.local.", dns::RrType::kA, 2});
+    dns::Message chased = f.Ask(QuerySpec("ext.default.svc.cluster.local.").Id(2).Edns());
     CHECK(chased.rcode() == dns::Rcode::kServFail);
     CHECK(chased.answers.empty());
     CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="timeout"})") == 2);
@@ -322,15 +330,16 @@ TEST_CASE("upstream failures and a missing upstream are answered SERVFAIL", "[ku
   SECTION("every upstream answering SERVFAIL") {
     f.Serve(f.Routes());
     f.a->set_behaviour(Behaviour::kServFail);
-    CHECK(f.Ask({"www.example.com."}).rcode() == dns::Rcode::kServFail);
+    CHECK(f.Ask(QuerySpec("www.example.com.").Edns()).rcode() == dns::Rcode::kServFail);
     CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="upstream_error"})") == 1);
   }
   SECTION("no upstream configured at all") {
     f.Serve(std::make_shared<const UpstreamRoutes>());
-    CHECK(f.Ask({"www.example.com."}).rcode() == dns::Rcode::kServFail);
+    CHECK(f.Ask(QuerySpec("www.example.com.").Edns()).rcode() == dns::Rcode::kServFail);
     CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="no_upstreams"})") == 1);
     // Cluster names do not need upstreams.
-    CHECK(f.Ask({"kubernetes.default.svc.cluster.local."}).rcode() == dns::Rcode::kNoError);
+    CHECK(f.Ask(QuerySpec("kubernetes.default.svc.cluster.local.").Edns()).rcode() ==
+          dns::Rcode::kNoError);
   }
 }
 
@@ -340,8 +349,8 @@ TEST_CASE("beyond the in-flight cap a forwarded query gets SERVFAIL at once",
   f.SlowTries();
   f.Serve(f.Routes(), /*forward_max=*/1);
   f.a->set_delay_ms(200);
-  f.RequireSecondRefusedWhileFirstWaits({"one.example.", dns::RrType::kA, 1},
-                                        {"two.example.", dns::RrType::kA, 2},
+  f.RequireSecondRefusedWhileFirstWaits(QuerySpec("one.example.").Id(1).Edns(),
+                                        QuerySpec("two.example.").Id(2).Edns(),
                                         [&] { return f.handler().forwarder().in_flight() == 1; });
   CHECK(f.a->queries().size() == 1);
   CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="overloaded"})") == 1);
@@ -360,10 +369,10 @@ TEST_CASE("forwarded queries and ExternalName chases hold their route's slots as
       *loop::SocketAddress::FromSockaddr(reinterpret_cast<const sockaddr*>(&local), length));
   upstream::InFlightBudget& route =
       f.forwarder_options().budgets->Route(upstream::UpstreamSet{f.a->address()});
-  REQUIRE(client.Send(Bytes({"other.example.com.", dns::RrType::kA, 1})));
+  REQUIRE(client.Send(QuerySpec("other.example.com.").Id(1).Edns().Bytes()));
   REQUIRE(RunUntil(f.loop, [&] { return route.HeldBy(tag) == 1; }));
   // The chase asks for www.example.com. (another question: not coalesced with the first).
-  REQUIRE(client.Send(Bytes({"ext.default.svc.cluster.local.", dns::RrType::kA, 2})));
+  REQUIRE(client.Send(QuerySpec("ext.default.svc.cluster.local.").Id(2).Edns().Bytes()));
   REQUIRE(RunUntil(f.loop, [&] { return route.HeldBy(tag) == 2; }));
   // Both time out: the slots, and the client's count, are given back.
   REQUIRE(RunUntil(f.loop, [&] { return route.in_flight() == 0; }));
@@ -380,14 +389,14 @@ TEST_CASE("beyond the budget of waiting queries a forwarded query gets SERVFAIL 
   const uint64_t hits_before = limits::LimitHits(limits::Limit::kWaitingQueries);
   // The second has the same name as the first: it would only join the upstream query, yet it
   // would wait.
-  f.RequireSecondRefusedWhileFirstWaits({"one.example.", dns::RrType::kA, 1},
-                                        {"one.example.", dns::RrType::kA, 2},
+  f.RequireSecondRefusedWhileFirstWaits(QuerySpec("one.example.").Id(1).Edns(),
+                                        QuerySpec("one.example.").Id(2).Edns(),
                                         [&] { return f.handler().pending() == 1; });
   CHECK(limits::LimitHits(limits::Limit::kWaitingQueries) == hits_before + 1);
   CHECK(f.Metric(R"(kdns_kubedns_forward_failures_total{reason="overloaded"})") == 1);
   // Its slot is back: the next query waits and is answered.
   CHECK(f.waiting_budget().waiting() == 0);
-  CHECK(f.Ask({"two.example.", dns::RrType::kA, 3}).rcode() == dns::Rcode::kNoError);
+  CHECK(f.Ask(QuerySpec("two.example.").Id(3).Edns()).rcode() == dns::Rcode::kNoError);
   CHECK(f.a->queries().size() == 2);
 }
 
@@ -396,9 +405,9 @@ TEST_CASE("an ExternalName chase over the budget of waiting queries gets SERVFAI
   Fixture f;
   f.ServeWithSilentUpstream(/*max_waiting=*/1);
   server::testing::UdpClient first(f.udp_address());
-  REQUIRE(first.Send(Bytes({"elsewhere.example.", dns::RrType::kA, 1})));
+  REQUIRE(first.Send(QuerySpec("elsewhere.example.").Id(1).Edns().Bytes()));
   REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 1; }));
-  dns::Message chased = f.Ask({"ext.default.svc.cluster.local.", dns::RrType::kA, 2});
+  dns::Message chased = f.Ask(QuerySpec("ext.default.svc.cluster.local.").Id(2).Edns());
   CHECK(chased.rcode() == dns::Rcode::kServFail);
   CHECK(chased.header.id == 2);
   CHECK(f.handler().pending() == 1);
@@ -409,11 +418,11 @@ TEST_CASE("kubedns drops a closed TCP client's waiting queries at once, their sl
   Fixture f;
   f.ServeWithSilentUpstream(/*max_waiting=*/10);
   server::testing::UdpClient udp(f.udp_address());
-  REQUIRE(udp.Send(Bytes({"udp.example.", dns::RrType::kA, 1})));
+  REQUIRE(udp.Send(QuerySpec("udp.example.").Id(1).Edns().Bytes()));
   {
     server::testing::TcpClient tcp(f.udp_address());
     for (uint16_t id = 2; id < 5; ++id) {
-      REQUIRE(tcp.Send(Bytes({"tcp" + std::to_string(id) + ".example.", dns::RrType::kA, id})));
+      REQUIRE(tcp.Send(QuerySpec("tcp" + std::to_string(id) + ".example.").Id(id).Edns().Bytes()));
     }
     REQUIRE(RunUntil(f.loop, [&] { return f.handler().pending() == 4; }));
     CHECK(f.waiting_budget().waiting() == 4);
@@ -430,12 +439,11 @@ TEST_CASE("at the TCP query timeout a TCP client's waiting queries are answered 
   f.tcp_options().query_timeout_ms = 100;
   f.ServeWithSilentUpstream(/*max_waiting=*/10);
   server::testing::UdpClient udp(f.udp_address());
-  REQUIRE(udp.Send(Bytes({"udp.example.", dns::RrType::kA, 1})));
+  REQUIRE(udp.Send(QuerySpec("udp.example.").Id(1).Edns().Bytes()));
   server::testing::TcpClient tcp(f.udp_address());
-  REQUIRE(tcp.Send(Bytes({"tcp.example.", dns::RrType::kA, 2})));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(RunUntil(f.loop, [&] { return (reply = tcp.TryReceive()).has_value(); }));
-  const dns::Message answer = Parse(*reply);
+  REQUIRE(tcp.Send(QuerySpec("tcp.example.").Id(2).Edns().Bytes()));
+  std::vector<uint8_t> reply = RunUntilReply(f.loop, tcp);
+  const dns::Message answer = Parse(reply);
   CHECK(answer.header.id == 2);
   CHECK(answer.rcode() == dns::Rcode::kServFail);
   CHECK(f.handler().pending() == 1);  // the UDP query still waits: it has no such timeout

@@ -1,7 +1,7 @@
 // Test helpers for kubedns's DNS path (dns_handler_test.cc, dns_handler_autopath_test.cc,
-// dns_handler_query_log_test.cc): queries as bytes, replies parsed, and DnsHandlers served on
-// a LoopServer on the test's own loop, as KubednsServer serves them, with all they share
-// (DnsHandlerFixture). Header-only; tests only; the loop's thread.
+// dns_handler_query_log_test.cc): queries (dns::testing::QuerySpec) asked, replies parsed, and
+// DnsHandlers served on a LoopServer on the test's own loop, as KubednsServer serves them, with all
+// they share (DnsHandlerFixture). Header-only; tests only; the loop's thread.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -29,25 +29,7 @@
 
 namespace kdns::kubedns::testing {
 
-struct Query {
-  std::string name;
-  dns::RrType type = dns::RrType::kA;
-  uint16_t id = 0x4242;
-  bool edns = true;
-};
-
-inline std::vector<uint8_t> Bytes(const Query& q) {
-  dns::testing::QuerySpec spec(q.name);
-  spec.Type(q.type).Id(q.id);
-  if (q.edns) spec.Edns();
-  return spec.Bytes();
-}
-
-inline dns::Message Parse(const std::vector<uint8_t>& bytes) {
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(bytes, &message) == dns::ParseError::kOk);
-  return message;
-}
+using dns::testing::Parse;
 
 // DnsHandlers made from `shared`, with `routes` published to shared.routes, served on
 // 127.0.0.1:0 (UDP and TCP) with kubedns's admission policy, `udp` (a receiver thread, say)
@@ -84,9 +66,8 @@ inline dns::Message AskUdp(loop::Loop& loop, const loop::SocketAddress& server,
                            const std::vector<uint8_t>& query) {
   server::testing::UdpClient client(server);
   REQUIRE(client.Send(query));
-  std::optional<std::vector<uint8_t>> reply;
-  REQUIRE(loop::testing::RunUntil(loop, [&] { return (reply = client.TryReceive()).has_value(); }));
-  return Parse(*reply);
+  std::vector<uint8_t> reply = server::testing::RunUntilReply(loop, client);
+  return Parse(reply);
 }
 
 // What the handler tests share: kubedns's DNS path on the test's own loop, as KubednsServer
@@ -94,8 +75,8 @@ inline dns::Message AskUdp(loop::Loop& loop, const loop::SocketAddress& server,
 // one registry, short forwarder timeouts (tries of 50-100 ms, 400 ms in all), and DnsHandlers
 // served once the test calls Serve. Each test file's fixture derives from it and adds its
 // upstreams after it (on `loop`); their destructors StopServing before the upstreams go, and
-// this one requires that the loop closes clean.
-class DnsHandlerFixture {
+// the LoopFixture it derives from checks that the loop closes clean.
+class DnsHandlerFixture : public loop::testing::LoopFixture {
  public:
   explicit DnsHandlerFixture(std::shared_ptr<const Snapshot> records) {
     snapshots_.Publish(std::move(records));
@@ -104,10 +85,7 @@ class DnsHandlerFixture {
     shared_.forwarder.total_timeout_ms = 400;
     shared_.forwarder.budgets = std::make_shared<upstream::ForwardBudgets>();
   }
-  ~DnsHandlerFixture() {
-    StopServing();
-    loop::testing::RequireClosesClean(loop);
-  }
+  ~DnsHandlerFixture() { StopServing(); }
   DnsHandlerFixture(const DnsHandlerFixture&) = delete;
   DnsHandlerFixture& operator=(const DnsHandlerFixture&) = delete;
 
@@ -131,7 +109,9 @@ class DnsHandlerFixture {
     routes_.Publish(std::move(routes));
   }
 
-  dns::Message Ask(const Query& q) { return AskUdp(loop, server_->udp_address(), Bytes(q)); }
+  dns::Message Ask(const dns::testing::QuerySpec& query) {
+    return AskUdp(loop, server_->udp_address(), query.Bytes());
+  }
 
   // The value of one sample of the registry's text, 0 when it is not there.
   double Metric(const std::string& sample) {
@@ -159,8 +139,6 @@ class DnsHandlerFixture {
   server::TcpOptions& tcp_options() { return tcp_; }
   // --log-queries; set before Serve.
   void SetQueryLog(server::QueryLog* query_log) { shared_.query_log = query_log; }
-
-  loop::Loop loop;
 
  private:
   static AnswerConfig Config() {

@@ -177,46 +177,44 @@ TEST_CASE("stub host names are resolved by the resolver the config thread is giv
   CHECK(f.published.size() == 2);
 }
 
-TEST_CASE("the config thread resolves stub host names with c-ares and re-reads a changed directory",
-          "[kubedns][forward-config]") {
+TEST_CASE_METHOD(
+    loop::testing::LoopFixture,
+    "the config thread resolves stub host names with c-ares and re-reads a changed directory",
+    "[kubedns][forward-config]") {
   TempDir dir;
   std::filesystem::create_directory(dir.File("config"));
   Write(dir.File("resolv.conf"), "nameserver 10.53.0.1\n");
   Write(dir.File("config/stubDomains"), R"({"acme.local": ["dns.acme.example"]})");
-  loop::Loop loop;
-  {
-    upstream::testing::FakeUpstream kubedns(loop, 53);  // answers A 192.0.2.53
-    metrics::Registry registry;
-    ForwardMetrics metrics(registry, nullptr);
-    std::mutex mu;
-    std::string routes;  // the last published, guarded by mu
-    ForwardConfig::Options options;
-    options.config_dir = dir.File("config");
-    options.period_ms = 600'000;  // only inotify can notice the change below in time
-    options.cluster_zone = N("cluster.local.");
-    options.resolv_conf = dir.File("resolv.conf");
-    ForwardConfig config(options, metrics,
-                         [&](const std::shared_ptr<const UpstreamRoutes>& published) {
-                           std::lock_guard lock(mu);
-                           routes = published->ToString();
-                         });
-    auto last = [&] {
-      std::lock_guard lock(mu);
-      return routes;
-    };
-    config.Start(kubedns.address());
-    REQUIRE(loop::testing::RunUntil(
-        loop, [&] { return last().find("192.0.2.53#53") != std::string::npos; }, 10'000));
-    CHECK(last() == "stubs: {acme.local.=[192.0.2.53#53]}; default (resolv.conf): [10.53.0.1#53]");
-    REQUIRE_FALSE(kubedns.queries().empty());
-    CHECK(kubedns.queries().front().message.questions.front().name == N("dns.acme.example."));
+  upstream::testing::FakeUpstream kubedns(loop, 53);  // answers A 192.0.2.53
+  metrics::Registry registry;
+  ForwardMetrics metrics(registry, nullptr);
+  std::mutex mu;
+  std::string routes;  // the last published, guarded by mu
+  ForwardConfig::Options options;
+  options.config_dir = dir.File("config");
+  options.period_ms = 600'000;  // only inotify can notice the change below in time
+  options.cluster_zone = N("cluster.local.");
+  options.resolv_conf = dir.File("resolv.conf");
+  ForwardConfig config(options, metrics,
+                       [&](const std::shared_ptr<const UpstreamRoutes>& published) {
+                         std::lock_guard lock(mu);
+                         routes = published->ToString();
+                       });
+  auto last = [&] {
+    std::lock_guard lock(mu);
+    return routes;
+  };
+  config.Start(kubedns.address());
+  REQUIRE(loop::testing::RunUntil(
+      loop, [&] { return last().find("192.0.2.53#53") != std::string::npos; }, 10'000));
+  CHECK(last() == "stubs: {acme.local.=[192.0.2.53#53]}; default (resolv.conf): [10.53.0.1#53]");
+  REQUIRE_FALSE(kubedns.queries().empty());
+  CHECK(kubedns.queries().front().message.questions.front().name == N("dns.acme.example."));
 
-    Write(dir.File("config/upstreamNameservers"), R"(["10.0.0.2"])");
-    REQUIRE(loop::testing::RunUntil(
-        loop, [&] { return last().find("10.0.0.2#53") != std::string::npos; }, 10'000));
-    config.Stop();
-  }
-  loop::testing::RequireClosesClean(loop);
+  Write(dir.File("config/upstreamNameservers"), R"(["10.0.0.2"])");
+  REQUIRE(loop::testing::RunUntil(
+      loop, [&] { return last().find("10.0.0.2#53") != std::string::npos; }, 10'000));
+  config.Stop();
 }
 
 }  // namespace kdns::kubedns

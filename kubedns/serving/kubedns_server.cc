@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <future>
+#include <utility>
 
 #include "common/base/heap.h"
 #include "common/base/thread_name.h"
@@ -61,6 +62,8 @@ uint64_t UnixMs() {
 // Lives on the source thread.
 class KubednsServer::Publisher final : public RecordSink {
  public:
+  using ListKind = RecordTreeWriter::ListKind;
+
   explicit Publisher(KubednsServer& server) : server_(server) {
     if (const auto& zone = server.options_.answer.kubeslice_zone) {
       std::string text = zone->ToText();
@@ -80,86 +83,65 @@ class KubednsServer::Publisher final : public RecordSink {
     writer_.AbortLoad();
     PublishCompleteLoad();
   }
-  void BeginList(RecordTreeWriter::ListKind kind) override { writer_.BeginList(kind); }
-  void EndList(RecordTreeWriter::ListKind kind) override {
+  void BeginList(ListKind kind) override { writer_.BeginList(kind); }
+  void EndList(ListKind kind) override {
     writer_.EndList(kind);
     PublishCompleteLoad();
   }
   void UpsertService(const k8s::Service& service) override {
-    writer_.UpsertService(service);
-    PublishUnlessListing(RecordTreeWriter::ListKind::kServices);
+    Change(ListKind::kServices, &RecordTreeWriter::UpsertService, service);
   }
   void DeleteService(std::string_view ns, std::string_view name) override {
-    writer_.DeleteService(ns, name);
-    PublishUnlessListing(RecordTreeWriter::ListKind::kServices);
+    Change(ListKind::kServices, &RecordTreeWriter::DeleteService, ns, name);
   }
   void UpsertSlice(const k8s::EndpointSlice& slice) override {
-    writer_.UpsertSlice(slice);
-    PublishUnlessListing(RecordTreeWriter::ListKind::kSlices);
+    Change(ListKind::kSlices, &RecordTreeWriter::UpsertSlice, slice);
   }
   void DeleteSlice(std::string_view ns, std::string_view name) override {
-    writer_.DeleteSlice(ns, name);
-    PublishUnlessListing(RecordTreeWriter::ListKind::kSlices);
+    Change(ListKind::kSlices, &RecordTreeWriter::DeleteSlice, ns, name);
   }
   void UpsertEndpoints(const k8s::Endpoints& endpoints) override {
-    writer_.UpsertEndpoints(endpoints);
-    PublishUnlessListing(RecordTreeWriter::ListKind::kEndpoints);
+    Change(ListKind::kEndpoints, &RecordTreeWriter::UpsertEndpoints, endpoints);
   }
   void DeleteEndpoints(std::string_view ns, std::string_view name) override {
-    writer_.DeleteEndpoints(ns, name);
-    PublishUnlessListing(RecordTreeWriter::ListKind::kEndpoints);
+    Change(ListKind::kEndpoints, &RecordTreeWriter::DeleteEndpoints, ns, name);
   }
   void UpsertPod(const k8s::Pod& pod) override {
-    writer_.UpsertPod(pod);
-    PublishUnlessListing(RecordTreeWriter::ListKind::kPods);
+    Change(ListKind::kPods, &RecordTreeWriter::UpsertPod, pod);
   }
   void DeletePod(std::string_view ns, std::string_view name) override {
-    writer_.DeletePod(ns, name);
-    PublishUnlessListing(RecordTreeWriter::ListKind::kPods);
+    Change(ListKind::kPods, &RecordTreeWriter::DeletePod, ns, name);
   }
   void ReplaceServiceImports(std::vector<k8s::ServiceImport> imports) override {
-    writer_.multicluster().ReplaceServiceImports(imports);
-    Publish();
+    ChangeMulticluster(&MulticlusterWriter::ReplaceServiceImports, imports);
   }
   void UpsertServiceImport(const k8s::ServiceImport& import) override {
-    writer_.multicluster().UpsertServiceImport(import);
-    Publish();
+    ChangeMulticluster(&MulticlusterWriter::UpsertServiceImport, import);
   }
   void DeleteServiceImport(std::string_view ns, std::string_view name) override {
-    writer_.multicluster().DeleteServiceImport(ns, name);
-    Publish();
+    ChangeMulticluster(&MulticlusterWriter::DeleteServiceImport, ns, name);
   }
   void ReplaceMulticlusterSlices(std::vector<k8s::EndpointSlice> slices) override {
-    writer_.multicluster().ReplaceSlices(slices);
-    Publish();
+    ChangeMulticluster(&MulticlusterWriter::ReplaceSlices, slices);
   }
   void UpsertMulticlusterSlice(const k8s::EndpointSlice& slice) override {
-    writer_.multicluster().UpsertSlice(slice);
-    Publish();
+    ChangeMulticluster(&MulticlusterWriter::UpsertSlice, slice);
   }
   void DeleteMulticlusterSlice(std::string_view ns, std::string_view name) override {
-    writer_.multicluster().DeleteSlice(ns, name);
-    Publish();
+    ChangeMulticluster(&MulticlusterWriter::DeleteSlice, ns, name);
   }
   void ReplaceKubesliceServiceImports(std::vector<k8s::KubesliceServiceImport> imports) override {
-    writer_.multicluster().ReplaceKubesliceServiceImports(imports);
-    Publish();
+    ChangeMulticluster(&MulticlusterWriter::ReplaceKubesliceServiceImports, imports);
   }
   void UpsertKubesliceServiceImport(const k8s::KubesliceServiceImport& import) override {
-    writer_.multicluster().UpsertKubesliceServiceImport(import);
-    Publish();
+    ChangeMulticluster(&MulticlusterWriter::UpsertKubesliceServiceImport, import);
   }
   void DeleteKubesliceServiceImport(std::string_view ns, std::string_view name) override {
-    writer_.multicluster().DeleteKubesliceServiceImport(ns, name);
-    Publish();
+    ChangeMulticluster(&MulticlusterWriter::DeleteKubesliceServiceImport, ns, name);
   }
   void MulticlusterSynced(MulticlusterZone zone) override {
-    if (zone == MulticlusterZone::kMcs) {
-      writer_.multicluster().MarkMcsSynced();
-    } else {
-      writer_.multicluster().MarkKubesliceSynced();
-    }
-    Publish();
+    ChangeMulticluster(zone == MulticlusterZone::kMcs ? &MulticlusterWriter::MarkMcsSynced
+                                                      : &MulticlusterWriter::MarkKubesliceSynced);
   }
   void Synced() override {
     writer_.MarkSynced();
@@ -171,6 +153,20 @@ class KubednsServer::Publisher final : public RecordSink {
   }
 
  private:
+  // One change of a cluster kind (a watch event, or an object of a list or load): the writer's
+  // `change`, then published as that kind's changes are (PublishUnlessListing).
+  template <class... Params, class... Args>
+  void Change(ListKind kind, void (RecordTreeWriter::*change)(Params...), Args&&... args) {
+    (writer_.*change)(std::forward<Args>(args)...);
+    PublishUnlessListing(kind);
+  }
+  // One change of the multicluster zones: the multicluster writer's `change`, then published.
+  template <class... Params, class... Args>
+  void ChangeMulticluster(void (MulticlusterWriter::*change)(Params...), Args&&... args) {
+    (writer_.multicluster().*change)(std::forward<Args>(args)...);
+    Publish();
+  }
+
   // Not inside a load, but for PublishDue: its other changes are published at EndLoad.
   void Publish() {
     if (!writer_.loading()) PublishNow();
@@ -191,7 +187,7 @@ class KubednsServer::Publisher final : public RecordSink {
   // The items of a streamed list (or load) are published at its end, and on the way every
   // RecordTreeWriter::kListPublishBytes of new records, so that a list that changes
   // everything frees the old records as it goes instead of holding two trees.
-  void PublishUnlessListing(RecordTreeWriter::ListKind kind) {
+  void PublishUnlessListing(ListKind kind) {
     if (writer_.PublishDue()) {
       PublishNow();
     } else if (!writer_.listing(kind)) {

@@ -17,6 +17,7 @@
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
 #include "common/dns/query_testing.h"
+#include "common/dns/testing.h"
 #include "common/http/http_test_util.h"
 #include "common/limits/limits.h"
 #include "test/support/fake_dns_server.h"
@@ -39,7 +40,7 @@ bool Eventually(F done) {
   return true;
 }
 
-// One UDP query; the parsed response (rcode kServFail with no questions on timeout).
+// One UDP query; the parsed response.
 dns::Message Ask(const loop::SocketAddress& server, const std::string& name) {
   const std::vector<uint8_t> bytes = dns::testing::QuerySpec(name).Id(7).Recursion(false).Bytes();
   int fd = socket(server.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -53,9 +54,7 @@ dns::Message Ask(const loop::SocketAddress& server, const std::string& name) {
   close(fd);
   REQUIRE(n > 0);
   reply.resize(static_cast<size_t>(n));
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(reply, &message) == dns::ParseError::kOk);
-  return message;
+  return dns::testing::Parse(reply);
 }
 
 KubednsServer::Options Options(const std::string& objects_file) {

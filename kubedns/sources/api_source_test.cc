@@ -65,8 +65,9 @@ const std::string kPodList =
     R"({"metadata":{"name":"web-0","namespace":"default","uid":"p1","resourceVersion":"160"},)"
     R"("status":{"phase":"Running","podIP":"10.244.0.5","podIPs":[{"ip":"10.244.0.5"}]}}]})";
 
-// The source on simulated time. The clock outlives the registry, which reads it at scrape.
-struct Harness {
+// The source on simulated time, on the LoopFixture's loop, which must close clean once the
+// source is gone. The clock outlives the registry, which reads it at scrape.
+struct Harness : loop::testing::LoopFixture {
   explicit Harness(ApiSource::Options options = {}) {
     ApiSource::Environment environment;
     environment.clock = &clock;
@@ -75,10 +76,7 @@ struct Harness {
     source = std::make_unique<ApiSource>(loop, transport, sink, registry, options,
                                          std::move(environment));
   }
-  ~Harness() {
-    source.reset();
-    loop::testing::RequireClosesClean(loop);
-  }
+  ~Harness() { source.reset(); }
 
   Request& Active(std::string_view prefix) {
     Request* request = transport.ActiveFor(prefix);
@@ -103,7 +101,6 @@ struct Harness {
 
   ManualClock clock{5'000'000};
   metrics::Registry registry;
-  loop::Loop loop;
   FakeTimers timers{clock};
   FakeApiTransport transport;
   RecordingSink sink;

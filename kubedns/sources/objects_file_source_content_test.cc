@@ -1,15 +1,10 @@
-// clang-format off
-// glog (through objects_file_source.h) and Catch both define CHECK, and the last definition
-// wins: glog first, so that the tests' CHECKs are Catch's.
-#include "kubedns/sources/objects_file_source.h"
-// clang-format on
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "common/loop/loop_test_util.h"
 #include "common/metrics/registry.h"
+#include "kubedns/sources/objects_file_source.h"
 #include "kubedns/sources/objects_file_source_testing.h"
 
 // What a file's content does: broken or missing files keep the last good set, bad items are

@@ -1,9 +1,3 @@
-// clang-format off
-// glog (through objects_file_source.h) and Catch both define CHECK, and the last definition
-// wins: glog first, so that the tests' CHECKs are Catch's.
-#include "kubedns/sources/objects_file_source.h"
-// clang-format on
-
 #include <catch2/catch.hpp>
 #include <regex>
 #include <string>
@@ -13,6 +7,7 @@
 #include "common/loop/loop_test_util.h"
 #include "common/metrics/registry.h"
 #include "kubedns/records/cache_dump.h"
+#include "kubedns/sources/objects_file_source.h"
 #include "kubedns/sources/objects_file_source_testing.h"
 
 // How a good file is applied: checked whole first, then applied with publishes along the

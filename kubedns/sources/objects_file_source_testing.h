@@ -7,12 +7,6 @@
 // Header-only; tests only; everything runs on the test's thread.
 #pragma once
 
-// clang-format off
-// glog (through objects_file_source.h) and Catch both define CHECK, and the last definition
-// wins: glog first, so that the tests' CHECKs are Catch's.
-#include "kubedns/sources/objects_file_source.h"
-// clang-format on
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +29,7 @@
 #include "common/metrics/registry.h"
 #include "kubedns/records/record_tree.h"
 #include "kubedns/records/records_testing.h"  // ReadFile
+#include "kubedns/sources/objects_file_source.h"
 #include "kubedns/sources/recording_sink_testing.h"
 #include "test/unit/temp_dir.h"
 
@@ -191,17 +186,14 @@ inline ObjectsFileSource::Options PollOnly(const std::string& path) {
 
 // One test's objects file and the source that reads it into a `Sink`, on the test's own
 // loop: `path` is objects.json in a fresh directory (the test writes it, or points the source
-// elsewhere). Start makes the source and starts it; the destructor stops it and requires that
-// the loop closes clean.
+// elsewhere). Start makes the source and starts it; the destructor stops it, and the
+// LoopFixture base checks that the loop closes clean.
 template <typename Sink = RecordingSink>
-class ObjectsFileTest {
+class ObjectsFileTest : public loop::testing::LoopFixture {
  public:
   template <typename... SinkArgs>
   explicit ObjectsFileTest(SinkArgs&&... sink_args) : sink(std::forward<SinkArgs>(sink_args)...) {}
-  ~ObjectsFileTest() {
-    source_.reset();
-    loop::testing::RequireClosesClean(loop);
-  }
+  ~ObjectsFileTest() { source_.reset(); }
   ObjectsFileTest(const ObjectsFileTest&) = delete;
   ObjectsFileTest& operator=(const ObjectsFileTest&) = delete;
 
@@ -224,7 +216,6 @@ class ObjectsFileTest {
 
   TempDir dir;
   const std::string path = dir.File("objects.json");
-  loop::Loop loop;
   metrics::Registry registry;
   Sink sink;
 

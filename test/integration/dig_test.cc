@@ -15,6 +15,7 @@
 #include "common/dns/message.h"
 #include "common/dns/presentation.h"
 #include "common/dns/reverse.h"
+#include "common/dns/testing.h"
 #include "test/integration/command.h"
 #include "test/integration/responder.h"
 
@@ -84,8 +85,7 @@ enum class Sections { kAll, kAnswerOnly };
 // Our own parse of the response we sent, in presentation format, section by section.
 std::vector<std::string> OurLines(const std::vector<uint8_t>& response,
                                   Sections which = Sections::kAll) {
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(response, &message) == dns::ParseError::kOk);
+  dns::Message message = dns::testing::Parse(response);
   if (which == Sections::kAnswerOnly) {
     message.authorities.clear();
     message.additionals.clear();
@@ -147,8 +147,7 @@ TEST_CASE("dig and kdig parse every record type we build exactly as we do", "[in
   CHECK(theirs == ours);
 
   // And what we built is what the table holds: 11 answers, 1 authority, 2 additional.
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(responder.LastResponse(), &message) == dns::ParseError::kOk);
+  const dns::Message message = dns::testing::Parse(responder.LastResponse());
   CHECK(message.answers == Table()["all.kdns.test."].answers);
   CHECK(message.authorities.size() == 1);
   CHECK(message.additionals.size() == 2);

@@ -114,8 +114,8 @@ class FakeDnsServer {
   size_t tcp_connections_accepted() const;
 
  private:
-  // The sockets, connections and timers, in the .cc: their headers bring glog, whose CHECK
-  // would replace Catch's in the tests that include this header.
+  // The sockets, connections and timers, in the .cc: the tests that include this header see
+  // only the script and what it received.
   struct Io;
   using SendFn = std::function<void(const Reply& reply)>;
 

@@ -1,9 +1,5 @@
 #include "test/support/fake_dns_server.h"
 
-// glog before Catch: both define CHECK, and a test means Catch's (the headers below
-// include glog, which would otherwise replace it).
-#include <glog/logging.h>
-
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
@@ -33,9 +29,7 @@ bool WaitFor(const std::function<bool()>& done) {
 
 dns::Message Parse(const std::optional<std::vector<uint8_t>>& bytes) {
   REQUIRE(bytes.has_value());
-  dns::Message message;
-  REQUIRE(dns::ParseMessage(*bytes, &message) == dns::ParseError::kOk);
-  return message;
+  return dns::testing::Parse(*bytes);
 }
 
 TEST_CASE("The fake DNS server answers as scripted over UDP and TCP on one port",
