@@ -238,10 +238,11 @@ TEST_CASE_METHOD(loop::testing::LoopFixture,
              Catch::Contains("kdns_nanny_child_restarts_total{reason=\"crash\"} 2\n"));
 }
 
-TEST_CASE("node-local: cluster zones to the upstream Service, rules gone before the child stops",
-          "[nanny][process][node-local]") {
+TEST_CASE_METHOD(loop::testing::LoopFixture,
+                 "node-local: cluster zones to the upstream Service, rules gone before the "
+                 "child stops",
+                 "[nanny][process][node-local]") {
   kdns::testing::TempDir config_dir, run_dir;
-  loop::Loop loop;
   {
     Lines lines;
     // The central DNS's ClusterIP: only written into the routes here, never asked.
@@ -288,7 +289,6 @@ TEST_CASE("node-local: cluster zones to the upstream Service, rules gone before 
     CHECK(removed < stopping);
     CHECK(stopping != lines.all.end());
   }
-  RequireClosesClean(loop);
 }
 
 }  // namespace kdns::nanny
