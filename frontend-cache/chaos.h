@@ -5,7 +5,8 @@
 //       one TXT RR, class CH, TTL 0, holding one character-string: the decimal value;
 //   servers.bind.
 //       ONE TXT RR holding one character-string per distinct upstream address,
-//       "addr#port sent failed" (e.g. "10.0.0.10#53 1234 5"), counters summed per address;
+//       "addr#port sent failed" (e.g. "10.0.0.10#53 1234 5"), counters summed per address
+//       ("tcp://addr#port ..." for a tcp:// upstream, which dnsmasq does not have);
 //   version.bind.
 //       "kdns-<version>" (dnsmasq answers "dnsmasq-<version>").
 // The owner is the question name (compressed to it), QR AA RA set, RD and CD copied,
@@ -25,11 +26,12 @@
 
 #include "common/dns/parser.h"
 #include "common/loop/socket_address.h"
+#include "common/upstream/upstream_address.h"
 
 namespace kdns::frontend {
 
 struct UpstreamCounters {
-  loop::SocketAddress address;
+  upstream::Upstream address;
   uint64_t sent = 0;    // queries sent to it (dnsmasq's "queries")
   uint64_t failed = 0;  // of which failed: timeout, SERVFAIL, REFUSED (dnsmasq's "failed_queries")
 };

@@ -80,6 +80,15 @@ TEST_CASE("servers.bind is one TXT with one string per upstream", "[frontend][ch
         std::vector<std::string>{"127.0.0.1#10053 55 2", "8.8.8.8#53 20 2", "fd00::1#53 0 0"});
 }
 
+TEST_CASE("servers.bind lists a tcp:// upstream apart from the same address over UDP",
+          "[frontend][chaos]") {
+  ChaosStats stats;
+  stats.servers = {{upstream::Upstream(Up("10.96.0.10"), upstream::UpstreamTransport::kTcp), 7, 1},
+                   {Up("10.96.0.10"), 3, 0}};
+  CHECK(Txt(Ask("servers.bind.", RrType::kTxt, Edns::kNone, stats)) ==
+        std::vector<std::string>{"tcp://10.96.0.10#53 7 1", "10.96.0.10#53 3 0"});
+}
+
 TEST_CASE("servers.bind with no upstream sends one empty string", "[frontend][chaos]") {
   ChaosStats stats;
   CHECK(Txt(Ask("servers.bind.", RrType::kTxt, Edns::kNone, stats)) == std::vector{std::string()});

@@ -101,6 +101,8 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
   }
   state->table = RoutingTable::Build(servers, resolv);
   state->listing_order.clear();
+  // RoutingState::listing_order (dns_handler.h) holds addresses: a tcp:// upstream is listed
+  // by its address.
   auto list = [&](const loop::SocketAddress& address) {
     if (std::find(state->listing_order.begin(), state->listing_order.end(), address) ==
         state->listing_order.end()) {
@@ -108,9 +110,9 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
     }
   };
   for (const ServerOption& server : servers) {
-    if (server.target == ServerOption::Target::kUpstream) list(server.upstream);
+    if (server.target == ServerOption::Target::kUpstream) list(server.upstream.address);
   }
-  for (const loop::SocketAddress& address : state->table.AllUpstreams()) list(address);
+  for (const upstream::Upstream& upstream : state->table.AllUpstreams()) list(upstream.address);
   if (o.inherited.empty()) {
     std::vector<IpAddress> listen = o.flags.listen_addresses;
     if (!CheckNoSelfLoop(state->table, listen, o.flags.port, o.local_addresses, error)) {
@@ -274,7 +276,7 @@ bool FrontendServer::Reload(std::string* error) {
 void FrontendServer::ProbeForLoops() {
   if (servers_.empty()) return;
   std::shared_ptr<const RoutingState> state = routing_.Current();
-  std::vector<loop::SocketAddress> upstreams;
+  std::vector<upstream::Upstream> upstreams;
   auto add = [&](const upstream::UpstreamSet& set) {
     for (const auto& address : set.addresses()) {
       if (std::find(upstreams.begin(), upstreams.end(), address) == upstreams.end()) {

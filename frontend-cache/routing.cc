@@ -13,7 +13,7 @@ std::string WireKey(const dns::Name& name) {
   return std::string(reinterpret_cast<const char*>(wire.data()), wire.size());
 }
 
-void AddUnique(std::vector<loop::SocketAddress>* list, const loop::SocketAddress& upstream) {
+void AddUnique(std::vector<upstream::Upstream>* list, const upstream::Upstream& upstream) {
   if (std::find(list->begin(), list->end(), upstream) == list->end()) list->push_back(upstream);
 }
 
@@ -32,7 +32,7 @@ bool IsUnspecified(const IpAddress& address) {
 
 RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
                                  std::span<const loop::SocketAddress> resolv_conf) {
-  std::vector<loop::SocketAddress> defaults;
+  std::vector<upstream::Upstream> defaults;
   for (const ServerOption& server : servers) {
     if (server.domains.empty()) AddUnique(&defaults, server.upstream);
   }
@@ -44,7 +44,7 @@ RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
   fallback.upstreams = defaults;
 
   struct Pending {
-    std::vector<loop::SocketAddress> upstreams;
+    std::vector<upstream::Upstream> upstreams;
     bool use_defaults = false;
   };
   std::vector<std::pair<dns::Name, Pending>> pending;  // configuration order
@@ -67,7 +67,7 @@ RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
     route.domain = domain;
     route.upstreams = std::move(entry.upstreams);
     if (entry.use_defaults) {
-      for (const loop::SocketAddress& upstream : defaults) AddUnique(&route.upstreams, upstream);
+      for (const upstream::Upstream& upstream : defaults) AddUnique(&route.upstreams, upstream);
     }
     if (!route.upstreams.empty()) {
       route.action = RouteAction::kForward;
@@ -81,10 +81,10 @@ RoutingTable RoutingTable::Build(std::span<const ServerOption> servers,
   return table;
 }
 
-std::vector<loop::SocketAddress> RoutingTable::AllUpstreams() const {
-  std::vector<loop::SocketAddress> all = default_route().upstreams;
+std::vector<upstream::Upstream> RoutingTable::AllUpstreams() const {
+  std::vector<upstream::Upstream> all = default_route().upstreams;
   for (const Route& route : domain_routes()) {
-    for (const loop::SocketAddress& upstream : route.upstreams) AddUnique(&all, upstream);
+    for (const upstream::Upstream& upstream : route.upstreams) AddUnique(&all, upstream);
   }
   return all;
 }
@@ -113,9 +113,9 @@ bool CheckNoSelfLoop(const RoutingTable& table, std::span<const IpAddress> liste
   const bool wildcard =
       listen_addresses.empty() ||
       std::any_of(listen_addresses.begin(), listen_addresses.end(), IsUnspecified);
-  for (const loop::SocketAddress& upstream : table.AllUpstreams()) {
-    if (upstream.port() != port) continue;
-    const IpAddress address = loop::IpOf(upstream);
+  for (const upstream::Upstream& upstream : table.AllUpstreams()) {
+    if (upstream.address.port() != port) continue;
+    const IpAddress address = loop::IpOf(upstream.address);
     const bool listened = std::find(listen_addresses.begin(), listen_addresses.end(), address) !=
                           listen_addresses.end();
     const bool local =

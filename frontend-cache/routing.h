@@ -38,7 +38,7 @@ enum class RouteAction : uint8_t {
 struct Route {
   dns::Name domain;  // lower-cased; the root for the default route
   RouteAction action = RouteAction::kRefused;
-  std::vector<loop::SocketAddress> upstreams;
+  std::vector<upstream::Upstream> upstreams;
 
   friend bool operator==(const Route& a, const Route& b) {
     return a.domain.IdenticalTo(b.domain) && a.action == b.action && a.upstreams == b.upstreams;
@@ -66,7 +66,7 @@ class RoutingTable {
   uint32_t IndexOf(const Route& route) const { return table_.IndexOf(route); }
   const Route& RouteAt(uint32_t index) const { return table_.RouteAt(index); }
   // Every distinct upstream, default ones first, in configuration order (servers.bind).
-  std::vector<loop::SocketAddress> AllUpstreams() const;
+  std::vector<upstream::Upstream> AllUpstreams() const;
 
  private:
   upstream::RouteTable<Route> table_;

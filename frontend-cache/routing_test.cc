@@ -12,8 +12,12 @@ namespace {
 
 using dns::testing::N;
 
-loop::SocketAddress Up(std::string_view ip, uint16_t port = 53) {
+upstream::Upstream Up(std::string_view ip, uint16_t port = 53) {
   return loop::SocketAddressOf(*IpAddress::Parse(ip), port);
+}
+
+upstream::Upstream TcpUp(std::string_view ip, uint16_t port = 53) {
+  return {loop::SocketAddressOf(*IpAddress::Parse(ip), port), upstream::UpstreamTransport::kTcp};
 }
 
 std::vector<ServerOption> Servers(const std::vector<std::string_view>& values) {
@@ -49,9 +53,10 @@ TEST_CASE("The most specific domain wins, case-insensitively", "[frontend][routi
 }
 
 TEST_CASE("Default upstreams come from --server=ip, else resolv.conf", "[frontend][routing]") {
-  std::vector<loop::SocketAddress> resolv = {Up("10.96.0.10"), Up("10.96.0.11")};
+  std::vector<loop::SocketAddress> resolv = {Up("10.96.0.10").address, Up("10.96.0.11").address};
   CHECK(Table({"1.1.1.1"}, resolv).default_route().upstreams == std::vector{Up("1.1.1.1")});
-  CHECK(Table({"/corp/10.0.0.1"}, resolv).default_route().upstreams == resolv);
+  CHECK(Table({"/corp/10.0.0.1"}, resolv).default_route().upstreams ==
+        std::vector{Up("10.96.0.10"), Up("10.96.0.11")});
   CHECK(Table({"/corp/10.0.0.1"}).default_route().action == RouteAction::kRefused);
   CHECK(Table({}).Lookup(N("example.com.")).action == RouteAction::kRefused);
 }
@@ -69,6 +74,15 @@ TEST_CASE("Several --server options for a domain add up", "[frontend][routing]")
   CHECK(table.Lookup(N("a.corp.")).upstreams == std::vector{Up("10.0.0.1"), Up("10.0.0.2")});
   CHECK(table.Lookup(N("a.other.")).upstreams == std::vector{Up("10.0.0.2")});
   CHECK(table.AllUpstreams() == std::vector{Up("10.0.0.1"), Up("10.0.0.2")});
+}
+
+TEST_CASE("A tcp:// upstream is another upstream than the same address over UDP",
+          "[frontend][routing]") {
+  RoutingTable table = Table({"/cluster.local/tcp://10.96.0.10#53", "/cluster.local/10.96.0.10",
+                              "tcp://10.0.0.1", "10.0.0.1#53"});
+  CHECK(table.Lookup(N("a.cluster.local.")).upstreams ==
+        std::vector{TcpUp("10.96.0.10"), Up("10.96.0.10")});
+  CHECK(table.default_route().upstreams == std::vector{TcpUp("10.0.0.1"), Up("10.0.0.1")});
 }
 
 TEST_CASE("A reload flushes only the domains whose route changed", "[frontend][routing]") {

@@ -11,8 +11,9 @@
 namespace kdns::frontend {
 namespace {
 
-// The address of a --server value (kDnsmasqSyntax), with the errors worded for --server.
-std::optional<loop::SocketAddress> ParseServerAddress(std::string_view text, std::string* error) {
+// The upstream of a --server value (kDnsmasqSyntax, tcp:// included), with the errors worded
+// for --server.
+std::optional<upstream::Upstream> ParseServerAddress(std::string_view text, std::string* error) {
   const upstream::ParsedAddress parsed = upstream::ParseAddress(text, upstream::kDnsmasqSyntax);
   const std::string quoted = "\"" + std::string(text) + "\"";
   switch (parsed.shape) {
@@ -52,7 +53,9 @@ bool ParseServerOption(std::string_view value, ServerOption* server, std::string
   }
   std::string_view target = value;
   if (value.front() == '/') {
-    const size_t last = value.rfind('/');
+    // The domains end at the last '/' before the target, whose scheme (tcp://) has some.
+    const size_t scheme = value.find("://");
+    const size_t last = value.rfind('/', scheme == std::string_view::npos ? scheme : scheme - 1);
     if (last == 0) {
       *error = "missing '/' after the domain";
       return false;
@@ -89,7 +92,7 @@ bool ParseServerOption(std::string_view value, ServerOption* server, std::string
       return true;
     }
   }
-  std::optional<loop::SocketAddress> upstream = ParseServerAddress(target, error);
+  std::optional<upstream::Upstream> upstream = ParseServerAddress(target, error);
   if (!upstream) return false;
   server->target = ServerOption::Target::kUpstream;
   server->upstream = *upstream;

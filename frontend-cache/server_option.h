@@ -12,11 +12,15 @@
 #include "common/base/ip_address.h"
 #include "common/dns/name.h"
 #include "common/loop/socket_address.h"
+#include "common/upstream/upstream_address.h"
 
 namespace kdns::frontend {
 
 // One --server value.
 //   --server=ip[#port]             a default upstream (also [ipv6], [ipv6]#port, [ipv6]:port)
+//   --server=tcp://ip[#port]       the same, asked over TCP only, on persistent pipelined
+//                                  connections (RFC 7766); also after /domain/ (ours, not
+//                                  dnsmasq's)
 //   --server=/d1/d2/.../ip[#port]  upstream for those domains and the names below them
 //   --server=/domain/              local only: never forwarded, answered NXDOMAIN (as
 //                                  dnsmasq answers a local domain it has no data for)
@@ -26,7 +30,7 @@ struct ServerOption {
   enum class Target : uint8_t { kUpstream, kLocal, kDefaultUpstreams };
   std::vector<dns::Name> domains;  // empty: a default upstream
   Target target = Target::kUpstream;
-  loop::SocketAddress upstream;  // for kUpstream
+  upstream::Upstream upstream;  // for kUpstream
 
   friend bool operator==(const ServerOption&, const ServerOption&) = default;
 };

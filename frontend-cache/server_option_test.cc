@@ -41,6 +41,23 @@ TEST_CASE("--server forms", "[frontend][server_option]") {
     CHECK(server.domains[0].IdenticalTo(N("example.com.")));  // lower-cased
     CHECK(server.domains[1].IdenticalTo(N("corp.local.")));
   }
+  SECTION("tcp:// upstreams, default and per domain") {
+    const upstream::UpstreamTransport kTcp = upstream::UpstreamTransport::kTcp;
+    REQUIRE(ParseServerOption("tcp://10.96.0.10", &server, &error));
+    CHECK(server.domains.empty());
+    CHECK(server.upstream == upstream::Upstream(Up("10.96.0.10"), kTcp));
+    REQUIRE(ParseServerOption("/cluster.local/in-addr.arpa/tcp://10.96.0.10#53", &server, &error));
+    CHECK(server.target == ServerOption::Target::kUpstream);
+    CHECK(server.domains == std::vector{N("cluster.local."), N("in-addr.arpa.")});
+    CHECK(server.upstream == upstream::Upstream(Up("10.96.0.10"), kTcp));
+    REQUIRE(ParseServerOption("/cluster.local/tcp://[fd00::10]#5353", &server, &error));
+    CHECK(server.upstream == upstream::Upstream(Up("fd00::10", 5353), kTcp));
+    REQUIRE(ParseServerOption("/cluster.local/10.96.0.10", &server, &error));
+    CHECK(server.upstream == upstream::Upstream(Up("10.96.0.10")));
+    CHECK_FALSE(ParseServerOption("/cluster.local/tcp://", &server, &error));
+    CHECK_FALSE(ParseServerOption("/cluster.local/udp://10.96.0.10", &server, &error));
+    CHECK_FALSE(ParseServerOption("tcp://dns.example", &server, &error));
+  }
   SECTION("local and default-server domains") {
     REQUIRE(ParseServerOption("/local.lan/", &server, &error));
     CHECK(server.target == ServerOption::Target::kLocal);
@@ -59,9 +76,14 @@ TEST_CASE("a servers file holds server lines and comments only", "[frontend][ser
                        &servers, &error));
   REQUIRE(servers.size() == 3);
   CHECK(servers[0].domains.size() == 1);
-  CHECK(servers[0].upstream.port() == 5353);
+  CHECK(servers[0].upstream.address.port() == 5353);
   CHECK(servers[1].domains.empty());
   CHECK(servers[2].target == ServerOption::Target::kLocal);
+
+  servers.clear();
+  REQUIRE(ParseServersFile("server=/cluster.local/tcp://10.96.0.10#53\n", &servers, &error));
+  REQUIRE(servers.size() == 1);
+  CHECK(upstream::FormatUpstreamAddress(servers[0].upstream) == "tcp://10.96.0.10#53");
 
   servers.clear();
   CHECK_FALSE(ParseServersFile("server=10.0.0.1\ncache-size=5\n", &servers, &error));

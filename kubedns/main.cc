@@ -33,7 +33,8 @@ DEFINE_string(initial_sync_timeout, "60s",
               "serving and retrying go on.");
 DEFINE_string(nameservers, "",
               "Upstream servers for names outside the cluster domain, comma-separated "
-              "ip, ip:port or [ipv6]:port; the ConfigMap's upstreamNameservers take "
+              "ip, ip:port or [ipv6]:port, each optionally after tcp:// (asked over TCP "
+              "only); the ConfigMap's upstreamNameservers take "
               "precedence; without either, the nameservers of --resolv-conf.");
 DEFINE_string(notify, "",
               "Caches in front of kubedns to tell when its records change (DNS NOTIFY, "

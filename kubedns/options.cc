@@ -329,14 +329,16 @@ bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, st
     return false;
   }
   std::string nameservers_error;
-  auto nameservers = ParseNameserversFlag(flags.nameservers, &nameservers_error);
+  auto nameservers =
+      ParseNameserversFlag(flags.nameservers, upstream::kKubeDnsSyntax, &nameservers_error);
   if (!nameservers) {
     *error = "--nameservers: " + nameservers_error;
     return false;
   }
   const loop::SocketAddress& dns = options->dns_address;
-  for (const auto& nameserver : *nameservers) {
+  for (const upstream::Upstream& upstream : *nameservers) {
     // Forwarding to ourselves would loop every outside name until it times out.
+    const loop::SocketAddress& nameserver = upstream.address;
     const bool ours =
         nameserver.port() == dns.port() &&
         (nameserver == dns || (dns.IsWildcard() && (nameserver.HostString() == "127.0.0.1" ||
@@ -348,12 +350,17 @@ bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, st
   }
   options->nameservers = std::move(*nameservers);
   std::string notify_error;
-  auto notify = ParseNameserversFlag(flags.notify, &notify_error);
+  // NOTIFY goes over UDP (RFC 1996): no tcp:// here.
+  upstream::AddressSyntax notify_syntax = upstream::kKubeDnsSyntax;
+  notify_syntax.transport_scheme = false;
+  auto notify = ParseNameserversFlag(flags.notify, notify_syntax, &notify_error);
   if (!notify) {
     *error = "--notify: " + notify_error;
     return false;
   }
-  options->notify_targets = std::move(*notify);
+  options->notify_targets.clear();
+  for (const upstream::Upstream& target : *notify)
+    options->notify_targets.push_back(target.address);
   options->resolv_conf = flags.resolv_conf;
   if (flags.forward_max < 1) {
     *error = "--forward-max: must be at least 1";

@@ -74,7 +74,7 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   CHECK(options.server.answer.pod_records == PodRecords::kVerified);
   CHECK(options.server.api.watch_pods);
   REQUIRE(options.server.nameservers.size() == 2);
-  CHECK(options.server.nameservers[1].ToString() == "192.0.2.2:5353");
+  CHECK(upstream::FormatUpstreamAddress(options.server.nameservers[1]) == "192.0.2.2#5353");
   REQUIRE(options.server.notify_targets.size() == 2);
   CHECK(options.server.notify_targets[0].ToString() == "127.0.0.1:53");
   CHECK(options.server.notify_targets[1].ToString() == "[::1]:5353");
@@ -236,6 +236,22 @@ TEST_CASE("a bad --notify target is refused with its name", "[kubedns][options]"
   flags.notify = "127.0.0.1:53,frontend";
   CHECK(ErrorOf(flags).starts_with("--notify: "));
   CHECK(ErrorOf(flags).find("frontend") != std::string::npos);
+}
+
+TEST_CASE("--nameservers takes tcp:// upstreams; --notify does not", "[kubedns][options]") {
+  FlagValues flags = Offline();
+  flags.nameservers = "tcp://192.0.2.1:53,192.0.2.1";
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  REQUIRE(options.server.nameservers.size() == 2);
+  CHECK(upstream::FormatUpstreamAddress(options.server.nameservers[0]) == "tcp://192.0.2.1#53");
+  CHECK(upstream::FormatUpstreamAddress(options.server.nameservers[1]) == "192.0.2.1#53");
+  flags.nameservers = "tcp://127.0.0.1:10053";
+  CHECK(ErrorOf(flags) == "--nameservers: 127.0.0.1:10053 is this kubedns itself");
+  flags.nameservers = "";
+  flags.notify = "tcp://127.0.0.1:53";
+  CHECK(ErrorOf(flags).starts_with("--notify: "));
 }
 
 TEST_CASE("kubedns's API flags are checked when the API is the source", "[kubedns][options]") {

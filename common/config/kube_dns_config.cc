@@ -209,7 +209,7 @@ bool ParseStubDomains(const std::string& text, std::vector<StubDomain>* out, std
   return true;
 }
 
-bool ParseUpstreams(const std::string& text, std::vector<loop::SocketAddress>* out,
+bool ParseUpstreams(const std::string& text, std::vector<upstream::Upstream>* out,
                     std::string* error) {
   rapidjson::Document doc;
   if (!ParseJson(kUpstreamNameserversKey, text, &doc, error)) return false;

@@ -18,6 +18,8 @@
 //     nameserver is an IP (`10.0.0.10`, `fd00::10`), an IP with a port (`10.0.0.10:5353`,
 //     `[fd00::10]:5353`) or a DNS-1123 host name (port 53; resolving it is the caller's job).
 //   - upstreamNameservers: at most three, each an IP with an optional port.
+//   Ours, beyond kube-dns: `tcp://` before an IP form in either (`tcp://10.0.0.1:53`): that
+//   upstream is asked over TCP only (a host name takes no scheme).
 // The addresses are parsed by common/upstream/upstream_address.h (kKubeDnsSyntax).
 // One bad value rejects the whole config with a one-line error, and the caller keeps the
 // configuration it had. Two differences, both stricter, for values that cannot work
@@ -37,6 +39,7 @@
 
 #include "common/dns/name.h"
 #include "common/loop/socket_address.h"
+#include "common/upstream/upstream_address.h"
 
 namespace kdns::config {
 
@@ -62,7 +65,7 @@ struct ConfigDirData {
 
 // One nameserver of a stub domain: an address, or a host name to resolve (port 53).
 struct StubServer {
-  std::optional<loop::SocketAddress> address;
+  std::optional<upstream::Upstream> address;
   dns::Name host;  // when !address: lower case
 
   bool is_host() const { return !address.has_value(); }
@@ -81,7 +84,7 @@ struct StubDomain {
 struct KubeDnsConfig {
   std::vector<StubDomain> stub_domains;  // sorted by domain as written (no final dot);
                                          // one entry per domain
-  std::vector<loop::SocketAddress> upstream_nameservers;
+  std::vector<upstream::Upstream> upstream_nameservers;
 
   bool empty() const { return stub_domains.empty() && upstream_nameservers.empty(); }
   // One line for logs: `stubDomains: acme.local.=[10.0.0.10#53]; upstreamNameservers: [...]`.

@@ -99,11 +99,27 @@ TEST_CASE("stubDomains accept every nameserver form kube-dns accepts", "[config]
 TEST_CASE("upstreamNameservers accept IPs with an optional port", "[config]") {
   KubeDnsConfig config = Parse(std::nullopt, R"(["8.8.8.8", "1.1.1.1:5353", "[2001:db8::1]:53"])");
   REQUIRE(config.upstream_nameservers.size() == 3);
-  CHECK(config.upstream_nameservers[0].ToString() == "8.8.8.8:53");
-  CHECK(config.upstream_nameservers[1].ToString() == "1.1.1.1:5353");
-  CHECK(config.upstream_nameservers[2].ToString() == "[2001:db8::1]:53");
+  CHECK(config.upstream_nameservers[0].address.ToString() == "8.8.8.8:53");
+  CHECK(config.upstream_nameservers[1].address.ToString() == "1.1.1.1:5353");
+  CHECK(config.upstream_nameservers[2].address.ToString() == "[2001:db8::1]:53");
   CHECK(Parse(std::nullopt, "null").empty());
   CHECK(Parse(std::nullopt, " [ ] ").empty());
+}
+
+TEST_CASE("tcp:// before an IP names an upstream asked over TCP, in both keys", "[config]") {
+  KubeDnsConfig config = Parse(R"({"acme.local": ["tcp://1.2.3.4", "tcp://[fd00::53]:5300"]})",
+                               R"(["tcp://10.0.0.1:53", "8.8.8.8"])");
+  REQUIRE(config.upstream_nameservers.size() == 2);
+  CHECK(config.upstream_nameservers[0].transport == upstream::UpstreamTransport::kTcp);
+  CHECK(config.upstream_nameservers[1].transport == upstream::UpstreamTransport::kUdp);
+  CHECK(config.ToString() ==
+        "stubDomains: {acme.local.=[tcp://1.2.3.4#53, tcp://fd00::53#5300]}; "
+        "upstreamNameservers: [tcp://10.0.0.1#53, 8.8.8.8#53]");
+  // A host name is resolved into plain addresses: no scheme; and no other scheme.
+  CHECK(Reject(R"({"a.example": ["tcp://dns.example"]})", std::nullopt) ==
+        R"(stubDomains["a.example"]: invalid nameserver "tcp://dns.example" )"
+        "(ip, ip:port, [ipv6]:port or a host name)");
+  CHECK(!Reject(std::nullopt, R"(["udp://10.0.0.1"])").empty());
 }
 
 TEST_CASE("absent keys make the empty config", "[config]") {

@@ -212,7 +212,8 @@ class ForwardBudgets {
   InFlightBudget& process() { return process_; }
   // The budget of the route served by `upstreams`, created on first use.
   InFlightBudget& Route(const UpstreamSet& upstreams);
-  // The budget of one upstream server, created on first use.
+  // The budget of one upstream server, created on first use; one per address, shared by
+  // the transports that ask it (10.0.0.10#53 and tcp://10.0.0.10#53): it guards the server.
   InFlightBudget& Upstream(const loop::SocketAddress& address);
 
   size_t max_per_route() const { return max_per_route_; }

@@ -185,24 +185,31 @@ Forwarder::~Forwarder() {
   }
   jobs_.clear();
   graveyard_.clear();
-  tcp_.clear();
+  for (auto& [upstream, server] : servers_) server->tcp.clear();
   closed_tcp_.clear();
 }
 
-const UpstreamHealth* Forwarder::health(const loop::SocketAddress& upstream) const {
+const UpstreamHealth* Forwarder::health(const Upstream& upstream) const {
   auto it = servers_.find(upstream);
   return it == servers_.end() ? nullptr : &it->second->health;
 }
 
-Forwarder::Server& Forwarder::GetServer(const loop::SocketAddress& address) {
-  auto it = servers_.find(address);
+size_t Forwarder::open_tcp_connections() const {
+  size_t open = 0;
+  for (const auto& [upstream, server] : servers_) open += server->tcp.size();
+  return open;
+}
+
+Forwarder::Server& Forwarder::GetServer(const Upstream& upstream) {
+  auto it = servers_.find(upstream);
   if (it != servers_.end()) return *it->second;
+  const loop::SocketAddress& address = upstream.address;
   UpstreamHealth::Options health_options;
   health_options.min_try_timeout_ms = options_.min_try_timeout_ms;
   health_options.max_try_timeout_ms = options_.max_try_timeout_ms;
   health_options.failure_threshold = options_.failure_threshold;
-  auto server = std::make_unique<Server>(address, health_options, options_.dns0x20,
-                                         table_->Get(address), budgets_->Upstream(address));
+  auto server = std::make_unique<Server>(upstream, health_options, options_.dns0x20,
+                                         table_->Get(upstream), budgets_->Upstream(address));
   const IpAddress ip = loop::IpOf(address);
   server->gets_client_address =
       std::any_of(options_.client_address_to.begin(), options_.client_address_to.end(),
@@ -223,7 +230,7 @@ Forwarder::Server& Forwarder::GetServer(const loop::SocketAddress& address) {
   server->udp = std::make_unique<UdpSocketPool>(loop_, address, options_.udp_sockets, receive_,
                                                 random_, std::move(callbacks));
   Server& ref = *server;
-  servers_.emplace(address, std::move(server));
+  servers_.emplace(upstream, std::move(server));
   return ref;
 }
 

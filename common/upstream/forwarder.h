@@ -29,9 +29,13 @@
 //      ephemeral ports, connect()ed to the server, picked at random, rotated after
 //      Options::udp_sockets.queries_per_socket queries) with a random ID from the kernel's
 //      CSPRNG, unique on that socket, and the name in random case (0x20, dns0x20.h:
-//      Options::dns0x20; not for a server known not to echo it); a client that came over
-//      TCP is forwarded over TCP on a reused, pipelined connection per server (RFC 7766),
-//      with the client's spelling. Every query carries EDNS0 (payload
+//      Options::dns0x20; not for a server known not to echo it). A client that came over
+//      TCP is forwarded over TCP, and a tcp:// upstream (UpstreamTransport::kTcp) is asked
+//      over TCP only, with the client's spelling: on the server's persistent connections
+//      (RFC 7766 §6.2.1: pipelined, replies in any order matched by ID), at most
+//      Options::tcp_connections_per_upstream of them; a new one opens only when each open
+//      one has Options::tcp_queries_per_connection queries in flight, and one unused for
+//      tcp_idle_timeout_ms closes. Every query carries EDNS0 (payload
 //      Options::edns_payload_bytes, the client's DO bit) and the client's CD; a query to a
 //      server in Options::client_address_to also carries Request::client (the first
 //      asker's, for coalesced queries) in the client-address option.
@@ -44,7 +48,11 @@
 //      timeout (RFC 6298 RTO from the server's SRTT, see upstream_health.h) expires moves
 //      the query on to the next server, but its socket keeps listening: a late answer
 //      still wins.
-//   7. TC over UDP: the same server again over TCP. FORMERR to a query with EDNS: the same
+//   7. TC over UDP: the same server again over TCP. A TCP connection that closes under
+//      queries (RFC 7766 §6.2.3: the server may close it): each query on it that is the
+//      job's current try is sent once more on a fresh connection if this one had answered
+//      before (a reused connection closed by the server); otherwise it fails over to the
+//      next server. FORMERR to a query with EDNS: the same
 //      server once more without EDNS (RFC 6891 §7). SERVFAIL, REFUSED, NOTIMP (and FORMERR
 //      without EDNS): the next server. Anything else (NOERROR, NXDOMAIN, ...) is the answer.
 //   8. Timeouts and network errors count against the server; failure_threshold in a row
@@ -174,7 +182,13 @@ class Forwarder {
     // never does, so no pod address leaves for an external upstream. Empty: none.
     std::vector<IpPrefix> client_address_to;
     uint16_t client_address_option = dns::kDefaultClientAddressOption;
+    // TCP to each server (client TCP queries, TC retries, tcp:// upstreams): connections
+    // close after this long unused; at most tcp_connections_per_upstream per server, a new
+    // one opened only when each open one has tcp_queries_per_connection in flight (beyond:
+    // pipelined on the least busy one).
     uint64_t tcp_idle_timeout_ms = 10'000;
+    size_t tcp_connections_per_upstream = 4;
+    size_t tcp_queries_per_connection = 32;
     // Per server: how many UDP sockets, and how long each is used (source-port rotation).
     UdpSocketPool::Options udp_sockets;
     // Random case in the names of UDP client queries, and the fallback for upstreams that
@@ -201,7 +215,7 @@ class Forwarder {
 
   // Loop detection: sends `upstream` a TXT query for a fresh name registered in the table
   // and returns the name. See upstream_table.h for the receiving side.
-  dns::Name ProbeForLoop(const loop::SocketAddress& upstream);
+  dns::Name ProbeForLoop(const Upstream& upstream);
 
   // Completes every pending query with kServFail/kShutdown (callbacks run inside).
   void CancelAll();
@@ -210,9 +224,10 @@ class Forwarder {
   UpstreamTable& table() { return *table_; }
   const std::shared_ptr<UpstreamTable>& shared_table() const { return table_; }
   // What this Forwarder knows about `upstream`; nullptr before its first use.
-  const UpstreamHealth* health(const loop::SocketAddress& upstream) const;
+  const UpstreamHealth* health(const Upstream& upstream) const;
   size_t in_flight() const { return client_jobs_; }
-  size_t open_tcp_connections() const { return tcp_.size(); }
+  // TCP connections open (or opening) to every server.
+  size_t open_tcp_connections() const;
   // Finished jobs kept for reuse (tests).
   size_t reusable_jobs() const { return free_jobs_.size(); }
 
@@ -223,7 +238,7 @@ class Forwarder {
   struct TcpSlot;
   enum class JobKind : uint8_t { kClient, kHealthProbe, kLoopProbe };
 
-  Server& GetServer(const loop::SocketAddress& address);
+  Server& GetServer(const Upstream& upstream);
   InFlightBudget& RouteBudget(const UpstreamSet& upstreams);
   Job* StartJob(JobKind kind, const Request& request, const std::vector<Server*>& candidates);
   // Finished jobs and their attempts are reset and kept for the next queries (up to
@@ -239,14 +254,17 @@ class Forwarder {
   void StartNextTry(Job* job);
   void SendTry(Job* job, size_t candidate, dns::Transport transport, EdnsMode edns);
   void SendUdp(Attempt* attempt, std::span<const uint8_t> query);
-  void SendTcp(Attempt* attempt, std::span<const uint8_t> query);
+  // The connection of `server` a TCP try goes on (opened here when needed); nullptr when
+  // none can be opened.
+  TcpSlot* PickTcpSlot(Server* server);
+  void SendTcp(Attempt* attempt, TcpSlot* slot, std::span<const uint8_t> query);
   void OnTryTimeout(Job* job);
   void OnDatagram(Attempt* attempt, std::span<const uint8_t> datagram);
   // A reply with our ID and question in another case than sent (0x20): dropped as a spoof,
   // or the try sent again with the client's spelling (dns0x20.h, Echo0x20).
   void OnWrongCase(Attempt* attempt);
-  void OnTcpMessage(const loop::SocketAddress& peer, std::span<const uint8_t> message);
-  void OnTcpClosed(const loop::SocketAddress& peer, const std::string& reason);
+  void OnTcpMessage(TcpSlot* slot, std::span<const uint8_t> message);
+  void OnTcpClosed(TcpSlot* slot, const std::string& reason);
   // `message` is reply_message_: taken by swapping (the caller's scratch gets the old one).
   void OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::Message& message);
   void OnAttemptFailed(Attempt* attempt, bool timeout, const char* why);
@@ -284,7 +302,7 @@ class Forwarder {
   // instead of allocating.
   dns::Message reply_message_;
 
-  std::unordered_map<loop::SocketAddress, std::unique_ptr<Server>> servers_;
+  std::unordered_map<Upstream, std::unique_ptr<Server>> servers_;
   std::vector<std::unique_ptr<Job>> jobs_;  // under way; Job::index is the position
   std::vector<Job*> coalesce_;              // buckets (a power of two), chained
   size_t coalesced_jobs_ = 0;
@@ -292,7 +310,6 @@ class Forwarder {
   std::vector<std::unique_ptr<Job>> free_jobs_;
   std::vector<std::unique_ptr<Attempt>> free_attempts_;
   size_t client_jobs_ = 0;
-  std::unordered_map<loop::SocketAddress, std::unique_ptr<TcpSlot>> tcp_;
 
   // Finished jobs and closed connections, destroyed on the next loop iteration (they may
   // be finished from inside their own callbacks); results to deliver outside Resolve.

@@ -1,6 +1,6 @@
 // The Forwarder's private state types (forwarder.h declares them): a Server (what one
 // Forwarder knows of one upstream), an Attempt (one query sent to one server), a Job (one
-// upstream query and its waiters) and a TcpSlot (a reused connection). Only the
+// upstream query and its waiters) and a TcpSlot (one of a server's reused connections). Only the
 // forwarder*.cc files include this. Owned by their Forwarder; its loop's thread only.
 #pragma once
 
@@ -18,10 +18,11 @@ namespace kdns::upstream {
 
 // What this Forwarder knows about one upstream server.
 struct Forwarder::Server {
-  Server(const loop::SocketAddress& a, const UpstreamHealth::Options& o, const Echo0x20::Options& c,
+  Server(const Upstream& u, const UpstreamHealth::Options& o, const Echo0x20::Options& c,
          UpstreamTable::Entry& e, InFlightBudget& b)
-      : address(a), health(o), echo_0x20(c), entry(e), budget(b) {}
+      : address(u.address), transport(u.transport), health(o), echo_0x20(c), entry(e), budget(b) {}
   loop::SocketAddress address;
+  UpstreamTransport transport;  // kTcp: every try over TCP
   UpstreamHealth health;
   Echo0x20 echo_0x20;  // whether it echoes random case (dns0x20.h)
   UpstreamTable::Entry& entry;
@@ -30,6 +31,9 @@ struct Forwarder::Server {
   bool gets_client_address = false;
   bool probing = false;                // a health probe is outstanding
   std::unique_ptr<UdpSocketPool> udp;  // the UDP tries' sockets
+  // The TCP tries' connections (Options::tcp_connections_per_upstream at most), open or
+  // opening; one leaves when it closes.
+  std::vector<std::unique_ptr<TcpSlot>> tcp;
 };
 
 // One query sent to one server. Waiter::id is its query ID on either transport; over UDP it
@@ -96,8 +100,9 @@ struct Forwarder::Job {
   loop::Timer deadline_timer;
 };
 
-// The reused TCP connection to one server, and the tries waiting on it by ID.
+// One reused TCP connection to a server, and the tries waiting on it by ID (unique on it).
 struct Forwarder::TcpSlot {
+  Server* server = nullptr;
   std::unique_ptr<TcpClient> client;
   std::unordered_map<uint16_t, Attempt*> waiting;
 };

@@ -11,7 +11,7 @@
 
 namespace kdns::upstream {
 
-dns::Name Forwarder::ProbeForLoop(const loop::SocketAddress& upstream) {
+dns::Name Forwarder::ProbeForLoop(const Upstream& upstream) {
   dns::Name name = table_->NewLoopProbe(upstream, random_);
   Request request;
   request.qname = name;

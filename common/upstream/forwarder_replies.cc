@@ -71,14 +71,13 @@ void Forwarder::OnWrongCase(Attempt* attempt) {
   SendTry(job, attempt->candidate, dns::Transport::kUdp, attempt->edns);
 }
 
-void Forwarder::OnTcpMessage(const loop::SocketAddress& peer, std::span<const uint8_t> message) {
-  auto it = tcp_.find(peer);
-  if (it == tcp_.end()) return;
+void Forwarder::OnTcpMessage(TcpSlot* slot, std::span<const uint8_t> message) {
+  // Replies come in any order (RFC 7766 §7): matched by ID among this connection's tries.
   dns::Header header;
   Attempt* attempt = nullptr;
   if (dns::ParseHeader(message, &header) == dns::ParseError::kOk) {
-    auto waiting = it->second->waiting.find(header.id);
-    if (waiting != it->second->waiting.end()) attempt = waiting->second;
+    auto waiting = slot->waiting.find(header.id);
+    if (waiting != slot->waiting.end()) attempt = waiting->second;
   }
   if (attempt == nullptr) {
     // A reply to a try given up on, or garbage: RFC 7766 §7 lets a client drop it.
@@ -88,12 +87,14 @@ void Forwarder::OnTcpMessage(const loop::SocketAddress& peer, std::span<const ui
   OnDatagram(attempt, message);
 }
 
-void Forwarder::OnTcpClosed(const loop::SocketAddress& peer, const std::string& reason) {
-  auto it = tcp_.find(peer);
-  if (it == tcp_.end()) return;
+void Forwarder::OnTcpClosed(TcpSlot* closed, const std::string& reason) {
+  std::vector<std::unique_ptr<TcpSlot>>& open = closed->server->tcp;
+  auto it = std::find_if(open.begin(), open.end(),
+                         [closed](const auto& slot) { return slot.get() == closed; });
+  if (it == open.end()) return;
   // Destroyed on the next iteration: we are inside the connection's own callback.
-  std::unique_ptr<TcpSlot> slot = std::move(it->second);
-  tcp_.erase(it);
+  std::unique_ptr<TcpSlot> slot = std::move(*it);
+  open.erase(it);
   // A server may close a reused connection just as we send on it (RFC 7766 §6.2.3 lets it
   // close idle connections): such queries get one more try on a fresh connection.
   const bool was_reused = slot->client->messages_received() > 0;

@@ -1,6 +1,7 @@
 // Forwarder, part 2: tries. Which server is asked next (round robin over the ordered
 // candidates, failover after a timeout or a failure, a server over its in-flight budget
-// skipped), how a try is sent (a fresh UDP socket, or the server's reused TCP connection)
+// skipped), how a try is sent (a pooled UDP socket, or one of the server's reused TCP
+// connections, always for a tcp:// upstream)
 // and how a failed try counts against the server's health (an unanswered health probe
 // marks it down).
 
@@ -51,7 +52,9 @@ void Forwarder::StartNextTry(Job* job) {
     job->next_candidate = candidate + 1;
     if (job->sent > 0 && !to_all) counters_.failovers.fetch_add(1, std::memory_order_relaxed);
     const uint32_t expected_sent = job->sent + 1;
-    SendTry(job, candidate, job->force_tcp ? dns::Transport::kTcp : dns::Transport::kUdp,
+    const bool tcp =
+        job->force_tcp || job->candidates[candidate]->transport == UpstreamTransport::kTcp;
+    SendTry(job, candidate, tcp ? dns::Transport::kTcp : dns::Transport::kUdp,
             job->no_edns[candidate] ? EdnsMode::kWithoutEdns : EdnsMode::kWithEdns);
     // One server at a time; or the job ended, or a failure inside SendTry already moved
     // it on (StartNextTry again).
@@ -97,6 +100,7 @@ void Forwarder::SendTry(Job* job, size_t candidate, dns::Transport transport, Ed
   timeout = std::min(timeout, job->deadline_ms - now);
   job->try_timer.Start(timeout, [this, job] { OnTryTimeout(job); });
 
+  TcpSlot* tcp = nullptr;
   if (transport == dns::Transport::kUdp) {
     // The pool picks the socket and draws the ID, unique among the queries on it.
     std::string error;
@@ -106,12 +110,15 @@ void Forwarder::SendTry(Job* job, size_t candidate, dns::Transport transport, Ed
       return;
     }
   } else {
-    // The ID must be unique among the queries pipelined on the connection.
-    attempt->id = random_.Next16();
-    auto it = tcp_.find(server->address);
-    if (it != tcp_.end()) {
-      while (it->second->waiting.count(attempt->id) != 0) attempt->id = random_.Next16();
+    tcp = PickTcpSlot(server);
+    if (tcp == nullptr) {
+      OnAttemptFailed(attempt, /*timeout=*/false, "tcp connect");
+      return;
     }
+    // The ID must be unique among the queries pipelined on the connection.
+    do {
+      attempt->id = random_.Next16();
+    } while (tcp->waiting.count(attempt->id) != 0);
   }
   // 0x20 over UDP only (TCP cannot be spoofed off-path), for client queries (probes' names
   // are checked elsewhere or have no letters).
@@ -128,7 +135,7 @@ void Forwarder::SendTry(Job* job, size_t candidate, dns::Transport transport, Ed
   if (transport == dns::Transport::kUdp) {
     SendUdp(attempt, query_);
   } else {
-    SendTcp(attempt, query_);
+    SendTcp(attempt, tcp, query_);
   }
 }
 
@@ -138,30 +145,41 @@ void Forwarder::SendUdp(Attempt* attempt, std::span<const uint8_t> query) {
   }
 }
 
-void Forwarder::SendTcp(Attempt* attempt, std::span<const uint8_t> query) {
-  const loop::SocketAddress& address = attempt->server->address;
-  auto it = tcp_.find(address);
-  if (it == tcp_.end()) {
-    auto slot = std::make_unique<TcpSlot>();
-    TcpClient::Callbacks callbacks;
-    callbacks.on_message = [this, address](std::span<const uint8_t> message) {
-      OnTcpMessage(address, message);
-    };
-    callbacks.on_closed = [this, address](const std::string& reason) {
-      OnTcpClosed(address, reason);
-    };
-    std::string error;
-    slot->client = TcpClient::Connect(loop_, address, options_.tcp_idle_timeout_ms,
-                                      std::move(callbacks), &error);
-    if (slot->client == nullptr) {
-      LOG_EVERY_N(WARNING, 100) << "upstream " << error;
-      OnAttemptFailed(attempt, /*timeout=*/false, "tcp connect");
-      return;
+Forwarder::TcpSlot* Forwarder::PickTcpSlot(Server* server) {
+  // The least busy open connection, unless each has a full pipeline and there is room for
+  // another (RFC 7766 §6.2.2: few connections, each reused for many queries).
+  TcpSlot* least_busy = nullptr;
+  for (const auto& slot : server->tcp) {
+    if (least_busy == nullptr || slot->waiting.size() < least_busy->waiting.size()) {
+      least_busy = slot.get();
     }
-    counters_.tcp_connections.fetch_add(1, std::memory_order_relaxed);
-    it = tcp_.emplace(address, std::move(slot)).first;
   }
-  TcpSlot* slot = it->second.get();
+  const size_t max_connections = std::max<size_t>(1, options_.tcp_connections_per_upstream);
+  if (least_busy != nullptr && (least_busy->waiting.size() < options_.tcp_queries_per_connection ||
+                                server->tcp.size() >= max_connections)) {
+    return least_busy;
+  }
+  auto slot = std::make_unique<TcpSlot>();
+  slot->server = server;
+  TcpSlot* raw = slot.get();
+  TcpClient::Callbacks callbacks;
+  callbacks.on_message = [this, raw](std::span<const uint8_t> message) {
+    OnTcpMessage(raw, message);
+  };
+  callbacks.on_closed = [this, raw](const std::string& reason) { OnTcpClosed(raw, reason); };
+  std::string error;
+  slot->client = TcpClient::Connect(loop_, server->address, options_.tcp_idle_timeout_ms,
+                                    std::move(callbacks), &error);
+  if (slot->client == nullptr) {
+    LOG_EVERY_N(WARNING, 100) << "upstream " << error;
+    return least_busy;  // the open ones still take queries; nullptr when none is open
+  }
+  counters_.tcp_connections.fetch_add(1, std::memory_order_relaxed);
+  server->tcp.push_back(std::move(slot));
+  return raw;
+}
+
+void Forwarder::SendTcp(Attempt* attempt, TcpSlot* slot, std::span<const uint8_t> query) {
   if (!slot->client->Send(query)) {
     OnAttemptFailed(attempt, /*timeout=*/false, "tcp write");
     return;

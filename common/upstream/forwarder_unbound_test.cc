@@ -18,6 +18,7 @@
 #include "common/loop/loop_test_util.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/forwarder_testing.h"
+#include "common/upstream/upstream_address.h"
 #include "test/support/fake_dns_server.h"
 #include "test/unit/temp_dir.h"
 
@@ -36,7 +37,8 @@ std::optional<Result> ResolveOnce(loop::Loop& loop, Forwarder& forwarder, const 
   return result;
 }
 
-TEST_CASE_METHOD(LoopFixture, "The Forwarder gets answers from a real unbound over UDP and TCP",
+TEST_CASE_METHOD(LoopFixture,
+                 "The Forwarder gets answers from a real unbound over UDP, TCP and tcp://",
                  "[upstream]") {
   if (access(kUnbound, X_OK) != 0) {
     WARN("skipped: " << kUnbound << " is not installed (apt-get install unbound)");
@@ -141,6 +143,30 @@ TEST_CASE_METHOD(LoopFixture, "The Forwarder gets answers from a real unbound ov
     REQUIRE(nx.has_value());
     CHECK(nx->outcome == ForwardOutcome::kAnswer);
     CHECK(nx->message.rcode() == dns::Rcode::kNxDomain);
+
+    // As a tcp:// upstream: twenty queries at once, pipelined on one new connection
+    // (unbound answers them as they come, RFC 7766 §6.2.1.1), answers matched by ID.
+    const UpstreamSet over_tcp{
+        Upstream(*loop::SocketAddress::FromHostPort("127.0.0.1", port), UpstreamTransport::kTcp)};
+    const uint64_t connections_before = forwarder.counters().tcp_connections;
+    int done = 0;
+    int over_tcp_answers = 0;
+    for (int i = 0; i < 20; ++i) {
+      Request each;
+      each.qname =
+          N(i == 0 ? std::string("a.kdns.test.") : "n" + std::to_string(i) + ".kdns.test.");
+      const dns::Rcode expected = i == 0 ? dns::Rcode::kNoError : dns::Rcode::kNxDomain;
+      forwarder.Resolve(each, over_tcp, [&, expected](const Result& r) {
+        ++done;
+        if (r.outcome == ForwardOutcome::kAnswer && r.transport == dns::Transport::kTcp &&
+            r.message.rcode() == expected) {
+          ++over_tcp_answers;
+        }
+      });
+    }
+    REQUIRE(RunUntil(loop, [&] { return done == 20; }));
+    CHECK(over_tcp_answers == 20);
+    CHECK(forwarder.counters().tcp_connections == connections_before + 1);
     CHECK(forwarder.counters().mismatched == 0);
   }
   unbound->Kill(SIGTERM);

@@ -6,13 +6,31 @@
 
 namespace kdns::upstream {
 
-std::optional<loop::SocketAddress> ParsedAddress::upstream() const {
+namespace {
+constexpr std::string_view kTcpScheme = "tcp://";
+}  // namespace
+
+std::string_view TransportScheme(UpstreamTransport transport) {
+  switch (transport) {
+    case UpstreamTransport::kUdp:
+      return "";
+    case UpstreamTransport::kTcp:
+      return kTcpScheme;
+  }
+  return "";
+}
+
+std::optional<Upstream> ParsedAddress::upstream() const {
   if (!ok() || !ip) return std::nullopt;
-  return loop::SocketAddressOf(*ip, *port);
+  return Upstream(loop::SocketAddressOf(*ip, *port), transport);
 }
 
 ParsedAddress ParseAddress(std::string_view text, const AddressSyntax& syntax) {
   ParsedAddress parsed;
+  if (syntax.transport_scheme && text.starts_with(kTcpScheme)) {
+    parsed.transport = UpstreamTransport::kTcp;
+    text.remove_prefix(kTcpScheme.size());
+  }
   parsed.host = text;
   bool bracketed = false;
   if (std::optional<IpAddress> bare = IpAddress::Parse(text);
@@ -57,18 +75,23 @@ ParsedAddress ParseAddress(std::string_view text, const AddressSyntax& syntax) {
   if (!parsed.ip && syntax.ipv6_zones && parsed.host.find('%') != std::string_view::npos) {
     parsed.zoned = loop::SocketAddress::FromHostPort(parsed.host, kDnsPort).has_value();
   }
+  // A host name is resolved by the caller into plain addresses: a scheme would be lost.
   parsed.host_name = !parsed.ip && !parsed.zoned && !bracketed && !parsed.port_given &&
+                     parsed.transport == UpstreamTransport::kUdp &&
                      syntax.is_host_name != nullptr && syntax.is_host_name(text);
   return parsed;
 }
 
-std::optional<loop::SocketAddress> ParseUpstreamAddress(std::string_view text,
-                                                        const AddressSyntax& syntax) {
+std::optional<Upstream> ParseUpstreamAddress(std::string_view text, const AddressSyntax& syntax) {
   return ParseAddress(text, syntax).upstream();
 }
 
-std::string FormatUpstreamAddress(const loop::SocketAddress& address) {
-  return address.HostString() + "#" + std::to_string(address.port());
+std::string FormatUpstreamAddress(const Upstream& upstream) {
+  std::string text(TransportScheme(upstream.transport));
+  text += upstream.address.HostString();
+  text += '#';
+  text += std::to_string(upstream.address.port());
+  return text;
 }
 
 }  // namespace kdns::upstream

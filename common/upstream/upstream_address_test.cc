@@ -18,8 +18,9 @@ bool IsLowerCaseHostName(std::string_view text) {
 }
 
 std::string Socket(std::string_view text, const AddressSyntax& syntax) {
-  auto address = ParseUpstreamAddress(text, syntax);
-  return address ? address->ToString() : "<none>";
+  auto upstream = ParseUpstreamAddress(text, syntax);
+  if (!upstream) return "<none>";
+  return std::string(TransportScheme(upstream->transport)) + upstream->address.ToString();
 }
 
 TEST_CASE("Upstream addresses print as dnsmasq prints them", "[upstream][address]") {
@@ -59,8 +60,8 @@ TEST_CASE("kube-dns's forms: ip, ipv4:port, [ip]:port; names only where asked",
   CHECK(Socket("10.0.0.10", kKubeDnsSyntax) == "10.0.0.10:53");
   CHECK(Socket("10.0.0.10:1", kKubeDnsSyntax) == "10.0.0.10:1");
   CHECK(Socket("[10.0.0.10]:54", kKubeDnsSyntax) == "10.0.0.10:54");
-  CHECK(ParseUpstreamAddress("::1:53", kKubeDnsSyntax)->is_v6());  // IPv6, port 53
-  CHECK(ParseUpstreamAddress("::1:53", kKubeDnsSyntax)->port() == 53);
+  CHECK(ParseUpstreamAddress("::1:53", kKubeDnsSyntax)->address.is_v6());  // IPv6, port 53
+  CHECK(ParseUpstreamAddress("::1:53", kKubeDnsSyntax)->address.port() == 53);
   CHECK(Socket("[::1]:5353", kKubeDnsSyntax) == "[::1]:5353");
   for (const char* bad : {"", ":53", "10.0.0.10:", "10.0.0.10:+53", "[::1]", "::1]:53", "host:53",
                           "10.0.0.256", "010.0.0.1", "10.0.0.10#53", "[::1]#53", "dns.example"}) {
@@ -79,6 +80,48 @@ TEST_CASE("kube-dns's forms: ip, ipv4:port, [ip]:port; names only where asked",
   CHECK_FALSE(ParseAddress("dns.example:53", stub).ok());
   CHECK_FALSE(ParseAddress("DNS.example", stub).ok());
   CHECK(ParseAddress("10.0.0.10", stub).upstream());
+}
+
+TEST_CASE("tcp:// before any IP form names an upstream asked over TCP only",
+          "[upstream][address]") {
+  CHECK(Socket("tcp://10.96.0.10#53", kDnsmasqSyntax) == "tcp://10.96.0.10:53");
+  CHECK(Socket("tcp://10.96.0.10", kDnsmasqSyntax) == "tcp://10.96.0.10:53");
+  CHECK(Socket("tcp://[fd00::10]#5353", kDnsmasqSyntax) == "tcp://[fd00::10]:5353");
+  CHECK(Socket("tcp://fd00::10", kDnsmasqSyntax) == "tcp://[fd00::10]:53");
+  CHECK(Socket("tcp://10.0.0.1:53", kKubeDnsSyntax) == "tcp://10.0.0.1:53");
+  CHECK(Socket("tcp://[fd00::10]:53", kKubeDnsSyntax) == "tcp://[fd00::10]:53");
+  CHECK(Socket("10.0.0.1:53", kKubeDnsSyntax) == "10.0.0.1:53");
+  CHECK(ParseAddress("tcp://10.0.0.1:53", kKubeDnsSyntax).transport == UpstreamTransport::kTcp);
+  CHECK(ParseAddress("10.0.0.1:53", kKubeDnsSyntax).transport == UpstreamTransport::kUdp);
+  for (const char* bad : {"tcp://", "tcp:/10.0.0.1", "TCP://10.0.0.1", "udp://10.0.0.1",
+                          "tls://10.0.0.1", "tcp://tcp://10.0.0.1", " tcp://10.0.0.1"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(ParseUpstreamAddress(bad, kDnsmasqSyntax).has_value());
+    CHECK_FALSE(ParseUpstreamAddress(bad, kKubeDnsSyntax).has_value());
+  }
+  // Only where the caller takes a transport (not the sidecar's --probe).
+  CHECK_FALSE(ParseUpstreamAddress("tcp://127.0.0.1", kProbeSyntax).has_value());
+  // A host name is resolved by the caller into plain addresses: no scheme.
+  AddressSyntax stub = kKubeDnsSyntax;
+  stub.is_host_name = IsLowerCaseHostName;
+  const ParsedAddress name = ParseAddress("tcp://dns.example", stub);
+  CHECK_FALSE(name.host_name);
+  CHECK_FALSE(name.ok());
+  CHECK(ParseUpstreamAddress("tcp://10.0.0.10", stub).has_value());
+}
+
+TEST_CASE("The same address over UDP and over tcp:// are two upstreams", "[upstream][address]") {
+  const Upstream udp = *ParseUpstreamAddress("10.0.0.1#53", kDnsmasqSyntax);
+  const Upstream tcp = *ParseUpstreamAddress("tcp://10.0.0.1#53", kDnsmasqSyntax);
+  CHECK(udp.address == tcp.address);
+  CHECK_FALSE(udp == tcp);
+  CHECK(udp.Hash() != tcp.Hash());
+  CHECK(FormatUpstreamAddress(udp) == "10.0.0.1#53");
+  CHECK(FormatUpstreamAddress(tcp) == "tcp://10.0.0.1#53");
+  CHECK(FormatUpstreamAddress(*ParseUpstreamAddress("tcp://[FD00::1]:53", kKubeDnsSyntax)) ==
+        "tcp://fd00::1#53");
+  // A plain socket address is the UDP upstream.
+  CHECK(Upstream(udp.address) == udp);
 }
 
 TEST_CASE("The probe server's forms: host:port, [ip]:port, [ip], bare IPv4",

@@ -4,15 +4,14 @@
 
 namespace kdns::upstream {
 
-UpstreamSet::UpstreamSet(std::vector<loop::SocketAddress> addresses)
-    : addresses_(std::move(addresses)) {
+UpstreamSet::UpstreamSet(std::vector<Upstream> addresses) : addresses_(std::move(addresses)) {
   size_t hash = addresses_.size();
   for (const auto& address : addresses_) hash = hash * 1000003 ^ address.Hash();
   hash_ = hash;
 }
 
 std::optional<UpstreamSet> UpstreamSet::Parse(std::string_view text) {
-  std::vector<loop::SocketAddress> addresses;
+  std::vector<Upstream> addresses;
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find_first_of(", ", start);

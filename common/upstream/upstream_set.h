@@ -2,9 +2,9 @@
 // upstreams, or one `--server=/domain/ip#port` stub). Which set serves which name is the
 // caller's routing decision; the Forwarder only receives the set with each query.
 //
-// Addresses print the dnsmasq way, `ip#port` (`10.0.0.10#53`, `fd00::10#5353`). A set is a
-// value: compare and hash it to coalesce identical queries sent to the same servers. No
-// thread affinity.
+// Upstreams print the dnsmasq way, `ip#port` (`10.0.0.10#53`, `fd00::10#5353`,
+// `tcp://10.0.0.10#53`). A set is a value: compare and hash it to coalesce identical queries sent
+// to the same servers. No thread affinity.
 #pragma once
 
 #include <cstddef>
@@ -23,15 +23,15 @@ namespace kdns::upstream {
 class UpstreamSet {
  public:
   UpstreamSet() = default;
-  explicit UpstreamSet(std::vector<loop::SocketAddress> addresses);
-  UpstreamSet(std::initializer_list<loop::SocketAddress> addresses)
-      : UpstreamSet(std::vector<loop::SocketAddress>(addresses)) {}
+  explicit UpstreamSet(std::vector<Upstream> addresses);
+  UpstreamSet(std::initializer_list<Upstream> addresses)
+      : UpstreamSet(std::vector<Upstream>(addresses)) {}
 
   // Comma- or space-separated addresses in dnsmasq's syntax (kDnsmasqSyntax); nullopt if
   // any is invalid.
   static std::optional<UpstreamSet> Parse(std::string_view text);
 
-  const std::vector<loop::SocketAddress>& addresses() const { return addresses_; }
+  const std::vector<Upstream>& addresses() const { return addresses_; }
   size_t size() const { return addresses_.size(); }
   bool empty() const { return addresses_.empty(); }
   size_t Hash() const { return hash_; }
@@ -42,7 +42,7 @@ class UpstreamSet {
   }
 
  private:
-  std::vector<loop::SocketAddress> addresses_;
+  std::vector<Upstream> addresses_;
   size_t hash_ = 0;
 };
 

@@ -46,13 +46,13 @@ bool IsLoopback(const IpAddress& ip) {
 
 }  // namespace
 
-UpstreamTable::Entry::Entry(const loop::SocketAddress& a)
+UpstreamTable::Entry::Entry(const Upstream& a)
     : address(a), rtt_seconds(metrics::ExponentialBuckets(0.00025, 2, 16)) {}
 
 UpstreamTable::UpstreamTable(std::vector<IpAddress> host_addresses, const Clock& clock)
     : host_addresses_(std::move(host_addresses)), clock_(clock) {}
 
-UpstreamTable::Entry& UpstreamTable::Get(const loop::SocketAddress& address) {
+UpstreamTable::Entry& UpstreamTable::Get(const Upstream& address) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_address_.find(address);
   if (it != by_address_.end()) return *it->second;
@@ -75,7 +75,7 @@ std::string UpstreamTable::ServersBindText(const Entry& entry) {
          std::to_string(entry.failed.Value());
 }
 
-dns::Name UpstreamTable::NewLoopProbe(const loop::SocketAddress& upstream, SecureRandom& random) {
+dns::Name UpstreamTable::NewLoopProbe(const Upstream& upstream, SecureRandom& random) {
   char label[17];
   std::snprintf(label, sizeof(label), "%016" PRIx64, random.Next64());
   dns::Name name = LoopProbeSuffix();
@@ -113,10 +113,10 @@ bool UpstreamTable::FromUpstreamSide(const loop::SocketAddress& upstream,
   return upstream_here && is_host_address(*from_ip);
 }
 
-std::optional<loop::SocketAddress> UpstreamTable::MatchLoopProbe(const dns::Name& qname,
-                                                                 const loop::SocketAddress& from) {
+std::optional<Upstream> UpstreamTable::MatchLoopProbe(const dns::Name& qname,
+                                                      const loop::SocketAddress& from) {
   if (!IsLoopProbeName(qname)) return std::nullopt;
-  std::optional<loop::SocketAddress> sent_to;
+  std::optional<Upstream> sent_to;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ForgetExpiredLoopProbes(clock_.NowMs());
@@ -124,7 +124,7 @@ std::optional<loop::SocketAddress> UpstreamTable::MatchLoopProbe(const dns::Name
                            [&](const LoopProbe& probe) { return probe.name == qname; });
     if (it != probes_.end()) {
       sent_to = it->upstream;
-      if (FromUpstreamSide(it->upstream, from)) {
+      if (FromUpstreamSide(it->upstream.address, from)) {
         probes_.erase(it);  // single use
         return sent_to;
       }
@@ -138,14 +138,14 @@ std::optional<loop::SocketAddress> UpstreamTable::MatchLoopProbe(const dns::Name
   return std::nullopt;
 }
 
-bool UpstreamTable::Disable(const loop::SocketAddress& upstream, std::string_view reason) {
+bool UpstreamTable::Disable(const Upstream& upstream, std::string_view reason) {
   Entry& entry = Get(upstream);
   if (entry.loop_disabled.exchange(true, std::memory_order_relaxed)) return false;
   LOG(WARNING) << "upstream " << FormatUpstreamAddress(upstream) << " disabled: " << reason;
   return true;
 }
 
-bool UpstreamTable::IsDisabled(const loop::SocketAddress& upstream) {
+bool UpstreamTable::IsDisabled(const Upstream& upstream) {
   return Get(upstream).loop_disabled.load(std::memory_order_relaxed);
 }
 

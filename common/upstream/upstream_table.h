@@ -23,6 +23,7 @@
 // A's host sends from an address we cannot know. Every rejected probe is counted in
 // kdns_limit_hits_total{limit="loop_probe_rejected"} and logged rate-limited.
 //
+// An entry is per Upstream: the same address over UDP and over tcp:// are two entries.
 // Entries are created on first use and never removed, so references stay valid for the
 // table's lifetime; the set of upstreams is small and configured.
 //
@@ -50,6 +51,7 @@
 #include "common/metrics/counter.h"
 #include "common/metrics/histogram.h"
 #include "common/upstream/random.h"
+#include "common/upstream/upstream_address.h"
 
 namespace kdns::upstream {
 
@@ -66,11 +68,11 @@ class UpstreamTable {
   static constexpr uint64_t kLoopProbeLifetimeMs = 5'000;
 
   struct Entry {
-    explicit Entry(const loop::SocketAddress& a);
+    explicit Entry(const Upstream& a);
     Entry(const Entry&) = delete;
     Entry& operator=(const Entry&) = delete;
 
-    const loop::SocketAddress address;
+    const Upstream address;
     metrics::Counter sent;           // queries sent, every try over UDP or TCP
     metrics::Counter failed;         // tries with no usable reply: timeouts, network errors,
                                      // SERVFAIL/REFUSED/NOTIMP/FORMERR replies
@@ -88,36 +90,36 @@ class UpstreamTable {
   UpstreamTable& operator=(const UpstreamTable&) = delete;
 
   // The entry for `address`, created on first use. The reference lives as long as the table.
-  Entry& Get(const loop::SocketAddress& address);
+  Entry& Get(const Upstream& address);
   // Every entry, in order of first use.
   std::vector<const Entry*> Entries() const;
 
-  // dnsmasq's `servers.bind` line for one upstream: `addr#port sent failed`.
+  // dnsmasq's `servers.bind` line for one upstream: `addr#port sent failed` (`tcp://addr#port
+  // sent failed` for a tcp:// upstream).
   static std::string ServersBindText(const Entry& entry);
 
   // A fresh probe name `<16 hex digits>.kdns-loop-check.` remembered as a probe of `upstream`
   // for kLoopProbeLifetimeMs.
-  dns::Name NewLoopProbe(const loop::SocketAddress& upstream, SecureRandom& random);
+  dns::Name NewLoopProbe(const Upstream& upstream, SecureRandom& random);
   // The upstream probed with `qname` when it is one of our outstanding probes (sent less
   // than kLoopProbeLifetimeMs ago, not used yet) and `from`, the query's source, is that
   // upstream's side (see above); the probe is used up. Otherwise nullopt, and for a name
   // under kLoopProbeSuffix a kLoopProbeRejected hit (a wrong source leaves the probe valid,
   // so a replay cannot hide a real loop). Cheap (no lock) for names not under the suffix.
-  std::optional<loop::SocketAddress> MatchLoopProbe(const dns::Name& qname,
-                                                    const loop::SocketAddress& from);
+  std::optional<Upstream> MatchLoopProbe(const dns::Name& qname, const loop::SocketAddress& from);
   static bool IsLoopProbeName(const dns::Name& qname);
 
   // Marks `upstream` disabled because queries to it come back to us. Logs (once) and
   // returns true the first time.
-  bool Disable(const loop::SocketAddress& upstream, std::string_view reason);
-  bool IsDisabled(const loop::SocketAddress& upstream);
+  bool Disable(const Upstream& upstream, std::string_view reason);
+  bool IsDisabled(const Upstream& upstream);
   // Forgets every loop verdict (a reconfiguration: the servers are probed again).
   void ClearLoopDisabled();
 
  private:
   struct LoopProbe {
     dns::Name name;
-    loop::SocketAddress upstream;
+    Upstream upstream;
     uint64_t expires_ms;
   };
 
@@ -128,8 +130,8 @@ class UpstreamTable {
   const std::vector<IpAddress> host_addresses_;
   const Clock& clock_;
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Entry>> entries_;                 // Guarded by mu_.
-  std::unordered_map<loop::SocketAddress, Entry*> by_address_;  // Guarded by mu_.
+  std::vector<std::unique_ptr<Entry>> entries_;      // Guarded by mu_.
+  std::unordered_map<Upstream, Entry*> by_address_;  // Guarded by mu_.
   std::deque<LoopProbe> probes_;  // Guarded by mu_. In the order sent (and of expiry).
 };
 

@@ -52,7 +52,7 @@ class ForwardConfig {
     std::string config_dir;  // empty: no ConfigMap
     uint64_t period_ms = 10'000;
     dns::Name cluster_zone;
-    std::vector<loop::SocketAddress> flag_nameservers;  // --nameservers
+    std::vector<upstream::Upstream> flag_nameservers;  // --nameservers
     std::string resolv_conf = "/etc/resolv.conf";
   };
   using PublishFn = std::function<void(std::shared_ptr<const UpstreamRoutes> routes)>;

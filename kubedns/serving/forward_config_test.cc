@@ -36,7 +36,7 @@ class Fixture {
     Write(dir_.File("resolv.conf"), "nameserver 10.53.0.1\n");
   }
 
-  ForwardConfig& Make(std::vector<loop::SocketAddress> flag_nameservers = {}) {
+  ForwardConfig& Make(std::vector<upstream::Upstream> flag_nameservers = {}) {
     ForwardConfig::Options options;
     options.config_dir = dir_.File("config");
     options.cluster_zone = N("cluster.local.");

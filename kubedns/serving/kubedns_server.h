@@ -85,7 +85,7 @@ class KubednsServer {
     // Forwarding (names kubedns does not own).
     std::string config_dir;  // --config-dir: the kube-dns ConfigMap; empty: none
     uint64_t config_period_ms = 10'000;
-    std::vector<loop::SocketAddress> nameservers;  // --nameservers
+    std::vector<upstream::Upstream> nameservers;  // --nameservers
     // --notify: told of each change of the records (notify_sender.h), from the source thread.
     std::vector<loop::SocketAddress> notify_targets;
     std::string resolv_conf = "/etc/resolv.conf";

@@ -6,7 +6,7 @@
 namespace kdns::kubedns {
 namespace {
 
-void AddUnique(std::vector<loop::SocketAddress>* list, const loop::SocketAddress& address) {
+void AddUnique(std::vector<upstream::Upstream>* list, const upstream::Upstream& address) {
   if (std::find(list->begin(), list->end(), address) == list->end()) list->push_back(address);
 }
 
@@ -80,7 +80,7 @@ UpstreamRoutes BuildRoutes(const RoutingInputs& inputs, const HostResolver& reso
                           " is inside the cluster domain: kubedns answers those names itself "
                           "and never forwards them");
     }
-    std::vector<loop::SocketAddress> addresses;
+    std::vector<upstream::Upstream> addresses;
     for (const config::StubServer& server : stub.servers) {
       if (!server.is_host()) {
         AddUnique(&addresses, *server.address);
@@ -106,7 +106,7 @@ UpstreamRoutes BuildRoutes(const RoutingInputs& inputs, const HostResolver& reso
         UpstreamRoute{stub.domain, RouteKind::kStub, upstream::UpstreamSet(std::move(addresses))});
   }
 
-  std::vector<loop::SocketAddress> defaults;
+  std::vector<upstream::Upstream> defaults;
   DefaultSource source = DefaultSource::kNone;
   if (!inputs.config.upstream_nameservers.empty()) {
     source = DefaultSource::kConfigMap;
@@ -121,16 +121,16 @@ UpstreamRoutes BuildRoutes(const RoutingInputs& inputs, const HostResolver& reso
   return UpstreamRoutes(std::move(stubs), upstream::UpstreamSet(std::move(defaults)), source);
 }
 
-std::optional<std::vector<loop::SocketAddress>> ParseNameserversFlag(std::string_view text,
-                                                                     std::string* error) {
-  std::vector<loop::SocketAddress> addresses;
+std::optional<std::vector<upstream::Upstream>> ParseNameserversFlag(
+    std::string_view text, const upstream::AddressSyntax& syntax, std::string* error) {
+  std::vector<upstream::Upstream> addresses;
   if (Trim(text).empty()) return addresses;
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     if (comma == std::string_view::npos) comma = text.size();
     std::string_view entry = Trim(text.substr(start, comma - start));
-    auto address = upstream::ParseUpstreamAddress(entry, upstream::kKubeDnsSyntax);
+    auto address = upstream::ParseUpstreamAddress(entry, syntax);
     if (!address) {
       *error = "not an IP address with an optional port: \"" + std::string(entry) + "\"";
       return std::nullopt;

@@ -84,10 +84,10 @@ class UpstreamRoutes {
 
 // What the routes are built from.
 struct RoutingInputs {
-  dns::Name cluster_zone;                             // for a warning only
-  config::KubeDnsConfig config;                       // the ConfigMap in effect
-  std::vector<loop::SocketAddress> flag_nameservers;  // --nameservers
-  std::vector<loop::SocketAddress> resolv_conf;       // /etc/resolv.conf (port 53)
+  dns::Name cluster_zone;                            // for a warning only
+  config::KubeDnsConfig config;                      // the ConfigMap in effect
+  std::vector<upstream::Upstream> flag_nameservers;  // --nameservers
+  std::vector<loop::SocketAddress> resolv_conf;      // /etc/resolv.conf (port 53)
 };
 
 // Resolves a stub server's host name: its addresses; when the lookup failed, *error and
@@ -101,9 +101,10 @@ using HostResolver =
 UpstreamRoutes BuildRoutes(const RoutingInputs& inputs, const HostResolver& resolve,
                            std::vector<std::string>* warnings);
 
-// kube-dns's --nameservers: comma-separated `ip`, `ip:port` or `[ipv6]:port` (and, ours, a
-// bare IPv6 address). nullopt with a one-line *error naming the bad entry.
-std::optional<std::vector<loop::SocketAddress>> ParseNameserversFlag(std::string_view text,
-                                                                     std::string* error);
+// kube-dns's --nameservers (and --notify): comma-separated `ip`, `ip:port` or `[ipv6]:port`
+// (and, ours, a bare IPv6 address, and `tcp://` before any of them where `syntax` takes it).
+// nullopt with a one-line *error naming the bad entry.
+std::optional<std::vector<upstream::Upstream>> ParseNameserversFlag(
+    std::string_view text, const upstream::AddressSyntax& syntax, std::string* error);
 
 }  // namespace kdns::kubedns

@@ -161,17 +161,21 @@ TEST_CASE("two builds from the same inputs are equal; a changed server is not",
 
 TEST_CASE("--nameservers takes kube-dns's comma-separated forms", "[kubedns][routing]") {
   std::string error;
-  auto parsed = ParseNameserversFlag("10.0.0.1,10.0.0.2:5353, [fd00::1]:53,fd00::2", &error);
+  auto parsed =
+      ParseNameserversFlag("10.0.0.1,10.0.0.2:5353, [fd00::1]:53,fd00::2,tcp://10.0.0.3:53",
+                           upstream::kKubeDnsSyntax, &error);
   REQUIRE(parsed);
-  REQUIRE(parsed->size() == 4);
-  CHECK((*parsed)[0].ToString() == "10.0.0.1:53");
-  CHECK((*parsed)[1].ToString() == "10.0.0.2:5353");
-  CHECK((*parsed)[2].ToString() == "[fd00::1]:53");
-  CHECK((*parsed)[3].ToString() == "[fd00::2]:53");
-  CHECK(ParseNameserversFlag("", &error)->empty());
-  CHECK_FALSE(ParseNameserversFlag("10.0.0.1,,10.0.0.2", &error));
+  REQUIRE(parsed->size() == 5);
+  CHECK(upstream::FormatUpstreamAddress((*parsed)[0]) == "10.0.0.1#53");
+  CHECK(upstream::FormatUpstreamAddress((*parsed)[1]) == "10.0.0.2#5353");
+  CHECK(upstream::FormatUpstreamAddress((*parsed)[2]) == "fd00::1#53");
+  CHECK(upstream::FormatUpstreamAddress((*parsed)[3]) == "fd00::2#53");
+  // Ours: asked over TCP only.
+  CHECK(upstream::FormatUpstreamAddress((*parsed)[4]) == "tcp://10.0.0.3#53");
+  CHECK(ParseNameserversFlag("", upstream::kKubeDnsSyntax, &error)->empty());
+  CHECK_FALSE(ParseNameserversFlag("10.0.0.1,,10.0.0.2", upstream::kKubeDnsSyntax, &error));
   CHECK(error == "not an IP address with an optional port: \"\"");
-  CHECK_FALSE(ParseNameserversFlag("dns.example:53", &error));
+  CHECK_FALSE(ParseNameserversFlag("dns.example:53", upstream::kKubeDnsSyntax, &error));
   CHECK(error == "not an IP address with an optional port: \"dns.example:53\"");
 }
 

@@ -33,7 +33,9 @@ Poisoned replies carry POISON_IP. A FakeUpstream made with loop_to=(host, port) 
 every query, as is, to that server and its reply back (a forwarder that forwards to us).
 
 Every query received is logged (`queries`): name as received, type, transport, ID, EDNS
-and DO bit, source. Replies echo the question as received (its case too), unless the
+and DO bit, source; `tcp_connections` counts the TCP connections accepted. Queries
+pipelined on one connection are answered as they come, each in its own thread (so a held
+one does not hold the others back, and answers go out in any order). Replies echo the question as received (its case too), unless the
 FakeUpstream was made with echo_case=False: then every reply's question is lower-cased, as
 a server that does not echo the 0x20 case writes it.
 """
@@ -98,6 +100,7 @@ class FakeUpstream:
         self.rules = {}
         self.zone_rules = {}  # lower-case zone with its final dot -> rule
         self.queries = []
+        self.tcp_connections = 0
         self.lock = threading.Lock()
         self.held = {}  # lower-case name -> Event
         self.stopping = False
@@ -333,6 +336,8 @@ class FakeUpstream:
                 continue
             except OSError:
                 return
+            with self.lock:
+                self.tcp_connections += 1
             threading.Thread(target=self._tcp_conn, args=(conn,), daemon=True).start()
 
     def _tcp_conn(self, conn):

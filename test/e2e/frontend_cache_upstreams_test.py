@@ -3,8 +3,9 @@
 
 Against scripted upstreams (test/e2e/fake_upstream.py; see frontend_cache.py): failover on
 a timeout and on SERVFAIL, a slow upstream whose late answer still wins, serve-stale
-(RFC 8767) when the upstream goes silent, the --dns-forward-max cap with coalescing, and
---dns-loop-detect disabling an upstream that loops back to us.
+(RFC 8767) when the upstream goes silent, the --dns-forward-max cap with coalescing,
+--dns-loop-detect disabling an upstream that loops back to us, and a tcp:// upstream asked
+over one persistent pipelined TCP connection.
 
 Closes with `N passed, M failed`. KDNS_ONLY=substring runs the matching tests only;
 KDNS_KEEP_TMP=1 keeps the temporary directory (logs of every process) after a failure.
@@ -197,11 +198,62 @@ def test_loop_detect(env):
     return p
 
 
+def test_tcp_upstream(env):
+    """--server=/cluster.local/tcp://ip#port: every query to it goes over TCP, many of them
+    on one persistent connection (one serving thread: one Forwarder), pipelined: queries the
+    fake holds do not keep the next ones from being sent on the same connection."""
+    workdir = env["workdir"]
+    fake = fu.FakeUpstream(name="tcp", answer_ip="192.0.2.53")
+    fe = None
+    p = []
+    held = []
+    try:
+        fe = servers.FrontendCache(workdir, "fe-tcp",
+                                   "--server=/cluster.local/tcp://" + fake.address,
+                                   "--server=" + env["nsd"].address, threads=1)
+        for i in range(20):
+            p += expect(fe.dig("svc-%d.default.svc.cluster.local" % i), "NOERROR",
+                        ["192.0.2.53"], what="a cluster name through the tcp:// upstream")
+        held = [harness.dig_async(fe.port, "hold-%d.cluster.local" % i, timeout=15)
+                for i in range(5)]
+        for i in range(5):
+            if not fake.wait_for("hold-%d.cluster.local" % i, 1, 15):
+                p.append("hold-%d.cluster.local never reached the upstream while the "
+                         "others were held: not pipelined" % i)
+        fake.release()
+        for proc in held:
+            out, _ = proc.communicate(timeout=30)
+            p += expect(harness.Answer(out, proc.returncode), "NOERROR", ["192.0.2.53"],
+                        what="a query pipelined behind held ones")
+        held = []
+        if fake.received(transport="udp"):
+            p.append("the tcp:// upstream got %d queries over UDP"
+                     % len(fake.received(transport="udp")))
+        if len(fake.received(transport="tcp")) < 25:
+            p.append("the upstream got %d queries over TCP, want 25"
+                     % len(fake.received(transport="tcp")))
+        if fake.tcp_connections != 1:
+            p.append("%d TCP connections for 25 queries, want 1 (persistent, pipelined)"
+                     % fake.tcp_connections)
+        label = 'kdns_frontend_upstream_queries_total{upstream="tcp://%s"}' % fake.address
+        if fe.metric(label) < 25:
+            p.append("%s is %s, want >= 25" % (label, fe.metric(label)))
+        p += expect(fe.dig("www.example.test"), "NOERROR", what="the other (UDP) upstream")
+    finally:
+        for proc in held:
+            proc.kill()
+        if fe:
+            fe.stop()
+        fake.stop()
+    return p
+
+
 TESTS = [test_failover_on_timeout_and_servfail,
          test_slow_upstream,
          test_serve_stale,
          test_forward_cap,
-         test_loop_detect]
+         test_loop_detect,
+         test_tcp_upstream]
 
 
 if __name__ == "__main__":

@@ -12,11 +12,13 @@ forwarded), NXDOMAIN passed through, ExternalName chains completed through the u
 (and through a stub domain, and an authoritative out-of-zone CNAME followed); then
 ConfigMap changes at run time: stubDomains routing to NSD, upstreamNameservers overriding
 --nameservers, an invalid change rejected with the previous configuration kept, and the
-return to --nameservers; the metrics; and SERVFAIL from a kubedns with no upstream at all.
+return to --nameservers; the metrics; --nameservers=tcp:// (over TCP only, one persistent
+connection); and SERVFAIL from a kubedns with no upstream at all.
 Closes with `N passed, M failed`.
 """
 import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -251,6 +253,26 @@ def run(results, tmp):
               m.get('kdns_kubedns_upstream_queries_total{upstream="127.0.0.1#%d"}' % nsd, 0) >= 3)
         check("config reloads are counted",
               m.get('kdns_kubedns_forward_config_reloads_total{result="applied"}', 0) >= 4)
+
+        # --- --nameservers=tcp://: over TCP only, one persistent connection ------------------
+        kd_tcp = servers.Kubedns(tmp, "kubedns-tcp",
+                                 "--objects-file=" + os.path.join(tmp, "objects.json"),
+                                 "--nameservers=tcp://127.0.0.1:%d" % unbound_b,
+                                 "--resolv-conf=" + os.path.join(tmp, "resolv.conf"), threads=1)
+        procs.append(kd_tcp)
+        got = dig(kd_tcp.port, "www.example.test.")
+        check("--nameservers=tcp://ip:port forwards", www(got) == ["192.0.2.20"], got["raw"])
+        for i in range(10):
+            dig(kd_tcp.port, "n%d.example.test." % i)
+        m = harness.scrape_metrics(kd_tcp.metrics_port)
+        label = 'kdns_kubedns_upstream_queries_total{upstream="tcp://127.0.0.1#%d"}' % unbound_b
+        check("a tcp:// upstream has its own label", m.get(label, 0) >= 11,
+              {k: v for k, v in m.items() if "upstream_queries" in k})
+        ss = subprocess.run(["ss", "-Htnp", "state", "established", "dport", "=",
+                             ":%d" % unbound_b], capture_output=True, text=True)
+        mine = [line for line in ss.stdout.splitlines() if "pid=%d," % kd_tcp.pid in line]
+        check("eleven queries went over one persistent TCP connection", len(mine) == 1,
+              ss.stdout + ss.stderr)
 
         # --- no upstream at all --------------------------------------------------------------
         lone = Kubedns(procs, tmp, "kubedns-lone",

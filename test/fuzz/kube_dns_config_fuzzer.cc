@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   Check(config.upstream_nameservers.size() <= kMaxUpstreamNameservers);
-  for (const auto& address : config.upstream_nameservers) Check(address.port() != 0);
+  for (const auto& upstream : config.upstream_nameservers) Check(upstream.address.port() != 0);
   for (size_t i = 0; i < config.stub_domains.size(); ++i) {
     const StubDomain& stub = config.stub_domains[i];
     std::string text = stub.domain.ToText();
@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (server.is_host()) {
         Check(!server.host.IsRoot());
       } else {
-        Check(server.address->port() != 0);
+        Check(server.address->address.port() != 0);
       }
     }
   }
