@@ -76,6 +76,13 @@ bool BindShared(const loop::SocketAddress& address, int* udp_fd, int* tcp_fd, st
 
 }  // namespace
 
+size_t ServingThreads(size_t requested, std::string_view flag) {
+  if (requested != 0) return requested;
+  const DefaultThreadCount chosen = DefaultThreads();
+  LOG(INFO) << DescribeDefaultThreads(chosen, flag);
+  return chosen.threads;
+}
+
 DnsServer::DnsServer(const Options& options, HandlerFactory factory)
     : options_(options), factory_(std::move(factory)) {}
 
@@ -138,9 +145,10 @@ bool DnsServer::Start(std::string* error) {
   size_t count = options_.threads;
   // The container's CPU allowance, not the node's cores (common/base/cpu_quota.h).
   if (count == 0) {
-    count = UsableCpus();
-    LOG(INFO) << "DNS on " << base.address.ToString() << ": " << count
-              << " serving threads, one per usable CPU (the CPU limit, else the cores)";
+    const DefaultThreadCount chosen = DefaultThreads();
+    count = chosen.threads;
+    LOG(INFO) << "DNS on " << base.address.ToString() << ": "
+              << DescribeDefaultThreads(chosen, "DnsServer::Options::threads");
   }
   if (from_fds && count > 1 && base.udp.receiver_thread) {
     base.udp.receiver_group = std::make_shared<loop::UdpReceiverGroup>();
