@@ -218,16 +218,19 @@ void UdpReceiverThread::ShareLeadIfBacklog(int received) {
 }
 
 // Offers each datagram to the FastPath: its answer joins the send batch, written in place;
-// a datagram it declines is noted for HandOffRest, with the note the FastPath wrote.
+// a datagram it declines is noted for HandOffRest, with the note the FastPath wrote. The
+// answers are packed one after the other (each may take up to kFastReplyBytes), so a batch
+// of small answers keeps a few pages of replies_ resident, not one per answer.
 void UdpReceiverThread::AnswerOnThread(int received) {
   handoffs_ = 0;
   size_t answered = 0;
+  size_t written = 0;  // bytes of replies_ the batch's answers take
   receive_.ForEachDatagram(
       received,
       [&](size_t index, std::span<const uint8_t> datagram, const SocketAddress& peer,
           const UdpReplyContext& ctx) {
         AddSingleWriter(received_);
-        const std::span<uint8_t> out(&replies_[answered * kFastReplyBytes], kFastReplyBytes);
+        const std::span<uint8_t> out(&replies_[written], kFastReplyBytes);
         const size_t size = CallFastPath(datagram, peer, out, NextNote());
         if (size == kDropDatagram) return true;
         if (size == 0 || size > kFastReplyBytes) {
@@ -241,6 +244,7 @@ void UdpReceiverThread::AnswerOnThread(int received) {
         send_.Add(out.first(size), receive_.peer(index), receive_.peer_length(index),
                   options_.choose_source ? &ctx : nullptr);
         ++answered;
+        written += size;
         return true;
       },
       [&] { AddSingleWriter(truncated_); });

@@ -240,7 +240,7 @@ class UdpReceiverThread {
   bool poll_next_;
   internal::UdpReceiveBatch receive_;
   internal::UdpSendBatch send_;
-  ZeroedArray<uint8_t> replies_;  // kUdpBatchSize * kFastReplyBytes
+  ZeroedArray<uint8_t> replies_;  // kUdpBatchSize * kFastReplyBytes, answers packed
   // The current batch's declined datagrams: the first handoffs_ of declined_, which keeps
   // its slots (grown as batches decline more, up to kUdpBatchSize).
   struct Declined {
