@@ -127,8 +127,9 @@ TEST_CASE("A datagram the fast path declines reaches the loop with the note it l
     std::vector<Received> received;
     auto client = BindClient(loop, received);
     // Ten rounds of 20 declined datagrams (and as many answered on the thread): a batch and
-    // the queue (and the loop's side of it) each hold at most a round, so the notes made
-    // stay below the datagrams handed off.
+    // the queue (and the loop's side of it) each hold at most a round (the batch one note
+    // more, made for the datagram after its last declined one), so the notes made stay
+    // below the datagrams handed off.
     constexpr int kRounds = 10;
     constexpr int kPerRound = 20;
     for (int round = 0; round < kRounds; ++round) {
@@ -154,7 +155,7 @@ TEST_CASE("A datagram the fast path declines reaches the loop with the note it l
       CHECK((r.text.starts_with("f") || r.text.starts_with("handed:q")));
     }
     CHECK(notes_made >= 1);
-    CHECK(notes_made <= 3 * kPerRound);
+    CHECK(notes_made <= 3 * kPerRound + 1);
   }
   testing::RequireClosesClean(loop);
 }
