@@ -4,8 +4,8 @@
 // (DefaultThreads), so a pod limited to 2 CPUs on a 64-core node runs 2 DNS threads, not 64
 // that the kernel throttles; a pod with no CPU limit runs at most kUnlimitedDefaultThreads,
 // not one per core of whatever node it lands on, since every thread costs memory (about
-// 0.12 MiB idle, docs/operators.md "Memory per thread") against a memory limit that does not
-// grow with the node.
+// 0.09 MiB idle, more once busy: docs/operators.md "Memory per thread") against a memory
+// limit that does not grow with the node.
 //
 // Both cgroup versions are read: v2's `cpu.max` ("max 100000" or "150000 100000") and v1's
 // `cpu.cfs_quota_us` / `cpu.cfs_period_us` (-1: no quota), for the process's own cgroup

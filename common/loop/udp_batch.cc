@@ -33,7 +33,9 @@ UdpReceiveBatch::UdpReceiveBatch(size_t slot_bytes, size_t slots)
     : slot_bytes_(slot_bytes),
       slots_(std::clamp<size_t>(slots, 1, kUdpBatchSize)),
       buffer_(slots_ * slot_bytes),
-      area_(1) {
+      area_(1) {}
+
+void UdpReceiveBatch::Prepare() {
   Slots& area = area_[0];
   for (size_t i = 0; i < slots_; ++i) {
     area.iovecs[i] = {&buffer_[i * slot_bytes_], slot_bytes_};
@@ -43,9 +45,11 @@ UdpReceiveBatch::UdpReceiveBatch(size_t slot_bytes, size_t slots)
     hdr.msg_iovlen = 1;
     hdr.msg_control = area.control[i].data();
   }
+  prepared_ = true;
 }
 
 int UdpReceiveBatch::Receive(int fd, int flags) {
+  if (!prepared_) Prepare();
   // The kernel overwrites the lengths and flags of every slot it fills.
   std::array<mmsghdr, kUdpBatchSize>& headers = area_[0].headers;
   for (size_t i = 0; i < slots_; ++i) {

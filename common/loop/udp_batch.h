@@ -15,11 +15,10 @@
 // because this is the hottest code of the servers (a cache hit costs a few µs in all).
 //
 // Memory: a batch's buffers and slots come straight from the kernel (ZeroedArray), so a
-// page of them becomes resident only once a batch that large has used it: an idle receive
-// batch keeps its headers (8 KiB), an idle send batch nothing. A DNS thread holds three
-// receive batches and two send batches; allocated and zeroed, they kept 74 KiB resident in
-// every thread, also in one that never serves a query (docs/operators.md, "Memory per
-// thread").
+// page of them becomes resident only once a batch that large has used it: a receive batch
+// that has received keeps its headers (8 KiB) resident, an idle send batch nothing. A DNS thread
+// holds three receive batches and two send batches; allocated and zeroed, they kept 74 KiB resident
+// in every thread, also in one that never serves a query (docs/operators.md, "Memory per thread").
 //
 // Ownership and thread: a batch belongs to one thread (the socket's loop thread, or a
 // receiver thread) and holds no fd; the caller passes its socket's fd.
@@ -82,7 +81,9 @@ class UdpReceiveBatch {
   UdpReceiveBatch& operator=(const UdpReceiveBatch&) = delete;
 
   // One recvmmsg of up to slots() datagrams with `flags` (MSG_DONTWAIT, MSG_WAITFORONE).
-  // Returns the count, or -1 with errno set.
+  // Returns the count, or -1 with errno set. The first call points the headers at the
+  // slots: a batch that never receives (the loop's, while a receiver thread reads; a
+  // forwarder's before its first query) keeps no page resident.
   int Receive(int fd, int flags);
   size_t slots() const { return slots_; }
 
@@ -107,6 +108,7 @@ class UdpReceiveBatch {
   // The destination address a received datagram's control messages report.
   static UdpReplyContext ContextOf(const msghdr& hdr);
   const msghdr& header(size_t index) const { return area_[0].headers[index].msg_hdr; }
+  void Prepare();
 
   // The first slots_ of each are used. The kernel writes a slot's peer and control
   // messages only when a datagram fills it.
@@ -121,6 +123,7 @@ class UdpReceiveBatch {
   const size_t slots_;
   ZeroedArray<uint8_t> buffer_;  // slots_ * slot_bytes_
   ZeroedArray<Slots> area_;      // one
+  bool prepared_ = false;        // the headers point at the slots (Prepare)
 };
 
 // What one UdpSendBatch::Send did with the batch.

@@ -135,7 +135,6 @@ TEST_CASE("A receive batch's slots become resident only as datagrams fill them",
   const uint8_t* slots = batch.datagram(0).data();
   const size_t peer_bytes = kUdpBatchSize * sizeof(sockaddr_storage);
   CHECK(testing::ResidentPages(slots, kUdpBatchSize * kSlotBytes) == 0);
-  CHECK(testing::ResidentPages(batch.peer(0), peer_bytes) == 0);
 
   const std::string text = "one";
   internal::UdpSendBatch send;
