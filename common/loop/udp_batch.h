@@ -74,8 +74,8 @@ inline constexpr size_t kUdpControlBytes =
 
 class UdpReceiveBatch {
  public:
-  // `slots` (at most kUdpBatchSize) slots of `slot_bytes` each. The buffer is left
-  // uninitialised: a page becomes resident only once a batch that large has used it.
+  // `slots` (at most kUdpBatchSize) slots of `slot_bytes` each, from the kernel (see
+  // "Memory" above).
   explicit UdpReceiveBatch(size_t slot_bytes, size_t slots = kUdpBatchSize);
   UdpReceiveBatch(const UdpReceiveBatch&) = delete;
   UdpReceiveBatch& operator=(const UdpReceiveBatch&) = delete;
