@@ -161,11 +161,13 @@ bool FrontendServer::Start(std::string* error) {
   server::TcpOptions tcp = options_.flags.tcp;
   tcp.caps = server::MakeTcpCaps(tcp);
   tcp.output_budget = server::MakeOutputBudget(tcp);
+  // One count for every listening address, chosen (and logged) once.
+  const size_t threads = server::ServingThreads(options_.flags.threads, "--threads");
   std::vector<server::DnsServer::Options> configs;
   if (!options_.inherited.empty()) {
     for (const auto& sockets : options_.inherited) {
       server::DnsServer::Options config;
-      config.threads = options_.flags.threads;
+      config.threads = threads;
       config.udp.receive_buffer_bytes = kReceiveBufferBytes;
       // The receivers of an inherited socket wait in poll, not in recvmmsg, so a kill -9
       // leaves the queue to the socket's next owner (loop::UdpReceiverThread::Run).
@@ -182,7 +184,7 @@ bool FrontendServer::Start(std::string* error) {
     if (listen.empty()) listen.push_back(*IpAddress::Parse("0.0.0.0"));
     for (const auto& ip : listen) {
       server::DnsServer::Options config;
-      config.threads = options_.flags.threads;
+      config.threads = threads;
       config.udp.receive_buffer_bytes = kReceiveBufferBytes;
       config.udp.receiver_thread = options_.flags.receiver_threads != ReceiverThreads::kOff;
       config.udp.receiver_yield_window = ReceiverYieldWindow(options_.flags.receiver_threads);

@@ -82,7 +82,7 @@ struct Options {
   server::QueryLogOptions log_queries;
   // Ours.
   std::string servers_file;  // --servers-file: more --server lines, re-read on SIGHUP
-  uint32_t threads = 0;      // --threads (0: one per usable CPU, cpu_quota.h)
+  uint32_t threads = 0;      // --threads (0: DefaultThreads(), cpu_quota.h)
   // --receiver-threads=auto|on|off: a receiver thread per UDP socket that answers cache
   // hits itself, or UDP received on the serving loops (epoll). auto (the default) is on,
   // for sockets bound here and inherited ones alike, except that a receiver of its own

@@ -85,7 +85,8 @@ DEFINE_int64(import_max_bytes, 512 * 1024,
 DEFINE_int32(ttl, 30, "TTL of the records served, in seconds.");
 DEFINE_int32(
     dns_threads, 0,
-    "DNS serving threads; 0: one per usable CPU (the container's CPU limit, else the cores).");
+    "DNS serving threads; 0: one per CPU of the container's CPU limit, else one per core, at "
+    "most 8.");
 DEFINE_string(receiver_threads, "auto",
               "auto|on|off. on: a receiver thread per UDP socket sleeps in recvmmsg and answers "
               "the queries the records answer (no epoll_wait per batch); off: UDP is received "

@@ -55,6 +55,14 @@ void KeepSmaller(std::optional<double> quota, std::optional<double>* smallest) {
   if (quota && (!*smallest || *quota < **smallest)) *smallest = quota;
 }
 
+// The CPUs this process may run on: its affinity mask, else the machine's.
+size_t OnlineCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return static_cast<size_t>(CPU_COUNT(&set));
+  return std::thread::hardware_concurrency();
+}
+
 }  // namespace
 
 std::optional<double> ParseCgroupV2CpuMax(std::string_view text) {
@@ -134,14 +142,26 @@ size_t UsableCpus(std::optional<double> quota, size_t online) {
   return std::max<size_t>(1, cpus);
 }
 
-size_t UsableCpus() {
-  size_t online = std::thread::hardware_concurrency();
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    online = static_cast<size_t>(CPU_COUNT(&set));
-  }
-  return UsableCpus(ReadCgroupCpuQuota(), online);
+size_t UsableCpus() { return UsableCpus(ReadCgroupCpuQuota(), OnlineCpus()); }
+
+DefaultThreadCount DefaultThreads(std::optional<double> quota, size_t online) {
+  DefaultThreadCount count;
+  count.cpus = UsableCpus(quota, online);
+  count.cpu_limited = quota && *quota > 0;  // as UsableCpus reads it
+  count.capped = !count.cpu_limited && count.cpus > kUnlimitedDefaultThreads;
+  count.threads = count.capped ? kUnlimitedDefaultThreads : count.cpus;
+  return count;
+}
+
+DefaultThreadCount DefaultThreads() { return DefaultThreads(ReadCgroupCpuQuota(), OnlineCpus()); }
+
+std::string DescribeDefaultThreads(const DefaultThreadCount& count, std::string_view flag) {
+  const std::string cpus = std::to_string(count.cpus) + (count.cpus == 1 ? " CPU" : " CPUs");
+  const std::string threads =
+      std::to_string(count.threads) + (count.threads == 1 ? " DNS thread" : " DNS threads");
+  if (count.cpu_limited) return cpus + " (the CPU limit): using " + threads + ", one per CPU";
+  if (!count.capped) return cpus + ", no CPU limit: using " + threads + ", one per CPU";
+  return cpus + ", no CPU limit: using " + threads + "; " + std::string(flag) + " to use more";
 }
 
 }  // namespace kdns

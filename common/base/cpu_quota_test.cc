@@ -41,6 +41,36 @@ TEST_CASE("usable CPUs are the quota rounded up, never more than online, at leas
   CHECK(UsableCpus(std::nullopt, 0) == 1);
 }
 
+TEST_CASE("default threads follow a CPU limit, else the cores up to 8", "[base]") {
+  struct Case {
+    std::optional<double> quota;
+    size_t online;
+    size_t threads;
+    bool capped;
+  };
+  const Case c = GENERATE(Case{std::nullopt, 2, 2, false}, Case{std::nullopt, 8, 8, false},
+                          Case{std::nullopt, 16, 8, true}, Case{std::nullopt, 64, 8, true},
+                          Case{1.5, 64, 2, false},    // the limit, not the cap
+                          Case{16.0, 64, 16, false},  // a limit above the cap is followed
+                          Case{32.0, 4, 4, false},    // never more than the cores
+                          Case{0.0, 64, 8, true});    // a zero quota is no quota
+  const DefaultThreadCount count = DefaultThreads(c.quota, c.online);
+  INFO("quota " << c.quota.value_or(-1) << ", " << c.online << " online");
+  CHECK(count.threads == c.threads);
+  CHECK(count.capped == c.capped);
+  CHECK(count.cpu_limited == (c.quota && *c.quota > 0));
+  CHECK(count.cpus == UsableCpus(c.quota, c.online));
+}
+
+TEST_CASE("the default thread count's log line says why, and the flag when capped", "[base]") {
+  CHECK(DescribeDefaultThreads(DefaultThreads(std::nullopt, 64), "--threads") ==
+        "64 CPUs, no CPU limit: using 8 DNS threads; --threads to use more");
+  CHECK(DescribeDefaultThreads(DefaultThreads(std::nullopt, 4), "--dns-threads") ==
+        "4 CPUs, no CPU limit: using 4 DNS threads, one per CPU");
+  CHECK(DescribeDefaultThreads(DefaultThreads(0.5, 64), "--threads") ==
+        "1 CPU (the CPU limit): using 1 DNS thread, one per CPU");
+}
+
 TEST_CASE("a v2 container with a cgroup namespace reads cpu.max at the mount point", "[base]") {
   TempDir root;
   Write(root.File("proc/self/cgroup"), "0::/\n");

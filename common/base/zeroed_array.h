@@ -3,7 +3,9 @@
 // something is written to it. It is for large tables that start empty and fill as they are
 // used, such as the rate limiters' slots (common/server/rate_table.h): a std::vector would
 // construct every element, writing the whole table and making it resident at start (2 MiB
-// for the client limiter's 32,768 slots, most of which a quiet cluster never touches).
+// for the client limiter's 32,768 slots, most of which a quiet cluster never touches). The
+// servers' per-thread buffers come from it for the same reason (datagram batches, response
+// and read buffers: common/loop/udp_batch.h), so a thread that serves nothing costs little.
 //
 // T must be an implicit-lifetime type whose all-zero bytes are its empty value (an
 // aggregate of atomics and integers, say); no constructor or destructor of T runs.

@@ -1,13 +1,12 @@
 #include "common/base/zeroed_array.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <utility>
 #include <vector>
+
+#include "common/base/resident_testing.h"
 
 namespace kdns {
 namespace {
@@ -17,17 +16,10 @@ struct Entry {
   uint32_t b = 0;
 };
 
-// Pages of `array` the kernel has backed with memory (mincore).
+// Pages of `array` the kernel has backed with memory.
 template <class T>
-size_t ResidentPages(const ZeroedArray<T>& array) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t pages = (array.items().size_bytes() + page - 1) / page;
-  std::vector<unsigned char> resident(pages);
-  void* start = const_cast<T*>(array.items().data());
-  REQUIRE(mincore(start, array.items().size_bytes(), resident.data()) == 0);
-  size_t count = 0;
-  for (unsigned char r : resident) count += r & 1;
-  return count;
+long ResidentPages(const ZeroedArray<T>& array) {
+  return testing::ResidentPages(array.items().data(), array.items().size_bytes());
 }
 
 TEST_CASE("ZeroedArray starts all zero and costs a page of memory once one is written",

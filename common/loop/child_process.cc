@@ -3,17 +3,19 @@
 #include <glog/logging.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstring>
 #include <set>
 #include <utility>
+
+#include "common/loop/read_buffer.h"
 
 extern char** environ;
 
 namespace kdns::loop {
 namespace {
 
-thread_local std::array<char, 16 * 1024> pipe_buffer;
+// A child's output is read into the thread's read buffer, 16 KiB at a time.
+constexpr size_t kPipeReadBytes = 16 * 1024;
 
 // The parent's environment with `additions` overriding same-named entries.
 std::vector<std::string> BuildEnvironment(const std::vector<std::string>& additions) {
@@ -130,7 +132,7 @@ void ChildProcess::OnExit(uv_process_t* process, int64_t exit_status, int term_s
 }
 
 void ChildProcess::OnAlloc(uv_handle_t*, size_t, uv_buf_t* buf) noexcept {
-  *buf = uv_buf_init(pipe_buffer.data(), pipe_buffer.size());
+  *buf = ThreadReadBuffer(kPipeReadBytes);
 }
 
 void ChildProcess::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) noexcept {

@@ -6,12 +6,14 @@
 #include <cstring>
 #include <utility>
 
+#include "common/loop/read_buffer.h"
+
 namespace kdns::loop {
 namespace {
 
-// Every read lands in this per-thread buffer and is consumed synchronously by on_data, so
+// Every read lands in the thread's read buffer and is consumed synchronously by on_data, so
 // one buffer serves all connections of a loop instead of 64 KiB per connection.
-thread_local std::array<char, 64 * 1024> read_buffer;
+constexpr size_t kReadBufferBytes = 64 * 1024;
 
 }  // namespace
 
@@ -129,7 +131,7 @@ void TcpConnection::ResumeReading() {
 }
 
 void TcpConnection::OnAlloc(uv_handle_t*, size_t, uv_buf_t* buf) noexcept {
-  *buf = uv_buf_init(read_buffer.data(), read_buffer.size());
+  *buf = ThreadReadBuffer(kReadBufferBytes);
 }
 
 void TcpConnection::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) noexcept {

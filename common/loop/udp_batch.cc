@@ -32,26 +32,33 @@ namespace internal {
 UdpReceiveBatch::UdpReceiveBatch(size_t slot_bytes, size_t slots)
     : slot_bytes_(slot_bytes),
       slots_(std::clamp<size_t>(slots, 1, kUdpBatchSize)),
-      buffer_(std::make_unique_for_overwrite<uint8_t[]>(slots_ * slot_bytes)) {
+      buffer_(slots_ * slot_bytes),
+      area_(1) {}
+
+void UdpReceiveBatch::Prepare() {
+  Slots& area = area_[0];
   for (size_t i = 0; i < slots_; ++i) {
-    iovecs_[i] = {buffer_.get() + i * slot_bytes_, slot_bytes_};
-    msghdr& hdr = headers_[i].msg_hdr;
-    hdr.msg_name = &peers_[i];
-    hdr.msg_iov = &iovecs_[i];
+    area.iovecs[i] = {&buffer_[i * slot_bytes_], slot_bytes_};
+    msghdr& hdr = area.headers[i].msg_hdr;
+    hdr.msg_name = &area.peers[i];
+    hdr.msg_iov = &area.iovecs[i];
     hdr.msg_iovlen = 1;
-    hdr.msg_control = control_[i].data();
+    hdr.msg_control = area.control[i].data();
   }
+  prepared_ = true;
 }
 
 int UdpReceiveBatch::Receive(int fd, int flags) {
+  if (!prepared_) Prepare();
   // The kernel overwrites the lengths and flags of every slot it fills.
+  std::array<mmsghdr, kUdpBatchSize>& headers = area_[0].headers;
   for (size_t i = 0; i < slots_; ++i) {
-    msghdr& hdr = headers_[i].msg_hdr;
+    msghdr& hdr = headers[i].msg_hdr;
     hdr.msg_namelen = sizeof(sockaddr_storage);
     hdr.msg_controllen = kUdpControlBytes;
     hdr.msg_flags = 0;
   }
-  return recvmmsg(fd, headers_.data(), static_cast<unsigned>(slots_), flags, nullptr);
+  return recvmmsg(fd, headers.data(), static_cast<unsigned>(slots_), flags, nullptr);
 }
 
 UdpReplyContext UdpReceiveBatch::ContextOf(const msghdr& hdr) {
@@ -75,18 +82,21 @@ UdpReplyContext UdpReceiveBatch::ContextOf(const msghdr& hdr) {
   return ctx;
 }
 
+UdpSendBatch::UdpSendBatch() : area_(1) {}
+
 void UdpSendBatch::Add(std::span<const uint8_t> bytes, const sockaddr* to, socklen_t to_length,
                        const UdpReplyContext* source) {
   DCHECK_LT(count_, kUdpBatchSize);
-  iovecs_[count_] = {const_cast<uint8_t*>(bytes.data()), bytes.size()};
-  msghdr& hdr = headers_[count_].msg_hdr;
+  Slots& slots = area_[0];
+  slots.iovecs[count_] = {const_cast<uint8_t*>(bytes.data()), bytes.size()};
+  msghdr& hdr = slots.headers[count_].msg_hdr;
   hdr = {};
   hdr.msg_name = const_cast<sockaddr*>(to);
   hdr.msg_namelen = to_length;
-  hdr.msg_iov = &iovecs_[count_];
+  hdr.msg_iov = &slots.iovecs[count_];
   hdr.msg_iovlen = 1;
   if (source != nullptr && source->family_ != AF_UNSPEC) {
-    char* control = control_[count_].data();
+    char* control = slots.control[count_].data();
     std::memset(control, 0, kUdpControlBytes);
     auto* c = reinterpret_cast<cmsghdr*>(control);
     if (source->family_ == AF_INET) {
@@ -116,7 +126,7 @@ UdpSendResult UdpSendBatch::Send(int fd) {
   UdpSendResult result;
   size_t done = 0;
   while (done < count_) {
-    const int k = sendmmsg(fd, headers_.data() + done, count_ - done, MSG_DONTWAIT);
+    const int k = sendmmsg(fd, area_[0].headers.data() + done, count_ - done, MSG_DONTWAIT);
     if (k > 0) {
       result.sent += static_cast<size_t>(k);
       done += static_cast<size_t>(k);
@@ -129,7 +139,7 @@ UdpSendResult UdpSendBatch::Send(int fd) {
     }
     // The first datagram failed on its own (an unreachable network, a source address that
     // went away): drop it and go on with the rest.
-    const msghdr& hdr = headers_[done].msg_hdr;
+    const msghdr& hdr = area_[0].headers[done].msg_hdr;
     const auto to =
         SocketAddress::FromSockaddr(static_cast<const sockaddr*>(hdr.msg_name), hdr.msg_namelen);
     const int err = errno;

@@ -14,6 +14,12 @@
 // per-datagram visitor is a template argument (inlined, no std::function or virtual call),
 // because this is the hottest code of the servers (a cache hit costs a few µs in all).
 //
+// Memory: a batch's buffers and slots come straight from the kernel (ZeroedArray), so a
+// page of them becomes resident only once a batch that large has used it: a receive batch
+// that has received keeps its headers (8 KiB) resident, an idle send batch nothing. A DNS thread
+// holds three receive batches and two send batches; allocated and zeroed, they kept 74 KiB resident
+// in every thread, also in one that never serves a query (docs/operators.md, "Memory per thread").
+//
 // Ownership and thread: a batch belongs to one thread (the socket's loop thread, or a
 // receiver thread) and holds no fd; the caller passes its socket's fd.
 #pragma once
@@ -28,6 +34,7 @@
 #include <optional>
 #include <span>
 
+#include "common/base/zeroed_array.h"
 #include "common/loop/socket_address.h"
 
 namespace kdns::loop {
@@ -67,14 +74,16 @@ inline constexpr size_t kUdpControlBytes =
 
 class UdpReceiveBatch {
  public:
-  // `slots` (at most kUdpBatchSize) slots of `slot_bytes` each. The buffer is left
-  // uninitialised: a page becomes resident only once a batch that large has used it.
+  // `slots` (at most kUdpBatchSize) slots of `slot_bytes` each, from the kernel (see
+  // "Memory" above).
   explicit UdpReceiveBatch(size_t slot_bytes, size_t slots = kUdpBatchSize);
   UdpReceiveBatch(const UdpReceiveBatch&) = delete;
   UdpReceiveBatch& operator=(const UdpReceiveBatch&) = delete;
 
   // One recvmmsg of up to slots() datagrams with `flags` (MSG_DONTWAIT, MSG_WAITFORONE).
-  // Returns the count, or -1 with errno set.
+  // Returns the count, or -1 with errno set. The first call points the headers at the
+  // slots: a batch that never receives (the loop's, while a receiver thread reads; a
+  // forwarder's before its first query) keeps no page resident.
   int Receive(int fd, int flags);
   size_t slots() const { return slots_; }
 
@@ -88,24 +97,33 @@ class UdpReceiveBatch {
 
   // The raw peer address of datagram `index`, to send a reply to without conversion.
   const sockaddr* peer(size_t index) const {
-    return reinterpret_cast<const sockaddr*>(&peers_[index]);
+    return static_cast<const sockaddr*>(header(index).msg_name);
   }
-  socklen_t peer_length(size_t index) const { return headers_[index].msg_hdr.msg_namelen; }
+  socklen_t peer_length(size_t index) const { return header(index).msg_namelen; }
   std::span<const uint8_t> datagram(size_t index) const {
-    return {buffer_.get() + index * slot_bytes_, headers_[index].msg_len};
+    return {&buffer_[index * slot_bytes_], area_[0].headers[index].msg_len};
   }
 
  private:
   // The destination address a received datagram's control messages report.
   static UdpReplyContext ContextOf(const msghdr& hdr);
+  const msghdr& header(size_t index) const { return area_[0].headers[index].msg_hdr; }
+  void Prepare();
+
+  // The first slots_ of each are used. The kernel writes a slot's peer and control
+  // messages only when a datagram fills it.
+  struct Slots {
+    std::array<mmsghdr, kUdpBatchSize> headers;
+    std::array<iovec, kUdpBatchSize> iovecs;
+    std::array<sockaddr_storage, kUdpBatchSize> peers;
+    alignas(cmsghdr) std::array<std::array<char, kUdpControlBytes>, kUdpBatchSize> control;
+  };
 
   const size_t slot_bytes_;
   const size_t slots_;
-  const std::unique_ptr<uint8_t[]> buffer_;  // slots_ * slot_bytes_
-  std::array<mmsghdr, kUdpBatchSize> headers_{};
-  std::array<iovec, kUdpBatchSize> iovecs_{};
-  std::array<sockaddr_storage, kUdpBatchSize> peers_{};
-  alignas(cmsghdr) std::array<std::array<char, kUdpControlBytes>, kUdpBatchSize> control_{};
+  ZeroedArray<uint8_t> buffer_;  // slots_ * slot_bytes_
+  ZeroedArray<Slots> area_;      // one
+  bool prepared_ = false;        // the headers point at the slots (Prepare)
 };
 
 // What one UdpSendBatch::Send did with the batch.
@@ -117,7 +135,7 @@ struct UdpSendResult {
 
 class UdpSendBatch {
  public:
-  UdpSendBatch() = default;
+  UdpSendBatch();
   UdpSendBatch(const UdpSendBatch&) = delete;
   UdpSendBatch& operator=(const UdpSendBatch&) = delete;
 
@@ -137,16 +155,21 @@ class UdpSendBatch {
   UdpSendResult Send(int fd);
 
  private:
+  // Add writes every field of a slot that Send reads.
+  struct Slots {
+    std::array<mmsghdr, kUdpBatchSize> headers;
+    std::array<iovec, kUdpBatchSize> iovecs;
+    alignas(cmsghdr) std::array<std::array<char, kUdpControlBytes>, kUdpBatchSize> control;
+  };
+
   size_t count_ = 0;
-  std::array<mmsghdr, kUdpBatchSize> headers_{};
-  std::array<iovec, kUdpBatchSize> iovecs_{};
-  alignas(cmsghdr) std::array<std::array<char, kUdpControlBytes>, kUdpBatchSize> control_{};
+  ZeroedArray<Slots> area_;  // one
 };
 
 template <typename Visit, typename Truncated>
 bool UdpReceiveBatch::ForEachDatagram(int count, Visit&& visit, Truncated&& truncated) {
   for (int i = 0; i < count; ++i) {
-    const msghdr& hdr = headers_[i].msg_hdr;
+    const msghdr& hdr = header(static_cast<size_t>(i));
     if ((hdr.msg_flags & MSG_TRUNC) != 0) {
       truncated();
       continue;

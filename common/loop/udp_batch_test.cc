@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/base/resident_testing.h"
 #include "common/loop/socket_util.h"
 
 namespace kdns::loop {
@@ -122,6 +123,27 @@ TEST_CASE("A send batch drops a datagram that fails on its own and sends the res
   WaitReadable(receiver.fd);
   char buffer[16];
   CHECK(recv(receiver.fd, buffer, sizeof(buffer), MSG_DONTWAIT) == 4);
+}
+
+// An idle thread holds batches it never fills: their datagram slots and peer addresses must
+// not cost memory until a datagram arrives (udp_batch.h, "Memory").
+TEST_CASE("A receive batch's slots become resident only as datagrams fill them", "[loop][udp]") {
+  BoundSocket sender;
+  BoundSocket receiver;
+  constexpr size_t kSlotBytes = 4096;
+  internal::UdpReceiveBatch batch(kSlotBytes);
+  const uint8_t* slots = batch.datagram(0).data();
+  const size_t peer_bytes = kUdpBatchSize * sizeof(sockaddr_storage);
+  CHECK(testing::ResidentPages(slots, kUdpBatchSize * kSlotBytes) == 0);
+
+  const std::string text = "one";
+  internal::UdpSendBatch send;
+  send.Add(Bytes(text), receiver.address.sockaddr_ptr(), receiver.address.sockaddr_len(), nullptr);
+  REQUIRE(send.Send(sender.fd).sent == 1);
+  WaitReadable(receiver.fd);
+  REQUIRE(batch.Receive(receiver.fd, MSG_DONTWAIT) == 1);
+  CHECK(testing::ResidentPages(slots, kUdpBatchSize * kSlotBytes) == 1);  // the first slot
+  CHECK(testing::ResidentPages(batch.peer(0), peer_bytes) <= 1);
 }
 
 }  // namespace

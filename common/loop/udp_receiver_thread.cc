@@ -47,12 +47,8 @@ UdpReceiverThread::UdpReceiverThread(const Options& options, Calls calls)
       wait_in_poll_(options.sharing.inherited == Inherited::kYes),
       poll_next_(wait_in_poll_),
       receive_(options.slot_bytes),
-      // Uninitialised: a page becomes resident only once a batch that large has used it.
-      replies_(std::make_unique_for_overwrite<uint8_t[]>(kUdpBatchSize * kFastReplyBytes)) {
-  if (calls_.make_note) {
-    for (std::unique_ptr<UdpHandoffNote>& note : handoff_notes_) note = calls_.make_note();
-  }
-}
+      // From the kernel: a page becomes resident only once a batch that large has used it.
+      replies_(kUdpBatchSize * kFastReplyBytes) {}
 
 UdpReceiverThread::~UdpReceiverThread() { Stop(); }
 
@@ -223,32 +219,45 @@ void UdpReceiverThread::ShareLeadIfBacklog(int received) {
 }
 
 // Offers each datagram to the FastPath: its answer joins the send batch, written in place;
-// a datagram it declines is noted for HandOffRest, with the note the FastPath wrote.
+// a datagram it declines is noted for HandOffRest, with the note the FastPath wrote. The
+// answers are packed one after the other (each may take up to kFastReplyBytes), so a batch
+// of small answers keeps a few pages of replies_ resident, not one per answer.
 void UdpReceiverThread::AnswerOnThread(int received) {
   handoffs_ = 0;
   size_t answered = 0;
+  size_t written = 0;  // bytes of replies_ the batch's answers take
   receive_.ForEachDatagram(
       received,
       [&](size_t index, std::span<const uint8_t> datagram, const SocketAddress& peer,
           const UdpReplyContext& ctx) {
         AddSingleWriter(received_);
-        const std::span<uint8_t> out(replies_.get() + answered * kFastReplyBytes, kFastReplyBytes);
-        const size_t size = CallFastPath(datagram, peer, out, handoff_notes_[handoffs_].get());
+        const std::span<uint8_t> out(&replies_[written], kFastReplyBytes);
+        const size_t size = CallFastPath(datagram, peer, out, NextNote());
         if (size == kDropDatagram) return true;
         if (size == 0 || size > kFastReplyBytes) {
-          handoff_index_[handoffs_] = index;
-          handoff_peers_[handoffs_] = peer;
-          handoff_contexts_[handoffs_] = ctx;
-          ++handoffs_;
+          if (handoffs_ == declined_.size()) declined_.emplace_back();
+          Declined& declined = declined_[handoffs_++];
+          declined.index = index;
+          declined.peer = peer;
+          declined.ctx = ctx;
           return true;
         }
         send_.Add(out.first(size), receive_.peer(index), receive_.peer_length(index),
                   options_.choose_source ? &ctx : nullptr);
         ++answered;
+        written += size;
         return true;
       },
       [&] { AddSingleWriter(truncated_); });
   AddSingleWriter(fast_answered_, answered);
+}
+
+// The note for the FastPath to write into, made when the batch first needs it (see the
+// header: "Memory").
+UdpHandoffNote* UdpReceiverThread::NextNote() {
+  std::unique_ptr<UdpHandoffNote>& note = handoff_notes_[handoffs_];
+  if (note == nullptr && calls_.make_note) note = calls_.make_note();
+  return note.get();
 }
 
 size_t UdpReceiverThread::CallFastPath(std::span<const uint8_t> datagram, const SocketAddress& peer,
@@ -298,20 +307,16 @@ bool UdpReceiverThread::HandOffRest() {
     for (size_t h = 0; h < handoffs_; ++h) {
       if (queued_ == queue_.size()) queue_.emplace_back();
       Handoff& slot = queue_[queued_++];
-      const std::span<const uint8_t> bytes = receive_.datagram(handoff_index_[h]);
+      const Declined& declined = declined_[h];
+      const std::span<const uint8_t> bytes = receive_.datagram(declined.index);
       slot.bytes.assign(bytes.begin(), bytes.end());
-      slot.peer = handoff_peers_[h];
-      slot.ctx = handoff_contexts_[h];
+      slot.peer = declined.peer;
+      slot.ctx = declined.ctx;
       std::swap(slot.note, handoff_notes_[h]);
     }
   }
   if (wake) uv_async_send(options_.handoff_ready);
-  // A queue slot made just now had no note to give back: make its batch slot one.
-  if (calls_.make_note) {
-    for (size_t h = 0; h < handoffs_; ++h) {
-      if (handoff_notes_[h] == nullptr) handoff_notes_[h] = calls_.make_note();
-    }
-  }
+  // A queue slot made just now had no note to give back: NextNote makes one when needed.
   return true;
 }
 

@@ -50,6 +50,11 @@
 // the two as datagrams are handed off, so nothing is allocated per datagram once the queue
 // has grown. A FastPath that answers reuses the same note for the next datagram.
 //
+// Memory: what serves declined datagrams (the notes, the batch's list of them, the queue)
+// is made at first need and then kept, so a thread that answers everything, or nothing,
+// holds none of it: made up front, the notes alone kept 34 KiB resident in each idle
+// thread of frontend-cache (docs/operators.md, "Memory per thread").
+//
 // How it waits and stops follows from who else holds the socket (SocketSharing). A socket
 // that is not inherited dies with us: it is made blocking with SO_RCVTIMEO = wake_ms and
 // the thread sleeps in recvmmsg (MSG_WAITFORONE). An inherited one outlives us, and a
@@ -79,6 +84,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/base/zeroed_array.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/socket_util.h"
 #include "common/loop/udp_batch.h"
@@ -199,6 +205,7 @@ class UdpReceiverThread {
   int ReceiveBatch();
   void ShareLeadIfBacklog(int received);
   void AnswerOnThread(int received);
+  UdpHandoffNote* NextNote();
   size_t CallFastPath(std::span<const uint8_t> datagram, const SocketAddress& peer,
                       std::span<uint8_t> out, UdpHandoffNote* note) const;
   void SendAnswers();
@@ -237,13 +244,18 @@ class UdpReceiverThread {
   bool poll_next_;
   internal::UdpReceiveBatch receive_;
   internal::UdpSendBatch send_;
-  const std::unique_ptr<uint8_t[]> replies_;  // kUdpBatchSize * kFastReplyBytes
-  size_t handoffs_ = 0;                       // of the current batch
-  std::array<size_t, kUdpBatchSize> handoff_index_{};
-  std::array<SocketAddress, kUdpBatchSize> handoff_peers_;
-  std::array<UdpReplyContext, kUdpBatchSize> handoff_contexts_;
+  ZeroedArray<uint8_t> replies_;  // kUdpBatchSize * kFastReplyBytes, answers packed
+  // The current batch's declined datagrams: the first handoffs_ of declined_, which keeps
+  // its slots (grown as batches decline more, up to kUdpBatchSize).
+  struct Declined {
+    size_t index = 0;  // in receive_
+    SocketAddress peer;
+    UdpReplyContext ctx;
+  };
+  size_t handoffs_ = 0;
+  std::vector<Declined> declined_;
   // The note of the current batch's handoff h is handoff_notes_[h]: the FastPath writes
-  // into the next free one, which it keeps while it answers.
+  // into the next free one (NextNote), which it keeps while it answers. Null until needed.
   std::array<std::unique_ptr<UdpHandoffNote>, kUdpBatchSize> handoff_notes_;
   // Datagrams received and handed off in the current yield window.
   size_t window_received_ = 0;

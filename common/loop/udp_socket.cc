@@ -89,8 +89,6 @@ bool UdpSocket::Init(std::string* error) {
   SetBufferSize(fd_, SO_RCVBUF, options_.receive_buffer_bytes, "SO_RCVBUF");
   SetBufferSize(fd_, SO_SNDBUF, options_.send_buffer_bytes, "SO_SNDBUF");
 
-  pending_.resize(std::min(options_.max_pending_sends, kBatchSize));
-
   // One std::function call per readiness event (up to kMaxBatchesPerWakeup batches), not
   // per datagram.
   watch_ = FdWatch::Open(
@@ -313,10 +311,12 @@ bool UdpSocket::Send(std::span<const uint8_t> bytes, const SocketAddress& to,
     return false;
   }
   if (pending_count_ == pending_.size()) {
-    // Grow the ring (up to max_pending_sends), unrolling it so that head is at 0.
+    // Grow the ring (up to max_pending_sends), unrolling it so that head is at 0. Made at
+    // the first send, not at start: a socket of an idle thread holds no slots.
     std::rotate(pending_.begin(), pending_.begin() + pending_head_, pending_.end());
     pending_head_ = 0;
-    pending_.resize(std::min(options_.max_pending_sends, pending_.size() * 2));
+    const size_t grown = pending_.empty() ? kBatchSize : pending_.size() * 2;
+    pending_.resize(std::min(options_.max_pending_sends, grown));
   }
   if (in_batch_) ++batch_sends_;
   Pending& slot = pending_[(pending_head_ + pending_count_) % pending_.size()];

@@ -76,6 +76,13 @@ bool BindShared(const loop::SocketAddress& address, int* udp_fd, int* tcp_fd, st
 
 }  // namespace
 
+size_t ServingThreads(size_t requested, std::string_view flag) {
+  if (requested != 0) return requested;
+  const DefaultThreadCount chosen = DefaultThreads();
+  LOG(INFO) << DescribeDefaultThreads(chosen, flag);
+  return chosen.threads;
+}
+
 DnsServer::DnsServer(const Options& options, HandlerFactory factory)
     : options_(options), factory_(std::move(factory)) {}
 
@@ -84,8 +91,15 @@ DnsServer::~DnsServer() { Stop(); }
 bool DnsServer::Start(std::string* error) {
   CHECK(!started_) << "DnsServer::Start called twice";
   started_ = true;
-  // The container's CPU allowance, not the node's cores (common/base/cpu_quota.h).
-  const size_t count = options_.threads != 0 ? options_.threads : UsableCpus();
+  // The container's CPU allowance, not the node's cores (common/base/cpu_quota.h): the
+  // programs pass their count (ServingThreads); 0 (tests) takes the default here.
+  size_t count = options_.threads;
+  if (count == 0) {
+    const DefaultThreadCount chosen = DefaultThreads();
+    count = chosen.threads;
+    LOG(INFO) << "DNS on " << options_.listen_address.ToString() << ": "
+              << DescribeDefaultThreads(chosen, "DnsServer::Options::threads");
+  }
   // Past kMaxThreadsOnSharedSocket, a SO_REUSEPORT pair per thread, as without sharing.
   const bool shared = options_.shared_sockets && !options_.inherited.has_value() &&
                       count <= kMaxThreadsOnSharedSocket;
@@ -139,10 +153,6 @@ bool DnsServer::Start(std::string* error) {
   base.admission = options_.admission;
   base.client_address = options_.client_address;
 
-  if (options_.threads == 0) {
-    LOG(INFO) << "DNS on " << base.address.ToString() << ": " << count
-              << " serving threads, one per usable CPU (the CPU limit, else the cores)";
-  }
   if (from_fds && count > 1 && base.udp.receiver_thread) {
     base.udp.receiver_group = std::make_shared<loop::UdpReceiverGroup>();
   }

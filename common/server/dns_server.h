@@ -45,6 +45,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -56,6 +57,11 @@
 
 namespace kdns::server {
 
+// The DNS threads of a server whose flag `flag` (e.g. "--threads") asks for `requested`:
+// that many, or for 0 DefaultThreads(), logged in one line that names the flag. Once per
+// program, before its DnsServers start.
+size_t ServingThreads(size_t requested, std::string_view flag);
+
 class DnsServer {
  public:
   struct InheritedSockets {
@@ -66,7 +72,8 @@ class DnsServer {
   struct Options {
     // IPv4 or IPv6 address and port to bind (ignored with `inherited`).
     loop::SocketAddress listen_address;
-    // 0: one per usable CPU (common/base/cpu_quota.h: the cgroup quota, the affinity).
+    // 0: DefaultThreads() (common/base/cpu_quota.h: one per CPU of the CPU limit, else per
+    // core, at most 8); programs resolve their flag with ServingThreads instead.
     size_t threads = 0;
     UdpOptions udp;
     TcpOptions tcp;

@@ -329,11 +329,19 @@ TEST_CASE("Post runs a task on the chosen serving thread", "[server]") {
   CHECK_FALSE(server.Post(0, [] {}));
 }
 
-TEST_CASE("DnsServer defaults to one thread per usable CPU", "[server]") {
+TEST_CASE("DnsServer defaults to one thread per usable CPU, at most 8 without a CPU limit",
+          "[server]") {
   DnsServer server(LocalOptions(0), EchoFactory());
   RequireStart(server);
-  CHECK(server.thread_count() == UsableCpus());
+  CHECK(server.thread_count() == DefaultThreads().threads);
   RequireStopsClean(server);
+}
+
+TEST_CASE("a program's thread flag is honoured above the default's cap; 0 takes the default",
+          "[server]") {
+  CHECK(ServingThreads(64, "--threads") == 64);
+  CHECK(ServingThreads(3, "--dns-threads") == 3);
+  CHECK(ServingThreads(0, "--threads") == DefaultThreads().threads);
 }
 
 TEST_CASE("DnsServer serves IPv6", "[server]") {

@@ -178,7 +178,7 @@ LoopServer::LoopServer(loop::Loop& loop, const Options& options, ThreadStats& st
             options_.responses.get()),
       stats_(stats),
       response_buffer_(kResponseBufferBytes),
-      context_{loop, options.thread_index, std::span<uint8_t>(response_buffer_)},
+      context_{loop, options.thread_index, response_buffer_.items()},
       mirror_timer_(loop),
       clients_timer_(loop) {
   if (options_.tcp.caps == nullptr) options_.tcp.caps = MakeTcpCaps(options_.tcp);

@@ -52,6 +52,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/base/zeroed_array.h"
 #include "common/loop/dns_tcp_connection.h"
 #include "common/loop/handle.h"
 #include "common/loop/loop.h"
@@ -262,7 +263,9 @@ class LoopServer {
   Options options_;
   QueryGate gate_;  // over options_' policies
   ThreadStats& stats_;
-  std::vector<uint8_t> response_buffer_;
+  // kResponseBufferBytes from the kernel (ZeroedArray): a page becomes resident only once a
+  // response that large was written (most never pass the first), not in every idle thread.
+  ZeroedArray<uint8_t> response_buffer_;
   ThreadContext context_;
   std::unique_ptr<loop::UdpSocket> udp_;
   std::unique_ptr<loop::TcpListener> tcp_;

@@ -346,7 +346,7 @@ bool KubednsServer::Start(std::string* error) {
 
   server::DnsServer::Options dns;
   dns.listen_address = options_.dns_address;
-  dns.threads = options_.dns_threads;
+  dns.threads = server::ServingThreads(options_.dns_threads, "--dns-threads");
   dns.udp.receiver_thread = options_.receiver_threads;
   dns.shared_sockets = options_.receiver_threads;
   dns.admission = kAdmissionPolicy;

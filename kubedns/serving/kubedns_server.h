@@ -65,7 +65,7 @@ class KubednsServer {
   struct Options {
     AnswerConfig answer;
     loop::SocketAddress dns_address;  // --dns-bind-address, --dns-port
-    size_t dns_threads = 0;           // 0: one per usable CPU (cpu_quota.h)
+    size_t dns_threads = 0;           // 0: DefaultThreads() (cpu_quota.h)
     // UDP is received on a receiver thread per socket, which answers what the records
     // answer (DnsHandler::AnswerOnReceiverThread); up to two DNS threads share one socket,
     // so their receivers take turns, more have a socket each (server::DnsServer).
