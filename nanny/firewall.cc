@@ -61,23 +61,25 @@ std::string Quoted(const std::string& arg) {
   return arg.find(' ') == std::string::npos ? arg : "\"" + arg + "\"";
 }
 
-std::string TableName() { return std::string(kNftFamily) + " " + std::string(kNftTable); }
+std::string TableName(const NftTable& table) { return std::string(kNftFamily) + " " + table.name; }
 
 class NftablesFirewall final : public Firewall {
  public:
-  NftablesFirewall(RuleSpec spec, CommandRunner& runner, std::string ruleset_file)
-      : spec_(std::move(spec)), runner_(runner), ruleset_file_(std::move(ruleset_file)) {}
+  // `session` null: the shared table, written with `nft -f ruleset_file`; else `table` owned
+  // by the session's socket.
+  NftablesFirewall(RuleSpec spec, CommandRunner& runner, std::string ruleset_file,
+                   NftSession* session, NftTable table)
+      : spec_(std::move(spec)),
+        runner_(runner),
+        ruleset_file_(std::move(ruleset_file)),
+        session_(session),
+        table_(std::move(table)) {}
 
   FirewallBackend backend() const override { return FirewallBackend::kNftables; }
+  bool shared() const override { return !table_.owner; }
 
   bool Install(std::string* error) override {
-    if (!WriteFileAtomically(ruleset_file_, NftablesRuleset(spec_), error)) return false;
-    const std::vector<std::string> argv = {"nft", "-f", ruleset_file_};
-    const CommandResult written = runner_.Run(argv);
-    if (!written.ok()) {
-      *error = written.Describe(argv);
-      return false;
-    }
+    if (!Write(error)) return false;
     // What nft lists now is what "in place" looks like from here on.
     const CommandResult listed = runner_.Run(ListArgv());
     installed_listing_ = listed.ok() ? listed.output : std::string();
@@ -95,24 +97,42 @@ class NftablesFirewall final : public Firewall {
   }
 
   bool Remove(std::string* error) override {
-    const std::vector<std::string> argv = {"nft", "delete", "table", std::string(kNftFamily),
-                                           std::string(kNftTable)};
-    const CommandResult removed = runner_.Run(argv);
-    if (!removed.ok() && runner_.Run(ListArgv()).ok()) {
-      *error = removed.Describe(argv);
-      return false;
+    const std::string name = TableName(table_);
+    bool removed = false;
+    if (session_ != nullptr) {
+      // Only the owner's socket may delete an owned table.
+      removed = session_->Run("delete table " + name + "\n", error);
+    } else {
+      const std::vector<std::string> argv = {"nft", "delete", "table", std::string(kNftFamily),
+                                             table_.name};
+      const CommandResult result = runner_.Run(argv);
+      removed = result.ok();
+      if (!removed) *error = result.Describe(argv);
     }
+    if (!removed && runner_.Run(ListArgv()).ok()) return false;
     return true;  // gone (or never there)
   }
 
  private:
-  static std::vector<std::string> ListArgv() {
-    return {"nft", "list", "table", std::string(kNftFamily), std::string(kNftTable)};
+  bool Write(std::string* error) {
+    const std::string ruleset = NftablesRuleset(spec_, table_);
+    if (session_ != nullptr) return session_->Run(ruleset, error);
+    if (!WriteFileAtomically(ruleset_file_, ruleset, error)) return false;
+    const std::vector<std::string> argv = {"nft", "-f", ruleset_file_};
+    const CommandResult written = runner_.Run(argv);
+    if (!written.ok()) *error = written.Describe(argv);
+    return written.ok();
+  }
+
+  std::vector<std::string> ListArgv() const {
+    return {"nft", "list", "table", std::string(kNftFamily), table_.name};
   }
 
   RuleSpec spec_;
   CommandRunner& runner_;
   std::string ruleset_file_;
+  NftSession* session_;
+  NftTable table_;
   std::string installed_listing_;
 };
 
@@ -122,6 +142,7 @@ class IptablesFirewall final : public Firewall {
       : rules_(IptablesRules(spec)), runner_(runner) {}
 
   FirewallBackend backend() const override { return FirewallBackend::kIptables; }
+  bool shared() const override { return true; }
 
   bool Install(std::string* error) override { return Sync(error) != SyncOutcome::kFailed; }
 
@@ -216,7 +237,7 @@ std::optional<FirewallChoice> ParseFirewallChoice(std::string_view text) {
   return std::nullopt;
 }
 
-std::string NftablesRuleset(const RuleSpec& spec) {
+std::string NftablesRuleset(const RuleSpec& spec, const NftTable& table) {
   using Hook = Rule::Hook;
   const std::vector<Rule> rules = Rules(spec);
   struct Chain {
@@ -230,13 +251,17 @@ std::string NftablesRuleset(const RuleSpec& spec) {
       {Hook::kFilterInput, "filter-input", "type filter hook input priority filter;"},
       {Hook::kFilterOutput, "filter-output", "type filter hook output priority filter;"},
   };
-  // Create, delete, create: one transaction that replaces the table whether it exists or not.
+  // Create, delete, create: one transaction that replaces the table whether it exists or not
+  // (an owned table is created with its flag: a table's owner flag cannot be taken away).
+  const std::string name = TableName(table);
+  const std::string flags = table.owner ? " { flags owner; }" : "";
   std::string text =
       "# Written by the nanny (node-local mode): NOTRACK and ACCEPT for the\n"
       "# node-local DNS addresses. Replaced as a whole; do not edit.\n";
-  text += "table " + TableName() + "\n";
-  text += "delete table " + TableName() + "\n";
-  text += "table " + TableName() + " {\n";
+  text += "table " + name + flags + "\n";
+  text += "delete table " + name + "\n";
+  text += "table " + name + " {\n";
+  if (table.owner) text += "\tflags owner\n";
   for (const Chain& chain : chains) {
     text += "\tchain " + std::string(chain.name) + " {\n";
     text += "\t\t" + std::string(chain.declaration) + " policy accept;\n";
@@ -342,10 +367,16 @@ BackendFacts GatherBackendFacts(CommandRunner& runner) {
 }
 
 std::unique_ptr<Firewall> MakeFirewall(FirewallBackend backend, RuleSpec spec,
-                                       CommandRunner& runner, std::string ruleset_file) {
+                                       CommandRunner& runner, std::string ruleset_file,
+                                       std::optional<OwnedNftTable> owned) {
   switch (backend) {
     case FirewallBackend::kNftables:
-      return std::make_unique<NftablesFirewall>(std::move(spec), runner, std::move(ruleset_file));
+      if (owned) {
+        return std::make_unique<NftablesFirewall>(std::move(spec), runner, std::string(),
+                                                  owned->session, NftTable{owned->name, true});
+      }
+      return std::make_unique<NftablesFirewall>(std::move(spec), runner, std::move(ruleset_file),
+                                                nullptr, NftTable{});
     case FirewallBackend::kIptables:
       return std::make_unique<IptablesFirewall>(spec, runner);
     case FirewallBackend::kNone:

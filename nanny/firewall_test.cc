@@ -120,6 +120,17 @@ TEST_CASE("the nftables ruleset replaces our one table atomically", "[nanny][fir
   CHECK(std::count(text.begin(), text.end(), '\n') == 2 + 3 + 4 * 3 + 30 + 1);
 }
 
+TEST_CASE("an owned nftables table is created with its flag, so the replacement keeps it",
+          "[nanny][firewall]") {
+  const std::string text =
+      NftablesRuleset(Spec({"169.254.20.10"}), NftTable{"kdns-nodelocal-0badcafe", true});
+  // The owner flag cannot be taken off a table: the first statement must not try to.
+  CHECK(text.find("table inet kdns-nodelocal-0badcafe { flags owner; }\n"
+                  "delete table inet kdns-nodelocal-0badcafe\n"
+                  "table inet kdns-nodelocal-0badcafe {\n\tflags owner\n") != std::string::npos);
+  CHECK(NftablesRuleset(Spec({"169.254.20.10"})).find("owner") == std::string::npos);
+}
+
 TEST_CASE("auto picks nftables where kube-proxy or iptables already use nf_tables",
           "[nanny][firewall]") {
   std::string error;

@@ -250,8 +250,10 @@ TEST_CASE("a child that keeps crashing makes the nanny finish with status 1", "[
   RequireClosesClean(loop);
 }
 
-TEST_CASE("node-local: cluster zones to the upstream Service, rules gone before the child stops",
-          "[nanny][process][node-local]") {
+TEST_CASE(
+    "node-local: cluster zones to the upstream Service, rules gone before the child stops, "
+    "addresses after it",
+    "[nanny][process][node-local]") {
   kdns::testing::TempDir config_dir, run_dir;
   loop::Loop loop;
   {
@@ -268,6 +270,8 @@ TEST_CASE("node-local: cluster zones to the upstream Service, rules gone before 
     node.interface_name = "lo";
     node.firewall = FirewallChoice::kNftables;
     node.health_port = 0;
+    node.open_nft_session = nullptr;  // the shared table, through the fake runner
+    node.unix_listing = run_dir.File("unix");
     options.node_local = node;
     testing::FakeCommandRunner runner;
     runner.handler = [&lines](const std::vector<std::string>& argv) -> CommandResult {
@@ -297,8 +301,11 @@ TEST_CASE("node-local: cluster zones to the upstream Service, rules gone before 
     const auto removed = std::find(lines.all.begin(), lines.all.end(),
                                    "command: nft delete table inet kdns-nodelocal");
     const auto stopping = std::find(lines.all.begin(), lines.all.end(), "stopping");
+    const auto addresses_removed = std::find(lines.all.begin(), lines.all.end(),
+                                             "command: ip -4 addr del 127.0.0.1/32 dev lo");
     CHECK(removed < stopping);
-    CHECK(stopping != lines.all.end());
+    CHECK(stopping < addresses_removed);
+    CHECK(addresses_removed != lines.all.end());
   }
   RequireClosesClean(loop);
 }
