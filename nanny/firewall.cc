@@ -139,7 +139,15 @@ class NftablesFirewall final : public Firewall {
 class IptablesFirewall final : public Firewall {
  public:
   IptablesFirewall(const RuleSpec& spec, CommandRunner& runner)
-      : rules_(IptablesRules(spec)), runner_(runner) {}
+      : rules_(IptablesRules(spec)), runner_(runner) {
+    // One rule at a time, unlike nftables' one transaction, so the order matters: the way
+    // back (our replies' NOTRACK, the ACCEPTs) is put in before the rules that capture the
+    // queries, and taken out after them. Otherwise a reply of ours could be tracked while
+    // its query was not, and the conntrack entry it leaves (ClusterIP:53 -> client) would
+    // keep that client's next queries from kube-proxy's DNAT once we are gone.
+    std::stable_partition(rules_.begin(), rules_.end(),
+                          [](const IptablesRule& rule) { return !Captures(rule); });
+  }
 
   FirewallBackend backend() const override { return FirewallBackend::kIptables; }
   bool shared() const override { return true; }
@@ -162,7 +170,7 @@ class IptablesFirewall final : public Firewall {
     std::vector<int> counts;
     if (!Count(&counts, error)) return false;
     bool ok = true;
-    for (size_t i = 0; i < rules_.size(); ++i) {
+    for (size_t i = rules_.size(); i-- > 0;) {  // the capturing rules first
       for (int copy = 0; copy < counts[i]; ++copy) {
         std::string failed;
         if (!Change("-D", rules_[i], &failed)) {
@@ -177,6 +185,12 @@ class IptablesFirewall final : public Firewall {
 
  private:
   static std::string Program(bool v6) { return v6 ? "ip6tables" : "iptables"; }
+
+  // NOTRACK of the queries to our addresses (raw PREROUTING and OUTPUT, -d): the rules that
+  // take them from kube-proxy's DNAT.
+  static bool Captures(const IptablesRule& rule) {
+    return rule.table == "raw" && !rule.spec.empty() && rule.spec[0] == "-d";
+  }
 
   bool Count(std::vector<int>* counts, std::string* error) {
     IptablesListings listings;

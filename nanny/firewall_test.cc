@@ -237,6 +237,36 @@ TEST_CASE("iptables: removal deletes every copy of our rules and nothing else",
   CHECK(iptables.tables[{false, "filter"}].empty());
 }
 
+TEST_CASE("iptables: the rules that capture queries go in last and come out first",
+          "[nanny][firewall]") {
+  // One command per rule: our replies must never be tracked while their queries are not.
+  FakeCommandRunner runner;
+  FakeIptables iptables;
+  runner.handler = std::ref(iptables);
+  auto firewall = MakeFirewall(FirewallBackend::kIptables, Spec({"169.254.20.10"}), runner, "");
+  auto with = [&runner](const char* verb) {
+    std::vector<std::string> out;
+    for (const std::string& line : runner.commands) {
+      if (line.find(verb) != std::string::npos) out.push_back(line);
+    }
+    return out;
+  };
+  auto captures = [](const std::string& line) {
+    return line.find(" -t raw ") != std::string::npos && line.find(" -d ") != std::string::npos;
+  };
+  std::string error;
+  REQUIRE(firewall->Install(&error));
+  const std::vector<std::string> inserted = with(" -I ");
+  REQUIRE(inserted.size() == 15);  // 9 raw (6 of them capture), 6 filter
+  CHECK(std::none_of(inserted.begin(), inserted.begin() + 9, captures));
+  CHECK(std::all_of(inserted.begin() + 9, inserted.end(), captures));
+  REQUIRE(firewall->Remove(&error));
+  const std::vector<std::string> deleted = with(" -D ");
+  REQUIRE(deleted.size() == 15);
+  CHECK(std::all_of(deleted.begin(), deleted.begin() + 6, captures));
+  CHECK(std::none_of(deleted.begin() + 6, deleted.end(), captures));
+}
+
 TEST_CASE("iptables: a failed listing fails the sync with the command's error",
           "[nanny][firewall]") {
   FakeCommandRunner runner;
