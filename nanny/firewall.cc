@@ -33,6 +33,10 @@ struct Rule {
   bool notrack;  // else accept
 };
 
+// NOTRACK of the queries to our addresses: the rules that take them from kube-proxy's DNAT
+// and send them our way (the others let our replies out untracked, and accept).
+bool Captures(const Rule& rule) { return rule.notrack && rule.to_address; }
+
 std::vector<Rule> Rules(const RuleSpec& spec) {
   using Hook = Rule::Hook;
   std::vector<Rule> rules;
@@ -96,6 +100,25 @@ class NftablesFirewall final : public Firewall {
     return SyncOutcome::kRepaired;
   }
 
+  bool RemoveCapture(std::string* error) override {
+    // Both chains in one transaction.
+    std::string commands;
+    for (std::string_view chain : kNftCaptureChains) {
+      commands += "delete chain " + TableName(table_) + " " + std::string(chain) + "; ";
+    }
+    bool removed = false;
+    if (session_ != nullptr) {
+      removed = session_->Run(commands, error);
+    } else {
+      const std::vector<std::string> argv = {"nft", commands};
+      const CommandResult result = runner_.Run(argv);
+      removed = result.ok();
+      if (!removed) *error = result.Describe(argv);
+    }
+    if (!removed && runner_.Run(ListArgv()).ok()) return false;
+    return true;  // gone (or the table never there)
+  }
+
   bool Remove(std::string* error) override {
     const std::string name = TableName(table_);
     bool removed = false;
@@ -146,7 +169,7 @@ class IptablesFirewall final : public Firewall {
     // its query was not, and the conntrack entry it leaves (ClusterIP:53 -> client) would
     // keep that client's next queries from kube-proxy's DNAT once we are gone.
     std::stable_partition(rules_.begin(), rules_.end(),
-                          [](const IptablesRule& rule) { return !Captures(rule); });
+                          [](const IptablesRule& rule) { return !rule.captures; });
   }
 
   FirewallBackend backend() const override { return FirewallBackend::kIptables; }
@@ -166,11 +189,18 @@ class IptablesFirewall final : public Firewall {
     return repaired ? SyncOutcome::kRepaired : SyncOutcome::kInPlace;
   }
 
-  bool Remove(std::string* error) override {
+  bool RemoveCapture(std::string* error) override { return Delete(Which::kCapturing, error); }
+  bool Remove(std::string* error) override { return Delete(Which::kAll, error); }
+
+ private:
+  enum class Which { kCapturing, kAll };
+
+  bool Delete(Which which, std::string* error) {
     std::vector<int> counts;
     if (!Count(&counts, error)) return false;
     bool ok = true;
     for (size_t i = rules_.size(); i-- > 0;) {  // the capturing rules first
+      if (which == Which::kCapturing && !rules_[i].captures) continue;
       for (int copy = 0; copy < counts[i]; ++copy) {
         std::string failed;
         if (!Change("-D", rules_[i], &failed)) {
@@ -183,14 +213,7 @@ class IptablesFirewall final : public Firewall {
     return ok;
   }
 
- private:
   static std::string Program(bool v6) { return v6 ? "ip6tables" : "iptables"; }
-
-  // NOTRACK of the queries to our addresses (raw PREROUTING and OUTPUT, -d): the rules that
-  // take them from kube-proxy's DNAT.
-  static bool Captures(const IptablesRule& rule) {
-    return rule.table == "raw" && !rule.spec.empty() && rule.spec[0] == "-d";
-  }
 
   bool Count(std::vector<int>* counts, std::string* error) {
     IptablesListings listings;
@@ -256,14 +279,17 @@ std::string NftablesRuleset(const RuleSpec& spec, const NftTable& table) {
   const std::vector<Rule> rules = Rules(spec);
   struct Chain {
     Hook hook;
-    const char* name;
+    bool captures;  // holds the capturing rules (RemoveCapture deletes these chains)
+    std::string_view name;
     const char* declaration;
   };
   const Chain chains[] = {
-      {Hook::kRawPrerouting, "raw-prerouting", "type filter hook prerouting priority raw;"},
-      {Hook::kRawOutput, "raw-output", "type filter hook output priority raw;"},
-      {Hook::kFilterInput, "filter-input", "type filter hook input priority filter;"},
-      {Hook::kFilterOutput, "filter-output", "type filter hook output priority filter;"},
+      {Hook::kRawPrerouting, true, kNftCaptureChains[0],
+       "type filter hook prerouting priority raw;"},
+      {Hook::kRawOutput, true, kNftCaptureChains[1], "type filter hook output priority raw;"},
+      {Hook::kRawOutput, false, "raw-output", "type filter hook output priority raw;"},
+      {Hook::kFilterInput, false, "filter-input", "type filter hook input priority filter;"},
+      {Hook::kFilterOutput, false, "filter-output", "type filter hook output priority filter;"},
   };
   // Create, delete, create: one transaction that replaces the table whether it exists or not
   // (an owned table is created with its flag: a table's owner flag cannot be taken away).
@@ -280,7 +306,9 @@ std::string NftablesRuleset(const RuleSpec& spec, const NftTable& table) {
     text += "\tchain " + std::string(chain.name) + " {\n";
     text += "\t\t" + std::string(chain.declaration) + " policy accept;\n";
     for (const Rule& rule : rules) {
-      if (rule.hook == chain.hook) text += "\t\t" + NftRule(rule) + "\n";
+      if (rule.hook == chain.hook && Captures(rule) == chain.captures) {
+        text += "\t\t" + NftRule(rule) + "\n";
+      }
     }
     text += "\t}\n";
   }
@@ -300,6 +328,7 @@ std::vector<IptablesRule> IptablesRules(const RuleSpec& spec) {
   for (const Rule& rule : Rules(spec)) {
     IptablesRule r;
     r.v6 = rule.address.is_v6();
+    r.captures = Captures(rule);
     r.table = rule.hook == Hook::kRawPrerouting || rule.hook == Hook::kRawOutput ? "raw" : "filter";
     r.chain = rule.hook == Hook::kRawPrerouting ? "PREROUTING"
               : rule.hook == Hook::kFilterInput ? "INPUT"

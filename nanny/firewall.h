@@ -72,6 +72,8 @@ struct RuleSpec {
 
 inline constexpr std::string_view kNftFamily = "inet";
 inline constexpr std::string_view kNftTable = "kdns-nodelocal";
+// The chains of our table that hold the capturing rules (Firewall::RemoveCapture).
+inline constexpr std::string_view kNftCaptureChains[] = {"raw-prerouting", "raw-output-queries"};
 
 // Which table: the shared one (no owner), or an instance's own, named kNftTable-<id>.
 struct NftTable {
@@ -100,6 +102,7 @@ struct IptablesRule {
   // The rule in the order `iptables -S` prints it: -d 169.254.20.10/32 -p udp -m udp
   // --dport 53 -m comment --comment "..." -j NOTRACK (one argument per element).
   std::vector<std::string> spec;
+  bool captures = false;  // NOTRACK of queries to our addresses (Firewall::RemoveCapture)
 
   // The line `iptables -t <table> -S` prints for it: "-A PREROUTING -d ...".
   std::string ListedLine() const;
@@ -147,6 +150,12 @@ class Firewall {
   [[nodiscard]] virtual bool Install(std::string* error) = 0;
   // Checks every rule and puts back what is missing or altered.
   virtual SyncOutcome Sync(std::string* error) = 0;
+  // Removes the rules that send queries our way (raw NOTRACK of queries to our addresses),
+  // and only those: until the child has answered what already reached us, its replies
+  // must leave untracked, or the conntrack entry of such a reply (ClusterIP:53 -> client)
+  // would hold that client's next queries out of kube-proxy's DNAT after we are gone.
+  // False with a one-line *error.
+  [[nodiscard]] virtual bool RemoveCapture(std::string* error) = 0;
   // Removes every rule of ours. False with a one-line *error.
   [[nodiscard]] virtual bool Remove(std::string* error) = 0;
 };

@@ -116,8 +116,15 @@ TEST_CASE("the nftables ruleset replaces our one table atomically", "[nanny][fir
   CHECK(text.find("ip daddr 169.254.20.10 tcp dport 8081 notrack") != std::string::npos);
   CHECK(text.find("ip6 daddr fd00::a tcp dport 53 accept") != std::string::npos);
   CHECK(text.find("ip6 saddr fd00::a udp sport 53 accept") != std::string::npos);
+  // The capturing rules in chains of their own (Firewall::RemoveCapture deletes them).
+  const size_t queries = text.find("chain raw-output-queries {");
+  const size_t replies = text.find("chain raw-output {");
+  REQUIRE(queries != std::string::npos);
+  REQUIRE(replies != std::string::npos);
+  CHECK(text.find("ip daddr 169.254.20.10 udp dport 53 notrack", queries) < replies);
+  CHECK(text.find("ip saddr 169.254.20.10 udp sport 53 notrack", replies) != std::string::npos);
   // Every rule once: 15 per address.
-  CHECK(std::count(text.begin(), text.end(), '\n') == 2 + 3 + 4 * 3 + 30 + 1);
+  CHECK(std::count(text.begin(), text.end(), '\n') == 2 + 3 + 5 * 3 + 30 + 1);
 }
 
 TEST_CASE("an owned nftables table is created with its flag, so the replacement keeps it",
@@ -265,6 +272,26 @@ TEST_CASE("iptables: the rules that capture queries go in last and come out firs
   REQUIRE(deleted.size() == 15);
   CHECK(std::all_of(deleted.begin(), deleted.begin() + 6, captures));
   CHECK(std::none_of(deleted.begin() + 6, deleted.end(), captures));
+}
+
+TEST_CASE("iptables: removing the capture leaves the rules of our replies until the end",
+          "[nanny][firewall]") {
+  FakeCommandRunner runner;
+  FakeIptables iptables;
+  runner.handler = std::ref(iptables);
+  auto firewall = MakeFirewall(FirewallBackend::kIptables, Spec({"169.254.20.10"}), runner, "");
+  std::string error;
+  REQUIRE(firewall->Install(&error));
+  REQUIRE(firewall->RemoveCapture(&error));
+  const std::vector<std::string>& raw = iptables.tables[{false, "raw"}];
+  CHECK(raw.size() == 3);  // OUTPUT -s ... NOTRACK, per service
+  CHECK(std::all_of(raw.begin(), raw.end(), [](const std::string& line) {
+    return line.starts_with("-A OUTPUT -s 169.254.20.10/32 ");
+  }));
+  CHECK(iptables.tables[{false, "filter"}].size() == 6);
+  REQUIRE(firewall->Remove(&error));
+  CHECK(raw.empty());
+  CHECK(iptables.tables[{false, "filter"}].empty());
 }
 
 TEST_CASE("iptables: a failed listing fails the sync with the command's error",

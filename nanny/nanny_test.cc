@@ -299,10 +299,15 @@ TEST_CASE(
     REQUIRE(RunUntil(loop, [&] { return nanny.finished(); }));
     CHECK(nanny.exit_code() == 0);
     const auto removed = std::find(lines.all.begin(), lines.all.end(),
-                                   "command: nft delete table inet kdns-nodelocal");
+                                   "command: nft delete chain inet kdns-nodelocal raw-prerouting; "
+                                   "delete chain inet kdns-nodelocal raw-output-queries; ");
     const auto stopping = std::find(lines.all.begin(), lines.all.end(), "stopping");
     const auto addresses_removed = std::find(lines.all.begin(), lines.all.end(),
                                              "command: ip -4 addr del 127.0.0.1/32 dev lo");
+    const auto table_removed = std::find(lines.all.begin(), lines.all.end(),
+                                         "command: nft delete table inet kdns-nodelocal");
+    CHECK(stopping < table_removed);
+    CHECK(table_removed < addresses_removed);
     CHECK(removed < stopping);
     CHECK(stopping < addresses_removed);
     CHECK(addresses_removed != lines.all.end());

@@ -206,18 +206,18 @@ bool NodeLocal::StopRouting() {
   presence_.Withdraw();
   others_alive_ = presence_.OthersAlive();
   if (others_alive_) LOG(INFO) << "another node cache is alive on this node: it serves it now";
-  // The rules first: while they stand, traffic to the ClusterIP is ours; once they are
-  // gone kube-proxy's DNAT takes it to the central DNS again (or to the other node cache's
-  // rules, when there is one).
+  // The rules that capture queries first: while they stand, traffic to the ClusterIP is
+  // ours; once they are gone kube-proxy's DNAT takes it to the central DNS again (or the
+  // other node cache's rules take it). Our replies' rules stay until the child exited.
   if (firewall_ && firewall_->shared() && others_alive_) {
     LOG(INFO) << "node-local rules (" << FirewallBackendName(firewall_->backend())
               << ", shared) left to the other node cache";
   } else if (firewall_) {
     std::string error;
-    if (firewall_->Remove(&error)) {
-      LOG(INFO) << "node-local rules removed";
+    if (firewall_->RemoveCapture(&error)) {
+      LOG(INFO) << "node-local rules that send queries here removed";
     } else {
-      LOG(ERROR) << "removing the node-local rules: " << error;
+      LOG(ERROR) << "removing the node-local rules that send queries here: " << error;
     }
     metrics_.rules_ok = false;
   }
@@ -230,6 +230,14 @@ void NodeLocal::Teardown() {
   StopRouting();
   torn_down_ = true;
   if (options_.skip_teardown) return;
+  if (firewall_ && !(firewall_->shared() && others_alive_)) {
+    std::string error;
+    if (firewall_->Remove(&error)) {
+      LOG(INFO) << "node-local rules removed";
+    } else {
+      LOG(ERROR) << "removing the node-local rules: " << error;
+    }
+  }
   if (interface_ && others_alive_) {
     LOG(INFO) << "node-local addresses left on " << interface_->name()
               << " for the other node cache";

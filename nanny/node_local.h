@@ -12,11 +12,13 @@
 //   Sync            every -syncinterval: addresses and rules checked, what another agent
 //                   deleted or altered put back and counted;
 //   StopRouting     at SIGTERM (and when the nanny gives up), unless -skipteardown: the
-//                   rules that send traffic our way are removed (our own nftables table
-//                   always; shared rules, iptables', only when no other node cache is
-//                   alive); the Nanny then stops the child, which answers what reached us;
-//   Teardown        once the child exited: the addresses (the interface if we created it),
-//                   unless another node cache is alive, which serves them now.
+//                   rules that send queries our way are removed (Firewall::RemoveCapture;
+//                   from our own nftables table always, shared rules, iptables', only when
+//                   no other node cache is alive); the Nanny then stops the child, which
+//                   answers what reached us, its replies still untracked;
+//   Teardown        once the child exited: the rest of the rules and the addresses (the
+//                   interface if we created it), what is shared only when no other node
+//                   cache is alive (it serves them now).
 //
 // Other node caches (the two of a DaemonSet update with maxSurge) are seen through
 // NodeCachePresence (node_cache_presence.h), announced before anything is set up.

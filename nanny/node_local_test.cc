@@ -44,6 +44,11 @@ struct FakeNode {
 };
 
 // libnftables in a test: records what is run; `fails` makes the next runs fail.
+// What removes the chains that capture queries (Firewall::RemoveCapture).
+constexpr const char* kRemoveCapture =
+    "nft delete chain inet kdns-nodelocal raw-prerouting; "
+    "delete chain inet kdns-nodelocal raw-output-queries; ";
+
 struct FakeNftSession final : public NftSession {
   explicit FakeNftSession(std::vector<std::string>* runs, bool* table, bool fails)
       : runs_(runs), table_(table), fails_(fails) {}
@@ -169,14 +174,15 @@ TEST_CASE("teardown removes the rules, then the addresses", "[nanny][node-local]
   f.Start();
   f.runner.commands.clear();
   f.node_local->Teardown();
-  CHECK(f.runner.commands == std::vector<std::string>{"nft delete table inet kdns-nodelocal",
+  CHECK(f.runner.commands == std::vector<std::string>{kRemoveCapture,
+                                                      "nft delete table inet kdns-nodelocal",
                                                       "ip -4 addr del 127.0.0.1/32 dev lo"});
   CHECK_FALSE(f.node.table);
   CHECK(f.node.lo.addresses.empty());
   // Once only; a sync after it changes nothing.
   f.node_local->Teardown();
   f.node_local->Sync();
-  CHECK(f.runner.commands.size() == 2);
+  CHECK(f.runner.commands.size() == 3);
 }
 
 TEST_CASE("with -skipteardown the rules and addresses stay", "[nanny][node-local]") {
@@ -243,16 +249,19 @@ TEST_CASE("-skipteardown keeps the shared table: an owned one would go with the 
   CHECK(f.runner.RunWith("nft -f").size() == 1);
 }
 
-TEST_CASE("the rules go when routing stops, the addresses only at the teardown after it",
+TEST_CASE("the capturing rules go when routing stops; the others and the addresses after",
           "[nanny][node-local]") {
   Fixture f;
   f.Start();
   f.runner.commands.clear();
   CHECK_FALSE(f.node_local->StopRouting());  // alone on the node
-  CHECK(f.runner.commands == std::vector<std::string>{"nft delete table inet kdns-nodelocal"});
+  // Our replies to what already reached us still leave untracked.
+  CHECK(f.runner.commands == std::vector<std::string>{kRemoveCapture});
   CHECK(f.node.lo.addresses.size() == 1);
   f.node_local->Teardown();
-  CHECK(f.runner.commands.back() == "ip -4 addr del 127.0.0.1/32 dev lo");
+  CHECK(f.runner.commands == std::vector<std::string>{kRemoveCapture,
+                                                      "nft delete table inet kdns-nodelocal",
+                                                      "ip -4 addr del 127.0.0.1/32 dev lo"});
   CHECK(f.node.lo.addresses.empty());
 }
 
@@ -279,8 +288,9 @@ TEST_CASE("with another node cache alive, our own table still goes, the addresse
   REQUIRE(WriteFileAtomically(f.dir.File("unix"), kOtherNodeCache, &error));
   f.runner.commands.clear();
   CHECK(f.node_local->StopRouting());
-  CHECK(f.session_runs.back().starts_with("delete table inet kdns-nodelocal-"));
+  CHECK(f.session_runs.back().starts_with("delete chain inet kdns-nodelocal-"));
   f.node_local->Teardown();
+  CHECK(f.session_runs.back().starts_with("delete table inet kdns-nodelocal-"));
   CHECK(f.runner.RunWith("ip ").empty());
   CHECK(f.node.lo.addresses.size() == 1);
 }

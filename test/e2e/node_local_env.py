@@ -245,6 +245,7 @@ def start_nanny(env, backend, *extra, wait=True):
     process_env = dict(os.environ, KUBE_DNS_UPSTREAM_SERVICE_HOST=UPSTREAM_IP)
     nanny = harness.Process(argv, os.path.join(workdir, "nanny-%s.log" % name), env=process_env)
     env["owned"].append(nanny)
+    env.setdefault("node_caches", []).append(nanny)
     env["nanny"] = nanny
     # Healthy (the cache answers) and its /metrics served (the listener comes up after DNS).
     if wait and not harness.wait_until(lambda: not nanny.alive() or (
@@ -285,6 +286,31 @@ def report(env, failed):
         if name.endswith(".log"):
             with open(os.path.join(env["workdir"], name), errors="replace") as f:
                 print("--- %s (tail) ---\n%s" % (name, f.read()[-2500:]))
+
+
+def run_per_backend(env, checks, tests):
+    """`tests` once per backend (nftables through auto, then iptables), each on a node with
+    kube-proxy's DNAT in that backend and a node cache started; afterwards every node cache
+    still running is stopped and the node cleaned of rules and addresses."""
+    for backend in (Nftables(), Iptables()):
+        print("-- backend %s (--firewall=%s)" % (backend.name, backend.flag))
+        backend.emulate_kube_proxy()
+        if not (answers(CLUSTER_IP) and answers(CLUSTER_IP_V6)):
+            checks.check("kube-proxy emulation (%s) answers the ClusterIP" % backend.name, False)
+            continue
+        env["backend"] = backend
+        try:
+            start_nanny(env, backend)
+            checks.run(tests, env)
+        finally:
+            for nanny in env.get("node_caches", []):
+                if nanny.alive():
+                    nanny.stop()
+            backend.clean_up()
+            backend.remove_kube_proxy()
+            for ip in LOCAL_IPS:
+                sh("ip", "addr", "del", ip + ("/128" if ":" in ip else "/32"), "dev", "lo",
+                   check=False)
 
 
 def main(script, prefix, run_phases):

@@ -35,8 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import node_local_env  # noqa: E402
 from nanny_env import children_of  # noqa: E402
-from node_local_env import (CLIENT, CLUSTER_IP, LINK_LOCAL, LOCAL_IPS, NAME, Iptables,  # noqa: E402
-                            Nftables, addresses_present, answers, serving, start_nanny)
+from node_local_env import (CLIENT, CLUSTER_IP, LINK_LOCAL, LOCAL_IPS, NAME,  # noqa: E402
+                            addresses_present, answers, serving, start_nanny)
 from steady_load import SteadyLoad  # noqa: E402
 
 CLUSTER_IP_QPS = 2000
@@ -230,25 +230,7 @@ TESTS = [test_update_with_surge_loses_nothing, test_kill_9_of_the_node_cache_the
 
 def run_phases(env, checks):
     env["figures"] = []
-    for backend in (Nftables(), Iptables()):
-        print("-- backend %s (--firewall=%s)" % (backend.name, backend.flag))
-        backend.emulate_kube_proxy()
-        if not answers(CLUSTER_IP):
-            checks.check("kube-proxy emulation (%s) answers the ClusterIP" % backend.name, False)
-            continue
-        env["backend"] = backend
-        try:
-            start_nanny(env, backend)
-            checks.run(TESTS, env)
-        finally:
-            for process in env["owned"]:
-                if isinstance(process, harness.Process) and process.alive():
-                    process.stop()
-            backend.clean_up()
-            backend.remove_kube_proxy()
-            for ip in LOCAL_IPS:
-                node_local_env.sh("ip", "addr", "del", ip + ("/128" if ":" in ip else "/32"),
-                                  "dev", "lo", check=False)
+    node_local_env.run_per_backend(env, checks, TESTS)
     harness.print_figures("node-local lifecycle under load (%d q/s to the ClusterIP, %d q/s to "
                           "the link-local address, 2 s timeout)" % (CLUSTER_IP_QPS,
                                                                    LINK_LOCAL_QPS),

@@ -9,7 +9,8 @@ frontend-cache counts the queries (the cache answered, not the central DNS, whic
 would have reached without our NOTRACK rules); /health is 200; the rules are in the backend
 and the addresses on lo; a deleted rule and a deleted address are put back within the sync
 interval and counted (nftables: the nanny's own table refuses another process's change);
-SIGTERM removes the rules, then the child stops, then the addresses go, the nanny exits 0,
+SIGTERM removes the rules that send queries here, then the child stops, then the other rules
+and the addresses go, the nanny exits 0,
 and the ClusterIP is answered by the central DNS again. Then -skipteardown leaves both in
 place. Prints `N passed, M failed` last. The lifecycle under load (updates, kill -9, crash
 loops) is node_local_lifecycle_test.py's.
@@ -22,9 +23,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import node_local_env  # noqa: E402
 from node_local_env import (CLUSTER_IP, CLUSTER_IP_V6, HEALTH_PORT, LINK_LOCAL,  # noqa: E402
-                            LOCAL_IPS, METRICS_PORT, NAME, NAME_IP, SYNC_INTERVAL_S, Iptables,
-                            Nftables, addresses_present, answers, dig_at, health, lo_addresses,
-                            metric, sh, start_nanny)
+                            LOCAL_IPS, METRICS_PORT, NAME, NAME_IP, SYNC_INTERVAL_S,
+                            addresses_present, answers, dig_at, health, lo_addresses, metric, sh,
+                            start_nanny)
 
 
 def test_answers_through_every_local_address(env):
@@ -134,14 +135,16 @@ def test_sigterm_tears_down_and_the_central_dns_answers_again(env):
         answer = dig_at(cluster_ip)
         if answer.status != "NOERROR" or NAME_IP not in answer.rdatas("A"):
             p.append("@%s after the teardown: %s" % (cluster_ip, answer))
-    # The rules, then the child's lameduck (it answers what reached us), then the addresses.
+    # The rules that send queries here, then the child's lameduck (it answers what reached
+    # us, its replies still untracked), then the other rules and the addresses.
     log = nanny.log()
-    rules_at = log.find("node-local rules removed")
+    capture_at = log.find("node-local rules that send queries here removed")
     child_at = log.find("lameduck: answering")
+    rules_at = log.find("node-local rules removed")
     addresses_at = log.find("node-local addresses removed")
-    if not 0 <= rules_at < child_at < addresses_at:
-        p.append("teardown order (rules %d, child %d, addresses %d): %s" %
-                 (rules_at, child_at, addresses_at, log[-1500:]))
+    if not 0 <= capture_at < child_at < rules_at < addresses_at:
+        p.append("teardown order (capture %d, child %d, rules %d, addresses %d): %s" %
+                 (capture_at, child_at, rules_at, addresses_at, log[-1500:]))
     return p
 
 
@@ -171,21 +174,7 @@ TESTS = [test_answers_through_every_local_address, test_health_and_metrics,
 
 
 def run_phases(env, checks):
-    for backend in (Nftables(), Iptables()):
-        print("-- backend %s (--firewall=%s)" % (backend.name, backend.flag))
-        backend.emulate_kube_proxy()
-        if not (answers(CLUSTER_IP) and answers(CLUSTER_IP_V6)):
-            checks.check("kube-proxy emulation (%s) answers the ClusterIP" % backend.name, False)
-            continue
-        env["backend"] = backend
-        try:
-            start_nanny(env, backend)
-            checks.run(TESTS, env)
-        finally:
-            if env.get("nanny") is not None:
-                env["nanny"].stop()
-            backend.clean_up()
-            backend.remove_kube_proxy()
+    node_local_env.run_per_backend(env, checks, TESTS)
 
 
 def main():
