@@ -177,3 +177,41 @@ class SteadyLoad(threading.Thread):
             for key in expired:
                 target.lost_send_times.append(target.pending.pop(key))
                 target.lost += 1
+
+
+class TcpQueries(threading.Thread):
+    """DNS over TCP, one query per connection (as a resolver falling back to TCP), one after
+    another from `source` to `address`:53 until stop(): answered, failed (refused, reset,
+    no answer within `timeout_s`)."""
+
+    def __init__(self, name, address, source, timeout_s=2.0, max_s=60.0):
+        super().__init__(daemon=True)
+        query = dns_wire.build_query(name, "A", ident=7, edns=False)
+        self.message = struct.pack("!H", len(query)) + query
+        self.address, self.source, self.timeout_s, self.max_s = address, source, timeout_s, max_s
+        self.answered = self.failed = 0
+        self.errors = {}
+        self.stopping = threading.Event()
+
+    def stop(self):
+        self.stopping.set()
+        self.join(self.timeout_s + 5)
+
+    def run(self):
+        ends_at = time.monotonic() + self.max_s
+        while not self.stopping.is_set() and time.monotonic() < ends_at:
+            try:
+                with socket.create_connection((self.address, 53), timeout=self.timeout_s,
+                                              source_address=(self.source, 0)) as sock:
+                    sock.sendall(self.message)
+                    reply = b""
+                    while len(reply) < 2 or len(reply) < 2 + struct.unpack("!H", reply[:2])[0]:
+                        chunk = sock.recv(4096)
+                        if not chunk:
+                            raise ConnectionResetError("closed before the answer")
+                        reply += chunk
+                self.answered += 1
+            except OSError as e:
+                self.failed += 1
+                kind = type(e).__name__
+                self.errors[kind] = self.errors.get(kind, 0) + 1
