@@ -209,7 +209,7 @@ bool NodeLocal::StopRouting() {
   // The rules that capture queries first: while they stand, traffic to the ClusterIP is
   // ours; once they are gone kube-proxy's DNAT takes it to the central DNS again (or the
   // other node cache's rules take it). Our replies' rules stay until the child exited.
-  if (firewall_ && firewall_->shared() && others_alive_) {
+  if (firewall_ && RulesLeftToOthers()) {
     LOG(INFO) << "node-local rules (" << FirewallBackendName(firewall_->backend())
               << ", shared) left to the other node cache";
   } else if (firewall_) {
@@ -225,12 +225,16 @@ bool NodeLocal::StopRouting() {
   return others_alive_;
 }
 
+bool NodeLocal::RulesLeftToOthers() const {
+  return firewall_ && firewall_->shared() && others_alive_;
+}
+
 void NodeLocal::Teardown() {
   if (torn_down_) return;
   StopRouting();
   torn_down_ = true;
   if (options_.skip_teardown) return;
-  if (firewall_ && !(firewall_->shared() && others_alive_)) {
+  if (firewall_ && !RulesLeftToOthers()) {
     std::string error;
     if (firewall_->Remove(&error)) {
       LOG(INFO) << "node-local rules removed";

@@ -104,6 +104,8 @@ class NodeLocal {
 
  private:
   bool StartFirewall(std::string* error);
+  // Shared rules (iptables, the shared nftables table) while another node cache is alive.
+  bool RulesLeftToOthers() const;
   bool StartHealth(std::string* error);
   void Probe();
   void MetricsChanged();
