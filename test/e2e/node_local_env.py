@@ -262,8 +262,9 @@ def serving(nanny):
 
 
 def set_up_node(workdir, owned):
-    """The node: lo with the central DNS's addresses and a client's, routes to the Service ranges, the
-    central DNS (kubedns on the demo objects) on 10.0.0.2:53 and [fd00::2]:53."""
+    """The node: lo with the central DNS's addresses and a client's, routes to the Service
+    ranges, the central DNS (kubedns on the demo objects) on 10.0.0.2:53 and
+    [fd00::2]:53."""
     sh("ip", "link", "set", "lo", "up")
     sh("ip", "addr", "add", CENTRAL + "/32", "dev", "lo")
     sh("ip", "-6", "addr", "add", CENTRAL_V6 + "/128", "dev", "lo", "nodad")
