@@ -186,8 +186,7 @@ class TcpQueries(threading.Thread):
 
     def __init__(self, name, address, source, timeout_s=2.0, max_s=60.0):
         super().__init__(daemon=True)
-        query = dns_wire.build_query(name, "A", ident=7, edns=False)
-        self.message = struct.pack("!H", len(query)) + query
+        self.query = dns_wire.build_query(name, "A", ident=7, edns=False)
         self.address, self.source, self.timeout_s, self.max_s = address, source, timeout_s, max_s
         self.answered = self.failed = 0
         self.errors = {}
@@ -203,13 +202,7 @@ class TcpQueries(threading.Thread):
             try:
                 with socket.create_connection((self.address, 53), timeout=self.timeout_s,
                                               source_address=(self.source, 0)) as sock:
-                    sock.sendall(self.message)
-                    reply = b""
-                    while len(reply) < 2 or len(reply) < 2 + struct.unpack("!H", reply[:2])[0]:
-                        chunk = sock.recv(4096)
-                        if not chunk:
-                            raise ConnectionResetError("closed before the answer")
-                        reply += chunk
+                    dns_wire.tcp_exchange(sock, self.query)
                 self.answered += 1
             except OSError as e:
                 self.failed += 1
