@@ -211,6 +211,7 @@ bool FrontendServer::Start(std::string* error) {
     http::Server::Options http_options;
     http_options.bind_address =
         loop::SocketAddressOf(options_.flags.prometheus_address, options_.flags.prometheus_port);
+    if (options_.flags.prometheus_reuse_port) http_options.reuse_port = loop::ReusePort::kYes;
     metrics_http_ = std::make_unique<http::ServerThread>(http_options);
     metrics_http_->Handle("/metrics", [this](const http::Request&) {
       http::Response response = http::Response::Text(200, RenderMetrics());

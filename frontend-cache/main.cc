@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
        "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
        "--cache-bytes=N --cache-entry-max-bytes=N --stale-max=S "
        "--lameduck=D --upstream-0x20=auto|on|off "
-       "--prometheus-port=N --prometheus-addr=IP --debug-address=IP:PORT "
+       "--prometheus-port=N --prometheus-addr=IP --prometheus-reuseport --debug-address=IP:PORT "
        "--tcp-idle-timeout=D --tcp-frame-timeout=D --tcp-query-timeout=D "
        "--tcp-max-connections=N "
        "--tcp-max-connections-per-source=N --tcp-max-output-bytes-per-connection=N "

@@ -219,6 +219,7 @@ const std::vector<OptionSpec>& Specs() {
       {"metrics-textfile", 0, true,
        NonEmpty(In(&Options::metrics_textfile), "metrics-textfile", "empty path")},
       {"prometheus-port", 0, true, Uint(&Options::prometheus_port, 0, 65535, "prometheus-port")},
+      {"prometheus-reuseport", 0, false, Flag(&Options::prometheus_reuse_port)},
       // Forwarding budgets.
       {"forward-max-per-route", 0, true,
        Uint(&Options::forward_max_per_route, 0, 1'000'000, "forward-max-per-route")},

@@ -98,6 +98,9 @@ struct Options {
   uint64_t lameduck_ms = 5000;   // --lameduck (Go duration or seconds)
   uint16_t prometheus_port = 0;  // --prometheus-port (0: off)
   IpAddress prometheus_address = *IpAddress::Parse("0.0.0.0");  // --prometheus-addr
+  // --prometheus-reuseport: the port may be bound by another process too (the nanny sets it
+  // in node-local mode, where the next node cache of an update serves beside this one).
+  bool prometheus_reuse_port = false;
   // --debug-address=IP:PORT: /debug/top-clients on an HTTP port of its own, off by
   // default (common/server/debug_http.h); never on --prometheus-port, which every pod
   // can reach.

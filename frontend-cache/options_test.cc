@@ -121,6 +121,7 @@ TEST_CASE("Every option is read", "[frontend][options]") {
                          "--stale-max=0",
                          "--lameduck=2s",
                          "--prometheus-port=9153",
+                         "--prometheus-reuseport",
                          "--debug-address=127.0.0.1:10057",
                          "-S",
                          "8.8.8.8",
@@ -144,6 +145,8 @@ TEST_CASE("Every option is read", "[frontend][options]") {
   CHECK(options.stale_max_s == 0);
   CHECK(options.lameduck_ms == 2000);
   CHECK(options.prometheus_port == 9153);
+  CHECK(options.prometheus_reuse_port);
+  CHECK_FALSE(Parse({}).options.prometheus_reuse_port);  // a pod's port is its own
   REQUIRE(options.debug_address.has_value());
   CHECK(options.debug_address->ToString() == "127.0.0.1:10057");
   CHECK_FALSE(Parse({}).options.debug_address.has_value());  // off by default

@@ -33,6 +33,10 @@ struct Rule {
   bool notrack;  // else accept
 };
 
+// NOTRACK of the queries to our addresses: the rules that take them from kube-proxy's DNAT
+// and send them our way (the others let our replies out untracked, and accept).
+bool Captures(const Rule& rule) { return rule.notrack && rule.to_address; }
+
 std::vector<Rule> Rules(const RuleSpec& spec) {
   using Hook = Rule::Hook;
   std::vector<Rule> rules;
@@ -61,23 +65,25 @@ std::string Quoted(const std::string& arg) {
   return arg.find(' ') == std::string::npos ? arg : "\"" + arg + "\"";
 }
 
-std::string TableName() { return std::string(kNftFamily) + " " + std::string(kNftTable); }
+std::string TableName(const NftTable& table) { return std::string(kNftFamily) + " " + table.name; }
 
 class NftablesFirewall final : public Firewall {
  public:
-  NftablesFirewall(RuleSpec spec, CommandRunner& runner, std::string ruleset_file)
-      : spec_(std::move(spec)), runner_(runner), ruleset_file_(std::move(ruleset_file)) {}
+  // `session` null: the shared table, written with `nft -f ruleset_file`; else `table` owned
+  // by the session's socket.
+  NftablesFirewall(RuleSpec spec, CommandRunner& runner, std::string ruleset_file,
+                   NftSession* session, NftTable table)
+      : spec_(std::move(spec)),
+        runner_(runner),
+        ruleset_file_(std::move(ruleset_file)),
+        session_(session),
+        table_(std::move(table)) {}
 
   FirewallBackend backend() const override { return FirewallBackend::kNftables; }
+  bool shared() const override { return !table_.owner; }
 
   bool Install(std::string* error) override {
-    if (!WriteFileAtomically(ruleset_file_, NftablesRuleset(spec_), error)) return false;
-    const std::vector<std::string> argv = {"nft", "-f", ruleset_file_};
-    const CommandResult written = runner_.Run(argv);
-    if (!written.ok()) {
-      *error = written.Describe(argv);
-      return false;
-    }
+    if (!Write(error)) return false;
     // What nft lists now is what "in place" looks like from here on.
     const CommandResult listed = runner_.Run(ListArgv());
     installed_listing_ = listed.ok() ? listed.output : std::string();
@@ -94,34 +100,80 @@ class NftablesFirewall final : public Firewall {
     return SyncOutcome::kRepaired;
   }
 
-  bool Remove(std::string* error) override {
-    const std::vector<std::string> argv = {"nft", "delete", "table", std::string(kNftFamily),
-                                           std::string(kNftTable)};
-    const CommandResult removed = runner_.Run(argv);
-    if (!removed.ok() && runner_.Run(ListArgv()).ok()) {
-      *error = removed.Describe(argv);
-      return false;
+  bool RemoveCapture(std::string* error) override {
+    // Both chains in one transaction.
+    std::string commands;
+    for (std::string_view chain : kNftCaptureChains) {
+      commands += "delete chain " + TableName(table_) + " " + std::string(chain) + "; ";
     }
+    bool removed = false;
+    if (session_ != nullptr) {
+      removed = session_->Run(commands, error);
+    } else {
+      const std::vector<std::string> argv = {"nft", commands};
+      const CommandResult result = runner_.Run(argv);
+      removed = result.ok();
+      if (!removed) *error = result.Describe(argv);
+    }
+    if (!removed && runner_.Run(ListArgv()).ok()) return false;
+    return true;  // gone (or the table never there)
+  }
+
+  bool Remove(std::string* error) override {
+    const std::string name = TableName(table_);
+    bool removed = false;
+    if (session_ != nullptr) {
+      // Only the owner's socket may delete an owned table.
+      removed = session_->Run("delete table " + name + "\n", error);
+    } else {
+      const std::vector<std::string> argv = {"nft", "delete", "table", std::string(kNftFamily),
+                                             table_.name};
+      const CommandResult result = runner_.Run(argv);
+      removed = result.ok();
+      if (!removed) *error = result.Describe(argv);
+    }
+    if (!removed && runner_.Run(ListArgv()).ok()) return false;
     return true;  // gone (or never there)
   }
 
  private:
-  static std::vector<std::string> ListArgv() {
-    return {"nft", "list", "table", std::string(kNftFamily), std::string(kNftTable)};
+  bool Write(std::string* error) {
+    const std::string ruleset = NftablesRuleset(spec_, table_);
+    if (session_ != nullptr) return session_->Run(ruleset, error);
+    if (!WriteFileAtomically(ruleset_file_, ruleset, error)) return false;
+    const std::vector<std::string> argv = {"nft", "-f", ruleset_file_};
+    const CommandResult written = runner_.Run(argv);
+    if (!written.ok()) *error = written.Describe(argv);
+    return written.ok();
+  }
+
+  std::vector<std::string> ListArgv() const {
+    return {"nft", "list", "table", std::string(kNftFamily), table_.name};
   }
 
   RuleSpec spec_;
   CommandRunner& runner_;
   std::string ruleset_file_;
+  NftSession* session_;
+  NftTable table_;
   std::string installed_listing_;
 };
 
 class IptablesFirewall final : public Firewall {
  public:
   IptablesFirewall(const RuleSpec& spec, CommandRunner& runner)
-      : rules_(IptablesRules(spec)), runner_(runner) {}
+      : rules_(IptablesRules(spec)), runner_(runner) {
+    // One rule at a time, unlike nftables' one transaction, so the order matters: the way
+    // back (our replies' NOTRACK, the ACCEPTs) is put in before the rules that capture the
+    // queries, and taken out after them. Otherwise a reply of ours could be tracked while
+    // its query was not, and the conntrack entry it leaves (ClusterIP:53 -> client) would
+    // keep that client's next queries from kube-proxy's DNAT once we are gone.
+    std::stable_partition(rules_.begin(), rules_.end(),
+                          [](const IptablesRule& rule) { return !rule.captures; });
+  }
 
   FirewallBackend backend() const override { return FirewallBackend::kIptables; }
+  bool shared() const override { return true; }
 
   bool Install(std::string* error) override { return Sync(error) != SyncOutcome::kFailed; }
 
@@ -137,11 +189,18 @@ class IptablesFirewall final : public Firewall {
     return repaired ? SyncOutcome::kRepaired : SyncOutcome::kInPlace;
   }
 
-  bool Remove(std::string* error) override {
+  bool RemoveCapture(std::string* error) override { return Delete(Which::kCapturing, error); }
+  bool Remove(std::string* error) override { return Delete(Which::kAll, error); }
+
+ private:
+  enum class Which { kCapturing, kAll };
+
+  bool Delete(Which which, std::string* error) {
     std::vector<int> counts;
     if (!Count(&counts, error)) return false;
     bool ok = true;
-    for (size_t i = 0; i < rules_.size(); ++i) {
+    for (size_t i = rules_.size(); i-- > 0;) {  // the capturing rules first
+      if (which == Which::kCapturing && !rules_[i].captures) continue;
       for (int copy = 0; copy < counts[i]; ++copy) {
         std::string failed;
         if (!Change("-D", rules_[i], &failed)) {
@@ -154,7 +213,6 @@ class IptablesFirewall final : public Firewall {
     return ok;
   }
 
- private:
   static std::string Program(bool v6) { return v6 ? "ip6tables" : "iptables"; }
 
   bool Count(std::vector<int>* counts, std::string* error) {
@@ -216,32 +274,41 @@ std::optional<FirewallChoice> ParseFirewallChoice(std::string_view text) {
   return std::nullopt;
 }
 
-std::string NftablesRuleset(const RuleSpec& spec) {
+std::string NftablesRuleset(const RuleSpec& spec, const NftTable& table) {
   using Hook = Rule::Hook;
   const std::vector<Rule> rules = Rules(spec);
   struct Chain {
     Hook hook;
-    const char* name;
+    bool captures;  // holds the capturing rules (RemoveCapture deletes these chains)
+    std::string_view name;
     const char* declaration;
   };
   const Chain chains[] = {
-      {Hook::kRawPrerouting, "raw-prerouting", "type filter hook prerouting priority raw;"},
-      {Hook::kRawOutput, "raw-output", "type filter hook output priority raw;"},
-      {Hook::kFilterInput, "filter-input", "type filter hook input priority filter;"},
-      {Hook::kFilterOutput, "filter-output", "type filter hook output priority filter;"},
+      {Hook::kRawPrerouting, true, kNftCaptureChains[0],
+       "type filter hook prerouting priority raw;"},
+      {Hook::kRawOutput, true, kNftCaptureChains[1], "type filter hook output priority raw;"},
+      {Hook::kRawOutput, false, "raw-output", "type filter hook output priority raw;"},
+      {Hook::kFilterInput, false, "filter-input", "type filter hook input priority filter;"},
+      {Hook::kFilterOutput, false, "filter-output", "type filter hook output priority filter;"},
   };
-  // Create, delete, create: one transaction that replaces the table whether it exists or not.
+  // Create, delete, create: one transaction that replaces the table whether it exists or not
+  // (an owned table is created with its flag: a table's owner flag cannot be taken away).
+  const std::string name = TableName(table);
+  const std::string flags = table.owner ? " { flags owner; }" : "";
   std::string text =
       "# Written by the nanny (node-local mode): NOTRACK and ACCEPT for the\n"
       "# node-local DNS addresses. Replaced as a whole; do not edit.\n";
-  text += "table " + TableName() + "\n";
-  text += "delete table " + TableName() + "\n";
-  text += "table " + TableName() + " {\n";
+  text += "table " + name + flags + "\n";
+  text += "delete table " + name + "\n";
+  text += "table " + name + " {\n";
+  if (table.owner) text += "\tflags owner\n";
   for (const Chain& chain : chains) {
     text += "\tchain " + std::string(chain.name) + " {\n";
     text += "\t\t" + std::string(chain.declaration) + " policy accept;\n";
     for (const Rule& rule : rules) {
-      if (rule.hook == chain.hook) text += "\t\t" + NftRule(rule) + "\n";
+      if (rule.hook == chain.hook && Captures(rule) == chain.captures) {
+        text += "\t\t" + NftRule(rule) + "\n";
+      }
     }
     text += "\t}\n";
   }
@@ -261,6 +328,7 @@ std::vector<IptablesRule> IptablesRules(const RuleSpec& spec) {
   for (const Rule& rule : Rules(spec)) {
     IptablesRule r;
     r.v6 = rule.address.is_v6();
+    r.captures = Captures(rule);
     r.table = rule.hook == Hook::kRawPrerouting || rule.hook == Hook::kRawOutput ? "raw" : "filter";
     r.chain = rule.hook == Hook::kRawPrerouting ? "PREROUTING"
               : rule.hook == Hook::kFilterInput ? "INPUT"
@@ -342,10 +410,16 @@ BackendFacts GatherBackendFacts(CommandRunner& runner) {
 }
 
 std::unique_ptr<Firewall> MakeFirewall(FirewallBackend backend, RuleSpec spec,
-                                       CommandRunner& runner, std::string ruleset_file) {
+                                       CommandRunner& runner, std::string ruleset_file,
+                                       std::optional<OwnedNftTable> owned) {
   switch (backend) {
     case FirewallBackend::kNftables:
-      return std::make_unique<NftablesFirewall>(std::move(spec), runner, std::move(ruleset_file));
+      if (owned) {
+        return std::make_unique<NftablesFirewall>(std::move(spec), runner, std::string(),
+                                                  owned->session, NftTable{owned->name, true});
+      }
+      return std::make_unique<NftablesFirewall>(std::move(spec), runner, std::move(ruleset_file),
+                                                nullptr, NftTable{});
     case FirewallBackend::kIptables:
       return std::make_unique<IptablesFirewall>(spec, runner);
     case FirewallBackend::kNone:

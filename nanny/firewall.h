@@ -11,10 +11,16 @@
 //   filter OUTPUT   saddr A sport P  ACCEPT    node-local DNS exists to avoid)
 // node-cache writes the same rules for port 53 (and raw OUTPUT for its health port).
 //
-// nftables: one table of ours, `table inet kdns-nodelocal` (IPv4 and IPv6 in one), written
-// atomically with `nft -f` (create, delete, create: one transaction), checked by listing it
-// and comparing with the listing taken right after it was written (nft's own normal form,
-// so no parsing of it), removed with `nft delete table`. Its ACCEPT rules accept within our
+// nftables: one table of ours (IPv4 and IPv6 in one), written atomically (create, delete,
+// create: one transaction), checked by listing it and comparing with the listing taken right
+// after it was written (nft's own normal form, so no parsing of it), removed with `delete
+// table`. Normally the table is the instance's own, `table inet kdns-nodelocal-<id>` with
+// `flags owner`, written over the nanny's own netlink socket (nft_session.h): the kernel
+// deletes it when the nanny dies in any way, so a killed node cache leaves no rule in the
+// way of kube-proxy's DNAT, and the two node caches of an update each hold a table of their
+// own. Where the kernel has no owner flag (< 5.12) or libnftables is missing, the one shared
+// `table inet kdns-nodelocal`, written with `nft -f`, as iptables' rules: it outlives a
+// killed nanny until the next one starts. Its ACCEPT rules accept within our
 // table only: a drop in another table at the same hook still drops (nftables evaluates
 // every base chain).
 // iptables: the rules as node-cache writes them, in the built-in chains, at the top (-I),
@@ -42,6 +48,7 @@
 
 #include "common/base/ip_address.h"
 #include "nanny/command_runner.h"
+#include "nanny/nft_session.h"
 #include "nanny/sync_outcome.h"
 
 namespace kdns::nanny {
@@ -65,9 +72,23 @@ struct RuleSpec {
 
 inline constexpr std::string_view kNftFamily = "inet";
 inline constexpr std::string_view kNftTable = "kdns-nodelocal";
+// The chains of our table that hold the capturing rules (Firewall::RemoveCapture).
+inline constexpr std::string_view kNftCaptureChains[] = {"raw-prerouting", "raw-output-queries"};
 
-// The `nft -f` text that replaces our table atomically with the rules of `spec`.
-std::string NftablesRuleset(const RuleSpec& spec);
+// Which table: the shared one (no owner), or an instance's own, named kNftTable-<id>.
+struct NftTable {
+  std::string name = std::string(kNftTable);
+  bool owner = false;
+};
+
+// The `nft -f` text that replaces `table` atomically with the rules of `spec`.
+std::string NftablesRuleset(const RuleSpec& spec, const NftTable& table = {});
+
+// An owned table and the session (socket) that owns it.
+struct OwnedNftTable {
+  NftSession* session = nullptr;
+  std::string name;
+};
 
 // --- iptables ---------------------------------------------------------------------------
 
@@ -81,6 +102,7 @@ struct IptablesRule {
   // The rule in the order `iptables -S` prints it: -d 169.254.20.10/32 -p udp -m udp
   // --dport 53 -m comment --comment "..." -j NOTRACK (one argument per element).
   std::vector<std::string> spec;
+  bool captures = false;  // NOTRACK of queries to our addresses (Firewall::RemoveCapture)
 
   // The line `iptables -t <table> -S` prints for it: "-A PREROUTING -d ...".
   std::string ListedLine() const;
@@ -121,16 +143,27 @@ class Firewall {
  public:
   virtual ~Firewall() = default;
   virtual FirewallBackend backend() const = 0;
+  // Whether the rules are the same objects for every node cache of the node (iptables, the
+  // shared nftables table): then the teardown leaves them to a node cache still alive.
+  virtual bool shared() const = 0;
   // Puts every rule in place. False with a one-line *error.
   [[nodiscard]] virtual bool Install(std::string* error) = 0;
   // Checks every rule and puts back what is missing or altered.
   virtual SyncOutcome Sync(std::string* error) = 0;
+  // Removes the rules that send queries our way (raw NOTRACK of queries to our addresses),
+  // and only those: until the child has answered what already reached us, its replies
+  // must leave untracked, or the conntrack entry of such a reply (ClusterIP:53 -> client)
+  // would hold that client's next queries out of kube-proxy's DNAT after we are gone.
+  // False with a one-line *error.
+  [[nodiscard]] virtual bool RemoveCapture(std::string* error) = 0;
   // Removes every rule of ours. False with a one-line *error.
   [[nodiscard]] virtual bool Remove(std::string* error) = 0;
 };
 
-// `ruleset_file`: where the nftables backend writes its `nft -f` input.
+// `ruleset_file`: where the nftables backend writes its `nft -f` input for the shared table;
+// `owned`: the nftables backend writes that table through its session instead.
 std::unique_ptr<Firewall> MakeFirewall(FirewallBackend backend, RuleSpec spec,
-                                       CommandRunner& runner, std::string ruleset_file);
+                                       CommandRunner& runner, std::string ruleset_file,
+                                       std::optional<OwnedNftTable> owned = std::nullopt);
 
 }  // namespace kdns::nanny

@@ -116,8 +116,26 @@ TEST_CASE("the nftables ruleset replaces our one table atomically", "[nanny][fir
   CHECK(text.find("ip daddr 169.254.20.10 tcp dport 8081 notrack") != std::string::npos);
   CHECK(text.find("ip6 daddr fd00::a tcp dport 53 accept") != std::string::npos);
   CHECK(text.find("ip6 saddr fd00::a udp sport 53 accept") != std::string::npos);
+  // The capturing rules in chains of their own (Firewall::RemoveCapture deletes them).
+  const size_t queries = text.find("chain raw-output-queries {");
+  const size_t replies = text.find("chain raw-output {");
+  REQUIRE(queries != std::string::npos);
+  REQUIRE(replies != std::string::npos);
+  CHECK(text.find("ip daddr 169.254.20.10 udp dport 53 notrack", queries) < replies);
+  CHECK(text.find("ip saddr 169.254.20.10 udp sport 53 notrack", replies) != std::string::npos);
   // Every rule once: 15 per address.
-  CHECK(std::count(text.begin(), text.end(), '\n') == 2 + 3 + 4 * 3 + 30 + 1);
+  CHECK(std::count(text.begin(), text.end(), '\n') == 2 + 3 + 5 * 3 + 30 + 1);
+}
+
+TEST_CASE("an owned nftables table is created with its flag, so the replacement keeps it",
+          "[nanny][firewall]") {
+  const std::string text =
+      NftablesRuleset(Spec({"169.254.20.10"}), NftTable{"kdns-nodelocal-0badcafe", true});
+  // The owner flag cannot be taken off a table: the first statement must not try to.
+  CHECK(text.find("table inet kdns-nodelocal-0badcafe { flags owner; }\n"
+                  "delete table inet kdns-nodelocal-0badcafe\n"
+                  "table inet kdns-nodelocal-0badcafe {\n\tflags owner\n") != std::string::npos);
+  CHECK(NftablesRuleset(Spec({"169.254.20.10"})).find("owner") == std::string::npos);
 }
 
 TEST_CASE("auto picks nftables where kube-proxy or iptables already use nf_tables",
@@ -223,6 +241,56 @@ TEST_CASE("iptables: removal deletes every copy of our rules and nothing else",
   raw.push_back("-A PREROUTING -j KUBE-SOMETHING");
   REQUIRE(firewall->Remove(&error));
   CHECK(raw == std::vector<std::string>{"-A PREROUTING -j KUBE-SOMETHING"});
+  CHECK(iptables.tables[{false, "filter"}].empty());
+}
+
+TEST_CASE("iptables: the rules that capture queries go in last and come out first",
+          "[nanny][firewall]") {
+  // One command per rule: our replies must never be tracked while their queries are not.
+  FakeCommandRunner runner;
+  FakeIptables iptables;
+  runner.handler = std::ref(iptables);
+  auto firewall = MakeFirewall(FirewallBackend::kIptables, Spec({"169.254.20.10"}), runner, "");
+  auto with = [&runner](const char* verb) {
+    std::vector<std::string> out;
+    for (const std::string& line : runner.commands) {
+      if (line.find(verb) != std::string::npos) out.push_back(line);
+    }
+    return out;
+  };
+  auto captures = [](const std::string& line) {
+    return line.find(" -t raw ") != std::string::npos && line.find(" -d ") != std::string::npos;
+  };
+  std::string error;
+  REQUIRE(firewall->Install(&error));
+  const std::vector<std::string> inserted = with(" -I ");
+  REQUIRE(inserted.size() == 15);  // 9 raw (6 of them capture), 6 filter
+  CHECK(std::none_of(inserted.begin(), inserted.begin() + 9, captures));
+  CHECK(std::all_of(inserted.begin() + 9, inserted.end(), captures));
+  REQUIRE(firewall->Remove(&error));
+  const std::vector<std::string> deleted = with(" -D ");
+  REQUIRE(deleted.size() == 15);
+  CHECK(std::all_of(deleted.begin(), deleted.begin() + 6, captures));
+  CHECK(std::none_of(deleted.begin() + 6, deleted.end(), captures));
+}
+
+TEST_CASE("iptables: removing the capture leaves the rules of our replies until the end",
+          "[nanny][firewall]") {
+  FakeCommandRunner runner;
+  FakeIptables iptables;
+  runner.handler = std::ref(iptables);
+  auto firewall = MakeFirewall(FirewallBackend::kIptables, Spec({"169.254.20.10"}), runner, "");
+  std::string error;
+  REQUIRE(firewall->Install(&error));
+  REQUIRE(firewall->RemoveCapture(&error));
+  const std::vector<std::string>& raw = iptables.tables[{false, "raw"}];
+  CHECK(raw.size() == 3);  // OUTPUT -s ... NOTRACK, per service
+  CHECK(std::all_of(raw.begin(), raw.end(), [](const std::string& line) {
+    return line.starts_with("-A OUTPUT -s 169.254.20.10/32 ");
+  }));
+  CHECK(iptables.tables[{false, "filter"}].size() == 6);
+  REQUIRE(firewall->Remove(&error));
+  CHECK(raw.empty());
   CHECK(iptables.tables[{false, "filter"}].empty());
 }
 

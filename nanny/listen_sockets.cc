@@ -124,6 +124,17 @@ bool ListenSockets::Bind(const std::vector<loop::SocketAddress>& addresses, std:
   return true;
 }
 
+int ListenSockets::LeaveReusePortGroup() {
+  int left = 0;
+  for (size_t i = 0; i < addresses_.size(); ++i) {
+    // Connected to its own address, a UDP socket matches only datagrams from itself, so the
+    // kernel's lookup passes it over; what is queued stays readable.
+    const loop::SocketAddress& address = addresses_[i];
+    if (connect(fds_[2 * i], address.sockaddr_ptr(), address.sockaddr_len()) == 0) ++left;
+  }
+  return left;
+}
+
 void ListenSockets::Close() {
   for (int fd : fds_) close(fd);
   fds_.clear();

@@ -54,6 +54,13 @@ class ListenSockets {
   // The receive buffer the kernel granted the first UDP socket (bytes, as getsockopt says).
   int udp_receive_buffer_bytes() const { return udp_receive_buffer_bytes_; }
 
+  // The end of an update's overlap (kNodeLocal, another node cache bound beside us): the
+  // UDP sockets stop getting new datagrams, which all go to the other node cache's sockets
+  // of the SO_REUSEPORT group; those already queued are still read by our child. (TCP
+  // listeners stay: connections they accept are served until the child exits.) Returns
+  // how many sockets left.
+  int LeaveReusePortGroup();
+
   void Close();
 
  private:

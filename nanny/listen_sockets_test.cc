@@ -1,6 +1,7 @@
 #include "nanny/listen_sockets.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -82,6 +83,42 @@ TEST_CASE("the next node cache binds the addresses the running one holds", "[nan
   ListenSockets pod;
   CHECK_FALSE(pod.Bind({held}, &error));
   CHECK_THAT(error, Catch::EndsWith("Address already in use"));
+}
+
+TEST_CASE("a node cache that leaves the group gets no new datagram; its queue stays readable",
+          "[nanny]") {
+  std::string error;
+  ListenSockets old_cache;
+  REQUIRE(
+      old_cache.Bind({*loop::SocketAddress::Parse("127.0.0.1:0")}, &error, BindFor::kNodeLocal));
+  const loop::SocketAddress held = old_cache.addresses()[0];
+  ListenSockets next_cache;
+  REQUIRE(next_cache.Bind({held}, &error, BindFor::kNodeLocal));
+  auto send_some = [&](int count) {
+    for (int i = 0; i < count; ++i) {
+      // One source port per datagram, as many clients: the kernel spreads them over the group.
+      const int from = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      REQUIRE(sendto(from, "q", 1, 0, held.sockaddr_ptr(), held.sockaddr_len()) == 1);
+      close(from);
+    }
+  };
+  auto queued = [](int fd) {
+    int count = 0;
+    char byte;
+    while (recv(fd, &byte, 1, MSG_DONTWAIT) == 1) ++count;
+    return count;
+  };
+  send_some(64);
+  const int old_before = queued(old_cache.fds()[0]);
+  const int next_before = queued(next_cache.fds()[0]);
+  CHECK(old_before + next_before == 64);
+  CHECK(old_before > 0);  // both shared the queries
+  send_some(8);           // queued at the old one before it leaves
+  CHECK(old_cache.LeaveReusePortGroup() == 1);
+  send_some(64);
+  const int old_after = queued(old_cache.fds()[0]);
+  CHECK(queued(next_cache.fds()[0]) + old_after == 64 + 8);
+  CHECK(old_after <= 8);  // only what was queued before it left
 }
 
 }  // namespace kdns::nanny

@@ -5,8 +5,8 @@
 // Flags and wiring only (args.h checks the flags); the program's behaviour lives in Nanny,
 // which tests drive.
 //
-// Signals: SIGTERM/SIGINT (in node-local mode after removing the rules and addresses) stop
-// the child (its lameduck period) and exit when it exited; a
+// Signals: SIGTERM/SIGINT (in node-local mode after removing the rules; the addresses go
+// once the child exited) stop the child (its lameduck period) and exit when it exited; a
 // second one makes the child exit at once. SIGHUP reads the configuration directory now.
 #include <gflags/gflags.h>
 #include <glog/logging.h>

@@ -336,9 +336,14 @@ void Nanny::WriteMetrics() {
 }
 
 void Nanny::Shutdown() {
-  // The rules and addresses go before the child stops: clients of the ClusterIP reach the
-  // central DNS again (kube-proxy) while the child still answers what was sent to us.
-  if (node_local_) node_local_->Teardown();
+  // The rules go before the child stops: clients of the ClusterIP reach the central DNS
+  // again (kube-proxy) while the child still answers what was sent to us; the addresses go
+  // once it exited (Finish), so what it answers late still leaves from them.
+  if (node_local_ && !stopping_ && node_local_->StopRouting()) {
+    // Another node cache serves the node (an update): new queries all go to its sockets.
+    LOG(INFO) << sockets_.LeaveReusePortGroup()
+              << " UDP sockets left to the other node cache; the rest of the queue drains";
+  }
   if (stopping_) {
     LOG(INFO) << "second stop request: asking " << options_.child_name << " to exit now";
   } else {
@@ -360,7 +365,8 @@ void Nanny::Finish(int exit_code) {
   if (exit_code_) return;
   exit_code_ = exit_code;
   stopping_ = true;
-  if (node_local_) node_local_->Teardown();  // a crash loop ends here too: no black hole
+  // After the child exited (or gave up crash-looping: no black hole either).
+  if (node_local_) node_local_->Teardown();
   if (watcher_) watcher_->Stop();
   if (reaper_) reaper_->Stop();
   host_timer_.Stop();

@@ -16,8 +16,8 @@
 //   node-local mode (-localip, node_local.h): in-place mode as the per-node cache of a
 //     DaemonSet: the sockets on the -localip addresses (IP_FREEBIND), which the NodeLocal
 //     puts on an interface and covers with NOTRACK rules; the cluster zones routed to the
-//     -upstreamsvc ClusterIP; the rules and addresses torn down at SIGTERM before the
-//     child stops.
+//     -upstreamsvc ClusterIP; at SIGTERM the rules removed before the child stops, the
+//     addresses after it (what another node cache of the node needs is left to it).
 //
 // A rejected update keeps the configuration that runs (log line with the reason, metric).
 // An unreadable or invalid directory at start-up means the default configuration (no stub

@@ -240,7 +240,7 @@ TEST_CASE_METHOD(loop::testing::LoopFixture,
 
 TEST_CASE_METHOD(loop::testing::LoopFixture,
                  "node-local: cluster zones to the upstream Service, rules gone before the "
-                 "child stops",
+                 "child stops, addresses after it",
                  "[nanny][process][node-local]") {
   kdns::testing::TempDir config_dir, run_dir;
   {
@@ -257,6 +257,8 @@ TEST_CASE_METHOD(loop::testing::LoopFixture,
     node.interface_name = "lo";
     node.firewall = FirewallChoice::kNftables;
     node.health_port = 0;
+    node.open_nft_session = nullptr;  // the shared table, through the fake runner
+    node.unix_listing = run_dir.File("unix");
     options.node_local = node;
     testing::FakeCommandRunner runner;
     runner.handler = [&lines](const std::vector<std::string>& argv) -> CommandResult {
@@ -284,10 +286,18 @@ TEST_CASE_METHOD(loop::testing::LoopFixture,
     REQUIRE(RunUntil(loop, [&] { return nanny.finished(); }));
     CHECK(nanny.exit_code() == 0);
     const auto removed = std::find(lines.all.begin(), lines.all.end(),
-                                   "command: nft delete table inet kdns-nodelocal");
+                                   "command: nft delete chain inet kdns-nodelocal raw-prerouting; "
+                                   "delete chain inet kdns-nodelocal raw-output-queries; ");
     const auto stopping = std::find(lines.all.begin(), lines.all.end(), "stopping");
+    const auto addresses_removed = std::find(lines.all.begin(), lines.all.end(),
+                                             "command: ip -4 addr del 127.0.0.1/32 dev lo");
+    const auto table_removed = std::find(lines.all.begin(), lines.all.end(),
+                                         "command: nft delete table inet kdns-nodelocal");
+    CHECK(stopping < table_removed);
+    CHECK(table_removed < addresses_removed);
     CHECK(removed < stopping);
-    CHECK(stopping != lines.all.end());
+    CHECK(stopping < addresses_removed);
+    CHECK(addresses_removed != lines.all.end());
   }
 }
 

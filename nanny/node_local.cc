@@ -31,6 +31,7 @@ NodeLocal::NodeLocal(loop::Loop& loop, Options options, CommandRunner& runner,
     : loop_(loop),
       options_(std::move(options)),
       runner_(runner),
+      presence_(options_.unix_listing),
       sync_timer_(loop),
       probe_timer_(loop) {
   if (options_.setup_interface) {
@@ -42,6 +43,8 @@ NodeLocal::NodeLocal(loop::Loop& loop, Options options, CommandRunner& runner,
 NodeLocal::~NodeLocal() = default;
 
 bool NodeLocal::SetUpInterface(std::string* error) {
+  // Before anything of the node is touched: an older node cache stopping now sees us.
+  if (!presence_.Announce(error)) return false;
   if (!interface_) return true;
   if (!interface_->Setup(error)) return false;
   metrics_.interface_ok = interface_->ok();
@@ -51,25 +54,7 @@ bool NodeLocal::SetUpInterface(std::string* error) {
 }
 
 bool NodeLocal::Start(std::string* error) {
-  if (options_.setup_firewall) {
-    std::string chosen_error;
-    const BackendFacts facts = GatherBackendFacts(runner_);
-    const std::optional<FirewallBackend> backend =
-        ChooseBackend(options_.firewall, facts, &chosen_error);
-    if (!backend) {
-      *error = chosen_error;
-      return false;
-    }
-    RuleSpec spec{options_.addresses, options_.dns_port, options_.health_port};
-    firewall_ = MakeFirewall(*backend, std::move(spec), runner_, options_.ruleset_file);
-    if (!firewall_->Install(error)) {
-      *error = "installing the node-local rules (" + std::string(FirewallBackendName(*backend)) +
-               "): " + *error;
-      return false;
-    }
-    metrics_.rules_ok = true;
-    LOG(INFO) << "node-local rules installed with " << FirewallBackendName(*backend);
-  }
+  if (options_.setup_firewall && !StartFirewall(error)) return false;
   metrics_.firewall_backend = std::string(FirewallBackendName(backend()));
   if (!StartHealth(error)) return false;
   ares::Channel::Options probe;
@@ -85,10 +70,55 @@ bool NodeLocal::Start(std::string* error) {
   return true;
 }
 
+bool NodeLocal::StartFirewall(std::string* error) {
+  std::string chosen_error;
+  const BackendFacts facts = GatherBackendFacts(runner_);
+  const std::optional<FirewallBackend> backend =
+      ChooseBackend(options_.firewall, facts, &chosen_error);
+  if (!backend) {
+    *error = chosen_error;
+    return false;
+  }
+  const RuleSpec spec{options_.addresses, options_.dns_port, options_.health_port};
+  const std::string backend_name(FirewallBackendName(*backend));
+  // Our own table, owned by our socket, dies with us (Linux >= 5.12); -skipteardown asks for
+  // rules that outlive us, so the shared table.
+  if (*backend == FirewallBackend::kNftables && options_.open_nft_session &&
+      !options_.skip_teardown) {
+    std::string why;
+    nft_session_ = options_.open_nft_session(&why);
+    const std::string table = std::string(kNftTable) + "-" + presence_.id();
+    if (nft_session_) {
+      firewall_ = MakeFirewall(*backend, spec, runner_, options_.ruleset_file,
+                               OwnedNftTable{nft_session_.get(), table});
+      if (firewall_->Install(&why)) {
+        metrics_.rules_ok = true;
+        LOG(INFO) << "node-local rules installed with nftables, in table inet " << table
+                  << " (owned: the kernel removes it when this process dies)";
+        return true;
+      }
+      nft_session_.reset();
+    }
+    LOG(WARNING) << "no nftables table of our own (" << why << "): the shared table inet "
+                 << kNftTable << " instead, which outlives a killed node cache until the next "
+                 << "one starts (kernels before 5.12 have no owner flag)";
+  }
+  firewall_ = MakeFirewall(*backend, spec, runner_, options_.ruleset_file);
+  if (!firewall_->Install(error)) {
+    *error = "installing the node-local rules (" + backend_name + "): " + *error;
+    return false;
+  }
+  metrics_.rules_ok = true;
+  LOG(INFO) << "node-local rules installed with " << backend_name;
+  return true;
+}
+
 bool NodeLocal::StartHealth(std::string* error) {
   for (const IpAddress& address : options_.addresses) {
     http::Server::Options health;
     health.bind_address = loop::SocketAddressOf(address, options_.health_port);
+    // The next node cache of an update binds it beside us (maxSurge).
+    health.reuse_port = loop::ReusePort::kYes;
     auto server = std::make_unique<http::Server>(loop_, health);
     server->Handle("/health", [this](const http::Request&) {
       return healthy() ? http::Response::Text(200, "OK")
@@ -124,7 +154,7 @@ void NodeLocal::Probe() {
 }
 
 void NodeLocal::Sync() {
-  if (torn_down_) return;
+  if (routing_stopped_) return;
   std::string error;
   if (interface_) {
     switch (interface_->Sync(&error)) {
@@ -163,27 +193,60 @@ void NodeLocal::Sync() {
   MetricsChanged();
 }
 
-void NodeLocal::Teardown() {
-  if (torn_down_) return;
-  torn_down_ = true;
+bool NodeLocal::StopRouting() {
+  if (routing_stopped_) return others_alive_;
+  routing_stopped_ = true;
   sync_timer_.Stop();
   probe_timer_.Stop();
   if (options_.skip_teardown) {
     LOG(INFO) << "-skipteardown: the node-local rules and addresses stay";
-    return;
+    return false;
   }
-  std::string error;
-  // The rules first: while they stand, traffic to the ClusterIP is ours; once they are
-  // gone kube-proxy's DNAT takes it to the central DNS again.
-  if (firewall_) {
+  // Withdrawn before looking: of two node caches stopping at once, one sees the other gone.
+  presence_.Withdraw();
+  others_alive_ = presence_.OthersAlive();
+  if (others_alive_) LOG(INFO) << "another node cache is alive on this node: it serves it now";
+  // The rules that capture queries first: while they stand, traffic to the ClusterIP is
+  // ours; once they are gone kube-proxy's DNAT takes it to the central DNS again (or the
+  // other node cache's rules take it). Our replies' rules stay until the child exited.
+  if (firewall_ && RulesLeftToOthers()) {
+    LOG(INFO) << "node-local rules (" << FirewallBackendName(firewall_->backend())
+              << ", shared) left to the other node cache";
+  } else if (firewall_) {
+    std::string error;
+    if (firewall_->RemoveCapture(&error)) {
+      LOG(INFO) << "node-local rules that send queries here removed";
+    } else {
+      LOG(ERROR) << "removing the node-local rules that send queries here: " << error;
+    }
+    metrics_.rules_ok = false;
+  }
+  MetricsChanged();
+  return others_alive_;
+}
+
+bool NodeLocal::RulesLeftToOthers() const {
+  return firewall_ && firewall_->shared() && others_alive_;
+}
+
+void NodeLocal::Teardown() {
+  if (torn_down_) return;
+  StopRouting();
+  torn_down_ = true;
+  if (options_.skip_teardown) return;
+  if (firewall_ && !RulesLeftToOthers()) {
+    std::string error;
     if (firewall_->Remove(&error)) {
       LOG(INFO) << "node-local rules removed";
     } else {
       LOG(ERROR) << "removing the node-local rules: " << error;
     }
-    metrics_.rules_ok = false;
   }
-  if (interface_) {
+  if (interface_ && others_alive_) {
+    LOG(INFO) << "node-local addresses left on " << interface_->name()
+              << " for the other node cache";
+  } else if (interface_) {
+    std::string error;
     if (interface_->Teardown(&error)) {
       LOG(INFO) << "node-local addresses removed from " << interface_->name()
                 << (interface_->created() ? " (and the link)" : "");

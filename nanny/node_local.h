@@ -11,9 +11,17 @@
 //                   -health-port of every address, the child probed, the sync timer armed;
 //   Sync            every -syncinterval: addresses and rules checked, what another agent
 //                   deleted or altered put back and counted;
-//   Teardown        at SIGTERM (and when the nanny gives up), unless -skipteardown: the
-//                   rules, then the addresses (the interface if we created it); the Nanny
-//                   stops the child after it.
+//   StopRouting     at SIGTERM (and when the nanny gives up), unless -skipteardown: the
+//                   rules that send queries our way are removed (Firewall::RemoveCapture;
+//                   from our own nftables table always, shared rules, iptables', only when
+//                   no other node cache is alive); the Nanny then stops the child, which
+//                   answers what reached us, its replies still untracked;
+//   Teardown        once the child exited: the rest of the rules and the addresses (the
+//                   interface if we created it), what is shared only when no other node
+//                   cache is alive (it serves them now).
+//
+// Other node caches (the two of a DaemonSet update with maxSurge) are seen through
+// NodeCachePresence (node_cache_presence.h), announced before anything is set up.
 //
 // Health: GET /health is 200 "OK" while the child answered one of the probe queries sent
 // in the last Options::healthy_within_ms (a CHAOS TXT version.bind. query to the first
@@ -40,6 +48,8 @@
 #include "nanny/firewall.h"
 #include "nanny/interface.h"
 #include "nanny/nanny_metrics.h"
+#include "nanny/nft_session.h"
+#include "nanny/node_cache_presence.h"
 
 namespace kdns::nanny {
 
@@ -58,6 +68,10 @@ class NodeLocal {
     std::string ruleset_file;  // the nftables backend's `nft -f` input (in the run directory)
     uint64_t probe_interval_ms = 1'000;
     uint64_t healthy_within_ms = 3'000;
+    // The nftables session that owns our table (tests: a fake, or none for the shared table).
+    std::function<std::unique_ptr<NftSession>(std::string* error)> open_nft_session =
+        &LoadLibNftables;
+    std::string unix_listing = "/proc/net/unix";  // NodeCachePresence's
   };
 
   NodeLocal(loop::Loop& loop, Options options, CommandRunner& runner,
@@ -71,7 +85,9 @@ class NodeLocal {
   [[nodiscard]] bool Start(std::string* error);
   // One check and repair of the addresses and rules (the timer's; tests call it).
   void Sync();
-  // Idempotent; with skip_teardown only stops the timers and the health endpoint.
+  // Both idempotent; with skip_teardown they only stop the timers. StopRouting returns
+  // whether another node cache is alive (it serves the node from now on).
+  bool StopRouting();
   void Teardown();
 
   // Runs after each change of metrics() (the Nanny rewrites its metrics file).
@@ -87,6 +103,9 @@ class NodeLocal {
   }
 
  private:
+  bool StartFirewall(std::string* error);
+  // Shared rules (iptables, the shared nftables table) while another node cache is alive.
+  bool RulesLeftToOthers() const;
   bool StartHealth(std::string* error);
   void Probe();
   void MetricsChanged();
@@ -94,7 +113,9 @@ class NodeLocal {
   loop::Loop& loop_;
   Options options_;
   CommandRunner& runner_;
+  NodeCachePresence presence_;
   std::unique_ptr<LocalInterface> interface_;
+  std::unique_ptr<NftSession> nft_session_;  // before firewall_, which uses it
   std::unique_ptr<Firewall> firewall_;
   std::vector<std::unique_ptr<http::Server>> health_servers_;
   std::unique_ptr<ares::Channel> probe_channel_;
@@ -103,6 +124,8 @@ class NodeLocal {
   loop::Timer probe_timer_;
   bool probe_in_flight_ = false;
   std::optional<uint64_t> last_answer_ms_;
+  bool routing_stopped_ = false;
+  bool others_alive_ = false;  // as StopRouting saw it
   bool torn_down_ = false;
   NodeLocalMetrics metrics_;
   std::function<void()> on_metrics_changed_;

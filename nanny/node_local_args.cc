@@ -102,6 +102,8 @@ bool BuildNodeLocalOptions(const NodeLocalFlags& flags, const std::vector<std::s
   options->child_argv.push_back("--listen-address=" + listen_list);
   options->child_argv.push_back("--prometheus-addr=" + metrics->HostString());
   options->child_argv.push_back("--prometheus-port=" + std::to_string(metrics->port()));
+  // The next node cache of an update (maxSurge) binds it beside this one.
+  options->child_argv.push_back("--prometheus-reuseport");
   options->config_dir = flags.kubednscm;
   options->upstream_service = flags.upstreamsvc;
   options->node_local = std::move(node);

@@ -59,9 +59,9 @@ TEST_CASE("node-cache's defaults make the DaemonSet's node cache", "[nanny][node
   REQUIRE(options.listen.size() == 3);
   CHECK(options.listen[0].ToString() == "169.254.20.10:53");
   CHECK(options.listen[2].ToString() == "[fd00::a]:53");
-  CHECK(options.child_argv == Args{"/bin/frontend-cache",
-                                   "--listen-address=169.254.20.10,10.96.0.10,fd00::a",
-                                   "--prometheus-addr=0.0.0.0", "--prometheus-port=9253"});
+  CHECK(options.child_argv ==
+        Args{"/bin/frontend-cache", "--listen-address=169.254.20.10,10.96.0.10,fd00::a",
+             "--prometheus-addr=0.0.0.0", "--prometheus-port=9253", "--prometheus-reuseport"});
 }
 
 TEST_CASE("node-cache's flags are taken with their meaning", "[nanny][node-local]") {

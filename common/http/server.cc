@@ -208,6 +208,7 @@ bool Server::Start(std::string* error) {
   // listener's own count never exceeds ours (a closed connection leaves both).
   listener_options.max_connections = options_.max_connections + 1;
   listener_options.connection.max_pending_output_bytes = options_.max_response_bytes;
+  listener_options.reuse_port = options_.reuse_port;
   listener_ = loop::TcpListener::Bind(
       loop_, options_.bind_address, listener_options,
       [this](std::unique_ptr<TcpConnection> tcp) { Accept(std::move(tcp)); }, error);

@@ -60,6 +60,8 @@ class Server {
  public:
   struct Options {
     loop::SocketAddress bind_address = loop::SocketAddress::AnyV4(0);
+    // kYes: another process may bind the same address (a node cache's update, maxSurge).
+    loop::ReusePort reuse_port = loop::ReusePort::kNo;
     size_t max_request_bytes = 8 * 1024;
     uint64_t request_timeout_ms = 5'000;
     uint64_t idle_timeout_ms = 5'000;

@@ -143,15 +143,8 @@ def tcp_query(port, name, ident):
         s.bind((VICTIM, 0))
         s.settimeout(VICTIM_TIMEOUT_S)
         s.connect((VICTIM, port))
-        query = dns_wire.build_query(name, ident=ident)
-        s.sendall(struct.pack("!H", len(query)) + query)
-        data = b""
-        while len(data) < 2 or len(data) < 2 + struct.unpack("!H", data[:2])[0]:
-            chunk = s.recv(65536)
-            if not chunk:
-                return "closed by the server"
-            data += chunk
-        return dns_wire.parse_message(data[2:])
+        return dns_wire.parse_message(
+            dns_wire.tcp_exchange(s, dns_wire.build_query(name, ident=ident)))
     except OSError as e:
         return "%s: %s" % (type(e).__name__, e)
     finally:
@@ -318,15 +311,7 @@ def hold_and_dig(server_name, server, upstream, name):
 
 def exchange(s, name, ident):
     """Sends one query on the connected socket `s` and reads one reply (parsed)."""
-    query = dns_wire.build_query(name, ident=ident)
-    s.sendall(struct.pack("!H", len(query)) + query)
-    data = b""
-    while len(data) < 2 or len(data) < 2 + struct.unpack("!H", data[:2])[0]:
-        chunk = s.recv(65536)
-        if not chunk:
-            raise OSError("closed by the server")
-        data += chunk
-    return dns_wire.parse_message(data[2:])
+    return dns_wire.parse_message(dns_wire.tcp_exchange(s, dns_wire.build_query(name, ident=ident)))
 
 
 def overdue_query(server_name, server, name):

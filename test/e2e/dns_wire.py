@@ -132,6 +132,19 @@ def udp_exchange(port, payload, timeout=5.0, host="127.0.0.1"):
         s.close()
 
 
+def tcp_exchange(sock, query):
+    """Sends `query` with its length prefix on the connected TCP socket `sock` and returns the
+    reply (without its prefix); OSError when the server closes first."""
+    sock.sendall(struct.pack("!H", len(query)) + query)
+    data = b""
+    while len(data) < 2 or len(data) < 2 + struct.unpack("!H", data[:2])[0]:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise OSError("closed by the server")
+        data += chunk
+    return data[2:]
+
+
 def records_of(msg):
     """The A addresses and TXT strings of a parsed message's answer section."""
     out = []
