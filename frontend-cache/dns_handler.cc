@@ -414,10 +414,10 @@ ChaosStats DnsHandler::ChaosStatsNow() const {
   chaos.misses = stats.misses;
   chaos.hits = stats.hits;
   // dnsmasq lists the servers it is configured with, in order.
-  for (const loop::SocketAddress& address : shared_.routing.Current()->listing_order) {
+  for (const upstream::Upstream& upstream : shared_.routing.Current()->listing_order) {
     UpstreamCounters counters;
-    counters.address = address;
-    const auto& entry = shared_.upstream_table->Get(address);
+    counters.address = upstream;
+    const auto& entry = shared_.upstream_table->Get(upstream);
     counters.sent = entry.sent.Value();
     counters.failed = entry.failed.Value();
     chaos.servers.push_back(counters);

@@ -85,7 +85,7 @@ struct RoutingState {
   LocalAnswers local;
   // Every upstream once, in the order dnsmasq lists them in servers.bind: the --server
   // options as given (command line, then --servers-file), then resolv.conf's.
-  std::vector<loop::SocketAddress> listing_order;
+  std::vector<upstream::Upstream> listing_order;
   uint64_t generation = 0;
 
   const upstream::UpstreamSet& SetFor(const Route& route) const;

@@ -101,18 +101,17 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
   }
   state->table = RoutingTable::Build(servers, resolv);
   state->listing_order.clear();
-  // RoutingState::listing_order (dns_handler.h) holds addresses: a tcp:// upstream is listed
-  // by its address.
-  auto list = [&](const loop::SocketAddress& address) {
-    if (std::find(state->listing_order.begin(), state->listing_order.end(), address) ==
+  // Each upstream once, a tcp:// one apart from the same address over UDP.
+  auto list = [&](const upstream::Upstream& upstream) {
+    if (std::find(state->listing_order.begin(), state->listing_order.end(), upstream) ==
         state->listing_order.end()) {
-      state->listing_order.push_back(address);
+      state->listing_order.push_back(upstream);
     }
   };
   for (const ServerOption& server : servers) {
-    if (server.target == ServerOption::Target::kUpstream) list(server.upstream.address);
+    if (server.target == ServerOption::Target::kUpstream) list(server.upstream);
   }
-  for (const upstream::Upstream& upstream : state->table.AllUpstreams()) list(upstream.address);
+  for (const upstream::Upstream& upstream : state->table.AllUpstreams()) list(upstream);
   if (o.inherited.empty()) {
     std::vector<IpAddress> listen = o.flags.listen_addresses;
     if (!CheckNoSelfLoop(state->table, listen, o.flags.port, o.local_addresses, error)) {

@@ -377,6 +377,19 @@ TEST_CASE("CHAOS queries are answered with dnsmasq's statistics, never forwarded
   CHECK(upstream.udp_queries() == 1);
 }
 
+TEST_CASE("servers.bind counts a tcp:// upstream under its own name, apart from UDP",
+          "[frontend]") {
+  ScriptedUpstream upstream(3);
+  ScriptedUpstream over_tcp(10);
+  Harness h({"/tcp.test/tcp://" + over_tcp.address(), upstream.address()});
+  (void)Ask(h.address, "one.tcp.test.");
+  CHECK(over_tcp.tcp_queries() == 1);
+  CHECK(over_tcp.udp_queries() == 0);
+  const auto ch = dns::RrClass::kCh;
+  CHECK(Txt(Ask(h.address, "servers.bind.", dns::RrType::kTxt, 1, ch)) ==
+        "tcp://" + over_tcp.address() + " 1 0 " + upstream.address() + " 0 0");
+}
+
 TEST_CASE("when every upstream fails, an expired answer is served stale", "[frontend]") {
   ManualClock clock(1'000'000);
   ScriptedUpstream upstream(4);

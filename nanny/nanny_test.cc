@@ -272,10 +272,10 @@ TEST_CASE_METHOD(loop::testing::LoopFixture,
     Nanny nanny(loop, options);
     std::string error;
     REQUIRE(nanny.Start(&error));
-    REQUIRE(RunUntil(loop, [&] { return lines.Has("server=/ip6.arpa/10.96.0.11#53"); }));
-    CHECK(lines.Has("server=/cluster.local/10.96.0.11#53"));
-    CHECK(lines.Has("server=/in-addr.arpa/10.96.0.11#53"));
-    CHECK(lines.Has("server=/clusterset.local/10.96.0.11#53"));
+    REQUIRE(RunUntil(loop, [&] { return lines.Has("server=/ip6.arpa/tcp://10.96.0.11#53"); }));
+    CHECK(lines.Has("server=/cluster.local/tcp://10.96.0.11#53"));
+    CHECK(lines.Has("server=/in-addr.arpa/tcp://10.96.0.11#53"));
+    CHECK(lines.Has("server=/clusterset.local/tcp://10.96.0.11#53"));
     CHECK(lines.Has("command: nft -f " + run_dir.path() + "/nodelocal.nft"));
     REQUIRE(nanny.node_local() != nullptr);
     CHECK(nanny.node_local()->backend() == FirewallBackend::kNftables);

@@ -175,10 +175,12 @@ std::vector<std::string> ClusterZones(std::string_view cluster_domain,
 
 void AddClusterZones(const std::vector<std::string>& zones, const IpAddress& cluster_ip,
                      ChildConfig* config) {
-  // "10.96.0.10#53", "[fd00::10]#53"
-  const std::string server = MungeAddress(cluster_ip.is_v6() ? "[" + cluster_ip.ToString() + "]:53"
-                                                             : cluster_ip.ToString() + ":53");
-  // node-local: tcp:// once upstream transport lands
+  // "tcp://10.96.0.10#53", "tcp://[fd00::10]#53": over TCP only, on persistent pipelined
+  // connections (common/upstream, "tcp://"), as node-cache's force_tcp but without a
+  // connection per query.
+  const std::string server =
+      "tcp://" + MungeAddress(cluster_ip.is_v6() ? "[" + cluster_ip.ToString() + "]:53"
+                                                 : cluster_ip.ToString() + ":53");
   PrependZoneRoutes(zones, server, config);
 }
 

@@ -81,8 +81,9 @@ void AddKubednsZones(const std::vector<std::string>& zones, std::string_view kub
 std::vector<std::string> ClusterZones(std::string_view cluster_domain,
                                       const std::vector<std::string>& kubedns_zones);
 
-// Node-local mode: routes each cluster zone to the -upstreamsvc ClusterIP on port 53, before
-// every stub domain. The one place that writes the cluster zones' server lines.
+// Node-local mode: routes each cluster zone to the -upstreamsvc ClusterIP on port 53 over
+// TCP (tcp://: persistent, pipelined connections), before every stub domain. The one place
+// that writes the cluster zones' server lines.
 void AddClusterZones(const std::vector<std::string>& zones, const IpAddress& cluster_ip,
                      ChildConfig* config);
 

@@ -200,12 +200,12 @@ TEST_CASE("node-local mode routes the cluster zones to the upstream Service's Cl
   ChildConfig config;
   config.servers = {"/acme.local/1.2.3.4", "8.8.8.8"};
   AddClusterZones({"cluster.local", "in-addr.arpa"}, *IpAddress::Parse("10.96.0.11"), &config);
-  CHECK(config.servers == std::vector<std::string>{"/cluster.local/10.96.0.11#53",
-                                                   "/in-addr.arpa/10.96.0.11#53",
+  CHECK(config.servers == std::vector<std::string>{"/cluster.local/tcp://10.96.0.11#53",
+                                                   "/in-addr.arpa/tcp://10.96.0.11#53",
                                                    "/acme.local/1.2.3.4", "8.8.8.8"});
   ChildConfig v6;
   AddClusterZones({"cluster.local"}, *IpAddress::Parse("fd00::11"), &v6);
-  CHECK(v6.servers == std::vector<std::string>{"/cluster.local/[fd00::11]#53"});
+  CHECK(v6.servers == std::vector<std::string>{"/cluster.local/tcp://[fd00::11]#53"});
 }
 
 }  // namespace kdns::nanny

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import node_local_env  # noqa: E402
 from node_local_env import (CLUSTER_IP, CLUSTER_IP_V6, HEALTH_PORT, LINK_LOCAL,  # noqa: E402
-                            LOCAL_IPS, METRICS_PORT, NAME, NAME_IP, SYNC_INTERVAL_S,
+                            LOCAL_IPS, METRICS_PORT, NAME, NAME_IP, SYNC_INTERVAL_S, UPSTREAM_IP,
                             addresses_present, answers, dig_at, health, lo_addresses, metric, sh,
                             start_nanny)
 
@@ -43,6 +43,12 @@ def test_answers_through_every_local_address(env):
                  (before, after, 2 * len(LOCAL_IPS)))
     if "-conf has no meaning for kdns" not in env["nanny"].log():
         p.append("no warning line for -conf")
+    # Its miss went to kube-dns-upstream over TCP (tcp://, persistent connections), not UDP.
+    over_tcp = 'kdns_frontend_upstream_queries_total{upstream="tcp://%s#53"}' % UPSTREAM_IP
+    over_udp = 'kdns_frontend_upstream_queries_total{upstream="%s#53"}' % UPSTREAM_IP
+    if not metric(over_tcp) or metric(over_udp):
+        p.append("upstream queries: %s over TCP, %s over UDP; want TCP only"
+                 % (metric(over_tcp), metric(over_udp)))
     return p
 
 
