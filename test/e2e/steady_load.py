@@ -38,6 +38,7 @@ class Target:
         self.longest_gap_s = 0.0
         self.last_ok_sent = None
         self.pending = {}  # (socket index, id) -> send time
+        self.send_times = []  # every query's
         self.ok_send_times = []  # send times of NOERROR answers, in order of sending
         self.lost_send_times = []
         self.sockets = []
@@ -64,6 +65,9 @@ class Target:
 
     def lost_between(self, since, until):
         return sum(1 for t in self.lost_send_times if since <= t <= until)
+
+    def sent_between(self, since, until):
+        return sum(1 for t in self.send_times if since <= t <= until)
 
 
 class SteadyLoad(threading.Thread):
@@ -135,6 +139,7 @@ class SteadyLoad(threading.Thread):
             ident = (target.sent // SOCKETS_PER_TARGET) & 0xFFFF
             packet = struct.pack("!H", ident) + self.query[2:]
             target.pending[(index, ident)] = now
+            target.send_times.append(now)
             target.sent += 1
             try:
                 target.sockets[index].send(packet)
