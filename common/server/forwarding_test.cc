@@ -91,7 +91,7 @@ class ForwardingHandler final : public QueryHandler, private Forwarding<int>::Po
   Forwarding<int> forwarding_;
 };
 
-struct Fixture {
+struct Fixture : loop::testing::LoopFixture {
   explicit Fixture(size_t max_waiting = 100)
       : upstream(std::make_unique<FakeUpstream>(loop, 7)),
         budget(std::make_shared<WaitingBudget>(max_waiting)) {
@@ -112,13 +112,6 @@ struct Fixture {
     REQUIRE(server != nullptr);
     client = std::make_unique<UdpClient>(server->udp_address());
   }
-  ~Fixture() {
-    client.reset();
-    server.reset();
-    upstream.reset();
-    loop::testing::RequireClosesClean(loop);
-  }
-
   void Send(uint16_t id) { REQUIRE(client->Send(QuerySpec("www.example.com.").Id(id).Bytes())); }
   // The next answer the client gets.
   std::vector<uint8_t> Receive() {
@@ -131,7 +124,8 @@ struct Fixture {
     return Receive();
   }
 
-  loop::Loop loop;
+  // Destroyed in reverse, the client first and the upstream last; LoopFixture then closes
+  // the loop.
   ThreadStats stats;
   std::unique_ptr<FakeUpstream> upstream;
   std::shared_ptr<WaitingBudget> budget;
