@@ -50,9 +50,10 @@ class FrontendServer {
  public:
   struct Options {
     frontend::Options flags;
-    // Listening sockets inherited from the parent (pairs of UDP and TCP fds); when set,
+    // Listening sockets inherited from the parent, per address: one pair of UDP and TCP
+    // fds, or a pair per thread (DnsServer::Options::inherited); when set,
     // flags.listen_addresses and flags.port are not bound.
-    std::vector<server::DnsServer::InheritedSockets> inherited;
+    std::vector<std::vector<server::DnsServer::InheritedSockets>> inherited;
     // The host's interface addresses, for the start-up check that no upstream is us.
     std::vector<IpAddress> local_addresses;
     upstream::Forwarder::Options forwarder;

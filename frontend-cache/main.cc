@@ -10,7 +10,8 @@
 //
 // Inherited sockets (the nanny hands port 53 to a new child this way): the systemd
 // protocol, LISTEN_PID = our pid and LISTEN_FDS = N bound sockets from fd 3, paired in order
-// as one UDP and one TCP socket per address.
+// as UDP and TCP sockets: one pair per address, or, where the nanny runs us on more than
+// two threads, a SO_REUSEPORT pair per thread, which then sets the thread count.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <grp.h>
@@ -34,6 +35,7 @@
 
 #include "common/app/program.h"
 #include "common/base/version.h"
+#include "common/loop/socket_util.h"
 #include "common/server/debug_http.h"
 #include "frontend-cache/frontend_server.h"
 #include "frontend-cache/options.h"
@@ -110,9 +112,11 @@ void DropPrivileges(const RunAs& user) {
   }
 }
 
-// sd_listen_fds(3)'s protocol. Empty when nothing was handed over.
-std::vector<kdns::server::DnsServer::InheritedSockets> InheritedSockets() {
-  std::vector<kdns::server::DnsServer::InheritedSockets> out;
+// sd_listen_fds(3)'s protocol, grouped by address: for each address a UDP and TCP pair, or
+// a SO_REUSEPORT pair per thread, the pairs of one address handed one after the other.
+// Empty when nothing was handed over.
+std::vector<std::vector<kdns::server::DnsServer::InheritedSockets>> InheritedSockets() {
+  std::vector<std::vector<kdns::server::DnsServer::InheritedSockets>> out;
   const char* pid = std::getenv("LISTEN_PID");
   const char* fds = std::getenv("LISTEN_FDS");
   if (pid == nullptr || fds == nullptr || std::atol(pid) != getpid()) return out;
@@ -131,7 +135,13 @@ std::vector<kdns::server::DnsServer::InheritedSockets> InheritedSockets() {
     Fail("LISTEN_FDS: " + std::to_string(udp.size()) + " UDP and " + std::to_string(tcp.size()) +
          " TCP sockets; one of each per address is needed");
   }
-  for (size_t i = 0; i < udp.size(); ++i) out.push_back({udp[i], tcp[i]});
+  kdns::loop::SocketAddress last;
+  for (size_t i = 0; i < udp.size(); ++i) {
+    const kdns::loop::SocketAddress address = kdns::loop::internal::LocalAddressOf(udp[i]);
+    if (out.empty() || !(address == last)) out.emplace_back();
+    out.back().push_back({udp[i], tcp[i]});
+    last = address;
+  }
   unsetenv("LISTEN_PID");  // not for our children
   unsetenv("LISTEN_FDS");
   return out;

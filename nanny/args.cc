@@ -17,8 +17,9 @@
 namespace kdns::nanny {
 namespace {
 
-// The value of option `arg` when it is --long=V, --long V, -sV or -s V; nullopt when `arg`
-// is another option. *consumed_next tells whether the value was the next argument.
+// The value of option `arg` when it is --long=V, --long V, -sV or -s V (no short form when
+// `short_name` is '\0'); nullopt when `arg` is another option. *consumed_next tells whether
+// the value was the next argument.
 std::optional<std::string_view> OptionValue(const std::vector<std::string>& args, size_t i,
                                             std::string_view long_name, char short_name,
                                             bool* consumed_next, bool* missing) {
@@ -28,7 +29,8 @@ std::optional<std::string_view> OptionValue(const std::vector<std::string>& args
   const std::string long_flag = "--" + std::string(long_name);
   const char short_flag[] = {'-', short_name, '\0'};
   if (arg.starts_with(long_flag + "=")) return arg.substr(long_flag.size() + 1);
-  if (arg == long_flag || arg == short_flag) {
+  const bool has_short = short_name != '\0';
+  if (arg == long_flag || (has_short && arg == short_flag)) {
     if (i + 1 >= args.size()) {
       *missing = true;
       return std::string_view();
@@ -36,7 +38,7 @@ std::optional<std::string_view> OptionValue(const std::vector<std::string>& args
     *consumed_next = true;
     return std::string_view(args[i + 1]);
   }
-  if (arg.size() > 2 && arg[0] == '-' && arg[1] == short_name) return arg.substr(2);
+  if (has_short && arg.size() > 2 && arg[0] == '-' && arg[1] == short_name) return arg.substr(2);
   return std::nullopt;
 }
 
@@ -132,6 +134,15 @@ bool ParseListenSpec(const std::vector<std::string>& child_args, ListenSpec* spe
         return false;
       }
       result.port = *port;
+    } else if (auto threads = OptionValue(child_args, i, "threads", '\0', &next, &missing)) {
+      size_t count = 0;
+      const auto [end, failed] =
+          std::from_chars(threads->data(), threads->data() + threads->size(), count);
+      if (missing || failed != std::errc() || end != threads->data() + threads->size()) {
+        *error = "child argument --threads: not a number: \"" + std::string(*threads) + "\"";
+        return false;
+      }
+      result.threads = count;
     } else if (auto list = OptionValue(child_args, i, "listen-address", 'a', &next, &missing)) {
       if (missing) {
         *error = "child argument --listen-address: no value";
@@ -222,6 +233,7 @@ bool BuildOptions(const FlagValues& flags, const std::vector<std::string>& child
     ListenSpec listen;
     if (!ParseListenSpec(child_args, &listen, error)) return false;
     options->listen = listen.addresses;
+    options->child_threads = listen.threads;
   }
   return true;
 }

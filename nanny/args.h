@@ -29,10 +29,12 @@ SplitArgs SplitAtDoubleDash(int argc, const char* const* argv);
 
 // The addresses the child serves DNS on, from its dnsmasq options: --port=N, --port N,
 // -p N, -pN (default 53; 0 lets the kernel pick) and --listen-address=A[,B...],
-// --listen-address A, -a A, -aA (repeatable; none: 0.0.0.0, every IPv4 address).
+// --listen-address A, -a A, -aA (repeatable; none: 0.0.0.0, every IPv4 address), and the
+// child's thread count (--threads=N, --threads N), which says how many sockets it serves.
 struct ListenSpec {
   uint16_t port = 53;
   std::vector<loop::SocketAddress> addresses;  // with `port`; in the order given, no repeats
+  size_t threads = 0;                          // --threads; 0: the child's default
 };
 
 // False with a one-line *error on a malformed port or address.

@@ -76,10 +76,23 @@ TEST_CASE("the child's dnsmasq options tell which sockets the nanny holds", "[na
     CAPTURE(args);
     CHECK(Addresses(Listen(args)) == addresses);
   }
+  SECTION("--threads says how many socket pairs the child serves; 0 or none: its default") {
+    auto [args, threads] = GENERATE(table<Args, size_t>({
+        {{"-k"}, 0},
+        {{"--threads=6"}, 6},
+        {{"--threads", "16", "-a", "127.0.0.1"}, 16},
+        {{"--threads=0"}, 0},
+        // Not --threads: a longer option, and no short form to mistake "-" or "-t" for.
+        {{"--threads-extra=3", "-t", "4"}, 0},
+    }));
+    CAPTURE(args);
+    CHECK(Listen(args).threads == threads);
+  }
   SECTION("a malformed value is a start-up error naming the option") {
     auto args = GENERATE(Args{"--port=x"}, Args{"--port=65536"}, Args{"--port"}, Args{"-p"},
                          Args{"--listen-address=localhost"}, Args{"-a", "1.2.3.4,"},
-                         Args{"--listen-address"});
+                         Args{"--listen-address"}, Args{"--threads=x"}, Args{"--threads=4x"},
+                         Args{"--threads"}, Args{"--threads=-1"});
     CAPTURE(args);
     ListenSpec spec;
     std::string error;
@@ -143,6 +156,7 @@ TEST_CASE("The nanny's default flags supervise frontend-cache in place", "[nanny
   CHECK(options.trampoline == install.dir.File("nanny"));
   REQUIRE(options.listen.size() == 1);
   CHECK(options.listen[0].ToString() == "0.0.0.0:1053");
+  CHECK(options.child_threads == 0);
 }
 
 TEST_CASE("Another child is found in PATH and restarted on change", "[nanny][options]") {

@@ -4,9 +4,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <utility>
+
+#include "common/loop/socket_util.h"
 
 namespace kdns::nanny {
 namespace {
@@ -14,8 +18,15 @@ namespace {
 // linux/in6.h's IPV6_FREEBIND (Linux 4.15), which glibc's <netinet/in.h> does not define.
 constexpr int kIpv6Freebind = 78;
 
+// How a pair is bound: SO_REUSEPORT and IP_FREEBIND, and the UDP receive buffer asked for.
+struct BindAs {
+  bool reuse_port = false;
+  bool freebind = false;
+  int receive_buffer_bytes = ListenSockets::kReceiveBufferBytes;
+};
+
 // A bound socket of `type` on `address`, or -1 with *error.
-int BindOne(int type, const loop::SocketAddress& address, BindFor bind_for, std::string* error) {
+int BindOne(int type, const loop::SocketAddress& address, const BindAs& as, std::string* error) {
   const char* kind = type == SOCK_DGRAM ? "udp" : "tcp";
   auto fail = [&](const char* what, int fd) {
     const int err = errno;
@@ -32,18 +43,18 @@ int BindOne(int type, const loop::SocketAddress& address, BindFor bind_for, std:
   if (address.is_v6() && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) {
     return fail("IPV6_V6ONLY", fd);
   }
-  if (bind_for == BindFor::kNodeLocal) {
+  if (as.freebind) {
     const bool v6 = address.is_v6();
     if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? kIpv6Freebind : IP_FREEBIND, &one,
                    sizeof(one)) != 0) {
       return fail(v6 ? "IPV6_FREEBIND" : "IP_FREEBIND", fd);
     }
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
-      return fail("SO_REUSEPORT", fd);
-    }
+  }
+  if (as.reuse_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+    return fail("SO_REUSEPORT", fd);
   }
   if (type == SOCK_DGRAM) {
-    int size = ListenSockets::kReceiveBufferBytes;
+    int size = as.receive_buffer_bytes;
     // SO_RCVBUFFORCE passes net.core.rmem_max with CAP_NET_ADMIN; SO_RCVBUF is capped by it.
     if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) != 0) {
       (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
@@ -56,14 +67,6 @@ int BindOne(int type, const loop::SocketAddress& address, BindFor bind_for, std:
   return fd;
 }
 
-loop::SocketAddress LocalAddress(int fd) {
-  sockaddr_storage storage{};
-  socklen_t len = sizeof(storage);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &len) != 0) return {};
-  return loop::SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&storage), len)
-      .value_or(loop::SocketAddress());
-}
-
 }  // namespace
 
 ListenSockets::~ListenSockets() { Close(); }
@@ -71,6 +74,7 @@ ListenSockets::~ListenSockets() { Close(); }
 ListenSockets::ListenSockets(ListenSockets&& other) noexcept
     : fds_(std::move(other.fds_)),
       addresses_(std::move(other.addresses_)),
+      pairs_per_address_(other.pairs_per_address_),
       udp_receive_buffer_bytes_(other.udp_receive_buffer_bytes_) {
   other.fds_.clear();
 }
@@ -80,6 +84,7 @@ ListenSockets& ListenSockets::operator=(ListenSockets&& other) noexcept {
     Close();
     fds_ = std::move(other.fds_);
     addresses_ = std::move(other.addresses_);
+    pairs_per_address_ = other.pairs_per_address_;
     udp_receive_buffer_bytes_ = other.udp_receive_buffer_bytes_;
     other.fds_.clear();
   }
@@ -87,32 +92,54 @@ ListenSockets& ListenSockets::operator=(ListenSockets&& other) noexcept {
 }
 
 bool ListenSockets::Bind(const std::vector<loop::SocketAddress>& addresses, std::string* error,
-                         BindFor bind_for) {
+                         BindFor bind_for, size_t pairs_per_address) {
   Close();
+  pairs_per_address_ = std::max<size_t>(pairs_per_address, 1);
+  const bool group = pairs_per_address_ > 1;
+  BindAs as;
+  // A node cache shares its addresses with the next one during an update; a pod's group
+  // is its threads'.
+  as.reuse_port = bind_for == BindFor::kNodeLocal || group;
+  as.freebind = bind_for == BindFor::kNodeLocal;
+  as.receive_buffer_bytes =
+      std::max(kReceiveBufferBytes / static_cast<int>(pairs_per_address_), kMinReceiveBufferBytes);
   for (const auto& requested : addresses) {
+    loop::SocketAddress address = requested;
+    if (group && bind_for == BindFor::kPod) {
+      std::optional<loop::SocketAddress> claimed = loop::ClaimAddress(requested, error);
+      if (!claimed) {
+        *error = requested.ToString() + ": " + *error;
+        Close();
+        return false;
+      }
+      address = *claimed;
+    }
     // Port 0 (tests): TCP takes the port the kernel gave the UDP socket, which TCP may
     // already use; then another port is tried, as DnsServer does.
-    const int attempts = requested.port() == 0 ? kPortZeroAttempts : 1;
-    for (int attempt = 1;; ++attempt) {
-      int udp = BindOne(SOCK_DGRAM, requested, bind_for, error);
-      if (udp < 0) {
-        Close();
-        return false;
-      }
-      loop::SocketAddress address = LocalAddress(udp);
-      int tcp = BindOne(SOCK_STREAM, address, bind_for, error);
-      if (tcp >= 0) {
-        fds_.push_back(udp);
-        fds_.push_back(tcp);
-        addresses_.push_back(address);
-        break;
-      }
-      close(udp);
-      if (attempt >= attempts) {
-        Close();
-        return false;
+    const int attempts = address.port() == 0 ? loop::kPortZeroAttempts : 1;
+    for (size_t pair = 0; pair < pairs_per_address_; ++pair) {
+      for (int attempt = 1;; ++attempt) {
+        int udp = BindOne(SOCK_DGRAM, address, as, error);
+        if (udp < 0) {
+          Close();
+          return false;
+        }
+        const loop::SocketAddress bound = loop::internal::LocalAddressOf(udp);
+        int tcp = BindOne(SOCK_STREAM, bound, as, error);
+        if (tcp >= 0) {
+          fds_.push_back(udp);
+          fds_.push_back(tcp);
+          address = bound;  // the group's other pairs on the port the first one got
+          break;
+        }
+        close(udp);
+        if (attempt >= attempts || pair > 0) {
+          Close();
+          return false;
+        }
       }
     }
+    addresses_.push_back(address);
   }
   if (!fds_.empty()) {
     int size = 0;
@@ -130,7 +157,10 @@ int ListenSockets::LeaveReusePortGroup() {
     // Connected to its own address, a UDP socket matches only datagrams from itself, so the
     // kernel's lookup passes it over; what is queued stays readable.
     const loop::SocketAddress& address = addresses_[i];
-    if (connect(fds_[2 * i], address.sockaddr_ptr(), address.sockaddr_len()) == 0) ++left;
+    for (size_t pair = 0; pair < pairs_per_address_; ++pair) {
+      const int udp = fds_[2 * (i * pairs_per_address_ + pair)];
+      if (connect(udp, address.sockaddr_ptr(), address.sockaddr_len()) == 0) ++left;
+    }
   }
   return left;
 }

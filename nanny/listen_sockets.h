@@ -13,6 +13,13 @@
 // The receive buffer is raised (SO_RCVBUF, or SO_RCVBUFFORCE when permitted) so a burst of
 // queries fits while no child is reading.
 //
+// A child that serves with more than two threads gets a SO_REUSEPORT pair per thread
+// (pairs_per_address; DnsServer::InheritedPairsFor), the group it would bind itself, so
+// each thread reads its own queue (DnsServer, "Sockets"). A pod's group is claimed first by
+// plain sockets that fail on anyone else's (loop::ClaimAddress). The receive buffer is then
+// split over the group's sockets, at least kMinReceiveBufferBytes each, so the burst that
+// fits while no child reads stays about the same.
+//
 // Owns the fds (close-on-exec; the spawn duplicates them into the child). Thread: any; the
 // nanny uses it on its loop thread.
 #pragma once
@@ -30,10 +37,9 @@ enum class BindFor { kPod, kNodeLocal };
 
 class ListenSockets {
  public:
-  static constexpr int kReceiveBufferBytes = 8 << 20;
+  static constexpr int kReceiveBufferBytes = 8 << 20;  // per address
+  static constexpr int kMinReceiveBufferBytes = 1 << 20;
   static constexpr int kListenBacklog = 1024;
-  // Port 0 (tests): how many ports are tried for a UDP and TCP pair on one port.
-  static constexpr int kPortZeroAttempts = 16;
 
   ListenSockets() = default;
   ~ListenSockets();
@@ -42,15 +48,18 @@ class ListenSockets {
   ListenSockets(const ListenSockets&) = delete;
   ListenSockets& operator=(const ListenSockets&) = delete;
 
-  // Binds UDP and TCP (listening) on each address. False with a one-line *error ("bind
+  // Binds `pairs_per_address` pairs of UDP and TCP (listening) sockets on each address
+  // (more than one: a SO_REUSEPORT group). False with a one-line *error ("bind
   // 127.0.0.1:53 (udp): Address already in use") and nothing held.
   [[nodiscard]] bool Bind(const std::vector<loop::SocketAddress>& addresses, std::string* error,
-                          BindFor bind_for = BindFor::kPod);
+                          BindFor bind_for = BindFor::kPod, size_t pairs_per_address = 1);
 
-  // udp0, tcp0, udp1, tcp1, ...: the child's fds 3, 4, 5, ...
+  // udp0, tcp0, udp1, tcp1, ...: the child's fds 3, 4, 5, ...; the pairs of one address
+  // one after the other, the addresses in order.
   const std::vector<int>& fds() const { return fds_; }
   // The bound addresses (with the port the kernel chose for port 0).
   const std::vector<loop::SocketAddress>& addresses() const { return addresses_; }
+  size_t pairs_per_address() const { return pairs_per_address_; }
   // The receive buffer the kernel granted the first UDP socket (bytes, as getsockopt says).
   int udp_receive_buffer_bytes() const { return udp_receive_buffer_bytes_; }
 
@@ -58,7 +67,7 @@ class ListenSockets {
   // UDP sockets stop getting new datagrams, which all go to the other node cache's sockets
   // of the SO_REUSEPORT group; those already queued are still read by our child. (TCP
   // listeners stay: connections they accept are served until the child exits.) Returns
-  // how many sockets left.
+  // how many UDP sockets left (every pair's).
   int LeaveReusePortGroup();
 
   void Close();
@@ -66,6 +75,7 @@ class ListenSockets {
  private:
   std::vector<int> fds_;
   std::vector<loop::SocketAddress> addresses_;
+  size_t pairs_per_address_ = 1;
   int udp_receive_buffer_bytes_ = 0;
 };
 

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/loop/socket_util.h"
+
 namespace kdns::nanny {
 namespace {
 
@@ -20,6 +22,20 @@ bool Listening(int fd) {
   socklen_t len = sizeof(on);
   REQUIRE(getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0);
   return on != 0;
+}
+
+bool ReusePort(int fd) {
+  int on = 0;
+  socklen_t len = sizeof(on);
+  REQUIRE(getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, &len) == 0);
+  return on != 0;
+}
+
+int ReceiveBuffer(int fd) {
+  int size = 0;
+  socklen_t len = sizeof(size);
+  REQUIRE(getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, &len) == 0);
+  return size;
 }
 
 }  // namespace
@@ -119,6 +135,54 @@ TEST_CASE("a node cache that leaves the group gets no new datagram; its queue st
   const int old_after = queued(old_cache.fds()[0]);
   CHECK(queued(next_cache.fds()[0]) + old_after == 64 + 8);
   CHECK(old_after <= 8);  // only what was queued before it left
+}
+
+TEST_CASE("a child on more threads gets a SO_REUSEPORT pair per thread on each address",
+          "[nanny]") {
+  constexpr size_t kPairs = 4;
+  const BindFor bind_for = GENERATE(BindFor::kPod, BindFor::kNodeLocal);
+  INFO("node-local: " << (bind_for == BindFor::kNodeLocal));
+  ListenSockets sockets;
+  std::string error;
+  REQUIRE(sockets.Bind(
+      {*loop::SocketAddress::Parse("127.0.0.1:0"), *loop::SocketAddress::Parse("127.0.0.2:0")},
+      &error, bind_for, kPairs));
+  REQUIRE(sockets.fds().size() == 2 * 2 * kPairs);
+  REQUIRE(sockets.addresses().size() == 2);
+  CHECK(sockets.pairs_per_address() == kPairs);
+  for (size_t i = 0; i < sockets.fds().size(); ++i) {
+    const int fd = sockets.fds()[i];
+    INFO("fd " << i);
+    CHECK(SocketType(fd) == (i % 2 == 0 ? SOCK_DGRAM : SOCK_STREAM));
+    CHECK(ReusePort(fd));
+    if (i % 2 == 1) CHECK(Listening(fd));
+    // The pairs of an address come together, all on its port.
+    const loop::SocketAddress& address = sockets.addresses()[i / (2 * kPairs)];
+    CHECK(loop::internal::LocalAddressOf(fd) == address);
+  }
+  CHECK(sockets.addresses()[0].port() != 0);
+  // The 8 MiB per address is split over the group, not multiplied by it (the kernel
+  // reports twice what was asked).
+  CHECK(ReceiveBuffer(sockets.fds()[0]) <= 2 * ListenSockets::kReceiveBufferBytes / 2);
+  CHECK(ReceiveBuffer(sockets.fds()[0]) >= ListenSockets::kMinReceiveBufferBytes);
+
+  SECTION("every UDP socket of the group leaves it") {
+    CHECK(sockets.LeaveReusePortGroup() == static_cast<int>(2 * kPairs));
+  }
+}
+
+TEST_CASE("a pod's group is its own: a port held by anyone is a start-up error", "[nanny]") {
+  std::string error;
+  ListenSockets first;
+  REQUIRE(first.Bind({*loop::SocketAddress::Parse("127.0.0.1:0")}, &error, BindFor::kPod, 4));
+  const loop::SocketAddress held = first.addresses()[0];
+  // A second nanny (same user) would silently join the group with SO_REUSEPORT alone.
+  ListenSockets second;
+  CHECK_FALSE(second.Bind({held}, &error, BindFor::kPod, 4));
+  CHECK_THAT(error, Catch::Contains("Address already in use"));
+  CHECK(second.fds().empty());
+  ListenSockets plain;
+  CHECK_FALSE(plain.Bind({held}, &error));
 }
 
 }  // namespace kdns::nanny

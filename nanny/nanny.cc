@@ -8,7 +8,9 @@
 #include <ctime>
 #include <utility>
 
+#include "common/base/cpu_quota.h"
 #include "common/metrics/process_metrics.h"
+#include "common/server/dns_server.h"
 #include "nanny/atomic_file.h"
 
 namespace kdns::nanny {
@@ -61,7 +63,13 @@ bool Nanny::Start(std::string* error) {
     if (!node_local_->SetUpInterface(error)) return false;
   }
   if (options_.mode == ApplyMode::kInPlace) {
-    if (!sockets_.Bind(options_.listen, error, node_local_ ? BindFor::kNodeLocal : BindFor::kPod)) {
+    // The child serves a SO_REUSEPORT pair per thread past two threads, as it would bind
+    // them itself (DnsServer, "Sockets"): its default count is ours, from the same cgroup.
+    const size_t threads =
+        options_.child_threads != 0 ? options_.child_threads : DefaultThreads().threads;
+    const size_t pairs = server::DnsServer::InheritedPairsFor(threads);
+    if (!sockets_.Bind(options_.listen, error, node_local_ ? BindFor::kNodeLocal : BindFor::kPod,
+                       pairs)) {
       if (node_local_) node_local_->Teardown();
       return false;
     }
@@ -70,8 +78,11 @@ bool Nanny::Start(std::string* error) {
     for (const auto& address : sockets_.addresses()) {
       addresses += (addresses.empty() ? "" : ", ") + address.ToString();
     }
-    LOG(INFO) << "holding the DNS sockets on " << addresses << " (UDP receive buffer "
-              << sockets_.udp_receive_buffer_bytes() << " bytes) for " << options_.child_name;
+    LOG(INFO) << "holding the DNS sockets on " << addresses << " ("
+              << (pairs == 1 ? std::string("one UDP and TCP pair")
+                             : std::to_string(pairs) + " SO_REUSEPORT pairs, one per thread")
+              << " each; UDP receive buffer " << sockets_.udp_receive_buffer_bytes()
+              << " bytes) for " << options_.child_name;
     argv.push_back("--servers-file=" + servers_file());
     argv.push_back("--metrics-textfile=" + metrics_file());
   }

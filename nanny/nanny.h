@@ -77,6 +77,9 @@ class Nanny {
     uint64_t lookup_timeout_ms = 1'000;
     std::string run_dir;                      // servers file, metrics file (must exist)
     std::vector<loop::SocketAddress> listen;  // in-place: the sockets to hold
+    // In-place: the child's --threads (0: its default, which the nanny works out the same
+    // way, from the container's CPUs): past two threads, a socket pair per thread and address.
+    size_t child_threads = 0;
     CrashLoop::Options crash_loop;
     uint64_t stop_timeout_ms = 30'000;
     // The metrics file is rewritten at every change and at this interval, so the nanny's

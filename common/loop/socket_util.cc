@@ -8,7 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
-namespace kdns::loop::internal {
+namespace kdns::loop {
+namespace internal {
 
 std::string ErrnoMessage(const std::string& what, int err) {
   return what + ": " + std::strerror(err);
@@ -80,4 +81,27 @@ SocketAddress LocalAddressOf(int fd) {
       .value_or(SocketAddress());
 }
 
-}  // namespace kdns::loop::internal
+}  // namespace internal
+
+std::optional<SocketAddress> ClaimAddress(const SocketAddress& address, std::string* error) {
+  for (int attempt = 0; attempt < kPortZeroAttempts; ++attempt) {
+    int udp = internal::CreateBoundSocket(SOCK_DGRAM, address, ReusePort::kNo, error);
+    if (udp < 0) {
+      *error = "UDP: " + *error;
+      return std::nullopt;
+    }
+    SocketAddress claimed = internal::LocalAddressOf(udp);
+    int tcp = internal::CreateBoundSocket(SOCK_STREAM, claimed, ReusePort::kNo, error);
+    close(udp);
+    if (tcp >= 0) {
+      close(tcp);
+      return claimed;
+    }
+    // With port 0, the port free for UDP may be taken for TCP: try another.
+    if (address.port() != 0) break;
+  }
+  *error = "TCP: " + *error;
+  return std::nullopt;
+}
+
+}  // namespace kdns::loop

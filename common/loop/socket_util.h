@@ -5,6 +5,7 @@
 // Thread: any; these are plain system calls on an fd the caller owns.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "common/loop/socket_address.h"
@@ -34,6 +35,19 @@ struct SocketSharing {
   Inherited inherited = Inherited::kNo;
   SharedBetweenThreads between_threads = SharedBetweenThreads::kNo;
 };
+
+// Port 0 (tests): how many ports a server tries for a UDP and TCP pair on one port, since
+// the port the kernel gives the UDP socket may be taken for TCP.
+inline constexpr int kPortZeroAttempts = 16;
+
+// SO_REUSEPORT does not make a bind fail when another socket of the same user already
+// serves the port with SO_REUSEPORT: the new socket silently joins that group and gets a
+// share of its traffic (an old instance still running, or, with port 0, whichever group
+// the kernel's UDP port choice lands on). So a server about to bind SO_REUSEPORT sockets
+// first binds plain UDP and TCP sockets, which fail on any other socket, and closes them
+// again. Returns the address with its port (chosen when 0, free for both protocols), or
+// nullopt with a one-line *error ("UDP: bind 127.0.0.1:53: Address already in use").
+std::optional<SocketAddress> ClaimAddress(const SocketAddress& address, std::string* error);
 
 namespace internal {
 

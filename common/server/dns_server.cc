@@ -21,40 +21,10 @@ namespace {
 // The server whose loop runs on this thread, so Stop() can refuse to join itself.
 thread_local const DnsServer* serving_server = nullptr;
 
-constexpr int kPortZeroAttempts = 16;
-
-// SO_REUSEPORT does not make a bind fail when another socket of the same user already
-// serves the port with SO_REUSEPORT: the new socket silently joins that group and gets a
-// share of its traffic (an old instance still running, or, with port 0, whichever group
-// the kernel's UDP port choice lands on). So first bind plain UDP and TCP sockets, which
-// fail on any other socket, then close them and bind the SO_REUSEPORT ones. Returns the
-// address with its port (chosen when 0), or nullopt with a one-line *error.
-std::optional<loop::SocketAddress> ClaimAddress(const loop::SocketAddress& address,
-                                                std::string* error) {
-  for (int attempt = 0; attempt < kPortZeroAttempts; ++attempt) {
-    int udp = loop::internal::CreateBoundSocket(SOCK_DGRAM, address, loop::ReusePort::kNo, error);
-    if (udp < 0) {
-      *error = "UDP: " + *error;
-      return std::nullopt;
-    }
-    loop::SocketAddress claimed = loop::internal::LocalAddressOf(udp);
-    int tcp = loop::internal::CreateBoundSocket(SOCK_STREAM, claimed, loop::ReusePort::kNo, error);
-    close(udp);
-    if (tcp >= 0) {
-      close(tcp);
-      return claimed;
-    }
-    // With port 0, the port free for UDP may be taken for TCP: try another.
-    if (address.port() != 0) break;
-  }
-  *error = "TCP: " + *error;
-  return std::nullopt;
-}
-
 // Options::shared_sockets: one UDP and one TCP socket on `address` (the same port when 0),
 // both plain (no SO_REUSEPORT), kept open for the threads to dup. False with *error.
 bool BindShared(const loop::SocketAddress& address, int* udp_fd, int* tcp_fd, std::string* error) {
-  for (int attempt = 0; attempt < kPortZeroAttempts; ++attempt) {
+  for (int attempt = 0; attempt < loop::kPortZeroAttempts; ++attempt) {
     int udp = loop::internal::CreateBoundSocket(SOCK_DGRAM, address, loop::ReusePort::kNo, error);
     if (udp < 0) {
       *error = "UDP: " + *error;
@@ -93,16 +63,26 @@ bool DnsServer::Start(std::string* error) {
   started_ = true;
   // The container's CPU allowance, not the node's cores (common/base/cpu_quota.h): the
   // programs pass their count (ServingThreads); 0 (tests) takes the default here.
+  // A pair per thread sets the thread count: every socket of a SO_REUSEPORT group gets
+  // its share of the traffic, so none may go unserved.
+  const bool pair_per_thread = options_.inherited.size() > 1;
   size_t count = options_.threads;
-  if (count == 0) {
+  if (pair_per_thread) {
+    if (count != 0 && count != options_.inherited.size()) {
+      LOG(INFO) << "DNS: " << options_.inherited.size() << " inherited socket pairs, one per "
+                << "thread: serving with " << options_.inherited.size() << " threads, not "
+                << count;
+    }
+    count = options_.inherited.size();
+  } else if (count == 0) {
     const DefaultThreadCount chosen = DefaultThreads();
     count = chosen.threads;
     LOG(INFO) << "DNS on " << options_.listen_address.ToString() << ": "
               << DescribeDefaultThreads(chosen, "DnsServer::Options::threads");
   }
   // Past kMaxThreadsOnSharedSocket, a SO_REUSEPORT pair per thread, as without sharing.
-  const bool shared = options_.shared_sockets && !options_.inherited.has_value() &&
-                      count <= kMaxThreadsOnSharedSocket;
+  const bool shared =
+      options_.shared_sockets && options_.inherited.empty() && count <= kMaxThreadsOnSharedSocket;
   if (shared) {
     if (!options_.listen_address.is_v4() && !options_.listen_address.is_v6()) {
       *error = "DNS server: the listen address is not IPv4 or IPv6";
@@ -113,17 +93,27 @@ bool DnsServer::Start(std::string* error) {
       *error = "DNS server on " + options_.listen_address.ToString() + ": " + *error;
       return false;
     }
-    options_.inherited = sockets;  // from here on served from fds, as inherited sockets are
+    options_.inherited = {sockets};  // from here on served from fds, as inherited sockets are
   }
-  const bool from_fds = options_.inherited.has_value();
-  const std::string where = from_fds && !shared
-                                ? "inherited DNS sockets (fds " +
-                                      std::to_string(options_.inherited->udp_fd) + ", " +
-                                      std::to_string(options_.inherited->tcp_fd) + ")"
-                                : "DNS server on " + options_.listen_address.ToString();
-  if (from_fds && (options_.inherited->udp_fd < 0 || options_.inherited->tcp_fd < 0)) {
-    if (options_.inherited->udp_fd >= 0) close(options_.inherited->udp_fd);
-    if (options_.inherited->tcp_fd >= 0) close(options_.inherited->tcp_fd);
+  const bool from_fds = !options_.inherited.empty();
+  std::string where = "DNS server on " + options_.listen_address.ToString();
+  if (from_fds && !shared) {
+    where = "inherited DNS sockets (fds";
+    for (const InheritedSockets& pair : options_.inherited) {
+      where += " " + std::to_string(pair.udp_fd) + ", " + std::to_string(pair.tcp_fd) +
+               (&pair == &options_.inherited.back() ? ")" : ";");
+    }
+  }
+  auto close_inherited = [this] {
+    for (const InheritedSockets& pair : options_.inherited) {
+      if (pair.udp_fd >= 0) close(pair.udp_fd);
+      if (pair.tcp_fd >= 0) close(pair.tcp_fd);
+    }
+  };
+  if (std::any_of(
+          options_.inherited.begin(), options_.inherited.end(),
+          [](const InheritedSockets& pair) { return pair.udp_fd < 0 || pair.tcp_fd < 0; })) {
+    close_inherited();
     *error = where + ": need both a UDP and a TCP fd";
     return false;
   }
@@ -134,7 +124,7 @@ bool DnsServer::Start(std::string* error) {
 
   LoopServer::Options base;
   if (!from_fds) {
-    std::optional<loop::SocketAddress> claimed = ClaimAddress(options_.listen_address, error);
+    std::optional<loop::SocketAddress> claimed = loop::ClaimAddress(options_.listen_address, error);
     if (!claimed) {
       *error = where + ": " + *error;
       return false;
@@ -153,14 +143,16 @@ bool DnsServer::Start(std::string* error) {
   base.admission = options_.admission;
   base.client_address = options_.client_address;
 
-  if (from_fds && count > 1 && base.udp.receiver_thread) {
+  // Threads that serve dups of one pair: their receivers take turns on the one socket.
+  const bool one_pair_for_all = from_fds && !pair_per_thread && count > 1;
+  if (one_pair_for_all && base.udp.receiver_thread) {
     base.udp.receiver_group = std::make_shared<loop::UdpReceiverGroup>();
   }
   // Sockets bound here die with us (their receivers may sleep in recvmmsg); inherited ones
-  // outlive us (see loop::Inherited). Either way, several threads serve dups of them.
+  // outlive us (see loop::Inherited).
   base.fd_sharing.inherited = shared ? loop::Inherited::kNo : loop::Inherited::kYes;
   base.fd_sharing.between_threads =
-      count > 1 ? loop::SharedBetweenThreads::kYes : loop::SharedBetweenThreads::kNo;
+      one_pair_for_all ? loop::SharedBetweenThreads::kYes : loop::SharedBetweenThreads::kNo;
   for (size_t i = 0; i < count; ++i) {
     threads_.push_back(std::make_unique<Thread>());
     threads_.back()->index = i;
@@ -172,8 +164,9 @@ bool DnsServer::Start(std::string* error) {
     options.thread_index = i;
     StartResult result;
     if (from_fds) {
-      options.udp_fd = fcntl(options_.inherited->udp_fd, F_DUPFD_CLOEXEC, 0);
-      options.tcp_fd = fcntl(options_.inherited->tcp_fd, F_DUPFD_CLOEXEC, 0);
+      const InheritedSockets& pair = options_.inherited[pair_per_thread ? i : 0];
+      options.udp_fd = fcntl(pair.udp_fd, F_DUPFD_CLOEXEC, 0);
+      options.tcp_fd = fcntl(pair.tcp_fd, F_DUPFD_CLOEXEC, 0);
       if (options.udp_fd < 0 || options.tcp_fd < 0) {
         result.error = loop::internal::ErrnoMessage("dup", errno);
         if (options.udp_fd >= 0) close(options.udp_fd);
@@ -189,10 +182,7 @@ bool DnsServer::Start(std::string* error) {
                result.error;
     }
   }
-  if (from_fds) {
-    close(options_.inherited->udp_fd);
-    close(options_.inherited->tcp_fd);
-  }
+  close_inherited();
   if (!failed.empty()) {
     Stop();
     threads_.clear();
@@ -203,9 +193,10 @@ bool DnsServer::Start(std::string* error) {
   tcp_address_ = threads_[0]->tcp_address;
   LOG(INFO) << "serving DNS on udp " << udp_address_.ToString() << " and tcp "
             << tcp_address_.ToString() << " with " << count << " thread(s)"
-            << (shared     ? " (shared sockets)"
-                : from_fds ? " (inherited sockets)"
-                           : "");
+            << (shared            ? " (shared sockets)"
+                : pair_per_thread ? " (inherited sockets, a pair per thread)"
+                : from_fds        ? " (inherited sockets)"
+                                  : "");
   return true;
 }
 

@@ -11,13 +11,16 @@
 // reaches the same thread, and a thread never wakes for another's packet.
 //
 // Inherited sockets (Options::inherited, e.g. from a supervisor handing the listening
-// sockets to a new child): every thread serves a dup() of the same UDP socket and of the
-// same TCP listening socket. A dup is the same kernel socket, so there is one receive
-// queue and one accept queue shared by all threads: a datagram or connection wakes every
-// thread's epoll (no EPOLLEXCLUSIVE in libuv), the first recvmmsg/accept takes it and the
-// others get EAGAIN. Load spreads to whichever thread is free, at the cost of those
-// spurious wake-ups; there is no per-flow affinity. Start() consumes the inherited fds.
-// Options::shared_sockets serves the same way from sockets bound here. With UDP receiver
+// sockets to a new child) come as one UDP and TCP pair, or as a SO_REUSEPORT pair per
+// thread (InheritedPairsFor says which a supervisor hands; the second serves exactly as
+// sockets bound here do, one pair per thread, and sets the thread count). One pair: every
+// thread serves a dup() of the same UDP socket and of the same TCP listening socket. A dup
+// is the same kernel socket, so there is one receive queue and one accept queue shared by
+// all threads: a datagram or connection wakes every thread's epoll (no EPOLLEXCLUSIVE in
+// libuv), the first recvmmsg/accept takes it and the others get EAGAIN. Load spreads to
+// whichever thread is free, at the cost of those spurious wake-ups; there is no per-flow
+// affinity. Start() consumes the inherited fds. Options::shared_sockets serves the same
+// way from one pair bound here. With UDP receiver
 // threads (UdpOptions::receiver_thread) on one shared socket, the threads' receivers take
 // turns as leader and followers (loop::UdpReceiverGroup) rather than all waiting on it.
 // Sharing stops at kMaxThreadsOnSharedSocket threads; more get a SO_REUSEPORT pair each.
@@ -43,7 +46,6 @@
 #include <future>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -84,7 +86,9 @@ class DnsServer {
     // The process's rate limits (LoopServer::Options), shared by all threads; null: none.
     std::shared_ptr<ClientLimiter> clients;
     std::shared_ptr<ResponseRateLimiter> responses;
-    std::optional<InheritedSockets> inherited;
+    // Sockets to serve instead of binding listen_address: none, one pair for every thread
+    // to serve dups of, or one pair per thread (their count is then the thread count).
+    std::vector<InheritedSockets> inherited;
     // Bind one UDP and one TCP socket and serve dups of them from every thread, as with
     // inherited sockets, instead of a SO_REUSEPORT pair per thread; only up to
     // kMaxThreadsOnSharedSocket threads (see "Sockets" above).
@@ -93,6 +97,13 @@ class DnsServer {
 
   // The most threads that Options::shared_sockets puts on one socket.
   static constexpr size_t kMaxThreadsOnSharedSocket = 2;
+
+  // How many pairs of sockets on one address a supervisor hands a child that serves with
+  // `threads` threads: one they share, as shared_sockets, up to kMaxThreadsOnSharedSocket;
+  // past it, one SO_REUSEPORT pair per thread, as the child would bind itself.
+  static constexpr size_t InheritedPairsFor(size_t threads) {
+    return threads <= kMaxThreadsOnSharedSocket ? 1 : threads;
+  }
 
   DnsServer(const Options& options, HandlerFactory factory);
   // Stops and joins if still running.

@@ -1,5 +1,6 @@
-// Tests of the DnsServer serving sockets it is given (inherited fds, one shared socket pair):
-// served from every thread, one bad socket refused alone, and sharing only up to
+// Tests of the DnsServer serving sockets it is given (inherited fds: one pair for all
+// threads, or a SO_REUSEPORT pair per thread; one shared socket pair bound here): served
+// from every thread, one bad socket refused alone, and sharing only up to
 // kMaxThreadsOnSharedSocket threads.
 
 #include <sys/socket.h>
@@ -8,7 +9,9 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "common/loop/socket_util.h"
 #include "common/server/dns_server.h"
@@ -58,7 +61,7 @@ TEST_CASE("DnsServer serves inherited sockets on every thread", "[server]") {
   loop::SocketAddress tcp_address = loop::internal::LocalAddressOf(tcp_fd);
 
   DnsServer::Options options = LocalOptions(3);
-  options.inherited = DnsServer::InheritedSockets{udp_fd, tcp_fd};
+  options.inherited = {DnsServer::InheritedSockets{udp_fd, tcp_fd}};
   DnsServer server(options, EchoFactory());
   RequireStart(server);  // consumes udp_fd and tcp_fd
   CHECK(server.thread_count() == 3);
@@ -169,12 +172,64 @@ TEST_CASE("Past kMaxThreadsOnSharedSocket threads, shared sockets become a socke
   CHECK(CanBind(SOCK_STREAM, address));
 }
 
+// A supervisor's SO_REUSEPORT group of `pairs` UDP and TCP pairs on one port (the nanny
+// hands one per thread past kMaxThreadsOnSharedSocket: DnsServer::InheritedPairsFor).
+std::vector<DnsServer::InheritedSockets> ReusePortPairs(size_t pairs,
+                                                        loop::SocketAddress* address) {
+  std::string error;
+  std::optional<loop::SocketAddress> claimed =
+      loop::ClaimAddress(*loop::SocketAddress::Parse("127.0.0.1:0"), &error);
+  REQUIRE(claimed);
+  std::vector<DnsServer::InheritedSockets> out;
+  for (size_t i = 0; i < pairs; ++i) {
+    DnsServer::InheritedSockets pair;
+    pair.udp_fd =
+        loop::internal::CreateBoundSocket(SOCK_DGRAM, *claimed, loop::ReusePort::kYes, &error);
+    pair.tcp_fd =
+        loop::internal::CreateBoundSocket(SOCK_STREAM, *claimed, loop::ReusePort::kYes, &error);
+    REQUIRE(pair.udp_fd >= 0);
+    REQUIRE(pair.tcp_fd >= 0);
+    REQUIRE(listen(pair.tcp_fd, 16) == 0);
+    out.push_back(pair);
+  }
+  *address = *claimed;
+  return out;
+}
+
+TEST_CASE("DnsServer serves an inherited pair per thread, one thread per pair", "[server]") {
+  const bool receiver_threads = GENERATE(false, true);
+  INFO("receiver threads: " << receiver_threads);
+  constexpr size_t kPairs = 4;
+  loop::SocketAddress address;
+  DnsServer::Options options = LocalOptions(2);  // the pairs decide: every socket is served
+  options.inherited = ReusePortPairs(kPairs, &address);
+  options.udp.receiver_thread = receiver_threads;
+  std::atomic<int> receiver_answers{0};
+  DnsServer server(options, [&receiver_answers](const ThreadContext&) {
+    return std::make_unique<ReceiverEchoHandler>(receiver_answers);
+  });
+  RequireStart(server);
+  CHECK(server.thread_count() == kPairs);
+  CHECK(server.local_address() == address);
+  EchoFromManyClients(address);
+  // The kernel spreads the flows over the group: every socket's thread answers some (a
+  // thread left without its pair would lose a quarter of them: RequireEcho would fail).
+  CHECK(ThreadsThatServed(server, &ServerStats::udp_replies) >= 2);
+  const ServerStats s = RequireStopsClean(server);
+  CHECK(s.udp_replies == kClients);
+  CHECK(s.tcp_replies == 1);
+  CHECK(receiver_answers == (receiver_threads ? kClients : 0));
+  // Every dup and the originals are closed: the port is free again.
+  CHECK(CanBind(SOCK_DGRAM, address));
+  CHECK(CanBind(SOCK_STREAM, address));
+}
+
 TEST_CASE("DnsServer rejects only one inherited socket", "[server]") {
   int udp_fd = BoundSocket(SOCK_DGRAM, false);
   REQUIRE(udp_fd >= 0);
   loop::SocketAddress udp_address = loop::internal::LocalAddressOf(udp_fd);
   DnsServer::Options options = LocalOptions(2);
-  options.inherited = DnsServer::InheritedSockets{udp_fd, -1};
+  options.inherited = {DnsServer::InheritedSockets{udp_fd, -1}};
   DnsServer server(options, EchoFactory());
   std::string error;
   CHECK_FALSE(server.Start(&error));

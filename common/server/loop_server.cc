@@ -19,8 +19,6 @@ namespace kdns::server {
 namespace {
 
 constexpr uint64_t kMirrorIntervalMs = 1000;
-// Binding port 0: how many UDP ports to try before giving up on finding one free for TCP.
-constexpr int kPortZeroAttempts = 16;
 
 void CloseIfOpen(int fd) {
   if (fd >= 0) close(fd);
@@ -98,7 +96,7 @@ std::unique_ptr<LoopServer> LoopServer::Create(loop::Loop& loop, const Options& 
     // With port 0, TCP takes the port the kernel gave UDP, so both share one port. That
     // port may be taken for TCP (a listener, or the local end of some connection): then
     // let the kernel pick another UDP port and try again.
-    for (int attempt = 0; attempt < kPortZeroAttempts; ++attempt) {
+    for (int attempt = 0; attempt < loop::kPortZeroAttempts; ++attempt) {
       loop::SocketAddress address = options.address;
       address.set_port(server->udp_->GetLocalAddress().port());
       server->tcp_ = loop::TcpListener::Bind(loop, address, tcp, on_accept, &socket_error);

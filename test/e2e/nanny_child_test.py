@@ -10,7 +10,9 @@ Shown here:
     figures, not verdicts: they depend on the machine's load);
   - restart mode with Debian's dnsmasq (-dnsmasqExec=/usr/sbin/dnsmasq -restartDnsmasq):
     its arguments, restarts on change and after a kill, never two at once, its exit;
-  - SIGTERM: the child's lameduck, then exit 0; a crash loop: exit non-zero.
+  - SIGTERM: the child's lameduck, then exit 0; a crash loop: exit non-zero;
+  - a child on 4 threads: the nanny holds a SO_REUSEPORT pair per thread, every child
+    serves them all, and queries queued on any of them across a kill -9 are answered.
 
 Closes with `N passed, M failed`. KDNS_ONLY=substring runs the matching tests only;
 KDNS_KEEP_TMP=1 keeps the temporary directory (every process's log).
@@ -19,6 +21,7 @@ import json
 import os
 import pwd
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -301,6 +304,80 @@ def test_sigterm_lameduck_then_exit(env):
     return p
 
 
+def group_sockets(port):
+    """Kernel sockets bound to 127.0.0.1:port: (UDP sockets, listening TCP sockets)."""
+    local = "0100007F:%04X" % port
+
+    def count(table, state=None):
+        with open(table) as f:
+            rows = [line.split() for line in f.readlines()[1:]]
+        return sum(1 for row in rows if row[1] == local and (state is None or row[3] == state))
+
+    return count("/proc/net/udp"), count("/proc/net/tcp", "0A")
+
+
+def answered_from_many_clients(port, clients, timeout=10.0):
+    """Sends version.bind from `clients` sockets of their own (the kernel hashes each to a
+    socket of the group) at once, then waits for the replies; returns how many came."""
+    query = dns_wire.build_query("version.bind", "TXT", dns_wire.CLASS_CH)
+    sockets = []
+    for _ in range(clients):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.sendto(query, ("127.0.0.1", port))
+        sockets.append(s)
+    answered = 0
+    deadline = time.monotonic() + timeout
+    for s in sockets:
+        s.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            s.recv(4096)
+            answered += 1
+        except OSError:
+            pass
+        s.close()
+    return answered
+
+
+def test_threads_get_a_socket_pair_each(env):
+    """Past two threads the nanny holds a SO_REUSEPORT pair per thread, and every child
+    serves them all: queries queued on any of them across a kill -9 are answered."""
+    p = []
+    tmp = env["tmp"]
+    cfg = harness.ConfigMapDir(os.path.join(tmp, "cfg-threads"))
+    cfg.publish({})
+    threads = 4
+    nanny = Nanny(tmp, "nanny-threads", cfg.path, metrics=False, threads=threads)
+    udp, tcp = group_sockets(nanny.port)
+    if (udp, tcp) != (threads, threads):
+        p.append("%d UDP and %d listening TCP sockets on the port, want %d of each" %
+                 (udp, tcp, threads))
+    if "%d SO_REUSEPORT pairs, one per thread" % threads not in nanny.log():
+        p.append("the nanny's log does not say it holds a pair per thread")
+    served = "with %d thread(s) (inherited sockets, a pair per thread)" % threads
+    if not harness.wait_until(lambda: served in nanny.log(), 5):
+        p.append("the child does not say it serves a pair per thread")
+    clients = 64
+    answered = answered_from_many_clients(nanny.port, clients)
+    if answered != clients:
+        p.append("%d of %d clients answered" % (answered, clients))
+    # The kill: the clients' queries wait in whichever socket of the group their flow
+    # hashes to, until the next child reads it. A child serving fewer of them (one thread
+    # per socket, or one socket of the group) would leave about 3 in 4 unanswered.
+    child = nanny.child()
+    os.kill(child, signal.SIGKILL)
+    answered = answered_from_many_clients(nanny.port, clients)
+    if answered != clients:
+        p.append("across the kill -9: %d of %d clients answered" % (answered, clients))
+    if nanny.child() in (None, child):
+        p.append("no new child after the kill")
+    if group_sockets(nanny.port) != (threads, threads):
+        p.append("the group changed across the kill: %s" % (group_sockets(nanny.port),))
+    if nanny.log().count(served) != 2:
+        p.append("the new child does not serve a pair per thread")
+    nanny.stop()
+    return p
+
+
 def test_crash_loop_exits_nonzero(env):
     p = []
     tmp = env["tmp"]
@@ -333,6 +410,7 @@ def test_crash_loop_exits_nonzero(env):
 TESTS = [test_load_changes_and_kill,
          test_restart_mode_with_dnsmasq,
          test_sigterm_lameduck_then_exit,
+         test_threads_get_a_socket_pair_each,
          test_crash_loop_exits_nonzero]
 
 
