@@ -18,7 +18,9 @@ tool and against a running pod.
   metric name an alert or a dashboard panel uses is served; the names of group
   `kube-dns` are served by kubedns's and the sidecar's ports alone (what a plain image
   swap keeps); process_* and kdns_build_info are on every port; the client latency
-  histogram counts a cache miss as `upstream` and the next ask as `cache`;
+  histogram counts a cache miss as `upstream` and the next ask as `cache`; its kubedns
+  series (the EndpointSlice LIST refused before any scrape), held for 30 minutes, fire
+  KdnsKubernetesAPIForbidden;
 - `mk/run.sh` itself (what `make run` starts: the demo cluster from an objects file, on
   its fixed ports), run as root in a network namespace of its own: its three metrics
   ports serve every name the alerts and the dashboard use, but the `kdns_kubedns_api_*`
@@ -122,16 +124,23 @@ def test_promtool_checks_the_rules(env):
     return [] if code == 0 else ["promtool check rules: " + out]
 
 
-def test_promtool_unit_tests_fire_every_alert(env):
-    problems = []
-    tests_dir = os.path.join(env.workdir, "rule-tests")
+def rule_tests_dir(workdir):
+    """A directory holding the rules as the unit tests name them (kdns.rules.yaml: the
+    PrometheusRule's spec, annotations left out: their templates are `check rules`'s)."""
+    tests_dir = os.path.join(workdir, "rule-tests")
     os.makedirs(tests_dir, exist_ok=True)
     spec = load_rules()["spec"]
     for group in spec["groups"]:
         for rule in group["rules"]:
-            rule.pop("annotations", None)  # templates: checked by `check rules`
+            rule.pop("annotations", None)
     with open(os.path.join(tests_dir, "kdns.rules.yaml"), "w") as f:
         yaml.safe_dump(spec, f)
+    return tests_dir
+
+
+def test_promtool_unit_tests_fire_every_alert(env):
+    problems = []
+    tests_dir = rule_tests_dir(env.workdir)
     shutil.copy(RULE_TESTS, tests_dir)
     code, out = run([promtool(), "test", "rules",
                      os.path.join(tests_dir, os.path.basename(RULE_TESTS))])
@@ -383,6 +392,38 @@ def test_client_latency_counts_each_answer_by_source(pod):
     return problems
 
 
+def test_forbidden_from_the_start_is_seen(pod):
+    """The pod's EndpointSlice LIST was refused (403) once, before anything scraped it, and
+    kubedns went on with v1 Endpoints: its api series, held as they are for 30 minutes,
+    fire KdnsKubernetesAPIForbidden for endpointslices, and KdnsKubednsNotReady stays
+    quiet (kubedns is ready). An alert on the 403 counter's increase sees nothing here."""
+    samples = harness.parse_metrics(pod.texts()["kubedns"])
+    series = []
+    for name, value in sorted(samples.items()):
+        if not name.startswith(("kdns_kubedns_api_", "kdns_kubedns_ready")):
+            continue
+        labels = 'namespace="kube-system",pod="live"'
+        if "{" in name:
+            name = name.replace("{", "{%s," % labels, 1)
+        else:
+            name = "%s{%s}" % (name, labels)
+        series.append({"series": name, "values": "%.6fx30" % value})
+    expected = [{"exp_labels": {"severity": "warning", "namespace": "kube-system",
+                                "pod": "live", "resource": "endpointslices"}}]
+    cases = {"rule_files": ["kdns.rules.yaml"], "evaluation_interval": "1m",
+             "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": [
+                 {"eval_time": "20m", "alertname": "KdnsKubernetesAPIForbidden",
+                  "exp_alerts": expected},
+                 {"eval_time": "20m", "alertname": "KdnsKubednsNotReady",
+                  "exp_alerts": []}]}]}
+    tests_dir = rule_tests_dir(pod.workdir)
+    path = os.path.join(tests_dir, "live-forbidden.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(cases, f)
+    code, out = run([promtool(), "test", "rules", path])
+    return [] if code == 0 else ["the live pod's series: promtool test rules: " + out]
+
+
 def test_make_run_serves_what_the_alerts_use(env):
     if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("nsenter") is None:
         raise harness.Skip("needs root, unshare and nsenter (a network namespace of its own)")
@@ -434,7 +475,8 @@ POD_TESTS = [test_scrapes_pass_promtool_check_metrics,
              test_every_alert_metric_is_served,
              test_every_dashboard_metric_is_served,
              test_process_metrics_and_build_info_on_every_port,
-             test_client_latency_counts_each_answer_by_source]
+             test_client_latency_counts_each_answer_by_source,
+             test_forbidden_from_the_start_is_seen]
 
 
 class FileEnv:
