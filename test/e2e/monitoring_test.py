@@ -5,7 +5,8 @@ tool and against a running pod.
 - `promtool check rules` on the PrometheusRule's spec, and `promtool test rules` on
   monitoring_rule_cases.yaml: every alert fires on the series that mean trouble, after its
   `for:`, and not on healthy ones (the unit tests cover every alert of the file);
-- every alert has `for:`, a severity and summary, description and runbook annotations;
+- every alert has `for:`, a severity and summary, description and runbook_url annotations;
+  each runbook_url is docs/runbooks.md at the section named after the alert;
   group `kube-dns` uses no kdns_* name, group `kdns` only alerts on kdns_* names;
 - the dashboard parses, has unique panel ids, and is what the monitoring kustomization
   ships;
@@ -49,6 +50,7 @@ ROOT = harness.ROOT
 MONITORING = os.path.join(manifests.MANIFESTS, "monitoring")
 RULES = os.path.join(MONITORING, "prometheusrule.yaml")
 DASHBOARD = os.path.join(MONITORING, "kdns-dashboard.json")
+RUNBOOKS = os.path.join(ROOT, "docs", "runbooks.md")
 RULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           "monitoring_rule_cases.yaml")
 SWAP_GROUP = "kube-dns"  # names kube-dns had, on the ports a plain image swap keeps
@@ -176,7 +178,7 @@ def test_every_alert_waits_and_says_what_to_do(env):
             if rule.get("labels", {}).get("severity") not in ("critical", "warning"):
                 problems.append("%s: severity is not critical or warning" % name)
             annotations = rule.get("annotations", {})
-            for key in ("summary", "description", "runbook"):
+            for key in ("summary", "description", "runbook_url"):
                 if len(annotations.get(key, "")) < 20:
                     problems.append("%s: no %s annotation worth the name" % (name, key))
             uses = metric_names(rule["expr"])
@@ -195,6 +197,47 @@ def test_every_alert_waits_and_says_what_to_do(env):
             sorted(rule_groups()), SWAP_GROUP, KDNS_GROUP, NODE_LOCAL_GROUP))
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append("alert %s defined twice" % dup)
+    return problems
+
+
+def github_anchor(heading):
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation dropped,
+    spaces as dashes."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_alert_has_a_runbook(env):
+    """Each alert's runbook_url names docs/runbooks.md at the section titled with the
+    alert's name, all under one prefix (what an operator mirroring the docs rewrites);
+    each section there is an alert's, and the links between sections resolve."""
+    problems = []
+    with open(RUNBOOKS) as f:
+        text = f.read()
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    anchors = {github_anchor(h): h for h in headings}
+    alerts = [rule["alert"] for rules in rule_groups().values() for rule in rules]
+    prefixes = set()
+    for rules in rule_groups().values():
+        for rule in rules:
+            name = rule["alert"]
+            url = rule.get("annotations", {}).get("runbook_url", "")
+            m = re.fullmatch(r"(https://\S+/docs/runbooks\.md)#([\w-]+)", url)
+            if not m:
+                problems.append("%s: runbook_url %r is not .../docs/runbooks.md#ANCHOR"
+                                % (name, url))
+                continue
+            prefixes.add(m.group(1))
+            if anchors.get(m.group(2)) != name:
+                problems.append("%s: docs/runbooks.md has no section %r (anchor %s)"
+                                % (name, name, m.group(2)))
+    if len(prefixes) > 1:
+        problems.append("runbook_url prefixes differ: %s" % sorted(prefixes))
+    for heading in headings:
+        if heading not in alerts:
+            problems.append("docs/runbooks.md: section %r is no alert's" % heading)
+    for target in re.findall(r"\]\(#([^)]+)\)", text):
+        if target not in anchors:
+            problems.append("docs/runbooks.md: link to #%s, which is no section" % target)
     return problems
 
 
@@ -469,6 +512,7 @@ def test_make_run_serves_what_the_alerts_use(env):
 FILE_TESTS = [test_promtool_checks_the_rules,
               test_promtool_unit_tests_fire_every_alert,
               test_every_alert_waits_and_says_what_to_do,
+              test_every_alert_has_a_runbook,
               test_dashboard_is_shipped_whole,
               test_make_run_serves_what_the_alerts_use]
 POD_TESTS = [test_scrapes_pass_promtool_check_metrics,
