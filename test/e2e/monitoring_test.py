@@ -296,7 +296,12 @@ def test_targets_are_selected_as_scraped(env):
     produced = set()
     monitors = [d for d in kustomize.load_docs(os.path.join(MONITORING, "podmonitor.yaml"))
                 if d["kind"] == "PodMonitor"]
+    release = load_rules()["metadata"]["labels"].get("release")
     for monitor in monitors:
+        if monitor["metadata"].get("labels", {}).get("release") != release:
+            problems.append("PodMonitor %s: label release is not the PrometheusRule's %r "
+                            "(one Prometheus selects both)" % (monitor["metadata"]["name"],
+                                                              release))
         spec = monitor["spec"]
         matched = [name for name, (labels, _, _) in workloads.items()
                    if manifests.labels_match(spec["selector"], labels)]
