@@ -151,15 +151,19 @@ bool ListenSockets::Bind(const std::vector<loop::SocketAddress>& addresses, std:
   return true;
 }
 
-int ListenSockets::LeaveReusePortGroup() {
-  int left = 0;
+ListenSockets::Left ListenSockets::LeaveReusePortGroup() {
+  Left left;
   for (size_t i = 0; i < addresses_.size(); ++i) {
     // Connected to its own address, a UDP socket matches only datagrams from itself, so the
     // kernel's lookup passes it over; what is queued stays readable.
     const loop::SocketAddress& address = addresses_[i];
     for (size_t pair = 0; pair < pairs_per_address_; ++pair) {
-      const int udp = fds_[2 * (i * pairs_per_address_ + pair)];
-      if (connect(udp, address.sockaddr_ptr(), address.sockaddr_len()) == 0) ++left;
+      const size_t first = 2 * (i * pairs_per_address_ + pair);
+      const int udp = fds_[first];
+      const int tcp = fds_[first + 1];
+      if (connect(udp, address.sockaddr_ptr(), address.sockaddr_len()) == 0) ++left.udp;
+      // A listener shut down leaves the group at once (its queue migrates or is reset).
+      if (shutdown(tcp, SHUT_RD) == 0) ++left.tcp;
     }
   }
   return left;

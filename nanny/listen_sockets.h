@@ -65,10 +65,17 @@ class ListenSockets {
 
   // The end of an update's overlap (kNodeLocal, another node cache bound beside us): the
   // UDP sockets stop getting new datagrams, which all go to the other node cache's sockets
-  // of the SO_REUSEPORT group; those already queued are still read by our child. (TCP
-  // listeners stay: connections they accept are served until the child exits.) Returns
-  // how many UDP sockets left (every pair's).
-  int LeaveReusePortGroup();
+  // of the SO_REUSEPORT group; those already queued are still read by our child. The TCP
+  // listeners are shut down (shutdown(2) on a listener stops it for every holder; the
+  // child's listeners then close theirs, loop::TcpListener): new connections all go to
+  // the other node cache, and those not yet accepted move to its listeners where the
+  // kernel migrates them (net.ipv4.tcp_migrate_req=1, Linux 5.14), else they are reset;
+  // connections the child accepted are served until it exits.
+  struct Left {
+    int udp = 0;
+    int tcp = 0;
+  };
+  Left LeaveReusePortGroup();
 
   void Close();
 

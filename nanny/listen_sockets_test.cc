@@ -1,9 +1,12 @@
 #include "nanny/listen_sockets.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
+#include <vector>
 
 #include "common/loop/socket_util.h"
 
@@ -130,11 +133,34 @@ TEST_CASE("a node cache that leaves the group gets no new datagram; its queue st
   CHECK(old_before + next_before == 64);
   CHECK(old_before > 0);  // both shared the queries
   send_some(8);           // queued at the old one before it leaves
-  CHECK(old_cache.LeaveReusePortGroup() == 1);
+  const ListenSockets::Left left = old_cache.LeaveReusePortGroup();
+  CHECK(left.udp == 1);
+  CHECK(left.tcp == 1);
   send_some(64);
   const int old_after = queued(old_cache.fds()[0]);
   CHECK(queued(next_cache.fds()[0]) + old_after == 64 + 8);
   CHECK(old_after <= 8);  // only what was queued before it left
+
+  // TCP: every new connection reaches the next node cache's listener; the old one's no
+  // longer listens (its holders' accept fails, and loop::TcpListener stops).
+  std::vector<int> clients;
+  for (int i = 0; i < 16; ++i) {
+    const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(connect(client, held.sockaddr_ptr(), held.sockaddr_len()) == 0);
+    clients.push_back(client);
+  }
+  int accepted = 0;
+  pollfd next_listener{.fd = next_cache.fds()[1], .events = POLLIN, .revents = 0};
+  while (poll(&next_listener, 1, accepted < 16 ? 2000 : 0) == 1) {
+    const int connection = accept4(next_cache.fds()[1], nullptr, nullptr, SOCK_NONBLOCK);
+    REQUIRE(connection >= 0);
+    ++accepted;
+    close(connection);
+  }
+  CHECK(accepted == 16);
+  CHECK(accept4(old_cache.fds()[1], nullptr, nullptr, SOCK_NONBLOCK) < 0);
+  CHECK(errno == EINVAL);
+  for (int client : clients) close(client);
 }
 
 TEST_CASE("a child on more threads gets a SO_REUSEPORT pair per thread on each address",
@@ -167,7 +193,9 @@ TEST_CASE("a child on more threads gets a SO_REUSEPORT pair per thread on each a
   CHECK(ReceiveBuffer(sockets.fds()[0]) >= ListenSockets::kMinReceiveBufferBytes);
 
   SECTION("every UDP socket of the group leaves it") {
-    CHECK(sockets.LeaveReusePortGroup() == static_cast<int>(2 * kPairs));
+    const ListenSockets::Left left = sockets.LeaveReusePortGroup();
+    CHECK(left.udp == static_cast<int>(2 * kPairs));
+    CHECK(left.tcp == static_cast<int>(2 * kPairs));
   }
 }
 

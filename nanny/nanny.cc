@@ -352,8 +352,9 @@ void Nanny::Shutdown() {
   // once it exited (Finish), so what it answers late still leaves from them.
   if (node_local_ && !stopping_ && node_local_->StopRouting()) {
     // Another node cache serves the node (an update): new queries all go to its sockets.
-    LOG(INFO) << sockets_.LeaveReusePortGroup()
-              << " UDP sockets left to the other node cache; the rest of the queue drains";
+    const ListenSockets::Left left = sockets_.LeaveReusePortGroup();
+    LOG(INFO) << left.udp << " UDP sockets and " << left.tcp
+              << " TCP listeners left to the other node cache; the rest of the queue drains";
   }
   if (stopping_) {
     LOG(INFO) << "second stop request: asking " << options_.child_name << " to exit now";

@@ -83,6 +83,10 @@ std::string NodeLocalMetrics::Render() const {
   Family(out, "kdns_nodelocal_firewall_info", "gauge",
          "The firewall backend of the node-local rules: nftables, iptables or none.");
   Sample(out, "kdns_nodelocal_firewall_info", 1, {"backend"}, {firewall_backend});
+  Family(out, "kdns_nodelocal_tcp_migrate_req", "gauge",
+         "1 when net.ipv4.tcp_migrate_req is on, so that an update moves the TCP connections "
+         "the old node cache has not accepted to the new one instead of resetting them.");
+  Sample(out, "kdns_nodelocal_tcp_migrate_req", tcp_migrate_req ? 1 : 0);
   return out;
 }
 

@@ -20,6 +20,8 @@
 //                                          altered by the sync and put back
 //   sync_errors_total                      counter: checks or repairs that failed
 //   firewall_info{backend}                 gauge 1: nftables | iptables | none
+//   tcp_migrate_req                        gauge: 1 when net.ipv4.tcp_migrate_req is on
+//                                          (an update then resets no TCP connection)
 // The Nanny writes its process_* and kdns_build_info after these (process_metrics.h, each
 // series labelled program="nanny"); frontend-cache merges the file into its own families
 // (text_merge.h).
@@ -56,6 +58,7 @@ struct NodeLocalMetrics {
   uint64_t address_repairs = 0;
   uint64_t sync_errors = 0;
   std::string firewall_backend = "none";
+  bool tcp_migrate_req = false;
 
   std::string Render() const;
 };

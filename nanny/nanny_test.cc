@@ -259,6 +259,7 @@ TEST_CASE_METHOD(loop::testing::LoopFixture,
     node.health_port = 0;
     node.open_nft_session = nullptr;  // the shared table, through the fake runner
     node.unix_listing = run_dir.File("unix");
+    node.tcp_migrate_req_file = run_dir.File("tcp_migrate_req");  // never the host's
     options.node_local = node;
     testing::FakeCommandRunner runner;
     runner.handler = [&lines](const std::vector<std::string>& argv) -> CommandResult {

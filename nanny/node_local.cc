@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <array>
+#include <fstream>
 
 #include "common/dns/builder.h"
 #include "common/dns/name.h"
@@ -54,6 +55,7 @@ bool NodeLocal::SetUpInterface(std::string* error) {
 }
 
 bool NodeLocal::Start(std::string* error) {
+  metrics_.tcp_migrate_req = TurnOnTcpMigration();
   if (options_.setup_firewall && !StartFirewall(error)) return false;
   metrics_.firewall_backend = std::string(FirewallBackendName(backend()));
   if (!StartHealth(error)) return false;
@@ -68,6 +70,37 @@ bool NodeLocal::Start(std::string* error) {
   sync_timer_.StartRepeating(options_.sync_interval_ms, [this] { Sync(); });
   MetricsChanged();
   return true;
+}
+
+bool NodeLocal::TurnOnTcpMigration() {
+  const std::string& file = options_.tcp_migrate_req_file;
+  std::string value;
+  {
+    std::ifstream in(file);
+    if (!(in >> value)) {
+      LOG(WARNING) << "no " << file << " (Linux before 5.14): at an update, TCP connections "
+                   << "not yet accepted by this node cache are reset when it hands over";
+      return false;
+    }
+  }
+  if (value != "0") {
+    LOG(INFO) << "net.ipv4.tcp_migrate_req is on: at an update, TCP connections not yet "
+              << "accepted move to the next node cache";
+    return true;
+  }
+  std::ofstream out(file);
+  out << "1\n";
+  out.flush();
+  if (out) {
+    LOG(INFO) << "turned net.ipv4.tcp_migrate_req on (it was off): at an update, TCP "
+              << "connections not yet accepted move to the next node cache";
+    return true;
+  }
+  LOG(WARNING) << "net.ipv4.tcp_migrate_req is off and " << file << " is not writable here: "
+               << "at an update, TCP connections not yet accepted by this node cache are "
+               << "reset when it hands over (set net.ipv4.tcp_migrate_req=1 on the node, "
+               << "docs/operators.md \"Lifecycle\")";
+  return false;
 }
 
 bool NodeLocal::StartFirewall(std::string* error) {

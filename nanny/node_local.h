@@ -6,9 +6,10 @@
 //                   (interface.h; with -setupinterface);
 //   (the Nanny binds UDP+TCP on every -localip address, IP_FREEBIND, and starts
 //    frontend-cache with them)
-//   Start           after the sockets are bound: the firewall backend chosen and every rule
-//                   installed (firewall.h; with -setupiptables), /health served on
-//                   -health-port of every address, the child probed, the sync timer armed;
+//   Start           after the sockets are bound: net.ipv4.tcp_migrate_req turned on where
+//                   it can be, the firewall backend chosen and every rule installed
+//                   (firewall.h; with -setupiptables), /health served on -health-port of
+//                   every address, the child probed, the sync timer armed;
 //   Sync            every -syncinterval: addresses and rules checked, what another agent
 //                   deleted or altered put back and counted;
 //   StopRouting     at SIGTERM (and when the nanny gives up), unless -skipteardown: the
@@ -72,6 +73,10 @@ class NodeLocal {
     std::function<std::unique_ptr<NftSession>(std::string* error)> open_nft_session =
         &LoadLibNftables;
     std::string unix_listing = "/proc/net/unix";  // NodeCachePresence's
+    // The network namespace's switch for moving the connections that wait in a closing
+    // listener to another of its SO_REUSEPORT group (Linux 5.14): turned on at Start where
+    // it can be, so an update resets no TCP connection (ListenSockets::LeaveReusePortGroup).
+    std::string tcp_migrate_req_file = "/proc/sys/net/ipv4/tcp_migrate_req";
   };
 
   NodeLocal(loop::Loop& loop, Options options, CommandRunner& runner,
@@ -103,6 +108,9 @@ class NodeLocal {
   }
 
  private:
+  // Reads net.ipv4.tcp_migrate_req and turns it on if off (it needs a writable /proc/sys:
+  // the host, a privileged container); says which in the log. Whether it is on now.
+  bool TurnOnTcpMigration();
   bool StartFirewall(std::string* error);
   // Shared rules (iptables, the shared nftables table) while another node cache is alive.
   bool RulesLeftToOthers() const;

@@ -1,6 +1,7 @@
 #include "nanny/node_local.h"
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -89,7 +90,8 @@ struct Fixture {
     options.skip_teardown = skip_teardown;
     options.probe_interval_ms = 50;
     options.healthy_within_ms = 300;
-    options.unix_listing = dir.File("unix");  // absent: no other node cache
+    options.unix_listing = dir.File("unix");                     // absent: no other node cache
+    options.tcp_migrate_req_file = dir.File("tcp_migrate_req");  // never the host's
     if (owned_table) {
       options.open_nft_session = [this](std::string*) -> std::unique_ptr<NftSession> {
         return std::make_unique<FakeNftSession>(&session_runs, &node.table, session_fails);
@@ -133,6 +135,36 @@ TEST_CASE("node-local start installs the rules and says so in the metrics", "[na
   CHECK(metrics.rule_repairs == 0);
   CHECK(metrics.address_repairs == 0);
   CHECK(f.node_local->health_addresses().size() == 1);
+}
+
+TEST_CASE("start turns net.ipv4.tcp_migrate_req on where it can, and says which",
+          "[nanny][node-local]") {
+  Fixture f;
+  const std::string file = f.dir.File("tcp_migrate_req");
+  std::string error;
+  auto read = [&] {
+    std::ifstream in(file);
+    std::string value;
+    in >> value;
+    return value;
+  };
+  SECTION("off: turned on") {
+    REQUIRE(WriteFileAtomically(file, "0\n", &error));
+    f.Start();
+    CHECK(read() == "1");
+    CHECK(f.node_local->metrics().tcp_migrate_req);
+  }
+  SECTION("on: left alone") {
+    REQUIRE(WriteFileAtomically(file, "1\n", &error));
+    f.Start();
+    CHECK(read() == "1");
+    CHECK(f.node_local->metrics().tcp_migrate_req);
+  }
+  SECTION("a kernel without it (before 5.14): off, and start goes on") {
+    f.Start();
+    CHECK_FALSE(f.node_local->metrics().tcp_migrate_req);
+    CHECK(f.node_local->metrics().rules_ok);
+  }
 }
 
 TEST_CASE("the sync puts back what another agent deleted and counts it", "[nanny][node-local]") {

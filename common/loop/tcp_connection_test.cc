@@ -230,6 +230,39 @@ TEST_CASE_METHOD(testing::LoopFixture, "TcpListener listens on an inherited list
   REQUIRE(testing::RunUntil(loop, [&] { return accepted.size() == 1; }));
 }
 
+TEST_CASE_METHOD(testing::LoopFixture,
+                 "A listener whose socket another holder shuts down stops; its connections stay",
+                 "[loop][tcp]") {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  auto bind_to = *SocketAddress::Parse("127.0.0.1:0");
+  REQUIRE(bind(fd, bind_to.sockaddr_ptr(), bind_to.sockaddr_len()) == 0);
+  REQUIRE(listen(fd, 16) == 0);
+  const int held = dup(fd);  // the nanny's fd of the socket handed over
+  std::string error;
+  EchoServer server(loop);
+  server.listener = TcpListener::FromFd(
+      loop, fd, TcpListener::Options(),
+      [&](std::unique_ptr<TcpConnection> c) { server.Accept(std::move(c)); }, &error);
+  REQUIRE(server.listener != nullptr);
+  const SocketAddress address = server.listener->GetLocalAddress();
+  testing::RawTcpClient before(address);
+  before.Send("a");
+  REQUIRE(testing::RunUntil(loop, [&] { return before.received() == "a"; }));
+
+  REQUIRE(shutdown(held, SHUT_RD) == 0);
+  // libuv's accept loop sees EINVAL; without the stop it would spin in it for ever.
+  REQUIRE(testing::RunUntil(loop, [&] { return !server.listener->listening(); }));
+  CHECK(server.listener->stats().errors == 0);
+  before.Send("b");  // the connection accepted before carries on
+  REQUIRE(testing::RunUntil(loop, [&] { return before.received() == "ab"; }));
+  // Nothing listens on the port now.
+  const int late = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(connect(late, address.sockaddr_ptr(), address.sockaddr_len()) != 0);
+  close(late);
+  close(held);
+}
+
 TEST_CASE_METHOD(testing::LoopFixture, "Two TcpListeners share a port with SO_REUSEPORT",
                  "[loop][tcp]") {
   TcpListener::Options options;

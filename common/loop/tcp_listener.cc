@@ -60,6 +60,16 @@ SocketAddress TcpListener::GetLocalAddress() const { return internal::LocalAddre
 void TcpListener::OnConnection(uv_stream_t* server, int status) noexcept {
   auto* self = static_cast<TcpListener*>(server->data);
   if (self == nullptr) return;
+  if (status == UV_EINVAL) {
+    // The socket no longer listens: whoever else holds it shut it down (the nanny takes a
+    // node cache's listeners out of their SO_REUSEPORT group when the next node cache
+    // takes over). libuv would call us again at once for ever; close our fd instead.
+    // Connections accepted before stay open.
+    LOG(INFO) << "TCP listener (fd " << self->fd() << ") was shut down by another holder of "
+              << "the socket: no more connections are accepted on it";
+    self->handle_.Reset();
+    return;
+  }
   if (status < 0) {
     ++self->stats_.errors;
     LOG_EVERY_N(WARNING, 1000) << "accept on " << self->GetLocalAddress().ToString() << ": "

@@ -8,6 +8,10 @@
 // connections are accepted and closed at once (counted in stats().rejected), so a flood
 // costs neither memory nor a full backlog that would stall legitimate clients.
 //
+// A listening socket shut down by another holder (shutdown(2) on a dup, or in the nanny
+// that handed it over) makes the listener close its fd and stop: listening() is then
+// false, and the connections it accepted carry on.
+//
 // Thread: the loop's thread only. Connections may outlive the listener.
 #pragma once
 
@@ -61,6 +65,8 @@ class TcpListener {
   // The listening fd, e.g. to hand to a child process (ChildProcess::Options::extra_fds).
   int fd() const;
   size_t open_connections() const { return *open_connections_; }
+  // False once the socket was shut down by another holder (see above).
+  bool listening() const { return static_cast<bool>(handle_); }
   const Stats& stats() const { return stats_; }
 
  private:
