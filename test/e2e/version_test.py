@@ -11,6 +11,10 @@
   clone without tags, and a tree without .git (KDNS_VERSION, a VERSION file, or a failure:
   never a made-up version); the generated header is rewritten only when the version changes.
 - The Makefile in a tree without .git and without a version refuses to build.
+- images/build.sh (with a stand-in container engine, as no engine runs here) tags every
+  image with that version and passes it and the commit as build args (the context has no
+  .git), its context holds every file images/Dockerfile copies, and it refuses a tree with
+  uncommitted changes unless told (then the tag ends in -dirty).
 Closes with `N passed, M failed`.
 """
 import os
@@ -201,12 +205,96 @@ def test_the_makefile_refuses_a_build_of_unknown_version(env):
     return p
 
 
+FAKE_ENGINE = """#!/bin/sh
+# Stands in for docker: 'info' works; 'build' records its arguments and its context's files.
+case "$1" in
+  info) exit 0 ;;
+  build) for a; do last=$a; done
+         echo "$*" >> "$FAKE_ENGINE_LOG"
+         (cd "$last" && find . -type f | sort) > "$FAKE_ENGINE_LOG.context" ;;
+  *) exit 2 ;;
+esac
+"""
+
+
+def dockerfile_copies():
+    """The sources images/Dockerfile COPYs from the build context (not --from a stage)."""
+    sources = []
+    with open(os.path.join(ROOT, "images", "Dockerfile")) as f:
+        for line in f:
+            words = line.split()
+            if words[:1] == ["COPY"] and not any(w.startswith("--from") for w in words):
+                sources += words[1:-1]
+    return sources
+
+
+def test_images_are_tagged_with_the_version(env):
+    tree = os.path.join(env["workdir"], "images-tree")
+    for d in ("images", "mk"):
+        shutil.copytree(os.path.join(ROOT, d), os.path.join(tree, d))
+    shutil.copy(os.path.join(ROOT, "Makefile"), tree)
+    for d in ("common", "frontend-cache", "kubedns", "nanny", "sidecar"):
+        os.makedirs(os.path.join(tree, d))
+        with open(os.path.join(tree, d, "main.cc"), "w") as f:
+            f.write("\n")
+    engine = os.path.join(env["workdir"], "engine")
+    with open(engine, "w") as f:
+        f.write(FAKE_ENGINE)
+    os.chmod(engine, 0o755)
+    git(tree, "init", "-q")
+    git(tree, "add", ".")
+    revision = commit(tree, "release")
+    git(tree, "tag", "v7.8.9")
+    log = os.path.join(env["workdir"], "engine.log")
+
+    def build(extra_env=None):
+        if os.path.exists(log):
+            os.remove(log)
+        run_env = {k: v for k, v in os.environ.items() if not k.startswith("KDNS_")}
+        run_env.update({"KDNS_CONTAINER_ENGINE": engine, "FAKE_ENGINE_LOG": log,
+                        "KDNS_IMAGES": "kubedns cache"}, **(extra_env or {}))
+        r = subprocess.run([os.path.join(tree, "images", "build.sh")], capture_output=True,
+                           text=True, env=run_env)
+        calls = open(log).read().splitlines() if os.path.exists(log) else []
+        return r, calls
+
+    p = []
+    r, calls = build()
+    for image in ("kubedns", "cache"):
+        want = ("--target %s --build-arg KDNS_VERSION=7.8.9 --build-arg KDNS_REVISION=%s "
+                "-t kdns/%s:7.8.9 " % (image, revision, image))
+        if not any(want in call for call in calls):
+            p.append("tagged v7.8.9: no build call with %r: exit %d %s %s"
+                     % (want, r.returncode, calls, r.stderr))
+    context = open(log + ".context").read().split() if os.path.exists(log + ".context") else []
+    for source in dockerfile_copies():
+        if not any(f == "./" + source or f.startswith("./" + source.rstrip("/") + "/")
+                   for f in context):
+            p.append("images/Dockerfile copies %s, which build.sh leaves out of the context"
+                     % source)
+
+    with open(os.path.join(tree, "Makefile"), "a") as f:
+        f.write("# edited\n")
+    r, calls = build()
+    if r.returncode == 0 or calls or "uncommitted" not in r.stderr:
+        p.append("uncommitted changes: exit %d, built %s; want a refusal\n%s"
+                 % (r.returncode, calls, r.stderr))
+    r, calls = build({"KDNS_ALLOW_DIRTY": "1"})
+    if (r.returncode != 0 or not calls or not all("-t kdns/" in c and ":7.8.9-dirty " in c
+                                                   for c in calls)
+            or "WARNING" not in r.stderr):
+        p.append("KDNS_ALLOW_DIRTY=1: exit %d, %s, %r; want images tagged 7.8.9-dirty, warned"
+                 % (r.returncode, calls, r.stderr))
+    return p
+
+
 TESTS = [test_every_program_reports_git_describe,
          test_start_up_lines_name_the_version,
          test_untagged_tagged_after_tag_and_dirty,
          test_a_tree_without_git_needs_a_version_given,
          test_the_header_changes_only_with_the_version,
-         test_the_makefile_refuses_a_build_of_unknown_version]
+         test_the_makefile_refuses_a_build_of_unknown_version,
+         test_images_are_tagged_with_the_version]
 
 
 if __name__ == "__main__":
