@@ -20,6 +20,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# A checkout owned by another user (a CI container) is still this tree: git refuses such
+# "dubious ownership" unless told, and the build would then claim no version.
+git() { command git -c safe.directory="$(pwd -P)" "$@"; }
+
 fail() {
   echo "version: $*" >&2
   exit 1
