@@ -4,7 +4,8 @@
 - Each built program (kubedns, frontend-cache, nanny, sidecar) answers `--version` with
   what `git describe --tags --always --dirty --match 'v[0-9]*'` says of this tree (the tag's
   "v" dropped; 0.0.0-dev-g<hash> with no release tag in reach) and `git rev-parse HEAD`,
-  names that version in its start-up line, and exports it in
+  names that version in its start-up line (frontend-cache also in its version.bind CHAOS
+  answer, "kdns-<version>"), and exports it in
   kdns_build_info{program,version,revision} (every metrics port: monitoring_test.py).
 - mk/version.sh, which the Makefile stamps into the build, in throw-away repositories: an
   untagged commit, a tagged one, a commit after the tag, uncommitted changes, a shallow
@@ -88,7 +89,7 @@ def test_every_program_reports_git_describe(env):
     return p
 
 
-def test_start_up_lines_name_the_version(env):
+def test_start_up_lines_and_version_bind_name_the_version(env):
     version, _ = harness.program_version("kubedns")
     the_pod = pod.Pod(env["workdir"], ["--objects-file=" + os.path.join(
         ROOT, "kubedns", "demo-cluster.json")])
@@ -100,6 +101,9 @@ def test_start_up_lines_name_the_version(env):
         if not re.search(r"\] %s %s[ :]" % (re.escape(program), re.escape(version)), log):
             p.append("%s's start-up line does not name version %s:\n%s"
                      % (program, version, log[-1500:]))
+    answer = harness.dig(the_pod.nanny.port, "version.bind", "TXT", "CH")
+    if [r.rdata for r in answer.answer] != ['"kdns-%s"' % version]:
+        p.append("version.bind CH TXT from the cache: %s; want \"kdns-%s\"" % (answer, version))
     return p
 
 
@@ -302,7 +306,7 @@ def test_images_are_tagged_with_the_version(env):
 
 
 TESTS = [test_every_program_reports_git_describe,
-         test_start_up_lines_name_the_version,
+         test_start_up_lines_and_version_bind_name_the_version,
          test_untagged_tagged_after_tag_and_dirty,
          test_a_checkout_of_another_owner_still_has_its_version,
          test_a_tree_without_git_needs_a_version_given,
