@@ -70,6 +70,21 @@ LDLIBS := $(PKG_LIBS)
 
 find_cc = $(shell find $(1) -name '*.cc' 2>/dev/null | LC_ALL=C sort)
 
+# The version and commit every binary reports (--version, kdns_build_info, the start-up
+# line): mk/version.sh's, from `git describe`, or KDNS_VERSION/KDNS_REVISION where there is
+# no .git (the image build). The header is rewritten only when they change, so only
+# common/base/version.o recompiles then and a build with nothing new rebuilds nothing. If
+# the version cannot be told, the header is missing and its rule fails with why.
+KDNS_VERSION ?=
+KDNS_REVISION ?=
+VERSION_H := $(OBJ)/gen/kdns_version.h
+$(shell KDNS_VERSION='$(KDNS_VERSION)' KDNS_REVISION='$(KDNS_REVISION)' \
+  mk/version.sh --header $(VERSION_H) 2>/dev/null || rm -f $(VERSION_H))
+$(VERSION_H):
+	@KDNS_VERSION='$(KDNS_VERSION)' KDNS_REVISION='$(KDNS_REVISION)' mk/version.sh --header $@
+$(OBJ)/common/base/version.o: $(VERSION_H)
+$(OBJ)/common/base/version.o: CPPFLAGS += -I$(OBJ)/gen
+
 COMMON_SRCS := $(filter-out %_test.cc,$(call find_cc,$(COMMON_DIRS)))
 COMMON_LIB := $(OBJ)/libkdns_common.a
 # test/support: test code both test binaries link (the scripted fake DNS server), with its
@@ -233,7 +248,7 @@ check-layers:
 	@python3 mk/check_layers.py
 
 # clang-tidy over every translation unit; the checks and which are errors live in .clang-tidy.
-lint: check-format check-layers
+lint: check-format check-layers $(VERSION_H)
 	@mk/lint.sh $(OBJ)
 
 clean:

@@ -18,6 +18,8 @@ if [[ ! -x $root/src/build/bin/frontend-cache ]]; then
   rm -rf "$root"
   mkdir -p "$root/src"
   git archive "$sha" | tar -x -C "$root/src"
-  make -C "$root/src" --no-print-directory -j"$(nproc)" all >&2
+  # The export has no .git: the version its binaries report is given (mk/version.sh).
+  make -C "$root/src" --no-print-directory -j"$(nproc)" all \
+    KDNS_VERSION="0.0.0-baseline-g${sha:0:12}" KDNS_REVISION="$sha" >&2
 fi
 echo "$root/src/build/bin"

@@ -16,6 +16,8 @@ packages=(
   util-linux python3 python3-h2 python3-yaml curl openssl
   # promtool (check rules, test rules, check metrics: test/e2e/monitoring_test.py)
   prometheus
+  # capsh and setcap: a container's capabilities, emulated (test/e2e/manifests_port53_test.py)
+  libcap2-bin
 )
 
 missing=()

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "common/base/time_zone.h"
 #include "common/base/version.h"
@@ -22,7 +23,8 @@ std::string& ProgramName() {
 
 void SetProgram(const ProgramInfo& info) {
   ProgramName() = std::string(info.name);
-  gflags::SetVersionString(kVersion);
+  // --version: "kubedns version 0.2.0-3-gabc1234 (revision <commit>)".
+  gflags::SetVersionString(std::string(kVersion) + " (revision " + kRevision + ")");
   gflags::SetUsageMessage(std::string(info.usage));
 }
 

@@ -147,9 +147,11 @@ void RegisterProcessMetrics(Registry& registry, std::string_view program, Proces
   add("process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
       MetricType::kGauge, [start] { return start; });
   registry
-      .AddGaugeFamily("kdns_build_info", "The running build: 1, labelled by program and version.",
-                      {"program", "version"})
-      .WithLabels({program, kVersion})
+      .AddGaugeFamily("kdns_build_info",
+                      "The running build: 1, labelled by program, version (git describe) and "
+                      "revision (the commit).",
+                      {"program", "version", "revision"})
+      .WithLabels({program, kVersion, kRevision})
       .Set(1);
 }
 

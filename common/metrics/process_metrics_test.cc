@@ -62,7 +62,7 @@ TEST_CASE("process metrics and build info describe this process, in valid text f
   CHECK(start > 1e9);
   CHECK(start <= now + 1);
   CHECK(Sample(text, std::string("kdns_build_info{program=\"unit-test\",version=\"") + kVersion +
-                         "\"}") == 1);
+                         "\",revision=\"" + kRevision + "\"}") == 1);
 }
 
 TEST_CASE("open fds follow the descriptors the process holds", "[metrics]") {

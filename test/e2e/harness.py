@@ -36,6 +36,18 @@ PYTHON = "/usr/bin/python3"  # sees Debian's packages (yaml, h2)
 SANITIZED = os.path.basename(os.path.dirname(os.path.abspath(BIN))) in ("asan", "tsan")
 
 
+def program_version(program):
+    """(version, revision) the built `program` reports: its `--version` line reads
+    "kubedns version 0.2.0-3-gabc1234 (revision <commit>)" (mk/version.sh's, at build time)."""
+    out = subprocess.run([os.path.join(BIN, program), "--version"], capture_output=True,
+                         text=True, timeout=10).stdout
+    m = re.match(r"%s version (\S+) \(revision (\S+)\)$" % re.escape(program),
+                 out.splitlines()[0] if out else "")
+    if not m:
+        raise AssertionError("%s --version printed %r" % (program, out))
+    return m.group(1), m.group(2)
+
+
 def rss_kib(pid):
     """VmRSS of process `pid` in KiB (0 when /proc does not say)."""
     with open("/proc/%d/status" % pid) as f:

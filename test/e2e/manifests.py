@@ -494,6 +494,35 @@ def check_command(container, argv, program, image_env=None):
     return None
 
 
+def kustomize_build(directory):
+    """The documents the real kustomize (or kubectl kustomize) renders of `directory`;
+    harness.Skip where neither is installed."""
+    if shutil.which("kustomize"):
+        command = ["kustomize", "build", directory]
+    elif shutil.which("kubectl"):
+        command = ["kubectl", "kustomize", directory]
+    else:
+        raise harness.Skip("neither kustomize nor kubectl is installed")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        raise AssertionError("`%s` failed: %s" % (" ".join(command), result.stderr.strip()))
+    return [d for d in yaml.safe_load_all(result.stdout) if d is not None]
+
+
+def overlay(workdir, components):
+    """An operator's kustomization in workdir/site (outside manifests/): manifests/ with
+    `components` (directories); returns its directory."""
+    site = os.path.join(workdir, "site")
+    os.makedirs(site)
+    with open(os.path.join(site, "kustomization.yaml"), "w") as f:
+        yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1",
+                        "kind": "Kustomization",
+                        # kustomize takes relative paths only
+                        "resources": [os.path.relpath(MANIFESTS, site)],
+                        "components": [os.path.relpath(c, site) for c in components]}, f)
+    return site
+
+
 def main(tests):
     """Renders manifests/ and runs the tests on it; the exit code."""
     return harness.main("kdns-manifests-", tests,

@@ -7,8 +7,6 @@ end of kubedns's arguments, and that command line passes kubedns's own flag chec
 """
 import json
 import os
-import shutil
-import subprocess
 import sys
 
 import yaml
@@ -22,30 +20,12 @@ COMPONENT = os.path.join(manifests.MANIFESTS, "components", "autopath")
 
 
 def kustomize_build(directory):
-    """The documents kustomize renders of `directory` (Skip without kustomize or kubectl)."""
-    if shutil.which("kustomize"):
-        command = ["kustomize", "build", directory]
-    elif shutil.which("kubectl"):
-        command = ["kubectl", "kustomize", directory]
-    else:
-        raise harness.Skip("neither kustomize nor kubectl is installed")
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    if result.returncode != 0:
-        raise AssertionError("`%s` failed: %s" % (" ".join(command), result.stderr.strip()))
-    return [d for d in yaml.safe_load_all(result.stdout) if d is not None]
+    return manifests.kustomize_build(directory)
 
 
 def with_component(workdir):
     """Renders the base with the component, as an operator's kustomization would."""
-    own = os.path.join(workdir, "site")
-    os.makedirs(own)
-    with open(os.path.join(own, "kustomization.yaml"), "w") as f:
-        yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1",
-                        "kind": "Kustomization",
-                        # kustomize takes relative paths only
-                        "resources": [os.path.relpath(manifests.MANIFESTS, own)],
-                        "components": [os.path.relpath(COMPONENT, own)]}, f)
-    return kustomize_build(own)
+    return kustomize_build(manifests.overlay(workdir, [COMPONENT]))
 
 
 def kubedns_container(docs):
