@@ -17,6 +17,9 @@ packages=(
   # promtool (check rules, test rules, check metrics: test/e2e/monitoring_test.py)
   prometheus
 )
+# kubectl (the real client-side apply: test/e2e/manifests_migration_test.py): Debian's
+# kubernetes-client, unless a kubectl is installed already (another package may own it).
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
 
 missing=()
 for p in "${packages[@]}"; do
