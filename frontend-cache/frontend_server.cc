@@ -10,6 +10,7 @@
 
 #include "common/http/response.h"
 #include "common/limits/limits.h"
+#include "common/metrics/coredns_compat.h"
 #include "common/metrics/process_metrics.h"
 #include "common/metrics/text_merge.h"
 #include "common/server/debug_http.h"
@@ -39,6 +40,9 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
       zone_serials_(cache_, options_.flags.serial_zones),
       upstream_table_(std::make_shared<upstream::UpstreamTable>(options_.local_addresses, clock)),
       query_log_(options_.flags.log_queries, clock, std::move(query_log_sink)) {
+  if (options_.flags.metrics_compat == metrics::MetricsCompat::kCoredns) {
+    upstream_table_->CountReplies();  // coredns_forward_responses_total{rcode}
+  }
   upstream::ForwardBudgets::Limits budgets;
   budgets.max_in_flight = options_.flags.dns_forward_max;
   budgets.max_per_route = options_.flags.forward_max_per_route;
@@ -334,6 +338,9 @@ upstream::ForwardTotals FrontendServer::forward_totals() const { return forwarde
 
 std::string FrontendServer::RenderMetrics() const {
   std::string text = registry_.Render();
+  if (options_.flags.metrics_compat == metrics::MetricsCompat::kCoredns) {
+    text = metrics::WithCorednsFamilies(std::move(text), CorednsSources());
+  }
   const std::string& path = options_.flags.metrics_textfile;
   if (path.empty()) return text;
   // Bounded, and only merged in whole when it parses and merges cleanly (text_merge.h): a
@@ -354,6 +361,19 @@ std::string FrontendServer::RenderMetrics() const {
     LOG_EVERY_N(WARNING, 100) << "--metrics-textfile " << path << ": not exported: " << error;
   }
   return text;
+}
+
+metrics::CorednsSources FrontendServer::CorednsSources() const {
+  return {.server = "dns://:" + std::to_string(options_.flags.port),
+          .queries = "kdns_frontend_queries_total",
+          .duration = "kdns_frontend_answer_duration_seconds",
+          .cache_hits = "kdns_frontend_cache_hits_total",
+          .cache_misses = "kdns_frontend_cache_misses_total",
+          .cache_entries = "kdns_frontend_cache_entries",
+          .cache_negative_entries = "kdns_frontend_cache_negative_entries",
+          .upstream_prefix = "kdns_frontend_upstream",
+          .all_upstreams_down = R"(kdns_frontend_servfail_total{reason="upstream_down"})",
+          .forward_rejected = "kdns_frontend_forward_rejected_total"};
 }
 
 std::string FrontendServer::StatsText() const {
@@ -452,6 +472,9 @@ void FrontendServer::RegisterMetrics() {
   for (int i = 0; i < 4; ++i) {
     registry_.AddCollector(names[i], helps[i], metrics::MetricType::kCounter, {"upstream"},
                            std::make_shared<UpstreamCollector>(*upstream_table_, i));
+  }
+  if (upstream_table_->counts_replies()) {
+    upstream::RegisterReplyMetrics(registry_, "kdns_frontend_upstream", upstream_table_);
   }
   registry_.AddHistogramCollector(
       "kdns_frontend_upstream_rtt_seconds", "Round-trip time of each upstream's replies.",

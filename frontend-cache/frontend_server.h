@@ -30,6 +30,7 @@
 #include "common/base/snapshot_holder.h"
 #include "common/http/server_thread.h"
 #include "common/loop/socket_address.h"
+#include "common/metrics/coredns_compat.h"
 #include "common/metrics/registry.h"
 #include "common/server/dns_server.h"
 #include "common/server/query_log.h"
@@ -75,7 +76,8 @@ class FrontendServer {
   bool Reload(std::string* error);
   void Stop();
 
-  // The /metrics body: our registry, then --metrics-textfile when it is valid.
+  // The /metrics body: our registry (with CoreDNS's families derived from it under
+  // --metrics-compat=coredns), then --metrics-textfile when it is valid.
   std::string RenderMetrics() const;
 
   // SIGUSR1: cache and per-upstream statistics, several lines.
@@ -100,6 +102,8 @@ class FrontendServer {
   bool BuildRouting(RoutingState* state, std::string* error) const;
   void ProbeForLoops();
   void RegisterMetrics();
+  // Which of our families --metrics-compat=coredns derives CoreDNS's from.
+  metrics::CorednsSources CorednsSources() const;
 
   Options options_;
   const Clock& clock_;

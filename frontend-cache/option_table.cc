@@ -9,6 +9,7 @@
 
 #include "common/base/duration.h"
 #include "common/base/trim.h"
+#include "common/metrics/coredns_compat.h"
 #include "common/server/debug_http.h"
 
 namespace kdns::frontend {
@@ -218,6 +219,12 @@ const std::vector<OptionSpec>& Specs() {
        }},
       {"metrics-textfile", 0, true,
        NonEmpty(In(&Options::metrics_textfile), "metrics-textfile", "empty path")},
+      {"metrics-compat", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (metrics::ParseMetricsCompat(value, &options->metrics_compat)) return true;
+         *error = "--metrics-compat: \"" + std::string(value) + "\" is not none or coredns";
+         return false;
+       }},
       {"prometheus-port", 0, true, Uint(&Options::prometheus_port, 0, 65535, "prometheus-port")},
       {"prometheus-reuseport", 0, false, Flag(&Options::prometheus_reuse_port)},
       // Forwarding budgets.

@@ -21,6 +21,7 @@
 #include "common/dns/client_address.h"
 #include "common/dns/name.h"
 #include "common/loop/socket_address.h"
+#include "common/metrics/coredns_compat.h"
 #include "common/server/admission.h"
 #include "common/server/loop_server.h"
 #include "common/server/query_log.h"
@@ -108,6 +109,9 @@ struct Options {
   // --metrics-textfile: Prometheus text appended to /metrics at every scrape (node
   // exporter's textfile idea); the nanny writes its own figures there.
   std::string metrics_textfile;
+  // --metrics-compat=coredns: /metrics also carries CoreDNS's families, derived from ours
+  // at scrape time (common/metrics/coredns_compat.h); none (the default): only ours.
+  metrics::MetricsCompat metrics_compat = metrics::MetricsCompat::kNone;
   // What main logs as warnings once logging is set up: a deprecated flag used, once each.
   std::vector<std::string> warnings;
   // Forwarding budgets (common/upstream/forward_budgets.h), under --dns-forward-max; 0: a

@@ -65,6 +65,14 @@ TEST_CASE("--upstream-0x20 takes auto, on and off", "[frontend][options]") {
   CHECK(Parse({"--upstream-0x20=auto"}).options.upstream_0x20 == upstream::Dns0x20::kAuto);
 }
 
+TEST_CASE("--metrics-compat takes none and coredns, none by default", "[frontend][options]") {
+  CHECK(Parse({}).options.metrics_compat == metrics::MetricsCompat::kNone);
+  CHECK(Parse({"--metrics-compat=coredns"}).options.metrics_compat ==
+        metrics::MetricsCompat::kCoredns);
+  CHECK(Parse({"--metrics-compat", "none"}).options.metrics_compat ==
+        metrics::MetricsCompat::kNone);
+}
+
 TEST_CASE("--receiver-threads takes auto, on and off", "[frontend][options]") {
   CHECK(Parse({"--receiver-threads=on"}).options.receiver_threads == ReceiverThreads::kOn);
   CHECK(Parse({"--receiver-threads", "off"}).options.receiver_threads == ReceiverThreads::kOff);
@@ -208,6 +216,7 @@ TEST_CASE("Malformed options fail with one line naming the option", "[frontend][
       {{"--receiver-threads=yes"}, "--receiver-threads: \"yes\" is not auto, on or off"},
       {{"--upstream-0x20=yes"}, "--upstream-0x20: \"yes\" is not auto, on or off"},
       {{"--upstream-0x20="}, "--upstream-0x20: \"\" is not auto, on or off"},
+      {{"--metrics-compat=prometheus"}, "--metrics-compat: \"prometheus\" is not none or coredns"},
       {{"--max-cache-ttl=x"}, "--max-cache-ttl: \"x\" is not a number of seconds in 0..4294967295"},
       {{"--min-cache-ttl=x"}, "--min-cache-ttl: \"x\" is not a number in 0..4294967295"},
       {{"--max-cache-ttl=10", "--min-cache-ttl=20"},

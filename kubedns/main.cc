@@ -122,6 +122,9 @@ DEFINE_int32(forward_max_per_route, 0,
 DEFINE_int32(forward_max_per_upstream, 0,
              "Distinct upstream queries in flight to one upstream server; 0: a quarter of "
              "--forward-max.");
+DEFINE_string(metrics_compat, "none",
+              "coredns: /metrics also carries CoreDNS's coredns_* families, derived from ours; "
+              "none: only ours.");
 DEFINE_string(upstream_0x20, "auto",
               "Random letter case in forwarded names (0x20), checked in the reply: auto (an "
               "upstream that does not echo the case gets the plain name for 10 minutes), on "
@@ -254,6 +257,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.forward_max_per_route = FLAGS_forward_max_per_route;
   flags.forward_max_per_upstream = FLAGS_forward_max_per_upstream;
   flags.upstream_0x20 = FLAGS_upstream_0x20;
+  flags.metrics_compat = FLAGS_metrics_compat;
   flags.forward_client_reserve = FLAGS_forward_client_reserve;
   flags.tcp_idle_timeout = FLAGS_tcp_idle_timeout;
   flags.tcp_frame_timeout = FLAGS_tcp_frame_timeout;

@@ -11,6 +11,7 @@
 
 #include "common/base/duration.h"
 #include "common/base/port.h"
+#include "common/metrics/coredns_compat.h"
 #include "common/server/debug_http.h"
 #include "common/server/loop_server.h"
 #include "common/upstream/dns0x20.h"
@@ -479,6 +480,10 @@ bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env, Options* o
     return false;
   }
   server.metrics_prefix = DnsMetrics::SkydnsPrefixFromEnvironment();
+  if (!metrics::ParseMetricsCompat(flags.metrics_compat, &server.metrics_compat)) {
+    *error = "--metrics-compat: \"" + flags.metrics_compat + "\" is not none or coredns";
+    return false;
+  }
   server.objects_file = flags.objects_file;
   if (!ForwardOptions(flags, &server, error) || !TcpOptions(flags, &server.tcp, error)) {
     return false;

@@ -64,11 +64,13 @@ TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   flags.debug_address = "127.0.0.1:10057";
   flags.receiver_threads = "off";
   flags.upstream_0x20 = "off";
+  flags.metrics_compat = "coredns";
   Options options;
   std::string error;
   REQUIRE(BuildOptions(flags, Env({}), &options, &error));
   CHECK(options.server.answer.zone.ToText() == "example.org.");
   CHECK(options.server.dns_address.ToString() == "127.0.0.1:53");
+  CHECK(options.server.metrics_compat == metrics::MetricsCompat::kCoredns);
   CHECK(options.server.healthz_address.ToString() == "[::1]:8081");
   CHECK(options.server.answer.ttl_s == 5);
   CHECK(options.server.answer.pod_records == PodRecords::kVerified);
@@ -201,6 +203,10 @@ TEST_CASE("Each bad kubedns flag is one line naming it", "[kubedns][options]") {
   SECTION("0x20") {
     flags.upstream_0x20 = "yes";
     expected = "--upstream-0x20: \"yes\" is not auto, on or off";
+  }
+  SECTION("metrics compat") {
+    flags.metrics_compat = "CoreDNS";
+    expected = "--metrics-compat: \"CoreDNS\" is not none or coredns";
   }
   SECTION("forward client reserve over half") {
     flags.forward_client_reserve = 51;

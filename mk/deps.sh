@@ -19,6 +19,9 @@ packages=(
   # capsh and setcap: a container's capabilities, emulated (test/e2e/manifests_port53_test.py)
   libcap2-bin
 )
+# kubectl (the real client-side apply: test/e2e/manifests_migration_test.py): Debian's
+# kubernetes-client, unless a kubectl is installed already (another package may own it).
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
 
 missing=()
 for p in "${packages[@]}"; do

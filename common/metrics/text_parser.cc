@@ -127,6 +127,8 @@ std::optional<std::string> ParseSample(std::string_view line, ParsedText& parsed
   LineReader reader(line);
   std::string key(reader.Name());
   if (!IsValidMetricName(key)) return "bad metric name";
+  ParsedSeries series;
+  series.name = key;
   if (reader.Consume('{')) {
     key.push_back('{');
     bool first = true;
@@ -143,6 +145,7 @@ std::optional<std::string> ParseSample(std::string_view line, ParsedText& parsed
       key += "=\"";
       AppendEscapedLabelValue(key, *value);
       key.push_back('"');
+      series.labels.emplace_back(label, *value);
       if (reader.Consume('}')) break;
       if (!reader.Consume(',')) return "unterminated labels in " + key;
     }
@@ -154,10 +157,19 @@ std::optional<std::string> ParseSample(std::string_view line, ParsedText& parsed
   if (reader.Consume(' ') && !ParseNumber(reader.Rest())) return "bad timestamp for " + key;
   if (!reader.AtEnd()) return "trailing text after " + key;
   if (!parsed.samples.emplace(key, *value).second) return "repeated series " + key;
+  series.value = *value;
+  parsed.series.push_back(std::move(series));
   return std::nullopt;
 }
 
 }  // namespace
+
+std::string_view ParsedSeries::Label(std::string_view label_name) const {
+  for (const auto& [label, label_value] : labels) {
+    if (label == label_name) return label_value;
+  }
+  return {};
+}
 
 std::optional<ParsedText> ParseText(std::string_view text, std::string* error) {
   ParsedText parsed;

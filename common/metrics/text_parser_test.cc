@@ -7,6 +7,20 @@
 namespace kdns::metrics {
 namespace {
 
+TEST_CASE("parsed text lists each series with its labels unescaped, in order", "[metrics]") {
+  const std::optional<ParsedText> parsed =
+      ParseText("up 1\nq_total{to=\"a\\\"b\",rcode=\"NOERROR\"} 3\n");
+  REQUIRE(parsed);
+  REQUIRE(parsed->series.size() == 2);
+  CHECK(parsed->series[0].name == "up");
+  CHECK(parsed->series[0].labels.empty());
+  CHECK(parsed->series[1].name == "q_total");
+  CHECK(parsed->series[1].Label("to") == "a\"b");
+  CHECK(parsed->series[1].Label("rcode") == "NOERROR");
+  CHECK(parsed->series[1].Label("zone").empty());
+  CHECK(parsed->series[1].value == 3);
+}
+
 TEST_CASE("parsed text maps series to values and families to HELP and TYPE", "[metrics]") {
   std::string error;
   const std::optional<ParsedText> parsed = ParseText(

@@ -3,6 +3,7 @@
 // probe brings it back, and the strict-order and all-at-once policies.
 
 #include <catch2/catch.hpp>
+#include <memory>
 #include <optional>
 
 #include "common/limits/limits.h"
@@ -40,6 +41,33 @@ TEST_CASE_METHOD(LoopFixture, "SERVFAIL and REFUSED fail over to the next upstre
   CHECK(forwarder.counters().timeouts == 0);
   // An upstream that answers, even SERVFAIL, is not failed.
   CHECK_FALSE(forwarder.health(a.address())->failed());
+}
+
+TEST_CASE_METHOD(LoopFixture, "Replies are counted by rcode only when the table counts them",
+                 "[upstream]") {
+  FakeUpstream a(loop, 1), b(loop, 2);
+  a.set_behaviour(Behaviour::kServFail);
+  auto table = std::make_shared<UpstreamTable>();
+  const bool counting = GENERATE(true, false);
+  if (counting) table->CountReplies();
+  Forwarder forwarder(loop, TestOptions(), table);
+  Result result = ResolveAndWait(loop, forwarder, Req("www.example."), {a.address(), b.address()});
+  CHECK(AnswerAddress(result) == "192.0.2.2");
+  const UpstreamTable::Entry& first = table->Get(a.address());
+  const UpstreamTable::Entry& second = table->Get(b.address());
+  if (!counting) {
+    CHECK(first.replies == nullptr);
+    return;
+  }
+  REQUIRE(first.replies != nullptr);
+  const size_t servfail = UpstreamTable::ReplyRcodeIndex(dns::Rcode::kServFail);
+  const size_t noerror = UpstreamTable::ReplyRcodeIndex(dns::Rcode::kNoError);
+  CHECK((*first.replies)[servfail].Value() == 1);
+  CHECK((*first.replies)[noerror].Value() == 0);
+  CHECK((*second.replies)[noerror].Value() == 1);
+  CHECK(UpstreamTable::ReplyRcodeName(servfail) == "SERVFAIL");
+  CHECK(UpstreamTable::ReplyRcodeName(UpstreamTable::ReplyRcodeIndex(dns::Rcode::kNotImp)) ==
+        "other");
 }
 
 TEST_CASE_METHOD(LoopFixture, "When every upstream fails the result is SERVFAIL with the reason",

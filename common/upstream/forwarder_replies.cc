@@ -139,6 +139,11 @@ void Forwarder::OnReply(Attempt* attempt, std::span<const uint8_t> bytes, dns::M
     FinishAnswer(job, attempt, bytes, message);
     return;
   }
+  // Every reply to a client query, as CoreDNS's forward counts them (a truncated one and its
+  // TCP retry are two), for --metrics-compat=coredns only.
+  if (server->entry.replies && job->kind == JobKind::kClient) {
+    (*server->entry.replies)[UpstreamTable::ReplyRcodeIndex(rcode)].Inc();
+  }
   if (message.header.tc && attempt->transport == dns::Transport::kUdp) {
     CloseAttempt(attempt);
     if (!is_current) return;

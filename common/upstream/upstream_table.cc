@@ -46,8 +46,21 @@ bool IsLoopback(const IpAddress& ip) {
 
 }  // namespace
 
-UpstreamTable::Entry::Entry(const Upstream& a)
-    : address(a), rtt_seconds(metrics::ExponentialBuckets(0.00025, 2, 16)) {}
+UpstreamTable::Entry::Entry(const Upstream& a, bool count_replies)
+    : address(a),
+      rtt_seconds(metrics::ExponentialBuckets(0.00025, 2, 16)),
+      replies(count_replies ? std::make_unique<ReplyCounters>() : nullptr) {}
+
+size_t UpstreamTable::ReplyRcodeIndex(dns::Rcode rcode) {
+  for (size_t i = 0; i < kReplyRcodes.size(); ++i) {
+    if (kReplyRcodes[i] == rcode) return i;
+  }
+  return kReplyRcodes.size();
+}
+
+std::string UpstreamTable::ReplyRcodeName(size_t index) {
+  return index < kReplyRcodes.size() ? dns::RcodeToText(kReplyRcodes[index]) : "other";
+}
 
 UpstreamTable::UpstreamTable(std::vector<IpAddress> host_addresses, const Clock& clock)
     : host_addresses_(std::move(host_addresses)), clock_(clock) {}
@@ -56,7 +69,7 @@ UpstreamTable::Entry& UpstreamTable::Get(const Upstream& address) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_address_.find(address);
   if (it != by_address_.end()) return *it->second;
-  entries_.push_back(std::make_unique<Entry>(address));
+  entries_.push_back(std::make_unique<Entry>(address, count_replies_.load()));
   Entry* entry = entries_.back().get();
   by_address_.emplace(address, entry);
   return *entry;
@@ -152,6 +165,32 @@ bool UpstreamTable::IsDisabled(const Upstream& upstream) {
 void UpstreamTable::ClearLoopDisabled() {
   std::lock_guard lock(mu_);
   for (auto& entry : entries_) entry->loop_disabled.store(false, std::memory_order_relaxed);
+}
+
+void RegisterReplyMetrics(metrics::Registry& registry, const std::string& prefix,
+                          std::shared_ptr<const UpstreamTable> table) {
+  CHECK(table->counts_replies()) << prefix << ": the table does not count replies";
+  class Replies final : public metrics::Collector {
+   public:
+    explicit Replies(std::shared_ptr<const UpstreamTable> table) : table_(std::move(table)) {}
+    void Collect(std::vector<metrics::Sample>& out) const override {
+      for (const UpstreamTable::Entry* entry : table_->Entries()) {
+        if (entry->replies == nullptr) continue;
+        const std::string upstream = FormatUpstreamAddress(entry->address);
+        for (size_t i = 0; i < entry->replies->size(); ++i) {
+          out.push_back({{upstream, UpstreamTable::ReplyRcodeName(i)},
+                         static_cast<double>((*entry->replies)[i].Value())});
+        }
+      }
+    }
+
+   private:
+    std::shared_ptr<const UpstreamTable> table_;
+  };
+  registry.AddCollector(prefix + "_replies_total",
+                        "Replies received from each upstream to client queries, by rcode.",
+                        metrics::MetricType::kCounter, {"upstream", "rcode"},
+                        std::make_shared<Replies>(std::move(table)));
 }
 
 }  // namespace kdns::upstream

@@ -31,6 +31,7 @@
 // a mutex guards only the maps (first sight of an upstream, loop probes).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -47,9 +48,11 @@
 #include "common/base/clock.h"
 #include "common/base/ip_address.h"
 #include "common/dns/name.h"
+#include "common/dns/types.h"
 #include "common/loop/socket_address.h"
 #include "common/metrics/counter.h"
 #include "common/metrics/histogram.h"
+#include "common/metrics/registry.h"
 #include "common/upstream/random.h"
 #include "common/upstream/upstream_address.h"
 
@@ -67,8 +70,17 @@ class UpstreamTable {
   // probe's own answer after its total_timeout_ms (5 s by default) as well.
   static constexpr uint64_t kLoopProbeLifetimeMs = 5'000;
 
+  // The rcodes replies are counted by (Entry::replies), "other" after them.
+  static constexpr std::array<dns::Rcode, 4> kReplyRcodes = {
+      dns::Rcode::kNoError, dns::Rcode::kNxDomain, dns::Rcode::kServFail, dns::Rcode::kRefused};
+  using ReplyCounters = std::array<metrics::Counter, kReplyRcodes.size() + 1>;
+  // The index in ReplyCounters of `rcode`.
+  static size_t ReplyRcodeIndex(dns::Rcode rcode);
+  // Its label value: "NOERROR", ..., "other".
+  static std::string ReplyRcodeName(size_t index);
+
   struct Entry {
-    explicit Entry(const Upstream& a);
+    Entry(const Upstream& a, bool count_replies);
     Entry(const Entry&) = delete;
     Entry& operator=(const Entry&) = delete;
 
@@ -79,6 +91,10 @@ class UpstreamTable {
     metrics::Counter timeouts;       // of which timeouts
     metrics::Counter answers;        // replies handed to clients
     metrics::Histogram rtt_seconds;  // per reply received; 0.25 ms doubling to 8.192 s
+    // Replies received to client queries, by rcode (ReplyRcodeIndex); only when the table
+    // counts them (CountReplies, for --metrics-compat=coredns), else null, so the reply path
+    // pays a null check for them.
+    const std::unique_ptr<ReplyCounters> replies;
     std::atomic<bool> loop_disabled{false};
   };
 
@@ -93,6 +109,10 @@ class UpstreamTable {
   Entry& Get(const Upstream& address);
   // Every entry, in order of first use.
   std::vector<const Entry*> Entries() const;
+  // Count each entry's replies by rcode from now on; called at start-up, before the first
+  // Get.
+  void CountReplies() { count_replies_.store(true); }
+  bool counts_replies() const { return count_replies_.load(); }
 
   // dnsmasq's `servers.bind` line for one upstream: `addr#port sent failed` (`tcp://addr#port
   // sent failed` for a tcp:// upstream).
@@ -129,10 +149,16 @@ class UpstreamTable {
 
   const std::vector<IpAddress> host_addresses_;
   const Clock& clock_;
+  std::atomic<bool> count_replies_{false};
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_;      // Guarded by mu_.
   std::unordered_map<Upstream, Entry*> by_address_;  // Guarded by mu_.
   std::deque<LoopProbe> probes_;  // Guarded by mu_. In the order sent (and of expiry).
 };
+
+// Registers `<prefix>_replies_total{upstream,rcode}`, the entries' reply counters, read at
+// scrape time; only for a table that counts them (CountReplies).
+void RegisterReplyMetrics(metrics::Registry& registry, const std::string& prefix,
+                          std::shared_ptr<const UpstreamTable> table);
 
 }  // namespace kdns::upstream

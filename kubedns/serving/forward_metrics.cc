@@ -103,6 +103,16 @@ ForwardMetrics::ForwardMetrics(metrics::Registry& registry,
     registry.AddCollector(families[i].first, families[i].second, metrics::MetricType::kCounter,
                           {"upstream"}, std::make_shared<UpstreamCollector>(table, fields[i]));
   }
+  registry.AddHistogramCollector(
+      "kdns_kubedns_upstream_rtt_seconds", "Round-trip time of each upstream's replies.",
+      {"upstream"}, [table](const metrics::Registry::HistogramVisitor& visit) {
+        for (const auto* entry : table->Entries()) {
+          visit({upstream::FormatUpstreamAddress(entry->address)}, entry->rtt_seconds);
+        }
+      });
+  if (table->counts_replies()) {
+    upstream::RegisterReplyMetrics(registry, "kdns_kubedns_upstream", table);
+  }
 }
 
 void ForwardMetrics::SetRoutes(const UpstreamRoutes& routes) {

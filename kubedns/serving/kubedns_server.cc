@@ -199,11 +199,34 @@ class KubednsServer::Publisher final : public RecordSink {
   RecordTreeWriter writer_;
 };
 
+namespace {
+
+// The table every thread's Forwarder shares; counting replies by rcode only for CoreDNS's
+// coredns_forward_responses_total.
+std::shared_ptr<upstream::UpstreamTable> NewUpstreamTable(metrics::MetricsCompat compat) {
+  auto table = std::make_shared<upstream::UpstreamTable>();
+  if (compat == metrics::MetricsCompat::kCoredns) table->CountReplies();
+  return table;
+}
+
+}  // namespace
+
+// kubedns has no cache and no forwarding cap of CoreDNS's kind: those families stay out.
+metrics::CorednsSources KubednsServer::CorednsSources() const {
+  metrics::CorednsSources sources;
+  sources.server = "dns://:" + std::to_string(options_.dns_address.port());
+  sources.queries = "kdns_kubedns_queries_total";
+  sources.duration = "kdns_kubedns_query_duration_seconds";
+  sources.upstream_prefix = "kdns_kubedns_upstream";
+  sources.all_upstreams_down = R"(kdns_kubedns_forward_failures_total{reason="upstream_down"})";
+  return sources;
+}
+
 KubednsServer::KubednsServer(Options options)
     : options_(std::move(options)),
       answerer_(options_.answer),
       dns_metrics_(registry_, options_.metrics_prefix),
-      upstream_table_(std::make_shared<upstream::UpstreamTable>()),
+      upstream_table_(NewUpstreamTable(options_.metrics_compat)),
       forward_metrics_(registry_, upstream_table_),
       autopath_(options_.autopath ? std::make_unique<const Autopath>(options_.answer.zone,
                                                                      AutopathSearch(options_))
@@ -380,7 +403,11 @@ bool KubednsServer::Start(std::string* error) {
   healthz_http_->Handle("/healthz",
                         [](const http::Request&) { return http::Response::Text(200, "ok"); });
   auto metrics_handler = [this](const http::Request&) {
-    http::Response response = http::Response::Text(200, registry_.Render());
+    std::string text = registry_.Render();
+    if (options_.metrics_compat == metrics::MetricsCompat::kCoredns) {
+      text = metrics::WithCorednsFamilies(std::move(text), CorednsSources());
+    }
+    http::Response response = http::Response::Text(200, std::move(text));
     response.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return response;
   };

@@ -39,6 +39,7 @@
 #include "common/http/server_thread.h"
 #include "common/k8s/api_config.h"
 #include "common/loop/socket_address.h"
+#include "common/metrics/coredns_compat.h"
 #include "common/metrics/registry.h"
 #include "common/server/dns_server.h"
 #include "common/server/rate_limits.h"
@@ -82,6 +83,9 @@ class KubednsServer {
     std::optional<k8s::ApiConfig> api_config;  // otherwise the Kubernetes API
     ApiSource::Options api;
     std::string metrics_prefix = "skydns_skydns";
+    // --metrics-compat=coredns: /metrics also carries CoreDNS's families, derived from ours
+    // (common/metrics/coredns_compat.h).
+    metrics::MetricsCompat metrics_compat = metrics::MetricsCompat::kNone;
     // Forwarding (names kubedns does not own).
     std::string config_dir;  // --config-dir: the kube-dns ConfigMap; empty: none
     uint64_t config_period_ms = 10'000;
@@ -130,6 +134,8 @@ class KubednsServer {
   std::shared_ptr<const UpstreamRoutes> routes() const;
 
  private:
+  // Which of our families --metrics-compat=coredns derives CoreDNS's from.
+  metrics::CorednsSources CorednsSources() const;
   class Publisher;
 
   void RunSource(std::promise<void>* started);

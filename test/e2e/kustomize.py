@@ -25,7 +25,8 @@ def json_pointer(path):
 
 
 def apply_json6902(doc, ops):
-    """RFC 6902 add, replace, remove and test: what the kustomizations' patches use."""
+    """RFC 6902 add, replace, remove and test: what the kustomizations' patches use (a
+    failed test fails the rendering, as it fails kustomize's)."""
     for op in ops:
         parts = json_pointer(op["path"])
         parent = doc
@@ -48,10 +49,10 @@ def apply_json6902(doc, ops):
         elif op["op"] == "remove":
             del parent[int(last) if isinstance(parent, list) else last]
         elif op["op"] == "test":
-            actual = parent[int(last)] if isinstance(parent, list) else parent.get(last)
-            if actual != op["value"]:
-                raise ValueError("patch test failed: %s is %r, not %r" % (op["path"], actual,
-                                                                        op["value"]))
+            found = parent[int(last)] if isinstance(parent, list) else parent.get(last)
+            if found != op["value"]:
+                raise ValueError("patch test failed: %s is %r, not %r" % (op["path"], found,
+                                                                         op["value"]))
         else:
             raise ValueError("unsupported patch op " + op["op"])
 

@@ -15,9 +15,22 @@
     waits minReadySeconds with no pod unavailable, and `kubectl rollout undo` has a
     revision to go back to;
   - nothing carries the addon manager's label, and the autoscaler adopts the
-    kube-dns-autoscaler ConfigMap kube-dns clusters already have.
-Applying is modelled as the API server's server-side apply merges (objects key by key;
-a Service's ports are a map keyed by port and protocol; other lists replaced whole).
+    kube-dns-autoscaler ConfigMap kube-dns clusters already have;
+  - the guide's default command, client-side `kubectl apply`, run for real
+    (kubectl_apply.py: the real kubectl against a minimal API server that merges with
+    kubectl's own strategic-merge code) over kubeadm's and the kube-dns addon's Service,
+    twice (the second time with the last-applied annotation); the same Service with its
+    two port-53 entries swapped is shown to break (client-side apply pairs them by port
+    alone), so the check can fail;
+  - the guide's CoreDNS steps, run in their written order on a model of the cluster (an
+    autoscaler that resets coredns's replicas while it exists, kubeadm's DNS addon lookup
+    that fails on two Deployments labelled k8s-app=kube-dns): CoreDNS ends with no pod
+    and `kubeadm upgrade` passes; the same steps with the autoscaler removed last fail;
+  - kube-prometheus-stack's CoreDNS Service (as its chart renders it) reaches the cache's
+    metrics port, serving coredns_* with the coredns-metrics component, with the
+    documented value, and reaches nothing with the chart's default.
+Server-side apply is modelled as the API server merges (objects key by key; a Service's
+ports are a map keyed by port and protocol; other lists replaced whole).
 Closes with `N passed, M failed`.
 """
 import copy
@@ -31,6 +44,8 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kustomize import pod_spec, render  # noqa: E402
+import harness  # noqa: E402
+import kubectl_apply  # noqa: E402
 import manifests  # noqa: E402
 from manifests import (  # noqa: E402
     MANIFESTS,
@@ -157,6 +172,216 @@ def test_service_applies_over_coredns_and_kube_dns(r):
     old["spec"]["ports"] = DNS_ONLY_PORTS
     if not service_problems(merge(KUBEADM_COREDNS_SERVICE, old), spec):
         p.append("the check passes a DNS-only Service over CoreDNS's: it cannot fail")
+    return p
+
+
+def swapped_dns_ports(service):
+    """`service` with its two port-53 entries in the other order (TCP first)."""
+    out = copy.deepcopy(service)
+    ports = out["spec"]["ports"]
+    first, second = [i for i, p in enumerate(ports) if p["port"] == 53][:2]
+    ports[first], ports[second] = ports[second], ports[first]
+    return out
+
+
+def client_side_apply(live, applied, times):
+    """(problems, the Service after) of `kubectl apply` of `applied` over `live`, `times`
+    times, with the real kubectl."""
+    with kubectl_apply.ApplyServer([live]) as api:
+        for attempt in range(times):
+            code, out = api.apply([applied])
+            if code != 0:
+                return ["kubectl apply #%d: %s" % (attempt + 1, out.strip()[-400:])], None
+        return [], api.get(live)
+
+
+def test_client_side_apply_over_coredns_and_kube_dns(r):
+    if not kubectl_apply.available():
+        raise harness.Skip("kubectl is not installed (mk/deps.sh installs Debian's "
+                           "kubernetes-client)")
+    p = []
+    ours = r.one("Service", "kube-dns")
+    spec = pod_spec(r.kube_dns())
+    for what, live in (("kubeadm's CoreDNS Service", KUBEADM_COREDNS_SERVICE),
+                       ("the kube-dns addon's Service", KUBE_DNS_ADDON_SERVICE)):
+        problems, result = client_side_apply(live, ours, times=2)
+        p += ["over %s: %s" % (what, problem) for problem in problems]
+        if result is None:
+            continue
+        for problem in service_problems(result, spec):
+            p.append("over %s, after kubectl apply: %s" % (what, problem))
+        if result["spec"]["clusterIP"] != live["spec"]["clusterIP"]:
+            p.append("over %s: the clusterIP changed" % what)
+        # What server-side apply makes, the same ports (by port and protocol).
+        server_side = merge(live, ours)
+        if sorted(map(port_key, result["spec"]["ports"])) != \
+                sorted(map(port_key, server_side["spec"]["ports"])):
+            p.append("over %s: client-side apply gives ports %s, server-side %s" % (
+                what, result["spec"]["ports"], server_side["spec"]["ports"]))
+    # The negative control: the port-53 entries swapped. kubectl pairs them by port alone
+    # and makes two `dns-tcp`, which the API server refuses.
+    problems, result = client_side_apply(KUBEADM_COREDNS_SERVICE, swapped_dns_ports(ours), 1)
+    if not problems and not service_problems(result, spec):
+        p.append("client-side apply of the Service with dns-tcp first passes: the check "
+                 "cannot fail")
+    return p
+
+
+GUIDE = os.path.join(manifests.ROOT, "docs", "operators.md")
+MIGRATION_SECTION = "### Migrating from CoreDNS (kubeadm clusters)"
+# The commands of the guide's CoreDNS steps that change Deployments or run kubeadm.
+GUIDE_COMMAND = re.compile(
+    r"`(kubectl -n kube-system (?:delete|scale) deployment [^`]+|kubeadm upgrade apply [^`]+)`")
+
+
+def guide_commands():
+    with open(GUIDE) as f:
+        text = f.read()
+    start = text.index(MIGRATION_SECTION)
+    end = text.index("\n### ", start + len(MIGRATION_SECTION))
+    return GUIDE_COMMAND.findall(text[start:end])
+
+
+class KubeadmCluster:
+    """Deployments in kube-system after `kubectl apply -k manifests/` on a kubeadm cluster
+    with CoreDNS and a CoreDNS autoscaler, and what acts on them by itself: the autoscaler
+    (cluster-proportional-autoscaler, --target=deployment/coredns) resets its target's
+    replicas at every poll while it exists, and `kubeadm upgrade` looks its DNS addon up
+    as cmd/kubeadm/app/phases/addons/dns does (Deployments labelled k8s-app=kube-dns: more
+    than one is an error; with one, the CoreDNS addon phase creates `coredns` again)."""
+
+    def __init__(self):
+        dns = {"k8s-app": "kube-dns"}
+        self.deployments = {"coredns": {"replicas": 2, "labels": dns},
+                            "coredns-autoscaler": {"replicas": 1, "target": "coredns",
+                                                   "labels": {"k8s-app": "coredns-autoscaler"}},
+                            "kube-dns": {"replicas": 2, "labels": dns}}
+        self.problems = []
+
+    def poll_autoscalers(self):
+        for d in list(self.deployments.values()):
+            target = self.deployments.get(d.get("target"))
+            if target is not None and d["replicas"] > 0:
+                target["replicas"] = 2
+
+    def run(self, command):
+        words = command.split()
+        if words[:4] == ["kubectl", "-n", "kube-system", "delete"]:
+            self.deployments.pop(words[5], None)
+        elif words[:4] == ["kubectl", "-n", "kube-system", "scale"]:
+            name = words[5]
+            replicas = int(command.split("--replicas=")[1].split()[0])
+            if name in self.deployments:
+                self.deployments[name]["replicas"] = replicas
+            self.poll_autoscalers()
+            if name in self.deployments and self.deployments[name]["replicas"] != replicas:
+                self.problems.append("`%s`: an autoscaler set %s back to %d replicas" % (
+                    command, name, self.deployments[name]["replicas"]))
+        elif words[:3] == ["kubeadm", "upgrade", "apply"] and "--help" not in words:
+            found = [n for n, d in self.deployments.items()
+                     if d["labels"].get("k8s-app") == "kube-dns"]
+            if len(found) > 1:
+                self.problems.append("`%s`: multiple DNS addon deployments found: %s" % (
+                    command, sorted(found)))
+            elif "--skip-phases=addon/coredns" not in words and "--dry-run" not in words:
+                replicas = self.deployments[found[0]]["replicas"] if found else 2
+                self.deployments["coredns"] = {"replicas": replicas,
+                                               "labels": {"k8s-app": "kube-dns"}}
+        self.poll_autoscalers()
+
+    def coredns_pods(self):
+        return self.deployments.get("coredns", {}).get("replicas", 0)
+
+
+def guide_steps_problems(commands):
+    cluster = KubeadmCluster()
+    for command in commands:
+        cluster.run(command)
+    p = list(cluster.problems)
+    if cluster.coredns_pods():
+        p.append("CoreDNS still runs %d pods after the guide's steps" % cluster.coredns_pods())
+    if "kube-dns" not in cluster.deployments:
+        p.append("the steps removed kdns's kube-dns Deployment")
+    return p
+
+
+def test_guide_removes_the_coredns_autoscaler_first_and_kubeadm_upgrade_passes(r):
+    commands = guide_commands()
+    wanted = ("delete deployment coredns-autoscaler", "scale deployment coredns --replicas=0",
+              "delete deployment coredns", "kubeadm upgrade apply")
+    p = ["the CoreDNS steps name no `%s`" % w for w in wanted
+         if not any(w in c for c in commands)]
+    if p:
+        return p + ["commands found: %s" % commands]
+    p += guide_steps_problems(commands)
+    # The negative control: the autoscaler removed last, and kubeadm run while coredns is
+    # still there.
+    late = [c for c in commands if "autoscaler" not in c] + \
+        [c for c in commands if "autoscaler" in c]
+    late = [c for c in late if c != "kubectl -n kube-system delete deployment coredns"]
+    if not guide_steps_problems(late):
+        p.append("the steps pass with the autoscaler removed last and coredns kept: the "
+                 "check cannot fail")
+    return p
+
+
+# kube-prometheus-stack's CoreDNS Service (charts/kube-prometheus-stack/templates/exporters/
+# core-dns/service.yaml), rendered with the chart's default values (coreDns.service.port
+# and targetPort 9153, no selector: k8s-app: kube-dns).
+def kube_prometheus_stack_service(target_port=9153):
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kube-prometheus-stack-coredns", "namespace": "kube-system",
+                         "labels": {"app": "kube-prometheus-stack-coredns",
+                                    "jobLabel": "coredns"}},
+            "spec": {"clusterIP": "None",
+                     "ports": [{"name": "http-metrics", "port": 9153, "protocol": "TCP",
+                                "targetPort": target_port}],
+                     "selector": {"k8s-app": "kube-dns"}}}
+
+
+COREDNS_METRICS_COMPONENT = os.path.join(MANIFESTS, "components", "coredns-metrics")
+DOCUMENTED_TARGET_PORT = 10056  # coreDns.service.targetPort in the guide
+
+
+def test_kube_prometheus_stack_keeps_its_coredns_target(r):
+    p = []
+    work = tempfile.mkdtemp(prefix="kdns-coredns-metrics-")
+    try:
+        rendered = manifests.Rendered(*render(manifests.write_overlay(
+            os.path.join(work, "site"), [COREDNS_METRICS_COMPONENT])))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    deployment = rendered.kube_dns()
+    spec = pod_spec(deployment)
+    selector = {"matchLabels": kube_prometheus_stack_service()["spec"]["selector"]}
+    if not manifests.labels_match(selector, deployment["spec"]["template"]["metadata"]
+                                  .get("labels", {})):
+        p.append("kube-prometheus-stack's selector k8s-app: kube-dns does not select the pods")
+    # The chart's default reaches no port of ours: the reason for the documented value.
+    if not service_problems(kube_prometheus_stack_service(), spec):
+        p.append("the chart's default targetPort 9153 reaches a kdns port: the guide's "
+                 "values change is not needed, or the check cannot fail")
+    service = kube_prometheus_stack_service(DOCUMENTED_TARGET_PORT)
+    p += ["with targetPort %d: %s" % (DOCUMENTED_TARGET_PORT, x)
+          for x in service_problems(service, spec)]
+    # The port it reaches is frontend-cache's metrics port, with CoreDNS's names on.
+    for container in spec["containers"]:
+        if not any(port["containerPort"] == DOCUMENTED_TARGET_PORT
+                   for port in container.get("ports", [])):
+            continue
+        _, child = split_nanny_args(rendered.argv(container))
+        if "--prometheus-port=%d" % DOCUMENTED_TARGET_PORT not in child:
+            p.append("container %s declares %d but its program does not serve metrics there: "
+                     "%s" % (container["name"], DOCUMENTED_TARGET_PORT, child))
+        if "--metrics-compat=coredns" not in child:
+            p.append("container %s: no --metrics-compat=coredns with the coredns-metrics "
+                     "component: %s" % (container["name"], child))
+        code, out = check_flags("frontend-cache", child)
+        if code != 0:
+            p.append("frontend-cache refuses its command line: %s" % out[-300:])
+    kubedns = [c for c in spec["containers"] if c["name"] == "kubedns"][0]
+    if "--metrics-compat=coredns" not in rendered.argv(kubedns):
+        p.append("kubedns has no --metrics-compat=coredns with the component")
     return p
 
 
@@ -300,6 +525,9 @@ def test_addon_manager_and_autoscaler(r):
 
 
 TESTS = [test_service_applies_over_coredns_and_kube_dns,
+         test_client_side_apply_over_coredns_and_kube_dns,
+         test_guide_removes_the_coredns_autoscaler_first_and_kubeadm_upgrade_passes,
+         test_kube_prometheus_stack_keeps_its_coredns_target,
          test_reapply_keeps_configmaps_edited_in_the_cluster,
          test_cluster_domain_is_one_parameter,
          test_threads_rollout_and_rollback,
