@@ -5,12 +5,16 @@
 
 namespace kdns::frontend {
 
-std::string RefusedOptionReason(std::string_view name) {
-  struct Refused {
-    std::string_view name;
-    char short_name;
-    std::string_view what_to_do;
-  };
+namespace {
+
+struct Refused {
+  std::string_view name;
+  char short_name;
+  std::string_view what_to_do;
+};
+
+// dnsmasq's options frontend-cache recognises and refuses, each with what to do instead.
+std::span<const Refused> RefusedOptions() {
   static constexpr std::string_view kConfig =
       "configuration files are not read: give each option on the command line (the nanny "
       "adds the ConfigMap's stubDomains and upstreamNameservers as --server)";
@@ -71,7 +75,16 @@ std::string RefusedOptionReason(std::string_view name) {
       {"rev-server", 0, "use --server=/<reverse zone>/<ip> instead"},
       {"group", 'g', "set runAsGroup in the container's securityContext instead"},
   };
-  for (const Refused& refused : kRefused) {
+  return kRefused;
+}
+
+// A short letter as --flag-table writes it.
+std::string Letter(char short_name) { return short_name == 0 ? "-" : std::string(1, short_name); }
+
+}  // namespace
+
+std::string RefusedOptionReason(std::string_view name) {
+  for (const Refused& refused : RefusedOptions()) {
     if (name == refused.name ||
         (name.size() == 1 && refused.short_name != 0 && name[0] == refused.short_name)) {
       return "--" + std::string(refused.name) +
@@ -80,6 +93,20 @@ std::string RefusedOptionReason(std::string_view name) {
     }
   }
   return {};
+}
+
+std::string FlagTableLines() {
+  std::string lines;
+  for (const OptionSpec& spec : AllOptionSpecs()) {
+    const char* kind = spec.optional_value ? "optional" : spec.takes_value ? "value" : "flag";
+    lines +=
+        "option\t" + std::string(spec.name) + "\t" + Letter(spec.short_name) + "\t" + kind + "\n";
+  }
+  for (const Refused& refused : RefusedOptions()) {
+    lines += "refused\t" + std::string(refused.name) + "\t" + Letter(refused.short_name) + "\t" +
+             std::string(refused.what_to_do) + "\n";
+  }
+  return lines;
 }
 
 bool ParseOptions(std::span<const std::string_view> args, Options* options,
