@@ -187,6 +187,27 @@ def test_a_secret_value_from_is_named(r):
     return []
 
 
+def test_nanny_check_flags_validates_an_existing_config_dir(r):
+    """The nanny's --check-flags reads a -configDir that exists as a ConfigMap update is read
+    (what tools/corefile2kdns prints is fed to it); the pod's mount path, absent here,
+    is not its business."""
+    config_dir = os.path.join(r["workdir"], "kube-dns")
+    os.mkdir(config_dir)
+    p = []
+    for upstreams, want in (('["10.0.0.1", "tcp://10.0.0.2:5353"]', 0), ('["10.0.0.1:0"]', 2)):
+        with open(os.path.join(config_dir, "upstreamNameservers"), "w") as f:
+            f.write(upstreams)
+        result = subprocess.run([os.path.join(harness.BIN, "nanny"), "--check-flags",
+                                 "-configDir=" + config_dir], capture_output=True, text=True,
+                                timeout=30, stdin=subprocess.DEVNULL)
+        if result.returncode != want:
+            p.append("upstreamNameservers %s: exit %d, want %d: %s" % (
+                upstreams, result.returncode, want, result.stderr))
+    if p == [] and "upstreamNameservers: invalid nameserver" not in result.stderr:
+        p.append("the refusal does not name the key: %s" % result.stderr)
+    return p
+
+
 def setup(workdir, owned):
     alone = os.path.join(workdir, "alone")
     os.mkdir(alone)
@@ -199,7 +220,8 @@ TESTS = [test_embedded_table_is_the_binaries,
          test_table_and_binaries_refuse_the_same_arguments,
          test_go_flags_and_use_stale_cache_pass_with_a_note,
          test_env_and_value_from_are_expanded,
-         test_a_secret_value_from_is_named]
+         test_a_secret_value_from_is_named,
+         test_nanny_check_flags_validates_an_existing_config_dir]
 
 if __name__ == "__main__":
     sys.exit(harness.main("kdns-check-flags-", TESTS, setup=setup,
