@@ -11,12 +11,10 @@ Go flag of kube-dns, dnsmasq-nanny and the sidecar (--profiling, --log-flush-fre
 is expanded from env values, valueFrom ConfigMap keys in the input and the namespace, and a
 valueFrom that cannot be known offline is named. Closes with `N passed, M failed`.
 """
-import copy
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import yaml
 
