@@ -9,7 +9,8 @@ kdns images refuse?
 Each container is matched to the program the kdns images run in its place, by its image
 (registry.k8s.io/dns/k8s-dns-kube-dns -> kubedns, k8s-dns-dnsmasq-nanny -> nanny, whose
 arguments after `--` go to frontend-cache, k8s-dns-sidecar -> sidecar, k8s-dns-dnsmasq ->
-frontend-cache; kdns/kubedns, kdns/cache and kdns/sidecar likewise) or its command.
+frontend-cache, k8s-dns-node-cache -> nanny (node-local mode); kdns/kubedns, kdns/cache and
+kdns/sidecar likewise) or its command.
 
 Its command line is first expanded as the kubelet does: $(VAR) from the container's `env`
 (`value`, a `valueFrom` ConfigMap key when that ConfigMap is in the same input, the pod's
@@ -43,11 +44,13 @@ IMAGE_PROGRAMS = {
     "k8s-dns-dnsmasq-nanny": "nanny", "k8s-dns-dnsmasq-nanny-amd64": "nanny", "cache": "nanny",
     "k8s-dns-sidecar": "sidecar", "k8s-dns-sidecar-amd64": "sidecar", "sidecar": "sidecar",
     "k8s-dns-dnsmasq": "frontend-cache", "k8s-dns-dnsmasq-amd64": "frontend-cache",
+    "k8s-dns-node-cache": "nanny",  # NodeLocal DNSCache: the nanny in node-local mode
 }
 # A container's command (basename of its first word) -> program.
 COMMAND_PROGRAMS = {
     "kube-dns": "kubedns", "kubedns": "kubedns", "dnsmasq-nanny": "nanny", "nanny": "nanny",
     "sidecar": "sidecar", "dnsmasq": "frontend-cache", "frontend-cache": "frontend-cache",
+    "node-cache": "nanny",
 }
 # gflags' spellings of a bool value.
 BOOL_WORDS = {"true", "t", "yes", "y", "1", "false", "f", "no", "n", "0"}
