@@ -2,7 +2,7 @@
 # `make images`: builds the kdns container images from images/Dockerfile with docker or
 # podman. Without a working container engine it says so and exits 0 (CI has none).
 #
-#   images/build.sh                      kdns/{kubedns,cache,sidecar,frontend-cache}:<version>
+#   images/build.sh                      kdns/{kubedns,cache,sidecar,frontend-cache,tools}:<version>
 #   KDNS_REGISTRY=registry.example.com/kdns KDNS_TAG=0.1.0-rc1 images/build.sh
 #   KDNS_IMAGES="kubedns cache" images/build.sh
 #   KDNS_CONTAINER_ENGINE=podman images/build.sh
@@ -31,13 +31,15 @@ fi
 registry=${KDNS_REGISTRY:-kdns}
 version=$(sed -n 's/.*kVersion\[\] = "\(.*\)";.*/\1/p' common/base/version.h)
 tag=${KDNS_TAG:-$version}
-images=${KDNS_IMAGES:-kubedns cache sidecar frontend-cache}
+images=${KDNS_IMAGES:-kubedns cache sidecar frontend-cache tools}
 
 context=$(mktemp -d)
 trap 'rm -rf "$context"' EXIT
 cp -r Makefile common frontend-cache kubedns nanny sidecar "$context"/
 mkdir "$context/images"
 cp images/Dockerfile images/runtime-packages.sh "$context/images/"
+mkdir "$context/tools"
+cp tools/check_flags.py tools/corefile2kdns "$context/tools/"
 
 for image in $images; do
   echo "images: building $registry/$image:$tag with $engine"

@@ -11,6 +11,7 @@ Go flag of kube-dns, dnsmasq-nanny and the sidecar (--profiling, --log-flush-fre
 is expanded from env values, valueFrom ConfigMap keys in the input and the namespace, and a
 valueFrom that cannot be known offline is named. Closes with `N passed, M failed`.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -206,6 +207,41 @@ def test_nanny_check_flags_validates_an_existing_config_dir(r):
     return p
 
 
+def test_the_tools_image_carries_both_tools_without_pyyaml_for_json(r):
+    """images/Dockerfile's tools target installs both tools under their names, build.sh
+    builds it and puts them in its context, the .dockerignore lets them in; and with JSON
+    input they need nothing beyond Python's standard library (python3 -S: no PyYAML)."""
+    root = harness.ROOT
+    p = []
+    with open(os.path.join(root, "images", "Dockerfile")) as f:
+        dockerfile = f.read()
+    for want in ("FROM runtime AS tools", "COPY tools/check_flags.py /usr/local/bin/check_flags",
+                 "COPY tools/corefile2kdns /usr/local/bin/corefile2kdns", "python3-yaml"):
+        if want not in dockerfile:
+            p.append("images/Dockerfile lacks %r" % want)
+    with open(os.path.join(root, "images", "build.sh")) as f:
+        build = f.read()
+    if "frontend-cache tools}" not in build or "tools/corefile2kdns" not in build:
+        p.append("images/build.sh does not build the tools image with both tools")
+    with open(os.path.join(root, "images", "Dockerfile.dockerignore")) as f:
+        ignore = f.read().split()
+    if "!tools/check_flags.py" not in ignore or "!tools/corefile2kdns" not in ignore:
+        p.append("images/Dockerfile.dockerignore keeps the tools out")
+    with open(ADDON) as f:
+        deployment = json.dumps([d for d in yaml.safe_load_all(f) if d][0])
+    result = subprocess.run([harness.PYTHON, "-S", os.path.join(r["alone"], "check_flags"), "-"],
+                            input=deployment, capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        p.append("check_flags without site-packages: %s" % (result.stdout + result.stderr))
+    result = subprocess.run(
+        [harness.PYTHON, "-S", os.path.join(root, "tools", "corefile2kdns"), "-"],
+        input=".:53 {\n forward . 10.0.0.1\n loop\n}\n", capture_output=True, text=True,
+        timeout=60)
+    if result.returncode != 0 or '["10.0.0.1"]' not in result.stdout:
+        p.append("corefile2kdns without site-packages: %s" % (result.stdout + result.stderr))
+    return p
+
+
 def setup(workdir, owned):
     alone = os.path.join(workdir, "alone")
     os.mkdir(alone)
@@ -219,7 +255,8 @@ TESTS = [test_embedded_table_is_the_binaries,
          test_go_flags_and_use_stale_cache_pass_with_a_note,
          test_env_and_value_from_are_expanded,
          test_a_secret_value_from_is_named,
-         test_nanny_check_flags_validates_an_existing_config_dir]
+         test_nanny_check_flags_validates_an_existing_config_dir,
+         test_the_tools_image_carries_both_tools_without_pyyaml_for_json]
 
 if __name__ == "__main__":
     sys.exit(harness.main("kdns-check-flags-", TESTS, setup=setup,
