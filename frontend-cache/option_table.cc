@@ -365,6 +365,8 @@ const std::vector<OptionSpec>& Specs() {
       {"local-ttl", 'T', true, Seconds(In(&Options::local_ttl_s), "local-ttl")},
       {"domain-needed", 'D', false, Flag(&Options::domain_needed)},
       {"bogus-priv", 'b', false, Flag(&Options::bogus_priv)},
+      // dnsmasq turns off its rotation of cached answers; ours keep their order always.
+      {"no-round-robin", 0, false, [](std::string_view, Options*, std::string*) { return true; }},
       {"filter-AAAA", 0, false, Flag(&Options::filter_aaaa)},
       {"strict-order", 'o', false, Flag(&Options::strict_order)},
       {"all-servers", 0, false, Flag(&Options::all_servers)},

@@ -13,6 +13,7 @@ valueFrom that cannot be known offline is named. Closes with `N passed, M failed
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -242,6 +243,47 @@ def test_the_tools_image_carries_both_tools_without_pyyaml_for_json(r):
     return p
 
 
+def dnsmasq_options():
+    """[(long name, short letter or None, "flag"|"value"|"optional")] of the real dnsmasq's
+    --help (Debian's, the one the differential suite runs)."""
+    result = subprocess.run(["dnsmasq", "--help"], capture_output=True, text=True, timeout=30)
+    out = []
+    for line in result.stdout.splitlines():
+        m = re.match(r"^(?:-(\S), )?\s*--([A-Za-z0-9-]+)(\S*)", line.strip())
+        if m:
+            kind = "value" if m.group(3).startswith("=") else \
+                "optional" if m.group(3).startswith("[") else "flag"
+            out.append((m.group(2), m.group(1), kind))
+    return out
+
+
+def test_every_dnsmasq_option_is_known(r):
+    """Each option of dnsmasq's --help is taken by frontend-cache, or refused with what to
+    do instead; none is an unknown flag, for the binary or for the embedded table."""
+    options = dnsmasq_options()
+    p = [] if len(options) > 150 else ["dnsmasq --help lists only %d options" % len(options)]
+    words = []
+    for name, letter, kind in options:
+        if name == "help":  # -w, --help: each program's own help
+            continue
+        words.append("--%s=1" % name if kind == "value" else "--%s" % name)
+        if letter:
+            words.append("-" + letter)
+    unknown = ("unknown command line flag", "unknown argument")
+    for word in words:
+        result = subprocess.run([os.path.join(harness.BIN, "frontend-cache"), "--check-flags",
+                                 word], capture_output=True, text=True, timeout=30,
+                                stdin=subprocess.DEVNULL)
+        if any(u in result.stderr for u in unknown):
+            p.append("frontend-cache does not know dnsmasq's %s: %s" % (word, result.stderr))
+    docs = addon({"dnsmasq": words})
+    code, out = run_tool(r, ["-"], stdin=yaml.safe_dump_all(docs))
+    for line in out.splitlines():
+        if ": refused: " in line and any(u in line for u in unknown):
+            p.append("the table does not know: %s" % line)
+    return p
+
+
 def setup(workdir, owned):
     alone = os.path.join(workdir, "alone")
     os.mkdir(alone)
@@ -256,7 +298,8 @@ TESTS = [test_embedded_table_is_the_binaries,
          test_env_and_value_from_are_expanded,
          test_a_secret_value_from_is_named,
          test_nanny_check_flags_validates_an_existing_config_dir,
-         test_the_tools_image_carries_both_tools_without_pyyaml_for_json]
+         test_the_tools_image_carries_both_tools_without_pyyaml_for_json,
+         test_every_dnsmasq_option_is_known]
 
 if __name__ == "__main__":
     sys.exit(harness.main("kdns-check-flags-", TESTS, setup=setup,
