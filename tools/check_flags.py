@@ -647,6 +647,11 @@ FLAG_TABLES = {
         "ignored\tskip-headers\tbool\tklog's and Kubernetes' logging flags have no meaning here: glog logs to stderr (--v, --vmodule, --logtostderr keep theirs)\n"
         "ignored\tskip-log-headers\tbool\tklog's and Kubernetes' logging flags have no meaning here: glog logs to stderr (--v, --vmodule, --logtostderr keep theirs)\n"
         "ignored\tlogging-format\tvalue\tklog's and Kubernetes' logging flags have no meaning here: glog logs to stderr (--v, --vmodule, --logtostderr keep theirs)\n"
+        "ignored\tpidfile\tvalue\tno PID file is written\n"
+        "ignored\tquiet\tbool\tCoreDNS's start-up banner does not exist here\n"
+        "ignored\tcorefile\tvalue\tthe kube-dns ConfigMap (-kubednscm) and the flags replace node-cache's Corefile\n"
+        "ignored\tinitialdelay\tvalue\tthe node cache sets up its addresses and rules at start\n"
+        "ignored\tsetupebtables\tbool\tthe node cache needs no ebtables rules (its NOTRACK rules are iptables or nftables)\n"
         "option\tlog-queries\t-\toptional\n"
         "refused\tfederations\t-\tKubernetes federation v1 is retired and kubedns does not answer its <service>.<namespace>.<federation>.svc names; remove the flag (and the ConfigMap's federations key); for other clusters' names use stubDomains or multicluster Services (clusterset.local)\n"
     ),
@@ -731,6 +736,11 @@ FLAG_TABLES = {
         "ignored\tskip-headers\tbool\tklog's and Kubernetes' logging flags have no meaning here: glog logs to stderr (--v, --vmodule, --logtostderr keep theirs)\n"
         "ignored\tskip-log-headers\tbool\tklog's and Kubernetes' logging flags have no meaning here: glog logs to stderr (--v, --vmodule, --logtostderr keep theirs)\n"
         "ignored\tlogging-format\tvalue\tklog's and Kubernetes' logging flags have no meaning here: glog logs to stderr (--v, --vmodule, --logtostderr keep theirs)\n"
+        "ignored\tpidfile\tvalue\tno PID file is written\n"
+        "ignored\tquiet\tbool\tCoreDNS's start-up banner does not exist here\n"
+        "ignored\tcorefile\tvalue\tthe kube-dns ConfigMap (-kubednscm) and the flags replace node-cache's Corefile\n"
+        "ignored\tinitialdelay\tvalue\tthe node cache sets up its addresses and rules at start\n"
+        "ignored\tsetupebtables\tbool\tthe node cache needs no ebtables rules (its NOTRACK rules are iptables or nftables)\n"
     ),
     'frontend-cache': (
         "flag\talsologtoemail\tstring\n"
@@ -786,6 +796,11 @@ FLAG_TABLES = {
         "ignored\tskip-headers\tbool\tklog's and Kubernetes' logging flags have no meaning here: glog logs to stderr (--v, --vmodule, --logtostderr keep theirs)\n"
         "ignored\tskip-log-headers\tbool\tklog's and Kubernetes' logging flags have no meaning here: glog logs to stderr (--v, --vmodule, --logtostderr keep theirs)\n"
         "ignored\tlogging-format\tvalue\tklog's and Kubernetes' logging flags have no meaning here: glog logs to stderr (--v, --vmodule, --logtostderr keep theirs)\n"
+        "ignored\tpidfile\tvalue\tno PID file is written\n"
+        "ignored\tquiet\tbool\tCoreDNS's start-up banner does not exist here\n"
+        "ignored\tcorefile\tvalue\tthe kube-dns ConfigMap (-kubednscm) and the flags replace node-cache's Corefile\n"
+        "ignored\tinitialdelay\tvalue\tthe node cache sets up its addresses and rules at start\n"
+        "ignored\tsetupebtables\tbool\tthe node cache needs no ebtables rules (its NOTRACK rules are iptables or nftables)\n"
         "option\tserver\tS\tvalue\n"
         "option\tcache-size\tc\tvalue\n"
         "option\tno-negcache\tN\tflag\n"
@@ -1071,6 +1086,11 @@ FLAG_TABLES = {
         "ignored\tskip-headers\tbool\tklog's and Kubernetes' logging flags have no meaning here: glog logs to stderr (--v, --vmodule, --logtostderr keep theirs)\n"
         "ignored\tskip-log-headers\tbool\tklog's and Kubernetes' logging flags have no meaning here: glog logs to stderr (--v, --vmodule, --logtostderr keep theirs)\n"
         "ignored\tlogging-format\tvalue\tklog's and Kubernetes' logging flags have no meaning here: glog logs to stderr (--v, --vmodule, --logtostderr keep theirs)\n"
+        "ignored\tpidfile\tvalue\tno PID file is written\n"
+        "ignored\tquiet\tbool\tCoreDNS's start-up banner does not exist here\n"
+        "ignored\tcorefile\tvalue\tthe kube-dns ConfigMap (-kubednscm) and the flags replace node-cache's Corefile\n"
+        "ignored\tinitialdelay\tvalue\tthe node cache sets up its addresses and rules at start\n"
+        "ignored\tsetupebtables\tbool\tthe node cache needs no ebtables rules (its NOTRACK rules are iptables or nftables)\n"
     ),
 }
 # END FLAG TABLES

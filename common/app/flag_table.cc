@@ -36,6 +36,14 @@ const std::vector<FlagWithoutMeaning>& FlagsWithoutMeaning() {
       {"skip-headers", false, kLogging},
       {"skip-log-headers", false, kLogging},
       {"logging-format", true, kLogging},
+      // node-cache's (NodeLocal DNSCache) and its CoreDNS's, as its DaemonSet passes them.
+      {"pidfile", true, "no PID file is written"},
+      {"quiet", false, "CoreDNS's start-up banner does not exist here"},
+      {"corefile", true,
+       "the kube-dns ConfigMap (-kubednscm) and the flags replace node-cache's Corefile"},
+      {"initialdelay", true, "the node cache sets up its addresses and rules at start"},
+      {"setupebtables", false,
+       "the node cache needs no ebtables rules (its NOTRACK rules are iptables or nftables)"},
   };
   return flags;
 }

@@ -6,7 +6,8 @@
 // --skip_headers, ...). A Deployment written for them may carry any of these, so every kdns
 // program accepts them, ignores them and says so in a warning (the image swap keeps its
 // arguments). glog's own flags (--v, --logtostderr, --log_dir, ...) are real gflags and keep
-// their meaning.
+// their meaning. So are node-cache's (NodeLocal DNSCache's) own that have none here
+// (-pidfile, -initialdelay, ...), for the nanny's node-local mode.
 //
 // FlagTableText() is what `<program> --flag-table` prints: one tab-separated line a flag,
 //   flag     <name> <type>               a gflags flag (type: bool, int32, int64, uint64,

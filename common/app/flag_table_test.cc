@@ -26,6 +26,18 @@ TEST_CASE("kube-dns's Go flags are taken out of the command line, each with a wa
   CHECK(warnings[2].starts_with("-log_file=/tmp/k is ignored: "));
 }
 
+TEST_CASE("node-cache's -pidfile and -initialdelay are taken out with their values", "[app]") {
+  std::vector<std::string> args = {"nanny",
+                                   "-localip",
+                                   "169.254.20.10",
+                                   "-pidfile",
+                                   "/tmp/node-cache.pid",
+                                   "-initialdelay=10s",
+                                   "-setupebtables"};
+  CHECK(TakeOutFlagsWithoutMeaning(&args).size() == 3);
+  CHECK(args == std::vector<std::string>{"nanny", "-localip", "169.254.20.10"});
+}
+
 TEST_CASE("A bool flag without meaning never takes the next argument", "[app]") {
   std::vector<std::string> args = {"sidecar", "--log-async", "--probe=a,b,c"};
   CHECK(TakeOutFlagsWithoutMeaning(&args).size() == 1);

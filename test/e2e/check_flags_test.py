@@ -284,6 +284,71 @@ def test_every_dnsmasq_option_is_known(r):
     return p
 
 
+# The flags of kube-dns's Go programs, each with a value it takes, from their sources:
+# kubernetes/dns cmd/kube-dns/app/options/options.go (kube-dns), cmd/sidecar/main.go,
+# cmd/dnsmasq-nanny/main.go, cmd/node-cache/main.go (NodeLocal DNSCache, with CoreDNS's
+# -conf, -pidfile, -quiet), klog's flags (k8s.io/klog/v2 InitFlags) and Kubernetes'
+# logging and profiling flags (--log-flush-frequency, --profiling, --log-async).
+KLOG = ["--add_dir_header", "--alsologtostderr", "--log_backtrace_at=main.go:1",
+        "--log_dir=/tmp", "--log_file=/tmp/x.log", "--log_file_max_size=1800",
+        "--logtostderr", "--one_output", "--skip_headers", "--skip_log_headers",
+        "--stderrthreshold=2", "--v=2", "--vmodule=dns=3", "--log-flush-frequency=5s",
+        "--profiling", "--log-async"]
+GO_PROGRAM_FLAGS = {
+    "kubedns": ["--domain=cluster.local.", "--kubecfg-file=/etc/kubeconfig",
+                "--kube-master-url=http://127.0.0.1:8080", "--healthz-port=8081",
+                "--dns-bind-address=0.0.0.0", "--dns-port=10053", "--federations=a=b.example",
+                "--config-map-namespace=kube-system", "--config-map=kube-dns",
+                "--initial-sync-timeout=60s", "--config-dir=/kube-dns-config",
+                "--config-period=10s", "--nameservers=8.8.8.8:53"] + KLOG,
+    "sidecar": ["--dnsmasq-addr=127.0.0.1", "--dnsmasq-port=53",
+                "--dnsmasq-poll-interval-ms=5000",
+                "--probe=kubedns,127.0.0.1:10053,kubernetes.default.svc.cluster.local,5,SRV",
+                "--prometheus-addr=0.0.0.0", "--prometheus-port=10054",
+                "--prometheus-path=/metrics", "--prometheus-namespace=kubedns"] + KLOG,
+    "nanny": ["-dnsmasqExec=/usr/sbin/dnsmasq", "-restartDnsmasq=true",
+              "-configDir=/etc/k8s/dns/dnsmasq-nanny", "-syncInterval=10s",
+              "-kubednsServer=127.0.0.1:10053", "-logInterval=0s"] + KLOG,
+    "node-cache": ["-localip=169.254.20.10,10.96.0.10", "-setupinterface=true",
+                   "-interfacename=nodelocaldns", "-syncinterval=60s", "-initialdelay=10s",
+                   "-metrics-listen-address=0.0.0.0:9253", "-setupiptables=true",
+                   "-setupebtables=false", "-basecorefile=/etc/coredns/Corefile.base",
+                   "-corefile=/etc/Corefile", "-kubednscm=/etc/kube-dns",
+                   "-upstreamsvc=kube-dns-upstream", "-health-port=8080", "-skipteardown",
+                   "-conf=/etc/Corefile", "-pidfile=/tmp/node-cache.pid", "-quiet"],
+}
+
+
+def test_every_go_program_flag_is_known(r):
+    """Each flag of kube-dns, its sidecar, dnsmasq-nanny and node-cache is taken by the kdns
+    program in its place, or refused with a reason (--federations); none is an unknown
+    flag, for the binaries or for the embedded table."""
+    unknown = ("unknown command line flag", "unknown argument")
+    p = []
+    for program, flags in GO_PROGRAM_FLAGS.items():
+        binary = os.path.join(harness.BIN, "nanny" if program == "node-cache" else program)
+        for flag in flags:
+            result = subprocess.run([binary, "--check-flags", flag], capture_output=True,
+                                    text=True, timeout=30, stdin=subprocess.DEVNULL)
+            if any(u in result.stderr for u in unknown):
+                p.append("%s does not know %s's %s: %s" % (
+                    os.path.basename(binary), program, flag, result.stderr.strip()))
+    docs = addon({"kubedns": GO_PROGRAM_FLAGS["kubedns"], "sidecar": GO_PROGRAM_FLAGS["sidecar"]})
+    nanny = docs[0]["spec"]["template"]["spec"]["containers"][1]
+    nanny["args"] = GO_PROGRAM_FLAGS["nanny"] + nanny["args"]
+    docs.append({"kind": "DaemonSet", "metadata": {"name": "node-local-dns"},
+                 "spec": {"template": {"spec": {"containers": [{
+                     "name": "node-cache", "image": "registry.k8s.io/dns/k8s-dns-node-cache:1.26.4",
+                     "args": GO_PROGRAM_FLAGS["node-cache"]}]}}}})
+    code, out = run_tool(r, ["-"], stdin=yaml.safe_dump_all(docs))
+    for line in out.splitlines():
+        if ": refused: " in line and any(u in line for u in unknown):
+            p.append("the table does not know: %s" % line)
+    if "4 container(s) checked" not in out:
+        p.append("want 4 containers checked: %s" % out[-500:])
+    return p
+
+
 def setup(workdir, owned):
     alone = os.path.join(workdir, "alone")
     os.mkdir(alone)
@@ -299,7 +364,8 @@ TESTS = [test_embedded_table_is_the_binaries,
          test_a_secret_value_from_is_named,
          test_nanny_check_flags_validates_an_existing_config_dir,
          test_the_tools_image_carries_both_tools_without_pyyaml_for_json,
-         test_every_dnsmasq_option_is_known]
+         test_every_dnsmasq_option_is_known,
+         test_every_go_program_flag_is_known]
 
 if __name__ == "__main__":
     sys.exit(harness.main("kdns-check-flags-", TESTS, setup=setup,
