@@ -175,10 +175,38 @@ def test_a_broken_corefile_exits_2(r):
     return p
 
 
+def test_imports_read_files_next_to_the_corefile(r):
+    """import GLOB reads the matching files beside the Corefile, in name order; one that
+    matches nothing imports nothing and says so."""
+    directory = os.path.join(r["workdir"], "coredns")
+    os.makedirs(os.path.join(directory, "extra"))
+    with open(os.path.join(directory, "extra", "a.server"), "w") as f:
+        f.write("a.example { forward . 10.0.0.1 }\n")
+    with open(os.path.join(directory, "extra", "b.server"), "w") as f:
+        f.write("b.example {\n  forward . 10.0.0.2:5353\n}\n")
+    with open(os.path.join(directory, "Corefile"), "w") as f:
+        f.write(".:53 {\n  forward . 10.0.0.9\n  import none/*.override\n}\n"
+                "import extra/*.server\n")
+    code, out, err = run_tool(["--json", os.path.join(directory, "Corefile")])
+    p = []
+    if code != 0:
+        p.append("exit %d: %s%s" % (code, out, err))
+        return p
+    translated = json.loads(out)
+    stubs = json.loads(translated["configMapData"].get("stubDomains", "{}"))
+    if stubs != {"a.example": ["10.0.0.1"], "b.example": ["10.0.0.2:5353"]}:
+        p.append("stubDomains from the imported files: %s" % stubs)
+    if not any("import none/*.override: no file matches" in n
+               for n in translated["nothingToWrite"]):
+        p.append("the import that matches nothing is not said: %s" % translated)
+    return p
+
+
 TESTS = [test_translations_equal_their_goldens,
          test_translations_are_accepted_by_kdns,
          test_a_corefile_kdns_can_say_exits_0,
-         test_a_broken_corefile_exits_2]
+         test_a_broken_corefile_exits_2,
+         test_imports_read_files_next_to_the_corefile]
 
 if __name__ == "__main__":
     sys.exit(harness.main("kdns-corefile2kdns-", TESTS,
