@@ -158,6 +158,7 @@ int main(int argc, char** argv) {
        "--listen-address=IP --port=N --server=[/domain/]ip[#port] --servers-file=F "
        "--local=/domain/[ip] --address=/domain/[ip|#] --addn-hosts=F --no-hosts "
        "--local-ttl=S --domain-needed --bogus-priv --filter-AAAA --strict-order "
+       "--use-stale-cache[=S] "
        "--all-servers --log-queries[=extra] --user=U --interface=IF --bind-interfaces "
        "--no-daemon --no-poll] "
        "[ours: --threads=N --receiver-threads=auto|on|off --max-cache-ttl=S --min-cache-ttl=S "
@@ -171,6 +172,7 @@ int main(int argc, char** argv) {
        "--tcp-max-connections-per-source=N --tcp-max-output-bytes-per-connection=N "
        "--tcp-max-output-bytes-total=N --max-waiting-queries=N "
        "--log-queries-rate=N --log-queries-sample=N]"});
+  kdns::app::SetFlagTableLines(kdns::frontend::FlagTableLines());
   // Signals are taken synchronously by this thread, and every thread started later inherits
   // the mask. Blocked first thing, so a SIGHUP from the nanny while we start is queued, not
   // fatal.

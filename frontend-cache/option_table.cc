@@ -146,6 +146,26 @@ Setter PrometheusAddr(std::string_view flag) {
   };
 }
 
+// dnsmasq's --use-stale-cache[=N]: answers past their TTL. frontend-cache serves them only
+// when every upstream fails (RFC 8767), for --stale-max seconds; dnsmasq serves them at once
+// and refreshes in the background. N (dnsmasq's cap on the excess; 0: none) sets
+// --stale-max; the difference is a warning, the option is not refused, so a dnsmasq
+// Deployment keeps its arguments.
+bool UseStaleCache(std::string_view value, Options* options, std::string* error) {
+  uint64_t seconds = 0;
+  if (!value.empty() && !ParseUint(value, UINT32_MAX, &seconds)) {
+    *error = "--use-stale-cache: \"" + std::string(value) + "\" is not a number of seconds";
+    return false;
+  }
+  if (seconds != 0) options->stale_max_s = static_cast<uint32_t>(seconds);
+  const std::string warning =
+      "--use-stale-cache: expired answers are served only when every upstream fails, for up "
+      "to --stale-max=" +
+      std::to_string(options->stale_max_s) + " seconds (dnsmasq serves them at once)";
+  options->warnings.push_back(warning);
+  return true;
+}
+
 const std::vector<OptionSpec>& Specs() {
   static const std::vector<OptionSpec> specs{
       {"server", 'S', true, AddServer("server")},
@@ -208,6 +228,7 @@ const std::vector<OptionSpec>& Specs() {
       {"cache-entry-max-bytes", 0, true,
        Uint(&Options::cache_entry_max_bytes, 512, 65535, "cache-entry-max-bytes")},
       {"stale-max", 0, true, Uint(&Options::stale_max_s, 0, UINT32_MAX, "stale-max")},
+      {"use-stale-cache", 0, false, UseStaleCache, /*optional_value=*/true},
       {"lameduck", 0, true, DurationMs(In(&Options::lameduck_ms), "lameduck", "5s")},
       {"servers-file", 0, true, NonEmpty(In(&Options::servers_file), "servers-file", "empty path")},
       {"prometheus-addr", 0, true, PrometheusAddr("prometheus-addr")},
@@ -351,6 +372,8 @@ const std::vector<OptionSpec>& Specs() {
       {"local-ttl", 'T', true, Seconds(In(&Options::local_ttl_s), "local-ttl")},
       {"domain-needed", 'D', false, Flag(&Options::domain_needed)},
       {"bogus-priv", 'b', false, Flag(&Options::bogus_priv)},
+      // dnsmasq turns off its rotation of cached answers; ours keep their order always.
+      {"no-round-robin", 0, false, [](std::string_view, Options*, std::string*) { return true; }},
       {"filter-AAAA", 0, false, Flag(&Options::filter_aaaa)},
       {"strict-order", 'o', false, Flag(&Options::strict_order)},
       {"all-servers", 0, false, Flag(&Options::all_servers)},
@@ -413,6 +436,8 @@ const OptionSpec* FindLong(std::string_view name) {
   }
   return nullptr;
 }
+
+const std::vector<OptionSpec>& AllOptionSpecs() { return Specs(); }
 
 const OptionSpec* FindShort(char name) {
   for (const OptionSpec& spec : Specs()) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "frontend-cache/options.h"
 
@@ -27,5 +28,8 @@ struct OptionSpec {
 // nullptr when there is none.
 const OptionSpec* FindLong(std::string_view name);
 const OptionSpec* FindShort(char name);
+
+// Every option, in the table's order.
+const std::vector<OptionSpec>& AllOptionSpecs();
 
 }  // namespace kdns::frontend

@@ -5,19 +5,34 @@
 
 namespace kdns::frontend {
 
-std::string RefusedOptionReason(std::string_view name) {
-  struct Refused {
-    std::string_view name;
-    char short_name;
-    std::string_view what_to_do;
-  };
+namespace {
+
+struct Refused {
+  std::string_view name;
+  char short_name;
+  std::string_view what_to_do;
+};
+
+// dnsmasq's options frontend-cache recognises and refuses, each with what to do instead.
+std::span<const Refused> RefusedOptions() {
   static constexpr std::string_view kConfig =
       "configuration files are not read: give each option on the command line (the nanny "
       "adds the ConfigMap's stubDomains and upstreamNameservers as --server)";
-  static constexpr std::string_view kDhcp = "DHCP is not served";
+  static constexpr std::string_view kDhcp =
+      "DHCP, BOOTP, TFTP and router advertisements are not served";
   static constexpr std::string_view kRecords =
       "records other than A, AAAA and PTR are not served here: put addresses in an "
       "--addn-hosts file, or serve the record from kubedns (a Service) or the upstream zone";
+  static constexpr std::string_view kAuth =
+      "authoritative zones are not served here (kubedns serves the cluster's): serve the "
+      "zone from an authoritative server and name it in stubDomains";
+  static constexpr std::string_view kRandomPorts =
+      "every upstream query comes from a random port of a pool: drop the option";
+  static constexpr std::string_view kClientAddress =
+      "the client's address goes only to the upstreams trusted with it, in kdns's own "
+      "option (--client-address-to): drop the option";
+  static constexpr std::string_view kNotImplemented =
+      "not implemented by frontend-cache: drop the option";
   static constexpr std::string_view kDnssec =
       "DNSSEC is validated by the upstream resolver: frontend-cache passes the DO and CD bits "
       "through";
@@ -70,8 +85,137 @@ std::string RefusedOptionReason(std::string_view name) {
        "drop the option"},
       {"rev-server", 0, "use --server=/<reverse zone>/<ip> instead"},
       {"group", 'g', "set runAsGroup in the container's securityContext instead"},
+      // The rest of dnsmasq 2.90's options (its --help), so that none is an unknown flag.
+      {"dhcp-hostsfile", 0, kDhcp},
+      {"dhcp-optsfile", 0, kDhcp},
+      {"dhcp-hostsdir", 0, kDhcp},
+      {"dhcp-optsdir", 0, kDhcp},
+      {"tag-if", 0, kDhcp},
+      {"dhcp-userclass", 'j', kDhcp},
+      {"dhcp-circuitid", 0, kDhcp},
+      {"dhcp-remoteid", 0, kDhcp},
+      {"dhcp-subscrid", 0, kDhcp},
+      {"dhcp-pxe-vendor", 0, kDhcp},
+      {"dhcp-ignore", 'J', kDhcp},
+      {"dhcp-broadcast", 0, kDhcp},
+      {"dhcp-boot", 'M', kDhcp},
+      {"dhcp-option-force", 0, kDhcp},
+      {"dhcp-vendorclass", 'U', kDhcp},
+      {"dhcp-lease-max", 'X', kDhcp},
+      {"read-ethers", 'Z', kDhcp},
+      {"no-dhcp-interface", '2', kDhcp},
+      {"no-dhcpv6-interface", 0, kDhcp},
+      {"no-dhcpv4-interface", 0, kDhcp},
+      {"bootp-dynamic", '3', kDhcp},
+      {"dhcp-mac", '4', kDhcp},
+      {"bridge-interface", 0, kDhcp},
+      {"shared-network", 0, kDhcp},
+      {"no-ping", '5', kDhcp},
+      {"dhcp-script", '6', kDhcp},
+      {"dhcp-luascript", 0, kDhcp},
+      {"dhcp-scriptuser", 0, kDhcp},
+      {"script-arp", 0, kDhcp},
+      {"leasefile-ro", '9', kDhcp},
+      {"dhcp-ignore-names", 0, kDhcp},
+      {"dhcp-no-override", 0, kDhcp},
+      {"enable-tftp", 0, kDhcp},
+      {"tftp-root", 0, kDhcp},
+      {"tftp-unique-root", 0, kDhcp},
+      {"tftp-secure", 0, kDhcp},
+      {"tftp-no-fail", 0, kDhcp},
+      {"tftp-max", 0, kDhcp},
+      {"tftp-mtu", 0, kDhcp},
+      {"tftp-no-blocksize", 0, kDhcp},
+      {"tftp-lowercase", 0, kDhcp},
+      {"tftp-port-range", 0, kDhcp},
+      {"tftp-single-port", 0, kDhcp},
+      {"log-dhcp", 0, kDhcp},
+      {"dhcp-match", 0, kDhcp},
+      {"dhcp-name-match", 0, kDhcp},
+      {"dhcp-alternate-port", 0, kDhcp},
+      {"dhcp-fqdn", 0, kDhcp},
+      {"dhcp-generate-names", 0, kDhcp},
+      {"dhcp-proxy", 0, kDhcp},
+      {"dhcp-relay", 0, kDhcp},
+      {"pxe-prompt", 0, kDhcp},
+      {"pxe-service", 0, kDhcp},
+      {"dhcp-sequential-ip", 0, kDhcp},
+      {"dhcp-ignore-clid", 0, kDhcp},
+      {"dhcp-client-update", 0, kDhcp},
+      {"enable-ra", 0, kDhcp},
+      {"dhcp-duid", 0, kDhcp},
+      {"ra-param", 0, kDhcp},
+      {"quiet-dhcp", 0, kDhcp},
+      {"quiet-dhcp6", 0, kDhcp},
+      {"quiet-ra", 0, kDhcp},
+      {"dhcp-ttl", 0, kDhcp},
+      {"dhcp-reply-delay", 0, kDhcp},
+      {"dhcp-rapid-commit", 0, kDhcp},
+      {"script-on-renewal", 0, kDhcp},
+      {"quiet-tftp", 0, kDhcp},
+      {"selfmx", 'e', kRecords},
+      {"localmx", 'L', kRecords},
+      {"mx-target", 't', kRecords},
+      {"alias", 'V', kRecords},
+      {"proxy-dnssec", 0, kDnssec},
+      {"dnssec-debug", 0, kDnssec},
+      {"dnssec-no-timecheck", 0, kDnssec},
+      {"dnssec-timestamp", 0, kDnssec},
+      {"dnssec-limits", 0, kDnssec},
+      {"auth-server", 0, kAuth},
+      {"auth-zone", 0, kAuth},
+      {"auth-ttl", 0, kAuth},
+      {"auth-soa", 0, kAuth},
+      {"auth-sec-servers", 0, kAuth},
+      {"auth-peer", 0, kAuth},
+      {"filterwin2k", 'f', kNotImplemented},
+      {"hostsdir", 0, kNotImplemented},
+      {"port-limit", 0, kRandomPorts},
+      {"fast-dns-retry", 0,
+       "retries and failover follow frontend-cache's own timers (docs/operators.md, "
+       "\"Forwarding\"): drop the option"},
+      {"pid-file", 'x', "no PID file is written: drop the option"},
+      {"localise-queries", 'y', kNotImplemented},
+      {"enable-dbus", '1', kNotImplemented},
+      {"enable-ubus", 0, kNotImplemented},
+      {"rebind-localhost-ok", 0, kNotImplemented},
+      {"min-port", 0, kRandomPorts},
+      {"max-port", 0, kRandomPorts},
+      {"test", 0, kNotImplemented},
+      {"add-mac", 0, kClientAddress},
+      {"strip-mac", 0, kClientAddress},
+      {"add-subnet", 0, kClientAddress},
+      {"strip-subnet", 0, kClientAddress},
+      {"add-cpe-id", 0, kClientAddress},
+      {"conntrack", 0, kNotImplemented},
+      {"dynamic-host", 0, kNotImplemented},
+      {"bind-dynamic", 0, kNotImplemented},
+      {"ipset", 0, kNotImplemented},
+      {"nftset", 0, kNotImplemented},
+      {"connmark-allowlist-enable", 0, kNotImplemented},
+      {"connmark-allowlist", 0, kNotImplemented},
+      {"log-debug", 0, "use --v=1 (glog's verbose logging)"},
+      {"local-service", 0,
+       "restrict who reaches the pod with a NetworkPolicy (manifests/components) instead"},
+      {"ignore-address", 0, kNotImplemented},
+      {"dumpfile", 0, kNotImplemented},
+      {"dumpmask", 0, kNotImplemented},
+      {"umbrella", 0, kNotImplemented},
+      {"no-ident", 0, kNotImplemented},
+      {"cache-rr", 0, kNotImplemented},
+      {"max-tcp-connections", 0,
+       "use --tcp-max-connections (and --tcp-max-connections-per-source)"},
   };
-  for (const Refused& refused : kRefused) {
+  return kRefused;
+}
+
+// A short letter as --flag-table writes it.
+std::string Letter(char short_name) { return short_name == 0 ? "-" : std::string(1, short_name); }
+
+}  // namespace
+
+std::string RefusedOptionReason(std::string_view name) {
+  for (const Refused& refused : RefusedOptions()) {
     if (name == refused.name ||
         (name.size() == 1 && refused.short_name != 0 && name[0] == refused.short_name)) {
       return "--" + std::string(refused.name) +
@@ -80,6 +224,20 @@ std::string RefusedOptionReason(std::string_view name) {
     }
   }
   return {};
+}
+
+std::string FlagTableLines() {
+  std::string lines;
+  for (const OptionSpec& spec : AllOptionSpecs()) {
+    const char* kind = spec.optional_value ? "optional" : spec.takes_value ? "value" : "flag";
+    lines +=
+        "option\t" + std::string(spec.name) + "\t" + Letter(spec.short_name) + "\t" + kind + "\n";
+  }
+  for (const Refused& refused : RefusedOptions()) {
+    lines += "refused\t" + std::string(refused.name) + "\t" + Letter(refused.short_name) + "\t" +
+             std::string(refused.what_to_do) + "\n";
+  }
+  return lines;
 }
 
 bool ParseOptions(std::span<const std::string_view> args, Options* options,

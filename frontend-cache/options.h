@@ -167,6 +167,10 @@ inline constexpr std::string_view kDefaultHostsFile = "/etc/hosts";
 // instead; empty for an option that is not a refused dnsmasq option.
 std::string RefusedOptionReason(std::string_view name);
 
+// Every option ParseOptions takes and every dnsmasq option it refuses, as --flag-table's
+// "option" and "refused" lines (common/app/flag_table.h).
+std::string FlagTableLines();
+
 // The cache's settings from the options. --neg-ttl=0 counts as unset (dnsmasq's default),
 // not as "cache negative answers for 0 seconds"; so does --max-cache-ttl=0 (dnsmasq's
 // meaning: no cap).

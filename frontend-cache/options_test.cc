@@ -59,6 +59,32 @@ TEST_CASE("--prometheus-addr sets the metrics address; its old name still does, 
         std::vector<std::string>{"--prometheus-address is deprecated: it is --prometheus-addr"});
 }
 
+TEST_CASE("dnsmasq's --use-stale-cache is taken, with a warning saying how stale answers differ",
+          "[frontend][options]") {
+  Parsed plain = Parse({"--use-stale-cache"});
+  REQUIRE(plain.ok);
+  CHECK(plain.options.stale_max_s == 86400);
+  REQUIRE(plain.options.warnings.size() == 1);
+  CHECK(
+      plain.options.warnings[0].starts_with("--use-stale-cache: expired answers are served only"));
+  Parsed capped = Parse({"--use-stale-cache=600"});
+  REQUIRE(capped.ok);
+  CHECK(capped.options.stale_max_s == 600);
+  CHECK(capped.rest.empty());
+  Parsed bad = Parse({"--use-stale-cache=soon"});
+  CHECK_FALSE(bad.ok);
+  CHECK(bad.error == "--use-stale-cache: \"soon\" is not a number of seconds");
+}
+
+TEST_CASE("The flag table lists every option and every refused dnsmasq option",
+          "[frontend][options]") {
+  const std::string lines = FlagTableLines();
+  CHECK(lines.find("option\tserver\tS\tvalue\n") != std::string::npos);
+  CHECK(lines.find("option\tno-negcache\tN\tflag\n") != std::string::npos);
+  CHECK(lines.find("option\tlog-queries\tq\toptional\n") != std::string::npos);
+  CHECK(lines.find("refused\tcname\t-\trecords other than") != std::string::npos);
+}
+
 TEST_CASE("--upstream-0x20 takes auto, on and off", "[frontend][options]") {
   CHECK(Parse({"--upstream-0x20=off"}).options.upstream_0x20 == upstream::Dns0x20::kOff);
   CHECK(Parse({"--upstream-0x20", "on"}).options.upstream_0x20 == upstream::Dns0x20::kOn);

@@ -2,7 +2,7 @@
 # `make images`: builds the kdns container images from images/Dockerfile with docker or
 # podman. Without a working container engine it says so and exits 0 (CI has none).
 #
-#   images/build.sh                      kdns/{kubedns,cache,sidecar,frontend-cache}:<version>
+#   images/build.sh                      kdns/{kubedns,cache,sidecar,frontend-cache,tools}:<version>
 #   KDNS_REGISTRY=registry.example.com/kdns images/build.sh
 #   KDNS_IMAGES="kubedns cache" images/build.sh
 #   KDNS_CONTAINER_ENGINE=podman images/build.sh
@@ -48,7 +48,7 @@ fi
 
 registry=${KDNS_REGISTRY:-kdns}
 tag=$version
-images=${KDNS_IMAGES:-kubedns cache sidecar frontend-cache}
+images=${KDNS_IMAGES:-kubedns cache sidecar frontend-cache tools}
 
 context=$(mktemp -d)
 trap 'rm -rf "$context"' EXIT
@@ -56,6 +56,8 @@ cp -r Makefile common frontend-cache kubedns nanny sidecar "$context"/
 mkdir "$context/images" "$context/mk"
 cp images/Dockerfile images/runtime-packages.sh "$context/images/"
 cp mk/version.sh "$context/mk/"
+mkdir "$context/tools"
+cp tools/check_flags.py tools/corefile2kdns "$context/tools/"
 
 for image in $images; do
   echo "images: building $registry/$image:$tag with $engine"

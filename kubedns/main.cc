@@ -296,6 +296,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
 int main(int argc, char** argv) {
   kdns::app::SetProgram(
       {"kubedns", "Authoritative DNS for the Kubernetes cluster domain.\nUsage: kubedns [flags]"});
+  kdns::app::SetFlagTableLines(kdns::kubedns::FlagTableLines());
   kdns::app::ParseFlags(
       kdns::kubedns::ExpandLogQueriesExtra(std::vector<std::string>(argv, argv + argc)));
   kdns::kubedns::Options options;

@@ -279,11 +279,7 @@ bool WaitingOptions(const FlagValues& flags, KubednsServer::Options* options, st
 bool KubeDnsCompatibility(const FlagValues& flags, KubednsServer::Options* server,
                           std::vector<std::string>* warnings, std::string* error) {
   if (!flags.federations.empty()) {
-    *error = "--federations=" + flags.federations +
-             ": Kubernetes federation v1 is retired and kubedns does not answer its "
-             "<service>.<namespace>.<federation>.svc names; remove the flag (and the ConfigMap's "
-             "federations key); for other clusters' names use stubDomains or multicluster "
-             "Services (clusterset.local)";
+    *error = "--federations=" + flags.federations + ": " + std::string(kFederationsRetired);
     return false;
   }
   if (flags.config_map.empty()) return true;
@@ -520,6 +516,13 @@ std::vector<std::string> ExpandLogQueriesExtra(std::vector<std::string> args) {
   }
   if (extra) out.emplace_back("--log_queries_extra");
   return out;
+}
+
+std::string FlagTableLines() {
+  // --log-queries also takes "extra" (ExpandLogQueriesExtra); --federations is refused.
+  return "option\tlog-queries\t-\toptional\n"
+         "refused\tfederations\t-\t" +
+         std::string(kFederationsRetired) + "\n";
 }
 
 }  // namespace kdns::kubedns

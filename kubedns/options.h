@@ -118,6 +118,17 @@ struct Options {
 // argument is left as it is.
 std::vector<std::string> ExpandLogQueriesExtra(std::vector<std::string> args);
 
+// Why --federations is refused: kubedns does not serve federation v1's names.
+inline constexpr std::string_view kFederationsRetired =
+    "Kubernetes federation v1 is retired and kubedns does not answer its "
+    "<service>.<namespace>.<federation>.svc names; remove the flag (and the ConfigMap's "
+    "federations key); for other clusters' names use stubDomains or multicluster "
+    "Services (clusterset.local)";
+
+// What --flag-table adds for kubedns (common/app/flag_table.h): --log-queries may carry a
+// value, --federations is refused.
+std::string FlagTableLines();
+
 [[nodiscard]] bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env,
                                 Options* options, std::string* error);
 

@@ -22,6 +22,7 @@
 #include "common/app/program.h"
 #include "common/base/ip_address.h"
 #include "common/base/version.h"
+#include "common/config/kube_dns_config.h"
 #include "common/loop/loop.h"
 #include "common/loop/signal.h"
 #include "common/loop/socket_address.h"
@@ -29,6 +30,7 @@
 #include "nanny/exec_trampoline.h"
 #include "nanny/nanny.h"
 #include "nanny/node_local_args.h"
+#include "nanny/translate.h"
 
 // kube-dns's dnsmasq-nanny flags (Go durations are strings here).
 DEFINE_string(configDir, "/etc/k8s/dns/dnsmasq-nanny",
@@ -123,6 +125,20 @@ int RunCheckFlags(const std::string& program, const std::vector<std::string>& ar
 
 using kdns::app::Fail;
 
+// The kube-dns ConfigMap in `dir`, read and validated as Nanny::Sync does.
+bool CheckConfigDir(const std::string& dir, std::string* error) {
+  kdns::config::ConfigDirData data;
+  kdns::config::KubeDnsConfig parsed;
+  kdns::nanny::RawConfig raw;
+  if (!kdns::config::ReadConfigDir(dir, &data, error) ||
+      !kdns::config::ParseKubeDnsConfig(data, &parsed, error) ||
+      !kdns::nanny::ExtractRawConfig(data, &raw, error)) {
+    *error = "-configDir=" + dir + ": " + *error;
+    return false;
+  }
+  return true;
+}
+
 std::string MakeRunDir() {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern =
@@ -184,6 +200,13 @@ int main(int argc, char** argv) {
   }
   const std::string& exec = options.child_argv.front();
   if (FLAGS_check_flags) {
+    // A config directory that exists here is checked too, as a ConfigMap update would be
+    // (a pre-flight of a ConfigMap written by hand or by tools/corefile2kdns); one that does
+    // not (the pod's mount path, on another machine) is the pod's to have.
+    if (std::string config_error; std::filesystem::is_directory(options.config_dir) &&
+                                  !CheckConfigDir(options.config_dir, &config_error)) {
+      Fail(config_error);
+    }
     // Only our own child has a check mode; another (dnsmasq) is checked when it starts.
     if (options.mode != kdns::nanny::ApplyMode::kInPlace) return 0;
     return RunCheckFlags(exec, split.child);

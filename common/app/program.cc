@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <utility>
 
+#include "common/app/flag_table.h"
 #include "common/base/time_zone.h"
 #include "common/base/version.h"
 
@@ -19,6 +21,26 @@ std::string& ProgramName() {
   return name;
 }
 
+std::string& FlagTableLines() {
+  static std::string lines;
+  return lines;
+}
+
+// ParseFlags' warnings, logged by InitProcess once glog is set up.
+std::vector<std::string>& IgnoredFlagWarnings() {
+  static std::vector<std::string> warnings;
+  return warnings;
+}
+
+// Whether the command line asks for --flag-table (before a "--": the nanny's child's
+// arguments are not its own).
+bool AsksForFlagTable(const std::vector<std::string>& args) {
+  for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
+    if (args[i] == "--flag-table") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void SetProgram(const ProgramInfo& info) {
@@ -28,7 +50,14 @@ void SetProgram(const ProgramInfo& info) {
   gflags::SetUsageMessage(std::string(info.usage));
 }
 
+void SetFlagTableLines(std::string lines) { FlagTableLines() = std::move(lines); }
+
 void ParseFlags(std::vector<std::string> args) {
+  if (AsksForFlagTable(args)) {
+    std::cout << FlagTableText(FlagTableLines()) << std::flush;
+    std::exit(0);
+  }
+  IgnoredFlagWarnings() = TakeOutFlagsWithoutMeaning(&args);
   std::vector<char*> argv;
   argv.reserve(args.size());
   for (auto& arg : args) argv.push_back(arg.data());
@@ -46,6 +75,7 @@ void ExitIfCheckingFlags(bool check_flags) {
 void InitProcess(const char* argv0) {
   InitTimeZoneBeforeThreads();
   google::InitGoogleLogging(argv0);
+  for (const std::string& warning : IgnoredFlagWarnings()) LOG(WARNING) << warning;
   google::InstallFailureSignalHandler();
   signal(SIGPIPE, SIG_IGN);
 }

@@ -5,6 +5,8 @@
 //   1. takes out what gflags cannot parse (repeatable dnsmasq options, --probe, the nanny's
 //      child arguments after "--") with its own tested parser;
 //   2. ParseFlags(): gflags over the rest; an argument gflags leaves over stops the program;
+//      kube-dns's Go flags without meaning here are taken out first, and --flag-table
+//      prints the command line as a table and exits (common/app/flag_table.h);
 //   3. builds its options from the flag values, Fail()ing on the first bad one;
 //   4. ExitIfCheckingFlags(FLAGS_check_flags): with --check-flags, exit 0 here, having bound,
 //      started and logged nothing;
@@ -36,15 +38,22 @@ struct ProgramInfo {
 // and the usage message.
 void SetProgram(const ProgramInfo& info);
 
+// What --flag-table adds to gflags' flags: the lines of the program's own parser
+// (frontend-cache's dnsmasq options), in common/app/flag_table.h's format. Before ParseFlags.
+void SetFlagTableLines(std::string lines);
+
 // Parses `args` (argv[0] first) with gflags, with glog logging to stderr unless a flag says
 // otherwise (a container logs to stderr). Fails on the first argument that is not a flag.
+// kube-dns's Go flags without meaning here are taken out first (InitProcess warns of each);
+// with --flag-table, prints the table on stdout and exits 0.
 void ParseFlags(std::vector<std::string> args);
 
 // With --check-flags the command line was good once the options are built: exit 0.
 void ExitIfCheckingFlags(bool check_flags);
 
 // The process-wide set-up, once the command line is known good and before any thread
-// starts: glibc's time zone (see common/base/time_zone.h), glog, its failure signal handler
+// starts: glibc's time zone (see common/base/time_zone.h), glog (then a warning for each
+// flag ParseFlags ignored), its failure signal handler
 // (a stack trace on SIGSEGV), and SIGPIPE ignored (a client that closes its TCP connection
 // while we write must cost that connection only; sockets report EPIPE instead).
 void InitProcess(const char* argv0);
