@@ -63,10 +63,13 @@ struct Options {
   std::vector<AddressOption> addresses;  // --address, -A (repeatable)
   bool no_hosts = false;                 // --no-hosts, -h: do not read /etc/hosts
   std::vector<std::string> addn_hosts;   // --addn-hosts, -H (repeatable)
-  uint32_t local_ttl_s = 0;              // --local-ttl, -T: TTL of local answers
-  bool domain_needed = false;            // --domain-needed, -D
-  bool bogus_priv = false;               // --bogus-priv, -b
-  bool filter_aaaa = false;              // --filter-AAAA
+  // Ours: --hosts-reload, how often the hosts files are checked for a change besides
+  // inotify (CoreDNS's hosts `reload`, 5 s); 0: re-read on SIGHUP only (dnsmasq's way).
+  uint64_t hosts_reload_ms = 5000;
+  uint32_t local_ttl_s = 0;    // --local-ttl, -T: TTL of local answers
+  bool domain_needed = false;  // --domain-needed, -D
+  bool bogus_priv = false;     // --bogus-priv, -b
+  bool filter_aaaa = false;    // --filter-AAAA
   // Forwarding: --strict-order (-o) asks the servers in the order given (by default the
   // fastest first); --all-servers sends a query's first try to every server at once.
   bool strict_order = false;
