@@ -39,6 +39,13 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
       zone_serials_(cache_, options_.flags.serial_zones),
       upstream_table_(std::make_shared<upstream::UpstreamTable>(options_.local_addresses, clock)),
       query_log_(options_.flags.log_queries, clock, std::move(query_log_sink)),
+      switchboard_(server::Switchboard::Options{options_.flags.log_queries.detail,
+                                                options_.flags.debug_address, kDefaultDebugPort,
+                                                [this](const loop::SocketAddress& address) {
+                                                  return server::MakeDebugServer(
+                                                      address, rate_limits_.clients);
+                                                }},
+                   query_log_),
       hosts_files_(HostsFilePaths(options_.flags)) {
   upstream::ForwardBudgets::Limits budgets;
   budgets.max_in_flight = options_.flags.dns_forward_max;
@@ -70,7 +77,8 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
 
 FrontendServer::~FrontendServer() { Stop(); }
 
-bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const {
+bool FrontendServer::BuildRouting(RoutingState* state, config::RuntimeSwitches* switches,
+                                  std::string* error) const {
   const Options& o = options_;
   std::vector<ServerOption> servers = o.flags.servers;
   if (!o.flags.servers_file.empty()) {
@@ -81,7 +89,7 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
     }
     std::stringstream text;
     text << file.rdbuf();
-    if (!ParseServersFile(text.str(), &servers, error)) {
+    if (!ParseServersFile(text.str(), &servers, error, switches)) {
       *error = "--servers-file " + o.flags.servers_file + ": " + *error;
       return false;
     }
@@ -134,9 +142,11 @@ bool FrontendServer::Start(std::string* error) {
     std::lock_guard<std::mutex> lock(reload_mutex_);
     (void)hosts_files_.Read();
     auto state = std::make_shared<RoutingState>();
-    if (!BuildRouting(state.get(), error)) return false;
+    config::RuntimeSwitches switches;
+    if (!BuildRouting(state.get(), &switches, error)) return false;
     state->generation = ++routing_generation_;
     routing_.Publish(std::move(state));
+    switchboard_.Apply(switches);  // the query log now; the debug data below
   }
 
   server::HandlerFactory factory = [this](const server::ThreadContext& context) {
@@ -217,13 +227,9 @@ bool FrontendServer::Start(std::string* error) {
       return false;
     }
   }
-  if (options_.flags.debug_address) {
-    debug_http_ = server::MakeDebugServer(*options_.flags.debug_address, rate_limits_.clients);
-    if (!debug_http_->Start(error)) {
-      *error = "--debug-address " + options_.flags.debug_address->ToString() + ": " + *error;
-      Stop();
-      return false;
-    }
+  if (!switchboard_.Start(error)) {
+    Stop();
+    return false;
   }
   if (options_.flags.dns_loop_detect) ProbeForLoops();
   if (options_.flags.hosts_reload_ms != 0 && !hosts_files_.paths().empty()) {
@@ -244,10 +250,12 @@ bool FrontendServer::Reload(std::string* error) {
   // The hosts files too, as dnsmasq re-reads them on SIGHUP.
   CountHostsRead(hosts_files_.Read());
   auto state = std::make_shared<RoutingState>();
-  if (!BuildRouting(state.get(), error)) {
+  config::RuntimeSwitches switches;
+  if (!BuildRouting(state.get(), &switches, error)) {
     metrics_reload_rejected_->Inc();
     return false;
   }
+  switchboard_.Apply(switches);
   std::shared_ptr<const RoutingState> before = routing_.Current();
   const RoutingChange change = DiffRoutes(before->table, state->table);
   state->generation = ++routing_generation_;
@@ -322,7 +330,7 @@ void FrontendServer::ProbeForLoops() {
 void FrontendServer::Stop() {
   if (hosts_watcher_) hosts_watcher_->Stop();
   if (metrics_http_) metrics_http_->Stop();
-  if (debug_http_) debug_http_->Stop();
+  switchboard_.Stop();
   for (auto& server : servers_) server->Stop();
   servers_.clear();
 }
@@ -344,10 +352,7 @@ const loop::SocketAddress& FrontendServer::metrics_address() const {
   return metrics_http_ ? metrics_http_->local_address() : kNone;
 }
 
-const loop::SocketAddress& FrontendServer::debug_address() const {
-  static const loop::SocketAddress kNone;
-  return debug_http_ ? debug_http_->local_address() : kNone;
-}
+loop::SocketAddress FrontendServer::debug_address() const { return switchboard_.debug_address(); }
 
 upstream::ForwardTotals FrontendServer::forward_totals() const { return forwarder_totals_.Sum(); }
 

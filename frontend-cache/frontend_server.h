@@ -39,6 +39,7 @@
 #include "common/metrics/registry.h"
 #include "common/server/dns_server.h"
 #include "common/server/query_log.h"
+#include "common/server/switchboard.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/forwarder_totals.h"
 #include "common/upstream/upstream_set.h"
@@ -94,7 +95,7 @@ class FrontendServer {
   std::vector<loop::SocketAddress> addresses() const;
   const loop::SocketAddress& metrics_address() const;
   // Where the debug data is served; unspecified without --debug-address.
-  const loop::SocketAddress& debug_address() const;
+  loop::SocketAddress debug_address() const;
   metrics::Registry& registry() { return registry_; }
   const Cache& cache() const { return cache_; }
   const server::QueryLog& query_log() const { return query_log_; }
@@ -104,7 +105,10 @@ class FrontendServer {
   upstream::ForwardTotals forward_totals() const;
 
  private:
-  bool BuildRouting(RoutingState* state, std::string* error) const;
+  // Reads the servers file (with the runtime switches it carries: switchboard_), resolv.conf
+  // and the routes; the hosts files as hosts_files_ last read them.
+  bool BuildRouting(RoutingState* state, config::RuntimeSwitches* switches,
+                    std::string* error) const;
   void ProbeForLoops();
   void RegisterMetrics();
   // The hosts watcher's call: re-reads the hosts files and publishes new local answers
@@ -123,6 +127,9 @@ class FrontendServer {
   metrics::Counter* metrics_reload_rejected_ = nullptr;
   std::shared_ptr<upstream::UpstreamTable> upstream_table_;
   server::QueryLog query_log_;
+  // The kube-dns ConfigMap's runtime switches, from the servers file the nanny writes: the
+  // query log's detail and the debug data (--debug-address, kdns.debugData).
+  server::Switchboard switchboard_;
   // Held while the hosts files are read and a routing state is built and published
   // (Start, Reload, ReloadHostsFiles): guards hosts_files_ and routing_generation_.
   std::mutex reload_mutex_;
@@ -138,8 +145,7 @@ class FrontendServer {
   server::RateLimits rate_limits_;  // shared by every DnsServer
   std::vector<std::unique_ptr<server::DnsServer>> servers_;
   std::unique_ptr<http::ServerThread> metrics_http_;
-  std::unique_ptr<http::ServerThread> debug_http_;  // null without --debug-address
-  std::unique_ptr<HostsWatcher> hosts_watcher_;     // null under --hosts-reload=0
+  std::unique_ptr<HostsWatcher> hosts_watcher_;  // null under --hosts-reload=0
 };
 
 }  // namespace kdns::frontend

@@ -152,6 +152,10 @@ struct Options {
   uint64_t serial_poll_ms = 1000;  // --serial-poll (Go duration or seconds; 0: no polling)
 };
 
+// Where the debug data is served when the kube-dns ConfigMap's kdns.debugData asks for it
+// without --debug-address, on server::kDefaultDebugHost (kubedns's is 10057 in the same pod).
+inline constexpr uint16_t kDefaultDebugPort = 10058;
+
 // dnsmasq reads this hosts file unless --no-hosts.
 inline constexpr std::string_view kDefaultHostsFile = "/etc/hosts";
 
