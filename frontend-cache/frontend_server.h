@@ -7,8 +7,9 @@
 //                   upstream::Forwarder (upstream sockets and coalescing per thread; the
 //                   forwarding budgets are shared by the process)
 //   HTTP threads    /metrics and /healthz on --prometheus-port, when set (it answers
-//                   /debug/* 404); /debug/top-clients on --debug-address, when set, on a
-//                   thread and port of its own (common/server/debug_http.h)
+//                   /debug/* 404); /debug/top-clients on --debug-address, when set or
+//                   when kdns.debugData asks (switchboard_), on a thread and port of its
+//                   own (common/server/debug_http.h)
 //   hosts watcher   ReloadHostsFiles when a hosts file changes (hosts_watcher.h)
 //   caller          Start, Reload (SIGHUP), StatsText (SIGUSR1), Stop
 // Shared between threads: the Cache (sharded, thread-safe), the routing (an immutable
@@ -21,7 +22,9 @@
 // The hosts files are also re-read when they change (HostsWatcher, on a thread of its own,
 // --hosts-reload), and only the local answers are swapped; a hosts file that cannot be read
 // or has a bad line keeps its previous version (HostsFiles). Reload and the hosts watcher
-// publish under one lock, so neither undoes the other.
+// publish under one lock, so neither undoes the other. The servers file also carries the
+// kube-dns ConfigMap's runtime switches (query log, debug data), applied at each Reload by
+// the Switchboard (common/server/switchboard.h).
 #pragma once
 
 #include <atomic>
