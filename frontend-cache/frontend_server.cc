@@ -39,7 +39,15 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
       cache_policy_(ToCacheOptions(options_.flags).policy),
       zone_serials_(cache_, options_.flags.serial_zones),
       upstream_table_(std::make_shared<upstream::UpstreamTable>(options_.local_addresses, clock)),
-      query_log_(options_.flags.log_queries, clock, std::move(query_log_sink)) {
+      query_log_(options_.flags.log_queries, clock, std::move(query_log_sink)),
+      switchboard_(server::Switchboard::Options{options_.flags.log_queries.detail,
+                                                options_.flags.debug_address, kDefaultDebugPort,
+                                                [this](const loop::SocketAddress& address) {
+                                                  return server::MakeDebugServer(
+                                                      address, rate_limits_.clients);
+                                                }},
+                   query_log_),
+      hosts_files_(HostsFilePaths(options_.flags)) {
   if (options_.flags.metrics_compat == metrics::MetricsCompat::kCoredns) {
     upstream_table_->CountReplies();  // coredns_forward_responses_total{rcode}
   }
@@ -73,7 +81,8 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
 
 FrontendServer::~FrontendServer() { Stop(); }
 
-bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const {
+bool FrontendServer::BuildRouting(RoutingState* state, config::RuntimeSwitches* switches,
+                                  std::string* error) const {
   const Options& o = options_;
   std::vector<ServerOption> servers = o.flags.servers;
   if (!o.flags.servers_file.empty()) {
@@ -84,7 +93,7 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
     }
     std::stringstream text;
     text << file.rdbuf();
-    if (!ParseServersFile(text.str(), &servers, error)) {
+    if (!ParseServersFile(text.str(), &servers, error, switches)) {
       *error = "--servers-file " + o.flags.servers_file + ": " + *error;
       return false;
     }
@@ -127,32 +136,22 @@ bool FrontendServer::BuildRouting(RoutingState* state, std::string* error) const
     state->domain_sets.push_back(upstream::UpstreamSet(route.upstreams));
   }
   state->default_set = upstream::UpstreamSet(state->table.default_route().upstreams);
-  // The hosts files, re-read on every reload as dnsmasq does on SIGHUP. One that cannot be
-  // read is left out, loudly (dnsmasq carries on without it too); bad lines are skipped.
-  std::vector<HostsEntry> hosts;
-  std::vector<std::string> hosts_files = o.flags.addn_hosts;
-  if (!o.flags.no_hosts) hosts_files.insert(hosts_files.begin(), std::string(kDefaultHostsFile));
-  for (const std::string& path : hosts_files) {
-    HostsFile file;
-    std::string hosts_error;
-    if (!LoadHostsFile(path, &file, &hosts_error)) {
-      LOG(WARNING) << "hosts file " << hosts_error << "; serving without it";
-      continue;
-    }
-    for (const std::string& skipped : file.skipped) {
-      LOG(WARNING) << "hosts file " << path << ": skipped " << skipped;
-    }
-    hosts.insert(hosts.end(), file.entries.begin(), file.entries.end());
-  }
-  state->local = LocalAnswers(LocalAnswersConfig::From(o.flags, std::move(hosts)));
+  // The hosts files as last read (ReadHostsFiles), each at its last good version.
+  state->local = LocalAnswers(LocalAnswersConfig::From(o.flags, hosts_files_.Entries()));
   return true;
 }
 
 bool FrontendServer::Start(std::string* error) {
-  auto state = std::make_shared<RoutingState>();
-  if (!BuildRouting(state.get(), error)) return false;
-  state->generation = ++routing_generation_;
-  routing_.Publish(std::move(state));
+  {
+    std::lock_guard<std::mutex> lock(reload_mutex_);
+    (void)hosts_files_.Read();
+    auto state = std::make_shared<RoutingState>();
+    config::RuntimeSwitches switches;
+    if (!BuildRouting(state.get(), &switches, error)) return false;
+    state->generation = ++routing_generation_;
+    routing_.Publish(std::move(state));
+    switchboard_.Apply(switches);  // the query log now; the debug data below
+  }
 
   server::HandlerFactory factory = [this](const server::ThreadContext& context) {
     return std::make_unique<DnsHandler>(context, *handler_shared_);
@@ -232,15 +231,17 @@ bool FrontendServer::Start(std::string* error) {
       return false;
     }
   }
-  if (options_.flags.debug_address) {
-    debug_http_ = server::MakeDebugServer(*options_.flags.debug_address, rate_limits_.clients);
-    if (!debug_http_->Start(error)) {
-      *error = "--debug-address " + options_.flags.debug_address->ToString() + ": " + *error;
-      Stop();
-      return false;
-    }
+  if (!switchboard_.Start(error)) {
+    Stop();
+    return false;
   }
   if (options_.flags.dns_loop_detect) ProbeForLoops();
+  if (options_.flags.hosts_reload_ms != 0 && !hosts_files_.paths().empty()) {
+    hosts_watcher_ = std::make_unique<HostsWatcher>(
+        HostsWatcher::Options{hosts_files_.paths(), options_.flags.hosts_reload_ms},
+        [this] { ReloadHostsFiles(); });
+    hosts_watcher_->Start();
+  }
   // One thread polls for the process: its answers reach the shared ZoneSerials.
   (void)servers_.front()->Post(0, [this, interval_ms = options_.flags.serial_poll_ms] {
     if (DnsHandler* here = handlers_.OnThisThread()) here->StartSerialPoll(interval_ms);
@@ -249,11 +250,16 @@ bool FrontendServer::Start(std::string* error) {
 }
 
 bool FrontendServer::Reload(std::string* error) {
+  std::lock_guard<std::mutex> lock(reload_mutex_);
+  // The hosts files too, as dnsmasq re-reads them on SIGHUP.
+  CountHostsRead(hosts_files_.Read());
   auto state = std::make_shared<RoutingState>();
-  if (!BuildRouting(state.get(), error)) {
+  config::RuntimeSwitches switches;
+  if (!BuildRouting(state.get(), &switches, error)) {
     metrics_reload_rejected_->Inc();
     return false;
   }
+  switchboard_.Apply(switches);
   std::shared_ptr<const RoutingState> before = routing_.Current();
   const RoutingChange change = DiffRoutes(before->table, state->table);
   state->generation = ++routing_generation_;
@@ -277,6 +283,26 @@ bool FrontendServer::Reload(std::string* error) {
     ProbeForLoops();
   }
   return true;
+}
+
+void FrontendServer::ReloadHostsFiles() {
+  std::lock_guard<std::mutex> lock(reload_mutex_);
+  const HostsFiles::Outcome outcome = hosts_files_.Read();
+  CountHostsRead(outcome);
+  if (!outcome.changed) return;
+  // Only the local answers change: the routes and their cache entries stay. A copy of the
+  // current state, published whole, so every thread sees the old answers or the new ones.
+  auto state = std::make_shared<RoutingState>(*routing_.Current());
+  state->local = LocalAnswers(LocalAnswersConfig::From(options_.flags, hosts_files_.Entries()));
+  state->generation = ++routing_generation_;
+  const uint64_t generation = state->generation;
+  routing_.Publish(std::move(state));
+  LOG(INFO) << "configuration " << generation << " applied: hosts files changed";
+}
+
+void FrontendServer::CountHostsRead(const HostsFiles::Outcome& outcome) {
+  if (outcome.changed) metrics_hosts_reloads_->Inc();
+  if (outcome.rejected > 0) metrics_hosts_rejected_->Inc(outcome.rejected);
 }
 
 void FrontendServer::ProbeForLoops() {
@@ -306,8 +332,9 @@ void FrontendServer::ProbeForLoops() {
 }
 
 void FrontendServer::Stop() {
+  if (hosts_watcher_) hosts_watcher_->Stop();
   if (metrics_http_) metrics_http_->Stop();
-  if (debug_http_) debug_http_->Stop();
+  switchboard_.Stop();
   for (auto& server : servers_) server->Stop();
   servers_.clear();
 }
@@ -329,10 +356,7 @@ const loop::SocketAddress& FrontendServer::metrics_address() const {
   return metrics_http_ ? metrics_http_->local_address() : kNone;
 }
 
-const loop::SocketAddress& FrontendServer::debug_address() const {
-  static const loop::SocketAddress kNone;
-  return debug_http_ ? debug_http_->local_address() : kNone;
-}
+loop::SocketAddress FrontendServer::debug_address() const { return switchboard_.debug_address(); }
 
 upstream::ForwardTotals FrontendServer::forward_totals() const { return forwarder_totals_.Sum(); }
 
@@ -493,7 +517,9 @@ void FrontendServer::RegisterMetrics() {
                              });
   registry_.AddCallbackGauge(
       "kdns_frontend_config_generation",
-      "Routing configurations applied: 1 at start, +1 for each accepted reload.", [this] {
+      "Routing configurations applied: 1 at start, +1 for each accepted reload and each "
+      "hosts file change.",
+      [this] {
         auto current = routing_.Current();
         return current ? static_cast<double>(current->generation) : 0.0;
       });
@@ -502,6 +528,12 @@ void FrontendServer::RegisterMetrics() {
   metrics_reload_rejected_ =
       &registry_.AddCounter("kdns_frontend_config_reload_rejected_total",
                             "Reloads (SIGHUP) rejected; the previous configuration kept.");
+  metrics_hosts_reloads_ = &registry_.AddCounter(
+      "kdns_frontend_hosts_reloads_total",
+      "Reads of the hosts files that changed their answers (a file changed, or SIGHUP).");
+  metrics_hosts_rejected_ = &registry_.AddCounter(
+      "kdns_frontend_hosts_reload_rejected_total",
+      "Hosts files that could not be read or had a bad line; their previous version kept.");
 }
 
 }  // namespace kdns::frontend

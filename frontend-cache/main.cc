@@ -6,7 +6,7 @@
 //
 // Signals: SIGTERM/SIGINT start the lameduck period (keep answering for --lameduck, then
 // exit; a second signal exits at once); SIGHUP re-reads --servers-file and the resolv.conf
-// file in place; SIGUSR1 logs the cache and upstream statistics.
+// file and the hosts files in place; SIGUSR1 logs the cache and upstream statistics.
 //
 // Inherited sockets (the nanny hands port 53 to a new child this way): the systemd
 // protocol, LISTEN_PID = our pid and LISTEN_FDS = N bound sockets from fd 3, paired in order
@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
        "Usage: frontend-cache [dnsmasq options: -k --cache-size=N --no-negcache --neg-ttl=S "
        "--dns-loop-detect --log-facility=- --no-resolv --resolv-file=F --dns-forward-max=N "
        "--listen-address=IP --port=N --server=[/domain/]ip[#port] --servers-file=F "
-       "--local=/domain/[ip] --address=/domain/[ip|#] --addn-hosts=F --no-hosts "
+       "--local=/domain/[ip] --address=/domain/[ip|#] --addn-hosts=F --hosts-reload=D --no-hosts "
        "--local-ttl=S --domain-needed --bogus-priv --filter-AAAA --strict-order "
        "--use-stale-cache[=S] "
        "--all-servers --log-queries[=extra] --user=U --interface=IF --bind-interfaces "

@@ -369,6 +369,7 @@ const std::vector<OptionSpec>& Specs() {
        }},
       {"no-hosts", 'h', false, Flag(&Options::no_hosts)},
       {"addn-hosts", 'H', true, NonEmpty(In(&Options::addn_hosts), "addn-hosts", "empty path")},
+      {"hosts-reload", 0, true, DurationMs(In(&Options::hosts_reload_ms), "hosts-reload", "5s")},
       {"local-ttl", 'T', true, Seconds(In(&Options::local_ttl_s), "local-ttl")},
       {"domain-needed", 'D', false, Flag(&Options::domain_needed)},
       {"bogus-priv", 'b', false, Flag(&Options::bogus_priv)},

@@ -64,10 +64,13 @@ struct Options {
   std::vector<AddressOption> addresses;  // --address, -A (repeatable)
   bool no_hosts = false;                 // --no-hosts, -h: do not read /etc/hosts
   std::vector<std::string> addn_hosts;   // --addn-hosts, -H (repeatable)
-  uint32_t local_ttl_s = 0;              // --local-ttl, -T: TTL of local answers
-  bool domain_needed = false;            // --domain-needed, -D
-  bool bogus_priv = false;               // --bogus-priv, -b
-  bool filter_aaaa = false;              // --filter-AAAA
+  // Ours: --hosts-reload, how often the hosts files are checked for a change besides
+  // inotify (CoreDNS's hosts `reload`, 5 s); 0: re-read on SIGHUP only (dnsmasq's way).
+  uint64_t hosts_reload_ms = 5000;
+  uint32_t local_ttl_s = 0;    // --local-ttl, -T: TTL of local answers
+  bool domain_needed = false;  // --domain-needed, -D
+  bool bogus_priv = false;     // --bogus-priv, -b
+  bool filter_aaaa = false;    // --filter-AAAA
   // Forwarding: --strict-order (-o) asks the servers in the order given (by default the
   // fastest first); --all-servers sends a query's first try to every server at once.
   bool strict_order = false;
@@ -152,6 +155,10 @@ struct Options {
   std::vector<dns::Name> serial_zones;
   uint64_t serial_poll_ms = 1000;  // --serial-poll (Go duration or seconds; 0: no polling)
 };
+
+// Where the debug data is served when the kube-dns ConfigMap's kdns.debugData asks for it
+// without --debug-address, on server::kDefaultDebugHost (kubedns's is 10057 in the same pod).
+inline constexpr uint16_t kDefaultDebugPort = 10058;
 
 // dnsmasq reads this hosts file unless --no-hosts.
 inline constexpr std::string_view kDefaultHostsFile = "/etc/hosts";

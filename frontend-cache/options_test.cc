@@ -599,4 +599,13 @@ TEST_CASE("dnsmasq options frontend-cache refuses stop it with one line saying w
 }
 
 }  // namespace
+TEST_CASE("hosts files are checked for changes every 5 s by default, 0 leaving it to SIGHUP",
+          "[frontend][options][hosts]") {
+  CHECK(Parse({}).options.hosts_reload_ms == 5000);  // CoreDNS's hosts `reload`
+  CHECK(Parse({"--hosts-reload=30s"}).options.hosts_reload_ms == 30000);
+  CHECK(Parse({"--hosts-reload=0"}).options.hosts_reload_ms == 0);
+  CHECK(Parse({"--hosts-reload=often"})
+            .error.starts_with("--hosts-reload: \"often\" is not a duration"));
+}
+
 }  // namespace kdns::frontend

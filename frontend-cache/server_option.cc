@@ -152,8 +152,8 @@ bool ParseAddressOption(std::string_view value, AddressOption* address, ServerOp
   return true;
 }
 
-bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers,
-                      std::string* error) {
+bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers, std::string* error,
+                      config::RuntimeSwitches* switches) {
   size_t number = 0;
   while (!text.empty()) {
     ++number;
@@ -161,17 +161,36 @@ bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers,
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     line = Trim(line);
     if (line.empty() || line.front() == '#') continue;
+    auto bad = [&](const std::string& why) {
+      *error = "line " + std::to_string(number) + ": " + std::string(line) + ": " + why;
+      return false;
+    };
     constexpr std::string_view kServer = "server=";
+    constexpr std::string_view kLogQueries = "log-queries=";
+    constexpr std::string_view kDebugData = "debug-data=";
+    if (switches != nullptr && line.starts_with(kLogQueries)) {
+      server::QueryLogOptions::Detail detail;
+      if (!config::ParseLogQueriesSwitch(line.substr(kLogQueries.size()), &detail, error)) {
+        return bad(*error);
+      }
+      switches->log_queries = detail;
+      continue;
+    }
+    if (switches != nullptr && line.starts_with(kDebugData)) {
+      bool on = false;
+      if (!config::ParseDebugDataSwitch(line.substr(kDebugData.size()), &on, error)) {
+        return bad(*error);
+      }
+      switches->debug_data = on;
+      continue;
+    }
     if (!line.starts_with(kServer)) {
       *error = "line " + std::to_string(number) + ": \"" + std::string(line) +
                "\": only server=... lines are allowed";
       return false;
     }
     ServerOption server;
-    if (!ParseServerOption(line.substr(kServer.size()), &server, error)) {
-      *error = "line " + std::to_string(number) + ": " + std::string(line) + ": " + *error;
-      return false;
-    }
+    if (!ParseServerOption(line.substr(kServer.size()), &server, error)) return bad(*error);
     servers->push_back(std::move(server));
   }
   return true;

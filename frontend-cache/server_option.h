@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/base/ip_address.h"
+#include "common/config/runtime_switches.h"
 #include "common/dns/name.h"
 #include "common/loop/socket_address.h"
 #include "common/upstream/upstream_address.h"
@@ -58,9 +59,12 @@ struct AddressOption {
                                       ServerOption* server, bool* local, std::string* error);
 
 // A --servers-file (dnsmasq's format): one `server=...` per line (the --server value
-// syntax), blank lines and `#` comments ignored, nothing else allowed. Appends to `servers`.
-// False with a one-line error naming the line.
+// syntax), blank lines and `#` comments ignored. Appends to `servers`. Ours, when `switches`
+// is given: `log-queries=true|extra|false` and `debug-data=true|false`, the kube-dns
+// ConfigMap's runtime switches as the nanny hands them on (common/config/runtime_switches.h);
+// nothing else is allowed. False with a one-line error naming the line.
 [[nodiscard]] bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers,
-                                    std::string* error);
+                                    std::string* error,
+                                    config::RuntimeSwitches* switches = nullptr);
 
 }  // namespace kdns::frontend

@@ -92,5 +92,22 @@ TEST_CASE("a servers file holds server lines and comments only", "[frontend][ser
   CHECK(error.starts_with("line 1: server=/x/10.0.0.300: "));
 }
 
+TEST_CASE("a servers file may carry the runtime switches the nanny hands on",
+          "[frontend][server_option]") {
+  std::vector<ServerOption> servers;
+  config::RuntimeSwitches switches;
+  std::string error;
+  REQUIRE(ParseServersFile("server=10.0.0.53\nlog-queries=extra\ndebug-data=true\n", &servers,
+                           &error, &switches));
+  CHECK(servers.size() == 1);
+  CHECK(switches.log_queries == server::QueryLogOptions::Detail::kExtra);
+  CHECK(switches.debug_data == true);
+  CHECK_FALSE(ParseServersFile("log-queries=loud\n", &servers, &error, &switches));
+  CHECK(error == "line 1: log-queries=loud: kdns.logQueries: \"loud\" is not true, extra or false");
+  // Without a place for them (an operator's own --servers-file), they are refused.
+  CHECK_FALSE(ParseServersFile("debug-data=true\n", &servers, &error));
+  CHECK(error == "line 1: \"debug-data=true\": only server=... lines are allowed");
+}
+
 }  // namespace
 }  // namespace kdns::frontend

@@ -222,6 +222,10 @@ void Nanny::Prepare(RawConfig raw, const std::string& version) {
 
 void Nanny::Apply(const RawConfig& raw, const std::string& version) {
   ChildConfig child = Translate(raw, stub_hosts_->addresses());
+  // The runtime switches reach frontend-cache through its servers file; another child
+  // (restart mode) has no such file, and restarting it for a log switch would cost more than
+  // the switch is worth.
+  if (options_.mode == ApplyMode::kRestart) child.switches = {};
   if (options_.node_local) {
     AddClusterZones(ClusterZones(options_.cluster_domain, options_.kubedns_zones),
                     loop::IpOf(options_.kubedns_server), &child);

@@ -76,6 +76,9 @@ bool ExtractRawConfig(const config::ConfigDirData& data, RawConfig* raw, std::st
       return false;
     }
   }
+  if (!config::ParseRuntimeSwitches(data.log_queries, data.debug_data, &result.switches, error)) {
+    return false;
+  }
   *raw = std::move(result);
   return true;
 }
@@ -90,7 +93,9 @@ std::string ConfigVersion(const config::ConfigDirData& data) {
   };
   for (const auto& [key, value] :
        {std::pair{config::kStubDomainsKey, &data.stub_domains},
-        std::pair{config::kUpstreamNameserversKey, &data.upstream_nameservers}}) {
+        std::pair{config::kUpstreamNameserversKey, &data.upstream_nameservers},
+        std::pair{config::kLogQueriesKey, &data.log_queries},
+        std::pair{config::kDebugDataKey, &data.debug_data}}) {
     if (!value->has_value()) continue;
     add(key);
     add(std::string_view("\0", 1));
@@ -149,6 +154,7 @@ ChildConfig Translate(const RawConfig& raw, const HostAddresses& hosts) {
   }
   for (const auto& server : raw.upstream_nameservers) out.servers.push_back(MungeAddress(server));
   out.no_resolv = !raw.upstream_nameservers.empty();
+  out.switches = raw.switches;
   std::sort(out.unresolved.begin(), out.unresolved.end());
   out.unresolved.erase(std::unique(out.unresolved.begin(), out.unresolved.end()),
                        out.unresolved.end());
@@ -196,6 +202,15 @@ std::string ToServersFile(const ChildConfig& config, std::string_view version) {
   text += version;
   text += ".\n";
   for (const auto& server : config.servers) text += "server=" + server + "\n";
+  // The runtime switches (common/config/runtime_switches.h), ours, in the ConfigMap's words.
+  if (config.switches.log_queries) {
+    text +=
+        "log-queries=" + std::string(config::LogQueriesSwitchValue(*config.switches.log_queries)) +
+        "\n";
+  }
+  if (config.switches.debug_data) {
+    text += std::string("debug-data=") + (*config.switches.debug_data ? "true" : "false") + "\n";
+  }
   return text;
 }
 

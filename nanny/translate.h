@@ -34,6 +34,7 @@ namespace kdns::nanny {
 struct RawConfig {
   std::vector<std::pair<std::string, std::vector<std::string>>> stub_domains;  // sorted
   std::vector<std::string> upstream_nameservers;
+  config::RuntimeSwitches switches;  // kdns.logQueries, kdns.debugData
 
   friend bool operator==(const RawConfig&, const RawConfig&) = default;
 };
@@ -64,6 +65,8 @@ struct ChildConfig {
   std::vector<std::string> servers;     // --server values, in order
   bool no_resolv = false;               // upstreamNameservers given
   std::vector<std::string> unresolved;  // host names left out: no address known
+  // In-place mode: handed to frontend-cache in the servers file; restart mode: not applied.
+  config::RuntimeSwitches switches;
 
   friend bool operator==(const ChildConfig&, const ChildConfig&) = default;
 };
@@ -90,7 +93,8 @@ void AddClusterZones(const std::vector<std::string>& zones, const IpAddress& clu
 // The child's generated arguments (restart mode): "--server=V"... then "--no-resolv".
 std::vector<std::string> ToArguments(const ChildConfig& config);
 
-// A --servers-file for frontend-cache (in-place mode): one `server=V` line per server.
+// A --servers-file for frontend-cache (in-place mode): one `server=V` line per server, then
+// `log-queries=true|extra|false` and `debug-data=true|false` for the switches set.
 // --no-resolv has no line: frontend-cache asks resolv.conf only when no default upstream
 // is configured, which is exactly when kube-dns leaves --no-resolv out.
 std::string ToServersFile(const ChildConfig& config, std::string_view version);

@@ -160,6 +160,29 @@ TEST_CASE("the servers file carries the same servers, one line each", "[nanny]")
         "server=8.8.8.8\n");
 }
 
+TEST_CASE("the runtime switches go into the servers file, in-place mode's only", "[nanny]") {
+  config::ConfigDirData data;
+  data.log_queries = "extra\n";
+  data.debug_data = "false";
+  config::KubeDnsConfig parsed;
+  std::string error;
+  REQUIRE(config::ParseKubeDnsConfig(data, &parsed, &error));
+  RawConfig raw;
+  REQUIRE(ExtractRawConfig(data, &raw, &error));
+  CHECK(raw.switches == parsed.switches);
+  const ChildConfig child = Translate(raw, {});
+  CHECK(ToServersFile(child, "v") ==
+        "# Written by the nanny from the kube-dns ConfigMap, version v.\n"
+        "log-queries=extra\n"
+        "debug-data=false\n");
+  CHECK(ToArguments(child).empty());  // restart mode: dnsmasq's arguments unchanged
+  // A switch changes the version, so the nanny applies it.
+  CHECK(ConfigVersion(data) != ConfigVersion(config::ConfigDirData{}));
+  data.debug_data = "maybe";
+  CHECK_FALSE(ExtractRawConfig(data, &raw, &error));
+  CHECK(error == "kdns.debugData: \"maybe\" is not true or false");
+}
+
 TEST_CASE("the version changes with any value and tells absent from empty", "[nanny]") {
   using Data = config::ConfigDirData;
   const std::string none = ConfigVersion(Data{});

@@ -92,7 +92,9 @@ ReadStatus ReadKey(const std::string& dir, std::string_view name, std::string* o
 bool ReadKeys(const std::string& dir, ConfigDirData* data, std::string* error) {
   ConfigDirData result;
   for (auto [key, value] : {std::pair{kStubDomainsKey, &result.stub_domains},
-                            std::pair{kUpstreamNameserversKey, &result.upstream_nameservers}}) {
+                            std::pair{kUpstreamNameserversKey, &result.upstream_nameservers},
+                            std::pair{kLogQueriesKey, &result.log_queries},
+                            std::pair{kDebugDataKey, &result.debug_data}}) {
     std::string text;
     switch (ReadKey(dir, key, &text, error)) {
       case ReadStatus::kOk:
@@ -316,7 +318,9 @@ std::string KubeDnsConfig::ToString() const {
     if (i > 0) out += ", ";
     out += upstream::FormatUpstreamAddress(upstream_nameservers[i]);
   }
-  return out + "]";
+  out += "]";
+  if (!switches.empty()) out += "; " + switches.ToString();
+  return out;
 }
 
 bool ParseKubeDnsConfig(const ConfigDirData& data, KubeDnsConfig* config, std::string* error) {
@@ -326,6 +330,9 @@ bool ParseKubeDnsConfig(const ConfigDirData& data, KubeDnsConfig* config, std::s
   }
   if (data.upstream_nameservers &&
       !ParseUpstreams(*data.upstream_nameservers, &result.upstream_nameservers, error)) {
+    return false;
+  }
+  if (!ParseRuntimeSwitches(data.log_queries, data.debug_data, &result.switches, error)) {
     return false;
   }
   *config = std::move(result);

@@ -1,7 +1,8 @@
 // The kube-dns ConfigMap (`kube-system/kube-dns`), as kubedns and the nanny read it from
 // its mounted directory: `stubDomains` (a JSON object, domain -> list of nameservers) and
 // `upstreamNameservers` (a JSON list of at most three nameservers). Other keys are ignored
-// (`federations` belonged to the removed Kubernetes federation v1).
+// (`federations` belonged to the removed Kubernetes federation v1), but for two of ours,
+// kdns.logQueries and kdns.debugData (runtime_switches.h).
 //
 // Reading (ReadConfigDir). The kubelet writes a ConfigMap volume as a timestamped
 // directory, points the `..data` symlink at it with an atomic rename, then removes the old
@@ -37,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/config/runtime_switches.h"
 #include "common/dns/name.h"
 #include "common/loop/socket_address.h"
 #include "common/upstream/upstream_address.h"
@@ -55,6 +57,9 @@ inline constexpr size_t kMaxValueBytes = 1 << 20;
 struct ConfigDirData {
   std::optional<std::string> stub_domains;
   std::optional<std::string> upstream_nameservers;
+  // Ours (runtime_switches.h): kdns.logQueries, kdns.debugData.
+  std::optional<std::string> log_queries = std::nullopt;
+  std::optional<std::string> debug_data = std::nullopt;
 
   friend bool operator==(const ConfigDirData&, const ConfigDirData&) = default;
 };
@@ -85,9 +90,13 @@ struct KubeDnsConfig {
   std::vector<StubDomain> stub_domains;  // sorted by domain as written (no final dot);
                                          // one entry per domain
   std::vector<upstream::Upstream> upstream_nameservers;
+  RuntimeSwitches switches;  // kdns.logQueries, kdns.debugData
 
-  bool empty() const { return stub_domains.empty() && upstream_nameservers.empty(); }
-  // One line for logs: `stubDomains: acme.local.=[10.0.0.10#53]; upstreamNameservers: [...]`.
+  bool empty() const {
+    return stub_domains.empty() && upstream_nameservers.empty() && switches.empty();
+  }
+  // One line for logs: `stubDomains: acme.local.=[10.0.0.10#53]; upstreamNameservers: [...]`,
+  // then `; kdns.logQueries=true ...` when a switch is set.
   std::string ToString() const;
   friend bool operator==(const KubeDnsConfig&, const KubeDnsConfig&) = default;
 };

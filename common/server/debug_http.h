@@ -36,6 +36,10 @@
 namespace kdns::server {
 
 inline constexpr std::string_view kDebugAddressFlag = "debug-address";
+// Where a program serves its debug data when the kube-dns ConfigMap's kdns.debugData asks
+// for it without --debug-address: loopback, on the program's own port (kubedns 10057,
+// frontend-cache 10058: both in one pod).
+inline constexpr std::string_view kDefaultDebugHost = "127.0.0.1";
 
 // Parses an --debug-address value (`127.0.0.1:10057`, `[::1]:10057`; port 0: any free
 // port) into *address. `flag` names the flag in the error ("debug-address", or kubedns's

@@ -47,7 +47,7 @@ QueryLog::Sink QueryLog::GlogSink() {
 }
 
 QueryLog::QueryLog(const QueryLogOptions& options, const Clock& clock, Sink sink)
-    : options_(options), clock_(clock), sink_(std::move(sink)) {}
+    : options_(options), detail_(options.detail), clock_(clock), sink_(std::move(sink)) {}
 
 bool QueryLog::Sample() {
   if (!enabled()) return false;
@@ -70,7 +70,7 @@ std::string QueryLog::Format(const QueryLogEntry& entry) const {
   line += AnswerSourceName(entry.source);
   line += " duration_us=";
   line += std::to_string(entry.duration_us);
-  if (options_.detail == QueryLogOptions::Detail::kExtra) {
+  if (detail() == QueryLogOptions::Detail::kExtra) {
     line += " id=";
     line += std::to_string(entry.id);
     line += " transport=";

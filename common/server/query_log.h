@@ -99,7 +99,14 @@ class QueryLog {
   QueryLog(const QueryLog&) = delete;
   QueryLog& operator=(const QueryLog&) = delete;
 
-  bool enabled() const { return options_.detail != QueryLogOptions::Detail::kOff; }
+  bool enabled() const { return detail() != QueryLogOptions::Detail::kOff; }
+  QueryLogOptions::Detail detail() const { return detail_.load(std::memory_order_relaxed); }
+  // Turns logging on, off or to extra while the servers run (the kube-dns ConfigMap's
+  // kdns.logQueries, common/config/runtime_switches.h): a query sampled before the change
+  // is still logged; any thread.
+  void SetDetail(QueryLogOptions::Detail detail) {
+    detail_.store(detail, std::memory_order_relaxed);
+  }
   // Whether to log this query (sampling). Call once per query, only when enabled(); the
   // caller then gathers the entry and calls Log.
   bool Sample();
@@ -130,7 +137,8 @@ class QueryLog {
   uint64_t suppressed() const { return suppressed_total_.load(std::memory_order_relaxed); }
 
  private:
-  const QueryLogOptions options_;
+  const QueryLogOptions options_;  // its detail is only the initial detail_
+  std::atomic<QueryLogOptions::Detail> detail_;
   const Clock& clock_;
   const Sink sink_;
   std::mutex mu_;

@@ -83,6 +83,21 @@ TEST_CASE("a query log that is off samples nothing", "[query_log]") {
   CHECK_FALSE(log.Sample());
 }
 
+TEST_CASE("a query log switched at run time samples and writes as the new detail says",
+          "[query_log]") {
+  Fixture f;
+  QueryLog log({}, f.clock, f.Sink());
+  log.SetDetail(QueryLogOptions::Detail::kExtra);
+  CHECK(log.enabled());
+  REQUIRE(log.Sample());
+  log.Log(Entry());
+  REQUIRE(f.lines.size() == 1);
+  CHECK(f.lines[0].find(" id=4711 transport=tcp bytes=76") != std::string::npos);
+  log.SetDetail(QueryLogOptions::Detail::kOff);
+  CHECK_FALSE(log.enabled());
+  CHECK_FALSE(log.Sample());
+}
+
 TEST_CASE("a flood writes at most the limit of lines per second and reports the rest",
           "[query_log]") {
   Fixture f;

@@ -56,7 +56,12 @@ void ForwardConfig::ReadConfigMap() {
       if (!(parsed == config_) || config_.empty()) {
         LOG(INFO) << "--config-dir " << dir << ": " << parsed.ToString();
       }
+      const bool switches_changed = !switches_told_ || !(parsed.switches == config_.switches);
       config_ = std::move(parsed);
+      if (switches_changed && options_.on_switches) {
+        switches_told_ = true;
+        options_.on_switches(config_.switches);
+      }
     }
   }
   metrics_.SetConfigError(!data_valid_);

@@ -9,7 +9,9 @@
 // (kdns_kubedns_forward_config_reloads_total{result="rejected"}) and ignored: the previous
 // configuration stays, as with kube-dns. A directory that cannot be read is treated the same
 // way; at start-up, without a previous configuration, kubedns forwards without one (kube-dns
-// starts "with default values"). resolv.conf is read only while it matters (no
+// starts "with default values"). The ConfigMap's runtime switches (kdns.logQueries,
+// kdns.debugData) are read with it and handed to Options::on_switches. resolv.conf is read only
+// while it matters (no
 // --nameservers); if it cannot be read, its last nameservers stay.
 //
 // Stub servers given as host names are resolved by asking kubedns itself, as kube-dns's
@@ -54,6 +56,10 @@ class ForwardConfig {
     dns::Name cluster_zone;
     std::vector<upstream::Upstream> flag_nameservers;  // --nameservers
     std::string resolv_conf = "/etc/resolv.conf";
+    // Called with the ConfigMap's runtime switches (common/config/runtime_switches.h) at
+    // the first accepted version and whenever an accepted version changes them; on the
+    // thread that polls. Null: not called.
+    std::function<void(const config::RuntimeSwitches&)> on_switches;
   };
   using PublishFn = std::function<void(std::shared_ptr<const UpstreamRoutes> routes)>;
 
@@ -100,6 +106,7 @@ class ForwardConfig {
   config::ConfigDirData last_data_;  // last read, valid or not
   bool seen_data_ = false;
   bool data_valid_ = true;
+  bool switches_told_ = false;                    // on_switches was called (with config_.switches)
   std::string last_read_error_;                   // logged once per distinct error
   std::vector<loop::SocketAddress> resolv_conf_;  // last good read
   std::string resolv_error_;

@@ -234,6 +234,11 @@ KubednsServer::KubednsServer(Options options)
       autopath_metrics_(autopath_ ? std::make_unique<AutopathMetrics>(registry_, *autopath_)
                                   : nullptr),
       query_log_(options_.query_log, SteadyClock::Instance(), server::QueryLog::GlogSink()),
+      switchboard_(
+          server::Switchboard::Options{
+              options_.query_log.detail, options_.debug_address, kDefaultDebugPort,
+              [this](const loop::SocketAddress& address) { return MakeDebugServer(address); }},
+          query_log_),
       handler_shared_{answerer_,
                       snapshots_,
                       routes_,
@@ -260,7 +265,9 @@ KubednsServer::KubednsServer(Options options)
   CHECK(
       server::MakeRateLimits(options_.rate_limits, handler_shared_.waiting, &rate_limits_, &error))
       << "the rate-limit flags were checked by BuildOptions: " << error;
-  if (query_log_.enabled()) handler_shared_.query_log = &query_log_;
+  // Always: the kube-dns ConfigMap may turn it on (kdns.logQueries); off, a query costs
+  // one relaxed load (QueryLog::Sample).
+  handler_shared_.query_log = &query_log_;
   handler_shared_.forwarder_totals = &forwarder_totals_;
   RegisterMetrics();
 }
@@ -362,6 +369,9 @@ bool KubednsServer::Start(std::string* error) {
   forward.cluster_zone = options_.answer.zone;
   forward.flag_nameservers = options_.nameservers;
   forward.resolv_conf = options_.resolv_conf;
+  forward.on_switches = [this](const config::RuntimeSwitches& switches) {
+    switchboard_.Apply(switches);
+  };
   forward_config_ = std::make_unique<ForwardConfig>(
       forward, forward_metrics_,
       [this](const std::shared_ptr<const UpstreamRoutes>& routes) { PublishRoutes(routes); });
@@ -422,14 +432,6 @@ bool KubednsServer::Start(std::string* error) {
   // Debug data only on the debug address: every pod reaches the other ports.
   server::RefuseDebugPaths(*healthz_http_);
   if (metrics_http_) server::RefuseDebugPaths(*metrics_http_);
-  if (options_.debug_address) {
-    debug_http_ = server::MakeDebugServer(*options_.debug_address, rate_limits_.clients);
-    debug_http_->Handle("/cache", [this](const http::Request&) {
-      http::Response response = http::Response::Text(200, CacheJson(snapshots_.Current().get()));
-      response.content_type = "application/json";
-      return response;
-    });
-  }
   if (!healthz_http_->Start(error)) {
     *error = "healthz on " + options_.healthz_address.ToString() + ": " + *error;
     Stop();
@@ -440,8 +442,7 @@ bool KubednsServer::Start(std::string* error) {
     Stop();
     return false;
   }
-  if (debug_http_ && !debug_http_->Start(error)) {
-    *error = "--debug-address " + options_.debug_address->ToString() + ": " + *error;
+  if (!switchboard_.Start(error)) {
     Stop();
     return false;
   }
@@ -452,9 +453,7 @@ const loop::SocketAddress& KubednsServer::metrics_address() const {
   return metrics_http_ ? metrics_http_->local_address() : healthz_http_->local_address();
 }
 
-loop::SocketAddress KubednsServer::debug_address() const {
-  return debug_http_ ? debug_http_->local_address() : loop::SocketAddress();
-}
+loop::SocketAddress KubednsServer::debug_address() const { return switchboard_.debug_address(); }
 
 void KubednsServer::RunSource(std::promise<void>* started) {
   SetThreadName("source");
@@ -503,11 +502,22 @@ void KubednsServer::PublishRoutes(const std::shared_ptr<const UpstreamRoutes>& r
   routes_.Publish(routes);
 }
 
+std::unique_ptr<http::ServerThread> KubednsServer::MakeDebugServer(
+    const loop::SocketAddress& address) {
+  auto debug = server::MakeDebugServer(address, rate_limits_.clients);
+  debug->Handle("/cache", [this](const http::Request&) {
+    http::Response response = http::Response::Text(200, CacheJson(snapshots_.Current().get()));
+    response.content_type = "application/json";
+    return response;
+  });
+  return debug;
+}
+
 void KubednsServer::Stop() {
   if (forward_config_) forward_config_->Stop();  // posts nothing more
   if (healthz_http_) healthz_http_->Stop();
   if (metrics_http_) metrics_http_->Stop();
-  if (debug_http_) debug_http_->Stop();
+  switchboard_.Stop();
   if (dns_server_) dns_server_->Stop();
   if (source_thread_.joinable()) {
     source_running_ = false;

@@ -16,8 +16,9 @@
 //                   DNS thread (DnsServer::Post)
 //   HTTP thread(s)  /readiness and /healthz on the healthz port, /metrics on the metrics
 //                   port (one thread when the ports are equal), and the debug data
-//                   (/cache, /debug/top-clients) only when --debug-address asks for it,
-//                   on a thread and port of its own (common/server/debug_http.h); the
+//                   (/cache, /debug/top-clients) only when --debug-address or the
+//                   ConfigMap's kdns.debugData asks for it, on a thread and port of its
+//                   own (common/server/debug_http.h), started and stopped by the Switchboard; the
 //                   other ports answer those paths 404
 // Data crosses threads only as immutable snapshots (records, routes), per-thread metric
 // counters and the atomic ready flag.
@@ -43,6 +44,7 @@
 #include "common/metrics/registry.h"
 #include "common/server/dns_server.h"
 #include "common/server/rate_limits.h"
+#include "common/server/switchboard.h"
 #include "common/server/waiting_queries.h"
 #include "common/upstream/forwarder.h"
 #include "common/upstream/forwarder_totals.h"
@@ -60,6 +62,10 @@
 #include "kubedns/sources/api_source.h"
 
 namespace kdns::kubedns {
+
+// Where the debug data is served when the kube-dns ConfigMap's kdns.debugData asks for it
+// without --debug-address (frontend-cache's is 10058 in the same pod).
+inline constexpr uint16_t kDefaultDebugPort = 10057;
 
 class KubednsServer {
  public:
@@ -144,6 +150,9 @@ class KubednsServer {
   // as the records are: a query forwarded after it takes them, one forwarded before
   // finishes with the routes it started with.
   void PublishRoutes(const std::shared_ptr<const UpstreamRoutes>& routes);
+  // The debug address's server: server::MakeDebugServer's routes and /cache (Switchboard
+  // makes it when --debug-address or kdns.debugData asks).
+  std::unique_ptr<http::ServerThread> MakeDebugServer(const loop::SocketAddress& address);
 
   Options options_;
   metrics::Registry registry_;
@@ -158,6 +167,9 @@ class KubednsServer {
   SnapshotHolder<Snapshot> snapshots_;
   SnapshotHolder<UpstreamRoutes> routes_;
   server::QueryLog query_log_;
+  // The kube-dns ConfigMap's runtime switches, from ForwardConfig (the config thread): the
+  // query log's detail and the debug data (--debug-address, kdns.debugData).
+  server::Switchboard switchboard_;
   DnsHandler::Shared handler_shared_;
   server::RateLimits rate_limits_;  // shared by every DNS thread
   std::unique_ptr<ForwardConfig> forward_config_;
@@ -169,7 +181,6 @@ class KubednsServer {
   std::unique_ptr<server::DnsServer> dns_server_;
   std::unique_ptr<http::ServerThread> healthz_http_;
   std::unique_ptr<http::ServerThread> metrics_http_;  // null when it shares healthz_http_
-  std::unique_ptr<http::ServerThread> debug_http_;    // null unless debug_address
 
   std::thread source_thread_;
   loop::TaskQueue::Poster source_poster_;
