@@ -247,7 +247,7 @@ def dockerfile_copies():
 
 def test_images_are_tagged_with_the_version(env):
     tree = os.path.join(env["workdir"], "images-tree")
-    for d in ("images", "mk"):
+    for d in ("images", "mk", "tools"):
         shutil.copytree(os.path.join(ROOT, d), os.path.join(tree, d))
     shutil.copy(os.path.join(ROOT, "Makefile"), tree)
     for d in ("common", "frontend-cache", "kubedns", "nanny", "sidecar"):
