@@ -438,6 +438,13 @@ def metric_sum(samples, series):
 
 # -- what a client sees -------------------------------------------------------------------
 
+def limit_hits(server, limits):
+    """kdns_limit_hits_total of `server` (anything with metric(series)) summed over the
+    `limit` labels in `limits`: how an attack test confirms its attack landed."""
+    return sum(server.metric('kdns_limit_hits_total{limit="%s"}' % limit) or 0
+               for limit in limits)
+
+
 def fold(line):
     """Folds white space outside quoted strings."""
     out, quoted, space = [], False, False
