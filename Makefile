@@ -183,7 +183,7 @@ TEST_BINS := $(addprefix $(BIN)/,$(PROGRAMS)) $(BIN)/unit_tests $(BIN)/integrati
 
 test-binaries: $(TEST_BINS)
 
-# `make test`: install, build, run every suite, one closing line `N passed, M failed`.
+# `make test`: install, build, run every suite, one closing line `N passed, M failed, K skipped`.
 test: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) test-binaries
 	@test/run_suites.sh $(OUT)

@@ -26,6 +26,7 @@
 #include "common/loop/socket_util.h"
 #include "common/loop/timer.h"
 #include "common/server/server_test_util.h"
+#include "test/support/skip.h"
 
 namespace kdns::server::testing {
 namespace {
@@ -350,7 +351,7 @@ TEST_CASE("DnsServer serves IPv6", "[server]") {
   bool have_v6 = probe >= 0 && bind(probe, v6.sockaddr_ptr(), v6.sockaddr_len()) == 0;
   if (probe >= 0) close(probe);
   if (!have_v6) {
-    WARN("no IPv6 loopback here; skipped");
+    kdns::testing::SkipTest("no IPv6 loopback here", kdns::testing::Provided::kNo);
     return;
   }
   DnsServer::Options options = LocalOptions(2);
@@ -391,7 +392,8 @@ std::string RunCommand(const std::string& command) {
 
 TEST_CASE("dig gets an answer from DnsServer over UDP and TCP", "[server]") {
   if (access("/usr/bin/dig", X_OK) != 0) {
-    WARN("dig is not installed; skipped");
+    kdns::testing::SkipTest("dig is not installed (apt-get install bind9-dnsutils)",
+                            kdns::testing::Provided::kByInstall);
     return;
   }
   DnsServer server(LocalOptions(2),

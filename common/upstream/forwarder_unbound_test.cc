@@ -20,6 +20,7 @@
 #include "common/upstream/forwarder_testing.h"
 #include "common/upstream/upstream_address.h"
 #include "test/support/fake_dns_server.h"
+#include "test/support/skip.h"
 #include "test/unit/temp_dir.h"
 
 namespace kdns::upstream::testing {
@@ -41,7 +42,8 @@ TEST_CASE_METHOD(LoopFixture,
                  "The Forwarder gets answers from a real unbound over UDP, TCP and tcp://",
                  "[upstream]") {
   if (access(kUnbound, X_OK) != 0) {
-    WARN("skipped: " << kUnbound << " is not installed (apt-get install unbound)");
+    kdns::testing::SkipTest(std::string(kUnbound) + " is not installed (apt-get install unbound)",
+                            kdns::testing::Provided::kByInstall);
     return;
   }
   kdns::testing::TempDir temp;  // removed even when a REQUIRE fails

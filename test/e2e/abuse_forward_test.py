@@ -119,20 +119,40 @@ def victim(port, names):
     return failures
 
 
-def under_flood(port, names, log_of):
-    """Floods the black-holed domain, lets it fill what it can, runs the victim; the
-    problems and the figure line."""
+# The forwarding budgets a flood of one black-holed domain runs into
+# (kdns_limit_hits_total{limit}): the route's, its upstream's, the process ceiling, and
+# the fair shares of the route's and the upstream's reserve.
+BUDGET_LIMITS = ("route_in_flight", "upstream_in_flight", "forward_in_flight",
+                 "route_client_share", "upstream_client_share")
+
+
+def budget_hits(server):
+    return harness.limit_hits(server, BUDGET_LIMITS)
+
+
+def under_flood(server, names, log_of):
+    """Floods the black-holed domain until the server's metrics show it past a forwarding
+    budget, runs the victim, and checks the flood still held the budgets meanwhile (so the
+    victim's answers were had under the attack, not after it); the problems and the figure
+    line."""
+    port = server.port
+    p = []
     flood = paced_flood.Flood(port, "blackhole.test", FLOOD_QPS)
     try:
-        # Long enough for the flood to be far past every budget (FLOOD_QPS x 1 s).
-        time.sleep(1.0)
+        if not harness.wait_until(lambda: budget_hits(server) > 0, 10):
+            p.append("the flood never reached a forwarding budget (kdns_limit_hits_total "
+                     "of %s stayed 0)" % ", ".join(BUDGET_LIMITS))
+        before = budget_hits(server)
         failures = victim(port, names)
+        during = budget_hits(server) - before
     finally:
         flood.stop()
-    figure = "victim failures: %d of %d while %d flood queries were sent from 127.0.0.2" % (
-        len(failures), len(names), flood.sent)
+    figure = ("victim failures: %d of %d while %d flood queries were sent from 127.0.0.2 "
+              "(%d budget refusals during the victim's queries)" % (
+                  len(failures), len(names), flood.sent, during))
     print("    " + figure)
-    p = []
+    if during <= 0:
+        p.append("the flood did not hold the budgets while the victim asked: " + figure)
     if failures:
         p.append(figure + "; first: %s" % failures[:5])
     if flood.sent < FORWARD_MAX * 3:
@@ -157,7 +177,7 @@ def test_frontend_cache_black_holed_stub(env):
         def log_of():
             return [] if fe.process.alive() else ["frontend-cache exited: " +
                                                   fe.process.log()[-1500:]]
-        return under_flood(fe.port, wild_names("fe"), log_of)
+        return under_flood(fe, wild_names("fe"), log_of)
     finally:
         if fe:
             fe.stop()
@@ -192,7 +212,7 @@ def test_kubedns_black_holed_stub(env):
 
         def log_of():
             return [] if kd.process.alive() else ["kubedns exited: " + kd.log()[-1500:]]
-        return under_flood(kd.port, names, log_of)
+        return under_flood(kd, names, log_of)
     finally:
         if kd:
             kd.stop()

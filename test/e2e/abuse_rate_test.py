@@ -209,7 +209,10 @@ def test_slipped_queries_get_tc_and_dig_retries_over_tcp(env):
     flooder.start()
     dig_result = None
     try:
-        time.sleep(1.0)
+        # The flood is limited before dig asks: its client's rate limit is hit.
+        if not harness.wait_until(
+                lambda: (fc.metric('kdns_limit_hits_total{limit="client_rate"}') or 0) > 0, 10):
+            return ["the flood never hit the client rate limit"]
         # From the flooder's address, while it floods on: its bucket is empty, so dig's
         # query is dropped or slipped (dig tries three times). A query that lands just as a
         # token comes back (one every 10 ms) is answered over UDP: ask again, a few times.

@@ -149,13 +149,28 @@ def flood_tcp(port, domain):
     return conns
 
 
-def attack(port, pid, domain, victim):
-    """Runs both floods toward `port` while watching `pid`'s RSS, then asks the victim's
-    questions while the attacker's queries still wait. Returns (peak MiB, problems)."""
-    watch = RssWatch(pid)
+# What the floods run into (kdns_limit_hits_total{limit}): the waiting-query budget and
+# its shedding, the forwarding budgets, the TCP caps.
+ATTACK_LIMITS = ("waiting_queries", "shed_waiting_queries", "waiters_per_query",
+                 "route_in_flight", "upstream_in_flight", "forward_in_flight",
+                 "route_client_share", "upstream_client_share", "tcp_connections",
+                 "tcp_connections_per_source", "tcp_output_total",
+                 "tcp_output_per_connection")
+
+
+def attack(server, domain, victim):
+    """Runs both floods toward `server` while watching its RSS, checks from its metrics
+    that they reached its limits, then asks the victim's questions while the attacker's
+    queries still wait. Returns the problems."""
+    port = server.port
+    watch = RssWatch(server.process.pid)
     problems = []
     udp_socks, sent = flood_udp(port, domain)
     conns = flood_tcp(port, domain)
+    if not harness.wait_until(lambda: harness.limit_hits(server, ATTACK_LIMITS) > 0, 10):
+        problems.append("the floods reached none of the limits %s" % ", ".join(ATTACK_LIMITS))
+    print("    limits hit by the floods before the victim asked: %d" %
+          harness.limit_hits(server, ATTACK_LIMITS))
     failures = [name for name in victim() if name]
     time.sleep(0.5)  # the last frames are read and parsed: RSS is sampled meanwhile
     peak = watch.stop()
@@ -197,7 +212,7 @@ def test_frontend_cache_waiting_queries_stay_bounded(env):
     problems = ["not cached first: %s" % n for n in ask_victim(fc.port, names)()]
     if problems:
         return problems
-    return attack(fc.port, fc.process.pid, "hole.test", ask_victim(fc.port, names))
+    return attack(fc, "hole.test", ask_victim(fc.port, names))
 
 
 OBJECTS = {
@@ -224,7 +239,7 @@ def test_kubedns_waiting_queries_stay_bounded(env):
     problems = ["not answered first: %s" % n for n in ask_victim(dns.port, names)()]
     if problems:
         return problems
-    return attack(dns.port, dns.process.pid, "hole.example", ask_victim(dns.port, names))
+    return attack(dns, "hole.example", ask_victim(dns.port, names))
 
 
 TESTS = [test_frontend_cache_waiting_queries_stay_bounded,

@@ -89,17 +89,42 @@ def free_port(host="127.0.0.1"):
 
 
 class Skip(Exception):
-    """Raised by a test that cannot run here (a tool missing): SKIP, counted in neither."""
+    """Raised by a test that cannot run here: SKIP with the reason, counted as skipped.
+    `provided`: what it lacks is something the install step (mk/deps.sh) provides (a tool,
+    a package), so where that step ran (CI=true) the skip is a failure instead: a test the
+    install should have made possible did not run."""
+
+    def __init__(self, reason, provided=False):
+        super().__init__(reason)
+        self.provided = provided
+
+
+def in_ci():
+    """Whether the install step ran (CI=true, as .ci/run and CI set it)."""
+    return os.environ.get("CI") == "true"
+
+
+def skip_counts(name, reason, provided):
+    """Prints why `name` does not run; returns (failed, skipped): a SKIP line and (0, 1), or,
+    under CI=true for what the install step provides, a FAIL line and (1, 0)."""
+    if provided and in_ci():
+        print("FAIL %s: skipped under CI=true, but the install step provides what it needs: %s"
+              % (name, reason))
+        sys.stdout.flush()
+        return 1, 0
+    print("SKIP %s: %s" % (name, reason))
+    sys.stdout.flush()
+    return 0, 1
 
 
 def run_tests(tests, env, after_each=None):
     """Runs each test(env), which returns its problems (empty or None: passed; a raised
-    exception fails it, Skip skips it), honouring KDNS_ONLY (a substring of the names to
-    run); prints an ok, FAIL or SKIP line per test, with the problems indented, and returns
-    (passed, failed). after_each(), if given, runs after every test (e.g. to clear injected
-    faults)."""
+    exception fails it, Skip skips it, see skip_counts), honouring KDNS_ONLY (a substring
+    of the names to run); prints an ok, FAIL or SKIP line per test, with the problems
+    indented, and returns (passed, failed, skipped). after_each(), if given, runs after
+    every test (e.g. to clear injected faults)."""
     only = os.environ.get("KDNS_ONLY")
-    passed = failed = 0
+    passed = failed = skipped = 0
     for test in tests:
         if only and only not in test.__name__:
             continue
@@ -107,8 +132,9 @@ def run_tests(tests, env, after_each=None):
         try:
             problems = test(env)
         except Skip as e:
-            print("SKIP %s: %s" % (test.__name__, e))
-            sys.stdout.flush()
+            f, k = skip_counts(test.__name__, e, e.provided)
+            failed += f
+            skipped += k
             continue
         except Exception:
             problems = ["raised: " + traceback.format_exc()]
@@ -124,7 +150,7 @@ def run_tests(tests, env, after_each=None):
         sys.stdout.flush()
         if after_each is not None:
             after_each()
-    return passed, failed
+    return passed, failed, skipped
 
 
 def stop_all(owned):
@@ -147,9 +173,9 @@ def release(owned, workdir, failed):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def finish(passed, failed):
-    """Prints the closing `N passed, M failed` line; returns the exit code."""
-    print("%d passed, %d failed" % (passed, failed))
+def finish(passed, failed, skipped=0):
+    """Prints the closing `N passed, M failed, K skipped` line; returns the exit code."""
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     sys.stdout.flush()
     return 0 if failed == 0 else 1
 
@@ -160,7 +186,9 @@ def main(prefix, tests, tools=(), needs=None, skip_unmet=False, setup=None, rese
 
     - `tools`: paths that must be executable, and needs(): why the suite cannot run here
       (an address it cannot bind, a resource limit) or None. Either unmet fails the suite,
-      or skips it (0 passed, 0 failed) with `skip_unmet`.
+      or with `skip_unmet` skips it, counted as one skipped (0 passed, 0 failed, 1
+      skipped) with the reason; a missing tool is one the install step provides, so under
+      CI=true it fails the suite even so (skip_counts).
     - setup(workdir, owned): starts what the tests share (servers go into `owned`) and
       returns the env: a dict is merged into {"workdir", "owned"}, anything else (a pod
       object) is the env itself.
@@ -174,12 +202,14 @@ def main(prefix, tests, tools=(), needs=None, skip_unmet=False, setup=None, rese
     Work goes into a fresh directory, removed at the end (kept with KDNS_KEEP_TMP when
     something failed). A set-up or phase that raises fails the suite with its traceback,
     and the counts so far stand."""
-    unmet = ["%s is missing" % tool for tool in tools if not os.access(tool, os.X_OK)]
-    if not unmet and needs is not None:
-        unmet = [reason for reason in [needs()] if reason]
+    missing = ["%s is missing" % tool for tool in tools if not os.access(tool, os.X_OK)]
+    unmet = missing or [reason for reason in [needs() if needs else None] if reason]
     if unmet:
-        print("%s: %s" % ("SKIP" if skip_unmet else "FAIL", "; ".join(unmet)))
-        return finish(0, 0 if skip_unmet else 1)
+        suite = prefix.strip("-.")
+        if not skip_unmet:
+            print("FAIL %s: %s" % (suite, "; ".join(unmet)))
+            return finish(0, 1)
+        return finish(0, *skip_counts(suite, "; ".join(unmet), provided=bool(missing)))
     workdir = tempfile.mkdtemp(prefix=prefix)
     owned = []
     env = {"workdir": workdir, "owned": owned}
@@ -221,14 +251,20 @@ class Checks:
     def __init__(self):
         self.passed = 0
         self.failed = 0
+        self.skipped = 0
 
     def run(self, tests, env, after_each=None):
         """Runs `tests` with run_tests and adds their counts."""
         self.add(*run_tests(tests, env, after_each=after_each))
 
-    def add(self, passed, failed):
+    def add(self, passed, failed, skipped=0):
         self.passed += passed
         self.failed += failed
+        self.skipped += skipped
+
+    def skip(self, name, reason, provided=False):
+        """Counts one check that cannot run here (skip_counts)."""
+        self.add(0, *skip_counts(name, reason, provided))
 
     def check(self, name, ok, detail=""):
         """Counts one check; prints FAIL with the detail when `ok` is false; returns `ok`."""
@@ -241,7 +277,7 @@ class Checks:
         return ok
 
     def finish(self):
-        return finish(self.passed, self.failed)
+        return finish(self.passed, self.failed, self.skipped)
 
 
 def print_figures(title, figures, width=70):
@@ -401,6 +437,13 @@ def metric_sum(samples, series):
 
 
 # -- what a client sees -------------------------------------------------------------------
+
+def limit_hits(server, limits):
+    """kdns_limit_hits_total of `server` (anything with metric(series)) summed over the
+    `limit` labels in `limits`: how an attack test confirms its attack landed."""
+    return sum(server.metric('kdns_limit_hits_total{limit="%s"}' % limit) or 0
+               for limit in limits)
+
 
 def fold(line):
     """Folds white space outside quoted strings."""

@@ -138,7 +138,7 @@ def test_manifests_components(env):
     RBAC for exactly the two API groups."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        raise harness.Skip("kubectl is not installed")
+        raise harness.Skip("kubectl is not installed", provided=True)
     import yaml
     overlay = os.path.join(env["workdir"], "overlay")
     os.makedirs(overlay)

@@ -198,7 +198,7 @@ def client_side_apply(live, applied, times):
 def test_client_side_apply_over_coredns_and_kube_dns(r):
     if not kubectl_apply.available():
         raise harness.Skip("kubectl is not installed (mk/deps.sh installs Debian's "
-                           "kubernetes-client)")
+                           "kubernetes-client)", provided=True)
     p = []
     ours = r.one("Service", "kube-dns")
     spec = pod_spec(r.kube_dns())

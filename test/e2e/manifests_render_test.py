@@ -89,7 +89,7 @@ def test_kustomize_renders_the_same(r):
         elif kubectl:
             command = [kubectl, "kustomize", directory]
         else:
-            raise harness.Skip("neither kustomize nor kubectl is installed")
+            raise harness.Skip("neither kustomize nor kubectl is installed", provided=True)
         result = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if result.returncode != 0:
             p.append("`%s` failed: %s" % (" ".join(command), result.stderr.strip()))
