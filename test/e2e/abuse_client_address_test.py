@@ -82,7 +82,7 @@ def exchange(source, port, payload, host, timeout=2.0):
 
 def light_client_through(port):
     """Distinct cluster-zone misses from 127.0.0.1 at about LIGHT_QPS through the cache, each
-    with a 1 s deadline; an answer is kubedns's NXDOMAIN."""
+    with light_client.ANSWER_DEADLINE_S; an answer is kubedns's NXDOMAIN."""
     return light_client.LightClient(port, LIGHT_QPS, lambda i: "light%d.%s" % (i, ZONE),
                                     lambda m: m["rcode"] == dns_wire.NXDOMAIN)
 

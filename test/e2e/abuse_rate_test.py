@@ -3,7 +3,7 @@
 
 The flooder sends from 127.0.0.2, the light client from 127.0.0.1, so a per-client limit
 is tested honestly. Each test asserts the light client's outcome (at least 99% of its
-answers, each within 1 s) and what the flooder got:
+answers, each within light_client.ANSWER_DEADLINE_S) and what the flooder got:
 
   - --client-rate-limit=1000 --client-rate-slip=0, dnsperf flooding cached names as fast
     as it can: the flooder gets about the limit, no more (frontend-cache and kubedns).
@@ -42,7 +42,7 @@ LIMIT = 1000
 
 class LightClient(light_client.LightClient):
     """Asks `names` in turn at about LIGHT_QPS from 127.0.0.1 until stopped, each with a
-    1 s deadline; counts the answers (NOERROR with an address)."""
+    deadline of light_client.ANSWER_DEADLINE_S; counts the answers (NOERROR with an address)."""
 
     def __init__(self, port, names):
         super().__init__(port, LIGHT_QPS, lambda i: names[i % len(names)],

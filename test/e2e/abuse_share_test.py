@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dns_wire  # noqa: E402
 import fake_upstream as fu  # noqa: E402
 import harness  # noqa: E402
+import light_client  # noqa: E402
 import paced_flood  # noqa: E402
 import servers  # noqa: E402
 
@@ -70,7 +71,8 @@ def attack(server, in_flight_gauge, owned, attackers=1):
     bad = []
     for i in range(VICTIM_QUERIES):
         name = "v%d-%s.good.test" % (i, tag)  # never asked before: a miss, forwarded
-        rcode, records = dns_wire.ask_udp(server.port, name, timeout=2.0)
+        rcode, records = dns_wire.ask_udp(server.port, name,
+                                          timeout=light_client.ANSWER_DEADLINE_S)
         if rcode != "NOERROR" or GOOD_IP not in records:
             bad.append("%s: %s %s" % (name, rcode, records))
         time.sleep(VICTIM_GAP_S)

@@ -20,6 +20,7 @@ KDNS_KEEP_TMP=1 keeps the temporary directory (every process's log).
 import json
 import os
 import pwd
+import re
 import signal
 import socket
 import subprocess
@@ -269,12 +270,29 @@ def test_restart_mode_with_dnsmasq(env):
     return p
 
 
+def log_seconds_between(log, first, last):
+    """Seconds between the glog lines (Lmmdd hh:mm:ss.uuuuuu ...) holding `first` and then
+    `last` in `log`, by their own time stamps; None when either is missing."""
+    def stamp(needle):
+        for line in log.splitlines():
+            if needle in line:
+                m = re.search(r"[IWEF]\d{4,8} (\d\d):(\d\d):(\d\d\.\d+)", line.split("]: ")[-1]
+                              if "]: " in line else line)
+                if m:
+                    return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+        return None
+    begin, end = stamp(first), stamp(last)
+    return None if begin is None or end is None else end - begin
+
+
 def test_sigterm_lameduck_then_exit(env):
     p = []
     tmp = env["tmp"]
     cfg = harness.ConfigMapDir(os.path.join(tmp, "cfg-term"))
     cfg.publish({"stubDomains": json.dumps({"example.test": ["127.0.0.1:%d" % env["nsd"].port]})})
-    nanny = Nanny(tmp, "nanny-term", cfg.path, lameduck="1s", metrics=False,
+    # A lameduck long enough that a query sent once its log line is seen lands in it on a
+    # loaded machine; whether the child kept to it is read from its own log's times.
+    nanny = Nanny(tmp, "nanny-term", cfg.path, lameduck="3s", metrics=False,
                   flags=["-logInterval=100ms"])
     child = nanny.child()
     # -logInterval: SIGUSR1 makes frontend-cache log its statistics, into the nanny's log.
@@ -282,22 +300,24 @@ def test_sigterm_lameduck_then_exit(env):
         p.append("-logInterval: no statistics lines from the child")
     if nanny.child() != child:
         p.append("SIGUSR1 killed the child")
-    t0 = time.monotonic()
     nanny.process.signal(signal.SIGTERM)
-    if not harness.wait_until(lambda: "lameduck: answering for 1000 ms more" in nanny.log(),
-                              0.9, 0.01):
-        p.append("no lameduck line in the nanny's log within 0.9 s of SIGTERM")
-    if dns_wire.ask_udp(nanny.port, "www.example.test", timeout=0.3)[1] != [
+    if not harness.wait_until(lambda: "lameduck: answering for 3000 ms more" in nanny.log(),
+                              10, 0.01):
+        p.append("no lameduck line in the nanny's log after SIGTERM")
+    if dns_wire.ask_udp(nanny.port, "www.example.test", timeout=2.0)[1] != [
             "192.0.2.10", "192.0.2.11"]:
         p.append("no answer during the lameduck period")
     if not nanny.process.alive():
         p.append("the nanny exited before the child's lameduck ended")
-    code = nanny.process.wait(10)
-    elapsed = time.monotonic() - t0
+    code = nanny.process.wait(30)
     if code != 0:
         p.append("exit status %s" % code)
-    if not 0.9 <= elapsed <= 5:
-        p.append("exited %.2f s after SIGTERM; the lameduck is 1 s" % elapsed)
+    # The child answered for its whole lameduck: from its lameduck line to its last
+    # (glog's times, the child's own clock; a loaded machine only makes it longer).
+    kept = log_seconds_between(nanny.log(), "lameduck: answering for 3000 ms more",
+                               "frontend-cache stopped")
+    if kept is None or kept < 3.0:
+        p.append("the child stopped %s s after its lameduck began; the lameduck is 3 s" % kept)
     if alive(child):
         p.append("frontend-cache still alive")
     nanny.stop()
