@@ -5,7 +5,9 @@ The real nanny ($KDNS_BIN, default build/bin) with real upstreams and kubedns (n
 Shown here:
 
   - under a steady dnsperf load (5,500 queries/s asked) through nanny + frontend-cache: 20
-    configuration changes, then kill -9 of frontend-cache: no lost query, no SERVFAIL,
+    configuration changes, then kill -9 of frontend-cache: at most one receive batch per
+    thread lost (what the killed child held; the socket's queue goes to the next), no
+    SERVFAIL,
     answers resume (the rate reached and the time until answers resume are printed
     figures, not verdicts: they depend on the machine's load);
   - restart mode with Debian's dnsmasq (-dnsmasqExec=/usr/sbin/dnsmasq -restartDnsmasq):
@@ -44,6 +46,11 @@ from nanny_env import (  # noqa: E402
     apply_latency,
     children_of,
     cmdline)
+
+
+# The threads the child runs here (Nanny's threads=2) times a receive batch
+# (loop::kUdpBatchSize).
+KILL_LOSS_BOUND = 2 * 64
 
 
 def test_load_changes_and_kill(env):
@@ -131,13 +138,17 @@ def test_load_changes_and_kill(env):
     # benchmark test/bench/frontend_cache_kill_bench.sh measures it.
     if result["qps"] is None:
         p.append("dnsperf reported no rate: %s" % text[-300:])
-    if result["lost"] != 0:
-        p.append("dnsperf lost %s queries" % result["lost"])
+    # A kill -9 loses at most what the killed child had read and not yet answered: the
+    # datagrams of one receive batch per thread (these are cache hits, answered on the
+    # receiver threads; frontend-cache/README.md: 0-2 per kill on a quiet machine, up to
+    # 62 on a loaded one). The queries still in the socket are the next child's.
+    if result["lost"] is None or result["lost"] + unanswered > KILL_LOSS_BOUND:
+        p.append("dnsperf lost %s queries and the prober %d across one kill -9, more than "
+                 "the %d one receive batch per thread can hold (prober's sent at %s ms from "
+                 "the kill)" % (result["lost"], unanswered, KILL_LOSS_BOUND,
+                                prober.unanswered_at(t_kill)))
     if result["codes"].get("SERVFAIL", 0) != 0:
         p.append("%d SERVFAIL answers" % result["codes"]["SERVFAIL"])
-    if unanswered != 0:
-        p.append("%d prober queries unanswered, sent at %s ms from the kill" %
-                 (unanswered, prober.unanswered_at(t_kill)))
     if resume_ms is None:
         p.append("answers did not resume after the kill")
     m = nanny.metrics()
