@@ -1,0 +1,434 @@
+#!/usr/bin/python3
+"""The docs are true (issue 35, item 8): every flag and metric name that README.md, docs/,
+the programs' READMEs and CHANGELOG.md mention exists.
+
+- Flags: every `--name` (and node-cache's or the nanny's `-name`, three letters or more) in
+  a code span or a code block is a flag, an option or a refused option of one of the
+  programs, as their `--flag-table` prints it (a `--name-` ending in a dash: a prefix of
+  one). Not ours: a code span or code-block line that starts with another program's command
+  (EXTERNAL_COMMANDS: `kubectl apply --server-side`, `git describe --dirty`), and the flags
+  of EXTERNAL_FLAGS, each with the program it belongs to. One-letter options (dnsmasq's
+  short forms, kubectl's `-n`) are not checked.
+- Metrics: every kdns_*, coredns_*, skydns_* and kubedns_* name is a family one of the
+  programs serves: kubedns (with --metrics-compat=coredns and both multicluster zones, on
+  the conformance objects), the nanny with frontend-cache, a second frontend-cache with
+  --metrics-compat=coredns, and the sidecar, all running here, each asked a few questions
+  first; histogram samples (_bucket, _sum, _count) name their family. A name with a `*` or
+  ending in `_` is a prefix of one. `{a,b}` inside a name is two names; at the end it is
+  label names or two names (one reading must hold). Families the running programs cannot
+  show here are in NOT_SERVED_HERE with the mode that serves them, and each of those must
+  be a string literal in the programs' sources and not be served here (so the list cannot
+  go stale). CoreDNS's and kube-dns's own names that kdns does not export, mentioned where
+  the docs describe those programs, are in EXTERNAL_METRICS with where each comes from.
+  Old names in CHANGELOG.md (what a rename replaced) are in RENAMED, allowed there only.
+- Numbers: the Default column of the guide's flag tables (docs/operators.md, "Flags") is
+  what `--helpfull` says, for every flag whose default is a plain value; the metrics
+  ports in the guide's headings are the programs' defaults.
+
+Each failure names the doc, its line and the name. Closes with `N passed, M failed`.
+"""
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import pod  # noqa: E402
+import servers  # noqa: E402
+
+ROOT = harness.ROOT
+PROGRAMS = ("kubedns", "frontend-cache", "nanny", "sidecar")
+DOCS = ["README.md", "CHANGELOG.md", "docs/operators.md", "docs/design.md",
+        "docs/runbooks.md", "docs/releasing.md", "frontend-cache/README.md",
+        "kubedns/README.md", "nanny/README.md", "sidecar/README.md", "manifests/README.md",
+        "tools/README.md"]
+SOURCE_DIRS = ("common", "kubedns", "frontend-cache", "nanny", "sidecar")
+
+# A code span or code-block line that starts with one of these is another program's command
+# line: its flags are that program's.
+EXTERNAL_COMMANDS = {
+    "kubectl", "docker", "git", "make", "dig", "kdig", "curl", "promtool", "kubeadm", "helm",
+    "capsh", "setcap", "nft", "iptables", "ip6tables", "ip", "sysctl", "dnsperf", "kustomize",
+    "python3", "tools/check_flags.py", "check_flags", "tools/corefile2kdns", "corefile2kdns",
+    "dnsmasq", "getent", "ss", "perf", "valgrind", "clang-format", "clang-tidy", "apt-get",
+}
+# Flags named alone in the docs that belong to another program.
+EXTERNAL_FLAGS = {
+    # kubectl
+    "--server-side": "kubectl apply", "--force-conflicts": "kubectl apply",
+    "--prune": "kubectl apply", "--previous": "kubectl logs", "--containers": "kubectl debug",
+    "--raw": "kubectl get", "--as": "kubectl auth can-i", "--replicas": "kubectl scale",
+    "--target": "kubectl debug",
+    # kubeadm and the kubelet
+    "--skip-phases": "kubeadm upgrade apply", "--allowed-unsafe-sysctls": "kubelet",
+    "--cluster-dns": "kubelet",
+    # docker
+    "--rm": "docker run",
+    # git describe
+    "--tags": "git describe", "--dirty": "git describe",
+    # the cluster-proportional-autoscaler of the kube-dns addon
+    "--default-params": "cluster-proportional-autoscaler",
+    # tools/check_flags.py's and tools/corefile2kdns's own (argparse)
+    "--bin": "tools/check_flags.py", "--write-table": "tools/check_flags.py",
+    "--verify-table": "tools/check_flags.py", "--json": "tools/corefile2kdns",
+    # node-cache's (NodeLocal DNSCache) flags the nanny does not take, named as such
+    "-dns.port": "node-cache",
+    # the compiler's, in the Makefile
+    "-include": "g++/clang++ (Makefile)",
+    # not flags: version suffixes (git describe's for uncommitted changes, a release
+    # candidate's)
+    "-dirty": "git describe's version suffix", "-rc.N": "docs/releasing.md's version suffix",
+}
+# The docs' words for "any flag" and "any option".
+WORDS_FOR_FLAGS = {"--flag", "-flag", "--opt"}
+# What the programs read from their command line before gflags (so no --flag-table line):
+# name -> where; each checked to be in that source file.
+OUTSIDE_GFLAGS = {
+    "--flag-table": "common/app/program.cc",
+    "--kdns-exec-child": "nanny/exec_trampoline.h",
+}
+
+# Families a running program serves only in a mode this suite does not start, or never.
+NOT_SERVED_HERE = {
+    "skydns_skydns_dns_cachemiss_count_total":
+        "never: kube-dns's labelled family, registered, but kubedns has no such cache",
+    "kdns_nodelocal_firewall_info": "the nanny in node-local mode (root, a node's netns)",
+    "kdns_nodelocal_interface_ok": "the nanny in node-local mode",
+    "kdns_nodelocal_repairs_total": "the nanny in node-local mode",
+    "kdns_nodelocal_rules_ok": "the nanny in node-local mode",
+    "kdns_nodelocal_sync_errors_total": "the nanny in node-local mode",
+    "kdns_nodelocal_tcp_migrate_req": "the nanny in node-local mode",
+}
+# Names of other programs, where the docs describe those programs.
+EXTERNAL_METRICS = {}
+# Old names a rename replaced: allowed in CHANGELOG.md only (new name, where).
+RENAMED = {}
+
+
+# ---------------------------------------------------------------------------------------
+# What the docs mention.
+
+def expand_braces(text):
+    """`a_{b,c}_d` -> [a_b_d, a_c_d] (the first group; recursively the rest)."""
+    m = re.search(r"\{([^{}]*,[^{}]*)\}", text)
+    if not m:
+        return [text]
+    out = []
+    for choice in m.group(1).split(","):
+        out += expand_braces(text[:m.start()] + choice.strip() + text[m.end():])
+    return out
+
+
+def code_pieces(path):
+    """(line number, text) of each code span (which may wrap) and code-block line (joined
+    with the lines it continues onto with a trailing backslash) of a markdown file."""
+    with open(os.path.join(ROOT, path)) as f:
+        lines = f.read().split("\n")
+    in_block, prose, joined = False, [], None
+    for number, line in enumerate(lines, 1):
+        if line.lstrip().startswith("```"):
+            in_block = not in_block
+            continue
+        if not in_block:
+            prose.append((number, line))
+            continue
+        joined = (joined[0], joined[1] + " " + line.strip()) if joined else (number, line.strip())
+        if not line.rstrip().endswith("\\"):
+            yield joined
+            joined = None
+    # Code spans, which may wrap over lines of one paragraph.
+    text = "\n".join(line for _, line in prose)
+    starts = [0]
+    for _, line in prose:
+        starts.append(starts[-1] + len(line) + 1)
+    for m in re.finditer(r"`([^`]+)`", text):
+        if "\n\n" not in m.group(1):
+            index = next(i for i in range(len(prose)) if starts[i + 1] > m.start())
+            yield prose[index][0], m.group(1).replace("\n", " ")
+
+
+def command_of(piece):
+    """The first word of a code piece, past a prompt, `sudo` and env assignments."""
+    words = [w for w in re.split(r"\s+", piece.strip().lstrip("$# ")) if w]
+    while words and (words[0] in ("sudo", "env", "-") or re.match(r"^\w+=", words[0])):
+        words.pop(0)
+    return words[0] if words else ""
+
+
+FLAG = re.compile(r"(?<![\w/.$:<>-])(--?[A-Za-z][\w.-]*\w-?)")
+
+
+def flag_mentions():
+    """(doc, line number, flag, the double-dash flag named before it in that doc) of every
+    flag the docs mention."""
+    for doc in DOCS:
+        previous = None
+        for number, piece in sorted(code_pieces(doc), key=lambda p: p[0]):
+            if command_of(piece) in EXTERNAL_COMMANDS:
+                continue
+            for expanded in expand_braces(piece):
+                for flag in FLAG.findall(expanded):
+                    if flag.startswith("--") or len(flag) > 3:
+                        yield doc, number, flag, previous
+                    if flag.startswith("--"):
+                        previous = flag
+
+
+METRIC = re.compile(r"(?<![\w/.-])((?:kdns|coredns|skydns|kubedns)_[a-z0-9_*]*(?:\{[^}\s]*\}"
+                    r"[a-z0-9_*]*)*)")
+
+
+def metric_mentions():
+    """(doc, line number, mention) of every metric name the docs mention (a file name such
+    as kubedns_server.cc is not one)."""
+    for doc in DOCS:
+        with open(os.path.join(ROOT, doc)) as f:
+            for number, line in enumerate(f, 1):
+                for m in METRIC.finditer(line):
+                    if re.match(r"[\w.]*\.(cc|h|py|md|yaml|sh|json)\b", line[m.end():]):
+                        continue
+                    if re.match(r"[\w.]*\.(cc|h|py|md|yaml|sh|json)\b", line[m.start():]):
+                        continue
+                    yield doc, number, m.group(1)
+
+
+def readings(mention):
+    """The lists of names a mention may mean: braces as alternatives, and a trailing `{...}`
+    as label names. A `{...}` with `=` or a quote in it is a series' labels."""
+    mention = re.sub(r"\{[^}]*[=\"][^}]*\}", "", mention)
+    out = [expand_braces(mention)]
+    trailing = re.match(r"^(.*?)(\{[^}]*\})+$", mention)
+    if trailing:
+        out.append(expand_braces(trailing.group(1)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# What the programs have.
+
+def flag_tables():
+    """{program: {name: kind}} from each program's --flag-table."""
+    tables = {}
+    for program in PROGRAMS:
+        text = subprocess.run([os.path.join(harness.BIN, program), "--flag-table"],
+                              capture_output=True, text=True, timeout=30, check=True).stdout
+        tables[program] = {}
+        for line in text.splitlines():
+            fields = line.split("\t")
+            if len(fields) >= 2:
+                tables[program][fields[1].replace("_", "-")] = fields[0]
+    return tables
+
+
+def has_flag(names, flag, previous=None):
+    """Whether `flag` is in `names`; a `-suffix` after `--a-b-c` may stand for `--a-b-suffix`
+    or `--a-suffix` (`--client-rate-limit`, `-burst`)."""
+    if previous and not flag.startswith("--"):
+        stem = previous.lstrip("-").split("=")[0].split("-")
+        if any(has_flag(names, "--" + "-".join(stem[:cut]) + flag)
+               for cut in range(1, len(stem))):
+            return True
+    name = flag.lstrip("-").replace("_", "-")
+    if name.endswith("-"):
+        return any(n.startswith(name) for n in names)
+    return name in names or (name.startswith("no") and name[2:] in names)
+
+
+def in_sources(name, literals):
+    """Whether a string literal of the sources is `name`, or one is its start and another
+    (`_...`) its end (`prefix + "_dns_cachemiss_count_total"`)."""
+    return name in literals or any(
+        name[:cut] in literals and name[cut:] in literals
+        for cut in range(1, len(name)) if name[cut] == "_")
+
+
+def source_literals():
+    """Every string literal that looks like a metric name in the programs' non-test sources."""
+    found = set()
+    for top in SOURCE_DIRS:
+        for base, _, files in os.walk(os.path.join(ROOT, top)):
+            for name in files:
+                if name.endswith((".cc", ".h")) and not name.endswith("_test.cc"):
+                    with open(os.path.join(base, name)) as f:
+                        found |= set(re.findall(r'"([a-z_][a-z0-9_]*)"', f.read()))
+    return found
+
+
+# kubedns with every family it can show on its own: the API source (the kdns_kubedns_api_*
+# families), CoreDNS's names, both multicluster zones, autopath and NOTIFY.
+KUBEDNS_FLAGS = ["--metrics-compat=coredns", "--multicluster-zone=clusterset.local.",
+                 "--kubeslice-zone=slice.local.", "--pod-records=verified", "--autopath",
+                 "--notify=127.0.0.1:9"]
+
+
+class Programs:
+    """The four programs running on free loopback ports, in the modes that show the most
+    families: the pod (kubedns with CoreDNS's names and both multicluster zones, the nanny
+    with frontend-cache, the sidecar) and a frontend-cache with CoreDNS's names."""
+
+    def __init__(self, workdir):
+        objects = os.path.join(ROOT, "test", "conformance", "objects.json")
+        # Watches end after a second (kdns_kubedns_api_watch_restarts_total).
+        self.fake = servers.FakeApiserver(os.path.join(workdir, "fake"), "--objects", objects,
+                                          "--max-watch-timeout", "1")
+        self.pod = self.cache = self.objects_kubedns = self.failing_sidecar = None
+        try:
+            # The first EndpointSlice LIST refused (kdns_kubedns_api_errors_total).
+            self.fake.control("/control/fault/http", {
+                "status": 403, "count": 1, "verb": "list",
+                "path_prefix": "/apis/discovery.k8s.io/v1/endpointslices"})
+            self.pod = pod.Pod(workdir, ["--kubecfg-file=" + self.fake.info["kubeconfig"]],
+                               kubedns_flags=KUBEDNS_FLAGS)
+            self.cache = servers.FrontendCache(
+                workdir, "compat-cache", "--metrics-compat=coredns",
+                "--server=127.0.0.1#%d" % self.pod.kubedns.port)
+            # A sidecar whose probe nothing answers (kdns_sidecar_probe_failures_total).
+            self.failing_sidecar_port = harness.free_port()
+            self.failing_sidecar = harness.Process(
+                [os.path.join(harness.BIN, "sidecar"), "--logtostderr",
+                 "--dnsmasq-addr=127.0.0.1", "--dnsmasq-port=%d" % self.pod.nanny.port,
+                 "--prometheus-addr=127.0.0.1",
+                 "--prometheus-port=%d" % self.failing_sidecar_port,
+                 "--probe=nothing,127.0.0.1:%d,%s,1,A" % (harness.free_port(),
+                                                          pod.CLUSTER_NAME)],
+                os.path.join(workdir, "failing-sidecar.log"))
+            # The objects-file source (kdns_objects_file_*).
+            self.objects_kubedns = servers.Kubedns(workdir, "objects-kubedns",
+                                                   "--objects-file=" + objects)
+        except Exception:
+            self.stop()
+            raise
+        self.ask()
+
+    def ask(self):
+        """A few questions through each server, so that labelled families have series."""
+        for port in (self.pod.kubedns.port, self.pod.nanny.port, self.cache.port):
+            for name, qtype in ((pod.CLUSTER_NAME, "A"), (pod.CLUSTER_NAME, "A"),
+                                ("nothing.default.svc.cluster.local", "A"),
+                                ("kubernetes.default.svc.cluster.local", "SRV"),
+                                ("x.example", "A")):
+                harness.dig(port, name, qtype, timeout=2)
+
+    def wait_for_failures(self):
+        """Until a watch has ended and been restarted, and the failing probe failed."""
+        for port, series, process in (
+                (self.pod.kubedns.metrics_port, "kdns_kubedns_api_watch_restarts_total{",
+                 self.pod.kubedns.process),
+                (self.failing_sidecar_port, "kdns_sidecar_probe_failures_total{",
+                 self.failing_sidecar)):
+            if not harness.wait_until(lambda: series in harness.http_get(port, "/metrics")[2],
+                                      20, ignore=(OSError,)):
+                raise RuntimeError("no %s: %s" % (series, process.log()[-1500:]))
+
+    def families(self):
+        """{family name} of every /metrics, from `# TYPE` lines and samples."""
+        names = set()
+        for port in (self.pod.kubedns.metrics_port, self.pod.nanny.metrics_port,
+                     self.pod.sidecar_port, self.cache.metrics_port,
+                     self.objects_kubedns.metrics_port, self.failing_sidecar_port):
+            status, _, body = harness.http_get(port, "/metrics")
+            if status != 200:
+                raise RuntimeError("/metrics on %d: %s" % (port, status))
+            for line in body.splitlines():
+                m = re.match(r"# TYPE (\S+)", line) or re.match(r"([a-zA-Z_:][\w:]*)", line)
+                if m:
+                    names.add(m.group(1))
+        return names | {re.sub(r"_(bucket|sum|count)$", "", n) for n in names}
+
+    def stop(self):
+        harness.stop_all([p for p in (self.fake, self.pod, self.cache, self.objects_kubedns,
+                                      self.failing_sidecar) if p is not None])
+
+
+# ---------------------------------------------------------------------------------------
+# The checks.
+
+def test_every_flag_the_docs_name_exists(env):
+    names = set().union(*env["tables"].values())
+    problems = []
+    for doc, number, flag, previous in flag_mentions():
+        if flag in EXTERNAL_FLAGS or flag in WORDS_FOR_FLAGS or flag in OUTSIDE_GFLAGS:
+            continue
+        if has_flag(names, flag, previous):
+            continue
+        problems.append("%s:%d names %s, which no program's --flag-table has" %
+                        (doc, number, flag))
+    return problems
+
+
+def test_external_flags_are_not_ours(env):
+    """A flag of EXTERNAL_FLAGS that a program has is ours, checked: out of the list."""
+    names = set().union(*env["tables"].values())
+    return ["EXTERNAL_FLAGS lists %s, which %s" % (flag, ", ".join(
+        p for p, t in env["tables"].items() if has_flag(t, flag)))
+        for flag in EXTERNAL_FLAGS if has_flag(names, flag)]
+
+
+def known_metric(name, served):
+    """A family, or the start of families' names (`kdns_frontend_*`, the `skydns_skydns`
+    prefix)."""
+    prefix = name.rstrip("*").rstrip("_") + "_"
+    return name in served or any(s.startswith(prefix) for s in served)
+
+
+def test_every_metric_the_docs_name_exists(env):
+    served = env["served"] | set(NOT_SERVED_HERE)
+    problems = []
+    for doc, number, mention in metric_mentions():
+        def holds(names):
+            return all(known_metric(n, served) or n in EXTERNAL_METRICS or
+                       (doc == "CHANGELOG.md" and n in RENAMED) for n in names)
+        if not any(holds(names) for names in readings(mention)):
+            missing = [n for n in readings(mention)[-1] if not known_metric(n, served)]
+            problems.append("%s:%d names %s, which no program serves" %
+                            (doc, number, ", ".join(missing) or mention))
+    return problems
+
+
+def test_mode_only_families_are_in_the_sources(env):
+    """NOT_SERVED_HERE stays true: each name is in the sources and not served here."""
+    literals = source_literals()
+    problems = []
+    for name, mode in NOT_SERVED_HERE.items():
+        if not in_sources(name, literals):
+            problems.append("NOT_SERVED_HERE lists %s (%s), which no source file names" %
+                            (name, mode))
+        if name in env["served"]:
+            problems.append("NOT_SERVED_HERE lists %s, which is served here: take it out" %
+                            name)
+    for name, where in list(EXTERNAL_METRICS.items()) + list(RENAMED.items()):
+        if name in env["served"]:
+            problems.append("%s is listed as not ours (%s), but is served" % (name, where))
+    return problems
+
+
+def test_flags_outside_gflags_are_in_the_sources(env):
+    problems = []
+    for flag, path in OUTSIDE_GFLAGS.items():
+        with open(os.path.join(ROOT, path)) as f:
+            if '"%s"' % flag not in f.read():
+                problems.append("OUTSIDE_GFLAGS: %s does not read %s" % (path, flag))
+    return problems
+
+
+TESTS = [test_every_flag_the_docs_name_exists,
+         test_flags_outside_gflags_are_in_the_sources,
+         test_external_flags_are_not_ours,
+         test_every_metric_the_docs_name_exists,
+         test_mode_only_families_are_in_the_sources]
+
+
+def setup(workdir, owned):
+    programs = Programs(workdir)
+    owned.append(programs)
+    programs.wait_for_failures()
+    return {"tables": flag_tables(), "served": programs.families()}
+
+
+def main():
+    return harness.main("kdns-docs-", TESTS, setup=setup)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
