@@ -5,25 +5,31 @@ the programs' READMEs and CHANGELOG.md mention exists.
 - Flags: every `--name` (and node-cache's or the nanny's `-name`, three letters or more) in
   a code span or a code block is a flag, an option or a refused option of one of the
   programs, as their `--flag-table` prints it (a `--name-` ending in a dash: a prefix of
-  one). Not ours: a code span or code-block line that starts with another program's command
-  (EXTERNAL_COMMANDS: `kubectl apply --server-side`, `git describe --dirty`), and the flags
-  of EXTERNAL_FLAGS, each with the program it belongs to. One-letter options (dnsmasq's
-  short forms, kubectl's `-n`) are not checked.
+  one; a `-suffix` right after `--a-b-c`: `--a-b-suffix`, as in "`--client-rate-limit`,
+  `-burst`"), or one of OUTSIDE_GFLAGS, read before gflags (checked in its source file).
+  Not ours: a code span or code-block line (with its continuation lines) that starts with
+  another program's command (EXTERNAL_COMMANDS: `kubectl apply --server-side`), and
+  EXTERNAL_FLAGS, each with the program it belongs to (none of them may be ours).
+  One-letter options (dnsmasq's short forms, kubectl's `-n`) are not checked.
 - Metrics: every kdns_*, coredns_*, skydns_* and kubedns_* name is a family one of the
-  programs serves: kubedns (with --metrics-compat=coredns and both multicluster zones, on
-  the conformance objects), the nanny with frontend-cache, a second frontend-cache with
-  --metrics-compat=coredns, and the sidecar, all running here, each asked a few questions
-  first; histogram samples (_bucket, _sum, _count) name their family. A name with a `*` or
-  ending in `_` is a prefix of one. `{a,b}` inside a name is two names; at the end it is
-  label names or two names (one reading must hold). Families the running programs cannot
-  show here are in NOT_SERVED_HERE with the mode that serves them, and each of those must
-  be a string literal in the programs' sources and not be served here (so the list cannot
-  go stale). CoreDNS's and kube-dns's own names that kdns does not export, mentioned where
-  the docs describe those programs, are in EXTERNAL_METRICS with where each comes from.
-  Old names in CHANGELOG.md (what a rename replaced) are in RENAMED, allowed there only.
-- Numbers: the Default column of the guide's flag tables (docs/operators.md, "Flags") is
-  what `--helpfull` says, for every flag whose default is a plain value; the metrics
-  ports in the guide's headings are the programs' defaults.
+  programs serves, all running here in the modes that show the most families (kubedns
+  following the fake API server, whose first EndpointSlice LIST is refused and whose
+  watches end after a second, with --metrics-compat=coredns, both multicluster zones,
+  autopath and NOTIFY; a kubedns on an objects file; the nanny with frontend-cache; a
+  frontend-cache with --metrics-compat=coredns; the sidecar, and one whose probe fails),
+  each asked a few questions first; histogram samples (_bucket, _sum, _count) name their
+  family. A name with a `*`, or a name that starts served names (the `skydns_skydns`
+  prefix), is a prefix. `{a,b}` inside a name is two names; at the end it is label names
+  or two names (one reading must hold); `{k="v"}` is a series' labels. Families the
+  programs cannot show here are in NOT_SERVED_HERE with the mode that serves them (or why
+  never), each a string literal (or two joined) in the programs' sources and not served
+  here, so the list cannot go stale. Old names in CHANGELOG.md (what a rename replaced)
+  are in RENAMED, allowed there only.
+- Numbers: the Default column of every flag table (the guide's "Flags", "Limits", the
+  READMEs') is what the program declares (gflags' --helpxml), for each flag whose default
+  is a plain value (frontend-cache's dnsmasq options have none there); the ports the
+  programs tables of docs/operators.md and docs/design.md give each container are the
+  ones it declares in manifests/.
 
 Each failure names the doc, its line and the name. Closes with `N passed, M failed`.
 """
@@ -34,6 +40,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import kustomize  # noqa: E402
+import manifests  # noqa: E402
 import pod  # noqa: E402
 import servers  # noqa: E402
 
@@ -100,8 +108,6 @@ NOT_SERVED_HERE = {
     "kdns_nodelocal_sync_errors_total": "the nanny in node-local mode",
     "kdns_nodelocal_tcp_migrate_req": "the nanny in node-local mode",
 }
-# Names of other programs, where the docs describe those programs.
-EXTERNAL_METRICS = {}
 # Old names a rename replaced: allowed in CHANGELOG.md only (new name, where).
 RENAMED = {}
 
@@ -219,6 +225,48 @@ def flag_tables():
             if len(fields) >= 2:
                 tables[program][fields[1].replace("_", "-")] = fields[0]
     return tables
+
+
+def default_cell(cell):
+    """The value a flag table's Default cell gives: `X`, `X` (note), X (note), X; note, and
+    (none...) for an empty one; None for a sentence (not checked)."""
+    if re.match(r"(\(none|empty \(none\)|none;)", cell):
+        return ""
+    m = re.match(r"`([^`$]*)`(\s*\(.*\))?$", cell) or re.match(r"([\w./:]+)(\s*[(;].*)?$", cell)
+    return m.group(1) if m else None
+
+
+# Where a doc's flag table is about one program: the guide's sections by their heading, the
+# programs' READMEs.
+SECTION_PROGRAMS = {"### kubedns": "kubedns", "### frontend-cache": "frontend-cache",
+                    "### nanny": "nanny", "### sidecar": "sidecar", "## Node-local mode": "nanny",
+                    "## ": None, "### ": None}
+README_PROGRAMS = {"%s/README.md" % p: p for p in PROGRAMS}
+
+
+def documented_defaults():
+    """(doc, line number, program or None, flag name, default) of every table row naming
+    one flag in its first cell and a plain value under a `Default` header."""
+    for doc in DOCS:
+        program, column = README_PROGRAMS.get(doc), None
+        with open(os.path.join(ROOT, doc)) as f:
+            for number, line in enumerate(f, 1):
+                if doc not in README_PROGRAMS and line.startswith("#"):
+                    program = next((p for h, p in SECTION_PROGRAMS.items()
+                                    if line.startswith(h)), program)
+                if not line.startswith("|"):
+                    column = None
+                    continue
+                cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                if column is None:
+                    column = next((i for i, c in enumerate(cells) if c == "Default"), -1)
+                    continue
+                flag = re.fullmatch(r"`--?([\w-]+)`", cells[0])
+                if column < 0 or not flag or column >= len(cells):
+                    continue
+                value = default_cell(cells[column])
+                if value is not None:
+                    yield doc, number, program, flag.group(1), value
 
 
 def has_flag(names, flag, previous=None):
@@ -377,8 +425,8 @@ def test_every_metric_the_docs_name_exists(env):
     problems = []
     for doc, number, mention in metric_mentions():
         def holds(names):
-            return all(known_metric(n, served) or n in EXTERNAL_METRICS or
-                       (doc == "CHANGELOG.md" and n in RENAMED) for n in names)
+            return all(known_metric(n, served) or (doc == "CHANGELOG.md" and n in RENAMED)
+                       for n in names)
         if not any(holds(names) for names in readings(mention)):
             missing = [n for n in readings(mention)[-1] if not known_metric(n, served)]
             problems.append("%s:%d names %s, which no program serves" %
@@ -397,9 +445,10 @@ def test_mode_only_families_are_in_the_sources(env):
         if name in env["served"]:
             problems.append("NOT_SERVED_HERE lists %s, which is served here: take it out" %
                             name)
-    for name, where in list(EXTERNAL_METRICS.items()) + list(RENAMED.items()):
-        if name in env["served"]:
-            problems.append("%s is listed as not ours (%s), but is served" % (name, where))
+    for name, new in RENAMED.items():
+        if name in env["served"] or new not in env["served"]:
+            problems.append("RENAMED: %s -> %s, but the old name is served or the new one "
+                            "is not" % (name, new))
     return problems
 
 
@@ -412,7 +461,66 @@ def test_flags_outside_gflags_are_in_the_sources(env):
     return problems
 
 
+def test_flag_tables_give_the_defaults(env):
+    """A documented default is what the program declares (gflags' --helpxml): of the section's program, or of any
+    program that has the flag elsewhere. frontend-cache's dnsmasq options (parsed by
+    frontend-cache itself, not gflags) have no --helpfull default and are not checked."""
+    problems = []
+    for doc, number, program, name, value in documented_defaults():
+        programs = [program] if program else PROGRAMS
+        have = {p: env["defaults"][p][name] for p in programs if name in env["defaults"][p]}
+        # -1 is an int flag's "not given" (kubedns's --metrics-port, --prometheus-port).
+        if value == "" and "-1" in have.values():
+            continue
+        if have and value not in have.values():
+            problems.append("%s:%d gives --%s's default as %r; the program's: %s" % (
+                doc, number, name, value,
+                ", ".join("%s %r" % item for item in sorted(have.items()))))
+    return problems
+
+
+# The container of the kube-dns pod that runs each program (frontend-cache: the nanny's
+# child), for the tables that list ports by program.
+PROGRAM_CONTAINERS = {"kubedns": "kubedns", "frontend-cache": "dnsmasq", "nanny": "dnsmasq",
+                      "sidecar": "sidecar"}
+
+
+def test_ports_tables_are_the_manifests(env):
+    """Each port a `Ports` column gives a container (docs/operators.md) or a program
+    (docs/design.md, by folder) is a port that container declares in manifests/."""
+    rendered = manifests.Rendered(*kustomize.render(manifests.MANIFESTS))
+    declared = {}
+    for container, _, number, _ in manifests.declared_ports(
+            rendered.kube_dns()["spec"]["template"]["spec"]):
+        declared.setdefault(container, set()).add(number)
+    problems, checked = [], 0
+    for doc in ("docs/operators.md", "docs/design.md"):
+        column = None
+        with open(os.path.join(ROOT, doc)) as f:
+            for number, line in enumerate(f, 1):
+                cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                if not line.startswith("|"):
+                    column = None
+                elif column is None:
+                    column = cells.index("Ports") if "Ports" in cells else -1
+                elif column >= 0 and not set(line.strip()) <= set("|- :"):
+                    name = cells[0].strip("`/")
+                    container = name if name in declared else PROGRAM_CONTAINERS.get(name)
+                    if container is None:
+                        continue
+                    for port in re.findall(r"(?<![\w.])(\d{2,5})(?![\w.])", cells[column]):
+                        checked += 1
+                        if int(port) not in declared[container]:
+                            problems.append("%s:%d gives %s port %s; manifests/ declares %s" % (
+                                doc, number, name, port, sorted(declared[container])))
+    if not checked:
+        problems.append("no Ports table found in docs/operators.md or docs/design.md")
+    return problems
+
+
 TESTS = [test_every_flag_the_docs_name_exists,
+         test_ports_tables_are_the_manifests,
+         test_flag_tables_give_the_defaults,
          test_flags_outside_gflags_are_in_the_sources,
          test_external_flags_are_not_ours,
          test_every_metric_the_docs_name_exists,
@@ -423,7 +531,8 @@ def setup(workdir, owned):
     programs = Programs(workdir)
     owned.append(programs)
     programs.wait_for_failures()
-    return {"tables": flag_tables(), "served": programs.families()}
+    return {"tables": flag_tables(), "defaults": {p: manifests.flag_defaults(p) for p in PROGRAMS},
+            "served": programs.families()}
 
 
 def main():
