@@ -462,9 +462,9 @@ def test_flags_outside_gflags_are_in_the_sources(env):
 
 
 def test_flag_tables_give_the_defaults(env):
-    """A documented default is what the program declares (gflags' --helpxml): of the section's program, or of any
-    program that has the flag elsewhere. frontend-cache's dnsmasq options (parsed by
-    frontend-cache itself, not gflags) have no --helpfull default and are not checked."""
+    """A documented default is what the program declares (gflags' --helpxml): the section's
+    program, or any program that has the flag elsewhere. frontend-cache's dnsmasq options
+    (parsed by frontend-cache itself, not gflags) declare no default and are not checked."""
     problems = []
     for doc, number, program, name, value in documented_defaults():
         programs = [program] if program else PROGRAMS
