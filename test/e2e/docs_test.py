@@ -109,7 +109,9 @@ NOT_SERVED_HERE = {
     "kdns_nodelocal_tcp_migrate_req": "the nanny in node-local mode",
 }
 # Old names a rename replaced: allowed in CHANGELOG.md only (new name, where).
-RENAMED = {}
+RENAMED = {
+    "kdns_kubedns_kubekubeslice_service_imports": "kdns_kubedns_kubeslice_service_imports",
+}
 
 
 # ---------------------------------------------------------------------------------------
