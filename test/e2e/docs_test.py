@@ -246,9 +246,23 @@ SECTION_PROGRAMS = {"### kubedns": "kubedns", "### frontend-cache": "frontend-ca
 README_PROGRAMS = {"%s/README.md" % p: p for p in PROGRAMS}
 
 
+def row_defaults(flag_cell, default_cell_text):
+    """[(flag name, default)] of a table row: one flag and its value, or several flags
+    (`--a`, `--b`) with one value for all or one each (`1`, `2`)."""
+    if not re.fullmatch(r"`--?[\w-]+`(, `--?[\w-]+`)*", flag_cell):
+        return []
+    names = re.findall(r"`--?([\w-]+)`", flag_cell)
+    pieces = default_cell_text.split(", ")
+    if len(names) > 1 and len(pieces) == len(names):
+        values = [default_cell(piece) for piece in pieces]
+    else:
+        values = [default_cell(default_cell_text)] * len(names)
+    return [(name, value) for name, value in zip(names, values) if value is not None]
+
+
 def documented_defaults():
     """(doc, line number, program or None, flag name, default) of every table row naming
-    one flag in its first cell and a plain value under a `Default` header."""
+    flags in its first cell and plain values under a `Default` header."""
     for doc in DOCS:
         program, column = README_PROGRAMS.get(doc), None
         with open(os.path.join(ROOT, doc)) as f:
@@ -263,12 +277,9 @@ def documented_defaults():
                 if column is None:
                     column = next((i for i, c in enumerate(cells) if c == "Default"), -1)
                     continue
-                flag = re.fullmatch(r"`--?([\w-]+)`", cells[0])
-                if column < 0 or not flag or column >= len(cells):
-                    continue
-                value = default_cell(cells[column])
-                if value is not None:
-                    yield doc, number, program, flag.group(1), value
+                if 0 <= column < len(cells):
+                    for name, value in row_defaults(cells[0], cells[column]):
+                        yield doc, number, program, name, value
 
 
 def has_flag(names, flag, previous=None):
