@@ -2,8 +2,8 @@
 """The docs are true (issue 35, item 8): every flag and metric name that README.md, docs/,
 the programs' READMEs and CHANGELOG.md mention exists.
 
-- Flags: every `--name` (and node-cache's or the nanny's `-name`, three letters or more) in
-  a code span or a code block is a flag, an option or a refused option of one of the
+- Flags: every `--name` (in code spans and blocks also node-cache's or the nanny's
+  `-name`, three letters or more) is a flag, an option or a refused option of one of the
   programs, as their `--flag-table` prints it (a `--name-` ending in a dash: a prefix of
   one; a `-suffix` right after `--a-b-c`: `--a-b-suffix`, as in "`--client-rate-limit`,
   `-burst`"), or one of OUTSIDE_GFLAGS, read before gflags (checked in its source file).
@@ -128,9 +128,10 @@ def expand_braces(text):
     return out
 
 
-def code_pieces(path):
+def code_pieces(path, prose_too=False):
     """(line number, text) of each code span (which may wrap) and code-block line (joined
-    with the lines it continues onto with a trailing backslash) of a markdown file."""
+    with the lines it continues onto with a trailing backslash) of a markdown file; with
+    `prose_too`, also each line's text outside them, as (-line number, text)."""
     with open(os.path.join(ROOT, path)) as f:
         lines = f.read().split("\n")
     in_block, prose, joined = False, [], None
@@ -154,6 +155,10 @@ def code_pieces(path):
         if "\n\n" not in m.group(1):
             index = next(i for i in range(len(prose)) if starts[i + 1] > m.start())
             yield prose[index][0], m.group(1).replace("\n", " ")
+    if prose_too:
+        blanked = re.sub(r"`[^`]+`", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+        for (number, _), line in zip(prose, blanked.split("\n")):
+            yield -number, line
 
 
 def command_of(piece):
@@ -172,12 +177,15 @@ def flag_mentions():
     flag the docs mention."""
     for doc in DOCS:
         previous = None
-        for number, piece in sorted(code_pieces(doc), key=lambda p: p[0]):
-            if command_of(piece) in EXTERNAL_COMMANDS:
+        pieces = sorted(code_pieces(doc, prose_too=True), key=lambda p: abs(p[0]))
+        for number, piece in pieces:
+            in_prose, number = number < 0, abs(number)
+            if not in_prose and command_of(piece) in EXTERNAL_COMMANDS:
                 continue
             for expanded in expand_braces(piece):
                 for flag in FLAG.findall(expanded):
-                    if flag.startswith("--") or len(flag) > 3:
+                    # In prose only `--name`: a single dash there is mostly a hyphen.
+                    if flag.startswith("--") or (len(flag) > 3 and not in_prose):
                         yield doc, number, flag, previous
                     if flag.startswith("--"):
                         previous = flag
