@@ -11,8 +11,8 @@ the programs' READMEs and CHANGELOG.md mention exists.
   another program's command (EXTERNAL_COMMANDS: `kubectl apply --server-side`), and
   EXTERNAL_FLAGS, each with the program it belongs to (none of them may be ours).
   One-letter options (dnsmasq's short forms, kubectl's `-n`) are not checked.
-- Metrics: every kdns_*, coredns_*, skydns_*, kubedns_* and process_* name is a family of the
-  programs serves, all running here in the modes that show the most families (kubedns
+- Metrics: every kdns_*, coredns_*, skydns_*, kubedns_* and process_* name is a family that the
+  programs serve, all running here in the modes that show the most families (kubedns
   following the fake API server, whose first EndpointSlice LIST is refused and whose
   watches end after a second, with --metrics-compat=coredns, both multicluster zones,
   autopath and NOTIFY; a kubedns on an objects file; the nanny with frontend-cache; a
@@ -191,8 +191,8 @@ def flag_mentions():
                         previous = flag
 
 
-METRIC = re.compile(r"(?<![\w/.-])((?:kdns|coredns|skydns|kubedns|process)_[a-z0-9_*]*(?:\{[^}\s]*\}"
-                    r"[a-z0-9_*]*)*)")
+METRIC = re.compile(r"(?<![\w/.-])((?:kdns|coredns|skydns|kubedns|process)_[a-z0-9_*]*"
+                    r"(?:\{[^}\s]*\}[a-z0-9_*]*)*)")
 
 
 def metric_mentions():
