@@ -35,7 +35,6 @@ Each failure names the doc, its line and the name. Closes with `N passed, M fail
 """
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -44,6 +43,9 @@ import kustomize  # noqa: E402
 import manifests  # noqa: E402
 import pod  # noqa: E402
 import servers  # noqa: E402
+
+sys.path.insert(0, os.path.join(harness.ROOT, "tools"))
+import check_flags  # noqa: E402
 
 ROOT = harness.ROOT
 PROGRAMS = ("kubedns", "frontend-cache", "nanny", "sidecar")
@@ -224,16 +226,14 @@ def readings(mention):
 # What the programs have.
 
 def flag_tables():
-    """{program: {name: kind}} from each program's --flag-table."""
+    """{program: {every name its --flag-table has: flags, ignored Go flags, dnsmasq options
+    taken or refused}}, read by tools/check_flags.py's own reader."""
     tables = {}
     for program in PROGRAMS:
-        text = subprocess.run([os.path.join(harness.BIN, program), "--flag-table"],
-                              capture_output=True, text=True, timeout=30, check=True).stdout
-        tables[program] = {}
-        for line in text.splitlines():
-            fields = line.split("\t")
-            if len(fields) >= 2:
-                tables[program][fields[1].replace("_", "-")] = fields[0]
+        table = check_flags.FlagTable(
+            check_flags.read_binary_table(harness.BIN, program).splitlines())
+        tables[program] = (set(table.flags) | {n.replace("_", "-") for n in table.ignored} |
+                           set(table.options) | set(table.refused))
     return tables
 
 
