@@ -24,7 +24,10 @@ the programs' READMEs and CHANGELOG.md mention exists.
   programs cannot show here are in NOT_SERVED_HERE with the mode that serves them (or why
   never), each a string literal (or two joined) in the programs' sources and not served
   here, so the list cannot go stale. Old names in CHANGELOG.md (what a rename replaced)
-  are in RENAMED, allowed there only.
+  are in RENAMED, allowed there only. Names outside these namespaces are other exporters'
+  (cAdvisor's container_*, kube-state-metrics' kube_*, Prometheus's up) and not checked;
+  CoreDNS's names are ours under --metrics-compat=coredns, so the docs may name only those
+  kdns exports.
 - Numbers: the Default column of every flag table (the guide's "Flags", "Limits", the
   READMEs') is what the program declares (gflags' --helpxml), for each flag whose default
   is a plain value (frontend-cache's dnsmasq options have none there); the ports the
