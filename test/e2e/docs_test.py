@@ -28,6 +28,8 @@ the programs' READMEs and CHANGELOG.md mention exists.
   (cAdvisor's container_*, kube-state-metrics' kube_*, Prometheus's up) and not checked;
   CoreDNS's names are ours under --metrics-compat=coredns, so the docs may name only those
   kdns exports.
+- `limit` labels: every `limit="x"` and every value in a table column headed `limit` is
+  one of common/limits/limits.cc's names (kdns_limit_hits_total's labels).
 - Numbers: the Default column of every flag table (the guide's "Flags", "Limits", the
   READMEs') is what the program declares (gflags' --helpxml), for each flag whose default
   is a plain value (frontend-cache's dnsmasq options have none there); the ports the
@@ -503,6 +505,44 @@ def test_flag_tables_give_the_defaults(env):
     return problems
 
 
+def limit_names():
+    """The `limit` label's values: common/limits/limits.cc's kNames, in Limit's order."""
+    with open(os.path.join(ROOT, "common", "limits", "limits.cc")) as f:
+        text = f.read()
+    block = re.search(r"kNames = \{(.*?)\};", text, re.S)
+    if not block:
+        raise AssertionError("common/limits/limits.cc has no kNames = {...};")
+    return set(re.findall(r'"([a-z0-9_]+)"', block.group(1)))
+
+
+def limit_mentions():
+    """(doc, line number, value) of every `limit` label value the docs give: limit="x", and
+    each code span in a table column headed `limit`."""
+    for doc in DOCS:
+        column = None
+        with open(os.path.join(ROOT, doc)) as f:
+            for number, line in enumerate(f, 1):
+                for value in re.findall(r'\blimit="([^"]*)"', line):
+                    yield doc, number, value
+                cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                if not line.startswith("|"):
+                    column = None
+                elif column is None:
+                    column = next((i for i, c in enumerate(cells) if c.startswith("`limit`")),
+                                  -1)
+                elif 0 <= column < len(cells) and not set(line.strip()) <= set("|- :"):
+                    for value in re.findall(r"`([a-z0-9_]+)`", cells[column]):
+                        if not METRIC.fullmatch(value):  # a metric the row points at
+                            yield doc, number, value
+
+
+def test_every_limit_label_the_docs_name_exists(env):
+    names = limit_names()
+    return ["%s:%d names limit=\"%s\", which common/limits/limits.cc does not have" %
+            (doc, number, value) for doc, number, value in limit_mentions()
+            if value not in names]
+
+
 # The container of the kube-dns pod that runs each program (frontend-cache: the nanny's
 # child), for the tables that list ports by program.
 PROGRAM_CONTAINERS = {"kubedns": "kubedns", "frontend-cache": "dnsmasq", "nanny": "dnsmasq",
@@ -548,6 +588,7 @@ TESTS = [test_every_flag_the_docs_name_exists,
          test_flags_outside_gflags_are_in_the_sources,
          test_external_flags_are_not_ours,
          test_every_metric_the_docs_name_exists,
+         test_every_limit_label_the_docs_name_exists,
          test_mode_only_families_are_in_the_sources]
 
 
