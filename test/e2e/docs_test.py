@@ -304,7 +304,7 @@ def has_flag(names, flag, previous=None):
     name = flag.lstrip("-").replace("_", "-")
     if name.endswith("-"):
         return any(n.startswith(name) for n in names)
-    return name in names or (name.startswith("no") and name[2:] in names)
+    return name in names
 
 
 def in_sources(name, literals):
