@@ -14,14 +14,15 @@ the programs' READMEs and CHANGELOG.md mention exists.
 - Metrics: every kdns_*, coredns_*, skydns_*, kubedns_* and process_* name is a family that
   the programs serve, all running here in the modes that show the most families (kubedns
   following the fake API server, whose first EndpointSlice LIST is refused and whose watches
-  end after a second, with --metrics-compat=coredns, both multicluster zones, autopath and
-  NOTIFY; a kubedns on an objects file; the nanny with frontend-cache; a frontend-cache with
-  --metrics-compat=coredns; the sidecar, and one whose probe fails), each asked a few
-  questions first; histogram samples (_bucket, _sum, _count) name their family. A name
-  ending in `*` or `_`, or followed by "prefix" (the `skydns_skydns` prefix) or `<`
-  (`kubedns_probe_<label>`), is the start of served names. `{a,b}` inside a name is two
-  names; at the end it is label names or two names (one reading must hold); `{k="v"}` is a
-  series' labels. Families the programs cannot show here are in NOT_SERVED_HERE with the
+  end after a second, with --metrics-compat=coredns, both multicluster zones, autopath,
+  NOTIFY and fake_upstream's answer, SERVFAIL and silence to forward to; a kubedns on an
+  objects file; the nanny with frontend-cache; a frontend-cache with
+  --metrics-compat=coredns; the sidecar, and one whose probe that upstream never answers),
+  each asked a few questions first; histogram samples (_bucket, _sum, _count) name their
+  family. A name ending in `*` or `_`, or followed by "prefix" (the `skydns_skydns` prefix)
+  or `<` (`kubedns_probe_<label>`), is the start of served names. `{a,b}` inside a name is
+  two names; at the end it is label names or two names (one reading must hold); `{k="v"}` is
+  a series' labels. Families the programs cannot show here are in NOT_SERVED_HERE with the
   mode that serves them (or why never), each a string literal (or two joined) in the
   programs' sources and not served here, so the list cannot go stale. Old names in
   CHANGELOG.md (what a rename replaced) are in RENAMED, allowed there only. Names outside
@@ -51,6 +52,7 @@ import servers  # noqa: E402
 
 sys.path.insert(0, os.path.join(harness.ROOT, "tools"))
 import check_flags  # noqa: E402
+from fake_upstream import FakeUpstream  # noqa: E402
 
 ROOT = harness.ROOT
 PROGRAMS = ("kubedns", "frontend-cache", "nanny", "sidecar")
@@ -328,10 +330,14 @@ def source_literals():
 
 
 # kubedns with every family it can show on its own: the API source (the kdns_kubedns_api_*
-# families), CoreDNS's names, both multicluster zones, autopath and NOTIFY.
+# families), CoreDNS's names, both multicluster zones, autopath and NOTIFY; its upstream
+# (--nameservers) is added.
 KUBEDNS_FLAGS = ["--metrics-compat=coredns", "--multicluster-zone=clusterset.local.",
                  "--kubeslice-zone=slice.local.", "--pod-records=verified", "--autopath",
                  "--notify=127.0.0.1:9"]
+# Names outside the cluster, asked of kubedns: answered, SERVFAIL, never answered
+# (fake_upstream's kinds by first label); the last is also what the failing probe asks.
+OUTSIDE_NAMES = ["x.example", "servfail-1.example", "silent-1.example"]
 
 
 class Programs:
@@ -345,25 +351,29 @@ class Programs:
         self.fake = servers.FakeApiserver(os.path.join(workdir, "fake"), "--objects", objects,
                                           "--max-watch-timeout", "1")
         self.pod = self.cache = self.objects_kubedns = self.failing_sidecar = None
+        self.upstream = None
         try:
+            self.upstream = FakeUpstream()
             # The first EndpointSlice LIST refused (kdns_kubedns_api_errors_total).
             self.fake.control("/control/fault/http", {
                 "status": 403, "count": 1, "verb": "list",
                 "path_prefix": "/apis/discovery.k8s.io/v1/endpointslices"})
             self.pod = pod.Pod(workdir, ["--kubecfg-file=" + self.fake.info["kubeconfig"]],
-                               kubedns_flags=KUBEDNS_FLAGS)
+                               kubedns_flags=KUBEDNS_FLAGS + [
+                                   "--nameservers=127.0.0.1:%d" % self.upstream.port])
             self.cache = servers.FrontendCache(
                 workdir, "compat-cache", "--metrics-compat=coredns",
                 "--server=127.0.0.1#%d" % self.pod.kubedns.port)
-            # A sidecar whose probe nothing answers (kdns_sidecar_probe_failures_total).
+            # A sidecar whose probe the upstream never answers
+            # (kdns_sidecar_probe_failures_total).
             self.failing_sidecar_port = harness.free_port()
             self.failing_sidecar = harness.Process(
                 [os.path.join(harness.BIN, "sidecar"), "--logtostderr",
                  "--dnsmasq-addr=127.0.0.1", "--dnsmasq-port=%d" % self.pod.nanny.port,
                  "--prometheus-addr=127.0.0.1",
                  "--prometheus-port=%d" % self.failing_sidecar_port,
-                 "--probe=nothing,127.0.0.1:%d,%s,1,A" % (harness.free_port(),
-                                                          pod.CLUSTER_NAME)],
+                 "--probe=nothing,127.0.0.1:%d,%s,1,A" % (self.upstream.port,
+                                                          OUTSIDE_NAMES[-1])],
                 os.path.join(workdir, "failing-sidecar.log"))
             # The objects-file source (kdns_objects_file_*).
             self.objects_kubedns = servers.Kubedns(workdir, "objects-kubedns",
@@ -374,12 +384,15 @@ class Programs:
         self.ask()
 
     def ask(self):
-        """A few questions through each server, so that labelled families have series."""
-        for port in (self.pod.kubedns.port, self.pod.nanny.port, self.cache.port):
-            for name, qtype in ((pod.CLUSTER_NAME, "A"), (pod.CLUSTER_NAME, "A"),
-                                ("nothing.default.svc.cluster.local", "A"),
-                                ("kubernetes.default.svc.cluster.local", "SRV"),
-                                ("x.example", "A")):
+        """A few questions through each server, so that labelled families have series; the
+        names outside the cluster not through the pod's cache, whose default upstream is
+        this machine's resolv.conf."""
+        cluster = [(pod.CLUSTER_NAME, "A"), (pod.CLUSTER_NAME, "A"),
+                   ("nothing.default.svc.cluster.local", "A"), (pod.CLUSTER_NAME, "SRV")]
+        outside = [(name, "A") for name in OUTSIDE_NAMES]
+        for port, names in ((self.pod.kubedns.port, cluster + outside),
+                            (self.pod.nanny.port, cluster), (self.cache.port, cluster + outside)):
+            for name, qtype in names:
                 harness.dig(port, name, qtype, timeout=2)
 
     def wait_for_failures(self):
@@ -409,8 +422,9 @@ class Programs:
         return names | {re.sub(r"_(bucket|sum|count)$", "", n) for n in names}
 
     def stop(self):
-        harness.stop_all([p for p in (self.fake, self.pod, self.cache, self.objects_kubedns,
-                                      self.failing_sidecar) if p is not None])
+        harness.stop_all([p for p in (self.fake, self.upstream, self.pod, self.cache,
+                                      self.objects_kubedns, self.failing_sidecar)
+                          if p is not None])
 
 
 # ---------------------------------------------------------------------------------------
