@@ -169,7 +169,7 @@ bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers,
     constexpr std::string_view kLogQueries = "log-queries=";
     constexpr std::string_view kDebugData = "debug-data=";
     if (switches != nullptr && line.starts_with(kLogQueries)) {
-      server::QueryLogOptions::Detail detail;
+      QueryLogDetail detail;
       if (!config::ParseLogQueriesSwitch(line.substr(kLogQueries.size()), &detail, error)) {
         return bad(*error);
       }

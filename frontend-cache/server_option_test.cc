@@ -100,7 +100,7 @@ TEST_CASE("a servers file may carry the runtime switches the nanny hands on",
   REQUIRE(ParseServersFile("server=10.0.0.53\nlog-queries=extra\ndebug-data=true\n", &servers,
                            &error, &switches));
   CHECK(servers.size() == 1);
-  CHECK(switches.log_queries == server::QueryLogOptions::Detail::kExtra);
+  CHECK(switches.log_queries == QueryLogDetail::kExtra);
   CHECK(switches.debug_data == true);
   CHECK_FALSE(ParseServersFile("log-queries=loud\n", &servers, &error, &switches));
   CHECK(error == "line 1: log-queries=loud: kdns.logQueries: \"loud\" is not true, extra or false");

@@ -4,7 +4,7 @@
 
 namespace kdns::config {
 
-using Detail = server::QueryLogOptions::Detail;
+using Detail = QueryLogDetail;
 
 std::string_view LogQueriesSwitchValue(Detail detail) {
   switch (detail) {

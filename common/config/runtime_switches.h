@@ -30,7 +30,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/server/query_log.h"
+#include "common/base/query_log_detail.h"
 
 namespace kdns::config {
 
@@ -38,8 +38,8 @@ inline constexpr std::string_view kLogQueriesKey = "kdns.logQueries";
 inline constexpr std::string_view kDebugDataKey = "kdns.debugData";
 
 struct RuntimeSwitches {
-  std::optional<server::QueryLogOptions::Detail> log_queries;  // nullopt: the flag's
-  std::optional<bool> debug_data;                              // nullopt: the flag's
+  std::optional<QueryLogDetail> log_queries;  // nullopt: the flag's
+  std::optional<bool> debug_data;             // nullopt: the flag's
 
   bool empty() const { return !log_queries && !debug_data; }
   // `kdns.logQueries=extra kdns.debugData=false`, the keys set only; empty when none is.
@@ -48,8 +48,7 @@ struct RuntimeSwitches {
 };
 
 // A kdns.logQueries value ("true", "extra", "false"). False with a one-line *error.
-[[nodiscard]] bool ParseLogQueriesSwitch(std::string_view value,
-                                         server::QueryLogOptions::Detail* detail,
+[[nodiscard]] bool ParseLogQueriesSwitch(std::string_view value, QueryLogDetail* detail,
                                          std::string* error);
 // A kdns.debugData value ("true", "false"). False with a one-line *error.
 [[nodiscard]] bool ParseDebugDataSwitch(std::string_view value, bool* on, std::string* error);
@@ -61,6 +60,6 @@ struct RuntimeSwitches {
                                         RuntimeSwitches* switches, std::string* error);
 
 // The value ParseLogQueriesSwitch reads back: "true", "extra" or "false".
-std::string_view LogQueriesSwitchValue(server::QueryLogOptions::Detail detail);
+std::string_view LogQueriesSwitchValue(QueryLogDetail detail);
 
 }  // namespace kdns::config

@@ -10,7 +10,7 @@
 namespace kdns::config {
 namespace {
 
-using Detail = server::QueryLogOptions::Detail;
+using Detail = QueryLogDetail;
 
 TEST_CASE("the query log switch reads true, extra and false, whitespace aside",
           "[config][switches]") {

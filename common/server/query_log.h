@@ -32,6 +32,7 @@
 #include <string_view>
 
 #include "common/base/clock.h"
+#include "common/base/query_log_detail.h"
 #include "common/dns/transport.h"
 #include "common/dns/types.h"
 #include "common/loop/socket_address.h"
@@ -67,7 +68,7 @@ struct AnswerStart {
 };
 
 struct QueryLogOptions {
-  enum class Detail : uint8_t { kOff, kBasic, kExtra };
+  using Detail = QueryLogDetail;
   Detail detail = Detail::kOff;
   // Lines per second of the clock, at most; 0: no limit.
   uint32_t max_lines_per_second = 100;
