@@ -118,6 +118,11 @@ size_t RotateAddressRrsets(std::span<uint8_t> message, uint32_t turn) {
       !reader.ReadU16(&counts[1]) || !reader.ReadU16(&counts[2])) {
     return 0;
   }
+  // Most answers hold one record a section (a ClusterIP Service, a single upstream
+  // address): nothing to rotate, and no name to read.
+  if (std::all_of(counts.begin(), counts.end(), [](uint16_t count) { return count < 2; })) {
+    return 0;
+  }
   for (uint16_t i = 0; i < qdcount; ++i) {
     uint16_t qtype = 0;
     if (reader.SkipName() != ParseError::kOk || !reader.ReadU16(&qtype) || !reader.Skip(2) ||

@@ -128,6 +128,12 @@ TEST_CASE("Round robin leaves alone what it must not or cannot rotate", "[dns][l
     CHECK(RotateAddressRrsets(bytes, 1) == 0);
     CHECK(bytes == before);
   }
+  SECTION("one record in each section") {
+    std::vector<uint8_t> bytes = Reply("a.example.", RrType::kA, {two[0]}, {kGlue[0]});
+    const std::vector<uint8_t> before = bytes;
+    CHECK(RotateAddressRrsets(bytes, 1) == 0);
+    CHECK(bytes == before);
+  }
   SECTION("a single address") {
     std::vector<uint8_t> bytes = Reply("a.example.", RrType::kA, {two[0]});
     const std::vector<uint8_t> before = bytes;
