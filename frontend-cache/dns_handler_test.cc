@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -158,39 +159,41 @@ TEST_CASE("the handler answers the admission's refusals and counts them by their
   h.Finish();
 }
 
-// An NXDOMAIN for `name` with an SOA of `zone`, as kubedns answers, cached as a reply to
-// the A question.
-void CacheNxDomain(Cache& cache, const char* name, const char* zone) {
+// Caches, as the reply to `name`'s A question, what `fill` writes after the question.
+void CacheReply(Cache& cache, const char* name,
+                const std::function<void(dns::MessageBuilder&)>& fill) {
   std::vector<uint8_t> query_bytes = QuerySpec(name).Bytes();
   dns::Query query;
   REQUIRE(dns::ParseQuery(query_bytes, &query) == dns::ParseError::kOk);
   std::vector<uint8_t> buffer(512);
   dns::MessageBuilder builder(buffer);
   REQUIRE(builder.StartResponse(query) == dns::BuildError::kOk);
-  builder.header().rcode = dns::Rcode::kNxDomain;
-  REQUIRE(builder.AddRecord(dns::Section::kAuthority,
-                            dns::testing::RR(std::string(zone) + " 60 IN SOA ns.dns." + zone +
-                                             " hostmaster." + zone + " 7 28800 7200 604800 60")) ==
-          dns::BuildError::kOk);
+  fill(builder);
   REQUIRE(cache.Insert(CacheKey::FromQuery(query), builder.Finish()).result ==
           InsertResult::kInserted);
 }
 
+// An NXDOMAIN for `name` with an SOA of `zone`, as kubedns answers, cached as a reply to
+// the A question.
+void CacheNxDomain(Cache& cache, const char* name, const char* zone) {
+  CacheReply(cache, name, [zone](dns::MessageBuilder& builder) {
+    builder.header().rcode = dns::Rcode::kNxDomain;
+    REQUIRE(builder.AddRecord(
+                dns::Section::kAuthority,
+                dns::testing::RR(std::string(zone) + " 60 IN SOA ns.dns." + zone + " hostmaster." +
+                                 zone + " 7 28800 7200 604800 60")) == dns::BuildError::kOk);
+  });
+}
+
 // A reply for `name` with three addresses, cached as a reply to its A question.
 void CacheThreeAddresses(Cache& cache, const char* name) {
-  std::vector<uint8_t> query_bytes = QuerySpec(name).Bytes();
-  dns::Query query;
-  REQUIRE(dns::ParseQuery(query_bytes, &query) == dns::ParseError::kOk);
-  std::vector<uint8_t> buffer(512);
-  dns::MessageBuilder builder(buffer);
-  REQUIRE(builder.StartResponse(query) == dns::BuildError::kOk);
-  for (const char* address : {"10.0.0.1", "10.0.0.2", "10.0.0.3"}) {
-    REQUIRE(builder.AddRecord(dns::Section::kAnswer,
-                              dns::testing::RR(std::string(name) + " 60 IN A " + address)) ==
-            dns::BuildError::kOk);
-  }
-  REQUIRE(cache.Insert(CacheKey::FromQuery(query), builder.Finish()).result ==
-          InsertResult::kInserted);
+  CacheReply(cache, name, [name](dns::MessageBuilder& builder) {
+    for (const char* address : {"10.0.0.1", "10.0.0.2", "10.0.0.3"}) {
+      REQUIRE(builder.AddRecord(dns::Section::kAnswer,
+                                dns::testing::RR(std::string(name) + " 60 IN A " + address)) ==
+              dns::BuildError::kOk);
+    }
+  });
 }
 
 TEST_CASE("cache hits take turns at the first address under round_robin, never when off",
