@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "common/dns/loadbalance.h"
 #include "common/dns/message.h"
 #include "common/dns/notify.h"
 #include "common/limits/limits.h"
@@ -200,6 +201,11 @@ DnsHandler::Decided DnsHandler::Decide(const dns::Query& query, const CacheKey& 
     return decided;
   }
   decided.hit = shared_.cache.Lookup(key, query, out, limit);
+  if (shared_.loadbalance == dns::LoadBalance::kRoundRobin &&
+      decided.hit.status == LookupStatus::kHit) {
+    // The copy in `out` is this client's: rotating it leaves the entry as it was received.
+    (void)dns::RotateAddressRrsets(out.first(decided.hit.size), dns::NextRoundRobinTurn());
+  }
   decided.kind =
       decided.hit.status == LookupStatus::kHit ? Decided::Kind::kHit : Decided::Kind::kForward;
   return decided;

@@ -31,6 +31,10 @@
 // undecided. The CHAOS, loop-probe and routing checks run there as well, on the thread's
 // own routing reader.
 //
+// With --loadbalance=round_robin (the default, as dnsmasq's cache) a cache hit's A/AAAA
+// RRsets are rotated in the client's copy (common/dns/loadbalance.h), a turn per hit on a
+// counter of the answering thread's own; off costs the hit one branch.
+//
 // With --log-queries every answer is written to the query log (common/server/query_log.h)
 // with its source: local, cache, upstream or stale.
 //
@@ -57,6 +61,7 @@
 #include "common/base/clock.h"
 #include "common/base/ip_prefix.h"
 #include "common/base/snapshot_holder.h"
+#include "common/dns/loadbalance.h"
 #include "common/loop/task_queue.h"
 #include "common/loop/timer.h"
 #include "common/server/forwarding.h"
@@ -139,6 +144,8 @@ class DnsHandler final : public server::QueryHandler,
     // drops a zone's negative answers; the poll reports the serials it finds there.
     ZoneSerials& zone_serials;
     std::vector<IpPrefix> notify_from;
+    // --loadbalance: cache hits rotate their A/AAAA RRsets (common/dns/loadbalance.h).
+    dns::LoadBalance loadbalance = dns::LoadBalance::kOff;
   };
 
   DnsHandler(const server::ThreadContext& context, const Shared& shared);

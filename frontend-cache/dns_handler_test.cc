@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
+#include "common/dns/presentation.h"
 #include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
 #include "common/limits/limits.h"
@@ -157,22 +159,67 @@ TEST_CASE("the handler answers the admission's refusals and counts them by their
   h.Finish();
 }
 
-// An NXDOMAIN for `name` with an SOA of `zone`, as kubedns answers, cached as a reply to
-// the A question.
-void CacheNxDomain(Cache& cache, const char* name, const char* zone) {
+// Caches, as the reply to `name`'s A question, what `fill` writes after the question.
+void CacheReply(Cache& cache, const char* name,
+                const std::function<void(dns::MessageBuilder&)>& fill) {
   std::vector<uint8_t> query_bytes = QuerySpec(name).Bytes();
   dns::Query query;
   REQUIRE(dns::ParseQuery(query_bytes, &query) == dns::ParseError::kOk);
   std::vector<uint8_t> buffer(512);
   dns::MessageBuilder builder(buffer);
   REQUIRE(builder.StartResponse(query) == dns::BuildError::kOk);
-  builder.header().rcode = dns::Rcode::kNxDomain;
-  REQUIRE(builder.AddRecord(dns::Section::kAuthority,
-                            dns::testing::RR(std::string(zone) + " 60 IN SOA ns.dns." + zone +
-                                             " hostmaster." + zone + " 7 28800 7200 604800 60")) ==
-          dns::BuildError::kOk);
+  fill(builder);
   REQUIRE(cache.Insert(CacheKey::FromQuery(query), builder.Finish()).result ==
           InsertResult::kInserted);
+}
+
+// An NXDOMAIN for `name` with an SOA of `zone`, as kubedns answers, cached as a reply to
+// the A question.
+void CacheNxDomain(Cache& cache, const char* name, const char* zone) {
+  CacheReply(cache, name, [zone](dns::MessageBuilder& builder) {
+    builder.header().rcode = dns::Rcode::kNxDomain;
+    REQUIRE(builder.AddRecord(
+                dns::Section::kAuthority,
+                dns::testing::RR(std::string(zone) + " 60 IN SOA ns.dns." + zone + " hostmaster." +
+                                 zone + " 7 28800 7200 604800 60")) == dns::BuildError::kOk);
+  });
+}
+
+// A reply for `name` with three addresses, cached as a reply to its A question.
+void CacheThreeAddresses(Cache& cache, const char* name) {
+  CacheReply(cache, name, [name](dns::MessageBuilder& builder) {
+    for (const char* address : {"10.0.0.1", "10.0.0.2", "10.0.0.3"}) {
+      REQUIRE(builder.AddRecord(dns::Section::kAnswer,
+                                dns::testing::RR(std::string(name) + " 60 IN A " + address)) ==
+              dns::BuildError::kOk);
+    }
+  });
+}
+
+TEST_CASE("cache hits take turns at the first address under round_robin, never when off",
+          "[frontend][handler][loadbalance]") {
+  const dns::LoadBalance mode = GENERATE(dns::LoadBalance::kRoundRobin, dns::LoadBalance::kOff);
+  Harness h;
+  h.shared.loadbalance = mode;
+  auto upstream = std::make_unique<upstream::testing::FakeUpstream>(h.loop, 7);
+  h.Route(upstream->address());
+  CacheThreeAddresses(h.cache, "lb.test.");
+  std::vector<std::string> firsts;
+  for (int i = 0; i < 3; ++i) {
+    const dns::Message reply = h.Ask(QuerySpec("lb.test.").Bytes());
+    REQUIRE(reply.answers.size() == 3);
+    firsts.push_back(dns::RdataToText(reply.answers[0].rdata));
+  }
+  CHECK(h.cache.Stats().hits == 3);
+  std::sort(firsts.begin(), firsts.end());
+  if (mode == dns::LoadBalance::kRoundRobin) {
+    CHECK(firsts == std::vector<std::string>{"10.0.0.1", "10.0.0.2", "10.0.0.3"});
+  } else {
+    CHECK(firsts == std::vector<std::string>{"10.0.0.1", "10.0.0.1", "10.0.0.1"});
+  }
+  h.server.reset();
+  upstream.reset();
+  RequireClosesClean(h.loop);
 }
 
 std::vector<uint8_t> Notify(const char* zone) {

@@ -72,6 +72,7 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
       options_.forwarder, clock_, handlers_, forwarder_totals_,
       std::make_shared<server::WaitingBudget>(options_.flags.max_waiting_queries), query_log_,
       options_.flags.filter_aaaa, zone_serials_, options_.flags.notify_from});
+  handler_shared_->loadbalance = options_.flags.loadbalance;
   std::string error;
   CHECK(server::MakeRateLimits(options_.flags.rate_limits, handler_shared_->waiting, &rate_limits_,
                                &error))

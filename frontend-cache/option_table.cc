@@ -259,6 +259,12 @@ const std::vector<OptionSpec>& Specs() {
          *error = "--upstream-0x20: \"" + std::string(value) + "\" is not auto, on or off";
          return false;
        }},
+      {"loadbalance", 0, true,
+       [](std::string_view value, Options* options, std::string* error) {
+         if (dns::ParseLoadBalance(value, &options->loadbalance)) return true;
+         *error = "--loadbalance: \"" + std::string(value) + "\" is not round_robin or off";
+         return false;
+       }},
       {"forward-client-reserve", 0, true,
        Uint(&Options::forward_client_reserve, 0, upstream::ForwardBudgets::kMaxClientReservePercent,
             "forward-client-reserve")},
@@ -373,8 +379,12 @@ const std::vector<OptionSpec>& Specs() {
       {"local-ttl", 'T', true, Seconds(In(&Options::local_ttl_s), "local-ttl")},
       {"domain-needed", 'D', false, Flag(&Options::domain_needed)},
       {"bogus-priv", 'b', false, Flag(&Options::bogus_priv)},
-      // dnsmasq turns off its rotation of cached answers; ours keep their order always.
-      {"no-round-robin", 0, false, [](std::string_view, Options*, std::string*) { return true; }},
+      // dnsmasq's switch for its rotation of cached answers: --loadbalance=off.
+      {"no-round-robin", 0, false,
+       [](std::string_view, Options* options, std::string*) {
+         options->loadbalance = dns::LoadBalance::kOff;
+         return true;
+       }},
       {"filter-AAAA", 0, false, Flag(&Options::filter_aaaa)},
       {"strict-order", 'o', false, Flag(&Options::strict_order)},
       {"all-servers", 0, false, Flag(&Options::all_servers)},

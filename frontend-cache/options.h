@@ -19,6 +19,7 @@
 #include "common/base/ip_address.h"
 #include "common/base/ip_prefix.h"
 #include "common/dns/client_address.h"
+#include "common/dns/loadbalance.h"
 #include "common/dns/name.h"
 #include "common/loop/socket_address.h"
 #include "common/metrics/coredns_compat.h"
@@ -123,6 +124,9 @@ struct Options {
   uint32_t forward_max_per_upstream = 0;  // --forward-max-per-upstream
   // --upstream-0x20=auto|on|off: random case in forwarded names (common/upstream/dns0x20.h).
   upstream::Dns0x20 upstream_0x20 = upstream::Dns0x20::kAuto;
+  // --loadbalance=round_robin|off (common/dns/loadbalance.h): cache hits rotate their A/AAAA
+  // RRsets, as dnsmasq's cache did in kube-dns's pod; --no-round-robin is off.
+  dns::LoadBalance loadbalance = dns::LoadBalance::kRoundRobin;
   // --forward-client-reserve: the percent of each route and upstream budget kept for
   // clients holding less than the average (each client's fair share); 0: off.
   uint32_t forward_client_reserve = upstream::ForwardBudgets::kDefaultClientReservePercent;

@@ -91,6 +91,18 @@ TEST_CASE("--upstream-0x20 takes auto, on and off", "[frontend][options]") {
   CHECK(Parse({"--upstream-0x20=auto"}).options.upstream_0x20 == upstream::Dns0x20::kAuto);
 }
 
+TEST_CASE("--loadbalance takes round_robin and off, round_robin by default as dnsmasq's cache",
+          "[frontend][options]") {
+  CHECK(Parse({}).options.loadbalance == dns::LoadBalance::kRoundRobin);
+  CHECK(Parse({"--loadbalance=off"}).options.loadbalance == dns::LoadBalance::kOff);
+  CHECK(Parse({"--loadbalance", "round_robin"}).options.loadbalance ==
+        dns::LoadBalance::kRoundRobin);
+  // dnsmasq's own switch for the same thing.
+  CHECK(Parse({"--no-round-robin"}).options.loadbalance == dns::LoadBalance::kOff);
+  CHECK(Parse({"--loadbalance=random"}).error ==
+        "--loadbalance: \"random\" is not round_robin or off");
+}
+
 TEST_CASE("--metrics-compat takes none and coredns, none by default", "[frontend][options]") {
   CHECK(Parse({}).options.metrics_compat == metrics::MetricsCompat::kNone);
   CHECK(Parse({"--metrics-compat=coredns"}).options.metrics_compat ==

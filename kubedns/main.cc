@@ -129,6 +129,9 @@ DEFINE_string(upstream_0x20, "auto",
               "Random letter case in forwarded names (0x20), checked in the reply: auto (an "
               "upstream that does not echo the case gets the plain name for 10 minutes), on "
               "(never falls back), off.");
+DEFINE_string(loadbalance, "off",
+              "round_robin: each answer from the records rotates its A/AAAA RRsets one place "
+              "(CoreDNS's loadbalance); off: the records' own order, as kube-dns's kubedns.");
 DEFINE_int32(forward_client_reserve,
              static_cast<int32_t>(kdns::upstream::ForwardBudgets::kDefaultClientReservePercent),
              "Percent (0-50) of each route's and upstream's budget kept for the clients holding "
@@ -257,6 +260,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.forward_max_per_route = FLAGS_forward_max_per_route;
   flags.forward_max_per_upstream = FLAGS_forward_max_per_upstream;
   flags.upstream_0x20 = FLAGS_upstream_0x20;
+  flags.loadbalance = FLAGS_loadbalance;
   flags.metrics_compat = FLAGS_metrics_compat;
   flags.forward_client_reserve = FLAGS_forward_client_reserve;
   flags.tcp_idle_timeout = FLAGS_tcp_idle_timeout;

@@ -11,6 +11,7 @@
 
 #include "common/base/duration.h"
 #include "common/base/port.h"
+#include "common/dns/loadbalance.h"
 #include "common/metrics/coredns_compat.h"
 #include "common/server/debug_http.h"
 #include "common/server/loop_server.h"
@@ -478,6 +479,10 @@ bool BuildOptions(const FlagValues& flags, const k8s::EnvLookup& env, Options* o
   server.metrics_prefix = DnsMetrics::SkydnsPrefixFromEnvironment();
   if (!metrics::ParseMetricsCompat(flags.metrics_compat, &server.metrics_compat)) {
     *error = "--metrics-compat: \"" + flags.metrics_compat + "\" is not none or coredns";
+    return false;
+  }
+  if (!dns::ParseLoadBalance(flags.loadbalance, &server.loadbalance)) {
+    *error = "--loadbalance: \"" + flags.loadbalance + "\" is not round_robin or off";
     return false;
   }
   server.objects_file = flags.objects_file;

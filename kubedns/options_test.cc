@@ -46,6 +46,20 @@ TEST_CASE("kubedns's default flags build kube-dns's defaults", "[kubedns][option
   CHECK(options.lameduck_ms == 0);
 }
 
+TEST_CASE("--loadbalance is off by default, as kube-dns's kubedns, and takes round_robin",
+          "[kubedns][options]") {
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(Offline(), Env({}), &options, &error));
+  CHECK(options.server.loadbalance == dns::LoadBalance::kOff);
+  FlagValues flags = Offline();
+  flags.loadbalance = "round_robin";
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.loadbalance == dns::LoadBalance::kRoundRobin);
+  flags.loadbalance = "weighted";
+  CHECK(ErrorOf(flags) == "--loadbalance: \"weighted\" is not round_robin or off");
+}
+
 TEST_CASE("kubedns's flags reach the server's options", "[kubedns][options]") {
   FlagValues flags = Offline();
   flags.domain = "example.org";  // the final dot is added

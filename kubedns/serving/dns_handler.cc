@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/dns/builder.h"
+#include "common/dns/loadbalance.h"
 
 namespace kdns::kubedns {
 namespace {
@@ -53,6 +54,14 @@ bool DnsHandler::AnsweredByRecords(const AnswerResult& result) const {
   return true;
 }
 
+void DnsHandler::Balance(const AnswerResult& result, std::span<uint8_t> buffer) const {
+  if (shared_.loadbalance == dns::LoadBalance::kOff || result.kind != AnswerKind::kAnswered) {
+    return;
+  }
+  DCHECK(result.response.data() == buffer.data());
+  (void)dns::RotateAddressRrsets(buffer.first(result.response.size()), dns::NextRoundRobinTurn());
+}
+
 void DnsHandler::RecordLocal(const AnswerResult& result, const loop::SocketAddress& client,
                              const server::Admission& admission, const Start& start) {
   if (!result.response.empty() && shared_.query_log != nullptr) {
@@ -85,6 +94,7 @@ void DnsHandler::HandleQuery(server::Request& request) {
     if (result.kind == AnswerKind::kExternalTarget) return StartChase(request, result, start);
     if (StartWalk(request, result, start)) return;
   }
+  Balance(result, request.response_buffer());
   if (!result.response.empty()) request.Reply(result.response);
   RecordLocal(result, request.client(), request.admission(), start);
 }
@@ -112,6 +122,7 @@ size_t DnsHandler::AnswerOnReceiverThread(const server::Admission& admission,
   if (result.response.empty() || !AnsweredByRecords(result)) return 0;
   // Sampled for the query log only once answered here: the rest is sampled in HandleQuery.
   start.logged = shared_.query_log != nullptr && shared_.query_log->Sample();
+  Balance(result, out);
   RecordLocal(result, admission.client, admission, start);
   return result.response.size();
 }

@@ -50,6 +50,10 @@
 // in recvmmsg, so a batch of queries costs no epoll_wait (see frontend-cache/README.md, "Why
 // a receiver thread").
 //
+// With --loadbalance=round_robin (Shared::loadbalance) an answer from the records rotates
+// its A/AAAA RRsets one place per answer in the reply buffer (common/dns/loadbalance.h);
+// off, it costs one branch.
+//
 // Thread: the DNS thread that created it (HandleQuery, the Forwarder's callbacks),
 // except AnswerOnReceiverThread (its socket's receiver thread), which uses only the shared
 // const Answerer, the thread-safe metrics and query log, and receiver_reader_.
@@ -66,6 +70,7 @@
 #include <vector>
 
 #include "common/base/snapshot_holder.h"
+#include "common/dns/loadbalance.h"
 #include "common/dns/message.h"
 #include "common/server/forward_reply.h"
 #include "common/server/forwarding.h"
@@ -135,6 +140,9 @@ class DnsHandler final : public server::QueryHandler,
     server::QueryLog* query_log = nullptr;
     // Every thread's forwarder counters, summed for the metrics; null: not summed.
     upstream::ForwarderTotals* forwarder_totals = nullptr;
+    // --loadbalance: answers from the records rotate their A/AAAA RRsets, a turn per answer
+    // on a counter of the answering thread's own (common/dns/loadbalance.h).
+    dns::LoadBalance loadbalance = dns::LoadBalance::kOff;
   };
 
   DnsHandler(const server::ThreadContext& context, const Shared& shared);
@@ -174,6 +182,8 @@ class DnsHandler final : public server::QueryHandler,
   // True when the records' `result` is the whole answer: no upstream and no autopath walk
   // is needed to finish it (HandleQuery's and AnswerOnReceiverThread's one rule).
   bool AnsweredByRecords(const AnswerResult& result) const;
+  // --loadbalance on an answer from the records, written at the start of `buffer`.
+  void Balance(const AnswerResult& result, std::span<uint8_t> buffer) const;
   // Logs and counts an answer the records gave (`result`), sent or dropped.
   void RecordLocal(const AnswerResult& result, const loop::SocketAddress& client,
                    const server::Admission& admission, const Start& start);

@@ -6,11 +6,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/dns/builder.h"
 #include "common/dns/message.h"
+#include "common/dns/presentation.h"
 #include "common/dns/query_testing.h"
 #include "common/dns/testing.h"
 #include "common/k8s/decode.h"
@@ -202,6 +204,26 @@ TEST_CASE("cluster names are answered locally; unknown reverse names are forward
   CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="reverse"})") == 2);
   CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="auth"})") == 2);
   CHECK(f.Metric(R"(skydns_skydns_dns_request_count_total{system="recursive"})") == 0);
+}
+
+TEST_CASE("round_robin rotates a headless service's addresses per answer, off keeps their order",
+          "[kubedns][handler][loadbalance]") {
+  const dns::LoadBalance mode = GENERATE(dns::LoadBalance::kRoundRobin, dns::LoadBalance::kOff);
+  server::UdpOptions udp;
+  udp.receiver_thread = GENERATE(false, true);
+  Fixture f;
+  f.SetLoadBalance(mode);
+  f.Serve(f.Routes(), 150, udp);
+  std::set<std::string> firsts;
+  for (int i = 0; i < 3; ++i) {
+    const dns::Message reply = f.Ask(QuerySpec("many.default.svc.cluster.local.").Edns());
+    REQUIRE(reply.answers.size() == 40);
+    std::set<std::string> addresses;
+    for (const auto& record : reply.answers) addresses.insert(dns::RdataToText(record.rdata));
+    CHECK(addresses.size() == 40);  // every record still there
+    firsts.insert(dns::RdataToText(reply.answers[0].rdata));
+  }
+  CHECK(firsts.size() == (mode == dns::LoadBalance::kRoundRobin ? 3 : 1));
 }
 
 TEST_CASE(

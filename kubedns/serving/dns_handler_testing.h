@@ -139,6 +139,8 @@ class DnsHandlerFixture : public loop::testing::LoopFixture {
   server::TcpOptions& tcp_options() { return tcp_; }
   // --log-queries; set before Serve.
   void SetQueryLog(server::QueryLog* query_log) { shared_.query_log = query_log; }
+  // --loadbalance; set before Serve.
+  void SetLoadBalance(dns::LoadBalance mode) { shared_.loadbalance = mode; }
 
  private:
   static AnswerConfig Config() {

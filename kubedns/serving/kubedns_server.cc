@@ -269,6 +269,7 @@ KubednsServer::KubednsServer(Options options)
   // one relaxed load (QueryLog::Sample).
   handler_shared_.query_log = &query_log_;
   handler_shared_.forwarder_totals = &forwarder_totals_;
+  handler_shared_.loadbalance = options_.loadbalance;
   RegisterMetrics();
 }
 

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "common/base/snapshot_holder.h"
+#include "common/dns/loadbalance.h"
 #include "common/http/server_thread.h"
 #include "common/k8s/api_config.h"
 #include "common/loop/socket_address.h"
@@ -115,6 +116,8 @@ class KubednsServer {
     std::optional<std::vector<dns::Name>> autopath_search;
     // Bounds on one multicluster ServiceImport (--import-max-*).
     ImportLimits import_limits;
+    // --loadbalance: answers from the records rotate their A/AAAA RRsets.
+    dns::LoadBalance loadbalance = dns::LoadBalance::kOff;
   };
 
   explicit KubednsServer(Options options);

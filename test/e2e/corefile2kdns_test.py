@@ -31,9 +31,9 @@ ADDON = os.path.join(harness.ROOT, "test", "fixtures", "kube-dns-addon.yaml")
 # (fixture, extra arguments, environment, exit status)
 CASES = [
     ("kubeadm.yaml", [], {}, 1),
-    ("kops.Corefile", [], {}, 1),
+    ("kops.Corefile", [], {}, 0),
     ("kubespray.Corefile", [], {}, 1),
-    ("eks.Corefile", [], {}, 1),
+    ("eks.Corefile", [], {}, 0),
     ("gke-kube-dns.yaml", [], {}, 0),
     ("gke-node-local-dns.Corefile", [], {}, 1),
     ("aks.yaml", ["--mount", "custom=aks-custom.yaml"], {}, 1),
