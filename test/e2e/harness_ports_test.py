@@ -7,7 +7,9 @@ item 6):
   server holds with SO_REUSEPORT, and dig, connected to that port, reads its own query back
   (the conformance suite's "no QR bit" once, T1-big-headless-udp-truncates);
 - a port is handed out once per process, so a port a test picked itself cannot come back as
-  a server's metrics port.
+  a server's metrics port (frontend_cache_upstreams test_loop_detect's refused scrape once);
+- servers.wait_metrics, the one wait for a metrics port, fails on a process that is alive
+  but does not serve its metrics, and on one that exits, instead of returning.
 
 Closes with `N passed, M failed`."""
 import os
@@ -16,6 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import servers  # noqa: E402
 
 
 def test_server_ports_are_outside_the_ephemeral_range(env):
@@ -53,8 +56,29 @@ def test_a_dig_like_client_never_gets_a_server_port(env):
     return []
 
 
+def test_wait_metrics_fails_on_a_process_without_them(env):
+    p = []
+    quiet = harness.Process(["sleep", "60"], os.path.join(env["workdir"], "quiet.log"))
+    try:
+        servers.wait_metrics(quiet, harness.free_port(), "quiet", timeout=1)
+        p.append("returned for a process that serves no metrics")
+    except RuntimeError:
+        pass
+    finally:
+        quiet.stop()
+    gone = harness.Process(["true"], os.path.join(env["workdir"], "gone.log"))
+    try:
+        servers.wait_metrics(gone, harness.free_port(), "gone")
+        p.append("returned for a process that exited")
+    except RuntimeError as e:
+        if "exited" not in str(e) and "no metrics" not in str(e):
+            p.append("unexpected error: %s" % e)
+    return p
+
+
 TESTS = [test_server_ports_are_outside_the_ephemeral_range,
-         test_a_dig_like_client_never_gets_a_server_port]
+         test_a_dig_like_client_never_gets_a_server_port,
+         test_wait_metrics_fails_on_a_process_without_them]
 
 if __name__ == "__main__":
     sys.exit(harness.main("kdns-harness-ports-", TESTS))
