@@ -4,9 +4,9 @@ server's self-test) share, so that no suite carries its own copy.
 - the one suite main, main(): tools and needs checked, a work directory, the shared set-up,
   the tests (run_tests: one ok/FAIL line per test) or phases and checks (Checks), the
   closing `N passed, M failed` (finish()) that test/run_suites.sh sums, the release;
-- free ports (outside the ephemeral range: free_ports), processes started in their own session and stopped by their process group
-  (NSD forks), so nothing outlives a suite (the servers themselves: servers.py; the
-  kube-dns pod: pod.py);
+- free ports (outside the ephemeral range: free_ports), processes started in their own
+  session and stopped by their process group (NSD forks), so nothing outlives a suite (the
+  servers themselves: servers.py; the kube-dns pod: pod.py);
 - a ConfigMap directory written as the kubelet writes it (the `..data` symlink swap);
 - waits on a condition (wait_until, time_until, eventually) instead of fixed sleeps: a
   check that something did not happen first waits for a positive sign that it would have
