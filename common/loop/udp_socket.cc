@@ -102,6 +102,11 @@ bool UdpSocket::Init(std::string* error) {
 
 UdpSocket::~UdpSocket() {
   StopReceiverThread();
+  // Replies queued for a flush in a loop iteration that will not come: those a server's
+  // handler sends as it is destroyed after its loop stopped (kubedns's and frontend-cache's
+  // CancelAll answers every waiting client SERVFAIL then) would die with the fd. One pass
+  // now; what would block is dropped with the socket.
+  Flush();
   idle_.Reset();
   check_.Reset();
   // The FdWatch does not own the fd; closing it right after is safe because uv_close has

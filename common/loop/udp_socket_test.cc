@@ -56,6 +56,23 @@ TEST_CASE_METHOD(testing::LoopFixture, "UdpSocket echoes 100 datagrams over loop
   CHECK(client->stats().received == 100);
 }
 
+// A server's handler answers its waiting clients (CancelAll's SERVFAILs) as it is destroyed,
+// after the loop stopped: those replies must leave before the fd closes. Without the flush
+// in ~UdpSocket the client never receives it (kubedns_sigterm_test's held query, lost).
+TEST_CASE_METHOD(testing::LoopFixture,
+                 "A reply queued outside a batch leaves when the socket is destroyed",
+                 "[loop][udp]") {
+  std::vector<Received> received;
+  auto client = BindClient(loop, received);
+  std::vector<Received> unused;
+  auto server = BindClient(loop, unused);
+  // Outside a receive batch: queued for the loop's check phase, which never runs for it.
+  REQUIRE(server->Send(Bytes("servfail"), client->GetLocalAddress()));
+  server.reset();
+  REQUIRE(testing::RunUntil(loop, [&] { return received.size() == 1; }));
+  CHECK(received[0].text == "servfail");
+}
+
 TEST_CASE_METHOD(testing::LoopFixture,
                  "A wildcard-bound UdpSocket replies from the address the client queried",
                  "[loop][udp]") {

@@ -5,6 +5,7 @@
 
 #include "common/dns/edns.h"
 #include "common/dns/rdata.h"
+#include "kubedns/answering/chase.h"
 
 namespace kdns::kubedns {
 
@@ -69,25 +70,27 @@ dns::Message ComposeAutopathAnswer(const dns::Query& query, const dns::Name& can
   answer.header.rcode = dns::Rcode::kNoError;
   answer.questions.push_back({query.qname, query.qtype, query.qclass});
 
+  // Only the candidate's chain enters the answer (chase.h, FollowChain): an upstream's records
+  // for other owners are not ours to pass on, nor its additionals.
+  const Chain chain = FollowChain(reply.answers, candidate, query.qtype);
   std::vector<dns::ResourceRecord> soas;
   for (const auto& record : reply.authorities) {
-    if (record.type == dns::RrType::kSoa) soas.push_back(record);
+    if (record.type == dns::RrType::kSoa && chain.end.IsSubdomainOf(record.owner)) {
+      soas.push_back(record);
+    }
   }
   // A positive answer's SOA (if an upstream sent one) says nothing about it.
-  const bool any = query.qtype == dns::RrType::kAny || query.qtype == dns::RrType::kCname;
-  const bool nodata = reply.answers.empty() ||
-                      (!any && std::none_of(reply.answers.begin(), reply.answers.end(),
-                                            [&](const auto& r) { return r.type == query.qtype; }));
+  const bool nodata = !chain.answered;
   uint32_t ttl_s = max_ttl_s;
-  for (const auto& record : reply.answers) ttl_s = std::min(ttl_s, Lifetime(record));
+  for (const auto& record : chain.records) ttl_s = std::min(ttl_s, Lifetime(record));
   if (nodata) {
     for (const auto& record : soas) ttl_s = std::min(ttl_s, Lifetime(record));
   }
 
-  answer.answers.reserve(reply.answers.size() + 1);
+  answer.answers.reserve(chain.records.size() + 1);
   answer.answers.push_back(
       {query.qname, dns::RrType::kCname, dns::RrClass::kIn, ttl_s, dns::RdataCname{candidate}});
-  for (const auto& record : reply.answers) {
+  for (const auto& record : chain.records) {
     answer.answers.push_back(record);
     answer.answers.back().ttl_s = std::min(record.ttl_s, ttl_s);
   }
@@ -97,9 +100,11 @@ dns::Message ComposeAutopathAnswer(const dns::Query& query, const dns::Name& can
       answer.authorities.push_back(std::move(record));
     }
   }
-  for (const auto& record : reply.additionals) {
-    answer.additionals.push_back(record);
-    answer.additionals.back().ttl_s = std::min(record.ttl_s, ttl_s);
+  if (source == AutopathSource::kOurs) {
+    for (const auto& record : reply.additionals) {
+      answer.additionals.push_back(record);
+      answer.additionals.back().ttl_s = std::min(record.ttl_s, ttl_s);
+    }
   }
   if (query.edns) {
     answer.edns.emplace();

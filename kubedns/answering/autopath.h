@@ -62,8 +62,10 @@ enum class AutopathSource : uint8_t { kOurs, kUpstream };
 // The answer to the client's `query` (whose own answer is NXDOMAIN) when `candidate`
 // exists: `reply` is the candidate's answer (NOERROR: records, possibly its own CNAME
 // chain, or NODATA with the SOA). The answer section is `query.qname CNAME candidate`
-// followed by the reply's answers; the authority section keeps the reply's SOA (a NODATA);
-// the additional section the reply's additionals. Every TTL is at most the shortest in the
+// followed by the reply's records on the chain from `candidate` (chase.h, FollowChain: no
+// record of another owner); the authority section keeps the reply's SOA for the chain's last
+// name (a NODATA); the additional section the reply's additionals for kOurs only (an
+// upstream's are not in its bailiwick for our name). Every TTL is at most the shortest in the
 // answer (an SOA counts with min(TTL, MINIMUM), RFC 2308 §5) and at most `max_ttl_s` (our
 // records' TTL, that of the CNAME we add). The header is the client's (ID, RD, CD), with
 // RA, AA for kOurs, NOERROR; OPT only when the client sent one, with its DO bit.

@@ -152,4 +152,43 @@ TEST_CASE("an autopath answer for a NODATA candidate keeps its SOA and its negat
   CHECK(answer.authorities[0].ttl_s == 45);
 }
 
+// An upstream's answer for the candidate with records off its chain: put the old
+// copy-every-answer loop back in ComposeAutopathAnswer and this fails.
+TEST_CASE("an autopath answer keeps only the candidate's chain from an upstream",
+          "[kubedns][autopath]") {
+  const dns::Query query = ClientQuery("www.example.com.default.svc.cluster.local.", RrType::kA,
+                                       /*edns=*/false);
+  dns::Message reply;
+  reply.answers.push_back(
+      Record("kubernetes.default.svc.cluster.local.", 600, testing::A("203.0.113.66"), RrType::kA));
+  reply.answers.push_back(
+      Record("www.example.com.", 300, dns::RdataCname{N("edge.example.net.")}, RrType::kCname));
+  reply.answers.push_back(
+      Record("www.example.com.", 300, dns::RdataCname{N("evil.example.")}, RrType::kCname));
+  reply.answers.push_back(Record("evil.example.", 600, testing::A("203.0.113.66"), RrType::kA));
+  reply.answers.push_back(Record("edge.example.net.", 20, testing::A("192.0.2.7"), RrType::kA));
+  reply.additionals.push_back(
+      Record("ns.evil.example.", 600, testing::A("203.0.113.66"), RrType::kA));
+
+  SECTION("from an upstream: the chain only, no additionals") {
+    dns::Message answer = ComposeAutopathAnswer(query, N("www.example.com."), reply,
+                                                AutopathSource::kUpstream, /*max_ttl_s=*/30);
+    REQUIRE(answer.answers.size() == 3);
+    CHECK(answer.answers[0].owner == query.qname);
+    CHECK(answer.answers[1].rdata == dns::Rdata{dns::RdataCname{N("edge.example.net.")}});
+    CHECK(answer.answers[2].owner == N("edge.example.net."));
+    CHECK(answer.additionals.empty());
+    for (const auto& record : answer.answers) CHECK(record.ttl_s == 20);  // not the junk's
+  }
+  SECTION("a NODATA's SOA only when it is for the chain's last name") {
+    dns::Message nodata;
+    nodata.authorities.push_back(Soa("evil.example.", 3600, 86400));
+    nodata.authorities.push_back(Soa("example.com.", 3600, 45));
+    dns::Message answer = ComposeAutopathAnswer(query, N("www.example.com."), nodata,
+                                                AutopathSource::kUpstream, /*max_ttl_s=*/600);
+    REQUIRE(answer.authorities.size() == 1);
+    CHECK(answer.authorities[0].owner == N("example.com."));
+  }
+}
+
 }  // namespace kdns::kubedns

@@ -10,52 +10,87 @@
 namespace kdns::kubedns {
 namespace {
 
-const dns::ResourceRecord* FindRecord(const std::vector<dns::ResourceRecord>& records,
-                                      const dns::Name& owner, dns::RrType type) {
+// Whether `record` belongs at `name` for `qtype`: the records asked for, or their signatures.
+bool Asked(const dns::ResourceRecord& record, const dns::Name& name, dns::RrType qtype) {
+  if (!(record.owner == name)) return false;
+  return qtype == dns::RrType::kAny || record.type == qtype || record.type == dns::RrType::kRrsig;
+}
+
+// The first CNAME owned by `name`; a second one at the same name is not part of any chain.
+const dns::ResourceRecord* CnameAt(const std::vector<dns::ResourceRecord>& records,
+                                   const dns::Name& name) {
   for (const auto& record : records) {
-    if (record.type == type && record.owner == owner) return &record;
+    if (record.type == dns::RrType::kCname && record.owner == name) return &record;
   }
   return nullptr;
 }
 
+bool Contains(const std::vector<dns::ResourceRecord>& records, const dns::ResourceRecord& record) {
+  return std::find(records.begin(), records.end(), record) != records.end();
+}
+
 }  // namespace
+
+Chain FollowChain(const std::vector<dns::ResourceRecord>& answers, const dns::Name& start,
+                  dns::RrType qtype) {
+  Chain chain;
+  chain.end = start;
+  std::vector<dns::Name> visited;
+  while (true) {
+    visited.push_back(chain.end);
+    for (const auto& record : answers) {
+      if (Asked(record, chain.end, qtype) && record.type != dns::RrType::kRrsig) {
+        chain.answered = true;
+      }
+    }
+    if (chain.answered) {
+      for (const auto& record : answers) {
+        if (Asked(record, chain.end, qtype)) chain.records.push_back(record);
+      }
+      return chain;
+    }
+    const dns::ResourceRecord* cname = CnameAt(answers, chain.end);
+    const auto* rdata = cname != nullptr ? std::get_if<dns::RdataCname>(&cname->rdata) : nullptr;
+    if (rdata == nullptr) return chain;
+    chain.records.push_back(*cname);
+    for (const auto& record : answers) {
+      if (record.type == dns::RrType::kRrsig && record.owner == chain.end) {
+        chain.records.push_back(record);
+      }
+    }
+    if (std::find(visited.begin(), visited.end(), rdata->target) != visited.end()) {
+      chain.loop = true;
+      return chain;
+    }
+    chain.end = rdata->target;
+  }
+}
 
 ChaseStep AppendChase(const dns::Message& reply, const dns::Name& target, dns::RrType qtype,
                       dns::Message* partial, dns::Name* next) {
   const dns::Rcode rcode = reply.rcode();
   if (rcode != dns::Rcode::kNoError && rcode != dns::Rcode::kNxDomain) return ChaseStep::kFailed;
-  // Follow the reply's own CNAMEs from the target to the records asked for.
-  dns::Name name = target;
-  bool found = false;
-  for (size_t hops = 0; hops <= reply.answers.size(); ++hops) {
-    if (FindRecord(reply.answers, name, qtype) != nullptr) {
-      found = true;
-      break;
-    }
-    const dns::ResourceRecord* cname = FindRecord(reply.answers, name, dns::RrType::kCname);
-    const auto* rdata = cname != nullptr ? std::get_if<dns::RdataCname>(&cname->rdata) : nullptr;
-    if (rdata == nullptr) break;
-    name = rdata->target;
+  const Chain chain = FollowChain(reply.answers, target, qtype);
+  if (chain.loop) return ChaseStep::kFailed;
+  for (const auto& record : chain.records) {
+    if (!Contains(partial->answers, record)) partial->answers.push_back(record);
   }
-  for (const auto& record : reply.answers) {
-    if (std::find(partial->answers.begin(), partial->answers.end(), record) ==
-        partial->answers.end()) {
-      partial->answers.push_back(record);
+  // An SOA says something about the chain's last name only when it owns it or an ancestor.
+  std::vector<dns::ResourceRecord> soas;
+  for (const auto& record : reply.authorities) {
+    if (record.type == dns::RrType::kSoa && chain.end.IsSubdomainOf(record.owner)) {
+      soas.push_back(record);
     }
   }
-  const bool has_soa = std::any_of(reply.authorities.begin(), reply.authorities.end(),
-                                   [](const auto& r) { return r.type == dns::RrType::kSoa; });
-  if (!found && rcode == dns::Rcode::kNoError && !(name == target) && !has_soa) {
+  if (!chain.answered && rcode == dns::Rcode::kNoError && !(chain.end == target) && soas.empty()) {
     // An authoritative server gave a CNAME out of its zone and stopped there.
-    *next = name;
+    *next = chain.end;
     return ChaseStep::kFollow;
   }
   partial->header.rcode = rcode;
   if (partial->edns) partial->edns->extended_rcode = 0;
-  if (!found || rcode == dns::Rcode::kNxDomain) {
-    for (const auto& record : reply.authorities) {
-      if (record.type == dns::RrType::kSoa) partial->authorities.push_back(record);
-    }
+  if (!chain.answered || rcode == dns::Rcode::kNxDomain) {
+    for (auto& record : soas) partial->authorities.push_back(std::move(record));
   }
   return ChaseStep::kDone;
 }

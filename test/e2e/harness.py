@@ -4,9 +4,9 @@ server's self-test) share, so that no suite carries its own copy.
 - the one suite main, main(): tools and needs checked, a work directory, the shared set-up,
   the tests (run_tests: one ok/FAIL line per test) or phases and checks (Checks), the
   closing `N passed, M failed` (finish()) that test/run_suites.sh sums, the release;
-- free ports, processes started in their own session and stopped by their process group
-  (NSD forks), so nothing outlives a suite (the servers themselves: servers.py; the
-  kube-dns pod: pod.py);
+- free ports (outside the ephemeral range: free_ports), processes started in their own
+  session and stopped by their process group (NSD forks), so nothing outlives a suite (the
+  servers themselves: servers.py; the kube-dns pod: pod.py);
 - a ConfigMap directory written as the kubelet writes it (the `..data` symlink swap);
 - waits on a condition (wait_until, time_until, eventually) instead of fixed sleeps: a
   check that something did not happen first waits for a positive sign that it would have
@@ -16,6 +16,7 @@ server's self-test) share, so that no suite carries its own copy.
 """
 import http.client
 import os
+import random
 import re
 import shutil
 import signal
@@ -57,27 +58,66 @@ def rss_kib(pid):
     return 0
 
 
+def ephemeral_range():
+    """(low, high): the ports the kernel hands out to sockets bound to port 0 (a client's
+    source port), /proc/sys/net/ipv4/ip_local_port_range."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(word) for word in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
+# The ports this process has handed out: never handed out twice, so that a port a test
+# picked itself cannot come back as a server's metrics port (or the other way round).
+_HANDED_OUT = set()
+
+
+def _server_ports():
+    """Candidates, at random: 1024-65535 outside the ephemeral range. A server port inside it
+    can be a client's source port too: dig (BIND 9.18) binds port 0 with SO_REUSEPORT, so the
+    kernel may give it the very port a kdns server holds with SO_REUSEPORT (same user), and
+    dig, connected to it, then reads its own query back (no QR bit); and a port released
+    between free_ports and the server's bind can be taken by any client's connect. Outside
+    the range, no port-0 bind ever gets it."""
+    low, high = ephemeral_range()
+    spans = [(1024, low - 1), (high + 1, 65535)]
+    spans = [(first, last) for first, last in spans if first <= last]
+    total = sum(last - first + 1 for first, last in spans)
+    for _ in range(4 * total):
+        index = random.randrange(total)
+        for first, last in spans:
+            if index <= last - first:
+                port = first + index
+                break
+            index -= last - first + 1
+        if port not in _HANDED_OUT:
+            yield port
+
+
 def free_ports(n, host="127.0.0.1"):
     """`n` distinct ports free for both UDP and TCP on `host` (0.0.0.0: on every address),
-    held together until all are found (the benchmarks' too: bench_lib.sh free_port)."""
+    held together until all are found (the benchmarks' too: bench_lib.sh free_port); outside
+    the ephemeral range (_server_ports says why) and never one this process handed out."""
     ports, held = [], []
     try:
-        for _ in range(50 * n):
+        for port in _server_ports():
             if len(ports) == n:
-                return ports
+                break
             udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            udp.bind((host, 0))
-            port = udp.getsockname()[1]
             tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             held += [udp, tcp]
             try:
+                udp.bind((host, port))
                 tcp.bind((host, port))
             except OSError:
                 continue
             ports.append(port)
-        if len(ports) == n:
-            return ports
-        raise RuntimeError("no free port")
+        if len(ports) < n:
+            raise RuntimeError("no free port")
+        _HANDED_OUT.update(ports)
+        return ports
     finally:
         for sock in held:
             sock.close()

@@ -129,9 +129,8 @@ class Nanny:
             raise RuntimeError("%s exited: %s" % (name, self.process.log()[-2000:]))
         # The child answers DNS before its metrics port listens (on a slow machine, e.g.
         # under TSan, visibly): tests that scrape at once need both.
-        if wait and metrics and not harness.wait_until(
-                lambda: harness.scrape_metrics(self.metrics_port), 20, ignore=(OSError,)):
-            raise RuntimeError("%s: no metrics: %s" % (name, self.process.log()[-2000:]))
+        if wait and metrics:
+            servers.wait_metrics(self.process, self.metrics_port, name)
 
     @property
     def pid(self):

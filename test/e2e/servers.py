@@ -196,6 +196,19 @@ UNBOUND_CONF = """server:
 """
 
 
+def wait_metrics(process, port, name, timeout=20):
+    """Returns once `process` serves /metrics on 127.0.0.1:`port`; raises RuntimeError with
+    its log when it exits or `timeout` passes first. The one wait for a metrics port, which
+    every server class here and in nanny_env.py uses after its own "answers" wait: a DNS
+    answer, readiness, or the DNS server's "serving DNS on" line (logged before the metrics
+    listener binds, and before a failed bind makes the process exit) says nothing of it."""
+    if not wait_until(lambda: not process.alive() or scrape_metrics(port), timeout,
+                      ignore=(OSError,)):
+        raise RuntimeError("%s: no metrics on port %d: %s" % (name, port, process.log()[-2000:]))
+    if not process.alive():
+        raise RuntimeError("%s exited: %s" % (name, process.log()[-2000:]))
+
+
 class FrontendCache:
     """frontend-cache on 127.0.0.1, a free port, metrics on a free port; with `debug`, the
     debug data (--debug-address) on 127.0.0.1 and a free port of its own."""
@@ -221,6 +234,8 @@ class FrontendCache:
             raise RuntimeError("%s did not start: %s" % (name, self.process.log()[-1500:]))
         if wait and not self.process.alive():
             raise RuntimeError("%s exited: %s" % (name, self.process.log()[-1500:]))
+        if wait and metrics:
+            wait_metrics(self.process, self.metrics_port, name)
 
     def metrics(self):
         return scrape_metrics(self.metrics_port)
@@ -264,6 +279,8 @@ class Kubedns:
         if wait and not (wait_until(lambda: not self.process.alive() or self.ready(), 30) and
                          self.process.alive()):
             raise RuntimeError("%s did not become ready: %s" % (name, self.log()[-1500:]))
+        if wait:
+            wait_metrics(self.process, self.metrics_port, name)
 
     @property
     def pid(self):

@@ -71,9 +71,9 @@ class Target:
 
 
 class SteadyLoad(threading.Thread):
-    def __init__(self, name, targets, source, timeout_s=2.0, max_s=60.0):
-        """`targets`: (label, IPv4 address, queries per second) each, to port 53, from the
-        address `source`."""
+    def __init__(self, name, targets, source, timeout_s=2.0, max_s=60.0, port=53):
+        """`targets`: (label, IPv4 address, queries per second) each, to `port` (53), from
+        the address `source`."""
         super().__init__(daemon=True)
         self.query = dns_wire.build_query(name, "A", ident=0, edns=False)
         self.targets = [Target(self, label, address, qps) for label, address, qps in targets]
@@ -84,7 +84,7 @@ class SteadyLoad(threading.Thread):
                 sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
                 sock.setblocking(False)
                 sock.bind((source, 0))
-                sock.connect((target.address, 53))
+                sock.connect((target.address, port))
                 target.sockets.append(sock)
                 self.selector.register(sock, selectors.EVENT_READ, (target, index))
         self.stopping = threading.Event()
