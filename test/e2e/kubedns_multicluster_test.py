@@ -20,7 +20,6 @@ Closes with `N passed, M failed`.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import kubedns_api  # noqa: E402
 import kubedns_conformance_test as conformance  # noqa: E402
+import manifests  # noqa: E402
 import servers  # noqa: E402
 from kubedns_api import api_requests, expect, service  # noqa: E402
 
@@ -133,24 +133,12 @@ def test_zones_off_are_forwarded_not_served(env):
 
 
 def test_manifests_components(env):
-    """An overlay with both kustomize components renders (kubectl kustomize) to a kubedns
-    whose arguments pass its own --check-flags, cache routes for both zones, and read-only
-    RBAC for exactly the two API groups."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        raise harness.Skip("kubectl is not installed", provided=True)
-    import yaml
-    overlay = os.path.join(env["workdir"], "overlay")
-    os.makedirs(overlay)
-    manifests = os.path.relpath(os.path.join(ROOT, "manifests"), overlay)
-    with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
-        f.write("resources:\n  - %s\ncomponents:\n  - %s/components/multicluster\n"
-                "  - %s/components/kubeslice\n" % (manifests, manifests, manifests))
-    run = subprocess.run([kubectl, "kustomize", overlay], capture_output=True, text=True,
-                         timeout=120)
-    if run.returncode != 0:
-        return ["kubectl kustomize failed: " + run.stderr.strip()]
-    docs = [d for d in yaml.safe_load_all(run.stdout) if d]
+    """An overlay with both kustomize components renders (manifests.render(): the real
+    kustomize where installed) to a kubedns whose arguments pass its own --check-flags,
+    cache routes for both zones, and read-only RBAC for exactly the two API groups."""
+    components = os.path.join(manifests.MANIFESTS, "components")
+    docs = manifests.render(components=[os.path.join(components, "multicluster"),
+                                        os.path.join(components, "kubeslice")]).docs
     p = []
     deployment = next(d for d in docs if d["kind"] == "Deployment"
                       and d["metadata"]["name"] == "kube-dns")
