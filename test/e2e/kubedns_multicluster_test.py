@@ -83,7 +83,7 @@ def mcs_slice(ns, name, svc, cluster, ips, hostname=None):
 def slice_import(ns, name, dns_name, endpoints):
     return {"apiVersion": KUBESLICE_GROUP + "/v1beta1", "kind": "ServiceImport",
             "metadata": {"name": name, "namespace": ns},
-            "spec": {"sliceName": "demo", "dnsName": dns_name},
+            "spec": {"slice": "demo", "dnsName": dns_name},
             "status": {"endpoints": [{"name": "e%d" % i, "ip": ip, "dnsName": d}
                                      for i, (ip, d) in enumerate(endpoints)]}}
 
@@ -112,6 +112,22 @@ def test_objects_file_conformance(env):
         return case_problems(dns.port, spec, ("dig", "kdig"))
     finally:
         dns.stop()
+
+
+def test_every_case_names_its_source(env):
+    """Each case of multicluster_cases.json was derived from the MCS DNS specification
+    (KEP-1645) or kubeslice's source, not from the code: it says where from (`source`, the
+    quoted rule), and why where ours differs (`differs`) or where the source leaves a choice
+    (`reading`)."""
+    problems = []
+    for case in load_spec()["cases"]:
+        sources = case.get("source")
+        if not sources or not all(isinstance(s, str) and s.strip() for s in sources):
+            problems.append("%s names no source for its expectation" % case["id"])
+        for key in ("differs", "reading"):
+            if key in case and not (isinstance(case[key], str) and case[key].strip()):
+                problems.append("%s: an empty %s" % (case["id"], key))
+    return problems
 
 
 def test_zones_off_are_forwarded_not_served(env):
@@ -535,7 +551,8 @@ def start_api(env):
 
 def run(env, checks):
     """The objects-file tests, then the API tests against one fake and one kubedns."""
-    checks.run([test_objects_file_conformance,
+    checks.run([test_every_case_names_its_source,
+                test_objects_file_conformance,
                 test_zones_off_are_forwarded_not_served,
                 test_manifests_components,
                 test_crds_missing_then_installed,
