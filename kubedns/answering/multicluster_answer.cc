@@ -150,6 +150,10 @@ dns::Rcode MulticlusterAnswerer::AnswerMcs(const MulticlusterSnapshot& snapshot,
   const std::string_view name = label(depth - 3);
   const McsImportRecords* records = snapshot.FindImport(ns, name);
   if (records == nullptr || !records->answerable() || depth > 5) return kNxDomain;
+  // A headless import without a ready endpoint is NXDOMAIN (KEP-1645's DNS specification,
+  // 2.4.1), and so is every name below it: NXDOMAIN means nothing below exists (RFC 8020),
+  // so an SRV name of its ports cannot answer NODATA.
+  if (records->headless() && records->hosts().empty()) return kNxDomain;
   const k8s::ServiceImport& import = *records->import();
   auto import_name = dns::Name::FromLabels({name, ns, "svc"}, mcs_->apex);
   if (!import_name) return kNxDomain;  // cannot happen: it came from a question
@@ -201,7 +205,6 @@ dns::Rcode MulticlusterAnswerer::AnswerMcs(const MulticlusterSnapshot& snapshot,
   };
 
   if (depth == 3) {
-    if (records->headless() && records->hosts().empty()) return kNxDomain;
     if (qtype == RrType::kSrv) {
       // As in the cluster zone: one SRV per address entry, port 0.
       answer_srv([&](auto&& visit) {

@@ -111,4 +111,35 @@ TEST_CASE("a large headless import is cut at a whole RRset over UDP and whole ov
   CHECK(tcp.message.answers.size() == 1000);
 }
 
+TEST_CASE("a headless import without a ready endpoint has no name below it either",
+          "[kubedns][multicluster]") {
+  // KEP-1645's DNS specification (2.4.1): no ready endpoint, NXDOMAIN; RFC 8020: nothing
+  // exists below an NXDOMAIN, so its ports' SRV names are NXDOMAIN too, not NODATA.
+  MulticlusterWriter writer;
+  auto import = k8s::DecodeServiceImport(
+      R"({"metadata":{"name":"idle","namespace":"shop"},"spec":{"type":"Headless",)"
+      R"("ports":[{"name":"pg","protocol":"TCP","port":5432}]}})");
+  REQUIRE(import.ok());
+  writer.UpsertServiceImport(import.value());
+  auto slice = k8s::DecodeEndpointSlice(
+      R"({"metadata":{"name":"idle-east","namespace":"shop","labels":{)"
+      R"("multicluster.kubernetes.io/service-name":"idle",)"
+      R"("multicluster.kubernetes.io/source-cluster":"east"}},"addressType":"IPv4",)"
+      R"("endpoints":[{"addresses":["10.1.0.9"],"conditions":{"ready":false}}],)"
+      R"("ports":[{"name":"pg","protocol":"TCP","port":5432}]})");
+  REQUIRE(slice.ok());
+  writer.UpsertSlice(slice.value());
+  writer.MarkMcsSynced();
+  MulticlusterAnswerer answerer(Config());
+  for (const char* name :
+       {"idle.shop.svc.clusterset.local.", "_tcp.idle.shop.svc.clusterset.local.",
+        "_pg._tcp.idle.shop.svc.clusterset.local."}) {
+    INFO(name);
+    Answered answered = Ask(answerer, &writer.snapshot(), name, dns::RrType::kSrv, 512);
+    CHECK(answered.rcode == dns::Rcode::kNxDomain);
+    CHECK(answered.message.answers.empty());
+    CHECK(answered.message.authorities.size() == 1);  // the zone's SOA
+  }
+}
+
 }  // namespace kdns::kubedns

@@ -20,7 +20,6 @@ Closes with `N passed, M failed`.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import kubedns_api  # noqa: E402
 import kubedns_conformance_test as conformance  # noqa: E402
+import manifests  # noqa: E402
 import servers  # noqa: E402
 from kubedns_api import api_requests, expect, service  # noqa: E402
 
@@ -83,7 +83,7 @@ def mcs_slice(ns, name, svc, cluster, ips, hostname=None):
 def slice_import(ns, name, dns_name, endpoints):
     return {"apiVersion": KUBESLICE_GROUP + "/v1beta1", "kind": "ServiceImport",
             "metadata": {"name": name, "namespace": ns},
-            "spec": {"sliceName": "demo", "dnsName": dns_name},
+            "spec": {"slice": "demo", "dnsName": dns_name},
             "status": {"endpoints": [{"name": "e%d" % i, "ip": ip, "dnsName": d}
                                      for i, (ip, d) in enumerate(endpoints)]}}
 
@@ -114,6 +114,22 @@ def test_objects_file_conformance(env):
         dns.stop()
 
 
+def test_every_case_names_its_source(env):
+    """Each case of multicluster_cases.json was derived from the MCS DNS specification
+    (KEP-1645) or kubeslice's source, not from the code: it says where from (`source`, the
+    quoted rule), and why where ours differs (`differs`) or where the source leaves a choice
+    (`reading`)."""
+    problems = []
+    for case in load_spec()["cases"]:
+        sources = case.get("source")
+        if not sources or not all(isinstance(s, str) and s.strip() for s in sources):
+            problems.append("%s names no source for its expectation" % case["id"])
+        for key in ("differs", "reading"):
+            if key in case and not (isinstance(case[key], str) and case[key].strip()):
+                problems.append("%s: an empty %s" % (case["id"], key))
+    return problems
+
+
 def test_zones_off_are_forwarded_not_served(env):
     """Without the flags kubedns does not own the zones: it forwards them (here to a dead
     upstream, so SERVFAIL), never NXDOMAIN from itself."""
@@ -133,24 +149,12 @@ def test_zones_off_are_forwarded_not_served(env):
 
 
 def test_manifests_components(env):
-    """An overlay with both kustomize components renders (kubectl kustomize) to a kubedns
-    whose arguments pass its own --check-flags, cache routes for both zones, and read-only
-    RBAC for exactly the two API groups."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        raise harness.Skip("kubectl is not installed", provided=True)
-    import yaml
-    overlay = os.path.join(env["workdir"], "overlay")
-    os.makedirs(overlay)
-    manifests = os.path.relpath(os.path.join(ROOT, "manifests"), overlay)
-    with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
-        f.write("resources:\n  - %s\ncomponents:\n  - %s/components/multicluster\n"
-                "  - %s/components/kubeslice\n" % (manifests, manifests, manifests))
-    run = subprocess.run([kubectl, "kustomize", overlay], capture_output=True, text=True,
-                         timeout=120)
-    if run.returncode != 0:
-        return ["kubectl kustomize failed: " + run.stderr.strip()]
-    docs = [d for d in yaml.safe_load_all(run.stdout) if d]
+    """An overlay with both kustomize components renders (manifests.render(): the real
+    kustomize where installed) to a kubedns whose arguments pass its own --check-flags,
+    cache routes for both zones, and read-only RBAC for exactly the two API groups."""
+    components = os.path.join(manifests.MANIFESTS, "components")
+    docs = manifests.render(components=[os.path.join(components, "multicluster"),
+                                        os.path.join(components, "kubeslice")]).docs
     p = []
     deployment = next(d for d in docs if d["kind"] == "Deployment"
                       and d["metadata"]["name"] == "kube-dns")
@@ -547,7 +551,8 @@ def start_api(env):
 
 def run(env, checks):
     """The objects-file tests, then the API tests against one fake and one kubedns."""
-    checks.run([test_objects_file_conformance,
+    checks.run([test_every_case_names_its_source,
+                test_objects_file_conformance,
                 test_zones_off_are_forwarded_not_served,
                 test_manifests_components,
                 test_crds_missing_then_installed,

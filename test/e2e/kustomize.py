@@ -1,7 +1,9 @@
-"""A small kustomize for the manifests suites (manifests.py): renders a kustomization
-directory into its documents, for what manifests/ uses: resources (also directories of
-other kustomizations), components, ConfigMap generators without a name hash, images and
-JSON 6902 patches; and the pod spec of a rendered workload. No I/O beyond reading the files.
+"""A small kustomize, the manifests suites' fallback where the real one is not installed
+(manifests.render() chooses; manifests_render_test.py checks that the two agree): renders
+a kustomization directory into its documents, for what manifests/ uses: resources (also
+directories of other kustomizations), components, ConfigMap generators (literals, files)
+without a name hash, images and JSON 6902 patches; and the pod spec of a rendered
+workload. No I/O beyond reading the files.
 """
 import copy
 import os
@@ -96,14 +98,15 @@ def all_containers(spec):
     return spec.get("initContainers", []) + spec.get("containers", [])
 
 
-def generate_configmaps(kustomization):
-    """The ConfigMaps of configMapGenerator (literals only, no name hash)."""
+def generate_configmaps(directory, kustomization):
+    """The ConfigMaps of configMapGenerator (literals and files, no name hash): a file's
+    key is its base name, as kustomize's."""
     docs = []
     for generator in kustomization.get("configMapGenerator", []):
         options = generator.get("options", {})
         if not options.get("disableNameSuffixHash") or set(generator) - {
-                "name", "namespace", "literals", "options"}:
-            raise ValueError("configMapGenerator %s: only literals with "
+                "name", "namespace", "literals", "files", "options"}:
+            raise ValueError("configMapGenerator %s: only literals and files with "
                              "disableNameSuffixHash are rendered here" % generator["name"])
         metadata = {"name": generator["name"]}
         if "namespace" in generator:
@@ -111,6 +114,9 @@ def generate_configmaps(kustomization):
         if options.get("labels"):
             metadata["labels"] = dict(options["labels"])
         data = dict(literal.split("=", 1) for literal in generator.get("literals", []))
+        for name in generator.get("files", []):
+            with open(os.path.join(directory, name)) as f:
+                data[os.path.basename(name)] = f.read()
         docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
                      "data": data})
     return docs
@@ -159,9 +165,9 @@ def render(kustomization_dir):
     for component in kustomization.get("components", []):
         directory = os.path.join(kustomization_dir, component)
         part = read_kustomization(directory, "Component")
-        docs += load_resources(directory, part) + generate_configmaps(part)
+        docs += load_resources(directory, part) + generate_configmaps(directory, part)
         apply_patches(part, docs)
-    docs += generate_configmaps(kustomization)
+    docs += generate_configmaps(kustomization_dir, kustomization)
     apply_patches(kustomization, docs)
     for entry in kustomization.get("images", []):
         for doc in docs:

@@ -1,7 +1,10 @@
 """The manifests in manifests/, rendered and read as the kubelet would, for the manifests
 suites (manifests_*_test.py), which check them against the code so they cannot drift.
 
-The kustomization is rendered by kustomize.py, a small renderer for what it uses; Rendered
+render() is the one way the suites render a kustomization: by the real kustomize (`kustomize
+build`, or `kubectl kustomize`) wherever one is installed, else by kustomize.py, a small
+renderer for what manifests/ uses, with a note naming the tool that is missing
+(manifests_render_test.py checks that the two agree on every kustomization). Rendered
 answers questions about the result (the kube-dns pod, each container's program from
 images/Dockerfile, its command line with $(VAR) expanded, its image's ENV). What the programs accept is asked from the built binaries in $KDNS_BIN
 (default build/bin), never kept here: check_command() runs a container's command line
@@ -23,7 +26,8 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from kustomize import all_containers, pod_spec, render, split_image  # noqa: E402
+import kustomize  # noqa: E402
+from kustomize import all_containers, pod_spec, split_image  # noqa: E402
 
 ROOT = harness.ROOT
 MANIFESTS = os.environ.get("KDNS_MANIFESTS", os.path.join(ROOT, "manifests"))
@@ -206,9 +210,13 @@ def split_nanny_args(args):
 # The pod and its parts.
 
 class Rendered:
-    def __init__(self, kustomization, docs):
+    """A rendered kustomization: its kustomization.yaml, its objects, and which renderer
+    made them (REAL_KUSTOMIZE or HOMEMADE_KUSTOMIZE)."""
+
+    def __init__(self, kustomization, docs, renderer=None):
         self.kustomization = kustomization
         self.docs = docs
+        self.renderer = renderer
 
     def find(self, kind, name=None):
         return [d for d in self.docs
@@ -284,18 +292,9 @@ def write_overlay(directory, components):
     return directory
 
 
-def render_with_configmaps():
-    """(kustomization, objects) of manifests/ with the configmaps component."""
-    workdir = tempfile.mkdtemp(prefix="kdns-overlay-")
-    try:
-        return render(write_overlay(workdir, [CONFIGMAPS_COMPONENT]))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
 def operator_configmaps(name):
     """The ConfigMaps `name` of the configmaps component (rendered with manifests/)."""
-    return [d for d in render_with_configmaps()[1]
+    return [d for d in render(components=[CONFIGMAPS_COMPONENT]).docs
             if d.get("kind") == "ConfigMap" and d["metadata"]["name"] == name]
 
 
@@ -504,42 +503,74 @@ def kubectl_minor():
         return None
 
 
-def kustomize_build(directory):
-    """The documents the real kustomize (or kubectl kustomize) renders of `directory`;
-    harness.Skip where neither is installed (mk/deps.sh installs kubectl, so under CI=true
-    that fails), or where kubectl is older than 1.21: its kustomize (v2) has no
-    components."""
+REAL_KUSTOMIZE = "kustomize"
+HOMEMADE_KUSTOMIZE = "the homemade kustomize (test/e2e/kustomize.py)"
+
+
+def kustomize_command():
+    """(the command line that runs the real kustomize on a directory, None, None), or
+    (None, why there is none, whether the install step provides it): `kustomize build`
+    or, from 1.21 on, `kubectl kustomize` (older ones embed kustomize v2, which has no
+    components; mk/deps.sh installs Debian's kubectl, which may be one)."""
     if shutil.which("kustomize"):
-        command = ["kustomize", "build", directory]
-    elif shutil.which("kubectl"):
-        minor = kubectl_minor()
-        if minor is not None and minor < 21:
-            raise harness.Skip("kubectl 1.%d embeds kustomize v2, which has no components: "
-                               "install kustomize or a kubectl from 1.21 on" % minor)
-        command = ["kubectl", "kustomize", directory]
-    else:
-        raise harness.Skip("neither kustomize nor kubectl is installed", provided=True)
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        return ["kustomize", "build"], None, None
+    if not shutil.which("kubectl"):
+        return None, "neither kustomize nor kubectl is installed", True
+    minor = kubectl_minor()
+    if minor is not None and minor < 21:
+        return None, ("kubectl 1.%d embeds kustomize v2, which has no components: install "
+                      "kustomize or a kubectl from 1.21 on" % minor), False
+    return ["kubectl", "kustomize"], None, None
+
+
+def kustomize_build(directory):
+    """The documents the real kustomize renders of `directory`; harness.Skip where there is
+    none (mk/deps.sh installs kubectl, so under CI=true its absence fails)."""
+    command, missing, provided = kustomize_command()
+    if command is None:
+        raise harness.Skip(missing, provided=provided)
+    result = subprocess.run(command + [directory], capture_output=True, text=True,
+                            timeout=120)
     if result.returncode != 0:
-        raise AssertionError("`%s` failed: %s" % (" ".join(command), result.stderr.strip()))
+        raise AssertionError("`%s` failed: %s" % (" ".join(command + [directory]),
+                                                   result.stderr.strip()))
     return [d for d in yaml.safe_load_all(result.stdout) if d is not None]
 
 
-def overlay(workdir, components):
-    """An operator's kustomization in workdir/site (outside manifests/): manifests/ with
-    `components` (directories); returns its directory."""
-    site = os.path.join(workdir, "site")
-    os.makedirs(site)
-    with open(os.path.join(site, "kustomization.yaml"), "w") as f:
-        yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1",
-                        "kind": "Kustomization",
-                        # kustomize takes relative paths only
-                        "resources": [os.path.relpath(MANIFESTS, site)],
-                        "components": [os.path.relpath(c, site) for c in components]}, f)
-    return site
+_renderer_said = False
+
+
+def say_renderer(text):
+    """Prints, once per run, which renderer the suite's renderings come from."""
+    global _renderer_said
+    if not _renderer_said:
+        print("    note: rendering with " + text)
+        sys.stdout.flush()
+        _renderer_said = True
+
+
+def render(directory=MANIFESTS, components=()):
+    """`directory` (manifests/ by default), with `components` listed in an operator's
+    overlay of it when given, rendered (a Rendered) by the real kustomize where one is
+    installed, else by the homemade one, with why; which one is said once per run. The
+    only way the suites render a kustomization."""
+    if components:
+        workdir = tempfile.mkdtemp(prefix="kdns-overlay-")
+        try:
+            return render(write_overlay(os.path.join(workdir, "site"), components))
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    with open(os.path.join(directory, "kustomization.yaml")) as f:
+        kustomization = yaml.safe_load(f)
+    command, missing, _ = kustomize_command()
+    if command is not None:
+        say_renderer("`%s`" % " ".join(command))
+        return Rendered(kustomization, kustomize_build(directory), REAL_KUSTOMIZE)
+    say_renderer("%s, a fallback: %s" % (HOMEMADE_KUSTOMIZE, missing))
+    return Rendered(kustomization, kustomize.render(directory)[1], HOMEMADE_KUSTOMIZE)
 
 
 def main(tests):
     """Renders manifests/ and runs the tests on it; the exit code."""
     return harness.main("kdns-manifests-", tests,
-                        setup=lambda workdir, owned: Rendered(*render(MANIFESTS)))
+                        setup=lambda workdir, owned: render())

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The autopath component of the manifests (manifests/components/autopath), rendered by
-kustomize (or kubectl kustomize) from a kustomization of the operator's kind, outside
+manifests.render() (the real kustomize where installed) from a kustomization of the operator's kind, outside
 manifests/, next to the base rendered alone: the only difference is `--autopath` at the
 end of kubedns's arguments, and that command line passes kubedns's own flag check
 (`--check-flags`, from $KDNS_BIN). Closes with `N passed, M failed`.
@@ -9,7 +9,6 @@ import json
 import os
 import sys
 
-import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -19,13 +18,9 @@ import manifests  # noqa: E402
 COMPONENT = os.path.join(manifests.MANIFESTS, "components", "autopath")
 
 
-def kustomize_build(directory):
-    return manifests.kustomize_build(directory)
-
-
-def with_component(workdir):
+def with_component():
     """Renders the base with the component, as an operator's kustomization would."""
-    return kustomize_build(manifests.overlay(workdir, [COMPONENT]))
+    return manifests.render(components=[COMPONENT]).docs
 
 
 def kubedns_container(docs):
@@ -38,9 +33,8 @@ def kubedns_container(docs):
 
 
 def test_the_component_adds_autopath_to_kubedns_only(env):
-    base = kustomize_build(manifests.MANIFESTS)
-    docs = with_component(env["workdir"])
-    env["docs"] = docs
+    base = manifests.render().docs
+    docs = with_component()
     p = []
     args = kubedns_container(docs).get("args", [])
     base_args = kubedns_container(base).get("args", [])
@@ -56,11 +50,8 @@ def test_the_component_adds_autopath_to_kubedns_only(env):
 
 
 def test_kubedns_accepts_the_command_line(env):
-    docs = env.get("docs") or with_component(env["workdir"])
-    with open(os.path.join(manifests.MANIFESTS, "kustomization.yaml")) as f:
-        kustomization = yaml.safe_load(f)
-    rendered = manifests.Rendered(kustomization, docs)
-    container = kubedns_container(docs)
+    rendered = manifests.render(components=[COMPONENT])
+    container = kubedns_container(rendered.docs)
     argv = rendered.argv(container)
     if "--autopath" not in argv:
         return ["--autopath is not on kubedns's command line: %s" % argv]

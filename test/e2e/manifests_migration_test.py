@@ -43,7 +43,7 @@ import tempfile
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kustomize import pod_spec, render  # noqa: E402
+from kustomize import pod_spec  # noqa: E402
 import harness  # noqa: E402
 import kubectl_apply  # noqa: E402
 import manifests  # noqa: E402
@@ -347,8 +347,8 @@ def test_kube_prometheus_stack_keeps_its_coredns_target(r):
     p = []
     work = tempfile.mkdtemp(prefix="kdns-coredns-metrics-")
     try:
-        rendered = manifests.Rendered(*render(manifests.write_overlay(
-            os.path.join(work, "site"), [COREDNS_METRICS_COMPONENT])))
+        rendered = manifests.render(manifests.write_overlay(
+            os.path.join(work, "site"), [COREDNS_METRICS_COMPONENT]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     deployment = rendered.kube_dns()
@@ -407,7 +407,7 @@ def apply(live_docs, applied_docs):
 
 def test_reapply_keeps_configmaps_edited_in_the_cluster(r):
     p = []
-    _, installed = manifests.render_with_configmaps()
+    installed = manifests.render(components=[manifests.CONFIGMAPS_COMPONENT]).docs
     live = edited(installed)
     wanted = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d
               for d in live if d["kind"] == "ConfigMap" and
@@ -455,7 +455,7 @@ def test_cluster_domain_is_one_parameter(r):
             return p + ["kustomization.yaml does not set domain=cluster.local once"]
         with open(path, "w") as f:
             f.write(text.replace("domain=cluster.local", "domain=corp.internal"))
-        rendered = manifests.Rendered(*render(copy_dir))
+        rendered = manifests.render(copy_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     argvs = domain_probe(rendered)

@@ -21,7 +21,6 @@ Closes with `N passed, M failed`.
 """
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_upstream as fu  # noqa: E402
@@ -49,9 +48,7 @@ def cache_args(r):
 
 def node_cache_args():
     """frontend-cache's arguments in the node-local component's DaemonSet."""
-    workdir = tempfile.mkdtemp(prefix="kdns-negcache-node-local-")
-    kustomization, docs = kustomize.render(manifests.write_overlay(workdir, [NODE_LOCAL]))
-    r = manifests.Rendered(kustomization, docs)
+    r = manifests.render(components=[NODE_LOCAL])
     ds = r.one("DaemonSet", "node-local-dns")
     _, child = manifests.split_nanny_args(r.argv(kustomize.pod_spec(ds)["containers"][0]))
     return child
@@ -147,8 +144,7 @@ def test_no_negcache_gives_kube_dns_behaviour_back(env):
 
 
 def setup(workdir, owned):
-    kustomization, docs = kustomize.render(manifests.MANIFESTS)
-    return {"rendered": manifests.Rendered(kustomization, docs)}
+    return {"rendered": manifests.render()}
 
 
 def main():

@@ -20,15 +20,10 @@ import ipaddress
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
-
-import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-import kustomize  # noqa: E402
 from kustomize import pod_spec  # noqa: E402
 import manifests  # noqa: E402
 from manifests import NAMESPACE, declared_ports, labels_match, probes  # noqa: E402
@@ -45,7 +40,7 @@ def key(doc):
 def rendered(workdir):
     """(base objects, base with the component, the overlay's directory)."""
     overlay = manifests.write_overlay(os.path.join(workdir, "site"), [COMPONENT])
-    return kustomize.render(manifests.MANIFESTS)[1], kustomize.render(overlay)[1], overlay
+    return manifests.render().docs, manifests.render(overlay).docs, overlay
 
 
 def the_policy(docs):
@@ -108,20 +103,6 @@ def test_the_component_adds_one_policy_and_nothing_else(env):
     if policy["spec"].get("policyTypes") != ["Ingress"]:
         p.append("policyTypes %s: restrict ingress only (the pods must reach upstreams and "
                  "the API server)" % policy["spec"].get("policyTypes"))
-    # As kustomize renders it.
-    if shutil.which("kustomize"):
-        command = ["kustomize", "build", overlay]
-    elif shutil.which("kubectl"):
-        command = ["kubectl", "kustomize", overlay]
-    else:
-        print("    note: neither kustomize nor kubectl: not compared with kustomize")
-        return p
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    if result.returncode != 0:
-        return p + ["`%s` failed: %s" % (" ".join(command), result.stderr.strip())]
-    theirs = [d for d in yaml.safe_load_all(result.stdout) if d is not None]
-    if sorted(map(key, theirs)) != sorted(map(key, docs)):
-        p.append("kustomize renders the component differently")
     return p
 
 

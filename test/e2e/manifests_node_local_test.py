@@ -11,7 +11,6 @@ can surge (no host ports), kube-dns-upstream selects the central pods. Closes wi
 """
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -24,9 +23,7 @@ COMPONENT = os.path.join(manifests.MANIFESTS, "components", "node-local")
 
 def rendered():
     """manifests.Rendered of the base with the node-local component."""
-    workdir = tempfile.mkdtemp(prefix="kdns-node-local-")
-    kustomization, docs = kustomize.render(manifests.write_overlay(workdir, [COMPONENT]))
-    return manifests.Rendered(kustomization, docs)
+    return manifests.render(components=[COMPONENT])
 
 
 def node_cache(r):
