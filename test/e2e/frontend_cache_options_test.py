@@ -123,7 +123,8 @@ def test_old_metrics_flag_spellings_still_work(env):
     metrics_port = harness.free_port()
     # After the harness's --prometheus-port: unset it, so the old name alone gives the port.
     kd = servers.Kubedns(workdir, "kubedns-old-metrics", "--objects-file=" + objects,
-                         "--prometheus-port=-1", "--metrics-port=%d" % metrics_port)
+                         "--prometheus-port=-1", "--metrics-port=%d" % metrics_port,
+                         metrics_port=metrics_port)
     try:
         if not any(series.startswith("skydns_") for series in
                    harness.scrape_metrics(metrics_port)):
