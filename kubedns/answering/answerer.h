@@ -24,11 +24,11 @@
 // With AnswerConfig::zonal (--zonal, CoreDNS 1.14's `kubernetes` option `zonal`), the names
 // <zone>.pin._zone.svc.ns.svc.Z and <zone>.prefer._zone.svc.ns.svc.Z of a headless service
 // stand for its endpoints in topology zone <zone> (every label left of the directive, joined
-// by dots: us-east-1a, eu.west.1), compared exactly with the EndpointSlice's
-// endpoints[].zone. pin: those endpoints, NODATA when the zone has none; prefer: those, or
-// every endpoint when the zone has none. A, AAAA and ANY are answered like the service's
-// name, SRV like the service's SRV with only the zone's targets and their glue, other types
-// NODATA. ClusterIP and ExternalName services, unknown services and unknown directives:
+// by dots: us-east-1a, eu.west.1), compared with the EndpointSlice's endpoints[].zone
+// without regard to case (CoreDNS lower-cases both). pin: those endpoints, NODATA when the zone has
+// none; prefer: those, or every endpoint when the zone has none. A, AAAA and ANY are answered like
+// the service's name, SRV like the service's SRV with only the zone's targets and their glue, other
+// types NODATA. ClusterIP and ExternalName services, unknown services and unknown directives:
 // NXDOMAIN. The result names the directive and the outcome (kdns_kubedns_zonal_queries_total).
 //
 // Names outside Z and reverse names of IPs kubedns holds nothing for are not ours: the

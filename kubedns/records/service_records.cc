@@ -65,12 +65,15 @@ namespace {
 
 // Adds the run of `zone` starting at `address` when it differs from the last run (no run
 // while no endpoint has a zone).
+// The zone is kept lower-cased, as CoreDNS keeps it (object/endpoint.go), so that the
+// lower-cased query name compares without folding per query.
 void AddZoneRun(std::string_view zone, uint32_t address, SliceInfo::ZoneTable& table) {
   uint32_t index = SliceInfo::ZoneRun::kNoZone;
   if (!zone.empty()) {
-    auto it = std::find(table.names.begin(), table.names.end(), zone);
+    std::string lower = Lower(zone);
+    auto it = std::find(table.names.begin(), table.names.end(), lower);
     index = static_cast<uint32_t>(it - table.names.begin());
-    if (it == table.names.end()) table.names.emplace_back(zone);
+    if (it == table.names.end()) table.names.push_back(std::move(lower));
   }
   const uint32_t last = table.runs.empty() ? SliceInfo::ZoneRun::kNoZone : table.runs.back().zone;
   if (index != last) table.runs.push_back(SliceInfo::ZoneRun{address, index});

@@ -85,7 +85,7 @@ struct SliceInfo {
   };
   struct ZoneTable {
     std::vector<ZoneRun> runs;       // sorted by address
-    std::vector<std::string> names;  // distinct, as given
+    std::vector<std::string> names;  // distinct, lower-cased
     friend bool operator==(const ZoneTable&, const ZoneTable&) = default;
   };
   // The table behind one pointer, so a slice without zones pays 8 bytes; compared by value,
@@ -105,7 +105,8 @@ struct SliceInfo {
 
   // The hostname of addresses[address] as given (not lower-cased), or "" when it has none.
   std::string_view hostname(size_t address) const;
-  // The zone of addresses[address] as given, or "" when it has none (or zones are dropped).
+  // The zone of addresses[address] in lower case, or "" when it has none (or zones are
+  // dropped).
   std::string_view zone(size_t address) const;
   // The heap and inline bytes this info holds.
   size_t ModelBytes() const;
@@ -166,10 +167,10 @@ class ServiceRecords {
   std::span<const Host> FindHost(std::string_view label) const;
   // The host with this address, or nullptr (PTR answers of headless services).
   const Host* FindHostByIp(const IpAddress& ip) const;
-  // The distinct zones of the hosts, as the slices give them (kept only with ZoneKeeping::kKeep).
+  // The distinct zones of the hosts, lower-cased (kept only with ZoneKeeping::kKeep).
   const std::vector<std::string>& zones() const { return zones_; }
-  // The index in zones() of `zone`, compared exactly (CoreDNS's zonal compares the
-  // lower-cased query label with the slice's zone as given), or Host::kNoZone.
+  // The index in zones() of `zone` (lower case, as the answerer's query name is), or
+  // Host::kNoZone.
   uint16_t FindZone(std::string_view zone) const;
   // The SRV set for _port._proto (labels without underscores), or nullptr.
   const SrvSet* FindSrv(std::string_view port_name, std::string_view protocol) const;
