@@ -73,6 +73,9 @@ DEFINE_string(multicluster_zone, "",
 DEFINE_string(kubeslice_zone, "",
               "Serve kubeslice ServiceImports (networking.kubeslice.io, or mesh.avesha.io) "
               "under this zone, usually slice.local.; empty: off.");
+DEFINE_bool(zonal, false,
+            "Answer <zone>.pin._zone.<svc>.<ns>.svc.<domain> and <zone>.prefer._zone... of "
+            "headless services with their endpoints in that topology zone (CoreDNS's zonal).");
 // Bounds on one multicluster ServiceImport (docs/operators.md, "Limits").
 DEFINE_int64(import_max_aliases, 100,
              "spec.aliases of one kubeslice ServiceImport; an import with more is not served.");
@@ -242,6 +245,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.objects_file = FLAGS_objects_file;
   flags.multicluster_zone = FLAGS_multicluster_zone;
   flags.kubeslice_zone = FLAGS_kubeslice_zone;
+  flags.zonal = FLAGS_zonal;
   flags.import_max_aliases = FLAGS_import_max_aliases;
   flags.import_max_endpoints = FLAGS_import_max_endpoints;
   flags.import_max_bytes = FLAGS_import_max_bytes;

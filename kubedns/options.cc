@@ -122,6 +122,7 @@ bool AnswerOptions(const FlagValues& flags, KubednsServer::Options* options, std
     return false;
   }
   options->answer.ttl_s = static_cast<uint32_t>(flags.ttl);
+  options->answer.zonal = flags.zonal;
   options->answer.soa_serial_base = static_cast<uint32_t>(std::time(nullptr));
   if (flags.pod_records == "insecure") {
     options->answer.pod_records = PodRecords::kInsecure;

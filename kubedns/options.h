@@ -41,6 +41,7 @@ struct FlagValues {
   std::string objects_file;
   std::string multicluster_zone;  // empty: clusterset.local. is not served
   std::string kubeslice_zone;     // empty: slice.local. is not served
+  bool zonal = false;             // --zonal: zone-scoped names of headless services
   // Bounds on one ServiceImport (records/import_limits.h); defaults are ImportLimits'.
   int64_t import_max_aliases = 100;
   int64_t import_max_endpoints = 5000;

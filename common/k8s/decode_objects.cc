@@ -108,6 +108,14 @@ bool DecodeEndpoint(FieldContext& ctx, const JsonValue& json, const FieldPath& p
     // consumers should interpret this unknown state as ready."
     out->ready = ready.value_or(true);
   }
+  // Read leniently: a zone of the wrong shape costs only zonal answers, never the slice.
+  if (const JsonValue* zone = Member(json, "zone"); zone != nullptr) {
+    if (zone->IsString()) {
+      out->zone = View(*zone);
+    } else {
+      ctx.Warn(path.Field("zone"), "not a string: " + Describe(*zone));
+    }
+  }
   return ReadString(ctx, json, "hostname", path, &out->hostname);
 }
 

@@ -196,8 +196,9 @@ TEST_CASE("EndpointSlice conditions follow the discovery/v1 defaulting", "[k8s]"
   CHECK(ready == std::vector<bool>{true, false, true, true, true, true});
 }
 
-TEST_CASE("An EndpointSlice keeps addresses, hostnames and ports, and nothing DNS does not use",
-          "[k8s]") {
+TEST_CASE(
+    "An EndpointSlice keeps addresses, hostnames, zones and ports, and nothing DNS does not use",
+    "[k8s]") {
   auto slice = DecodeEndpointSlice(SliceJson(
       R"("IPv6")",
       R"([{"addresses":["fd00::a"],"hostname":"pet-0","nodeName":"node-1","zone":"z1",
@@ -213,6 +214,8 @@ TEST_CASE("An EndpointSlice keeps addresses, hostnames and ports, and nothing DN
   const Endpoint& pet = slice->endpoints[0];
   CHECK(pet.addresses == Ips({"fd00::a"}));
   CHECK(pet.hostname == "pet-0");
+  CHECK(pet.zone == "z1");
+  CHECK(slice->endpoints[1].zone.empty());
   CHECK(slice->endpoints[1].addresses == Ips({"fd00::b", "fd00::c"}));
   CHECK(slice->endpoints[1].hostname.empty());
   CHECK(slice->ports == std::vector<EndpointPort>{{"http", Protocol::kTcp, 80},
@@ -229,6 +232,7 @@ TEST_CASE("Fields DNS does not use are not read, so their shape cannot drop a sl
   REQUIRE(slice->endpoints.size() == 1);
   CHECK(slice->endpoints[0].ready);
   CHECK(slice->endpoints[0].addresses == Ips({"10.0.0.1"}));
+  CHECK(slice->endpoints[0].zone.empty());  // "zone":[] is warned about and dropped
 }
 
 TEST_CASE("A slice without the service-name label belongs to no service", "[k8s]") {

@@ -100,7 +100,11 @@ struct Endpoint {
   // consumers should interpret this unknown state as ready."
   bool ready = true;
   std::string hostname;  // empty when absent
-  // Nothing else: no record uses nodeName, zone, targetRef or the serving and terminating
+  // endpoints[].zone (the topology zone, "us-east-1a"), as given; empty when absent or not
+  // a string. Only --zonal answers use it (kubedns keeps it only then). v1 Endpoints have
+  // no zone.
+  std::string zone;
+  // Nothing else: no record uses nodeName, targetRef or the serving and terminating
   // conditions, so they are not decoded (DESIGN section 9: keep only what an answer needs).
 };
 

@@ -79,6 +79,8 @@ class Answerer::Response {
   const dns::Query& query;
   dns::Rcode rcode = dns::Rcode::kNoError;
   std::optional<dns::Name> chase_target;  // an ExternalName chain left the zone here
+  ZonalDirective zonal_directive = ZonalDirective::kNone;
+  ZonalOutcome zonal_outcome = ZonalOutcome::kZone;
 };
 
 namespace {
@@ -197,6 +199,8 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission&
   result.rcode = response.rcode;
   result.truncated = response.builder.truncated();
   result.response = response.builder.Finish();
+  result.zonal_directive = response.zonal_directive;
+  result.zonal_outcome = response.zonal_outcome;
   if (response.chase_target && !result.truncated && response.rcode == dns::Rcode::kNoError) {
     result.kind = AnswerKind::kExternalTarget;
     result.chase_target = *response.chase_target;
@@ -238,6 +242,8 @@ void Answerer::AnswerZone(const Snapshot& snapshot, const dns::Name& lower,
         no_data();
       } else if (depth == 2) {
         snapshot.HasNamespace(label(0)) ? no_data() : nx_domain();
+      } else if (config_.zonal && depth >= 6 && label(depth - 4) == "_zone") {
+        AnswerZonal(snapshot, lower, depth, response);
       } else {
         std::string_view ns = label(depth - 2);
         std::string_view name = label(depth - 3);
@@ -324,16 +330,17 @@ void Answerer::AddNegativeSoa(const Snapshot& snapshot, const dns::Name& lower, 
 }
 
 void Answerer::AnswerHosts(std::span<const ServiceRecords::Host> hosts, const dns::Name& owner,
-                           Response& response) const {
+                           Response& response, HostFilter filter) const {
   const RrType qtype = response.query.qtype;
   for (IpFamily family : {IpFamily::kV4, IpFamily::kV6}) {
     if (!WantsAddress(qtype, family)) continue;
-    bool any = std::any_of(hosts.begin(), hosts.end(),
-                           [&](const auto& host) { return host.ip.family() == family; });
-    if (!any) continue;
+    auto wanted = [&](const ServiceRecords::Host& host) {
+      return host.ip.family() == family && filter.Keeps(host);
+    };
+    if (std::none_of(hosts.begin(), hosts.end(), wanted)) continue;
     response.AnswerRrset([&] {
       for (const auto& host : hosts) {
-        if (host.ip.family() == family) response.builder.AddAddress(owner, config_.ttl_s, host.ip);
+        if (wanted(host)) response.builder.AddAddress(owner, config_.ttl_s, host.ip);
       }
     });
     if (AnsweredEnough(qtype)) return;
@@ -395,7 +402,8 @@ void Answerer::AnswerService(const Snapshot& snapshot, const ServiceRecords& rec
 }
 
 void Answerer::AnswerSrv(const ServiceRecords& records, const ServiceRecords::SrvSet* set,
-                         std::string_view ns, std::string_view name, Response& response) const {
+                         std::string_view ns, std::string_view name, Response& response,
+                         HostFilter filter) const {
   const dns::Name& owner = response.query.qname;
   auto service_name = dns::Name::FromLabels({name, ns, "svc"}, config_.zone);
   if (!service_name) return;
@@ -413,6 +421,7 @@ void Answerer::AnswerSrv(const ServiceRecords& records, const ServiceRecords::Sr
     } else {
       std::string_view last;
       for (const auto& host : records.hosts()) {
+        if (!filter.Keeps(host)) continue;
         if (host.label != last) visit(std::string_view(host.label), uint16_t{0});
         last = host.label;
       }
@@ -437,12 +446,12 @@ void Answerer::AnswerSrv(const ServiceRecords& records, const ServiceRecords::Sr
   if (response.builder.truncated()) return;
 
   // The targets' addresses in the additional section (each set omitted if it does not fit).
-  auto add_addresses = [&](const dns::Name& glue, auto&& items, auto&& ip_of) {
+  auto add_addresses = [&](const dns::Name& glue, auto&& items, auto&& ip_of, auto&& keeps) {
     for (IpFamily family : {IpFamily::kV4, IpFamily::kV6}) {
       response.builder.BeginRrset(Section::kAdditional);
       for (const auto& item : items) {
         const IpAddress& ip = ip_of(item);
-        if (ip.family() == family) {
+        if (ip.family() == family && keeps(item)) {
           response.builder.Add(glue, AddressType(ip), RrClass::kIn, config_.ttl_s,
                                AddressRdata(ip));
         }
@@ -452,12 +461,73 @@ void Answerer::AnswerSrv(const ServiceRecords& records, const ServiceRecords::Sr
   };
   for_each_target([&](std::string_view label, uint16_t) {
     if (label.empty()) {
-      add_addresses(*service_name, service.cluster_ips, [](const IpAddress& ip) { return ip; });
+      add_addresses(
+          *service_name, service.cluster_ips, [](const IpAddress& ip) { return ip; },
+          [](const IpAddress&) { return true; });
     } else {
-      add_addresses(target_name(label), records.FindHost(label),
-                    [](const ServiceRecords::Host& host) { return host.ip; });
+      add_addresses(
+          target_name(label), records.FindHost(label),
+          [](const ServiceRecords::Host& host) { return host.ip; },
+          [&](const ServiceRecords::Host& host) { return filter.Keeps(host); });
     }
   });
+}
+
+void Answerer::AnswerZonal(const Snapshot& snapshot, const dns::Name& lower, size_t depth,
+                           Response& response) const {
+  // CoreDNS parses <zone>.<directive>._zone.svc.ns.svc.Z this way (plugin/kubernetes
+  // parse.go): an unknown directive keeps the NXDOMAIN of a name too long to exist.
+  const std::string_view directive = lower.label(depth - 5);
+  if (directive == "pin") {
+    response.zonal_directive = ZonalDirective::kPin;
+  } else if (directive == "prefer") {
+    response.zonal_directive = ZonalDirective::kPrefer;
+  } else {
+    response.rcode = dns::Rcode::kNxDomain;
+    return;
+  }
+  const std::string_view ns = lower.label(depth - 2);
+  const std::string_view name = lower.label(depth - 3);
+  const ServiceRecords* records = snapshot.FindService(ns, name);
+  // Defined for headless services only: a cluster IP has no zone (CoreDNS answers NXDOMAIN).
+  if (records == nullptr || !records->answerable() || !records->headless()) {
+    response.zonal_outcome = ZonalOutcome::kNxDomain;
+    response.rcode = dns::Rcode::kNxDomain;
+    return;
+  }
+  // The zone is every label left of the directive, joined by dots, as CoreDNS joins them. A
+  // label holding a dot itself matches nothing: CoreDNS compares its escaped form (a\.b),
+  // which no zone (a label value: alphanumerics, '-', '_', '.') spells.
+  std::array<char, dns::Name::kMaxWireLength> text;
+  size_t size = 0;
+  bool matchable = true;
+  for (size_t i = 0; i + 5 < depth; ++i) {
+    std::string_view part = lower.label(i);
+    if (part.find('.') != std::string_view::npos) matchable = false;
+    if (i > 0) text[size++] = '.';
+    std::copy(part.begin(), part.end(), text.begin() + static_cast<ptrdiff_t>(size));
+    size += part.size();
+  }
+  // zones() holds the zones of the service's hosts only: a zone found has some.
+  const uint16_t zone = matchable ? records->FindZone(std::string_view(text.data(), size))
+                                  : ServiceRecords::Host::kNoZone;
+  HostFilter filter;
+  if (zone != ServiceRecords::Host::kNoZone) {
+    filter.zone = zone;
+    response.zonal_outcome = ZonalOutcome::kZone;
+  } else if (response.zonal_directive == ZonalDirective::kPrefer && !records->hosts().empty()) {
+    response.zonal_outcome = ZonalOutcome::kFallback;  // the fallback the name asked for
+  } else {
+    response.zonal_outcome = ZonalOutcome::kEmpty;  // the name exists: NODATA, not NXDOMAIN
+    return;
+  }
+  const RrType qtype = response.query.qtype;
+  if (qtype == RrType::kSrv) {
+    AnswerSrv(*records, nullptr, ns, name, response, filter);
+  } else {
+    // NODATA unless A, AAAA or ANY.
+    AnswerHosts(records->hosts(), response.query.qname, response, filter);
+  }
 }
 
 std::optional<IpAddress> Answerer::PodAddress(const Snapshot& snapshot, std::string_view ns,

@@ -21,6 +21,16 @@
 // set) are answered by MulticlusterAnswerer (multicluster_answer.h), AA set, from the same
 // snapshot.
 //
+// With AnswerConfig::zonal (--zonal, CoreDNS 1.14's `kubernetes` option `zonal`), the names
+// <zone>.pin._zone.svc.ns.svc.Z and <zone>.prefer._zone.svc.ns.svc.Z of a headless service
+// stand for its endpoints in topology zone <zone> (every label left of the directive, joined
+// by dots: us-east-1a, eu.west.1), compared with the EndpointSlice's endpoints[].zone
+// without regard to case (CoreDNS lower-cases both). pin: those endpoints, NODATA when the zone has
+// none; prefer: those, or every endpoint when the zone has none. A, AAAA and ANY are answered like
+// the service's name, SRV like the service's SRV with only the zone's targets and their glue, other
+// types NODATA. ClusterIP and ExternalName services, unknown services and unknown directives:
+// NXDOMAIN. The result names the directive and the outcome (kdns_kubedns_zonal_queries_total).
+//
 // Names outside Z and reverse names of IPs kubedns holds nothing for are not ours: the
 // result says so (AnswerKind::kNotOurs) and the server forwards them (skydns forwards a
 // reverse name it cannot answer, too). Before the first full sync a reverse name gets
@@ -72,6 +82,16 @@ struct AnswerConfig {
   // the tests use to prove the prepared ones byte-identical.
   enum class Writing : uint8_t { kPrepared, kGeneral };
   Writing writing = Writing::kPrepared;
+  bool zonal = false;  // --zonal: answer the zone-scoped names of headless services
+};
+
+// A zonal name's directive (kNone: the query was not one) and what answered it.
+enum class ZonalDirective : uint8_t { kNone, kPin, kPrefer };
+enum class ZonalOutcome : uint8_t {
+  kZone,      // the zone's endpoints
+  kFallback,  // prefer, and the zone has none: every endpoint
+  kEmpty,     // nothing to answer with (pin and the zone has none, or no endpoints): NODATA
+  kNxDomain,  // no such headless service
 };
 
 enum class AnswerKind : uint8_t {
@@ -93,6 +113,8 @@ struct AnswerResult {
   std::span<const uint8_t> response;  // a view of the caller's buffer
   // kExternalTarget only: the CNAME target outside Z, as the service spells it.
   dns::Name chase_target;
+  ZonalDirective zonal_directive = ZonalDirective::kNone;
+  ZonalOutcome zonal_outcome = ZonalOutcome::kZone;  // meaningful with a directive only
 };
 
 class Answerer {
@@ -120,15 +142,24 @@ class Answerer {
 
  private:
   class Response;
+  // Which hosts of a headless service an answer uses: all, or those of one zone.
+  struct HostFilter {
+    std::optional<uint16_t> zone;  // an index into ServiceRecords::zones()
+    bool Keeps(const ServiceRecords::Host& host) const { return !zone || host.zone == *zone; }
+  };
 
   void AnswerZone(const Snapshot& snapshot, const dns::Name& lower, Response& response) const;
   void AnswerService(const Snapshot& snapshot, const ServiceRecords& records,
                      const dns::Name& owner, std::string_view ns, std::string_view name,
                      Response& response, int depth) const;
   void AnswerHosts(std::span<const ServiceRecords::Host> hosts, const dns::Name& owner,
-                   Response& response) const;
+                   Response& response, HostFilter filter = {}) const;
   void AnswerSrv(const ServiceRecords& records, const ServiceRecords::SrvSet* set,
-                 std::string_view ns, std::string_view name, Response& response) const;
+                 std::string_view ns, std::string_view name, Response& response,
+                 HostFilter filter = {}) const;
+  // <zone>.<directive>._zone.svc.ns.svc.Z (`depth` labels below Z, at least 6).
+  void AnswerZonal(const Snapshot& snapshot, const dns::Name& lower, size_t depth,
+                   Response& response) const;
   // The address a-b-c-d.ns.pod.Z stands for, or nullopt when that name does not exist (not
   // an address, or under kVerified no live pod of `ns` has it).
   std::optional<IpAddress> PodAddress(const Snapshot& snapshot, std::string_view ns,

@@ -266,7 +266,7 @@ void RecordTreeWriter::UpsertSlice(const k8s::EndpointSlice& slice) {
     slice_owner_.erase(key);
     return;
   }
-  auto info = std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice));
+  auto info = std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice, zones_));
   if (owner != nullptr && *owner == slice.service_name) {
     const ServiceRecords* records = Find(slice.meta.ns, slice.service_name);
     if (records != nullptr) {
@@ -401,7 +401,7 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
     if (slice.service_name.empty()) return;
     slice_owner_.insert_or_assign(ObjectKey(slice.meta.ns, slice.meta.name), slice.service_name);
     pending[{slice.meta.ns, slice.service_name}].slices.emplace_back(
-        slice.meta.name, std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice)));
+        slice.meta.name, std::make_shared<const SliceInfo>(SliceInfo::FromSlice(slice, zones_)));
   };
   for (const auto& slice : objects.slices) add_slice(slice);
   for (const auto& endpoints : objects.endpoints) {

@@ -192,6 +192,10 @@ class RecordTreeWriter {
 
   void MarkSynced() { synced_ = true; }
 
+  // Keep the endpoints' zones (kubedns --zonal) in the slices given from now on; call it
+  // before the first object.
+  void KeepZones() { zones_ = SliceInfo::ZoneKeeping::kKeep; }
+
   // The multicluster zones' writer, published with the tree.
   MulticlusterWriter& multicluster() { return multicluster_; }
 
@@ -239,6 +243,7 @@ class RecordTreeWriter {
   };
   std::array<std::optional<Unlisted>, 4> unlisted_;
   bool loading_ = false;
+  SliceInfo::ZoneKeeping zones_ = SliceInfo::ZoneKeeping::kDrop;
   const uint64_t list_publish_bytes_;
   uint64_t unpublished_bytes_ = 0;  // ModelBytes of the records stored since the last Publish
 };

@@ -61,7 +61,31 @@ ServiceInfo ServiceInfo::FromService(const k8s::Service& service) {
   return info;
 }
 
-SliceInfo SliceInfo::FromSlice(const k8s::EndpointSlice& slice) {
+namespace {
+
+// Adds the run of `zone` starting at `address` when it differs from the last run (no run
+// while no endpoint has a zone).
+// Host::zone sits in what was the struct's padding (a 16-byte view and a 17-byte address,
+// padded to 40 bytes before it came): zonal answers cost no byte per host.
+static_assert(sizeof(ServiceRecords::Host) == 40);
+
+// The zone is kept lower-cased, as CoreDNS keeps it (object/endpoint.go), so that the
+// lower-cased query name compares without folding per query.
+void AddZoneRun(std::string_view zone, uint32_t address, SliceInfo::ZoneTable& table) {
+  uint32_t index = SliceInfo::ZoneRun::kNoZone;
+  if (!zone.empty()) {
+    std::string lower = Lower(zone);
+    auto it = std::find(table.names.begin(), table.names.end(), lower);
+    index = static_cast<uint32_t>(it - table.names.begin());
+    if (it == table.names.end()) table.names.push_back(std::move(lower));
+  }
+  const uint32_t last = table.runs.empty() ? SliceInfo::ZoneRun::kNoZone : table.runs.back().zone;
+  if (index != last) table.runs.push_back(SliceInfo::ZoneRun{address, index});
+}
+
+}  // namespace
+
+SliceInfo SliceInfo::FromSlice(const k8s::EndpointSlice& slice, ZoneKeeping zones) {
   SliceInfo info;
   info.ports = slice.ports;
   if (slice.address_type == k8s::AddressType::kFqdn) return info;
@@ -77,7 +101,11 @@ SliceInfo SliceInfo::FromSlice(const k8s::EndpointSlice& slice) {
   info.addresses.reserve(addresses);
   info.hostnames.reserve(named);
   info.hostname_pool.reserve(pool);
+  ZoneTable zone_table;
   for (const auto& endpoint : slice.endpoints) {
+    if (zones == ZoneKeeping::kKeep && !endpoint.addresses.empty()) {
+      AddZoneRun(endpoint.zone, static_cast<uint32_t>(info.addresses.size()), zone_table);
+    }
     for (const auto& ip : endpoint.addresses) {
       if (!endpoint.hostname.empty()) {
         info.hostname_pool.append(endpoint.hostname);
@@ -87,7 +115,22 @@ SliceInfo SliceInfo::FromSlice(const k8s::EndpointSlice& slice) {
       info.addresses.push_back(Address{ip, endpoint.ready});
     }
   }
+  if (!zone_table.runs.empty()) {
+    zone_table.runs.shrink_to_fit();
+    zone_table.names.shrink_to_fit();
+    info.zones.table = std::make_unique<const ZoneTable>(std::move(zone_table));
+  }
   return info;
+}
+
+std::string_view SliceInfo::zone(size_t address) const {
+  if (zones.table == nullptr) return {};
+  const ZoneTable& table = *zones.table;
+  auto it = std::upper_bound(table.runs.begin(), table.runs.end(), address,
+                             [](size_t a, const ZoneRun& run) { return a < run.address; });
+  if (it == table.runs.begin()) return {};
+  const uint32_t index = (it - 1)->zone;
+  return index == ZoneRun::kNoZone ? std::string_view() : std::string_view(table.names[index]);
 }
 
 std::string_view SliceInfo::hostname(size_t address) const {
@@ -103,6 +146,14 @@ size_t SliceInfo::ModelBytes() const {
                  hostnames.capacity() * sizeof(Hostname) +
                  ports.capacity() * sizeof(k8s::EndpointPort);
   if (hostname_pool.capacity() > 15) bytes += hostname_pool.capacity() + 1;  // beyond SSO
+  if (zones.table != nullptr) {
+    const ZoneTable& table = *zones.table;
+    bytes += sizeof(ZoneTable) + table.runs.capacity() * sizeof(ZoneRun) +
+             table.names.capacity() * sizeof(std::string);
+    for (const auto& name : table.names) {
+      if (name.capacity() > 15) bytes += name.capacity() + 1;
+    }
+  }
   return bytes;
 }
 
@@ -176,9 +227,11 @@ void ServiceRecords::Derive() {
   for (size_t k = 0; k < chosen.size(); ++k) {
     std::copy(labels[k].begin(), labels[k].end(), next);
     hosts_.push_back(Host{std::string_view(next, labels[k].size()),
-                          chosen[k].slice->addresses[chosen[k].address].ip});
+                          chosen[k].slice->addresses[chosen[k].address].ip,
+                          InternZone(chosen[k].slice->zone(chosen[k].address))});
     next += labels[k].size();
   }
+  zones_.shrink_to_fit();
   std::sort(hosts_.begin(), hosts_.end(), [](const Host& a, const Host& b) {
     return a.label != b.label ? a.label < b.label : a.ip < b.ip;
   });
@@ -226,6 +279,20 @@ void ServiceRecords::Derive() {
   for (auto& set : srv_) set.targets.shrink_to_fit();
 }
 
+uint16_t ServiceRecords::InternZone(std::string_view zone) {
+  if (zone.empty()) return Host::kNoZone;
+  uint16_t index = FindZone(zone);
+  if (index != Host::kNoZone) return index;
+  if (zones_.size() >= Host::kNoZone) return Host::kNoZone;  // 65535 zones: the rest unzoned
+  zones_.emplace_back(zone);
+  return static_cast<uint16_t>(zones_.size() - 1);
+}
+
+uint16_t ServiceRecords::FindZone(std::string_view zone) const {
+  auto it = std::find(zones_.begin(), zones_.end(), zone);
+  return it == zones_.end() ? Host::kNoZone : static_cast<uint16_t>(it - zones_.begin());
+}
+
 const ServiceRecords::Host* ServiceRecords::FindHostByIp(const IpAddress& ip) const {
   auto it =
       std::lower_bound(by_ip_.begin(), by_ip_.end(), ip,
@@ -243,8 +310,9 @@ size_t ServiceRecords::ModelBytes() const {
   auto string_heap = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
   size_t bytes = sizeof(ServiceRecords) + sizeof(ServiceName) + string_heap(name_->ns) +
                  string_heap(name_->name) + labels_bytes_ + hosts_.capacity() * sizeof(Host) +
-                 by_ip_.capacity() * sizeof(uint32_t) +
+                 by_ip_.capacity() * sizeof(uint32_t) + zones_.capacity() * sizeof(std::string) +
                  slices_.capacity() * sizeof(Slices::value_type);
+  for (const auto& zone : zones_) bytes += string_heap(zone);
   for (const auto& set : srv_) {
     bytes +=
         sizeof(SrvSet) + string_heap(set.port_name) + set.targets.capacity() * sizeof(SrvTarget);

@@ -10,6 +10,8 @@
 //           An address in several slices (a slice being split or merged) appears once.
 //   srv     per named (port, protocol) of the slices, the distinct (host label, port) pairs:
 //           one SRV record each, so a host with a v4 and a v6 address appears once.
+//   zones   (only when the slices kept them, kubedns --zonal) each host's topology zone, as
+//           an index into the service's distinct zone names, for zonal answers.
 // For ClusterIP services only the Service is used: its cluster IPs and its named ports.
 //
 // Memory (DESIGN section 9, a 5,000-node cluster in well under 40 MiB): nothing is kept per
@@ -72,26 +74,59 @@ struct SliceInfo {
     uint32_t end;
     friend bool operator==(const Hostname&, const Hostname&) = default;
   };
+  // addresses[address] up to the next run's address are in names[zone] (no zone when zone
+  // is kNoZone): endpoints of one zone are mostly listed together, so a slice holds a few
+  // runs and each distinct zone name once, not a string per endpoint.
+  struct ZoneRun {
+    static constexpr uint32_t kNoZone = UINT32_MAX;
+    uint32_t address;
+    uint32_t zone;
+    friend bool operator==(const ZoneRun&, const ZoneRun&) = default;
+  };
+  struct ZoneTable {
+    std::vector<ZoneRun> runs;       // sorted by address
+    std::vector<std::string> names;  // distinct, lower-cased
+    friend bool operator==(const ZoneTable&, const ZoneTable&) = default;
+  };
+  // The table behind one pointer, so a slice without zones pays 8 bytes; compared by value,
+  // so a re-listed slice with the same zones is unchanged.
+  struct ZoneTablePtr {
+    std::unique_ptr<const ZoneTable> table;  // null: no endpoint has a zone kept
+    friend bool operator==(const ZoneTablePtr& a, const ZoneTablePtr& b) {
+      return a.table == nullptr || b.table == nullptr ? a.table == b.table : *a.table == *b.table;
+    }
+  };
   std::vector<Address> addresses;   // one per endpoint address
   std::vector<Hostname> hostnames;  // sorted by address; only addresses with a hostname
   std::string hostname_pool;
   std::vector<k8s::EndpointPort> ports;
+  // Null unless zones are kept (ZoneKeeping::kKeep, kubedns --zonal) and an endpoint has one.
+  ZoneTablePtr zones;
 
   // The hostname of addresses[address] as given (not lower-cased), or "" when it has none.
   std::string_view hostname(size_t address) const;
+  // The zone of addresses[address] in lower case, or "" when it has none (or zones are
+  // dropped).
+  std::string_view zone(size_t address) const;
   // The heap and inline bytes this info holds.
   size_t ModelBytes() const;
 
+  // Whether endpoints' zones are kept: only zonal answers read them, so without --zonal they
+  // cost nothing.
+  enum class ZoneKeeping : uint8_t { kDrop, kKeep };
   // FQDN slices carry no addresses DNS can serve: their info has no addresses.
-  static SliceInfo FromSlice(const k8s::EndpointSlice& slice);
+  static SliceInfo FromSlice(const k8s::EndpointSlice& slice,
+                             ZoneKeeping zones = ZoneKeeping::kDrop);
   friend bool operator==(const SliceInfo&, const SliceInfo&) = default;
 };
 
 class ServiceRecords {
  public:
   struct Host {
+    static constexpr uint16_t kNoZone = UINT16_MAX;
     std::string_view label;  // lower case; a view into the records' label pool
     IpAddress ip;
+    uint16_t zone = kNoZone;  // index into zones() (fits in the struct's padding)
   };
   struct SrvTarget {
     uint32_t host;  // index into hosts()
@@ -132,6 +167,11 @@ class ServiceRecords {
   std::span<const Host> FindHost(std::string_view label) const;
   // The host with this address, or nullptr (PTR answers of headless services).
   const Host* FindHostByIp(const IpAddress& ip) const;
+  // The distinct zones of the hosts, lower-cased (kept only with ZoneKeeping::kKeep).
+  const std::vector<std::string>& zones() const { return zones_; }
+  // The index in zones() of `zone` (lower case, as the answerer's query name is), or
+  // Host::kNoZone.
+  uint16_t FindZone(std::string_view zone) const;
   // The SRV set for _port._proto (labels without underscores), or nullptr.
   const SrvSet* FindSrv(std::string_view port_name, std::string_view protocol) const;
   const std::vector<SrvSet>& srv_sets() const { return srv_; }
@@ -146,6 +186,8 @@ class ServiceRecords {
 
  private:
   void Derive();
+  // The index of `zone` in zones_, added when new; kNoZone for "".
+  uint16_t InternZone(std::string_view zone);
 
   std::shared_ptr<const ServiceName> name_;
   std::shared_ptr<const ServiceInfo> service_;
@@ -155,6 +197,7 @@ class ServiceRecords {
   std::vector<Host> hosts_;
   std::vector<uint32_t> by_ip_;  // indexes into hosts_, sorted by their IP
   std::vector<SrvSet> srv_;
+  std::vector<std::string> zones_;  // empty unless a slice kept zones
 };
 
 }  // namespace kdns::kubedns

@@ -71,6 +71,7 @@ class KubednsServer::Publisher final : public RecordSink {
       writer_.multicluster().SetKubesliceZone(std::move(text));
     }
     writer_.multicluster().SetLimits(server.options_.import_limits);
+    if (server.options_.answer.zonal) writer_.KeepZones();
   }
 
   void BeginLoad() override { writer_.BeginLoad(); }

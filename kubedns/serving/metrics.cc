@@ -68,6 +68,20 @@ DnsMetrics::DnsMetrics(metrics::Registry& registry, const std::string& prefix) {
                                   "Packets dropped without an answer (no header, or a response).");
   truncated_ =
       &registry.AddCounter("kdns_kubedns_truncated_total", "UDP responses truncated (TC set).");
+  auto& zonal = registry.AddCounterFamily(
+      "kdns_kubedns_zonal_queries_total",
+      "Queries for zone-scoped names (--zonal), by directive and by what answered them.",
+      {"directive", "outcome"});
+  const char* directives[] = {"pin", "prefer"};
+  // Indexed by ZonalOutcome.
+  const char* outcomes[] = {"zone", "fallback", "empty", "nxdomain"};
+  for (size_t d = 0; d < zonal_.size(); ++d) {
+    for (size_t o = 0; o < zonal_[d].size(); ++o) {
+      // pin never falls back: no series that can only stay zero.
+      if (d == 0 && o == static_cast<size_t>(ZonalOutcome::kFallback)) continue;
+      zonal_[d][o] = &zonal.WithLabels({directives[d], outcomes[o]});
+    }
+  }
 }
 
 void DnsMetrics::Record(const AnswerResult& result, size_t response_bytes, double seconds) {
@@ -100,6 +114,11 @@ void DnsMetrics::Record(const AnswerResult& result, size_t response_bytes, doubl
   size_t r = 0;
   while (r < kRcodes.size() && kRcodes[r] != result.rcode) ++r;
   queries_[t][r]->Inc();
+  if (result.zonal_directive != ZonalDirective::kNone) {
+    const size_t d = result.zonal_directive == ZonalDirective::kPin ? 0 : 1;
+    metrics::Counter* zonal = zonal_[d][static_cast<size_t>(result.zonal_outcome)];
+    if (zonal != nullptr) zonal->Inc();
+  }
   // Answered here, from the records; forwarded and chased queries are timed in
   // kdns_kubedns_forward_duration_seconds.
   if (!forwarded && result.kind != AnswerKind::kExternalTarget) query_duration_->Observe(seconds);

@@ -16,7 +16,9 @@
 // Our own, with Prometheus naming: kdns_kubedns_queries_total{type,rcode} (both labels from
 // small fixed sets, every answered query), kdns_kubedns_query_duration_seconds (queries
 // answered from the records; see forward_metrics.h for the others),
-// kdns_kubedns_malformed_total, kdns_kubedns_dropped_total, kdns_kubedns_truncated_total.
+// kdns_kubedns_malformed_total, kdns_kubedns_dropped_total, kdns_kubedns_truncated_total,
+// kdns_kubedns_zonal_queries_total{directive,outcome} (--zonal names: pin|prefer by zone,
+// fallback, empty, nxdomain; see ZonalOutcome).
 //
 // Every counter the DNS threads touch is resolved once here, so recording a query is a few
 // per-thread increments with no lookup. Thread-safe: Record() from any DNS thread.
@@ -70,6 +72,8 @@ class DnsMetrics {
   metrics::Counter* malformed_;
   metrics::Counter* dropped_;
   metrics::Counter* truncated_;
+  // [directive: pin, prefer][ZonalOutcome]
+  std::array<std::array<metrics::Counter*, 4>, 2> zonal_{};
 };
 
 }  // namespace kdns::kubedns

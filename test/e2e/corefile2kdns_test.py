@@ -143,6 +143,7 @@ def test_a_corefile_kdns_can_say_exits_0(r):
            pods insecure
            fallthrough in-addr.arpa ip6.arpa
            ttl 30
+           zonal
         }
         prometheus :9153
         forward . 8.8.8.8 8.8.4.4
@@ -156,7 +157,7 @@ def test_a_corefile_kdns_can_say_exits_0(r):
     p = []
     if code != 0 or "NOT TRANSLATED" in out:
         p.append("exit %d: %s%s" % (code, out, err))
-    for want in ('"example.org": [', '["8.8.8.8", "8.8.4.4"]', "#     --ttl=30",
+    for want in ('"example.org": [', '["8.8.8.8", "8.8.4.4"]', "#     --ttl=30", "#     --zonal",
                  "#     --dns-loop-detect", "#     --max-cache-ttl=30"):
         if want not in out:
             p.append("not in the translation: %s" % want)

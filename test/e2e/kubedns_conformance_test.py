@@ -94,6 +94,9 @@ def check(case, got, zone_ttl):
     for record in case.get("additional_contains", []):
         if fold(record) not in additional:
             problems.append("additional lacks %s" % record)
+    for record in case.get("additional_lacks", []):
+        if fold(record) in additional:
+            problems.append("additional holds %s" % record)
     return problems
 
 

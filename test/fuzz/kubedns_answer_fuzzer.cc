@@ -1,8 +1,8 @@
 // Arbitrary packets into kubedns's query handler (Answerer::Answer) over UDP and TCP,
-// against the conformance cluster and the multicluster conformance objects (both
-// multicluster zones on). Never a crash; the result is a drop (nothing written) or
-// a well-formed response: it parses, has QR set, echoes the ID, fits the transport's limit,
-// and counts no more than it holds.
+// against the conformance cluster, the multicluster conformance objects (both
+// multicluster zones on) and the zonal ones (--zonal on). Never a crash; the result is a drop
+// (nothing written) or a well-formed response: it parses, has QR set, echoes the ID, fits the
+// transport's limit, and counts no more than it holds.
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
@@ -31,9 +31,14 @@ const kdns::kubedns::Snapshot& Cluster() {
     };
     auto list = load("test/conformance/objects.json");
     auto multicluster = load("test/conformance/multicluster_objects.json");
+    auto zonal = load("test/conformance/zonal_objects.json");
     list.endpoint_slices.insert(list.endpoint_slices.end(), multicluster.endpoint_slices.begin(),
                                 multicluster.endpoint_slices.end());
+    list.services.insert(list.services.end(), zonal.services.begin(), zonal.services.end());
+    list.endpoint_slices.insert(list.endpoint_slices.end(), zonal.endpoint_slices.begin(),
+                                zonal.endpoint_slices.end());
     kdns::kubedns::RecordTreeWriter writer;
+    writer.KeepZones();
     writer.multicluster().SetKubesliceZone("slice.local");
     writer.ReplaceAll({list.services, list.endpoint_slices, list.endpoints,
                        multicluster.service_imports, multicluster.kubeslice_service_imports});
@@ -51,6 +56,7 @@ const kdns::kubedns::Answerer& TheAnswerer() {
     config.zone = *kdns::dns::Name::FromText("cluster.local.");
     config.multicluster_zone = kdns::dns::Name::FromText("clusterset.local.");
     config.kubeslice_zone = kdns::dns::Name::FromText("slice.local.");
+    config.zonal = true;
     return config;
   }());
   return answerer;
