@@ -20,6 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import kubedns_api  # noqa: E402
+import kubedns_conformance_test as conformance  # noqa: E402
 import manifests  # noqa: E402
 import servers  # noqa: E402
 from kubedns_api import api_requests, expect  # noqa: E402
@@ -125,6 +126,28 @@ def test_external_zone_answers_as_k8s_external(env):
         # The cluster zone is unchanged.
         want("web.shop.svc.cluster.local.", "A", "NOERROR", "answer",
              ["web.shop.svc.cluster.local. 30 A 10.96.7.13"])
+        return p
+    finally:
+        dns.stop()
+
+
+def test_conformance_cases(env):
+    """Every case of test/conformance/external_cases.json, asked with dig and kdig."""
+    conformance_dir = os.path.join(harness.ROOT, "test", "conformance")
+    with open(os.path.join(conformance_dir, "external_cases.json")) as f:
+        spec = json.load(f)
+    dns = servers.Kubedns(env["workdir"], "kubedns-cases",
+                          "--objects-file=" + os.path.join(conformance_dir, spec["objects_file"]),
+                          "--domain=" + spec["zone"], "--nameservers=127.0.0.1:9",
+                          *spec["flags"])
+    try:
+        p = []
+        for case in spec["cases"]:
+            for client in ("dig", "kdig"):
+                got, _ = conformance.ask(client, dns.port, case)
+                ttl = 30 if case["q"].lower().endswith(spec["zone"]) else spec["ttl"]
+                p += ["%s (%s): %s" % (case["id"], client, problem)
+                      for problem in conformance.check(case, got, ttl)]
         return p
     finally:
         dns.stop()
@@ -270,6 +293,7 @@ def test_manifests_component(env):
 def main():
     return harness.main("kdns-external-e2e-", [
         test_external_zone_answers_as_k8s_external,
+        test_conformance_cases,
         test_endpoint_pod_names,
         test_namespace_and_label_filters,
         test_labels_are_the_services_watch_selector,
