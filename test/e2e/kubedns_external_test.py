@@ -3,7 +3,8 @@
 (CoreDNS k8s_external, and the kubernetes plugin's endpoint_pod_names, namespaces and labels
 options), from the real kubedns asked with real dig.
 
-From an objects file: under --external-zone, a LoadBalancer Service's externalIPs and
+From an objects file: every case of test/conformance/external_cases.json with dig and
+kdig; under --external-zone, a LoadBalancer Service's externalIPs and
 load balancer IPs (A, AAAA, SRV with glue), the zone's SOA and NS, NODATA and NXDOMAIN as
 k8s_external answers them; --endpoint-pod-names naming endpoints by their pod; --namespaces
 and --labels leaving other Services NXDOMAIN, counted in kdns_kubedns_filtered_objects_total.
