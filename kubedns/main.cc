@@ -76,6 +76,20 @@ DEFINE_string(kubeslice_zone, "",
 DEFINE_bool(zonal, false,
             "Answer <zone>.pin._zone.<svc>.<ns>.svc.<domain> and <zone>.prefer._zone... of "
             "headless services with their endpoints in that topology zone (CoreDNS's zonal).");
+DEFINE_string(external_zone, "",
+              "Serve <service>.<namespace>.<zone> for the external IPs and load balancer "
+              "addresses of Services under these comma-separated zones (CoreDNS k8s_external); "
+              "empty: off.");
+DEFINE_int64(external_ttl, 5, "TTL of the --external-zone records and its negative answers.");
+DEFINE_string(namespaces, "",
+              "Serve only the objects of these comma-separated namespaces (CoreDNS kubernetes "
+              "namespaces); names in others are NXDOMAIN. Empty: all.");
+DEFINE_string(labels, "",
+              "Serve only the Services this label selector matches (CoreDNS kubernetes labels), "
+              "e.g. \"app in (web,api),!internal\". Empty: all.");
+DEFINE_bool(endpoint_pod_names, false,
+            "Name endpoints without a hostname by their pod's name instead of their dashed IP "
+            "(CoreDNS kubernetes endpoint_pod_names).");
 // Bounds on one multicluster ServiceImport (docs/operators.md, "Limits").
 DEFINE_int64(import_max_aliases, 100,
              "spec.aliases of one kubeslice ServiceImport; an import with more is not served.");
@@ -246,6 +260,11 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.multicluster_zone = FLAGS_multicluster_zone;
   flags.kubeslice_zone = FLAGS_kubeslice_zone;
   flags.zonal = FLAGS_zonal;
+  flags.external_zone = FLAGS_external_zone;
+  flags.external_ttl = FLAGS_external_ttl;
+  flags.namespaces = FLAGS_namespaces;
+  flags.labels = FLAGS_labels;
+  flags.endpoint_pod_names = FLAGS_endpoint_pod_names;
   flags.import_max_aliases = FLAGS_import_max_aliases;
   flags.import_max_endpoints = FLAGS_import_max_endpoints;
   flags.import_max_bytes = FLAGS_import_max_bytes;

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -12,6 +13,8 @@
 #include "common/base/duration.h"
 #include "common/base/port.h"
 #include "common/dns/loadbalance.h"
+#include "common/base/trim.h"
+#include "common/k8s/label_selector.h"
 #include "common/metrics/coredns_compat.h"
 #include "common/server/debug_http.h"
 #include "common/server/loop_server.h"
@@ -95,6 +98,60 @@ bool ImportLimitOptions(const FlagValues& flags, ImportLimits* limits, std::stri
   return true;
 }
 
+// --external-zone (a comma-separated list, as CoreDNS's k8s_external takes several zones)
+// and --external-ttl. The zones must not overlap the others kubedns serves.
+bool ExternalOptions(const FlagValues& flags, std::vector<dns::Name> taken,
+                     KubednsServer::Options* options, std::string* error) {
+  if (flags.external_ttl < 0 || flags.external_ttl > std::numeric_limits<int32_t>::max()) {
+    *error = "--external-ttl: must be in 0..2147483647";
+    return false;
+  }
+  options->answer.external.ttl_s = static_cast<uint32_t>(flags.external_ttl);
+  std::string_view rest = flags.external_zone;
+  while (!flags.external_zone.empty()) {
+    const size_t comma = rest.find(',');
+    std::optional<dns::Name> zone;
+    if (!ZoneFlag("external-zone", std::string(rest.substr(0, comma)), taken, &zone, error)) {
+      return false;
+    }
+    if (!zone) {
+      *error = "--external-zone: an empty zone in \"" + flags.external_zone + "\"";
+      return false;
+    }
+    taken.push_back(*zone);
+    options->answer.external.zones.push_back(*zone);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return true;
+}
+
+// --namespaces, --labels, --endpoint-pod-names (records/object_filter.h).
+bool FilterOptions(const FlagValues& flags, KubednsServer::Options* options, std::string* error) {
+  ObjectFilterOptions& filter = options->filter;
+  filter.endpoint_pod_names = flags.endpoint_pod_names;
+  std::string_view rest = flags.namespaces;
+  while (!flags.namespaces.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view ns = Trim(rest.substr(0, comma));
+    if (ns.empty()) {
+      *error = "--namespaces: an empty namespace in \"" + flags.namespaces + "\"";
+      return false;
+    }
+    filter.namespaces.emplace_back(ns);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  auto selector = k8s::LabelSelector::Parse(flags.labels);
+  if (!selector) {
+    *error = "--labels: " + selector.error();
+    return false;
+  }
+  filter.labels = *selector;
+  options->api.service_label_selector = filter.labels.text();
+  return true;
+}
+
 bool AnswerOptions(const FlagValues& flags, KubednsServer::Options* options, std::string* error) {
   std::string domain = flags.domain;
   if (domain.empty() || domain.back() != '.') domain += '.';
@@ -114,6 +171,9 @@ bool AnswerOptions(const FlagValues& flags, KubednsServer::Options* options, std
                 error)) {
     return false;
   }
+  if (options->answer.kubeslice_zone) taken.push_back(*options->answer.kubeslice_zone);
+  if (!ExternalOptions(flags, taken, options, error)) return false;
+  if (!FilterOptions(flags, options, error)) return false;
   if (!ImportLimitOptions(flags, &options->import_limits, error)) return false;
   options->api.watch_multicluster = options->answer.multicluster_zone.has_value();
   options->api.watch_kubeslice = options->answer.kubeslice_zone.has_value();

@@ -42,6 +42,13 @@ struct FlagValues {
   std::string multicluster_zone;  // empty: clusterset.local. is not served
   std::string kubeslice_zone;     // empty: slice.local. is not served
   bool zonal = false;             // --zonal: zone-scoped names of headless services
+  // --external-zone: comma-separated zones of k8s_external-style names; empty: off.
+  std::string external_zone;
+  int64_t external_ttl = 5;  // k8s_external's default
+  // Which objects are served, and endpoint names (records/object_filter.h).
+  std::string namespaces;  // comma-separated; empty: all
+  std::string labels;      // a label selector; empty: all
+  bool endpoint_pod_names = false;
   // Bounds on one ServiceImport (records/import_limits.h); defaults are ImportLimits'.
   int64_t import_max_aliases = 100;
   int64_t import_max_endpoints = 5000;

@@ -488,6 +488,54 @@ TEST_CASE("the multicluster zone flags turn the zones and their watches on", "[k
   CHECK(ErrorOf(flags) == "--multicluster-zone: local. overlaps cluster.local.");
 }
 
+TEST_CASE("--external-zone takes a list of zones that overlap no other", "[kubedns][options]") {
+  Options options;
+  std::string error;
+  FlagValues flags = Offline();
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.answer.external.zones.empty());
+  CHECK(options.server.answer.external.ttl_s == 5);
+
+  flags.external_zone = "Example.Org,lb.example.com.";
+  flags.external_ttl = 30;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  REQUIRE(options.server.answer.external.zones.size() == 2);
+  CHECK(options.server.answer.external.zones[0].ToText() == "example.org.");
+  CHECK(options.server.answer.external.zones[1].ToText() == "lb.example.com.");
+  CHECK(options.server.answer.external.ttl_s == 30);
+
+  flags.external_zone = "svc.cluster.local";
+  CHECK(ErrorOf(flags) == "--external-zone: svc.cluster.local. overlaps cluster.local.");
+  flags.external_zone = "example.org,a.example.org";
+  CHECK(ErrorOf(flags) == "--external-zone: a.example.org. overlaps example.org.");
+  flags.external_zone = "example.org,";
+  CHECK(ErrorOf(flags) == "--external-zone: an empty zone in \"example.org,\"");
+  flags.external_zone = "example.org";
+  flags.external_ttl = -1;
+  CHECK(ErrorOf(flags) == "--external-ttl: must be in 0..2147483647");
+}
+
+TEST_CASE("--namespaces, --labels and --endpoint-pod-names build the object filter",
+          "[kubedns][options]") {
+  Options options;
+  std::string error;
+  FlagValues flags = Offline();
+  flags.namespaces = "shop, kube-system";
+  flags.labels = "app in (web, api),!internal";
+  flags.endpoint_pod_names = true;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.filter.namespaces == std::vector<std::string>{"shop", "kube-system"});
+  CHECK(options.server.filter.labels.text() == "app in (api,web),!internal");
+  CHECK(options.server.api.service_label_selector == "app in (api,web),!internal");
+  CHECK(options.server.filter.endpoint_pod_names);
+
+  flags.labels = "app >= 3";
+  CHECK(ErrorOf(flags).starts_with("--labels: \"app >= 3\": unknown operator"));
+  flags.labels = "";
+  flags.namespaces = "shop,,x";
+  CHECK(ErrorOf(flags) == "--namespaces: an empty namespace in \"shop,,x\"");
+}
+
 TEST_CASE("a debug address off loopback is served, with a warning", "[kubedns][options]") {
   FlagValues flags = Offline();
   flags.debug_address = "0.0.0.0:10057";

@@ -1,5 +1,7 @@
 #include "common/k8s/decode_objects.h"
 
+#include <algorithm>
+#include <cctype>
 #include <limits>
 #include <utility>
 
@@ -80,6 +82,19 @@ void AddAddress(FieldContext& ctx, std::string_view text, const FieldPath& path,
   }
 }
 
+// targetRef.name when targetRef.kind is "Pod" (an endpoint's pod, for --endpoint-pod-names).
+// A targetRef of another shape is ignored, not an error: only that option uses it, and a
+// slice must not be dropped for a field most answers do not need.
+void DecodePodRef(const JsonValue& json, std::string* pod_name) {
+  const JsonValue* ref = Member(json, "targetRef");
+  if (ref == nullptr || !ref->IsObject()) return;
+  const JsonValue* kind = Member(*ref, "kind");
+  const JsonValue* name = Member(*ref, "name");
+  if (kind == nullptr || !kind->IsString() || View(*kind) != "Pod") return;
+  if (name == nullptr || !name->IsString()) return;
+  *pod_name = View(*name);
+}
+
 bool DecodeEndpoint(FieldContext& ctx, const JsonValue& json, const FieldPath& path,
                     AddressType address_type, Endpoint* out) {
   if (!json.IsObject()) return NotAnObject(ctx, path, json);
@@ -116,6 +131,7 @@ bool DecodeEndpoint(FieldContext& ctx, const JsonValue& json, const FieldPath& p
       ctx.Warn(path.Field("zone"), "not a string: " + Describe(*zone));
     }
   }
+  DecodePodRef(json, &out->pod_name);
   return ReadString(ctx, json, "hostname", path, &out->hostname);
 }
 
@@ -130,10 +146,84 @@ bool DecodeEndpointAddress(FieldContext& ctx, const JsonValue& json, const Field
   Endpoint endpoint;
   endpoint.ready = ready;
   if (!ReadString(ctx, json, "hostname", path, &endpoint.hostname)) return false;
+  DecodePodRef(json, &endpoint.pod_name);
   AddAddress(ctx, ip, ip_path, std::nullopt, &endpoint.addresses);
   if (endpoint.addresses.empty()) return true;
   EndpointSlice* slice = endpoint.addresses[0].is_v4() ? v4 : v6;
   slice->endpoints.push_back(std::move(endpoint));
+  return true;
+}
+
+// metadata.labels (string values only, as the API has them) for the --labels filter.
+bool DecodeLabels(FieldContext& ctx, const JsonValue& json,
+                  std::vector<std::pair<std::string, std::string>>* out) {
+  const JsonValue* metadata = Member(json, "metadata");
+  if (metadata == nullptr || !metadata->IsObject()) return true;  // DecodeMeta checked it
+  const FieldPath root;
+  const FieldPath metadata_path = root.Field("metadata");
+  const JsonValue* labels;
+  if (!ReadObject(ctx, *metadata, "labels", metadata_path, &labels)) return false;
+  if (labels == nullptr) return true;
+  out->reserve(labels->MemberCount());
+  for (auto it = labels->MemberBegin(); it != labels->MemberEnd(); ++it) {
+    if (!it->value.IsString()) {
+      FieldPath labels_path = metadata_path.Field("labels");
+      FieldPath field = labels_path.Field(View(it->name));
+      return ctx.Fail(field, "not a string: " + Describe(it->value));
+    }
+    out->emplace_back(View(it->name), View(it->value));
+  }
+  return true;
+}
+
+// spec.externalIPs and status.loadBalancer.ingress[] (ip, else hostname), the addresses
+// k8s_external-style names answer (--external-zone).
+bool DecodeExternalAddresses(FieldContext& ctx, const JsonValue& json, const JsonValue& spec,
+                             const FieldPath& spec_path, Service* out) {
+  const JsonValue* ips;
+  if (!ReadArray(ctx, spec, "externalIPs", spec_path, &ips)) return false;
+  if (ips != nullptr) {
+    FieldPath ips_path = spec_path.Field("externalIPs");
+    for (rapidjson::SizeType i = 0; i < ips->Size(); ++i) {
+      std::string_view text;
+      if (!ArrayString(ctx, *ips, i, ips_path, &text)) return false;
+      FieldPath ip_path = ips_path.Index(i);
+      AddAddress(ctx, text, ip_path, std::nullopt, &out->external_ips);
+    }
+  }
+  const FieldPath root;
+  const JsonValue* status;
+  if (!ReadObject(ctx, json, "status", root, &status)) return false;
+  if (status == nullptr) return true;
+  const FieldPath status_path = root.Field("status");
+  const JsonValue* load_balancer;
+  if (!ReadObject(ctx, *status, "loadBalancer", status_path, &load_balancer)) return false;
+  if (load_balancer == nullptr) return true;
+  const FieldPath lb_path = status_path.Field("loadBalancer");
+  const JsonValue* ingress;
+  if (!ReadArray(ctx, *load_balancer, "ingress", lb_path, &ingress)) return false;
+  if (ingress == nullptr) return true;
+  const FieldPath ingress_path = lb_path.Field("ingress");
+  for (rapidjson::SizeType i = 0; i < ingress->Size(); ++i) {
+    const JsonValue& entry = (*ingress)[i];
+    FieldPath entry_path = ingress_path.Index(i);
+    if (!entry.IsObject()) return NotAnObject(ctx, entry_path, entry);
+    std::string_view ip, hostname;
+    if (!ReadStringView(ctx, entry, "ip", entry_path, &ip) ||
+        !ReadStringView(ctx, entry, "hostname", entry_path, &hostname)) {
+      return false;
+    }
+    if (!ip.empty()) {
+      FieldPath ip_path = entry_path.Field("ip");
+      AddAddress(ctx, ip, ip_path, std::nullopt, &out->external_ips);
+    } else if (!hostname.empty()) {
+      std::string name(hostname);
+      if (name.back() == '.') name.pop_back();
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      out->external_hostnames.push_back(std::move(name));
+    }
+  }
   return true;
 }
 
@@ -252,7 +342,9 @@ bool DecodeServiceInto(FieldContext& ctx, const JsonValue& json, Service* out) {
     return ctx.Fail(field, "missing for an ExternalName service");
   }
 
-  return DecodePorts(ctx, *spec, spec_path, /*port_required=*/true, &out->ports);
+  return DecodePorts(ctx, *spec, spec_path, /*port_required=*/true, &out->ports) &&
+         DecodeExternalAddresses(ctx, json, *spec, spec_path, out) &&
+         DecodeLabels(ctx, json, &out->labels);
 }
 
 bool DecodeEndpointSliceInto(FieldContext& ctx, const JsonValue& json, EndpointSlice* out) {

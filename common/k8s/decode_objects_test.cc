@@ -216,8 +216,10 @@ TEST_CASE(
   CHECK(pet.hostname == "pet-0");
   CHECK(pet.zone == "z1");
   CHECK(slice->endpoints[1].zone.empty());
+  CHECK(pet.pod_name == "pet-0");
   CHECK(slice->endpoints[1].addresses == Ips({"fd00::b", "fd00::c"}));
   CHECK(slice->endpoints[1].hostname.empty());
+  CHECK(slice->endpoints[1].pod_name.empty());  // a Node is not a pod
   CHECK(slice->ports == std::vector<EndpointPort>{{"http", Protocol::kTcp, 80},
                                                   {"dns", Protocol::kUdp, std::nullopt},
                                                   {"", Protocol::kTcp, std::nullopt}});
@@ -233,6 +235,43 @@ TEST_CASE("Fields DNS does not use are not read, so their shape cannot drop a sl
   CHECK(slice->endpoints[0].ready);
   CHECK(slice->endpoints[0].addresses == Ips({"10.0.0.1"}));
   CHECK(slice->endpoints[0].zone.empty());  // "zone":[] is warned about and dropped
+  CHECK(slice->endpoints[0].pod_name.empty());
+}
+
+TEST_CASE("A service keeps its external IPs, load balancer ingress and labels", "[k8s]") {
+  Warnings warnings;
+  auto service = DecodeService(
+      R"({"metadata":{"name":"web","namespace":"default","labels":{"app":"web","tier":"fe"}},)"
+      R"("spec":{"type":"LoadBalancer","clusterIP":"10.0.0.1","externalIPs":["192.0.2.1","x"]},)"
+      R"("status":{"loadBalancer":{"ingress":[{"ip":"198.51.100.7"},{"ip":"2001:db8::7"},)"
+      R"({"hostname":"LB-1.Example.COM."},{"ip":"203.0.113.1","hostname":"ignored.example"}]}}})",
+      &warnings);
+  REQUIRE(service.ok());
+  CHECK(service->external_ips == Ips({"192.0.2.1", "198.51.100.7", "2001:db8::7", "203.0.113.1"}));
+  CHECK(service->external_hostnames == std::vector<std::string>{"lb-1.example.com"});
+  CHECK(service->labels ==
+        std::vector<std::pair<std::string, std::string>>{{"app", "web"}, {"tier", "fe"}});
+  REQUIRE(warnings.messages().size() == 1);  // "x" is not an IP
+  CHECK_THAT(warnings.messages()[0], Catch::Contains("spec.externalIPs[1]"));
+}
+
+TEST_CASE("A service without external addresses or labels has none", "[k8s]") {
+  auto service = DecodeService(ServiceJson(R"("clusterIP":"10.0.0.1","ports":[{"port":80}])"));
+  REQUIRE(service.ok());
+  CHECK(service->external_ips.empty());
+  CHECK(service->external_hostnames.empty());
+  CHECK(service->labels.empty());
+}
+
+TEST_CASE("Malformed external addresses and labels fail the service with the field path", "[k8s]") {
+  auto labels =
+      DecodeService(R"({"metadata":{"name":"web","namespace":"d","labels":{"app":7}},"spec":{}})");
+  REQUIRE_FALSE(labels.ok());
+  CHECK_THAT(labels.error(), Catch::Contains("metadata.labels.app: not a string"));
+  auto ingress = DecodeService(R"({"metadata":{"name":"web","namespace":"d"},"spec":{},)"
+                               R"("status":{"loadBalancer":{"ingress":["10.0.0.1"]}}})");
+  REQUIRE_FALSE(ingress.ok());
+  CHECK_THAT(ingress.error(), Catch::Contains("status.loadBalancer.ingress[0]: not an object"));
 }
 
 TEST_CASE("A slice without the service-name label belongs to no service", "[k8s]") {
@@ -331,6 +370,7 @@ TEST_CASE("v1 Endpoints become one slice per subset and address family", "[k8s]"
   CHECK(v4.endpoints[0].addresses == Ips({"10.0.0.1"}));
   CHECK(v4.endpoints[0].ready);
   CHECK(v4.endpoints[0].hostname == "pet-0");
+  CHECK(v4.endpoints[0].pod_name == "pet-0");
   CHECK(v4.endpoints[1].addresses == Ips({"10.0.0.2"}));
   CHECK_FALSE(v4.endpoints[1].ready);
   CHECK(v4.ports == std::vector<EndpointPort>{{"http", Protocol::kTcp, 80}});

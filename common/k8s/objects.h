@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/base/ip_address.h"
@@ -84,6 +85,15 @@ struct Service {
   std::string external_name;  // spec.externalName; only meaningful for kExternalName
   std::vector<ServicePort> ports;
   bool publish_not_ready_addresses = false;
+  // The addresses the service is reached at from outside the cluster, in CoreDNS's order
+  // (k8s_external): spec.externalIPs, then status.loadBalancer.ingress[].ip. Entries that are
+  // not IP addresses are dropped with a warning.
+  std::vector<IpAddress> external_ips;
+  // status.loadBalancer.ingress[].hostname of the entries without an ip (cloud load
+  // balancers known by name), lower case, without a trailing dot.
+  std::vector<std::string> external_hostnames;
+  // metadata.labels, for the --labels filter (label_selector.h); records do not keep them.
+  std::vector<std::pair<std::string, std::string>> labels;
 };
 
 // An EndpointSlice's addressType. FQDN slices are decoded (metadata and ports only, no
@@ -104,8 +114,11 @@ struct Endpoint {
   // a string. Only --zonal answers use it (kubedns keeps it only then). v1 Endpoints have
   // no zone.
   std::string zone;
-  // Nothing else: no record uses nodeName, targetRef or the serving and terminating
-  // conditions, so they are not decoded (DESIGN section 9: keep only what an answer needs).
+  // targetRef.name when targetRef.kind is "Pod", else empty: the endpoint's name under
+  // --endpoint-pod-names. Records keep it only then (kubedns/records/object_filter.h).
+  std::string pod_name;
+  // Nothing else: no record uses nodeName or the serving and terminating conditions, so
+  // they are not decoded (DESIGN section 9: keep only what an answer needs).
 };
 
 struct EndpointPort {

@@ -97,7 +97,7 @@ MulticlusterConfig MulticlusterConfigOf(const AnswerConfig& config) {
 }  // namespace
 
 Answerer::Answerer(const AnswerConfig& config)
-    : config_(config), multicluster_(MulticlusterConfigOf(config)) {
+    : config_(config), multicluster_(MulticlusterConfigOf(config)), external_(config.external) {
   in_addr_arpa_ = *dns::Name::FromText("in-addr.arpa.");
   ip6_arpa_ = *dns::Name::FromText("ip6.arpa.");
   ns_name_ = *dns::Name::FromLabels({"ns", "dns"}, config_.zone);
@@ -134,6 +134,7 @@ std::vector<dns::Name> Answerer::ServedZones() const {
   std::vector<dns::Name> zones = {config_.zone.Lowercased(), in_addr_arpa_, ip6_arpa_};
   if (config_.multicluster_zone) zones.push_back(*config_.multicluster_zone);
   if (config_.kubeslice_zone) zones.push_back(*config_.kubeslice_zone);
+  for (const dns::Name& zone : config_.external.zones) zones.push_back(zone);
   return zones;
 }
 
@@ -187,6 +188,14 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission&
     response.rcode = multicluster_.Answer(
         zone, snapshot == nullptr ? nullptr : &snapshot->multicluster(),
         snapshot == nullptr ? 0 : SoaSerial(*snapshot), lower, query, response.builder);
+  } else if (auto external_zone = external_.ZoneOf(lower)) {
+    response.builder.header().aa = true;
+    if (snapshot == nullptr || !snapshot->synced()) {
+      response.rcode = dns::Rcode::kServFail;  // not synced yet, as the cluster zone
+    } else {
+      response.rcode = external_.Answer(*external_zone, *snapshot, SoaSerial(*snapshot), lower,
+                                        query, response.builder, &response.chase_target);
+    }
   } else if (result.reverse && (snapshot == nullptr || !snapshot->synced())) {
     response.rcode = dns::Rcode::kServFail;  // is the IP a cluster's? Not known yet.
   } else if (result.reverse && AnswerReverse(*snapshot, lower, response)) {

@@ -19,7 +19,8 @@
 //
 // Names under the multicluster zones (AnswerConfig::multicluster_zone, kubeslice_zone, when
 // set) are answered by MulticlusterAnswerer (multicluster_answer.h), AA set, from the same
-// snapshot.
+// snapshot; names under the external zones (AnswerConfig::external) by ExternalAnswerer
+// (external_answer.h).
 //
 // With AnswerConfig::zonal (--zonal, CoreDNS 1.14's `kubernetes` option `zonal`), the names
 // <zone>.pin._zone.svc.ns.svc.Z and <zone>.prefer._zone.svc.ns.svc.Z of a headless service
@@ -54,6 +55,7 @@
 #include "common/dns/rdata.h"
 #include "common/dns/types.h"
 #include "common/server/admission.h"
+#include "kubedns/answering/external_answer.h"
 #include "kubedns/answering/multicluster_answer.h"
 #include "kubedns/answering/soa.h"
 #include "kubedns/records/record_tree.h"
@@ -77,6 +79,8 @@ struct AnswerConfig {
   // The multicluster zones (multicluster_answer.h), lower case; unset: not served.
   std::optional<dns::Name> multicluster_zone;  // --multicluster-zone (clusterset.local.)
   std::optional<dns::Name> kubeslice_zone;     // --kubeslice-zone (slice.local.)
+  // The external zones (external_answer.h): --external-zone, --external-ttl.
+  ExternalConfig external;
   // kPrepared: the frequent records are written from templates prepared at construction
   // (the negative answers' SOA); kGeneral: every record through the general builder, which
   // the tests use to prove the prepared ones byte-identical.
@@ -177,6 +181,7 @@ class Answerer {
 
   AnswerConfig config_;
   MulticlusterAnswerer multicluster_;
+  ExternalAnswerer external_;
   dns::Name in_addr_arpa_;
   dns::Name ip6_arpa_;
   dns::Name ns_name_;     // ns.dns.Z

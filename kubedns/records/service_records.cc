@@ -26,6 +26,8 @@ bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
   return true;
 }
 
+}  // namespace
+
 std::string_view ProtocolLabel(k8s::Protocol protocol) {
   switch (protocol) {
     case k8s::Protocol::kTcp:
@@ -37,8 +39,6 @@ std::string_view ProtocolLabel(k8s::Protocol protocol) {
   }
   return "";
 }
-
-}  // namespace
 
 ServiceInfo ServiceInfo::FromService(const k8s::Service& service) {
   ServiceInfo info;
@@ -58,6 +58,10 @@ ServiceInfo ServiceInfo::FromService(const k8s::Service& service) {
   }
   info.ports = service.ports;
   info.publish_not_ready_addresses = service.publish_not_ready_addresses;
+  if (!service.external_ips.empty() || !service.external_hostnames.empty()) {
+    info.external = std::make_shared<const ExternalAddresses>(
+        ExternalAddresses{service.external_ips, service.external_hostnames});
+  }
   return info;
 }
 
@@ -321,6 +325,11 @@ size_t ServiceRecords::ModelBytes() const {
     bytes += sizeof(ServiceInfo) + service_->cluster_ips.capacity() * sizeof(IpAddress) +
              string_heap(service_->external_name) +
              service_->ports.capacity() * sizeof(k8s::ServicePort);
+    if (const ExternalAddresses* external = service_->external.get()) {
+      bytes += sizeof(ExternalAddresses) + external->ips.capacity() * sizeof(IpAddress) +
+               external->hostnames.capacity() * sizeof(std::string);
+      for (const auto& hostname : external->hostnames) bytes += string_heap(hostname);
+    }
   }
   for (const auto& [name, slice] : slices_) bytes += string_heap(name) + slice->ModelBytes();
   return bytes;

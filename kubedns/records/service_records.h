@@ -47,6 +47,18 @@ struct ServiceName {
   std::shared_ptr<const ServiceName> also;
 };
 
+// The protocol as an SRV name's label has it, without the underscore: "tcp", "udp", "sctp".
+std::string_view ProtocolLabel(k8s::Protocol protocol);
+
+// Where a Service is reached from outside the cluster (k8s::Service::external_ips and
+// external_hostnames), for the external zone (--external-zone). Held behind a pointer, so a
+// service without any pays one null pointer.
+struct ExternalAddresses {
+  std::vector<IpAddress> ips;
+  std::vector<std::string> hostnames;  // lower case, no trailing dot
+  friend bool operator==(const ExternalAddresses&, const ExternalAddresses&) = default;
+};
+
 // The parts of a Service that DNS uses.
 struct ServiceInfo {
   enum class Kind : uint8_t { kClusterIP, kHeadless, kExternalName };
@@ -55,9 +67,18 @@ struct ServiceInfo {
   std::string external_name;  // without a trailing dot, as in the API
   std::vector<k8s::ServicePort> ports;
   bool publish_not_ready_addresses = false;
+  // Null when the service has no external address (most services).
+  std::shared_ptr<const ExternalAddresses> external;
 
   static ServiceInfo FromService(const k8s::Service& service);
-  friend bool operator==(const ServiceInfo&, const ServiceInfo&) = default;
+  friend bool operator==(const ServiceInfo& a, const ServiceInfo& b) {
+    const bool same_external = a.external == nullptr || b.external == nullptr
+                                   ? a.external == b.external
+                                   : *a.external == *b.external;
+    return a.kind == b.kind && a.cluster_ips == b.cluster_ips &&
+           a.external_name == b.external_name && a.ports == b.ports &&
+           a.publish_not_ready_addresses == b.publish_not_ready_addresses && same_external;
+  }
 };
 
 // The parts of an EndpointSlice that DNS uses, flat: one fixed-size Address per endpoint

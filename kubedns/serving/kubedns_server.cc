@@ -64,7 +64,11 @@ class KubednsServer::Publisher final : public RecordSink {
  public:
   using ListKind = RecordTreeWriter::ListKind;
 
-  explicit Publisher(KubednsServer& server) : server_(server) {
+  explicit Publisher(KubednsServer& server)
+      : server_(server),
+        filter_(server.options_.filter),
+        filtered_(*server.filtered_objects_),
+        invalid_pod_names_(*server.invalid_pod_names_) {
     if (const auto& zone = server.options_.answer.kubeslice_zone) {
       std::string text = zone->ToText();
       text.pop_back();  // the root's dot
@@ -89,25 +93,54 @@ class KubednsServer::Publisher final : public RecordSink {
     writer_.EndList(kind);
     PublishCompleteLoad();
   }
+  // Objects the filter does not serve go to the tree as deletes (records/object_filter.h).
   void UpsertService(const k8s::Service& service) override {
+    if (!filter_.Serves(service)) {
+      filtered_.Inc();
+      return DeleteService(service.meta.ns, service.meta.name);
+    }
     Change(ListKind::kServices, &RecordTreeWriter::UpsertService, service);
   }
   void DeleteService(std::string_view ns, std::string_view name) override {
     Change(ListKind::kServices, &RecordTreeWriter::DeleteService, ns, name);
   }
   void UpsertSlice(const k8s::EndpointSlice& slice) override {
+    if (!filter_.ServesNamespace(slice.meta.ns)) {
+      filtered_.Inc();
+      return DeleteSlice(slice.meta.ns, slice.meta.name);
+    }
+    if (filter_.names_pods()) {
+      k8s::EndpointSlice named = slice;
+      invalid_pod_names_.Inc(filter_.NamePods(named));
+      return Change(ListKind::kSlices, &RecordTreeWriter::UpsertSlice, named);
+    }
     Change(ListKind::kSlices, &RecordTreeWriter::UpsertSlice, slice);
   }
   void DeleteSlice(std::string_view ns, std::string_view name) override {
     Change(ListKind::kSlices, &RecordTreeWriter::DeleteSlice, ns, name);
   }
   void UpsertEndpoints(const k8s::Endpoints& endpoints) override {
+    if (!filter_.ServesNamespace(endpoints.meta.ns)) {
+      filtered_.Inc();
+      return DeleteEndpoints(endpoints.meta.ns, endpoints.meta.name);
+    }
+    if (filter_.names_pods()) {
+      k8s::Endpoints named = endpoints;
+      for (k8s::EndpointSlice& slice : named.slices) {
+        invalid_pod_names_.Inc(filter_.NamePods(slice));
+      }
+      return Change(ListKind::kEndpoints, &RecordTreeWriter::UpsertEndpoints, named);
+    }
     Change(ListKind::kEndpoints, &RecordTreeWriter::UpsertEndpoints, endpoints);
   }
   void DeleteEndpoints(std::string_view ns, std::string_view name) override {
     Change(ListKind::kEndpoints, &RecordTreeWriter::DeleteEndpoints, ns, name);
   }
   void UpsertPod(const k8s::Pod& pod) override {
+    if (!filter_.ServesNamespace(pod.meta.ns)) {
+      filtered_.Inc();
+      return DeletePod(pod.meta.ns, pod.meta.name);
+    }
     Change(ListKind::kPods, &RecordTreeWriter::UpsertPod, pod);
   }
   void DeletePod(std::string_view ns, std::string_view name) override {
@@ -197,6 +230,9 @@ class KubednsServer::Publisher final : public RecordSink {
   }
 
   KubednsServer& server_;
+  const ObjectFilter filter_;
+  metrics::Counter& filtered_;
+  metrics::Counter& invalid_pod_names_;
   RecordTreeWriter writer_;
 };
 
@@ -297,6 +333,14 @@ void KubednsServer::RegisterMetrics() {
       return current ? static_cast<double>(current->stats().*field) : 0.0;
     };
   };
+  filtered_objects_ = &registry_.AddCounter(
+      "kdns_kubedns_filtered_objects_total",
+      "Service, EndpointSlice, Endpoints and Pod changes not served because of --namespaces or "
+      "--labels.");
+  invalid_pod_names_ = &registry_.AddCounter(
+      "kdns_kubedns_endpoint_pod_name_invalid_total",
+      "Endpoints named by their dashed IP under --endpoint-pod-names because their pod's name is "
+      "not a DNS label.");
   registry_.AddCallbackGauge("kdns_kubedns_services", "Services served.",
                              stat(&Snapshot::Stats::services));
   registry_.AddCallbackGauge("kdns_kubedns_endpoint_addresses",

@@ -53,6 +53,7 @@
 #include "kubedns/answering/answerer.h"
 #include "kubedns/answering/autopath.h"
 #include "kubedns/records/import_limits.h"
+#include "kubedns/records/object_filter.h"
 #include "kubedns/records/record_tree.h"
 #include "kubedns/serving/autopath_metrics.h"
 #include "kubedns/serving/dns_handler.h"
@@ -118,6 +119,9 @@ class KubednsServer {
     ImportLimits import_limits;
     // --loadbalance: answers from the records rotate their A/AAAA RRsets.
     dns::LoadBalance loadbalance = dns::LoadBalance::kOff;
+    // Which objects are served and how endpoints are named (--namespaces, --labels,
+    // --endpoint-pod-names; records/object_filter.h).
+    ObjectFilterOptions filter;
   };
 
   explicit KubednsServer(Options options);
@@ -159,6 +163,9 @@ class KubednsServer {
 
   Options options_;
   metrics::Registry registry_;
+  // Counted by the Publisher on the source thread (records/object_filter.h).
+  metrics::Counter* filtered_objects_ = nullptr;
+  metrics::Counter* invalid_pod_names_ = nullptr;
   Answerer answerer_;
   DnsMetrics dns_metrics_;
   std::shared_ptr<upstream::UpstreamTable> upstream_table_;

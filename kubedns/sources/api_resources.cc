@@ -112,6 +112,7 @@ k8s::ReflectorOptions ReflectorOptionsFor(Resource resource, const ApiSource::Op
   if (resource == Resource::kMulticlusterSlices) {
     reflector.label_selector = std::string(kMulticlusterSliceSelector);
   }
+  if (resource == Resource::kServices) reflector.label_selector = options.service_label_selector;
   reflector.relist_jitter_ms = options.relist_jitter_ms;
   reflector.watch_list = options.watch_list;
   return reflector;

@@ -49,6 +49,13 @@ TEST_CASE("each resource's reflector asks for its own path with the source's opt
   CHECK(mcs_slices.path == "/apis/discovery.k8s.io/v1/endpointslices");
   CHECK(mcs_slices.kind == k8s::Kind::kEndpointSlice);
   CHECK(mcs_slices.label_selector == "multicluster.kubernetes.io/service-name");
+
+  // --labels selects Services on the server; the cluster's EndpointSlices stay unselected.
+  options.service_label_selector = "app in (api,web)";
+  CHECK(ReflectorOptionsFor(Resource::kServices, options).label_selector == "app in (api,web)");
+  CHECK(ReflectorOptionsFor(Resource::kEndpointSlices, options).label_selector.empty());
+  CHECK(ReflectorOptionsFor(Resource::kMulticlusterSlices, options).label_selector ==
+        "multicluster.kubernetes.io/service-name");
 }
 
 TEST_CASE("the multicluster resources feed their zones and are replaced whole", "[api_source]") {

@@ -114,6 +114,8 @@ class ApiSource final : public RecordSource {
     bool watch_pods = false;
     bool watch_multicluster = false;  // --multicluster-zone
     bool watch_kubeslice = false;     // --kubeslice-zone
+    // --labels: sent as the labelSelector of every Services LIST and WATCH; empty: none.
+    std::string service_label_selector;
     uint32_t page_size = 500;
     uint64_t list_timeout_ms = 60'000;
     uint32_t watch_timeout_min_s = 300;

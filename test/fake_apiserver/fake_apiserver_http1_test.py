@@ -449,6 +449,11 @@ def test_service_import_crds_and_label_selector(f):
     check([i["metadata"]["name"] for i in doc["items"]] == ["mc-1"], f"selected {doc['items']}")
     status, doc = f.get_json(slices + "?labelSelector=!" + urllib.parse.quote(label))
     check("mc-1" not in [i["metadata"]["name"] for i in doc["items"]], "negated selector")
+    for selector, selected in (("%s in (db,web)" % label, True), ("%s in (db)" % label, False),
+                               ("%s notin (db)" % label, True), ("%s notin (web)" % label, False)):
+        status, doc = f.get_json(slices + "?labelSelector=" + urllib.parse.quote(selector))
+        check(("mc-1" in [i["metadata"]["name"] for i in doc["items"]]) == selected,
+              f"set-based selector {selector!r}")
     w = f.watch("resourceVersion=%s&labelSelector=%s" % (rv, urllib.parse.quote(label)),
                 resource=slices)
     f.ctl("/control/objects", dict(sl, metadata={"name": "mc-1", "namespace": "shop"}))

@@ -70,14 +70,32 @@ def resource_at(api_prefix, url_plural):
     return None
 
 
+def _selector_parts(selector):
+    """The requirements of a labelSelector: split at commas outside parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(selector or ""):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(selector[start:i])
+            start = i + 1
+    parts.append((selector or "")[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
 def _selector_terms(selector):
-    """[(key, op, value)] of a labelSelector: "k", "!k", "k=v", "k==v", "k!=v", comma-joined."""
+    """[(key, op, value)] of a labelSelector: "k", "!k", "k=v", "k==v", "k!=v",
+    "k in (a,b)", "k notin (a,b)", comma-joined (set values as a frozenset)."""
     terms = []
-    for part in (selector or "").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if part.startswith("!"):
+    for part in _selector_parts(selector):
+        words = part.split(None, 1)
+        if len(words) == 2 and words[1].split("(")[0].strip() in ("in", "notin"):
+            op = words[1].split("(")[0].strip()
+            values = words[1][words[1].index("(") + 1:words[1].rindex(")")]
+            terms.append((words[0], op, frozenset(v.strip() for v in values.split(","))))
+        elif part.startswith("!"):
             terms.append((part[1:].strip(), "absent", None))
         elif "!=" in part:
             k, v = part.split("!=", 1)
@@ -106,6 +124,10 @@ def selector_matcher(selector):
             if op == "=" and labels.get(key) != value:
                 return False
             if op == "!=" and labels.get(key) == value:
+                return False
+            if op == "in" and labels.get(key) not in value:
+                return False
+            if op == "notin" and key in labels and labels[key] in value:
                 return False
         return True
     return match
