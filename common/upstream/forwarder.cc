@@ -279,7 +279,7 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
   const RouteOptions& route = upstreams.options();
   for (const auto& address : upstreams.addresses()) {
     Server& server = GetServer(address);
-    if (route.HasHealth()) ApplyHealthOptions(server, route);
+    if (route.HasHealth() || server.route_health) ApplyHealthOptions(server, route);
     if (server.entry.loop_disabled.load(std::memory_order_relaxed)) continue;
     if (std::find(candidates.begin(), candidates.end(), &server) != candidates.end()) continue;
     if (server.health.down()) {

@@ -286,7 +286,8 @@ class Forwarder {
   void RunPosted();
   void ProbeFailedServers();
   void UpdateProbeTimer();
-  // A route's max_fails and health_check onto `server` (route_options.h).
+  // A route's max_fails and health_check onto `server` (route_options.h), or the defaults
+  // for a route without them after one with them.
   void ApplyHealthOptions(Server& server, const RouteOptions& options);
   // `candidates` (healthy ones first) in the order of `policy`: random, round_robin (by
   // the set's own counter), sequential.

@@ -19,7 +19,8 @@ constexpr size_t kMaxRoundRobinSets = 4096;
 }  // namespace
 
 void Forwarder::ApplyHealthOptions(Server& server, const RouteOptions& options) {
-  if (options.max_fails) server.health.set_max_fails(*options.max_fails);
+  server.route_health = options.HasHealth();
+  server.health.set_max_fails(options.max_fails.value_or(UpstreamHealth::Options().max_fails));
   const uint64_t interval_ms = options.health_check_ms.value_or(options_.probe_interval_ms);
   if (server.probe_interval_ms != interval_ms) {
     server.probe_interval_ms = interval_ms;

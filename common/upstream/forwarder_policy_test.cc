@@ -140,5 +140,18 @@ TEST_CASE_METHOD(LoopFixture, "max_fails=0 never marks an upstream down",
   CHECK(ResolveAndWait(loop, forwarder, Req("two.example."), set).reason == FailReason::kTimeout);
 }
 
+TEST_CASE_METHOD(LoopFixture, "A route without max_fails puts the default back on its upstreams",
+                 "[upstream][route_options]") {
+  FakeUpstream a(loop, 1);
+  Forwarder forwarder(loop, TestOptions());
+  CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("a.example."),
+                                     WithOptions({a.address()}, "max_fails=0"))) == "192.0.2.1");
+  CHECK(forwarder.health(a.address())->max_fails() == 0);
+  // The reloaded route (the same upstream) without the option.
+  CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("b.example."), {a.address()})) ==
+        "192.0.2.1");
+  CHECK(forwarder.health(a.address())->max_fails() == 1);
+}
+
 }  // namespace
 }  // namespace kdns::upstream::testing
