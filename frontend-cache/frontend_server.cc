@@ -86,6 +86,7 @@ bool FrontendServer::BuildRouting(RoutingState* state, config::RuntimeSwitches* 
                                   std::string* error) const {
   const Options& o = options_;
   std::vector<ServerOption> servers = o.flags.servers;
+  std::vector<upstream::RouteOptionsEntry> route_options = o.flags.route_options;
   if (!o.flags.servers_file.empty()) {
     std::ifstream file(o.flags.servers_file);
     if (!file) {
@@ -94,7 +95,7 @@ bool FrontendServer::BuildRouting(RoutingState* state, config::RuntimeSwitches* 
     }
     std::stringstream text;
     text << file.rdbuf();
-    if (!ParseServersFile(text.str(), &servers, error, switches)) {
+    if (!ParseServersFile(text.str(), &servers, error, switches, &route_options)) {
       *error = "--servers-file " + o.flags.servers_file + ": " + *error;
       return false;
     }
@@ -134,9 +135,12 @@ bool FrontendServer::BuildRouting(RoutingState* state, config::RuntimeSwitches* 
   }
   state->domain_sets.clear();
   for (const Route& route : state->table.domain_routes()) {
-    state->domain_sets.push_back(upstream::UpstreamSet(route.upstreams));
+    state->domain_sets.push_back(upstream::UpstreamSet(
+        route.upstreams, upstream::RouteOptionsFor(route_options, route.domain)));
   }
-  state->default_set = upstream::UpstreamSet(state->table.default_route().upstreams);
+  state->default_set = upstream::UpstreamSet(
+      state->table.default_route().upstreams,
+      upstream::RouteOptionsFor(route_options, state->table.default_route().domain));
   // The hosts files as last read (ReadHostsFiles), each at its last good version.
   state->local = LocalAnswers(LocalAnswersConfig::From(o.flags, hosts_files_.Entries()));
   return true;
@@ -498,6 +502,7 @@ void FrontendServer::RegisterMetrics() {
     registry_.AddCollector(names[i], helps[i], metrics::MetricType::kCounter, {"upstream"},
                            std::make_shared<UpstreamCollector>(*upstream_table_, i));
   }
+  upstream::RegisterHealthMetrics(registry_, "kdns_frontend_upstream", upstream_table_);
   if (upstream_table_->counts_replies()) {
     upstream::RegisterReplyMetrics(registry_, "kdns_frontend_upstream", upstream_table_);
   }

@@ -124,6 +124,19 @@ Setter AddServer(std::string_view flag) {
   };
 }
 
+// --route-options: one more entry (common/upstream/route_options.h).
+Setter AddRouteOptions() {
+  return [](std::string_view value, Options* options, std::string* error) {
+    upstream::RouteOptionsEntry entry;
+    if (!upstream::ParseRouteOptionsEntry(value, &entry, error)) {
+      *error = "--route-options=" + std::string(value) + ": " + *error;
+      return false;
+    }
+    options->route_options.push_back(std::move(entry));
+    return true;
+  };
+}
+
 // --prometheus-addr (the sidecar's kube-dns spelling, one for every program of the pod), and
 // its deprecated old name --prometheus-address, which still works, with a warning.
 Setter PrometheusAddr(std::string_view flag) {
@@ -230,6 +243,7 @@ const std::vector<OptionSpec>& Specs() {
       {"stale-max", 0, true, Uint(&Options::stale_max_s, 0, UINT32_MAX, "stale-max")},
       {"use-stale-cache", 0, false, UseStaleCache, /*optional_value=*/true},
       {"lameduck", 0, true, DurationMs(In(&Options::lameduck_ms), "lameduck", "5s")},
+      {"route-options", 0, true, AddRouteOptions()},
       {"servers-file", 0, true, NonEmpty(In(&Options::servers_file), "servers-file", "empty path")},
       {"prometheus-addr", 0, true, PrometheusAddr("prometheus-addr")},
       {"prometheus-address", 0, true, PrometheusAddr("prometheus-address")},  // deprecated

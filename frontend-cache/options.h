@@ -29,6 +29,7 @@
 #include "common/server/rate_limits.h"
 #include "common/upstream/dns0x20.h"
 #include "common/upstream/forward_budgets.h"
+#include "common/upstream/route_options.h"
 #include "common/upstream/upstream_address.h"
 #include "frontend-cache/cache.h"
 #include "frontend-cache/server_option.h"
@@ -88,6 +89,9 @@ struct Options {
   // Ours.
   std::string servers_file;  // --servers-file: more --server lines, re-read on SIGHUP
   uint32_t threads = 0;      // --threads (0: DefaultThreads(), cpu_quota.h)
+  // --route-options (repeatable): force_tcp, prefer_udp, policy, max_fails, health_check per
+  // route (common/upstream/route_options.h).
+  std::vector<upstream::RouteOptionsEntry> route_options;
   // --receiver-threads=auto|on|off: a receiver thread per UDP socket that answers cache
   // hits itself, or UDP received on the serving loops (epoll). auto (the default) is on,
   // for sockets bound here and inherited ones alike, except that a receiver of its own

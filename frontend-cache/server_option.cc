@@ -153,7 +153,8 @@ bool ParseAddressOption(std::string_view value, AddressOption* address, ServerOp
 }
 
 bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers, std::string* error,
-                      config::RuntimeSwitches* switches) {
+                      config::RuntimeSwitches* switches,
+                      std::vector<upstream::RouteOptionsEntry>* route_options) {
   size_t number = 0;
   while (!text.empty()) {
     ++number;
@@ -182,6 +183,15 @@ bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers,
         return bad(*error);
       }
       switches->debug_data = on;
+      continue;
+    }
+    constexpr std::string_view kRouteOptions = "route-options=";
+    if (route_options != nullptr && line.starts_with(kRouteOptions)) {
+      upstream::RouteOptionsEntry entry;
+      if (!upstream::ParseRouteOptionsEntry(line.substr(kRouteOptions.size()), &entry, error)) {
+        return bad(*error);
+      }
+      route_options->push_back(std::move(entry));
       continue;
     }
     if (!line.starts_with(kServer)) {

@@ -13,6 +13,7 @@
 #include "common/config/runtime_switches.h"
 #include "common/dns/name.h"
 #include "common/loop/socket_address.h"
+#include "common/upstream/route_options.h"
 #include "common/upstream/upstream_address.h"
 
 namespace kdns::frontend {
@@ -62,9 +63,12 @@ struct AddressOption {
 // syntax), blank lines and `#` comments ignored. Appends to `servers`. Ours, when `switches`
 // is given: `log-queries=true|extra|false` and `debug-data=true|false`, the kube-dns
 // ConfigMap's runtime switches as the nanny hands them on (common/config/runtime_switches.h);
-// nothing else is allowed. False with a one-line error naming the line.
-[[nodiscard]] bool ParseServersFile(std::string_view text, std::vector<ServerOption>* servers,
-                                    std::string* error,
-                                    config::RuntimeSwitches* switches = nullptr);
+// and, when `route_options` is given, `route-options=ENTRY` (the --route-options value
+// syntax, common/upstream/route_options.h: the ConfigMap's kdns.routeOptions); nothing else
+// is allowed. False with a one-line error naming the line.
+[[nodiscard]] bool ParseServersFile(
+    std::string_view text, std::vector<ServerOption>* servers, std::string* error,
+    config::RuntimeSwitches* switches = nullptr,
+    std::vector<upstream::RouteOptionsEntry>* route_options = nullptr);
 
 }  // namespace kdns::frontend

@@ -109,5 +109,19 @@ TEST_CASE("a servers file may carry the runtime switches the nanny hands on",
   CHECK(error == "line 1: \"debug-data=true\": only server=... lines are allowed");
 }
 
+TEST_CASE("a servers file may carry route-options lines",
+          "[frontend][server_option][route_options]") {
+  std::vector<ServerOption> servers;
+  std::vector<upstream::RouteOptionsEntry> route_options;
+  std::string error;
+  REQUIRE(ParseServersFile("server=/acme.local/10.0.0.1\nroute-options=/acme.local/force_tcp\n",
+                           &servers, &error, nullptr, &route_options));
+  REQUIRE(route_options.size() == 1);
+  CHECK(route_options[0].options.transport == upstream::RouteTransport::kForceTcp);
+  CHECK_FALSE(ParseServersFile("route-options=/acme.local/fast\n", &servers, &error, nullptr,
+                               &route_options));
+  CHECK(error.starts_with("line 1: route-options=/acme.local/fast: route option \"fast\""));
+}
+
 }  // namespace
 }  // namespace kdns::frontend

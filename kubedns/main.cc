@@ -36,6 +36,12 @@ DEFINE_string(nameservers, "",
               "ip, ip:port or [ipv6]:port, each optionally after tcp:// (asked over TCP "
               "only); the ConfigMap's upstreamNameservers take "
               "precedence; without either, the nameservers of --resolv-conf.");
+DEFINE_string(route_options, "",
+              "How each route's upstreams are asked (CoreDNS forward's force_tcp, prefer_udp, "
+              "policy, max_fails, health_check): entries separated by spaces, each "
+              "/domain/OPTIONS for a stub domain or OPTIONS for the default upstreams, "
+              "e.g. \"/acme.local/force_tcp,policy=sequential max_fails=3,health_check=1s\"; "
+              "the ConfigMap's kdns.routeOptions add to it.");
 DEFINE_string(notify, "",
               "Caches in front of kubedns to tell when its records change (DNS NOTIFY, "
               "RFC 1996, for each zone served, at most one per zone every 100 ms), "
@@ -246,6 +252,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.config_period = FLAGS_config_period;
   flags.initial_sync_timeout = FLAGS_initial_sync_timeout;
   flags.nameservers = FLAGS_nameservers;
+  flags.route_options = FLAGS_route_options;
   flags.notify = FLAGS_notify;
   flags.kubecfg_file = FLAGS_kubecfg_file;
   flags.kube_master_url = FLAGS_kube_master_url;

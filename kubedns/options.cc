@@ -408,6 +408,10 @@ bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, st
     }
   }
   options->nameservers = std::move(*nameservers);
+  if (!upstream::ParseRouteOptionsList(flags.route_options, &options->route_options, error)) {
+    *error = "--route-options: " + *error;
+    return false;
+  }
   std::string notify_error;
   // NOTIFY goes over UDP (RFC 1996): no tcp:// here.
   upstream::AddressSyntax notify_syntax = upstream::kKubeDnsSyntax;

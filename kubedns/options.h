@@ -29,6 +29,8 @@ struct FlagValues {
   std::string initial_sync_timeout = "60s";
   std::string nameservers;
   std::string notify;  // --notify: where to send NOTIFY when the records change
+  // --route-options: entries separated by spaces (common/upstream/route_options.h).
+  std::string route_options;
   std::string kubecfg_file;
   std::string kube_master_url;
   std::string endpoints_source = "endpointslices";

@@ -225,7 +225,11 @@ void Nanny::Apply(const RawConfig& raw, const std::string& version) {
   // The runtime switches reach frontend-cache through its servers file; another child
   // (restart mode) has no such file, and restarting it for a log switch would cost more than
   // the switch is worth.
-  if (options_.mode == ApplyMode::kRestart) child.switches = {};
+  // So do kdns.routeOptions (a restarted child may be dnsmasq, which has no such option).
+  if (options_.mode == ApplyMode::kRestart) {
+    child.switches = {};
+    child.route_options.clear();
+  }
   if (options_.node_local) {
     AddClusterZones(ClusterZones(options_.cluster_domain, options_.kubedns_zones),
                     loop::IpOf(options_.kubedns_server), &child);

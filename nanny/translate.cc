@@ -79,6 +79,29 @@ bool ExtractRawConfig(const config::ConfigDirData& data, RawConfig* raw, std::st
   if (!config::ParseRuntimeSwitches(data.log_queries, data.debug_data, &result.switches, error)) {
     return false;
   }
+  if (data.route_options) {
+    rapidjson::Document doc;
+    if (!ParseJson(*data.route_options, &doc) || !(doc.IsObject() || doc.IsNull())) {
+      *error = std::string(config::kRouteOptionsKey) + ": not a JSON object";
+      return false;
+    }
+    std::map<std::string, std::string> entries;  // by route; "." (the default) first
+    if (doc.IsObject()) {
+      for (const auto& member : doc.GetObject()) {
+        if (!member.value.IsString()) {
+          *error = std::string(config::kRouteOptionsKey) + ": not an object of strings";
+          return false;
+        }
+        const std::string route(member.name.GetString(), member.name.GetStringLength());
+        const std::string options(member.value.GetString(), member.value.GetStringLength());
+        // --route-options' entry: the default route has no domain part.
+        std::string entry = route == "." ? std::string() : "/" + route + "/";
+        entry += options;
+        entries[route] = std::move(entry);
+      }
+    }
+    for (auto& [route, entry] : entries) result.route_options.push_back(std::move(entry));
+  }
   *raw = std::move(result);
   return true;
 }
@@ -95,7 +118,8 @@ std::string ConfigVersion(const config::ConfigDirData& data) {
        {std::pair{config::kStubDomainsKey, &data.stub_domains},
         std::pair{config::kUpstreamNameserversKey, &data.upstream_nameservers},
         std::pair{config::kLogQueriesKey, &data.log_queries},
-        std::pair{config::kDebugDataKey, &data.debug_data}}) {
+        std::pair{config::kDebugDataKey, &data.debug_data},
+        std::pair{config::kRouteOptionsKey, &data.route_options}}) {
     if (!value->has_value()) continue;
     add(key);
     add(std::string_view("\0", 1));
@@ -155,6 +179,7 @@ ChildConfig Translate(const RawConfig& raw, const HostAddresses& hosts) {
   for (const auto& server : raw.upstream_nameservers) out.servers.push_back(MungeAddress(server));
   out.no_resolv = !raw.upstream_nameservers.empty();
   out.switches = raw.switches;
+  out.route_options = raw.route_options;
   std::sort(out.unresolved.begin(), out.unresolved.end());
   out.unresolved.erase(std::unique(out.unresolved.begin(), out.unresolved.end()),
                        out.unresolved.end());
@@ -211,6 +236,7 @@ std::string ToServersFile(const ChildConfig& config, std::string_view version) {
   if (config.switches.debug_data) {
     text += std::string("debug-data=") + (*config.switches.debug_data ? "true" : "false") + "\n";
   }
+  for (const auto& entry : config.route_options) text += "route-options=" + entry + "\n";
   return text;
 }
 

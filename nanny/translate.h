@@ -35,6 +35,9 @@ struct RawConfig {
   std::vector<std::pair<std::string, std::vector<std::string>>> stub_domains;  // sorted
   std::vector<std::string> upstream_nameservers;
   config::RuntimeSwitches switches;  // kdns.logQueries, kdns.debugData
+  // kdns.routeOptions as --route-options entries ("/acme.local/force_tcp", "max_fails=3"
+  // for "."), sorted by route.
+  std::vector<std::string> route_options;
 
   friend bool operator==(const RawConfig&, const RawConfig&) = default;
 };
@@ -67,6 +70,8 @@ struct ChildConfig {
   std::vector<std::string> unresolved;  // host names left out: no address known
   // In-place mode: handed to frontend-cache in the servers file; restart mode: not applied.
   config::RuntimeSwitches switches;
+  // In-place mode: `route-options=` lines of the servers file; restart mode: not applied.
+  std::vector<std::string> route_options;
 
   friend bool operator==(const ChildConfig&, const ChildConfig&) = default;
 };
@@ -94,7 +99,8 @@ void AddClusterZones(const std::vector<std::string>& zones, const IpAddress& clu
 std::vector<std::string> ToArguments(const ChildConfig& config);
 
 // A --servers-file for frontend-cache (in-place mode): one `server=V` line per server, then
-// `log-queries=true|extra|false` and `debug-data=true|false` for the switches set.
+// `log-queries=true|extra|false` and `debug-data=true|false` for the switches set, and a
+// `route-options=ENTRY` line per kdns.routeOptions route.
 // --no-resolv has no line: frontend-cache asks resolv.conf only when no default upstream
 // is configured, which is exactly when kube-dns leaves --no-resolv out.
 std::string ToServersFile(const ChildConfig& config, std::string_view version);

@@ -183,6 +183,28 @@ TEST_CASE("the runtime switches go into the servers file, in-place mode's only",
   CHECK(error == "kdns.debugData: \"maybe\" is not true or false");
 }
 
+TEST_CASE("kdns.routeOptions go into the servers file as route-options lines",
+          "[nanny][route_options]") {
+  config::ConfigDirData data;
+  data.stub_domains = R"({"acme.local": ["1.2.3.4"]})";
+  data.route_options = R"({"acme.local": "force_tcp", ".": "policy=sequential"})";
+  config::KubeDnsConfig parsed;
+  std::string error;
+  REQUIRE(config::ParseKubeDnsConfig(data, &parsed, &error));
+  RawConfig raw;
+  REQUIRE(ExtractRawConfig(data, &raw, &error));
+  const ChildConfig child = Translate(raw, {});
+  CHECK(ToServersFile(child, "v") ==
+        "# Written by the nanny from the kube-dns ConfigMap, version v.\n"
+        "server=/acme.local/1.2.3.4\n"
+        "route-options=policy=sequential\n"
+        "route-options=/acme.local/force_tcp\n");
+  CHECK(ToArguments(child) == std::vector<std::string>{"--server=/acme.local/1.2.3.4"});
+  const std::string before = ConfigVersion(data);
+  data.route_options = R"({"acme.local": "prefer_udp"})";
+  CHECK(ConfigVersion(data) != before);
+}
+
 TEST_CASE("the version changes with any value and tells absent from empty", "[nanny]") {
   using Data = config::ConfigDirData;
   const std::string none = ConfigVersion(Data{});

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -94,7 +95,8 @@ bool ReadKeys(const std::string& dir, ConfigDirData* data, std::string* error) {
   for (auto [key, value] : {std::pair{kStubDomainsKey, &result.stub_domains},
                             std::pair{kUpstreamNameserversKey, &result.upstream_nameservers},
                             std::pair{kLogQueriesKey, &result.log_queries},
-                            std::pair{kDebugDataKey, &result.debug_data}}) {
+                            std::pair{kDebugDataKey, &result.debug_data},
+                            std::pair{kRouteOptionsKey, &result.route_options}}) {
     std::string text;
     switch (ReadKey(dir, key, &text, error)) {
       case ReadStatus::kOk:
@@ -320,8 +322,62 @@ std::string KubeDnsConfig::ToString() const {
   }
   out += "]";
   if (!switches.empty()) out += "; " + switches.ToString();
+  for (const auto& entry : route_options) {
+    out += "; " + std::string(kRouteOptionsKey) + "[" +
+           (entry.default_route ? std::string(".") : entry.domains.front().ToText()) +
+           "]=" + entry.options.ToString();
+  }
   return out;
 }
+
+namespace {
+
+// kdns.routeOptions: {"domain" or ".": "option text"}; each domain one of `stubs`.
+bool ParseRouteOptionsKey(const std::string& text, const std::vector<StubDomain>& stubs,
+                          std::vector<upstream::RouteOptionsEntry>* out, std::string* error) {
+  const std::string key_name(kRouteOptionsKey);
+  rapidjson::Document doc;
+  if (!ParseJson(kRouteOptionsKey, text, &doc, error)) return false;
+  if (doc.IsNull()) return true;
+  if (!doc.IsObject()) {
+    *error = key_name + ": not a JSON object of route (a stubDomains key, or \".\") to options";
+    return false;
+  }
+  std::map<std::string, upstream::RouteOptionsEntry> entries;  // sorted; "." first
+  for (const auto& member : doc.GetObject()) {
+    std::string_view key(member.name.GetString(), member.name.GetStringLength());
+    const std::string where = key_name + "[" + Quote(key) + "]";
+    upstream::RouteOptionsEntry entry;
+    if (key == ".") {
+      entry.default_route = true;
+    } else {
+      std::optional<dns::Name> domain;
+      if (IsDns1123Subdomain(key)) domain = dns::Name::FromText(key);
+      const bool is_stub = domain && std::any_of(stubs.begin(), stubs.end(), [&](const auto& s) {
+                             return s.domain == *domain;
+                           });
+      if (!is_stub) {
+        *error = where + ": not one of the stubDomains (or \".\" for the default upstreams)";
+        return false;
+      }
+      entry.domains.push_back(domain->Lowercased());
+    }
+    if (!member.value.IsString()) {
+      *error = where + ": not a string of options (force_tcp,policy=sequential,...)";
+      return false;
+    }
+    std::string_view value(member.value.GetString(), member.value.GetStringLength());
+    if (!upstream::ParseRouteOptions(value, &entry.options, error)) {
+      *error = where + ": " + *error;
+      return false;
+    }
+    entries[std::string(key)] = std::move(entry);
+  }
+  for (auto& [key, entry] : entries) out->push_back(std::move(entry));
+  return true;
+}
+
+}  // namespace
 
 bool ParseKubeDnsConfig(const ConfigDirData& data, KubeDnsConfig* config, std::string* error) {
   KubeDnsConfig result;
@@ -333,6 +389,10 @@ bool ParseKubeDnsConfig(const ConfigDirData& data, KubeDnsConfig* config, std::s
     return false;
   }
   if (!ParseRuntimeSwitches(data.log_queries, data.debug_data, &result.switches, error)) {
+    return false;
+  }
+  if (data.route_options && !ParseRouteOptionsKey(*data.route_options, result.stub_domains,
+                                                  &result.route_options, error)) {
     return false;
   }
   *config = std::move(result);

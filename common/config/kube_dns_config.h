@@ -1,8 +1,13 @@
 // The kube-dns ConfigMap (`kube-system/kube-dns`), as kubedns and the nanny read it from
 // its mounted directory: `stubDomains` (a JSON object, domain -> list of nameservers) and
 // `upstreamNameservers` (a JSON list of at most three nameservers). Other keys are ignored
-// (`federations` belonged to the removed Kubernetes federation v1), but for two of ours,
-// kdns.logQueries and kdns.debugData (runtime_switches.h).
+// (`federations` belonged to the removed Kubernetes federation v1), but for three of ours,
+// kdns.logQueries and kdns.debugData (runtime_switches.h), and kdns.routeOptions: a JSON
+// object of route to option text (common/upstream/route_options.h), a route being one of
+// the stubDomains keys or "." for the default upstreams:
+//   kdns.routeOptions: '{"acme.local": "force_tcp,policy=sequential", ".": "max_fails=3"}'
+// Its options for a route add to (and override, option by option) the program's
+// --route-options for that route.
 //
 // Reading (ReadConfigDir). The kubelet writes a ConfigMap volume as a timestamped
 // directory, points the `..data` symlink at it with an atomic rename, then removes the old
@@ -41,6 +46,7 @@
 #include "common/config/runtime_switches.h"
 #include "common/dns/name.h"
 #include "common/loop/socket_address.h"
+#include "common/upstream/route_options.h"
 #include "common/upstream/upstream_address.h"
 
 namespace kdns::config {
@@ -48,6 +54,7 @@ namespace kdns::config {
 // The ConfigMap keys we read.
 inline constexpr std::string_view kStubDomainsKey = "stubDomains";
 inline constexpr std::string_view kUpstreamNameserversKey = "upstreamNameservers";
+inline constexpr std::string_view kRouteOptionsKey = "kdns.routeOptions";
 // kube-dns's limit on upstreamNameservers.
 inline constexpr size_t kMaxUpstreamNameservers = 3;
 // A ConfigMap holds at most 1 MiB; a larger file is not one.
@@ -60,6 +67,7 @@ struct ConfigDirData {
   // Ours (runtime_switches.h): kdns.logQueries, kdns.debugData.
   std::optional<std::string> log_queries = std::nullopt;
   std::optional<std::string> debug_data = std::nullopt;
+  std::optional<std::string> route_options = std::nullopt;  // kdns.routeOptions
 
   friend bool operator==(const ConfigDirData&, const ConfigDirData&) = default;
 };
@@ -91,9 +99,12 @@ struct KubeDnsConfig {
                                          // one entry per domain
   std::vector<upstream::Upstream> upstream_nameservers;
   RuntimeSwitches switches;  // kdns.logQueries, kdns.debugData
+  // kdns.routeOptions, sorted by route ("." first as the default route).
+  std::vector<upstream::RouteOptionsEntry> route_options;
 
   bool empty() const {
-    return stub_domains.empty() && upstream_nameservers.empty() && switches.empty();
+    return stub_domains.empty() && upstream_nameservers.empty() && switches.empty() &&
+           route_options.empty();
   }
   // One line for logs: `stubDomains: acme.local.=[10.0.0.10#53]; upstreamNameservers: [...]`,
   // then `; kdns.logQueries=true ...` when a switch is set.

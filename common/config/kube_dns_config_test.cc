@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "common/dns/testing.h"
 #include "test/unit/temp_dir.h"
 
 namespace kdns::config {
@@ -120,6 +121,32 @@ TEST_CASE("tcp:// before an IP names an upstream asked over TCP, in both keys", 
         R"(stubDomains["a.example"]: invalid nameserver "tcp://dns.example" )"
         "(ip, ip:port, [ipv6]:port or a host name)");
   CHECK(!Reject(std::nullopt, R"(["udp://10.0.0.1"])").empty());
+}
+
+TEST_CASE("kdns.routeOptions set options for stub domains and the default upstreams",
+          "[config][route_options]") {
+  ConfigDirData data;
+  data.stub_domains = R"({"acme.local": ["1.2.3.4"], "corp.example": ["5.6.7.8"]})";
+  data.route_options = R"({"acme.local": "force_tcp,policy=sequential", ".": "max_fails=3"})";
+  KubeDnsConfig config;
+  std::string error;
+  REQUIRE(ParseKubeDnsConfig(data, &config, &error));
+  REQUIRE(config.route_options.size() == 2);
+  CHECK(config.route_options[0].default_route);  // "." sorts first
+  CHECK(config.route_options[0].options.max_fails == 3u);
+  CHECK(config.route_options[1].domains == std::vector<dns::Name>{dns::testing::N("acme.local.")});
+  CHECK(config.route_options[1].options.transport == upstream::RouteTransport::kForceTcp);
+  CHECK(config.ToString().find("kdns.routeOptions[acme.local.]=force_tcp,policy=sequential") !=
+        std::string::npos);
+
+  // A route the ConfigMap does not define, a bad option, or not an object of strings: the
+  // whole version is rejected.
+  for (const char* bad : {R"({"other.example": "force_tcp"})", R"({"acme.local": "fast"})",
+                          R"({"acme.local": ["force_tcp"]})", R"(["force_tcp"])", "{"}) {
+    data.route_options = bad;
+    CHECK_FALSE(ParseKubeDnsConfig(data, &config, &error));
+    CHECK(error.starts_with("kdns.routeOptions"));
+  }
 }
 
 TEST_CASE("absent keys make the empty config", "[config]") {

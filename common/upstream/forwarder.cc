@@ -210,6 +210,7 @@ Forwarder::Server& Forwarder::GetServer(const Upstream& upstream) {
   health_options.failure_threshold = options_.failure_threshold;
   auto server = std::make_unique<Server>(upstream, health_options, options_.dns0x20,
                                          table_->Get(upstream), budgets_->Upstream(address));
+  server->probe_interval_ms = options_.probe_interval_ms;
   const IpAddress ip = loop::IpOf(address);
   server->gets_client_address =
       std::any_of(options_.client_address_to.begin(), options_.client_address_to.end(),
@@ -275,8 +276,10 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
   candidates.clear();
   bool any_down = false;
   bool any_room = false;
+  const RouteOptions& route = upstreams.options();
   for (const auto& address : upstreams.addresses()) {
     Server& server = GetServer(address);
+    if (route.HasHealth() || server.route_health) ApplyHealthOptions(server, route);
     if (server.entry.loop_disabled.load(std::memory_order_relaxed)) continue;
     if (std::find(candidates.begin(), candidates.end(), &server) != candidates.end()) continue;
     if (server.health.down()) {
@@ -319,8 +322,10 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
            "route " + upstreams.ToString());
     return;
   }
-  // Healthy servers by SRTT (stable: ties keep the configured order), then failed ones.
-  const bool by_rtt = options_.server_order == ServerOrder::kFastest;
+  // Healthy servers by SRTT (stable: ties keep the configured order), then failed ones; a
+  // route's policy reorders the healthy ones after.
+  const bool by_rtt =
+      options_.server_order == ServerOrder::kFastest && route.policy == RoutePolicy::kDefault;
   auto before = [by_rtt](const Server* a, const Server* b) {
     if (a->health.failed() != b->health.failed()) return !a->health.failed();
     return by_rtt && a->health.SelectionRttMs() < b->health.SelectionRttMs();
@@ -333,7 +338,9 @@ void Forwarder::Resolve(const Request& request, const UpstreamSet& upstreams, Ca
     for (; j > 0 && before(server, candidates[j - 1]); --j) candidates[j] = candidates[j - 1];
     candidates[j] = server;
   }
+  if (route.policy != RoutePolicy::kDefault) OrderByPolicy(upstreams, candidates);
   Job* job = StartJob(JobKind::kClient, request, candidates);
+  if (route.transport == RouteTransport::kPreferUdp) job->force_tcp = false;
   job->client = client;
   job->route_hold = std::move(route_hold);
   job->process_hold = std::move(process_hold);

@@ -20,7 +20,8 @@
 //      another of the set. Every slot is given back when the query ends, whatever ends it.
 //   4. The set's servers are ordered: healthy ones by smoothed RTT (never-measured ones
 //      count as 0, ties keep the configured order), or in the configured order with
-//      ServerOrder::kConfigured (dnsmasq's --strict-order), then failed ones; loop-disabled
+//      ServerOrder::kConfigured (dnsmasq's --strict-order), or by the route's policy
+//      (route_options.h: random, round_robin, sequential), then failed ones; loop-disabled
 //      ones are left out. Each try goes to the next server in that order, round robin, at most
 //      max_tries_per_upstream tries each, within total_timeout_ms. With
 //      FirstTry::kAllServers (dnsmasq's --all-servers) the first try goes to every one of
@@ -31,7 +32,9 @@
 //      CSPRNG, unique on that socket, and the name in random case (0x20, dns0x20.h:
 //      Options::dns0x20; not for a server known not to echo it). A client that came over
 //      TCP is forwarded over TCP, and a tcp:// upstream (UpstreamTransport::kTcp) is asked
-//      over TCP only, with the client's spelling: on the server's persistent connections
+//      over TCP only (so is every upstream of a force_tcp route; a prefer_udp route's
+//      client TCP queries go over UDP), with the client's spelling: on the server's
+//      persistent connections
 //      (RFC 7766 §6.2.1: pipelined, replies in any order matched by ID), at most
 //      Options::tcp_connections_per_upstream of them; a new one opens only when each open
 //      one has Options::tcp_queries_per_connection queries in flight, and one unused for
@@ -57,8 +60,9 @@
 //      without EDNS): the next server. Anything else (NOERROR, NXDOMAIN, ...) is the answer.
 //   8. Timeouts and network errors count against the server; failure_threshold in a row
 //      mark it failed, and a background probe (probe_name/probe_type every
-//      probe_interval_ms) restores it as soon as it answers; a probe that gets no reply
-//      marks it down (step 2) until one does.
+//      probe_interval_ms, or the route's health_check) restores it as soon as it answers;
+//      max_fails probes in a row that get no reply (1 unless the route says otherwise; 0:
+//      never) mark it down (step 2) until one does.
 //
 // The callback is called exactly once per Resolve, never from inside Resolve (results
 // known at once are delivered on the next loop iteration), with a Result shared by all
@@ -282,6 +286,12 @@ class Forwarder {
   void RunPosted();
   void ProbeFailedServers();
   void UpdateProbeTimer();
+  // A route's max_fails and health_check onto `server` (route_options.h), or the defaults
+  // for a route without them after one with them.
+  void ApplyHealthOptions(Server& server, const RouteOptions& options);
+  // `candidates` (healthy ones first) in the order of `policy`: random, round_robin (by
+  // the set's own counter), sequential.
+  void OrderByPolicy(const UpstreamSet& upstreams, std::vector<Server*>& candidates);
 
   loop::Loop& loop_;
   Options options_;
@@ -319,6 +329,9 @@ class Forwarder {
   int resolve_depth_ = 0;
   loop::Timer post_timer_;
   loop::Timer probe_timer_;
+  uint64_t probe_timer_interval_ms_ = 0;  // while probe_timer_ runs
+  // round_robin routes: where each set's next query starts.
+  std::unordered_map<UpstreamSet, uint32_t, UpstreamSetHash> round_robin_next_;
 };
 
 }  // namespace kdns::upstream

@@ -34,6 +34,13 @@ struct Forwarder::Server {
   // The TCP tries' connections (Options::tcp_connections_per_upstream at most), open or
   // opening; one leaves when it closes.
   std::vector<std::unique_ptr<TcpSlot>> tcp;
+  // Health probes while failed: every probe_interval_ms (a route's health_check, else
+  // Options::probe_interval_ms), the next one due at next_probe_ms (loop time).
+  uint64_t probe_interval_ms = 0;
+  uint64_t next_probe_ms = 0;
+  // The last route that used it set max_fails or health_check: a route without them puts
+  // the defaults back (a reload that removes them).
+  bool route_health = false;
 };
 
 // One query sent to one server. Waiter::id is its query ID on either transport; over UDP it

@@ -25,30 +25,37 @@ dns::Name Forwarder::ProbeForLoop(const Upstream& upstream) {
 }
 
 void Forwarder::UpdateProbeTimer() {
-  bool any_failed = false;
+  // The timer ticks at the shortest interval of the failed servers; each is probed when
+  // its own interval has passed (ProbeFailedServers).
+  uint64_t interval_ms = 0;
   for (const auto& [address, server] : servers_) {
     if (server->health.failed() && !server->entry.loop_disabled.load(std::memory_order_relaxed)) {
-      any_failed = true;
-      break;
+      interval_ms = interval_ms == 0 ? server->probe_interval_ms
+                                     : std::min(interval_ms, server->probe_interval_ms);
     }
   }
-  if (!any_failed) {
+  if (interval_ms == 0) {
     probe_timer_.Stop();
-  } else if (!probe_timer_.IsActive()) {
-    probe_timer_.StartRepeating(options_.probe_interval_ms, [this] { ProbeFailedServers(); });
+  } else if (!probe_timer_.IsActive() || probe_timer_interval_ms_ != interval_ms) {
+    probe_timer_interval_ms_ = interval_ms;
+    probe_timer_.StartRepeating(interval_ms, [this] { ProbeFailedServers(); });
   }
 }
 
 void Forwarder::ProbeFailedServers() {
+  loop_.UpdateTime();
+  const uint64_t now = loop_.now_ms();
   std::vector<Server*> failed;
   for (const auto& [address, server] : servers_) {
-    if (server->health.failed() && !server->probing &&
+    if (server->health.failed() && !server->probing && now >= server->next_probe_ms &&
         !server->entry.loop_disabled.load(std::memory_order_relaxed)) {
       failed.push_back(server.get());
     }
   }
   for (Server* server : failed) {
     server->probing = true;
+    // Due again one interval on, less a tick's slack so a timer firing early still probes.
+    server->next_probe_ms = now + server->probe_interval_ms - probe_timer_interval_ms_ / 2;
     Request request;
     request.qname = options_.probe_name;
     request.qtype = options_.probe_type;

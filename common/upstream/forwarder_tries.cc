@@ -237,13 +237,15 @@ void Forwarder::OnServerFailure(Job* job, Server* server, bool timeout) {
   // Only silence makes a server down: one that refuses (ICMP port unreachable, a reset)
   // fails each query at once by itself, holding no budget, and answers as soon as it is
   // back (kubedns restarting), without waiting for a probe.
+  if (job->kind == JobKind::kHealthProbe) server->entry.health_check_failures.Inc();
   if (job->kind != JobKind::kHealthProbe || !timeout) {
     server->health.OnFailure();
     return;
   }
   const bool was_down = server->health.down();
   server->health.OnProbeFailure();
-  if (!was_down) {
+  if (!was_down && server->health.down()) {
+    server->entry.marked_down.Inc();
     LOG(WARNING) << "upstream " << FormatUpstreamAddress(server->address)
                  << " is down (no reply to a probe): queries to it fail at once until it "
                     "answers a probe";

@@ -20,6 +20,7 @@ void UpstreamHealth::OnReply(uint64_t rtt_ms) {
   }
   backoff_shift_ = 0;
   consecutive_failures_ = 0;
+  probe_failures_ = 0;
   down_ = false;
 }
 

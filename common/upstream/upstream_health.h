@@ -18,7 +18,9 @@
 // fails queries whose every server is down at once, instead of letting each hold its
 // budgets for the whole time budget. Failure alone is not enough: a live resolver that is
 // slow on a few names (a broken delegation) times out on them, but it answers the probe.
-// Any reply (a late one, or the next probe's) ends both states.
+// Any reply (a late one, or the next probe's) ends both states. How many unanswered probes
+// in a row make it down is `max_fails` (CoreDNS forward's max_fails; a route's
+// route_options.h): 1 by default, 0 never.
 //
 // Thread: the owning Forwarder's loop thread.
 #pragma once
@@ -34,6 +36,7 @@ class UpstreamHealth {
     uint64_t min_try_timeout_ms = 100;
     uint64_t max_try_timeout_ms = 1500;
     uint32_t failure_threshold = 3;
+    uint32_t max_fails = 1;  // unanswered probes in a row that make it down; 0: never
   };
 
   explicit UpstreamHealth(const Options& options) : options_(options) {}
@@ -47,8 +50,12 @@ class UpstreamHealth {
   // fails queries at once by itself).
   void OnProbeFailure() {
     OnFailure();
-    down_ = true;
+    if (probe_failures_ < UINT32_MAX) ++probe_failures_;
+    down_ = options_.max_fails > 0 && probe_failures_ >= options_.max_fails;
   }
+  // A route's max_fails (route_options.h); the state so far is kept.
+  void set_max_fails(uint32_t max_fails) { options_.max_fails = max_fails; }
+  uint32_t max_fails() const { return options_.max_fails; }
 
   uint64_t TryTimeoutMs() const;
   // Smoothed RTT; nullopt before the first reply.
@@ -68,6 +75,7 @@ class UpstreamHealth {
   uint64_t rttvar_x4_ = 0;
   uint32_t backoff_shift_ = 0;
   uint32_t consecutive_failures_ = 0;
+  uint32_t probe_failures_ = 0;  // unanswered probes in a row
   bool down_ = false;
 };
 

@@ -64,5 +64,28 @@ TEST_CASE("Only an unanswered probe marks an upstream down, and any reply ends i
   CHECK_FALSE(health.failed());
 }
 
+TEST_CASE("max_fails unanswered probes in a row make an upstream down; 0 never does",
+          "[upstream][route_options]") {
+  UpstreamHealth health(Opts());
+  for (int i = 0; i < 5; ++i) health.OnFailure();
+  health.set_max_fails(3);
+  health.OnProbeFailure();
+  health.OnProbeFailure();
+  CHECK_FALSE(health.down());
+  health.OnProbeFailure();
+  CHECK(health.down());
+  health.OnReply(30);
+  CHECK_FALSE(health.down());
+  // The count starts again after a reply.
+  for (int i = 0; i < 5; ++i) health.OnFailure();
+  health.OnProbeFailure();
+  CHECK_FALSE(health.down());
+
+  health.set_max_fails(0);
+  for (int i = 0; i < 10; ++i) health.OnProbeFailure();
+  CHECK_FALSE(health.down());
+  CHECK(health.failed());
+}
+
 }  // namespace
 }  // namespace kdns::upstream

@@ -10,6 +10,21 @@ UpstreamSet::UpstreamSet(std::vector<Upstream> addresses) : addresses_(std::move
   hash_ = hash;
 }
 
+UpstreamSet::UpstreamSet(std::vector<Upstream> addresses, const RouteOptions& options)
+    : UpstreamSet(std::move(addresses)) {
+  if (options.IsDefault()) return;
+  if (options.transport == RouteTransport::kForceTcp) {
+    for (Upstream& upstream : addresses_) {
+      if (upstream.transport == UpstreamTransport::kUdp)
+        upstream.transport = UpstreamTransport::kTcp;
+    }
+  }
+  options_ = options;
+  size_t hash = addresses_.size();
+  for (const auto& address : addresses_) hash = hash * 1000003 ^ address.Hash();
+  hash_ = hash * 1000003 ^ options_.Hash();
+}
+
 std::optional<UpstreamSet> UpstreamSet::Parse(std::string_view text) {
   std::vector<Upstream> addresses;
   size_t start = 0;

@@ -4,7 +4,8 @@
 //
 // Upstreams print the dnsmasq way, `ip#port` (`10.0.0.10#53`, `fd00::10#5353`,
 // `tcp://10.0.0.10#53`). A set is a value: compare and hash it to coalesce identical queries sent
-// to the same servers. No thread affinity.
+// to the same servers. A set carries its route's RouteOptions (route_options.h): two routes to
+// the same servers asked differently are two sets. No thread affinity.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "common/loop/socket_address.h"
+#include "common/upstream/route_options.h"
 #include "common/upstream/upstream_address.h"
 
 namespace kdns::upstream {
@@ -24,6 +26,8 @@ class UpstreamSet {
  public:
   UpstreamSet() = default;
   explicit UpstreamSet(std::vector<Upstream> addresses);
+  // With `options`: under force_tcp, every upstream is asked over TCP (as if `tcp://`).
+  UpstreamSet(std::vector<Upstream> addresses, const RouteOptions& options);
   UpstreamSet(std::initializer_list<Upstream> addresses)
       : UpstreamSet(std::vector<Upstream>(addresses)) {}
 
@@ -32,17 +36,19 @@ class UpstreamSet {
   static std::optional<UpstreamSet> Parse(std::string_view text);
 
   const std::vector<Upstream>& addresses() const { return addresses_; }
+  const RouteOptions& options() const { return options_; }
   size_t size() const { return addresses_.size(); }
   bool empty() const { return addresses_.empty(); }
   size_t Hash() const { return hash_; }
   std::string ToString() const;
 
   friend bool operator==(const UpstreamSet& a, const UpstreamSet& b) {
-    return a.hash_ == b.hash_ && a.addresses_ == b.addresses_;
+    return a.hash_ == b.hash_ && a.addresses_ == b.addresses_ && a.options_ == b.options_;
   }
 
  private:
   std::vector<Upstream> addresses_;
+  RouteOptions options_;
   size_t hash_ = 0;
 };
 

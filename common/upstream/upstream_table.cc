@@ -193,4 +193,35 @@ void RegisterReplyMetrics(metrics::Registry& registry, const std::string& prefix
                         std::make_shared<Replies>(std::move(table)));
 }
 
+void RegisterHealthMetrics(metrics::Registry& registry, const std::string& prefix,
+                           std::shared_ptr<const UpstreamTable> table) {
+  using Field = metrics::Counter UpstreamTable::Entry::*;
+  class PerUpstream final : public metrics::Collector {
+   public:
+    PerUpstream(std::shared_ptr<const UpstreamTable> table, Field field)
+        : table_(std::move(table)), field_(field) {}
+    void Collect(std::vector<metrics::Sample>& out) const override {
+      for (const UpstreamTable::Entry* entry : table_->Entries()) {
+        out.push_back({{FormatUpstreamAddress(entry->address)},
+                       static_cast<double>((entry->*field_).Value())});
+      }
+    }
+
+   private:
+    std::shared_ptr<const UpstreamTable> table_;
+    Field field_;
+  };
+  registry.AddCollector(
+      prefix + "_health_check_failures_total",
+      "Health probes to each failed upstream that got no reply.", metrics::MetricType::kCounter,
+      {"upstream"},
+      std::make_shared<PerUpstream>(table, &UpstreamTable::Entry::health_check_failures));
+  registry.AddCollector(
+      prefix + "_marked_down_total",
+      "Times each upstream was marked down: its route's max_fails health "
+      "probes in a row got no reply (queries to it fail at once until one does).",
+      metrics::MetricType::kCounter, {"upstream"},
+      std::make_shared<PerUpstream>(std::move(table), &UpstreamTable::Entry::marked_down));
+}
+
 }  // namespace kdns::upstream

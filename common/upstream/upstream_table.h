@@ -91,6 +91,10 @@ class UpstreamTable {
     metrics::Counter timeouts;       // of which timeouts
     metrics::Counter answers;        // replies handed to clients
     metrics::Histogram rtt_seconds;  // per reply received; 0.25 ms doubling to 8.192 s
+    // Health probes to it while failed that got no reply, and the times it was marked down
+    // (its route's max_fails of them in a row; route_options.h).
+    metrics::Counter health_check_failures;
+    metrics::Counter marked_down;
     // Replies received to client queries, by rcode (ReplyRcodeIndex); only when the table
     // counts them (CountReplies, for --metrics-compat=coredns), else null, so the reply path
     // pays a null check for them.
@@ -160,5 +164,10 @@ class UpstreamTable {
 // scrape time; only for a table that counts them (CountReplies).
 void RegisterReplyMetrics(metrics::Registry& registry, const std::string& prefix,
                           std::shared_ptr<const UpstreamTable> table);
+
+// Registers `<prefix>_health_check_failures_total{upstream}` and
+// `<prefix>_marked_down_total{upstream}` (route_options.h: max_fails, health_check).
+void RegisterHealthMetrics(metrics::Registry& registry, const std::string& prefix,
+                           std::shared_ptr<const UpstreamTable> table);
 
 }  // namespace kdns::upstream

@@ -101,6 +101,7 @@ void ForwardConfig::Publish(const HostResolver& resolver) {
   inputs.cluster_zone = options_.cluster_zone;
   inputs.config = config_;
   inputs.flag_nameservers = options_.flag_nameservers;
+  inputs.flag_route_options = options_.flag_route_options;
   inputs.resolv_conf = resolv_conf_;
   std::vector<std::string> warnings;
   auto routes = std::make_shared<const UpstreamRoutes>(BuildRoutes(inputs, resolver, &warnings));

@@ -56,6 +56,8 @@ class ForwardConfig {
     dns::Name cluster_zone;
     std::vector<upstream::Upstream> flag_nameservers;  // --nameservers
     std::string resolv_conf = "/etc/resolv.conf";
+    // --route-options (common/upstream/route_options.h).
+    std::vector<upstream::RouteOptionsEntry> flag_route_options;
     // Called with the ConfigMap's runtime switches (common/config/runtime_switches.h) at
     // the first accepted version and whenever an accepted version changes them; on the
     // thread that polls. Null: not called.

@@ -110,6 +110,7 @@ ForwardMetrics::ForwardMetrics(metrics::Registry& registry,
           visit({upstream::FormatUpstreamAddress(entry->address)}, entry->rtt_seconds);
         }
       });
+  upstream::RegisterHealthMetrics(registry, "kdns_kubedns_upstream", table);
   if (table->counts_replies()) {
     upstream::RegisterReplyMetrics(registry, "kdns_kubedns_upstream", table);
   }

@@ -414,6 +414,7 @@ bool KubednsServer::Start(std::string* error) {
   forward.period_ms = options_.config_period_ms;
   forward.cluster_zone = options_.answer.zone;
   forward.flag_nameservers = options_.nameservers;
+  forward.flag_route_options = options_.route_options;
   forward.resolv_conf = options_.resolv_conf;
   forward.on_switches = [this](const config::RuntimeSwitches& switches) {
     switchboard_.Apply(switches);

@@ -98,6 +98,8 @@ class KubednsServer {
     std::string config_dir;  // --config-dir: the kube-dns ConfigMap; empty: none
     uint64_t config_period_ms = 10'000;
     std::vector<upstream::Upstream> nameservers;  // --nameservers
+    // --route-options (common/upstream/route_options.h), before kdns.routeOptions.
+    std::vector<upstream::RouteOptionsEntry> route_options;
     // --notify: told of each change of the records (notify_sender.h), from the source thread.
     std::vector<loop::SocketAddress> notify_targets;
     std::string resolv_conf = "/etc/resolv.conf";

@@ -49,6 +49,13 @@ std::vector<UpstreamRoute> SortedStubs(std::vector<UpstreamRoute> stubs) {
   return stubs;
 }
 
+// The route's options: --route-options, then the ConfigMap's kdns.routeOptions over them.
+upstream::RouteOptions RouteOptionsFor(const RoutingInputs& inputs, const dns::Name& domain) {
+  upstream::RouteOptions options = upstream::RouteOptionsFor(inputs.flag_route_options, domain);
+  options.MergeFrom(upstream::RouteOptionsFor(inputs.config.route_options, domain));
+  return options;
+}
+
 }  // namespace
 
 UpstreamRoutes::UpstreamRoutes(std::vector<UpstreamRoute> stubs, upstream::UpstreamSet defaults,
@@ -102,8 +109,9 @@ UpstreamRoutes BuildRoutes(const RoutingInputs& inputs, const HostResolver& reso
         AddUnique(&addresses, loop::SocketAddressOf(ip, upstream::kDnsPort));
       }
     }
-    stubs.push_back(
-        UpstreamRoute{stub.domain, RouteKind::kStub, upstream::UpstreamSet(std::move(addresses))});
+    stubs.push_back(UpstreamRoute{
+        stub.domain, RouteKind::kStub,
+        upstream::UpstreamSet(std::move(addresses), RouteOptionsFor(inputs, stub.domain))});
   }
 
   std::vector<upstream::Upstream> defaults;
@@ -118,7 +126,10 @@ UpstreamRoutes BuildRoutes(const RoutingInputs& inputs, const HostResolver& reso
     source = DefaultSource::kResolvConf;
     for (const auto& address : inputs.resolv_conf) AddUnique(&defaults, address);
   }
-  return UpstreamRoutes(std::move(stubs), upstream::UpstreamSet(std::move(defaults)), source);
+  return UpstreamRoutes(
+      std::move(stubs),
+      upstream::UpstreamSet(std::move(defaults), RouteOptionsFor(inputs, dns::Name::Root())),
+      source);
 }
 
 std::optional<std::vector<upstream::Upstream>> ParseNameserversFlag(

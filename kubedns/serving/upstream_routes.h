@@ -88,6 +88,8 @@ struct RoutingInputs {
   config::KubeDnsConfig config;                      // the ConfigMap in effect
   std::vector<upstream::Upstream> flag_nameservers;  // --nameservers
   std::vector<loop::SocketAddress> resolv_conf;      // /etc/resolv.conf (port 53)
+  // --route-options; the ConfigMap's kdns.routeOptions (config.route_options) apply after.
+  std::vector<upstream::RouteOptionsEntry> flag_route_options;
 };
 
 // Resolves a stub server's host name: its addresses; when the lookup failed, *error and

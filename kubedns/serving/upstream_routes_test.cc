@@ -149,6 +149,28 @@ TEST_CASE("a stub host that stopped resolving is routed to its last known addres
                                              "addresses"});
 }
 
+TEST_CASE("route options come from --route-options, then kdns.routeOptions over them",
+          "[kubedns][routing][route_options]") {
+  RoutingInputs inputs;
+  config::ConfigDirData data;
+  data.stub_domains = R"({"acme.local": ["10.0.0.1"], "corp.example": ["10.0.0.2"]})";
+  data.upstream_nameservers = R"(["8.8.8.8"])";
+  data.route_options = R"({"acme.local": "policy=random"})";
+  std::string error;
+  REQUIRE(config::ParseKubeDnsConfig(data, &inputs.config, &error));
+  REQUIRE(upstream::ParseRouteOptionsList("/acme.local/force_tcp,policy=sequential max_fails=0",
+                                          &inputs.flag_route_options, &error));
+  const UpstreamRoutes routes = Build(inputs);
+  const UpstreamRoute& acme = routes.Lookup(N("x.acme.local."));
+  CHECK(acme.upstreams.options().policy == upstream::RoutePolicy::kRandom);  // the ConfigMap's
+  CHECK(acme.upstreams.ToString() == "tcp://10.0.0.1#53");                   // the flag's
+  CHECK(routes.Lookup(N("x.corp.example.")).upstreams.options().IsDefault());
+  CHECK(routes.default_route().upstreams.options().max_fails == 0u);
+  // Options are part of the routes: a change is a new routing.
+  inputs.config.route_options.clear();
+  CHECK_FALSE(Build(inputs) == routes);
+}
+
 TEST_CASE("two builds from the same inputs are equal; a changed server is not",
           "[kubedns][routing]") {
   RoutingInputs inputs;
