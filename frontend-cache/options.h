@@ -86,7 +86,10 @@ struct Options {
   server::QueryLogOptions log_queries;
   // Ours.
   std::string servers_file;  // --servers-file: more --server lines, re-read on SIGHUP
-  uint32_t threads = 0;      // --threads (0: DefaultThreads(), cpu_quota.h)
+  // --tls-ca-file: the CA bundle (PEM) tls:// upstreams are verified against; empty: the
+  // system's.
+  std::string tls_ca_file;
+  uint32_t threads = 0;  // --threads (0: DefaultThreads(), cpu_quota.h)
   // --receiver-threads=auto|on|off: a receiver thread per UDP socket that answers cache
   // hits itself, or UDP received on the serving loops (epoll). auto (the default) is on,
   // for sockets bound here and inherited ones alike, except that a receiver of its own

@@ -85,12 +85,13 @@ class UpstreamTable {
     Entry& operator=(const Entry&) = delete;
 
     const Upstream address;
-    metrics::Counter sent;           // queries sent, every try over UDP or TCP
-    metrics::Counter failed;         // tries with no usable reply: timeouts, network errors,
-                                     // SERVFAIL/REFUSED/NOTIMP/FORMERR replies
-    metrics::Counter timeouts;       // of which timeouts
-    metrics::Counter answers;        // replies handed to clients
-    metrics::Histogram rtt_seconds;  // per reply received; 0.25 ms doubling to 8.192 s
+    metrics::Counter sent;      // queries sent, every try over UDP or TCP
+    metrics::Counter failed;    // tries with no usable reply: timeouts, network errors,
+                                // SERVFAIL/REFUSED/NOTIMP/FORMERR replies
+    metrics::Counter timeouts;  // of which timeouts
+    metrics::Counter answers;   // replies handed to clients
+    metrics::Counter tls_handshake_failures;  // tls:// connections refused: certificate, name
+    metrics::Histogram rtt_seconds;           // per reply received; 0.25 ms doubling to 8.192 s
     // Replies received to client queries, by rcode (ReplyRcodeIndex); only when the table
     // counts them (CountReplies, for --metrics-compat=coredns), else null, so the reply path
     // pays a null check for them.
