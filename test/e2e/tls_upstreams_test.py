@@ -3,7 +3,8 @@
 unbound serving DoT on loopback with a certificate from a test CA made here by the openssl
 command line.
 
-frontend-cache (--server and the nanny's ConfigMap route) and kubedns (--nameservers) get
+frontend-cache (--server, and the nanny's upstreamNameservers and stubDomains) and kubedns
+(--nameservers) get
 answers over tls://, with and without a server name, on one reused connection (counted with
 ss); a wrong name, a certificate from a CA not trusted (--tls-ca-file) and a port that does
 not speak TLS all fail closed: SERVFAIL, the handshake failure counted in
@@ -18,6 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import nanny_env  # noqa: E402
 import servers  # noqa: E402
 
 OPENSSL = "/usr/bin/openssl"
@@ -187,11 +189,41 @@ def test_kubedns_asks_over_tls(env):
     return p
 
 
+def test_nanny_routes_configmap_tls_upstreams(env):
+    """upstreamNameservers and stubDomains with tls://IP:PORT@NAME reach frontend-cache
+    through the nanny's servers file; --tls-ca-file goes after the nanny's --."""
+    unbound, pki, workdir = env["unbound"], env["pki"], env["workdir"]
+    config = harness.ConfigMapDir(os.path.join(workdir, "nanny-config"))
+    upstream = "tls://127.0.0.1:%d@dns.test" % unbound.tls_port
+    config.publish({"upstreamNameservers": json.dumps([upstream]),
+                    "stubDomains": json.dumps({"stub.test": [upstream]})})
+    port = harness.free_port()
+    nanny = nanny_env.Nanny(workdir, "nanny-tls", config.path, metrics=False, port=port,
+                            child_args=["-k", "--port=%d" % port, "--listen-address=127.0.0.1",
+                                        "--threads=1", "--log-facility=-",
+                                        "--tls-ca-file=" + pki["ca"]])
+    env["owned"].append(nanny)
+    p = []
+    got = harness.dig(port, "www.other.test")
+    if got.status != "NOERROR" or answers(got) != [WWW]:
+        p.append("upstreamNameservers %s: %s" % (upstream, got))
+    got = harness.dig(port, "x.stub.test")
+    if got.status != "NXDOMAIN":
+        p.append("stubDomains stub.test over %s: %s, want unbound's NXDOMAIN" % (upstream, got))
+    child = nanny.child()
+    mine = connections(child, unbound.tls_port) if child else []
+    if len(mine) != 1:
+        p.append("frontend-cache (pid %s) holds %d TLS connections to unbound, want 1: %s" % (
+            child, len(mine), mine))
+    return p
+
+
 TESTS = [test_frontend_cache_asks_over_tls_with_a_server_name,
          test_frontend_cache_checks_the_ip_without_a_name,
          test_frontend_cache_fails_closed,
          test_frontend_cache_refuses_a_ca_file_it_cannot_read,
-         test_kubedns_asks_over_tls]
+         test_kubedns_asks_over_tls,
+         test_nanny_routes_configmap_tls_upstreams]
 
 
 def setup(workdir, owned):
@@ -204,7 +236,8 @@ def setup(workdir, owned):
 def main():
     return harness.main("kdns-tls-upstreams-", TESTS,
                         tools=(os.path.join(harness.BIN, "frontend-cache"),
-                               os.path.join(harness.BIN, "kubedns"), servers.UNBOUND, OPENSSL),
+                               os.path.join(harness.BIN, "kubedns"), nanny_env.NANNY,
+                               servers.UNBOUND, OPENSSL),
                         setup=setup)
 
 
