@@ -91,6 +91,14 @@ TEST_CASE("--upstream-0x20 takes auto, on and off", "[frontend][options]") {
   CHECK(Parse({"--upstream-0x20=auto"}).options.upstream_0x20 == upstream::Dns0x20::kAuto);
 }
 
+TEST_CASE("--tls-ca-file must name a CA bundle that loads", "[frontend][options]") {
+  CHECK(Parse({}).options.tls_ca_file.empty());  // the system's CA bundle
+  const Parsed missing = Parse({"--tls-ca-file=/nonexistent/ca.pem"});
+  CHECK_FALSE(missing.ok);
+  CHECK(missing.error.starts_with("--tls-ca-file: /nonexistent/ca.pem: "));
+  CHECK_FALSE(Parse({"--tls-ca-file="}).ok);
+}
+
 TEST_CASE("--metrics-compat takes none and coredns, none by default", "[frontend][options]") {
   CHECK(Parse({}).options.metrics_compat == metrics::MetricsCompat::kNone);
   CHECK(Parse({"--metrics-compat=coredns"}).options.metrics_compat ==
