@@ -142,7 +142,21 @@ def test_frontend_cache_fails_closed(env):
                                    "--server=" + upstream, threads=1)
         env["owned"].append(fe)
         fails_closed(fe, upstream, p, what, counted)
+        if i == 0:
+            marked_down(fe, p, what)
     return p
+
+
+def marked_down(fe, p, what):
+    """Failed tries make the upstream failed; its background probe's handshake fails as a
+    probe timeout would, and the upstream is down: queries fail at once."""
+    down = 'kdns_frontend_servfail_total{reason="upstream_down"}'
+
+    def is_down():
+        return fe.dig("www.other.test", timeout=12).status == "SERVFAIL" and fe.metric(down) >= 1
+    if not harness.wait_until(is_down, 30, interval=0.5):
+        p.append("%s: the upstream was never marked down (%s is %s)" % (
+            what, down, fe.metric(down)))
 
 
 def test_frontend_cache_refuses_a_ca_file_it_cannot_read(env):
