@@ -29,7 +29,7 @@ COMMON_DIRS ?= common
 BIN := $(OUT)/bin
 OBJ := $(OUT)/obj
 
-PKGS := libuv libcares libcurl gflags libglog yaml-cpp
+PKGS := libuv libcares libcurl gflags libglog yaml-cpp openssl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

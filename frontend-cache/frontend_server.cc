@@ -67,6 +67,11 @@ FrontendServer::FrontendServer(Options options, const Clock& clock,
   options_.forwarder.dns0x20.mode = options_.flags.upstream_0x20;
   options_.forwarder.client_address_to = options_.flags.client_address_to;
   options_.forwarder.client_address_option = options_.flags.client_address_option;
+  std::string tls_error;
+  options_.forwarder.tls_context = loop::TlsContext::Create(options_.flags.tls_ca_file, &tls_error);
+  if (options_.forwarder.tls_context == nullptr) {
+    LOG(ERROR) << "tls:// upstreams fail (never asked in the clear): " << tls_error;
+  }
   handler_shared_ = std::make_unique<DnsHandler::Shared>(DnsHandler::Shared{
       cache_, cache_policy_, options_.flags.cache_size, metrics_, routing_, upstream_table_,
       options_.forwarder, clock_, handlers_, forwarder_totals_,
@@ -480,7 +485,8 @@ void FrontendServer::RegisterMetrics() {
         const metrics::Counter& counter = which == 0   ? entry->sent
                                           : which == 1 ? entry->failed
                                           : which == 2 ? entry->timeouts
-                                                       : entry->answers;
+                                          : which == 3 ? entry->answers
+                                                       : entry->tls_handshake_failures;
         out.push_back({{upstream::FormatUpstreamAddress(entry->address)},
                        static_cast<double>(counter.Value())});
       }
@@ -490,15 +496,18 @@ void FrontendServer::RegisterMetrics() {
   };
   const char* names[] = {
       "kdns_frontend_upstream_queries_total", "kdns_frontend_upstream_failures_total",
-      "kdns_frontend_upstream_timeouts_total", "kdns_frontend_upstream_answers_total"};
+      "kdns_frontend_upstream_timeouts_total", "kdns_frontend_upstream_answers_total",
+      "kdns_frontend_upstream_tls_handshake_failures_total"};
   const char* helps[] = {
       "Queries sent to each upstream (every try, UDP or TCP).",
       "Tries to each upstream without a usable reply (timeouts, network errors, SERVFAIL, "
       "REFUSED, NOTIMP, FORMERR).",
       "Tries to each upstream that timed out.",
       "Replies from each upstream handed to clients.",
+      "TLS handshakes with each tls:// upstream that failed (untrusted certificate, wrong "
+      "name); its queries fail, never sent in the clear.",
   };
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 5; ++i) {
     registry_.AddCollector(names[i], helps[i], metrics::MetricType::kCounter, {"upstream"},
                            std::make_shared<UpstreamCollector>(*upstream_table_, i));
   }

@@ -245,6 +245,7 @@ const std::vector<OptionSpec>& Specs() {
       {"lameduck", 0, true, DurationMs(In(&Options::lameduck_ms), "lameduck", "5s")},
       {"route-options", 0, true, AddRouteOptions()},
       {"servers-file", 0, true, NonEmpty(In(&Options::servers_file), "servers-file", "empty path")},
+      {"tls-ca-file", 0, true, NonEmpty(In(&Options::tls_ca_file), "tls-ca-file", "empty path")},
       {"prometheus-addr", 0, true, PrometheusAddr("prometheus-addr")},
       {"prometheus-address", 0, true, PrometheusAddr("prometheus-address")},  // deprecated
       {"debug-address", 0, true,

@@ -1,5 +1,6 @@
 #include "frontend-cache/options.h"
 
+#include "common/loop/tls_session.h"
 #include "common/server/debug_http.h"
 #include "frontend-cache/option_table.h"
 
@@ -301,6 +302,10 @@ bool ParseOptions(std::span<const std::string_view> args, Options* options,
   }
   server::RateLimits unused;
   if (!server::MakeRateLimits(options->rate_limits, nullptr, &unused, error)) return false;
+  if (!options->tls_ca_file.empty() && !loop::TlsContext::Create(options->tls_ca_file, error)) {
+    *error = "--tls-ca-file: " + *error;
+    return false;
+  }
   if (options->max_cache_ttl_s != 0 && options->max_cache_ttl_s < options->min_cache_ttl_s) {
     *error = "--min-cache-ttl (" + std::to_string(options->min_cache_ttl_s) +
              ") is above --max-cache-ttl (" + std::to_string(options->max_cache_ttl_s) + ")";

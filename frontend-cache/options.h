@@ -88,7 +88,10 @@ struct Options {
   server::QueryLogOptions log_queries;
   // Ours.
   std::string servers_file;  // --servers-file: more --server lines, re-read on SIGHUP
-  uint32_t threads = 0;      // --threads (0: DefaultThreads(), cpu_quota.h)
+  // --tls-ca-file: the CA bundle (PEM) tls:// upstreams are verified against; empty: the
+  // system's.
+  std::string tls_ca_file;
+  uint32_t threads = 0;  // --threads (0: DefaultThreads(), cpu_quota.h)
   // --route-options (repeatable): force_tcp, prefer_udp, policy, max_fails, health_check per
   // route (common/upstream/route_options.h).
   std::vector<upstream::RouteOptionsEntry> route_options;

@@ -103,6 +103,14 @@ TEST_CASE("--loadbalance takes round_robin and off, round_robin by default as dn
         "--loadbalance: \"random\" is not round_robin or off");
 }
 
+TEST_CASE("--tls-ca-file must name a CA bundle that loads", "[frontend][options]") {
+  CHECK(Parse({}).options.tls_ca_file.empty());  // the system's CA bundle
+  const Parsed missing = Parse({"--tls-ca-file=/nonexistent/ca.pem"});
+  CHECK_FALSE(missing.ok);
+  CHECK(missing.error.starts_with("--tls-ca-file: /nonexistent/ca.pem: "));
+  CHECK_FALSE(Parse({"--tls-ca-file="}).ok);
+}
+
 TEST_CASE("--metrics-compat takes none and coredns, none by default", "[frontend][options]") {
   CHECK(Parse({}).options.metrics_compat == metrics::MetricsCompat::kNone);
   CHECK(Parse({"--metrics-compat=coredns"}).options.metrics_compat ==

@@ -27,6 +27,10 @@ std::optional<upstream::Upstream> ParseServerAddress(std::string_view text, std:
     case upstream::AddressShape::kOk:
       break;
   }
+  if (parsed.bad_server_name) {
+    *error = "bad TLS server name \"" + std::string(parsed.server_name) + "\" in " + quoted;
+    return std::nullopt;
+  }
   if (parsed.host.find('@') != std::string_view::npos ||
       parsed.port_text.find('@') != std::string_view::npos) {
     *error = "source address or interface ('@') is not supported in " + quoted;

@@ -58,6 +58,18 @@ TEST_CASE("--server forms", "[frontend][server_option]") {
     CHECK_FALSE(ParseServerOption("/cluster.local/udp://10.96.0.10", &server, &error));
     CHECK_FALSE(ParseServerOption("tcp://dns.example", &server, &error));
   }
+  SECTION("tls:// upstreams, with and without a server name") {
+    const upstream::UpstreamTransport kTls = upstream::UpstreamTransport::kTls;
+    REQUIRE(ParseServerOption("tls://1.1.1.1", &server, &error));
+    CHECK(server.upstream == upstream::Upstream(Up("1.1.1.1", 853), kTls));
+    REQUIRE(
+        ParseServerOption("/corp.example/tls://10.0.0.1#8853@dns.corp.example", &server, &error));
+    CHECK(server.domains == std::vector{N("corp.example.")});
+    CHECK(server.upstream == upstream::Upstream(Up("10.0.0.1", 8853), kTls, "dns.corp.example"));
+    CHECK_FALSE(ParseServerOption("tls://10.0.0.1@bad_name", &server, &error));
+    CHECK(error == "bad TLS server name \"bad_name\" in \"tls://10.0.0.1@bad_name\"");
+    CHECK_FALSE(ParseServerOption("tls://dns.example", &server, &error));
+  }
   SECTION("local and default-server domains") {
     REQUIRE(ParseServerOption("/local.lan/", &server, &error));
     CHECK(server.target == ServerOption::Target::kLocal);

@@ -34,7 +34,8 @@ DEFINE_string(initial_sync_timeout, "60s",
 DEFINE_string(nameservers, "",
               "Upstream servers for names outside the cluster domain, comma-separated "
               "ip, ip:port or [ipv6]:port, each optionally after tcp:// (asked over TCP "
-              "only); the ConfigMap's upstreamNameservers take "
+              "only) or tls:// (DNS over TLS, port 853 unless given, @NAME after it for the "
+              "certificate's name); the ConfigMap's upstreamNameservers take "
               "precedence; without either, the nameservers of --resolv-conf.");
 DEFINE_string(route_options, "",
               "How each route's upstreams are asked (CoreDNS forward's force_tcp, prefer_udp, "
@@ -148,6 +149,9 @@ DEFINE_int32(forward_max_per_upstream, 0,
 DEFINE_string(metrics_compat, "none",
               "coredns: /metrics also carries CoreDNS's coredns_* families, derived from ours; "
               "none: only ours.");
+DEFINE_string(tls_ca_file, "",
+              "CA bundle (PEM) that tls:// upstreams' certificates are verified against; empty: "
+              "the system's CA bundle.");
 DEFINE_string(upstream_0x20, "auto",
               "Random letter case in forwarded names (0x20), checked in the reply: auto (an "
               "upstream that does not echo the case gets the plain name for 10 minutes), on "
@@ -291,6 +295,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.forward_max_per_upstream = FLAGS_forward_max_per_upstream;
   flags.upstream_0x20 = FLAGS_upstream_0x20;
   flags.loadbalance = FLAGS_loadbalance;
+  flags.tls_ca_file = FLAGS_tls_ca_file;
   flags.metrics_compat = FLAGS_metrics_compat;
   flags.forward_client_reserve = FLAGS_forward_client_reserve;
   flags.tcp_idle_timeout = FLAGS_tcp_idle_timeout;

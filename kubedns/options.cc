@@ -455,6 +455,11 @@ bool ForwardOptions(const FlagValues& flags, KubednsServer::Options* options, st
     *error = "--upstream-0x20: \"" + flags.upstream_0x20 + "\" is not auto, on or off";
     return false;
   }
+  options->forwarder.tls_context = loop::TlsContext::Create(flags.tls_ca_file, error);
+  if (options->forwarder.tls_context == nullptr) {
+    *error = "--tls-ca-file: " + *error;
+    return false;
+  }
   return true;
 }
 

@@ -76,6 +76,7 @@ struct FlagValues {
   std::string metrics_compat = "none";  // none|coredns (common/metrics/coredns_compat.h)
   std::string upstream_0x20 = "auto";   // auto|on|off (common/upstream/dns0x20.h)
   std::string loadbalance = "off";      // round_robin|off (common/dns/loadbalance.h)
+  std::string tls_ca_file;              // tls:// upstreams' CA bundle (PEM); empty: the system's
   // Percent of each route and upstream budget kept for clients holding less than the
   // average (each client's fair share); 0: off.
   int64_t forward_client_reserve =

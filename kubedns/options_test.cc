@@ -274,6 +274,21 @@ TEST_CASE("--nameservers takes tcp:// upstreams; --notify does not", "[kubedns][
   CHECK(ErrorOf(flags).starts_with("--notify: "));
 }
 
+TEST_CASE("--nameservers takes tls:// upstreams; --tls-ca-file must load", "[kubedns][options]") {
+  FlagValues flags = Offline();
+  flags.nameservers = "tls://192.0.2.1@dns.example,tls://192.0.2.2:8853";
+  Options options;
+  std::string error;
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  REQUIRE(options.server.nameservers.size() == 2);
+  CHECK(upstream::FormatUpstreamAddress(options.server.nameservers[0]) ==
+        "tls://192.0.2.1#853@dns.example");
+  CHECK(upstream::FormatUpstreamAddress(options.server.nameservers[1]) == "tls://192.0.2.2#8853");
+  CHECK(options.server.forwarder.tls_context != nullptr);  // the system's CA bundle
+  flags.tls_ca_file = "/nonexistent/ca.pem";
+  CHECK(ErrorOf(flags).starts_with("--tls-ca-file: /nonexistent/ca.pem: "));
+}
+
 TEST_CASE("kubedns's API flags are checked when the API is the source", "[kubedns][options]") {
   FlagValues flags;
   flags.kube_master_url = "http://127.0.0.1:8080/";

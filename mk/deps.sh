@@ -8,7 +8,7 @@ packages=(
   build-essential g++ make pkg-config clang clang-format clang-tidy libclang-rt-14-dev
   # libraries
   libuv1-dev libc-ares-dev libcurl4-openssl-dev rapidjson-dev libgflags-dev
-  libgoogle-glog-dev catch2 libyaml-cpp-dev
+  libgoogle-glog-dev catch2 libyaml-cpp-dev libssl-dev
   # test peers and clients
   bind9-dnsutils knot-dnsutils dnsperf nsd unbound dnsmasq-base dnsdist iproute2 procps
   # node-local mode's rules and addresses (test/e2e/node_local_test.py)

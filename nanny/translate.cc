@@ -134,9 +134,10 @@ std::string ConfigVersion(const config::ConfigDirData& data) {
 std::string MungeAddress(std::string_view address) {
   std::string s(address);
   const upstream::ParsedAddress parsed = upstream::ParseAddress(address, upstream::kKubeDnsSyntax);
-  // The port is the end of the text; the separator just before it becomes dnsmasq's '#'.
+  // The separator just before the port (a view into `address`; before tls://'s @NAME)
+  // becomes dnsmasq's '#'.
   if (parsed.shape == upstream::AddressShape::kOk && parsed.port_given) {
-    s[address.size() - parsed.port_text.size() - 1] = '#';
+    s[static_cast<size_t>(parsed.port_text.data() - address.data()) - 1] = '#';
   }
   return s;
 }

@@ -118,6 +118,11 @@ TEST_CASE("kube-dns's munge turns the port colon into '#' and nothing else", "[n
       {"[2001:db8::1]", "[2001:db8::1]"},
       {"[2001:db8::1]:5353", "[2001:db8::1]#5353"},
       {"ns.example.com", "ns.example.com"},
+      {"tls://1.1.1.1", "tls://1.1.1.1"},
+      {"tls://1.1.1.1:8853", "tls://1.1.1.1#8853"},
+      {"tls://1.1.1.1@one.one.one.one", "tls://1.1.1.1@one.one.one.one"},
+      {"tls://1.1.1.1:853@one.one.one.one", "tls://1.1.1.1#853@one.one.one.one"},
+      {"tls://[2001:db8::1]:853@dns.example", "tls://[2001:db8::1]#853@dns.example"},
   }));
   CHECK(MungeAddress(in) == out);
 }

@@ -149,6 +149,20 @@ TEST_CASE("kdns.routeOptions set options for stub domains and the default upstre
   }
 }
 
+TEST_CASE("tls:// before an IP names a DNS-over-TLS upstream, in both keys", "[config]") {
+  KubeDnsConfig config =
+      Parse(R"({"acme.local": ["tls://1.2.3.4@dns.acme.local", "tls://[fd00::53]:8853"]})",
+            R"(["tls://1.1.1.1@one.one.one.one", "8.8.8.8"])");
+  REQUIRE(config.upstream_nameservers.size() == 2);
+  CHECK(config.upstream_nameservers[0].transport == upstream::UpstreamTransport::kTls);
+  CHECK(config.upstream_nameservers[0].server_name == "one.one.one.one");
+  CHECK(config.ToString() ==
+        "stubDomains: {acme.local.=[tls://1.2.3.4#853@dns.acme.local, tls://fd00::53#8853]}; "
+        "upstreamNameservers: [tls://1.1.1.1#853@one.one.one.one, 8.8.8.8#53]");
+  CHECK(!Reject(R"({"a.example": ["tls://dns.example"]})", std::nullopt).empty());
+  CHECK(!Reject(std::nullopt, R"(["tls://10.0.0.1@bad_name"])").empty());
+}
+
 TEST_CASE("absent keys make the empty config", "[config]") {
   CHECK(Parse(std::nullopt, std::nullopt).empty());
   CHECK(Parse("{}", "[]").empty());

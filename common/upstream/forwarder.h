@@ -38,7 +38,10 @@
 //      (RFC 7766 §6.2.1: pipelined, replies in any order matched by ID), at most
 //      Options::tcp_connections_per_upstream of them; a new one opens only when each open
 //      one has Options::tcp_queries_per_connection queries in flight, and one unused for
-//      tcp_idle_timeout_ms closes. Every query carries EDNS0 (payload
+//      tcp_idle_timeout_ms closes. A tls:// upstream (kTls) is asked the same way inside TLS
+//      (tcp_client.h; Options::tls_context verifies it); a failed handshake fails the try,
+//      is counted (UpstreamTable::Entry::tls_handshake_failures), and for a health probe
+//      counts as its timeout. Every query carries EDNS0 (payload
 //      Options::edns_payload_bytes, the client's DO bit) and the client's CD; a query to a
 //      server in Options::client_address_to also carries Request::client (the first
 //      asker's, for coalesced queries) in the client-address option.
@@ -107,6 +110,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/timer.h"
+#include "common/loop/tls_session.h"
 #include "common/loop/udp_batch.h"
 #include "common/upstream/dns0x20.h"
 #include "common/upstream/forward_budgets.h"
@@ -193,6 +197,9 @@ class Forwarder {
     uint64_t tcp_idle_timeout_ms = 10'000;
     size_t tcp_connections_per_upstream = 4;
     size_t tcp_queries_per_connection = 32;
+    // The trust store of tls:// upstreams (--tls-ca-file or the system's CA bundle); null:
+    // a tls:// upstream fails every try (never asked in the clear).
+    std::shared_ptr<const loop::TlsContext> tls_context;
     // Per server: how many UDP sockets, and how long each is used (source-port rotation).
     UdpSocketPool::Options udp_sockets;
     // Random case in the names of UDP client queries, and the fallback for upstreams that

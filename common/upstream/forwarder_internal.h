@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -20,9 +21,16 @@ namespace kdns::upstream {
 struct Forwarder::Server {
   Server(const Upstream& u, const UpstreamHealth::Options& o, const Echo0x20::Options& c,
          UpstreamTable::Entry& e, InFlightBudget& b)
-      : address(u.address), transport(u.transport), health(o), echo_0x20(c), entry(e), budget(b) {}
+      : address(u.address),
+        transport(u.transport),
+        server_name(u.server_name),
+        health(o),
+        echo_0x20(c),
+        entry(e),
+        budget(b) {}
   loop::SocketAddress address;
-  UpstreamTransport transport;  // kTcp: every try over TCP
+  UpstreamTransport transport;  // kTcp, kTls: every try over TCP, or TLS
+  std::string server_name;      // kTls: the name its certificate must carry (upstream_address.h)
   UpstreamHealth health;
   Echo0x20 echo_0x20;  // whether it echoes random case (dns0x20.h)
   UpstreamTable::Entry& entry;

@@ -98,6 +98,14 @@ void Forwarder::OnTcpClosed(TcpSlot* closed, const std::string& reason) {
   // A server may close a reused connection just as we send on it (RFC 7766 §6.2.3 lets it
   // close idle connections): such queries get one more try on a fresh connection.
   const bool was_reused = slot->client->messages_received() > 0;
+  // A failed TLS handshake (an untrusted certificate, the wrong name) is counted, and for a
+  // health probe it is a probe timeout: the upstream is down until it proves itself.
+  const bool handshake_failed = slot->client->tls_handshake_failed();
+  if (handshake_failed) {
+    slot->server->entry.tls_handshake_failures.Inc();
+    LOG_EVERY_N(WARNING, 100) << "upstream " << FormatUpstreamAddress(slot->server->entry.address)
+                              << ": " << reason;
+  }
   std::vector<Attempt*> waiting;
   for (auto& [id, attempt] : slot->waiting) {
     attempt->tcp = nullptr;
@@ -115,7 +123,8 @@ void Forwarder::OnTcpClosed(TcpSlot* closed, const std::string& reason) {
       SendTry(job, attempt->candidate, dns::Transport::kTcp, attempt->edns);
       continue;
     }
-    OnAttemptFailed(attempt, /*timeout=*/false, reason.c_str());
+    const bool probe = job->kind == JobKind::kHealthProbe;
+    OnAttemptFailed(attempt, /*timeout=*/handshake_failed && probe, reason.c_str());
   }
 }
 

@@ -1,7 +1,7 @@
 // Forwarder, part 2: tries. Which server is asked next (round robin over the ordered
 // candidates, failover after a timeout or a failure, a server over its in-flight budget
 // skipped), how a try is sent (a pooled UDP socket, or one of the server's reused TCP
-// connections, always for a tcp:// upstream)
+// connections, always for a tcp:// upstream, over TLS for a tls:// one)
 // and how a failed try counts against the server's health (an unanswered health probe
 // marks it down).
 
@@ -53,7 +53,7 @@ void Forwarder::StartNextTry(Job* job) {
     if (job->sent > 0 && !to_all) counters_.failovers.fetch_add(1, std::memory_order_relaxed);
     const uint32_t expected_sent = job->sent + 1;
     const bool tcp =
-        job->force_tcp || job->candidates[candidate]->transport == UpstreamTransport::kTcp;
+        job->force_tcp || job->candidates[candidate]->transport != UpstreamTransport::kUdp;
     SendTry(job, candidate, tcp ? dns::Transport::kTcp : dns::Transport::kUdp,
             job->no_edns[candidate] ? EdnsMode::kWithoutEdns : EdnsMode::kWithEdns);
     // One server at a time; or the job ended, or a failure inside SendTry already moved
@@ -168,8 +168,17 @@ Forwarder::TcpSlot* Forwarder::PickTcpSlot(Server* server) {
   };
   callbacks.on_closed = [this, raw](const std::string& reason) { OnTcpClosed(raw, reason); };
   std::string error;
-  slot->client = TcpClient::Connect(loop_, server->address, options_.tcp_idle_timeout_ms,
-                                    std::move(callbacks), &error);
+  if (server->transport != UpstreamTransport::kTls) {
+    slot->client = TcpClient::Connect(loop_, server->address, options_.tcp_idle_timeout_ms,
+                                      std::move(callbacks), &error);
+  } else if (options_.tls_context == nullptr) {
+    error = server->address.ToString() + ": no TLS context";  // never in the clear
+  } else {
+    const loop::TlsPeer peer{server->server_name, loop::IpOf(server->address)};
+    slot->client =
+        TcpClient::ConnectTls(loop_, server->address, *options_.tls_context, peer,
+                              options_.tcp_idle_timeout_ms, std::move(callbacks), &error);
+  }
   if (slot->client == nullptr) {
     LOG_EVERY_N(WARNING, 100) << "upstream " << error;
     return least_busy;  // the open ones still take queries; nullptr when none is open

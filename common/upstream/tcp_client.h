@@ -8,6 +8,12 @@
 // timeout, a framing error. The owner may destroy the TcpClient inside it, and must
 // treat queries still waiting on it as failed.
 //
+// Over TLS (ConnectTls, a tls:// upstream, RFC 7858): the same framing and pipelining inside
+// a TLS session (loop/tls_session.h) that the connection's read and write callbacks drive.
+// Messages wait in the queue until the handshake is done; a failed handshake (an untrusted
+// certificate, the wrong name) closes the connection (tls_handshake_failed()) and nothing
+// is ever sent in the clear.
+//
 // Thread: the loop's thread only.
 #pragma once
 
@@ -24,6 +30,7 @@
 #include "common/loop/loop.h"
 #include "common/loop/socket_address.h"
 #include "common/loop/tcp_connection.h"
+#include "common/loop/tls_session.h"
 
 namespace kdns::upstream {
 
@@ -41,6 +48,11 @@ class TcpClient {
                                                           const loop::SocketAddress& peer,
                                                           uint64_t idle_timeout_ms,
                                                           Callbacks callbacks, std::string* error);
+  // The same, over TLS: the peer must prove to be `tls_peer` to a CA of `tls`.
+  [[nodiscard]] static std::unique_ptr<TcpClient> ConnectTls(
+      loop::Loop& loop, const loop::SocketAddress& peer, const loop::TlsContext& tls,
+      const loop::TlsPeer& tls_peer, uint64_t idle_timeout_ms, Callbacks callbacks,
+      std::string* error);
   ~TcpClient();
   TcpClient(const TcpClient&) = delete;
   TcpClient& operator=(const TcpClient&) = delete;
@@ -53,11 +65,21 @@ class TcpClient {
   bool closed() const { return closed_; }
   const loop::SocketAddress& peer() const { return peer_; }
   uint64_t messages_received() const { return messages_received_; }
+  // Closed because the TLS handshake failed (on_closed's reason says why).
+  bool tls_handshake_failed() const { return tls_ != nullptr && tls_->handshake_failed(); }
 
  private:
   TcpClient(const loop::SocketAddress& peer, Callbacks callbacks);
   void OnConnected(int status);
   void OnData(std::span<const uint8_t> bytes);
+  // TLS: decrypts, then frames; writes what the session produced.
+  void OnTlsData(std::span<const uint8_t> bytes);
+  // Writes `message` framed: in the clear, or through the TLS session.
+  [[nodiscard]] bool WriteFramed(std::span<const uint8_t> prefix, std::span<const uint8_t> message);
+  // Writes the session's pending output; false (the connection is closing) on failure.
+  bool FlushTls();
+  // The handshake finished: the queued messages go out.
+  void SendQueued();
   // Runs on_closed once; the TcpClient may be gone afterwards.
   void NotifyClosed(const std::string& reason);
 
@@ -65,7 +87,9 @@ class TcpClient {
   Callbacks callbacks_;
   std::unique_ptr<loop::TcpConnection> connection_;
   loop::DnsTcpFramer framer_;
-  std::vector<uint8_t> queued_;  // framed messages written before the connection was up
+  std::unique_ptr<loop::TlsSession> tls_;  // null in the clear
+  std::vector<uint8_t> plaintext_;         // TLS: decrypted bytes for the framer
+  std::vector<uint8_t> queued_;            // framed messages written before the connection was up
   bool connected_ = false;
   bool closed_ = false;
   uint64_t messages_received_ = 0;

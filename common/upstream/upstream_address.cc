@@ -8,6 +8,25 @@ namespace kdns::upstream {
 
 namespace {
 constexpr std::string_view kTcpScheme = "tcp://";
+constexpr std::string_view kTlsScheme = "tls://";
+
+// A TLS server name: a host name (RFC 1123 §2.1 letters, digits and hyphens, dot-separated
+// labels of 1 to 63 characters).
+bool IsServerName(std::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  size_t label = 0;
+  for (char c : name) {
+    if (c == '.') {
+      if (label == 0) return false;
+      label = 0;
+      continue;
+    }
+    const bool allowed =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+    if (!allowed || ++label > 63) return false;
+  }
+  return true;
+}
 }  // namespace
 
 std::string_view TransportScheme(UpstreamTransport transport) {
@@ -16,13 +35,15 @@ std::string_view TransportScheme(UpstreamTransport transport) {
       return "";
     case UpstreamTransport::kTcp:
       return kTcpScheme;
+    case UpstreamTransport::kTls:
+      return kTlsScheme;
   }
   return "";
 }
 
 std::optional<Upstream> ParsedAddress::upstream() const {
   if (!ok() || !ip) return std::nullopt;
-  return Upstream(loop::SocketAddressOf(*ip, *port), transport);
+  return Upstream(loop::SocketAddressOf(*ip, *port), transport, std::string(server_name));
 }
 
 ParsedAddress ParseAddress(std::string_view text, const AddressSyntax& syntax) {
@@ -30,6 +51,14 @@ ParsedAddress ParseAddress(std::string_view text, const AddressSyntax& syntax) {
   if (syntax.transport_scheme && text.starts_with(kTcpScheme)) {
     parsed.transport = UpstreamTransport::kTcp;
     text.remove_prefix(kTcpScheme.size());
+  } else if (syntax.transport_scheme && text.starts_with(kTlsScheme)) {
+    parsed.transport = UpstreamTransport::kTls;
+    text.remove_prefix(kTlsScheme.size());
+    if (const size_t at = text.rfind('@'); at != std::string_view::npos) {
+      parsed.server_name = text.substr(at + 1);
+      parsed.bad_server_name = !IsServerName(parsed.server_name);
+      text = text.substr(0, at);
+    }
   }
   parsed.host = text;
   bool bracketed = false;
@@ -70,7 +99,9 @@ ParsedAddress ParseAddress(std::string_view text, const AddressSyntax& syntax) {
       return parsed;
     }
   }
-  parsed.port = parsed.port_given ? ParsePort(parsed.port_text) : syntax.default_port;
+  const uint16_t default_port =
+      parsed.transport == UpstreamTransport::kTls ? kDnsOverTlsPort : syntax.default_port;
+  parsed.port = parsed.port_given ? ParsePort(parsed.port_text) : default_port;
   parsed.ip = IpAddress::Parse(parsed.host);
   if (!parsed.ip && syntax.ipv6_zones && parsed.host.find('%') != std::string_view::npos) {
     parsed.zoned = loop::SocketAddress::FromHostPort(parsed.host, kDnsPort).has_value();
@@ -91,6 +122,10 @@ std::string FormatUpstreamAddress(const Upstream& upstream) {
   text += upstream.address.HostString();
   text += '#';
   text += std::to_string(upstream.address.port());
+  if (!upstream.server_name.empty()) {
+    text += '@';
+    text += upstream.server_name;
+  }
   return text;
 }
 

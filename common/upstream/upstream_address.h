@@ -19,13 +19,21 @@
 // `tcp://10.0.0.1:53`, `tcp://[fd00::10]:53`. Without it, an upstream is asked over UDP,
 // and over TCP for a truncated reply or a client that came over TCP.
 //
+// `tls://` names an upstream asked over DNS over TLS (RFC 7858) on the same persistent
+// pipelined connections, port 853 unless given, with `@SERVER_NAME` after the address for
+// the name its certificate must carry (and the SNI sent): `tls://1.1.1.1@one.one.one.one`,
+// `tls://10.0.0.1:8853@dns.example`, `tls://[fd00::10]#853`. Without a name, the
+// certificate must carry the IP address. CoreDNS writes it `forward . tls://IP` with
+// `tls_servername NAME`.
+//
 // Each caller names the notations it accepts (an AddressSyntax), so one program accepts
 // and refuses exactly what the tool it replaces does, and words its own error messages
 // from the parse result (which part failed, and the text of that part).
 //
 // Logs, metrics labels and `servers.bind` print the dnsmasq form `ip#port`, after the
-// scheme of a transport other than UDP: `tcp://ip#port` (FormatUpstreamAddress). The same
-// address over UDP and over tcp:// are two upstreams (two table entries, two labels).
+// scheme of a transport other than UDP: `tcp://ip#port` (FormatUpstreamAddress), and
+// `tls://ip#port@name` with a server name. The same address over UDP, tcp:// and tls://
+// (or with two server names) are distinct upstreams (two table entries, two labels).
 // Values; no thread affinity.
 #pragma once
 
@@ -35,6 +43,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/base/ip_address.h"
 #include "common/loop/socket_address.h"
@@ -44,13 +53,16 @@ namespace kdns::upstream {
 inline constexpr uint16_t kDnsPort = 53;
 
 // How an upstream is asked. dns::Transport is how one message travels; this is what the
-// configuration says about the server, and part of its identity. TLS (issue 36) joins here.
+// configuration says about the server, and part of its identity.
 enum class UpstreamTransport : uint8_t {
   kUdp,  // UDP; TCP for a truncated reply or a client that came over TCP (the default)
   kTcp,  // TCP only, persistent pipelined connections (RFC 7766): written `tcp://ADDRESS`
+  kTls,  // TLS only (RFC 7858), connections as kTcp's: written `tls://ADDRESS[@NAME]`
 };
 
-// The scheme written before an address for `transport` ("tcp://"); empty for kUdp.
+inline constexpr uint16_t kDnsOverTlsPort = 853;
+
+// The scheme written before an address for `transport` ("tcp://", "tls://"); empty for kUdp.
 std::string_view TransportScheme(UpstreamTransport transport);
 
 // One upstream server: where it is and how it is asked.
@@ -59,14 +71,19 @@ struct Upstream {
   // A plain address is an upstream asked the default way (UDP), as everywhere before the
   // transport joined the identity.
   Upstream(const loop::SocketAddress& a,  // NOLINT(google-explicit-constructor): see above
-           UpstreamTransport t = UpstreamTransport::kUdp)
-      : address(a), transport(t) {}
+           UpstreamTransport t = UpstreamTransport::kUdp, std::string name = {})
+      : address(a), transport(t), server_name(std::move(name)) {}
 
-  size_t Hash() const { return address.Hash() * 31 + static_cast<size_t>(transport); }
+  size_t Hash() const {
+    const size_t hash = address.Hash() * 31 + static_cast<size_t>(transport);
+    return server_name.empty() ? hash : hash * 31 + std::hash<std::string>()(server_name);
+  }
   friend bool operator==(const Upstream&, const Upstream&) = default;
 
   loop::SocketAddress address;
   UpstreamTransport transport = UpstreamTransport::kUdp;
+  // kTls: the name the certificate must carry (and the SNI); empty: its IP address.
+  std::string server_name;
 };
 
 // The notations a caller accepts, beyond a bare IPv4 address (always accepted).
@@ -82,7 +99,8 @@ struct AddressSyntax {
   // resolve when this returns true (e.g. config::IsDns1123Subdomain). nullptr: no names.
   bool (*is_host_name)(std::string_view text) = nullptr;
   uint16_t default_port = kDnsPort;
-  // `tcp://` before an IP form: an upstream asked over TCP only (not with host names).
+  // `tcp://` or `tls://` before an IP form: an upstream asked over TCP or TLS only (not
+  // with host names); after tls://, the default port is 853 and `@NAME` may follow.
   bool transport_scheme = false;
 };
 
@@ -108,7 +126,9 @@ enum class AddressShape : uint8_t {
 
 struct ParsedAddress {
   AddressShape shape = AddressShape::kOk;
-  UpstreamTransport transport = UpstreamTransport::kUdp;  // tcp:// (transport_scheme)
+  bool bad_server_name = false;  // tls://...@NAME with NAME not a host name
+  UpstreamTransport transport = UpstreamTransport::kUdp;  // tcp://, tls:// (transport_scheme)
+  std::string_view server_name;                           // tls://...@NAME: NAME; empty if none
   std::string_view host;                                  // as written, without brackets
   std::string_view port_text;  // as written, after the separator; empty if none
   bool port_given = false;
@@ -119,7 +139,9 @@ struct ParsedAddress {
                                  // after a scheme: names are resolved into plain addresses)
 
   // An address or a host name, and a good port.
-  bool ok() const { return shape == AddressShape::kOk && port && (ip || zoned || host_name); }
+  bool ok() const {
+    return shape == AddressShape::kOk && !bad_server_name && port && (ip || zoned || host_name);
+  }
   // The upstream, when ok() and an IP without a zone.
   std::optional<Upstream> upstream() const;
 };
@@ -132,7 +154,7 @@ ParsedAddress ParseAddress(std::string_view text, const AddressSyntax& syntax);
 std::optional<Upstream> ParseUpstreamAddress(std::string_view text, const AddressSyntax& syntax);
 
 // The dnsmasq form, as `servers.bind` shows it: `10.0.0.10#53`, `fd00::1#53` (no brackets),
-// `tcp://10.0.0.10#53`.
+// `tcp://10.0.0.10#53`, `tls://10.0.0.10#853@dns.example`.
 std::string FormatUpstreamAddress(const Upstream& upstream);
 
 }  // namespace kdns::upstream

@@ -94,7 +94,7 @@ TEST_CASE("tcp:// before any IP form names an upstream asked over TCP only",
   CHECK(ParseAddress("tcp://10.0.0.1:53", kKubeDnsSyntax).transport == UpstreamTransport::kTcp);
   CHECK(ParseAddress("10.0.0.1:53", kKubeDnsSyntax).transport == UpstreamTransport::kUdp);
   for (const char* bad : {"tcp://", "tcp:/10.0.0.1", "TCP://10.0.0.1", "udp://10.0.0.1",
-                          "tls://10.0.0.1", "tcp://tcp://10.0.0.1", " tcp://10.0.0.1"}) {
+                          "tcp://tcp://10.0.0.1", " tcp://10.0.0.1"}) {
     CAPTURE(bad);
     CHECK_FALSE(ParseUpstreamAddress(bad, kDnsmasqSyntax).has_value());
     CHECK_FALSE(ParseUpstreamAddress(bad, kKubeDnsSyntax).has_value());
@@ -122,6 +122,49 @@ TEST_CASE("The same address over UDP and over tcp:// are two upstreams", "[upstr
         "tcp://fd00::1#53");
   // A plain socket address is the UDP upstream.
   CHECK(Upstream(udp.address) == udp);
+}
+
+TEST_CASE("tls:// names a DNS-over-TLS upstream, port 853 by default, with an optional name",
+          "[upstream][address]") {
+  CHECK(Socket("tls://10.0.0.1", kDnsmasqSyntax) == "tls://10.0.0.1:853");
+  CHECK(Socket("tls://10.0.0.1#8853", kDnsmasqSyntax) == "tls://10.0.0.1:8853");
+  CHECK(Socket("tls://10.0.0.1:8853", kKubeDnsSyntax) == "tls://10.0.0.1:8853");
+  CHECK(Socket("tls://[fd00::10]:853", kKubeDnsSyntax) == "tls://[fd00::10]:853");
+  CHECK(Socket("tls://fd00::10", kKubeDnsSyntax) == "tls://[fd00::10]:853");
+  const Upstream named = *ParseUpstreamAddress("tls://1.1.1.1@one.one.one.one", kKubeDnsSyntax);
+  CHECK(named.transport == UpstreamTransport::kTls);
+  CHECK(named.server_name == "one.one.one.one");
+  CHECK(named.address.port() == 853);
+  CHECK(FormatUpstreamAddress(named) == "tls://1.1.1.1#853@one.one.one.one");
+  const Upstream ported = *ParseUpstreamAddress("tls://[fd00::1]#8853@Dns.Example", kDnsmasqSyntax);
+  CHECK(ported.server_name == "Dns.Example");
+  CHECK(FormatUpstreamAddress(ported) == "tls://fd00::1#8853@Dns.Example");
+  // Without a name, the certificate must carry the IP: no name in the identity.
+  CHECK(ParseUpstreamAddress("tls://10.0.0.1", kDnsmasqSyntax)->server_name.empty());
+  for (const char* bad : {"tls://", "tls://10.0.0.1@", "tls://10.0.0.1@bad_name",
+                          "tls://10.0.0.1@a..b", "tls://@dns.example", "10.0.0.1@dns.example",
+                          "tcp://10.0.0.1@dns.example", "TLS://10.0.0.1"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(ParseUpstreamAddress(bad, kDnsmasqSyntax).has_value());
+    CHECK_FALSE(ParseAddress(bad, kKubeDnsSyntax).ok());
+  }
+  CHECK(ParseAddress("tls://10.0.0.1@a_b", kKubeDnsSyntax).bad_server_name);
+  // Only where the caller takes a transport; never a host name to resolve.
+  CHECK_FALSE(ParseUpstreamAddress("tls://127.0.0.1", kProbeSyntax).has_value());
+  AddressSyntax stub = kKubeDnsSyntax;
+  stub.is_host_name = IsLowerCaseHostName;
+  CHECK_FALSE(ParseAddress("tls://dns.example", stub).ok());
+}
+
+TEST_CASE("Two server names or two transports on one address are distinct upstreams",
+          "[upstream][address]") {
+  const Upstream a = *ParseUpstreamAddress("tls://10.0.0.1@a.example", kDnsmasqSyntax);
+  const Upstream b = *ParseUpstreamAddress("tls://10.0.0.1@b.example", kDnsmasqSyntax);
+  const Upstream tcp = *ParseUpstreamAddress("tcp://10.0.0.1#853", kDnsmasqSyntax);
+  CHECK_FALSE(a == b);
+  CHECK(a.Hash() != b.Hash());
+  CHECK_FALSE(Upstream(a.address, UpstreamTransport::kTls) == a);
+  CHECK_FALSE(tcp == Upstream(a.address, UpstreamTransport::kTls));
 }
 
 TEST_CASE("The probe server's forms: host:port, [ip]:port, [ip], bare IPv4",

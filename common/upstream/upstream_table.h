@@ -90,6 +90,7 @@ class UpstreamTable {
                                      // SERVFAIL/REFUSED/NOTIMP/FORMERR replies
     metrics::Counter timeouts;       // of which timeouts
     metrics::Counter answers;        // replies handed to clients
+    metrics::Counter tls_handshake_failures;  // tls:// connections refused: certificate, name
     metrics::Histogram rtt_seconds;  // per reply received; 0.25 ms doubling to 8.192 s
     // Health probes to it while failed that got no reply, and the times it was marked down
     // (its route's max_fails of them in a row; route_options.h).

@@ -96,10 +96,13 @@ ForwardMetrics::ForwardMetrics(metrics::Registry& registry,
        "REFUSED, NOTIMP, FORMERR)."},
       {"kdns_kubedns_upstream_timeouts_total", "Tries to each upstream that timed out."},
       {"kdns_kubedns_upstream_answers_total", "Replies from each upstream used for answers."},
+      {"kdns_kubedns_upstream_tls_handshake_failures_total",
+       "TLS handshakes with each tls:// upstream that failed (untrusted certificate, wrong "
+       "name); its queries fail, never sent in the clear."},
   };
   const UpstreamCollector::Field fields[] = {&Entry::sent, &Entry::failed, &Entry::timeouts,
-                                             &Entry::answers};
-  for (size_t i = 0; i < 4; ++i) {
+                                             &Entry::answers, &Entry::tls_handshake_failures};
+  for (size_t i = 0; i < 5; ++i) {
     registry.AddCollector(families[i].first, families[i].second, metrics::MetricType::kCounter,
                           {"upstream"}, std::make_shared<UpstreamCollector>(table, fields[i]));
   }

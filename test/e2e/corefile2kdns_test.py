@@ -164,6 +164,42 @@ def test_a_corefile_kdns_can_say_exits_0(r):
     return p + ([out] if p else [])
 
 
+def test_tls_forwards_become_tls_upstreams(r):
+    """forward . tls://... with tls_servername and tls CA: tls://IP@NAME nameservers the
+    nanny accepts, and --tls-ca-file for both programs."""
+    corefile = """.:53 {
+        forward . tls://1.1.1.1 tls://[2606:4700::1111]:8853 {
+            tls_servername cloudflare-dns.com
+            tls /etc/kdns-tls/ca.pem
+        }
+    }
+    corp.example { forward . tls://10.0.0.53 }
+    """
+    code, out, err = run_tool(["--json", "-"], stdin=corefile)
+    p = []
+    if code != 0:
+        p.append("exit %d: %s%s" % (code, out, err))
+        return p
+    translated = json.loads(out)
+    data = translated["configMapData"]
+    want = ["tls://1.1.1.1@cloudflare-dns.com", "tls://[2606:4700::1111]:8853@cloudflare-dns.com"]
+    if json.loads(data["upstreamNameservers"]) != want:
+        p.append("upstreamNameservers %s, want %s" % (data["upstreamNameservers"], want))
+    if json.loads(data["stubDomains"]) != {"corp.example": ["tls://10.0.0.53"]}:
+        p.append("stubDomains %s, want corp.example over tls://10.0.0.53" % data["stubDomains"])
+    for program in ("kubedns", "frontend-cache"):
+        if "--tls-ca-file=/etc/kdns-tls/ca.pem" not in translated["args"].get(program, []):
+            p.append("%s: no --tls-ca-file in %s" % (program, translated["args"]))
+    why = configmap_accepted(r, "tls", data)
+    if why:
+        p.append("the nanny refuses the ConfigMap: %s" % why)
+    code, out, err = run_tool(["-"], stdin=".:53 {\n forward . tls://1.1.1.1 {\n"
+                                            "  tls cert.pem key.pem ca.pem\n }\n}\n")
+    if code != 1 or "client certificates" not in out:
+        p.append("tls CERT KEY CA: exit %d, want 1 and NOT TRANSLATED: %s" % (code, out))
+    return p
+
+
 def test_a_broken_corefile_exits_2(r):
     p = []
     for corefile, want in ((".:53 {\n  forward . 8.8.8.8\n", "{ without its }"),
@@ -206,6 +242,7 @@ def test_imports_read_files_next_to_the_corefile(r):
 TESTS = [test_translations_equal_their_goldens,
          test_translations_are_accepted_by_kdns,
          test_a_corefile_kdns_can_say_exits_0,
+         test_tls_forwards_become_tls_upstreams,
          test_a_broken_corefile_exits_2,
          test_imports_read_files_next_to_the_corefile]
 

@@ -147,17 +147,21 @@ OTHER_TEST = """  local-zone: "other.test." static
 
 class Unbound:
     """unbound serving `local` (local-zone and local-data lines; default: other.test),
-    ready once it answers `probe` (an A query)."""
+    ready once it answers `probe` (an A query). With `tls` (key file, certificate file),
+    also DNS over TLS on 127.0.0.1 and `tls_port`."""
 
-    def __init__(self, workdir, name="unbound", local=OTHER_TEST, probe="www.other.test"):
+    def __init__(self, workdir, name="unbound", local=OTHER_TEST, probe="www.other.test",
+                 tls=None):
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir, exist_ok=True)
         last = ""
         for _ in range(5):
-            self.port = free_port()
+            self.port, self.tls_port = free_ports(2)
             conf = os.path.join(self.dir, "unbound.conf")
             with open(conf, "w") as f:
                 f.write(UNBOUND_CONF.format(port=self.port, dir=self.dir, local=local))
+                if tls:
+                    f.write(UNBOUND_TLS_CONF.format(port=self.tls_port, key=tls[0], pem=tls[1]))
             self.process = Process([UNBOUND, "-d", "-c", conf],
                                    os.path.join(self.dir, "unbound.out"))
             if wait_until(lambda: not self.process.alive() or dig(
@@ -193,6 +197,14 @@ UNBOUND_CONF = """server:
   module-config: "iterator"
 {local}remote-control:
   control-enable: no
+"""
+
+# Appended for DNS over TLS: a second interface, the TLS one.
+UNBOUND_TLS_CONF = """server:
+  interface: 127.0.0.1@{port}
+  tls-port: {port}
+  tls-service-key: "{key}"
+  tls-service-pem: "{pem}"
 """
 
 
