@@ -12,8 +12,8 @@
 
 #include "common/base/duration.h"
 #include "common/base/port.h"
-#include "common/dns/loadbalance.h"
 #include "common/base/trim.h"
+#include "common/dns/loadbalance.h"
 #include "common/k8s/label_selector.h"
 #include "common/metrics/coredns_compat.h"
 #include "common/server/debug_http.h"

@@ -44,7 +44,7 @@ class TlsEchoServer {
     thread_ = std::thread([this] { Serve(); });
   }
   ~TlsEchoServer() {
-    shutdown(listen_fd_, SHUT_RDWR);  // wakes accept()
+    shutdown(listen_fd_, SHUT_RDWR);                                             // wakes accept()
     if (const int fd = connection_fd_.load(); fd >= 0) shutdown(fd, SHUT_RDWR);  // and reads
     thread_.join();
     close(listen_fd_);

@@ -85,13 +85,13 @@ class UpstreamTable {
     Entry& operator=(const Entry&) = delete;
 
     const Upstream address;
-    metrics::Counter sent;           // queries sent, every try over UDP or TCP
-    metrics::Counter failed;         // tries with no usable reply: timeouts, network errors,
-                                     // SERVFAIL/REFUSED/NOTIMP/FORMERR replies
-    metrics::Counter timeouts;       // of which timeouts
-    metrics::Counter answers;        // replies handed to clients
+    metrics::Counter sent;      // queries sent, every try over UDP or TCP
+    metrics::Counter failed;    // tries with no usable reply: timeouts, network errors,
+                                // SERVFAIL/REFUSED/NOTIMP/FORMERR replies
+    metrics::Counter timeouts;  // of which timeouts
+    metrics::Counter answers;   // replies handed to clients
     metrics::Counter tls_handshake_failures;  // tls:// connections refused: certificate, name
-    metrics::Histogram rtt_seconds;  // per reply received; 0.25 ms doubling to 8.192 s
+    metrics::Histogram rtt_seconds;           // per reply received; 0.25 ms doubling to 8.192 s
     // Health probes to it while failed that got no reply, and the times it was marked down
     // (its route's max_fails of them in a row; route_options.h).
     metrics::Counter health_check_failures;

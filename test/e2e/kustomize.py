@@ -140,7 +140,7 @@ def read_kustomization(directory, kind):
     if kustomization.get("kind", "Kustomization") != kind:
         raise ValueError("%s is a %s, not a %s" % (directory, kustomization.get("kind"), kind))
     supported = {"apiVersion", "kind", "resources", "images", "patches", "components",
-                 "configMapGenerator"}
+                 "configMapGenerator", "replacements"}
     extra = set(kustomization) - supported
     if extra:
         raise ValueError("%s/kustomization.yaml uses %s, which this test does not render: "
@@ -148,18 +148,95 @@ def read_kustomization(directory, kind):
     return kustomization
 
 
+def field_path(path):
+    """A replacement's fieldPath split at its dots, a [key=value] or [=value] selector (which
+    may hold dots) one segment."""
+    segments, current, depth = [], "", 0
+    for char in path:
+        if char == "." and depth == 0:
+            segments.append(current)
+            current = ""
+            continue
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        current += char
+    return segments + [current]
+
+
+def walk(node, segments):
+    """(parent, key) of the field `segments` name in `node`: a key, an index, [key=value]
+    (the list item whose key is value) or [=value] (the list item equal to value)."""
+    parent, key = None, None
+    for segment in segments:
+        if parent is not None:
+            node = parent[key]
+        if segment.startswith("[") and segment.endswith("]"):
+            want_key, want = segment[1:-1].split("=", 1)
+            matches = [i for i, item in enumerate(node)
+                       if (item == want if not want_key else
+                           isinstance(item, dict) and item.get(want_key) == want)]
+            if len(matches) != 1:
+                raise ValueError("replacement: %s selects %d items" % (segment, len(matches)))
+            parent, key = node, matches[0]
+        else:
+            parent, key = node, int(segment) if isinstance(node, list) else segment
+    return parent, key
+
+
+def apply_replacements(kustomization, docs):
+    """kustomize's replacements as the components write them: a source object's field into
+    each target's fieldPaths, whole, or as part `options.index` of the target value split
+    at `options.delimiter`."""
+    for replacement in kustomization.get("replacements", []):
+        source = replacement["source"]
+        found = [d for d in docs if d.get("kind") == source["kind"] and
+                 d["metadata"]["name"] == source["name"]]
+        if len(found) != 1:
+            raise ValueError("replacement: nothing selected by %s/%s:%s" % (
+                source["kind"], source["name"], source["fieldPath"]))
+        parent, key = walk(found[0], field_path(source["fieldPath"]))
+        value = parent[key]
+        for target in replacement["targets"]:
+            select = target["select"]
+            for doc in docs:
+                if doc.get("kind") != select["kind"] or doc["metadata"]["name"] != select["name"]:
+                    continue
+                for path in target["fieldPaths"]:
+                    parent, key = walk(doc, field_path(path))
+                    options = target.get("options", {})
+                    if "delimiter" in options:
+                        parts = str(parent[key]).split(options["delimiter"])
+                        parts[options.get("index", 0)] = str(value)
+                        parent[key] = options["delimiter"].join(parts)
+                    else:
+                        parent[key] = value
+
+
+def local_config(doc):
+    """Whether kustomize reads `doc` but leaves it out of the output."""
+    annotations = doc.get("metadata", {}).get("annotations") or {}
+    return annotations.get("config.kubernetes.io/local-config") == "true"
+
+
 def load_resources(directory, kustomization):
     docs = []
     for resource in kustomization.get("resources", []):
         path = os.path.join(directory, resource)
-        docs += render(path)[1] if os.path.isdir(path) else load_docs(path)
+        docs += build(path)[1] if os.path.isdir(path) else load_docs(path)
     return docs
 
 
 def render(kustomization_dir):
     """(the kustomization, its objects), in kustomize's order of work: resources, then
-    each component (its resources, generators and patches), then the kustomization's own
-    generators, patches and images."""
+    each component (its resources, generators, patches and replacements), then the
+    kustomization's own generators, patches, replacements and images; local-config objects
+    (read, never applied) are left out at the end."""
+    kustomization, docs = build(kustomization_dir)
+    return kustomization, [doc for doc in docs if not local_config(doc)]
+
+
+def build(kustomization_dir):
+    """render() before local-config objects are left out (what a parent's replacements
+    may read)."""
     kustomization = read_kustomization(kustomization_dir, "Kustomization")
     docs = load_resources(kustomization_dir, kustomization)
     for component in kustomization.get("components", []):
@@ -167,8 +244,10 @@ def render(kustomization_dir):
         part = read_kustomization(directory, "Component")
         docs += load_resources(directory, part) + generate_configmaps(directory, part)
         apply_patches(part, docs)
+        apply_replacements(part, docs)
     docs += generate_configmaps(kustomization_dir, kustomization)
     apply_patches(kustomization, docs)
+    apply_replacements(kustomization, docs)
     for entry in kustomization.get("images", []):
         for doc in docs:
             spec = pod_spec(doc)

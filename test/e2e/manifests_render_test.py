@@ -82,6 +82,17 @@ KUSTOMIZE_ANNOTATIONS = ("config.kubernetes.io/", "internal.config.kubernetes.io
                          "kustomize.config.k8s.io/")
 
 
+# What a component needs from the operator's overlay to render at all (its header says so):
+# external-names reads the zone from a local-config ConfigMap the operator writes.
+OPERATOR_INPUTS = {
+    "external-names": [("external-zone.yaml", {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "kdns-external-names", "namespace": "kube-system",
+                     "annotations": {"config.kubernetes.io/local-config": "true"}},
+        "data": {"zone": "example.org"}})],
+}
+
+
 def every_kustomization(workdir):
     """(what, directory) of every kustomization the manifests offer: manifests/, each
     component applied alone over it (as an operator's overlay lists it), and monitoring."""
@@ -90,6 +101,14 @@ def every_kustomization(workdir):
     for name in sorted(os.listdir(components)):
         overlay = manifests.write_overlay(os.path.join(workdir, name),
                                           [os.path.join(components, name)])
+        for resource, doc in OPERATOR_INPUTS.get(name, []):
+            with open(os.path.join(overlay, resource), "w") as f:
+                yaml.safe_dump(doc, f)
+            with open(os.path.join(overlay, "kustomization.yaml")) as f:
+                kustomization = yaml.safe_load(f)
+            kustomization["resources"].append(resource)
+            with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+                yaml.safe_dump(kustomization, f)
         out.append(("manifests/ with components/" + name, overlay))
     out.append(("manifests/monitoring", os.path.join(MANIFESTS, "monitoring")))
     return out

@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -247,6 +248,16 @@ def test_configmap_edits_under_load(pod):
     return p
 
 
+def udp_port_free(port):
+    """Whether nothing holds UDP 127.0.0.1:`port` (a plain bind succeeds)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
 def test_kill_each_process(pod):
     p = []
     name = "kubernetes.default.svc.cluster.local"
@@ -292,6 +303,11 @@ def test_kill_each_process(pod):
     os.kill(pod.nanny.pid, signal.SIGKILL)
     pod.nanny.stop()
     subprocess.run(["pkill", "-9", "-f", os.path.join(BIN, "frontend-cache")])
+    # The kubelet starts the container again once its processes are gone. A SIGKILL is
+    # sent, not waited for: the killed child's last threads still hold the port for a few
+    # milliseconds after it shows as defunct (and pgrep no longer finds it).
+    if not harness.wait_until(lambda: udp_port_free(pod.nanny.port), 10):
+        p.append("port %d still held 10 s after the kill -9" % pod.nanny.port)
     start = time.monotonic()
     pod.start_nanny()
     measured("cache container restart (nanny and frontend-cache) -> answering",
