@@ -64,8 +64,9 @@
 //   8. Timeouts and network errors count against the server; failure_threshold in a row
 //      mark it failed, and a background probe (probe_name/probe_type every
 //      probe_interval_ms, or the route's health_check) restores it as soon as it answers;
-//      max_fails probes in a row that get no reply (1 unless the route says otherwise; 0:
-//      never) mark it down (step 2) until one does.
+//      max_fails probes in a row that get no reply (1 unless the route says otherwise) mark
+//      it down (step 2) until one does. max_fails=0 (CoreDNS's meaning): never down and never
+//      probed; the first reply to a client query restores it.
 //
 // The callback is called exactly once per Resolve, never from inside Resolve (results
 // known at once are delivered on the next loop iteration), with a Result shared by all
@@ -291,6 +292,8 @@ class Forwarder {
   void Deliver(std::vector<Callback> waiters, std::shared_ptr<const Result> result);
   void SchedulePost();
   void RunPosted();
+  // Failed, health-checked (max_fails > 0) and not disabled by loop detection.
+  static bool WantsProbe(const Server& server);
   void ProbeFailedServers();
   void UpdateProbeTimer();
   // A route's max_fails and health_check onto `server` (route_options.h), or the defaults

@@ -123,21 +123,36 @@ TEST_CASE_METHOD(LoopFixture,
   CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("three.example."), set)) == "192.0.2.1");
 }
 
-TEST_CASE_METHOD(LoopFixture, "max_fails=0 never marks an upstream down",
+TEST_CASE_METHOD(LoopFixture, "max_fails=0 never marks an upstream down nor probes it",
                  "[upstream][route_options]") {
   FakeUpstream a(loop, 1);
+  FakeUpstream b(loop, 2);  // the same failure, under the default max_fails: the yardstick
   a.set_behaviour(Behaviour::kSilent);
+  b.set_behaviour(Behaviour::kSilent);
   Forwarder::Options options = FailFastOptions(/*probe_interval_ms=*/20);
   options.total_timeout_ms = 300;
   Forwarder forwarder(loop, options);
-  const UpstreamTable::Entry& entry = forwarder.table().Get(a.address());
-  const UpstreamSet set = WithOptions({a.address()}, "max_fails=0");
-  CHECK(ResolveAndWait(loop, forwarder, Req("one.example."), set).reason == FailReason::kTimeout);
-  REQUIRE(RunUntil(loop, [&] { return entry.health_check_failures.Value() >= 3; }));
+  const UpstreamTable::Entry& entry_a = forwarder.table().Get(a.address());
+  const UpstreamTable::Entry& entry_b = forwarder.table().Get(b.address());
+  const UpstreamSet set_a = WithOptions({a.address()}, "max_fails=0");
+  const UpstreamSet set_b = WithOptions({b.address()}, "max_fails=1");
+  CHECK(ResolveAndWait(loop, forwarder, Req("one.example."), set_a).reason == FailReason::kTimeout);
+  CHECK(ResolveAndWait(loop, forwarder, Req("one.example."), set_b).reason == FailReason::kTimeout);
+  REQUIRE(forwarder.health(a.address())->failed());
+  // b is probed three times over; a, failed as long, not once (CoreDNS: "nor health checked").
+  const size_t a_queries = a.queries().size();
+  REQUIRE(RunUntil(loop, [&] { return entry_b.health_check_failures.Value() >= 3; }));
+  CHECK(entry_a.health_check_failures.Value() == 0);
+  CHECK(a.queries().size() == a_queries);
   CHECK_FALSE(forwarder.health(a.address())->down());
-  CHECK(entry.marked_down.Value() == 0);
+  CHECK(entry_a.marked_down.Value() == 0);
   // Still asked (and still silent): a timeout, not an at-once kUpstreamDown.
-  CHECK(ResolveAndWait(loop, forwarder, Req("two.example."), set).reason == FailReason::kTimeout);
+  CHECK(ResolveAndWait(loop, forwarder, Req("two.example."), set_a).reason == FailReason::kTimeout);
+  // The first reply to a client query makes it healthy again.
+  a.set_behaviour(Behaviour::kAnswer);
+  CHECK(AnswerAddress(ResolveAndWait(loop, forwarder, Req("three.example."), set_a)) ==
+        "192.0.2.1");
+  CHECK_FALSE(forwarder.health(a.address())->failed());
 }
 
 TEST_CASE_METHOD(LoopFixture, "A route without max_fails puts the default back on its upstreams",

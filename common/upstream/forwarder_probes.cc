@@ -24,12 +24,19 @@ dns::Name Forwarder::ProbeForLoop(const Upstream& upstream) {
   return name;
 }
 
+bool Forwarder::WantsProbe(const Server& server) {
+  // max_fails=0: never down, so never health-checked (CoreDNS forward's max_fails 0); such a
+  // server comes back with the first reply to a client query, which it is still sent.
+  return server.health.failed() && server.health.max_fails() > 0 &&
+         !server.entry.loop_disabled.load(std::memory_order_relaxed);
+}
+
 void Forwarder::UpdateProbeTimer() {
-  // The timer ticks at the shortest interval of the failed servers; each is probed when
-  // its own interval has passed (ProbeFailedServers).
+  // The timer ticks at the shortest interval of the servers that want a probe; each is
+  // probed when its own interval has passed (ProbeFailedServers).
   uint64_t interval_ms = 0;
   for (const auto& [address, server] : servers_) {
-    if (server->health.failed() && !server->entry.loop_disabled.load(std::memory_order_relaxed)) {
+    if (WantsProbe(*server)) {
       interval_ms = interval_ms == 0 ? server->probe_interval_ms
                                      : std::min(interval_ms, server->probe_interval_ms);
     }
@@ -47,8 +54,7 @@ void Forwarder::ProbeFailedServers() {
   const uint64_t now = loop_.now_ms();
   std::vector<Server*> failed;
   for (const auto& [address, server] : servers_) {
-    if (server->health.failed() && !server->probing && now >= server->next_probe_ms &&
-        !server->entry.loop_disabled.load(std::memory_order_relaxed)) {
+    if (WantsProbe(*server) && !server->probing && now >= server->next_probe_ms) {
       failed.push_back(server.get());
     }
   }

@@ -14,7 +14,8 @@
 //                      Without it, the program's own order: the lowest smoothed RTT, or the
 //                      order written under frontend-cache's --strict-order.
 //   max_fails=N        unanswered health probes in a row that mark a failed upstream down
-//                      (no client query is sent to it); 0: never down (CoreDNS max_fails).
+//                      (no client query is sent to it); 0: never down and never probed
+//                      (CoreDNS max_fails).
 //                      Default 1.
 //   health_check=DUR   the interval of the health probes (". NS") to a failed upstream, a
 //                      Go duration (`500ms`, `0.5s`); default the program's (5s)

@@ -20,7 +20,8 @@
 // slow on a few names (a broken delegation) times out on them, but it answers the probe.
 // Any reply (a late one, or the next probe's) ends both states. How many unanswered probes
 // in a row make it down is `max_fails` (CoreDNS forward's max_fails; a route's
-// route_options.h): 1 by default, 0 never.
+// route_options.h): 1 by default; 0 never, and the Forwarder does not probe such a server
+// at all (CoreDNS's meaning of max_fails 0).
 //
 // Thread: the owning Forwarder's loop thread.
 #pragma once
