@@ -151,6 +151,9 @@ void DnsHandler::HandleQuery(server::Request& request) {
       if (size == 0) {
         return ReplyEmpty(request, query, dns::Rcode::kServFail, AnswerSource::kLocal, start);
       }
+      // A name with several addresses in the hosts files (or --address) takes turns, as
+      // a cached one does.
+      Balance(request.response_buffer().first(size));
       return Reply(request, query, request.response_buffer().first(size), AnswerSource::kLocal,
                    start);
     }
@@ -201,14 +204,17 @@ DnsHandler::Decided DnsHandler::Decide(const dns::Query& query, const CacheKey& 
     return decided;
   }
   decided.hit = shared_.cache.Lookup(key, query, out, limit);
-  if (shared_.loadbalance == dns::LoadBalance::kRoundRobin &&
-      decided.hit.status == LookupStatus::kHit) {
-    // The copy in `out` is this client's: rotating it leaves the entry as it was received.
-    (void)dns::RotateAddressRrsets(out.first(decided.hit.size), dns::NextRoundRobinTurn());
-  }
+  // The copy in `out` is this client's: rotating it leaves the entry as it was received.
+  if (decided.hit.status == LookupStatus::kHit) Balance(out.first(decided.hit.size));
   decided.kind =
       decided.hit.status == LookupStatus::kHit ? Decided::Kind::kHit : Decided::Kind::kForward;
   return decided;
+}
+
+void DnsHandler::Balance(std::span<uint8_t> answer) const {
+  if (shared_.loadbalance == dns::LoadBalance::kRoundRobin) {
+    (void)dns::RotateAddressRrsets(answer, dns::NextRoundRobinTurn());
+  }
 }
 
 void DnsHandler::Forward(server::Request& request, const RoutingState& routing,

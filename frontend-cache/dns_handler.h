@@ -33,7 +33,8 @@
 //
 // With --loadbalance=round_robin (the default, as dnsmasq's cache) a cache hit's A/AAAA
 // RRsets are rotated in the client's copy (common/dns/loadbalance.h), a turn per hit on a
-// counter of the answering thread's own; off costs the hit one branch.
+// counter of the answering thread's own, and so are local answers (hosts files,
+// --address); off costs the hit one branch.
 //
 // With --log-queries every answer is written to the query log (common/server/query_log.h)
 // with its source: local, cache, upstream or stale.
@@ -226,6 +227,8 @@ class DnsHandler final : public server::QueryHandler,
   void Reply(To& to, const dns::Query& query, std::span<uint8_t> response,
              server::AnswerSource source, const Start& start);
   // A miss on `upstreams` (of `routing`): waits for the upstream's answer (forwarding_).
+  // --loadbalance=round_robin: rotates `answer`'s A/AAAA RRsets a turn; off: nothing.
+  void Balance(std::span<uint8_t> answer) const;
   void Forward(server::Request& request, const RoutingState& routing,
                const upstream::UpstreamSet& upstreams, const Start& start);
   template <class To>

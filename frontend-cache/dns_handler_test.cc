@@ -76,8 +76,10 @@ struct Harness {
     REQUIRE(server != nullptr);
   }
 
-  // Publishes the routing: local.test. locally, the rest to `upstream` (none: REFUSED).
-  void Route(std::optional<loop::SocketAddress> upstream) {
+  // Publishes the routing: local.test. locally, the rest to `upstream` (none: REFUSED);
+  // `local` adds hosts-file entries and --address answers.
+  void Route(std::optional<loop::SocketAddress> upstream,
+             const LocalAnswersConfig& local = LocalAnswersConfig()) {
     std::string text = "server=/local.test/\n";
     if (upstream) text += "server=127.0.0.1#" + std::to_string(upstream->port()) + "\n";
     std::vector<ServerOption> servers;
@@ -85,6 +87,7 @@ struct Harness {
     REQUIRE(ParseServersFile(text, &servers, &error));
     auto state = std::make_shared<RoutingState>();
     state->table = RoutingTable::Build(servers, {});
+    state->local = LocalAnswers(local);
     if (upstream) state->default_set = upstream::UpstreamSet{*upstream};
     routing.Publish(std::move(state));
   }
@@ -219,6 +222,32 @@ TEST_CASE("cache hits take turns at the first address under round_robin, never w
   }
   h.server.reset();
   upstream.reset();
+  RequireClosesClean(h.loop);
+}
+
+TEST_CASE("hosts-file answers take turns at the first address under round_robin, never when off",
+          "[frontend][handler][loadbalance]") {
+  const dns::LoadBalance mode = GENERATE(dns::LoadBalance::kRoundRobin, dns::LoadBalance::kOff);
+  Harness h;
+  h.shared.loadbalance = mode;
+  LocalAnswersConfig local;
+  for (const char* ip : {"10.0.1.1", "10.0.1.2", "10.0.1.3"}) {
+    local.hosts.push_back(HostsEntry{*IpAddress::Parse(ip), {N("web.hosts.test.")}});
+  }
+  h.Route(std::nullopt, local);
+  std::vector<std::string> firsts;
+  for (int i = 0; i < 3; ++i) {
+    const dns::Message reply = h.Ask(QuerySpec("web.hosts.test.").Bytes());
+    REQUIRE(reply.answers.size() == 3);
+    firsts.push_back(dns::RdataToText(reply.answers[0].rdata));
+  }
+  std::sort(firsts.begin(), firsts.end());
+  if (mode == dns::LoadBalance::kRoundRobin) {
+    CHECK(firsts == std::vector<std::string>{"10.0.1.1", "10.0.1.2", "10.0.1.3"});
+  } else {
+    CHECK(firsts == std::vector<std::string>{"10.0.1.1", "10.0.1.1", "10.0.1.1"});
+  }
+  h.server.reset();
   RequireClosesClean(h.loop);
 }
 

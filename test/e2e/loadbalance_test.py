@@ -7,8 +7,9 @@ there; by default (off, as kube-dns's kubedns) the order never changes. frontend
 cache hits rotate by default (round_robin, as dnsmasq's cache in kube-dns's pod did) while the
 miss that filled the entry keeps the upstream's order; a CNAME chain from NSD keeps its CNAMEs
 first, in chain order, while the addresses behind it take turns; --no-round-robin (dnsmasq's
-switch) and --loadbalance=off keep every hit in the upstream's order. Debian's dnsmasq,
-asked the same way, rotates its cache hits too: the default we copy.
+switch) and --loadbalance=off keep every hit in the upstream's order. A hosts file's name
+with three addresses takes turns the same way. Debian's dnsmasq, asked the same way, rotates
+its cache hits and its hosts answers too: the default we copy.
 
 The servers run one DNS thread each: the turn is a counter per thread, so with one thread
 answering, successive answers take successive turns.
@@ -28,6 +29,7 @@ NAME = "web.default.svc.cluster.local."
 IPV4 = ["10.244.1.1", "10.244.1.2", "10.244.1.3"]
 IPV6 = ["fd00::1", "fd00::2"]
 CHAIN = "chain.example.test."  # chain -> alias -> www, two A records (servers.default_zones)
+HOSTS_IPS = ["10.9.0.1", "10.9.0.2", "10.9.0.3"]
 
 
 def objects():
@@ -175,6 +177,39 @@ def test_frontend_cache_keeps_cname_chains_first(env):
         fe.stop()
 
 
+def test_hosts_file_answers_rotate_as_dnsmasqs(env):
+    """A name with three addresses in an --addn-hosts file: frontend-cache's answers take
+    turns by default and keep the file's order with --no-round-robin; Debian's dnsmasq, given
+    the same file, takes turns too (the behaviour we copy)."""
+    hosts = os.path.join(env["workdir"], "rotating.hosts")
+    with open(hosts, "w") as f:
+        f.write("".join("%s hosts-rr.test\n" % ip for ip in HOSTS_IPS))
+    p = []
+    for flags, rotates in (((), True), (("--no-round-robin",), False)):
+        fe = servers.FrontendCache(env["workdir"], "fe-hosts" + "".join(flags), "--no-hosts",
+                                   "--addn-hosts=" + hosts, *flags, threads=1)
+        try:
+            ask = lambda name, rtype: harness.dig(fe.port, name, rtype)  # noqa: E731
+            seen, problems = orders(ask, "hosts-rr.test.", "A", HOSTS_IPS, 6)
+            p += problems
+            if rotates and seen != rotations(seen[0], len(seen)):
+                p.append("hosts answers did not rotate one place each: %s" % seen)
+            if not rotates and any(order != HOSTS_IPS for order in seen):
+                p.append("--no-round-robin: hosts answers left the file's order: %s" % seen)
+        finally:
+            fe.stop()
+    dm = servers.Dnsmasq(env["workdir"], "dnsmasq-hosts", "--addn-hosts=" + hosts)
+    try:
+        ask = lambda name, rtype: harness.dig(dm.port, name, rtype)  # noqa: E731
+        seen, problems = orders(ask, "hosts-rr.test.", "A", HOSTS_IPS, 6)
+        p += problems
+        if len({tuple(o[:1]) for o in seen}) < 2:
+            p.append("dnsmasq's hosts answers came in one order: %s" % seen)
+    finally:
+        dm.stop()
+    return p
+
+
 def test_dnsmasq_rotates_its_cache_hits_too(env):
     """The evidence for frontend-cache's default: Debian's dnsmasq (without --no-round-robin)
     answers cache hits in turns; with it, in the upstream's order."""
@@ -204,6 +239,7 @@ TESTS = [test_kubedns_round_robin_rotates_headless_answers,
          test_frontend_cache_hits_rotate_by_default,
          test_frontend_cache_keeps_order_with_no_round_robin,
          test_frontend_cache_keeps_cname_chains_first,
+         test_hosts_file_answers_rotate_as_dnsmasqs,
          test_dnsmasq_rotates_its_cache_hits_too]
 
 
