@@ -67,9 +67,12 @@ def test_force_tcp_and_prefer_udp(env):
 
 def test_sequential(env):
     """The second upstream is never asked while the first answers; without the option the
-    fastest (the never-measured second one, at first) is asked too."""
+    fastest (the never-measured second one, at first) is asked too. The first answers 20 ms
+    late, so it is measured slower: on loopback both would measure 0 ms and tie, and the tie
+    keeps the written order."""
     workdir = env["workdir"]
-    first = fu.FakeUpstream(name="first", answer_ip="192.0.2.1")
+    first = fu.FakeUpstream(name="first", answer_ip="192.0.2.1", default="slow",
+                            default_params={"delay": 0.02})
     second = fu.FakeUpstream(name="second", answer_ip="192.0.2.2")
     fe = None
     p = []
