@@ -88,6 +88,9 @@ DEFINE_string(external_zone, "",
               "addresses of Services under these comma-separated zones (CoreDNS k8s_external); "
               "empty: off.");
 DEFINE_int64(external_ttl, 5, "TTL of the --external-zone records and its negative answers.");
+DEFINE_string(external_ns_service, "kube-system/kube-dns",
+              "NAMESPACE/NAME of the Service whose external IPs ns1.dns.<external zone> "
+              "answers (the NS of every --external-zone); empty: no address.");
 DEFINE_string(namespaces, "",
               "Serve only the objects of these comma-separated namespaces (CoreDNS kubernetes "
               "namespaces); names in others are NXDOMAIN. Empty: all.");
@@ -273,6 +276,7 @@ kdns::kubedns::FlagValues FlagValuesFromGflags() {
   flags.zonal = FLAGS_zonal;
   flags.external_zone = FLAGS_external_zone;
   flags.external_ttl = FLAGS_external_ttl;
+  flags.external_ns_service = FLAGS_external_ns_service;
   flags.namespaces = FLAGS_namespaces;
   flags.labels = FLAGS_labels;
   flags.endpoint_pod_names = FLAGS_endpoint_pod_names;

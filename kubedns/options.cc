@@ -1,5 +1,6 @@
 #include "kubedns/options.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "common/base/port.h"
 #include "common/base/trim.h"
 #include "common/dns/loadbalance.h"
+#include "common/dns/reverse.h"
 #include "common/k8s/label_selector.h"
 #include "common/metrics/coredns_compat.h"
 #include "common/server/debug_http.h"
@@ -123,6 +125,23 @@ bool ExternalOptions(const FlagValues& flags, std::vector<dns::Name> taken,
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
   }
+  // A reverse zone's PTR records point into the first forward one.
+  const auto& zones = options->answer.external.zones;
+  if (!zones.empty() && std::all_of(zones.begin(), zones.end(), dns::IsReverseName)) {
+    *error = "--external-zone: a reverse zone needs a forward zone for its PTR targets";
+    return false;
+  }
+  const std::string& ns_service = flags.external_ns_service;
+  const size_t slash = ns_service.find('/');
+  if (!ns_service.empty() &&
+      (slash == std::string::npos || slash == 0 || slash + 1 == ns_service.size() ||
+       ns_service.find('/', slash + 1) != std::string::npos)) {
+    *error = "--external-ns-service: \"" + ns_service + "\" is not NAMESPACE/NAME";
+    return false;
+  }
+  options->answer.external.ns_service_namespace =
+      ns_service.empty() ? "" : ns_service.substr(0, slash);
+  options->answer.external.ns_service_name = ns_service.empty() ? "" : ns_service.substr(slash + 1);
   return true;
 }
 

@@ -47,6 +47,9 @@ struct FlagValues {
   // --external-zone: comma-separated zones of k8s_external-style names; empty: off.
   std::string external_zone;
   int64_t external_ttl = 5;  // k8s_external's default
+  // --external-ns-service: NAMESPACE/NAME of the Service whose external addresses
+  // ns1.dns.<external zone> answers; empty: none.
+  std::string external_ns_service = "kube-system/kube-dns";
   // Which objects are served, and endpoint names (records/object_filter.h).
   std::string namespaces;  // comma-separated; empty: all
   std::string labels;      // a label selector; empty: all

@@ -528,6 +528,39 @@ TEST_CASE("--external-zone takes a list of zones that overlap no other", "[kubed
   flags.external_zone = "example.org";
   flags.external_ttl = -1;
   CHECK(ErrorOf(flags) == "--external-ttl: must be in 0..2147483647");
+  flags.external_ttl = 5;
+
+  // A reverse zone answers PTR into a forward one, which must be there.
+  flags.external_zone = "2.0.192.in-addr.arpa,8.b.d.0.1.0.0.2.ip6.arpa";
+  CHECK(ErrorOf(flags) ==
+        "--external-zone: a reverse zone needs a forward zone for its PTR targets");
+  flags.external_zone = "2.0.192.in-addr.arpa,example.org";
+  Options with_reverse;
+  REQUIRE(BuildOptions(flags, Env({}), &with_reverse, &error));
+  CHECK(with_reverse.server.answer.external.zones.size() == 2);
+}
+
+TEST_CASE("--external-ns-service names the Service whose addresses ns1.dns.<zone> has",
+          "[kubedns][options]") {
+  Options options;
+  std::string error;
+  FlagValues flags = Offline();
+  flags.external_zone = "example.org";
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.answer.external.ns_service_namespace == "kube-system");
+  CHECK(options.server.answer.external.ns_service_name == "kube-dns");
+  flags.external_ns_service = "dns/edge";
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.answer.external.ns_service_namespace == "dns");
+  CHECK(options.server.answer.external.ns_service_name == "edge");
+  flags.external_ns_service = "";
+  REQUIRE(BuildOptions(flags, Env({}), &options, &error));
+  CHECK(options.server.answer.external.ns_service_name.empty());
+  for (const char* bad : {"kube-dns", "/kube-dns", "kube-system/", "a/b/c"}) {
+    flags.external_ns_service = bad;
+    CHECK(ErrorOf(flags) ==
+          "--external-ns-service: \"" + std::string(bad) + "\" is not NAMESPACE/NAME");
+  }
 }
 
 TEST_CASE("--namespaces, --labels and --endpoint-pod-names build the object filter",

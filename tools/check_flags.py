@@ -598,6 +598,7 @@ FLAG_TABLES = {
         "flag\tdomain\tstring\n"
         "flag\tendpoint_pod_names\tbool\n"
         "flag\tendpoints_source\tstring\n"
+        "flag\texternal_ns_service\tstring\n"
         "flag\texternal_ttl\tint64\n"
         "flag\texternal_zone\tstring\n"
         "flag\tfederations\tstring\n"

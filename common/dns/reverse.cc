@@ -42,6 +42,10 @@ const Name& Ip6Arpa() {
   return name;
 }
 
+bool IsReverseName(const Name& name) {
+  return name.IsSubdomainOf(InAddrArpa()) || name.IsSubdomainOf(Ip6Arpa());
+}
+
 Name ReverseName(const IpAddress& address) {
   Name name;
   std::span<const uint8_t> bytes = address.bytes();

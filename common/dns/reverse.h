@@ -19,5 +19,7 @@ std::optional<IpAddress> AddressFromReverseName(const Name& name);
 // "in-addr.arpa." and "ip6.arpa.".
 const Name& InAddrArpa();
 const Name& Ip6Arpa();
+// True for a name under (or at) either of them, in any case.
+bool IsReverseName(const Name& name);
 
 }  // namespace kdns::dns

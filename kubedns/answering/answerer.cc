@@ -192,6 +192,10 @@ AnswerResult Answerer::Answer(const Snapshot* snapshot, const server::Admission&
     response.builder.header().aa = true;
     if (snapshot == nullptr || !snapshot->synced()) {
       response.rcode = dns::Rcode::kServFail;  // not synced yet, as the cluster zone
+    } else if (result.reverse && !external_.ServesPtr(*snapshot, lower) &&
+               AnswerReverse(*snapshot, lower, response)) {
+      // a reverse external zone: an address that is no Service's external one keeps its
+      // cluster PTR
     } else {
       response.rcode = external_.Answer(*external_zone, *snapshot, SoaSerial(*snapshot), lower,
                                         query, response.builder, &response.chase_target);

@@ -53,6 +53,7 @@
 #include "common/dns/name.h"
 #include "common/dns/parser.h"
 #include "common/dns/rdata.h"
+#include "common/dns/reverse.h"
 #include "common/dns/types.h"
 #include "common/server/admission.h"
 #include "kubedns/answering/external_answer.h"
@@ -127,9 +128,7 @@ class Answerer {
 
   // Whether `qname` is a reverse name (under in-addr.arpa or ip6.arpa, any case): the
   // skydns "reverse" system its answer is counted under.
-  bool IsReverse(const dns::Name& qname) const {
-    return qname.IsSubdomainOf(in_addr_arpa_) || qname.IsSubdomainOf(ip6_arpa_);
-  }
+  bool IsReverse(const dns::Name& qname) const { return dns::IsReverseName(qname); }
 
   // Answers the admitted query into `buffer` (at least admission.reply_limit_bytes).
   // `snapshot` may be null before the first publish. Never throws.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "common/dns/reverse.h"
+
 namespace kdns::kubedns {
 namespace {
 
@@ -23,10 +25,36 @@ std::string_view WithoutUnderscore(std::string_view label) {
 
 ExternalAnswerer::ExternalAnswerer(const ExternalConfig& config) : config_(config) {
   for (const dns::Name& apex : config_.zones) {
-    zones_.push_back(ZoneNames{apex, *dns::Name::FromLabels({"dns"}, apex),
-                               *dns::Name::FromLabels({"ns1", "dns"}, apex),
-                               *dns::Name::FromLabels({"hostmaster", "dns"}, apex)});
+    zones_.push_back(ZoneNames{
+        apex, *dns::Name::FromLabels({"dns"}, apex), *dns::Name::FromLabels({"ns1", "dns"}, apex),
+        *dns::Name::FromLabels({"hostmaster", "dns"}, apex), dns::IsReverseName(apex)});
+    if (!ptr_zone_ && !zones_.back().reverse) ptr_zone_ = apex;
   }
+}
+
+bool ExternalAnswerer::ServesPtr(const Snapshot& snapshot, const dns::Name& lower) const {
+  const auto ip = dns::AddressFromReverseName(lower);
+  return ip && snapshot.ForEachExternalOwner(*ip, [](const ServiceName&) {}) > 0;
+}
+
+void ExternalAnswerer::AddNsAddresses(const Snapshot& snapshot, const dns::Name& owner,
+                                      IpFamily family, Section section,
+                                      dns::MessageBuilder& builder) const {
+  if (config_.ns_service_name.empty()) return;
+  const ServiceRecords* records =
+      snapshot.FindService(config_.ns_service_namespace, config_.ns_service_name);
+  const ServiceInfo* service = records != nullptr ? records->service() : nullptr;
+  if (service == nullptr || service->external == nullptr) return;
+  const std::vector<IpAddress>& ips = service->external->ips;
+  if (std::none_of(ips.begin(), ips.end(),
+                   [&](const IpAddress& ip) { return ip.family() == family; })) {
+    return;
+  }
+  builder.BeginRrset(section);
+  for (const IpAddress& ip : ips) {
+    if (ip.family() == family) builder.AddAddress(owner, config_.ttl_s, ip);
+  }
+  (void)builder.EndRrset();
 }
 
 std::optional<size_t> ExternalAnswerer::ZoneOf(const dns::Name& lower) const {
@@ -69,10 +97,22 @@ dns::Rcode ExternalAnswerer::Answer(size_t zone_index, const Snapshot& snapshot,
   if (depth == 0) {
     rcode = dns::Rcode::kNoError;
     if (qtype == RrType::kSoa) one(RrType::kSoa, Soa(zone, serial));
-    if (qtype == RrType::kNs) one(RrType::kNs, dns::RdataNs{zone.ns_name});
+    if (qtype == RrType::kNs) {
+      one(RrType::kNs, dns::RdataNs{zone.ns_name});
+      for (IpFamily family : {IpFamily::kV4, IpFamily::kV6}) {
+        AddNsAddresses(snapshot, zone.ns_name, family, Section::kAdditional, builder);
+      }
+    }
   } else if (lower.IsSubdomainOf(zone.dns)) {
-    // dns.E and ns1.dns.E exist (NODATA); nothing else under dns.E does.
+    // dns.E and ns1.dns.E exist; nothing else under dns.E does.
     if (depth == 1 || (depth == 2 && label(0) == "ns1")) rcode = dns::Rcode::kNoError;
+    if (depth == 2 && rcode == dns::Rcode::kNoError &&
+        (qtype == RrType::kA || qtype == RrType::kAaaa)) {
+      AddNsAddresses(snapshot, query.qname, qtype == RrType::kA ? IpFamily::kV4 : IpFamily::kV6,
+                     Section::kAnswer, builder);
+    }
+  } else if (zone.reverse) {
+    rcode = AnswerPtr(snapshot, lower, query, builder);
   } else if (depth == 1) {
     if (snapshot.HasNamespace(label(0))) rcode = dns::Rcode::kNoError;
   } else if (depth == 2 || depth == 4) {
@@ -90,6 +130,30 @@ dns::Rcode ExternalAnswerer::Answer(size_t zone_index, const Snapshot& snapshot,
                                                 config_.ttl_s, Soa(zone, serial)});
   }
   return rcode;
+}
+
+dns::Rcode ExternalAnswerer::AnswerPtr(const Snapshot& snapshot, const dns::Name& lower,
+                                       const dns::Query& query,
+                                       dns::MessageBuilder& builder) const {
+  const bool v4 = lower.IsSubdomainOf(dns::InAddrArpa());
+  const size_t address_labels = v4 ? 4 + 2 : 32 + 2;
+  // Shorter than an address's name: a Service's address may lie below (RFC 8020), and
+  // telling would take a walk of the index: NODATA.
+  if (lower.label_count() < address_labels) return dns::Rcode::kNoError;
+  const auto ip = dns::AddressFromReverseName(lower);
+  if (!ip || !ptr_zone_) return dns::Rcode::kNxDomain;
+  if (snapshot.ForEachExternalOwner(*ip, [](const ServiceName&) {}) == 0) {
+    return dns::Rcode::kNxDomain;
+  }
+  if (query.qtype != RrType::kPtr) return dns::Rcode::kNoError;
+  builder.BeginRrset(Section::kAnswer);
+  snapshot.ForEachExternalOwner(*ip, [&](const ServiceName& owner) {
+    if (auto target = dns::Name::FromLabels({owner.name, owner.ns}, *ptr_zone_)) {
+      builder.Add(query.qname, RrType::kPtr, RrClass::kIn, config_.ttl_s, dns::RdataPtr{*target});
+    }
+  });
+  (void)builder.EndRrset();
+  return dns::Rcode::kNoError;
 }
 
 dns::Rcode ExternalAnswerer::AnswerService(const ZoneNames& zone, const ExternalAddresses& external,

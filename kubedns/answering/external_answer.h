@@ -7,8 +7,10 @@
 // Names and answers follow k8s_external (plugin/k8s_external, plugin/kubernetes/external.go):
 //   E SOA   SOA ns1.dns.E. hostmaster.dns.E. serial 7200 1800 86400 <ttl>
 //   E NS    ns1.dns.E.; other types at the apex: NODATA
-//   dns.E, ns1.dns.E: NODATA (kdns does not know the address clients outside reach it at);
-//     other names under dns.E: NXDOMAIN
+//   ns1.dns.E A/AAAA  the external addresses of kubedns's own Service (ExternalConfig::
+//     ns_service, --external-ns-service, kube-system/kube-dns), as k8s_external answers the
+//     CoreDNS Service's; also the glue of the NS answer. NODATA when it has none of that
+//     family; dns.E: NODATA; other names under dns.E: NXDOMAIN
 //   svc.ns.E A/AAAA   the service's external IPs of that family; a service with only
 //     load balancer hostnames: a CNAME to the first one, which the server chases upstream
 //     (AnswerKind::kExternalTarget); never a CNAME next to addresses (RFC 2181 section 10.1)
@@ -19,6 +21,13 @@
 //     no such port)
 //   other types: NODATA; ns.E: NODATA while the namespace holds a service, else NXDOMAIN;
 //   a service without external addresses, and every other name: NXDOMAIN with the SOA.
+// A reverse zone (under in-addr.arpa or ip6.arpa, as k8s_external takes one among its
+// zones) serves PTR records for external addresses: the address's name answers PTR
+// svc.ns.F for each Service that has it, F the first forward zone (a reverse zone without
+// one is refused at start-up), other types NODATA. An address that is no Service's external
+// one keeps its cluster PTR (the Answerer asks the cluster's reverse index first; see
+// ServesPtr), else NXDOMAIN; names shorter than an address's are NODATA (a Service's address
+// may lie below them: RFC 8020).
 // One difference from k8s_external: names of three labels under E (`x.svc.ns.E`) are
 // NXDOMAIN; k8s_external answers them like svc.ns.E unless its `headless` option is on,
 // which kdns does not offer. Negative answers carry the zone's SOA with TTL <ttl>.
@@ -29,6 +38,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/dns/builder.h"
@@ -43,6 +53,10 @@ namespace kdns::kubedns {
 struct ExternalConfig {
   std::vector<dns::Name> zones;  // lower case; empty: no external zone is served
   uint32_t ttl_s = 5;            // --external-ttl; k8s_external's default
+  // --external-ns-service: the Service whose external addresses ns1.dns.E answers, the one
+  // clients outside reach kubedns by. Empty name: ns1.dns.E has no address.
+  std::string ns_service_namespace = "kube-system";
+  std::string ns_service_name = "kube-dns";
 };
 
 class ExternalAnswerer {
@@ -60,6 +74,11 @@ class ExternalAnswerer {
                     const dns::Query& query, dns::MessageBuilder& builder,
                     std::optional<dns::Name>* chase_target) const;
 
+  // True when `lower` (a reverse name under a reverse zone) is the name of some Service's
+  // external address, so zones[zone] answers its PTR; false lets the cluster's reverse
+  // index answer first.
+  bool ServesPtr(const Snapshot& snapshot, const dns::Name& lower) const;
+
   const ExternalConfig& config() const { return config_; }
 
  private:
@@ -68,16 +87,23 @@ class ExternalAnswerer {
     dns::Name dns;         // dns.E
     dns::Name ns_name;     // ns1.dns.E
     dns::Name hostmaster;  // hostmaster.dns.E
+    bool reverse = false;  // under in-addr.arpa or ip6.arpa
   };
 
   dns::Rcode AnswerService(const ZoneNames& zone, const ExternalAddresses& external,
                            const std::vector<k8s::ServicePort>& ports, const dns::Name& lower,
                            const dns::Query& query, dns::MessageBuilder& builder,
                            std::optional<dns::Name>* chase_target) const;
+  dns::Rcode AnswerPtr(const Snapshot& snapshot, const dns::Name& lower, const dns::Query& query,
+                       dns::MessageBuilder& builder) const;
+  // ns1.dns.E's addresses of `family` (the ns_service's external IPs) into `section`.
+  void AddNsAddresses(const Snapshot& snapshot, const dns::Name& owner, IpFamily family,
+                      dns::Section section, dns::MessageBuilder& builder) const;
   dns::RdataSoa Soa(const ZoneNames& zone, uint32_t serial) const;
 
   ExternalConfig config_;
   std::vector<ZoneNames> zones_;
+  std::optional<dns::Name> ptr_zone_;  // the first forward zone: PTR targets lie under it
 };
 
 }  // namespace kdns::kubedns

@@ -9,6 +9,7 @@
 #include "common/dns/message.h"
 #include "common/dns/presentation.h"
 #include "common/dns/query_testing.h"
+#include "common/dns/reverse.h"
 #include "kubedns/answering/answerer.h"
 #include "kubedns/answering/answerer_testing.h"
 #include "kubedns/records/records_testing.h"
@@ -30,6 +31,16 @@ constexpr std::string_view kByHostname =
 constexpr std::string_view kInternal =
     R"({"metadata":{"name":"db","namespace":"shop"},"spec":{"clusterIP":"10.96.0.12",)"
     R"("ports":[{"name":"sql","port":5432}]}})";
+
+// kubedns's own Service, reached from outside at a load balancer (--external-ns-service).
+constexpr std::string_view kKubeDns =
+    R"({"metadata":{"name":"kube-dns","namespace":"kube-system"},"spec":{"type":"LoadBalancer",)"
+    R"("clusterIP":"10.96.0.53","ports":[{"name":"dns","protocol":"UDP","port":53}]},)"
+    R"("status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.53"},{"ip":"2001:db8::53"}]}}})";
+// A second Service on web's external IP (two PTR records).
+constexpr std::string_view kSharesIp =
+    R"({"metadata":{"name":"api","namespace":"shop"},"spec":{"clusterIP":"10.96.0.13",)"
+    R"("externalIPs":["192.0.2.10"],"ports":[{"name":"https","port":443}]}})";
 
 AnswerConfig Config(bool external = true) {
   AnswerConfig config;
@@ -186,6 +197,108 @@ TEST_CASE("The most specific external zone answers", "[kubedns][external]") {
   CHECK(answerer.ZoneOf(*dns::Name::FromText("web.shop.lb.example.org.")) == 1u);
   CHECK(answerer.ZoneOf(*dns::Name::FromText("web.shop.example.org.")) == 0u);
   CHECK_FALSE(answerer.ZoneOf(*dns::Name::FromText("example.com.")).has_value());
+}
+
+TEST_CASE("ns1.dns under the external zone has the kube-dns Service's external addresses",
+          "[kubedns][external]") {
+  auto snapshot = testing::SyncedRecords({kLoadBalancer, kKubeDns});
+  Answerer answerer(Config());
+  Answered a = Ask(answerer, snapshot.get(), "ns1.dns.example.org.", dns::RrType::kA);
+  CHECK(a.message.rcode() == dns::Rcode::kNoError);
+  CHECK(Texts(a.message.answers) == Normalized({"ns1.dns.example.org. 5 IN A 203.0.113.53"}));
+  CHECK(a.message.authorities.empty());
+  Answered aaaa = Ask(answerer, snapshot.get(), "ns1.dns.example.org.", dns::RrType::kAaaa);
+  CHECK(Texts(aaaa.message.answers) == Normalized({"ns1.dns.example.org. 5 IN AAAA 2001:db8::53"}));
+  // The NS answer carries them as glue, as k8s_external's.
+  Answered ns = Ask(answerer, snapshot.get(), "example.org.", dns::RrType::kNs);
+  CHECK(Texts(ns.message.answers) == Normalized({"example.org. 5 IN NS ns1.dns.example.org."}));
+  CHECK(Texts(ns.message.additionals) ==
+        Normalized({"ns1.dns.example.org. 5 IN A 203.0.113.53",
+                    "ns1.dns.example.org. 5 IN AAAA 2001:db8::53"}));
+
+  // Another Service named by --external-ns-service; none: NODATA with the SOA, no glue.
+  AnswerConfig other = Config();
+  other.external.ns_service_namespace = "shop";
+  other.external.ns_service_name = "web";
+  Answerer by_web(other);
+  CHECK(
+      Texts(Ask(by_web, snapshot.get(), "ns1.dns.example.org.", dns::RrType::kA).message.answers) ==
+      Normalized(
+          {"ns1.dns.example.org. 5 IN A 192.0.2.10", "ns1.dns.example.org. 5 IN A 198.51.100.1"}));
+  AnswerConfig none = Config();
+  none.external.ns_service_name.clear();
+  Answerer without(none);
+  Answered nodata = Ask(without, snapshot.get(), "ns1.dns.example.org.", dns::RrType::kA);
+  CHECK(nodata.message.rcode() == dns::Rcode::kNoError);
+  CHECK(nodata.message.answers.empty());
+  CHECK(nodata.message.authorities.size() == 1);
+  CHECK(Ask(without, snapshot.get(), "example.org.", dns::RrType::kNs).message.additionals.empty());
+}
+
+TEST_CASE("A reverse external zone answers PTR for external addresses, into the forward zone",
+          "[kubedns][external]") {
+  auto snapshot = testing::SyncedRecords({kLoadBalancer, kInternal, kSharesIp});
+  AnswerConfig config = Config();
+  // The reverse zones of 192.0.2.0/24, 198.51.0.0/16 and 2001:db8::/32, and one that holds
+  // cluster IPs too (10.96.0.0/16).
+  for (const char* zone : {"2.0.192.in-addr.arpa.", "51.198.in-addr.arpa.",
+                           "8.b.d.0.1.0.0.2.ip6.arpa.", "96.10.in-addr.arpa."}) {
+    config.external.zones.push_back(*dns::Name::FromText(zone));
+  }
+  Answerer answerer(config);
+  const std::string v6_name = dns::ReverseName(*IpAddress::Parse("2001:db8::1")).ToText();
+  auto [name, type, rcode, answers] =
+      GENERATE_REF(table<std::string, dns::RrType, dns::Rcode, std::vector<std::string>>({
+          // an IP two Services share: a PTR each, in (namespace, name) order
+          {"10.2.0.192.in-addr.arpa.",
+           dns::RrType::kPtr,
+           dns::Rcode::kNoError,
+           {"10.2.0.192.in-addr.arpa. 5 IN PTR api.shop.example.org.",
+            "10.2.0.192.in-addr.arpa. 5 IN PTR web.shop.example.org."}},
+          {"1.100.51.198.in-addr.arpa.",
+           dns::RrType::kPtr,
+           dns::Rcode::kNoError,
+           {"1.100.51.198.in-addr.arpa. 5 IN PTR web.shop.example.org."}},
+          {v6_name,
+           dns::RrType::kPtr,
+           dns::Rcode::kNoError,
+           {v6_name + " 5 IN PTR web.shop.example.org."}},
+          {"10.2.0.192.in-addr.arpa.", dns::RrType::kA, dns::Rcode::kNoError, {}},
+          // no Service's address: NXDOMAIN, the zone is ours
+          {"11.2.0.192.in-addr.arpa.", dns::RrType::kPtr, dns::Rcode::kNxDomain, {}},
+          {"x.2.0.192.in-addr.arpa.", dns::RrType::kPtr, dns::Rcode::kNxDomain, {}},
+          {"0.2.0.192.in-addr.arpa.", dns::RrType::kPtr, dns::Rcode::kNxDomain, {}},
+          // shorter than an address: an address may lie below (RFC 8020): NODATA
+          {"100.51.198.in-addr.arpa.", dns::RrType::kPtr, dns::Rcode::kNoError, {}},
+          {"7.51.198.in-addr.arpa.", dns::RrType::kPtr, dns::Rcode::kNoError, {}},
+          // a cluster IP inside a reverse external zone keeps its cluster PTR
+          {"12.0.96.10.in-addr.arpa.",
+           dns::RrType::kPtr,
+           dns::Rcode::kNoError,
+           {"12.0.96.10.in-addr.arpa. 30 IN PTR db.shop.svc.cluster.local."}},
+          {"99.0.96.10.in-addr.arpa.", dns::RrType::kPtr, dns::Rcode::kNxDomain, {}},
+      }));
+  INFO(name << " " << dns::RrTypeToText(type));
+  Answered got = Ask(answerer, snapshot.get(), name, type);
+  CHECK(got.result.kind == AnswerKind::kAnswered);
+  CHECK(got.message.header.aa);
+  CHECK(got.message.rcode() == rcode);
+  std::vector<std::string> expected;
+  for (const std::string& text : answers) expected.push_back(Normalized({text}).front());
+  CHECK(Texts(got.message.answers) == expected);
+  if (answers.empty()) CHECK(got.message.authorities.size() == 1);  // the reverse zone's SOA
+}
+
+TEST_CASE("Reverse names outside every reverse external zone are the cluster's as before",
+          "[kubedns][external]") {
+  auto snapshot = testing::SyncedRecords({kLoadBalancer});
+  Answerer answerer(Config());  // example.org. only
+  // The external IP has no PTR of ours: not kubedns's to answer (forwarded).
+  CHECK(Ask(answerer, snapshot.get(), "10.2.0.192.in-addr.arpa.", dns::RrType::kPtr).result.kind ==
+        AnswerKind::kNotOurs);
+  Answered cluster = Ask(answerer, snapshot.get(), "10.0.96.10.in-addr.arpa.", dns::RrType::kPtr);
+  CHECK(Texts(cluster.message.answers) ==
+        Normalized({"10.0.96.10.in-addr.arpa. 30 IN PTR web.shop.svc.cluster.local."}));
 }
 
 }  // namespace

@@ -52,6 +52,18 @@ std::vector<IpAddress> ReverseKeys(const ServiceRecords& records) {
   return keys;
 }
 
+// The IPs a service is reached at from outside (ServiceInfo::external: externalIPs and load
+// balancer ingress IPs), sorted and distinct: its keys in the external reverse index.
+std::vector<IpAddress> ExternalReverseKeys(const ServiceRecords& records) {
+  std::vector<IpAddress> keys;
+  const ServiceInfo* service = records.service();
+  if (service == nullptr || service->external == nullptr) return keys;
+  keys = service->external->ips;
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
 bool NameLess(const ServiceName& a, const ServiceName& b) {
   return a.ns != b.ns ? a.ns < b.ns : a.name < b.name;
 }
@@ -160,28 +172,40 @@ const ServiceRecords* RecordTreeWriter::Find(const std::string& ns, const std::s
   return records == nullptr ? nullptr : records->get();
 }
 
-void RecordTreeWriter::Store(const std::string& ns, const std::string& name, ServicePtr records) {
-  const ServiceRecords* old = Find(ns, name);
-  // Reverse index: apply only the difference, so an endpoint change in a large headless
-  // service touches only that endpoint's entries. A host whose label changed keeps its
-  // entry: the PTR target is derived from the records when asked.
+namespace {
+
+// Applies to `index` only the difference between the keys `old` and `records` contribute, so
+// an endpoint change in a large headless service touches only that endpoint's entries.
+template <class Keys>
+void UpdateReverse(Snapshot::Reverse& index, const ServiceRecords* old,
+                   const ServiceRecords* records, Keys keys_of) {
   std::vector<IpAddress> before, after, removed, added;
-  if (old != nullptr) before = ReverseKeys(*old);
-  if (records != nullptr) after = ReverseKeys(*records);
+  if (old != nullptr) before = keys_of(*old);
+  if (records != nullptr) after = keys_of(*records);
   std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
                       std::back_inserter(removed));
   std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
                       std::back_inserter(added));
   for (const auto& ip : removed) {
-    const auto* owners = reverse_.Find(ip);
+    const auto* owners = index.Find(ip);
     if (owners == nullptr) continue;
     auto left = ChainWithout(owners, old->name());
-    reverse_ = left != nullptr ? reverse_.Set(ip, std::move(left)) : reverse_.Erase(ip);
+    index = left != nullptr ? index.Set(ip, std::move(left)) : index.Erase(ip);
   }
   for (const auto& ip : added) {
-    reverse_ = reverse_.Set(ip, ChainWith(reverse_.Find(ip), records->shared_name()));
+    index = index.Set(ip, ChainWith(index.Find(ip), records->shared_name()));
   }
-  stats_.reverse_entries = reverse_.size();
+}
+
+}  // namespace
+
+void RecordTreeWriter::Store(const std::string& ns, const std::string& name, ServicePtr records) {
+  const ServiceRecords* old = Find(ns, name);
+  // A host whose label changed keeps its reverse entry: the PTR target is derived from the
+  // records when asked.
+  UpdateReverse(reverse_, old, records.get(), ReverseKeys);
+  UpdateReverse(external_reverse_, old, records.get(), ExternalReverseKeys);
+  stats_.reverse_entries = reverse_.size() + external_reverse_.size();
 
   Snapshot::Namespace space;
   if (const auto* existing = namespaces_.Find(ns)) space = **existing;
@@ -415,7 +439,10 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
 
   stats_ = {};
   std::vector<std::pair<std::string, std::shared_ptr<const Snapshot::Namespace>>> spaces;
-  std::unordered_map<IpAddress, std::shared_ptr<const ServiceName>, IpAddressHash> reverse;
+  using ReverseEntries =
+      std::unordered_map<IpAddress, std::shared_ptr<const ServiceName>, IpAddressHash>;
+  ReverseEntries reverse;
+  ReverseEntries external_reverse;
   std::vector<std::pair<std::string, ServicePtr>> services;
   uint32_t answerable = 0;
   auto flush_namespace = [&](const std::string& ns) {
@@ -445,14 +472,22 @@ void RecordTreeWriter::ReplaceAll(const ObjectSet& objects) {
       auto& owners = reverse[ip];
       owners = ChainWith(&owners, records->shared_name());
     }
+    for (const auto& ip : ExternalReverseKeys(*records)) {
+      auto& owners = external_reverse[ip];
+      owners = ChainWith(&owners, records->shared_name());
+    }
     services.emplace_back(name, std::move(records));
   }
   if (!services.empty()) flush_namespace(current_ns);
   namespaces_ = Snapshot::Namespaces::FromEntries(std::move(spaces));
-  std::vector<std::pair<IpAddress, std::shared_ptr<const ServiceName>>> reverse_entries(
-      std::make_move_iterator(reverse.begin()), std::make_move_iterator(reverse.end()));
-  reverse_ = Snapshot::Reverse::FromEntries(std::move(reverse_entries));
-  stats_.reverse_entries = reverse_.size();
+  auto index_of = [](ReverseEntries& entries) {
+    std::vector<std::pair<IpAddress, std::shared_ptr<const ServiceName>>> sorted(
+        std::make_move_iterator(entries.begin()), std::make_move_iterator(entries.end()));
+    return Snapshot::Reverse::FromEntries(std::move(sorted));
+  };
+  reverse_ = index_of(reverse);
+  external_reverse_ = index_of(external_reverse);
+  stats_.reverse_entries = reverse_.size() + external_reverse_.size();
 }
 
 std::shared_ptr<const ServiceName> RecordTreeWriter::NameOf(const std::string& ns,
@@ -471,6 +506,7 @@ std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {
   });
   snapshot->namespaces_ = namespaces_;
   snapshot->reverse_ = reverse_;
+  snapshot->external_reverse_ = external_reverse_;
   snapshot->pod_ips_ = pod_ips_;
   snapshot->multicluster_ = multicluster_.snapshot();
   snapshot->generation_ = ++generation_;
@@ -482,6 +518,7 @@ std::shared_ptr<const Snapshot> RecordTreeWriter::Publish() {
   const bool unchanged = published_ != nullptr &&
                          namespaces_.SharesRootWith(published_->namespaces_) &&
                          reverse_.SharesRootWith(published_->reverse_) &&
+                         external_reverse_.SharesRootWith(published_->external_reverse_) &&
                          pod_ips_.SharesRootWith(published_->pod_ips_) &&
                          snapshot->multicluster_.SameRecordsAs(published_->multicluster_) &&
                          synced_ == published_->synced_;

@@ -55,10 +55,10 @@ class Snapshot {
   using PodIps = PersistentMap<std::string, uint32_t, TransparentStringHash, std::equal_to<>>;
 
   struct Stats {
-    uint64_t services = 0;   // answerable services
-    uint64_t endpoints = 0;  // addresses held in slices
-    uint64_t reverse_entries = 0;
-    uint64_t pod_ips = 0;  // distinct (namespace, IP) pairs of live pods
+    uint64_t services = 0;         // answerable services
+    uint64_t endpoints = 0;        // addresses held in slices
+    uint64_t reverse_entries = 0;  // both reverse indexes
+    uint64_t pod_ips = 0;          // distinct (namespace, IP) pairs of live pods
     // The records' own bytes (ServiceRecords::ModelBytes summed, plus the reverse index's
     // entries): what RSS is compared with in the scale benchmark.
     uint64_t records_bytes = 0;
@@ -72,6 +72,11 @@ class Snapshot {
   // how many (0: the IP has no PTR record). The view is valid during the call only.
   template <class F>
   size_t ForEachPtr(const IpAddress& ip, F&& f) const;
+  // Calls f(const ServiceName&) for each service that has `ip` among its external addresses
+  // (externalIPs and load balancer ingress IPs; the external zones' PTR records), in (ns,
+  // name) order; returns how many. No allocation.
+  template <class F>
+  size_t ForEachExternalOwner(const IpAddress& ip, F&& f) const;
   // True when a live pod (not Succeeded or Failed) in `ns` has `ip`. No allocation.
   bool HasPodIp(std::string_view ns, const IpAddress& ip) const;
 
@@ -103,6 +108,7 @@ class Snapshot {
   Namespaces namespaces_;
   MulticlusterSnapshot multicluster_;
   Reverse reverse_;
+  Reverse external_reverse_;  // external addresses: ForEachExternalOwner
   PodIps pod_ips_;
   uint64_t generation_ = 0;
   uint64_t records_version_ = 0;
@@ -206,10 +212,8 @@ class RecordTreeWriter {
   using ServicePtr = std::shared_ptr<const ServiceRecords>;
 
   const ServiceRecords* Find(const std::string& ns, const std::string& name) const;
-  // Installs `records` (null: remove) for ns/name and updates the reverse index and stats.
+  // Installs `records` (null: remove) for ns/name and updates the reverse indexes and stats.
   void Store(const std::string& ns, const std::string& name, ServicePtr records);
-  void AddReverse(const std::string& ns, const std::string& name, const ServiceRecords& records);
-  void RemoveReverse(const std::string& ns, const std::string& name, const ServiceRecords& records);
   void SetSlice(const std::string& ns, const std::string& service, const std::string& slice,
                 std::shared_ptr<const SliceInfo> info);
   void CountPodIp(const std::string& ns, const IpAddress& ip, int delta);
@@ -220,6 +224,7 @@ class RecordTreeWriter {
 
   Snapshot::Namespaces namespaces_;
   Snapshot::Reverse reverse_;
+  Snapshot::Reverse external_reverse_;
   Snapshot::PodIps pod_ips_;
   Snapshot::Stats stats_;
   MulticlusterWriter multicluster_;
@@ -271,6 +276,18 @@ size_t Snapshot::ForEachPtr(const IpAddress& ip, F&& f) const {
     std::string_view relative = PtrRelativeName(label, *owner, buffer);
     if (relative.empty()) continue;
     f(relative);
+    ++count;
+  }
+  return count;
+}
+
+template <class F>
+size_t Snapshot::ForEachExternalOwner(const IpAddress& ip, F&& f) const {
+  const auto* owners = external_reverse_.Find(ip);
+  if (owners == nullptr) return 0;
+  size_t count = 0;
+  for (const ServiceName* owner = owners->get(); owner != nullptr; owner = owner->also.get()) {
+    f(*owner);
     ++count;
   }
   return count;

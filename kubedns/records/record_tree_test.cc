@@ -22,6 +22,27 @@ k8s::Service Headless(const std::string& ns, const std::string& name) {
   return ClusterIp(ns, name, "None");
 }
 
+// A LoadBalancer Service reached from outside at `external` (its first IP as an externalIP,
+// the rest as load balancer ingress IPs).
+k8s::Service LoadBalancer(const std::string& ns, const std::string& name, const std::string& ip,
+                          const std::vector<std::string>& external) {
+  std::string external_ips, ingress;
+  for (size_t i = 0; i < external.size(); ++i) {
+    if (i == 0) {
+      external_ips = R"(")" + external[i] + R"(")";
+    } else {
+      ingress += std::string(ingress.empty() ? "" : ",") + R"({"ip":")" + external[i] + R"("})";
+    }
+  }
+  auto service = k8s::DecodeService(
+      R"({"metadata":{"name":")" + name + R"(","namespace":")" + ns +
+      R"("},"spec":{"type":"LoadBalancer","clusterIP":")" + ip + R"(","externalIPs":[)" +
+      external_ips + R"(],"ports":[{"name":"http","port":80}]},"status":{"loadBalancer":)" +
+      R"({"ingress":[)" + ingress + "]}}}");
+  REQUIRE(service.ok());
+  return service.value();
+}
+
 k8s::EndpointSlice Slice(const std::string& ns, const std::string& name, const std::string& service,
                          const std::vector<std::string>& ips) {
   std::string endpoints;
@@ -61,6 +82,16 @@ std::string Ptr(const Snapshot& snapshot, const std::string& ip) {
   snapshot.ForEachPtr(*IpAddress::Parse(ip), [&](std::string_view relative) {
     if (!names.empty()) names += "\n";
     names += relative;
+  });
+  return names;
+}
+
+// The services that have `ip` as an external address, '\n'-separated "name.ns".
+std::string ExternalOwners(const Snapshot& snapshot, const std::string& ip) {
+  std::string names;
+  snapshot.ForEachExternalOwner(*IpAddress::Parse(ip), [&](const ServiceName& owner) {
+    if (!names.empty()) names += "\n";
+    names += owner.name + "." + owner.ns;
   });
   return names;
 }
@@ -171,6 +202,38 @@ TEST_CASE("an IP shared by two services has both PTR names", "[kubedns][record_t
   CHECK(Ptr(*writer.Publish(), "10.0.3.1") == "10-0-3-1.a.ns\n10-0-3-1.b.ns");
   writer.DeleteSlice("ns", "sa");
   CHECK(Ptr(*writer.Publish(), "10.0.3.1") == "10-0-3-1.b.ns");
+}
+
+TEST_CASE("the external index follows the services' external addresses", "[kubedns][record_tree]") {
+  RecordTreeWriter writer;
+  writer.UpsertService(LoadBalancer("ns", "a", "10.96.0.1", {"192.0.2.1", "198.51.100.1"}));
+  writer.UpsertService(LoadBalancer("ns", "b", "10.96.0.2", {"192.0.2.1"}));
+  auto first = writer.Publish();
+  CHECK(ExternalOwners(*first, "192.0.2.1") == "a.ns\nb.ns");
+  CHECK(ExternalOwners(*first, "198.51.100.1") == "a.ns");
+  CHECK(ExternalOwners(*first, "10.96.0.1").empty());  // a cluster IP is not external
+  CHECK(Ptr(*first, "192.0.2.1").empty());             // nor an external IP a cluster PTR
+  CHECK(first->stats().reverse_entries == 2 + 2);
+  // a's load balancer moves; b stops being reachable from outside.
+  writer.UpsertService(LoadBalancer("ns", "a", "10.96.0.1", {"192.0.2.1", "198.51.100.2"}));
+  writer.UpsertService(ClusterIp("ns", "b", "10.96.0.2"));
+  auto second = writer.Publish();
+  CHECK(second->records_version() == first->records_version() + 1);
+  CHECK(ExternalOwners(*second, "192.0.2.1") == "a.ns");
+  CHECK(ExternalOwners(*second, "198.51.100.1").empty());
+  CHECK(ExternalOwners(*second, "198.51.100.2") == "a.ns");
+  writer.DeleteService("ns", "a");
+  CHECK(ExternalOwners(*writer.Publish(), "192.0.2.1").empty());
+  // The same objects loaded at once build the same index.
+  RecordTreeWriter fresh;
+  RecordTreeWriter::ObjectSet objects;
+  objects.services = {LoadBalancer("ns", "a", "10.96.0.1", {"192.0.2.1", "198.51.100.2"}),
+                      ClusterIp("ns", "b", "10.96.0.2")};
+  fresh.ReplaceAll(objects);
+  auto loaded = fresh.Publish();
+  CHECK(ExternalOwners(*loaded, "192.0.2.1") == "a.ns");
+  CHECK(ExternalOwners(*loaded, "198.51.100.2") == "a.ns");
+  CHECK(loaded->stats().reverse_entries == second->stats().reverse_entries);
 }
 
 TEST_CASE("an update shares every untouched service with the previous snapshot",
@@ -408,7 +471,9 @@ std::string Answers(const Snapshot& snapshot, const std::vector<std::string>& se
     }
     out += "\n";
   }
-  for (const auto& ip : ips) out += ip + " -> " + Ptr(snapshot, ip) + "\n";
+  for (const auto& ip : ips) {
+    out += ip + " -> " + Ptr(snapshot, ip) + " external " + ExternalOwners(snapshot, ip) + "\n";
+  }
   out += "endpoints " + std::to_string(snapshot.stats().endpoints) + " reverse " +
          std::to_string(snapshot.stats().reverse_entries) + "\n";
   return out;
@@ -429,6 +494,8 @@ TEST_CASE("random changes applied one by one answer as the same objects loaded a
   for (int i = 1; i <= 6; ++i) ips.push_back("10.0.9." + std::to_string(i));
   ips.push_back("10.96.9.1");
   ips.push_back("10.96.9.2");
+  ips.push_back("192.0.2.1");  // external addresses, shared between services
+  ips.push_back("192.0.2.2");
 
   RecordTreeWriter writer;
   std::map<std::string, k8s::Service> services;
@@ -437,9 +504,13 @@ TEST_CASE("random changes applied one by one answer as the same objects loaded a
     const std::string& name = names[pick(names.size())];
     const std::string& slice_name = slice_names[pick(slice_names.size())];
     switch (pick(5)) {
-      case 0: {  // a service appears or changes kind or cluster IP
+      case 0: {  // a service appears or changes kind, cluster IP or external addresses
         k8s::Service service =
             pick(2) == 0 ? Headless("ns", name) : ClusterIp("ns", name, ips[6 + pick(2)]);
+        if (pick(3) == 0) {
+          service =
+              LoadBalancer("ns", name, ips[6 + pick(2)], {ips[8 + pick(2)], ips[8 + pick(2)]});
+        }
         writer.UpsertService(service);
         services[name] = service;
         break;
