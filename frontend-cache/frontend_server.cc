@@ -512,6 +512,7 @@ void FrontendServer::RegisterMetrics() {
                            std::make_shared<UpstreamCollector>(*upstream_table_, i));
   }
   upstream::RegisterHealthMetrics(registry_, "kdns_frontend_upstream", upstream_table_);
+  upstream::RegisterTlsMetrics(registry_, "kdns_frontend_upstream", upstream_table_);
   if (upstream_table_->counts_replies()) {
     upstream::RegisterReplyMetrics(registry_, "kdns_frontend_upstream", upstream_table_);
   }

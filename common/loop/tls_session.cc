@@ -3,6 +3,7 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -37,6 +38,10 @@ std::shared_ptr<const TlsContext> TlsContext::Create(const std::string& ca_file,
   std::shared_ptr<const TlsContext> context(new TlsContext(ctx));
   // RFC 8310 §8.1: TLS 1.2 at least.
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  // Sessions go to the context's own store, by peer (OpenSSL's internal client cache is
+  // not looked up by clients).
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(ctx, &TlsSession::OnNewSession);
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
   const int loaded = ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
                                      : SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr);
@@ -48,7 +53,70 @@ std::shared_ptr<const TlsContext> TlsContext::Create(const std::string& ca_file,
   return context;
 }
 
-TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
+TlsContext::~TlsContext() {
+  for (auto& [key, kept] : sessions_) SSL_SESSION_free(kept.first);
+  SSL_CTX_free(ctx_);
+}
+
+SSL_SESSION* TlsContext::SessionFor(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  auto it = sessions_.find(key);
+  if (it == sessions_.end()) return nullptr;
+  // A copy: OpenSSL marks the session a connection used unresumable when that connection
+  // ends without close_notify (an idle timeout, the peer closing), which must not spoil
+  // the kept one.
+  return SSL_SESSION_dup(it->second.first);
+}
+
+void TlsContext::KeepSession(const std::string& key, SSL_SESSION* session) const {
+  SSL_SESSION* replaced = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    auto [it, inserted] = sessions_.try_emplace(key, session, ++kept_);
+    if (!inserted) {
+      replaced = it->second.first;
+      it->second = {session, kept_};
+    } else if (sessions_.size() > kMaxSessions) {
+      auto oldest = std::min_element(sessions_.begin(), sessions_.end(), [](auto& a, auto& b) {
+        return a.second.second < b.second.second;
+      });
+      replaced = oldest->second.first;
+      sessions_.erase(oldest);
+    }
+  }
+  if (replaced != nullptr) SSL_SESSION_free(replaced);
+}
+
+void TlsContext::ForgetSession(const std::string& key) const {
+  SSL_SESSION* forgotten = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = sessions_.find(key);
+    if (it == sessions_.end()) return;
+    forgotten = it->second.first;
+    sessions_.erase(it);
+  }
+  SSL_SESSION_free(forgotten);
+}
+
+size_t TlsContext::sessions() const {
+  std::lock_guard lock(mutex_);
+  return sessions_.size();
+}
+
+std::string TlsPeer::SessionKey() const {
+  return ip.ToString() + "#" + std::to_string(port) + " " + server_name;
+}
+
+int TlsSession::OnNewSession(SSL* ssl, SSL_SESSION* session) {
+  auto* self = static_cast<TlsSession*>(SSL_get_app_data(ssl));
+  if (self == nullptr || SSL_SESSION_is_resumable(session) != 1) return 0;
+  // A copy, for the reason SessionFor gives: `session` is the connection's own.
+  if (SSL_SESSION* copy = SSL_SESSION_dup(session)) {
+    self->context_->KeepSession(self->session_key_, copy);
+  }
+  return 0;  // OpenSSL keeps its reference to the original
+}
 
 std::unique_ptr<TlsSession> TlsSession::NewClient(const TlsContext& context, const TlsPeer& peer,
                                                   std::string* error) {
@@ -57,7 +125,14 @@ std::unique_ptr<TlsSession> TlsSession::NewClient(const TlsContext& context, con
     *error = "SSL_new: " + TakeOpenSslErrors();
     return nullptr;
   }
-  std::unique_ptr<TlsSession> session(new TlsSession(ssl));
+  std::unique_ptr<TlsSession> session(
+      new TlsSession(ssl, context.shared_from_this(), peer.SessionKey()));
+  SSL_set_app_data(ssl, session.get());
+  if (SSL_SESSION* previous = context.SessionFor(session->session_key_)) {
+    // Offered in the ClientHello; a server that refuses it makes a full handshake.
+    (void)SSL_set_session(ssl, previous);  // takes its own reference
+    SSL_SESSION_free(previous);
+  }
   BIO* internal = nullptr;
   if (BIO_new_bio_pair(&internal, kBioBufferBytes, &session->network_, kBioBufferBytes) != 1) {
     *error = "BIO_new_bio_pair: " + TakeOpenSslErrors();
@@ -117,6 +192,8 @@ TlsSession::Status TlsSession::Fail(int ssl_result) {
   if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) return Status::kOk;
   if (code == SSL_ERROR_ZERO_RETURN) return Status::kClosed;
   failed_ = true;
+  // A session that led to a failure is not offered again.
+  if (!handshake_done_) context_->ForgetSession(session_key_);
   const long verify = SSL_get_verify_result(ssl_);
   if (verify != X509_V_OK) {
     error_ = std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);

@@ -154,6 +154,67 @@ TEST_CASE("A TLS session fails closed on the wrong name or an untrusted certific
   CHECK(server.echoed.empty());
 }
 
+TEST_CASE("A second session to the same peer resumes the first one's, under no other name or port",
+          "[loop][tls]") {
+  testing::TestPki pki;
+  auto server_ctx = pki.ServerContext();
+  std::string error;
+  auto context = TlsContext::Create(pki.ca_file, &error);
+  REQUIRE(context != nullptr);
+  auto connect = [&](const TlsPeer& peer) {
+    MemoryServer server(server_ctx.get());
+    auto client = TlsSession::NewClient(*context, peer, &error);
+    REQUIRE(client != nullptr);
+    REQUIRE(Handshake(*client, server) == Status::kOk);
+    CHECK(client->resumed() == (SSL_session_reused(server.ssl) == 1));  // both ends agree
+    return client->resumed();
+  };
+  const TlsPeer peer{"dns.test", kLoopback, 853};
+  CHECK_FALSE(connect(peer));  // the first: a full handshake, whose ticket is kept
+  CHECK(context->sessions() == 1);
+  CHECK(connect(peer));
+  CHECK(connect(peer));
+  // Another name or port of the same address: its own full handshake.
+  CHECK_FALSE(connect(TlsPeer{"", kLoopback, 853}));
+  CHECK_FALSE(connect(TlsPeer{"dns.test", kLoopback, 8853}));
+  CHECK(context->sessions() == 3);
+
+  SECTION("a session is never offered past a failed handshake") {
+    // The same peer key, now answered by a server of another CA: the certificate fails.
+    testing::TestPki other;
+    auto other_ctx = other.ServerContext();
+    MemoryServer impostor(other_ctx.get());
+    auto client = TlsSession::NewClient(*context, TlsPeer{"dns.test", kLoopback, 853}, &error);
+    REQUIRE(client != nullptr);
+    // The impostor cannot resume a session it never made: a full handshake, refused.
+    CHECK(Handshake(*client, impostor) == Status::kFailed);
+    CHECK(context->sessions() == 2);
+    CHECK_FALSE(connect(peer));
+  }
+}
+
+TEST_CASE("The session store keeps the newest peers, up to its bound", "[loop][tls]") {
+  testing::TestPki pki;
+  auto server_ctx = pki.ServerContext();
+  std::string error;
+  auto context = TlsContext::Create(pki.ca_file, &error);
+  REQUIRE(context != nullptr);
+  for (uint16_t port = 1; port <= TlsContext::kMaxSessions + 2; ++port) {
+    MemoryServer server(server_ctx.get());
+    auto client = TlsSession::NewClient(*context, TlsPeer{"dns.test", kLoopback, port}, &error);
+    REQUIRE(client != nullptr);
+    REQUIRE(Handshake(*client, server) == Status::kOk);
+  }
+  CHECK(context->sessions() == TlsContext::kMaxSessions);
+  // The oldest went first; the newest is kept.
+  SSL_SESSION* oldest = context->SessionFor(TlsPeer{"dns.test", kLoopback, 1}.SessionKey());
+  CHECK(oldest == nullptr);
+  SSL_SESSION* newest = context->SessionFor(
+      TlsPeer{"dns.test", kLoopback, TlsContext::kMaxSessions + 2}.SessionKey());
+  CHECK(newest != nullptr);
+  SSL_SESSION_free(newest);
+}
+
 TEST_CASE("A TLS context with a CA file that cannot be read is refused", "[loop][tls]") {
   std::string error;
   CHECK(TlsContext::Create("/nonexistent/ca.pem", &error) == nullptr);

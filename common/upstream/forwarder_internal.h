@@ -120,6 +120,7 @@ struct Forwarder::TcpSlot {
   Server* server = nullptr;
   std::unique_ptr<TcpClient> client;
   std::unordered_map<uint16_t, Attempt*> waiting;
+  bool answered = false;  // a reply came: a tls:// connection's handshake is counted
 };
 
 }  // namespace kdns::upstream

@@ -79,6 +79,10 @@ void Forwarder::OnTcpMessage(TcpSlot* slot, std::span<const uint8_t> message) {
     auto waiting = slot->waiting.find(header.id);
     if (waiting != slot->waiting.end()) attempt = waiting->second;
   }
+  if (!slot->answered) {
+    slot->answered = true;
+    if (slot->client->tls_resumed()) slot->server->entry.tls_resumed.Inc();
+  }
   if (attempt == nullptr) {
     // A reply to a try given up on, or garbage: RFC 7766 §7 lets a client drop it.
     counters_.mismatched.fetch_add(1, std::memory_order_relaxed);

@@ -174,7 +174,8 @@ Forwarder::TcpSlot* Forwarder::PickTcpSlot(Server* server) {
   } else if (options_.tls_context == nullptr) {
     error = server->address.ToString() + ": no TLS context";  // never in the clear
   } else {
-    const loop::TlsPeer peer{server->server_name, loop::IpOf(server->address)};
+    const loop::TlsPeer peer{server->server_name, loop::IpOf(server->address),
+                             server->address.port()};
     slot->client =
         TcpClient::ConnectTls(loop_, server->address, *options_.tls_context, peer,
                               options_.tcp_idle_timeout_ms, std::move(callbacks), &error);

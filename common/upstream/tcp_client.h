@@ -67,6 +67,8 @@ class TcpClient {
   uint64_t messages_received() const { return messages_received_; }
   // Closed because the TLS handshake failed (on_closed's reason says why).
   bool tls_handshake_failed() const { return tls_ != nullptr && tls_->handshake_failed(); }
+  // Over TLS, whether the finished handshake resumed a session (loop/tls_session.h).
+  bool tls_resumed() const { return tls_ != nullptr && tls_->resumed(); }
 
  private:
   TcpClient(const loop::SocketAddress& peer, Callbacks callbacks);

@@ -193,24 +193,30 @@ void RegisterReplyMetrics(metrics::Registry& registry, const std::string& prefix
                         std::make_shared<Replies>(std::move(table)));
 }
 
+namespace {
+
+// One counter of every entry, labelled by upstream, read at scrape time.
+class PerUpstream final : public metrics::Collector {
+ public:
+  using Field = metrics::Counter UpstreamTable::Entry::*;
+  PerUpstream(std::shared_ptr<const UpstreamTable> table, Field field)
+      : table_(std::move(table)), field_(field) {}
+  void Collect(std::vector<metrics::Sample>& out) const override {
+    for (const UpstreamTable::Entry* entry : table_->Entries()) {
+      out.push_back(
+          {{FormatUpstreamAddress(entry->address)}, static_cast<double>((entry->*field_).Value())});
+    }
+  }
+
+ private:
+  std::shared_ptr<const UpstreamTable> table_;
+  Field field_;
+};
+
+}  // namespace
+
 void RegisterHealthMetrics(metrics::Registry& registry, const std::string& prefix,
                            std::shared_ptr<const UpstreamTable> table) {
-  using Field = metrics::Counter UpstreamTable::Entry::*;
-  class PerUpstream final : public metrics::Collector {
-   public:
-    PerUpstream(std::shared_ptr<const UpstreamTable> table, Field field)
-        : table_(std::move(table)), field_(field) {}
-    void Collect(std::vector<metrics::Sample>& out) const override {
-      for (const UpstreamTable::Entry* entry : table_->Entries()) {
-        out.push_back({{FormatUpstreamAddress(entry->address)},
-                       static_cast<double>((entry->*field_).Value())});
-      }
-    }
-
-   private:
-    std::shared_ptr<const UpstreamTable> table_;
-    Field field_;
-  };
   registry.AddCollector(
       prefix + "_health_check_failures_total",
       "Health probes to each failed upstream that got no reply.", metrics::MetricType::kCounter,
@@ -222,6 +228,16 @@ void RegisterHealthMetrics(metrics::Registry& registry, const std::string& prefi
       "probes in a row got no reply (queries to it fail at once until one does).",
       metrics::MetricType::kCounter, {"upstream"},
       std::make_shared<PerUpstream>(std::move(table), &UpstreamTable::Entry::marked_down));
+}
+
+void RegisterTlsMetrics(metrics::Registry& registry, const std::string& prefix,
+                        std::shared_ptr<const UpstreamTable> table) {
+  registry.AddCollector(
+      prefix + "_tls_resumed_total",
+      "Connections to each tls:// upstream that resumed a TLS session (no certificate "
+      "exchange) instead of a full handshake.",
+      metrics::MetricType::kCounter, {"upstream"},
+      std::make_shared<PerUpstream>(std::move(table), &UpstreamTable::Entry::tls_resumed));
 }
 
 }  // namespace kdns::upstream

@@ -91,7 +91,8 @@ class UpstreamTable {
     metrics::Counter timeouts;  // of which timeouts
     metrics::Counter answers;   // replies handed to clients
     metrics::Counter tls_handshake_failures;  // tls:// connections refused: certificate, name
-    metrics::Histogram rtt_seconds;           // per reply received; 0.25 ms doubling to 8.192 s
+    metrics::Counter tls_resumed;  // tls:// connections that resumed a session (loop/tls_session.h)
+    metrics::Histogram rtt_seconds;  // per reply received; 0.25 ms doubling to 8.192 s
     // Health probes to it while failed that got no reply, and the times it was marked down
     // (its route's max_fails of them in a row; route_options.h).
     metrics::Counter health_check_failures;
@@ -170,5 +171,10 @@ void RegisterReplyMetrics(metrics::Registry& registry, const std::string& prefix
 // `<prefix>_marked_down_total{upstream}` (route_options.h: max_fails, health_check).
 void RegisterHealthMetrics(metrics::Registry& registry, const std::string& prefix,
                            std::shared_ptr<const UpstreamTable> table);
+
+// Registers `<prefix>_tls_resumed_total{upstream}`: tls:// connections that resumed a
+// session instead of a full handshake (loop/tls_session.h).
+void RegisterTlsMetrics(metrics::Registry& registry, const std::string& prefix,
+                        std::shared_ptr<const UpstreamTable> table);
 
 }  // namespace kdns::upstream

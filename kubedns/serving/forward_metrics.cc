@@ -114,6 +114,7 @@ ForwardMetrics::ForwardMetrics(metrics::Registry& registry,
         }
       });
   upstream::RegisterHealthMetrics(registry, "kdns_kubedns_upstream", table);
+  upstream::RegisterTlsMetrics(registry, "kdns_kubedns_upstream", table);
   if (table->counts_replies()) {
     upstream::RegisterReplyMetrics(registry, "kdns_kubedns_upstream", table);
   }

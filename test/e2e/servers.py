@@ -148,10 +148,11 @@ OTHER_TEST = """  local-zone: "other.test." static
 class Unbound:
     """unbound serving `local` (local-zone and local-data lines; default: other.test),
     ready once it answers `probe` (an A query). With `tls` (key file, certificate file),
-    also DNS over TLS on 127.0.0.1 and `tls_port`."""
+    also DNS over TLS on 127.0.0.1 and `tls_port`; `extra`: more lines for its server:
+    section."""
 
     def __init__(self, workdir, name="unbound", local=OTHER_TEST, probe="www.other.test",
-                 tls=None):
+                 tls=None, extra=""):
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir, exist_ok=True)
         last = ""
@@ -162,6 +163,7 @@ class Unbound:
                 f.write(UNBOUND_CONF.format(port=self.port, dir=self.dir, local=local))
                 if tls:
                     f.write(UNBOUND_TLS_CONF.format(port=self.tls_port, key=tls[0], pem=tls[1]))
+                f.write(extra)
             self.process = Process([UNBOUND, "-d", "-c", conf],
                                    os.path.join(self.dir, "unbound.out"))
             if wait_until(lambda: not self.process.alive() or dig(

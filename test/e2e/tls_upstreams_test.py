@@ -102,6 +102,35 @@ def test_frontend_cache_asks_over_tls_with_a_server_name(env):
     return p
 
 
+def test_frontend_cache_resumes_tls_sessions(env):
+    """An unbound that closes idle connections after 200 ms: each query after the first
+    opens a new connection, which resumes the TLS session the first one made (as CoreDNS's
+    forward does), counted in kdns_frontend_upstream_tls_resumed_total."""
+    pki = env["pki"]
+    unbound = servers.Unbound(env["workdir"], "unbound-idle", tls=(pki["key"], pki["pem"]),
+                              extra="  tcp-idle-timeout: 200\n")
+    env["owned"].append(unbound)
+    upstream = "tls://127.0.0.1#%d@dns.test" % unbound.tls_port
+    fe = servers.FrontendCache(env["workdir"], "fe-resume", "--tls-ca-file=" + pki["ca"],
+                               "--server=" + upstream, threads=1)
+    env["owned"].append(fe)
+    p = []
+    for i in range(3):
+        got = fe.dig("resume%d.other.test" % i)  # a new name each time: a miss
+        if got.status != "NXDOMAIN":
+            p.append("resume%d.other.test: %s, want NXDOMAIN from unbound" % (i, got))
+        if not harness.wait_until(lambda: not connections(fe.process.pid, unbound.tls_port),
+                                  10):
+            p.append("unbound kept the connection open past its tcp-idle-timeout")
+    series = 'kdns_frontend_upstream_tls_resumed_total{upstream="%s"}' % upstream
+    if fe.metric(series) != 2:
+        p.append("%s is %s, want 2 (three connections, the first a full handshake)"
+                 % (series, fe.metric(series)))
+    if fe.metric("kdns_frontend_upstream_tls_handshake_failures_total") != 0:
+        p.append("a handshake failure was counted")
+    return p
+
+
 def test_frontend_cache_checks_the_ip_without_a_name(env):
     unbound, pki = env["unbound"], env["pki"]
     fe = servers.FrontendCache(env["workdir"], "fe-ip", "--tls-ca-file=" + pki["ca"],
@@ -233,6 +262,7 @@ def test_nanny_routes_configmap_tls_upstreams(env):
 
 
 TESTS = [test_frontend_cache_asks_over_tls_with_a_server_name,
+         test_frontend_cache_resumes_tls_sessions,
          test_frontend_cache_checks_the_ip_without_a_name,
          test_frontend_cache_fails_closed,
          test_frontend_cache_refuses_a_ca_file_it_cannot_read,
