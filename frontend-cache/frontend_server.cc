@@ -478,51 +478,7 @@ void FrontendServer::RegisterMetrics() {
   upstream::RegisterForwarderMetrics(registry_, "kdns_frontend_forward", forwarder_totals_);
 
   // Per upstream, from the table every thread's Forwarder shares.
-  struct UpstreamCollector final : metrics::Collector {
-    explicit UpstreamCollector(const upstream::UpstreamTable& t, int w) : table(t), which(w) {}
-    void Collect(std::vector<metrics::Sample>& out) const override {
-      for (const auto* entry : table.Entries()) {
-        const metrics::Counter& counter = which == 0   ? entry->sent
-                                          : which == 1 ? entry->failed
-                                          : which == 2 ? entry->timeouts
-                                          : which == 3 ? entry->answers
-                                                       : entry->tls_handshake_failures;
-        out.push_back({{upstream::FormatUpstreamAddress(entry->address)},
-                       static_cast<double>(counter.Value())});
-      }
-    }
-    const upstream::UpstreamTable& table;
-    const int which;
-  };
-  const char* names[] = {
-      "kdns_frontend_upstream_queries_total", "kdns_frontend_upstream_failures_total",
-      "kdns_frontend_upstream_timeouts_total", "kdns_frontend_upstream_answers_total",
-      "kdns_frontend_upstream_tls_handshake_failures_total"};
-  const char* helps[] = {
-      "Queries sent to each upstream (every try, UDP or TCP).",
-      "Tries to each upstream without a usable reply (timeouts, network errors, SERVFAIL, "
-      "REFUSED, NOTIMP, FORMERR).",
-      "Tries to each upstream that timed out.",
-      "Replies from each upstream handed to clients.",
-      "TLS handshakes with each tls:// upstream that failed (untrusted certificate, wrong "
-      "name); its queries fail, never sent in the clear.",
-  };
-  for (int i = 0; i < 5; ++i) {
-    registry_.AddCollector(names[i], helps[i], metrics::MetricType::kCounter, {"upstream"},
-                           std::make_shared<UpstreamCollector>(*upstream_table_, i));
-  }
-  upstream::RegisterHealthMetrics(registry_, "kdns_frontend_upstream", upstream_table_);
-  upstream::RegisterTlsMetrics(registry_, "kdns_frontend_upstream", upstream_table_);
-  if (upstream_table_->counts_replies()) {
-    upstream::RegisterReplyMetrics(registry_, "kdns_frontend_upstream", upstream_table_);
-  }
-  registry_.AddHistogramCollector(
-      "kdns_frontend_upstream_rtt_seconds", "Round-trip time of each upstream's replies.",
-      {"upstream"}, [this](const metrics::Registry::HistogramVisitor& visit) {
-        for (const auto* entry : upstream_table_->Entries()) {
-          visit({upstream::FormatUpstreamAddress(entry->address)}, entry->rtt_seconds);
-        }
-      });
+  upstream::RegisterUpstreamMetrics(registry_, "kdns_frontend_upstream", upstream_table_);
   registry_.AddCallbackGauge("kdns_frontend_upstreams_loop_disabled",
                              "Upstreams disabled because our queries came back to us.", [this] {
                                double count = 0;

@@ -167,35 +167,9 @@ void UpstreamTable::ClearLoopDisabled() {
   for (auto& entry : entries_) entry->loop_disabled.store(false, std::memory_order_relaxed);
 }
 
-void RegisterReplyMetrics(metrics::Registry& registry, const std::string& prefix,
-                          std::shared_ptr<const UpstreamTable> table) {
-  CHECK(table->counts_replies()) << prefix << ": the table does not count replies";
-  class Replies final : public metrics::Collector {
-   public:
-    explicit Replies(std::shared_ptr<const UpstreamTable> table) : table_(std::move(table)) {}
-    void Collect(std::vector<metrics::Sample>& out) const override {
-      for (const UpstreamTable::Entry* entry : table_->Entries()) {
-        if (entry->replies == nullptr) continue;
-        const std::string upstream = FormatUpstreamAddress(entry->address);
-        for (size_t i = 0; i < entry->replies->size(); ++i) {
-          out.push_back({{upstream, UpstreamTable::ReplyRcodeName(i)},
-                         static_cast<double>((*entry->replies)[i].Value())});
-        }
-      }
-    }
-
-   private:
-    std::shared_ptr<const UpstreamTable> table_;
-  };
-  registry.AddCollector(prefix + "_replies_total",
-                        "Replies received from each upstream to client queries, by rcode.",
-                        metrics::MetricType::kCounter, {"upstream", "rcode"},
-                        std::make_shared<Replies>(std::move(table)));
-}
-
 namespace {
 
-// One counter of every entry, labelled by upstream, read at scrape time.
+// One counter of every entry, labelled by upstream.
 class PerUpstream final : public metrics::Collector {
  public:
   using Field = metrics::Counter UpstreamTable::Entry::*;
@@ -213,31 +187,74 @@ class PerUpstream final : public metrics::Collector {
   Field field_;
 };
 
+// The replies' counters by upstream and rcode.
+class Replies final : public metrics::Collector {
+ public:
+  explicit Replies(std::shared_ptr<const UpstreamTable> table) : table_(std::move(table)) {}
+  void Collect(std::vector<metrics::Sample>& out) const override {
+    for (const UpstreamTable::Entry* entry : table_->Entries()) {
+      if (entry->replies == nullptr) continue;
+      const std::string upstream = FormatUpstreamAddress(entry->address);
+      for (size_t i = 0; i < entry->replies->size(); ++i) {
+        out.push_back({{upstream, UpstreamTable::ReplyRcodeName(i)},
+                       static_cast<double>((*entry->replies)[i].Value())});
+      }
+    }
+  }
+
+ private:
+  std::shared_ptr<const UpstreamTable> table_;
+};
+
 }  // namespace
 
-void RegisterHealthMetrics(metrics::Registry& registry, const std::string& prefix,
-                           std::shared_ptr<const UpstreamTable> table) {
-  registry.AddCollector(
-      prefix + "_health_check_failures_total",
-      "Health probes to each failed upstream that got no reply.", metrics::MetricType::kCounter,
-      {"upstream"},
-      std::make_shared<PerUpstream>(table, &UpstreamTable::Entry::health_check_failures));
-  registry.AddCollector(
-      prefix + "_marked_down_total",
-      "Times each upstream was marked down: its route's max_fails health "
-      "probes in a row got no reply (queries to it fail at once until one does).",
-      metrics::MetricType::kCounter, {"upstream"},
-      std::make_shared<PerUpstream>(std::move(table), &UpstreamTable::Entry::marked_down));
-}
-
-void RegisterTlsMetrics(metrics::Registry& registry, const std::string& prefix,
-                        std::shared_ptr<const UpstreamTable> table) {
-  registry.AddCollector(
-      prefix + "_tls_resumed_total",
-      "Connections to each tls:// upstream that resumed a TLS session (no certificate "
-      "exchange) instead of a full handshake.",
-      metrics::MetricType::kCounter, {"upstream"},
-      std::make_shared<PerUpstream>(std::move(table), &UpstreamTable::Entry::tls_resumed));
+void RegisterUpstreamMetrics(metrics::Registry& registry, const std::string& prefix,
+                             std::shared_ptr<const UpstreamTable> table) {
+  using Entry = UpstreamTable::Entry;
+  const struct {
+    const char* suffix;
+    const char* help;
+    PerUpstream::Field field;
+  } counters[] = {
+      {"_queries_total", "Queries sent to each upstream (every try, UDP or TCP).", &Entry::sent},
+      {"_failures_total",
+       "Tries to each upstream without a usable reply (timeouts, network errors, SERVFAIL, "
+       "REFUSED, NOTIMP, FORMERR).",
+       &Entry::failed},
+      {"_timeouts_total", "Tries to each upstream that timed out.", &Entry::timeouts},
+      {"_answers_total", "Replies from each upstream used for answers.", &Entry::answers},
+      {"_tls_handshake_failures_total",
+       "TLS handshakes with each tls:// upstream that failed (untrusted certificate, wrong "
+       "name); its queries fail, never sent in the clear.",
+       &Entry::tls_handshake_failures},
+      {"_tls_resumed_total",
+       "Connections to each tls:// upstream that resumed a TLS session (no certificate "
+       "exchange) instead of a full handshake.",
+       &Entry::tls_resumed},
+      {"_health_check_failures_total", "Health probes to each failed upstream that got no reply.",
+       &Entry::health_check_failures},
+      {"_marked_down_total",
+       "Times each upstream was marked down: its route's max_fails health "
+       "probes in a row got no reply (queries to it fail at once until one does).",
+       &Entry::marked_down},
+  };
+  for (const auto& counter : counters) {
+    registry.AddCollector(prefix + counter.suffix, counter.help, metrics::MetricType::kCounter,
+                          {"upstream"}, std::make_shared<PerUpstream>(table, counter.field));
+  }
+  registry.AddHistogramCollector(
+      prefix + "_rtt_seconds", "Round-trip time of each upstream's replies.", {"upstream"},
+      [table](const metrics::Registry::HistogramVisitor& visit) {
+        for (const Entry* entry : table->Entries()) {
+          visit({FormatUpstreamAddress(entry->address)}, entry->rtt_seconds);
+        }
+      });
+  if (table->counts_replies()) {
+    registry.AddCollector(prefix + "_replies_total",
+                          "Replies received from each upstream to client queries, by rcode.",
+                          metrics::MetricType::kCounter, {"upstream", "rcode"},
+                          std::make_shared<Replies>(std::move(table)));
+  }
 }
 
 }  // namespace kdns::upstream

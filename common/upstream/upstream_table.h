@@ -162,19 +162,15 @@ class UpstreamTable {
   std::deque<LoopProbe> probes_;  // Guarded by mu_. In the order sent (and of expiry).
 };
 
-// Registers `<prefix>_replies_total{upstream,rcode}`, the entries' reply counters, read at
-// scrape time; only for a table that counts them (CountReplies).
-void RegisterReplyMetrics(metrics::Registry& registry, const std::string& prefix,
-                          std::shared_ptr<const UpstreamTable> table);
-
-// Registers `<prefix>_health_check_failures_total{upstream}` and
-// `<prefix>_marked_down_total{upstream}` (route_options.h: max_fails, health_check).
-void RegisterHealthMetrics(metrics::Registry& registry, const std::string& prefix,
-                           std::shared_ptr<const UpstreamTable> table);
-
-// Registers `<prefix>_tls_resumed_total{upstream}`: tls:// connections that resumed a
-// session instead of a full handshake (loop/tls_session.h).
-void RegisterTlsMetrics(metrics::Registry& registry, const std::string& prefix,
-                        std::shared_ptr<const UpstreamTable> table);
+// Registers every per-upstream family of the entries, read at scrape time, the same for
+// each program that forwards (kdns_frontend_upstream, kdns_kubedns_upstream):
+//   <prefix>_queries_total, _failures_total, _timeouts_total, _answers_total{upstream}
+//   <prefix>_rtt_seconds{upstream}                        a histogram
+//   <prefix>_tls_handshake_failures_total, _tls_resumed_total{upstream}   tls:// upstreams
+//   <prefix>_health_check_failures_total, _marked_down_total{upstream}
+//       (route_options.h: max_fails, health_check)
+//   <prefix>_replies_total{upstream,rcode}     only for a table that counts them
+void RegisterUpstreamMetrics(metrics::Registry& registry, const std::string& prefix,
+                             std::shared_ptr<const UpstreamTable> table);
 
 }  // namespace kdns::upstream

@@ -7,28 +7,6 @@
 #include "common/upstream/upstream_set.h"
 
 namespace kdns::kubedns {
-namespace {
-
-// One per-upstream counter family, read from the shared table at scrape time.
-class UpstreamCollector final : public metrics::Collector {
- public:
-  using Field = const metrics::Counter upstream::UpstreamTable::Entry::*;
-  UpstreamCollector(std::shared_ptr<const upstream::UpstreamTable> table, Field field)
-      : table_(std::move(table)), field_(field) {}
-
-  void Collect(std::vector<metrics::Sample>& out) const override {
-    for (const auto* entry : table_->Entries()) {
-      out.push_back({{upstream::FormatUpstreamAddress(entry->address)},
-                     static_cast<double>((entry->*field_).Value())});
-    }
-  }
-
- private:
-  std::shared_ptr<const upstream::UpstreamTable> table_;
-  Field field_;
-};
-
-}  // namespace
 
 const char* ForwardKindName(ForwardKind kind) {
   switch (kind) {
@@ -87,37 +65,7 @@ ForwardMetrics::ForwardMetrics(metrics::Registry& registry,
       "Default upstream servers (upstreamNameservers, --nameservers or resolv.conf); 0 means "
       "names outside the cluster get SERVFAIL.");
   if (table == nullptr) return;
-  using Entry = upstream::UpstreamTable::Entry;
-  const std::pair<const char*, const char*> families[] = {
-      {"kdns_kubedns_upstream_queries_total",
-       "Queries sent to each upstream (every try, UDP or TCP)."},
-      {"kdns_kubedns_upstream_failures_total",
-       "Tries to each upstream without a usable reply (timeouts, network errors, SERVFAIL, "
-       "REFUSED, NOTIMP, FORMERR)."},
-      {"kdns_kubedns_upstream_timeouts_total", "Tries to each upstream that timed out."},
-      {"kdns_kubedns_upstream_answers_total", "Replies from each upstream used for answers."},
-      {"kdns_kubedns_upstream_tls_handshake_failures_total",
-       "TLS handshakes with each tls:// upstream that failed (untrusted certificate, wrong "
-       "name); its queries fail, never sent in the clear."},
-  };
-  const UpstreamCollector::Field fields[] = {&Entry::sent, &Entry::failed, &Entry::timeouts,
-                                             &Entry::answers, &Entry::tls_handshake_failures};
-  for (size_t i = 0; i < 5; ++i) {
-    registry.AddCollector(families[i].first, families[i].second, metrics::MetricType::kCounter,
-                          {"upstream"}, std::make_shared<UpstreamCollector>(table, fields[i]));
-  }
-  registry.AddHistogramCollector(
-      "kdns_kubedns_upstream_rtt_seconds", "Round-trip time of each upstream's replies.",
-      {"upstream"}, [table](const metrics::Registry::HistogramVisitor& visit) {
-        for (const auto* entry : table->Entries()) {
-          visit({upstream::FormatUpstreamAddress(entry->address)}, entry->rtt_seconds);
-        }
-      });
-  upstream::RegisterHealthMetrics(registry, "kdns_kubedns_upstream", table);
-  upstream::RegisterTlsMetrics(registry, "kdns_kubedns_upstream", table);
-  if (table->counts_replies()) {
-    upstream::RegisterReplyMetrics(registry, "kdns_kubedns_upstream", table);
-  }
+  upstream::RegisterUpstreamMetrics(registry, "kdns_kubedns_upstream", table);
 }
 
 void ForwardMetrics::SetRoutes(const UpstreamRoutes& routes) {
