@@ -54,8 +54,12 @@ class UpstreamHealth {
     if (probe_failures_ < UINT32_MAX) ++probe_failures_;
     down_ = options_.max_fails > 0 && probe_failures_ >= options_.max_fails;
   }
-  // A route's max_fails (route_options.h); the state so far is kept.
-  void set_max_fails(uint32_t max_fails) { options_.max_fails = max_fails; }
+  // A route's max_fails (route_options.h); the state so far is kept, except that 0 ends
+  // being down: such a server is never probed, so nothing else would.
+  void set_max_fails(uint32_t max_fails) {
+    options_.max_fails = max_fails;
+    if (max_fails == 0) down_ = false;
+  }
   uint32_t max_fails() const { return options_.max_fails; }
 
   uint64_t TryTimeoutMs() const;

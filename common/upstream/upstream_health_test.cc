@@ -81,7 +81,13 @@ TEST_CASE("max_fails unanswered probes in a row make an upstream down; 0 never d
   health.OnProbeFailure();
   CHECK_FALSE(health.down());
 
+  health.OnProbeFailure();
+  health.OnProbeFailure();
+  REQUIRE(health.down());
+  // A reload that sets max_fails=0 ends it: such a server is never probed again, so no
+  // probe could.
   health.set_max_fails(0);
+  CHECK_FALSE(health.down());
   for (int i = 0; i < 10; ++i) health.OnProbeFailure();
   CHECK_FALSE(health.down());
   CHECK(health.failed());
