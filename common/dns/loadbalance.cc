@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "common/dns/header.h"
 #include "common/dns/name.h"
@@ -11,9 +12,11 @@
 namespace kdns::dns {
 namespace {
 
-// One record as the rotation sees it: its owner and its fixed part after the owner (type,
-// class, TTL, rdata length and rdata), which is what moves.
+// One record as the rotation sees it: where its owner is written, and its fixed part after
+// the owner (type, class, TTL, rdata length and rdata), which is what moves.
 struct Tail {
+  size_t owner = 0;    // the owner's first octet
+  size_t written = 0;  // where the owner's first label is: `owner`, or a bare pointer's target
   size_t offset = 0;
   size_t size = 0;
   uint16_t type = 0;
@@ -29,9 +32,16 @@ bool IsZoneTransfer(uint16_t qtype) {
          qtype == static_cast<uint16_t>(RrType::kIxfr);
 }
 
-[[nodiscard]] bool ReadRecord(WireReader& reader, Name* owner, Tail* tail) {
+[[nodiscard]] bool ReadRecord(WireReader& reader, Tail* tail) {
+  const std::span<const uint8_t> message = reader.message();
+  tail->owner = reader.offset();
+  tail->written = tail->owner;
+  if (tail->owner + 1 < message.size() && (message[tail->owner] & 0xC0) == 0xC0) {
+    tail->written =
+        static_cast<size_t>(message[tail->owner] & 0x3F) << 8 | message[tail->owner + 1];
+  }
   uint16_t rdata_size = 0;
-  if (reader.ReadName(owner) != ParseError::kOk) return false;
+  if (reader.SkipName() != ParseError::kOk) return false;
   tail->offset = reader.offset();
   if (!reader.ReadU16(&tail->type) || !reader.ReadU16(&tail->cls) || !reader.Skip(4) ||
       !reader.ReadU16(&rdata_size) || !reader.Skip(rdata_size)) {
@@ -39,6 +49,14 @@ bool IsZoneTransfer(uint16_t qtype) {
   }
   tail->size = reader.offset() - tail->offset;
   return true;
+}
+
+// The owner name of `tail`, decoded (nullopt when it cannot be).
+std::optional<Name> OwnerOf(std::span<const uint8_t> message, const Tail& tail) {
+  WireReader reader(message, tail.owner, message.size());
+  Name name;
+  if (reader.ReadName(&name) != ParseError::kOk) return std::nullopt;
+  return name;
 }
 
 // Consecutive address records of one RRset: one owner (however each is written), type and
@@ -52,17 +70,25 @@ class Run {
   static constexpr size_t kMaxRecords = 65536 / 16;
 
   // Whether the record belongs to this run; false ends it.
-  bool Takes(const Name& owner, const Tail& tail) const {
-    return count_ > 0 && count_ < kMaxRecords && tail.type == first_.type &&
-           tail.cls == first_.cls && tail.size == first_.size && owner == owner_;
+  bool Takes(std::span<const uint8_t> message, const Tail& tail) {
+    if (count_ == 0 || count_ >= kMaxRecords || tail.type != first_.type ||
+        tail.cls != first_.cls || tail.size != first_.size) {
+      return false;
+    }
+    // The same octets (both pointers to one place, or one pointing at the other's labels):
+    // the same name, without decoding either. Else the names are compared.
+    if (tail.written == first_.written) return true;
+    if (!owner_) owner_ = OwnerOf(message, first_);
+    const std::optional<Name> owner = OwnerOf(message, tail);
+    return owner_ && owner && *owner == *owner_;
   }
   void Add(const Tail& tail) { offsets_[count_++] = static_cast<uint16_t>(tail.offset); }
   void Clear() { count_ = 0; }
   // A new run from the record: empty unless it is an address record.
-  void Restart(const Name& owner, const Tail& tail) {
+  void Restart(const Tail& tail) {
     Clear();
     if (!IsAddress(tail.type)) return;
-    owner_ = owner;
+    owner_.reset();
     first_ = tail;
     Add(tail);
   }
@@ -86,7 +112,7 @@ class Run {
     }
   }
 
-  Name owner_;
+  std::optional<Name> owner_;  // the first record's owner, decoded once a comparison needs it
   Tail first_;
   size_t count_ = 0;
   std::array<uint16_t, kMaxRecords> offsets_;  // of each tail; only [0, count_) is set
@@ -132,18 +158,17 @@ size_t RotateAddressRrsets(std::span<uint8_t> message, uint32_t turn) {
   }
   size_t rotated = 0;
   Run run;
-  Name owner;
   for (const uint16_t count : counts) {
     run.Clear();  // RRsets never span sections
     for (uint16_t i = 0; i < count; ++i) {
       Tail tail;
-      if (!ReadRecord(reader, &owner, &tail)) return rotated;  // the run in progress stays
-      if (run.Takes(owner, tail)) {
+      if (!ReadRecord(reader, &tail)) return rotated;  // the run in progress stays
+      if (run.Takes(message, tail)) {
         run.Add(tail);
         continue;
       }
       rotated += run.Rotate(message, turn);
-      run.Restart(owner, tail);
+      run.Restart(tail);
     }
     rotated += run.Rotate(message, turn);
   }

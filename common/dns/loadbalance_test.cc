@@ -102,6 +102,26 @@ TEST_CASE("Round robin rotates an RRset whose owners are written differently",
   CHECK(std::equal(bytes.begin(), bytes.begin() + 42, packet.bytes().begin()));  // owners stay
 }
 
+TEST_CASE("Round robin reads owners by where they point, and by name when that differs",
+          "[dns][loadbalance]") {
+  // Owner 1 in full (offset 27), owner 2 a pointer to it, owner 3 a pointer to the question,
+  // in other case; then c.example., a pointer to a name of its own: another RRset.
+  testing::Packet packet;
+  packet.Header(1, 0x8180, 1, 5, 0, 0).Name("a.example.").U16(1).U16(1);
+  packet.Name("A.EXAMPLE.").Fixed(1, 1, 30, 4).U32(0x0A000001);
+  packet.Pointer(27).Fixed(1, 1, 30, 4).U32(0x0A000002);
+  packet.Pointer(12).Fixed(1, 1, 30, 4).U32(0x0A000003);
+  const size_t c_owner = packet.bytes().size();
+  packet.Name("c.example.").Fixed(1, 1, 30, 4).U32(0x0A000004);
+  packet.Pointer(static_cast<uint16_t>(c_owner)).Fixed(1, 1, 30, 4).U32(0x0A000005);
+  std::vector<uint8_t> bytes = packet.bytes();
+  CHECK(RotateAddressRrsets(bytes, 1) == 2);
+  CHECK(Texts(Parse(bytes).answers) ==
+        std::vector<std::string>{"A.EXAMPLE. 30 IN A 10.0.0.2", "A.EXAMPLE. 30 IN A 10.0.0.3",
+                                 "a.example. 30 IN A 10.0.0.1", "c.example. 30 IN A 10.0.0.5",
+                                 "c.example. 30 IN A 10.0.0.4"});
+}
+
 TEST_CASE("Round robin keeps RRsets of different owners apart", "[dns][loadbalance]") {
   std::vector<uint8_t> bytes =
       Reply("a.example.", RrType::kA,
