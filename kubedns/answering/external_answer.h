@@ -28,9 +28,11 @@
 // one keeps its cluster PTR (the Answerer asks the cluster's reverse index first; see
 // ServesPtr), else NXDOMAIN; names shorter than an address's are NODATA (a Service's address
 // may lie below them: RFC 8020).
-// One difference from k8s_external: names of three labels under E (`x.svc.ns.E`) are
-// NXDOMAIN; k8s_external answers them like svc.ns.E unless its `headless` option is on,
-// which kdns does not offer. Negative answers carry the zone's SOA with TTL <ttl>.
+// Differences from k8s_external: names of three labels under E (`x.svc.ns.E`) are
+// NXDOMAIN (k8s_external answers them like svc.ns.E unless its `headless` option is on,
+// which kdns does not offer); ns1.dns.E's Service is named, where k8s_external finds the
+// Services whose endpoints hold its own pod IP; names shorter than an address's are NODATA,
+// not NXDOMAIN. Negative answers carry the zone's SOA with TTL <ttl>.
 // Until the first full sync, every name is SERVFAIL, as in the cluster zone.
 //
 // Thread-safe: const after construction; every DNS thread calls it.
@@ -75,8 +77,8 @@ class ExternalAnswerer {
                     std::optional<dns::Name>* chase_target) const;
 
   // True when `lower` (a reverse name under a reverse zone) is the name of some Service's
-  // external address, so zones[zone] answers its PTR; false lets the cluster's reverse
-  // index answer first.
+  // external address, whose PTR the external zone answers; false lets the cluster's
+  // reverse index answer first.
   bool ServesPtr(const Snapshot& snapshot, const dns::Name& lower) const;
 
   const ExternalConfig& config() const { return config_; }
