@@ -98,8 +98,6 @@ MulticlusterConfig MulticlusterConfigOf(const AnswerConfig& config) {
 
 Answerer::Answerer(const AnswerConfig& config)
     : config_(config), multicluster_(MulticlusterConfigOf(config)), external_(config.external) {
-  in_addr_arpa_ = *dns::Name::FromText("in-addr.arpa.");
-  ip6_arpa_ = *dns::Name::FromText("ip6.arpa.");
   ns_name_ = *dns::Name::FromLabels({"ns", "dns"}, config_.zone);
   hostmaster_ = *dns::Name::FromLabels({"hostmaster"}, config_.zone);
   version_txt_.strings = {"1.1.0"};
@@ -131,7 +129,7 @@ uint32_t Answerer::SoaSerial(const Snapshot& snapshot) const {
 }
 
 std::vector<dns::Name> Answerer::ServedZones() const {
-  std::vector<dns::Name> zones = {config_.zone.Lowercased(), in_addr_arpa_, ip6_arpa_};
+  std::vector<dns::Name> zones = {config_.zone.Lowercased(), dns::InAddrArpa(), dns::Ip6Arpa()};
   if (config_.multicluster_zone) zones.push_back(*config_.multicluster_zone);
   if (config_.kubeslice_zone) zones.push_back(*config_.kubeslice_zone);
   for (const dns::Name& zone : config_.external.zones) zones.push_back(zone);

@@ -181,8 +181,6 @@ class Answerer {
   AnswerConfig config_;
   MulticlusterAnswerer multicluster_;
   ExternalAnswerer external_;
-  dns::Name in_addr_arpa_;
-  dns::Name ip6_arpa_;
   dns::Name ns_name_;     // ns.dns.Z
   dns::Name hostmaster_;  // hostmaster.Z
   dns::RdataTxt version_txt_;

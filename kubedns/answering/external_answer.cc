@@ -142,18 +142,18 @@ dns::Rcode ExternalAnswerer::AnswerPtr(const Snapshot& snapshot, const dns::Name
   if (lower.label_count() < address_labels) return dns::Rcode::kNoError;
   const auto ip = dns::AddressFromReverseName(lower);
   if (!ip || !ptr_zone_) return dns::Rcode::kNxDomain;
-  if (snapshot.ForEachExternalOwner(*ip, [](const ServiceName&) {}) == 0) {
-    return dns::Rcode::kNxDomain;
-  }
-  if (query.qtype != RrType::kPtr) return dns::Rcode::kNoError;
-  builder.BeginRrset(Section::kAnswer);
-  snapshot.ForEachExternalOwner(*ip, [&](const ServiceName& owner) {
+  // One walk of the address's Services: PTR records for a PTR query; for another type only
+  // whether there is one (NODATA) or none (NXDOMAIN).
+  const bool ptr = query.qtype == RrType::kPtr;
+  if (ptr) builder.BeginRrset(Section::kAnswer);
+  const size_t owners = snapshot.ForEachExternalOwner(*ip, [&](const ServiceName& owner) {
+    if (!ptr) return;
     if (auto target = dns::Name::FromLabels({owner.name, owner.ns}, *ptr_zone_)) {
       builder.Add(query.qname, RrType::kPtr, RrClass::kIn, config_.ttl_s, dns::RdataPtr{*target});
     }
   });
-  (void)builder.EndRrset();
-  return dns::Rcode::kNoError;
+  if (ptr) (void)builder.EndRrset();
+  return owners == 0 ? dns::Rcode::kNxDomain : dns::Rcode::kNoError;
 }
 
 dns::Rcode ExternalAnswerer::AnswerService(const ZoneNames& zone, const ExternalAddresses& external,

@@ -1,9 +1,5 @@
 #include "kubedns/serving/forward_metrics.h"
 
-#include <string>
-#include <utility>
-#include <vector>
-
 #include "common/upstream/upstream_set.h"
 
 namespace kdns::kubedns {
